@@ -1,0 +1,58 @@
+# rlpipe — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+PKGS ?= ./...
+BIN := bin/rlpipe
+FUZZTIME ?= 20s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## install what the tests need on a fresh Debian machine
+	@./scripts/deps.sh
+
+.PHONY: build
+build: ## build bin/rlpipe
+	$(GO) build -o $(BIN) ./cli/rlpipe
+
+.PHONY: test
+test: deps ## run every test with the race detector
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+.PHONY: demo
+demo: build ## run the main job (for now: a store round trip in a temporary store)
+	@./scripts/demo.sh
+
+.PHONY: bench
+bench: ## run the benchmarks and print their ratios
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./bench/...
+
+.PHONY: fuzz
+fuzz: ## fuzz every parser for FUZZTIME each
+	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    echo "fuzz $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$t; \
+	  done; done
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "run: make fmt"; exit 1; }
+	$(GO) vet $(PKGS)
+
+.PHONY: fmt
+fmt: ## format the code
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: cover
+cover: ## test coverage report in cover.out
+	$(GO) test -count=1 -coverprofile=cover.out $(PKGS)
+	$(GO) tool cover -func=cover.out | tail -1
+
+.PHONY: clean
+clean: ## remove build outputs and local stores
+	rm -rf bin cover.out .rlpipe

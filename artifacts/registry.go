@@ -1,0 +1,128 @@
+package artifacts
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// Driver opens and creates repositories of one backend. Backends register
+// a Driver for their URI scheme with Register, usually from an init
+// function, the way database/sql drivers do.
+type Driver interface {
+	// Open opens an existing repository; ErrRepositoryNotFound if absent.
+	Open(ctx context.Context, uri string, opts *Options) (Store, error)
+	// Create creates a repository and opens it; ErrRepositoryExists if present.
+	Create(ctx context.Context, uri string, opts *Options) (Store, error)
+}
+
+// Options configure Open and Create. Nil means defaults.
+type Options struct {
+	// DefaultBranch names the first branch of a new repository ("main").
+	DefaultBranch string
+	// StorageNamespace is where a lakeFS server keeps a new repository's
+	// data (e.g. "local://rlpipe/runs" or "s3://bucket/prefix"); the
+	// embedded store ignores it.
+	StorageNamespace string
+	// Logger receives debug lines; the zero value discards them.
+	Logger zerolog.Logger
+}
+
+// EnsureDefaults fills unset fields.
+func (o *Options) EnsureDefaults() {
+	if o.DefaultBranch == "" {
+		o.DefaultBranch = "main"
+	}
+}
+
+// DefaultURI is the embedded store in the working directory.
+const DefaultURI = "./.rlpipe"
+
+var (
+	driversMu sync.RWMutex
+	drivers   = map[string]Driver{}
+)
+
+// Register makes a backend available for URIs of the form scheme://…. The
+// scheme "file" also serves plain paths. Registering a scheme twice panics.
+func Register(scheme string, d Driver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	if _, dup := drivers[scheme]; dup {
+		panic("artifacts: Register called twice for scheme " + scheme)
+	}
+	drivers[scheme] = d
+}
+
+// Schemes lists the registered URI schemes.
+func Schemes() []string {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	var s []string
+	for k := range drivers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Scheme returns the scheme of a store URI: the part before "://", or
+// "file" for a plain path.
+func Scheme(uri string) string {
+	if i := strings.Index(uri, "://"); i > 0 {
+		return uri[:i]
+	}
+	return "file"
+}
+
+func driverFor(uri string) (Driver, error) {
+	if uri == "" {
+		uri = DefaultURI
+	}
+	scheme := Scheme(uri)
+	driversMu.RLock()
+	d, ok := drivers[scheme]
+	driversMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: store %q: no backend for scheme %q (known: %s)", ErrInvalid, uri, scheme, strings.Join(Schemes(), ", "))
+	}
+	return d, nil
+}
+
+// Open opens the repository a store URI names: a path for the embedded
+// store ("" means DefaultURI), or lakefs://<repo> for a lakeFS server.
+func Open(ctx context.Context, uri string, opts *Options) (Store, error) {
+	d, err := driverFor(uri)
+	if err != nil {
+		return nil, err
+	}
+	if uri == "" {
+		uri = DefaultURI
+	}
+	return d.Open(ctx, uri, withDefaults(opts))
+}
+
+// Create creates the repository a store URI names and opens it.
+func Create(ctx context.Context, uri string, opts *Options) (Store, error) {
+	d, err := driverFor(uri)
+	if err != nil {
+		return nil, err
+	}
+	if uri == "" {
+		uri = DefaultURI
+	}
+	return d.Create(ctx, uri, withDefaults(opts))
+}
+
+func withDefaults(opts *Options) *Options {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	return &o
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh Debian machine, only when missing.
+set -euo pipefail
+need=()
+# (Later issues add bubblewrap, chromium and jupyter here.)
+command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}"
+fi
+go mod download
