@@ -1,0 +1,552 @@
+package local
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// newCommit fills in generation, date and id, and stores the commit.
+func (s *Store) newCommit(tx *bolt.Tx, parents []string, metaID, message, committer string, date time.Time, meta map[string]string) (artifacts.Commit, error) {
+	gen := 0
+	for _, p := range parents {
+		pc, err := getCommit(tx, p)
+		if err != nil {
+			return artifacts.Commit{}, err
+		}
+		gen = max(gen, pc.Generation)
+	}
+	if date.IsZero() {
+		date = time.Now()
+	}
+	c := artifacts.Commit{
+		Parents:      parents,
+		Committer:    s.committer(committer),
+		Message:      message,
+		CreationDate: date.UTC().Truncate(time.Second),
+		Metadata:     meta,
+		MetaRangeID:  metaID,
+		Generation:   gen + 1,
+	}
+	if len(c.Metadata) == 0 {
+		c.Metadata = nil
+	}
+	c.ID = commitID(c)
+	return c, putJSON(tx.Bucket(bucketCommits), []byte(c.ID), c)
+}
+
+// moveBranch sets a branch head, failing if it is no longer at expect.
+func moveBranch(tx *bolt.Tx, name, expect, to string) error {
+	b, err := getBranch(tx, name)
+	if err != nil {
+		return err
+	}
+	if b.CommitID != expect {
+		return fmt.Errorf("%w: branch %q moved from %s to %s while this operation ran; retry it", artifacts.ErrConcurrentUpdate, name, short(expect), short(b.CommitID))
+	}
+	b.CommitID = to
+	return putJSON(tx.Bucket(bucketBranches), []byte(name), b)
+}
+
+// Commit records the branch's staged changes. The new tree, the commit,
+// the branch move and the cleared staging area land in one transaction:
+// after a crash the branch is at the old commit or the new one.
+func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifacts.CommitOptions) (artifacts.Commit, error) {
+	if opts == nil {
+		opts = &artifacts.CommitOptions{}
+	}
+	var c artifacts.Commit
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		b, _ := getBranch(tx, branch)
+		head, err := getCommit(tx, b.CommitID)
+		if err != nil {
+			return err
+		}
+		chs, err := stagedChanges(tx, branch, "")
+		if err != nil {
+			return err
+		}
+		if len(chs) == 0 && !opts.AllowEmpty {
+			return fmt.Errorf("%w: nothing is staged on %q (put objects first, or allow an empty commit)", artifacts.ErrNoChanges, branch)
+		}
+		metaID, err := s.trees(tx).apply(head.MetaRangeID, chs)
+		if err != nil {
+			return err
+		}
+		c, err = s.newCommit(tx, []string{head.ID}, metaID, message, opts.Committer, opts.Date, copyMeta(opts.Metadata))
+		if err != nil {
+			return err
+		}
+		if err := moveBranch(tx, branch, head.ID, c.ID); err != nil {
+			return err
+		}
+		if stagingOf(tx, branch) != nil {
+			return tx.Bucket(bucketStaging).DeleteBucket([]byte(branch))
+		}
+		return nil
+	})
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("commit %s: %w", branch, err)
+	}
+	return c, nil
+}
+
+func copyMeta(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// commitHeap orders commits newest first (date, then generation, then id).
+type commitHeap []artifacts.Commit
+
+func (h commitHeap) Len() int { return len(h) }
+func (h commitHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if !a.CreationDate.Equal(b.CreationDate) {
+		return a.CreationDate.After(b.CreationDate)
+	}
+	if a.Generation != b.Generation {
+		return a.Generation > b.Generation
+	}
+	return a.ID > b.ID
+}
+func (h commitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *commitHeap) Push(x any)   { *h = append(*h, x.(artifacts.Commit)) }
+func (h *commitHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// Log walks history newest first. Each batch of commits is read in its own
+// short transaction so a long walk does not hold the store.
+func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions) iter.Seq2[artifacts.Commit, error] {
+	var o artifacts.LogOptions
+	if opts != nil {
+		o = *opts
+	}
+	filtered := len(o.Paths) > 0 || len(o.Prefixes) > 0
+	return func(yield func(artifacts.Commit, error) bool) {
+		h := &commitHeap{}
+		seen := map[string]bool{}
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			v, err := resolve(tx, ref)
+			if err != nil {
+				return err
+			}
+			heap.Push(h, v.commit)
+			seen[v.commit.ID] = true
+			return nil
+		})
+		if err != nil {
+			yield(artifacts.Commit{}, fmt.Errorf("log %s: %w", ref, err))
+			return
+		}
+		emitted := 0
+		for h.Len() > 0 {
+			var batch []artifacts.Commit
+			err := s.view(ctx, func(tx *bolt.Tx) error {
+				for h.Len() > 0 && len(batch) < 256 {
+					c := heap.Pop(h).(artifacts.Commit)
+					parents := c.Parents
+					if o.FirstParent && len(parents) > 1 {
+						parents = parents[:1]
+					}
+					for _, p := range parents {
+						if seen[p] {
+							continue
+						}
+						seen[p] = true
+						pc, err := getCommit(tx, p)
+						if err != nil {
+							return err
+						}
+						heap.Push(h, pc)
+					}
+					if filtered {
+						ok, err := s.touches(tx, c, o.Paths, o.Prefixes)
+						if err != nil {
+							return err
+						}
+						if !ok {
+							continue
+						}
+					}
+					batch = append(batch, c)
+				}
+				return nil
+			})
+			if err != nil {
+				yield(artifacts.Commit{}, fmt.Errorf("log %s: %w", ref, err))
+				return
+			}
+			for _, c := range batch {
+				if !yield(c, nil) {
+					return
+				}
+				emitted++
+				if o.Limit > 0 && emitted >= o.Limit {
+					return
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				yield(artifacts.Commit{}, err)
+				return
+			}
+		}
+	}
+}
+
+// touches reports whether c changed one of paths, or something under one
+// of prefixes, relative to its first parent.
+func (s *Store) touches(tx *bolt.Tx, c artifacts.Commit, paths, prefixes []string) (bool, error) {
+	parentMeta := emptyMetaRangeID
+	if len(c.Parents) > 0 {
+		p, err := getCommit(tx, c.Parents[0])
+		if err != nil {
+			return false, err
+		}
+		parentMeta = p.MetaRangeID
+	}
+	t := s.trees(tx)
+	for _, p := range paths {
+		a, err := t.lookup(parentMeta, p)
+		if err != nil {
+			return false, err
+		}
+		b, err := t.lookup(c.MetaRangeID, p)
+		if err != nil {
+			return false, err
+		}
+		if _, changed := describe(p, a, b); changed {
+			return true, nil
+		}
+	}
+	for _, p := range prefixes {
+		found := false
+		err := t.treeDiff(parentMeta, c.MetaRangeID, p, func(string, *entry, *entry) (bool, error) {
+			found = true
+			return false, nil
+		})
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// Diff lists changes between two refs (three-dot unless opts.TwoDot).
+func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.DiffOptions) iter.Seq2[artifacts.Change, error] {
+	var o artifacts.DiffOptions
+	if opts != nil {
+		o = *opts
+	}
+	return func(yield func(artifacts.Change, error) bool) {
+		var out []artifacts.Change
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			l, err := resolve(tx, left)
+			if err != nil {
+				return err
+			}
+			r, err := resolve(tx, right)
+			if err != nil {
+				return err
+			}
+			leftMeta := l.commit.MetaRangeID
+			if !o.TwoDot {
+				base, err := mergeBase(tx, l.commit, r.commit)
+				if err != nil {
+					return err
+				}
+				leftMeta = base.MetaRangeID
+			}
+			return s.trees(tx).treeDiff(leftMeta, r.commit.MetaRangeID, o.Prefix, func(p string, a, b *entry) (bool, error) {
+				if d, ok := describe(p, a, b); ok {
+					out = append(out, d)
+				}
+				return true, nil
+			})
+		})
+		if err != nil {
+			yield(artifacts.Change{}, fmt.Errorf("diff %s %s: %w", left, right, err))
+			return
+		}
+		for _, d := range out {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// mergeBase finds the best common ancestor: walking b's history newest
+// generation first, the first commit that is also an ancestor of a.
+func mergeBase(tx *bolt.Tx, a, b artifacts.Commit) (artifacts.Commit, error) {
+	if a.ID == b.ID {
+		return a, nil
+	}
+	ancestors := map[string]bool{}
+	stack := []string{a.ID}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if ancestors[id] {
+			continue
+		}
+		ancestors[id] = true
+		c, err := getCommit(tx, id)
+		if err != nil {
+			return artifacts.Commit{}, err
+		}
+		stack = append(stack, c.Parents...)
+	}
+	h := &genHeap{b}
+	seen := map[string]bool{b.ID: true}
+	for h.Len() > 0 {
+		c := heap.Pop(h).(artifacts.Commit)
+		if ancestors[c.ID] {
+			return c, nil
+		}
+		for _, p := range c.Parents {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			pc, err := getCommit(tx, p)
+			if err != nil {
+				return artifacts.Commit{}, err
+			}
+			heap.Push(h, pc)
+		}
+	}
+	return artifacts.Commit{}, fmt.Errorf("%w: commits %s and %s share no history", artifacts.ErrNotFound, short(a.ID), short(b.ID))
+}
+
+// genHeap orders commits by generation, highest first.
+type genHeap []artifacts.Commit
+
+func (h genHeap) Len() int           { return len(h) }
+func (h genHeap) Less(i, j int) bool { return h[i].Generation > h[j].Generation }
+func (h genHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *genHeap) Push(x any)        { *h = append(*h, x.(artifacts.Commit)) }
+func (h *genHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// MergeBase returns the best common ancestor of two refs.
+func (s *Store) MergeBase(ctx context.Context, left, right string) (artifacts.Commit, error) {
+	var c artifacts.Commit
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		l, err := resolve(tx, left)
+		if err != nil {
+			return err
+		}
+		r, err := resolve(tx, right)
+		if err != nil {
+			return err
+		}
+		c, err = mergeBase(tx, l.commit, r.commit)
+		return err
+	})
+	if err != nil {
+		return c, fmt.Errorf("merge base %s %s: %w", left, right, err)
+	}
+	return c, nil
+}
+
+// threeWay applies what source changed since base onto dest's tree. It
+// returns the changes to apply and the conflicting paths.
+func (s *Store) threeWay(tx *bolt.Tx, baseMeta, sourceMeta, destMeta string, strategy artifacts.MergeStrategy) ([]change, []string, error) {
+	t := s.trees(tx)
+	var srcChanges []change
+	err := t.treeDiff(baseMeta, sourceMeta, "", func(p string, _, b *entry) (bool, error) {
+		srcChanges = append(srcChanges, change{Path: p, Entry: b})
+		return true, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var apply []change
+	var conflicts []string
+	for _, ch := range srcChanges {
+		baseE, err := t.lookup(baseMeta, ch.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		destE, err := t.lookup(destMeta, ch.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, destChanged := describe(ch.Path, baseE, destE)
+		_, differs := describe(ch.Path, destE, ch.Entry)
+		switch {
+		case !differs: // dest already has the source's version
+		case !destChanged:
+			apply = append(apply, ch)
+		case strategy == artifacts.StrategySourceWins:
+			apply = append(apply, ch)
+		case strategy == artifacts.StrategyDestWins:
+		default:
+			conflicts = append(conflicts, ch.Path)
+		}
+	}
+	return apply, conflicts, nil
+}
+
+func requireClean(tx *bolt.Tx, branch string) error {
+	st := stagingOf(tx, branch)
+	if st == nil {
+		return nil
+	}
+	if k, _ := st.Cursor().First(); k != nil {
+		return fmt.Errorf("%w: %q (commit them with `rlpipe commit %s -m MSG` or drop them with `rlpipe branch reset %s`)", artifacts.ErrDirtyBranch, branch, branch, branch)
+	}
+	return nil
+}
+
+// Merge merges source into the destination branch.
+func (s *Store) Merge(ctx context.Context, source, destination string, opts *artifacts.MergeOptions) (artifacts.Commit, error) {
+	if opts == nil {
+		opts = &artifacts.MergeOptions{}
+	}
+	switch opts.Strategy {
+	case artifacts.StrategyNone, artifacts.StrategySourceWins, artifacts.StrategyDestWins:
+	default:
+		return artifacts.Commit{}, fmt.Errorf("merge %s into %s: %w: strategy %q (use source-wins or dest-wins)", source, destination, artifacts.ErrInvalid, opts.Strategy)
+	}
+	var c artifacts.Commit
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, destination); err != nil {
+			return err
+		}
+		if err := requireClean(tx, destination); err != nil {
+			return err
+		}
+		src, err := resolve(tx, source)
+		if err != nil {
+			return err
+		}
+		db, _ := getBranch(tx, destination)
+		dest, err := getCommit(tx, db.CommitID)
+		if err != nil {
+			return err
+		}
+		base, err := mergeBase(tx, src.commit, dest)
+		if err != nil {
+			return err
+		}
+		apply, conflicts, err := s.threeWay(tx, base.MetaRangeID, src.commit.MetaRangeID, dest.MetaRangeID, opts.Strategy)
+		if err != nil {
+			return err
+		}
+		if len(conflicts) > 0 {
+			return &artifacts.MergeConflictError{Source: source, Destination: destination, Paths: conflicts}
+		}
+		if len(apply) == 0 && !opts.AllowEmpty {
+			return fmt.Errorf("%w: %s brings nothing new to %s", artifacts.ErrNoChanges, source, destination)
+		}
+		metaID, err := s.trees(tx).apply(dest.MetaRangeID, apply)
+		if err != nil {
+			return err
+		}
+		msg := opts.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Merge '%s' into '%s'", source, destination)
+		}
+		c, err = s.newCommit(tx, []string{dest.ID, src.commit.ID}, metaID, msg, opts.Committer, opts.Date, copyMeta(opts.Metadata))
+		if err != nil {
+			return err
+		}
+		return moveBranch(tx, destination, dest.ID, c.ID)
+	})
+	if err != nil {
+		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
+			return artifacts.Commit{}, err
+		}
+		return artifacts.Commit{}, fmt.Errorf("merge %s into %s: %w", source, destination, err)
+	}
+	return c, nil
+}
+
+// Revert commits the inverse of the commit ref names onto branch: a
+// three-way merge whose base is that commit and whose source is its parent.
+func (s *Store) Revert(ctx context.Context, branch, ref string, parentNumber int, opts *artifacts.CommitOptions) (artifacts.Commit, error) {
+	if opts == nil {
+		opts = &artifacts.CommitOptions{}
+	}
+	if parentNumber <= 0 {
+		parentNumber = 1
+	}
+	var c artifacts.Commit
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		if err := requireClean(tx, branch); err != nil {
+			return err
+		}
+		target, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		if parentNumber > len(target.commit.Parents) {
+			return fmt.Errorf("%w: commit %s has %d parent(s); cannot revert against parent %d", artifacts.ErrInvalid, short(target.commit.ID), len(target.commit.Parents), parentNumber)
+		}
+		parent, err := getCommit(tx, target.commit.Parents[parentNumber-1])
+		if err != nil {
+			return err
+		}
+		b, _ := getBranch(tx, branch)
+		head, err := getCommit(tx, b.CommitID)
+		if err != nil {
+			return err
+		}
+		apply, conflicts, err := s.threeWay(tx, target.commit.MetaRangeID, parent.MetaRangeID, head.MetaRangeID, artifacts.StrategyNone)
+		if err != nil {
+			return err
+		}
+		if len(conflicts) > 0 {
+			return &artifacts.MergeConflictError{Source: "revert " + short(target.commit.ID), Destination: branch, Paths: conflicts}
+		}
+		if len(apply) == 0 && !opts.AllowEmpty {
+			return fmt.Errorf("%w: reverting %s changes nothing on %s", artifacts.ErrNoChanges, short(target.commit.ID), branch)
+		}
+		metaID, err := s.trees(tx).apply(head.MetaRangeID, apply)
+		if err != nil {
+			return err
+		}
+		meta := copyMeta(opts.Metadata)
+		c, err = s.newCommit(tx, []string{head.ID}, metaID, "Revert "+target.commit.ID, opts.Committer, opts.Date, meta)
+		if err != nil {
+			return err
+		}
+		return moveBranch(tx, branch, head.ID, c.ID)
+	})
+	if err != nil {
+		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
+			return artifacts.Commit{}, err
+		}
+		return artifacts.Commit{}, fmt.Errorf("revert %s on %s: %w", ref, branch, err)
+	}
+	return c, nil
+}

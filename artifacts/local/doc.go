@@ -1,0 +1,32 @@
+// Package local is the embedded artifact store, rlpipe's default backend
+// (a plain path such as ./.rlpipe as the store URI).
+//
+// A store directory holds:
+//
+//	meta.db           bbolt: repository record, branches, tags, commits,
+//	                  ranges and metaranges (the commit trees), and the
+//	                  staging area of every branch
+//	blobs/ab/abcd…    object bytes, named by their SHA-256 (stored once)
+//	tmp/              uploads in flight (renamed into blobs/ when complete)
+//
+// Objects are content-addressed: identical bytes are stored once, and
+// every read checks the bytes against their digest (objects up to 4 MiB
+// before the first byte is returned, larger ones as they stream, the last
+// Read returning artifacts.ErrIntegrity instead of io.EOF).
+//
+// A commit's tree is two levels, as in lakeFS: a metarange lists ranges of
+// sorted entries, and range boundaries are chosen by a hash of each path.
+// The tree is therefore a pure function of its entries, and two trees that
+// differ in a few paths share all other ranges: commit, diff and merge read
+// only the ranges that changed, and creating a branch writes one record.
+//
+// Every change of metadata is one bbolt transaction, so a process killed
+// at any moment leaves each branch at its old commit or its new one, and
+// staged changes survive. The metadata file is locked per operation, not
+// per process: several processes (a running pipeline, a CLI reading it)
+// share a store, their writes serialised; a branch update that finds the
+// branch moved under it fails with artifacts.ErrConcurrentUpdate.
+//
+// Use it through artifacts.Open (import this package for its side effect)
+// or directly with Open and Create.
+package local

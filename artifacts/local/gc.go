@@ -1,0 +1,176 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+const defaultGracePeriod = time.Hour
+
+// GC removes commits that no branch or tag reaches, the ranges only they
+// used, and blobs that no remaining commit or staged change references.
+// Blobs younger than the grace period are kept, so a collection never
+// races an upload that has not been staged yet.
+func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GCResult, error) {
+	var o artifacts.GCOptions
+	if opts != nil {
+		o = *opts
+	}
+	grace := o.GracePeriod
+	if grace == 0 {
+		grace = defaultGracePeriod
+	}
+	var res artifacts.GCResult
+	live := map[string]bool{} // blob digests still referenced
+	// Metadata is marked and swept in one transaction; blobs after it,
+	// guarded by the grace period.
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		reachable := map[string]bool{}
+		var roots []string
+		if err := tx.Bucket(bucketBranches).ForEach(func(_, v []byte) error {
+			var b artifacts.Branch
+			if err := json.Unmarshal(v, &b); err != nil {
+				return err
+			}
+			roots = append(roots, b.CommitID)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketTags).ForEach(func(_, v []byte) error {
+			roots = append(roots, string(v))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for len(roots) > 0 {
+			id := roots[len(roots)-1]
+			roots = roots[:len(roots)-1]
+			if reachable[id] {
+				continue
+			}
+			reachable[id] = true
+			c, err := getCommit(tx, id)
+			if err != nil {
+				return err
+			}
+			roots = append(roots, c.Parents...)
+		}
+		liveMeta, liveRanges := map[string]bool{}, map[string]bool{}
+		t := s.trees(tx)
+		for id := range reachable {
+			c, _ := getCommit(tx, id)
+			if liveMeta[c.MetaRangeID] {
+				continue
+			}
+			liveMeta[c.MetaRangeID] = true
+			m, err := t.loadMeta(c.MetaRangeID)
+			if err != nil {
+				return err
+			}
+			for _, r := range m {
+				if liveRanges[r.ID] {
+					continue
+				}
+				liveRanges[r.ID] = true
+				es, err := t.loadRange(r.ID)
+				if err != nil {
+					return err
+				}
+				for _, e := range es {
+					live[e.Digest] = true
+				}
+			}
+		}
+		if err := tx.Bucket(bucketStaging).ForEachBucket(func(k []byte) error {
+			chs, err := stagedChanges(tx, string(k), "")
+			if err != nil {
+				return err
+			}
+			for _, ch := range chs {
+				if ch.Entry != nil {
+					live[ch.Entry.Digest] = true
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		sweep := func(bucket []byte, keep map[string]bool, count *int) error {
+			var dead [][]byte
+			if err := tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+				if !keep[string(k)] {
+					dead = append(dead, append([]byte(nil), k...))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if count != nil {
+				*count = len(dead)
+			}
+			if o.DryRun {
+				return nil
+			}
+			for _, k := range dead {
+				if err := tx.Bucket(bucket).Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := sweep(bucketCommits, reachable, &res.CommitsRemoved); err != nil {
+			return err
+		}
+		if err := sweep(bucketMetaRanges, liveMeta, nil); err != nil {
+			return err
+		}
+		return sweep(bucketRanges, liveRanges, nil)
+	})
+	if err != nil {
+		return res, fmt.Errorf("gc %s: %w", s.root, err)
+	}
+	cutoff := time.Now().Add(-grace)
+	if grace < 0 {
+		cutoff = time.Now().Add(time.Hour) // everything is old enough
+	}
+	err = filepath.WalkDir(s.blobs.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if live[d.Name()] || fi.ModTime().After(cutoff) {
+			res.BlobsKept++
+			return nil
+		}
+		res.BlobsRemoved++
+		res.BytesRemoved += fi.Size()
+		if o.DryRun {
+			return nil
+		}
+		return os.Remove(path)
+	})
+	if err != nil {
+		return res, fmt.Errorf("gc %s: sweep blobs: %w", s.root, err)
+	}
+	// Uploads interrupted by a crash leave temporary files behind.
+	tmps, _ := os.ReadDir(s.blobs.tmp)
+	for _, d := range tmps {
+		if fi, err := d.Info(); err == nil && fi.ModTime().Before(cutoff) && !o.DryRun {
+			os.Remove(filepath.Join(s.blobs.tmp, d.Name()))
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,433 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// staged is a branch's uncommitted change to one path.
+type staged struct {
+	Tombstone bool   `json:"x,omitempty"`
+	Entry     *entry `json:"e,omitempty"`
+}
+
+const listPageSize = 1000
+
+// writableBranch checks that ref names a branch and says why not otherwise.
+func writableBranch(tx *bolt.Tx, ref string) error {
+	if _, err := getBranch(tx, ref); err == nil {
+		return nil
+	}
+	if _, err := resolve(tx, ref); err == nil {
+		return fmt.Errorf("%w: %q is a tag or commit; write to a branch (`rlpipe branch create NAME --from %s`)", artifacts.ErrReadOnlyRef, ref, ref)
+	}
+	return fmt.Errorf("branch %q: %w", ref, artifacts.ErrBranchNotFound)
+}
+
+func stagingOf(tx *bolt.Tx, branch string) *bolt.Bucket {
+	return tx.Bucket(bucketStaging).Bucket([]byte(branch))
+}
+
+// lookupIn finds path as seen through v (staged changes first).
+func (s *Store) lookupIn(tx *bolt.Tx, v view, path string) (*entry, error) {
+	if v.branch != "" {
+		if st := stagingOf(tx, v.branch); st != nil {
+			var se staged
+			ok, err := getJSON(st, []byte(path), &se)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return se.Entry, nil // nil for a tombstone
+			}
+		}
+	}
+	return s.trees(tx).lookup(v.commit.MetaRangeID, path)
+}
+
+func info(e *entry) artifacts.ObjectInfo {
+	return artifacts.ObjectInfo{Path: e.Path, Size: e.Size, Checksum: e.Digest, Mtime: time.Unix(0, e.Mtime).UTC(), ContentType: e.ContentType, Metadata: e.Metadata}
+}
+
+// PutObject streams r into the blob store and stages it on branch.
+func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (artifacts.ObjectInfo, error) {
+	if opts == nil {
+		opts = &artifacts.PutOptions{}
+	}
+	if err := artifacts.ValidatePath(path); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	}
+	if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	}
+	digest, size, err := s.blobs.put(r)
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	}
+	e := &entry{Path: path, Digest: digest, Size: size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
+	if len(opts.Metadata) > 0 {
+		e.Metadata = make(map[string]string, len(opts.Metadata))
+		for k, v := range opts.Metadata {
+			e.Metadata[strings.ToLower(k)] = v
+		}
+	}
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		if opts.IfAbsent {
+			b, _ := getBranch(tx, branch)
+			c, err := getCommit(tx, b.CommitID)
+			if err != nil {
+				return err
+			}
+			old, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+			if err != nil {
+				return err
+			}
+			if old != nil {
+				return fmt.Errorf("%w: %s:%s", artifacts.ErrObjectExists, branch, path)
+			}
+		}
+		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
+		if err != nil {
+			return err
+		}
+		return putJSON(st, []byte(path), staged{Entry: e})
+	})
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	}
+	return info(e), nil
+}
+
+func (s *Store) stat(ctx context.Context, ref, path string) (*entry, error) {
+	var e *entry
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		e, err = s.lookupIn(tx, v, path)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
+	}
+	if e == nil {
+		return nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
+	}
+	return e, nil
+}
+
+// StatObject describes an object.
+func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.ObjectInfo, error) {
+	e, err := s.stat(ctx, ref, path)
+	if err != nil {
+		return artifacts.ObjectInfo{}, err
+	}
+	return info(e), nil
+}
+
+// GetObject opens an object; the bytes are checked against its digest.
+func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
+	e, err := s.stat(ctx, ref, path)
+	if err != nil {
+		return nil, artifacts.ObjectInfo{}, err
+	}
+	rc, err := s.blobs.open(e.Digest, e.Size, ref+":"+path)
+	if err != nil {
+		return nil, artifacts.ObjectInfo{}, err
+	}
+	return rc, info(e), nil
+}
+
+// GetObjectRange reads part of an object, unverified.
+func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error) {
+	e, err := s.stat(ctx, ref, path)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || offset > e.Size {
+		return nil, fmt.Errorf("%w: read %s:%s: offset %d outside 0..%d", artifacts.ErrInvalid, ref, path, offset, e.Size)
+	}
+	return s.blobs.openRange(e.Digest, offset, length, ref+":"+path)
+}
+
+// DeleteObject stages the removal of path on branch.
+func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		b, _ := getBranch(tx, branch)
+		c, err := getCommit(tx, b.CommitID)
+		if err != nil {
+			return err
+		}
+		cur, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+		if err != nil {
+			return err
+		}
+		if cur == nil {
+			return artifacts.ErrObjectNotFound
+		}
+		committed, err := s.trees(tx).lookup(c.MetaRangeID, path)
+		if err != nil {
+			return err
+		}
+		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
+		if err != nil {
+			return err
+		}
+		if committed == nil {
+			return st.Delete([]byte(path))
+		}
+		return putJSON(st, []byte(path), staged{Tombstone: true})
+	})
+	if err != nil {
+		return fmt.Errorf("delete %s:%s: %w", branch, path, err)
+	}
+	return nil
+}
+
+// ListObjects lists objects under a prefix, folding on a delimiter.
+func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.ListOptions) iter.Seq2[artifacts.Entry, error] {
+	var o artifacts.ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	return func(yield func(artifacts.Entry, error) bool) {
+		var v view
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			var err error
+			v, err = resolve(tx, ref)
+			return err
+		})
+		if err != nil {
+			yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
+			return
+		}
+		from := o.Prefix
+		if o.After != "" && o.After >= from {
+			from = o.After + "\x00"
+		}
+		emitted := 0
+		lastCP := ""
+		for {
+			var page []entry
+			err := s.view(ctx, func(tx *bolt.Tx) error {
+				var err error
+				page, err = s.listPage(tx, v, o.Prefix, from, listPageSize)
+				return err
+			})
+			if err != nil {
+				yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
+				return
+			}
+			for i := range page {
+				e := &page[i]
+				if lastCP != "" && strings.HasPrefix(e.Path, lastCP) {
+					continue
+				}
+				out := artifacts.Entry{ObjectInfo: info(e)}
+				if o.Delimiter != "" {
+					if j := strings.Index(e.Path[len(o.Prefix):], o.Delimiter); j >= 0 {
+						lastCP = e.Path[:len(o.Prefix)+j+len(o.Delimiter)]
+						if lastCP <= o.After {
+							continue
+						}
+						out = artifacts.Entry{ObjectInfo: artifacts.ObjectInfo{Path: lastCP}, CommonPrefix: true}
+					}
+				}
+				if !yield(out, nil) {
+					return
+				}
+				emitted++
+				if o.Limit > 0 && emitted >= o.Limit {
+					return
+				}
+			}
+			if len(page) < listPageSize {
+				return
+			}
+			last := page[len(page)-1].Path
+			from = last + "\x00"
+			if lastCP != "" && strings.HasPrefix(last, lastCP) {
+				from = successor(lastCP)
+			}
+		}
+	}
+}
+
+// successor returns the smallest string greater than every string with prefix p.
+func successor(p string) string {
+	b := []byte(p)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "\xff\xff\xff\xff"
+	}
+	b[len(b)-1]++
+	return string(b)
+}
+
+// listPage returns up to n entries visible in v with path >= from under prefix.
+func (s *Store) listPage(tx *bolt.Tx, v view, prefix, from string, n int) ([]entry, error) {
+	cur, err := newCursor(s.trees(tx), v.commit.MetaRangeID)
+	if err != nil {
+		return nil, err
+	}
+	if err := cur.seek(from); err != nil {
+		return nil, err
+	}
+	var sc *bolt.Cursor
+	var sk, sv []byte
+	if v.branch != "" {
+		if st := stagingOf(tx, v.branch); st != nil {
+			sc = st.Cursor()
+			sk, sv = sc.Seek([]byte(from))
+		}
+	}
+	var out []entry
+	for len(out) < n {
+		ce, err := cur.cur()
+		if err != nil {
+			return nil, err
+		}
+		if ce != nil && !strings.HasPrefix(ce.Path, prefix) {
+			ce = nil
+		}
+		if sk != nil && !strings.HasPrefix(string(sk), prefix) {
+			sk = nil
+		}
+		switch {
+		case ce == nil && sk == nil:
+			return out, nil
+		case sk == nil || (ce != nil && ce.Path < string(sk)):
+			out = append(out, *ce)
+			cur.next()
+		default:
+			if ce != nil && ce.Path == string(sk) {
+				cur.next()
+			}
+			var se staged
+			if err := json.Unmarshal(sv, &se); err != nil {
+				return nil, err
+			}
+			if se.Entry != nil {
+				out = append(out, *se.Entry)
+			}
+			sk, sv = sc.Next()
+		}
+	}
+	return out, nil
+}
+
+// stagedChanges returns a branch's staged changes in path order.
+func stagedChanges(tx *bolt.Tx, branch, prefix string) ([]change, error) {
+	st := stagingOf(tx, branch)
+	if st == nil {
+		return nil, nil
+	}
+	var out []change
+	c := st.Cursor()
+	for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+		var se staged
+		if err := json.Unmarshal(v, &se); err != nil {
+			return nil, fmt.Errorf("staged %s: %w", k, err)
+		}
+		out = append(out, change{Path: string(k), Entry: se.Entry})
+	}
+	return out, nil
+}
+
+// DiffUncommitted lists a branch's staged changes against its head.
+func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[artifacts.Change, error] {
+	return func(yield func(artifacts.Change, error) bool) {
+		var out []artifacts.Change
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			b, err := getBranch(tx, branch)
+			if err != nil {
+				return err
+			}
+			c, err := getCommit(tx, b.CommitID)
+			if err != nil {
+				return err
+			}
+			chs, err := stagedChanges(tx, branch, "")
+			if err != nil {
+				return err
+			}
+			t := s.trees(tx)
+			for _, ch := range chs {
+				old, err := t.lookup(c.MetaRangeID, ch.Path)
+				if err != nil {
+					return err
+				}
+				if d, ok := describe(ch.Path, old, ch.Entry); ok {
+					out = append(out, d)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			yield(artifacts.Change{}, fmt.Errorf("diff uncommitted %s: %w", branch, err))
+			return
+		}
+		for _, d := range out {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// describe turns an old/new pair into a Change; ok is false if equal.
+func describe(path string, old, new *entry) (artifacts.Change, bool) {
+	switch {
+	case old == nil && new == nil:
+		return artifacts.Change{}, false
+	case old == nil:
+		return artifacts.Change{Type: artifacts.ChangeAdded, Path: path, Size: new.Size}, true
+	case new == nil:
+		return artifacts.Change{Type: artifacts.ChangeRemoved, Path: path, Size: old.Size}, true
+	case old.sameContent(new):
+		return artifacts.Change{}, false
+	default:
+		return artifacts.Change{Type: artifacts.ChangeModified, Path: path, Size: new.Size}, true
+	}
+}
+
+// ResetBranch discards staged changes under prefix.
+func (s *Store) ResetBranch(ctx context.Context, name, prefix string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		if _, err := getBranch(tx, name); err != nil {
+			return fmt.Errorf("reset branch: %w", err)
+		}
+		st := stagingOf(tx, name)
+		if st == nil {
+			return nil
+		}
+		if prefix == "" {
+			return tx.Bucket(bucketStaging).DeleteBucket([]byte(name))
+		}
+		c := st.Cursor()
+		for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Seek([]byte(prefix)) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

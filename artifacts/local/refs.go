@@ -1,0 +1,303 @@
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// view is what a ref resolves to: a commit, and for a bare branch name the
+// branch whose staged changes overlay it.
+type view struct {
+	commit artifacts.Commit
+	branch string // "" unless staged changes are visible
+}
+
+// commitID hashes a commit's content (everything but the id).
+func commitID(c artifacts.Commit) string {
+	c.ID = ""
+	c.CreationDate = c.CreationDate.UTC()
+	data, _ := json.Marshal(c)
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+func getCommit(tx *bolt.Tx, id string) (artifacts.Commit, error) {
+	var c artifacts.Commit
+	ok, err := getJSON(tx.Bucket(bucketCommits), []byte(id), &c)
+	if err != nil {
+		return c, fmt.Errorf("read commit %s: %w", id, err)
+	}
+	if !ok {
+		return c, fmt.Errorf("commit %s: %w", id, artifacts.ErrCommitNotFound)
+	}
+	return c, nil
+}
+
+func getBranch(tx *bolt.Tx, name string) (artifacts.Branch, error) {
+	var b artifacts.Branch
+	ok, err := getJSON(tx.Bucket(bucketBranches), []byte(name), &b)
+	if err != nil {
+		return b, err
+	}
+	if !ok {
+		return b, fmt.Errorf("branch %q: %w", name, artifacts.ErrBranchNotFound)
+	}
+	return b, nil
+}
+
+// resolve turns a ref expression into a view.
+func resolve(tx *bolt.Tx, ref string) (view, error) {
+	e, err := artifacts.ParseRef(ref)
+	if err != nil {
+		return view{}, err
+	}
+	var id string
+	var br string
+	if b, err := getBranch(tx, e.Base); err == nil {
+		id, br = b.CommitID, b.Name
+	} else if t := tx.Bucket(bucketTags).Get([]byte(e.Base)); t != nil {
+		id = string(t)
+	} else if id, err = commitByPrefix(tx, e.Base); err != nil {
+		return view{}, fmt.Errorf("resolve %q: %w", ref, err)
+	}
+	c, err := getCommit(tx, id)
+	if err != nil {
+		return view{}, err
+	}
+	for _, op := range e.Ops {
+		switch {
+		case op.Kind == '^' && op.N == 0:
+		case op.Kind == '^':
+			if op.N > len(c.Parents) {
+				return view{}, fmt.Errorf("resolve %q: %w: commit %s has %d parent(s), not %d", ref, artifacts.ErrRefNotFound, short(c.ID), len(c.Parents), op.N)
+			}
+			if c, err = getCommit(tx, c.Parents[op.N-1]); err != nil {
+				return view{}, err
+			}
+		default: // '~'
+			for i := 0; i < op.N; i++ {
+				if len(c.Parents) == 0 {
+					return view{}, fmt.Errorf("resolve %q: %w: commit %s has no parent (history is shorter than ~%d)", ref, artifacts.ErrRefNotFound, short(c.ID), op.N)
+				}
+				if c, err = getCommit(tx, c.Parents[0]); err != nil {
+					return view{}, err
+				}
+			}
+		}
+	}
+	v := view{commit: c}
+	if br != "" && len(e.Ops) == 0 && !e.CommittedOnly {
+		v.branch = br
+	}
+	return v, nil
+}
+
+func commitByPrefix(tx *bolt.Tx, prefix string) (string, error) {
+	if strings.Trim(prefix, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%w: no branch, tag or commit named %q", artifacts.ErrRefNotFound, prefix)
+	}
+	c := tx.Bucket(bucketCommits).Cursor()
+	var found []string
+	for k, _ := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, _ = c.Next() {
+		found = append(found, string(k))
+		if len(found) > 3 {
+			break
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: no branch, tag or commit named %q", artifacts.ErrRefNotFound, prefix)
+	case 1:
+		return found[0], nil
+	}
+	shown := make([]string, 0, 3)
+	for _, f := range found[:min(3, len(found))] {
+		shown = append(shown, short(f))
+	}
+	return "", fmt.Errorf("%w: commit prefix %q matches %s…: use more digits", artifacts.ErrAmbiguousRef, prefix, strings.Join(shown, ", "))
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// ResolveRef returns the commit a ref names.
+func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, error) {
+	var v view
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		v, err = resolve(tx, ref)
+		return err
+	})
+	return v.commit, err
+}
+
+// GetCommit returns a commit by its full id.
+func (s *Store) GetCommit(ctx context.Context, id string) (artifacts.Commit, error) {
+	var c artifacts.Commit
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		c, err = getCommit(tx, id)
+		return err
+	})
+	return c, err
+}
+
+// CreateBranch points a new branch at the commit from resolves to.
+func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
+	if err := artifacts.ValidateBranchName(name); err != nil {
+		return artifacts.Branch{}, fmt.Errorf("create branch: %w", err)
+	}
+	var b artifacts.Branch
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketBranches).Get([]byte(name)) != nil {
+			return fmt.Errorf("create branch %q: %w (delete it first, or pick another name)", name, artifacts.ErrBranchExists)
+		}
+		v, err := resolve(tx, from)
+		if err != nil {
+			return fmt.Errorf("create branch %q: %w", name, err)
+		}
+		b = artifacts.Branch{Name: name, CommitID: v.commit.ID}
+		return putJSON(tx.Bucket(bucketBranches), []byte(name), b)
+	})
+	return b, err
+}
+
+// GetBranch returns a branch.
+func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, error) {
+	var b artifacts.Branch
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		b, err = getBranch(tx, name)
+		return err
+	})
+	return b, err
+}
+
+// ListBranches lists branches in name order.
+func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
+	return func(yield func(artifacts.Branch, error) bool) {
+		var all []artifacts.Branch
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketBranches).ForEach(func(k, v []byte) error {
+				var b artifacts.Branch
+				if err := json.Unmarshal(v, &b); err != nil {
+					return err
+				}
+				all = append(all, b)
+				return nil
+			})
+		})
+		if err != nil {
+			yield(artifacts.Branch{}, err)
+			return
+		}
+		for _, b := range all {
+			if !yield(b, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteBranch deletes a branch and its staged changes.
+func (s *Store) DeleteBranch(ctx context.Context, name string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		if _, err := getBranch(tx, name); err != nil {
+			return fmt.Errorf("delete branch: %w", err)
+		}
+		info, err := repoInfo(tx)
+		if err != nil {
+			return err
+		}
+		if name == info.DefaultBranch {
+			return fmt.Errorf("delete branch %q: %w: it is the repository's default branch", name, artifacts.ErrProtected)
+		}
+		if err := tx.Bucket(bucketBranches).Delete([]byte(name)); err != nil {
+			return err
+		}
+		st := tx.Bucket(bucketStaging)
+		if st.Bucket([]byte(name)) != nil {
+			return st.DeleteBucket([]byte(name))
+		}
+		return nil
+	})
+}
+
+// CreateTag points a new tag at the commit ref resolves to.
+func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag, error) {
+	if err := artifacts.ValidateTagName(name); err != nil {
+		return artifacts.Tag{}, fmt.Errorf("create tag: %w", err)
+	}
+	var t artifacts.Tag
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTags).Get([]byte(name)) != nil {
+			return fmt.Errorf("create tag %q: %w", name, artifacts.ErrTagExists)
+		}
+		v, err := resolve(tx, ref)
+		if err != nil {
+			return fmt.Errorf("create tag %q: %w", name, err)
+		}
+		t = artifacts.Tag{Name: name, CommitID: v.commit.ID}
+		return tx.Bucket(bucketTags).Put([]byte(name), []byte(v.commit.ID))
+	})
+	return t, err
+}
+
+// GetTag returns a tag.
+func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) {
+	var t artifacts.Tag
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketTags).Get([]byte(name))
+		if id == nil {
+			return fmt.Errorf("tag %q: %w", name, artifacts.ErrTagNotFound)
+		}
+		t = artifacts.Tag{Name: name, CommitID: string(id)}
+		return nil
+	})
+	return t, err
+}
+
+// ListTags lists tags in name order.
+func (s *Store) ListTags(ctx context.Context) iter.Seq2[artifacts.Tag, error] {
+	return func(yield func(artifacts.Tag, error) bool) {
+		var all []artifacts.Tag
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketTags).ForEach(func(k, v []byte) error {
+				all = append(all, artifacts.Tag{Name: string(k), CommitID: string(v)})
+				return nil
+			})
+		})
+		if err != nil {
+			yield(artifacts.Tag{}, err)
+			return
+		}
+		for _, t := range all {
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteTag deletes a tag.
+func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTags).Get([]byte(name)) == nil {
+			return fmt.Errorf("delete tag %q: %w", name, artifacts.ErrTagNotFound)
+		}
+		return tx.Bucket(bucketTags).Delete([]byte(name))
+	})
+}

@@ -1,0 +1,297 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// Layout of a store directory.
+const (
+	dbFile   = "meta.db"
+	blobsDir = "blobs"
+	tmpDir   = "tmp"
+)
+
+var (
+	bucketRepo       = []byte("repository")
+	bucketBranches   = []byte("branches")
+	bucketTags       = []byte("tags")
+	bucketCommits    = []byte("commits")
+	bucketRanges     = []byte("ranges")
+	bucketMetaRanges = []byte("metaranges")
+	bucketStaging    = []byte("staging") // one nested bucket per branch
+	keyRepoInfo      = []byte("info")
+)
+
+// errCorruptMeta marks metadata that references something missing.
+var errCorruptMeta = fmt.Errorf("%w: store metadata", artifacts.ErrIntegrity)
+
+// Options tune the embedded store. Nil means defaults.
+type Options struct {
+	// LockTimeout bounds the wait for another process's transaction (the
+	// metadata file is locked only for the duration of one operation).
+	// Zero means one minute.
+	LockTimeout time.Duration
+	// Logger receives debug lines.
+	Logger zerolog.Logger
+}
+
+func (o *Options) ensureDefaults() {
+	if o.LockTimeout == 0 {
+		o.LockTimeout = time.Minute
+	}
+}
+
+// Store is the embedded backend: blobs on the file system, metadata in a
+// bbolt file. It is safe for concurrent use by goroutines and by processes.
+type Store struct {
+	root  string
+	opts  Options
+	blobs *blobStore
+	cache *treeCache
+
+	// The bbolt file is opened per operation and shared by the operations
+	// of this process that overlap, so that other processes (a CLI reading
+	// a running pipeline's store) get their turn between them.
+	mu     sync.Mutex
+	db     *bolt.DB
+	users  int
+	closed bool
+}
+
+var (
+	_ artifacts.Store       = (*Store)(nil)
+	_ artifacts.Merger      = (*Store)(nil)
+	_ artifacts.Reverter    = (*Store)(nil)
+	_ artifacts.Collector   = (*Store)(nil)
+	_ artifacts.RangeReader = (*Store)(nil)
+)
+
+type driver struct{}
+
+func init() { artifacts.Register("file", driver{}) }
+
+func dirOf(uri string) string { return strings.TrimPrefix(uri, "file://") }
+
+func (driver) Open(ctx context.Context, uri string, o *artifacts.Options) (artifacts.Store, error) {
+	return Open(ctx, dirOf(uri), &Options{Logger: o.Logger})
+}
+
+func (driver) Create(ctx context.Context, uri string, o *artifacts.Options) (artifacts.Store, error) {
+	return Create(ctx, dirOf(uri), o.DefaultBranch, &Options{Logger: o.Logger})
+}
+
+// Open opens the store in dir; artifacts.ErrRepositoryNotFound if there is none.
+func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, dbFile)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open store %s: %w: run `rlpipe init-store --store %s`", dir, artifacts.ErrRepositoryNotFound, dir)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := newStore(dir, opts)
+	if _, err := s.Repository(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Create makes a new store in dir with one branch holding an empty initial
+// commit; artifacts.ErrRepositoryExists if dir already holds one.
+func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Store, error) {
+	if defaultBranch == "" {
+		defaultBranch = "main"
+	}
+	if err := artifacts.ValidateBranchName(defaultBranch); err != nil {
+		return nil, fmt.Errorf("create store %s: %w", dir, err)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, blobsDir), filepath.Join(dir, tmpDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create store %s: %w", dir, err)
+		}
+	}
+	s := newStore(dir, opts)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketRepo, bucketBranches, bucketTags, bucketCommits, bucketRanges, bucketMetaRanges, bucketStaging} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if tx.Bucket(bucketRepo).Get(keyRepoInfo) != nil {
+			return fmt.Errorf("create store %s: %w", dir, artifacts.ErrRepositoryExists)
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		info := artifacts.Repository{Name: filepath.Base(abs), DefaultBranch: defaultBranch, StorageNamespace: "file://" + abs, CreatedAt: now}
+		if err := putJSON(tx.Bucket(bucketRepo), keyRepoInfo, info); err != nil {
+			return err
+		}
+		c := artifacts.Commit{Committer: s.committer(""), Message: "Repository created", CreationDate: now, MetaRangeID: emptyMetaRangeID, Generation: 1}
+		c.ID = commitID(c)
+		if err := putJSON(tx.Bucket(bucketCommits), []byte(c.ID), c); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketBranches), []byte(defaultBranch), artifacts.Branch{Name: defaultBranch, CommitID: c.ID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(dir string, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.ensureDefaults()
+	return &Store{root: dir, opts: o, blobs: &blobStore{root: filepath.Join(dir, blobsDir), tmp: filepath.Join(dir, tmpDir)}, cache: newTreeCache()}
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.root }
+
+// acquire opens the metadata file (or shares this process's open handle).
+func (s *Store) acquire(ctx context.Context) (*bolt.DB, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("store %s: %w: closed", s.root, artifacts.ErrInvalid)
+	}
+	if s.db == nil {
+		db, err := bolt.Open(filepath.Join(s.root, dbFile), 0o644, &bolt.Options{Timeout: s.opts.LockTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("open store metadata %s: %w (another process may hold it: wait for it or raise the lock timeout)", filepath.Join(s.root, dbFile), err)
+		}
+		// Batched staging writes wait this long for company; sequential
+		// writers pay it once per write.
+		db.MaxBatchDelay = 2 * time.Millisecond
+		s.db = db
+	}
+	s.users++
+	return s.db, nil
+}
+
+func (s *Store) release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users--
+	if s.users == 0 && s.db != nil {
+		db := s.db
+		s.db = nil
+		return db.Close()
+	}
+	return nil
+}
+
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+	db, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.release()) }()
+	return db.View(fn)
+}
+
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+	db, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.release()) }()
+	return db.Update(fn)
+}
+
+// batch is update for small independent writes (staging one object):
+// when other operations of this process are in flight, concurrent calls
+// share one transaction and one fsync; a lone writer does not wait for
+// company.
+func (s *Store) batch(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+	db, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.release()) }()
+	s.mu.Lock()
+	alone := s.users == 1
+	s.mu.Unlock()
+	if alone {
+		return db.Update(fn)
+	}
+	return db.Batch(fn)
+}
+
+func (s *Store) trees(tx *bolt.Tx) trees { return trees{tx: tx, cache: s.cache} }
+
+// Close marks the store closed; later calls fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// Repository describes the store.
+func (s *Store) Repository(ctx context.Context) (artifacts.Repository, error) {
+	var r artifacts.Repository
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		r, err = repoInfo(tx)
+		return err
+	})
+	return r, err
+}
+
+func repoInfo(tx *bolt.Tx) (artifacts.Repository, error) {
+	var r artifacts.Repository
+	b := tx.Bucket(bucketRepo)
+	if b == nil || b.Get(keyRepoInfo) == nil {
+		return r, fmt.Errorf("%w: the metadata file has no repository record", artifacts.ErrRepositoryNotFound)
+	}
+	return r, json.Unmarshal(b.Get(keyRepoInfo), &r)
+}
+
+func (s *Store) committer(override string) string {
+	if override != "" {
+		return override
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "rlpipe"
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, data)
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) (bool, error) {
+	data := b.Get(key)
+	if data == nil {
+		return false, nil
+	}
+	return true, json.Unmarshal(data, v)
+}

@@ -1,0 +1,302 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+)
+
+func newStore(t *testing.T) *local.Store {
+	t.Helper()
+	s, err := local.Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatalf("create store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func put(t *testing.T, s artifacts.Store, branch, path, body string) {
+	t.Helper()
+	if _, err := s.PutObject(context.Background(), branch, path, strings.NewReader(body), nil); err != nil {
+		t.Fatalf("put %s:%s: %v", branch, path, err)
+	}
+}
+
+func read(s artifacts.Store, ref, path string) (string, error) {
+	rc, _, err := s.GetObject(context.Background(), ref, path)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}
+
+func TestOpenMissingStoreSaysHowToCreate(t *testing.T) {
+	_, err := artifacts.Open(context.Background(), filepath.Join(t.TempDir(), "nope"), nil)
+	if !errors.Is(err, artifacts.ErrRepositoryNotFound) || !strings.Contains(err.Error(), "rlpipe init-store") {
+		t.Fatalf("open missing store: got %v, want ErrRepositoryNotFound naming `rlpipe init-store`", err)
+	}
+}
+
+func TestCreateTwiceFails(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := local.Create(context.Background(), dir, "main", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Create(context.Background(), dir, "main", nil); !errors.Is(err, artifacts.ErrRepositoryExists) {
+		t.Fatalf("second create: got %v, want ErrRepositoryExists", err)
+	}
+}
+
+func TestIdenticalBytesStoredOnce(t *testing.T) {
+	s := newStore(t)
+	put(t, s, "main", "a", "same bytes")
+	put(t, s, "main", "b", "same bytes")
+	put(t, s, "main", "c", "other bytes")
+	n := 0
+	filepath.WalkDir(filepath.Join(s.Dir(), "blobs"), func(_ string, d os.DirEntry, _ error) error {
+		if !d.IsDir() {
+			n++
+		}
+		return nil
+	})
+	if n != 2 {
+		t.Fatalf("blob files = %d, want 2 (identical bytes stored once)", n)
+	}
+}
+
+// corrupt flips one byte of the blob behind ref:path.
+func corrupt(t *testing.T, s *local.Store, ref, path string) {
+	t.Helper()
+	st, err := s.StatObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum)
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x40
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
+	for _, size := range []int{100, 5 << 20} { // verified up front, and while streaming
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			s := newStore(t)
+			body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+			if _, err := s.PutObject(context.Background(), "main", "x.bin", bytes.NewReader(body), nil); err != nil {
+				t.Fatal(err)
+			}
+			corrupt(t, s, "main", "x.bin")
+			rc, _, err := s.GetObject(context.Background(), "main", "x.bin")
+			if err == nil {
+				_, err = io.ReadAll(rc)
+				rc.Close()
+			}
+			if !errors.Is(err, artifacts.ErrIntegrity) || !strings.Contains(err.Error(), "main:x.bin") {
+				t.Fatalf("read corrupted blob: got %v, want ErrIntegrity naming main:x.bin", err)
+			}
+		})
+	}
+}
+
+func TestMissingBlobIsIntegrityError(t *testing.T) {
+	s := newStore(t)
+	put(t, s, "main", "x", "hello")
+	st, _ := s.StatObject(context.Background(), "main", "x")
+	os.Remove(filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum))
+	if _, err := read(s, "main", "x"); !errors.Is(err, artifacts.ErrIntegrity) {
+		t.Fatalf("read with missing blob: got %v, want ErrIntegrity", err)
+	}
+}
+
+// The crash and multi-process tests re-run this test binary as a child
+// process in one of these roles.
+const (
+	envRole  = "RLPIPE_LOCAL_TEST_ROLE"
+	envStore = "RLPIPE_LOCAL_TEST_STORE"
+	envName  = "RLPIPE_LOCAL_TEST_NAME"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envRole) {
+	case "":
+		os.Exit(m.Run())
+	case "committer":
+		os.Exit(committer(os.Getenv(envStore), os.Getenv(envName), -1))
+	case "committer10":
+		os.Exit(committer(os.Getenv(envStore), os.Getenv(envName), 10))
+	}
+}
+
+// committer puts a file and commits, n times (forever if n < 0), printing
+// each commit id it made on stdout.
+func committer(dir, name string, n int) int {
+	ctx := context.Background()
+	s, err := local.Open(ctx, dir, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := 0; n < 0 || i < n; i++ {
+		for j := 0; j < 3; j++ {
+			p := fmt.Sprintf("%s/%06d/%d", name, i, j)
+			if _, err := s.PutObject(ctx, "main", p, strings.NewReader(p), nil); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		c, err := s.Commit(ctx, "main", name+" "+strconv.Itoa(i), nil)
+		switch {
+		case errors.Is(err, artifacts.ErrNoChanges): // the other process committed our files with its own
+		case err != nil:
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		default:
+			fmt.Println(c.ID)
+		}
+	}
+	return 0
+}
+
+func child(t *testing.T, role, dir, name string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRole+"="+role, envStore+"="+dir, envName+"="+name)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// checkConsistent walks every branch's history and reads every object.
+func checkConsistent(t *testing.T, s artifacts.Store) (commits int) {
+	t.Helper()
+	ctx := context.Background()
+	for c, err := range s.Log(ctx, "main", nil) {
+		if err != nil {
+			t.Fatalf("log after crash: %v", err)
+		}
+		commits++
+		_ = c
+	}
+	for e, err := range s.ListObjects(ctx, "main", nil) {
+		if err != nil {
+			t.Fatalf("list after crash: %v", err)
+		}
+		got, err := read(s, "main", e.Path)
+		if err != nil || got != e.Path {
+			t.Fatalf("read %s after crash: %q, %v", e.Path, got, err)
+		}
+	}
+	return commits
+}
+
+func TestKillDuringCommit(t *testing.T) {
+	trials := 3
+	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
+		trials, _ = strconv.Atoi(v)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range trials {
+		t.Run(strconv.Itoa(trial), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := local.Create(context.Background(), dir, "main", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := child(t, "committer", dir, "w")
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Let it commit a few times, then kill it mid-flight.
+			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			printed := strings.Fields(out.String())
+			t.Logf("child made %d commits before SIGKILL", len(printed))
+			n := checkConsistent(t, s)
+			// Every commit the child reported is in history; at most one
+			// more (committed, killed before printing) may be there.
+			if n-1 < len(printed) || n-1 > len(printed)+1 {
+				t.Fatalf("history has %d commits after the initial one; the child reported %d", n-1, len(printed))
+			}
+			// Staged changes survived and the branch still commits.
+			put(t, s, "main", "after/crash", "after/crash")
+			if _, err := s.Commit(context.Background(), "main", "after crash", nil); err != nil {
+				t.Fatalf("commit after crash: %v", err)
+			}
+			checkConsistent(t, s)
+		})
+	}
+}
+
+func TestTwoProcessesCommitToOneBranch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := local.Create(context.Background(), dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs [2]bytes.Buffer
+	var cmds [2]*exec.Cmd
+	for i := range cmds {
+		cmds[i] = child(t, "committer10", dir, fmt.Sprintf("p%d", i))
+		cmds[i].Stdout = &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("process %d: %v", i, err)
+		}
+	}
+	inLog := map[string]bool{}
+	for c, err := range s.Log(context.Background(), "main", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		inLog[c.ID] = true
+	}
+	for i := range outs {
+		for _, id := range strings.Fields(outs[i].String()) {
+			if !inLog[id] {
+				t.Fatalf("commit %s reported by process %d is not in main's history: a lost commit", id, i)
+			}
+		}
+	}
+	n := 0
+	for e, err := range s.ListObjects(context.Background(), "main", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		_ = e
+	}
+	if n != 2*10*3 {
+		t.Fatalf("main holds %d objects, want 60 (every put of both processes)", n)
+	}
+}
+
+func newBenchStore(b *testing.B) (*local.Store, error) {
+	return local.Create(context.Background(), filepath.Join(b.TempDir(), "store"), "main", nil)
+}

@@ -1,0 +1,120 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func testEntries(n int, version string) []change {
+	chs := make([]change, n)
+	for i := range chs {
+		p := fmt.Sprintf("iterations/%06d/part-%d.parquet", i/7, i%7)
+		chs[i] = change{Path: p, Entry: &entry{Path: p, Digest: digestOf([]byte(p + version)), Size: int64(i), Mtime: 1}}
+	}
+	return chs
+}
+
+// countingTrees wraps a transaction and a fresh cache, so every range read
+// is a cache miss that can be counted.
+func withTx(t *testing.T, fn func(tr trees)) {
+	t.Helper()
+	s, err := Create(context.Background(), filepath.Join(t.TempDir(), "s"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.update(context.Background(), func(tx *bolt.Tx) error {
+		fn(trees{tx: tx, cache: newTreeCache()})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
+	withTx(t, func(tr trees) {
+		all := testEntries(5000, "v1")
+		whole, err := tr.apply(emptyMetaRangeID, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Built in two halves, interleaved.
+		var even, odd []change
+		for i, c := range all {
+			if i%2 == 0 {
+				even = append(even, c)
+			} else {
+				odd = append(odd, c)
+			}
+		}
+		half, err := tr.apply(emptyMetaRangeID, even)
+		if err != nil {
+			t.Fatal(err)
+		}
+		halves, err := tr.apply(half, odd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Changed in ten places and changed back.
+		var edit, undo []change
+		for i := 0; i < len(all); i += 500 {
+			e := *all[i].Entry
+			e.Digest = digestOf([]byte("other"))
+			edit = append(edit, change{Path: e.Path, Entry: &e})
+			undo = append(undo, all[i])
+		}
+		edited, err := tr.apply(whole, edit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := tr.apply(edited, undo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if halves != whole || restored != whole || edited == whole {
+			t.Fatalf("tree ids: whole %s, halves %s, restored %s, edited %s: want the first three equal", whole, halves, restored, edited)
+		}
+		m, _ := tr.loadMeta(whole)
+		if len(m) < 40 || len(m) > 120 {
+			t.Fatalf("5000 entries made %d ranges; want about 5000/64", len(m))
+		}
+	})
+}
+
+func TestDiffReadsOnlyChangedRanges(t *testing.T) {
+	withTx(t, func(tr trees) {
+		all := testEntries(10000, "v1")
+		base, err := tr.apply(emptyMetaRangeID, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var edit []change
+		for i := 0; i < 10; i++ {
+			e := *all[i*1000+3].Entry
+			e.Digest = digestOf([]byte("other"))
+			edit = append(edit, change{Path: e.Path, Entry: &e})
+		}
+		edited, err := tr.apply(base, edit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := trees{tx: tr.tx, cache: newTreeCache()}
+		var changed []string
+		if err := fresh.treeDiff(base, edited, "", func(p string, _, _ *entry) (bool, error) {
+			changed = append(changed, p)
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(changed) != 10 {
+			t.Fatalf("diff found %d changes, want 10", len(changed))
+		}
+		// Each change touches one range on each side.
+		if read := len(fresh.cache.ranges); read > 2*10 {
+			t.Fatalf("diff read %d ranges for 10 changes among 10000 paths; want at most 20", read)
+		}
+	})
+}
