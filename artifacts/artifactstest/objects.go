@@ -1,0 +1,277 @@
+package artifactstest
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+var objectScenarios = []scenario{
+	{"RoundTrip", testObjectRoundTrip},
+	{"Checksums", testObjectChecksums},
+	{"Overwrite", testObjectOverwrite},
+	{"IfAbsent", testObjectIfAbsent},
+	{"Missing", testObjectMissing},
+	{"Delete", testObjectDelete},
+	{"WriteToNonBranch", testObjectWriteToNonBranch},
+	{"InvalidPath", testObjectInvalidPath},
+	{"Large", testObjectLarge},
+	{"Range", testObjectRange},
+}
+
+func testObjectRoundTrip(f *fixture) {
+	t := f.t
+	const path = "data/prompts.jsonl"
+	content := []byte("{\"prompt\":\"2+2\"}\n{\"prompt\":\"3*3\"}\n")
+	meta := map[string]string{"rlpipe-task": "prompts", "rlpipe-seed": "7", "owner": "rl-team"}
+	put := f.putWith("main", path, content, &artifacts.PutOptions{ContentType: "application/x-ndjson", Metadata: meta})
+	wantEqual(t, "put: path", put.Path, path)
+	wantEqual(t, "put: size", put.Size, int64(len(content)))
+	if put.Checksum == "" {
+		t.Fatalf("put: empty checksum")
+	}
+
+	got, info, err := readObject(f.ctx, f.st, "main", path)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if !bytes.Equal(got, content) {
+		t.Fatalf("get: got %q, want %q", got, content)
+	}
+	wantEqual(t, "get: path", info.Path, path)
+	wantEqual(t, "get: size", info.Size, int64(len(content)))
+	wantEqual(t, "get: checksum", info.Checksum, put.Checksum)
+
+	st := f.stat("main", path)
+	wantEqual(t, "stat: path", st.Path, path)
+	wantEqual(t, "stat: size", st.Size, int64(len(content)))
+	wantEqual(t, "stat: checksum", st.Checksum, put.Checksum)
+	wantEqual(t, "stat: content type", st.ContentType, "application/x-ndjson")
+	wantMap(t, "stat: metadata", st.Metadata, meta)
+	if st.Mtime.IsZero() {
+		t.Fatalf("stat: zero mtime")
+	}
+
+	// The same object, committed, reads back identically.
+	f.commit("main", "add prompts")
+	st = f.stat("main@", path)
+	wantEqual(t, "stat after commit: size", st.Size, int64(len(content)))
+	wantEqual(t, "stat after commit: checksum", st.Checksum, put.Checksum)
+	wantEqual(t, "stat after commit: content type", st.ContentType, "application/x-ndjson")
+	wantMap(t, "stat after commit: metadata", st.Metadata, meta)
+	if got := f.readBytes("main@", path); !bytes.Equal(got, content) {
+		t.Fatalf("get after commit: got %q, want %q", got, content)
+	}
+
+	// An empty object is an object.
+	f.put("main", "empty", "")
+	wantEqual(t, "stat empty: size", f.stat("main", "empty").Size, int64(0))
+	f.wantContent("main", "empty", "")
+}
+
+func testObjectChecksums(f *fixture) {
+	t := f.t
+	a := f.put("main", "a.txt", "same bytes")
+	b := f.put("main", "dir/b.txt", "same bytes")
+	c := f.put("main", "c.txt", "other bytes")
+	wantEqual(t, "checksum of identical content", b.Checksum, a.Checksum)
+	if c.Checksum == a.Checksum {
+		t.Fatalf("checksum of different content: both %q", a.Checksum)
+	}
+	wantEqual(t, "stat checksum matches put", f.stat("main", "dir/b.txt").Checksum, a.Checksum)
+	f.commit("main", "checksums")
+	wantEqual(t, "committed checksum matches put", f.stat("main@", "c.txt").Checksum, c.Checksum)
+}
+
+func testObjectOverwrite(f *fixture) {
+	t := f.t
+	v1 := f.put("main", "model/config.json", `{"lr":0.1}`)
+	v2 := f.put("main", "model/config.json", `{"lr":0.001,"warmup":10}`)
+	f.wantContent("main", "model/config.json", `{"lr":0.001,"warmup":10}`)
+	st := f.stat("main", "model/config.json")
+	wantEqual(t, "stat after overwrite: size", st.Size, int64(len(`{"lr":0.001,"warmup":10}`)))
+	wantEqual(t, "stat after overwrite: checksum", st.Checksum, v2.Checksum)
+	if v1.Checksum == v2.Checksum {
+		t.Fatalf("overwrite: checksum did not change (%q)", v1.Checksum)
+	}
+
+	// Overwriting a committed object stages the new version only.
+	f.commit("main", "config v2")
+	f.put("main", "model/config.json", "v3")
+	f.wantContent("main", "model/config.json", "v3")
+	f.wantContent("main@", "model/config.json", `{"lr":0.001,"warmup":10}`)
+	wantSlice(t, "list after overwrite", f.listPaths("main", nil), []string{"model/config.json"})
+}
+
+func testObjectIfAbsent(f *fixture) {
+	t := f.t
+	absent := &artifacts.PutOptions{IfAbsent: true}
+	f.putWith("main", "once.txt", []byte("first"), absent)
+	f.wantContent("main", "once.txt", "first")
+
+	// Staged object.
+	_, err := f.st.PutObject(f.ctx, "main", "once.txt", bytes.NewReader([]byte("second")), absent)
+	wantErr(t, "put if absent over a staged object", err, artifacts.ErrObjectExists)
+	f.wantContent("main", "once.txt", "first")
+
+	// Committed object.
+	f.commit("main", "once")
+	_, err = f.st.PutObject(f.ctx, "main", "once.txt", bytes.NewReader([]byte("third")), absent)
+	wantErr(t, "put if absent over a committed object", err, artifacts.ErrObjectExists)
+	f.wantContent("main", "once.txt", "first")
+	f.wantChanges("diff uncommitted after refused put", f.st.DiffUncommitted(f.ctx, "main"))
+
+	// Without IfAbsent the same put overwrites.
+	f.put("main", "once.txt", "fourth")
+	f.wantContent("main", "once.txt", "fourth")
+}
+
+func testObjectMissing(f *fixture) {
+	f.wantMissing("main", "no/such/object")
+	f.put("main", "dir/present", "x")
+	f.wantMissing("main", "dir/pres")
+	f.wantMissing("main", "dir")
+	f.commit("main", "present")
+	f.wantMissing("main@", "dir/absent")
+	f.wantMissing(f.base.ID, "dir/present")
+}
+
+func testObjectDelete(f *fixture) {
+	t := f.t
+	// A staged object that is deleted is gone.
+	f.put("main", "tmp/staged", "s")
+	f.del("main", "tmp/staged")
+	f.wantMissing("main", "tmp/staged")
+
+	// A committed object that is deleted is gone from the branch but
+	// still in its last commit until the deletion is committed.
+	f.putCommit("main", "kept/committed", "c")
+	f.del("main", "kept/committed")
+	f.wantMissing("main", "kept/committed")
+	f.wantContent("main@", "kept/committed", "c")
+	wantSlice(t, "list after delete", f.listPaths("main", nil), []string{})
+	c := f.commit("main", "delete committed")
+	f.wantMissing("main@", "kept/committed")
+	if len(c.Parents) != 1 {
+		t.Fatalf("commit deletion: got parents %v, want one", c.Parents)
+	}
+	f.wantContent(c.Parents[0], "kept/committed", "c")
+}
+
+func testObjectWriteToNonBranch(f *fixture) {
+	t := f.t
+	c := f.putCommit("main", "x", "1")
+	if _, err := f.st.CreateTag(f.ctx, "v1", "main"); err != nil {
+		t.Fatalf("create tag: %v", err)
+	}
+	for _, ref := range []string{"v1", c.ID, "no-such-branch"} {
+		_, err := f.st.PutObject(f.ctx, ref, "y", bytes.NewReader([]byte("2")), nil)
+		wantErr(t, "put to "+ref, err, artifacts.ErrInvalid, artifacts.ErrNotFound)
+		err = f.st.DeleteObject(f.ctx, ref, "x")
+		wantErr(t, "delete on "+ref, err, artifacts.ErrInvalid, artifacts.ErrNotFound)
+	}
+	f.wantMissing("main", "y")
+	f.wantContent("v1", "x", "1")
+	f.wantContent(c.ID, "x", "1")
+}
+
+func testObjectInvalidPath(f *fixture) {
+	t := f.t
+	_, err := f.st.PutObject(f.ctx, "main", "", bytes.NewReader([]byte("x")), nil)
+	wantErr(t, "put empty path", err, artifacts.ErrInvalid)
+	_, _, err = readObject(f.ctx, f.st, "main", "")
+	wantErr(t, "get empty path", err, artifacts.ErrInvalid, artifacts.ErrNotFound)
+	_, err = f.st.StatObject(f.ctx, "main", "")
+	wantErr(t, "stat empty path", err, artifacts.ErrInvalid, artifacts.ErrNotFound)
+	err = f.st.DeleteObject(f.ctx, "main", "")
+	wantErr(t, "delete empty path", err, artifacts.ErrInvalid, artifacts.ErrNotFound)
+	wantSlice(t, "list after invalid puts", f.listPaths("main", nil), []string{})
+}
+
+// largeSize is past the 5 MiB part size of multipart uploads on S3-backed
+// lakeFS, so that an upload split into parts is checked too.
+const largeSize = 5<<20 + 12345
+
+func testObjectLarge(f *fixture) {
+	t := f.t
+	content := randomBytes(1, largeSize)
+	// Hide the concrete reader type so that the store cannot learn the
+	// size in advance: it must stream.
+	r := struct{ io.Reader }{bytes.NewReader(content)}
+	info, err := f.st.PutObject(f.ctx, "main", "big/blob.bin", r, nil)
+	if err != nil {
+		t.Fatalf("put large: %v", err)
+	}
+	wantEqual(t, "put large: size", info.Size, int64(largeSize))
+	if got := f.readBytes("main", "big/blob.bin"); !bytes.Equal(got, content) {
+		t.Fatalf("get large: %d bytes differ from the %d written", len(got), len(content))
+	}
+	f.commit("main", "large")
+	if got := f.readBytes("main@", "big/blob.bin"); !bytes.Equal(got, content) {
+		t.Fatalf("get large after commit: %d bytes differ from the %d written", len(got), len(content))
+	}
+	wantEqual(t, "stat large: size", f.stat("main@", "big/blob.bin").Size, int64(largeSize))
+}
+
+func testObjectRange(f *fixture) {
+	t := f.t
+	rr, ok := f.st.(artifacts.RangeReader)
+	if !ok {
+		t.Skip("store does not implement artifacts.RangeReader")
+	}
+	content := randomBytes(2, 1000)
+	f.putWith("main", "table.parquet", content, nil)
+	check := func(ref string) {
+		t.Helper()
+		cases := []struct {
+			name           string
+			offset, length int64
+			want           []byte
+		}{
+			{"start", 0, 10, content[:10]},
+			{"middle", 400, 123, content[400:523]},
+			{"end", 990, 10, content[990:]},
+			{"tail", 992, -1, content[992:]},
+			{"whole", 0, -1, content},
+			{"from middle to end", 500, -1, content[500:]},
+		}
+		for _, c := range cases {
+			rc, err := rr.GetObjectRange(f.ctx, ref, "table.parquet", c.offset, c.length)
+			if err != nil {
+				t.Fatalf("range %s on %s: %v", c.name, ref, err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				t.Fatalf("range %s on %s: read: %v", c.name, ref, err)
+			}
+			if !bytes.Equal(got, c.want) {
+				t.Fatalf("range %s on %s (offset %d, length %d): got %d bytes %x…, want %d bytes %x…",
+					c.name, ref, c.offset, c.length, len(got), head(got), len(c.want), head(c.want))
+			}
+		}
+	}
+	check("main")
+	f.commit("main", "table")
+	check("main@")
+
+	_, err := rr.GetObjectRange(f.ctx, "main", "no-such.parquet", 0, 10)
+	wantErr(t, "range of a missing object", err, artifacts.ErrObjectNotFound)
+}
+
+// randomBytes returns n bytes from a fixed seed.
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0x72_6c_70_69_70_65))
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8 && i+j < n; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+func head(b []byte) []byte { return b[:min(len(b), 8)] }
