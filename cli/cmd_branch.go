@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+func newBranchCommand(g *rootOptions) *cobra.Command {
+	return newGroupCommand("branch", "create, list, delete and reset branches",
+		newBranchCreateCommand(g),
+		newBranchListCommand(g),
+		newBranchDeleteCommand(g),
+		newBranchResetCommand(g),
+	)
+}
+
+type branchCreateOptions struct {
+	from string
+}
+
+func (o *branchCreateOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.from, "from", "", "ref to branch from (default: the store's default branch)")
+}
+
+func newBranchCreateCommand(g *rootOptions) *cobra.Command {
+	var o branchCreateOptions
+	cmd := &cobra.Command{
+		Use:     "create NAME [--from REF]",
+		Short:   "create a branch at a ref (copies no data)",
+		Example: "  rlpipe branch create try-reward --from main\n  rlpipe branch create replay --from v1.0~2",
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return branchCreateFunc(ctx, st, o, args[0], g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOptions, name string, p printer) error {
+	if err := artifacts.ValidateBranchName(name); err != nil {
+		return asUsage(err)
+	}
+	from := o.from
+	if from == "" {
+		repo, err := st.Repository(ctx)
+		if err != nil {
+			return withOp(err, "describe store")
+		}
+		from = repo.DefaultBranch
+	}
+	if err := parseRef(from); err != nil {
+		return err
+	}
+	b, err := st.CreateBranch(ctx, name, from)
+	switch {
+	case errors.Is(err, artifacts.ErrBranchExists):
+		return explain(err, "branch %s already exists: pick another name, or delete it first with `rlpipe branch delete %s`", name, name)
+	case err != nil:
+		return withOp(err, "create branch %s from %s", name, from)
+	}
+	if p.json {
+		return p.JSON(b)
+	}
+	return p.Printf("created branch %s at %s (from %s)\n", b.Name, shortID(b.CommitID), from)
+}
+
+func newBranchListCommand(g *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "list branches and their head commits",
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return branchListFunc(ctx, st, g.printer(cmd))
+			})
+		},
+	}
+}
+
+func branchListFunc(ctx context.Context, st artifacts.Store, p printer) error {
+	repo, err := st.Repository(ctx)
+	if err != nil {
+		return withOp(err, "describe store")
+	}
+	branches := []artifacts.Branch{}
+	for b, err := range st.ListBranches(ctx) {
+		if err != nil {
+			return withOp(err, "list branches")
+		}
+		branches = append(branches, b)
+	}
+	if p.json {
+		return p.JSON(branches)
+	}
+	t := newTable("BRANCH", "COMMIT", "")
+	for _, b := range branches {
+		note := ""
+		if b.Name == repo.DefaultBranch {
+			note = "(default)"
+		}
+		t.add(b.Name, shortID(b.CommitID), note)
+	}
+	return t.write(p.w)
+}
+
+func newBranchDeleteCommand(g *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete NAME",
+		Aliases: []string{"rm"},
+		Short:   "delete a branch and its uncommitted changes (commits stay reachable from other refs)",
+		Example: "  rlpipe branch delete try-reward",
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return branchDeleteFunc(ctx, st, args[0], g.printer(cmd))
+			})
+		},
+	}
+}
+
+// deletedOut is the JSON shape of the delete commands.
+type deletedOut struct {
+	Deleted string `json:"deleted"`
+}
+
+func branchDeleteFunc(ctx context.Context, st artifacts.Store, name string, p printer) error {
+	err := st.DeleteBranch(ctx, name)
+	switch {
+	case errors.Is(err, artifacts.ErrProtected):
+		return explain(err, "branch %s is the store's default branch and cannot be deleted", name)
+	case err != nil:
+		return withOp(err, "delete branch %s", name)
+	}
+	if p.json {
+		return p.JSON(deletedOut{Deleted: name})
+	}
+	return p.Printf("deleted branch %s\n", name)
+}
+
+type branchResetOptions struct {
+	prefix string
+}
+
+func (o *branchResetOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.prefix, "prefix", "", "discard only changes under this path prefix")
+}
+
+func newBranchResetCommand(g *rootOptions) *cobra.Command {
+	var o branchResetOptions
+	cmd := &cobra.Command{
+		Use:     "reset NAME [--prefix P]",
+		Short:   "discard a branch's uncommitted changes",
+		Example: "  rlpipe branch reset main\n  rlpipe branch reset try-reward --prefix iterations/000003/",
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return branchResetFunc(ctx, st, o, args[0], g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// resetOut is the JSON shape of branch reset.
+type resetOut struct {
+	Branch    string             `json:"branch"`
+	Prefix    string             `json:"prefix,omitempty"`
+	Discarded []artifacts.Change `json:"discarded"`
+}
+
+func branchResetFunc(ctx context.Context, st artifacts.Store, o branchResetOptions, name string, p printer) error {
+	// List what will be discarded first, so the user sees what went.
+	changes, err := uncommitted(ctx, st, name, o.prefix)
+	if err != nil {
+		return err
+	}
+	if err := st.ResetBranch(ctx, name, o.prefix); err != nil {
+		return withOp(err, "reset branch %s", name)
+	}
+	if p.json {
+		return p.JSON(resetOut{Branch: name, Prefix: o.prefix, Discarded: changes})
+	}
+	where := ""
+	if o.prefix != "" {
+		where = " under " + o.prefix
+	}
+	return p.Printf("reset branch %s: discarded %s%s\n", name, plural(len(changes), "uncommitted change"), where)
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+type catOptions struct {
+	raw   bool
+	limit int
+}
+
+func (o *catOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.raw, "raw", false, "print a Parquet file's bytes instead of its rows")
+	fs.IntVarP(&o.limit, "limit", "n", 0, "print at most N rows of a Parquet table (0: all)")
+}
+
+func newCatCommand(g *rootOptions) *cobra.Command {
+	var o catOptions
+	cmd := &cobra.Command{
+		Use:   "cat REF:PATH",
+		Short: "print an object: a Parquet table as rows, anything else as raw bytes",
+		Long: `Print the object at PATH in REF. A Parquet file prints as an aligned table
+(with -o json, one JSON object per row in an array); any other file prints
+its bytes unchanged.`,
+		Example: "  rlpipe cat main:data/prompts.parquet\n  rlpipe cat main:data/prompts.parquet -o json --limit 5\n  rlpipe cat v1.0:config/reward.yaml",
+		Args:    exactArgs("REF:PATH"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return catFunc(ctx, st, o, args[0], g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, p printer) error {
+	if o.limit < 0 {
+		return usagef("invalid --limit %d: use 0 (all) or more", o.limit)
+	}
+	a, err := parseObjectArtifact(arg)
+	if err != nil {
+		return err
+	}
+	rc, _, err := st.GetObject(ctx, a.ref, a.path)
+	if err != nil {
+		return withOp(err, "cat %s", a)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(p.w, rc); err != nil {
+		return withOp(err, "cat %s", a)
+	}
+	return nil
+}

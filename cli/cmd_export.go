@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+type exportOptions struct {
+	format string
+}
+
+func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.format, "format", "", "convert a Parquet table: csv, jsonl or parquet (default: the bytes as stored)")
+}
+
+func newExportCommand(g *rootOptions) *cobra.Command {
+	var o exportOptions
+	cmd := &cobra.Command{
+		Use:   "export REF:PATH FILE | export REF:PREFIX DIR",
+		Short: "copy an object to a local file, or everything under a prefix to a directory",
+		Long: `Copy the object at PATH in REF to FILE ("-" for standard output), converting
+a Parquet table to CSV or JSONL with --format. When PATH names no object, it is
+a prefix: every object under it is copied into DIR, keeping the paths below
+the prefix.`,
+		Example: "  rlpipe export main:data/prompts.parquet prompts.jsonl --format jsonl\n  rlpipe export runs/exp1:iterations/000003/ ./it3",
+		Args:    exactArgs("REF:PATH", "FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return exportFunc(ctx, st, o, args[0], args[1], cmd.OutOrStdout(), g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// exportOut is the JSON shape of export: the files written.
+type exportOut struct {
+	Ref   string         `json:"ref"`
+	Files []exportedFile `json:"files"`
+}
+
+type exportedFile struct {
+	Path string `json:"path"` // object path in the store
+	File string `json:"file"` // local file written
+	Size int64  `json:"size_bytes"`
+}
+
+func exportFunc(ctx context.Context, st artifacts.Store, o exportOptions, arg, dest string, stdout io.Writer, p printer) error {
+	format, err := parseFormat(o.format, "export")
+	if err != nil {
+		return err
+	}
+	a, err := parseArtifact(arg)
+	if err != nil {
+		return err
+	}
+	// A path that names an object is a file export; anything else a prefix.
+	if a.path != "" && !strings.HasSuffix(a.path, "/") {
+		_, err := st.StatObject(ctx, a.ref, a.path)
+		switch {
+		case err == nil:
+			f, err := exportObject(ctx, st, a, dest, format, stdout)
+			if err != nil || dest == "-" {
+				return err
+			}
+			return printExport(p, a.ref, []exportedFile{f})
+		case !errors.Is(err, artifacts.ErrObjectNotFound):
+			return withOp(err, "export %s", a)
+		}
+		a.path += "/"
+	}
+	if format != formatRaw {
+		return usagef("--format converts one table: name it, e.g. export %s:data/prompts.parquet out.jsonl --format jsonl", a.ref)
+	}
+	if dest == "-" {
+		return usagef("export %s: a prefix exports to a directory, not standard output", a)
+	}
+	files, err := exportPrefix(ctx, st, a, dest)
+	if err != nil {
+		return err
+	}
+	return printExport(p, a.ref, files)
+}
+
+func printExport(p printer, ref string, files []exportedFile) error {
+	if p.json {
+		return p.JSON(exportOut{Ref: ref, Files: files})
+	}
+	t := newTable().alignRight(0)
+	var total int64
+	for _, f := range files {
+		t.add(humanBytes(f.Size), ref+":"+f.Path, "->", f.File)
+		total += f.Size
+	}
+	if err := t.write(p.w); err != nil {
+		return err
+	}
+	if len(files) > 1 {
+		return p.Printf("exported %s (%s)\n", plural(len(files), "file"), humanBytes(total))
+	}
+	return nil
+}
+
+// exportPrefix copies every object under a.path (a folder, ending in '/'
+// or empty) into dir, keeping the paths below the prefix.
+func exportPrefix(ctx context.Context, st artifacts.Store, a artifactArg, dir string) ([]exportedFile, error) {
+	entries, err := listEntries(ctx, st, a.ref, a.path, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("export %s: %w: nothing under that prefix (`rlpipe ls %s:` lists the ref)", a, artifacts.ErrObjectNotFound, a.ref)
+	}
+	files := make([]exportedFile, 0, len(entries))
+	for _, e := range entries {
+		rel := strings.TrimPrefix(e.Path, a.path)
+		// An object path with ".." or a leading '/' must not write outside dir.
+		if !filepath.IsLocal(filepath.FromSlash(rel)) {
+			return files, fmt.Errorf("export %s:%s: the path leaves the target directory; export it on its own", a.ref, e.Path)
+		}
+		file := filepath.Join(dir, filepath.FromSlash(rel))
+		f, err := exportObject(ctx, st, artifactArg{ref: a.ref, path: e.Path}, file, formatRaw, nil)
+		if err != nil {
+			return files, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// exportObject writes one object to file ("-": stdout), converting a table
+// when format asks for it. A file appears complete or not at all.
+func exportObject(ctx context.Context, st artifacts.Store, a artifactArg, file string, format string, stdout io.Writer) (exportedFile, error) {
+	out := exportedFile{Path: a.path, File: file}
+	write := func(w io.Writer) (int64, error) {
+		if format == formatRaw {
+			return copyObject(ctx, st, a, w)
+		}
+		return convertTable(ctx, st, a, format, w)
+	}
+	if file == "-" {
+		n, err := write(stdout)
+		out.Size = n
+		return out, err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return out, withOp(err, "export %s", a)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return out, withOp(err, "export %s", a)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	n, err := write(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		return out, withOp(err, "export %s to %s", a, file)
+	}
+	out.Size = n
+	return out, nil
+}
+
+// copyObject streams an object's bytes to w; the store verifies them.
+func copyObject(ctx context.Context, st artifacts.Store, a artifactArg, w io.Writer) (int64, error) {
+	rc, _, err := st.GetObject(ctx, a.ref, a.path)
+	if err != nil {
+		return 0, withOp(err, "read %s", a)
+	}
+	defer rc.Close()
+	n, err := io.Copy(w, rc)
+	if err != nil {
+		return n, withOp(err, "read %s", a)
+	}
+	return n, nil
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+type gcOptions struct {
+	dryRun bool
+	grace  time.Duration
+}
+
+func (o *gcOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.dryRun, "dry-run", false, "report what would be removed without removing it")
+	fs.DurationVar(&o.grace, "grace", time.Hour, "keep unreferenced data younger than this (0: keep none)")
+}
+
+func newGCCommand(g *rootOptions) *cobra.Command {
+	var o gcOptions
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run] [--grace DURATION]",
+		Short: "remove data no branch, tag or uncommitted change can reach (embedded store)",
+		Long: `Remove commits and stored bytes that no branch, tag or uncommitted change
+can reach. Only the embedded store collects garbage from here; a lakeFS
+server runs its own garbage collection.`,
+		Example: "  rlpipe gc --dry-run\n  rlpipe gc --grace 10m",
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return gcFunc(ctx, st, g.store, o, g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// gcOut is the JSON shape of gc.
+type gcOut struct {
+	DryRun bool `json:"dry_run"`
+	artifacts.GCResult
+}
+
+func gcFunc(ctx context.Context, st artifacts.Store, uri string, o gcOptions, p printer) error {
+	if o.grace < 0 {
+		return usagef("invalid --grace %s: use 0 or more", o.grace)
+	}
+	notSupported := func(err error) error {
+		return failure(explain(err, "the store at %s does not collect garbage from rlpipe: lakeFS runs its own garbage collection (set up its GC rules on the server)", uri))
+	}
+	c, ok := st.(artifacts.Collector)
+	if !ok {
+		return notSupported(artifacts.ErrNotSupported)
+	}
+	grace := o.grace
+	if grace == 0 {
+		grace = -1 // GCOptions: zero means the default, negative means none.
+	}
+	res, err := c.GC(ctx, &artifacts.GCOptions{GracePeriod: grace, DryRun: o.dryRun})
+	switch {
+	case errors.Is(err, artifacts.ErrNotSupported):
+		return notSupported(err)
+	case err != nil:
+		return withOp(err, "gc %s", uri)
+	}
+	if p.json {
+		return p.JSON(gcOut{DryRun: o.dryRun, GCResult: res})
+	}
+	verb := "removed"
+	if o.dryRun {
+		verb = "would remove"
+	}
+	return p.Printf("%s %s (%s) and %s; kept %s\n", verb,
+		plural(res.BlobsRemoved, "blob"), humanBytes(res.BytesRemoved),
+		plural(res.CommitsRemoved, "commit"), plural(res.BlobsKept, "blob"))
+}
