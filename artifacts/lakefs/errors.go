@@ -1,0 +1,162 @@
+package lakefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// kinds says which named error a status means for one call: the same 404
+// is a missing branch for GetBranch and a missing object for StatObject.
+type kinds struct {
+	notFound     error // 404 whose message names nothing more specific
+	conflict     error // 409
+	precondition error // 412
+}
+
+// translate turns an error from the client into a named artifacts error
+// that says what was being done (what) and carries the server's message:
+//
+//	lakefs: create branch "x" from "main": branch exists: <server message>
+//
+// The client's credentials never appear in the result, even if the server
+// or the transport echoed them.
+func (c *Client) translate(err error, k kinds, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("lakefs: %s: %w", c.redact(what), err)
+		}
+		return c.redactErr(fmt.Errorf("lakefs: %s: %w", what, err))
+	}
+	kind := classify(ae, k)
+	msg := ae.Message
+	if msg == "" {
+		msg = fmt.Sprintf("%d %s", ae.Status, http.StatusText(ae.Status))
+	}
+	what, msg = c.redact(what), c.redact(msg)
+	if kind == nil {
+		return fmt.Errorf("lakefs: %s: server answered %d: %s", what, ae.Status, msg)
+	}
+	if kind == artifacts.ErrUnauthorized {
+		return fmt.Errorf("lakefs: %s: %w: %s (check %s and %s)", what, kind, msg, EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	return fmt.Errorf("lakefs: %s: %w: %s", what, kind, msg)
+}
+
+// classify picks the named error for a server answer, or nil if none fits.
+func classify(ae *apiError, k kinds) error {
+	msg := strings.ToLower(ae.Message)
+	switch ae.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return artifacts.ErrUnauthorized
+	case http.StatusNotFound:
+		// lakeFS names the missing thing in most messages ("repository
+		// not found", "branch 'x' not found", "commit not found"); trust
+		// it over the call's default.
+		switch {
+		case names(msg, "repository"):
+			return artifacts.ErrRepositoryNotFound
+		case strings.Contains(msg, "ambiguous"):
+			return artifacts.ErrAmbiguousRef
+		case names(msg, "branch"):
+			return artifacts.ErrBranchNotFound
+		case names(msg, "tag"):
+			return artifacts.ErrTagNotFound
+		case names(msg, "commit"):
+			return artifacts.ErrCommitNotFound
+		}
+		if k.notFound != nil {
+			return k.notFound
+		}
+		return artifacts.ErrNotFound
+	case http.StatusGone:
+		// An expired object: its data is gone although its entry remains.
+		if k.notFound != nil {
+			return k.notFound
+		}
+		return artifacts.ErrNotFound
+	case http.StatusConflict:
+		if isDirty(msg) {
+			return artifacts.ErrDirtyBranch
+		}
+		if k.conflict != nil {
+			return k.conflict
+		}
+		return artifacts.ErrConflict
+	case http.StatusPreconditionFailed:
+		if k.precondition != nil {
+			return k.precondition
+		}
+		return artifacts.ErrConflict
+	case http.StatusLocked:
+		return artifacts.ErrConcurrentUpdate
+	case http.StatusBadRequest:
+		switch {
+		case strings.Contains(msg, "no changes"):
+			return artifacts.ErrNoChanges
+		case isDirty(msg):
+			return artifacts.ErrDirtyBranch
+		case strings.Contains(msg, "ref"):
+			return artifacts.ErrInvalidRef
+		}
+		return artifacts.ErrInvalid
+	case http.StatusRequestedRangeNotSatisfiable:
+		return artifacts.ErrInvalid
+	case http.StatusInternalServerError:
+		// lakeFS reports a branch held by another writer as a 500.
+		if strings.Contains(msg, "locked") {
+			return artifacts.ErrConcurrentUpdate
+		}
+	}
+	return nil
+}
+
+// names reports whether a lower-cased 404 message says that a thing of
+// this kind is missing: "branch not found", "branch 'x' not found".
+func names(msg, thing string) bool {
+	if strings.Contains(msg, thing+" not found") {
+		return true
+	}
+	return strings.HasPrefix(msg, thing+" '") && strings.HasSuffix(msg, "' not found")
+}
+
+func isDirty(msg string) bool {
+	return strings.Contains(msg, "uncommitted") || strings.Contains(msg, "dirty")
+}
+
+// redactedError hides a secret in a message and keeps the chain for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact removes the client's credentials from s. They are never put into
+// messages on purpose; this guards against a server or a transport error
+// echoing them.
+func (c *Client) redact(s string) string {
+	for _, cred := range []string{c.secret, c.key} {
+		if len(cred) >= 4 { // shorter strings would mangle ordinary words
+			s = strings.ReplaceAll(s, cred, "<redacted>")
+		}
+	}
+	return s
+}
+
+// redactErr is redact for an error whose chain must survive for errors.Is.
+func (c *Client) redactErr(err error) error {
+	if msg := c.redact(err.Error()); msg != err.Error() {
+		return &redactedError{msg: msg, err: err}
+	}
+	return err
+}

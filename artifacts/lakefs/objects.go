@@ -1,0 +1,296 @@
+package lakefs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// metaHeaderPrefix introduces user metadata on upload; lakeFS stores the
+// rest of the (lower-cased) header name as the key.
+const metaHeaderPrefix = "x-lakefs-meta-"
+
+// PutObject stages an object on a branch. The body streams from r straight
+// into the request: nothing is buffered beyond the transport's small
+// write buffer, whatever the size. r is read to its end but not closed.
+//
+// The upload is a raw body (POST …/branches/{branch}/objects?path=) whose
+// Content-Type becomes the object's content type. When the length of r can
+// be learnt without reading it (Len() as on bytes.Reader, or an
+// io.Seeker) it is sent as Content-Length; otherwise the body is chunked.
+func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (artifacts.ObjectInfo, error) {
+	what := fmt.Sprintf("put %s:%s", branch, path)
+	if err := checkBranch(branch); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if err := artifacts.ValidatePath(path); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var o artifacts.PutOptions
+	if opts != nil {
+		o = *opts
+	}
+	h := http.Header{}
+	ct := o.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	if mt, _, _ := strings.Cut(strings.ToLower(ct), ";"); strings.TrimSpace(mt) == "multipart/form-data" {
+		// lakeFS would parse the body as a form.
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: content type multipart/form-data cannot be stored", what, artifacts.ErrInvalid)
+	}
+	h.Set("Content-Type", ct)
+	for k, v := range o.Metadata {
+		if err := checkMetadata(k, v); err != nil {
+			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		}
+		h.Set(metaHeaderPrefix+strings.ToLower(k), v)
+	}
+	if o.IfAbsent {
+		h.Set("If-None-Match", "*")
+		// The server checks the precondition before reading the body:
+		// do not send a large body it will refuse.
+		h.Set("Expect", "100-continue")
+	}
+	length := bodyLength(r)
+	resp, err := s.c.do(ctx, request{
+		method: http.MethodPost,
+		path:   s.repoPath("branches", branch, "objects"),
+		query:  url.Values{"path": {path}},
+		header: h,
+		body:   struct{ io.Reader }{r}, // hide Close: the caller owns r
+		length: length,
+	})
+	if err != nil {
+		err = s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound, precondition: artifacts.ErrObjectExists}, what)
+		return artifacts.ObjectInfo{}, s.onWrite(ctx, branch, err)
+	}
+	defer resp.Body.Close()
+	var st wireObjectStats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: decode answer: %w", what, err)
+	}
+	info := st.toObjectInfo()
+	if info.Path == "" {
+		info.Path = path
+	}
+	return info, nil
+}
+
+// bodyLength returns the number of bytes left in r when that is known
+// without reading, else -1.
+func bodyLength(r io.Reader) int64 {
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		return int64(v.Len())
+	case io.Seeker:
+		cur, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return -1
+		}
+		end, err := v.Seek(0, io.SeekEnd)
+		if err != nil {
+			return -1
+		}
+		if _, err := v.Seek(cur, io.SeekStart); err != nil {
+			return -1
+		}
+		if end < cur {
+			return 0
+		}
+		return end - cur
+	}
+	return -1
+}
+
+// checkMetadata accepts keys that survive as HTTP header names and values
+// that survive as header values.
+func checkMetadata(k, v string) error {
+	if k == "" {
+		return fmt.Errorf("%w: empty metadata key", artifacts.ErrInvalid)
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.!#$%&'*+^`|~", c) >= 0
+		if !ok {
+			return fmt.Errorf("%w: metadata key %q: use lower-case ASCII letters, digits and '-'", artifacts.ErrInvalid, k)
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return fmt.Errorf("%w: metadata %q: value has a control character", artifacts.ErrInvalid, k)
+		}
+	}
+	return nil
+}
+
+// GetObject opens an object for reading. The body streams from the
+// server. ObjectInfo comes from a stat made just before; lakeFS checks
+// stored data itself, so the reader adds no digest check of its own.
+func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
+	info, err := s.StatObject(ctx, ref, path)
+	if err != nil {
+		return nil, artifacts.ObjectInfo{}, err
+	}
+	arg, _ := refArg(ref) // validated by StatObject
+	what := fmt.Sprintf("get %s:%s", ref, path)
+	resp, err := s.c.do(ctx, request{
+		method: http.MethodGet,
+		path:   s.repoPath("refs", arg, "objects"),
+		query:  url.Values{"path": {path}},
+		header: http.Header{"Accept": {"*/*"}},
+	})
+	if err != nil {
+		return nil, artifacts.ObjectInfo{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
+	}
+	if etag := strings.Trim(resp.Header.Get("ETag"), `"`); etag != "" && etag != info.Checksum {
+		// Overwritten between the stat and the read: describe what is read.
+		if again, err := s.StatObject(ctx, ref, path); err == nil && again.Checksum == etag {
+			info = again
+		}
+	}
+	return resp.Body, info, nil
+}
+
+// GetObjectRange returns length bytes from offset (length < 0: to the
+// end) with a Range request.
+func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error) {
+	what := fmt.Sprintf("read %s:%s at %d+%d", ref, path, offset, length)
+	arg, err := refArg(ref)
+	if err != nil {
+		return nil, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if err := artifacts.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if offset < 0 {
+		return nil, fmt.Errorf("lakefs: %s: %w: negative offset", what, artifacts.ErrInvalid)
+	}
+	if length == 0 {
+		if _, err := s.StatObject(ctx, ref, path); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	rng := "bytes=" + strconv.FormatInt(offset, 10) + "-"
+	if length > 0 {
+		rng += strconv.FormatInt(offset+length-1, 10)
+	}
+	resp, err := s.c.do(ctx, request{
+		method: http.MethodGet,
+		path:   s.repoPath("refs", arg, "objects"),
+		query:  url.Values{"path": {path}},
+		header: http.Header{"Range": {rng}, "Accept": {"*/*"}},
+	})
+	if err != nil {
+		if ae, ok := err.(*apiError); ok && ae.Status == http.StatusRequestedRangeNotSatisfiable {
+			// Reading at or past the end gives no bytes, as a file does.
+			if info, serr := s.StatObject(ctx, ref, path); serr == nil && offset >= info.Size {
+				return io.NopCloser(strings.NewReader("")), nil
+			}
+		}
+		return nil, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
+	}
+	if resp.StatusCode == http.StatusPartialContent {
+		return resp.Body, nil
+	}
+	// The whole object came back (the range was ignored): cut it here.
+	if _, err := io.CopyN(io.Discard, resp.Body, offset); err != nil && err != io.EOF {
+		resp.Body.Close()
+		return nil, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if length < 0 {
+		return resp.Body, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, length), resp.Body}, nil
+}
+
+// StatObject describes an object without reading it.
+func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.ObjectInfo, error) {
+	what := fmt.Sprintf("stat %s:%s", ref, path)
+	arg, err := refArg(ref)
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if err := artifacts.ValidatePath(path); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var st wireObjectStats
+	q := url.Values{"path": {path}, "user_metadata": {"true"}}
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", arg, "objects", "stat"), q, nil, &st); err != nil {
+		return artifacts.ObjectInfo{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
+	}
+	return st.toObjectInfo(), nil
+}
+
+// ListObjects lists objects under opts.Prefix in path order, folding
+// paths past opts.Delimiter into common prefixes.
+func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.ListOptions) iter.Seq2[artifacts.Entry, error] {
+	return func(yield func(artifacts.Entry, error) bool) {
+		what := fmt.Sprintf("list %s", ref)
+		arg, err := refArg(ref)
+		if err != nil {
+			yield(artifacts.Entry{}, fmt.Errorf("lakefs: %s: %w", what, err))
+			return
+		}
+		var o artifacts.ListOptions
+		if opts != nil {
+			o = *opts
+		}
+		if o.Prefix != "" {
+			what = fmt.Sprintf("list %s:%s", ref, o.Prefix)
+		}
+		q := url.Values{"user_metadata": {"true"}}
+		if o.Prefix != "" {
+			q.Set("prefix", o.Prefix)
+		}
+		if o.Delimiter != "" {
+			q.Set("delimiter", o.Delimiter)
+		}
+		if o.After != "" {
+			q.Set("after", o.After)
+		}
+		amount := maxPageSize
+		if o.Limit > 0 && o.Limit < maxPageSize {
+			amount = o.Limit
+		}
+		n := 0
+		for st, err := range paginate[wireObjectStats](ctx, s.c, s.repoPath("refs", arg, "objects", "ls"), q, amount) {
+			if err != nil {
+				yield(artifacts.Entry{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
+				return
+			}
+			if !yield(st.toEntry(), nil) {
+				return
+			}
+			if n++; o.Limit > 0 && n >= o.Limit {
+				return
+			}
+		}
+	}
+}
+
+// DeleteObject stages the removal of an object. Like lakeFS, it does not
+// fail when the path holds nothing.
+func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
+	what := fmt.Sprintf("delete %s:%s", branch, path)
+	if err := checkBranch(branch); err != nil {
+		return fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if err := artifacts.ValidatePath(path); err != nil {
+		return fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	err := s.c.call(ctx, http.MethodDelete, s.repoPath("branches", branch, "objects"), url.Values{"path": {path}}, nil, nil)
+	return s.onWrite(ctx, branch, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what))
+}

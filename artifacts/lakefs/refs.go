@@ -1,0 +1,295 @@
+package lakefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// checkBranch validates a name that must be a branch. A well-formed ref
+// expression that cannot name a branch ("main~1", "main@") is
+// ErrReadOnlyRef rather than a bad name.
+func checkBranch(name string) error {
+	err := artifacts.ValidateBranchName(name)
+	if err == nil {
+		return nil
+	}
+	if _, perr := artifacts.ParseRef(name); perr == nil {
+		return fmt.Errorf("%w: %q: writes go to a branch", artifacts.ErrReadOnlyRef, name)
+	}
+	return err
+}
+
+// refArg validates a ref expression and returns it in the form sent to
+// the server; lakeFS resolves ~N, ^N and @ itself.
+func refArg(ref string) (string, error) {
+	e, err := artifacts.ParseRef(ref)
+	if err != nil {
+		return "", err
+	}
+	return e.String(), nil
+}
+
+// onWrite refines an error from a write to branch: lakeFS reports a write
+// to a tag or a commit as a missing branch, the contract as ErrReadOnlyRef.
+func (s *Store) onWrite(ctx context.Context, branch string, err error) error {
+	if !errors.Is(err, artifacts.ErrBranchNotFound) {
+		return err
+	}
+	if _, rerr := s.ResolveRef(ctx, branch); rerr == nil {
+		return fmt.Errorf("%w: %q is a tag or a commit, not a branch: %v", artifacts.ErrReadOnlyRef, branch, err)
+	}
+	return err
+}
+
+// CreateBranch creates branch name at the commit from resolves to.
+func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
+	what := fmt.Sprintf("create branch %q from %q", name, from)
+	if err := artifacts.ValidateBranchName(name); err != nil {
+		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	src, err := refArg(from)
+	if err != nil {
+		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	// The answer is the new branch's commit id as text, not JSON.
+	req, err := jsonRequest(http.MethodPost, s.repoPath("branches"), wireBranchCreation{Name: name, Source: src})
+	if err != nil {
+		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	resp, err := s.c.do(ctx, req)
+	if err != nil {
+		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrBranchExists}, what)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	resp.Body.Close()
+	if id := strings.TrimSpace(string(b)); artifacts.IsCommitID(id) {
+		return artifacts.Branch{Name: name, CommitID: id}, nil
+	}
+	return s.GetBranch(ctx, name)
+}
+
+// GetBranch returns the branch and its head commit.
+func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, error) {
+	what := fmt.Sprintf("get branch %q", name)
+	if err := checkBranch(name); err != nil {
+		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var r wireRef
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("branches", name), nil, nil, &r); err != nil {
+		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what)
+	}
+	return artifacts.Branch{Name: r.ID, CommitID: r.CommitID}, nil
+}
+
+// ListBranches lists branches in name order.
+func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
+	return func(yield func(artifacts.Branch, error) bool) {
+		for r, err := range paginate[wireRef](ctx, s.c, s.repoPath("branches"), nil, maxPageSize) {
+			if err != nil {
+				yield(artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list branches"))
+				return
+			}
+			if !yield(artifacts.Branch{Name: r.ID, CommitID: r.CommitID}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteBranch deletes a branch and its staged changes. The repository's
+// default branch is refused with ErrProtected before any request.
+func (s *Store) DeleteBranch(ctx context.Context, name string) error {
+	what := fmt.Sprintf("delete branch %q", name)
+	if err := checkBranch(name); err != nil {
+		return fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if name == s.defaultBranch {
+		return fmt.Errorf("lakefs: %s: %w: it is the repository's default branch", what, artifacts.ErrProtected)
+	}
+	err := s.c.call(ctx, http.MethodDelete, s.repoPath("branches", name), nil, nil, nil)
+	return s.onWrite(ctx, name, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what))
+}
+
+// ResetBranch discards staged changes under prefix ("" means all).
+func (s *Store) ResetBranch(ctx context.Context, name, prefix string) error {
+	what := fmt.Sprintf("reset branch %q", name)
+	body := wireResetCreation{Type: "reset"}
+	if prefix != "" {
+		what = fmt.Sprintf("reset branch %q under %q", name, prefix)
+		body = wireResetCreation{Type: "common_prefix", Path: prefix}
+	}
+	if err := checkBranch(name); err != nil {
+		return fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	err := s.c.call(ctx, http.MethodPut, s.repoPath("branches", name), nil, body, nil)
+	return s.onWrite(ctx, name, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what))
+}
+
+// CreateTag points tag name at the commit ref resolves to.
+func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag, error) {
+	what := fmt.Sprintf("create tag %q at %q", name, ref)
+	if err := artifacts.ValidateTagName(name); err != nil {
+		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	target, err := refArg(ref)
+	if err != nil {
+		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var r wireRef
+	err = s.c.call(ctx, http.MethodPost, s.repoPath("tags"), nil, wireTagCreation{ID: name, Ref: target}, &r)
+	if err != nil {
+		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrTagExists}, what)
+	}
+	return artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil
+}
+
+// GetTag returns a tag.
+func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) {
+	what := fmt.Sprintf("get tag %q", name)
+	if err := artifacts.ValidateTagName(name); err != nil {
+		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var r wireRef
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("tags", name), nil, nil, &r); err != nil {
+		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrTagNotFound}, what)
+	}
+	return artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil
+}
+
+// ListTags lists tags in name order.
+func (s *Store) ListTags(ctx context.Context) iter.Seq2[artifacts.Tag, error] {
+	return func(yield func(artifacts.Tag, error) bool) {
+		for r, err := range paginate[wireRef](ctx, s.c, s.repoPath("tags"), nil, maxPageSize) {
+			if err != nil {
+				yield(artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list tags"))
+				return
+			}
+			if !yield(artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteTag deletes a tag.
+func (s *Store) DeleteTag(ctx context.Context, name string) error {
+	what := fmt.Sprintf("delete tag %q", name)
+	if err := artifacts.ValidateTagName(name); err != nil {
+		return fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	err := s.c.call(ctx, http.MethodDelete, s.repoPath("tags", name), nil, nil, nil)
+	return s.c.translate(err, kinds{notFound: artifacts.ErrTagNotFound}, what)
+}
+
+// ResolveRef returns the commit a ref expression names: the first entry of
+// the log from that ref.
+func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, error) {
+	what := fmt.Sprintf("resolve ref %q", ref)
+	arg, err := refArg(ref)
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	q := url.Values{"amount": {"1"}, "limit": {"true"}}
+	var p page[wireCommit]
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", arg, "commits"), q, nil, &p); err != nil {
+		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what)
+	}
+	if len(p.Results) == 0 {
+		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: the server listed no commit", what, artifacts.ErrRefNotFound)
+	}
+	return p.Results[0].toCommit(), nil
+}
+
+// GetCommit returns a commit by its full id. Anything else (a prefix, a
+// branch) names no commit here; ResolveRef takes ref expressions.
+func (s *Store) GetCommit(ctx context.Context, id string) (artifacts.Commit, error) {
+	what := fmt.Sprintf("get commit %q", id)
+	if !artifacts.IsCommitID(id) {
+		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: not a full commit id (64 hex digits); use ResolveRef for ref expressions", what, artifacts.ErrCommitNotFound)
+	}
+	var c wireCommit
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("commits", id), nil, nil, &c); err != nil {
+		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrCommitNotFound}, what)
+	}
+	return c.toCommit(), nil
+}
+
+// Commit records the branch's staged changes as a new commit. The
+// committer is the server's user (opts.Committer is ignored); opts.Date,
+// when set, is sent as the commit date.
+func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifacts.CommitOptions) (artifacts.Commit, error) {
+	what := fmt.Sprintf("commit to branch %q", branch)
+	if err := checkBranch(branch); err != nil {
+		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	body := wireCommitCreation{Message: message}
+	if opts != nil {
+		body.Metadata = opts.Metadata
+		body.AllowEmpty = opts.AllowEmpty
+		if !opts.Date.IsZero() {
+			d := opts.Date.Unix()
+			body.Date = &d
+		}
+	}
+	var c wireCommit
+	err := s.c.call(ctx, http.MethodPost, s.repoPath("branches", branch, "commits"), nil, body, &c)
+	if err != nil {
+		err = s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound, conflict: artifacts.ErrConcurrentUpdate}, what)
+		return artifacts.Commit{}, s.onWrite(ctx, branch, err)
+	}
+	return c.toCommit(), nil
+}
+
+// Log walks history from ref, newest first.
+func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions) iter.Seq2[artifacts.Commit, error] {
+	return func(yield func(artifacts.Commit, error) bool) {
+		what := fmt.Sprintf("log %q", ref)
+		arg, err := refArg(ref)
+		if err != nil {
+			yield(artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err))
+			return
+		}
+		var o artifacts.LogOptions
+		if opts != nil {
+			o = *opts
+		}
+		q := url.Values{}
+		if len(o.Paths) > 0 {
+			q["objects"] = o.Paths
+		}
+		if len(o.Prefixes) > 0 {
+			q["prefixes"] = o.Prefixes
+		}
+		if o.FirstParent {
+			q.Set("first_parent", "true")
+		}
+		amount := maxPageSize
+		if o.Limit > 0 && o.Limit <= maxPageSize {
+			// One page holds everything asked for; tell the server not
+			// to look further.
+			amount = o.Limit
+			q.Set("limit", "true")
+		}
+		n := 0
+		for c, err := range paginate[wireCommit](ctx, s.c, s.repoPath("refs", arg, "commits"), q, amount) {
+			if err != nil {
+				yield(artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
+				return
+			}
+			if !yield(c.toCommit(), nil) {
+				return
+			}
+			if n++; o.Limit > 0 && n >= o.Limit {
+				return
+			}
+		}
+	}
+}
