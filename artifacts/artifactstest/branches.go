@@ -73,7 +73,7 @@ func testBranchExists(f *fixture) {
 
 func testBranchUnknownSource(f *fixture) {
 	t := f.t
-	for _, from := range []string{"no-such-branch", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "main~5"} {
+	for _, from := range []string{"no-such-branch", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "main~5", "no-such-branch@"} {
 		_, err := f.st.CreateBranch(f.ctx, "dev", from)
 		wantErr(t, "create branch from "+from, err, artifacts.ErrNotFound)
 	}

@@ -85,14 +85,14 @@ func testGCKeepsReachable(f *fixture) {
 	if err := f.st.DeleteBranch(f.ctx, "tagged"); err != nil {
 		t.Fatalf("delete tagged: %v", err)
 	}
-	// Staged only, on main and on another branch.
-	f.put("main", "staged.bin", "reachable from staging")
-	f.branch("wip", "main")
-	f.put("wip", "wip.bin", "staged on wip")
 	// Reachable from an old commit of a live branch only.
 	f.putCommit("main", "history.bin", "in history")
 	f.del("main", "history.bin")
 	f.commit("main", "drop history.bin")
+	// Staged only, on main and on another branch.
+	f.put("main", "staged.bin", "reachable from staging")
+	f.branch("wip", "main")
+	f.put("wip", "wip.bin", "staged on wip")
 
 	res := f.gc(c, noGrace)
 	if res.BlobsRemoved < 1 {
