@@ -296,7 +296,3 @@ func TestTwoProcessesCommitToOneBranch(t *testing.T) {
 		t.Fatalf("main holds %d objects, want 60 (every put of both processes)", n)
 	}
 }
-
-func newBenchStore(b *testing.B) (*local.Store, error) {
-	return local.Create(context.Background(), filepath.Join(b.TempDir(), "store"), "main", nil)
-}

@@ -3,7 +3,6 @@ package local
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -26,7 +25,7 @@ const (
 	maxRangeEntries = 4096
 )
 
-// entry is one committed object.
+// entry is one committed object. (Staged entries are stored as JSON.)
 type entry struct {
 	Path        string            `json:"p"`
 	Digest      string            `json:"d"`
@@ -52,10 +51,10 @@ func (e *entry) sameContent(o *entry) bool {
 
 // rangeRef names a range and the span of paths it covers.
 type rangeRef struct {
-	ID    string `json:"id"`
-	Min   string `json:"min"`
-	Max   string `json:"max"`
-	Count int    `json:"n"`
+	ID    string
+	Min   string
+	Max   string
+	Count int
 }
 
 type metaRange []rangeRef
@@ -72,7 +71,7 @@ func digestOf(b []byte) string {
 }
 
 // emptyMetaRangeID is the id of the tree with no entries.
-var emptyMetaRangeID = digestOf([]byte("[]"))
+var emptyMetaRangeID = digestOf(encodeMeta(nil))
 
 // treeCache holds decoded ranges and metaranges; both are immutable, so
 // entries never go stale.
@@ -139,8 +138,8 @@ func (t trees) loadMeta(id string) (metaRange, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: metarange %s is missing from the store", errCorruptMeta, id)
 	}
-	var m metaRange
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := decodeMeta(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: metarange %s: %v", errCorruptMeta, id, err)
 	}
 	t.cache.putMeta(id, m)
@@ -155,8 +154,8 @@ func (t trees) loadRange(id string) ([]entry, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: range %s is missing from the store", errCorruptMeta, id)
 	}
-	var e []entry
-	if err := json.Unmarshal(b, &e); err != nil {
+	e, err := decodeEntries(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: range %s: %v", errCorruptMeta, id, err)
 	}
 	t.cache.putRange(id, e)
@@ -207,10 +206,7 @@ func (b *builder) flush() error {
 	if len(b.pending) == 0 {
 		return nil
 	}
-	data, err := json.Marshal(b.pending)
-	if err != nil {
-		return err
-	}
+	data := encodeEntries(b.pending)
 	id := digestOf(data)
 	bk := b.t.tx.Bucket(bucketRanges)
 	if bk.Get([]byte(id)) == nil {
@@ -230,10 +226,7 @@ func (b *builder) finish() (string, error) {
 	if len(b.out) == 0 {
 		return emptyMetaRangeID, nil
 	}
-	data, err := json.Marshal(b.out)
-	if err != nil {
-		return "", err
-	}
+	data := encodeMeta(b.out)
 	id := digestOf(data)
 	bk := b.t.tx.Bucket(bucketMetaRanges)
 	if bk.Get([]byte(id)) == nil {

@@ -118,3 +118,25 @@ func TestDiffReadsOnlyChangedRanges(t *testing.T) {
 		}
 	})
 }
+
+func TestCodecRoundTripAndCorruption(t *testing.T) {
+	es := []entry{
+		{Path: "a", Digest: "d1", Size: 3, Mtime: -5},
+		{Path: "b/é", Digest: "d2", Size: 1 << 40, Mtime: 7, ContentType: "text/plain", Metadata: map[string]string{"z": "1", "a": ""}},
+	}
+	got, err := decodeEntries(encodeEntries(es))
+	if err != nil || len(got) != 2 || got[1].Metadata["z"] != "1" || got[1].Size != 1<<40 || got[0].Mtime != -5 {
+		t.Fatalf("round trip = %+v, %v", got, err)
+	}
+	m := metaRange{{ID: "x", Min: "a", Max: "b", Count: 2}}
+	gm, err := decodeMeta(encodeMeta(m))
+	if err != nil || len(gm) != 1 || gm[0] != m[0] {
+		t.Fatalf("meta round trip = %+v, %v", gm, err)
+	}
+	enc := encodeEntries(es)
+	for _, bad := range [][]byte{nil, {9}, enc[:len(enc)-1], append(append([]byte{}, enc...), 0), {1, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+		if _, err := decodeEntries(bad); err == nil {
+			t.Errorf("decodeEntries(%x) accepted a malformed record", bad)
+		}
+	}
+}
