@@ -2,6 +2,7 @@ package lakefs
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -145,7 +146,11 @@ func (e *redactedError) Unwrap() error { return e.err }
 // messages on purpose; this guards against a server or a transport error
 // echoing them.
 func (c *Client) redact(s string) string {
-	for _, cred := range []string{c.secret, c.key} {
+	if c.key == "" && c.secret == "" {
+		return s
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte(c.key + ":" + c.secret))
+	for _, cred := range []string{basic, c.secret, c.key} {
 		if len(cred) >= 4 { // shorter strings would mangle ordinary words
 			s = strings.ReplaceAll(s, cred, "<redacted>")
 		}

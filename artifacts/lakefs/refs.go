@@ -28,11 +28,16 @@ func checkBranch(name string) error {
 }
 
 // refArg validates a ref expression and returns it in the form sent to
-// the server; lakeFS resolves ~N, ^N and @ itself.
+// the server, which resolves ~N, ^N and @ itself. lakeFS takes '@' only
+// as a ref's sole modifier ("main@"); followed by ~N or ^N it changes
+// nothing (ancestors are commits either way), so it is dropped there.
 func refArg(ref string) (string, error) {
 	e, err := artifacts.ParseRef(ref)
 	if err != nil {
 		return "", err
+	}
+	if len(e.Ops) > 0 {
+		e.CommittedOnly = false
 	}
 	return e.String(), nil
 }
