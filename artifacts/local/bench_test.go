@@ -45,10 +45,10 @@ func fill(b *testing.B, s *Store, n, size int) {
 	}
 }
 
-func timeBranches(b *testing.B, s *Store, n int) time.Duration {
+func timeBranches(b *testing.B, s *Store, prefix string, n int) time.Duration {
 	start := time.Now()
 	for i := range n {
-		if _, err := s.CreateBranch(context.Background(), fmt.Sprintf("b%d", i), "main"); err != nil {
+		if _, err := s.CreateBranch(context.Background(), fmt.Sprintf("%s%d", prefix, i), "main"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,26 +60,21 @@ func timeBranches(b *testing.B, s *Store, n int) time.Duration {
 // ratio should stay near 1 (target ≤ 1.2).
 func BenchmarkBranchCreate(b *testing.B) {
 	small, large := benchStore(b), benchStore(b)
-	fill(b, small, 16, 64<<10) // 1 MiB
+	fill(b, small, 16, 64<<10)  // 1 MiB
 	fill(b, large, 1024, 1<<20) // 1 GiB
 	const n = 200
+	loop := 0
 	for b.Loop() {
-		timeBranches(b, small, 20) // warm both
-		timeBranches(b, large, 20)
+		loop++
 		var ts, tl time.Duration
 		for round := 0; round < 3; round++ { // interleave to share the machine's noise
-			ts += timeBranches(b, small, n)
-			tl += timeBranches(b, large, n)
+			p := fmt.Sprintf("l%d-r%d-", loop, round)
+			ts += timeBranches(b, small, p, n)
+			tl += timeBranches(b, large, p, n)
 		}
 		b.ReportMetric(float64(ts.Microseconds())/3, "small_us/branch")
 		b.ReportMetric(float64(tl.Microseconds())/3, "large_us/branch")
 		b.ReportMetric(float64(tl)/float64(ts), "large/small")
-		b.StopTimer()
-		// Fresh names for another loop iteration.
-		small, large = benchStore(b), benchStore(b)
-		fill(b, small, 16, 64<<10)
-		fill(b, large, 1024, 1<<20)
-		b.StartTimer()
 	}
 }
 
