@@ -64,6 +64,10 @@ func testMergeClean(f *fixture) {
 	f.wantContent("feature", "b", "b0")
 	f.wantChanges("diff dst..merge", f.st.Diff(f.ctx, dst.ID, merge.ID, twoDot),
 		"changed a", "removed c", "added new/from-feature")
+	// After the merge the source is the merge base: it changed nothing
+	// since, and main's own work is all a three-dot diff from it shows.
+	f.wantChanges("diff main...feature after merge", f.st.Diff(f.ctx, "main", "feature", nil))
+	f.wantChanges("diff feature...main after merge", f.st.Diff(f.ctx, "feature", "main", nil), "changed b")
 }
 
 func testMergeConflict(f *fixture) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 )
@@ -11,6 +12,7 @@ import (
 var objectScenarios = []scenario{
 	{"RoundTrip", testObjectRoundTrip},
 	{"Checksums", testObjectChecksums},
+	{"PathCharacters", testObjectPathCharacters},
 	{"Overwrite", testObjectOverwrite},
 	{"IfAbsent", testObjectIfAbsent},
 	{"Missing", testObjectMissing},
@@ -85,6 +87,48 @@ func testObjectChecksums(f *fixture) {
 	wantEqual(t, "committed checksum matches put", f.stat("main@", "c.txt").Checksum, c.Checksum)
 }
 
+// testObjectPathCharacters uses paths that need escaping in a URL or a
+// query string; lakeFS treats paths as opaque keys.
+func testObjectPathCharacters(f *fixture) {
+	t := f.t
+	paths := []string{
+		"a b/c d.txt",
+		"plus+sign",
+		"pct%20encoded",
+		"query?x=1&y=2",
+		"hash#fragment",
+		"semi;colon,comma",
+		"quote'double\"",
+		"tilde~caret^at@dollar$colon:",
+		"ünïcødé/日本語.txt",
+		"trailing-space ",
+		"deep/er/and/deeper/file",
+	}
+	for _, p := range paths {
+		f.put("main", p, "content of "+p)
+	}
+	check := func(ref string) {
+		t.Helper()
+		for _, p := range paths {
+			f.wantContent(ref, p, "content of "+p)
+			wantEqual(t, "stat "+quote(p)+": path", f.stat(ref, p).Path, p)
+		}
+		want := slices.Sorted(slices.Values(paths))
+		wantSlice(t, "list "+ref, f.listPaths(ref, nil), want)
+		wantSlice(t, "list "+ref+" under a prefix with a space", f.listPaths(ref, &artifacts.ListOptions{Prefix: "a b/"}), []string{"a b/c d.txt"})
+		wantSlice(t, "list "+ref+" under a unicode prefix", f.listPaths(ref, &artifacts.ListOptions{Prefix: "ünïcødé/"}), []string{"ünïcødé/日本語.txt"})
+		wantSlice(t, "list "+ref+" after a path with '?'", f.listPaths(ref, &artifacts.ListOptions{After: "query?x=1&y=2", Limit: 1}), want[slices.Index(want, "query?x=1&y=2")+1:][:1])
+	}
+	check("main")
+	f.commit("main", "odd paths")
+	check("main@")
+	f.del("main", "query?x=1&y=2")
+	f.wantMissing("main", "query?x=1&y=2")
+	f.wantMissing("main", "query?x=1&y=2x")
+	f.wantMissing("main", "query")
+	f.wantChanges("diff uncommitted after deleting an odd path", f.st.DiffUncommitted(f.ctx, "main"), "removed query?x=1&y=2")
+}
+
 func testObjectOverwrite(f *fixture) {
 	t := f.t
 	v1 := f.put("main", "model/config.json", `{"lr":0.1}`)
@@ -96,6 +140,14 @@ func testObjectOverwrite(f *fixture) {
 	if v1.Checksum == v2.Checksum {
 		t.Fatalf("overwrite: checksum did not change (%q)", v1.Checksum)
 	}
+
+	// An overwrite replaces metadata and content type too.
+	f.putWith("main", "tagged.json", []byte("{}"), &artifacts.PutOptions{
+		ContentType: "application/json", Metadata: map[string]string{"rlpipe-task": "t1"},
+	})
+	f.putWith("main", "tagged.json", []byte("[]"), &artifacts.PutOptions{Metadata: map[string]string{"owner": "x"}})
+	wantMap(t, "metadata after overwrite", f.stat("main", "tagged.json").Metadata, map[string]string{"owner": "x"})
+	f.del("main", "tagged.json")
 
 	// Overwriting a committed object stages the new version only.
 	f.commit("main", "config v2")

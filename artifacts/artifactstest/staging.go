@@ -6,6 +6,7 @@ import (
 
 var stagingScenarios = []scenario{
 	{"Visibility", testStagingVisibility},
+	{"DelimitedListing", testStagingDelimitedListing},
 	{"DiffUncommitted", testStagingDiffUncommitted},
 	{"ResetPrefix", testStagingResetPrefix},
 	{"ResetAll", testStagingResetAll},
@@ -56,6 +57,28 @@ func testStagingVisibility(f *fixture) {
 	f.put("other", "only-other.txt", "o")
 	f.wantMissing("main", "only-other.txt")
 	f.wantContent("other", "only-other.txt", "o")
+}
+
+// testStagingDelimitedListing checks that folding into common prefixes
+// sees staged changes: a prefix whose only object is deleted disappears,
+// a new one appears, on the branch but not at its last commit.
+func testStagingDelimitedListing(f *fixture) {
+	t := f.t
+	f.put("main", "a/only", "a")
+	f.put("main", "b/one", "b")
+	f.put("main", "b/two", "b")
+	f.put("main", "c", "c")
+	f.commit("main", "base")
+	f.del("main", "a/only")
+	f.del("main", "b/one")
+	f.put("main", "d/new", "d")
+	delim := &artifacts.ListOptions{Delimiter: "/"}
+	wantSlice(t, "delimited list main", f.listPaths("main", delim), []string{"b/ (prefix)", "c", "d/ (prefix)"})
+	wantSlice(t, "delimited list main@", f.listPaths("main@", delim), []string{"a/ (prefix)", "b/ (prefix)", "c"})
+	wantSlice(t, "list main under a/", f.listPaths("main", &artifacts.ListOptions{Prefix: "a/", Delimiter: "/"}), []string{})
+	wantSlice(t, "list main under b/", f.listPaths("main", &artifacts.ListOptions{Prefix: "b/", Delimiter: "/"}), []string{"b/two"})
+	f.commit("main", "restructure")
+	wantSlice(t, "delimited list main@ after commit", f.listPaths("main@", delim), []string{"b/ (prefix)", "c", "d/ (prefix)"})
 }
 
 func testStagingDiffUncommitted(f *fixture) {
