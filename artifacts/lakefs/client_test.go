@@ -851,3 +851,37 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("open without an endpoint: got %v, want ErrInvalid naming %s", err, EnvEndpoint)
 	}
 }
+
+// countingReader produces size bytes and counts what was read.
+type countingReader struct{ size, n int64 }
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= c.size {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), c.size-c.n)]
+	clear(p)
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestIfAbsentRefusedEarly has the server refuse an upload before reading
+// its body, as lakeFS does for If-None-Match on an existing path.
+func TestIfAbsentRefusedEarly(t *testing.T) {
+	s := newStub(t)
+	s.handle("POST /repositories/{repo}/branches/{branch}/objects", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "*" {
+			t.Errorf("If-None-Match: %q", r.Header.Get("If-None-Match"))
+		}
+		writeError(w, http.StatusPreconditionFailed, "path already exists")
+	})
+	const size = 1 << 30
+	r := &countingReader{size: size}
+	_, err := s.store().PutObject(t.Context(), "main", "p", r, &artifacts.PutOptions{IfAbsent: true})
+	if !errors.Is(err, artifacts.ErrObjectExists) {
+		t.Fatalf("got %v, want ErrObjectExists", err)
+	}
+	if r.n >= size {
+		t.Fatalf("the whole body was sent to a server that refused it")
+	}
+}

@@ -54,13 +54,15 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		}
 		h.Set(metaHeaderPrefix+strings.ToLower(k), v)
 	}
+	length := bodyLength(r)
 	if o.IfAbsent {
 		h.Set("If-None-Match", "*")
-		// The server checks the precondition before reading the body:
-		// do not send a large body it will refuse.
-		h.Set("Expect", "100-continue")
+		if length != 0 {
+			// The server checks the precondition before reading the
+			// body: do not send a large body it will refuse.
+			h.Set("Expect", "100-continue")
+		}
 	}
-	length := bodyLength(r)
 	resp, err := s.c.do(ctx, request{
 		method: http.MethodPost,
 		path:   s.repoPath("branches", branch, "objects"),
