@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"testing/iotest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 )
@@ -20,6 +21,8 @@ var objectScenarios = []scenario{
 	{"WriteToNonBranch", testObjectWriteToNonBranch},
 	{"InvalidPath", testObjectInvalidPath},
 	{"Large", testObjectLarge},
+	{"Sizes", testObjectSizes},
+	{"ReaderOutlivesOverwrite", testObjectReaderOutlivesOverwrite},
 	{"Range", testObjectRange},
 }
 
@@ -311,6 +314,63 @@ func testObjectRange(f *fixture) {
 
 	_, err := rr.GetObjectRange(f.ctx, "main", "no-such.parquet", 0, 10)
 	wantErr(t, "range of a missing object", err, artifacts.ErrObjectNotFound)
+}
+
+// testObjectSizes round-trips sizes around the boundaries backends
+// commonly have (buffers, verify-before-serving limits), reading them
+// back with reads of many sizes.
+func testObjectSizes(f *fixture) {
+	t := f.t
+	sizes := []int{1, 4095, 4096, 4097, 64<<10 + 1, 4<<20 - 1, 4 << 20, 4<<20 + 1}
+	for i, n := range sizes {
+		content := randomBytes(uint64(10+i), n)
+		p := "sizes/" + itoa(n)
+		f.putWith("main", p, content, nil)
+		rc, info, err := f.st.GetObject(f.ctx, "main", p)
+		if err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+		wantEqual(t, "get "+p+": size", info.Size, int64(n))
+		if err := iotest.TestReader(rc, content); err != nil {
+			rc.Close()
+			t.Fatalf("read %s: %v", p, err)
+		}
+		if err := rc.Close(); err != nil {
+			t.Fatalf("close %s: %v", p, err)
+		}
+	}
+}
+
+// testObjectReaderOutlivesOverwrite keeps a reader open while the object
+// is overwritten, committed and deleted: objects are immutable, so the
+// reader still returns the bytes it was opened on.
+func testObjectReaderOutlivesOverwrite(f *fixture) {
+	t := f.t
+	old := randomBytes(3, 1<<20)
+	f.putWith("main", "model.bin", old, nil)
+	f.commit("main", "v1")
+	rc, _, err := f.st.GetObject(f.ctx, "main", "model.bin")
+	if err != nil {
+		t.Fatalf("open model.bin: %v", err)
+	}
+	defer rc.Close()
+	head := make([]byte, 100)
+	if _, err := io.ReadFull(rc, head); err != nil {
+		t.Fatalf("read the start of model.bin: %v", err)
+	}
+	f.put("main", "model.bin", "v2")
+	f.commit("main", "v2")
+	f.del("main", "model.bin")
+	f.commit("main", "gone")
+	rest, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read the rest of model.bin: %v", err)
+	}
+	if got := append(head, rest...); !bytes.Equal(got, old) {
+		t.Fatalf("reader opened before the overwrite: got %d bytes that differ from the %d first written", len(got), len(old))
+	}
+	f.wantMissing("main", "model.bin")
+	f.wantContent("main~1", "model.bin", "v2")
 }
 
 // randomBytes returns n bytes from a fixed seed.

@@ -7,6 +7,7 @@ import (
 var refScenarios = []scenario{
 	{"Resolve", testRefResolve},
 	{"MergeParents", testRefMergeParents},
+	{"Precedence", testRefPrecedence},
 	{"Unknown", testRefUnknown},
 	{"AmbiguousPrefix", testRefAmbiguous},
 }
@@ -81,6 +82,36 @@ func testRefMergeParents(f *fixture) {
 	}
 	_, err = f.st.ResolveRef(f.ctx, "main^3")
 	wantErr(t, "resolve main^3 of a two-parent merge", err, artifacts.ErrNotFound, artifacts.ErrInvalid)
+}
+
+// testRefPrecedence checks which ref a name means when it could mean
+// several, as lakeFS decides: a full commit id first, then a branch, then a
+// tag, and a commit-id prefix only when no branch or tag has that name.
+func testRefPrecedence(f *fixture) {
+	t := f.t
+	c1 := f.putCommit("main", "a", "1")
+	c2 := f.putCommit("main", "a", "2")
+
+	// A branch and a tag of the same name: the branch wins.
+	f.branch("dup", c1.ID)
+	if _, err := f.st.CreateTag(f.ctx, "dup", c2.ID); err != nil {
+		t.Fatalf("create tag dup beside branch dup: %v", err)
+	}
+	f.wantResolve("dup", c1.ID)
+	f.wantContent("dup", "a", "1")
+	tag, err := f.st.GetTag(f.ctx, "dup")
+	if err != nil {
+		t.Fatalf("get tag dup: %v", err)
+	}
+	wantEqual(t, "tag dup", tag.CommitID, c2.ID)
+
+	// A branch named like a prefix of another commit's id wins over it.
+	prefix := c2.ID[:8] // hex digits make a valid branch name
+	f.branch(prefix, c1.ID)
+	f.wantResolve(prefix, c1.ID)
+	f.wantContent(prefix, "a", "1")
+	f.wantResolve(c2.ID[:9], c2.ID) // a longer prefix names no branch
+	f.wantResolve(c2.ID, c2.ID)
 }
 
 func testRefUnknown(f *fixture) {
@@ -159,3 +190,4 @@ func longestSharedPrefix(ids []string) string {
 	}
 	return best
 }
+
