@@ -190,4 +190,3 @@ func longestSharedPrefix(ids []string) string {
 	}
 	return best
 }
-
