@@ -47,7 +47,7 @@ var (
 	// a merge; the error is a *MergeConflictError listing the paths.
 	ErrMergeConflict = wrapErr("merge conflict", ErrConflict)
 	// ErrDirtyBranch: the branch has uncommitted changes where a clean one is
-	// required (merge into it, revert on it, delete with staged data).
+	// required (merge into it, revert on it).
 	ErrDirtyBranch = wrapErr("branch has uncommitted changes", ErrConflict)
 	// ErrNoChanges: a commit or merge would record nothing.
 	ErrNoChanges = wrapErr("no changes", ErrConflict)

@@ -35,8 +35,9 @@ func ValidateRepositoryName(name string) error {
 	return nil
 }
 
-// ValidateTagName reports whether name can name a tag (git's rules, as
-// lakeFS applies them).
+// ValidateTagName reports whether name can name a tag: git's rules, and
+// no '~' or '^' (which lakeFS would accept but which read as ancestry
+// operators in a ref expression).
 func ValidateTagName(name string) error {
 	bad := name == "" || name == "@" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".") ||
 		strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, "/") || strings.Contains(name, "..") ||

@@ -48,6 +48,17 @@ func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, 
 	if err != nil {
 		return err
 	}
+	if isParquet(a.path) && !o.raw {
+		t, err := openStoredTable(ctx, st, a, false)
+		if err != nil {
+			return err
+		}
+		defer t.Close()
+		if p.json {
+			return writeTableJSON(ctx, p.w, t.File, o.limit)
+		}
+		return writeTableText(ctx, p.w, t.File, o.limit)
+	}
 	rc, _, err := st.GetObject(ctx, a.ref, a.path)
 	if err != nil {
 		return withOp(err, "cat %s", a)

@@ -20,7 +20,7 @@ type exportOptions struct {
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.format, "format", "", "convert a Parquet table: csv, jsonl or parquet (default: the bytes as stored)")
+	fs.StringVar(&o.format, "format", "", "convert a table: csv, jsonl or parquet (default: from FILE's extension; the bytes as stored for other files)")
 }
 
 func newExportCommand(g *rootOptions) *cobra.Command {
@@ -28,8 +28,9 @@ func newExportCommand(g *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export REF:PATH FILE | export REF:PREFIX DIR",
 		Short: "copy an object to a local file, or everything under a prefix to a directory",
-		Long: `Copy the object at PATH in REF to FILE ("-" for standard output), converting
-a Parquet table to CSV or JSONL with --format. When PATH names no object, it is
+		Long: `Copy the object at PATH in REF to FILE ("-" for standard output). A table
+is converted when FILE's extension or --format asks for another format:
+Parquet to JSONL or CSV, JSONL or CSV to Parquet. When PATH names no object, it is
 a prefix: every object under it is copied into DIR, keeping the paths below
 the prefix.`,
 		Example: "  rlpipe export main:data/prompts.parquet prompts.jsonl --format jsonl\n  rlpipe export runs/exp1:iterations/000003/ ./it3",
@@ -70,6 +71,10 @@ func exportFunc(ctx context.Context, st artifacts.Store, o exportOptions, arg, d
 		_, err := st.StatObject(ctx, a.ref, a.path)
 		switch {
 		case err == nil:
+			// "export main:data/prompts.parquet prompts.csv" converts.
+			if o.format == "" && dest != "-" && formatOf(a.path) != formatRaw {
+				format = formatOf(dest)
+			}
 			f, err := exportObject(ctx, st, a, dest, format, stdout)
 			if err != nil || dest == "-" {
 				return err
@@ -163,6 +168,9 @@ func exportObject(ctx context.Context, st artifacts.Store, a artifactArg, file s
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	n, err := write(tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes files only the owner can read
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -46,6 +46,9 @@ func newTable(header ...string) *table {
 // alignRight right-aligns the given columns.
 func (t *table) alignRight(cols ...int) *table {
 	for _, c := range cols {
+		for len(t.right) <= c {
+			t.right = append(t.right, false)
+		}
 		t.right[c] = true
 	}
 	return t
@@ -54,26 +57,43 @@ func (t *table) alignRight(cols ...int) *table {
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 // write renders the table; a nil header prints only rows.
-func (t *table) write(w io.Writer) error {
+func (t *table) write(w io.Writer) error { return t.writeWidths(w, t.widths()) }
+
+// all is the header (if any) and the rows.
+func (t *table) all() [][]string {
+	if t.header == nil {
+		return t.rows
+	}
+	return append([][]string{t.header}, t.rows...)
+}
+
+// widths is the width of each column: its widest cell.
+func (t *table) widths() []int {
 	n := len(t.header)
 	for _, r := range t.rows {
 		n = max(n, len(r))
 	}
 	width := make([]int, n)
-	all := t.rows
-	if t.header != nil {
-		all = append([][]string{t.header}, t.rows...)
-	}
-	for _, r := range all {
+	for _, r := range t.all() {
 		for i, c := range r {
 			width[i] = max(width[i], utf8.RuneCountInString(c))
 		}
 	}
+	return width
+}
+
+// writeWidths renders the table with the given column widths; a cell
+// wider than its column is written whole.
+func (t *table) writeWidths(w io.Writer, width []int) error {
+	all := t.all()
 	var b strings.Builder
 	for _, r := range all {
 		var line strings.Builder
 		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			pad := ""
+			if i < len(width) {
+				pad = strings.Repeat(" ", max(0, width[i]-utf8.RuneCountInString(c)))
+			}
 			last := i == len(r)-1
 			switch {
 			case i < len(t.right) && t.right[i]:

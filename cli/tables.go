@@ -1,13 +1,359 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
+// inMemoryLimit is the largest stored table read into memory whole; larger
+// ones are read in ranges (cat) or spooled to a temporary file (export).
+const inMemoryLimit = 32 << 20
+
+// storedTable is a Parquet file in the store, opened for reading.
+type storedTable struct {
+	*tables.File
+	close func()
+}
+
+// openStoredTable opens the Parquet object at a. verified asks for bytes
+// checked against the stored digest (export); display (cat) may read a
+// large file in ranges, which the store does not verify, so that a few
+// rows of a large table do not fetch all of it.
+func openStoredTable(ctx context.Context, st artifacts.Store, a artifactArg, verified bool) (*storedTable, error) {
+	info, err := st.StatObject(ctx, a.ref, a.path)
+	if err != nil {
+		return nil, withOp(err, "read %s", a)
+	}
+	var (
+		ra      io.ReaderAt
+		size    = info.Size
+		cleanup = func() {}
+	)
+	rr, ranged := st.(artifacts.RangeReader)
+	switch {
+	case size <= inMemoryLimit:
+		var buf bytes.Buffer
+		if _, err := copyObject(ctx, st, a, &buf); err != nil {
+			return nil, err
+		}
+		ra, size = bytes.NewReader(buf.Bytes()), int64(buf.Len())
+	case ranged && !verified:
+		ra = &rangeReaderAt{ctx: ctx, rr: rr, ref: a.ref, path: a.path}
+	default:
+		f, err := os.CreateTemp("", "rlpipe-table-*.parquet")
+		if err != nil {
+			return nil, withOp(err, "read %s", a)
+		}
+		cleanup = func() { f.Close(); os.Remove(f.Name()) }
+		n, err := copyObject(ctx, st, a, f)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		ra, size = f, n
+	}
+	tf, err := tables.OpenFile(ra, size, a.String(), nil)
+	if err != nil {
+		cleanup()
+		return nil, failure(withOp(err, "read %s", a))
+	}
+	return &storedTable{File: tf, close: cleanup}, nil
+}
+
+func (t *storedTable) Close() error {
+	t.close()
+	return t.File.Close()
+}
+
+// rangeReaderAt reads an object in ranges through a RangeReader.
+type rangeReaderAt struct {
+	ctx       context.Context
+	rr        artifacts.RangeReader
+	ref, path string
+}
+
+func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	rc, err := r.rr.GetObjectRange(r.ctx, r.ref, r.path, off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	n, err := io.ReadFull(rc, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// maxCellWidth bounds a cell of a printed table; longer values end in "…".
+const maxCellWidth = 60
+
+// widthRows is how many rows fix the column widths of a printed table;
+// later rows reuse them, so that printing a large table streams.
+const widthRows = 1000
+
+// writeTableText prints up to limit rows (0: all) of a Parquet file as an
+// aligned table with a header, and a footer counting the rows.
+func writeTableText(ctx context.Context, w io.Writer, f *tables.File, limit int) error {
+	fields := f.Schema().Fields()
+	t := newTable()
+	header := make([]string, len(fields))
+	for i, fl := range fields {
+		header[i] = fl.Name
+		t.right = append(t.right, isNumeric(fl.Type))
+	}
+	t.header = header
+	var (
+		shown   int
+		flushed bool
+		widths  []int
+	)
+	flush := func() error {
+		if !flushed {
+			widths = t.widths()
+			flushed = true
+		}
+		err := t.writeWidths(w, widths)
+		t.header, t.rows = nil, t.rows[:0]
+		return err
+	}
+	for row, err := range rowsOf(ctx, f, limit) {
+		if err != nil {
+			return err
+		}
+		cells := make([]string, len(row))
+		for i, v := range row {
+			cells[i] = cellText(v)
+		}
+		t.add(cells...)
+		shown++
+		if len(t.rows) == widthRows {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	total := f.NumRows()
+	if int64(shown) < total {
+		_, err := fmt.Fprintf(w, "(%d of %d rows)\n", shown, total)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%s)\n", plural(int(total), "row"))
+	return err
+}
+
+// writeTableJSON prints up to limit rows (0: all) as a JSON array of
+// objects, one row per line, keys in column order.
+func writeTableJSON(ctx context.Context, w io.Writer, f *tables.File, limit int) error {
+	fields := f.Schema().Fields()
+	keys := make([][]byte, len(fields))
+	for i, fl := range fields {
+		keys[i], _ = json.Marshal(fl.Name)
+	}
+	var b bytes.Buffer
+	b.WriteString("[")
+	n := 0
+	for row, err := range rowsOf(ctx, f, limit) {
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n  {")
+		for i, v := range row {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(keys[i])
+			b.WriteByte(':')
+			enc, err := json.Marshal(jsonSafe(v))
+			if err != nil {
+				return fmt.Errorf("encode %s column %s: %w", f.Name(), fields[i].Name, err)
+			}
+			b.Write(enc)
+		}
+		b.WriteByte('}')
+		n++
+		if b.Len() >= 1<<16 {
+			if _, err := w.Write(b.Bytes()); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if n > 0 {
+		b.WriteByte('\n')
+	}
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// rowsOf yields up to limit rows (0: all) as values in column order.
+func rowsOf(ctx context.Context, f *tables.File, limit int) func(func([]any, error) bool) {
+	return func(yield func([]any, error) bool) {
+		n := 0
+		for rec, err := range f.Records(ctx) {
+			if err != nil {
+				yield(nil, failure(err))
+				return
+			}
+			cols := rec.Columns()
+			for i := 0; i < int(rec.NumRows()); i++ {
+				if limit > 0 && n == limit {
+					return
+				}
+				row := make([]any, len(cols))
+				for j, c := range cols {
+					row[j] = tables.Value(c, i)
+				}
+				n++
+				if !yield(row, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// jsonSafe replaces what encoding/json cannot hold (NaN, ±Inf) with null.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	}
+	return v
+}
+
+// cellText formats a value for a table cell on one line.
+func cellText(v any) string {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		s = x
+	case bool:
+		s = strconv.FormatBool(x)
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case uint64:
+		s = strconv.FormatUint(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		s = strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case time.Time:
+		s = x.UTC().Format(time.RFC3339Nano)
+	default:
+		b, err := json.Marshal(jsonSafe(v))
+		if err != nil {
+			s = fmt.Sprint(v)
+		} else {
+			s = string(b)
+		}
+	}
+	s = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+	if utf8.RuneCountInString(s) > maxCellWidth {
+		r := []rune(s)
+		s = string(r[:maxCellWidth-1]) + "…"
+	}
+	return s
+}
+
+func isNumeric(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
+		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}
+
+// convertTable writes the object at a to w in format, converting between
+// Parquet and JSONL or CSV. The bytes read are verified.
 func convertTable(ctx context.Context, st artifacts.Store, a artifactArg, format string, w io.Writer) (int64, error) {
-	return 0, fmt.Errorf("export %s as %s: %w", a, format, artifacts.ErrNotSupported)
+	cw := &countingWriter{w: w}
+	src := formatOf(a.path)
+	switch {
+	case src == format:
+		return copyObject(ctx, st, a, w)
+	case src == formatParquet:
+		t, err := openStoredTable(ctx, st, a, true)
+		if err != nil {
+			return 0, err
+		}
+		defer t.Close()
+		if err := tables.Export(ctx, cw, t.File, tables.Format(format)); err != nil {
+			return cw.n, failure(withOp(err, "export %s as %s", a, format))
+		}
+		return cw.n, nil
+	case format == formatParquet && (src == formatJSONL || src == formatCSV):
+		rc, _, err := st.GetObject(ctx, a.ref, a.path)
+		if err != nil {
+			return 0, withOp(err, "read %s", a)
+		}
+		defer rc.Close()
+		if _, err := tables.Import(cw, rc, a.String(), &tables.ImportOptions{Format: tables.Format(src)}); err != nil {
+			return cw.n, failure(withOp(err, "export %s as parquet", a))
+		}
+		return cw.n, nil
+	}
+	return 0, usagef("export %s: cannot convert %s to %s (convert Parquet to jsonl or csv, or jsonl and csv to parquet)", a, describeFormat(src), format)
+}
+
+func describeFormat(f string) string {
+	if f == formatRaw {
+		return "a file that is not a table"
+	}
+	return f
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -176,10 +176,17 @@ func readAPIError(resp *http.Response) *apiError {
 	if json.Unmarshal(b, &body) == nil {
 		e.Message = body.Message
 	} else {
+		// Not lakeFS's JSON: a proxy's page, say. Keep its start.
 		e.Message = strings.TrimSpace(string(b))
+		if len(e.Message) > maxErrorText {
+			e.Message = strings.ToValidUTF8(e.Message[:maxErrorText], "") + "…"
+		}
 	}
 	return e
 }
+
+// maxErrorText bounds the part of a non-JSON error body put in a message.
+const maxErrorText = 512
 
 // pathOf joins escaped path segments under the API base.
 func pathOf(segments ...string) string {
@@ -272,15 +279,21 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer drain(resp.Body)
 	if out == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return fmt.Errorf("decode %s %s answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// drain reads what is left of a small answer (a JSON document's trailing
+// newline) and closes it, so that the connection can be reused.
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, maxErrorBody))
+	_ = body.Close()
 }
 
 // pagination is the spec's Pagination object.

@@ -384,6 +384,12 @@ func TestPagination(t *testing.T) {
 	if n := len(s.requests()) - before; n != 1 {
 		t.Fatalf("break after the first entry sent %d requests, want 1", n)
 	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	if reqs := len(s.requests()); conns > 1 {
+		t.Fatalf("%d requests opened %d connections: answers are not drained for reuse", reqs, conns)
+	}
 	reqs := s.requests()
 	if !strings.Contains(reqs[0], "amount=1000") || !strings.Contains(reqs[1], "after=p%2F09") {
 		t.Fatalf("requests %v: want amount=1000, then after the last path", reqs[:2])

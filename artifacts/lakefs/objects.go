@@ -75,7 +75,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		err = s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound, precondition: artifacts.ErrObjectExists}, what)
 		return artifacts.ObjectInfo{}, s.onWrite(ctx, branch, err)
 	}
-	defer resp.Body.Close()
+	defer drain(resp.Body)
 	var st wireObjectStats
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: decode answer: %w", what, err)

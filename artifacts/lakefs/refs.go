@@ -74,7 +74,7 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrBranchExists}, what)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	resp.Body.Close()
+	drain(resp.Body)
 	if id := strings.TrimSpace(string(b)); artifacts.IsCommitID(id) {
 		return artifacts.Branch{Name: name, CommitID: id}, nil
 	}

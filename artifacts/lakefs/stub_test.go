@@ -3,6 +3,7 @@ package lakefs
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,14 +83,15 @@ type stub struct {
 	mux *http.ServeMux
 	srv *httptest.Server
 
-	mu   sync.Mutex
-	seen []*http.Request
+	mu    sync.Mutex
+	seen  []*http.Request
+	conns int // connections opened by clients
 }
 
 func newStub(t *testing.T) *stub {
 	t.Helper()
 	s := &stub{t: t, mux: http.NewServeMux()}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api, ok := strings.CutPrefix(r.URL.Path, apiBasePath)
 		if !ok || !knownEndpoint(r.Method, api) {
 			t.Errorf("stub: %s %s is not in the endpoint table", r.Method, r.URL.Path)
@@ -99,6 +101,14 @@ func newStub(t *testing.T) *stub {
 		s.mu.Unlock()
 		s.mux.ServeHTTP(w, r)
 	}))
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	s.srv.Start()
 	t.Cleanup(s.srv.Close)
 	return s
 }
