@@ -114,6 +114,13 @@ type RangeReader interface {
 	GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error)
 }
 
+// Copier links an object under a new path without copying its bytes: the
+// cache reuses a task's outputs this way.
+type Copier interface {
+	// CopyObject stages at dstBranch:dstPath the object srcRef:srcPath.
+	CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (ObjectInfo, error)
+}
+
 // Repository describes a repository.
 type Repository struct {
 	Name             string    `json:"name"`

@@ -2,6 +2,7 @@ package artifactstest
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -24,6 +25,7 @@ var objectScenarios = []scenario{
 	{"Sizes", testObjectSizes},
 	{"ReaderOutlivesOverwrite", testObjectReaderOutlivesOverwrite},
 	{"Range", testObjectRange},
+	{"Copy", testObjectCopy},
 }
 
 func testObjectRoundTrip(f *fixture) {
@@ -387,3 +389,35 @@ func randomBytes(seed uint64, n int) []byte {
 }
 
 func head(b []byte) []byte { return b[:min(len(b), 8)] }
+
+func testObjectCopy(f *fixture) {
+	t := f.t
+	cp, ok := f.st.(artifacts.Copier)
+	if !ok {
+		t.Skip("store does not implement artifacts.Copier")
+	}
+	src := f.putWith("main", "cache/out.parquet", []byte("output bytes"), &artifacts.PutOptions{Metadata: map[string]string{"rlpipe-task": "gen"}})
+	c := f.commit("main", "cache entry")
+	f.branch("run", "main")
+	// From a commit to another branch, and from a staged object.
+	got, err := cp.CopyObject(f.ctx, c.ID, "cache/out.parquet", "run", "iterations/000001/out.parquet")
+	if err != nil {
+		t.Fatalf("copy from commit: %v", err)
+	}
+	if got.Path != "iterations/000001/out.parquet" || got.Size != src.Size || got.Checksum != src.Checksum {
+		t.Fatalf("copy info = %+v, want path iterations/000001/out.parquet, size %d, checksum %s", got, src.Size, src.Checksum)
+	}
+	f.wantContent("run", "iterations/000001/out.parquet", "output bytes")
+	if md := f.stat("run", "iterations/000001/out.parquet").Metadata; md["rlpipe-task"] != "gen" {
+		t.Fatalf("copied metadata = %v, want rlpipe-task=gen", md)
+	}
+	f.put("run", "staged.txt", "staged")
+	if _, err := cp.CopyObject(f.ctx, "run", "staged.txt", "run", "staged-copy.txt"); err != nil {
+		t.Fatalf("copy a staged object: %v", err)
+	}
+	f.wantContent("run", "staged-copy.txt", "staged")
+	f.wantMissing("main", "iterations/000001/out.parquet")
+	if _, err := cp.CopyObject(f.ctx, "main", "nope", "run", "x"); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("copy a missing object: got %v, want ErrNotFound", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"strings"
 	"time"
 
@@ -149,6 +150,46 @@ func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser,
 		return nil, artifacts.ObjectInfo{}, err
 	}
 	return rc, info(e), nil
+}
+
+// CopyObject stages dstBranch:dstPath pointing at the same blob as
+// srcRef:srcPath; no bytes are copied.
+func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (artifacts.ObjectInfo, error) {
+	if err := artifacts.ValidatePath(dstPath); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("copy to %s:%s: %w", dstBranch, dstPath, err)
+	}
+	var e entry
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, dstBranch); err != nil {
+			return err
+		}
+		v, err := resolve(tx, srcRef)
+		if err != nil {
+			return err
+		}
+		src, err := s.lookupIn(tx, v, srcPath)
+		if err != nil {
+			return err
+		}
+		if src == nil {
+			return fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
+		}
+		e = *src
+		e.Path = dstPath
+		e.Mtime = time.Now().UnixNano()
+		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
+		if err != nil {
+			return err
+		}
+		return putJSON(st, []byte(dstPath), staged{Entry: &e})
+	})
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("copy %s:%s to %s:%s: %w", srcRef, srcPath, dstBranch, dstPath, err)
+	}
+	// The blob must outlive a collection that started before this copy.
+	now := time.Now()
+	_ = os.Chtimes(s.blobs.path(e.Digest), now, now)
+	return info(&e), nil
 }
 
 // GetObjectRange reads part of an object, unverified.

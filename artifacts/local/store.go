@@ -78,6 +78,7 @@ var (
 	_ artifacts.Reverter    = (*Store)(nil)
 	_ artifacts.Collector   = (*Store)(nil)
 	_ artifacts.RangeReader = (*Store)(nil)
+	_ artifacts.Copier      = (*Store)(nil)
 )
 
 type driver struct{}
