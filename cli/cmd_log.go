@@ -113,6 +113,10 @@ func writeCommit(b *strings.Builder, c artifacts.Commit) {
 	_ = t.write(b)
 	b.WriteByte('\n')
 	for _, line := range strings.Split(strings.TrimRight(c.Message, "\n"), "\n") {
+		if line == "" {
+			b.WriteByte('\n')
+			continue
+		}
 		fmt.Fprintf(b, "    %s\n", line)
 	}
 	if len(c.Metadata) > 0 {

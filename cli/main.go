@@ -59,7 +59,11 @@ func run(ctx context.Context, args []string, env environ) int {
 	code := exitCode(err)
 	msg := errorMessage(err)
 	if code == ExitUsage && cmd != nil {
-		msg += fmt.Sprintf("\nusage: %s\nsee `%s --help`", cmd.UseLine(), cmd.CommandPath())
+		use := cmd.UseLine()
+		if cmd.HasSubCommands() {
+			use = cmd.CommandPath() + " COMMAND [flags]"
+		}
+		msg += fmt.Sprintf("\nusage: %s\nsee `%s --help`", use, cmd.CommandPath())
 	}
 	fmt.Fprintf(env.stderr, "rlpipe: %s\n", newRedactor(env.getenv).redact(msg))
 	return code
