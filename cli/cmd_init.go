@@ -56,6 +56,9 @@ func initStoreFunc(ctx context.Context, g *rootOptions, o initStoreOptions, p pr
 	if err := artifacts.ValidateBranchName(o.defaultBranch); err != nil {
 		return asUsage(err)
 	}
+	if err := g.checkScheme(); err != nil {
+		return err
+	}
 	st, err := artifacts.Create(ctx, g.store, &artifacts.Options{
 		DefaultBranch:    o.defaultBranch,
 		StorageNamespace: o.storageNamespace,
@@ -65,7 +68,7 @@ func initStoreFunc(ctx context.Context, g *rootOptions, o initStoreOptions, p pr
 		return explain(err, "a store already exists at %s: use it, or pick another with --store", g.store)
 	}
 	if err != nil {
-		return withOp(err, "create store %s", g.store)
+		return failure(withOp(err, "create store %s", g.store))
 	}
 	defer st.Close()
 	repo, err := st.Repository(ctx)

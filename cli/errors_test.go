@@ -207,6 +207,20 @@ func TestErrors(t *testing.T) {
 			want:  []string{`invalid --meta "novalue": use KEY=VALUE`},
 		},
 		{
+			name:  "unknown store scheme",
+			setup: committed,
+			args:  []string{"--store", "s3://bucket/x", "log"},
+			code:  ExitUsage,
+			want:  []string{"no backend for s3://"},
+		},
+		{
+			name:  "unconfigured lakeFS",
+			setup: committed,
+			args:  []string{"--store", "lakefs://repo", "log"},
+			code:  ExitFailure,
+			want:  []string{"lakefs://repo"},
+		},
+		{
 			name:  "bad row",
 			setup: committed,
 			args:  []string{"import", "FILE:bad.jsonl", "main:data/bad.parquet", "--table", "prompts"},

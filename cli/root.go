@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,14 +87,28 @@ func (o *rootOptions) json() bool { return o.output == outputJSON }
 
 // open opens the store, explaining how to create it when it is missing.
 func (o *rootOptions) open(ctx context.Context, cmd *cobra.Command) (artifacts.Store, error) {
+	if err := o.checkScheme(); err != nil {
+		return nil, err
+	}
 	st, err := artifacts.Open(ctx, o.store, &artifacts.Options{Logger: o.logger})
 	if errors.Is(err, artifacts.ErrRepositoryNotFound) {
 		return nil, explain(err, "no store at %s: run `%s`", o.store, o.initCommand(cmd))
 	}
 	if err != nil {
-		return nil, withOp(err, "open store %s", o.store)
+		// A store that cannot be reached or is not configured is not a
+		// mistake in the command line.
+		return nil, failure(withOp(err, "open store %s", o.store))
 	}
 	return st, nil
+}
+
+// checkScheme rejects a --store whose scheme no backend serves.
+func (o *rootOptions) checkScheme() error {
+	scheme := artifacts.Scheme(o.store)
+	if !slices.Contains(artifacts.Schemes(), scheme) {
+		return usagef("--store %s: no backend for %s:// (use a path for the embedded store, or lakefs://REPO)", o.store, scheme)
+	}
+	return nil
 }
 
 // initCommand is the command line that creates the store o names.
