@@ -1,0 +1,153 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// The cache and the memo records live on their own branch, shared by every
+// run of the repository, so a result computed by one run is reused by any
+// other. A cache entry is a small manifest naming where the outputs are;
+// a hit links them into place (artifacts.Copier) without copying bytes.
+const (
+	CacheBranch = "rlpipe-cache"
+	LockBranch  = "rlpipe-locks"
+)
+
+func digestBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// canonicalJSON encodes v with map keys sorted at every depth.
+func canonicalJSON(v any) (json.RawMessage, error) {
+	if v == nil {
+		return json.RawMessage("null"), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic)
+}
+
+// keyInput is what enters a cache key.
+type keyInput struct {
+	Task    string      `json:"task"`
+	Version string      `json:"version"`
+	Cache   string      `json:"cache_version"`
+	Salt    string      `json:"salt"`
+	Inputs  [][2]string `json:"inputs"`
+	Params  json.RawMessage
+	Outputs []string `json:"outputs"`
+}
+
+// cacheKey = hash(task name + versions + salt + input digests (minus the
+// ignored) + canonical params + declared outputs).
+func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMessage) string {
+	ignored := map[string]bool{}
+	for _, n := range t.IgnoreInputs {
+		ignored[n] = true
+	}
+	k := keyInput{Task: t.Name, Version: t.Version, Cache: s.Cache.Version, Salt: s.Cache.Salt, Params: params}
+	for name, a := range inputs {
+		if !ignored[name] {
+			k.Inputs = append(k.Inputs, [2]string{name, a.digest()})
+		}
+	}
+	sort.Slice(k.Inputs, func(i, j int) bool { return k.Inputs[i][0] < k.Inputs[j][0] })
+	for _, o := range t.Outputs {
+		k.Outputs = append(k.Outputs, o.Name+"="+o.file())
+	}
+	b, _ := json.Marshal(k)
+	return digestBytes(b)
+}
+
+// manifest is a cache entry.
+type manifest struct {
+	Key     string              `json:"key"`
+	Task    string              `json:"task"`
+	Outputs map[string]Artifact `json:"outputs"`
+}
+
+type cache struct {
+	store artifacts.Store
+}
+
+func manifestPath(key string) string { return "cache/" + key[:2] + "/" + key + ".json" }
+
+func (c *cache) lookup(ctx context.Context, key string) (*manifest, error) {
+	rc, _, err := c.store.GetObject(ctx, CacheBranch, manifestPath(key))
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache lookup %s: %w", key[:12], err)
+	}
+	defer rc.Close()
+	var m manifest
+	if err := json.NewDecoder(rc).Decode(&m); err != nil {
+		return nil, nil // an unreadable entry is a miss; it will be rewritten
+	}
+	return &m, nil
+}
+
+func (c *cache) record(ctx context.Context, m *manifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.PutObject(ctx, CacheBranch, manifestPath(m.Key), bytes.NewReader(b), &artifacts.PutOptions{ContentType: "application/json"})
+	if err != nil {
+		return fmt.Errorf("cache record %s: %w", m.Key[:12], err)
+	}
+	return nil
+}
+
+// link places src at branch:dst, reusing bytes when the store can, and
+// checks that the result has the expected checksum. ok is false when the
+// source is gone or changed (a miss, not an error).
+func link(ctx context.Context, st artifacts.Store, src Artifact, srcPath, wantSum, branch, dst string) (ok bool, err error) {
+	if cur, err := st.StatObject(ctx, branch, dst); err == nil && cur.Checksum == wantSum {
+		return true, nil // already in place (a resumed run)
+	}
+	if cp, isCopier := st.(artifacts.Copier); isCopier {
+		info, err := cp.CopyObject(ctx, src.Ref, srcPath, branch, dst)
+		if errors.Is(err, artifacts.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return info.Checksum == wantSum, nil
+	}
+	rc, _, err := st.GetObject(ctx, src.Ref, srcPath)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	info, err := st.PutObject(ctx, branch, dst, rc, nil)
+	if err != nil {
+		return false, err
+	}
+	_, _ = io.Copy(io.Discard, rc)
+	return info.Checksum == wantSum, nil
+}

@@ -1,0 +1,325 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// exec runs a node: wait for inputs, consult the cache, then run attempts
+// under the environment's resources, retries and timeouts.
+func (n *Node) exec(ctx context.Context) {
+	defer close(n.done)
+	n.err = n.execute(ctx)
+	if n.err != nil && !errors.Is(n.err, ErrUpstream) {
+		var te *TaskError
+		if !errors.As(n.err, &te) {
+			n.err = &TaskError{Task: n.name, Group: n.it.Group, Attempts: 0, Err: n.err}
+		}
+	}
+}
+
+func (n *Node) settings() (string, Settings) {
+	r := n.it.run
+	env := n.task.Env
+	s := defaultSettings
+	if es, ok := r.opts.Envs[env]; ok {
+		s = s.Merge(es)
+	}
+	s = s.Merge(n.task.Settings).Merge(n.call.Override)
+	if r.opts.NoCache {
+		s.Cache.Mode = CacheDisable
+	}
+	return env, s
+}
+
+func (n *Node) execute(ctx context.Context) error {
+	r := n.it.run
+	if err := n.task.validate(); err != nil {
+		return err
+	}
+	env, s := n.settings()
+	if env != "" {
+		if _, ok := r.opts.Envs[env]; !ok {
+			return Permanent(fmt.Errorf("%w: task %s names environment %q, which is not defined", ErrConfig, n.name, env))
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("task %s: %w", n.name, err)
+	}
+	inputs, err := n.resolveInputs(ctx)
+	if err != nil {
+		return err
+	}
+	params, err := canonicalJSON(n.call.Params)
+	if err != nil {
+		return Permanent(fmt.Errorf("%w: task %s: params are not JSON-encodable: %v", ErrConfig, n.name, err))
+	}
+	n.key = cacheKey(n.task, s, inputs, params)
+	dir := n.call.Dir
+	if dir == "" {
+		dir = n.it.Dir
+	}
+	ev := Event{Group: n.it.Group, Stage: n.stage, Iteration: n.it.N, Task: n.name, Env: env, Key: n.key}
+	if s.Cache.Mode == CacheAuto {
+		if outs, ok, err := n.fromCache(ctx, dir); err != nil {
+			return err
+		} else if ok {
+			n.outputs, n.cached = outs, true
+			e := ev
+			e.Kind = EventCached
+			r.events.emit(e)
+			return nil
+		}
+	}
+	release, err := r.pool.acquire(ctx, env, s)
+	if err != nil {
+		if errors.Is(err, ErrUnschedulable) {
+			return &TaskError{Task: n.name, Group: n.it.Group, Err: fmt.Errorf("environment %q: %w", env, err)}
+		}
+		return err
+	}
+	defer release()
+	var slot *warmSlot
+	if s.reuse() {
+		wp := r.warmPool(env)
+		slot = wp.get()
+		defer wp.put(slot)
+	}
+	dctx := ctx
+	if s.Deadline > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, s.Deadline)
+		defer cancel()
+	}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		e := ev
+		e.Kind, e.Attempt, e.Resources = EventStarted, attempt, &s.Resources
+		r.events.emit(e)
+		outs, err := n.attempt(dctx, attempt, s, inputs, params, dir, slot)
+		e.Duration = time.Since(start)
+		e.Resources = nil
+		if err == nil {
+			n.outputs = outs
+			e.Kind = EventFinished
+			r.events.emit(e)
+			m := &manifest{Key: n.key, Task: n.name, Outputs: outs}
+			return r.cache.record(ctx, m)
+		}
+		switch {
+		case ctx.Err() != nil: // the run is cancelled: no retry, no record
+			return ctx.Err()
+		case dctx.Err() != nil:
+			err = fmt.Errorf("%w (%s over all attempts): %v", ErrDeadline, s.Deadline, err)
+		}
+		e.Error = err.Error()
+		stop := errors.Is(err, ErrPermanent) || errors.Is(err, ErrDeadline) || attempt >= s.Retry.Attempts
+		if stop {
+			e.Kind = EventFailed
+			r.events.emit(e)
+			return &TaskError{Task: n.name, Group: n.it.Group, Attempts: attempt, Err: err}
+		}
+		e.Kind = EventRetried
+		r.events.emit(e)
+		select {
+		case <-time.After(s.Retry.Wait(attempt)):
+		case <-dctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			e.Kind, e.Error = EventFailed, fmt.Sprintf("%v (%s over all attempts) while waiting to retry: %v", ErrDeadline, s.Deadline, err)
+			r.events.emit(e)
+			return &TaskError{Task: n.name, Group: n.it.Group, Attempts: attempt, Err: fmt.Errorf("%w (%s over all attempts): last error: %v", ErrDeadline, s.Deadline, err)}
+		}
+	}
+}
+
+// attempt runs the task once in a fresh work directory and uploads its
+// outputs.
+func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[string]Artifact, params []byte, dir string, slot *warmSlot) (map[string]Artifact, error) {
+	r := n.it.run
+	actx := ctx
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	work, err := os.MkdirTemp(r.opts.WorkDir, "rlpipe-task-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	tc := &TaskContext{
+		Task: n.name, Group: n.it.Group, Iteration: n.it.N, Attempt: attempt,
+		Seed: r.seedFor(n.it.N, n.name), WorkDir: work,
+		memoCaller: n.task.Name + "@" + n.task.Version,
+		inputs:     map[string]string{}, outputs: outputPaths(work, n.task.Outputs),
+		params: params, memo: r.memo, warm: slot,
+		log: r.opts.Logger.With().Str("run", r.name).Int("iteration", n.it.N).Str("task", n.name).Int("attempt", attempt).Logger(),
+	}
+	for name, a := range inputs {
+		p := filepath.Join(work, "in", name)
+		if err := download(actx, r.store, a, p); err != nil {
+			return nil, fmt.Errorf("fetch input %s: %w", name, err)
+		}
+		tc.inputs[name] = p
+	}
+	for _, o := range n.task.Outputs {
+		target := tc.outputs[o.Name]
+		if o.Dir {
+			err = os.MkdirAll(target, 0o755)
+		} else {
+			err = os.MkdirAll(filepath.Dir(target), 0o755)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if n.task.Run != nil {
+		err = runFunc(actx, n.task.Run, tc)
+	} else {
+		err = runCommand(actx, n.task.Command, tc, s)
+	}
+	if err != nil {
+		if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w after %s (attempt %d; its processes were killed)", ErrTimeout, s.Timeout, attempt)
+		}
+		return nil, err
+	}
+	return n.upload(actx, tc, inputs, dir)
+}
+
+// runFunc runs a Go task body; if it outlives its context the engine stops
+// waiting for it (Go code cannot be killed: task bodies should honour ctx).
+func runFunc(ctx context.Context, f Func, tc *TaskContext) (err error) {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Permanent(fmt.Errorf("task %s panicked: %v", tc.Task, p))
+			}
+		}()
+		done <- f(ctx, tc)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// upload checks each declared output and writes it to the run branch.
+func (n *Node) upload(ctx context.Context, tc *TaskContext, inputs map[string]Artifact, dir string) (map[string]Artifact, error) {
+	r := n.it.run
+	prov := artifacts.Provenance{Task: n.task.Name, TaskVersion: n.task.Version, ConfigHash: r.opts.ConfigHash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	seed := int64(tc.Seed)
+	prov.Seed = &seed
+	if len(inputs) > 0 {
+		prov.Inputs = map[string]string{}
+		for name, a := range inputs {
+			prov.Inputs[name] = a.digest()
+		}
+	}
+	meta := prov.Metadata(nil)
+	outs := map[string]Artifact{}
+	for _, o := range n.task.Outputs {
+		local := tc.outputs[o.Name]
+		dst := dir + "/" + o.file()
+		if !o.Dir {
+			fi, err := os.Stat(local)
+			if err != nil || fi.IsDir() {
+				return nil, Permanent(fmt.Errorf("%w: task %s did not write output %q (expected a file at {{outputs.%s}} = %s)", ErrOutput, n.name, o.Name, o.Name, local))
+			}
+			if o.Check != nil {
+				if err := o.Check(local); err != nil {
+					return nil, Permanent(fmt.Errorf("%w: task %s output %q (%s): %v", ErrOutput, n.name, o.Name, dst, err))
+				}
+			}
+			info, err := putFile(ctx, r.store, r.branch, dst, local, meta)
+			if err != nil {
+				return nil, err
+			}
+			outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Checksum: info.Checksum}
+			continue
+		}
+		var files []string
+		err := filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil || len(files) == 0 {
+			return nil, Permanent(fmt.Errorf("%w: task %s wrote no files into output directory %q (%s)", ErrOutput, n.name, o.Name, local))
+		}
+		sort.Strings(files)
+		a := Artifact{Ref: r.branch, Path: dst, Dir: true, Files: map[string]string{}}
+		for _, f := range files {
+			rel := filepath.ToSlash(strings.TrimPrefix(f, local+string(filepath.Separator)))
+			info, err := putFile(ctx, r.store, r.branch, dst+"/"+rel, f, meta)
+			if err != nil {
+				return nil, err
+			}
+			a.Files[rel] = info.Checksum
+		}
+		outs[o.Name] = a
+	}
+	return outs, nil
+}
+
+func putFile(ctx context.Context, st artifacts.Store, branch, dst, local string, meta map[string]string) (artifacts.ObjectInfo, error) {
+	f, err := os.Open(local)
+	if err != nil {
+		return artifacts.ObjectInfo{}, err
+	}
+	defer f.Close()
+	info, err := st.PutObject(ctx, branch, dst, f, &artifacts.PutOptions{Metadata: meta})
+	if err != nil {
+		return info, fmt.Errorf("write output %s:%s: %w", branch, dst, err)
+	}
+	return info, nil
+}
+
+// fromCache links a cached result's outputs into place. ok is false on a
+// miss, including an entry whose sources are gone or changed.
+func (n *Node) fromCache(ctx context.Context, dir string) (map[string]Artifact, bool, error) {
+	r := n.it.run
+	m, err := r.cache.lookup(ctx, n.key)
+	if err != nil || m == nil {
+		return nil, false, err
+	}
+	outs := map[string]Artifact{}
+	for _, o := range n.task.Outputs {
+		src, ok := m.Outputs[o.Name]
+		if !ok {
+			return nil, false, nil
+		}
+		dst := dir + "/" + o.file()
+		if !src.Dir {
+			ok, err := link(ctx, r.store, src, src.Path, src.Checksum, r.branch, dst)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Checksum: src.Checksum}
+			continue
+		}
+		for rel, sum := range src.Files {
+			ok, err := link(ctx, r.store, src, src.Path+"/"+rel, sum, r.branch, dst+"/"+rel)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+		}
+		outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Dir: true, Files: src.Files}
+	}
+	return outs, true, nil
+}

@@ -1,0 +1,129 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// holder describes the process that holds a run's lock.
+type holder struct {
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	Started   time.Time `json:"started"`
+	Heartbeat time.Time `json:"heartbeat"`
+}
+
+func (h holder) String() string {
+	return fmt.Sprintf("pid %d on %s (started %s, last heartbeat %s)", h.PID, h.Host, h.Started.Format(time.RFC3339), h.Heartbeat.Format(time.RFC3339))
+}
+
+// alive reports whether the holder may still be running.
+func (h holder) alive(ttl time.Duration) bool {
+	host, _ := os.Hostname()
+	if h.Host == host {
+		err := syscall.Kill(h.PID, 0)
+		return err == nil || errors.Is(err, syscall.EPERM)
+	}
+	return time.Since(h.Heartbeat) < ttl
+}
+
+// runLock is a lease on a run, kept as an object on the lock branch and
+// refreshed by a heartbeat. A lock left by a dead process on this host is
+// taken over at once; one from another host after its TTL.
+type runLock struct {
+	st   artifacts.Store
+	path string
+	me   holder
+	stop chan struct{}
+	done chan struct{}
+}
+
+func acquireLock(ctx context.Context, st artifacts.Store, run string, ttl time.Duration) (*runLock, error) {
+	if ttl == 0 {
+		ttl = time.Minute
+	}
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	l := &runLock{st: st, path: "runs/" + run + ".json", me: holder{Host: host, PID: os.Getpid(), Started: now, Heartbeat: now}, stop: make(chan struct{}), done: make(chan struct{})}
+	for try := 0; try < 3; try++ {
+		err := l.write(ctx, true)
+		if err == nil {
+			go l.heartbeat(ttl / 3)
+			return l, nil
+		}
+		if !errors.Is(err, artifacts.ErrObjectExists) {
+			return nil, fmt.Errorf("lock run %s: %w", run, err)
+		}
+		cur, err := l.read(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("lock run %s: %w", run, err)
+		}
+		if cur != nil && cur.alive(ttl) {
+			return nil, fmt.Errorf("%w: run %s is held by %s; wait for it to finish or stop that process", ErrRunLocked, run, cur)
+		}
+		// The holder is gone: take the lock over.
+		if err := st.DeleteObject(ctx, LockBranch, l.path); err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+			return nil, fmt.Errorf("lock run %s: remove stale lock: %w", run, err)
+		}
+	}
+	return nil, fmt.Errorf("%w: run %s: could not take the lock after 3 tries", ErrRunLocked, run)
+}
+
+func (l *runLock) write(ctx context.Context, ifAbsent bool) error {
+	b, _ := json.Marshal(l.me)
+	_, err := l.st.PutObject(ctx, LockBranch, l.path, bytes.NewReader(b), &artifacts.PutOptions{IfAbsent: ifAbsent, ContentType: "application/json"})
+	return err
+}
+
+func (l *runLock) read(ctx context.Context) (*holder, error) {
+	rc, _, err := l.st.GetObject(ctx, LockBranch, l.path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var h holder
+	if err := json.NewDecoder(rc).Decode(&h); err != nil {
+		return &holder{}, nil // unreadable: treat as stale
+	}
+	return &h, nil
+}
+
+func (l *runLock) heartbeat(every time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.me.Heartbeat = time.Now().UTC()
+			_ = l.write(context.Background(), false)
+		}
+	}
+}
+
+func (l *runLock) release(ctx context.Context) error {
+	select {
+	case <-l.stop:
+		return nil
+	default:
+	}
+	close(l.stop)
+	<-l.done
+	if err := l.st.DeleteObject(ctx, LockBranch, l.path); err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// memoRecord is what a memoized call left behind.
+type memoRecord struct {
+	ID     string          `json:"id"`
+	Task   string          `json:"task"`
+	Key    json.RawMessage `json:"key"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// memoizer records side-effectful calls on the cache branch. Before a call
+// it writes an intent record; after it, the result. An intent without a
+// result means a previous process died during the call: the call runs
+// again and the event says it may have run twice.
+type memoizer struct {
+	store  artifacts.Store
+	events *eventLog
+}
+
+func memoPath(id, ext string) string { return "memo/" + id[:2] + "/" + id + ext }
+
+func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, fn func(ctx context.Context) (any, error)) error {
+	k, err := canonicalJSON(key)
+	if err != nil {
+		return Permanent(fmt.Errorf("memo key of task %s: %w", tc.Task, err))
+	}
+	id := digestBytes(append([]byte(tc.memoCaller+"\x00"), k...))
+	rec, err := m.load(ctx, memoPath(id, ".json"))
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		m.events.emit(Event{Kind: EventMemoReplayed, Task: tc.Task, Group: tc.Group, Iteration: tc.Iteration, Key: id})
+		if rec.Error != "" {
+			return Permanent(fmt.Errorf("recorded: %s", rec.Error))
+		}
+		if out != nil {
+			return json.Unmarshal(rec.Result, out)
+		}
+		return nil
+	}
+	intent := memoPath(id, ".intent")
+	if _, err := m.store.StatObject(ctx, CacheBranch, intent); err == nil {
+		m.events.emit(Event{Kind: EventMemoRerun, Task: tc.Task, Group: tc.Group, Iteration: tc.Iteration, Key: id,
+			Error: "a previous process died during this call; it runs again and may have run twice"})
+	}
+	if _, err := m.store.PutObject(ctx, CacheBranch, intent, strings.NewReader(string(k)), nil); err != nil {
+		return fmt.Errorf("memo intent: %w", err)
+	}
+	res, callErr := fn(ctx)
+	if callErr != nil && !errors.Is(callErr, ErrPermanent) {
+		return callErr // transient: the next attempt calls again
+	}
+	rec = &memoRecord{ID: id, Task: tc.memoCaller, Key: k}
+	if callErr != nil {
+		rec.Error = callErr.Error()
+	} else if rec.Result, err = json.Marshal(res); err != nil {
+		return Permanent(fmt.Errorf("memo result of task %s: %w", tc.Task, err))
+	}
+	b, _ := json.Marshal(rec)
+	if _, err := m.store.PutObject(ctx, CacheBranch, memoPath(id, ".json"), bytes.NewReader(b), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("memo record: %w", err)
+	}
+	m.events.emit(Event{Kind: EventMemoRecorded, Task: tc.Task, Group: tc.Group, Iteration: tc.Iteration, Key: id})
+	if callErr != nil {
+		return callErr
+	}
+	if out != nil {
+		return json.Unmarshal(rec.Result, out)
+	}
+	return nil
+}
+
+func (m *memoizer) load(ctx context.Context, path string) (*memoRecord, error) {
+	rc, _, err := m.store.GetObject(ctx, CacheBranch, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memo lookup: %w", err)
+	}
+	defer rc.Close()
+	var r memoRecord
+	if err := json.NewDecoder(rc).Decode(&r); err != nil {
+		return nil, nil
+	}
+	return &r, nil
+}

@@ -1,0 +1,445 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// RunOptions configure a run. Nil means defaults where noted.
+type RunOptions struct {
+	// Name of the run; its branch is runs-<name>.
+	Name string
+	// From is the ref a new run branches from (default: the default branch).
+	From string
+	// Envs are the task environments by name.
+	Envs map[string]Settings
+	// Machine is what the local executor hands out (default: this machine's
+	// cores and memory, no GPU).
+	Machine *Machine
+	// Seed makes task seeds deterministic.
+	Seed uint64
+	// ConfigHash is recorded in every iteration commit and in provenance.
+	ConfigHash string
+	// NoCache runs every task even when its key matches.
+	NoCache bool
+	// WorkDir holds task scratch directories (default: the OS temp dir).
+	WorkDir string
+	// Logger receives events and task logs.
+	Logger zerolog.Logger
+	// OnEvent, when set, sees every event (a progress display).
+	OnEvent func(Event)
+	// LockTTL is how long a lock held by a process on another host stays
+	// valid without a heartbeat (default 1 minute).
+	LockTTL time.Duration
+}
+
+// Run is one durable run: a branch in the store, a lock, loop state and
+// the executor that runs its tasks.
+type Run struct {
+	store  artifacts.Store
+	name   string
+	branch string
+	opts   RunOptions
+	pool   *pool
+	cache  *cache
+	memo   *memoizer
+	events *eventLog
+	lock   *runLock
+	warm   map[string]*warmPool
+	warmMu sync.Mutex
+
+	commitMu  sync.Mutex
+	committed map[int]chan struct{} // closed when the iteration committed
+}
+
+// RunBranch is the branch a run's artifacts live on.
+func RunBranch(name string) string { return "runs-" + name }
+
+// Open starts or resumes a run: it takes the run's lock (refusing if
+// another live process holds it), creates the run branch if needed, and
+// makes sure the cache and lock branches exist.
+func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error) {
+	if opts.Name == "" {
+		return nil, fmt.Errorf("%w: a run needs a name", ErrConfig)
+	}
+	branch := RunBranch(opts.Name)
+	if err := artifacts.ValidateBranchName(branch); err != nil {
+		return nil, fmt.Errorf("%w: run name %q: %v", ErrConfig, opts.Name, err)
+	}
+	for name, s := range opts.Envs {
+		if err := defaultSettings.Merge(s).Validate(); err != nil {
+			return nil, fmt.Errorf("environment %s: %w", name, err)
+		}
+	}
+	repo, err := st.Repository(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from := opts.From
+	if from == "" {
+		from = repo.DefaultBranch
+	}
+	for _, b := range []string{CacheBranch, LockBranch} {
+		if err := ensureBranch(ctx, st, b, repo.DefaultBranch); err != nil {
+			return nil, err
+		}
+	}
+	m := opts.Machine
+	if m == nil {
+		m = &Machine{CPU: float64(runtime.NumCPU()), MemoryMB: memoryMB()}
+	}
+	r := &Run{
+		store: st, name: opts.Name, branch: branch, opts: opts,
+		pool:      newPool(*m),
+		cache:     &cache{store: st},
+		events:    newEventLog(opts.Name, opts.Logger),
+		warm:      map[string]*warmPool{},
+		committed: map[int]chan struct{}{},
+	}
+	r.memo = &memoizer{store: st, events: r.events}
+	if opts.OnEvent != nil {
+		r.events.subscribe(opts.OnEvent)
+	}
+	lock, err := acquireLock(ctx, st, opts.Name, opts.LockTTL)
+	if err != nil {
+		return nil, err
+	}
+	r.lock = lock
+	if err := ensureBranch(ctx, st, branch, from); err != nil {
+		lock.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return r, nil
+}
+
+func ensureBranch(ctx context.Context, st artifacts.Store, name, from string) error {
+	if _, err := st.GetBranch(ctx, name); err == nil {
+		return nil
+	} else if !errors.Is(err, artifacts.ErrNotFound) {
+		return err
+	}
+	if _, err := st.CreateBranch(ctx, name, from); err != nil && !errors.Is(err, artifacts.ErrBranchExists) {
+		return fmt.Errorf("create branch %s: %w", name, err)
+	}
+	return nil
+}
+
+func memoryMB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		var kb int
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			return kb / 1024
+		}
+	}
+	return 4096
+}
+
+// Name is the run's name; Branch its branch.
+func (r *Run) Name() string   { return r.name }
+func (r *Run) Branch() string { return r.branch }
+
+// Store is the store the run writes to.
+func (r *Run) Store() artifacts.Store { return r.store }
+
+// Close releases the run's lock.
+func (r *Run) Close() error {
+	return r.lock.release(context.Background())
+}
+
+// StatePath is where the loop state lives on the run branch.
+const StatePath = "run/state.json"
+
+// LoadState decodes the loop state of the last committed iteration into
+// v. ok is false for a run that has committed no iteration yet.
+func (r *Run) LoadState(ctx context.Context, v any) (ok bool, err error) {
+	rc, _, err := r.store.GetObject(ctx, r.branch+"@", StatePath)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("load state of run %s: %w", r.name, err)
+	}
+	defer rc.Close()
+	if err := json.NewDecoder(rc).Decode(v); err != nil {
+		return false, fmt.Errorf("load state of run %s: %s: %w", r.name, StatePath, err)
+	}
+	return true, nil
+}
+
+// Iteration is one iteration's DAG of tasks. Add tasks with Go; they run
+// as soon as their inputs are ready, independent ones concurrently.
+type Iteration struct {
+	run   *Run
+	N     int
+	Group string
+	Dir   string
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+// Iteration starts building iteration n. Several iterations may be in
+// flight at once (overlap); they commit in order.
+func (r *Run) Iteration(n int) *Iteration {
+	r.commitMu.Lock()
+	if _, ok := r.committed[n]; !ok {
+		r.committed[n] = make(chan struct{})
+	}
+	r.commitMu.Unlock()
+	return &Iteration{run: r, N: n, Group: fmt.Sprintf("iteration %06d", n), Dir: fmt.Sprintf("iterations/%06d", n)}
+}
+
+// Node is one task call in an iteration; its outputs are futures.
+type Node struct {
+	it      *Iteration
+	task    *Task
+	call    Call
+	name    string
+	stage   string
+	done    chan struct{}
+	outputs map[string]Artifact
+	key     string
+	cached  bool
+	err     error
+}
+
+// Output returns a future for one of the node's outputs, to pass as an
+// input to another call.
+func (n *Node) Output(name string) Artifact { return Artifact{node: n, output: name} }
+
+// Wait blocks until the node finished and returns its error.
+func (n *Node) Wait(ctx context.Context) error {
+	select {
+	case <-n.done:
+		return n.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Result returns a finished node's output.
+func (n *Node) Result(name string) (Artifact, error) {
+	<-n.done
+	if n.err != nil {
+		return Artifact{}, n.err
+	}
+	a, ok := n.outputs[name]
+	if !ok {
+		return Artifact{}, fmt.Errorf("task %s has no output %q", n.name, name)
+	}
+	return a, nil
+}
+
+// Cached reports whether the node reused a cached result; Key is its cache key.
+func (n *Node) Cached() bool { <-n.done; return n.cached }
+func (n *Node) Key() string  { <-n.done; return n.key }
+
+// Go adds a call of t to the iteration and starts it once its inputs are
+// ready. stage labels the node in events ("generate", "reward"...).
+func (it *Iteration) Go(ctx context.Context, t *Task, c Call) *Node {
+	name := c.Name
+	if name == "" {
+		name = t.Name
+	}
+	n := &Node{it: it, task: t, call: c, name: name, stage: t.Name, done: make(chan struct{})}
+	it.mu.Lock()
+	it.nodes = append(it.nodes, n)
+	it.mu.Unlock()
+	go n.exec(ctx)
+	return n
+}
+
+// Wait waits for every node and returns their errors joined.
+func (it *Iteration) Wait(ctx context.Context) error {
+	it.mu.Lock()
+	nodes := append([]*Node(nil), it.nodes...)
+	it.mu.Unlock()
+	var errs []error
+	for _, n := range nodes {
+		if err := n.Wait(ctx); err != nil && !errors.Is(err, ErrUpstream) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Commit waits for the iteration's tasks and for the previous
+// iteration's commit, stages the loop state, and commits the run branch
+// with metadata naming the iteration, the config hash and each task's
+// cache key. The commit is the durability point of the loop state.
+func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]string) (artifacts.Commit, error) {
+	r := it.run
+	if err := it.Wait(ctx); err != nil {
+		return artifacts.Commit{}, err
+	}
+	r.commitMu.Lock()
+	prev, hasPrev := r.committed[it.N-1]
+	mine := r.committed[it.N]
+	r.commitMu.Unlock()
+	if hasPrev {
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return artifacts.Commit{}, ctx.Err()
+		}
+	}
+	b, err := json.MarshalIndent(state, "", "  ")
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("encode state: %w", err)
+	}
+	if _, err := r.store.PutObject(ctx, r.branch, StatePath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+		return artifacts.Commit{}, fmt.Errorf("stage state: %w", err)
+	}
+	keys := map[string]string{}
+	it.mu.Lock()
+	for _, n := range it.nodes {
+		keys[n.name] = n.key
+	}
+	it.mu.Unlock()
+	kb, _ := json.Marshal(keys)
+	md := map[string]string{
+		"rlpipe.run":         r.name,
+		"rlpipe.iteration":   strconv.Itoa(it.N),
+		"rlpipe.config-hash": r.opts.ConfigHash,
+		"rlpipe.cache-keys":  string(kb),
+	}
+	for k, v := range meta {
+		md[k] = v
+	}
+	if err := r.events.flush(ctx, r.store, r.branch, it.N); err != nil {
+		return artifacts.Commit{}, fmt.Errorf("write events: %w", err)
+	}
+	c, err := r.store.Commit(ctx, r.branch, fmt.Sprintf("iteration %d", it.N), &artifacts.CommitOptions{Metadata: md})
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("commit %s: %w", it.Group, err)
+	}
+	r.events.emit(Event{Kind: EventCommitted, Group: it.Group, Iteration: it.N, Commit: c.ID})
+	r.events.forget(it.N)
+	close(mine)
+	return c, nil
+}
+
+// seedFor derives a task seed from the run seed, iteration and call name.
+func (r *Run) seedFor(iteration int, name string) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], r.opts.Seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(iteration))
+	d := digestBytes(append(b[:], name...))
+	v, _ := strconv.ParseUint(d[:16], 16, 64)
+	return v
+}
+
+func (r *Run) warmPool(env string) *warmPool {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	w := r.warm[env]
+	if w == nil {
+		w = &warmPool{}
+		r.warm[env] = w
+	}
+	return w
+}
+
+// resolveInputs waits for node inputs and describes store inputs.
+func (n *Node) resolveInputs(ctx context.Context) (map[string]Artifact, error) {
+	out := make(map[string]Artifact, len(n.call.Inputs))
+	for name, a := range n.call.Inputs {
+		if a.node != nil {
+			if err := a.node.Wait(ctx); err != nil {
+				return nil, fmt.Errorf("%w: input %s comes from task %s, which failed", ErrUpstream, name, a.node.name)
+			}
+			res, err := a.node.Result(a.output)
+			if err != nil {
+				return nil, Permanent(err)
+			}
+			out[name] = res
+			continue
+		}
+		d, err := describe(ctx, n.it.run.store, a)
+		if err != nil {
+			return nil, fmt.Errorf("input %s (%s:%s): %w", name, a.Ref, a.Path, err)
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+// describe fills in an artifact's checksum (or its files' checksums).
+func describe(ctx context.Context, st artifacts.Store, a Artifact) (Artifact, error) {
+	if !a.Dir {
+		info, err := st.StatObject(ctx, a.Ref, a.Path)
+		if err != nil {
+			return a, err
+		}
+		a.Checksum = info.Checksum
+		return a, nil
+	}
+	a.Files = map[string]string{}
+	prefix := a.Path + "/"
+	for e, err := range st.ListObjects(ctx, a.Ref, &artifacts.ListOptions{Prefix: prefix}) {
+		if err != nil {
+			return a, err
+		}
+		a.Files[e.Path[len(prefix):]] = e.Checksum
+	}
+	if len(a.Files) == 0 {
+		return a, fmt.Errorf("%w: directory %s:%s is empty or missing", artifacts.ErrObjectNotFound, a.Ref, a.Path)
+	}
+	return a, nil
+}
+
+// download copies an artifact to a local path.
+func download(ctx context.Context, st artifacts.Store, a Artifact, dst string) error {
+	if !a.Dir {
+		return downloadFile(ctx, st, a.Ref, a.Path, dst)
+	}
+	for rel := range a.Files {
+		if err := downloadFile(ctx, st, a.Ref, a.Path+"/"+rel, dst+"/"+rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string) error {
+	rc, _, err := st.GetObject(ctx, ref, path)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := os.MkdirAll(parentDir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	return f.Close()
+}
+
+func parentDir(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "."
+}

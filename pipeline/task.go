@@ -1,0 +1,208 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/rs/zerolog"
+)
+
+// Func is the body of a Go task. It reads its inputs from local files
+// (tc.InputPath), writes its outputs to local files (tc.OutputPath), and
+// returns nil on success. The engine uploads the outputs when it returns.
+type Func func(ctx context.Context, tc *TaskContext) error
+
+// Output declares one artifact a task writes.
+type Output struct {
+	// Name identifies the output to templates ({{outputs.NAME}}) and to
+	// downstream tasks (node.Output(NAME)).
+	Name string
+	// File is the name under the call's output directory (default: Name).
+	File string
+	// Dir marks a directory output (an adapter): every file under it is
+	// uploaded.
+	Dir bool
+	// Check validates the written file (e.g. a Parquet schema); an error
+	// fails the attempt with ErrOutput.
+	Check func(path string) error
+}
+
+func (o Output) file() string {
+	if o.File != "" {
+		return o.File
+	}
+	return o.Name
+}
+
+// Task is a unit of work: a Go function or an external command, with
+// declared outputs. Tasks are values; a Call runs one in an iteration.
+type Task struct {
+	Name    string
+	Version string
+	// Env names the task environment (resources, retries, cache...).
+	Env string
+	// Run is the Go body; Command is the alternative, an argv whose
+	// elements may hold {{inputs.X}}, {{outputs.X}}, {{params.X}},
+	// {{attempt}}, {{seed}}, {{iteration}} and {{workdir}}.
+	Run     Func
+	Command []string
+	Outputs []Output
+	// IgnoreInputs are inputs that do not enter the cache key (a log
+	// file, a checkpoint used only for speed).
+	IgnoreInputs []string
+	// Settings override the environment's for this task.
+	Settings Settings
+}
+
+func (t *Task) validate() error {
+	switch {
+	case t.Name == "":
+		return fmt.Errorf("%w: a task needs a name", ErrConfig)
+	case (t.Run == nil) == (len(t.Command) == 0):
+		return fmt.Errorf("%w: task %s needs exactly one of Run or Command", ErrConfig, t.Name)
+	}
+	seen := map[string]bool{}
+	for _, o := range t.Outputs {
+		if o.Name == "" || seen[o.Name] {
+			return fmt.Errorf("%w: task %s: output names must be unique and non-empty", ErrConfig, t.Name)
+		}
+		seen[o.Name] = true
+	}
+	return nil
+}
+
+// Call is one use of a task in an iteration.
+type Call struct {
+	// Inputs are artifacts in the store or outputs of other nodes.
+	Inputs map[string]Artifact
+	// Params are JSON-encodable settings of the call; they enter the key.
+	Params any
+	// Override is the per-call layer of settings (over env and task).
+	Override Settings
+	// Dir is where outputs go on the run branch (default: the
+	// iteration's directory, iterations/NNNNNN).
+	Dir string
+	// Name distinguishes two calls of one task in one iteration (default:
+	// the task name); it labels events and the cache key's caller.
+	Name string
+}
+
+// Artifact is an object (or directory) in the store, or the promise of
+// one: the output of a node that has not finished.
+type Artifact struct {
+	Ref      string `json:"ref"`
+	Path     string `json:"path"`
+	Checksum string `json:"checksum,omitempty"`
+	Dir      bool   `json:"dir,omitempty"`
+	// Files lists a directory's files (relative path → checksum).
+	Files map[string]string `json:"files,omitempty"`
+
+	node   *Node
+	output string
+}
+
+// StoreArtifact names an existing object REF:PATH.
+func StoreArtifact(ref, path string) Artifact { return Artifact{Ref: ref, Path: path} }
+
+// StoreDir names an existing directory REF:PATH/ (all objects under it).
+func StoreDir(ref, path string) Artifact { return Artifact{Ref: ref, Path: path, Dir: true} }
+
+// digest is what the artifact contributes to a cache key.
+func (a Artifact) digest() string {
+	if !a.Dir {
+		return a.Checksum
+	}
+	names := make([]string, 0, len(a.Files))
+	for n := range a.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	pairs := make([][2]string, len(names))
+	for i, n := range names {
+		pairs[i] = [2]string{n, a.Files[n]}
+	}
+	b, _ := json.Marshal(pairs)
+	return digestBytes(b)
+}
+
+// TaskContext is what a running task sees.
+type TaskContext struct {
+	// Task is the call's name; Group labels its iteration ("iteration
+	// 000003") and Stage its stage.
+	Task, Group string
+	// Iteration is the iteration number (0 outside iterations).
+	Iteration int
+	// Attempt counts from 1.
+	Attempt int
+	// Seed is deterministic per run seed, iteration and call name.
+	Seed uint64
+	// WorkDir is a scratch directory private to this attempt.
+	WorkDir string
+
+	memoCaller string // task name and version: whose calls Memo records
+
+	inputs  map[string]string
+	outputs map[string]string
+	params  json.RawMessage
+	memo    *memoizer
+	warm    *warmSlot
+	log     zerolog.Logger
+}
+
+// InputPath returns the local path of an input (a directory for
+// directory inputs).
+func (tc *TaskContext) InputPath(name string) string { return tc.inputs[name] }
+
+// OutputPath returns where the task writes an output.
+func (tc *TaskContext) OutputPath(name string) string { return tc.outputs[name] }
+
+// Params decodes the call's parameters into v.
+func (tc *TaskContext) Params(v any) error {
+	if len(tc.params) == 0 || string(tc.params) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(tc.params, v); err != nil {
+		return Permanent(fmt.Errorf("task %s: decode params: %w", tc.Task, err))
+	}
+	return nil
+}
+
+// Logger is the task's logger, with run, iteration and task fields.
+func (tc *TaskContext) Logger() zerolog.Logger { return tc.log }
+
+// Warm returns state kept between calls of tasks in an environment with
+// reuse on (a loaded model): init runs once per warm worker. Without
+// reuse, init runs on every call.
+func (tc *TaskContext) Warm(init func() (any, error)) (any, error) {
+	if tc.warm == nil {
+		return init()
+	}
+	if tc.warm.state == nil {
+		s, err := init()
+		if err != nil {
+			return nil, err
+		}
+		tc.warm.state = s
+	}
+	return tc.warm.state, nil
+}
+
+// Memo runs fn at most once per distinct key for this task: the result
+// (JSON-encoded into out) or its permanent error is recorded in the store
+// the moment fn returns, and a retry or a resumed run replays the record
+// instead of calling fn again. Errors not marked Permanent are not
+// replayed: the next attempt calls fn again.
+func (tc *TaskContext) Memo(ctx context.Context, key any, out any, fn func(ctx context.Context) (any, error)) error {
+	return tc.memo.call(ctx, tc, key, out, fn)
+}
+
+func outputPaths(work string, outs []Output) map[string]string {
+	m := make(map[string]string, len(outs))
+	for _, o := range outs {
+		m[o.Name] = filepath.Join(work, "out", o.file())
+	}
+	return m
+}
