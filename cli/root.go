@@ -90,6 +90,7 @@ func (o *rootOptions) open(ctx context.Context, cmd *cobra.Command) (artifacts.S
 	if err := o.checkScheme(); err != nil {
 		return nil, err
 	}
+	zerolog.Ctx(ctx).Debug().Str("store", o.store).Msg("open store")
 	st, err := artifacts.Open(ctx, o.store, &artifacts.Options{Logger: o.logger})
 	if errors.Is(err, artifacts.ErrRepositoryNotFound) {
 		return nil, explain(err, "no store at %s: run `%s`", o.store, o.initCommand(cmd))

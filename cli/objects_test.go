@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// TestExport checks table conversion on export and exporting a prefix
+// into a directory.
+func TestExport(t *testing.T) {
+	h := newStore(t)
+	h.ok("import", h.file("prompts.jsonl", promptsJSONL([2]int{1, 2}, [2]int{3, 4})), "main:data/prompts.parquet")
+	h.stdin = "note\n"
+	h.ok("put", "-", "main:data/sub/note.txt")
+
+	// The extension picks the format; --format overrides it.
+	csv := filepath.Join(h.dir, "out", "prompts.csv")
+	h.ok("export", "main:data/prompts.parquet", csv)
+	wantFile(t, csv, "prompt_id,prompt,answer\np0001,1+2=,3\np0002,3+4=,7\n")
+	if got := h.ok("export", "main:data/prompts.parquet", "-", "--format", "jsonl"); got != promptsJSONL([2]int{1, 2}, [2]int{3, 4}) {
+		t.Fatalf("export --format jsonl:\n%s", got)
+	}
+	// Bytes as stored when no conversion is asked for.
+	if got := h.ok("export", "main:data/sub/note.txt", "-"); got != "note\n" {
+		t.Fatalf("export note: %q", got)
+	}
+
+	// A prefix exports every object below it.
+	dir := filepath.Join(h.dir, "exported")
+	var out exportOut
+	h.json(&out, "export", "main:data", dir)
+	var files []string
+	for _, f := range out.Files {
+		files = append(files, f.Path+" -> "+strings.TrimPrefix(f.File, dir))
+	}
+	if want := []string{"data/prompts.parquet -> /prompts.parquet", "data/sub/note.txt -> /sub/note.txt"}; !slices.Equal(files, want) {
+		t.Fatalf("export main:data DIR: %v, want %v", files, want)
+	}
+	wantFile(t, filepath.Join(dir, "sub", "note.txt"), "note\n")
+	// What was exported imports back unchanged.
+	var imp importOut
+	h.json(&imp, "import", filepath.Join(dir, "prompts.parquet"), "main:copy/")
+	if imp.Path != "copy/prompts.parquet" || imp.Format != "parquet" || imp.Rows == nil || *imp.Rows != 2 {
+		t.Fatalf("import exported parquet: %+v", imp)
+	}
+	h.fails(ExitFailure, []string{"nothing under that prefix"}, "export", "main:nope/", dir)
+	h.fails(ExitUsage, []string{"converts one table"}, "export", "main:data/", dir, "--format", "csv")
+}
+
+// TestImportChecks checks that a file that is not what it claims is
+// refused before anything is staged.
+func TestImportChecks(t *testing.T) {
+	h := newStore(t)
+	bad := h.file("broken.parquet", "PAR1 this is not parquet PAR1")
+	h.fails(ExitFailure, []string{"import " + bad, "not a readable parquet file"}, "import", bad, "main:data/x.parquet")
+	// A dataset that lacks a required column of the named table.
+	h.fails(ExitFailure, []string{`column "metadata"`}, "import", h.file("p.jsonl", promptsJSONL([2]int{1, 1})), "main:data/p.parquet", "--table", "prompts")
+	var unc []artifacts.Change
+	h.json(&unc, "diff", "main")
+	wantChanges(t, "staged after failed imports", unc, []artifacts.Change{})
+
+	// A CSV dataset that fits the prompts table.
+	csv := h.file("p.csv", "prompt_id,prompt,answer,metadata,source,split\np1,1+1=,2,{},demo,train\n")
+	var imp importOut
+	h.json(&imp, "import", csv, "main:data/", "--table", "prompts")
+	if imp.Path != "data/p.parquet" || imp.Table != "prompts" || imp.Format != "csv" || *imp.Rows != 1 {
+		t.Fatalf("import csv: %+v", imp)
+	}
+	// The Parquet file now checks against the table it was written as.
+	exported := filepath.Join(h.dir, "p.parquet")
+	h.ok("export", "main:data/p.parquet", exported)
+	h.ok("import", exported, "main:data/again.parquet", "--table", "prompts")
+	h.fails(ExitFailure, []string{"trajectories"}, "import", exported, "main:data/t.parquet", "--table", "trajectories")
+	// A file that is not a dataset uploads as is.
+	var raw importOut
+	h.json(&raw, "import", h.file("adapter_config.json", `{"r": 8}`), "main:adapter/")
+	if raw.Format != "raw" || raw.Rows != nil || raw.Table != "" || raw.Path != "adapter/adapter_config.json" {
+		t.Fatalf("import json config: %+v", raw)
+	}
+}
+
+// TestBranchTagRevert covers the remaining verbs that change refs.
+func TestBranchTagRevert(t *testing.T) {
+	h := newStore(t)
+	h.stdin = "one"
+	h.ok("put", "-", "main:a.txt")
+	h.ok("put", "-", "main:keep/b.txt")
+	var reset resetOut
+	h.json(&reset, "branch", "reset", "main", "--prefix", "keep/")
+	if reset.Branch != "main" || len(reset.Discarded) != 1 || reset.Discarded[0].Path != "keep/b.txt" {
+		t.Fatalf("branch reset --prefix: %+v", reset)
+	}
+	var c1 artifacts.Commit
+	h.json(&c1, "commit", "main", "-m", "one")
+
+	var tag artifacts.Tag
+	h.json(&tag, "tag", "create", "v1", "main")
+	var tags []artifacts.Tag
+	h.json(&tags, "tag", "list")
+	if !slices.Equal(tags, []artifacts.Tag{{Name: "v1", CommitID: c1.ID}}) || tag != tags[0] {
+		t.Fatalf("tags %+v, created %+v", tags, tag)
+	}
+
+	var rm rmOut
+	h.json(&rm, "rm", "main:a.txt")
+	h.ok("commit", "main", "-m", "remove a")
+	h.fails(ExitFailure, []string{"object not found"}, "cat", "main:a.txt")
+	if got := h.ok("cat", "v1:a.txt"); got != "one" {
+		t.Fatalf("cat v1:a.txt = %q", got)
+	}
+	var rev artifacts.Commit
+	h.json(&rev, "revert", "main", "main")
+	if got := h.ok("cat", "main:a.txt"); got != "one" {
+		t.Fatalf("after revert, cat main:a.txt = %q", got)
+	}
+
+	h.ok("branch", "create", "gone", "--from", "v1")
+	var del deletedOut
+	h.json(&del, "branch", "delete", "gone")
+	h.json(&del, "tag", "delete", "v1")
+	var branches []artifacts.Branch
+	h.json(&branches, "branch", "list")
+	if len(branches) != 1 || branches[0] != (artifacts.Branch{Name: "main", CommitID: rev.ID}) {
+		t.Fatalf("branch list: %+v", branches)
+	}
+	h.json(&tags, "tag", "list")
+	if tags == nil || len(tags) != 0 {
+		t.Fatalf("tag list after delete: %+v", tags)
+	}
+}
+
+func wantFile(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s:\n%s\nwant:\n%s", path, got, want)
+	}
+}
