@@ -43,10 +43,10 @@ func Permanent(err error) error {
 
 // TaskError is the final error of a task after its attempts.
 type TaskError struct {
-	Task      string // task name
-	Group     string // iteration label, e.g. "iteration 000003"
-	Attempts  int
-	Err       error
+	Task     string // task name
+	Group    string // iteration label, e.g. "iteration 000003"
+	Attempts int
+	Err      error
 }
 
 func (e *TaskError) Error() string {
