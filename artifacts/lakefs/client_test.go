@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,6 +131,16 @@ func TestErrorMapping(t *testing.T) {
 		{"commit", 400, "commit: no changes", artifacts.ErrNoChanges},
 		{"commit", 423, "Too many attempts, try again later", artifacts.ErrConcurrentUpdate},
 		{"commit", 500, "branch is currently locked, try again later", artifacts.ErrConcurrentUpdate},
+		// lakeFS 1.x answers graveler.ErrTooManyTries with 429, and lets a
+		// lost compare-and-swap on the branch (kv.ErrPredicateFailed) out as 500.
+		{"commit", 429, "Too many attempts, try again later", artifacts.ErrConcurrentUpdate},
+		{"commit", 500, "predicate failed", artifacts.ErrConcurrentUpdate},
+		{"commit", 403, "cannot commit to protected branch", artifacts.ErrProtected},
+		{"delete branch", 403, "cannot delete repository default branch", artifacts.ErrProtected},
+		{"stat", 500, "User does not have the required permissions", artifacts.ErrUnauthorized},
+		// GET /commits/{ref} maps only "not found"; a ^N past the parents is a 500.
+		{"resolve", 500, "ref: invalid value: validation error", artifacts.ErrInvalidRef},
+		{"resolve", 404, "commit not found", artifacts.ErrRefNotFound},
 		{"commit", 412, "pre-commit hook aborted", artifacts.ErrConflict},
 		{"merge", 400, "uncommitted changes (dirty branch)", artifacts.ErrDirtyBranch},
 		{"merge", 409, "main: uncommitted changes (dirty branch)", artifacts.ErrDirtyBranch},
@@ -199,12 +210,12 @@ func TestWriteToNonBranch(t *testing.T) {
 	s.handle("POST /repositories/{repo}/branches/{branch}/objects", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 404, "branch 'v1' not found")
 	})
-	s.handle("GET /repositories/{repo}/refs/{ref}/commits", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /repositories/{repo}/commits/{ref}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("ref") != "v1" {
-			writeError(w, 404, "not found")
+			writeError(w, 404, "commit not found")
 			return
 		}
-		writeJSON(w, 200, map[string]any{"pagination": map[string]any{"has_more": false}, "results": []any{commitJSON(cid("a1"))}})
+		writeJSON(w, 200, commitJSON(cid("a1")))
 	})
 	st := s.store()
 	_, err := st.PutObject(t.Context(), "v1", "x", strings.NewReader("x"), nil)
@@ -247,6 +258,14 @@ func TestValidationBeforeRequest(t *testing.T) {
 		}(), artifacts.ErrInvalid},
 		{"ref", func() error { _, err := st.ResolveRef(ctx, "a b"); return err }(), artifacts.ErrInvalid},
 		{"short commit id", func() error { _, err := st.GetCommit(ctx, "abc"); return err }(), artifacts.ErrCommitNotFound},
+		{"content type", func() error {
+			_, err := st.PutObject(ctx, "main", "p", strings.NewReader(""), &artifacts.PutOptions{ContentType: "text/plain; charset"})
+			return err
+		}(), artifacts.ErrInvalid},
+		{"metadata value with outer space", func() error {
+			_, err := st.PutObject(ctx, "main", "p", strings.NewReader(""), &artifacts.PutOptions{Metadata: map[string]string{"k": " v"}})
+			return err
+		}(), artifacts.ErrInvalid},
 		{"default branch", st.DeleteBranch(ctx, "main"), artifacts.ErrProtected},
 		{"strategy", func() error {
 			_, err := st.Merge(ctx, "a", "main", &artifacts.MergeOptions{Strategy: "theirs"})
@@ -412,10 +431,23 @@ func TestPagination(t *testing.T) {
 	})
 }
 
-// TestLogQuery checks the log parameters and that Limit stops the walk.
+// TestLogQuery checks the log parameters, that Limit stops the walk, and
+// that a ref lakeFS's log refuses (it validates its ref as a branch name)
+// is resolved to a commit id first.
 func TestLogQuery(t *testing.T) {
 	s := newStub(t)
+	s.handle("GET /repositories/{repo}/commits/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		if ref := r.PathValue("ref"); ref != "main~1" && ref != "v1.0" {
+			t.Errorf("resolve: got ref %q, want main~1 (lakeFS takes @ only alone)", ref)
+		}
+		writeJSON(w, 200, commitJSON(cid("b0"), cid("b1")))
+	})
 	s.handle("GET /repositories/{repo}/refs/{ref}/commits", func(w http.ResponseWriter, r *http.Request) {
+		if ref := r.PathValue("ref"); !reLogRef.MatchString(ref) {
+			// As lakeFS: catalog.ListCommits validates the ref with ValidateBranchID.
+			writeError(w, 400, "argument branch: branch id: invalid value: validation error")
+			return
+		}
 		writeJSON(w, 200, map[string]any{
 			"pagination": map[string]any{"has_more": true, "next_offset": cid("b2")},
 			"results":    []any{commitJSON(cid("b1"), cid("b2")), commitJSON(cid("b2"), cid("b3"))},
@@ -434,14 +466,38 @@ func TestLogQuery(t *testing.T) {
 	}
 	r := s.lastRequest()
 	q := r.URL.Query()
-	if !strings.HasSuffix(r.URL.Path, "/refs/main~1/commits") {
-		t.Errorf("log ref: got path %s, want main~1 (lakeFS takes @ only alone)", r.URL.Path)
+	if !strings.HasSuffix(r.URL.Path, "/refs/"+cid("b0")+"/commits") {
+		t.Errorf("log ref: got path %s, want the commit id main~1 resolves to", r.URL.Path)
 	}
 	if !slices.Equal(q["objects"], []string{"a", "b"}) || !slices.Equal(q["prefixes"], []string{"d/"}) ||
 		q.Get("first_parent") != "true" || q.Get("limit") != "true" || q.Get("amount") != "3" || q.Get("after") != cid("b2") {
 		t.Errorf("log query: got %v", q)
 	}
+
+	// Refs the log takes as they are: one request each, no resolution.
+	for _, ref := range []string{"main", "release-1", cid("b0")[:12]} {
+		before := len(s.requests())
+		for _, err := range s.store().Log(t.Context(), ref, &artifacts.LogOptions{Limit: 1}) {
+			if err != nil {
+				t.Fatalf("log %s: %v", ref, err)
+			}
+		}
+		reqs := s.requests()[before:]
+		if len(reqs) != 1 || !strings.Contains(reqs[0], "/refs/"+ref+"/commits?") {
+			t.Errorf("log %s: requests %v, want one log request on the ref itself", ref, reqs)
+		}
+	}
+	// A dotted tag cannot be a branch name: resolved first too.
+	before := len(s.requests())
+	for range s.store().Log(t.Context(), "v1.0", &artifacts.LogOptions{Limit: 1}) {
+	}
+	if reqs := s.requests()[before:]; len(reqs) == 0 || !strings.HasPrefix(reqs[0], "GET /repositories/"+testRepo+"/commits/v1.0") {
+		t.Errorf("log v1.0: requests %v, want the tag resolved first", reqs)
+	}
 }
+
+// reLogRef is the branch-name rule lakeFS applies to the log's ref.
+var reLogRef = regexp.MustCompile(`^\w[-\w]*$`)
 
 // TestCommitFields checks the commit body and the decoding of the answer.
 func TestCommitFields(t *testing.T) {
@@ -889,5 +945,41 @@ func TestIfAbsentRefusedEarly(t *testing.T) {
 	}
 	if r.n >= size {
 		t.Fatalf("the whole body was sent to a server that refused it")
+	}
+}
+
+// TestResolveRefAsked checks that ResolveRef asks GET /commits/{ref},
+// which dereferences any ref expression, with the expression as it is,
+// and that a missing ref is ErrRefNotFound although the server says
+// "commit not found" for a missing branch or tag too.
+func TestResolveRefAsked(t *testing.T) {
+	ctx := t.Context()
+	s := newStub(t)
+	s.handle("GET /repositories/{repo}/refs/{ref}/commits", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("resolve asked the log, which refuses ref expressions")
+	})
+	s.handle("GET /repositories/{repo}/commits/{ref}", func(w http.ResponseWriter, r *http.Request) {
+		switch ref := r.PathValue("ref"); ref {
+		case "no-such-ref":
+			// As lakeFS's GetCommit handler: the same text whatever is missing.
+			writeError(w, 404, "commit not found")
+		default:
+			writeJSON(w, 200, commitJSON(cid("c1"), cid("c0")))
+		}
+	})
+	st := s.store()
+	for _, ref := range []string{"main", "main~2", "main^2", "main@", "main^^", "v1.0", cid("c1")[:12] + "^1"} {
+		c, err := st.ResolveRef(ctx, ref)
+		if err != nil || c.ID != cid("c1") || !slices.Equal(c.Parents, []string{cid("c0")}) {
+			t.Fatalf("resolve %s: got %+v, %v", ref, c, err)
+		}
+		want, _ := refArg(ref)
+		if got := s.lastRequest().URL.Path; got != apiBasePath+"/repositories/"+testRepo+"/commits/"+want {
+			t.Fatalf("resolve %s: asked %s", ref, got)
+		}
+	}
+	_, err := st.ResolveRef(ctx, "no-such-ref")
+	if !errors.Is(err, artifacts.ErrRefNotFound) || errors.Is(err, artifacts.ErrCommitNotFound) {
+		t.Fatalf("resolve a missing ref: got %v, want ErrRefNotFound (not a missing commit)", err)
 	}
 }

@@ -17,6 +17,10 @@ type kinds struct {
 	notFound     error // 404 whose message names nothing more specific
 	conflict     error // 409
 	precondition error // 412
+	// refLookup marks a call whose 404 means "this ref names nothing"
+	// whatever the message says: GET /commits/{ref} answers "commit not
+	// found" for a missing branch or tag too.
+	refLookup bool
 }
 
 // translate turns an error from the client into a named artifacts error
@@ -56,7 +60,14 @@ func (c *Client) translate(err error, k kinds, what string) error {
 func classify(ae *apiError, k kinds) error {
 	msg := strings.ToLower(ae.Message)
 	switch ae.Status {
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusUnauthorized:
+		return artifacts.ErrUnauthorized
+	case http.StatusForbidden:
+		// lakeFS answers 403 both for a refused policy and for a write
+		// its rules forbid: a protected branch, the default branch.
+		if strings.Contains(msg, "protected branch") || strings.Contains(msg, "default branch") {
+			return artifacts.ErrProtected
+		}
 		return artifacts.ErrUnauthorized
 	case http.StatusNotFound:
 		// lakeFS names the missing thing in most messages ("repository
@@ -67,6 +78,8 @@ func classify(ae *apiError, k kinds) error {
 			return artifacts.ErrRepositoryNotFound
 		case strings.Contains(msg, "ambiguous"):
 			return artifacts.ErrAmbiguousRef
+		case k.refLookup && k.notFound != nil:
+			return k.notFound
 		case names(msg, "branch"):
 			return artifacts.ErrBranchNotFound
 		case names(msg, "tag"):
@@ -97,7 +110,9 @@ func classify(ae *apiError, k kinds) error {
 			return k.precondition
 		}
 		return artifacts.ErrConflict
-	case http.StatusLocked:
+	case http.StatusLocked, http.StatusTooManyRequests:
+		// A branch update that lost to other writers too often: lakeFS
+		// answered 423 before, 429 ("too many attempts") since.
 		return artifacts.ErrConcurrentUpdate
 	case http.StatusBadRequest:
 		switch {
@@ -112,9 +127,18 @@ func classify(ae *apiError, k kinds) error {
 	case http.StatusRequestedRangeNotSatisfiable:
 		return artifacts.ErrInvalid
 	case http.StatusInternalServerError:
-		// lakeFS reports a branch held by another writer as a 500.
-		if strings.Contains(msg, "locked") {
+		// Errors lakeFS lets through unmapped as 500s: a branch held by
+		// another writer ("branch is currently locked"), a branch update
+		// that lost a compare-and-swap ("predicate failed"), a denied
+		// permission, and a ref that does not resolve where the handler
+		// maps only "not found" (GET /commits/{ref} with main^3).
+		switch {
+		case strings.Contains(msg, "locked"), strings.Contains(msg, "predicate failed"):
 			return artifacts.ErrConcurrentUpdate
+		case strings.Contains(msg, "required permissions"):
+			return artifacts.ErrUnauthorized
+		case strings.Contains(msg, "invalid value") && strings.Contains(msg, "ref"):
+			return artifacts.ErrInvalidRef
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,8 +44,14 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	if mt, _, _ := strings.Cut(strings.ToLower(ct), ";"); strings.TrimSpace(mt) == "multipart/form-data" {
-		// lakeFS would parse the body as a form.
+	// lakeFS parses the Content-Type with mime.ParseMediaType before it
+	// reads the body: one that does not parse fails the upload with a
+	// 500, and multipart/form-data makes it read the body as a form.
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: content type %q: %v", what, artifacts.ErrInvalid, ct, err)
+	}
+	if mt == "multipart/form-data" {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: content type multipart/form-data cannot be stored", what, artifacts.ErrInvalid)
 	}
 	h.Set("Content-Type", ct)
@@ -130,6 +137,11 @@ func checkMetadata(k, v string) error {
 		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
 			return fmt.Errorf("%w: metadata %q: value has a control character", artifacts.ErrInvalid, k)
 		}
+	}
+	// HTTP drops white space around a header value, so the server would
+	// store a different value than the one given.
+	if strings.TrimLeft(v, " \t") != v || strings.TrimRight(v, " \t") != v {
+		return fmt.Errorf("%w: metadata %q: value starts or ends with white space, which does not survive as an HTTP header", artifacts.ErrInvalid, k)
 	}
 	return nil
 }

@@ -194,23 +194,42 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 	return s.c.translate(err, kinds{notFound: artifacts.ErrTagNotFound}, what)
 }
 
-// ResolveRef returns the commit a ref expression names: the first entry of
-// the log from that ref.
+// ResolveRef returns the commit a ref expression names.
+//
+// It asks GET /commits/{ref}, which dereferences any ref expression
+// (branch, tag, commit id or prefix, ~N, ^N, branch@). The commit log
+// (GET /refs/{ref}/commits) is no substitute: lakeFS validates its ref as
+// a branch name, so main~1, main@ or a tag v1.0 are refused there with 400.
 func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, error) {
 	what := fmt.Sprintf("resolve ref %q", ref)
 	arg, err := refArg(ref)
 	if err != nil {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	q := url.Values{"amount": {"1"}, "limit": {"true"}}
-	var p page[wireCommit]
-	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", arg, "commits"), q, nil, &p); err != nil {
-		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what)
+	var c wireCommit
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath("commits", arg), nil, nil, &c); err != nil {
+		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, refLookup: true}, what)
 	}
-	if len(p.Results) == 0 {
-		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: the server listed no commit", what, artifacts.ErrRefNotFound)
+	if c.ID == "" {
+		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: the server named no commit", what, artifacts.ErrRefNotFound)
 	}
-	return p.Results[0].toCommit(), nil
+	return c.toCommit(), nil
+}
+
+// logRef returns the form of a ref the commit log accepts. lakeFS
+// validates the log's ref as a branch name (letters, digits, '_' and '-')
+// and only then dereferences it, so a branch, a tag named like a branch or
+// a commit id (or prefix) goes as it is, and anything else (main~1, main@,
+// v1.0) is resolved to its commit id first.
+func (s *Store) logRef(ctx context.Context, ref, arg string) (string, error) {
+	if artifacts.ValidateBranchName(arg) == nil {
+		return arg, nil
+	}
+	c, err := s.ResolveRef(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
 }
 
 // GetCommit returns a commit by its full id. Anything else (a prefix, a
@@ -260,6 +279,10 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 		arg, err := refArg(ref)
 		if err != nil {
 			yield(artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err))
+			return
+		}
+		if arg, err = s.logRef(ctx, ref, arg); err != nil {
+			yield(artifacts.Commit{}, err)
 			return
 		}
 		var o artifacts.LogOptions
