@@ -25,7 +25,6 @@ trap cleanup EXIT
 
 # Every command below works on this store, whatever the caller's setting.
 export RLPIPE_STORE="$work/store"
-unset LAKECTL_SERVER_ENDPOINT_URL
 
 # quote prints an argument the way a user would type it.
 quote() {
