@@ -36,7 +36,8 @@
 // The Store implements artifacts.Store, artifacts.Merger,
 // artifacts.Reverter and artifacts.RangeReader. Ref expressions (~N, ^N,
 // branch@, commit-id prefixes) are validated here and resolved by the
-// server. Objects stream in both directions: PutObject sends the reader as
+// server (GET /commits/{ref}); the commit log accepts only refs shaped like
+// a branch name, so Log resolves any other ref to its commit id first. Objects stream in both directions: PutObject sends the reader as
 // the request body and GetObject returns the response body, so memory use
 // does not grow with object size. Object metadata travels as
 // X-Lakefs-Meta-* headers; keys come back lower-case.
