@@ -106,8 +106,10 @@ func explainConflict(err error, c *artifacts.MergeConflictError, source, dest st
 	for _, path := range c.Paths {
 		fmt.Fprintf(&b, "  %s\n", path)
 	}
-	fmt.Fprintf(&b, "take %s's version:  rlpipe merge %s %s --strategy source-wins\n", source, source, dest)
-	fmt.Fprintf(&b, "keep %s's version:  rlpipe merge %s %s --strategy dest-wins\n", dest, source, dest)
+	t := newTable()
+	t.add("take "+source+"'s version:", fmt.Sprintf("rlpipe merge %s %s --strategy source-wins", source, dest))
+	t.add("keep "+dest+"'s version:", fmt.Sprintf("rlpipe merge %s %s --strategy dest-wins", source, dest))
+	_ = t.write(&b) // a strings.Builder does not fail
 	b.WriteString("or change one side, commit, and merge again")
 	return explain(err, "%s", b.String())
 }

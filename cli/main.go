@@ -58,7 +58,10 @@ func run(ctx context.Context, args []string, env environ) int {
 	}
 	code := exitCode(err)
 	msg := errorMessage(err)
-	if code == ExitUsage && cmd != nil {
+	// Point at the usage when the command line itself was wrong, not when
+	// the store rejected a value (an ambiguous ref).
+	var ue *usageError
+	if code == ExitUsage && cmd != nil && errors.As(err, &ue) {
 		use := cmd.UseLine()
 		if cmd.HasSubCommands() {
 			use = cmd.CommandPath() + " COMMAND [flags]"
