@@ -107,6 +107,7 @@ func (n *Node) execute(ctx context.Context) error {
 		r.events.emit(e)
 		outs, err := n.attempt(dctx, attempt, s, inputs, params, dir, slot)
 		e.Duration = time.Since(start)
+		n.attempts, n.elapsed = attempt, n.elapsed+e.Duration
 		e.Resources = nil
 		if err == nil {
 			n.outputs = outs

@@ -205,16 +205,18 @@ func (r *Run) Iteration(n int) *Iteration {
 
 // Node is one task call in an iteration; its outputs are futures.
 type Node struct {
-	it      *Iteration
-	task    *Task
-	call    Call
-	name    string
-	stage   string
-	done    chan struct{}
-	outputs map[string]Artifact
-	key     string
-	cached  bool
-	err     error
+	it       *Iteration
+	task     *Task
+	call     Call
+	name     string
+	stage    string
+	done     chan struct{}
+	outputs  map[string]Artifact
+	key      string
+	cached   bool
+	attempts int
+	elapsed  time.Duration
+	err      error
 }
 
 // Output returns a future for one of the node's outputs, to pass as an

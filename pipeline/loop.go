@@ -1,0 +1,245 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Stages are the tasks of one RL iteration, wired by Loop:
+//
+//	sample:   dataset            → prompts         params {cursor, count, iteration}
+//	generate: prompts, policy    → trajectories    params {iteration, policy_iteration, staleness}
+//	reward:   trajectories, prompts → rewards      params {iteration}
+//	train:    rewards, trajectories, policy → adapter (directory), metrics
+//
+// The policy input is the adapter directory of an earlier iteration, or
+// Loop.InitialPolicy (absent when that is nil: the base model).
+type Stages struct {
+	Sample, Generate, Reward, Train *Task
+}
+
+// Output names the stages must declare.
+const (
+	OutPrompts      = "prompts"
+	OutTrajectories = "trajectories"
+	OutRewards      = "rewards"
+	OutAdapter      = "adapter"
+	OutMetrics      = "metrics"
+)
+
+// LoopConfig shapes the loop.
+type LoopConfig struct {
+	// Iterations is the last iteration to run (counting from 1).
+	Iterations int
+	// BatchSize is how many prompts each iteration consumes.
+	BatchSize int
+	// MaxStaleness bounds how many policy updates a sample may lag: 0 is
+	// on-policy and sequential; 1 generates iteration N+1 with the policy
+	// of N-1 while iteration N trains.
+	MaxStaleness int
+	// Dataset is the prompts table the sampler reads.
+	Dataset Artifact
+	// InitialPolicy is the adapter to start from; nil means the base model.
+	InitialPolicy *Artifact
+	// Stop, when set, is called after each commit; returning true ends the
+	// loop early (used by tests to interrupt at a chosen point).
+	Stop func(iteration int) bool
+}
+
+// LoopState is the loop's durable state, committed with every iteration
+// as run/state.json. Cursor counts the prompts consumed by committed
+// iterations: a resumed run samples from exactly there, so no prompt is
+// skipped or trained twice.
+type LoopState struct {
+	Iteration int `json:"iteration"`
+	Cursor    int `json:"cursor"`
+	// Adapters maps recent iterations to their adapter directory on the
+	// run branch (enough for the staleness window).
+	Adapters map[string]string `json:"adapters"`
+	Seed     uint64            `json:"seed"`
+}
+
+// IterationMetrics summarise an iteration's tasks. They hold timings, so
+// they are committed beside the events (events/NNNNNN.metrics.json), not
+// among the iteration's artifacts, which stay byte-identical across runs.
+type IterationMetrics struct {
+	Iteration int                    `json:"iteration"`
+	Tasks     map[string]TaskMetrics `json:"tasks"`
+}
+
+// TaskMetrics describe one task call in an iteration.
+type TaskMetrics struct {
+	Attempts int     `json:"attempts"`
+	Cached   bool    `json:"cached"`
+	Seconds  float64 `json:"seconds"`
+	Key      string  `json:"key"`
+}
+
+func (c LoopConfig) validate(s Stages) error {
+	switch {
+	case c.Iterations < 0 || c.BatchSize <= 0:
+		return fmt.Errorf("%w: iterations must be ≥ 0 and batch_size > 0", ErrConfig)
+	case c.MaxStaleness < 0:
+		return fmt.Errorf("%w: overlap.max_staleness must be ≥ 0", ErrConfig)
+	case s.Sample == nil || s.Generate == nil || s.Reward == nil || s.Train == nil:
+		return fmt.Errorf("%w: the loop needs sample, generate, reward and train stages", ErrConfig)
+	case c.Dataset.Path == "":
+		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
+	}
+	return nil
+}
+
+// Loop runs (or resumes) the RL loop up to cfg.Iterations. It returns the
+// state after the last committed iteration.
+func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, error) {
+	if err := cfg.validate(st); err != nil {
+		return LoopState{}, err
+	}
+	var state LoopState
+	resumed, err := r.LoadState(ctx, &state)
+	if err != nil {
+		return state, err
+	}
+	if !resumed {
+		state = LoopState{Adapters: map[string]string{}, Seed: r.opts.Seed}
+	} else {
+		r.events.emit(Event{Kind: EventResumed, Iteration: state.Iteration + 1})
+	}
+	if state.Adapters == nil {
+		state.Adapters = map[string]string{}
+	}
+	trains := map[int]*Node{}
+	policy := func(k int) (Artifact, bool) {
+		if k <= 0 {
+			if cfg.InitialPolicy == nil {
+				return Artifact{}, false
+			}
+			return *cfg.InitialPolicy, true
+		}
+		if n, ok := trains[k]; ok {
+			return n.Output(OutAdapter), true
+		}
+		if p, ok := state.Adapters[strconv.Itoa(k)]; ok {
+			return StoreDir(r.branch, p), true
+		}
+		return Artifact{}, false
+	}
+	type pending struct {
+		it     *Iteration
+		cursor int
+		train  *Node
+	}
+	var queue []pending
+	// On a failure the iterations already built must still finish (or be
+	// cancelled) before Loop returns: their goroutines write to the store.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drain := func() {
+		cancel()
+		for _, p := range queue {
+			_ = p.it.Wait(context.Background())
+		}
+	}
+	commit := func(p pending) error {
+		if err := p.it.Wait(lctx); err != nil {
+			return err
+		}
+		next := LoopState{Iteration: p.it.N, Cursor: p.cursor, Seed: state.Seed, Adapters: map[string]string{}}
+		for k, v := range state.Adapters {
+			if i, _ := strconv.Atoi(k); i > p.it.N-cfg.MaxStaleness-2 {
+				next.Adapters[k] = v
+			}
+		}
+		ad, err := p.train.Result(OutAdapter)
+		if err != nil {
+			return err
+		}
+		next.Adapters[strconv.Itoa(p.it.N)] = ad.Path
+		m := p.it.metrics()
+		if err := r.putJSON(lctx, metricsPath(p.it.N), m); err != nil {
+			return err
+		}
+		if _, err := p.it.Commit(lctx, next, nil); err != nil {
+			return err
+		}
+		state = next
+		return nil
+	}
+	cursor := state.Cursor
+	for n := state.Iteration + 1; n <= cfg.Iterations; n++ {
+		it := r.Iteration(n)
+		sample := it.Go(lctx, st.Sample, Call{
+			Inputs: map[string]Artifact{"dataset": cfg.Dataset},
+			Params: map[string]int{"cursor": cursor, "count": cfg.BatchSize, "iteration": n},
+		})
+		cursor += cfg.BatchSize
+		pk := n - 1 - cfg.MaxStaleness
+		genIn := map[string]Artifact{"prompts": sample.Output(OutPrompts)}
+		if a, ok := policy(pk); ok {
+			genIn["policy"] = a
+		}
+		gen := it.Go(lctx, st.Generate, Call{Inputs: genIn,
+			Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
+		rew := it.Go(lctx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
+			Params: map[string]int{"iteration": n}})
+		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories)}
+		if a, ok := policy(n - 1); ok {
+			trainIn["policy"] = a
+		}
+		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
+		trains[n] = train
+		queue = append(queue, pending{it: it, cursor: cursor, train: train})
+		for len(queue) > cfg.MaxStaleness {
+			if err := commit(queue[0]); err != nil {
+				drain()
+				return state, err
+			}
+			queue = queue[1:]
+			if cfg.Stop != nil && cfg.Stop(state.Iteration) {
+				drain()
+				return state, nil
+			}
+		}
+	}
+	for len(queue) > 0 {
+		if err := commit(queue[0]); err != nil {
+			drain()
+			return state, err
+		}
+		queue = queue[1:]
+		if cfg.Stop != nil && cfg.Stop(state.Iteration) {
+			drain()
+			return state, nil
+		}
+	}
+	return state, nil
+}
+
+func metricsPath(iteration int) string { return fmt.Sprintf("events/%06d.metrics.json", iteration) }
+
+func (r *Run) putJSON(ctx context.Context, path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = r.store.PutObject(ctx, r.branch, path, bytes.NewReader(append(b, '\n')), nil)
+	return err
+}
+
+// metrics summarise the iteration's nodes.
+func (it *Iteration) metrics() IterationMetrics {
+	it.mu.Lock()
+	nodes := append([]*Node(nil), it.nodes...)
+	it.mu.Unlock()
+	m := IterationMetrics{Iteration: it.N, Tasks: map[string]TaskMetrics{}}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
+	for _, n := range nodes {
+		<-n.done
+		m.Tasks[n.name] = TaskMetrics{Attempts: n.attempts, Cached: n.cached, Seconds: n.elapsed.Seconds(), Key: n.key}
+	}
+	return m
+}

@@ -1,0 +1,363 @@
+package standin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// newStoreWithDataset creates a store whose main branch holds n prompts.
+func newStoreWithDataset(t testing.TB, dir string, n int) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]tables.Prompt, n)
+	for i := range rows {
+		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%03d", i), Prompt: fmt.Sprintf("%d+%d=", i, i), Answer: strconv.Itoa(2 * i), Metadata: "{}", Source: "test", Split: "train"}
+	}
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Prompts, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(ctx, "main", "data/prompts.parquet", &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "dataset", nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func loopConfig(iterations, staleness int) pipeline.LoopConfig {
+	return pipeline.LoopConfig{Iterations: iterations, BatchSize: 3, MaxStaleness: staleness, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
+}
+
+func envs() map[string]pipeline.Settings {
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: 5 * time.Millisecond}}
+	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
+}
+
+func readRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
+	t.Helper()
+	rc, info, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// artifactSums maps every artifact path of a run (iterations/ and run/) to
+// its checksum; events/ is operational and left out.
+func artifactSums(t testing.TB, st artifacts.Store, ref string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for e, err := range st.ListObjects(context.Background(), ref, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
+			m[e.Path] = e.Checksum
+		}
+	}
+	return m
+}
+
+func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
+	ctx := context.Background()
+	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	state, err := r.Loop(ctx, loopConfig(4, 1), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Iteration != 4 || state.Cursor != 12 {
+		t.Fatalf("state = %+v, want iteration 4, cursor 12", state)
+	}
+	var ids []string
+	for n := 1; n <= 4; n++ {
+		for _, p := range readRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/prompts.parquet", n), tables.Prompts) {
+			ids = append(ids, p.PromptID)
+		}
+		trajs := readRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/trajectories.parquet", n), tables.Trajectories)
+		// Staleness 1: iteration n samples with the policy of n-2 (the base
+		// model for n ≤ 2).
+		wantStale := min(n-1, 1)
+		for _, tr := range trajs {
+			if int(tr.Staleness) != wantStale || (n <= 2) != (tr.PolicyVersion == "base") {
+				t.Fatalf("iteration %d: sample with staleness %d and policy %q; want staleness %d", n, tr.Staleness, tr.PolicyVersion, wantStale)
+			}
+		}
+	}
+	want := "p000 p001 p002 p003 p004 p005 p006 p007 p008 p009 p000 p001"
+	if strings.Join(ids, " ") != want {
+		t.Fatalf("prompts consumed = %s, want %s", strings.Join(ids, " "), want)
+	}
+}
+
+func TestResumeGivesIdenticalArtifacts(t *testing.T) {
+	ctx := context.Background()
+	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
+	// Reference: uninterrupted, caching off so nothing is borrowed.
+	ref, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ref", Envs: envs(), Seed: 9, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ref.Loop(ctx, loopConfig(5, 1), stages); err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	// Interrupted after iteration 2, then resumed.
+	cfg := loopConfig(5, 1)
+	cfg.Stop = func(i int) bool { return i == 2 }
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "res", Envs: envs(), Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Loop(ctx, cfg, stages); err != nil || s.Iteration != 2 {
+		t.Fatalf("first leg: %+v, %v", s, err)
+	}
+	r.Close()
+	r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: "res", Envs: envs(), Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if s, err := r.Loop(ctx, loopConfig(5, 1), stages); err != nil || s.Iteration != 5 {
+		t.Fatalf("resumed leg: %+v, %v", s, err)
+	}
+	want, got := artifactSums(t, st, ref.Branch()), artifactSums(t, st, r.Branch())
+	if len(want) == 0 || fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Fatalf("artifacts differ:\nuninterrupted %v\nresumed       %v", want, got)
+	}
+}
+
+// The kill test runs the loop in a child process (this test binary in a
+// helper role) and kills it with SIGKILL at random moments until it
+// finishes.
+const (
+	envRole  = "RLPIPE_STANDIN_ROLE"
+	envStore = "RLPIPE_STANDIN_STORE"
+	envJudge = "RLPIPE_STANDIN_JUDGE"
+	envRun   = "RLPIPE_STANDIN_RUN"
+)
+
+const killIterations = 6
+
+func killStages(judge string) pipeline.Stages {
+	return standin.Stages(standin.Options{SamplesPerPrompt: 2, JudgeURL: judge,
+		GenerateSleep: 40 * time.Millisecond, TrainSleep: 20 * time.Millisecond, RewardSleep: 10 * time.Millisecond})
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRole) != "driver" {
+		os.Exit(m.Run())
+	}
+	ctx := context.Background()
+	st, err := local.Open(ctx, os.Getenv(envStore), nil)
+	if err == nil {
+		var r *pipeline.Run
+		r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: os.Getenv(envRun), Envs: envs(), Seed: 3, LockTTL: time.Second})
+		if err == nil {
+			_, err = r.Loop(ctx, loopConfig(killIterations, 1), killStages(os.Getenv(envJudge)))
+			r.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// judge is a fake paid judge on loopback that counts calls per input.
+type judge struct {
+	mu    sync.Mutex
+	calls map[string]int
+	url   string
+}
+
+func startJudge(t *testing.T) *judge {
+	t.Helper()
+	j := &judge{calls: map[string]int{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var in struct{ Completion string }
+		json.Unmarshal(b, &in)
+		j.mu.Lock()
+		j.calls[string(b)]++
+		j.mu.Unlock()
+		score := 0.0
+		if !strings.HasSuffix(in.Completion, "0") {
+			score = 1
+		}
+		fmt.Fprintf(w, `{"score": %g}`, score)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	j.url = "http://" + ln.Addr().String()
+	return j
+}
+
+func TestKillDriverAndResume(t *testing.T) {
+	trials := 3
+	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
+		trials, _ = strconv.Atoi(v)
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	// The uninterrupted reference, in this process, with its own store and
+	// judge (memo records are repository-wide: a shared store would replay
+	// the reference's judge calls).
+	refStore := newStoreWithDataset(t, filepath.Join(dir, "ref"), 10)
+	refJudge := startJudge(t)
+	ref, err := pipeline.Open(ctx, refStore, pipeline.RunOptions{Name: "reference", Envs: envs(), Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ref.Loop(ctx, loopConfig(killIterations, 1), killStages(refJudge.url)); err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+	want := artifactSums(t, refStore, ref.Branch())
+	rng := rand.New(rand.NewPCG(7, uint64(trials)))
+	for trial := 0; trial < trials; trial++ {
+		t.Run(strconv.Itoa(trial), func(t *testing.T) {
+			j := startJudge(t)
+			run := "chaos"
+			storeDir := filepath.Join(dir, fmt.Sprintf("store%d", trial))
+			st := newStoreWithDataset(t, storeDir, 10)
+			kills := 0
+			for leg := 0; ; leg++ {
+				if leg > 40 {
+					t.Fatalf("run %s did not finish after %d legs", run, leg)
+				}
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), envRole+"=driver", envStore+"="+storeDir, envJudge+"="+j.url, envRun+"="+run)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				// Kill at a random moment in the first legs; let the last run out.
+				var err error
+				if kills < 3 {
+					select {
+					case err = <-done:
+					case <-time.After(time.Duration(100+rng.IntN(500)) * time.Millisecond):
+						cmd.Process.Signal(syscall.SIGKILL)
+						<-done
+						kills++
+						continue
+					}
+				} else {
+					err = <-done
+				}
+				if err != nil {
+					t.Fatalf("driver leg %d: %v\n%s", leg, err, stderr.String())
+				}
+				break
+			}
+			got := artifactSums(t, st, pipeline.RunBranch(run))
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after %d kills the artifacts differ from the uninterrupted run:\nwant %v\ngot  %v", kills, want, got)
+			}
+			// Every judge call ran once per distinct input, except calls a
+			// kill interrupted between the call and its record: those are
+			// announced as memo.rerun_after_crash events.
+			reruns := countEvents(t, st, pipeline.RunBranch(run), pipeline.EventMemoRerun)
+			twice := 0
+			for in, n := range j.calls {
+				if n > 2 || (n == 2 && reruns == 0) {
+					t.Fatalf("judge input %s called %d times (reruns announced: %d)", in, n, reruns)
+				}
+				if n == 2 {
+					twice++
+				}
+			}
+			if twice > reruns {
+				t.Fatalf("%d judge inputs ran twice but only %d reruns were announced", twice, reruns)
+			}
+			if len(j.calls) != len(refJudge.calls) {
+				t.Fatalf("distinct judge inputs = %d, want %d", len(j.calls), len(refJudge.calls))
+			}
+			t.Logf("trial %d: %d kills, %d judge inputs, %d announced reruns", trial, kills, len(j.calls), reruns)
+		})
+	}
+}
+
+func countEvents(t *testing.T, st artifacts.Store, ref string, kind pipeline.EventKind) int {
+	t.Helper()
+	n := 0
+	var paths []string
+	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: "events/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(e.Path, ".jsonl") {
+			paths = append(paths, e.Path)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		rc, _, err := st.GetObject(context.Background(), ref, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(rc)
+		for {
+			var e pipeline.Event
+			if err := dec.Decode(&e); err != nil {
+				break
+			}
+			if e.Kind == kind {
+				n++
+			}
+		}
+		rc.Close()
+	}
+	return n
+}
