@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -981,5 +982,40 @@ func TestResolveRefAsked(t *testing.T) {
 	_, err := st.ResolveRef(ctx, "no-such-ref")
 	if !errors.Is(err, artifacts.ErrRefNotFound) || errors.Is(err, artifacts.ErrCommitNotFound) {
 		t.Fatalf("resolve a missing ref: got %v, want ErrRefNotFound (not a missing commit)", err)
+	}
+}
+
+// TestCopyObject checks the copy request: destination in the query, the
+// source in the body, a shallow copy within one branch.
+func TestCopyObject(t *testing.T) {
+	s := newStub(t)
+	var got struct {
+		dest string
+		body map[string]any
+	}
+	s.handle("POST /repositories/{repository}/branches/{branch}/objects/copy", func(w http.ResponseWriter, r *http.Request) {
+		got.dest = r.URL.Query().Get("dest_path")
+		json.NewDecoder(r.Body).Decode(&got.body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"path": %q, "path_type": "object", "physical_address": "local://x", "checksum": "abc", "size_bytes": 3, "mtime": 1700000000}`, got.dest)
+	})
+	st := s.store()
+	info, err := st.CopyObject(t.Context(), "runs-a", "iterations/000001/x.parquet", "runs-a", "iterations/000002/x.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.dest != "iterations/000002/x.parquet" || got.body["src_path"] != "iterations/000001/x.parquet" || got.body["src_ref"] != "runs-a" || got.body["shallow"] != true {
+		t.Fatalf("request: dest %q body %v", got.dest, got.body)
+	}
+	if info.Checksum != "abc" || info.Size != 3 || info.Path != "iterations/000002/x.parquet" {
+		t.Fatalf("info = %+v", info)
+	}
+	got.body = nil
+	if _, err := st.CopyObject(t.Context(), "main", "a", "runs-a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got.body["shallow"] != nil {
+		t.Fatalf("copy across branches asked for a shallow copy: %v", got.body)
 	}
 }

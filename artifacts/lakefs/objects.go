@@ -308,3 +308,29 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 	err := s.c.call(ctx, http.MethodDelete, s.repoPath("branches", branch, "objects"), url.Values{"path": {path}}, nil, nil)
 	return s.onWrite(ctx, branch, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what))
 }
+
+// CopyObject stages dstBranch:dstPath as a copy of srcRef:srcPath. lakeFS
+// copies within the repository on the server; within one branch the copy
+// is shallow (no bytes move).
+func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (artifacts.ObjectInfo, error) {
+	what := fmt.Sprintf("copy %s:%s to %s:%s", srcRef, srcPath, dstBranch, dstPath)
+	arg, err := refArg(srcRef)
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	if err := checkBranch(dstBranch); err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	for _, p := range []string{srcPath, dstPath} {
+		if err := artifacts.ValidatePath(p); err != nil {
+			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		}
+	}
+	body := wireObjectCopy{SrcPath: srcPath, SrcRef: arg, Shallow: arg == dstBranch}
+	var st wireObjectStats
+	err = s.c.call(ctx, http.MethodPost, s.repoPath("branches", dstBranch, "objects", "copy"), url.Values{"dest_path": {dstPath}}, body, &st)
+	if err != nil {
+		return artifacts.ObjectInfo{}, s.onWrite(ctx, dstBranch, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what))
+	}
+	return st.toObjectInfo(), nil
+}

@@ -110,6 +110,7 @@ var wireSchemas = map[string]any{
 	"CommitOverrides":     wireCommitOverrides{},
 	"RevertCreation":      wireRevertCreation{},
 	"ObjectStats":         wireObjectStats{},
+	"ObjectCopyCreation":  wireObjectCopy{},
 	"Diff":                wireDiff{},
 	"Pagination":          pagination{},
 }

@@ -25,6 +25,7 @@ var (
 	_ artifacts.Merger      = (*Store)(nil)
 	_ artifacts.Reverter    = (*Store)(nil)
 	_ artifacts.RangeReader = (*Store)(nil)
+	_ artifacts.Copier      = (*Store)(nil)
 )
 
 // driver opens lakefs:// URIs with a client configured from the environment.

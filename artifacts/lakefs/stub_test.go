@@ -36,6 +36,7 @@ var endpoints = []struct {
 	{"POST", "/repositories/{repository}/branches/{branch}/commits", nil},
 	{"POST", "/repositories/{repository}/branches/{branch}/objects", []string{"path", "If-None-Match"}},
 	{"DELETE", "/repositories/{repository}/branches/{branch}/objects", []string{"path"}},
+	{"POST", "/repositories/{repository}/branches/{branch}/objects/copy", []string{"dest_path"}},
 	{"GET", "/repositories/{repository}/refs/{ref}/objects", []string{"path", "Range"}},
 	{"GET", "/repositories/{repository}/refs/{ref}/objects/stat", []string{"path", "user_metadata"}},
 	{"GET", "/repositories/{repository}/refs/{ref}/objects/ls", []string{"after", "amount", "prefix", "delimiter", "user_metadata"}},

@@ -212,3 +212,10 @@ func (d wireDiff) toChange() (artifacts.Change, bool) {
 	}
 	return ch, true
 }
+
+// wireObjectCopy is ObjectCopyCreation.
+type wireObjectCopy struct {
+	SrcPath string `json:"src_path"`
+	SrcRef  string `json:"src_ref,omitempty"`
+	Shallow bool   `json:"shallow,omitempty"`
+}
