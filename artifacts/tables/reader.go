@@ -1,7 +1,10 @@
 package tables
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -12,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -60,8 +64,22 @@ type File struct {
 // OpenFile opens the Parquet file held by r (size bytes). name identifies
 // the file in errors. A file that is not Parquet, is truncated or has a
 // corrupt footer gives an error wrapping ErrNotParquet.
-func OpenFile(r io.ReaderAt, size int64, name string, opts *ReadOptions) (f *File, err error) {
+func OpenFile(r io.ReaderAt, size int64, name string, opts *ReadOptions) (*File, error) {
+	return openFile(r, size, name, "", opts)
+}
+
+// openFile opens a file; table, when not "", names the table expected, for
+// messages.
+func openFile(r io.ReaderAt, size int64, name, table string, opts *ReadOptions) (f *File, err error) {
+	what := "read"
+	if table != "" {
+		what += " " + table
+	}
+	what += fmt.Sprintf(" file %q", name)
 	defer recoverCorrupt(name, &err)
+	if err := checkMagic(r, size); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
+	}
 	o := opts.withDefaults()
 	mem := memory.NewGoAllocator()
 	props := parquet.NewReaderProperties(mem)
@@ -70,25 +88,39 @@ func OpenFile(r io.ReaderAt, size int64, name string, opts *ReadOptions) (f *Fil
 	// cannot make the reader allocate it.
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 1 << 20
-	if size < 0 {
-		return nil, fmt.Errorf("open %q: negative size %d: %w", name, size, errInvalid)
-	}
-	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(props))
+	md, err := readFooter(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w: %v", name, ErrNotParquet, err)
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
+	}
+	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(props), file.WithMetadata(md))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
+	}
+	if err := checkChunks(pf, size); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), Parallel: o.Parallel}, mem)
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w: %v", name, ErrNotParquet, err)
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
 	sc, err := fr.Schema()
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w: %v", name, ErrNotParquet, err)
+		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
 	for _, rg := range o.RowGroups {
 		if rg < 0 || rg >= pf.NumRowGroups() {
-			return nil, fmt.Errorf("open %q: row group %d out of range [0, %d): %w", name, rg, pf.NumRowGroups(), errInvalid)
+			return nil, fmt.Errorf("%s: row group %d out of range [0, %d): %w", what, rg, pf.NumRowGroups(), errInvalid)
 		}
+	}
+	if sc.Metadata().Len() == 0 {
+		var keys, vals []string
+		for _, kv := range pf.MetaData().KeyValueMetadata() {
+			if kv.Key != arrowSchemaKey && kv.Value != nil {
+				keys, vals = append(keys, kv.Key), append(vals, *kv.Value)
+			}
+		}
+		md := arrow.NewMetadata(keys, vals)
+		sc = arrow.NewSchema(sc.Fields(), &md)
 	}
 	f = &File{name: name, pf: pf, fr: fr, schema: sc, opts: o}
 	f.leaves = make([][]int, sc.NumFields())
@@ -102,6 +134,100 @@ func OpenFile(r io.ReaderAt, size int64, name string, opts *ReadOptions) (f *Fil
 	return f, nil
 }
 
+// checkMagic tells a file that is not Parquet from one that was cut short.
+func checkMagic(r io.ReaderAt, size int64) error {
+	var head, tail [4]byte
+	if size < 4 {
+		return fmt.Errorf("%d bytes is too short for parquet", max(size, 0))
+	}
+	if _, err := r.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if string(head[:]) != "PAR1" {
+		return fmt.Errorf("no PAR1 magic at the start: not a parquet file")
+	}
+	if size < 12 {
+		return fmt.Errorf("%d bytes is too short for parquet: truncated", size)
+	}
+	if _, err := r.ReadAt(tail[:], size-4); err != nil {
+		return err
+	}
+	if string(tail[:]) != "PAR1" {
+		return fmt.Errorf("no PAR1 magic at the end: truncated, or still being written")
+	}
+	return nil
+}
+
+// checkChunks checks that every column chunk the footer describes lies
+// inside the file. The Parquet library trusts these numbers, and some of
+// its reads run in goroutines where a panic cannot be recovered.
+func checkChunks(pf *file.Reader, size int64) error {
+	md := pf.MetaData()
+	for g := 0; g < md.NumRowGroups(); g++ {
+		rg := md.RowGroup(g)
+		if rg.NumRows() < 0 {
+			return fmt.Errorf("row group %d has %d rows", g, rg.NumRows())
+		}
+		if rg.NumColumns() != md.Schema.NumColumns() {
+			return fmt.Errorf("row group %d has %d columns, the schema %d", g, rg.NumColumns(), md.Schema.NumColumns())
+		}
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return fmt.Errorf("row group %d column %d: %v", g, c, err)
+			}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && start > cc.DictionaryPageOffset() {
+				start = cc.DictionaryPageOffset()
+			}
+			n := cc.TotalCompressedSize()
+			if start < 4 || n < 0 || start > size || n > size-start || cc.NumValues() < 0 {
+				return fmt.Errorf("row group %d column %d: chunk at %d of %d bytes lies outside the %d-byte file", g, c, start, n, size)
+			}
+		}
+	}
+	return nil
+}
+
+// readFooter parses the file's footer. The Arrow schema some writers
+// store in the key-value metadata (ARROW:schema) is hidden from the Arrow
+// library by renaming its key: decoding a corrupt one can make that library
+// allocate without bound, which no recover catches. Schemas therefore come
+// from the Parquet schema alone; the key stays readable under
+// arrowSchemaKey.
+func readFooter(r io.ReaderAt, size int64) (*metadata.FileMetaData, error) {
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n <= 0 || n > size-12 {
+		return nil, fmt.Errorf("footer length %d does not fit the %d-byte file", n, size)
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, size-8-n); err != nil {
+		return nil, err
+	}
+	// Thrift compact encoding: the key is its length (12) then its bytes.
+	buf = bytes.ReplaceAll(buf, []byte("\x0c"+arrowSchemaKeyStored), []byte("\x0c"+arrowSchemaKey))
+	md, err := metadata.NewFileMetaData(buf, nil)
+	if err != nil {
+		return nil, err
+	}
+	if md.IsSetEncryptionAlgorithm() {
+		return nil, errors.New("encrypted parquet files are not supported")
+	}
+	md.SetSourceFileSize(size)
+	return md, nil
+}
+
+const (
+	arrowSchemaKeyStored = "ARROW:schema"
+	// arrowSchemaKey is the same length as arrowSchemaKeyStored, so the
+	// footer stays well formed after the rename.
+	arrowSchemaKey = "ARROW:schem_"
+)
+
 // recoverCorrupt turns a panic of the Parquet library on corrupt input
 // into an error.
 func recoverCorrupt(name string, err *error) {
@@ -113,8 +239,8 @@ func recoverCorrupt(name string, err *error) {
 // Name returns the name the file was opened with.
 func (f *File) Name() string { return f.name }
 
-// Schema returns the file's Arrow schema (the stored Arrow schema when the
-// writer recorded one, else the one derived from the Parquet schema).
+// Schema returns the file's Arrow schema, derived from its Parquet schema
+// (a stored ARROW:schema is not used), with the file's key-value metadata.
 func (f *File) Schema() *arrow.Schema { return f.schema }
 
 // NumRows returns the number of rows in the file.
@@ -125,6 +251,9 @@ func (f *File) NumRowGroups() int { return f.pf.NumRowGroups() }
 
 // Metadata returns the value of a Parquet key-value metadata entry.
 func (f *File) Metadata(key string) (string, bool) {
+	if key == arrowSchemaKeyStored {
+		key = arrowSchemaKey
+	}
 	v := f.pf.MetaData().KeyValueMetadata().FindValue(key)
 	if v == nil {
 		return "", false
@@ -193,6 +322,12 @@ func (f *File) records(ctx context.Context, fields []int) iter.Seq2[arrow.Record
 				}
 				return
 			}
+			// Corrupt pages can decode into inconsistent arrays (offsets
+			// past the data); refuse them before anyone indexes into them.
+			if err := array.ValidateRecordFull(rr.RecordBatch()); err != nil {
+				yield(nil, fmt.Errorf("read %q: %w: corrupt data (%v)", f.name, ErrNotParquet, err))
+				return
+			}
 			if !yield(rr.RecordBatch(), nil) {
 				return
 			}
@@ -245,7 +380,7 @@ type Reader[T any] struct {
 // extra columns are ignored. For the rewards table the r_<component>
 // columns found in the file become the components (see Reader.Table).
 func NewReader[T any](r io.ReaderAt, size int64, name string, t *Table[T], opts *ReadOptions) (*Reader[T], error) {
-	f, err := OpenFile(r, size, name, opts)
+	f, err := openFile(r, size, name, t.name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +530,7 @@ func Read[T any](r io.ReaderAt, size int64, name string, t *Table[T]) ([]T, erro
 		return nil, err
 	}
 	defer rd.Close()
-	out := make([]T, 0, rd.NumRows())
+	out := make([]T, 0, min(rd.NumRows(), 1<<16))
 	for row, err := range rd.Rows(context.Background()) {
 		if err != nil {
 			return nil, err

@@ -264,3 +264,27 @@ func TestWriteRecordAndRecords(t *testing.T) {
 		}
 	}
 }
+
+// Our own files read back with exactly the canonical types, so reading
+// them converts nothing.
+func TestFileTypesAreCanonical(t *testing.T) {
+	for _, d := range All() {
+		var buf bytes.Buffer
+		w, err := NewRecordWriter(&buf, d.Schema(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), d.Name(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range d.Columns() {
+			if got := f.Schema().Field(i); got.Name != c.Name || !arrow.TypeEqual(got.Type, c.Type) || got.Nullable != c.Nullable {
+				t.Errorf("%s: column %d read as %s, wrote %s %s nullable=%v", d.Name(), i, got, c.Name, c.Type, c.Nullable)
+			}
+		}
+	}
+}
