@@ -1,0 +1,198 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Config is a parsed pipeline.yaml. Zero fields mean "not set": defaults
+// are applied by Parse (top level) and by the engine (environments).
+type Config struct {
+	// Run is the default run name (the command line may override it).
+	Run string `yaml:"run,omitempty"`
+	// Store is the store URI; a relative path is taken from the config
+	// file's directory. The command line and RLPIPE_STORE override it.
+	Store string `yaml:"store,omitempty"`
+	// Seed makes task seeds deterministic.
+	Seed uint64 `yaml:"seed"`
+	// Iterations is the last iteration to run, counting from 1.
+	Iterations int `yaml:"iterations"`
+	// BatchSize is how many prompts each iteration consumes.
+	BatchSize int `yaml:"batch_size"`
+	// Dataset is the prompts table, REF:PATH.
+	Dataset string `yaml:"dataset"`
+	// InitialPolicy is an adapter directory REF:PATH to start from; empty
+	// means the base model.
+	InitialPolicy string  `yaml:"initial_policy,omitempty"`
+	Overlap       Overlap `yaml:"overlap"`
+	// Machine is what the local executor hands out; nil means this
+	// machine's cores and memory, no GPU.
+	Machine *Machine `yaml:"machine,omitempty"`
+	// Environments are the task environments by name.
+	Environments map[string]pipeline.Settings `yaml:"environments"`
+	Stages       Stages                       `yaml:"stages"`
+
+	file string              // name errors refer to
+	pos  map[string]position // path ("stages.generate.env") → where its key is
+}
+
+// Overlap bounds how far generation may run ahead of training.
+type Overlap struct {
+	// MaxStaleness is how many policy updates a sample may lag: 0 is
+	// on-policy and sequential.
+	MaxStaleness int `yaml:"max_staleness"`
+}
+
+// Machine is the capacity the local executor hands out.
+type Machine struct {
+	CPU      float64 `yaml:"cpu"`
+	MemoryMB int     `yaml:"memory_mb"`
+	GPU      int     `yaml:"gpu"`
+	GPUType  string  `yaml:"gpu_type"`
+}
+
+// Stages are the four stages of an iteration.
+type Stages struct {
+	Sample   *Stage `yaml:"sample"`
+	Generate *Stage `yaml:"generate"`
+	Reward   *Stage `yaml:"reward"`
+	Train    *Stage `yaml:"train"`
+}
+
+// Stage kinds.
+const (
+	KindStandin = "standin" // a built-in stand-in stage (pipeline/standin)
+	KindCommand = "command" // an external command
+)
+
+// Stage configures one stage of the loop.
+type Stage struct {
+	// Kind is standin or command.
+	Kind string `yaml:"kind"`
+	// Env names the task environment (default: the stage's name).
+	Env string `yaml:"env,omitempty"`
+	// Version enters the cache key: bump it when the stage's code changes
+	// meaning.
+	Version string `yaml:"version,omitempty"`
+	// Settings override the environment's for this stage.
+	Settings *pipeline.Settings `yaml:"settings,omitempty"`
+
+	// Stand-in knobs.
+	Sleep            time.Duration `yaml:"sleep,omitempty"`
+	FailTimes        int           `yaml:"fail_times,omitempty"`
+	SamplesPerPrompt int           `yaml:"samples_per_prompt,omitempty"` // generate only
+	JudgeURL         string        `yaml:"judge_url,omitempty"`          // reward only
+
+	// Command knobs.
+	Command      []string          `yaml:"command,omitempty"`
+	Outputs      []Output          `yaml:"outputs,omitempty"`
+	Environment  map[string]string `yaml:"environment,omitempty"`
+	IgnoreInputs []string          `yaml:"ignore_inputs,omitempty"`
+}
+
+// Output declares a file (or directory) a command stage writes.
+type Output struct {
+	Name string `yaml:"name"`
+	File string `yaml:"file,omitempty"`
+	Dir  bool   `yaml:"dir,omitempty"`
+}
+
+// Load reads and parses a pipeline file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline config: %w", err)
+	}
+	c, err := Parse(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if c.Store != "" && isLocalPath(c.Store) && !filepath.IsAbs(c.Store) {
+		c.Store = filepath.Join(filepath.Dir(path), c.Store)
+	}
+	return c, nil
+}
+
+// isLocalPath reports whether a store URI is a plain path (the embedded
+// store) rather than scheme://...
+func isLocalPath(uri string) bool {
+	return !bytes.Contains([]byte(uri), []byte("://"))
+}
+
+// Parse parses and validates a pipeline config; name labels positions in
+// errors ("pipeline.yaml:12:5: ..."). Every problem found is reported,
+// each as an *Error, joined.
+func Parse(name string, data []byte) (c *Config, err error) {
+	// The YAML library is third-party code fed arbitrary bytes: a panic in
+	// it must not take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse the file (%v)", r)}
+		}
+	}()
+	d := &decoder{file: name, pos: map[string]position{}}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, d.yamlError(err)
+	}
+	var body = documentBody(f)
+	if len(f.Docs) > 1 {
+		return nil, &Error{File: name, Line: docLine(f.Docs[1]), Msg: "the file holds several YAML documents; a pipeline is one"}
+	}
+	if body == nil {
+		return nil, &Error{File: name, Msg: "the file is empty; see the pipeline reference for the keys"}
+	}
+	d.walk(body, configType, "")
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	c = &Config{}
+	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
+		return nil, d.yamlError(err)
+	}
+	c.file, c.pos = name, d.pos
+	c.applyDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// File is the name the config was parsed under.
+func (c *Config) File() string { return c.file }
+
+// applyDefaults fills in what an omitted key means.
+func (c *Config) applyDefaults() {
+	if c.Environments == nil {
+		c.Environments = map[string]pipeline.Settings{}
+	}
+	for name, s := range c.Stages.all() {
+		if s == nil {
+			continue
+		}
+		if s.Env == "" {
+			s.Env = name
+			// A stage that names no environment runs in one named after
+			// it, with the engine's defaults unless the file defines it.
+			if _, ok := c.Environments[name]; !ok {
+				c.Environments[name] = pipeline.Settings{}
+			}
+		}
+	}
+}
+
+// all returns the stages by name, in loop order.
+func (s *Stages) all() map[string]*Stage {
+	return map[string]*Stage{"sample": s.Sample, "generate": s.Generate, "reward": s.Reward, "train": s.Train}
+}
+
+// stageNames is the loop order.
+var stageNames = []string{"sample", "generate", "reward", "train"}

@@ -1,0 +1,417 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Error is one problem in a pipeline config, with where it is.
+type Error struct {
+	File         string
+	Line, Column int    // 0 when the problem has no single place
+	Path         string // the key's path, e.g. environments.gen.retries
+	Msg          string
+	Hint         string // e.g. `did you mean "retries"?`
+
+	kind error // a more specific cause (ErrReserved), or nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if e.Hint != "" {
+		b.WriteString(" (" + e.Hint + ")")
+	}
+	return b.String()
+}
+
+// Unwrap makes every config error a pipeline.ErrConfig.
+func (e *Error) Unwrap() []error {
+	if e.kind != nil {
+		return []error{e.kind}
+	}
+	return []error{pipeline.ErrConfig}
+}
+
+// ErrReserved marks a section that later versions fill in (policy,
+// reward, trainer, eval): it is rejected rather than silently ignored.
+var ErrReserved = fmt.Errorf("%w: section not available yet", pipeline.ErrConfig)
+
+// reserved are top-level sections that later versions define.
+var reserved = map[string]string{
+	"policy":  "the policy server",
+	"reward":  "reward specifications",
+	"trainer": "the trainer",
+	"eval":    "evaluation",
+}
+
+type position struct{ line, col int }
+
+// maxErrors bounds how many problems one parse reports.
+const maxErrors = 20
+
+// decoder walks the YAML tree against the Config type before decoding,
+// so that every unknown key and wrong type is reported with its path and
+// position, and records where each key is for later checks.
+type decoder struct {
+	file string
+	pos  map[string]position
+	errs []error
+}
+
+func (d *decoder) add(err error) {
+	if len(d.errs) < maxErrors {
+		d.errs = append(d.errs, err)
+	}
+}
+
+func (d *decoder) errorf(p position, path, hint, format string, a ...any) *Error {
+	return &Error{File: d.file, Line: p.line, Column: p.col, Path: path, Msg: fmt.Sprintf(format, a...), Hint: hint}
+}
+
+func (d *decoder) err() error { return errors.Join(d.errs...) }
+
+var (
+	configType   = reflect.TypeFor[Config]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+func posOf(n ast.Node) position {
+	if n == nil {
+		return position{}
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return position{}
+	}
+	return position{tk.Position.Line, tk.Position.Column}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// where names a path for messages.
+func where(path string) string {
+	if path == "" {
+		return "at the top level"
+	}
+	return "in " + path
+}
+
+// walk checks node n against type t.
+func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
+	for {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+			continue
+		case *ast.TagNode:
+			n = v.Value
+			continue
+		}
+		break
+	}
+	switch n.(type) {
+	case nil, *ast.NullNode, *ast.AliasNode:
+		// Null is the zero value; an alias repeats a node checked where it
+		// was anchored.
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	p := posOf(n)
+	switch {
+	case t == durationType:
+		s, ok := n.(*ast.StringNode)
+		if !ok {
+			d.add(d.errorf(p, path, `write a Go duration such as "200ms", "2s" or "5m"`, "%s: %s is not a duration", path, scalarText(n)))
+			return
+		}
+		if _, err := time.ParseDuration(s.Value); err != nil {
+			d.add(d.errorf(p, path, `write a Go duration such as "200ms", "2s" or "5m"`, "%s: %q is not a duration", path, s.Value))
+		}
+	case t.Kind() == reflect.Struct:
+		d.walkStruct(n, t, path)
+	case t.Kind() == reflect.Map:
+		d.eachEntry(n, path, func(key string, kp position, v ast.Node) {
+			d.pos[join(path, key)] = kp
+			d.walk(v, t.Elem(), join(path, key))
+		})
+	case t.Kind() == reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			d.add(d.errorf(p, path, "write a list, e.g. [a, b]", "%s: expected a list, got %s", path, describe(n)))
+			return
+		}
+		for i, v := range seq.Values {
+			ip := fmt.Sprintf("%s[%d]", path, i)
+			d.pos[ip] = posOf(v)
+			d.walk(v, t.Elem(), ip)
+		}
+	default:
+		d.walkScalar(n, t, path, p)
+	}
+}
+
+func (d *decoder) walkScalar(n ast.Node, t reflect.Type, path string, p position) {
+	var ok bool
+	want := ""
+	switch t.Kind() {
+	case reflect.String:
+		_, isScalar := n.(ast.ScalarNode)
+		_, isMap := n.(*ast.MappingNode)
+		_, isSeq := n.(*ast.SequenceNode)
+		ok, want = isScalar && !isMap && !isSeq, "a string"
+	case reflect.Bool:
+		_, ok = n.(*ast.BoolNode)
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, ok = n.(*ast.IntegerNode)
+		want = "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		var iv *ast.IntegerNode
+		iv, ok = n.(*ast.IntegerNode)
+		if ok {
+			if s := fmt.Sprint(iv.Value); strings.HasPrefix(s, "-") {
+				ok = false
+			}
+		}
+		want = "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		switch n.(type) {
+		case *ast.IntegerNode, *ast.FloatNode:
+			ok = true
+		}
+		want = "a number"
+	default:
+		return
+	}
+	if !ok {
+		d.add(d.errorf(p, path, "", "%s: expected %s, got %s", path, want, describe(n)))
+	}
+}
+
+// fieldsOf maps yaml key → struct field index for t.
+func fieldsOf(t reflect.Type) (map[string]reflect.StructField, []string) {
+	m := map[string]reflect.StructField{}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		m[tag] = f
+		names = append(names, tag)
+	}
+	return m, names
+}
+
+func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
+	fields, names := fieldsOf(t)
+	d.eachEntry(n, path, func(key string, kp position, v ast.Node) {
+		kpath := join(path, key)
+		f, ok := fields[key]
+		if !ok {
+			if what, isReserved := reserved[key]; isReserved && t == configType {
+				e := d.errorf(kp, kpath, "remove it: this version runs stand-in or command stages only",
+					"section %q is not available yet (a later version adds it for %s)", key, what)
+				e.kind = ErrReserved
+				d.add(e)
+				return
+			}
+			d.add(d.errorf(kp, kpath, suggest(key, names), "unknown key %q %s", key, where(path)))
+			return
+		}
+		d.pos[kpath] = kp
+		d.walk(v, f.Type, kpath)
+	})
+}
+
+// eachEntry calls fn for each key of a mapping, reporting non-mappings,
+// non-string keys and duplicates.
+func (d *decoder) eachEntry(n ast.Node, path string, fn func(key string, kp position, v ast.Node)) {
+	var values []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		values = m.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{m}
+	default:
+		what := path
+		if what == "" {
+			what = "the file"
+		}
+		d.add(d.errorf(posOf(n), path, "write key: value lines or {key: value}", "%s: expected a mapping, got %s", what, describe(n)))
+		return
+	}
+	seen := map[string]bool{}
+	for _, mv := range values {
+		if mv == nil || mv.Key == nil {
+			continue
+		}
+		if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
+			continue // "<<: *anchor" merges keys checked at the anchor
+		}
+		kp := posOf(mv.Key)
+		key, ok := keyString(mv.Key)
+		if !ok {
+			d.add(d.errorf(kp, path, "", "%s: keys must be plain strings", strings.TrimSpace(where(path))))
+			continue
+		}
+		if seen[key] {
+			d.add(d.errorf(kp, join(path, key), "", "duplicate key %q %s", key, where(path)))
+			continue
+		}
+		seen[key] = true
+		fn(key, kp, mv.Value)
+	}
+}
+
+func keyString(k ast.MapKeyNode) (string, bool) {
+	switch v := k.(type) {
+	case *ast.StringNode:
+		return v.Value, true
+	case *ast.MappingKeyNode:
+		if s, ok := v.Value.(*ast.StringNode); ok {
+			return s.Value, true
+		}
+	case ast.ScalarNode:
+		// a number or a boolean used as a key (an environment named 1)
+		return fmt.Sprint(v.GetValue()), true
+	}
+	return "", false
+}
+
+func describe(n ast.Node) string {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	}
+	return scalarText(n)
+}
+
+func scalarText(n ast.Node) string {
+	switch v := n.(type) {
+	case *ast.StringNode:
+		return fmt.Sprintf("%q", v.Value)
+	case ast.ScalarNode:
+		return fmt.Sprint(v.GetValue())
+	}
+	return describe(n)
+}
+
+// yamlError turns an error of the YAML library into an *Error with the
+// position its token gives.
+func (d *decoder) yamlError(err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		e := &Error{File: d.file, Msg: ye.GetMessage()}
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+			for path, p := range d.pos {
+				if p.line == e.Line && (e.Path == "" || len(path) > len(e.Path)) {
+					e.Path = path
+				}
+			}
+		}
+		if e.Path != "" {
+			e.Msg = e.Path + ": " + e.Msg
+		}
+		return e
+	}
+	return &Error{File: d.file, Msg: err.Error()}
+}
+
+func documentBody(f *ast.File) ast.Node {
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			return doc.Body
+		}
+	}
+	return nil
+}
+
+func docLine(doc *ast.DocumentNode) int {
+	if doc == nil {
+		return 0
+	}
+	if doc.Start != nil && doc.Start.Position != nil {
+		return doc.Start.Position.Line
+	}
+	return posOf(doc.Body).line
+}
+
+// suggest returns a "did you mean" hint: the allowed key nearest to key
+// by edit distance, if it is near enough to be a typo; otherwise the list
+// of allowed keys.
+func suggest(key string, allowed []string) string {
+	best, bestD := "", 1<<30
+	for _, a := range allowed {
+		if dd := editDistance(strings.ToLower(key), a); dd < bestD {
+			best, bestD = a, dd
+		}
+	}
+	if best != "" && bestD <= max(1, min(3, len(key)/3)) {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	sorted := slices.Clone(allowed)
+	sort.Strings(sorted)
+	return "known keys: " + strings.Join(sorted, ", ")
+}
+
+// editDistance is the Damerau–Levenshtein distance (optimal string
+// alignment): insertions, deletions, substitutions and swaps of adjacent
+// characters each cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}

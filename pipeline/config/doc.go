@@ -1,0 +1,45 @@
+// Package config reads pipeline.yaml, the file that describes an RL loop
+// for `rlpipe run`, and turns it into the engine's inputs.
+//
+// Parsing is strict and says where a problem is. Every unknown key, wrong
+// type, missing key and dangling reference is reported with the file,
+// line and column, and a hint when one helps:
+//
+//	pipeline.yaml:12:5: unknown key "retires" in environments.gen (did you mean "retries"?)
+//	pipeline.yaml:20:29: stages.generate.env: environment "gne" is not defined under environments (did you mean "gen"?)
+//
+// Each problem is an *Error (errors.As), and every one is a
+// pipeline.ErrConfig (errors.Is). Sections that later versions define
+// (policy, reward, trainer, eval) are rejected with ErrReserved rather
+// than ignored, so a config written for a later version never runs
+// silently without them.
+//
+// Use it in three steps:
+//
+//	c, err := config.Load("pipeline.yaml") // or Parse(name, bytes)
+//	plan, err := c.Plan()                   // RunOptions, LoopConfig, Stages
+//	plan.Run.Name = "exp2"                  // what the command line overrides
+//	run, err := pipeline.Open(ctx, store, plan.Run)
+//	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
+//
+// Durations are Go duration strings ("200ms", "2s", "5m"). Environment
+// settings keep "zero means not set": the engine resolves them
+// environment → stage (settings:) → call over its own defaults.
+//
+// A stage is a built-in stand-in (kind: standin, see pipeline/standin) or
+// an external command (kind: command) whose argv may hold
+// {{inputs.NAME}}, {{outputs.NAME}}, {{params.NAME}}, {{attempt}},
+// {{seed}}, {{iteration}} and {{workdir}}; it must declare the outputs
+// the loop needs from its stage (pipeline.OutPrompts, ...), and every
+// placeholder is checked against the stage's inputs, outputs and params
+// before anything runs.
+//
+// Secrets never leave the process: the value of any key whose name
+// contains api_key, secret or password, or has the word token (HF_TOKEN,
+// not max_tokens), is replaced by "<redacted>" in YAML, the config a run
+// records as run/config.yaml, and so in Hash, which identifies what the
+// config makes a run do (run name, store and formatting aside). Two
+// configs that differ only in a secret hash the same.
+//
+// The full reference of the file is docs/PIPELINE.md.
+package config

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// Plan is what a config asks of the engine: the run's options, the loop's
+// shape and its stages. The caller adds what only it knows (a logger, an
+// event display, --no-cache) before pipeline.Open.
+type Plan struct {
+	Run    pipeline.RunOptions
+	Loop   pipeline.LoopConfig
+	Stages pipeline.Stages
+}
+
+// Plan builds the engine's inputs from a valid config. RunOptions.Name is
+// the config's run name (override it for --run); ConfigHash is Hash().
+func (c *Config) Plan() (Plan, error) {
+	hash, err := c.Hash()
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	p.Run = pipeline.RunOptions{Name: c.Run, Seed: c.Seed, ConfigHash: hash, Envs: map[string]pipeline.Settings{}}
+	for name, s := range c.Environments {
+		p.Run.Envs[name] = s
+	}
+	if m := c.Machine; m != nil {
+		p.Run.Machine = &pipeline.Machine{CPU: m.CPU, MemoryMB: m.MemoryMB, GPU: m.GPU, GPUType: m.GPUType}
+		if p.Run.Machine.CPU == 0 {
+			p.Run.Machine.CPU = float64(runtime.NumCPU())
+		}
+		if p.Run.Machine.MemoryMB == 0 {
+			p.Run.Machine.MemoryMB = memoryMB()
+		}
+	}
+	ref, path, err := artifacts.SplitArtifact(c.Dataset)
+	if err != nil {
+		return Plan{}, fmt.Errorf("%w: dataset: %v", pipeline.ErrConfig, err)
+	}
+	p.Loop = pipeline.LoopConfig{Iterations: c.Iterations, BatchSize: c.BatchSize, MaxStaleness: c.Overlap.MaxStaleness,
+		Dataset: pipeline.StoreArtifact(ref, path)}
+	if c.InitialPolicy != "" {
+		ref, path, err := artifacts.SplitArtifact(c.InitialPolicy)
+		if err != nil {
+			return Plan{}, fmt.Errorf("%w: initial_policy: %v", pipeline.ErrConfig, err)
+		}
+		a := pipeline.StoreDir(ref, strings.TrimSuffix(path, "/"))
+		p.Loop.InitialPolicy = &a
+	}
+
+	// The stand-ins share one Options value; each stage takes its knobs.
+	o := standin.Options{Envs: map[string]string{}, FailTimes: map[string]int{}}
+	for name, s := range c.Stages.all() {
+		if s == nil || s.Kind != KindStandin {
+			continue
+		}
+		o.Envs[name] = s.Env
+		o.FailTimes[name] = s.FailTimes
+		switch name {
+		case "sample":
+			o.SampleSleep = s.Sleep
+		case "generate":
+			o.GenerateSleep, o.SamplesPerPrompt = s.Sleep, s.SamplesPerPrompt
+		case "reward":
+			o.RewardSleep, o.JudgeURL = s.Sleep, s.JudgeURL
+		case "train":
+			o.TrainSleep = s.Sleep
+		}
+	}
+	stand := standin.Stages(o)
+	pick := func(name string, standinTask *pipeline.Task) *pipeline.Task {
+		s := c.Stages.all()[name]
+		var t *pipeline.Task
+		if s.Kind == KindStandin {
+			t = standinTask
+			if s.Version != "" {
+				t.Version += "+" + s.Version
+			}
+		} else {
+			t = commandTask(name, s)
+		}
+		if s.Settings != nil {
+			t.Settings = *s.Settings
+		}
+		return t
+	}
+	p.Stages = pipeline.Stages{
+		Sample:   pick("sample", stand.Sample),
+		Generate: pick("generate", stand.Generate),
+		Reward:   pick("reward", stand.Reward),
+		Train:    pick("train", stand.Train),
+	}
+	return p, nil
+}
+
+// commandTask builds the task of a command stage. The engine's cache key
+// does not see the argv, so the task's version is a digest of everything
+// that shapes the command's results: its version, argv, outputs and
+// environment (secret values redacted, so rotating a key keeps the cache).
+func commandTask(name string, s *Stage) *pipeline.Task {
+	t := &pipeline.Task{Name: name, Env: s.Env, IgnoreInputs: s.IgnoreInputs}
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		if IsSecret(k) {
+			v = Redacted
+		}
+		env[k] = v
+	}
+	b, _ := json.Marshal(struct {
+		Version     string            `json:"version"`
+		Command     []string          `json:"command"`
+		Outputs     []Output          `json:"outputs"`
+		Environment map[string]string `json:"environment"`
+	}{s.Version, s.Command, s.Outputs, env})
+	sum := sha256.Sum256(b)
+	t.Version = "command-" + hex.EncodeToString(sum[:8])
+
+	argv := s.Command
+	if len(s.Environment) > 0 {
+		// env(1) sets the variables and execs the command, so they never
+		// sit in a process listing longer than that exec.
+		keys := make([]string, 0, len(s.Environment))
+		for k := range s.Environment {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		argv = []string{"env"}
+		for _, k := range keys {
+			argv = append(argv, k+"="+s.Environment[k])
+		}
+		argv = append(argv, s.Command...)
+	}
+	t.Command = argv
+	for _, o := range s.Outputs {
+		out := pipeline.Output{Name: o.Name, File: o.File, Dir: o.Dir}
+		if !o.Dir {
+			out.Check = tableCheck(o.Name)
+		}
+		t.Outputs = append(t.Outputs, out)
+	}
+	return t
+}
+
+// tableCheck validates the tables the loop passes between stages.
+func tableCheck(output string) func(string) error {
+	switch output {
+	case pipeline.OutPrompts:
+		return checkTable(tables.Prompts)
+	case pipeline.OutTrajectories:
+		return checkTable(tables.Trajectories)
+	case pipeline.OutRewards:
+		return checkTable(tables.Rewards)
+	}
+	return nil
+}
+
+func checkTable[T any](t *tables.Table[T]) func(string) error {
+	return func(path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		rd, err := tables.NewReader(f, fi.Size(), filepath.Base(path), t, nil)
+		if err != nil {
+			return err
+		}
+		return rd.Close()
+	}
+}
+
+// memoryMB is this machine's memory, for a machine section that omits it.
+func memoryMB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		var kb int
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
+			return kb / 1024
+		}
+	}
+	return 4096
+}

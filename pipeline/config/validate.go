@@ -1,0 +1,292 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// at is where path's key is, or its nearest parent's.
+func (c *Config) at(path string) position {
+	for p := path; p != ""; {
+		if pos, ok := c.pos[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return position{}
+}
+
+type checker struct {
+	c    *Config
+	errs []error
+}
+
+func (k *checker) fail(path, hint, format string, a ...any) {
+	if len(k.errs) >= maxErrors {
+		return
+	}
+	p := k.c.at(path)
+	k.errs = append(k.errs, &Error{File: k.c.file, Line: p.line, Column: p.col, Path: path, Msg: fmt.Sprintf(format, a...), Hint: hint})
+}
+
+// set reports whether the file names path.
+func (k *checker) set(path string) bool { _, ok := k.c.pos[path]; return ok }
+
+// validate checks what types alone cannot: ranges, references between
+// sections, and what each stage kind needs.
+func (c *Config) validate() error {
+	k := &checker{c: c}
+	if c.Run != "" {
+		if err := artifacts.ValidateBranchName(pipeline.RunBranch(c.Run)); err != nil {
+			k.fail("run", "use letters, digits, '_' and '-'", "run: %q is not a valid run name", c.Run)
+		}
+	}
+	switch {
+	case !k.set("iterations"):
+		k.fail("iterations", "e.g. iterations: 10", "missing key iterations (the last iteration to run)")
+	case c.Iterations < 1:
+		k.fail("iterations", "", "iterations: must be at least 1, got %d", c.Iterations)
+	}
+	switch {
+	case !k.set("batch_size"):
+		k.fail("batch_size", "e.g. batch_size: 16", "missing key batch_size (prompts per iteration)")
+	case c.BatchSize < 1:
+		k.fail("batch_size", "", "batch_size: must be at least 1, got %d", c.BatchSize)
+	}
+	if c.Dataset == "" {
+		k.fail("dataset", "e.g. dataset: main:data/prompts.parquet", "missing key dataset (the prompts table, REF:PATH)")
+	} else {
+		k.artifact("dataset", c.Dataset)
+	}
+	if c.InitialPolicy != "" {
+		k.artifact("initial_policy", c.InitialPolicy)
+	}
+	if c.Overlap.MaxStaleness < 0 {
+		k.fail("overlap.max_staleness", "0 is on-policy; 1 lets generation run one iteration ahead", "overlap.max_staleness: must be 0 or more, got %d", c.Overlap.MaxStaleness)
+	}
+	if m := c.Machine; m != nil {
+		if m.CPU < 0 || m.MemoryMB < 0 || m.GPU < 0 {
+			k.fail("machine", "", "machine: cpu, memory_mb and gpu cannot be negative")
+		}
+	}
+	for _, name := range sortedKeys(c.Environments) {
+		k.settings("environments."+name, c.Environments[name])
+	}
+	for _, name := range stageNames {
+		k.stage(name, c.Stages.all()[name])
+	}
+	return errors.Join(k.errs...)
+}
+
+func (k *checker) artifact(path, v string) {
+	_, p, err := artifacts.SplitArtifact(v)
+	if err == nil && p == "" {
+		err = errors.New("the path is empty")
+	}
+	if err == nil {
+		err = artifacts.ValidatePath(strings.TrimSuffix(p, "/"))
+	}
+	if err != nil {
+		k.fail(path, "name it as REF:PATH, e.g. main:data/prompts.parquet", "%s: %q is not REF:PATH: %v", path, v, err)
+	}
+}
+
+func (k *checker) settings(path string, s pipeline.Settings) {
+	switch {
+	case s.Resources.CPU < 0 || s.Resources.MemoryMB < 0 || s.Resources.GPU < 0:
+		k.fail(path+".resources", "", "%s.resources: cannot be negative", path)
+	case s.Retry.Attempts < 0:
+		k.fail(path+".retries.attempts", "1 means no retry", "%s.retries.attempts: must be at least 1, got %d", path, s.Retry.Attempts)
+	case s.Retry.Factor != 0 && s.Retry.Factor < 1:
+		k.fail(path+".retries.factor", "", "%s.retries.factor: must be at least 1, got %g", path, s.Retry.Factor)
+	case s.Retry.Backoff < 0 || s.Retry.MaxBackoff < 0:
+		k.fail(path+".retries", "", "%s.retries: backoffs cannot be negative", path)
+	case s.Timeout < 0:
+		k.fail(path+".timeout", "", "%s.timeout: cannot be negative", path)
+	case s.Deadline < 0:
+		k.fail(path+".deadline", "", "%s.deadline: cannot be negative", path)
+	case s.Cache.Mode != "" && s.Cache.Mode != pipeline.CacheAuto && s.Cache.Mode != pipeline.CacheDisable:
+		k.fail(path+".cache.mode", "use auto or disable", "%s.cache.mode: unknown mode %q", path, s.Cache.Mode)
+	case s.Concurrency < 0:
+		k.fail(path+".concurrency", "0 means bounded by resources only", "%s.concurrency: cannot be negative", path)
+	}
+}
+
+// stageInputs are the inputs Loop hands each stage; optional ones are
+// absent until a policy exists.
+var stageInputs = map[string][]string{
+	"sample":   {"dataset"},
+	"generate": {"prompts", "policy"},
+	"reward":   {"trajectories", "prompts"},
+	"train":    {"rewards", "trajectories", "policy"},
+}
+
+// stageOutputs are the outputs Loop needs from each stage.
+var stageOutputs = map[string][]string{
+	"sample":   {pipeline.OutPrompts},
+	"generate": {pipeline.OutTrajectories},
+	"reward":   {pipeline.OutRewards},
+	"train":    {pipeline.OutAdapter, pipeline.OutMetrics},
+}
+
+// stageParams are the params Loop passes each stage.
+var stageParams = map[string][]string{
+	"sample":   {"cursor", "count", "iteration"},
+	"generate": {"iteration", "policy_iteration", "staleness"},
+	"reward":   {"iteration"},
+	"train":    {"iteration"},
+}
+
+var (
+	standinKeys = []string{"sleep", "fail_times", "samples_per_prompt", "judge_url"}
+	commandKeys = []string{"command", "outputs", "environment", "ignore_inputs"}
+	reEnvName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	rePlace     = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
+)
+
+func (k *checker) stage(name string, s *Stage) {
+	path := "stages." + name
+	if s == nil {
+		k.fail(path, "e.g. "+name+": {kind: standin}", "missing stage %s: the loop needs sample, generate, reward and train", name)
+		return
+	}
+	if _, ok := k.c.Environments[s.Env]; !ok {
+		k.fail(path+".env", suggestName(s.Env, sortedKeys(k.c.Environments)), "%s.env: environment %q is not defined under environments", path, s.Env)
+	}
+	if s.Settings != nil {
+		k.settings(path+".settings", *s.Settings)
+	}
+	var other []string
+	switch s.Kind {
+	case KindStandin:
+		other = commandKeys
+		if k.set(path+".samples_per_prompt") && name != "generate" {
+			k.fail(path+".samples_per_prompt", "set it on the generate stage", "%s.samples_per_prompt: only the generate stage samples", path)
+		}
+		if k.set(path+".judge_url") && name != "reward" {
+			k.fail(path+".judge_url", "set it on the reward stage", "%s.judge_url: only the reward stage calls a judge", path)
+		}
+		if s.FailTimes < 0 || s.SamplesPerPrompt < 0 || s.Sleep < 0 {
+			k.fail(path, "", "%s: sleep, fail_times and samples_per_prompt cannot be negative", path)
+		}
+	case KindCommand:
+		other = standinKeys
+		k.command(name, path, s)
+	case "":
+		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
+		return
+	default:
+		k.fail(path+".kind", "use standin or command", "%s.kind: unknown kind %q", path, s.Kind)
+		return
+	}
+	for _, key := range other {
+		if k.set(path + "." + key) {
+			k.fail(path+"."+key, "", "%s.%s: only %s stages take %s", path, key, otherKind(s.Kind), key)
+		}
+	}
+}
+
+func otherKind(kind string) string {
+	if kind == KindStandin {
+		return KindCommand
+	}
+	return KindStandin
+}
+
+func (k *checker) command(name, path string, s *Stage) {
+	if len(s.Command) == 0 {
+		k.fail(path, `e.g. command: [python, gen.py, "{{inputs.prompts}}", "{{outputs.trajectories}}"]`, "%s: a command stage needs command (an argv list)", path)
+	}
+	if len(s.Environment) > 0 && len(s.Command) > 0 && strings.Contains(s.Command[0], "=") {
+		k.fail(path+".command[0]", "name the program without '='", "%s.command[0]: %q cannot follow environment variables", path, s.Command[0])
+	}
+	outs := map[string]Output{}
+	for i, o := range s.Outputs {
+		op := fmt.Sprintf("%s.outputs[%d]", path, i)
+		switch {
+		case o.Name == "":
+			k.fail(op, "", "%s: an output needs a name", op)
+		case outs[o.Name].Name != "":
+			k.fail(op, "", "%s: output %q is declared twice", op, o.Name)
+		case strings.Contains(o.File, "/") || o.File == "." || o.File == "..":
+			k.fail(op+".file", "", "%s.file: %q must be a plain file name", op, o.File)
+		}
+		if o.Name != "" {
+			outs[o.Name] = o
+		}
+	}
+	for _, need := range stageOutputs[name] {
+		o, ok := outs[need]
+		switch {
+		case !ok:
+			k.fail(path+".outputs", fmt.Sprintf("add {name: %s, file: ...}", need), "%s: the loop needs output %q from the %s stage; it is not declared", path, need, name)
+		case need == pipeline.OutAdapter && !o.Dir:
+			k.fail(path+".outputs", "add dir: true", "%s: output %q is a directory (the adapter's files)", path, need)
+		}
+	}
+	for key := range s.Environment {
+		if !reEnvName.MatchString(key) {
+			k.fail(path+".environment."+key, "", "%s.environment: %q is not a variable name", path, key)
+		}
+	}
+	for _, in := range s.IgnoreInputs {
+		if !slices.Contains(stageInputs[name], in) {
+			k.fail(path+".ignore_inputs", "inputs: "+strings.Join(stageInputs[name], ", "), "%s.ignore_inputs: the %s stage has no input %q", path, name, in)
+		}
+	}
+	for i, arg := range s.Command {
+		ap := fmt.Sprintf("%s.command[%d]", path, i)
+		for _, m := range rePlace.FindAllStringSubmatch(arg, -1) {
+			kind, ref := m[1], m[2]
+			switch {
+			case kind == "inputs" && slices.Contains(stageInputs[name], ref):
+				if ref == "policy" && k.c.InitialPolicy == "" {
+					k.fail(ap, "set initial_policy, or pass the policy another way",
+						"%s: %s: the first iteration has no policy input (the base model), so the placeholder cannot be filled", ap, m[0])
+				}
+			case kind == "inputs":
+				k.fail(ap, "inputs: "+strings.Join(stageInputs[name], ", "), "%s: %s: the %s stage has no input %q", ap, m[0], name, ref)
+			case kind == "outputs" && outs[ref].Name != "":
+			case kind == "outputs":
+				k.fail(ap, "declare it under outputs", "%s: %s: no output %q is declared", ap, m[0], ref)
+			case kind == "params" && slices.Contains(stageParams[name], ref):
+			case kind == "params":
+				k.fail(ap, "params: "+strings.Join(stageParams[name], ", "), "%s: %s: the %s stage has no param %q", ap, m[0], name, ref)
+			case ref == "" && (kind == "attempt" || kind == "seed" || kind == "iteration" || kind == "workdir"):
+			default:
+				k.fail(ap, "known: inputs.NAME, outputs.NAME, params.NAME, attempt, seed, iteration, workdir", "%s: unknown placeholder %s", ap, m[0])
+			}
+		}
+	}
+}
+
+func suggestName(name string, known []string) string {
+	if len(known) == 0 {
+		return "define it under environments"
+	}
+	h := suggest(name, known)
+	if strings.HasPrefix(h, "known keys: ") {
+		return "defined: " + strings.TrimPrefix(h, "known keys: ")
+	}
+	return h
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
