@@ -194,6 +194,7 @@ main:data/prompts.parquet.`,
 		newMergeCommand(o),
 		newRevertCommand(o),
 		newGCCommand(o),
+		newRunCommand(o), newStatusCommand(o),
 	)
 	return root
 }

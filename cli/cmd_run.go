@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+// ConfigPath is where a run records its effective config.
+const configPath = "run/config.yaml"
+
+type runOptions struct {
+	file    string
+	run     string
+	noCache bool
+}
+
+func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.file, "file", "f", "pipeline.yaml", "the pipeline config (see docs/PIPELINE.md)")
+	fs.StringVar(&o.run, "run", "", "run name (default: the config's run); its branch is runs-NAME")
+	fs.BoolVar(&o.noCache, "no-cache", false, "run every task even when a cached result matches")
+}
+
+func newRunCommand(g *rootOptions) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -f pipeline.yaml [--run NAME] [--no-cache]",
+		Short: "run or resume an RL loop described by a pipeline config",
+		Long: `Run the RL loop a pipeline config describes, on the run branch runs-NAME.
+A run that stopped (a crash, Ctrl-C) resumes from its last committed
+iteration; finished tasks of the interrupted one are cache hits. Only one
+process runs a given run at a time.
+
+The store is --store, else RLPIPE_STORE, else the config's store, else
+.rlpipe in the working directory. On a terminal a live display shows each
+stage; otherwise the run's events are logged as JSON lines on stderr.`,
+		Example: `  rlpipe run -f examples/standin/pipeline.yaml
+  rlpipe run -f pipeline.yaml --run exp2 --no-cache
+  rlpipe run -f pipeline.yaml -o json`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(o.file)
+			if err != nil {
+				return failure(err)
+			}
+			if !cmd.Flags().Changed("store") && g.env.getenv(EnvStore) == "" && cfg.Store != "" {
+				g.store = cfg.Store
+			}
+			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
+				verbose: cmd.Flags().Changed("log-level") || g.verbose}
+			if _, ok := g.env.stderr.(*os.File); !ok {
+				// The engine logs from many goroutines: a plain io.Writer
+				// (a buffer) needs its writes serialised; a file does not.
+				d.logger = newLogger(zerolog.SyncWriter(g.env.stderr), newRedactor(g.env.getenv), g.logger.GetLevel())
+			}
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return runFunc(ctx, st, cfg, o, d, g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// runDisplay is how a run shows its progress.
+type runDisplay struct {
+	stderr   io.Writer
+	terminal bool // draw the live display
+	verbose  bool // the log level was asked for explicitly
+	logger   zerolog.Logger
+}
+
+// engineLogger is the logger the engine reports events to: on a terminal
+// the display shows them (logs only when asked for); otherwise every
+// event is a JSON line.
+func (d runDisplay) engineLogger() zerolog.Logger {
+	switch {
+	case d.verbose:
+		return d.logger
+	case d.terminal:
+		return zerolog.Nop()
+	}
+	if d.logger.GetLevel() > zerolog.InfoLevel {
+		return d.logger.Level(zerolog.InfoLevel)
+	}
+	return d.logger
+}
+
+// runOut is the JSON shape of run.
+type runOut struct {
+	Run           string  `json:"run"`
+	Branch        string  `json:"branch"`
+	Iterations    int     `json:"iterations"`     // the last committed iteration
+	NewIterations int     `json:"new_iterations"` // committed by this invocation
+	Commit        string  `json:"commit"`
+	ConfigHash    string  `json:"config_hash"`
+	Cursor        int     `json:"cursor"`
+	Tasks         int     `json:"tasks"`    // task calls that finished or were cached
+	Cached        int     `json:"cached"`   // of which cache hits
+	Attempts      int     `json:"attempts"` // attempts started
+	Retries       int     `json:"retries"`
+	Seconds       float64 `json:"seconds"`
+}
+
+// runStats counts a run's events.
+type runStats struct {
+	mu                                             sync.Mutex
+	tasks, cached, attempts, retries, newCommitted int
+}
+
+func (s *runStats) event(e pipeline.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Kind {
+	case pipeline.EventFinished:
+		s.tasks++
+	case pipeline.EventCached:
+		s.tasks++
+		s.cached++
+	case pipeline.EventStarted:
+		s.attempts++
+	case pipeline.EventRetried:
+		s.retries++
+	case pipeline.EventCommitted:
+		s.newCommitted++
+	}
+}
+
+func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (err error) {
+	start := time.Now()
+	name := cfg.Run
+	if o.run != "" {
+		name = o.run
+	}
+	if name == "" {
+		return usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
+	}
+	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
+		return usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+	}
+	plan, err := cfg.Plan()
+	if err != nil {
+		return failure(err)
+	}
+	effective := *cfg
+	effective.Run, effective.Store = name, ""
+	body, err := effective.YAML()
+	if err != nil {
+		return err
+	}
+	body = append([]byte(fmt.Sprintf("# effective pipeline config of run %s, secrets redacted\n# config-hash: %s\n", name, plan.Run.ConfigHash)), body...)
+
+	stats := &runStats{}
+	var prog *progress
+	if d.terminal {
+		prog = newProgress(d.stderr, name, plan.Loop.Iterations)
+	}
+	plan.Run.Name = name
+	plan.Run.NoCache = o.noCache
+	plan.Run.Logger = d.engineLogger()
+	plan.Run.OnEvent = func(e pipeline.Event) {
+		stats.event(e)
+		if prog != nil {
+			prog.event(e)
+		}
+	}
+	run, err := pipeline.Open(ctx, st, plan.Run)
+	if err != nil {
+		return failure(withOp(err, "run %s", name))
+	}
+	defer func() {
+		if cerr := run.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run %s: %w", name, cerr)
+		}
+	}()
+	staged, err := stageConfig(ctx, st, run.Branch(), body, d.logger)
+	if err != nil {
+		return failure(fmt.Errorf("run %s: record %s: %w", name, configPath, err))
+	}
+
+	stopDisplay := func() {}
+	if prog != nil {
+		prog.tick()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					prog.tick()
+				}
+			}
+		}()
+		// The last drawing must come before the summary or error, which
+		// are written below it.
+		stopDisplay = sync.OnceFunc(func() { close(stop); wg.Wait(); prog.tick() })
+		defer stopDisplay()
+	}
+
+	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
+	stopDisplay()
+	if err != nil {
+		if ctx.Err() != nil {
+			return failure(explain(err, "run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration))
+		}
+		return failure(fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err))
+	}
+	if staged && stats.newCommitted == 0 {
+		// No iteration recorded the new config: leave the branch clean.
+		if err := st.ResetBranch(ctx, run.Branch(), configPath); err != nil {
+			return failure(fmt.Errorf("run %s: discard staged %s: %w", name, configPath, err))
+		}
+	}
+	br, err := st.GetBranch(ctx, run.Branch())
+	if err != nil {
+		return failure(withOp(err, "run %s", name))
+	}
+	stats.mu.Lock()
+	out := runOut{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.newCommitted,
+		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
+		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
+		Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+	stats.mu.Unlock()
+	if p.json {
+		return p.JSON(out)
+	}
+	return p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
+		name, out.Iterations, plan.Loop.Iterations, shortID(out.Commit), out.NewIterations,
+		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), time.Since(start).Round(100*time.Millisecond))
+}
+
+// stageConfig stages the run's config on its branch unless the branch
+// already holds exactly it; it reports whether it staged.
+func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []byte, log zerolog.Logger) (bool, error) {
+	cur, err := readObject(ctx, st, branch, configPath)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(cur, body) {
+		return false, nil
+	}
+	if cur != nil {
+		log.Warn().Str("run", branch).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
+	}
+	_, err = st.PutObject(ctx, branch, configPath, bytes.NewReader(body), &artifacts.PutOptions{ContentType: "application/yaml"})
+	return err == nil, err
+}
+
+// readObject reads a whole object; a missing one is nil, nil.
+func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {
+	rc, _, err := st.GetObject(ctx, ref, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}

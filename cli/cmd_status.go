@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+func newStatusCommand(g *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "list runs, or show one run's iterations and state",
+		Long: `Without RUN, list the runs in the store (branches runs-NAME) with their last
+committed iteration and whether a process holds them. With RUN, show its
+iterations (commit, tasks run, cached and attempted, time in tasks) and
+its loop state.`,
+		Example: `  rlpipe status
+  rlpipe status standin
+  rlpipe status standin -o json`,
+		Args: rangeArgs(0, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				if len(args) == 0 {
+					return statusListFunc(ctx, st, g.printer(cmd))
+				}
+				return statusRunFunc(ctx, st, args[0], g.printer(cmd))
+			})
+		},
+	}
+}
+
+// lockOut describes the process holding a run.
+type lockOut struct {
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	Started   time.Time `json:"started"`
+	Heartbeat time.Time `json:"heartbeat"`
+	// Alive is false when the holder is gone (a dead process on this host,
+	// or no heartbeat for a minute): the next run takes the lock over.
+	Alive bool `json:"alive"`
+}
+
+// runListOut is one row of `status` without RUN.
+type runListOut struct {
+	Run       string    `json:"run"`
+	Branch    string    `json:"branch"`
+	Iteration int       `json:"iteration"` // last committed; 0 for none
+	Commit    string    `json:"commit"`
+	Date      time.Time `json:"date"`
+	Lock      *lockOut  `json:"lock"`
+}
+
+type statusListOut struct {
+	Runs []runListOut `json:"runs"`
+}
+
+// lockTTL is how long the engine trusts another host's heartbeat.
+const lockTTL = time.Minute
+
+// readLock reads the lock object of a run, nil when nobody holds it.
+func readLock(ctx context.Context, st artifacts.Store, run string) (*lockOut, error) {
+	b, err := readObject(ctx, st, pipeline.LockBranch, "runs/"+run+".json")
+	if errors.Is(err, artifacts.ErrNotFound) || (err == nil && b == nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the lock of run %s: %w", run, err)
+	}
+	var l lockOut
+	if err := json.Unmarshal(b, &l); err != nil {
+		return &lockOut{}, nil // unreadable: the engine treats it as stale
+	}
+	host, _ := os.Hostname()
+	if l.Host == host {
+		err := syscall.Kill(l.PID, 0)
+		l.Alive = l.PID > 0 && (err == nil || errors.Is(err, syscall.EPERM))
+	} else {
+		l.Alive = time.Since(l.Heartbeat) < lockTTL
+	}
+	return &l, nil
+}
+
+func (l *lockOut) String() string {
+	if l == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("pid %d on %s", l.PID, l.Host)
+	if !l.Alive {
+		s += " (stale: the next run takes it over)"
+	} else if !l.Heartbeat.IsZero() {
+		s += fmt.Sprintf(" (heartbeat %s ago)", time.Since(l.Heartbeat).Round(time.Second))
+	}
+	return s
+}
+
+func statusListFunc(ctx context.Context, st artifacts.Store, p printer) error {
+	out := statusListOut{Runs: []runListOut{}}
+	for b, err := range st.ListBranches(ctx) {
+		if err != nil {
+			return withOp(err, "list runs")
+		}
+		run, ok := strings.CutPrefix(b.Name, "runs-")
+		if !ok {
+			continue
+		}
+		c, err := st.GetCommit(ctx, b.CommitID)
+		if err != nil {
+			return withOp(err, "status %s", run)
+		}
+		row := runListOut{Run: run, Branch: b.Name, Commit: c.ID, Date: c.CreationDate.UTC()}
+		if c.Metadata["rlpipe.run"] == run {
+			row.Iteration, _ = strconv.Atoi(c.Metadata["rlpipe.iteration"])
+		}
+		if row.Lock, err = readLock(ctx, st, run); err != nil {
+			return err
+		}
+		out.Runs = append(out.Runs, row)
+	}
+	if p.json {
+		return p.JSON(out)
+	}
+	if len(out.Runs) == 0 {
+		return p.Printf("no runs yet: `rlpipe run -f pipeline.yaml` starts one\n")
+	}
+	t := newTable("RUN", "ITERATION", "COMMIT", "DATE", "LOCK").alignRight(1)
+	for _, r := range out.Runs {
+		it := "-"
+		if r.Iteration > 0 {
+			it = strconv.Itoa(r.Iteration)
+		}
+		t.add(r.Run, it, shortID(r.Commit), formatTime(r.Date), r.Lock.String())
+	}
+	return t.write(p.w)
+}
+
+// iterationOut is one iteration of a run.
+type iterationOut struct {
+	Iteration int       `json:"iteration"`
+	Commit    string    `json:"commit"`
+	Date      time.Time `json:"date"`
+	Tasks     int       `json:"tasks"`    // task calls
+	Ran       int       `json:"ran"`      // of which ran
+	Cached    int       `json:"cached"`   // of which were cache hits
+	Attempts  int       `json:"attempts"` // attempts over all calls
+	Seconds   float64   `json:"seconds"`  // time spent in the calls, summed
+}
+
+// runStatusOut is the JSON shape of `status RUN`.
+type runStatusOut struct {
+	Run        string              `json:"run"`
+	Branch     string              `json:"branch"`
+	Commit     string              `json:"commit"`
+	ConfigHash string              `json:"config_hash,omitempty"`
+	State      *pipeline.LoopState `json:"state"` // nil before the first commit
+	Lock       *lockOut            `json:"lock"`
+	Iterations []iterationOut      `json:"iterations"`
+}
+
+func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printer) error {
+	branch := pipeline.RunBranch(run)
+	if err := artifacts.ValidateBranchName(branch); err != nil {
+		return usagef("status: %q is not a run name", run)
+	}
+	b, err := st.GetBranch(ctx, branch)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return explain(err, "status: no run %q in this store: `rlpipe status` lists the runs", run)
+	}
+	if err != nil {
+		return withOp(err, "status %s", run)
+	}
+	out := runStatusOut{Run: run, Branch: branch, Commit: b.CommitID, Iterations: []iterationOut{}}
+	if out.Lock, err = readLock(ctx, st, run); err != nil {
+		return err
+	}
+	if raw, err := readObject(ctx, st, b.CommitID, pipeline.StatePath); err != nil {
+		return withOp(err, "status %s: read %s", run, pipeline.StatePath)
+	} else if raw != nil {
+		var s pipeline.LoopState
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return fmt.Errorf("status %s: %s: %w", run, pipeline.StatePath, err)
+		}
+		out.State = &s
+	}
+	for c, err := range st.Log(ctx, b.CommitID, &artifacts.LogOptions{FirstParent: true}) {
+		if err != nil {
+			return withOp(err, "status %s", run)
+		}
+		if c.Metadata["rlpipe.run"] != run {
+			// The run's history ends where it branched off.
+			if len(out.Iterations) > 0 || c.Metadata["rlpipe.run"] == "" {
+				break
+			}
+			continue
+		}
+		n, err := strconv.Atoi(c.Metadata["rlpipe.iteration"])
+		if err != nil {
+			continue
+		}
+		if out.ConfigHash == "" {
+			out.ConfigHash = c.Metadata["rlpipe.config-hash"]
+		}
+		row := iterationOut{Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC()}
+		if raw, err := readObject(ctx, st, c.ID, fmt.Sprintf("events/%06d.metrics.json", n)); err != nil {
+			return withOp(err, "status %s: read the metrics of iteration %d", run, n)
+		} else if raw != nil {
+			var m pipeline.IterationMetrics
+			if err := json.Unmarshal(raw, &m); err == nil {
+				for _, t := range m.Tasks {
+					row.Tasks++
+					row.Attempts += t.Attempts
+					row.Seconds += t.Seconds
+					if t.Cached {
+						row.Cached++
+					} else {
+						row.Ran++
+					}
+				}
+				row.Seconds = float64(time.Duration(row.Seconds * float64(time.Second)).Round(time.Millisecond).Seconds())
+			}
+		}
+		out.Iterations = append(out.Iterations, row)
+		if n == 1 {
+			break
+		}
+	}
+	sort.Slice(out.Iterations, func(i, j int) bool { return out.Iterations[i].Iteration < out.Iterations[j].Iteration })
+	if p.json {
+		return p.JSON(out)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "run %s (branch %s) at %s\n", run, branch, shortID(out.Commit))
+	if out.Lock != nil {
+		fmt.Fprintf(&sb, "locked by %s\n", out.Lock)
+	}
+	if s := out.State; s != nil {
+		keys := make([]string, 0, len(s.Adapters))
+		for k := range s.Adapters {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { a, _ := strconv.Atoi(keys[i]); b, _ := strconv.Atoi(keys[j]); return a < b })
+		var ad []string
+		for _, k := range keys {
+			ad = append(ad, k+"="+s.Adapters[k])
+		}
+		fmt.Fprintf(&sb, "state: iteration %d, cursor %d, adapters %s\n", s.Iteration, s.Cursor, strings.Join(ad, " "))
+	} else {
+		sb.WriteString("state: no iteration committed yet\n")
+	}
+	if out.ConfigHash != "" {
+		fmt.Fprintf(&sb, "config: %s\n", out.ConfigHash)
+	}
+	if len(out.Iterations) > 0 {
+		sb.WriteByte('\n')
+		t := newTable("ITERATION", "COMMIT", "DATE", "TASKS", "RAN", "CACHED", "ATTEMPTS", "TASK TIME").alignRight(0, 3, 4, 5, 6, 7)
+		for _, r := range out.Iterations {
+			t.add(strconv.Itoa(r.Iteration), shortID(r.Commit), formatTime(r.Date), strconv.Itoa(r.Tasks), strconv.Itoa(r.Ran),
+				strconv.Itoa(r.Cached), strconv.Itoa(r.Attempts), (time.Duration(r.Seconds * float64(time.Second))).Round(10*time.Millisecond).String())
+		}
+		_ = t.write(&sb)
+	}
+	return p.Printf("%s", sb.String())
+}
