@@ -24,6 +24,10 @@ test: deps ## run every test with the race detector
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
+.PHONY: chaos
+chaos: ## run the kill -9 tests with many trials
+	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/
+
 .PHONY: demo
 demo: build ## run the main job (for now: a store round trip in a temporary store)
 	@./scripts/demo.sh
