@@ -64,7 +64,7 @@ func strCol[T any](name, doc string, get func(*T) *string) column[T] {
 // textCol is a strCol for long free text, stored without dictionary encoding.
 func textCol[T any](name, doc string, get func(*T) *string) column[T] {
 	c := strCol(name, doc, get)
-	c.text = true
+	c.plain = true
 	return c
 }
 
@@ -161,6 +161,7 @@ func i32ListCol[T any](name, doc string, get func(*T) *[]int32) column[T] {
 	return column[T]{
 		field: arrow.Field{Name: name, Type: listOf(arrow.PrimitiveTypes.Int32), Nullable: true},
 		doc:   doc,
+		plain: true,
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			vb := lb.ValueBuilder().(*array.Int32Builder)
@@ -194,6 +195,7 @@ func f32ListCol[T any](name, doc string, get func(*T) *[]float32) column[T] {
 	return column[T]{
 		field: arrow.Field{Name: name, Type: listOf(arrow.PrimitiveTypes.Float32), Nullable: true},
 		doc:   doc,
+		plain: true,
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			vb := lb.ValueBuilder().(*array.Float32Builder)
@@ -227,7 +229,7 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 	return column[T]{
 		field: arrow.Field{Name: name, Type: listOf(messageType), Nullable: true},
 		doc:   doc,
-		text:  true,
+		plain: true,
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			sb := lb.ValueBuilder().(*array.StructBuilder)
@@ -273,7 +275,7 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 	return column[T]{
 		field: arrow.Field{Name: name, Type: listOf(turnType)},
 		doc:   doc,
-		text:  true,
+		plain: true,
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			sb := lb.ValueBuilder().(*array.StructBuilder)

@@ -228,7 +228,7 @@ func textColumns(d Definition) map[string]bool {
 
 func markText[T any](t *Table[T], out map[string]bool) {
 	for _, c := range t.cols {
-		if c.text {
+		if c.plain {
 			out[c.field.Name] = true
 		}
 	}

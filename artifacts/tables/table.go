@@ -65,9 +65,10 @@ type Table[T any] struct {
 type column[T any] struct {
 	field arrow.Field
 	doc   string
-	// text marks long, mostly unique text (completions, prompts): Parquet
-	// dictionary encoding is turned off for it, as it would only cost time.
-	text bool
+	// plain marks mostly unique values (completions, prompts, token ids,
+	// logprobs): Parquet dictionary encoding is turned off for them, as it
+	// would only cost time.
+	plain bool
 	// enc binds a builder of the column's type and returns a function that
 	// appends the column's value of a row.
 	enc func(b array.Builder) func(r *T)

@@ -19,7 +19,7 @@ const (
 	DefaultRowGroupRows  = 64 * 1024
 	DefaultRowGroupBytes = 64 << 20
 	DefaultBatchRows     = 4096
-	DefaultZstdLevel     = 3
+	DefaultZstdLevel     = 1
 )
 
 // WriteOptions tune how a file is written. A nil *WriteOptions means the

@@ -1,0 +1,214 @@
+package tables
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func importText(t *testing.T, text string, opts *ImportOptions) ([]byte, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	_, err := Import(&buf, strings.NewReader(text), "in", opts)
+	return buf.Bytes(), err
+}
+
+func openBytes(t *testing.T, data []byte) *File {
+	t.Helper()
+	f, err := OpenFile(bytes.NewReader(data), int64(len(data)), "out", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestImportKnownTable(t *testing.T) {
+	t.Run("jsonl prompts", func(t *testing.T) {
+		in := `{"prompt_id":"p1","prompt":"2+2?","answer":"4","metadata":{"level":1},"source":"s","split":"train"}
+
+{"prompt_id":"p2","prompt":"","messages":[{"role":"user","content":"héllo"}],"answer":"","metadata":"{}","source":"","split":"test","messages_extra":null}
+`
+		_, err := importText(t, in, &ImportOptions{Table: PromptsName})
+		var ve *ValueError
+		if !errors.As(err, &ve) || ve.Line != 3 || ve.Column != "messages_extra" {
+			t.Fatalf("err = %v, want line 3 column messages_extra", err)
+		}
+		in = strings.Replace(in, `,"messages_extra":null`, "", 1)
+		data, err := importText(t, in, &ImportOptions{Table: PromptsName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readRows(t, Prompts, data)
+		want := []Prompt{
+			{PromptID: "p1", Prompt: "2+2?", Answer: "4", Metadata: `{"level":1}`, Source: "s", Split: "train"},
+			{PromptID: "p2", Messages: []Message{{Role: "user", Content: "héllo"}}, Metadata: "{}", Split: "test"},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("got %#v\nwant %#v", got, want)
+		}
+	})
+	t.Run("csv rewards with components", func(t *testing.T) {
+		in := "prompt_id,sample_index,r_correct,r_len,total,spec_digest,verifier_outputs,judge_outputs,status,error\n" +
+			"p,0,1,0.25,1.25,d,{},{},ok,\n" +
+			"p,1,,-1,-1,d,\"{\"\"x\"\":1}\",{},error,boom\n"
+		data, err := importText(t, in, &ImportOptions{Table: RewardsName, Format: CSV})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readRows(t, Rewards, data)
+		want := []Reward{
+			{PromptID: "p", Components: map[string]float64{"correct": 1, "len": 0.25}, Total: 1.25, SpecDigest: "d", VerifierOutputs: "{}", JudgeOutputs: "{}", Status: "ok"},
+			{PromptID: "p", SampleIndex: 1, Components: map[string]float64{"len": -1}, Total: -1, SpecDigest: "d", VerifierOutputs: `{"x":1}`, JudgeOutputs: "{}", Status: "error", Error: ptr("boom")},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("got %#v\nwant %#v", got, want)
+		}
+	})
+}
+
+func TestImportErrors(t *testing.T) {
+	const adv = `{"prompt_id":"p","sample_index":0,"advantage":0.5,"group_mean":0,"group_std":1,"group_size":4,"mask":false,"reason":""}` + "\n"
+	for _, c := range []struct {
+		name   string
+		in     string
+		opts   ImportOptions
+		line   int64
+		column string
+		expect string
+	}{
+		{"string for int", adv + strings.Replace(adv, `"sample_index":0`, `"sample_index":"zero"`, 1), ImportOptions{Table: AdvantagesName}, 2, "sample_index", `want int32, found "zero"`},
+		{"int32 overflow", strings.Replace(adv, `"group_size":4`, `"group_size":4294967296`, 1), ImportOptions{Table: AdvantagesName}, 1, "group_size", "not an int32"},
+		{"float for int", strings.Replace(adv, `"group_size":4`, `"group_size":4.5`, 1), ImportOptions{Table: AdvantagesName}, 1, "group_size", "not an int32"},
+		{"number for string", strings.Replace(adv, `"prompt_id":"p"`, `"prompt_id":7`, 1), ImportOptions{Table: AdvantagesName}, 1, "prompt_id", "quote it"},
+		{"null in required", strings.Replace(adv, `"mask":false`, `"mask":null`, 1), ImportOptions{Table: AdvantagesName}, 1, "mask", "required"},
+		{"missing required", strings.Replace(adv, `,"reason":""`, ``, 1), ImportOptions{Table: AdvantagesName}, 1, "reason", "required"},
+		{"unknown column", strings.Replace(adv, `"reason"`, `"reasn"`, 1), ImportOptions{Table: AdvantagesName}, 1, "reasn", "not a column of table advantages"},
+		{"bad nested", `{"prompt_id":"p","messages":[{"role":"user","text":"x"}]}`, ImportOptions{Table: PromptsName}, 1, "messages", `element 0: unknown field "text"`},
+		{"csv missing header column", "prompt_id,sample_index\np,1\n", ImportOptions{Table: AdvantagesName, Format: CSV}, 1, "advantage", "missing from the header"},
+		{"csv bad bool", "prompt_id,sample_index,advantage,group_mean,group_std,group_size,mask,reason\np,1,0,0,0,1,maybe,\n", ImportOptions{Table: AdvantagesName, Format: CSV}, 2, "mask", "not true or false"},
+		{"inferred type broken later", "{\"n\":1}\n{\"n\":2}\n{\"n\":2.5}\n", ImportOptions{InferRows: 2}, 3, "n", "raise InferRows"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := importText(t, c.in, &c.opts)
+			var ve *ValueError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrBadValue) {
+				t.Fatalf("err = %v, want a *ValueError", err)
+			}
+			if ve.Line != c.line || ve.Column != c.column || !strings.Contains(err.Error(), c.expect) {
+				t.Errorf("err = %q (line %d column %q), want line %d column %q containing %q", err, ve.Line, ve.Column, c.line, c.column, c.expect)
+			}
+		})
+	}
+	if _, err := importText(t, "not json\n", nil); !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("not JSON: err = %v", err)
+	}
+}
+
+func TestImportInfers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		opts ImportOptions
+	}{
+		{"jsonl", `{"id":"a","n":1,"x":1,"ok":true,"tags":["t"],"obj":{"k":1}}
+{"id":"b","n":2,"x":2.5,"ok":null,"note":"late"}
+{"id":"c","n":null,"x":3,"ok":false,"tags":null}
+`, ImportOptions{}},
+		{"csv", "id,n,x,ok,tags,obj,note\na,1,1,true,\"[\"\"t\"\"]\",\"{\"\"k\"\":1}\",\nb,2,2.5,,,,late\nc,,3,false,,,\n", ImportOptions{Format: CSV}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := importText(t, c.in, &c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := openBytes(t, data)
+			wantTypes := map[string]arrow.DataType{
+				"id": arrow.BinaryTypes.String, "n": arrow.PrimitiveTypes.Int64, "x": arrow.PrimitiveTypes.Float64,
+				"ok": arrow.FixedWidthTypes.Boolean, "tags": arrow.BinaryTypes.String, "obj": arrow.BinaryTypes.String, "note": arrow.BinaryTypes.String,
+			}
+			if f.Schema().NumFields() != len(wantTypes) {
+				t.Fatalf("schema %s", f.Schema())
+			}
+			for _, fl := range f.Schema().Fields() {
+				if !arrow.TypeEqual(fl.Type, wantTypes[fl.Name]) {
+					t.Errorf("column %s: %s, want %s", fl.Name, fl.Type, wantTypes[fl.Name])
+				}
+			}
+			var rows []map[string]any
+			for r, err := range f.Rows(context.Background()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows = append(rows, r)
+			}
+			if len(rows) != 3 || rows[0]["tags"] != `["t"]` || rows[0]["obj"] != `{"k":1}` || rows[1]["x"] != 2.5 ||
+				rows[2]["n"] != nil || rows[1]["note"] != "late" || rows[2]["ok"] != false || rows[0]["n"] != int64(1) {
+				t.Errorf("rows %v", rows)
+			}
+		})
+	}
+}
+
+func TestExport(t *testing.T) {
+	rows := []Trajectory{
+		{PromptID: "p,1", SampleIndex: 2, Completion: "line1\nline2 \"q\" <b>", Turns: []Turn{{Role: "user", Content: "hi", ToolCalls: ptr(`[]`)}},
+			TokenIDs: []int32{1, 2}, Logprobs: []float32{-0.1}, Seed: 9, Status: StatusOK},
+		{PromptID: "p2", Status: StatusTimeout, Error: ptr("slow")},
+	}
+	data := writeRows(t, Trajectories, rows, nil)
+	f := openBytes(t, data)
+
+	var jl bytes.Buffer
+	if err := Export(context.Background(), &jl, f, JSONL); err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(jl.String(), "\n", 2)[0]
+	wantFirst := `{"prompt_id":"p,1","sample_index":2,"group_id":"","completion":"line1\nline2 \"q\" <b>",` +
+		`"turns":[{"role":"user","content":"hi","tool_calls":"[]"}],"token_ids":[1,2],"logprobs":[-0.1],"finish_reason":"",` +
+		`"num_tokens":0,"policy_version":"","sampler":"","seed":9,"staleness":0,"status":"ok","error":null}`
+	if first != wantFirst {
+		t.Errorf("jsonl row\n got  %s\n want %s", first, wantFirst)
+	}
+	// JSONL export imports back to the same rows.
+	back, err := importText(t, jl.String(), &ImportOptions{Table: TrajectoriesName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readRows(t, Trajectories, back); !reflect.DeepEqual(got, rows) {
+		t.Errorf("jsonl round trip:\n got  %#v\n want %#v", got, rows)
+	}
+
+	var cv bytes.Buffer
+	if err := Export(context.Background(), &cv, f, CSV); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(cv.String(), "\n")
+	if lines[0] != "prompt_id,sample_index,group_id,completion,turns,token_ids,logprobs,finish_reason,num_tokens,policy_version,sampler,seed,staleness,status,error" {
+		t.Errorf("csv header %q", lines[0])
+	}
+	back, err = importText(t, cv.String(), &ImportOptions{Table: TrajectoriesName, Format: CSV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readRows(t, Trajectories, back)
+	// CSV cannot tell a null list from an empty cell: both read as null.
+	if !reflect.DeepEqual(got, rows) {
+		t.Errorf("csv round trip:\n got  %#v\n want %#v", got, rows)
+	}
+}
+
+func TestFormatOf(t *testing.T) {
+	for name, want := range map[string]Format{"a.jsonl": JSONL, "b.NDJSON": JSONL, "c.csv": CSV} {
+		if got, err := FormatOf(name); err != nil || got != want {
+			t.Errorf("FormatOf(%q) = %q, %v", name, got, err)
+		}
+	}
+	if _, err := FormatOf("x.parquet"); err == nil {
+		t.Error("FormatOf(x.parquet): no error")
+	}
+}
