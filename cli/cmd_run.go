@@ -184,6 +184,9 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		}
 	}
 	run, err := pipeline.Open(ctx, st, plan.Run)
+	if errors.Is(err, pipeline.ErrRunLocked) {
+		return failure(err) // the engine's message names the run and its holder
+	}
 	if err != nil {
 		return failure(withOp(err, "run %s", name))
 	}

@@ -183,7 +183,7 @@ func TestRunLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	h.fails(ExitFailure, []string{"run standin is held by pid " + itoa(os.Getpid()) + " on " + host}, "run", "-f", cfg)
+	h.fails(ExitFailure, []string{"run is locked by another process: run standin is held by pid " + itoa(os.Getpid()) + " on " + host}, "run", "-f", cfg)
 
 	var list statusListOut
 	h.json(&list, "status")
