@@ -55,16 +55,18 @@ type keyInput struct {
 	Inputs  [][2]string `json:"inputs"`
 	Params  json.RawMessage
 	Outputs []string `json:"outputs"`
+	Seed    uint64   `json:"seed,omitempty"`
 }
 
 // cacheKey = hash(task name + versions + salt + input digests (minus the
-// ignored) + canonical params + declared outputs).
-func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMessage) string {
+// ignored) + canonical params + declared outputs + the task's seed, unless
+// the task is declared Deterministic).
+func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMessage, seed uint64) string {
 	ignored := map[string]bool{}
 	for _, n := range t.IgnoreInputs {
 		ignored[n] = true
 	}
-	k := keyInput{Task: t.Name, Version: t.Version, Cache: s.Cache.Version, Salt: s.Cache.Salt, Params: params}
+	k := keyInput{Task: t.Name, Version: t.Version, Cache: s.Cache.Version, Salt: s.Cache.Salt, Params: params, Seed: seed}
 	for name, a := range inputs {
 		if !ignored[name] {
 			k.Inputs = append(k.Inputs, [2]string{name, a.digest()})

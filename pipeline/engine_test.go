@@ -73,7 +73,7 @@ func mustRead(t *testing.T, rc interface{ Read([]byte) (int, error) }) string {
 // to its output, counting its runs.
 func writeTask(name string, runs *atomic.Int32) *pipeline.Task {
 	return &pipeline.Task{
-		Name: name, Version: "1",
+		Name: name, Version: "1", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: "out", File: name + ".txt"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			runs.Add(1)
@@ -145,8 +145,23 @@ func TestDAGCacheAndInvalidation(t *testing.T) {
 	if !na.Cached() || ra.Load() != 2 {
 		t.Fatalf("other run: a cached=%v runs=%d; want a cache hit", na.Cached(), ra.Load())
 	}
-	// --no-cache runs everything.
+	// A task that reads its seed is keyed by it: another seed reruns it.
+	seeded := writeTask("s", new(atomic.Int32))
+	seeded.Deterministic = false
 	r2.Close()
+	runSeeded := func(name string, seed uint64) bool {
+		r := openRun(t, st, pipeline.RunOptions{Name: name, Seed: seed})
+		defer r.Close()
+		n := r.Iteration(1).Go(ctx, seeded, pipeline.Call{Params: map[string]string{"text": "S"}})
+		if err := n.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n.Cached()
+	}
+	if runSeeded("seed1", 1) || !runSeeded("seed1b", 1) || runSeeded("seed2", 2) {
+		t.Fatal("seeded task: want a miss, a hit with the same seed, a miss with another seed")
+	}
+	// --no-cache runs everything.
 	r3 := openRun(t, st, pipeline.RunOptions{Name: "fresh", NoCache: true})
 	na, _, _ = build(r3, 1, "A")
 	if na.Cached() || ra.Load() != 3 {

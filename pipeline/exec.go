@@ -41,6 +41,14 @@ func (n *Node) settings() (string, Settings) {
 	return env, s
 }
 
+// seed is the task's seed: 0 for a Deterministic task.
+func (n *Node) seed() uint64 {
+	if n.task.Deterministic {
+		return 0
+	}
+	return n.it.run.seedFor(n.it.N, n.name)
+}
+
 func (n *Node) execute(ctx context.Context) error {
 	r := n.it.run
 	if err := n.task.validate(); err != nil {
@@ -63,7 +71,7 @@ func (n *Node) execute(ctx context.Context) error {
 	if err != nil {
 		return Permanent(fmt.Errorf("%w: task %s: params are not JSON-encodable: %v", ErrConfig, n.name, err))
 	}
-	n.key = cacheKey(n.task, s, inputs, params)
+	n.key = cacheKey(n.task, s, inputs, params, n.seed())
 	dir := n.call.Dir
 	if dir == "" {
 		dir = n.it.Dir
@@ -161,7 +169,7 @@ func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[
 	defer os.RemoveAll(work)
 	tc := &TaskContext{
 		Task: n.name, Group: n.it.Group, Iteration: n.it.N, Attempt: attempt,
-		Seed: r.seedFor(n.it.N, n.name), WorkDir: work,
+		Seed: n.seed(), WorkDir: work,
 		memoCaller: n.task.Name + "@" + n.task.Version,
 		inputs:     map[string]string{}, outputs: outputPaths(work, n.task.Outputs),
 		params: params, memo: r.memo, warm: slot,

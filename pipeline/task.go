@@ -55,6 +55,11 @@ type Task struct {
 	IgnoreInputs []string
 	// Settings override the environment's for this task.
 	Settings Settings
+	// Deterministic declares that the outputs depend only on the inputs
+	// and parameters: the task does not read TaskContext.Seed (which is
+	// then 0), and its results are shared across iterations and across
+	// runs with other seeds. Otherwise the seed enters the cache key.
+	Deterministic bool
 }
 
 func (t *Task) validate() error {

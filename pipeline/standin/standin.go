@@ -53,16 +53,16 @@ func Stages(o Options) pipeline.Stages {
 		return stage
 	}
 	return pipeline.Stages{
-		Sample: &pipeline.Task{Name: "sample", Version: "standin-1", Env: env("sample"),
+		Sample: &pipeline.Task{Name: "sample", Version: "standin-1", Env: env("sample"), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: "prompts.parquet", Check: check(tables.Prompts)}},
 			Run:     o.sample},
 		Generate: &pipeline.Task{Name: "generate", Version: "standin-1", Env: env("generate"),
 			Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet", Check: check(tables.Trajectories)}},
 			Run:     o.generate},
-		Reward: &pipeline.Task{Name: "reward", Version: "standin-1", Env: env("reward"),
+		Reward: &pipeline.Task{Name: "reward", Version: "standin-1", Env: env("reward"), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet", Check: check(tables.Rewards)}},
 			Run:     o.reward},
-		Train: &pipeline.Task{Name: "train", Version: "standin-1", Env: env("train"),
+		Train: &pipeline.Task{Name: "train", Version: "standin-1", Env: env("train"), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: "adapter", Dir: true}, {Name: pipeline.OutMetrics, File: "train_metrics.json"}},
 			Run:     o.train},
 	}
