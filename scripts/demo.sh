@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A walkthrough of the artifact store with the real rlpipe binary: import a
+# A walkthrough with the real rlpipe binary: import a
 # dataset, commit it, branch, change the branch, diff, merge, read history
-# and the table back. Each run uses a fresh temporary store, removed at the
+# and the table back, then run the (stand-in) RL loop and rerun it from the
+# cache. Each run uses a fresh temporary store, removed at the
 # end (KEEP=1 keeps it and prints where it is).
 set -euo pipefail
 
@@ -92,3 +93,13 @@ run cat main:NOTES.md
 step "History stays readable: main before the merge (main~1)"
 run ls main~1: --recursive
 run diff main~1 main --two-dot
+
+step "Run the RL loop (stand-in stages until the real ones land): 6 iterations, one-step overlap"
+run import "$root/examples/standin/prompts.jsonl" main:data/prompts.parquet --table prompts
+run commit main -m "the stand-in loop's prompts"
+run run -f "$root/examples/standin/pipeline.yaml" --log-level warn
+run status standin
+
+step "Run it again: every task is a cache hit, nothing is recomputed"
+run run -f "$root/examples/standin/pipeline.yaml" --run standin-again --log-level warn
+run diff runs-standin runs-standin-again --two-dot --prefix iterations/
