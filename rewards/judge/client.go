@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -177,7 +178,11 @@ func (j *Judge) transportError(actx context.Context, err error) *attemptError {
 	if errors.Is(context.Cause(actx), errRequestTimeout) {
 		return &attemptError{err: fmt.Errorf("%w after %v", errRequestTimeout, j.cfg.Timeout), retry: true}
 	}
-	// A net/http error names the method and URL, which hold no secret.
+	// The caller names the endpoint; net/http's copy would show its query.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	return &attemptError{err: errors.New(j.redact(err.Error())), retry: true}
 }
 

@@ -40,8 +40,9 @@ type reply struct {
 
 // seenRequest is one request as the server received it.
 type seenRequest struct {
-	Auth string
-	Body struct {
+	Auth  string
+	Query string
+	Body  struct {
 		Model       string  `json:"model"`
 		Temperature float64 `json:"temperature"`
 		MaxTokens   int     `json:"max_tokens"`
@@ -92,7 +93,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var seen seenRequest
-	seen.Auth = r.Header.Get("Authorization")
+	seen.Auth, seen.Query = r.Header.Get("Authorization"), r.URL.RawQuery
 	if err := json.NewDecoder(r.Body).Decode(&seen.Body); err != nil || r.Header.Get("Content-Type") != "application/json" {
 		http.Error(w, `{"error":{"message":"bad request body"}}`, http.StatusBadRequest)
 		return

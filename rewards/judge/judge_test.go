@@ -145,8 +145,8 @@ func (m *memoTable) len() int {
 func TestScoreSendsTheRequestAndParsesFormats(t *testing.T) {
 	for _, tc := range []struct {
 		name, content, pattern string
-		min, max              float64
-		want                  float64
+		min, max               float64
+		want                   float64
 	}{
 		{name: "score line", content: "The answer is correct.\nScore: 0.8", want: 0.8},
 		{name: "markdown", content: "Reasoning...\n**Score:** 1", want: 1},
@@ -614,5 +614,25 @@ func TestNewRejectsBadConfigs(t *testing.T) {
 	}
 	if _, err := judge.New(good, &judge.Options{Getenv: env}); err != nil {
 		t.Fatalf("good config: %v", err)
+	}
+}
+
+func TestConnectionErrorsAreRetried(t *testing.T) {
+	f := newFake(says("Score: 1"))
+	base := f.URL
+	f.Close() // nothing listens there any more
+	j := newJudge(t, judge.Config{Name: "gone", BaseURL: base + "?api-version=2024-06-01", Model: "m", Rubric: rubric, Retries: 2, Backoff: time.Millisecond}, &judge.Options{})
+	_, err := j.Score(context.Background(), in, nil)
+	if !errors.Is(err, judge.ErrUnavailable) || !strings.Contains(err.Error(), "gave up after 3 attempt(s)") ||
+		strings.Contains(err.Error(), "api-version") || j.Usage().Requests != 3 {
+		t.Fatalf("err = %v (%d requests); want ErrUnavailable after 3, the query not shown", err, j.Usage().Requests)
+	}
+}
+
+func TestBaseURLQueryIsKept(t *testing.T) {
+	f := startFake(t, says("Score: 1"))
+	j := newJudge(t, judge.Config{BaseURL: f.URL + "/?api-version=2024-06-01", Model: "m", Rubric: rubric}, nil)
+	if _, err := j.Score(context.Background(), in, nil); err != nil || f.Requests()[0].Query != "api-version=2024-06-01" || f.Requests()[0].Auth != "" {
+		t.Fatalf("score: %v; request %+v; want the query kept and no Authorization without api_key_env", err, f.Requests())
 	}
 }
