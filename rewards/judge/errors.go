@@ -12,7 +12,8 @@ var (
 	ErrInput = errors.New("input does not fit the rubric")
 	// ErrRejected: the API answered 4xx to a well-formed request (a prompt
 	// longer than the model's context). Permanent, and recorded by the
-	// memo: the same input is rejected again.
+	// memo: the same input is rejected again. A replayed record keeps its
+	// message and pipeline.ErrPermanent, not this error's identity.
 	ErrRejected = errors.New("judge API rejected the request")
 	// ErrSetup: the API refused the judge rather than the input: a wrong
 	// key (401, 403), an unknown model or path (404), an exhausted quota
