@@ -61,7 +61,10 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 	}
 	res, callErr := fn(ctx)
 	if callErr != nil && !errors.Is(callErr, ErrPermanent) {
-		return callErr // transient: the next attempt calls again
+		// Transient: the next attempt calls again, knowingly, so the intent
+		// (which would announce a crash) goes.
+		_ = m.store.DeleteObject(context.WithoutCancel(ctx), CacheBranch, intent)
+		return callErr
 	}
 	rec = &memoRecord{ID: id, Task: tc.memoCaller, Key: k}
 	if callErr != nil {
