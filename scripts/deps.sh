@@ -2,7 +2,8 @@
 # Installs what the tests need on a fresh Debian machine, only when missing.
 set -euo pipefail
 need=()
-# (Later issues add bubblewrap, chromium and jupyter here.)
+# (Later issues add chromium and jupyter here.)
+command -v bwrap >/dev/null || need+=(bubblewrap)  # rewards/sandbox runs checkers in it
 command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

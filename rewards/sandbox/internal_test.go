@@ -1,0 +1,51 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestAvailableMissingBinary(t *testing.T) {
+	err := available(context.Background(), "/nonexistent/bwrap")
+	if !errors.Is(err, ErrNoBwrap) || !errors.Is(err, ErrInfra) {
+		t.Fatalf("available(/nonexistent/bwrap) = %v, want ErrNoBwrap wrapping ErrInfra", err)
+	}
+	for _, want := range []string{"/nonexistent/bwrap", "apt-get install bubblewrap"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		o    outcome
+		want Result
+	}{
+		{"exit 0", outcome{exitCode: 0}, Result{ExitCode: 0, Status: StatusOK}},
+		{"exit 1", outcome{exitCode: 1}, Result{ExitCode: 1, Status: StatusFailed}},
+		{"SIGXCPU", outcome{exitCode: 128 + 24}, Result{ExitCode: 152, Signal: "SIGXCPU", TimedOut: true, Status: StatusTimeout}},
+		{"SIGKILL at the hard CPU limit", outcome{exitCode: 137},
+			Result{ExitCode: 137, Signal: "SIGKILL", TimedOut: true, Status: StatusTimeout}},
+		{"SIGSEGV", outcome{exitCode: 139}, Result{ExitCode: 139, Signal: "SIGSEGV", Status: StatusKilled}},
+		{"SIGXFSZ", outcome{exitCode: 128 + 25}, Result{ExitCode: 153, Signal: "SIGXFSZ", Status: StatusFileLimit}},
+		{"MemoryError", outcome{exitCode: 1, stderr: "Traceback…\nMemoryError\n"},
+			Result{ExitCode: 1, Stderr: "Traceback…\nMemoryError\n", MemoryExceeded: true, Status: StatusMemory}},
+		{"MemoryError but exit 0", outcome{exitCode: 0, stderr: "MemoryError"},
+			Result{Stderr: "MemoryError", Status: StatusOK}},
+		{"ENOSPC", outcome{exitCode: 1, stderr: "No space left on device"},
+			Result{ExitCode: 1, Stderr: "No space left on device", Status: StatusFileLimit}},
+		{"wall", outcome{exitCode: -1, killedWall: true}, Result{ExitCode: -1, Signal: "SIGKILL", TimedOut: true, Status: StatusTimeout}},
+		{"output", outcome{exitCode: -1, killedOutput: true, stdout: "yyy"},
+			Result{ExitCode: -1, Signal: "SIGKILL", Stdout: "yyy", OutputTruncated: true, Status: StatusOutputLimit}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := classify(c.o); got != c.want {
+				t.Errorf("classify(%+v)\n got %+v\nwant %+v", c.o, got, c.want)
+			}
+		})
+	}
+}

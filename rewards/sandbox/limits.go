@@ -1,0 +1,88 @@
+package sandbox
+
+import (
+	"fmt"
+	"time"
+)
+
+// Default limits, used for each zero field of Limits.
+const (
+	DefaultCPUTime     = 10 * time.Second
+	DefaultWall        = 30 * time.Second
+	DefaultMemoryBytes = 512 << 20
+	DefaultOutputBytes = 1 << 20
+	DefaultFileBytes   = 64 << 20
+	DefaultProcs       = 64
+)
+
+// Limits bound one run. A zero field means its default (DefaultCPUTime, …).
+//
+// How each limit is enforced:
+//
+//   - CPUTime: RLIMIT_CPU, rounded up to whole seconds. SIGXCPU at the limit,
+//     SIGKILL one second later if the program ignores it.
+//   - Wall: a timer in Run that kills the sandbox's process group; the
+//     sandbox's PID namespace dies with it.
+//   - MemoryBytes: RLIMIT_AS (address space). Allocations past it fail, so
+//     the program usually dies with its runtime's out-of-memory error.
+//   - Procs: RLIMIT_NPROC, counted per user inside the sandbox's own user
+//     namespace, so a fork bomb stops at Procs tasks (threads count).
+//   - OutputBytes: stdout and stderr each; Run kills the program at the
+//     first byte past the limit.
+//   - FileBytes: RLIMIT_FSIZE for each file, and the size of each writable
+//     tmpfs (/work, /tmp, /dev/shm), so many files cannot fill memory either.
+type Limits struct {
+	CPUTime     time.Duration
+	Wall        time.Duration
+	MemoryBytes int64
+	OutputBytes int64
+	FileBytes   int64
+	Procs       int
+}
+
+// withDefaults returns l with each zero field set to its default.
+func (l Limits) withDefaults() Limits {
+	if l.CPUTime == 0 {
+		l.CPUTime = DefaultCPUTime
+	}
+	if l.Wall == 0 {
+		l.Wall = DefaultWall
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMemoryBytes
+	}
+	if l.OutputBytes == 0 {
+		l.OutputBytes = DefaultOutputBytes
+	}
+	if l.FileBytes == 0 {
+		l.FileBytes = DefaultFileBytes
+	}
+	if l.Procs == 0 {
+		l.Procs = DefaultProcs
+	}
+	return l
+}
+
+func (l Limits) validate() error {
+	switch {
+	case l.CPUTime < 0:
+		return fmt.Errorf("limits: negative CPUTime %v: %w", l.CPUTime, ErrInvalid)
+	case l.Wall < 0:
+		return fmt.Errorf("limits: negative Wall %v: %w", l.Wall, ErrInvalid)
+	case l.MemoryBytes < 0:
+		return fmt.Errorf("limits: negative MemoryBytes %d: %w", l.MemoryBytes, ErrInvalid)
+	case l.OutputBytes < 0:
+		return fmt.Errorf("limits: negative OutputBytes %d: %w", l.OutputBytes, ErrInvalid)
+	case l.FileBytes < 0:
+		return fmt.Errorf("limits: negative FileBytes %d: %w", l.FileBytes, ErrInvalid)
+	case l.Procs < 0:
+		return fmt.Errorf("limits: negative Procs %d: %w", l.Procs, ErrInvalid)
+	}
+	return nil
+}
+
+// cpuSeconds is CPUTime rounded up to whole seconds, at least 1.
+func (l Limits) cpuSeconds() int64 {
+	s := int64((l.CPUTime + time.Second - 1) / time.Second)
+	return max(s, 1)
+}

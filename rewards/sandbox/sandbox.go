@@ -1,0 +1,428 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Spec describes one sandboxed run.
+type Spec struct {
+	// Command is the argv run inside the sandbox, looked up in the
+	// sandbox's PATH, e.g. {"python3", "test.py"}.
+	Command []string
+	// Files are written into the private workspace (/work, the working
+	// directory) before the run. Names are relative, slash-separated and
+	// stay inside the workspace: "solution.py", "tests/test_a.py". Files
+	// are readable and writable, not executable: run scripts through their
+	// interpreter.
+	Files map[string][]byte
+	// Stdin is the program's standard input; nil reads as empty.
+	Stdin []byte
+	// Env holds the only variables the program sees besides
+	// PATH=/usr/local/bin:/usr/bin:/bin, HOME=/work and LANG=C.UTF-8,
+	// which it may override, and PWD=/work.
+	Env map[string]string
+	// Limits bound the run; zero fields mean the defaults.
+	Limits Limits
+	// ReadOnlyBinds are host paths made visible read-only at the same path,
+	// besides the defaults (see DefaultBinds). They may not hide /work,
+	// /tmp, /proc or /dev.
+	ReadOnlyBinds []string
+	// Bwrap is the bubblewrap binary; "" means "bwrap" from PATH.
+	Bwrap string
+}
+
+// DefaultBinds are the host paths every sandbox sees read-only, those that
+// exist on the host: the system's programs and libraries, and the few files
+// of /etc that the dynamic linker and common tools read. A symlink (/bin on
+// a merged-/usr system) is recreated as the same symlink.
+var DefaultBinds = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/passwd", "/etc/group",
+}
+
+// nobody is the uid and gid that bwrap runs as when Run is called by root:
+// RLIMIT_NPROC does not bind root, so the process limit needs another user.
+const nobody = 65534
+
+const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
+
+// Run runs s.Command in a new sandbox and waits for it.
+//
+// The returned error is non-nil only when no verdict exists: the Spec is
+// invalid (ErrInvalid), the sandbox could not start (ErrInfra), or ctx ended
+// (the Result then has StatusCanceled). A program that fails, crashes or
+// passes a limit is a Result with a nil error.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	if err := s.validate(); err != nil {
+		return Result{}, err
+	}
+	lim := s.Limits.withDefaults()
+	if err := checkFileSizes(s.Files, lim.FileBytes); err != nil {
+		return Result{}, err
+	}
+	bwrap, err := lookBwrap(s.Bwrap)
+	if err != nil {
+		return Result{}, err
+	}
+	prlimit, err := lookPrlimit()
+	if err != nil {
+		return Result{}, err
+	}
+	binds, err := bindArgs(s.ReadOnlyBinds)
+	if err != nil {
+		return Result{}, err
+	}
+
+	ws, err := os.MkdirTemp("", "rlpipe-sandbox-")
+	if err != nil {
+		return Result{}, fmt.Errorf("create workspace: %v: %w", err, ErrInfra)
+	}
+	defer os.RemoveAll(ws)
+	names, files, err := stage(ws, s.Files)
+	defer closeAll(files)
+	if err != nil {
+		return Result{}, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("create status pipe: %v: %w", err, ErrInfra)
+	}
+	defer statusR.Close()
+
+	// fd 3 is bwrap's status, fds 4… the staged files in names' order.
+	args := []string{"--unshare-all", "--die-with-parent", "--new-session"}
+	args = append(args, binds...)
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	size := strconv.FormatInt(lim.FileBytes, 10)
+	for _, dir := range []string{"/dev/shm", "/tmp", "/work"} {
+		args = append(args, "--size", size, "--tmpfs", dir)
+	}
+	for i, name := range names {
+		dest := path.Join("/work", name)
+		if d := path.Dir(dest); d != "/work" {
+			args = append(args, "--dir", d)
+		}
+		args = append(args, "--perms", "0644", "--file", strconv.Itoa(4+i), dest)
+	}
+	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
+	for _, kv := range environ(s.Env) {
+		args = append(args, "--setenv", kv[0], kv[1])
+	}
+	args = append(args, "--json-status-fd", "3", "--",
+		prlimit,
+		"--cpu="+strconv.FormatInt(lim.cpuSeconds(), 10)+":"+strconv.FormatInt(lim.cpuSeconds()+1, 10),
+		"--as="+strconv.FormatInt(lim.MemoryBytes, 10),
+		"--nproc="+strconv.Itoa(lim.Procs),
+		"--fsize="+size,
+		"--core=0",
+		"--")
+	args = append(args, s.Command...)
+
+	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
+	defer cancel()
+	var killedWall atomic.Bool
+	cmd := exec.CommandContext(wallCtx, bwrap, args...)
+	cmd.Env = []string{"PATH=" + sandboxPath}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = append([]*os.File{statusW}, files...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	// Killing bwrap's process group kills bwrap; --die-with-parent then
+	// kills the sandbox's init, and with it the whole PID namespace.
+	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error {
+		killedWall.Store(true)
+		return kill()
+	}
+	cmd.WaitDelay = 5 * time.Second
+	if len(s.Stdin) > 0 {
+		cmd.Stdin = bytes.NewReader(s.Stdin)
+	}
+	overflow := make(chan struct{})
+	var once sync.Once
+	full := func() { once.Do(func() { close(overflow) }) }
+	stdout := &capWriter{limit: lim.OutputBytes, full: full}
+	stderr := &capWriter{limit: lim.OutputBytes, full: full}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		return Result{}, fmt.Errorf("start %s: %v: %w", bwrap, err, ErrInfra)
+	}
+	statusW.Close()
+	closeAll(files)
+	status := make(chan bwrapStatus, 1)
+	go func() { status <- readStatus(statusR) }()
+	waited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the outcome is read from bwrap's status and ProcessState
+		close(waited)
+	}()
+	killedOutput := false
+	select {
+	case <-waited:
+	case <-overflow:
+		killedOutput = true
+		_ = kill()
+		<-waited
+	}
+	elapsed := time.Since(start)
+	st := <-status
+
+	if ctx.Err() != nil {
+		return Result{Status: StatusCanceled, ExitCode: -1, Duration: elapsed,
+			Stdout: stdout.String(), Stderr: stderr.String()}, fmt.Errorf("sandbox run: %w", ctx.Err())
+	}
+	if !st.started {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = cmd.ProcessState.String()
+		}
+		return Result{}, fmt.Errorf("bwrap: %s: %w", msg, ErrInfra)
+	}
+	o := outcome{
+		exitCode:     st.exitCode,
+		killedOutput: killedOutput,
+		killedWall:   killedWall.Load() && !killedOutput,
+		stdout:       stdout.String(),
+		stderr:       stderr.String(),
+	}
+	r := classify(o)
+	r.Duration = elapsed
+	return r, nil
+}
+
+// Available reports whether sandboxes can run here: nil when bwrap starts a
+// trivial command, else an error that says why (ErrNoBwrap says how to
+// install it).
+func Available() error { return available(context.Background(), "") }
+
+func available(ctx context.Context, bwrap string) error {
+	r, err := Run(ctx, Spec{Command: []string{"true"}, Bwrap: bwrap})
+	if err != nil {
+		return err
+	}
+	if !r.Passed() {
+		return fmt.Errorf("bwrap starts but `true` fails inside (status %s, exit %d): %s: %w",
+			r.Status, r.ExitCode, strings.TrimSpace(r.Stderr), ErrInfra)
+	}
+	return nil
+}
+
+func (s Spec) validate() error {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return fmt.Errorf("empty command: %w", ErrInvalid)
+	}
+	for _, a := range s.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("command argument %q holds a NUL byte: %w", a, ErrInvalid)
+		}
+	}
+	for name := range s.Files {
+		if name == "." || !filepath.IsLocal(name) || path.Clean(name) != name || strings.IndexByte(name, 0) >= 0 {
+			return fmt.Errorf("file %q: want a clean relative path inside the workspace: %w", name, ErrInvalid)
+		}
+	}
+	for k, v := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("env %q: want a name without '=' or NUL: %w", k, ErrInvalid)
+		}
+	}
+	for _, b := range s.ReadOnlyBinds {
+		if !filepath.IsAbs(b) || filepath.Clean(b) != b || b == "/" {
+			return fmt.Errorf("read-only bind %q: want a clean absolute path other than /: %w", b, ErrInvalid)
+		}
+		for _, own := range []string{"/work", "/tmp", "/proc", "/dev"} {
+			if b == own || strings.HasPrefix(b, own+"/") {
+				return fmt.Errorf("read-only bind %q would hide or land in the sandbox's own %s: %w", b, own, ErrInvalid)
+			}
+		}
+	}
+	return s.Limits.validate()
+}
+
+func checkFileSizes(files map[string][]byte, limit int64) error {
+	var total int64
+	for _, data := range files {
+		total += int64(len(data))
+	}
+	if total > limit {
+		return fmt.Errorf("files hold %d bytes, more than the workspace's FileBytes %d: %w", total, limit, ErrInvalid)
+	}
+	return nil
+}
+
+func lookBwrap(p string) (string, error) {
+	if p == "" {
+		p = "bwrap"
+	}
+	found, err := exec.LookPath(p)
+	if err != nil {
+		return "", fmt.Errorf("look up %s: %w", p, ErrNoBwrap)
+	}
+	return found, nil
+}
+
+// lookPrlimit finds util-linux's prlimit, which sets the limits inside the
+// sandbox; it must sit under /usr (or /bin, /sbin) to be visible there.
+func lookPrlimit() (string, error) {
+	p, err := exec.LookPath("prlimit")
+	if err != nil {
+		return "", fmt.Errorf("look up prlimit (util-linux): %v: %w", err, ErrInfra)
+	}
+	for _, dir := range []string{"/usr/", "/bin/", "/sbin/"} {
+		if strings.HasPrefix(p, dir) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("prlimit is at %s, outside /usr, /bin and /sbin: %w", p, ErrInfra)
+}
+
+// bindArgs returns the bwrap arguments for DefaultBinds and extra.
+func bindArgs(extra []string) ([]string, error) {
+	var args []string
+	for _, p := range DefaultBinds {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			continue // not on this host
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return nil, fmt.Errorf("read link %s: %v: %w", p, err, ErrInfra)
+			}
+			args = append(args, "--symlink", target, p)
+		default:
+			args = append(args, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range extra {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("read-only bind %s: %v: %w", p, err, ErrInfra)
+		}
+		args = append(args, "--ro-bind", p, p)
+	}
+	return args, nil
+}
+
+// stage writes files under ws and opens them for bwrap's --file, which
+// copies each into the sandbox's tmpfs workspace.
+func stage(ws string, files map[string][]byte) ([]string, []*os.File, error) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for name := range files {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+	opened := make([]*os.File, 0, len(names))
+	for _, name := range names {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, opened, fmt.Errorf("stage %s: %v: %w", name, err, ErrInfra)
+		}
+		if err := os.WriteFile(p, files[name], 0o600); err != nil {
+			return nil, opened, fmt.Errorf("stage %s: %v: %w", name, err, ErrInfra)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, opened, fmt.Errorf("stage %s: %v: %w", name, err, ErrInfra)
+		}
+		opened = append(opened, f)
+	}
+	return names, opened, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// environ returns the sandbox's variables as sorted name, value pairs.
+func environ(extra map[string]string) [][2]string {
+	env := map[string]string{"PATH": sandboxPath, "HOME": "/work", "LANG": "C.UTF-8"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([][2]string, len(keys))
+	for i, k := range keys {
+		out[i] = [2]string{k, env[k]}
+	}
+	return out
+}
+
+// bwrapStatus is what bwrap reported on its --json-status-fd.
+type bwrapStatus struct {
+	started  bool // the sandbox was set up and the command spawned
+	exitCode int  // -1 when bwrap did not report one (it was killed)
+}
+
+func readStatus(r io.Reader) bwrapStatus {
+	st := bwrapStatus{exitCode: -1}
+	dec := json.NewDecoder(r)
+	for {
+		var m struct {
+			ChildPID *int `json:"child-pid"`
+			ExitCode *int `json:"exit-code"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				_, _ = io.Copy(io.Discard, r) // let bwrap finish writing
+			}
+			return st
+		}
+		if m.ChildPID != nil {
+			st.started = true
+		}
+		if m.ExitCode != nil {
+			st.exitCode = *m.ExitCode
+		}
+	}
+}
+
+// capWriter keeps the first limit bytes written to it and calls full once
+// more arrive.
+type capWriter struct {
+	limit int64
+	full  func()
+	buf   bytes.Buffer
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.limit - int64(w.buf.Len())
+	if int64(len(p)) > room {
+		w.buf.Write(p[:max(room, 0)])
+		w.full()
+		return len(p), nil // keep draining until the kill closes the pipe
+	}
+	w.buf.Write(p)
+	return len(p), nil
+}
+
+func (w *capWriter) String() string { return w.buf.String() }
