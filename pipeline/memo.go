@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 )
@@ -18,6 +17,17 @@ type memoRecord struct {
 	Key    json.RawMessage `json:"key"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Started counts the processes that started this call: more than 1
+	// means a process died between calling and recording, so the call may
+	// have run that many times.
+	Started int `json:"started"`
+}
+
+// memoIntent is written before a call and counts how many processes
+// started it.
+type memoIntent struct {
+	Key     json.RawMessage `json:"key"`
+	Started int             `json:"started"`
 }
 
 // memoizer records side-effectful calls on the cache branch. Before a call
@@ -52,11 +62,16 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 		return nil
 	}
 	intent := memoPath(id, ".intent")
-	if _, err := m.store.StatObject(ctx, CacheBranch, intent); err == nil {
+	in := memoIntent{Key: k, Started: 1}
+	if prev, err := m.loadIntent(ctx, intent); err != nil {
+		return err
+	} else if prev != nil {
+		in.Started = prev.Started + 1
 		m.events.emit(Event{Kind: EventMemoRerun, Task: tc.Task, Group: tc.Group, Iteration: tc.Iteration, Key: id,
-			Error: "a previous process died during this call; it runs again and may have run twice"})
+			Error: fmt.Sprintf("a previous process died during this call; it runs again and may have run %d times", in.Started)})
 	}
-	if _, err := m.store.PutObject(ctx, CacheBranch, intent, strings.NewReader(string(k)), nil); err != nil {
+	ib, _ := json.Marshal(in)
+	if _, err := m.store.PutObject(ctx, CacheBranch, intent, bytes.NewReader(ib), nil); err != nil {
 		return fmt.Errorf("memo intent: %w", err)
 	}
 	res, callErr := fn(ctx)
@@ -66,7 +81,7 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 		_ = m.store.DeleteObject(context.WithoutCancel(ctx), CacheBranch, intent)
 		return callErr
 	}
-	rec = &memoRecord{ID: id, Task: tc.memoCaller, Key: k}
+	rec = &memoRecord{ID: id, Task: tc.memoCaller, Key: k, Started: in.Started}
 	if callErr != nil {
 		rec.Error = callErr.Error()
 	} else if rec.Result, err = json.Marshal(res); err != nil {
@@ -84,6 +99,22 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 		return json.Unmarshal(rec.Result, out)
 	}
 	return nil
+}
+
+func (m *memoizer) loadIntent(ctx context.Context, path string) (*memoIntent, error) {
+	rc, _, err := m.store.GetObject(ctx, CacheBranch, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memo intent: %w", err)
+	}
+	defer rc.Close()
+	var in memoIntent
+	if err := json.NewDecoder(rc).Decode(&in); err != nil || in.Started < 1 {
+		in.Started = 1 // unreadable: a call was started at least once
+	}
+	return &in, nil
 }
 
 func (m *memoizer) load(ctx context.Context, path string) (*memoRecord, error) {
