@@ -49,3 +49,28 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestCapWriterKeepsWholeCharacters(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		limit int64
+		in    string
+		want  string
+	}{
+		{"ascii at the limit", 3, "abcdef", "abc"},
+		{"é cut in two", 2, "aé", "a"},
+		{"€ cut after one byte", 2, "a€", "a"},
+		{"€ cut after two bytes", 3, "a€", "a"},
+		{"€ whole", 4, "a€b", "a€"},
+		{"under the limit", 10, "a€", "a€"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			full := false
+			w := &capWriter{limit: c.limit, full: func() { full = true }}
+			w.Write([]byte(c.in))
+			if got := w.String(); got != c.want || full != (int64(len(c.in)) > c.limit) {
+				t.Fatalf("kept %q (full %v), want %q", got, full, c.want)
+			}
+		})
+	}
+}

@@ -19,8 +19,10 @@ const (
 //
 // How each limit is enforced:
 //
-//   - CPUTime: RLIMIT_CPU, rounded up to whole seconds. SIGXCPU at the limit,
-//     SIGKILL one second later if the program ignores it.
+//   - CPUTime: RLIMIT_CPU, rounded up to whole seconds, counted per process.
+//     SIGXCPU at the limit, SIGKILL one second later if the program ignores
+//     it; the result reads StatusTimeout either way (bwrap does not report
+//     the CPU time, so a SIGKILL that Run did not send is read as this one).
 //   - Wall: a timer in Run that kills the sandbox's process group; the
 //     sandbox's PID namespace dies with it.
 //   - MemoryBytes: RLIMIT_AS (address space). Allocations past it fail, so

@@ -12,7 +12,7 @@ type Status string
 const (
 	StatusOK          Status = "ok"           // exited 0
 	StatusFailed      Status = "failed"       // exited non-zero
-	StatusTimeout     Status = "timeout"      // CPU time or wall-clock limit
+	StatusTimeout     Status = "timeout"      // CPU time or wall-clock limit (any SIGKILL Run did not send)
 	StatusMemory      Status = "memory"       // ran out of its address-space limit
 	StatusOutputLimit Status = "output_limit" // printed more than OutputBytes; killed
 	StatusFileLimit   Status = "file_limit"   // wrote past FileBytes (one file or the workspace)
@@ -36,6 +36,8 @@ type Result struct {
 	// MemoryExceeded: the program ran out of its memory limit.
 	MemoryExceeded bool
 	// Signal names the signal that ended the program ("SIGKILL"), or "".
+	// bwrap reports it as exit code 128+n, so a program that exits 130
+	// itself reads as SIGINT.
 	Signal string
 	// Duration is the wall-clock time of the sandbox, setup included.
 	Duration time.Duration

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Spec describes one sandboxed run.
@@ -425,4 +426,18 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *capWriter) String() string { return w.buf.String() }
+// String returns what was kept, without a character cut in two at the limit.
+func (w *capWriter) String() string {
+	b := w.buf.Bytes()
+	if int64(len(b)) == w.limit {
+		for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
+			if r := b[len(b)-i]; utf8.RuneStart(r) {
+				if !utf8.FullRune(b[len(b)-i:]) {
+					b = b[:len(b)-i]
+				}
+				break
+			}
+		}
+	}
+	return string(b)
+}
