@@ -1,0 +1,51 @@
+package rescore
+
+import (
+	"math"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+func rw(pid string, idx int32, total float64, comps map[string]float64) tables.Reward {
+	return tables.Reward{PromptID: pid, SampleIndex: idx, Total: total, Components: comps, Status: tables.StatusOK}
+}
+
+func TestCompare(t *testing.T) {
+	old := []Side{{Iteration: 1, Rows: []tables.Reward{
+		rw("a", 0, 1, map[string]float64{"correct": 1}), rw("a", 1, 1, map[string]float64{"correct": 1}), // zero variance
+		rw("b", 0, 0, map[string]float64{"correct": 0}), rw("b", 1, 1, map[string]float64{"correct": 1}), // non-zero
+		{PromptID: "c", SampleIndex: 0, Status: "skipped: timeout", Total: math.NaN()},
+	}}}
+	newer := []Side{{Iteration: 1, Rows: []tables.Reward{
+		rw("a", 0, 1.2, map[string]float64{"correct": 1, "format": 1}), rw("a", 1, 1, map[string]float64{"correct": 1, "format": 0}),
+		rw("b", 0, 0, map[string]float64{"correct": 0, "format": 0}), rw("b", 1, 1, map[string]float64{"correct": 1, "format": 0}),
+		{PromptID: "c", SampleIndex: 0, Status: "skipped: timeout", Total: math.NaN()},
+	}}}
+	c := Compare(old, newer, 10)
+	if c.Samples != 5 || c.Scored != 4 || c.Changed != 1 || c.Groups != 2 || c.ZeroToNonzeroGroups != 1 || c.NonzeroToZeroGroups != 0 {
+		t.Fatalf("comparison = %+v", c)
+	}
+	if len(c.Top) != 1 || c.Top[0].PromptID != "a" || c.Top[0].SampleIndex != 0 || math.Abs(c.Top[0].Delta-0.2) > 1e-12 {
+		t.Fatalf("top changes = %+v", c.Top)
+	}
+	if len(c.Components) != 3 || c.Components[0].Name != "correct" || c.Components[1].Name != "format" || c.Components[1].Old != nil || c.Components[2].Name != "total" {
+		t.Fatalf("components = %+v", c.Components)
+	}
+	if f := c.Components[1].New; f.N != 4 || f.Mean != 0.25 || f.Max != 1 {
+		t.Fatalf("format stats = %+v", f)
+	}
+	// Old totals 1,1,0,1 and new 1.2,1,0,1: ranks (3,3,1,3) and (4,2.5,1,2.5).
+	if math.Abs(c.Spearman-0.8164965809) > 1e-9 {
+		t.Fatalf("spearman = %v", c.Spearman)
+	}
+}
+
+func TestSpearmanEdgeCases(t *testing.T) {
+	if !math.IsNaN(spearman([]float64{1, 1}, []float64{0, 1})) {
+		t.Fatal("constant side should give NaN")
+	}
+	if s := spearman([]float64{1, 2, 3}, []float64{30, 20, 10}); s != -1 {
+		t.Fatalf("reversed ranks = %v, want -1", s)
+	}
+}
