@@ -21,8 +21,10 @@ import (
 
 // RunOptions configure a run. Nil means defaults where noted.
 type RunOptions struct {
-	// Name of the run; its branch is runs-<name>.
+	// Name of the run; its branch is runs-<name> unless Branch is set.
 	Name string
+	// Branch overrides the run's branch (a rescoring writes to its own).
+	Branch string
 	// From is the ref a new run branches from (default: the default branch).
 	From string
 	// Envs are the task environments by name.
@@ -77,6 +79,9 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 		return nil, fmt.Errorf("%w: a run needs a name", ErrConfig)
 	}
 	branch := RunBranch(opts.Name)
+	if opts.Branch != "" {
+		branch = opts.Branch
+	}
 	if err := artifacts.ValidateBranchName(branch); err != nil {
 		return nil, fmt.Errorf("%w: run name %q: %v", ErrConfig, opts.Name, err)
 	}
