@@ -50,6 +50,9 @@ type TaskError struct {
 }
 
 func (e *TaskError) Error() string {
+	if e.Attempts == 0 {
+		return fmt.Sprintf("task %s (%s) failed before running: %v", e.Task, e.Group, e.Err)
+	}
 	return fmt.Sprintf("task %s (%s) failed after %d attempt(s): %v", e.Task, e.Group, e.Attempts, e.Err)
 }
 

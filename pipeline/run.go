@@ -285,9 +285,10 @@ func (it *Iteration) Wait(ctx context.Context) error {
 }
 
 // Commit waits for the iteration's tasks and for the previous
-// iteration's commit, stages the loop state, and commits the run branch
-// with metadata naming the iteration, the config hash and each task's
-// cache key. The commit is the durability point of the loop state.
+// iteration's commit, stages the loop state (unless state is nil), and
+// commits the run branch with metadata naming the iteration, the config
+// hash and each task's cache key. The commit is the durability point of
+// the loop state.
 func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]string) (artifacts.Commit, error) {
 	r := it.run
 	if err := it.Wait(ctx); err != nil {
@@ -304,12 +305,14 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 			return artifacts.Commit{}, ctx.Err()
 		}
 	}
-	b, err := json.MarshalIndent(state, "", "  ")
-	if err != nil {
-		return artifacts.Commit{}, fmt.Errorf("encode state: %w", err)
-	}
-	if _, err := r.store.PutObject(ctx, r.branch, StatePath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
-		return artifacts.Commit{}, fmt.Errorf("stage state: %w", err)
+	if state != nil {
+		b, err := json.MarshalIndent(state, "", "  ")
+		if err != nil {
+			return artifacts.Commit{}, fmt.Errorf("encode state: %w", err)
+		}
+		if _, err := r.store.PutObject(ctx, r.branch, StatePath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+			return artifacts.Commit{}, fmt.Errorf("stage state: %w", err)
+		}
 	}
 	keys := map[string]string{}
 	it.mu.Lock()
