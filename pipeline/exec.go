@@ -170,7 +170,7 @@ func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[
 	tc := &TaskContext{
 		Task: n.name, Group: n.it.Group, Iteration: n.it.N, Attempt: attempt,
 		Seed: n.seed(), WorkDir: work,
-		memoCaller: n.task.Name + "@" + n.task.Version,
+		memoCaller: n.task.Name,
 		inputs:     map[string]string{}, outputs: outputPaths(work, n.task.Outputs),
 		params: params, memo: r.memo, warm: slot,
 		log: r.opts.Logger.With().Str("run", r.name).Int("iteration", n.it.N).Str("task", n.name).Int("attempt", attempt).Logger(),

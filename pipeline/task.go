@@ -147,7 +147,10 @@ type TaskContext struct {
 	// WorkDir is a scratch directory private to this attempt.
 	WorkDir string
 
-	memoCaller string // task name and version: whose calls Memo records
+	// memoCaller namespaces Memo's records: the task's name, not its
+	// version, so a new version (a new reward spec) still replays the
+	// calls whose key — which must describe the call fully — it repeats.
+	memoCaller string
 
 	inputs  map[string]string
 	outputs map[string]string
@@ -195,7 +198,9 @@ func (tc *TaskContext) Warm(init func() (any, error)) (any, error) {
 	return tc.warm.state, nil
 }
 
-// Memo runs fn at most once per distinct key for this task: the result
+// Memo runs fn at most once per distinct key for tasks of this name (any
+// version, any run of the repository), so key must describe the call
+// completely (a judge's model, rubric and messages): the result
 // (JSON-encoded into out) or its permanent error is recorded in the store
 // the moment fn returns, and a retry or a resumed run replays the record
 // instead of calling fn again. Errors not marked Permanent are not
