@@ -1,0 +1,226 @@
+package rewards
+
+import (
+	"bufio"
+	"context"
+
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// benchSpec is the reward the rescoring comparison computes: answer
+// extraction, a numeric compare against the prompt's answer, a format
+// check and a length penalty.
+const benchSpec = `
+components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'
+    weight: 1.0
+  - name: format
+    expr: 'completion.contains("####") ? 1.0 : 0.0'
+    weight: 0.2
+  - name: length
+    expr: 'num_tokens > 150 ? -0.001 * double(num_tokens - 150) : 0.0'
+    weight: 1.0
+`
+
+// synth makes deterministic synthetic trajectories: ~600-character
+// completions of words from a small vocabulary with numbers among them,
+// ending in "#### n", "\boxed{n}" or nothing; eight samples per prompt;
+// one in a hundred timed out.
+type synth struct {
+	vocab []string
+	sb    strings.Builder
+}
+
+func newSynth() *synth {
+	r := rand.New(rand.NewPCG(1, 2))
+	s := &synth{}
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	for i := 0; i < 512; i++ {
+		b := make([]byte, 2+r.IntN(8))
+		for j := range b {
+			b[j] = letters[r.IntN(len(letters))]
+		}
+		s.vocab = append(s.vocab, string(b))
+	}
+	return s
+}
+
+func promptAnswer(p int) string { return strconv.Itoa(p*7%1000 + 1) }
+
+func (s *synth) completion(r *rand.Rand, p int) string {
+	s.sb.Reset()
+	for s.sb.Len() < 580 {
+		if s.sb.Len() > 0 {
+			s.sb.WriteByte(' ')
+		}
+		if r.IntN(16) == 0 {
+			s.sb.WriteString(strconv.Itoa(r.IntN(10000)))
+		} else {
+			s.sb.WriteString(s.vocab[r.IntN(len(s.vocab))])
+		}
+	}
+	ans := promptAnswer(p)
+	if r.IntN(3) == 0 {
+		ans = strconv.Itoa(r.IntN(1000))
+	}
+	switch r.IntN(4) {
+	case 0, 1:
+		s.sb.WriteString("\n#### " + ans)
+	case 2:
+		s.sb.WriteString(` so the answer is \boxed{` + ans + `}.`)
+	default:
+		s.sb.WriteString(" giving " + ans)
+	}
+	return s.sb.String()
+}
+
+func (s *synth) fill(rows []tables.Trajectory, first int) {
+	for k := range rows {
+		i := first + k
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		p := i / 8
+		pid := "p" + strconv.Itoa(p)
+		rows[k] = tables.Trajectory{
+			PromptID:      pid,
+			SampleIndex:   int32(i % 8),
+			GroupID:       "it0/" + pid,
+			Completion:    s.completion(r, p),
+			Turns:         []tables.Turn{{Role: "user", Content: "Solve problem " + strconv.Itoa(p)}},
+			FinishReason:  "stop",
+			NumTokens:     int32(140 + r.IntN(20)),
+			PolicyVersion: "qwen2.5-0.5b+sha256:4f2a",
+			Sampler:       `{"temperature":1,"top_p":1,"max_tokens":1024}`,
+			Seed:          int64(i),
+			Status:        tables.StatusOK,
+		}
+		if i%100 == 99 {
+			msg := "deadline exceeded"
+			rows[k].Status, rows[k].Error = tables.StatusTimeout, &msg
+		}
+	}
+}
+
+// writeSynth writes n synthetic trajectories to path and returns the
+// prompts they answer.
+func writeSynth(tb testing.TB, path string, n int) []tables.Prompt {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w, err := tables.NewWriter(bw, tables.Trajectories, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := newSynth()
+	rows := make([]tables.Trajectory, 4096)
+	for first := 0; first < n; first += len(rows) {
+		m := min(len(rows), n-first)
+		s.fill(rows[:m], first)
+		if err := w.Write(rows[:m]...); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	var prompts []tables.Prompt
+	for p := 0; p < (n+7)/8; p++ {
+		prompts = append(prompts, tables.Prompt{PromptID: "p" + strconv.Itoa(p), Prompt: "Solve problem " + strconv.Itoa(p), Answer: promptAnswer(p)})
+	}
+	return prompts
+}
+
+// BenchmarkScore1M rescores one million synthetic trajectories end to
+// end: read the Parquet file, compute the reward, write the rewards
+// Parquet file. Writing the input is not timed. Run it with -benchtime 1x.
+func BenchmarkScore1M(b *testing.B) {
+	const total = 1_000_000
+	b.ReportAllocs()
+	dir := b.TempDir()
+	in := filepath.Join(dir, "trajectories.parquet")
+	prompts, err := NewPrompts(writeSynth(b, in, total))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec, err := ParseSpec("bench.yaml", []byte(benchSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var elapsed, cpu time.Duration
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		start, cpu0 := time.Now(), cpuTime()
+		sum := scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
+		elapsed += time.Since(start)
+		cpu += cpuTime() - cpu0
+		if sum.Rows != total || sum.Skipped != total/100 || sum.Errors != 0 {
+			b.Fatalf("summary %+v", sum)
+		}
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/elapsed.Seconds(), "rows/s")
+	// The machine may be shared: rows per CPU-second does not depend on
+	// what else runs.
+	b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds(), "rows/cpu_s")
+}
+
+// cpuTime returns the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// scoreFile scores the file at in into a new file at out.
+func scoreFile(tb testing.TB, ctx context.Context, p *Program, in, out string, o *ScoreOptions) Summary {
+	tb.Helper()
+	rf, err := os.Open(in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rf.Close()
+	st, err := rf.Stat()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wf, err := os.Create(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(wf, 1<<20)
+	sum, err := p.ScoreFile(ctx, bw, rf, st.Size(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := wf.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return sum
+}

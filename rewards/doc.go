@@ -1,0 +1,77 @@
+// Package rewards computes rewards for trajectories from a reward spec: a
+// YAML file of named components, each a CEL expression with a weight, and
+// a total. It reads a trajectories table and writes a rewards table, one
+// row per trajectory, in the same order.
+//
+// # A spec
+//
+//	components:
+//	  - name: correct
+//	    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'
+//	    weight: 1.0
+//	  - name: format
+//	    expr: 'completion.contains("####") ? 1.0 : 0.0'
+//	    weight: 0.2
+//	total: 'correct * (1.0 + format)'   # optional; default: the weighted sum
+//	statuses: [ok]                       # optional: trajectory statuses scored
+//	verifiers: [{name: tests, ...}]      # optional: sandboxed checkers
+//	judges: [{name: style, ...}]         # optional: model graders
+//
+// An expression reads the row's variables — completion, num_tokens,
+// answer, metadata, verifiers.<name>.passed and more — and calls the
+// functions of the reward library: extract_answer, num_equal, regex_find,
+// json_get, repetition_ratio and others. docs/REWARDS.md lists them all.
+// Each component becomes a column r_<name> of the rewards table.
+//
+// # Two phases
+//
+// As with CEL itself, a spec is compiled once and evaluated many times:
+//
+//	spec, err := rewards.LoadSpec("reward.yaml")     // parse: *SpecError with line and column
+//	prog, err := rewards.Compile(spec,                // type-check and plan every expression
+//		rewards.WithVerifier("tests", runTests))
+//	sum, err := prog.ScoreFile(ctx, dst, src, size, &rewards.ScoreOptions{Prompts: prompts})
+//
+// Compile reports every problem at once, each naming the spec file, the
+// component and the line and column inside the YAML file: an unknown
+// variable or function, a type error, a result that is not a number, a
+// verifier the spec does not declare, a constant regex that does not
+// compile. Check does the same without needing the verifier and judge
+// functions; it is what `rlpipe rewards check` runs.
+//
+// Spec.Digest hashes the parsed spec (not its text: comments and layout do
+// not count) together with LibraryVersion. Every reward row carries it in
+// spec_digest, so rewards computed under another spec are never mixed up
+// with these.
+//
+// # Errors in rows
+//
+// Rewards never invent a zero. A trajectory whose status the spec does not
+// score (by default anything but "ok": timeouts, infrastructure errors) is
+// written with status "skipped: <status>", its error copied, null
+// components and a NaN total. An expression that fails on a row — a
+// missing map key, parse_number of a word, a division giving infinity, a
+// verifier that returned an error, a prompt missing from the prompts
+// table — marks that row "error" with the message "component <name>:
+// <why>", null components and a NaN total; the other rows are scored and
+// the file is complete. A trainer keeps rows whose status is "ok". The
+// Summary counts each kind and keeps the first failures with their row
+// numbers.
+//
+// # Speed
+//
+// ScoreFile decodes only the columns the expressions read, scores row
+// groups in parallel (ScoreOptions.Concurrency) and writes them in order.
+// Variables are resolved through an activation over the current batch's
+// columns: strings are views of the decoded buffers, not copies, and each
+// variable is converted once per row however many expressions read it.
+// Regex patterns that are constants are compiled once, when the program is
+// built. Use num_tokens rather than size(completion), which walks the
+// string. Score computes one row the same way, for callers that hold rows.
+//
+// Verifiers and judges are functions (VerifierFunc, JudgeFunc) from a Row
+// to a result; the spec declares them by name and WithVerifier and
+// WithJudge supply them. They run for scored rows only, several rows at a
+// time (ScoreOptions.RunnerConcurrency), and their results are both
+// variables of the expressions and JSON columns of the rewards table.
+package rewards

@@ -1,0 +1,407 @@
+package rewards
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// source gives the value of variable k for row i of whatever is being
+// scored: a record batch's columns, or one Row.
+type source interface {
+	value(k, i int) ref.Val
+}
+
+// activation resolves the variables of one row. One is made per worker
+// and moved from row to row: nothing is allocated per row but the values
+// themselves, each made once per row however many expressions read it.
+type activation struct {
+	src   source
+	row   int
+	valid varSet
+	cache [numVars]ref.Val
+	// comps and vals are the component values, visible to the total.
+	comps []compiled
+	vals  []float64
+}
+
+var _ interpreter.Activation = (*activation)(nil)
+
+func (a *activation) at(src source, row int) {
+	a.src, a.row, a.valid, a.comps = src, row, 0, nil
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	k := varIndex(name)
+	if k < 0 {
+		for j := range a.comps {
+			if a.comps[j].name == name {
+				return types.Double(a.vals[j]), true
+			}
+		}
+		return nil, false
+	}
+	if a.valid.has(k) {
+		return a.cache[k], true
+	}
+	v := a.src.value(k, a.row)
+	a.cache[k] = v
+	a.valid |= 1 << k
+	return v, true
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// evalRow computes the components and the total of the activation's row.
+// vals receives the component values. On failure msg says which part
+// failed and why.
+func (p *Program) evalRow(a *activation, vals []float64) (total float64, msg string) {
+	for j := range p.comps {
+		c := &p.comps[j]
+		out, _, err := c.prg.Eval(a)
+		if err != nil {
+			return 0, "component " + c.name + ": " + err.Error()
+		}
+		f, bad := toFloat(out)
+		if bad != "" {
+			return 0, "component " + c.name + ": " + bad
+		}
+		vals[j] = f
+		total += c.weight * f
+	}
+	if p.total == nil {
+		if math.IsNaN(total) || math.IsInf(total, 0) {
+			return 0, "total: the weighted sum is " + fmt.Sprint(total)
+		}
+		return total, ""
+	}
+	a.comps, a.vals = p.comps, vals
+	out, _, err := p.total.prg.Eval(a)
+	a.comps = nil
+	if err != nil {
+		return 0, "total: " + err.Error()
+	}
+	total, bad := toFloat(out)
+	if bad != "" {
+		return 0, "total: " + bad
+	}
+	return total, ""
+}
+
+// toFloat reads an expression's result as a reward value.
+func toFloat(v ref.Val) (float64, string) {
+	var f float64
+	switch x := v.(type) {
+	case types.Double:
+		f = float64(x)
+	case types.Int:
+		f = float64(x)
+	case types.Uint:
+		f = float64(x)
+	case types.Bool:
+		if x {
+			f = 1
+		}
+	default:
+		return 0, fmt.Sprintf("the value is a %s, not a number", v.Type().(ref.Type).TypeName())
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Sprintf("the value is %v", f)
+	}
+	return f, ""
+}
+
+// Prompts is the prompts table indexed by prompt_id, joined to
+// trajectories when scoring. Safe for concurrent use.
+type Prompts struct {
+	m map[string]*promptEntry
+}
+
+type promptEntry struct {
+	p tables.Prompt
+	// Parsed forms, made on first use and shared by the prompt's samples.
+	metaOnce, msgOnce sync.Once
+	meta, msgs        ref.Val
+}
+
+// NewPrompts indexes prompt rows by prompt_id. Two rows with one id are
+// an error.
+func NewPrompts(rows []tables.Prompt) (*Prompts, error) {
+	p := &Prompts{m: make(map[string]*promptEntry, len(rows))}
+	for i := range rows {
+		if _, dup := p.m[rows[i].PromptID]; dup {
+			return nil, fmt.Errorf("index prompts: prompt_id %q appears twice (rows must be unique by prompt_id)", rows[i].PromptID)
+		}
+		p.m[rows[i].PromptID] = &promptEntry{p: rows[i]}
+	}
+	return p, nil
+}
+
+// ReadPrompts reads a prompts file (size bytes; name for errors) and
+// indexes it.
+func ReadPrompts(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string) (*Prompts, error) {
+	rd, err := tables.NewReader(r, size, name, tables.Prompts, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var rows []tables.Prompt
+	for row, err := range rd.Rows(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return NewPrompts(rows)
+}
+
+// Len returns the number of prompts.
+func (p *Prompts) Len() int { return len(p.m) }
+
+// Lookup returns the prompt with the given id.
+func (p *Prompts) Lookup(id string) (tables.Prompt, bool) {
+	if e, ok := p.m[id]; ok {
+		return e.p, true
+	}
+	return tables.Prompt{}, false
+}
+
+func (e *promptEntry) value(k int) ref.Val {
+	switch k {
+	case vPrompt:
+		return types.String(e.p.Prompt)
+	case vAnswer:
+		return types.String(e.p.Answer)
+	case vMetadata:
+		e.metaOnce.Do(func() { e.meta = metadataValue(e.p.PromptID, e.p.Metadata) })
+		return e.meta
+	case vMessages:
+		e.msgOnce.Do(func() { e.msgs = messagesValue(e.p.Messages) })
+		return e.msgs
+	}
+	return types.NewErr("no variable %d", k)
+}
+
+func metadataValue(id, text string) ref.Val {
+	m := map[string]any{}
+	if strings.TrimSpace(text) != "" {
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			return types.NewErr("metadata of prompt %q is not a JSON object: %v", id, err)
+		}
+	}
+	return types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)
+}
+
+func messagesValue(ms []tables.Message) ref.Val {
+	out := make([]ref.Val, len(ms))
+	for i, m := range ms {
+		out[i] = types.NewStringStringMap(types.DefaultTypeAdapter, map[string]string{"role": m.Role, "content": m.Content})
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, out)
+}
+
+func turnValue(role, content string, calls *string) ref.Val {
+	m := map[string]any{"role": role, "content": content, "tool_calls": nil}
+	if calls != nil {
+		m["tool_calls"] = *calls
+	}
+	return types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)
+}
+
+func missingPrompt(id string) ref.Val {
+	return types.NewErr("prompt %q is not in the prompts table", id)
+}
+
+// rowSource serves the variables of one Row.
+type rowSource struct {
+	row       *Row
+	prompt    *promptEntry
+	verifiers ref.Val
+	judges    ref.Val
+}
+
+func (s *rowSource) value(k, _ int) ref.Val {
+	t := &s.row.Trajectory
+	switch k {
+	case vCompletion:
+		return types.String(t.Completion)
+	case vPromptID:
+		return types.String(t.PromptID)
+	case vSampleIndex:
+		return types.Int(t.SampleIndex)
+	case vGroupID:
+		return types.String(t.GroupID)
+	case vTurns:
+		out := make([]ref.Val, len(t.Turns))
+		for i, tu := range t.Turns {
+			out[i] = turnValue(tu.Role, tu.Content, tu.ToolCalls)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, out)
+	case vNumTokens:
+		return types.Int(t.NumTokens)
+	case vFinishReason:
+		return types.String(t.FinishReason)
+	case vStatus:
+		return types.String(t.Status)
+	case vPolicyVersion:
+		return types.String(t.PolicyVersion)
+	case vStaleness:
+		return types.Int(t.Staleness)
+	case vVerifiers:
+		return s.verifiers
+	case vJudges:
+		return s.judges
+	}
+	if s.prompt == nil {
+		return missingPrompt(t.PromptID)
+	}
+	return s.prompt.value(k)
+}
+
+// runnerOutputs holds one row's verifier and judge results.
+type runnerOutputs struct {
+	verifiers []VerifierResult
+	judges    []JudgeResult
+}
+
+// run calls the verifiers and judges for one row, concurrently. The
+// message says which one failed.
+func (p *Program) run(ctx context.Context, row *Row, out *runnerOutputs) (msg string, err error) {
+	out.verifiers = make([]VerifierResult, len(p.verifiers))
+	out.judges = make([]JudgeResult, len(p.judges))
+	n := len(p.verifiers) + len(p.judges)
+	if n == 0 {
+		return "", nil
+	}
+	msgs := make([]string, n)
+	var g errgroup.Group
+	for i, v := range p.verifiers {
+		g.Go(func() error {
+			res, err := v.fn(ctx, *row)
+			if err != nil {
+				if isCanceled(ctx, err) {
+					return err
+				}
+				msgs[i] = "verifier " + v.name + ": " + err.Error()
+			}
+			out.verifiers[i] = res
+			return nil
+		})
+	}
+	for i, j := range p.judges {
+		g.Go(func() error {
+			res, err := j.fn(ctx, *row)
+			if err != nil {
+				if isCanceled(ctx, err) {
+					return err
+				}
+				msgs[len(p.verifiers)+i] = "judge " + j.name + ": " + err.Error()
+			}
+			out.judges[i] = res
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	for _, m := range msgs {
+		if m != "" {
+			return m, nil
+		}
+	}
+	return "", nil
+}
+
+// values turns runner outputs into the verifiers and judges variables.
+func (p *Program) values(o *runnerOutputs) (verifiers, judges ref.Val) {
+	ad := p.env.CELTypeAdapter()
+	vm := make(map[ref.Val]ref.Val, len(p.verifiers))
+	for i, v := range p.verifiers {
+		vm[types.String(v.name)] = ad.NativeToValue(o.verifiers[i])
+	}
+	jm := make(map[ref.Val]ref.Val, len(p.judges))
+	for i, j := range p.judges {
+		jm[types.String(j.name)] = ad.NativeToValue(o.judges[i])
+	}
+	return types.NewRefValMap(ad, vm), types.NewRefValMap(ad, jm)
+}
+
+// outputsJSON encodes runner outputs for the verifier_outputs and
+// judge_outputs columns: a JSON object keyed by name, or "" when the spec
+// declares none.
+func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges string) {
+	if len(p.verifiers) > 0 && o.verifiers != nil {
+		m := make(map[string]VerifierResult, len(p.verifiers))
+		for i, v := range p.verifiers {
+			m[v.name] = o.verifiers[i]
+		}
+		b, _ := json.Marshal(m)
+		verifiers = string(b)
+	}
+	if len(p.judges) > 0 && o.judges != nil {
+		m := make(map[string]JudgeResult, len(p.judges))
+		for i, j := range p.judges {
+			m[j.name] = o.judges[i]
+		}
+		b, _ := json.Marshal(m)
+		judges = string(b)
+	}
+	return verifiers, judges
+}
+
+// Score computes the reward of one row: the same policy and values as
+// ScoreFile, for callers that hold rows rather than files (an online
+// trainer, a test). Set row.Prompt and row.HasPrompt when the spec reads
+// prompt variables (UsesPrompts). The error is only for a canceled
+// context; whatever goes wrong with the row itself is in the reward's
+// Status and Error.
+func (p *Program) Score(ctx context.Context, row Row) (tables.Reward, error) {
+	t := &row.Trajectory
+	r := tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, SpecDigest: p.digest, Total: math.NaN()}
+	if !p.scored[t.Status] {
+		r.Status = SkippedPrefix + t.Status
+		r.Error = t.Error
+		return r, nil
+	}
+	src := &rowSource{row: &row}
+	if row.HasPrompt {
+		src.prompt = &promptEntry{p: row.Prompt}
+	}
+	var outs runnerOutputs
+	msg, err := p.run(ctx, &row, &outs)
+	if err != nil {
+		return r, err
+	}
+	r.VerifierOutputs, r.JudgeOutputs = p.outputsJSON(&outs)
+	if msg != "" {
+		r.Status, r.Error = StatusError, &msg
+		return r, nil
+	}
+	src.verifiers, src.judges = p.values(&outs)
+	var a activation
+	a.at(src, 0)
+	vals := make([]float64, len(p.comps))
+	total, msg := p.evalRow(&a, vals)
+	if msg != "" {
+		r.Status, r.Error = StatusError, &msg
+		return r, nil
+	}
+	r.Components = make(map[string]float64, len(p.comps))
+	for j, c := range p.comps {
+		r.Components[c.name] = vals[j]
+	}
+	r.Total, r.Status = total, StatusOK
+	return r, nil
+}

@@ -1,0 +1,830 @@
+package rewards
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Defaults for ScoreOptions.
+const (
+	DefaultRunnerConcurrency = 16
+	// defaultScoreBatchRows keeps a batch's completions (~2.5 MB) in cache
+	// while they are decoded and scored; larger batches measured slower.
+	defaultScoreBatchRows = 4096
+	// MaxFirstErrors is how many row errors a Summary keeps.
+	MaxFirstErrors = 10
+)
+
+// ScoreOptions tune ScoreFile. A nil *ScoreOptions means the defaults.
+type ScoreOptions struct {
+	// Name identifies the trajectories file in errors (default
+	// "trajectories").
+	Name string
+	// Prompts is the prompts table, joined by prompt_id. Required when
+	// the spec reads prompt, messages, answer or metadata.
+	Prompts *Prompts
+	// Concurrency is how many row groups are scored at once (default
+	// GOMAXPROCS). Output order does not depend on it.
+	Concurrency int
+	// RunnerConcurrency is how many rows of a batch run their verifiers
+	// and judges at once (default 16). Unused when the spec has none.
+	RunnerConcurrency int
+	// Limit scores only the first Limit rows (0: all), as a check of a
+	// spec against a sample does.
+	Limit int64
+	// BatchRows is the number of rows read per batch (default 4,096).
+	BatchRows int
+	// Write tunes the rewards file written.
+	Write *tables.WriteOptions
+}
+
+func (o *ScoreOptions) withDefaults() ScoreOptions {
+	var v ScoreOptions
+	if o != nil {
+		v = *o
+	}
+	if v.Name == "" {
+		v.Name = "trajectories"
+	}
+	if v.Concurrency <= 0 {
+		v.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	if v.RunnerConcurrency <= 0 {
+		v.RunnerConcurrency = DefaultRunnerConcurrency
+	}
+	if v.BatchRows <= 0 {
+		v.BatchRows = defaultScoreBatchRows
+	}
+	return v
+}
+
+// Summary counts what ScoreFile did.
+type Summary struct {
+	// Rows is the number of reward rows written: one per trajectory read.
+	Rows int64
+	// Scored rows have status ok; Skipped rows had a trajectory status the
+	// spec does not score; Errors rows failed (status error).
+	Scored, Skipped, Errors int64
+	// SkippedBy counts skipped rows by trajectory status.
+	SkippedBy map[string]int64
+	// Components has the statistics of each component over scored rows.
+	Components map[string]Stats
+	// Total has the statistics of the total over scored rows.
+	Total Stats
+	// FirstErrors are the first failed rows, in row order (at most
+	// MaxFirstErrors).
+	FirstErrors []RowError
+}
+
+// Stats summarises values.
+type Stats struct {
+	Count         int64
+	Sum, Min, Max float64
+}
+
+// Mean returns the mean, or NaN for no values.
+func (s Stats) Mean() float64 {
+	if s.Count == 0 {
+		return math.NaN()
+	}
+	return s.Sum / float64(s.Count)
+}
+
+func (s *Stats) add(v float64) {
+	if s.Count == 0 || v < s.Min {
+		s.Min = v
+	}
+	if s.Count == 0 || v > s.Max {
+		s.Max = v
+	}
+	s.Count++
+	s.Sum += v
+}
+
+func (s *Stats) merge(o Stats) {
+	if o.Count == 0 {
+		return
+	}
+	if s.Count == 0 || o.Min < s.Min {
+		s.Min = o.Min
+	}
+	if s.Count == 0 || o.Max > s.Max {
+		s.Max = o.Max
+	}
+	s.Count += o.Count
+	s.Sum += o.Sum
+}
+
+// RowError is a row that failed.
+type RowError struct {
+	// Row is the row's 0-based index in the trajectories file.
+	Row         int64
+	PromptID    string
+	SampleIndex int32
+	Message     string
+}
+
+func (e RowError) String() string {
+	return fmt.Sprintf("row %d (prompt %s, sample %d): %s", e.Row, e.PromptID, e.SampleIndex, e.Message)
+}
+
+func (s *Summary) merge(o *Summary) {
+	s.Rows += o.Rows
+	s.Scored += o.Scored
+	s.Skipped += o.Skipped
+	s.Errors += o.Errors
+	for k, v := range o.SkippedBy {
+		if s.SkippedBy == nil {
+			s.SkippedBy = map[string]int64{}
+		}
+		s.SkippedBy[k] += v
+	}
+	for k, v := range o.Components {
+		if s.Components == nil {
+			s.Components = map[string]Stats{}
+		}
+		c := s.Components[k]
+		c.merge(v)
+		s.Components[k] = c
+	}
+	s.Total.merge(o.Total)
+	for _, e := range o.FirstErrors {
+		if len(s.FirstErrors) < MaxFirstErrors {
+			s.FirstErrors = append(s.FirstErrors, e)
+		}
+	}
+}
+
+// input is an open trajectories file shared by the workers.
+type input struct {
+	name   string
+	r      io.ReaderAt
+	size   int64
+	md     *metadata.FileMetaData
+	leaves []int // leaf columns read
+}
+
+// always-read columns: the keys of the output and the skip policy.
+var baseColumns = []string{"prompt_id", "sample_index", "status", "error"}
+
+// ScoreFile scores a trajectories file (src, size bytes) and writes a
+// rewards file to dst, one row per trajectory in the same order. Row
+// groups are scored in parallel; only the columns the expressions read
+// are decoded. Rows that fail or are skipped get a status and null
+// components (see the package documentation); the returned error is for
+// what stops the whole file: an unreadable input, a failed write, a
+// canceled context, a spec that reads prompts without ScoreOptions.Prompts.
+func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts *ScoreOptions) (Summary, error) {
+	o := opts.withDefaults()
+	var sum Summary
+	if p.UsesPrompts() && o.Prompts == nil {
+		return sum, fmt.Errorf("score %q: %w: pass ScoreOptions.Prompts (the expressions read %v)", o.Name, ErrNoPrompts, p.Variables())
+	}
+	in, err := p.open(src, size, o.Name)
+	if err != nil {
+		return sum, err
+	}
+	// Row groups to score, and how many rows of each.
+	type part struct {
+		rg    int
+		first int64
+		take  int64
+	}
+	var parts []part
+	var first int64
+	for rg := 0; rg < in.md.NumRowGroups(); rg++ {
+		n := in.md.RowGroup(rg).NumRows()
+		take := n
+		if o.Limit > 0 {
+			take = min(n, o.Limit-first)
+		}
+		if take <= 0 {
+			break
+		}
+		parts = append(parts, part{rg, first, take})
+		first += n
+	}
+	w, err := tables.NewWriter(dst, p.table, o.Write)
+	if err != nil {
+		return sum, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work, wctx := errgroup.WithContext(ctx)
+	work.SetLimit(o.Concurrency)
+	results := make([]chan *rgResult, len(parts))
+	for i := range results {
+		results[i] = make(chan *rgResult, 1)
+	}
+	// Finished row groups wait for the writer; tokens bound how many.
+	tokens := make(chan struct{}, 2*o.Concurrency)
+	var spawn errgroup.Group
+	spawn.Go(func() error {
+		for k, pt := range parts {
+			select {
+			case tokens <- struct{}{}:
+			case <-wctx.Done():
+				return nil
+			}
+			work.Go(func() error {
+				res, err := p.scoreRowGroup(wctx, in, &o, pt.rg, pt.first, pt.take)
+				if err != nil {
+					return err
+				}
+				results[k] <- res
+				return nil
+			})
+		}
+		return nil
+	})
+	var werr error
+write:
+	for k := range parts {
+		var res *rgResult
+		select {
+		case res = <-results[k]:
+		case <-wctx.Done():
+			werr = wctx.Err()
+			break write
+		}
+		for _, rec := range res.recs {
+			if werr == nil {
+				werr = w.WriteRecord(rec)
+			}
+			rec.Release()
+		}
+		if werr != nil {
+			break
+		}
+		sum.merge(&res.sum)
+		<-tokens
+	}
+	if werr != nil {
+		cancel()
+	}
+	spawn.Wait()
+	err = work.Wait()
+	for _, ch := range results {
+		select {
+		case res := <-ch:
+			for _, rec := range res.recs {
+				rec.Release()
+			}
+		default:
+		}
+	}
+	cerr := w.Close()
+	switch {
+	case err != nil:
+		return sum, err
+	case werr != nil:
+		if ctx.Err() != nil && errors.Is(werr, context.Canceled) {
+			return sum, context.Cause(ctx)
+		}
+		return sum, fmt.Errorf("write rewards: %w", werr)
+	case cerr != nil:
+		return sum, fmt.Errorf("write rewards: %w", cerr)
+	}
+	return sum, nil
+}
+
+// open checks the file as a trajectories table and prepares the column
+// projection.
+func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error) {
+	rd, err := tables.NewReader(src, size, name, tables.Trajectories, nil)
+	if err != nil {
+		return nil, err
+	}
+	rd.Close()
+	md, err := readFooter(src, size)
+	if err != nil {
+		return nil, fmt.Errorf("read trajectories file %q: %w: %v", name, tables.ErrNotParquet, err)
+	}
+	want := map[string]bool{}
+	for _, c := range baseColumns {
+		want[c] = true
+	}
+	runners := len(p.verifiers)+len(p.judges) > 0
+	for i, v := range variables {
+		if v.column != "" && (p.uses.has(i) || runners) {
+			want[v.column] = true
+		}
+	}
+	in := &input{name: name, r: src, size: size, md: md}
+	sc := md.Schema
+	for i := 0; i < sc.NumColumns(); i++ {
+		if want[sc.ColumnRoot(i).Name()] {
+			in.leaves = append(in.leaves, i)
+		}
+	}
+	return in, nil
+}
+
+// readFooter parses a Parquet footer with the stored Arrow schema hidden:
+// schemas come from the Parquet schema alone, as the tables package reads
+// them (a corrupt stored schema can make the Arrow library allocate
+// without bound).
+func readFooter(r io.ReaderAt, size int64) (*metadata.FileMetaData, error) {
+	var tail [8]byte
+	if size < 12 {
+		return nil, fmt.Errorf("%d bytes is too short", size)
+	}
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return nil, err
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:4]))
+	if n <= 0 || n > size-12 {
+		return nil, fmt.Errorf("footer length %d does not fit the %d-byte file", n, size)
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, size-8-n); err != nil {
+		return nil, err
+	}
+	buf = bytes.ReplaceAll(buf, []byte("\x0cARROW:schema"), []byte("\x0cARROW:schem_"))
+	md, err := metadata.NewFileMetaData(buf, nil)
+	if err != nil {
+		return nil, err
+	}
+	md.SetSourceFileSize(size)
+	return md, nil
+}
+
+// readAlloc recycles the buffers of decoded batches (see poolAllocator).
+var readAlloc = &poolAllocator{}
+
+type rgResult struct {
+	recs []arrow.RecordBatch
+	sum  Summary
+}
+
+// scoreRowGroup reads and scores the first take rows of row group rg,
+// whose first row is row first of the file.
+func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64) (res *rgResult, err error) {
+	res = &rgResult{}
+	defer func() {
+		if r := recover(); r != nil {
+			for _, rec := range res.recs {
+				rec.Release()
+			}
+			res, err = nil, fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
+		}
+	}()
+	mem := readAlloc
+	props := parquet.NewReaderProperties(mem)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 1 << 20
+	pf, err := file.NewParquetReader(io.NewSectionReader(in.r, 0, in.size), file.WithReadProps(props), file.WithMetadata(in.md))
+	if err != nil {
+		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows)}, mem)
+	if err != nil {
+		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+	}
+	rr, err := fr.GetRecordReader(ctx, in.leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+	}
+	defer rr.Release()
+	s := newScorer(p, o, readAlloc)
+	defer s.release()
+	row := first
+	left := take
+	for left > 0 && rr.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec := rr.RecordBatch()
+		n := min(rec.NumRows(), left)
+		out, err := s.batch(ctx, rec, int(n), row, &res.sum)
+		if err != nil {
+			for _, r := range res.recs {
+				r.Release()
+			}
+			return nil, err
+		}
+		res.recs = append(res.recs, out)
+		row += n
+		left -= n
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		for _, r := range res.recs {
+			r.Release()
+		}
+		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+	}
+	return res, nil
+}
+
+// scorer scores batches for one worker, reusing its activation, batch
+// view and output builders from batch to batch.
+type scorer struct {
+	p    *Program
+	o    *ScoreOptions
+	b    *array.RecordBuilder
+	src  batchSource
+	act  activation
+	vals []float64
+
+	// Output columns.
+	promptID    *array.StringBuilder
+	sampleIndex *array.Int32Builder
+	comps       []*array.Float64Builder
+	total       *array.Float64Builder
+	digest      *array.StringBuilder
+	verifiers   *array.StringBuilder
+	judges      *array.StringBuilder
+	status      *array.StringBuilder
+	errCol      *array.StringBuilder
+}
+
+func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
+	sc := p.table.Schema()
+	b := array.NewRecordBuilder(mem, sc)
+	field := func(name string) array.Builder { return b.Field(sc.FieldIndices(name)[0]) }
+	s := &scorer{p: p, o: o, b: b, vals: make([]float64, len(p.comps))}
+	s.promptID = field("prompt_id").(*array.StringBuilder)
+	s.sampleIndex = field("sample_index").(*array.Int32Builder)
+	for _, c := range p.comps {
+		s.comps = append(s.comps, field(tables.ComponentPrefix+c.name).(*array.Float64Builder))
+	}
+	s.total = field("total").(*array.Float64Builder)
+	s.digest = field("spec_digest").(*array.StringBuilder)
+	s.verifiers = field("verifier_outputs").(*array.StringBuilder)
+	s.judges = field("judge_outputs").(*array.StringBuilder)
+	s.status = field("status").(*array.StringBuilder)
+	s.errCol = field("error").(*array.StringBuilder)
+	s.src.p = p
+	s.src.prompts = o.Prompts
+	return s
+}
+
+func (s *scorer) release() { s.b.Release() }
+
+// batch scores the first n rows of rec, the first of which is row first
+// of the file, and returns the reward rows as a record batch.
+func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first int64, sum *Summary) (arrow.RecordBatch, error) {
+	if err := s.src.bind(rec); err != nil {
+		return nil, err
+	}
+	p := s.p
+	src := &s.src
+	s.b.Reserve(n)
+	var outs []runnerOutputs
+	var msgs []string
+	if len(p.verifiers)+len(p.judges) > 0 {
+		var err error
+		outs, msgs, err = s.runAll(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < n; i++ {
+		st := src.status.Value(i)
+		s.promptID.Append(src.promptID.Value(i))
+		s.sampleIndex.Append(src.sampleIndex[i])
+		s.digest.Append(p.digest)
+		sum.Rows++
+		if !p.scored[st] {
+			s.skip(st, i, sum)
+			continue
+		}
+		var msg string
+		var total float64
+		if outs != nil {
+			v, j := p.outputsJSON(&outs[i])
+			s.verifiers.Append(v)
+			s.judges.Append(j)
+			msg = msgs[i]
+			if msg == "" {
+				src.verifierVals, src.judgeVals = p.values(&outs[i])
+			}
+		} else {
+			s.verifiers.AppendEmptyValue()
+			s.judges.AppendEmptyValue()
+		}
+		if msg == "" {
+			s.act.at(src, i)
+			total, msg = p.evalRow(&s.act, s.vals)
+		}
+		if msg != "" {
+			for _, c := range s.comps {
+				c.AppendNull()
+			}
+			s.total.Append(math.NaN())
+			s.status.Append(StatusError)
+			s.errCol.Append(msg)
+			sum.Errors++
+			if len(sum.FirstErrors) < MaxFirstErrors {
+				sum.FirstErrors = append(sum.FirstErrors, RowError{Row: first + int64(i),
+					PromptID: strings.Clone(src.promptID.Value(i)), SampleIndex: src.sampleIndex[i], Message: msg})
+			}
+			continue
+		}
+		if sum.Components == nil {
+			sum.Components = make(map[string]Stats, len(p.comps))
+		}
+		for j, c := range s.comps {
+			c.Append(s.vals[j])
+		}
+		s.componentStats(sum)
+		s.total.Append(total)
+		sum.Total.add(total)
+		s.status.Append(StatusOK)
+		s.errCol.AppendNull()
+		sum.Scored++
+	}
+	return s.b.NewRecordBatch(), nil
+}
+
+// componentStats adds the current component values to the summary.
+func (s *scorer) componentStats(sum *Summary) {
+	for j, c := range s.p.comps {
+		st := sum.Components[c.name]
+		st.add(s.vals[j])
+		sum.Components[c.name] = st
+	}
+}
+
+func (s *scorer) skip(status string, i int, sum *Summary) {
+	for _, c := range s.comps {
+		c.AppendNull()
+	}
+	s.total.Append(math.NaN())
+	s.verifiers.AppendEmptyValue()
+	s.judges.AppendEmptyValue()
+	s.status.Append(SkippedPrefix + status)
+	if s.src.errCol != nil && !s.src.errCol.IsNull(i) {
+		s.errCol.Append(s.src.errCol.Value(i))
+	} else {
+		s.errCol.AppendNull()
+	}
+	sum.Skipped++
+	if sum.SkippedBy == nil {
+		sum.SkippedBy = map[string]int64{}
+	}
+	sum.SkippedBy[intern(status)]++
+}
+
+// intern returns a string equal to s that does not share memory with a
+// batch, whose buffers are recycled. (A map assignment stores the key it
+// is given even when the key exists.)
+func intern(s string) string {
+	for _, k := range tables.Statuses {
+		if s == k {
+			return k
+		}
+	}
+	return strings.Clone(s)
+}
+
+// runAll runs the verifiers and judges of the scored rows among the first
+// n, RunnerConcurrency rows at a time.
+func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []string, error) {
+	outs := make([]runnerOutputs, n)
+	msgs := make([]string, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.o.RunnerConcurrency)
+	for i := 0; i < n; i++ {
+		if !s.p.scored[s.src.status.Value(i)] {
+			continue
+		}
+		row := s.src.rowAt(i)
+		if e := s.src.lookup(row.Trajectory.PromptID); e != nil {
+			row.Prompt, row.HasPrompt = e.p, true
+		}
+		g.Go(func() error {
+			m, err := s.p.run(gctx, &row, &outs[i])
+			msgs[i] = m
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return outs, msgs, nil
+}
+
+// strArray is a string column: String or LargeString.
+type strArray interface {
+	Value(int) string
+	IsNull(int) bool
+}
+
+// batchSource serves the variables of a record batch's rows straight
+// from its columns: strings are views of the column buffers, not copies.
+type batchSource struct {
+	p       *Program
+	prompts *Prompts
+
+	str                              [numVars]strArray
+	i32                              [numVars][]int32
+	promptID, status, errCol         strArray
+	sampleIndex                      []int32
+	turns                            *array.List
+	turnRole, turnContent, turnCalls strArray
+	lastID                           string
+	lastEntry                        *promptEntry
+	verifierVals, judgeVals          ref.Val
+}
+
+// bind points the source at a batch's columns.
+func (s *batchSource) bind(rec arrow.RecordBatch) error {
+	sc := rec.Schema()
+	col := func(name string) arrow.Array {
+		if ix := sc.FieldIndices(name); len(ix) > 0 {
+			return rec.Column(ix[0])
+		}
+		return nil
+	}
+	strs := func(name string) (strArray, error) {
+		switch a := col(name).(type) {
+		case nil:
+			return nil, nil
+		case *array.String:
+			return a, nil
+		case *array.LargeString:
+			return a, nil
+		default:
+			return nil, fmt.Errorf("score: column %q is %s, want string", name, a.DataType())
+		}
+	}
+	ints := func(name string) ([]int32, error) {
+		switch a := col(name).(type) {
+		case nil:
+			return nil, nil
+		case *array.Int32:
+			return a.Int32Values(), nil
+		default:
+			return nil, fmt.Errorf("score: column %q is %s, want int32", name, a.DataType())
+		}
+	}
+	var err error
+	if s.promptID, err = strs("prompt_id"); err != nil {
+		return err
+	}
+	if s.status, err = strs("status"); err != nil {
+		return err
+	}
+	if s.errCol, err = strs("error"); err != nil {
+		return err
+	}
+	if s.sampleIndex, err = ints("sample_index"); err != nil {
+		return err
+	}
+	for k, v := range variables {
+		if v.column == "" {
+			continue
+		}
+		switch v.typ {
+		case types.StringType:
+			if s.str[k], err = strs(v.column); err != nil {
+				return err
+			}
+		case types.IntType:
+			if s.i32[k], err = ints(v.column); err != nil {
+				return err
+			}
+		}
+	}
+	s.turns = nil
+	if l, ok := col("turns").(*array.List); ok {
+		st, ok := l.ListValues().(*array.Struct)
+		if !ok || st.NumField() < 3 {
+			return fmt.Errorf("score: column turns is %s, want list of struct<role, content, tool_calls>", l.DataType())
+		}
+		s.turns = l
+		if s.turnRole, err = structStr(st, "role"); err != nil {
+			return err
+		}
+		if s.turnContent, err = structStr(st, "content"); err != nil {
+			return err
+		}
+		if s.turnCalls, err = structStr(st, "tool_calls"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func structStr(st *array.Struct, name string) (strArray, error) {
+	t := st.DataType().(*arrow.StructType)
+	i, ok := t.FieldIdx(name)
+	if !ok {
+		return nil, fmt.Errorf("score: turns has no field %q", name)
+	}
+	a, ok := st.Field(i).(strArray)
+	if !ok {
+		return nil, fmt.Errorf("score: turns.%s is %s, want string", name, st.Field(i).DataType())
+	}
+	return a, nil
+}
+
+func (s *batchSource) lookup(id string) *promptEntry {
+	if s.prompts == nil {
+		return nil
+	}
+	if s.lastEntry != nil && s.lastID == id {
+		return s.lastEntry
+	}
+	e := s.prompts.m[id]
+	if e != nil {
+		s.lastID, s.lastEntry = e.p.PromptID, e
+	}
+	return e
+}
+
+func (s *batchSource) value(k, i int) ref.Val {
+	switch k {
+	case vCompletion, vPromptID, vGroupID, vFinishReason, vStatus, vPolicyVersion:
+		return types.String(s.str[k].Value(i))
+	case vSampleIndex, vNumTokens, vStaleness:
+		return types.Int(s.i32[k][i])
+	case vTurns:
+		return s.turnsAt(i)
+	case vVerifiers:
+		return s.verifierVals
+	case vJudges:
+		return s.judgeVals
+	}
+	id := s.promptID.Value(i)
+	e := s.lookup(id)
+	if e == nil {
+		return missingPrompt(id)
+	}
+	return e.value(k)
+}
+
+func (s *batchSource) turnsAt(i int) ref.Val {
+	from, to := s.turns.ValueOffsets(i)
+	out := make([]ref.Val, 0, to-from)
+	for j := int(from); j < int(to); j++ {
+		var calls *string
+		if !s.turnCalls.IsNull(j) {
+			c := s.turnCalls.Value(j)
+			calls = &c
+		}
+		out = append(out, turnValue(s.turnRole.Value(j), s.turnContent.Value(j), calls))
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, out)
+}
+
+// rowAt builds the Row verifiers and judges receive. Token ids,
+// logprobs, the sampler and the seed are not read for scoring and are
+// left empty.
+func (s *batchSource) rowAt(i int) Row {
+	var t tables.Trajectory
+	str := func(k int) string {
+		if s.str[k] == nil {
+			return ""
+		}
+		return s.str[k].Value(i)
+	}
+	i32 := func(k int) int32 {
+		if s.i32[k] == nil {
+			return 0
+		}
+		return s.i32[k][i]
+	}
+	t.PromptID = s.promptID.Value(i)
+	t.SampleIndex = s.sampleIndex[i]
+	t.GroupID = str(vGroupID)
+	t.Completion = str(vCompletion)
+	t.FinishReason = str(vFinishReason)
+	t.NumTokens = i32(vNumTokens)
+	t.PolicyVersion = str(vPolicyVersion)
+	t.Staleness = i32(vStaleness)
+	t.Status = s.status.Value(i)
+	if s.turns != nil {
+		from, to := s.turns.ValueOffsets(i)
+		for j := int(from); j < int(to); j++ {
+			tu := tables.Turn{Role: s.turnRole.Value(j), Content: s.turnContent.Value(j)}
+			if !s.turnCalls.IsNull(j) {
+				c := s.turnCalls.Value(j)
+				tu.ToolCalls = &c
+			}
+			t.Turns = append(t.Turns, tu)
+		}
+	}
+	return Row{Trajectory: t}
+}

@@ -1,0 +1,376 @@
+package rewards
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// trajectories writes rows as a trajectories file with small row groups,
+// so that scoring runs in parallel.
+func trajectories(t *testing.T, rows []tables.Trajectory) []byte {
+	return trajectoriesRG(t, rows, 64)
+}
+
+func trajectoriesRG(t *testing.T, rows []tables.Trajectory, rowGroup int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Trajectories, rows, &tables.WriteOptions{RowGroupRows: rowGroup, BatchRows: 32}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// testRows makes n trajectories over n/4 prompts: correct, wrong, boxed
+// and timed-out samples.
+func testRows(n int) ([]tables.Trajectory, []tables.Prompt) {
+	var rows []tables.Trajectory
+	var prompts []tables.Prompt
+	for i := 0; i < n; i++ {
+		p := i / 4
+		pid := "p" + strconv.Itoa(p)
+		if i%4 == 0 {
+			prompts = append(prompts, tables.Prompt{PromptID: pid, Prompt: "what is " + strconv.Itoa(p) + "+1?",
+				Answer: strconv.Itoa(p + 1), Metadata: fmt.Sprintf(`{"level": %d}`, p%3)})
+		}
+		tr := tables.Trajectory{PromptID: pid, SampleIndex: int32(i % 4), GroupID: pid, FinishReason: "stop",
+			NumTokens: int32(100 + i), Status: tables.StatusOK,
+			Turns: []tables.Turn{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}}
+		switch i % 4 {
+		case 0:
+			tr.Completion = "it is " + strconv.Itoa(p+1) + "\n#### " + strconv.Itoa(p+1)
+		case 1:
+			tr.Completion = "it is " + strconv.Itoa(p+2)
+		case 2:
+			tr.Completion = `so \boxed{` + strconv.Itoa(p+1) + `}`
+		case 3:
+			msg := "sampler timed out"
+			tr.Status, tr.Error = tables.StatusTimeout, &msg
+		}
+		rows = append(rows, tr)
+	}
+	return rows, prompts
+}
+
+func mustCompile(t *testing.T, src string, opts ...Option) *Program {
+	t.Helper()
+	s, err := ParseSpec("spec.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// score runs ScoreFile over rows and reads the rewards back.
+func score(t *testing.T, p *Program, rows []tables.Trajectory, o *ScoreOptions) ([]tables.Reward, Summary) {
+	t.Helper()
+	in := trajectories(t, rows)
+	var out bytes.Buffer
+	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in), int64(len(in)), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, sum
+}
+
+const gsm8k = `
+components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'
+  - name: format
+    expr: 'completion.contains("####")'
+    weight: 0.5
+`
+
+func TestScoreFile(t *testing.T) {
+	rows, prompts := testRows(400)
+	idx, err := NewPrompts(prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustCompile(t, gsm8k)
+	got, sum := score(t, p, rows, &ScoreOptions{Prompts: idx, Concurrency: 3})
+	if len(got) != len(rows) {
+		t.Fatalf("%d rewards for %d trajectories", len(got), len(rows))
+	}
+	for i, r := range got {
+		tr := rows[i]
+		if r.PromptID != tr.PromptID || r.SampleIndex != tr.SampleIndex {
+			t.Fatalf("row %d is %s/%d, want %s/%d: out of order", i, r.PromptID, r.SampleIndex, tr.PromptID, tr.SampleIndex)
+		}
+		if r.SpecDigest != p.Digest() {
+			t.Fatalf("row %d digest %q", i, r.SpecDigest)
+		}
+		var want tables.Reward
+		switch i % 4 {
+		case 0:
+			want = tables.Reward{Components: map[string]float64{"correct": 1, "format": 1}, Total: 1.5, Status: "ok"}
+		case 1:
+			want = tables.Reward{Components: map[string]float64{"correct": 0, "format": 0}, Total: 0, Status: "ok"}
+		case 2:
+			want = tables.Reward{Components: map[string]float64{"correct": 1, "format": 0}, Total: 1, Status: "ok"}
+		case 3:
+			if r.Status != "skipped: timeout" || r.Error == nil || *r.Error != "sampler timed out" || len(r.Components) != 0 || !math.IsNaN(r.Total) {
+				t.Fatalf("row %d: skipped row is %+v", i, r)
+			}
+			continue
+		}
+		if r.Status != want.Status || r.Total != want.Total || fmt.Sprint(r.Components) != fmt.Sprint(want.Components) || r.Error != nil {
+			t.Fatalf("row %d: %+v, want %+v", i, r, want)
+		}
+		// The row-level API agrees with the columnar one.
+		pr, _ := idx.Lookup(tr.PromptID)
+		one, err := p.Score(context.Background(), Row{Trajectory: tr, Prompt: pr, HasPrompt: true})
+		if err != nil || one.Total != r.Total || fmt.Sprint(one.Components) != fmt.Sprint(r.Components) || one.Status != r.Status {
+			t.Fatalf("row %d: Score gives %+v, %v; ScoreFile %+v", i, one, err, r)
+		}
+	}
+	if sum.Rows != 400 || sum.Scored != 300 || sum.Skipped != 100 || sum.Errors != 0 || sum.SkippedBy["timeout"] != 100 {
+		t.Errorf("summary %+v", sum)
+	}
+	if c := sum.Components["correct"]; c.Count != 300 || c.Sum != 200 || c.Min != 0 || c.Max != 1 || math.Abs(c.Mean()-2.0/3) > 1e-12 {
+		t.Errorf("correct stats %+v", c)
+	}
+	if sum.Total.Sum != 100*1.5+100*1 {
+		t.Errorf("total stats %+v", sum.Total)
+	}
+}
+
+// TestPerRowErrorPolicy: an expression that fails on some rows marks those
+// rows "error" with null components and says which component failed and
+// why; the other rows are scored and the file is complete.
+func TestPerRowErrorPolicy(t *testing.T) {
+	rows, prompts := testRows(64)
+	rows[5].PromptID = "nowhere"
+	idx, _ := NewPrompts(prompts)
+	p := mustCompile(t, `
+components:
+  - name: parsed
+    expr: 'parse_number(extract_answer(completion)) > 0.0'
+  - name: hard
+    expr: 'metadata.level == 2 ? 1.0 : 0.0'
+  - name: ratio
+    expr: '1.0 / double(sample_index)'
+`)
+	got, sum := score(t, p, rows, &ScoreOptions{Prompts: idx})
+	if len(got) != len(rows) {
+		t.Fatalf("%d rows", len(got))
+	}
+	for i, r := range got {
+		switch {
+		case i%4 == 3:
+			if r.Status != "skipped: timeout" {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		case i == 5:
+			if r.Status != StatusError || r.Error == nil || *r.Error != `component hard: prompt "nowhere" is not in the prompts table` {
+				t.Errorf("row 5: %+v", r)
+			}
+		case i%4 == 0:
+			// 1/0 is +Inf: a reward must be finite.
+			if r.Status != StatusError || r.Error == nil || *r.Error != "component ratio: the value is +Inf" || len(r.Components) != 0 || !math.IsNaN(r.Total) {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		default:
+			if r.Status != StatusOK || len(r.Components) != 3 {
+				t.Errorf("row %d: %+v %v", i, r, deref(r.Error))
+			}
+		}
+	}
+	if sum.Errors != 17 || sum.Scored != 31 || len(sum.FirstErrors) != MaxFirstErrors {
+		t.Errorf("summary: %d errors, %d scored, %d first errors", sum.Errors, sum.Scored, len(sum.FirstErrors))
+	}
+	if e := sum.FirstErrors[0]; e.Row != 0 || e.PromptID != "p0" || !strings.Contains(e.String(), "row 0 (prompt p0, sample 0): component ratio") {
+		t.Errorf("first error %+v", e)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestScoreErrors(t *testing.T) {
+	rows, _ := testRows(8)
+	p := mustCompile(t, gsm8k)
+	in := trajectories(t, rows)
+	t.Run("no prompts", func(t *testing.T) {
+		_, err := p.ScoreFile(context.Background(), &bytes.Buffer{}, bytes.NewReader(in), int64(len(in)), nil)
+		if !errors.Is(err, ErrNoPrompts) {
+			t.Fatalf("error %v, want ErrNoPrompts", err)
+		}
+	})
+	t.Run("not trajectories", func(t *testing.T) {
+		var buf bytes.Buffer
+		if err := tables.Write(&buf, tables.Prompts, []tables.Prompt{{PromptID: "a"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		idx, _ := NewPrompts(nil)
+		_, err := p.ScoreFile(context.Background(), &bytes.Buffer{}, bytes.NewReader(buf.Bytes()), int64(buf.Len()), &ScoreOptions{Prompts: idx, Name: "x.parquet"})
+		if !errors.Is(err, tables.ErrSchemaMismatch) || !strings.Contains(err.Error(), "x.parquet") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("not parquet", func(t *testing.T) {
+		idx, _ := NewPrompts(nil)
+		_, err := p.ScoreFile(context.Background(), &bytes.Buffer{}, strings.NewReader("hello"), 5, &ScoreOptions{Prompts: idx})
+		if !errors.Is(err, tables.ErrNotParquet) {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		idx, _ := NewPrompts(nil)
+		_, err := p.ScoreFile(ctx, &bytes.Buffer{}, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Prompts: idx})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("duplicate prompts", func(t *testing.T) {
+		if _, err := NewPrompts([]tables.Prompt{{PromptID: "a"}, {PromptID: "a"}}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+}
+
+func TestScoreLimit(t *testing.T) {
+	rows, prompts := testRows(200)
+	idx, _ := NewPrompts(prompts)
+	got, sum := score(t, mustCompile(t, gsm8k), rows, &ScoreOptions{Prompts: idx, Limit: 70})
+	if len(got) != 70 || sum.Rows != 70 || got[69].PromptID != rows[69].PromptID {
+		t.Fatalf("%d rows, summary %+v", len(got), sum)
+	}
+}
+
+func TestTotalAndStatuses(t *testing.T) {
+	rows, prompts := testRows(16)
+	rows[1].Status = tables.StatusTruncated
+	idx, _ := NewPrompts(prompts)
+	p := mustCompile(t, `
+statuses: [ok, truncated]
+components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer) ? 1.0 : 0.0'
+  - name: format
+    expr: 'completion.contains("####") ? 1.0 : 0.0'
+  - name: cut
+    expr: 'status == "truncated" ? 1.0 : 0.0'
+total: 'correct * (1.0 + format) - 0.5 * cut'
+`)
+	got, _ := score(t, p, rows, &ScoreOptions{Prompts: idx})
+	if got[0].Total != 2 || got[2].Total != 1 || got[1].Total != -0.5 || got[1].Status != "ok" {
+		t.Fatalf("totals %v %v %v", got[0], got[1], got[2])
+	}
+}
+
+func TestVerifiersAndJudges(t *testing.T) {
+	rows, prompts := testRows(40)
+	idx, _ := NewPrompts(prompts)
+	verify := func(ctx context.Context, r Row) (VerifierResult, error) {
+		if r.Trajectory.SampleIndex == 2 && r.Trajectory.PromptID == "p3" {
+			return VerifierResult{}, errors.New("sandbox crashed")
+		}
+		ok := NumEqual(ExtractAnswer(r.Trajectory.Completion), r.Prompt.Answer, 0)
+		return VerifierResult{Passed: ok, Status: "ok", Stdout: r.Trajectory.Completion[:2]}, nil
+	}
+	judge := func(ctx context.Context, r Row) (JudgeResult, error) {
+		return JudgeResult{Score: float64(len(r.Trajectory.Turns)) / 4, Status: "ok", Reason: "turns"}, nil
+	}
+	p := mustCompile(t, `
+verifiers:
+  - name: math
+    image: python:3.12
+judges:
+  - name: style
+    model: small
+components:
+  - name: verified
+    expr: 'verifiers.math.passed ? 1.0 : 0.0'
+  - name: style
+    expr: 'judges["style"].score'
+`, WithVerifier("math", verify), WithJudge("style", judge))
+	if p.Spec().Verifiers[0].Config["image"] != "python:3.12" {
+		t.Errorf("config %v", p.Spec().Verifiers[0].Config)
+	}
+	got, sum := score(t, p, rows, &ScoreOptions{Prompts: idx, RunnerConcurrency: 4})
+	for i, r := range got {
+		switch {
+		case i%4 == 3:
+			if r.Status != "skipped: timeout" || r.VerifierOutputs != "" {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		case i == 14:
+			if r.Status != StatusError || deref(r.Error) != "verifier math: sandbox crashed" {
+				t.Errorf("row 14: %+v %s", r, deref(r.Error))
+			}
+		default:
+			var vo map[string]VerifierResult
+			var jo map[string]JudgeResult
+			if err := json.Unmarshal([]byte(r.VerifierOutputs), &vo); err != nil {
+				t.Fatalf("row %d verifier outputs %q: %v", i, r.VerifierOutputs, err)
+			}
+			if err := json.Unmarshal([]byte(r.JudgeOutputs), &jo); err != nil {
+				t.Fatalf("row %d judge outputs %q: %v", i, r.JudgeOutputs, err)
+			}
+			want := 0.0
+			if vo["math"].Passed {
+				want = 1
+			}
+			if r.Status != StatusOK || r.Components["verified"] != want || r.Components["style"] != 0.5 || jo["style"].Reason != "turns" {
+				t.Errorf("row %d: %+v", i, r)
+			}
+		}
+	}
+	if sum.Errors != 1 || sum.Components["verified"].Sum != 19 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// TestActivationAllocations: scoring allocates a bounded number of
+// objects per row, however many variables the expressions read.
+func TestActivationAllocations(t *testing.T) {
+	p := mustCompile(t, `
+components:
+  - name: a
+    expr: 'completion.contains("####") && num_tokens > 0 && finish_reason == "stop" && prompt_id != "" ? 1.0 : 0.0'
+  - name: b
+    expr: 'completion.contains("it") && num_tokens < 1000 ? 1.0 : 0.0'
+`)
+	measure := func(n int) float64 {
+		rows, _ := testRows(n)
+		in := trajectoriesRG(t, rows, 1<<16)
+		var out bytes.Buffer
+		return testing.AllocsPerRun(3, func() {
+			out.Reset()
+			if _, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Concurrency: 1}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := measure(512), measure(4096)
+	// Per scored row: the completion, prompt_id and finish_reason boxed
+	// once each however often they are read; the rest is per file, row
+	// group or page.
+	if perRow := (large - small) / (4096 - 512); perRow > 8 {
+		t.Errorf("%.1f allocations per row", perRow)
+	}
+}

@@ -1,0 +1,702 @@
+package rewards
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// LibraryVersion is the version of the function library's semantics. It
+// enters every spec digest, so that rewards computed before a change to
+// what a function returns are not mistaken for current ones.
+const LibraryVersion = 1
+
+// Spec is a parsed reward spec: named components, each a CEL expression
+// with a weight, and how they add up to the total.
+type Spec struct {
+	// Name is the file name the spec was read from, for messages.
+	Name       string
+	Components []Component
+	// Total is a CEL expression over the component values; "" means the
+	// weighted sum of the components.
+	Total string
+	// TotalPos is where Total is written.
+	TotalPos Pos
+	// Statuses lists the trajectory statuses that are scored (default
+	// ["ok"]); other rows are skipped with a status.
+	Statuses  []string
+	Verifiers []Runner
+	Judges    []Runner
+}
+
+// Component is one named reward component.
+type Component struct {
+	Name   string
+	Expr   string
+	Weight float64
+	// Pos is where the component starts; ExprPos where its expression is
+	// written (see Pos.Quoted).
+	Pos, ExprPos Pos
+}
+
+// Runner declares a verifier or judge: a name the expressions use
+// (verifiers.<name>, judges.<name>) and its configuration, which the
+// package that runs it reads.
+type Runner struct {
+	Name   string
+	Config map[string]any
+	Pos    Pos
+}
+
+// Pos is a position in a spec file: 1-based line and column.
+type Pos struct {
+	Line, Column int
+	// Style is how the expression is written, which decides how a
+	// position inside it maps to the file: 0 plain, '\'' or '"' quoted,
+	// '|' or '>' a block scalar whose text starts on the next line at
+	// Column.
+	Style byte
+}
+
+// SpecError is one problem in a reward spec, with where it is.
+type SpecError struct {
+	File         string
+	Line, Column int    // 0 when the problem has no single place
+	Component    string // "" when the problem is not in a component; "total" for the total
+	Msg          string
+	Hint         string
+
+	kind error // a more specific cause (ErrNoRunner), or nil
+}
+
+func (e *SpecError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
+	}
+	b.WriteString(": ")
+	switch e.Component {
+	case "":
+	case "total":
+		b.WriteString("total: ")
+	default:
+		fmt.Fprintf(&b, "component %q: ", e.Component)
+	}
+	b.WriteString(e.Msg)
+	if e.Hint != "" {
+		b.WriteString(" (" + e.Hint + ")")
+	}
+	return b.String()
+}
+
+// Unwrap makes every spec error an ErrSpec.
+func (e *SpecError) Unwrap() error {
+	if e.kind != nil {
+		return e.kind
+	}
+	return ErrSpec
+}
+
+// maxSpecErrors bounds how many problems one parse or compile reports.
+const maxSpecErrors = 20
+
+// LoadSpec reads and parses a spec file.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read reward spec: %w", err)
+	}
+	return ParseSpec(path, data)
+}
+
+// ParseSpec parses a spec; name identifies it in errors. Every problem
+// found is reported (up to 20), each a *SpecError with its line and
+// column, joined with errors.Join; all match ErrSpec.
+func ParseSpec(name string, data []byte) (s *Spec, err error) {
+	defer func() {
+		// The YAML library is not ours to trust with every input.
+		if p := recover(); p != nil {
+			s, err = nil, &SpecError{File: name, Msg: fmt.Sprintf("not valid YAML (%v)", p)}
+		}
+	}()
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlError(name, err)
+	}
+	d := &specDecoder{spec: &Spec{Name: name}, lines: strings.Split(string(data), "\n")}
+	var root ast.Node
+	if len(f.Docs) > 1 {
+		d.add(&SpecError{File: name, Msg: "a spec is one YAML document; found " + fmt.Sprint(len(f.Docs))})
+	}
+	if len(f.Docs) > 0 {
+		root = f.Docs[0].Body
+	}
+	d.top(root)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return d.spec, nil
+}
+
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	var se interface{ GetToken() *token.Token }
+	e := &SpecError{File: name, Msg: "not valid YAML"}
+	if errors.As(err, &se) && se.GetToken() != nil && se.GetToken().Position != nil {
+		e.Line, e.Column = se.GetToken().Position.Line, se.GetToken().Position.Column
+	}
+	var ye interface{ GetMessage() string }
+	if errors.As(err, &ye) {
+		msg = ye.GetMessage()
+	}
+	e.Msg += ": " + firstLine(msg)
+	return e
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+type specDecoder struct {
+	spec  *Spec
+	lines []string
+	errs  []error
+}
+
+func (d *specDecoder) add(e *SpecError) {
+	if len(d.errs) < maxSpecErrors {
+		d.errs = append(d.errs, e)
+	}
+}
+
+func (d *specDecoder) errorf(n ast.Node, comp, hint, format string, a ...any) {
+	p := posOf(n)
+	d.add(&SpecError{File: d.spec.Name, Line: p.Line, Column: p.Column, Component: comp, Msg: fmt.Sprintf(format, a...), Hint: hint})
+}
+
+func posOf(n ast.Node) Pos {
+	if n == nil {
+		return Pos{}
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return Pos{}
+	}
+	return Pos{Line: tk.Position.Line, Column: tk.Position.Column}
+}
+
+// unwrap looks through anchors and tags.
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+}
+
+func isNull(n ast.Node) bool {
+	_, ok := n.(*ast.NullNode)
+	return n == nil || ok
+}
+
+// mapping returns the key/value pairs of a mapping node, reporting
+// anything else.
+func (d *specDecoder) mapping(n ast.Node, comp, what string) ([]*ast.MappingValueNode, bool) {
+	switch v := unwrap(n).(type) {
+	case *ast.MappingNode:
+		return v.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{v}, true
+	}
+	d.errorf(n, comp, "", "%s: expected a mapping, found %s", what, describe(n))
+	return nil, false
+}
+
+func (d *specDecoder) sequence(n ast.Node, what string) ([]ast.Node, bool) {
+	if v, ok := unwrap(n).(*ast.SequenceNode); ok {
+		return v.Values, true
+	}
+	d.errorf(n, "", "", "%s: expected a list, found %s", what, describe(n))
+	return nil, false
+}
+
+func describe(n ast.Node) string {
+	n = unwrap(n)
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "nothing"
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", clip(strings.TrimSpace(n.String()), 40))
+}
+
+func keyOf(kv *ast.MappingValueNode) string {
+	if kv.Key == nil {
+		return ""
+	}
+	if s, ok := unwrap(kv.Key).(*ast.StringNode); ok {
+		return s.Value
+	}
+	return strings.TrimSpace(kv.Key.String())
+}
+
+// str reads a string scalar and how it is written.
+func (d *specDecoder) str(n ast.Node, comp, what string) (string, Pos, bool) {
+	n = unwrap(n)
+	p := posOf(n)
+	switch v := n.(type) {
+	case *ast.StringNode:
+		if v.Token != nil {
+			switch v.Token.Type {
+			case token.SingleQuoteType:
+				p.Style = '\''
+			case token.DoubleQuoteType:
+				p.Style = '"'
+			}
+		}
+		return v.Value, p, true
+	case *ast.LiteralNode:
+		p.Style = '|'
+		if v.Start != nil && strings.HasPrefix(v.Start.Value, ">") {
+			p.Style = '>'
+		}
+		// The text starts on the first non-blank line after the indicator,
+		// at that line's indentation.
+		for l := p.Line + 1; l <= len(d.lines); l++ {
+			t := strings.TrimRight(d.lines[l-1], " \r")
+			if t == "" {
+				continue
+			}
+			p.Line, p.Column = l, len(t)-len(strings.TrimLeft(t, " "))+1
+			break
+		}
+		if v.Value != nil {
+			return v.Value.Value, p, true
+		}
+		return "", p, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+		// An expression may be a bare literal: `expr: 1.0`.
+		return strings.TrimSpace(v.String()), p, true
+	}
+	d.errorf(n, comp, "", "%s: expected a string, found %s", what, describe(n))
+	return "", p, false
+}
+
+var knownTop = []string{"components", "total", "statuses", "verifiers", "judges"}
+
+func (d *specDecoder) top(root ast.Node) {
+	if isNull(unwrap(root)) {
+		d.add(&SpecError{File: d.spec.Name, Msg: "the spec is empty", Hint: "declare at least one entry under components"})
+		return
+	}
+	kvs, ok := d.mapping(root, "", "the spec")
+	if !ok {
+		return
+	}
+	seen := map[string]bool{}
+	var comps ast.Node
+	for _, kv := range kvs {
+		k := keyOf(kv)
+		if seen[k] {
+			d.errorf(kv.Key, "", "", "key %q appears twice", k)
+			continue
+		}
+		seen[k] = true
+		switch k {
+		case "components":
+			comps = kv.Value
+			d.components(kv.Value, kv.Key)
+		case "total":
+			if isNull(unwrap(kv.Value)) {
+				continue
+			}
+			s, p, ok := d.str(kv.Value, "total", "total")
+			if ok {
+				d.spec.Total, d.spec.TotalPos = strings.TrimSpace(s), p
+				if d.spec.Total == "" {
+					d.errorf(kv.Value, "total", "leave total out for the weighted sum", "the expression is empty")
+				}
+			}
+		case "statuses":
+			d.statuses(kv.Value)
+		case "verifiers":
+			d.spec.Verifiers = d.runners(kv.Value, "verifiers")
+		case "judges":
+			d.spec.Judges = d.runners(kv.Value, "judges")
+		default:
+			d.errorf(kv.Key, "", hintFor(k, knownTop), "unknown key %q", k)
+		}
+	}
+	if comps == nil {
+		d.add(&SpecError{File: d.spec.Name, Msg: "no components", Hint: "declare at least one entry under components"})
+	}
+	if len(d.errs) > 0 {
+		return
+	}
+	if d.spec.Total != "" {
+		for _, c := range d.spec.Components {
+			if c.Weight != 1 {
+				d.add(&SpecError{File: d.spec.Name, Line: c.Pos.Line, Column: c.Pos.Column, Component: c.Name,
+					Msg: "weight has no effect when total is an expression", Hint: "write the weight into total, or remove total for the weighted sum"})
+			}
+		}
+	}
+	if d.spec.Statuses == nil {
+		d.spec.Statuses = []string{tables.StatusOK}
+	}
+}
+
+var knownComponent = []string{"name", "expr", "weight"}
+
+func (d *specDecoder) components(n, key ast.Node) {
+	items, ok := d.sequence(n, "components")
+	if !ok {
+		return
+	}
+	if len(items) == 0 {
+		d.errorf(key, "", "declare at least one entry under components", "components is empty")
+		return
+	}
+	names := map[string]Pos{}
+	for i, it := range items {
+		label := fmt.Sprintf("components[%d]", i)
+		kvs, ok := d.mapping(it, "", label)
+		if !ok {
+			continue
+		}
+		c := Component{Weight: 1, Pos: posOf(it)}
+		var nameNode, exprNode, weightNode ast.Node
+		for _, kv := range kvs {
+			switch k := keyOf(kv); k {
+			case "name":
+				nameNode = kv.Value
+			case "expr":
+				exprNode = kv.Value
+			case "weight":
+				weightNode = kv.Value
+			default:
+				d.errorf(kv.Key, "", hintFor(k, knownComponent), "%s: unknown key %q", label, k)
+			}
+		}
+		if len(kvs) > 0 {
+			c.Pos = posOf(kvs[0].Key)
+		}
+		if nameNode == nil {
+			d.errorf(it, "", "", "%s: name is missing", label)
+			continue
+		}
+		name, np, ok := d.str(nameNode, "", label+".name")
+		if !ok {
+			continue
+		}
+		c.Name = name
+		if err := validName(name); err != "" {
+			d.add(&SpecError{File: d.spec.Name, Line: np.Line, Column: np.Column, Msg: fmt.Sprintf("%s: %s", label, err),
+				Hint: "use lower-case letters, digits and _, starting with a letter"})
+			continue
+		}
+		if first, dup := names[name]; dup {
+			d.add(&SpecError{File: d.spec.Name, Line: np.Line, Column: np.Column, Component: name,
+				Msg: fmt.Sprintf("declared twice (first at line %d)", first.Line), Hint: "component names are column names: make them unique"})
+			continue
+		}
+		names[name] = np
+		if exprNode == nil || isNull(unwrap(exprNode)) {
+			d.errorf(it, name, "", "expr is missing")
+		} else if e, p, ok := d.str(exprNode, name, "expr"); ok {
+			c.Expr, c.ExprPos = e, p
+			if strings.TrimSpace(e) == "" {
+				d.errorf(exprNode, name, "", "expr is empty")
+			}
+		}
+		if weightNode != nil {
+			switch v := unwrap(weightNode).(type) {
+			case *ast.IntegerNode:
+				switch x := v.Value.(type) {
+				case int64:
+					c.Weight = float64(x)
+				case uint64:
+					c.Weight = float64(x)
+				}
+			case *ast.FloatNode:
+				c.Weight = v.Value
+			default:
+				d.errorf(weightNode, name, "write a number such as 1 or 0.2", "weight must be a number, found %s", describe(weightNode))
+			}
+			if math.IsNaN(c.Weight) || math.IsInf(c.Weight, 0) {
+				d.errorf(weightNode, name, "", "weight must be a finite number")
+			}
+		}
+		d.spec.Components = append(d.spec.Components, c)
+	}
+}
+
+func (d *specDecoder) statuses(n ast.Node) {
+	items, ok := d.sequence(n, "statuses")
+	if !ok {
+		return
+	}
+	d.spec.Statuses = []string{}
+	for _, it := range items {
+		s, _, ok := d.str(it, "", "statuses")
+		if !ok {
+			continue
+		}
+		if !slices.Contains(tables.Statuses, s) {
+			d.errorf(it, "", "one of "+strings.Join(tables.Statuses, ", "), "statuses: unknown trajectory status %q", s)
+			continue
+		}
+		if !slices.Contains(d.spec.Statuses, s) {
+			d.spec.Statuses = append(d.spec.Statuses, s)
+		}
+	}
+	if len(d.spec.Statuses) == 0 && len(items) == 0 {
+		d.errorf(n, "", "leave statuses out to score status ok only", "statuses is empty: nothing would be scored")
+	}
+}
+
+func (d *specDecoder) runners(n ast.Node, what string) []Runner {
+	items, ok := d.sequence(n, what)
+	if !ok {
+		return nil
+	}
+	var out []Runner
+	seen := map[string]bool{}
+	for i, it := range items {
+		label := fmt.Sprintf("%s[%d]", what, i)
+		kvs, ok := d.mapping(it, "", label)
+		if !ok {
+			continue
+		}
+		r := Runner{Config: map[string]any{}, Pos: posOf(it)}
+		if len(kvs) > 0 {
+			r.Pos = posOf(kvs[0].Key)
+		}
+		for _, kv := range kvs {
+			k := keyOf(kv)
+			if k == "name" {
+				name, np, ok := d.str(kv.Value, "", label+".name")
+				if !ok {
+					continue
+				}
+				if err := validName(name); err != "" {
+					d.add(&SpecError{File: d.spec.Name, Line: np.Line, Column: np.Column, Msg: label + ": " + err,
+						Hint: "use lower-case letters, digits and _, starting with a letter"})
+					continue
+				}
+				r.Name = name
+				continue
+			}
+			var v any
+			if err := yaml.NodeToValue(kv.Value, &v); err != nil {
+				d.errorf(kv.Value, "", "", "%s.%s: %s", label, k, firstLine(err.Error()))
+				continue
+			}
+			v, msg := plainValue(v)
+			if msg != "" {
+				d.errorf(kv.Value, "", "", "%s.%s: %s", label, k, msg)
+				continue
+			}
+			r.Config[k] = v
+		}
+		if r.Name == "" {
+			d.errorf(it, "", "", "%s: name is missing", label)
+			continue
+		}
+		if seen[r.Name] {
+			d.errorf(it, "", "", "%s: %q declared twice", label, r.Name)
+			continue
+		}
+		seen[r.Name] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// plainValue makes a configuration value JSON-encodable, the form the
+// digest hashes: maps get string keys; infinities and NaN are refused.
+func plainValue(v any) (any, string) {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, "numbers must be finite"
+		}
+	case map[string]any:
+		for k, e := range x {
+			e, msg := plainValue(e)
+			if msg != "" {
+				return nil, msg
+			}
+			x[k] = e
+		}
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			e, msg := plainValue(e)
+			if msg != "" {
+				return nil, msg
+			}
+			m[fmt.Sprint(k)] = e
+		}
+		return m, ""
+	case []any:
+		for i, e := range x {
+			e, msg := plainValue(e)
+			if msg != "" {
+				return nil, msg
+			}
+			x[i] = e
+		}
+	}
+	return v, ""
+}
+
+// validName checks a component, verifier or judge name; it returns what
+// is wrong, or "".
+func validName(n string) string {
+	ok := n != "" && n[0] >= 'a' && n[0] <= 'z'
+	for i := 0; ok && i < len(n); i++ {
+		c := n[i]
+		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
+	}
+	if !ok {
+		return fmt.Sprintf("name %q is not a valid name", n)
+	}
+	if isVariable(n) || celReserved[n] {
+		return fmt.Sprintf("name %q is taken by a CEL variable or keyword", n)
+	}
+	return ""
+}
+
+var celReserved = map[string]bool{
+	"in": true, "as": true, "break": true, "const": true, "continue": true, "else": true, "false": true,
+	"for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true,
+	"namespace": true, "null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
+	"total": true,
+}
+
+// hintFor suggests a known key close to k.
+func hintFor(k string, known []string) string {
+	best, bd := "", 3
+	for _, c := range known {
+		if d := editDistance(k, c); d < bd {
+			best, bd = c, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("did you mean %q?", best)
+	}
+	return "known keys: " + strings.Join(known, ", ")
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// canonical is what a digest hashes: the parsed spec, not its text.
+type canonical struct {
+	Format     string          `json:"format"`
+	Library    int             `json:"library"`
+	Components []canonicalComp `json:"components"`
+	Total      string          `json:"total"`
+	Statuses   []string        `json:"statuses"`
+	Verifiers  []canonicalRun  `json:"verifiers"`
+	Judges     []canonicalRun  `json:"judges"`
+}
+
+type canonicalComp struct {
+	Name   string  `json:"name"`
+	Expr   string  `json:"expr"`
+	Weight float64 `json:"weight"`
+}
+
+type canonicalRun struct {
+	Name   string         `json:"name"`
+	Config map[string]any `json:"config"`
+}
+
+// Digest returns "sha256:" and the hex SHA-256 of the spec's canonical
+// encoding: JSON of the components (name, expression with surrounding
+// space trimmed, weight) in order, the total, the scored statuses (sorted),
+// the verifiers and judges with their configuration (keys sorted), the
+// format name and LibraryVersion. Comments, layout, quoting and key order
+// in the YAML do not change it; any change to what is computed does.
+func (s *Spec) Digest() string {
+	c := canonical{Format: "rlpipe.rewards/v1", Library: LibraryVersion, Total: strings.TrimSpace(s.Total),
+		Components: []canonicalComp{}, Verifiers: []canonicalRun{}, Judges: []canonicalRun{}}
+	for _, x := range s.Components {
+		c.Components = append(c.Components, canonicalComp{x.Name, strings.TrimSpace(x.Expr), x.Weight})
+	}
+	c.Statuses = slices.Sorted(slices.Values(s.Statuses))
+	if len(c.Statuses) == 0 {
+		c.Statuses = []string{tables.StatusOK}
+	}
+	for _, r := range s.Verifiers {
+		c.Verifiers = append(c.Verifiers, canonicalRun{r.Name, r.Config})
+	}
+	for _, r := range s.Judges {
+		c.Judges = append(c.Judges, canonicalRun{r.Name, r.Config})
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Configuration values come from YAML: maps with string keys,
+		// lists and scalars, all of which encode. A failure is a bug.
+		panic(fmt.Sprintf("rewards: encode spec for its digest: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ComponentNames returns the component names in order.
+func (s *Spec) ComponentNames() []string {
+	out := make([]string, len(s.Components))
+	for i, c := range s.Components {
+		out[i] = c.Name
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package rewards
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Errors. Each wraps artifacts.ErrInvalid.
+var (
+	// ErrSpec: a reward spec does not parse or does not compile. The error
+	// joins one *SpecError per problem, each naming the file, line and
+	// column.
+	ErrSpec = fmt.Errorf("invalid reward spec: %w", artifacts.ErrInvalid)
+	// ErrNoRunner: the spec declares a verifier or judge that Compile was
+	// given no function for (WithVerifier, WithJudge).
+	ErrNoRunner = fmt.Errorf("%w: verifier or judge without an implementation", ErrSpec)
+	// ErrNoPrompts: the spec reads prompt columns (prompt, messages,
+	// answer, metadata) and ScoreOptions.Prompts is nil.
+	ErrNoPrompts = fmt.Errorf("reward spec reads the prompts table, none given: %w", artifacts.ErrInvalid)
+)
+
+// Reward row statuses.
+const (
+	// StatusOK: every component was computed.
+	StatusOK = "ok"
+	// StatusError: a component, the total, a verifier or a judge failed on
+	// this row, or the row's prompt is missing; Error says which and why.
+	StatusError = "error"
+	// SkippedPrefix starts the status of a trajectory that was not scored
+	// because its own status is not one the spec scores: "skipped: timeout".
+	SkippedPrefix = "skipped: "
+)
+
+// Row is what a reward is computed from: a trajectory and its prompt.
+// Strings may share memory with the batch they were read from: a
+// VerifierFunc or JudgeFunc that keeps one past its return should copy it
+// (strings.Clone).
+type Row struct {
+	Trajectory tables.Trajectory
+	// Prompt is the trajectory's prompt (by prompt_id); zero when no
+	// prompts table was given or the prompt is not in it (HasPrompt).
+	Prompt    tables.Prompt
+	HasPrompt bool
+}
+
+// VerifierResult is what a verifier reports for one row. In CEL it is
+// rewards.VerifierResult, read as verifiers.<name>.passed and so on.
+type VerifierResult struct {
+	Passed   bool   `cel:"passed" json:"passed"`
+	ExitCode int    `cel:"exit_code" json:"exit_code"`
+	Stdout   string `cel:"stdout" json:"stdout"`
+	TimedOut bool   `cel:"timed_out" json:"timed_out"`
+	// Status is the verifier's own account ("ok", "timeout", …).
+	Status string `cel:"status" json:"status"`
+}
+
+// JudgeResult is what a judge reports for one row. In CEL it is
+// rewards.JudgeResult, read as judges.<name>.score and so on.
+type JudgeResult struct {
+	Score  float64 `cel:"score" json:"score"`
+	Status string  `cel:"status" json:"status"`
+	Reason string  `cel:"reason" json:"reason"`
+}
+
+// VerifierFunc checks one row, e.g. by running the completion's code in
+// a sandbox. An error marks the row's status "error" (it is not scored);
+// a failed check is a result with Passed false, not an error.
+type VerifierFunc func(ctx context.Context, r Row) (VerifierResult, error)
+
+// JudgeFunc grades one row, e.g. by asking a model. An error marks the
+// row's status "error".
+type JudgeFunc func(ctx context.Context, r Row) (JudgeResult, error)
+
+// errCanceled tells a row that was cut short by its context from one
+// that failed.
+func isCanceled(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
