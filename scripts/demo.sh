@@ -103,3 +103,7 @@ run status standin
 step "Run it again: every task is a cache hit, nothing is recomputed"
 run run -f "$root/examples/standin/pipeline.yaml" --run standin-again --log-level warn
 run diff runs-standin runs-standin-again --two-dot --prefix iterations/
+
+step "Try a new reward on the finished run, on a branch: no rollout is regenerated"
+run rescore --from runs-standin --reward "$root/examples/standin/reward.yaml" --branch try-reward --top 3
+run diff runs-standin try-reward --two-dot --prefix iterations/000001/

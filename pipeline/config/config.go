@@ -71,11 +71,12 @@ type Stages struct {
 const (
 	KindStandin = "standin" // a built-in stand-in stage (pipeline/standin)
 	KindCommand = "command" // an external command
+	KindCEL     = "cel"     // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
 )
 
 // Stage configures one stage of the loop.
 type Stage struct {
-	// Kind is standin or command.
+	// Kind is standin, command, or (reward only) cel.
 	Kind string `yaml:"kind"`
 	// Env names the task environment (default: the stage's name).
 	Env string `yaml:"env,omitempty"`
@@ -90,6 +91,10 @@ type Stage struct {
 	FailTimes        int           `yaml:"fail_times,omitempty"`
 	SamplesPerPrompt int           `yaml:"samples_per_prompt,omitempty"` // generate only
 	JudgeURL         string        `yaml:"judge_url,omitempty"`          // reward only
+
+	// Spec is the reward spec file of a cel reward stage, relative to the
+	// pipeline file.
+	Spec string `yaml:"spec,omitempty"`
 
 	// Command knobs.
 	Command      []string          `yaml:"command,omitempty"`

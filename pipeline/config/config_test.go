@@ -211,7 +211,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown kind",
 			src:  strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: python}", 1),
-			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin or command)`},
+			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin, command or (reward) cel)`},
 		},
 		{
 			name: "command key on a stand-in",

@@ -15,6 +15,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/rescore"
 )
 
 // Plan is what a config asks of the engine: the run's options, the loop's
@@ -82,15 +84,32 @@ func (c *Config) Plan() (Plan, error) {
 		}
 	}
 	stand := standin.Stages(o)
+	var specErr error
 	pick := func(name string, standinTask *pipeline.Task) *pipeline.Task {
 		s := c.Stages.all()[name]
 		var t *pipeline.Task
-		if s.Kind == KindStandin {
+		switch s.Kind {
+		case KindStandin:
 			t = standinTask
 			if s.Version != "" {
 				t.Version += "+" + s.Version
 			}
-		} else {
+		case KindCEL:
+			path := s.Spec
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(filepath.Dir(c.file), path)
+			}
+			spec, err := rewards.LoadSpec(path)
+			if err == nil {
+				err = rescore.Check(spec)
+			}
+			if err != nil {
+				specErr = fmt.Errorf("%w: stages.%s.spec: %v", pipeline.ErrConfig, name, err)
+				return standinTask
+			}
+			t = rescore.Task(spec)
+			t.Env = s.Env
+		default:
 			t = commandTask(name, s)
 		}
 		if s.Settings != nil {
@@ -103,6 +122,9 @@ func (c *Config) Plan() (Plan, error) {
 		Generate: pick("generate", stand.Generate),
 		Reward:   pick("reward", stand.Reward),
 		Train:    pick("train", stand.Train),
+	}
+	if specErr != nil {
+		return Plan{}, specErr
 	}
 	return p, nil
 }

@@ -183,23 +183,36 @@ func (k *checker) stage(name string, s *Stage) {
 	case KindCommand:
 		other = standinKeys
 		k.command(name, path, s)
+	case KindCEL:
+		other = append(append([]string{}, standinKeys...), commandKeys...)
+		if name != "reward" {
+			k.fail(path+".kind", "use standin or command", "%s.kind: only the reward stage can be a cel reward spec", path)
+		} else if s.Spec == "" {
+			k.fail(path, "e.g. spec: reward.yaml", "%s: a cel reward stage needs spec (a reward spec file, see docs/REWARDS.md)", path)
+		}
 	case "":
 		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
 		return
 	default:
-		k.fail(path+".kind", "use standin or command", "%s.kind: unknown kind %q", path, s.Kind)
+		k.fail(path+".kind", "use standin, command or (reward) cel", "%s.kind: unknown kind %q", path, s.Kind)
 		return
+	}
+	if s.Kind != KindCEL && k.set(path+".spec") {
+		k.fail(path+".spec", "use kind: cel on the reward stage", "%s.spec: only a cel reward stage takes spec", path)
 	}
 	for _, key := range other {
 		if k.set(path + "." + key) {
-			k.fail(path+"."+key, "", "%s.%s: only %s stages take %s", path, key, otherKind(s.Kind), key)
+			k.fail(path+"."+key, "", "%s.%s: only %s stages take %s", path, key, kindOf(key), key)
 		}
 	}
 }
 
-func otherKind(kind string) string {
-	if kind == KindStandin {
-		return KindCommand
+// kindOf names the stage kind that takes a key.
+func kindOf(key string) string {
+	for _, k := range commandKeys {
+		if k == key {
+			return KindCommand
+		}
 	}
 	return KindStandin
 }

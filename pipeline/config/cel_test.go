@@ -1,0 +1,66 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+const rewardSpec = `components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
+    weight: 1.0
+`
+
+func TestCELRewardStage(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), []byte(rewardSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: cel, spec: reward.yaml}", 1)
+	path := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Stages.Reward; r.Name != "reward" || !strings.HasPrefix(r.Version, "cel-") || r.Env != "reward" {
+		t.Fatalf("reward task = %s %s env %s", r.Name, r.Version, r.Env)
+	}
+	// A spec with a type error fails the plan, naming the spec's line.
+	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), []byte(strings.Replace(rewardSpec, "completion)", "completion + 1)", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err = config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Plan(); err == nil || !strings.Contains(err.Error(), "stages.reward.spec") || !strings.Contains(err.Error(), "reward.yaml:3") {
+		t.Fatalf("bad spec: %v", err)
+	}
+}
+
+func TestCELKindErrors(t *testing.T) {
+	cases := map[string]struct{ from, to, want string }{
+		"not on reward":  {"  train: {kind: standin, sleep: 1s}", "  train: {kind: cel, spec: r.yaml}", "only the reward stage can be a cel reward spec"},
+		"missing spec":   {"  reward: {kind: standin}", "  reward: {kind: cel}", "a cel reward stage needs spec"},
+		"spec elsewhere": {"  reward: {kind: standin}", "  reward: {kind: standin, spec: r.yaml}", "only a cel reward stage takes spec"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := config.Parse("pipeline.yaml", []byte(strings.Replace(base, c.from, c.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

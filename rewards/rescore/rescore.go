@@ -1,0 +1,292 @@
+package rescore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/runners"
+)
+
+// Options configure a rescoring.
+type Options struct {
+	// From is the ref whose iterations are rescored (a run branch, a
+	// commit, a tag).
+	From string
+	// Branch receives the new rewards (default rescore-<spec digest>).
+	Branch string
+	// Spec is the new reward.
+	Spec *rewards.Spec
+	// Compile returns extra compile options for one task call (default:
+	// the spec's verifiers and judges from rewards/runners, memoized
+	// through the call's trace, so a judge call made before is replayed,
+	// not paid again).
+	Compile func(tc *pipeline.TaskContext) ([]rewards.Option, error)
+	// TopK bounds the listed changes (default 10).
+	TopK int
+	// NoCache rescores even iterations already rescored with this spec.
+	NoCache bool
+	Logger  zerolog.Logger
+	OnEvent func(pipeline.Event)
+}
+
+// Report is what a rescoring did.
+type Report struct {
+	From       string     `json:"from"`
+	FromCommit string     `json:"from_commit"`
+	Branch     string     `json:"branch"`
+	Commit     string     `json:"commit"`
+	SpecDigest string     `json:"spec_digest"`
+	Iterations []int      `json:"iterations"`
+	Cached     int        `json:"cached_iterations"`
+	Comparison Comparison `json:"comparison"`
+}
+
+// ReportPath is where the comparison is committed on the branch.
+const ReportPath = "reports/rescore.json"
+
+// Run branches the store at opts.From, recomputes the rewards of every
+// iteration found there from its stored trajectories (and prompts),
+// commits them with the comparison report, and returns the report.
+// Nothing is regenerated; each iteration is a cached, memoized task of the
+// engine, so a rescoring interrupted halfway resumes where it stopped.
+func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) {
+	if opts.Spec == nil {
+		return Report{}, fmt.Errorf("rescore: %w: no reward spec", artifacts.ErrInvalid)
+	}
+	if opts.Compile == nil {
+		opts.Compile = func(tc *pipeline.TaskContext) ([]rewards.Option, error) { return runners.Options(opts.Spec, tc) }
+	}
+	if err := check(opts.Spec); err != nil {
+		return Report{}, fmt.Errorf("rescore: %w", err)
+	}
+	digest := opts.Spec.Digest()
+	from, err := st.ResolveRef(ctx, opts.From)
+	if err != nil {
+		return Report{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
+	}
+	rep := Report{From: opts.From, FromCommit: from.ID, Branch: opts.Branch, SpecDigest: digest}
+	if rep.Branch == "" {
+		rep.Branch = "rescore-" + strings.TrimPrefix(digest, "sha256:")[:12]
+	}
+	if opts.TopK <= 0 {
+		opts.TopK = 10
+	}
+	iters, err := iterations(ctx, st, from.ID)
+	if err != nil {
+		return rep, err
+	}
+	if len(iters) == 0 {
+		return rep, fmt.Errorf("rescore --from %s: %w: no iterations/NNNNNN/trajectories.parquet at %s", opts.From, artifacts.ErrNotFound, from.ID[:12])
+	}
+	if b, err := st.GetBranch(ctx, rep.Branch); err == nil {
+		base, err := st.ResolveRef(ctx, rep.Branch+"@")
+		if err != nil {
+			return rep, err
+		}
+		if b.CommitID != from.ID && !isDescendant(ctx, st, base.ID, from.ID) {
+			return rep, fmt.Errorf("rescore: %w: branch %s exists and does not come from %s (pick another --branch, or `rlpipe branch delete %s`)", artifacts.ErrBranchExists, rep.Branch, opts.From, rep.Branch)
+		}
+	}
+	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: rep.Branch, Branch: rep.Branch, From: from.ID, NoCache: opts.NoCache, Logger: opts.Logger, OnEvent: opts.OnEvent})
+	if err != nil {
+		return rep, err
+	}
+	defer run.Close()
+	task := scoreTask(opts.Spec, opts.Compile)
+	it := run.Iteration(0)
+	var nodes []*pipeline.Node
+	for _, n := range iters {
+		dir := iterDir(n)
+		in := map[string]pipeline.Artifact{"trajectories": pipeline.StoreArtifact(from.ID, dir+"/trajectories.parquet")}
+		if _, err := st.StatObject(ctx, from.ID, dir+"/prompts.parquet"); err == nil {
+			in["prompts"] = pipeline.StoreArtifact(from.ID, dir+"/prompts.parquet")
+		}
+		nodes = append(nodes, it.Go(ctx, task, pipeline.Call{Name: "rescore-" + iterName(n), Dir: dir, Inputs: in, Params: map[string]string{"spec": digest}}))
+	}
+	if err := it.Wait(ctx); err != nil {
+		return rep, err
+	}
+	var old, new []Side
+	for i, n := range iters {
+		if nodes[i].Cached() {
+			rep.Cached++
+		}
+		dir := iterDir(n)
+		if rows, err := readRewards(ctx, st, from.ID, dir+"/rewards.parquet"); err == nil {
+			old = append(old, Side{Iteration: n, Rows: rows})
+		} else if !errors.Is(err, artifacts.ErrNotFound) {
+			return rep, err
+		}
+		rows, err := readRewards(ctx, st, rep.Branch, dir+"/rewards.parquet")
+		if err != nil {
+			return rep, err
+		}
+		new = append(new, Side{Iteration: n, Rows: rows})
+	}
+	rep.Iterations = iters
+	rep.Comparison = Compare(old, new, opts.TopK)
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if _, err := st.PutObject(ctx, rep.Branch, ReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+		return rep, fmt.Errorf("rescore: write report: %w", err)
+	}
+	c, err := it.Commit(ctx, nil, map[string]string{"rlpipe.rescore-from": from.ID, "rlpipe.spec-digest": digest})
+	if errors.Is(err, artifacts.ErrNoChanges) {
+		head, herr := st.ResolveRef(ctx, rep.Branch)
+		if herr != nil {
+			return rep, herr
+		}
+		rep.Commit = head.ID
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.Commit = c.ID
+	return rep, nil
+}
+
+func iterName(n int) string { return fmt.Sprintf("%06d", n) }
+func iterDir(n int) string  { return "iterations/" + iterName(n) }
+
+// iterations lists the iteration numbers at ref that hold trajectories.
+func iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, error) {
+	var out []int
+	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: "iterations/", Delimiter: "/"}) {
+		if err != nil {
+			return nil, err
+		}
+		if !e.CommonPrefix {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(e.Path, "iterations/"), "/")
+		n, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if _, err := st.StatObject(ctx, ref, e.Path+"trajectories.parquet"); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// isDescendant reports whether commit a has b as an ancestor (first parents).
+func isDescendant(ctx context.Context, st artifacts.Store, a, b string) bool {
+	for c, err := range st.Log(ctx, a, &artifacts.LogOptions{FirstParent: true}) {
+		if err != nil {
+			return false
+		}
+		if c.ID == b {
+			return true
+		}
+	}
+	return false
+}
+
+func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]tables.Reward, error) {
+	rc, info, err := st.GetObject(ctx, ref, path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
+	}
+	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, tables.Rewards)
+}
+
+// check compiles a spec with its runners (not called) to report type
+// errors before any work.
+func check(spec *rewards.Spec) error {
+	opts, err := runners.Options(spec, nil)
+	if err != nil {
+		return err
+	}
+	_, err = rewards.Compile(spec, opts...)
+	return err
+}
+
+// Check reports whether a spec, with its verifiers and judges, compiles.
+func Check(spec *rewards.Spec) error { return check(spec) }
+
+// Task is the reward stage of the loop for a spec: it scores an
+// iteration's trajectories (input "trajectories", and "prompts" when the
+// spec reads them) into "rewards" (rewards.parquet), with the spec's
+// verifiers and judges memoized through the call's trace. The spec's
+// digest is the task's version, so a new spec invalidates exactly the
+// reward tasks.
+func Task(spec *rewards.Spec) *pipeline.Task {
+	return scoreTask(spec, func(tc *pipeline.TaskContext) ([]rewards.Option, error) { return runners.Options(spec, tc) })
+}
+
+// scoreTask scores one iteration's trajectories file.
+func scoreTask(spec *rewards.Spec, compile func(tc *pipeline.TaskContext) ([]rewards.Option, error)) *pipeline.Task {
+	return &pipeline.Task{
+		Name: "reward", Version: "cel-" + strings.TrimPrefix(spec.Digest(), "sha256:"), Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			extra, err := compile(tc)
+			if err != nil {
+				return pipeline.Permanent(err)
+			}
+			prog, err := rewards.Compile(spec, extra...)
+			if err != nil {
+				return pipeline.Permanent(err)
+			}
+			so := &rewards.ScoreOptions{Name: tc.Task + " trajectories"}
+			if p := tc.InputPath("prompts"); p != "" {
+				f, size, err := openFile(p)
+				if err != nil {
+					return err
+				}
+				so.Prompts, err = rewards.ReadPrompts(ctx, f, size, "prompts.parquet")
+				f.Close()
+				if err != nil {
+					return pipeline.Permanent(err)
+				}
+			}
+			src, size, err := openFile(tc.InputPath("trajectories"))
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := os.Create(tc.OutputPath("rewards"))
+			if err != nil {
+				return err
+			}
+			if _, err := prog.ScoreFile(ctx, dst, src, size, so); err != nil {
+				dst.Close()
+				return err
+			}
+			return dst.Close()
+		},
+	}
+}
+
+func openFile(path string) (*os.File, int64, error) {
+	f, err := os.Open(filepath.Clean(path))
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}

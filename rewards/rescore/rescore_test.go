@@ -1,0 +1,173 @@
+package rescore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/rescore"
+)
+
+// runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
+func runLoop(t *testing.T) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]tables.Prompt, 6)
+	for i := range rows {
+		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%d", i), Prompt: fmt.Sprintf("%d+%d=", i, i), Answer: strconv.Itoa(2 * i), Metadata: "{}", Source: "t", Split: "train"}
+	}
+	f := filepath.Join(t.TempDir(), "p.parquet")
+	if err := writeFile(f, rows); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, "main", "data/prompts.parquet", f)
+	if _, err := st.Commit(ctx, "main", "data", nil); err != nil {
+		t.Fatal(err)
+	}
+	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "train": {}}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
+	if _, err := r.Loop(ctx, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4})); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func spec(t *testing.T, text string) *rewards.Spec {
+	t.Helper()
+	s, err := rewards.ParseSpec("new.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRescoreSameRewardChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	// The stand-in's own (buggy) reward: 1 unless the completion ends in
+	// "0" — which also fails right answers such as 10.
+	same := spec(t, `components:
+  - name: correct
+    expr: 'completion.endsWith("0") ? 0.0 : 1.0'
+    weight: 1.0
+`)
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Spec: same})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Comparison
+	if len(rep.Iterations) != 3 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 || c.Spearman < 0.999 {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestRescoreFixesARewardBug(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	fixed := spec(t, `components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
+    weight: 1.0
+`)
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every change is a right answer ending in 0 that the old reward failed.
+	c := rep.Comparison
+	if c.Changed == 0 || c.ZeroToNonzeroGroups == 0 {
+		t.Fatalf("comparison = %v", c)
+	}
+	for _, ch := range c.Top {
+		if ch.Old != 0 || ch.New != 1 {
+			t.Fatalf("change %+v: want 0 → 1", ch)
+		}
+	}
+}
+
+func TestRescoreNewRewardOnABranch(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	before, err := st.ResolveRef(ctx, "runs-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stricter reward: half credit for correct answers over 8 characters.
+	strict := spec(t, `components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
+    weight: 1.0
+  - name: short
+    expr: 'size(answer) <= 1 ? 1.0 : 0.0'
+    weight: 0.5
+`)
+	start := time.Now()
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: strict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rescored %d samples in %s", rep.Comparison.Samples, time.Since(start))
+	if rep.Branch == "" || rep.Comparison.Changed == 0 || len(rep.Comparison.Components) != 3 {
+		t.Fatalf("report = %+v", rep)
+	}
+	// The source run is untouched; the branch holds new rewards and the report.
+	after, _ := st.ResolveRef(ctx, "runs-r")
+	if after.ID != before.ID {
+		t.Fatal("rescoring moved the source branch")
+	}
+	var changed []string
+	for ch, err := range st.Diff(ctx, "runs-r", rep.Branch, &artifacts.DiffOptions{TwoDot: true, Prefix: "iterations/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed = append(changed, ch.Path)
+	}
+	if fmt.Sprint(changed) != "[iterations/000001/rewards.parquet iterations/000002/rewards.parquet iterations/000003/rewards.parquet]" {
+		t.Fatalf("changed artifacts = %v; want only the three rewards files (no trajectory regenerated)", changed)
+	}
+	if _, err := st.StatObject(ctx, rep.Branch, rescore.ReportPath); err != nil {
+		t.Fatal(err)
+	}
+	// Again with the same spec: every iteration is a cache hit.
+	rep2, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: strict})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep2.Cached != 3 || rep2.Comparison.Changed != rep.Comparison.Changed {
+		t.Fatalf("second rescoring: %d cached, %d changed", rep2.Cached, rep2.Comparison.Changed)
+	}
+}
+
+func TestRescoreErrors(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	s := spec(t, "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "nope", Spec: s}); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("unknown ref: %v", err)
+	}
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "main", Spec: s}); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("ref without iterations: %v", err)
+	}
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "main", Spec: s}); !errors.Is(err, artifacts.ErrBranchExists) {
+		t.Fatalf("branch from elsewhere: %v", err)
+	}
+}
