@@ -129,6 +129,8 @@ type Prompts struct {
 
 type promptEntry struct {
 	p tables.Prompt
+	// prompt and answer are boxed once, not once per sample.
+	prompt, answer ref.Val
 	// Parsed forms, made on first use and shared by the prompt's samples.
 	metaOnce, msgOnce sync.Once
 	meta, msgs        ref.Val
@@ -142,7 +144,7 @@ func NewPrompts(rows []tables.Prompt) (*Prompts, error) {
 		if _, dup := p.m[rows[i].PromptID]; dup {
 			return nil, fmt.Errorf("index prompts: prompt_id %q appears twice (rows must be unique by prompt_id)", rows[i].PromptID)
 		}
-		p.m[rows[i].PromptID] = &promptEntry{p: rows[i]}
+		p.m[rows[i].PromptID] = newPromptEntry(rows[i])
 	}
 	return p, nil
 }
@@ -178,12 +180,16 @@ func (p *Prompts) Lookup(id string) (tables.Prompt, bool) {
 	return tables.Prompt{}, false
 }
 
+func newPromptEntry(p tables.Prompt) *promptEntry {
+	return &promptEntry{p: p, prompt: types.String(p.Prompt), answer: types.String(p.Answer)}
+}
+
 func (e *promptEntry) value(k int) ref.Val {
 	switch k {
 	case vPrompt:
-		return types.String(e.p.Prompt)
+		return e.prompt
 	case vAnswer:
-		return types.String(e.p.Answer)
+		return e.answer
 	case vMetadata:
 		e.metaOnce.Do(func() { e.meta = metadataValue(e.p.PromptID, e.p.Metadata) })
 		return e.meta
@@ -377,7 +383,7 @@ func (p *Program) Score(ctx context.Context, row Row) (tables.Reward, error) {
 	}
 	src := &rowSource{row: &row}
 	if row.HasPrompt {
-		src.prompt = &promptEntry{p: row.Prompt}
+		src.prompt = newPromptEntry(row.Prompt)
 	}
 	var outs runnerOutputs
 	msg, err := p.run(ctx, &row, &outs)
