@@ -105,7 +105,8 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 	}
 	m := opts.Machine
 	if m == nil {
-		m = &Machine{CPU: float64(runtime.NumCPU()), MemoryMB: memoryMB()}
+		this := ThisMachine()
+		m = &this
 	}
 	r := &Run{
 		store: st, name: opts.Name, branch: branch, opts: opts,
@@ -141,6 +142,12 @@ func ensureBranch(ctx context.Context, st artifacts.Store, name, from string) er
 		return fmt.Errorf("create branch %s: %w", name, err)
 	}
 	return nil
+}
+
+// ThisMachine is what this machine offers the executor: its cores and
+// memory, no GPU.
+func ThisMachine() Machine {
+	return Machine{CPU: float64(runtime.NumCPU()), MemoryMB: memoryMB()}
 }
 
 func memoryMB() int {

@@ -1,6 +1,8 @@
 package tables
 
 import (
+	"os"
+	"path/filepath"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -538,4 +540,23 @@ func Read[T any](r io.ReaderAt, size int64, name string, t *Table[T]) ([]T, erro
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// CheckFile reports whether the file at path is a valid table t: it opens
+// the file and checks its schema, as NewReader does, without reading rows.
+func CheckFile[T any](path string, t *Table[T]) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	rd, err := NewReader(f, fi.Size(), filepath.Base(path), t, nil)
+	if err != nil {
+		return err
+	}
+	return rd.Close()
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -42,11 +40,12 @@ func (c *Config) Plan() (Plan, error) {
 	}
 	if m := c.Machine; m != nil {
 		p.Run.Machine = &pipeline.Machine{CPU: m.CPU, MemoryMB: m.MemoryMB, GPU: m.GPU, GPUType: m.GPUType}
+		this := pipeline.ThisMachine()
 		if p.Run.Machine.CPU == 0 {
-			p.Run.Machine.CPU = float64(runtime.NumCPU())
+			p.Run.Machine.CPU = this.CPU
 		}
 		if p.Run.Machine.MemoryMB == 0 {
-			p.Run.Machine.MemoryMB = memoryMB()
+			p.Run.Machine.MemoryMB = this.MemoryMB
 		}
 	}
 	ref, path, err := artifacts.SplitArtifact(c.Dataset)
@@ -191,32 +190,5 @@ func tableCheck(output string) func(string) error {
 }
 
 func checkTable[T any](t *tables.Table[T]) func(string) error {
-	return func(path string) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		rd, err := tables.NewReader(f, fi.Size(), filepath.Base(path), t, nil)
-		if err != nil {
-			return err
-		}
-		return rd.Close()
-	}
-}
-
-// memoryMB is this machine's memory, for a machine section that omits it.
-func memoryMB() int {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err == nil {
-		var kb int
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			return kb / 1024
-		}
-	}
-	return 4096
+	return func(path string) error { return tables.CheckFile(path, t) }
 }

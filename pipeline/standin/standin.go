@@ -70,22 +70,7 @@ func Stages(o Options) pipeline.Stages {
 
 // check validates that a written file is a table of the given kind.
 func check[T any](t *tables.Table[T]) func(string) error {
-	return func(path string) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		rd, err := tables.NewReader(f, fi.Size(), filepath.Base(path), t, nil)
-		if err != nil {
-			return err
-		}
-		return rd.Close()
-	}
+	return func(path string) error { return tables.CheckFile(path, t) }
 }
 
 func (o Options) pause(ctx context.Context, stage string, d time.Duration, tc *pipeline.TaskContext) error {
