@@ -195,7 +195,7 @@ main:data/prompts.parquet.`,
 		newRevertCommand(o),
 		newGCCommand(o),
 		newRunCommand(o), newStatusCommand(o),
-		newRescoreCommand(o),
+		newRescoreCommand(o), newRewardsCommand(o),
 	)
 	return root
 }
