@@ -19,6 +19,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Options configure a rescoring.
@@ -58,9 +59,10 @@ type Report struct {
 // ReportPath is where the comparison is committed on the branch.
 const ReportPath = "reports/rescore.json"
 
-// Run branches the store at opts.From, recomputes the rewards of every
-// iteration found there from its stored trajectories (and prompts),
-// commits them with the comparison report, and returns the report.
+// Run branches the store at opts.From, recomputes the rewards (and, where
+// the iteration had them, the GRPO advantages) of every iteration found
+// there from its stored trajectories (and prompts), commits them with the
+// comparison report, and returns the report.
 // Nothing is regenerated; each iteration is a cached, memoized task of the
 // engine, so a rescoring interrupted halfway resumes where it stopped.
 func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) {
@@ -115,7 +117,14 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		if _, err := st.StatObject(ctx, from.ID, dir+"/prompts.parquet"); err == nil {
 			in["prompts"] = pipeline.StoreArtifact(from.ID, dir+"/prompts.parquet")
 		}
-		nodes = append(nodes, it.Go(ctx, task, pipeline.Call{Name: "rescore-" + iterName(n), Dir: dir, Inputs: in, Params: map[string]string{"spec": digest}}))
+		node := it.Go(ctx, task, pipeline.Call{Name: "rescore-" + iterName(n), Dir: dir, Inputs: in, Params: map[string]string{"spec": digest}})
+		nodes = append(nodes, node)
+		// An iteration that had advantages gets them recomputed from the
+		// new rewards, so training on this branch would see the new reward.
+		if _, err := st.StatObject(ctx, from.ID, dir+"/advantages.parquet"); err == nil {
+			it.Go(ctx, AdvantagesTask(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
+				Inputs: map[string]pipeline.Artifact{"rewards": node.Output(pipeline.OutRewards)}})
+		}
 	}
 	if err := it.Wait(ctx); err != nil {
 		return rep, err
@@ -274,6 +283,36 @@ func scoreTask(spec *rewards.Spec, compile func(tc *pipeline.TaskContext) ([]rew
 				return err
 			}
 			return dst.Close()
+		},
+	}
+}
+
+// AdvantagesTask computes GRPO advantages (input "rewards", output
+// "advantages" = advantages.parquet) with grpo.Advantages.
+func AdvantagesTask() *pipeline.Task {
+	return &pipeline.Task{
+		Name: "advantages", Version: "grpo-1", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: "advantages", File: "advantages.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			f, size, err := openFile(tc.InputPath("rewards"))
+			if err != nil {
+				return err
+			}
+			rows, err := tables.Read(f, size, "rewards.parquet", tables.Rewards)
+			f.Close()
+			if err != nil {
+				return pipeline.Permanent(err)
+			}
+			adv, _ := grpo.Advantages(rows, grpo.Options{})
+			out, err := os.Create(tc.OutputPath("advantages"))
+			if err != nil {
+				return err
+			}
+			if err := tables.Write(out, tables.Advantages, adv, nil); err != nil {
+				out.Close()
+				return err
+			}
+			return out.Close()
 		},
 	}
 }

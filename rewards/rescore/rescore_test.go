@@ -1,9 +1,12 @@
 package rescore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -154,6 +157,46 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	}
 	if rep2.Cached != 3 || rep2.Comparison.Changed != rep.Comparison.Changed {
 		t.Fatalf("second rescoring: %d cached, %d changed", rep2.Cached, rep2.Comparison.Changed)
+	}
+}
+
+func TestRescoreRecomputesAdvantages(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	// Give iteration 2 advantages, as a trainer would have written.
+	f := filepath.Join(t.TempDir(), "a.parquet")
+	fh, err := os.Create(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.Write(fh, tables.Advantages, []tables.Advantage{{PromptID: "p0", Reason: "stale"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	putFile(t, st, "runs-r", "iterations/000002/advantages.parquet", f)
+	if _, err := st.Commit(ctx, "runs-r", "advantages", nil); err != nil {
+		t.Fatal(err)
+	}
+	fixed := spec(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, info, err := st.GetObject(ctx, rep.Branch, "iterations/000002/advantages.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	adv, err := tables.Read(bytes.NewReader(b), info.Size, "advantages", tables.Advantages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adv) != 16 || adv[0].GroupSize != 4 {
+		t.Fatalf("advantages: %d rows, first %+v; want 16 rows in groups of 4", len(adv), adv[0])
+	}
+	if _, err := st.StatObject(ctx, rep.Branch, "iterations/000001/advantages.parquet"); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("iteration 1 had no advantages and should get none: %v", err)
 	}
 }
 

@@ -1,0 +1,104 @@
+// Package grpo holds the group-relative policy optimisation math that does
+// not need a model: advantages from rewards, the statistics of groups.
+package grpo
+
+import (
+	"math"
+	"sort"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Options shape the advantages.
+type Options struct {
+	// Epsilon is added to the group's standard deviation (default 1e-6).
+	Epsilon float64
+	// NoStd drops the division by the standard deviation (Dr. GRPO).
+	NoStd bool
+}
+
+// Stats count the groups of a batch.
+type Stats struct {
+	Groups int `json:"groups"`
+	// ZeroStd groups have every scored sample with the same reward: they
+	// carry no signal (frac_reward_zero_std = ZeroStd / Groups).
+	ZeroStd int `json:"zero_std"`
+	// Masked samples are excluded: not scored (a failed rollout, a reward
+	// error) or alone in their group.
+	Masked int `json:"masked"`
+}
+
+// Advantages computes A_i = (r_i − mean(r)) / (std(r) + ε) within each
+// group of samples of one prompt. Samples whose reward is not ok (status
+// other than "ok", or a NaN total) are masked with a reason and do not
+// enter their group's statistics: a failed rollout is never trained on as
+// a reward of 0. Rows come back in the input order.
+func Advantages(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
+	if o.Epsilon == 0 {
+		o.Epsilon = 1e-6
+	}
+	groups := map[string][]int{}
+	var order []string
+	for i, r := range rows {
+		if _, ok := groups[r.PromptID]; !ok {
+			order = append(order, r.PromptID)
+		}
+		groups[r.PromptID] = append(groups[r.PromptID], i)
+	}
+	sort.Strings(order)
+	out := make([]tables.Advantage, len(rows))
+	var st Stats
+	for _, pid := range order {
+		idx := groups[pid]
+		var vals []float64
+		for _, i := range idx {
+			if ok(rows[i]) {
+				vals = append(vals, rows[i].Total)
+			}
+		}
+		mean, std := meanStd(vals)
+		st.Groups++
+		if len(vals) > 0 && std == 0 {
+			st.ZeroStd++
+		}
+		for _, i := range idx {
+			r := rows[i]
+			a := tables.Advantage{PromptID: r.PromptID, SampleIndex: r.SampleIndex, GroupMean: mean, GroupStd: std, GroupSize: int32(len(vals))}
+			switch {
+			case !ok(r):
+				a.Mask, a.Reason = true, "reward status "+r.Status
+			case len(vals) < 2:
+				a.Mask, a.Reason = true, "alone in its group"
+			default:
+				a.Advantage = r.Total - mean
+				if !o.NoStd {
+					a.Advantage /= std + o.Epsilon
+				}
+			}
+			if a.Mask {
+				st.Masked++
+			}
+			out[i] = a
+		}
+	}
+	return out, st
+}
+
+func ok(r tables.Reward) bool { return r.Status == tables.StatusOK && !math.IsNaN(r.Total) }
+
+// meanStd is the mean and population standard deviation.
+func meanStd(v []float64) (float64, float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	m := 0.0
+	for _, x := range v {
+		m += x
+	}
+	m /= float64(len(v))
+	s := 0.0
+	for _, x := range v {
+		s += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(s / float64(len(v)))
+}
