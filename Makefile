@@ -35,6 +35,7 @@ demo: build ## run the main job (for now: a store round trip in a temporary stor
 .PHONY: bench
 bench: ## run the benchmarks and print their ratios
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./bench/...
+	cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .
 
 .PHONY: fuzz
 fuzz: ## fuzz every parser for FUZZTIME each

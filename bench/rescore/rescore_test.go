@@ -1,0 +1,182 @@
+package rescore
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// defaultRows is the size of the comparison: 125,000 prompts × 8.
+const defaultRows = 1_000_000
+
+// benchRows reads RLPIPE_BENCH_ROWS (default one million).
+func benchRows(tb testing.TB) int {
+	s := os.Getenv("RLPIPE_BENCH_ROWS")
+	if s == "" {
+		return defaultRows
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < samplesPerPrompt {
+		tb.Fatalf("RLPIPE_BENCH_ROWS=%q: want a number of rows, at least %d", s, samplesPerPrompt)
+	}
+	return n
+}
+
+// runAll runs every contender on d, rounds times, keeping each one's
+// best time, and returns the rows each wrote.
+func runAll(tb testing.TB, d *dataset, rounds int) (best []time.Duration, outs [][]result) {
+	tb.Helper()
+	ctx := context.Background()
+	best = make([]time.Duration, len(contenders))
+	paths := make([]string, len(contenders))
+	for round := 0; round < rounds; round++ {
+		// Interleaved, so that a slow moment of a shared machine does
+		// not fall on one contender's every run.
+		for k, c := range contenders {
+			paths[k] = filepath.Join(d.dir, "rewards-"+c.name+c.ext)
+			os.Remove(paths[k])
+			runtime.GC()
+			el, err := timed(ctx, c, d, paths[k])
+			if err != nil {
+				tb.Fatalf("%s: %v", c.name, err)
+			}
+			if round == 0 || el < best[k] {
+				best[k] = el
+			}
+		}
+	}
+	for k, c := range contenders {
+		rs, err := readResults(d, paths[k])
+		if err != nil {
+			tb.Fatalf("%s: %v", c.name, err)
+		}
+		outs = append(outs, rs)
+	}
+	return best, outs
+}
+
+// agree fails tb unless every contender wrote the same rows as the first
+// (rlpipe), to the last bit, and returns each one's sums.
+func agree(tb testing.TB, d *dataset, outs [][]result) []totals {
+	tb.Helper()
+	var sums []totals
+	for k, c := range contenders {
+		if n, first := diff(d, outs[0], outs[k], 5); n > 0 {
+			for _, f := range first {
+				row, _ := strconv.Atoi(f[len("row "):indexByte(f, ' ', len("row "))])
+				tb.Logf("%s\n  completion: %q", f, completionOf(tb, d, row))
+			}
+			tb.Fatalf("%s wrote %d rows that differ from %s's (correctness, not timing)", c.name, n, contenders[0].name)
+		}
+		sums = append(sums, sumUp(outs[k]))
+	}
+	for k := range sums {
+		if sums[k] != sums[0] {
+			tb.Fatalf("reward sums differ: %s %+v, %s %+v", contenders[0].name, sums[0], contenders[k].name, sums[k])
+		}
+		if sums[k].rows != d.rows {
+			tb.Fatalf("%s wrote %d rows of %d", contenders[k].name, sums[k].rows, d.rows)
+		}
+	}
+	return sums
+}
+
+func indexByte(s string, c byte, from int) int {
+	for i := from; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// completionOf reads row i's completion back from the JSON lines, to
+// show what a disagreement is about.
+func completionOf(tb testing.TB, d *dataset, i int) string {
+	f, err := os.Open(d.trajectoriesJSONL)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for k := 0; sc.Scan(); k++ {
+		if k == i {
+			var t trajectoryJSON
+			json.Unmarshal(sc.Bytes(), &t)
+			return t.Completion
+		}
+	}
+	return "?"
+}
+
+// TestAgree checks, on a small data set, that the three implementations
+// of the reward give the same value on every row and that the data
+// exercises every answer layout, right and wrong answers, with and
+// without the length penalty.
+func TestAgree(t *testing.T) {
+	d := generate(t, t.TempDir(), 20_000)
+	for k, n := range d.kinds {
+		if n == 0 {
+			t.Errorf("no completion with the answer as %s", kindNames[k])
+		}
+	}
+	_, outs := runAll(t, d, 1)
+	sums := agree(t, d, outs)
+	s := sums[0]
+	if s.ok == s.rows || s.ok < s.rows*9/10 {
+		t.Errorf("%d of %d rows scored: want about 99%% (1%% time out)", s.ok, s.rows)
+	}
+	if s.correct < float64(s.ok)/4 || s.correct > float64(s.ok)*3/4 {
+		t.Errorf("%v of %d rows correct: want a mix of right and wrong", s.correct, s.ok)
+	}
+	if s.format == float64(s.ok) || s.format < float64(s.ok)/2 {
+		t.Errorf("%v of %d rows formatted: want most but not all", s.format, s.ok)
+	}
+	if s.length == 0 {
+		t.Error("no length penalty on any row")
+	}
+	t.Logf("%d rows: %d scored, correct %v, format %v, length %.3f, total %.3f", s.rows, s.ok, s.correct, s.format, s.length, s.total)
+}
+
+// BenchmarkRescore rescores RLPIPE_BENCH_ROWS generated rollouts (one
+// million by default) with rlpipe, DuckDB and CPython, checks that they
+// agree row by row, and prints each one's best rows/s of two runs and
+// the ratios. Run it once: -benchtime 1x.
+func BenchmarkRescore(b *testing.B) {
+	n := benchRows(b)
+	start := time.Now()
+	d := generate(b, b.TempDir(), n)
+	fmt.Printf("rescore: generated %d rollouts (%d prompts × %d, %.0f-character completions, trajectories.parquet %.0f MB) in %.1fs\n",
+		n, d.prompts, samplesPerPrompt, float64(d.completionBytes)/float64(n), d.trajectoriesParqMB, time.Since(start).Seconds())
+	fmt.Printf("rescore: %d cores; DuckDB %s (Go module github.com/duckdb/duckdb-go/v2); %s\n",
+		runtime.NumCPU(), duckVersion(), pythonVersion())
+
+	const rounds = 2
+	best, outs := runAll(b, d, rounds)
+	sums := agree(b, d, outs)
+
+	rate := make([]float64, len(contenders))
+	for k, c := range contenders {
+		rate[k] = float64(n) / best[k].Seconds()
+		fmt.Printf("rescore: %-8s %7.2fs  %9.0f rows/s  (best of %d)\n", c.name, best[k].Seconds(), rate[k], rounds)
+		b.ReportMetric(rate[k], c.name+"_rows/s")
+	}
+	fmt.Printf("rescore: rlpipe/duckdb  %.2f×  (target ≥ 0.7×)\n", rate[0]/rate[1])
+	fmt.Printf("rescore: rlpipe/cpython %.2f×  (target ≥ 5×)\n", rate[0]/rate[2])
+	b.ReportMetric(rate[0]/rate[1], "rlpipe/duckdb")
+	b.ReportMetric(rate[0]/rate[2], "rlpipe/cpython")
+	for k, c := range contenders {
+		s := sums[k]
+		fmt.Printf("rescore: %-8s reward sum %.9f over %d scored rows (correct %.0f, format %.0f, length %.3f)\n",
+			c.name, s.total, s.ok, s.correct, s.format, s.length)
+	}
+	fmt.Println("rescore: every row agrees across the three")
+}

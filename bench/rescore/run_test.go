@@ -1,0 +1,150 @@
+package rescore
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/rlpipe/rlpipe/rewards"
+)
+
+//go:embed rescore.sql
+var rescoreSQL string
+
+// specPath and scriptPath are beside this file: go test runs in the
+// package's directory.
+const (
+	specPath   = "reward.yaml"
+	scriptPath = "reward.py"
+)
+
+// contender rescores a data set into out, end to end: from the files on
+// disk to the rewards file closed on disk.
+type contender struct {
+	name string
+	ext  string // of the rewards file it writes
+	run  func(ctx context.Context, d *dataset, out string) error
+}
+
+var contenders = []contender{
+	{"rlpipe", ".parquet", runRlpipe},
+	{"duckdb", ".parquet", runDuckDB},
+	{"cpython", ".jsonl", runCPython},
+}
+
+// runRlpipe does what a rescoring does: load and compile the spec, read
+// and index the prompts table, score the trajectories file.
+func runRlpipe(ctx context.Context, d *dataset, out string) error {
+	spec, err := rewards.LoadSpec(specPath)
+	if err != nil {
+		return err
+	}
+	prog, err := rewards.Compile(spec)
+	if err != nil {
+		return err
+	}
+	pf, err := os.Open(d.promptsTable)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	pst, err := pf.Stat()
+	if err != nil {
+		return err
+	}
+	prompts, err := rewards.ReadPrompts(ctx, pf, pst.Size(), "prompts")
+	if err != nil {
+		return err
+	}
+	tf, err := os.Open(d.trajectories)
+	if err != nil {
+		return err
+	}
+	defer tf.Close()
+	tst, err := tf.Stat()
+	if err != nil {
+		return err
+	}
+	wf, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer wf.Close()
+	bw := bufio.NewWriterSize(wf, 1<<20)
+	sum, err := prog.ScoreFile(ctx, bw, tf, tst.Size(), &rewards.ScoreOptions{Name: "trajectories", Prompts: prompts})
+	if err != nil {
+		return err
+	}
+	if sum.Errors > 0 {
+		return fmt.Errorf("rlpipe: %d rows failed, first: %v", sum.Errors, sum.FirstErrors[0])
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return wf.Close()
+}
+
+// duckQuery is rescore.sql for a data set and an output file.
+func duckQuery(d *dataset, out string) string {
+	return strings.NewReplacer("{{trajectories}}", d.trajectories, "{{prompts}}", d.promptsTable, "{{out}}", out).Replace(rescoreSQL)
+}
+
+// runDuckDB opens a fresh in-memory database (all cores, DuckDB's
+// defaults) and runs rescore.sql.
+func runDuckDB(ctx context.Context, d *dataset, out string) error {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, duckQuery(d, out)); err != nil {
+		return fmt.Errorf("duckdb: %w", err)
+	}
+	return db.Close()
+}
+
+// runCPython runs reward.py in a fresh interpreter.
+func runCPython(ctx context.Context, d *dataset, out string) error {
+	cmd := exec.CommandContext(ctx, "python3", scriptPath, d.promptsJSONL, d.trajectoriesJSONL, out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("python3 %s: %v\n%s", scriptPath, err, msg)
+	}
+	return nil
+}
+
+// timed runs c once and returns how long it took.
+func timed(ctx context.Context, c contender, d *dataset, out string) (time.Duration, error) {
+	start := time.Now()
+	err := c.run(ctx, d, out)
+	return time.Since(start), err
+}
+
+// duckVersion and pythonVersion name the peers measured.
+func duckVersion() string {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return "?"
+	}
+	defer db.Close()
+	var v string
+	if err := db.QueryRow("SELECT version()").Scan(&v); err != nil {
+		return "?"
+	}
+	return v
+}
+
+func pythonVersion() string {
+	out, err := exec.Command("python3", "-c", "import platform; print(platform.python_implementation(), platform.python_version())").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
