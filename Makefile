@@ -34,7 +34,7 @@ demo: build ## run the main job (for now: a store round trip in a temporary stor
 
 .PHONY: bench
 bench: ## run the benchmarks and print their ratios
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./bench/...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./pipeline/...
 	cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .
 
 .PHONY: fuzz
