@@ -97,11 +97,22 @@ func (n *Node) execute(ctx context.Context) error {
 	}
 	defer release()
 	var slot *warmSlot
+	var wp *warmPool
 	if s.reuse() {
-		wp := r.warmPool(env)
+		wp = r.warmPool(env)
 		slot = wp.get()
-		defer wp.put(slot)
 	}
+	// done frees the task's resources and warm worker; the cache record
+	// written after success does not need them, so it does not hold up
+	// the next task.
+	done := func() {
+		release()
+		if slot != nil {
+			wp.put(slot)
+			slot = nil
+		}
+	}
+	defer done()
 	dctx := ctx
 	if s.Deadline > 0 {
 		var cancel context.CancelFunc
@@ -118,6 +129,7 @@ func (n *Node) execute(ctx context.Context) error {
 		n.attempts, n.elapsed = attempt, n.elapsed+e.Duration
 		e.Resources = nil
 		if err == nil {
+			done()
 			n.outputs = outs
 			e.Kind = EventFinished
 			r.events.emit(e)
