@@ -242,19 +242,29 @@ func generate(tb testing.TB, dir string, n int) *dataset {
 		return nil
 	})
 
-	jf, err := os.Create(d.trajectoriesJSONL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	jw := bufio.NewWriterSize(jf, 1<<20)
-	enc := json.NewEncoder(jw)
-	enc.SetEscapeHTML(false)
+	// The JSON lines are written by a second goroutine from the same
+	// batches while this one writes the Parquet file.
+	batches := make(chan []tables.Trajectory, 4)
+	jsonDone := make(chan error, 1)
+	go func() {
+		jsonDone <- writeJSONL(d.trajectoriesJSONL, batches)
+	}()
 	writeFile(tb, d.trajectories, func(w *bufio.Writer) error {
+		defer close(batches)
 		tw, err := tables.NewWriter(w, tables.Trajectories, nil)
 		if err != nil {
 			return err
 		}
-		batch := make([]tables.Trajectory, 0, 4096)
+		const batchRows = 4096
+		batch := make([]tables.Trajectory, 0, batchRows)
+		flush := func() error {
+			if err := tw.Write(batch...); err != nil {
+				return err
+			}
+			batches <- batch
+			batch = make([]tables.Trajectory, 0, batchRows)
+			return nil
+		}
 		for i := 0; i < n; i++ {
 			p := i / samplesPerPrompt
 			pid := prompts[p].PromptID
@@ -277,32 +287,53 @@ func generate(tb testing.TB, dir string, n int) *dataset {
 				t.Status, t.Error = tables.StatusTimeout, &msg
 			}
 			d.completionBytes += int64(len(t.Completion))
-			if err := enc.Encode(trajectoryJSON{t.PromptID, t.SampleIndex, t.GroupID, t.Completion, t.FinishReason,
-				t.NumTokens, t.PolicyVersion, t.Sampler, t.Seed, t.Staleness, t.Status, t.Error}); err != nil {
-				return err
-			}
-			if batch = append(batch, t); len(batch) == cap(batch) {
-				if err := tw.Write(batch...); err != nil {
+			if batch = append(batch, t); len(batch) == batchRows {
+				if err := flush(); err != nil {
 					return err
 				}
-				batch = batch[:0]
 			}
 		}
-		if err := tw.Write(batch...); err != nil {
+		if err := flush(); err != nil {
 			return err
 		}
 		return tw.Close()
 	})
-	if err := jw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := jf.Close(); err != nil {
+	if err := <-jsonDone; err != nil {
 		tb.Fatal(err)
 	}
 	if st, err := os.Stat(d.trajectories); err == nil {
 		d.trajectoriesParqMB = float64(st.Size()) / (1 << 20)
 	}
 	return d
+}
+
+// writeJSONL writes the trajectories of every batch received as JSON
+// lines, and drains the channel even after a failure.
+func writeJSONL(path string, batches <-chan []tables.Trajectory) (err error) {
+	defer func() {
+		for range batches {
+		}
+	}()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for batch := range batches {
+		for _, t := range batch {
+			if err := enc.Encode(trajectoryJSON{t.PromptID, t.SampleIndex, t.GroupID, t.Completion, t.FinishReason,
+				t.NumTokens, t.PolicyVersion, t.Sampler, t.Seed, t.Staleness, t.Status, t.Error}); err != nil {
+				return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // writeFile creates path and writes it through a buffer with fill.

@@ -4,6 +4,11 @@
 -- it numerically, check the format, penalise length, and write the
 -- rewards as Parquet. Rows whose status is not "ok" are skipped as rlpipe
 -- skips them: null components, a NaN total, status "skipped: <status>".
+-- The answer is found with cheap string functions where they suffice
+-- (contains, split_part) and regexp_extract_all(...)[-1] for the last match:
+-- a '^.*'-anchored regexp_extract for "the last one" measured 5 to 7
+-- times slower per expression. The last-number scan sits in a CASE branch, so it
+-- runs only on rows with neither marker.
 -- Literals are cast to DOUBLE so that DuckDB computes in binary floating
 -- point as the other two do (a literal such as 0.2 is otherwise DECIMAL).
 -- {{trajectories}}, {{prompts}} and {{out}} are replaced by the benchmark.
@@ -15,9 +20,10 @@ COPY (
   ),
   extracted AS (
     SELECT *,
-      regexp_extract(completion, '(?s)^.*\\boxed\{([^{}]*)\}', 1) AS boxed,
-      trim(regexp_extract(completion, '(?s)^.*####([^\n]*)', 1)) AS hashed,
-      regexp_extract(completion, '(?s)^(?:.*[^0-9,.])?([0-9][0-9,]*(?:\.[0-9]+)?)', 1) AS last_number
+      CASE WHEN contains(completion, '\boxed{')
+        THEN coalesce(regexp_extract_all(completion, '\\boxed\{([^{}]*)\}', 1)[-1], '') ELSE '' END AS boxed,
+      CASE WHEN contains(completion, '####')
+        THEN trim(split_part(split_part(completion, '####', -1), chr(10), 1)) ELSE '' END AS hashed
     FROM joined
   ),
   scored AS (
@@ -25,7 +31,8 @@ COPY (
       CASE WHEN abs(
           TRY_CAST(replace(CASE WHEN boxed <> '' THEN boxed
                                 WHEN hashed <> '' THEN hashed
-                                ELSE last_number END, ',', '') AS DOUBLE)
+                                ELSE coalesce(regexp_extract_all(completion, '[0-9][0-9,]*(?:\.[0-9]+)?')[-1], '')
+                                END, ',', '') AS DOUBLE)
         - TRY_CAST(replace(answer, ',', '') AS DOUBLE)) <= CAST(1e-6 AS DOUBLE)
         THEN CAST(1 AS DOUBLE) ELSE CAST(0 AS DOUBLE) END AS r_correct,
       CASE WHEN contains(completion, '####') OR contains(completion, '\boxed{')

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,28 +30,50 @@ func benchRows(tb testing.TB) int {
 	return n
 }
 
-// runAll runs every contender on d, rounds times, keeping each one's
-// best time, and returns the rows each wrote.
-func runAll(tb testing.TB, d *dataset, rounds int) (best []time.Duration, outs [][]result) {
+// only reads RLPIPE_BENCH_ONLY: a comma-separated list of contenders to
+// run alone, for profiling one of them (no check, no ratios).
+func only() map[string]bool {
+	s := os.Getenv("RLPIPE_BENCH_ONLY")
+	if s == "" {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, name := range strings.Split(s, ",") {
+		m[strings.TrimSpace(name)] = true
+	}
+	return m
+}
+
+// runAll runs every contender on d (those of RLPIPE_BENCH_ONLY if set),
+// rounds times, keeping each one's best time, and returns the rows each
+// wrote.
+func runAll(tb testing.TB, d *dataset, rounds int, which map[string]bool) (best, cpu []time.Duration, outs [][]result) {
 	tb.Helper()
 	ctx := context.Background()
 	best = make([]time.Duration, len(contenders))
+	cpu = make([]time.Duration, len(contenders))
 	paths := make([]string, len(contenders))
 	for round := 0; round < rounds; round++ {
 		// Interleaved, so that a slow moment of a shared machine does
 		// not fall on one contender's every run.
 		for k, c := range contenders {
+			if which != nil && !which[c.name] {
+				continue
+			}
 			paths[k] = filepath.Join(d.dir, "rewards-"+c.name+c.ext)
 			os.Remove(paths[k])
 			runtime.GC()
-			el, err := timed(ctx, c, d, paths[k])
+			el, used, err := timed(ctx, c, d, paths[k])
 			if err != nil {
 				tb.Fatalf("%s: %v", c.name, err)
 			}
 			if round == 0 || el < best[k] {
-				best[k] = el
+				best[k], cpu[k] = el, used
 			}
 		}
+	}
+	if which != nil {
+		return best, cpu, nil
 	}
 	for k, c := range contenders {
 		rs, err := readResults(d, paths[k])
@@ -59,7 +82,7 @@ func runAll(tb testing.TB, d *dataset, rounds int) (best []time.Duration, outs [
 		}
 		outs = append(outs, rs)
 	}
-	return best, outs
+	return best, cpu, outs
 }
 
 // agree fails tb unless every contender wrote the same rows as the first
@@ -128,7 +151,7 @@ func TestAgree(t *testing.T) {
 			t.Errorf("no completion with the answer as %s", kindNames[k])
 		}
 	}
-	_, outs := runAll(t, d, 1)
+	_, _, outs := runAll(t, d, 1, nil)
 	sums := agree(t, d, outs)
 	s := sums[0]
 	if s.ok == s.rows || s.ok < s.rows*9/10 {
@@ -160,13 +183,24 @@ func BenchmarkRescore(b *testing.B) {
 		runtime.NumCPU(), duckVersion(), pythonVersion())
 
 	const rounds = 2
-	best, outs := runAll(b, d, rounds)
+	which := only()
+	best, cpu, outs := runAll(b, d, rounds, which)
+	if which != nil {
+		for k, c := range contenders {
+			if which[c.name] {
+				fmt.Printf("rescore: %-8s %6.2fs  %8.0f rows/s  (best of %d; %5.2f CPU-s; alone: no check)\n",
+					c.name, best[k].Seconds(), float64(n)/best[k].Seconds(), rounds, cpu[k].Seconds())
+			}
+		}
+		return
+	}
 	sums := agree(b, d, outs)
 
 	rate := make([]float64, len(contenders))
 	for k, c := range contenders {
 		rate[k] = float64(n) / best[k].Seconds()
-		fmt.Printf("rescore: %-8s %7.2fs  %9.0f rows/s  (best of %d)\n", c.name, best[k].Seconds(), rate[k], rounds)
+		fmt.Printf("rescore: %-8s %6.2fs  %8.0f rows/s  (best of %d; %5.2f CPU-s, %8.0f rows per CPU-second)\n",
+			c.name, best[k].Seconds(), rate[k], rounds, cpu[k].Seconds(), float64(n)/cpu[k].Seconds())
 		b.ReportMetric(rate[k], c.name+"_rows/s")
 	}
 	fmt.Printf("rescore: rlpipe/duckdb  %.2f×  (target ≥ 0.7×)\n", rate[0]/rate[1])

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -120,11 +121,26 @@ func runCPython(ctx context.Context, d *dataset, out string) error {
 	return nil
 }
 
-// timed runs c once and returns how long it took.
-func timed(ctx context.Context, c contender, d *dataset, out string) (time.Duration, error) {
+// timed runs c once and returns how long it took and the CPU time it
+// used, this process's and its children's (the Python interpreter).
+func timed(ctx context.Context, c contender, d *dataset, out string) (wall, cpu time.Duration, err error) {
+	cpu0 := cpuTime()
 	start := time.Now()
-	err := c.run(ctx, d, out)
-	return time.Since(start), err
+	err = c.run(ctx, d, out)
+	return time.Since(start), cpuTime() - cpu0, err
+}
+
+// cpuTime is the user and system time of this process and its waited-for
+// children.
+func cpuTime() time.Duration {
+	var t time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			t += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return t
 }
 
 // duckVersion and pythonVersion name the peers measured.
