@@ -1,8 +1,6 @@
 package tables
 
 import (
-	"os"
-	"path/filepath"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -10,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
