@@ -1,9 +1,7 @@
 package rewards
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -315,11 +313,8 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 	if err != nil {
 		return nil, err
 	}
+	md := rd.File().ParquetMetadata()
 	rd.Close()
-	md, err := readFooter(src, size)
-	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q: %w: %v", name, tables.ErrNotParquet, err)
-	}
 	want := map[string]bool{}
 	for _, c := range baseColumns {
 		want[c] = true
@@ -340,34 +335,6 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 	return in, nil
 }
 
-// readFooter parses a Parquet footer with the stored Arrow schema hidden:
-// schemas come from the Parquet schema alone, as the tables package reads
-// them (a corrupt stored schema can make the Arrow library allocate
-// without bound).
-func readFooter(r io.ReaderAt, size int64) (*metadata.FileMetaData, error) {
-	var tail [8]byte
-	if size < 12 {
-		return nil, fmt.Errorf("%d bytes is too short", size)
-	}
-	if _, err := r.ReadAt(tail[:], size-8); err != nil {
-		return nil, err
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	if n <= 0 || n > size-12 {
-		return nil, fmt.Errorf("footer length %d does not fit the %d-byte file", n, size)
-	}
-	buf := make([]byte, n)
-	if _, err := r.ReadAt(buf, size-8-n); err != nil {
-		return nil, err
-	}
-	buf = bytes.ReplaceAll(buf, []byte("\x0cARROW:schema"), []byte("\x0cARROW:schem_"))
-	md, err := metadata.NewFileMetaData(buf, nil)
-	if err != nil {
-		return nil, err
-	}
-	md.SetSourceFileSize(size)
-	return md, nil
-}
 
 // readAlloc recycles the buffers of decoded batches (see poolAllocator).
 var readAlloc = &poolAllocator{}

@@ -241,6 +241,11 @@ func recoverCorrupt(name string, err *error) {
 // Name returns the name the file was opened with.
 func (f *File) Name() string { return f.name }
 
+// ParquetMetadata is the file's footer, parsed with the stored Arrow
+// schema hidden (see readFooter): for readers that project columns
+// themselves over the same bytes.
+func (f *File) ParquetMetadata() *metadata.FileMetaData { return f.pf.MetaData() }
+
 // Schema returns the file's Arrow schema, derived from its Parquet schema
 // (a stored ARROW:schema is not used), with the file's key-value metadata.
 func (f *File) Schema() *arrow.Schema { return f.schema }
