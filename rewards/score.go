@@ -335,7 +335,6 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 	return in, nil
 }
 
-
 // readAlloc recycles the buffers of decoded batches (see poolAllocator).
 var readAlloc = &poolAllocator{}
 
