@@ -413,6 +413,61 @@ func (s *Store) threeWay(tx *bolt.Tx, baseMeta, sourceMeta, destMeta string, str
 	return apply, conflicts, nil
 }
 
+// cleanHead returns the head commit of a branch without staged changes.
+func cleanHead(tx *bolt.Tx, branch string) (artifacts.Commit, error) {
+	if err := writableBranch(tx, branch); err != nil {
+		return artifacts.Commit{}, err
+	}
+	if err := requireClean(tx, branch); err != nil {
+		return artifacts.Commit{}, err
+	}
+	b, err := getBranch(tx, branch)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	return getCommit(tx, b.CommitID)
+}
+
+// threeWayCommit describes a merge-like commit: what source changed since
+// base, applied onto head, committed on branch with the given parents.
+type threeWayCommit struct {
+	branch         string
+	head           artifacts.Commit
+	base, source   string // metarange ids
+	strategy       artifacts.MergeStrategy
+	conflictSource string // names the source side in a conflict error
+	noChanges      string // says what brought nothing
+	allowEmpty     bool
+	parents        []string
+	message        string
+	committer      string
+	date           time.Time
+	meta           map[string]string
+}
+
+// commitThreeWay is the shared body of Merge and Revert.
+func (s *Store) commitThreeWay(tx *bolt.Tx, w threeWayCommit) (artifacts.Commit, error) {
+	apply, conflicts, err := s.threeWay(tx, w.base, w.source, w.head.MetaRangeID, w.strategy)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	if len(conflicts) > 0 {
+		return artifacts.Commit{}, &artifacts.MergeConflictError{Source: w.conflictSource, Destination: w.branch, Paths: conflicts}
+	}
+	if len(apply) == 0 && !w.allowEmpty {
+		return artifacts.Commit{}, fmt.Errorf("%w: %s", artifacts.ErrNoChanges, w.noChanges)
+	}
+	metaID, err := s.trees(tx).apply(w.head.MetaRangeID, apply)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	c, err := s.newCommit(tx, w.parents, metaID, w.message, w.committer, w.date, copyMeta(w.meta))
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	return c, moveBranch(tx, w.branch, w.head.ID, c.ID)
+}
+
 func requireClean(tx *bolt.Tx, branch string) error {
 	st := stagingOf(tx, branch)
 	if st == nil {
@@ -436,18 +491,11 @@ func (s *Store) Merge(ctx context.Context, source, destination string, opts *art
 	}
 	var c artifacts.Commit
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := writableBranch(tx, destination); err != nil {
-			return err
-		}
-		if err := requireClean(tx, destination); err != nil {
-			return err
-		}
-		src, err := resolve(tx, source)
+		dest, err := cleanHead(tx, destination)
 		if err != nil {
 			return err
 		}
-		db, _ := getBranch(tx, destination)
-		dest, err := getCommit(tx, db.CommitID)
+		src, err := resolve(tx, source)
 		if err != nil {
 			return err
 		}
@@ -455,29 +503,18 @@ func (s *Store) Merge(ctx context.Context, source, destination string, opts *art
 		if err != nil {
 			return err
 		}
-		apply, conflicts, err := s.threeWay(tx, base.MetaRangeID, src.commit.MetaRangeID, dest.MetaRangeID, opts.Strategy)
-		if err != nil {
-			return err
-		}
-		if len(conflicts) > 0 {
-			return &artifacts.MergeConflictError{Source: source, Destination: destination, Paths: conflicts}
-		}
-		if len(apply) == 0 && !opts.AllowEmpty {
-			return fmt.Errorf("%w: %s brings nothing new to %s", artifacts.ErrNoChanges, source, destination)
-		}
-		metaID, err := s.trees(tx).apply(dest.MetaRangeID, apply)
-		if err != nil {
-			return err
-		}
 		msg := opts.Message
 		if msg == "" {
 			msg = fmt.Sprintf("Merge '%s' into '%s'", source, destination)
 		}
-		c, err = s.newCommit(tx, []string{dest.ID, src.commit.ID}, metaID, msg, opts.Committer, opts.Date, copyMeta(opts.Metadata))
-		if err != nil {
-			return err
-		}
-		return moveBranch(tx, destination, dest.ID, c.ID)
+		c, err = s.commitThreeWay(tx, threeWayCommit{
+			branch: destination, head: dest, base: base.MetaRangeID, source: src.commit.MetaRangeID,
+			strategy: opts.Strategy, conflictSource: source, allowEmpty: opts.AllowEmpty,
+			noChanges: fmt.Sprintf("%s brings nothing new to %s", source, destination),
+			parents:   []string{dest.ID, src.commit.ID},
+			message:   msg, committer: opts.Committer, date: opts.Date, meta: opts.Metadata,
+		})
+		return err
 	})
 	if err != nil {
 		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
@@ -499,10 +536,8 @@ func (s *Store) Revert(ctx context.Context, branch, ref string, parentNumber int
 	}
 	var c artifacts.Commit
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := writableBranch(tx, branch); err != nil {
-			return err
-		}
-		if err := requireClean(tx, branch); err != nil {
+		head, err := cleanHead(tx, branch)
+		if err != nil {
 			return err
 		}
 		target, err := resolve(tx, ref)
@@ -516,31 +551,14 @@ func (s *Store) Revert(ctx context.Context, branch, ref string, parentNumber int
 		if err != nil {
 			return err
 		}
-		b, _ := getBranch(tx, branch)
-		head, err := getCommit(tx, b.CommitID)
-		if err != nil {
-			return err
-		}
-		apply, conflicts, err := s.threeWay(tx, target.commit.MetaRangeID, parent.MetaRangeID, head.MetaRangeID, artifacts.StrategyNone)
-		if err != nil {
-			return err
-		}
-		if len(conflicts) > 0 {
-			return &artifacts.MergeConflictError{Source: "revert " + short(target.commit.ID), Destination: branch, Paths: conflicts}
-		}
-		if len(apply) == 0 && !opts.AllowEmpty {
-			return fmt.Errorf("%w: reverting %s changes nothing on %s", artifacts.ErrNoChanges, short(target.commit.ID), branch)
-		}
-		metaID, err := s.trees(tx).apply(head.MetaRangeID, apply)
-		if err != nil {
-			return err
-		}
-		meta := copyMeta(opts.Metadata)
-		c, err = s.newCommit(tx, []string{head.ID}, metaID, "Revert "+target.commit.ID, opts.Committer, opts.Date, meta)
-		if err != nil {
-			return err
-		}
-		return moveBranch(tx, branch, head.ID, c.ID)
+		c, err = s.commitThreeWay(tx, threeWayCommit{
+			branch: branch, head: head, base: target.commit.MetaRangeID, source: parent.MetaRangeID,
+			conflictSource: "revert " + short(target.commit.ID), allowEmpty: opts.AllowEmpty,
+			noChanges: fmt.Sprintf("reverting %s changes nothing on %s", short(target.commit.ID), branch),
+			parents:   []string{head.ID},
+			message:   "Revert " + target.commit.ID, committer: opts.Committer, date: opts.Date, meta: opts.Metadata,
+		})
+		return err
 	})
 	if err != nil {
 		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
