@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 )
@@ -37,18 +35,7 @@ func benchDatasetStore(b *testing.B, dir string, n int) *local.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rows := make([]tables.Prompt, n)
-	for i := range rows {
-		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%03d", i), Prompt: fmt.Sprintf("%d+%d=", i, i), Answer: strconv.Itoa(2 * i), Metadata: "{}", Source: "bench", Split: "train"}
-	}
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Prompts, rows, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", "data/prompts.parquet", &buf, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.Commit(ctx, "main", "dataset", nil); err != nil {
+	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
 		b.Fatal(err)
 	}
 	return st

@@ -34,18 +34,7 @@ func newStoreWithDataset(t testing.TB, dir string, n int) artifacts.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]tables.Prompt, n)
-	for i := range rows {
-		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%03d", i), Prompt: fmt.Sprintf("%d+%d=", i, i), Answer: strconv.Itoa(2 * i), Metadata: "{}", Source: "test", Split: "train"}
-	}
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Prompts, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", "data/prompts.parquet", &buf, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Commit(ctx, "main", "dataset", nil); err != nil {
+	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -6,20 +6,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
-
-func writeFile(path string, rows []tables.Prompt) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := tables.Write(f, tables.Prompts, rows, nil); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
 
 func putFile(t *testing.T, st artifacts.Store, branch, path, local string) {
 	t.Helper()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -29,16 +28,7 @@ func runLoop(t *testing.T) artifacts.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := make([]tables.Prompt, 6)
-	for i := range rows {
-		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%d", i), Prompt: fmt.Sprintf("%d+%d=", i, i), Answer: strconv.Itoa(2 * i), Metadata: "{}", Source: "t", Split: "train"}
-	}
-	f := filepath.Join(t.TempDir(), "p.parquet")
-	if err := writeFile(f, rows); err != nil {
-		t.Fatal(err)
-	}
-	putFile(t, st, "main", "data/prompts.parquet", f)
-	if _, err := st.Commit(ctx, "main", "data", nil); err != nil {
+	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
 		t.Fatal(err)
 	}
 	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "train": {}}
