@@ -347,6 +347,10 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 	r.events.emit(Event{Kind: EventCommitted, Group: it.Group, Iteration: it.N, Commit: c.ID})
 	r.events.forget(it.N)
 	close(mine)
+	// Only the next iteration waits on this one; the one before is done with.
+	r.commitMu.Lock()
+	delete(r.committed, it.N-1)
+	r.commitMu.Unlock()
 	return c, nil
 }
 
