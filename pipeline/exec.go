@@ -95,7 +95,6 @@ func (n *Node) execute(ctx context.Context) error {
 		}
 		return err
 	}
-	defer release()
 	var slot *warmSlot
 	var wp *warmPool
 	if s.reuse() {
