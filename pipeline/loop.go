@@ -169,6 +169,22 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 		state = next
 		return nil
 	}
+	// commitDownTo commits the oldest iterations until at most keep are
+	// in flight; stop reports that cfg.Stop ended the loop.
+	commitDownTo := func(keep int) (stop bool, err error) {
+		for len(queue) > keep {
+			if err := commit(queue[0]); err != nil {
+				drain()
+				return true, err
+			}
+			queue = queue[1:]
+			if cfg.Stop != nil && cfg.Stop(state.Iteration) {
+				drain()
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	cursor := state.Cursor
 	for n := state.Iteration + 1; n <= cfg.Iterations; n++ {
 		it := r.Iteration(n)
@@ -192,31 +208,15 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 		}
 		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
 		trains[n] = train
+		delete(trains, n-cfg.MaxStaleness-2) // no later iteration reads it
 		queue = append(queue, pending{it: it, cursor: cursor, train: train})
-		for len(queue) > cfg.MaxStaleness {
-			if err := commit(queue[0]); err != nil {
-				drain()
-				return state, err
-			}
-			queue = queue[1:]
-			if cfg.Stop != nil && cfg.Stop(state.Iteration) {
-				drain()
-				return state, nil
-			}
-		}
-	}
-	for len(queue) > 0 {
-		if err := commit(queue[0]); err != nil {
-			drain()
+		// At most max_staleness iterations stay in flight behind this one.
+		if stop, err := commitDownTo(cfg.MaxStaleness); stop || err != nil {
 			return state, err
 		}
-		queue = queue[1:]
-		if cfg.Stop != nil && cfg.Stop(state.Iteration) {
-			drain()
-			return state, nil
-		}
 	}
-	return state, nil
+	_, err = commitDownTo(0)
+	return state, err
 }
 
 func metricsPath(iteration int) string { return fmt.Sprintf("events/%06d.metrics.json", iteration) }
