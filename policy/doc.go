@@ -1,0 +1,21 @@
+// Package policy is the contract between rlpipe and whatever generates
+// text: a model server speaking the OpenAI API (vLLM, SGLang, llama.cpp;
+// see policy/openai), or the embedded tiny model (policy/tiny), in process
+// or behind `rlpipe policy serve` (policy/server).
+//
+// A Policy takes a batch of Requests — plain prompts or chat transcripts —
+// and returns Sampling.N samples for each, with text, token ids, per-token
+// log-probabilities where the policy has them, a finish reason and the
+// policy version that produced them. A request that fails becomes samples
+// with a status, never a crash and never a silent empty answer, so a
+// trainer can skip them instead of scoring them 0.
+//
+// Seeds: sample j of a request seeded s draws from SampleSeed(s, j), so the
+// same seed gives the same text in process and over HTTP, whatever the
+// batching. RequestSeed derives a request's seed from the run seed and the
+// request id.
+//
+// Adapters: policies that hot-load LoRA adapters implement AdapterLoader;
+// Sampling.Adapter then selects the adapter a batch samples from, the way a
+// vLLM request names a LoRA module as its model.
+package policy
