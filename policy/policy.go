@@ -158,7 +158,7 @@ func Validate(reqs []Request, s Sampling) error {
 		return fmt.Errorf("sampling: max_tokens is %d; it must be ≥ 0", s.MaxTokens)
 	}
 	for i, r := range reqs {
-		if (r.Prompt == "") == (len(r.Messages) == 0) && r.Prompt != "" {
+		if r.Prompt != "" && len(r.Messages) > 0 {
 			return fmt.Errorf("request %d (%q): set prompt or messages, not both", i, r.ID)
 		}
 	}
