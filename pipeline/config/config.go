@@ -33,6 +33,8 @@ type Config struct {
 	// means the base model.
 	InitialPolicy string  `yaml:"initial_policy,omitempty"`
 	Overlap       Overlap `yaml:"overlap"`
+	// Policy is the model a rollout stage samples from.
+	Policy *Policy `yaml:"policy,omitempty"`
 	// Machine is what the local executor hands out; nil means this
 	// machine's cores and memory, no GPU.
 	Machine *Machine `yaml:"machine,omitempty"`
@@ -49,6 +51,55 @@ type Overlap struct {
 	// MaxStaleness is how many policy updates a sample may lag: 0 is
 	// on-policy and sequential.
 	MaxStaleness int `yaml:"max_staleness"`
+}
+
+// Policy kinds.
+const (
+	PolicyEmbedded = "embedded" // the built-in tiny model (policy/tiny)
+	PolicyOpenAI   = "openai"   // a server speaking the OpenAI API: vLLM, SGLang, llama.cpp
+)
+
+// Policy ways of serving the embedded model.
+const (
+	ServeInProcess = "inprocess" // call the model directly
+	ServeHTTP      = "http"      // serve it on 127.0.0.1 for the run and sample over HTTP
+)
+
+// Policy says what generates text for a rollout stage.
+type Policy struct {
+	// Kind is embedded or openai.
+	Kind string `yaml:"kind"`
+	// Model: for embedded, "tiny-arith" (the shipped weights) or a
+	// safetensors file relative to the pipeline file; for openai, the
+	// served base model's name.
+	Model string `yaml:"model,omitempty"`
+	// Serve (embedded only) is inprocess (default) or http.
+	Serve string `yaml:"serve,omitempty"`
+	// Endpoints (openai only) are the servers' base URLs, balanced.
+	Endpoints []string `yaml:"endpoints,omitempty"`
+	// KeyEnv (openai only) names the environment variable that holds the
+	// API key; the key itself never enters the config.
+	KeyEnv string `yaml:"key_env,omitempty"`
+	// AdapterRoot (openai only) is a directory the servers can read
+	// adapters from (a shared mount); empty loads them from this
+	// machine's scratch copy.
+	AdapterRoot string `yaml:"adapter_root,omitempty"`
+	// Concurrency bounds requests in flight per endpoint (openai).
+	Concurrency int `yaml:"concurrency,omitempty"`
+	// Timeout bounds one HTTP attempt (openai).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// Retries is how many times a failing request is retried (openai).
+	Retries int `yaml:"retries,omitempty"`
+}
+
+// Sampling are a rollout stage's sampling parameters.
+type Sampling struct {
+	// N is the number of samples per prompt (the group size G).
+	N           int      `yaml:"n"`
+	Temperature *float64 `yaml:"temperature,omitempty"`
+	TopP        float64  `yaml:"top_p,omitempty"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	Stop        []string `yaml:"stop,omitempty"`
 }
 
 // Machine is the capacity the local executor hands out.
@@ -72,11 +123,13 @@ const (
 	KindStandin = "standin" // a built-in stand-in stage (pipeline/standin)
 	KindCommand = "command" // an external command
 	KindCEL     = "cel"     // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
+	KindRollout = "rollout" // the generate stage: sample from the config's policy (docs/PIPELINE.md)
 )
 
 // Stage configures one stage of the loop.
 type Stage struct {
-	// Kind is standin, command, or (reward only) cel.
+	// Kind is standin, command, (reward only) cel or (generate only)
+	// rollout.
 	Kind string `yaml:"kind"`
 	// Env names the task environment (default: the stage's name).
 	Env string `yaml:"env,omitempty"`
@@ -95,6 +148,10 @@ type Stage struct {
 	// Spec is the reward spec file of a cel reward stage, relative to the
 	// pipeline file.
 	Spec string `yaml:"spec,omitempty"`
+
+	// Sampling is a rollout stage's sampling; Batch the prompts per call.
+	Sampling *Sampling `yaml:"sampling,omitempty"`
+	Batch    int       `yaml:"batch,omitempty"`
 
 	// Command knobs.
 	Command      []string          `yaml:"command,omitempty"`

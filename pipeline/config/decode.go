@@ -51,13 +51,12 @@ func (e *Error) Unwrap() []error {
 	return []error{pipeline.ErrConfig}
 }
 
-// ErrReserved marks a section that later versions fill in (policy,
-// reward, trainer, eval): it is rejected rather than silently ignored.
+// ErrReserved marks a section that later versions fill in (reward,
+// trainer, eval): it is rejected rather than silently ignored.
 var ErrReserved = fmt.Errorf("%w: section not available yet", pipeline.ErrConfig)
 
 // reserved are top-level sections that later versions define.
 var reserved = map[string]string{
-	"policy":  "the policy server",
 	"reward":  "reward specifications",
 	"trainer": "the trainer",
 	"eval":    "evaluation",
@@ -240,7 +239,7 @@ func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 		f, ok := fields[key]
 		if !ok {
 			if what, isReserved := reserved[key]; isReserved && t == configType {
-				e := d.errorf(kp, kpath, "remove it: this version runs stand-in or command stages only",
+				e := d.errorf(kp, kpath, "remove it: this version does not read it",
 					"section %q is not available yet (a later version adds it for %s)", key, what)
 				e.kind = ErrReserved
 				d.add(e)

@@ -86,6 +86,7 @@ func (c *Config) validate() error {
 	for _, name := range stageNames {
 		k.stage(name, c.Stages.all()[name])
 	}
+	k.policy()
 	return errors.Join(k.errs...)
 }
 
@@ -151,6 +152,7 @@ var stageParams = map[string][]string{
 var (
 	standinKeys = []string{"sleep", "fail_times", "samples_per_prompt", "judge_url"}
 	commandKeys = []string{"command", "outputs", "environment", "ignore_inputs"}
+	rolloutKeys = []string{"sampling", "batch"}
 	reEnvName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	rePlace     = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
 )
@@ -170,7 +172,7 @@ func (k *checker) stage(name string, s *Stage) {
 	var other []string
 	switch s.Kind {
 	case KindStandin:
-		other = commandKeys
+		other = append(append([]string{}, commandKeys...), rolloutKeys...)
 		if k.set(path+".samples_per_prompt") && name != "generate" {
 			k.fail(path+".samples_per_prompt", "set it on the generate stage", "%s.samples_per_prompt: only the generate stage samples", path)
 		}
@@ -181,10 +183,13 @@ func (k *checker) stage(name string, s *Stage) {
 			k.fail(path, "", "%s: sleep, fail_times and samples_per_prompt cannot be negative", path)
 		}
 	case KindCommand:
-		other = standinKeys
+		other = append(append([]string{}, standinKeys...), rolloutKeys...)
 		k.command(name, path, s)
-	case KindCEL:
+	case KindRollout:
 		other = append(append([]string{}, standinKeys...), commandKeys...)
+		k.rollout(name, path, s)
+	case KindCEL:
+		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
 		if name != "reward" {
 			k.fail(path+".kind", "use standin or command", "%s.kind: only the reward stage can be a cel reward spec", path)
 		} else if s.Spec == "" {
@@ -194,7 +199,7 @@ func (k *checker) stage(name string, s *Stage) {
 		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
 		return
 	default:
-		k.fail(path+".kind", "use standin, command or (reward) cel", "%s.kind: unknown kind %q", path, s.Kind)
+		k.fail(path+".kind", "use standin, command, (reward) cel or (generate) rollout", "%s.kind: unknown kind %q", path, s.Kind)
 		return
 	}
 	if s.Kind != KindCEL && k.set(path+".spec") {
@@ -209,12 +214,92 @@ func (k *checker) stage(name string, s *Stage) {
 
 // kindOf names the stage kind that takes a key.
 func kindOf(key string) string {
-	for _, k := range commandKeys {
-		if k == key {
-			return KindCommand
-		}
+	switch {
+	case slices.Contains(commandKeys, key):
+		return KindCommand
+	case slices.Contains(rolloutKeys, key):
+		return KindRollout
 	}
 	return KindStandin
+}
+
+func (k *checker) rollout(name, path string, s *Stage) {
+	if name != "generate" {
+		k.fail(path+".kind", "use standin or command", "%s.kind: only the generate stage can be a rollout", path)
+		return
+	}
+	if k.c.Policy == nil {
+		k.fail(path, "add a policy section, e.g. policy: {kind: embedded, model: tiny-arith}", "%s: a rollout stage samples from the policy section, which is missing", path)
+	}
+	sp := s.Sampling
+	if sp == nil {
+		k.fail(path, "e.g. sampling: {n: 8, temperature: 1.0, max_tokens: 8}", "%s: a rollout stage needs sampling", path)
+		return
+	}
+	sp2 := path + ".sampling"
+	switch {
+	case sp.N < 1:
+		k.fail(sp2+".n", "the group size G, e.g. 8", "%s.n: must be at least 1, got %d", sp2, sp.N)
+	case sp.MaxTokens < 1:
+		k.fail(sp2+".max_tokens", "", "%s.max_tokens: must be at least 1, got %d", sp2, sp.MaxTokens)
+	case sp.Temperature != nil && *sp.Temperature < 0:
+		k.fail(sp2+".temperature", "0 samples greedily", "%s.temperature: cannot be negative, got %g", sp2, *sp.Temperature)
+	case sp.TopP < 0 || sp.TopP > 1:
+		k.fail(sp2+".top_p", "", "%s.top_p: must be in (0, 1], got %g", sp2, sp.TopP)
+	case s.Batch < 0:
+		k.fail(path+".batch", "", "%s.batch: cannot be negative, got %d", path, s.Batch)
+	}
+}
+
+// embeddedModels are the weights the binary ships.
+var embeddedModels = []string{"tiny-arith"}
+
+func (k *checker) policy() {
+	p := k.c.Policy
+	if p == nil {
+		return
+	}
+	embeddedOnly, openaiOnly := p.Serve != "", len(p.Endpoints) > 0 || p.KeyEnv != "" || p.AdapterRoot != "" || p.Concurrency != 0 || p.Timeout != 0 || p.Retries != 0
+	switch p.Kind {
+	case PolicyEmbedded:
+		if p.Serve != "" && p.Serve != ServeInProcess && p.Serve != ServeHTTP {
+			k.fail("policy.serve", "use inprocess or http", "policy.serve: unknown way %q", p.Serve)
+		}
+		if openaiOnly {
+			k.fail("policy", "remove endpoints, key_env, adapter_root, concurrency, timeout and retries", "policy: those keys configure an openai policy, not the embedded model")
+		}
+		if p.Model != "" && !slices.Contains(embeddedModels, p.Model) && !strings.HasSuffix(p.Model, ".safetensors") {
+			k.fail("policy.model", "use tiny-arith or a .safetensors file", "policy.model: %q is neither a shipped model nor a .safetensors file", p.Model)
+		}
+	case PolicyOpenAI:
+		if embeddedOnly {
+			k.fail("policy.serve", "remove it: an openai policy is already a server", "policy.serve: only the embedded model is served by the run")
+		}
+		if p.Model == "" {
+			k.fail("policy", "e.g. model: Qwen/Qwen2.5-0.5B-Instruct", "policy: an openai policy needs model (the served base model)")
+		}
+		if len(p.Endpoints) == 0 {
+			k.fail("policy", "e.g. endpoints: [http://127.0.0.1:8000]", "policy: an openai policy needs endpoints")
+		}
+		for i, e := range p.Endpoints {
+			if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+				k.fail(fmt.Sprintf("policy.endpoints[%d]", i), "e.g. http://127.0.0.1:8000", "policy.endpoints[%d]: %q is not an http(s) URL", i, e)
+			}
+		}
+		if p.KeyEnv != "" && !reEnvName.MatchString(p.KeyEnv) {
+			k.fail("policy.key_env", "name the variable, e.g. OPENAI_API_KEY", "policy.key_env: %q is not a variable name", p.KeyEnv)
+		}
+		if p.Concurrency < 0 || p.Timeout < 0 || p.Retries < 0 {
+			k.fail("policy", "", "policy: concurrency, timeout and retries cannot be negative")
+		}
+	case "":
+		k.fail("policy", "kind: embedded or kind: openai", "policy: missing key kind")
+	default:
+		k.fail("policy.kind", "use embedded or openai", "policy.kind: unknown kind %q", p.Kind)
+	}
+	if g := k.c.Stages.Generate; g == nil || g.Kind != KindRollout {
+		k.fail("policy", "set stages.generate to {kind: rollout, sampling: {...}}", "policy: no rollout stage samples from it")
+	}
 }
 
 func (k *checker) command(name, path string, s *Stage) {
