@@ -82,7 +82,9 @@ func (p *seedPolicy) UnloadAdapter(ctx context.Context, name string) error {
 	return nil
 }
 
-func newSeedPolicy() *seedPolicy { return &seedPolicy{adapters: map[string]string{}, fail: map[string]bool{}} }
+func newSeedPolicy() *seedPolicy {
+	return &seedPolicy{adapters: map[string]string{}, fail: map[string]bool{}}
+}
 
 func runLoop(t *testing.T, dir string, pol policy.Policy, iterations int, mutate func(*rollouts.Options)) (artifacts.Store, error) {
 	t.Helper()
