@@ -1,0 +1,177 @@
+package grpo
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Aggregation says how per-token losses become the batch loss.
+type Aggregation string
+
+const (
+	// TokenMean averages over every token of the batch (DAPO): long
+	// completions weigh in proportion to their length.
+	TokenMean Aggregation = "token"
+	// SequenceMean averages each completion's tokens, then the
+	// completions (the original GRPO).
+	SequenceMean Aggregation = "sequence"
+)
+
+// LossOptions shape the clipped surrogate.
+type LossOptions struct {
+	// EpsLow and EpsHigh bound the ratio to [1−EpsLow, 1+EpsHigh]
+	// (default 0.2 each; DAPO's clip-higher uses EpsHigh 0.28).
+	EpsLow, EpsHigh float64
+	// Beta weighs the k3 KL to the reference policy; 0 leaves it out.
+	Beta float64
+	// Aggregation defaults to TokenMean.
+	Aggregation Aggregation
+}
+
+func (o *LossOptions) defaults() error {
+	if o.EpsLow == 0 {
+		o.EpsLow = 0.2
+	}
+	if o.EpsHigh == 0 {
+		o.EpsHigh = 0.2
+	}
+	if o.Aggregation == "" {
+		o.Aggregation = TokenMean
+	}
+	switch {
+	case o.EpsLow < 0 || o.EpsLow >= 1 || o.EpsHigh < 0:
+		return fmt.Errorf("grpo: clip range [1-%g, 1+%g] is not a range around 1", o.EpsLow, o.EpsHigh)
+	case o.Beta < 0:
+		return fmt.Errorf("grpo: beta %g is negative", o.Beta)
+	case o.Aggregation != TokenMean && o.Aggregation != SequenceMean:
+		return fmt.Errorf("grpo: unknown aggregation %q (use token or sequence)", o.Aggregation)
+	}
+	return nil
+}
+
+// Sequence is one sampled completion as the loss sees it.
+type Sequence struct {
+	// Logprobs are the current policy's log-probabilities of the
+	// completion's tokens.
+	Logprobs []float64
+	// OldLogprobs are those of the policy that sampled it (the
+	// trajectories table's logprobs column).
+	OldLogprobs []float32
+	// RefLogprobs are the reference policy's (the base model, adapter
+	// off); needed when Beta > 0.
+	RefLogprobs []float64
+	// Entropies, optional, are the current policy's per-token entropies;
+	// they only feed the statistics.
+	Entropies []float64
+	Advantage float64
+}
+
+// LossStats are the step's health figures, each a mean over the tokens
+// that entered the loss (PolicyLoss and Loss follow the aggregation).
+type LossStats struct {
+	Loss       float64 `json:"loss"`
+	PolicyLoss float64 `json:"policy_loss"`
+	// KL is the mean k3 estimate exp(δ) − δ − 1, δ = logπ_ref − logπ.
+	KL      float64 `json:"kl"`
+	Entropy float64 `json:"entropy"`
+	// ClipLow is the fraction of tokens whose negative advantage met a
+	// ratio below 1−EpsLow (no gradient); ClipHigh those whose positive
+	// advantage met a ratio above 1+EpsHigh.
+	ClipLow  float64 `json:"clip_frac_low"`
+	ClipHigh float64 `json:"clip_frac_high"`
+	// RatioDev is the mean |ρ − 1|: how far the policy has moved from the
+	// one that sampled.
+	RatioDev float64 `json:"ratio_dev"`
+	Tokens   int     `json:"tokens"`
+}
+
+// ErrNonFinite is returned when the loss or a ratio is NaN or infinite:
+// the step must fail and the previous adapter stay current.
+var ErrNonFinite = errors.New("non-finite loss")
+
+// Loss is the GRPO objective of a batch and its gradient with respect to
+// every sequence's Logprobs. Per token, with ρ = exp(logπ − logπ_old):
+//
+//	ℓ = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·(exp(δ) − δ − 1),  δ = logπ_ref − logπ
+//
+// aggregated by o.Aggregation. grads[i][t] is ∂Loss/∂Logprobs[i][t].
+func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
+	if err := o.defaults(); err != nil {
+		return LossStats{}, nil, err
+	}
+	var st LossStats
+	total := 0
+	for i, s := range seqs {
+		if len(s.OldLogprobs) != len(s.Logprobs) {
+			return st, nil, fmt.Errorf("grpo: sequence %d has %d old logprobs for %d tokens", i, len(s.OldLogprobs), len(s.Logprobs))
+		}
+		if o.Beta > 0 && len(s.RefLogprobs) != len(s.Logprobs) {
+			return st, nil, fmt.Errorf("grpo: sequence %d has %d reference logprobs for %d tokens (beta > 0 needs them)", i, len(s.RefLogprobs), len(s.Logprobs))
+		}
+		total += len(s.Logprobs)
+	}
+	grads := make([][]float64, len(seqs))
+	if total == 0 {
+		return st, grads, nil
+	}
+	nonEmpty := 0
+	for _, s := range seqs {
+		if len(s.Logprobs) > 0 {
+			nonEmpty++
+		}
+	}
+	var kl, ent, low, high, dev float64
+	for i, s := range seqs {
+		g := make([]float64, len(s.Logprobs))
+		grads[i] = g
+		if len(g) == 0 {
+			continue
+		}
+		// w is the weight of each of this sequence's tokens in the loss.
+		w := 1 / float64(total)
+		if o.Aggregation == SequenceMean {
+			w = 1 / (float64(nonEmpty) * float64(len(g)))
+		}
+		a := s.Advantage
+		for t, lp := range s.Logprobs {
+			rho := math.Exp(lp - float64(s.OldLogprobs[t]))
+			unclipped := rho * a
+			clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a
+			var pg, dpg float64
+			switch {
+			case a < 0 && rho < 1-o.EpsLow:
+				pg = -clipped
+				low++
+			case a > 0 && rho > 1+o.EpsHigh:
+				pg = -clipped
+				high++
+			default:
+				pg, dpg = -unclipped, -unclipped // ∂(−ρA)/∂logπ = −ρA
+			}
+			l, dl := pg, dpg
+			if o.Beta > 0 {
+				d := s.RefLogprobs[t] - lp
+				e := math.Exp(d)
+				k := e - d - 1
+				kl += k
+				l += o.Beta * k
+				dl += o.Beta * (1 - e) // ∂k/∂logπ = −e^δ + 1
+			}
+			st.PolicyLoss += w * pg
+			st.Loss += w * l
+			g[t] = w * dl
+			dev += math.Abs(rho - 1)
+			if s.Entropies != nil {
+				ent += s.Entropies[t]
+			}
+		}
+	}
+	n := float64(total)
+	st.KL, st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = kl/n, ent/n, low/n, high/n, dev/n, total
+	if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) || math.IsNaN(st.RatioDev) || math.IsInf(st.RatioDev, 0) {
+		return st, nil, fmt.Errorf("grpo: loss %g over %d tokens (mean |ratio-1| %g): %w; the step is not applied",
+			st.Loss, total, st.RatioDev, ErrNonFinite)
+	}
+	return st, grads, nil
+}

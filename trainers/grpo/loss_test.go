@@ -1,0 +1,139 @@
+package grpo
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestLossExact(t *testing.T) {
+	// One token each: ratio 1 (no clip), ratio e^0.5 with A>0 (clipped
+	// high), ratio e^-0.5 with A<0 (clipped low), ratio e^-0.5 with A>0
+	// (below the range, but min keeps the unclipped term).
+	seqs := []Sequence{
+		{Logprobs: []float64{-1}, OldLogprobs: []float32{-1}, Advantage: 2},
+		{Logprobs: []float64{-0.5}, OldLogprobs: []float32{-1}, Advantage: 1},
+		{Logprobs: []float64{-1.5}, OldLogprobs: []float32{-1}, Advantage: -1},
+		{Logprobs: []float64{-1.5}, OldLogprobs: []float32{-1}, Advantage: 1},
+	}
+	st, g, err := Loss(seqs, LossOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := math.Exp(-0.5)
+	want := (-2 - 1.2*1 + 0.8 - r) / 4
+	if math.Abs(st.Loss-want) > 1e-12 || st.Loss != st.PolicyLoss {
+		t.Errorf("loss %v, want %v", st.Loss, want)
+	}
+	wantG := []float64{-2.0 / 4, 0, 0, -r / 4}
+	for i := range g {
+		if math.Abs(g[i][0]-wantG[i]) > 1e-12 {
+			t.Errorf("grad %d = %v, want %v", i, g[i][0], wantG[i])
+		}
+	}
+	if st.ClipHigh != 0.25 || st.ClipLow != 0.25 || st.Tokens != 4 {
+		t.Errorf("clip fractions %v %v tokens %d", st.ClipLow, st.ClipHigh, st.Tokens)
+	}
+	wantDev := (0 + (math.Exp(0.5) - 1) + 2*(1-r)) / 4
+	if math.Abs(st.RatioDev-wantDev) > 1e-12 {
+		t.Errorf("ratio dev %v, want %v", st.RatioDev, wantDev)
+	}
+}
+
+func TestLossKL(t *testing.T) {
+	seqs := []Sequence{{Logprobs: []float64{-1, -2}, OldLogprobs: []float32{-1, -2}, RefLogprobs: []float64{-1, -1.5}, Advantage: 0}}
+	st, _, err := Loss(seqs, LossOptions{Beta: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := math.Exp(0.5) - 0.5 - 1 // the second token; the first has δ=0
+	if math.Abs(st.KL-k/2) > 1e-12 || math.Abs(st.Loss-0.5*k/2) > 1e-12 {
+		t.Errorf("kl %v loss %v, want %v %v", st.KL, st.Loss, k/2, 0.5*k/2)
+	}
+	if _, _, err := Loss(seqs[:1:1], LossOptions{Beta: 0.1, Aggregation: "token"}); err != nil {
+		t.Fatal(err)
+	}
+	noRef := []Sequence{{Logprobs: []float64{-1}, OldLogprobs: []float32{-1}}}
+	if _, _, err := Loss(noRef, LossOptions{Beta: 0.1}); err == nil {
+		t.Error("beta > 0 without reference logprobs accepted")
+	}
+}
+
+// TestLossGradient checks the analytic gradient against central finite
+// differences for both aggregations, with KL, away from the clip kinks.
+func TestLossGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, agg := range []Aggregation{TokenMean, SequenceMean} {
+		var seqs []Sequence
+		for i := 0; i < 5; i++ {
+			n := 1 + rng.IntN(4)
+			s := Sequence{Advantage: rng.NormFloat64()}
+			for j := 0; j < n; j++ {
+				old := -rng.Float64() * 3
+				s.OldLogprobs = append(s.OldLogprobs, float32(old))
+				s.Logprobs = append(s.Logprobs, float64(float32(old))+rng.NormFloat64()*0.3)
+				s.RefLogprobs = append(s.RefLogprobs, old+rng.NormFloat64()*0.2)
+			}
+			seqs = append(seqs, s)
+		}
+		o := LossOptions{Beta: 0.04, EpsHigh: 0.28, Aggregation: agg}
+		_, g, err := Loss(seqs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const h = 1e-6
+		for i := range seqs {
+			for j := range seqs[i].Logprobs {
+				x := seqs[i].Logprobs[j]
+				seqs[i].Logprobs[j] = x + h
+				up, _, _ := Loss(seqs, o)
+				seqs[i].Logprobs[j] = x - h
+				down, _, _ := Loss(seqs, o)
+				seqs[i].Logprobs[j] = x
+				num := (up.Loss - down.Loss) / (2 * h)
+				if math.Abs(num-g[i][j]) > 1e-6 {
+					t.Errorf("%s: d loss / d logp[%d][%d] = %v, finite difference %v", agg, i, j, g[i][j], num)
+				}
+			}
+		}
+	}
+}
+
+func TestLossSequenceMeanWeighsSequencesEqually(t *testing.T) {
+	seqs := []Sequence{
+		{Logprobs: []float64{-1}, OldLogprobs: []float32{-1}, Advantage: 1},
+		{Logprobs: []float64{-1, -1, -1}, OldLogprobs: []float32{-1, -1, -1}, Advantage: 1},
+	}
+	tok, _, _ := Loss(seqs, LossOptions{Aggregation: TokenMean})
+	seq, _, _ := Loss(seqs, LossOptions{Aggregation: SequenceMean})
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !near(tok.Loss, -1) || !near(seq.Loss, -1) {
+		t.Errorf("ratio-1 losses: token %v sequence %v, want -1", tok.Loss, seq.Loss)
+	}
+	seqs[1].Advantage = -1
+	tok, _, _ = Loss(seqs, LossOptions{Aggregation: TokenMean})
+	seq, _, _ = Loss(seqs, LossOptions{Aggregation: SequenceMean})
+	if !near(tok.Loss, 0.5) || !near(seq.Loss, 0) {
+		t.Errorf("token %v (want 0.5), sequence %v (want 0)", tok.Loss, seq.Loss)
+	}
+}
+
+func TestLossNonFinite(t *testing.T) {
+	seqs := []Sequence{{Logprobs: []float64{math.NaN()}, OldLogprobs: []float32{-1}, Advantage: 1}}
+	if _, _, err := Loss(seqs, LossOptions{}); !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("NaN logprob: %v", err)
+	}
+	seqs = []Sequence{{Logprobs: []float64{800}, OldLogprobs: []float32{-1}, Advantage: -1}}
+	if _, _, err := Loss(seqs, LossOptions{}); !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("overflowing ratio: %v", err)
+	}
+}
+
+func TestLossBadOptions(t *testing.T) {
+	for _, o := range []LossOptions{{EpsLow: 1}, {Beta: -1}, {Aggregation: "mean"}} {
+		if _, _, err := Loss(nil, o); err == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+}
