@@ -1,0 +1,332 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// Caps on what is read and kept of a response.
+const (
+	maxBody    = 256 << 20 // n=64 samples of 4k tokens with logprobs is ~25 MB
+	messageCap = 300       // a server's error message in an error
+)
+
+// Kinds of failed attempts.
+const (
+	kindConnect   = "connect"   // no HTTP answer: refused, reset, DNS
+	kindTimeout   = "timeout"   // no answer within Options.Timeout
+	kindStatus    = "status"    // a non-2xx answer
+	kindMalformed = "malformed" // a 2xx answer the client cannot read
+)
+
+// callError is a request that failed: on which endpoint, how, and whether
+// another attempt may succeed.
+type callError struct {
+	endpoint   string // shown base URL
+	method     string
+	path       string
+	kind       string
+	status     int    // HTTP status; 0 without an answer
+	statusText string // e.g. "503 Service Unavailable"
+	msg        string // the server's message or the transport error, redacted
+	timeout    time.Duration
+	retry      bool
+	retryAfter time.Duration
+	attempts   int
+}
+
+// describe says what failed, without the advice.
+func (e *callError) describe() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s %s%s: ", e.method, e.endpoint, e.path)
+	switch e.kind {
+	case kindTimeout:
+		fmt.Fprintf(&sb, "no answer within %v", e.timeout)
+	case kindStatus:
+		sb.WriteString(e.statusText)
+		if e.msg != "" {
+			sb.WriteString(": " + e.msg)
+		}
+	default:
+		sb.WriteString(e.msg)
+	}
+	return sb.String()
+}
+
+func (e *callError) Error() string {
+	s := e.describe()
+	if e.attempts > 1 {
+		s += fmt.Sprintf(" (gave up after %d attempts)", e.attempts)
+	}
+	return s + "; next: " + e.next()
+}
+
+// next is the step that fixes the failure.
+func (e *callError) next() string {
+	switch {
+	case e.kind == kindConnect:
+		return fmt.Sprintf("start the server at %s (e.g. vllm serve or rlpipe policy serve), or remove it from the endpoints", e.endpoint)
+	case e.kind == kindTimeout:
+		return "raise the per-attempt timeout (Options.Timeout) or ask for fewer tokens"
+	case e.kind == kindMalformed:
+		return fmt.Sprintf("check that %s is an OpenAI-compatible server (vLLM, SGLang, llama.cpp, rlpipe policy serve) and see its log", e.endpoint)
+	case e.status == http.StatusTooManyRequests:
+		return "the server is saturated: lower Options.Concurrency or add endpoints"
+	case e.status >= 500:
+		return fmt.Sprintf("see the log of the server at %s", e.endpoint)
+	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:
+		return "check the API key (Options.APIKey) against the server's --api-key"
+	case e.status == http.StatusNotFound:
+		return "compare the model name (Options.Model) with what GET /v1/models lists (Client.Models)"
+	case e.invalid():
+		return "the request itself was refused: shorten the prompt, lower max_tokens or fix the sampling parameters"
+	}
+	return "the server refused the request; see its message"
+}
+
+// invalid: the server refused this request's content (a prompt longer
+// than the context): retrying cannot help.
+func (e *callError) invalid() bool {
+	return e.kind == kindStatus && (e.status == http.StatusBadRequest ||
+		e.status == http.StatusRequestEntityTooLarge || e.status == http.StatusUnprocessableEntity)
+}
+
+// sampleStatus is the status of the samples of a request that failed so.
+func (e *callError) sampleStatus() string {
+	switch {
+	case e.invalid():
+		return policy.StatusInvalid
+	case e.kind == kindTimeout || e.status == http.StatusGatewayTimeout:
+		return policy.StatusTimeout
+	}
+	return policy.StatusInfraError
+}
+
+// cool is how long a failure like e passes the endpoint over.
+func (c *Client) cool(e *callError) time.Duration {
+	if e == nil {
+		return -1
+	}
+	if !e.retry {
+		return 0 // the request's fault, not the endpoint's
+	}
+	return max(c.opts.Cooldown, e.retryAfter)
+}
+
+// call sends one request with retries and passes a 2xx body to decode
+// (nil: any 2xx is fine). With ep nil each attempt goes to the endpoint
+// acquire picks; otherwise to ep. It returns a *callError, or ctx's error
+// when ctx ends.
+func (c *Client) call(ctx context.Context, ep *endpoint, method, path string, body []byte, decode func([]byte) error) error {
+	attempts := c.opts.Retries + 1
+	for attempt := 1; ; attempt++ {
+		e := ep
+		if e == nil {
+			var err error
+			if e, err = c.acquire(ctx); err != nil {
+				return err
+			}
+		}
+		ce := c.attempt(ctx, e, method, path, body, decode)
+		if ep == nil {
+			c.release(e, c.cool(ce))
+		} else {
+			c.mu.Lock()
+			c.health(e, c.cool(ce))
+			c.mu.Unlock()
+		}
+		if ce == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		ce.attempts = attempt
+		if !ce.retry || attempt == attempts {
+			return ce
+		}
+		// Another healthy endpoint takes the retry at once; otherwise wait.
+		wait := time.Duration(0)
+		if ep != nil || !c.anyHealthy() {
+			wait = c.backoff(attempt, ce.retryAfter)
+		}
+		c.log.Debug().Str(logEndpoint, e.shown).Int(logAttempt, attempt).Dur(logWait, wait).Str(logError, ce.describe()).Msg("request failed; retrying")
+		if wait > 0 {
+			if err := c.sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// backoff is the pause before attempt+1: exponential from Backoff with
+// equal jitter, or the server's Retry-After; both capped by MaxBackoff.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, c.opts.MaxBackoff)
+	}
+	d := c.opts.Backoff
+	for i := 1; i < attempt && d < c.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.MaxBackoff)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return d/2 + time.Duration(c.rng.Int64N(int64(d/2)+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// attempt sends one request to e.
+func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, body []byte, decode func([]byte) error) *callError {
+	ce := &callError{endpoint: e.shown, method: method, path: path, timeout: c.opts.Timeout}
+	actx, cancel := context.WithTimeoutCause(ctx, c.opts.Timeout, errAttemptTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, method, e.base+path, rd)
+	if err != nil {
+		ce.kind, ce.msg = kindConnect, c.redact(err.Error())
+		return ce
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.transportError(actx, ce, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return c.transportError(actx, ce, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		if len(b) > maxBody {
+			ce.kind, ce.retry, ce.msg = kindMalformed, true, fmt.Sprintf("response larger than %d MiB", maxBody>>20)
+			return ce
+		}
+		if decode == nil {
+			return nil
+		}
+		if err := decode(b); err != nil {
+			ce.kind, ce.retry, ce.msg = kindMalformed, true, c.redact(err.Error())
+			return ce
+		}
+		return nil
+	}
+	return c.statusError(ce, resp, b)
+}
+
+func (c *Client) transportError(actx context.Context, ce *callError, err error) *callError {
+	ce.retry = true
+	if errors.Is(context.Cause(actx), errAttemptTimeout) {
+		ce.kind = kindTimeout
+		return ce
+	}
+	// The endpoint is named already; net/http's copy would repeat it.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	ce.kind, ce.msg = kindConnect, c.redact(err.Error())
+	return ce
+}
+
+// statusError classifies a non-2xx answer: 429 and 5xx (and 408) may
+// succeed on another attempt; other 4xx never do.
+func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *callError {
+	ce.kind, ce.status = kindStatus, resp.StatusCode
+	ce.statusText = resp.Status
+	if ce.statusText == "" {
+		ce.statusText = strconv.Itoa(resp.StatusCode)
+	}
+	var body apiError
+	msg := ""
+	if json.Unmarshal(b, &body) == nil {
+		msg, _ = body.message()
+	}
+	if msg == "" {
+		msg = string(b)
+	}
+	if s := resp.StatusCode; s != http.StatusUnauthorized && s != http.StatusForbidden {
+		// A 401 body may quote part of the key: leave it out.
+		ce.msg = strings.TrimSpace(c.redact(excerpt(msg, messageCap)))
+	}
+	switch s := resp.StatusCode; {
+	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
+		ce.retry = true
+		ce.retryAfter = retryAfter(resp.Header, c.now)
+	}
+	return ce
+}
+
+// retryAfter reads Retry-After-Ms or Retry-After (seconds or an HTTP
+// date); zero when absent.
+func retryAfter(h http.Header, now func() time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return max(time.Duration(s*float64(time.Second)), 0)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now()), 0)
+	}
+	return 0
+}
+
+// redact removes the API key from text that came from outside.
+func (c *Client) redact(s string) string {
+	if c.opts.APIKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.opts.APIKey, redacted)
+}
+
+// excerpt caps s at about n bytes, on a rune boundary.
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,82 @@
+// Package openai is a policy.Policy backed by servers that speak the
+// OpenAI API: vLLM, SGLang, llama.cpp's server, or rlpipe's own policy
+// server (policy/server), which serves any Policy, the embedded tiny model
+// included.
+//
+// # A client
+//
+// New takes Options; nil means one vLLM server on 127.0.0.1:8000:
+//
+//	c, err := openai.New(&openai.Options{
+//		Endpoints: []string{"http://10.0.0.5:8000", "http://10.0.0.6:8000"},
+//		Model:     "Qwen/Qwen2.5-0.5B-Instruct", // vllm serve's model name
+//		APIKey:    os.Getenv("VLLM_API_KEY"),     // "" for a server without --api-key
+//	})
+//	out, err := c.Generate(ctx, reqs, policy.Sampling{N: 8, Temperature: 1, MaxTokens: 512, Logprobs: true})
+//
+// Each policy.Request is one HTTP request: a Prompt goes to
+// POST /v1/completions, Messages to POST /v1/chat/completions (Options.Chat
+// sends prompts there too, as one user message). The body carries
+//
+//	model         Sampling.Adapter if set, else Options.Model
+//	n             Sampling.N
+//	seed          Request.Seed
+//	temperature   always sent: 0 is greedy, and the API's default is 1
+//	top_p, max_tokens, stop   when set (vLLM's max_tokens default is 16:
+//	              set MaxTokens)
+//	logprobs      with Sampling.Logprobs: 1 for completions, true with
+//	              top_logprobs 0 for chat
+//	return_tokens_as_token_ids   with logprobs (vLLM): tokens come back as
+//	              "token_id:1234" and fill Sample.TokenIDs
+//	return_token_ids   always (vLLM ≥ 0.10.2): choices[].token_ids fills
+//	              Sample.TokenIDs even without logprobs
+//
+// and the n choices, sorted by index, become the request's samples: Text,
+// TokenIDs, Logprobs (float32, exactly as a server computed them in
+// float32), FinishReason, PromptTokens from usage.prompt_tokens, and
+// PolicyVersion Options.Model, or Options.Model+"+"+adapter. Servers that
+// do not know the vLLM fields ignore them; TokenIDs then stays nil.
+//
+// # Endpoints, load and failures
+//
+// Requests go to the endpoint with the fewest in flight, ties taken in
+// turn, at most Options.Concurrency per endpoint. A request that fails
+// with a connection error, a per-attempt timeout (Options.Timeout), a 429,
+// a 5xx or a malformed answer is retried, up to Options.Retries times; the
+// endpoint is passed over for Options.Cooldown, so the retry goes to
+// another endpoint at once when one is healthy, and otherwise after an
+// exponential backoff with seeded jitter, or the server's Retry-After.
+// A request that still fails is not an error but N samples with a status,
+// and an Error naming the endpoint, the HTTP status and what to do:
+//
+//	infra_error   the servers are down, failing or answering nonsense
+//	              (a malformed body is reported with its byte offset)
+//	timeout       no answer within Options.Timeout, or a 504
+//	env_error     (policy.StatusInvalid) a 400, 413 or 422: the server
+//	              refused the request itself, e.g. a prompt longer than the
+//	              context; never retried
+//
+// Generate returns an error only when ctx ends, or when the servers answer
+// 404 for Sampling.Adapter: the adapter is not loaded, and the error wraps
+// policy.ErrAdapterNotLoaded.
+//
+// # LoRA adapters
+//
+// LoadAdapter(ctx, name, dir) posts vLLM's /v1/load_lora_adapter to every
+// endpoint; afterwards Sampling.Adapter = name samples from it. dir is read
+// by the servers, not by the client: on several hosts it must be on a
+// shared file system or copied to the same path on each. vLLM needs
+// --enable-lora, --max-lora-rank at least the adapter's rank, and
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True. A name a server already holds
+// counts as loaded, so name each checkpoint anew (step-000120).
+// UnloadAdapter removes one; PruneAdapters(ctx, k) unloads all but the k
+// newest loaded through this client, keeping GPU memory bounded during a
+// long run. Models lists what each endpoint serves.
+//
+// # Secrets
+//
+// Options.APIKey is sent as a bearer token and nowhere else: Options and
+// Client print it as [redacted], text coming back from a server is scrubbed
+// of it, and the body of a 401 or 403 is dropped. Endpoint URLs appear in
+// errors without user info or query.
+package openai

@@ -1,0 +1,420 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// body is a completions or chat request: the fields rlpipe's client and
+// vLLM's clients send. Unknown fields are ignored, as vLLM does.
+type body struct {
+	Model    string           `json:"model"`
+	Prompt   json.RawMessage  `json:"prompt"`   // completions: a string or a list of strings
+	Messages []policy.Message `json:"messages"` // chat
+	N        *int             `json:"n"`
+	Seed     *int64           `json:"seed"`
+	// Temperature defaults to 1 as in OpenAI's API; 0 samples greedily.
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"` // chat's newer name
+	Stop                json.RawMessage `json:"stop"`                  // a string or a list of strings
+	Logprobs            json.RawMessage `json:"logprobs"`              // completions: an integer; chat: a boolean
+	TopLogprobs         *int            `json:"top_logprobs"`
+	TokensAsIDs         bool            `json:"return_tokens_as_token_ids"`
+	ReturnTokenIDs      bool            `json:"return_token_ids"`
+	Stream              bool            `json:"stream"`
+	Echo                bool            `json:"echo"`
+}
+
+// call is a checked request, ready for the policy.
+type call struct {
+	model    string // as the response names it
+	reqs     []policy.Request
+	sampling policy.Sampling
+	tokenIDs bool // choices[].token_ids
+}
+
+// parse checks a body and builds the policy call.
+func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
+	if b.Stream {
+		return nil, badRequest("stream", "streaming is not supported; send stream: false")
+	}
+	if b.Echo {
+		return nil, badRequest("echo", "echo is not supported")
+	}
+	c := &call{tokenIDs: b.ReturnTokenIDs}
+	var e *apiError
+	if c.model, c.sampling.Adapter, e = s.model(b.Model); e != nil {
+		return nil, e
+	}
+	n := 1
+	if b.N != nil {
+		n = *b.N
+	}
+	if n < 1 {
+		return nil, badRequest("n", "n is %d; it must be at least 1", n)
+	}
+	c.sampling.N = n
+	c.sampling.Temperature = 1
+	if b.Temperature != nil {
+		c.sampling.Temperature = *b.Temperature
+	}
+	if c.sampling.Temperature < 0 {
+		return nil, badRequest("temperature", "temperature is %g; it must be ≥ 0 (0 samples greedily)", c.sampling.Temperature)
+	}
+	if b.TopP != nil {
+		if p := *b.TopP; p <= 0 || p > 1 {
+			return nil, badRequest("top_p", "top_p is %g; it must be in (0, 1]", p)
+		}
+		c.sampling.TopP = *b.TopP
+	}
+	if b.MaxTokens == nil {
+		b.MaxTokens = b.MaxCompletionTokens
+	}
+	if b.MaxTokens != nil {
+		if *b.MaxTokens < 0 {
+			return nil, badRequest("max_tokens", "max_tokens is %d; it must be ≥ 1, or left out for the policy's default", *b.MaxTokens)
+		}
+		c.sampling.MaxTokens = *b.MaxTokens
+	}
+	if c.sampling.Stop, e = strings1("stop", b.Stop); e != nil {
+		return nil, e
+	}
+	if c.sampling.Logprobs, e = logprobs(b.Logprobs, chat); e != nil {
+		return nil, e
+	}
+	if b.TopLogprobs != nil && *b.TopLogprobs < 0 {
+		return nil, badRequest("top_logprobs", "top_logprobs is %d; it must be ≥ 0", *b.TopLogprobs)
+	}
+	seed := rand.Int64()
+	if b.Seed != nil {
+		seed = *b.Seed
+	}
+	if chat {
+		if len(b.Prompt) > 0 {
+			return nil, badRequest("prompt", "a chat request sends messages, not a prompt")
+		}
+		if len(b.Messages) == 0 {
+			return nil, badRequest("messages", "messages is empty; send at least one {\"role\": \"user\", \"content\": ...}")
+		}
+		c.reqs = []policy.Request{{Messages: b.Messages, Seed: seed}}
+	} else {
+		if b.Messages != nil {
+			return nil, badRequest("messages", "a completions request sends a prompt, not messages; use /v1/chat/completions")
+		}
+		prompts, e := strings1("prompt", b.Prompt)
+		if e != nil {
+			return nil, e
+		}
+		if prompts == nil {
+			return nil, badRequest("prompt", "prompt is missing; send a string or a list of strings")
+		}
+		c.reqs = make([]policy.Request, len(prompts))
+		for i, p := range prompts {
+			c.reqs[i] = policy.Request{Prompt: p, Seed: seed}
+		}
+	}
+	if total := n * len(c.reqs); total > s.opts.MaxSamples || total < 0 {
+		return nil, badRequest("n", "n × prompts is %d × %d; this server serves at most %d samples per request", n, len(c.reqs), s.opts.MaxSamples)
+	}
+	if err := policy.Validate(c.reqs, c.sampling); err != nil {
+		return nil, badRequest("", "%v", err)
+	}
+	return c, nil
+}
+
+// model resolves a request's model field: the base model ("" included)
+// or a loaded adapter.
+func (s *Server) model(name string) (shown, adapter string, e *apiError) {
+	if name == "" || name == s.opts.Model {
+		return s.opts.Model, "", nil
+	}
+	s.amu.RLock()
+	defer s.amu.RUnlock()
+	for _, a := range s.adapters {
+		if a.name == name {
+			return name, name, nil
+		}
+	}
+	return "", "", modelNotFound(name, s.servedList())
+}
+
+// servedList names the models for an error message. Callers hold amu.
+func (s *Server) servedList() string {
+	names := []string{strconv.Quote(s.opts.Model)}
+	for _, a := range s.adapters {
+		names = append(names, strconv.Quote(a.name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// strings1 reads a field that is a string or a list of strings; nil when
+// absent or null.
+func strings1(field string, raw json.RawMessage) ([]string, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		hint := ""
+		if field == "prompt" {
+			hint = " (token-id prompts are not supported)"
+		}
+		return nil, badRequest(field, "field %q must be a string or a list of strings%s", field, hint)
+	}
+	if field == "prompt" && len(list) == 0 {
+		return nil, badRequest(field, "prompt is an empty list; send at least one prompt")
+	}
+	return list, nil
+}
+
+// logprobs reads the logprobs field: an integer ≥ 0 or null for
+// completions (any number asks for the sampled token's log-probability;
+// alternatives are not returned), a boolean for chat.
+func logprobs(raw json.RawMessage, chat bool) (bool, *apiError) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return false, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b, nil
+	}
+	var k int
+	if !chat {
+		if err := json.Unmarshal(raw, &k); err == nil {
+			if k < 0 {
+				return false, badRequest("logprobs", "logprobs is %d; it must be ≥ 0", k)
+			}
+			return true, nil
+		}
+		return false, badRequest("logprobs", "field \"logprobs\" must be an integer or null")
+	}
+	return false, badRequest("logprobs", "field \"logprobs\" must be true or false")
+}
+
+// generate answers /v1/completions and /v1/chat/completions.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	var b body
+	if e := readJSON(w, r, s.opts.MaxBodyBytes, &b); e != nil {
+		writeError(w, e)
+		return
+	}
+	c, e := s.parse(&b, chat)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	out, err := s.p.Generate(r.Context(), c.reqs, c.sampling)
+	if err != nil {
+		switch {
+		case errors.Is(err, policy.ErrAdapterNotLoaded):
+			s.amu.RLock()
+			served := s.servedList()
+			s.amu.RUnlock()
+			e = modelNotFound(c.model, served)
+			e.Message += ": " + err.Error()
+		case r.Context().Err() != nil:
+			e = &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: "request canceled"}
+		default:
+			e = errInternal(fmt.Sprintf("policy: %v", err))
+		}
+		writeError(w, e)
+		return
+	}
+	if e := check(out, c); e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, s.response(out, c, chat))
+}
+
+// check turns non-OK samples into the request's error: any invalid sample
+// makes a 400, else any timeout a 504, else any other failure a 500.
+func check(out [][]policy.Sample, c *call) *apiError {
+	n := c.sampling.Samples()
+	if len(out) != len(c.reqs) {
+		return errInternal(fmt.Sprintf("the policy returned samples for %d of %d prompts", len(out), len(c.reqs)))
+	}
+	var timeout, infra *apiError
+	for i, ss := range out {
+		if len(ss) != n {
+			return errInternal(fmt.Sprintf("the policy returned %d samples for prompt %d, want n=%d", len(ss), i, n))
+		}
+		for _, smp := range ss {
+			if smp.Status == policy.StatusOK {
+				continue
+			}
+			msg := smp.Error
+			if msg == "" {
+				msg = "sample status " + smp.Status
+			}
+			if len(out) > 1 {
+				msg = fmt.Sprintf("prompt %d: %s", i, msg)
+			}
+			switch smp.Status {
+			case policy.StatusInvalid:
+				return badRequest("", "%s", msg)
+			case policy.StatusTimeout:
+				if timeout == nil {
+					timeout = &apiError{status: http.StatusGatewayTimeout, Type: "timeout_error", Message: msg}
+				}
+			default:
+				if infra == nil {
+					infra = errInternal(msg)
+				}
+			}
+		}
+	}
+	if timeout != nil {
+		return timeout
+	}
+	if infra != nil {
+		return infra
+	}
+	return nil
+}
+
+// Response bodies.
+type (
+	completionResponse struct {
+		ID      string   `json:"id"`
+		Object  string   `json:"object"`
+		Created int64    `json:"created"`
+		Model   string   `json:"model"`
+		Choices []choice `json:"choices"`
+		Usage   usage    `json:"usage"`
+	}
+	choice struct {
+		Index        int      `json:"index"`
+		Text         *string  `json:"text,omitempty"`    // completions
+		Message      *message `json:"message,omitempty"` // chat
+		Logprobs     any      `json:"logprobs"`          // *textLogprobs, *chatLogprobs or nil
+		FinishReason string   `json:"finish_reason"`
+		StopReason   any      `json:"stop_reason"`
+		TokenIDs     []int32  `json:"token_ids,omitempty"`
+	}
+	message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	textLogprobs struct {
+		Tokens        []string  `json:"tokens"`
+		TokenLogprobs []float64 `json:"token_logprobs"`
+		TopLogprobs   any       `json:"top_logprobs"`
+		TextOffset    any       `json:"text_offset"`
+	}
+	chatLogprobs struct {
+		Content []chatToken `json:"content"`
+	}
+	chatToken struct {
+		Token       string  `json:"token"`
+		Logprob     float64 `json:"logprob"`
+		Bytes       any     `json:"bytes"`
+		TopLogprobs []any   `json:"top_logprobs"`
+	}
+	usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	}
+)
+
+// response builds the answer to a request whose samples are all OK.
+// Choice i·n+j is sample j of prompt i, as in vLLM.
+func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completionResponse {
+	resp := &completionResponse{Created: time.Now().Unix(), Model: c.model}
+	id := s.ids.Add(1)
+	if chat {
+		resp.ID, resp.Object = "chatcmpl-"+strconv.FormatUint(id, 10), "chat.completion"
+	} else {
+		resp.ID, resp.Object = "cmpl-"+strconv.FormatUint(id, 10), "text_completion"
+	}
+	n := c.sampling.Samples()
+	resp.Choices = make([]choice, 0, len(out)*n)
+	for i, ss := range out {
+		if len(ss) > 0 {
+			resp.Usage.PromptTokens += ss[0].PromptTokens
+		}
+		for j := range ss {
+			smp := &ss[j]
+			ch := choice{Index: i*n + j, FinishReason: smp.FinishReason}
+			if chat {
+				ch.Message = &message{Role: "assistant", Content: smp.Text}
+			} else {
+				ch.Text = &smp.Text
+			}
+			if c.tokenIDs {
+				ch.TokenIDs = smp.TokenIDs
+			}
+			if c.sampling.Logprobs && smp.Logprobs != nil {
+				ch.Logprobs = logprobsOf(smp, chat)
+			}
+			if smp.TokenIDs != nil {
+				resp.Usage.CompletionTokens += len(smp.TokenIDs)
+			} else {
+				resp.Usage.CompletionTokens += len(smp.Logprobs)
+			}
+			resp.Choices = append(resp.Choices, ch)
+		}
+	}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	return resp
+}
+
+// logprobsOf encodes a sample's log-probabilities. A float32 goes out as
+// the float64 of the same value, which a reader converts back exactly;
+// -Inf and NaN, which JSON cannot carry, go out as -9999 as in vLLM.
+// Tokens are "token_id:N" whether or not return_tokens_as_token_ids was
+// set: the policy contract carries no token strings.
+func logprobsOf(smp *policy.Sample, chat bool) any {
+	tokens := make([]string, len(smp.Logprobs))
+	for k := range tokens {
+		if k < len(smp.TokenIDs) {
+			tokens[k] = "token_id:" + strconv.FormatInt(int64(smp.TokenIDs[k]), 10)
+		}
+	}
+	lp := make([]float64, len(smp.Logprobs))
+	for k, v := range smp.Logprobs {
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			f = -9999
+		}
+		lp[k] = f
+	}
+	if chat {
+		out := &chatLogprobs{Content: make([]chatToken, len(lp))}
+		for k := range lp {
+			out.Content[k] = chatToken{Token: tokens[k], Logprob: lp[k], TopLogprobs: []any{}}
+		}
+		return out
+	}
+	return &textLogprobs{Tokens: tokens, TokenLogprobs: lp}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, errInternal(fmt.Sprintf("encode response: %v", err)))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Write(b)
+}

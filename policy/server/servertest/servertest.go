@@ -1,0 +1,175 @@
+// Package servertest runs a policy behind a real policy server on
+// loopback, for tests and benchmarks of any policy.Policy: Loopback gives a
+// client of it, Parity checks that the client returns what the policy
+// returns in process, and Compare measures what the HTTP hop costs.
+package servertest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai"
+	"github.com/rlpipe/rlpipe/policy/server"
+)
+
+// Loopback serves p on a free loopback port and returns an openai.Client
+// of it and the Server. sopts and copts may be nil; the client's Endpoints
+// and Model are set to the server's. The server stops, and the test fails
+// if it did not stop cleanly, when tb's test ends.
+func Loopback(tb testing.TB, p policy.Policy, sopts *server.Options, copts *openai.Options) (*openai.Client, *server.Server) {
+	tb.Helper()
+	var so server.Options
+	if sopts != nil {
+		so = *sopts
+	}
+	so.Addr = "127.0.0.1:0"
+	srv, err := server.New(p, &so)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	var co openai.Options
+	if copts != nil {
+		co = *copts
+	}
+	co.Endpoints = []string{"http://" + l.Addr().String()}
+	co.Model = srv.Model()
+	if co.APIKey == "" {
+		co.APIKey = so.Token
+	}
+	c, err := openai.New(&co)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c.Close()
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("policy server on %s: %v", l.Addr(), err)
+		}
+	})
+	return c, srv
+}
+
+// Parity generates reqs with s in process and through c, and returns an
+// error naming the first sample that differs in text, token ids,
+// log-probabilities (bit for bit), finish reason, prompt tokens, policy
+// version or status. Samples whose status is not OK are compared by
+// status only.
+func Parity(ctx context.Context, p policy.Policy, c policy.Policy, reqs []policy.Request, s policy.Sampling) error {
+	want, err := p.Generate(ctx, reqs, s)
+	if err != nil {
+		return fmt.Errorf("in process: %w", err)
+	}
+	got, err := c.Generate(ctx, reqs, s)
+	if err != nil {
+		return fmt.Errorf("over HTTP: %w", err)
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("over HTTP: %d requests answered, in process %d", len(got), len(want))
+	}
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			return fmt.Errorf("request %d (%q): %d samples over HTTP, %d in process", i, reqs[i].ID, len(got[i]), len(want[i]))
+		}
+		for j := range want[i] {
+			if err := sameSample(got[i][j], want[i][j]); err != nil {
+				return fmt.Errorf("request %d (%q) sample %d: %w", i, reqs[i].ID, j, err)
+			}
+		}
+	}
+	return nil
+}
+
+func sameSample(got, want policy.Sample) error {
+	if got.Status != want.Status {
+		return fmt.Errorf("status %q over HTTP, %q in process (%s)", got.Status, want.Status, got.Error)
+	}
+	if want.Status != policy.StatusOK {
+		return nil
+	}
+	switch {
+	case got.RequestID != want.RequestID || got.Index != want.Index:
+		return fmt.Errorf("id %q/%d over HTTP, %q/%d in process", got.RequestID, got.Index, want.RequestID, want.Index)
+	case got.Text != want.Text:
+		return fmt.Errorf("text %q over HTTP, %q in process", got.Text, want.Text)
+	case !reflect.DeepEqual(got.TokenIDs, want.TokenIDs):
+		return fmt.Errorf("token ids %v over HTTP, %v in process", got.TokenIDs, want.TokenIDs)
+	case got.FinishReason != want.FinishReason:
+		return fmt.Errorf("finish reason %q over HTTP, %q in process", got.FinishReason, want.FinishReason)
+	case got.PromptTokens != want.PromptTokens:
+		return fmt.Errorf("prompt tokens %d over HTTP, %d in process", got.PromptTokens, want.PromptTokens)
+	case got.PolicyVersion != want.PolicyVersion:
+		return fmt.Errorf("policy version %q over HTTP, %q in process", got.PolicyVersion, want.PolicyVersion)
+	case (got.Logprobs == nil) != (want.Logprobs == nil) || len(got.Logprobs) != len(want.Logprobs):
+		return fmt.Errorf("%d logprobs over HTTP, %d in process", len(got.Logprobs), len(want.Logprobs))
+	}
+	for k := range want.Logprobs {
+		if math.Float32bits(got.Logprobs[k]) != math.Float32bits(want.Logprobs[k]) {
+			return fmt.Errorf("logprob %d is %v over HTTP, %v in process", k, got.Logprobs[k], want.Logprobs[k])
+		}
+	}
+	return nil
+}
+
+// Compare measures samples per second of p in process and through a
+// policy server and client on loopback, b.N rounds of reqs each, and
+// reports both rates and their ratio ("http/inprocess", below 1 by what
+// the HTTP hop costs). The client sends at most concurrency requests at
+// once (0: openai.DefaultConcurrency).
+func Compare(b *testing.B, p policy.Policy, reqs []policy.Request, s policy.Sampling, concurrency int) {
+	b.Helper()
+	c, _ := Loopback(b, p, nil, &openai.Options{Concurrency: concurrency, Retries: -1})
+	ctx := context.Background()
+	// Warm up both paths (connections, caches) before timing.
+	if _, err := p.Generate(ctx, reqs, s); err != nil {
+		b.Fatal(err)
+	}
+	if err := Parity(ctx, p, c, reqs, s); err != nil {
+		b.Fatal(err)
+	}
+	var inproc, overHTTP time.Duration
+	samples := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := p.Generate(ctx, reqs, s); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		out, err := c.Generate(ctx, reqs, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		overHTTP += time.Since(t1)
+		inproc += t1.Sub(t0)
+		for _, ss := range out {
+			for _, smp := range ss {
+				if smp.Status != policy.StatusOK {
+					b.Fatalf("request %q: %s: %s", smp.RequestID, smp.Status, smp.Error)
+				}
+			}
+			samples += len(ss)
+		}
+	}
+	b.StopTimer()
+	ip := float64(samples) / inproc.Seconds()
+	hp := float64(samples) / overHTTP.Seconds()
+	b.ReportMetric(ip, "inprocess-samples/s")
+	b.ReportMetric(hp, "http-samples/s")
+	b.ReportMetric(hp/ip, "http/inprocess")
+}
