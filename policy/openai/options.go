@@ -154,7 +154,10 @@ func baseURL(s string) (string, error) {
 func shownURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "(unparseable URL)"
+		if strings.ContainsAny(s, "@?#") {
+			return "(unparseable URL)"
+		}
+		return s
 	}
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return strings.TrimRight(u.String(), "/")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -138,7 +139,7 @@ func hasStop(text string, stops []string) int {
 
 func (p *detPolicy) LoadAdapter(ctx context.Context, name, dir string) error {
 	if strings.Contains(dir, "missing") {
-		return fmt.Errorf("read %s/adapter_config.json: file does not exist", dir)
+		return fmt.Errorf("read %s/adapter_config.json: %w", dir, fs.ErrNotExist)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

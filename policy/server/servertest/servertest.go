@@ -126,13 +126,14 @@ func sameSample(got, want policy.Sample) error {
 }
 
 // Compare measures samples per second of p in process and through a
-// policy server and client on loopback, b.N rounds of reqs each, and
-// reports both rates and their ratio ("http/inprocess", below 1 by what
-// the HTTP hop costs). The client sends at most concurrency requests at
-// once (0: openai.DefaultConcurrency).
-func Compare(b *testing.B, p policy.Policy, reqs []policy.Request, s policy.Sampling, concurrency int) {
+// policy server and client on loopback (set up as Loopback does, from
+// sopts and copts), b.N rounds of reqs each, and reports both rates and
+// their ratio "http/inprocess": the share of in-process throughput left
+// after the HTTP hop. It first checks Parity, so set sopts.Model to the
+// PolicyVersion p reports for the base model.
+func Compare(b *testing.B, p policy.Policy, sopts *server.Options, copts *openai.Options, reqs []policy.Request, s policy.Sampling) {
 	b.Helper()
-	c, _ := Loopback(b, p, nil, &openai.Options{Concurrency: concurrency, Retries: -1})
+	c, _ := Loopback(b, p, sopts, copts)
 	ctx := context.Background()
 	// Warm up both paths (connections, caches) before timing.
 	if _, err := p.Generate(ctx, reqs, s); err != nil {
