@@ -1,0 +1,122 @@
+package tiny
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The special tokens, ahead of the vocabulary's characters. The model
+// never produces PAD or BOS: their logits are masked out of every
+// distribution it computes.
+const (
+	PAD int32 = 0 // padding, for callers that need a rectangular batch
+	BOS int32 = 1 // begins every sequence
+	EOS int32 = 2 // ends a completion
+)
+
+const numSpecial = 3
+
+// ErrVocabulary is wrapped by errors about text the vocabulary cannot
+// encode or token ids it does not have.
+var ErrVocabulary = errors.New("not in the vocabulary")
+
+// Config sizes the model. It is stored in the weights file's metadata, so a
+// file is all Load needs.
+type Config struct {
+	// Name is the model's name in policy versions ("tiny-arith").
+	Name string `json:"name"`
+	// Vocab lists the characters of the vocabulary, token ids 3, 4, …
+	// after PAD, BOS and EOS. They must be distinct printable ASCII.
+	Vocab string `json:"vocab"`
+	// Dim is the width of the residual stream, Heads the number of
+	// attention heads (Dim must be a multiple), Layers the number of
+	// transformer blocks, Hidden the width of the MLP and Context the
+	// largest number of positions, BOS included.
+	Dim     int `json:"dim"`
+	Heads   int `json:"heads"`
+	Layers  int `json:"layers"`
+	Hidden  int `json:"hidden"`
+	Context int `json:"context"`
+}
+
+// DefaultConfig is the shipped model's configuration: 16 tokens, d 64,
+// 4 heads, 2 layers, MLP 256, context 32; 104,576 parameters.
+func DefaultConfig() Config {
+	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, Layers: 2, Hidden: 256, Context: 32}
+}
+
+// VocabSize returns the number of token ids, special tokens included.
+func (c Config) VocabSize() int { return numSpecial + len(c.Vocab) }
+
+// Validate reports the first problem with the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Name == "" || strings.ContainsAny(c.Name, "@+ "):
+		return fmt.Errorf("tiny config: name %q must be non-empty, without '@', '+' or spaces", c.Name)
+	case c.Vocab == "":
+		return fmt.Errorf("tiny config: the vocabulary is empty")
+	case c.Dim <= 0 || c.Heads <= 0 || c.Dim%c.Heads != 0:
+		return fmt.Errorf("tiny config: dim %d must be a positive multiple of heads %d", c.Dim, c.Heads)
+	case c.Layers <= 0 || c.Hidden <= 0:
+		return fmt.Errorf("tiny config: layers %d and hidden %d must be positive", c.Layers, c.Hidden)
+	case c.Context < 2:
+		return fmt.Errorf("tiny config: context %d must be at least 2", c.Context)
+	}
+	for i := 0; i < len(c.Vocab); i++ {
+		ch := c.Vocab[i]
+		if ch < 0x21 || ch > 0x7e {
+			return fmt.Errorf("tiny config: vocabulary character %q at %d is not printable ASCII", ch, i)
+		}
+		if strings.IndexByte(c.Vocab[:i], ch) >= 0 {
+			return fmt.Errorf("tiny config: vocabulary character %q appears twice", ch)
+		}
+	}
+	return nil
+}
+
+// tokenizer maps characters to ids and back.
+type tokenizer struct {
+	vocab string
+	ids   [128]int8 // -1: not in the vocabulary
+}
+
+func newTokenizer(vocab string) *tokenizer {
+	t := &tokenizer{vocab: vocab}
+	for i := range t.ids {
+		t.ids[i] = -1
+	}
+	for i := 0; i < len(vocab); i++ {
+		t.ids[vocab[i]] = int8(numSpecial + i)
+	}
+	return t
+}
+
+// encode appends the ids of s to dst; the error names the first character
+// outside the vocabulary and its column (1-based, in characters).
+func (t *tokenizer) encode(dst []int32, s string) ([]int32, error) {
+	col := 0
+	for _, r := range s {
+		col++
+		if r >= 128 || t.ids[r] < 0 {
+			return dst, fmt.Errorf("character %q at column %d: %w %q", r, col, ErrVocabulary, t.vocab)
+		}
+		dst = append(dst, int32(t.ids[r]))
+	}
+	return dst, nil
+}
+
+// decode renders ids as text; special tokens render as nothing.
+func (t *tokenizer) decode(ids []int32) (string, error) {
+	b := make([]byte, 0, len(ids))
+	for i, id := range ids {
+		switch {
+		case id >= numSpecial && int(id) < numSpecial+len(t.vocab):
+			b = append(b, t.vocab[id-numSpecial])
+		case id >= 0 && id < numSpecial:
+		default:
+			return "", fmt.Errorf("token %d at position %d: %w (ids 0..%d)", id, i+1, ErrVocabulary, numSpecial+len(t.vocab)-1)
+		}
+	}
+	return string(b), nil
+}

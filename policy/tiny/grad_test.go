@@ -1,0 +1,178 @@
+package tiny
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// smallConfig is a model small enough for finite differences under -race.
+func smallConfig() Config {
+	return Config{Name: "small", Vocab: "0123456789+-=", Dim: 16, Heads: 2, Layers: 2, Hidden: 24, Context: 16}
+}
+
+// randomModel returns a model whose every parameter is random, so that
+// every gradient is exercised.
+func randomModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := New(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	for _, p := range m.lo.params {
+		v := m.w.flat[p.off : p.off+p.size]
+		for i := range v {
+			switch p.kind {
+			case kindGain:
+				v[i] = float32(1 + 0.2*rng.NormFloat64())
+			default:
+				v[i] = float32(0.15 * rng.NormFloat64())
+			}
+		}
+	}
+	return m
+}
+
+// testBatch returns problems as examples; with odd, some completions are
+// truncated so sequences differ in length.
+func testBatch(t testing.TB, m *Model, n int, seed uint64) []Example {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	batch := make([]Example, n)
+	for i := range batch {
+		e, err := m.Example(TrainingProblem(rng))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 1 {
+			e.Completion = e.Completion[:1+rng.IntN(len(e.Completion))]
+		}
+		batch[i] = e
+	}
+	return batch
+}
+
+// weightedLoss is Σ c·logprob with fixed pseudo-random weights c, so that
+// every token's gradient differs.
+func weightedLoss(logprobs, _, grad [][]float32) (float64, error) {
+	var s float64
+	k := 0
+	for i, l := range logprobs {
+		for j, v := range l {
+			c := float32(math.Sin(float64(k)*1.7)) - 0.2
+			k++
+			s += float64(c) * float64(v)
+			grad[i][j] = c
+		}
+	}
+	return s, nil
+}
+
+// checkGrads compares grad, the analytic gradient with respect to params
+// (the base weights, or the adapter's factors when a is not nil), with
+// central differences of the float64 reference at a sample of indices.
+func checkGrads(t *testing.T, m *Model, a *Adapter, batch []Example, grad []float32, idx []int) {
+	t.Helper()
+	var params []float64
+	if a == nil {
+		params = toF64(m.w.flat)
+	} else {
+		params = toF64(a.flat)
+	}
+	loss := func() float64 {
+		if a == nil {
+			return refWeightedLoss(refLogprobs(m, params, batch))
+		}
+		return refWeightedLoss(refLogprobs(m, refMerge(m, a, params), batch))
+	}
+	const eps = 1e-5
+	worst := 0.0
+	for _, i := range idx {
+		orig := params[i]
+		params[i] = orig + eps
+		lp := loss()
+		params[i] = orig - eps
+		lm := loss()
+		params[i] = orig
+		fd := (lp - lm) / (2 * eps)
+		g := float64(grad[i])
+		err := math.Abs(fd-g) / math.Max(math.Max(math.Abs(fd), math.Abs(g)), 1e-3)
+		worst = math.Max(worst, err)
+		if err > 1e-3 {
+			t.Errorf("%s (index %d): analytic %.7g, finite difference %.7g", paramName(m, a, i), i, g, fd)
+		}
+	}
+	t.Logf("worst relative error over %d parameters: %.2g", len(idx), worst)
+}
+
+func paramName(m *Model, a *Adapter, i int) string {
+	if a != nil {
+		off := 0
+		for _, mod := range a.mods {
+			if i < off+len(mod.a) {
+				return mod.spec.path + ".lora_A"
+			}
+			off += len(mod.a)
+			if i < off+len(mod.b) {
+				return mod.spec.path + ".lora_B"
+			}
+			off += len(mod.b)
+		}
+	}
+	for _, p := range m.lo.params {
+		if i >= p.off && i < p.off+p.size {
+			return p.name
+		}
+	}
+	return "?"
+}
+
+func TestGradientsFull(t *testing.T) {
+	m := randomModel(t, smallConfig(), 1)
+	batch := testBatch(t, m, 5, 1)
+	tr, err := NewTrainer(m, nil, TrainConfig{LR: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
+		t.Fatal(err)
+	}
+	// Every parameter tensor, a few entries each.
+	rng := rand.New(rand.NewPCG(3, 3))
+	var idx []int
+	for _, p := range m.lo.params {
+		for k := 0; k < 3; k++ {
+			idx = append(idx, p.off+rng.IntN(p.size))
+		}
+	}
+	checkGrads(t, m, nil, batch, tr.grad, idx)
+}
+
+func TestGradientsLoRA(t *testing.T) {
+	m := randomModel(t, smallConfig(), 2)
+	a, err := m.NewAdapter(LoRAConfig{Rank: 3, Alpha: 6, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for i := range a.flat {
+		a.flat[i] = float32(0.3 * rng.NormFloat64()) // B non-zero too
+	}
+	a.changed()
+	batch := testBatch(t, m, 5, 2)
+	tr, err := NewTrainer(m, a, TrainConfig{LR: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
+		t.Fatal(err)
+	}
+	rng = rand.New(rand.NewPCG(3, 3))
+	var idx []int
+	for k := 0; k < 60; k++ {
+		idx = append(idx, rng.IntN(len(a.flat)))
+	}
+	checkGrads(t, m, a, batch, tr.grad, idx)
+}

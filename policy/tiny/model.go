@@ -1,0 +1,214 @@
+package tiny
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/rlpipe/rlpipe/policy/safetensors"
+)
+
+//go:embed weights/base.safetensors
+var embeddedWeights []byte
+
+// Metadata keys of the weights file.
+const (
+	metaFormat = "format"
+	metaConfig = "tiny.config"
+	formatName = "rlpipe-tiny/1"
+)
+
+// Model is the tiny causal transformer: its configuration and base
+// weights. Scoring and sampling are safe for concurrent use; training the
+// base weights (a Trainer without an adapter) is not, with anything.
+type Model struct {
+	cfg Config
+	lo  *layout
+	w   *weights
+	tok *tokenizer
+
+	mu      sync.Mutex
+	version string // "" until computed; reset when the weights change
+
+	actsPool    sync.Pool // *acts for scoring
+	samplerPool sync.Pool // *sampler
+}
+
+// New returns a model with freshly initialised weights (GPT-2 style,
+// seeded).
+func New(cfg Config, seed uint64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := newModel(cfg)
+	m.lo.init(cfg, m.w.flat, seed)
+	return m, nil
+}
+
+func newModel(cfg Config) *Model {
+	lo := newLayout(cfg)
+	return &Model{cfg: cfg, lo: lo, w: lo.view(cfg, make([]float32, lo.size)), tok: newTokenizer(cfg.Vocab)}
+}
+
+// Embedded returns the shipped base model (weights/base.safetensors), warm
+// started on addition; see the package documentation for how it was made.
+func Embedded() (*Model, error) {
+	m, err := Unmarshal(embeddedWeights)
+	if err != nil {
+		return nil, fmt.Errorf("embedded tiny weights: %w", err)
+	}
+	return m, nil
+}
+
+// EmbeddedSHA256 returns the hex SHA-256 of the shipped weights file.
+func EmbeddedSHA256() string {
+	s := sha256.Sum256(embeddedWeights)
+	return hex.EncodeToString(s[:])
+}
+
+// Load reads a weights file written by Save.
+func Load(path string) (*Model, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load tiny model: %w", err)
+	}
+	m, err := fromFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("load tiny model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Unmarshal decodes a weights file's bytes.
+func Unmarshal(b []byte) (*Model, error) {
+	f, err := safetensors.Unmarshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return fromFile(f)
+}
+
+func fromFile(f *safetensors.File) (*Model, error) {
+	if got := f.Metadata[metaFormat]; got != formatName {
+		return nil, fmt.Errorf("metadata %s is %q, want %q", metaFormat, got, formatName)
+	}
+	var cfg Config
+	if err := json.Unmarshal([]byte(f.Metadata[metaConfig]), &cfg); err != nil {
+		return nil, fmt.Errorf("metadata %s: %w", metaConfig, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := newModel(cfg)
+	for i := range m.lo.params {
+		p := &m.lo.params[i]
+		t, ok := f.Tensors[p.name]
+		if !ok {
+			return nil, fmt.Errorf("tensor %q is missing", p.name)
+		}
+		if !sameShape(t.Shape, p.shape) {
+			return nil, fmt.Errorf("tensor %q has shape %v, the config needs %v", p.name, t.Shape, p.shape)
+		}
+		v, err := t.Float32()
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", p.name, err)
+		}
+		p.fromFile(v, m.w.flat[p.off:p.off+p.size])
+	}
+	if len(f.Tensors) != len(m.lo.params) {
+		for _, n := range f.Names() {
+			if m.lo.param(n) < 0 {
+				return nil, fmt.Errorf("tensor %q is not part of the model", n)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (lo *layout) param(name string) int {
+	for i := range lo.params {
+		if lo.params[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Marshal encodes the model as a safetensors file: PyTorch-style tensor
+// names and shapes, the Config as JSON in the metadata. Equal weights give
+// equal bytes.
+func (m *Model) Marshal() ([]byte, error) {
+	return safetensors.Marshal(m.file())
+}
+
+func (m *Model) file() *safetensors.File {
+	cfg, _ := json.Marshal(m.cfg)
+	f := safetensors.NewFile(map[string]string{metaFormat: formatName, metaConfig: string(cfg)})
+	for i := range m.lo.params {
+		p := &m.lo.params[i]
+		f.Tensors[p.name] = safetensors.FromFloat32(p.shape, p.toFile(m.w.flat[p.off:p.off+p.size]))
+	}
+	return f
+}
+
+// Save writes the model to path atomically.
+func (m *Model) Save(path string) error {
+	return safetensors.WriteFile(path, m.file())
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// NumParams returns the number of base parameters.
+func (m *Model) NumParams() int { return m.lo.size }
+
+// Version returns "<name>@<first 12 hex digits of the SHA-256 of the
+// weights file>", e.g. "tiny-arith@3f2a…"; samples carry it, with
+// "+<adapter>" appended when an adapter was used.
+func (m *Model) Version() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.version == "" {
+		b, err := m.Marshal()
+		if err != nil {
+			panic(err) // the model's own tensors always encode
+		}
+		s := sha256.Sum256(b)
+		m.version = m.cfg.Name + "@" + hex.EncodeToString(s[:])[:12]
+	}
+	return m.version
+}
+
+func (m *Model) weightsChanged() {
+	m.mu.Lock()
+	m.version = ""
+	m.mu.Unlock()
+}
+
+// Tokenize returns the token ids of s (no BOS, no EOS). The error names the
+// first character outside the vocabulary and its column, and wraps
+// ErrVocabulary.
+func (m *Model) Tokenize(s string) ([]int32, error) {
+	return m.tok.encode(nil, s)
+}
+
+// Decode renders token ids as text; PAD, BOS and EOS render as nothing. An
+// id outside the vocabulary is an error wrapping ErrVocabulary.
+func (m *Model) Decode(ids []int32) (string, error) {
+	return m.tok.decode(ids)
+}

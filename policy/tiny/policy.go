@@ -1,0 +1,88 @@
+package tiny
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// Policy serves a Model in process as a policy.Policy that hot-loads LoRA
+// adapters. It is safe for concurrent use.
+type Policy struct {
+	m        *Model
+	mu       sync.RWMutex
+	adapters map[string]*Adapter
+}
+
+var (
+	_ policy.Policy        = (*Policy)(nil)
+	_ policy.AdapterLoader = (*Policy)(nil)
+)
+
+// NewPolicy returns a policy sampling from m.
+func NewPolicy(m *Model) *Policy {
+	return &Policy{m: m, adapters: map[string]*Adapter{}}
+}
+
+// Model returns the base model.
+func (p *Policy) Model() *Model { return p.m }
+
+// Generate samples from the base model, or from the adapter s.Adapter
+// names (ErrAdapterNotLoaded if none is loaded under that name); see
+// Model.Generate. Chat requests are served by concatenating their
+// messages' contents.
+func (p *Policy) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	a, err := p.adapter(s.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	return p.m.Generate(ctx, a, reqs, s)
+}
+
+// Adapter returns the adapter loaded as name, nil for "".
+func (p *Policy) adapter(name string) (*Adapter, error) {
+	if name == "" {
+		return nil, nil
+	}
+	p.mu.RLock()
+	a := p.adapters[name]
+	p.mu.RUnlock()
+	if a == nil {
+		return nil, fmt.Errorf("tiny policy: adapter %q: %w", name, policy.ErrAdapterNotLoaded)
+	}
+	return a, nil
+}
+
+// LoadAdapter reads the PEFT adapter directory dir and makes it available
+// as name, replacing any adapter of that name. Shapes that do not fit the
+// model are an error wrapping policy.ErrAdapterShape.
+func (p *Policy) LoadAdapter(ctx context.Context, name, dir string) error {
+	if name == "" {
+		return fmt.Errorf("tiny policy: load adapter from %s: the name is empty", dir)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a, err := p.m.loadAdapter(name, dir)
+	if err != nil {
+		return fmt.Errorf("tiny policy: %w", err)
+	}
+	p.mu.Lock()
+	p.adapters[name] = a
+	p.mu.Unlock()
+	return nil
+}
+
+// UnloadAdapter forgets the adapter name; ErrAdapterNotLoaded if there is
+// none.
+func (p *Policy) UnloadAdapter(ctx context.Context, name string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.adapters[name]; !ok {
+		return fmt.Errorf("tiny policy: unload adapter %q: %w", name, policy.ErrAdapterNotLoaded)
+	}
+	delete(p.adapters, name)
+	return nil
+}

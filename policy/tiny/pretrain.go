@@ -1,0 +1,88 @@
+package tiny
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// PretrainConfig configures supervised warm-starting on addition.
+type PretrainConfig struct {
+	Model Config
+	// Seed seeds the initial weights and the training problems.
+	Seed uint64
+	// Steps AdamW steps of BatchSize problems each, drawn with
+	// TrainingProblem (so never held out).
+	Steps     int
+	BatchSize int
+	// LR rises linearly over Warmup steps, then stays constant, so a run of
+	// n steps is exactly the first n steps of a longer one.
+	LR          float64
+	Warmup      int
+	WeightDecay float64
+	ClipNorm    float64
+	// Shards fixes the data-parallel split (see TrainConfig); Workers does
+	// not change the result.
+	Shards  int
+	Workers int
+}
+
+// DefaultPretrainConfig reproduces weights/base.safetensors byte for byte.
+func DefaultPretrainConfig() PretrainConfig {
+	return PretrainConfig{
+		Model: DefaultConfig(), Seed: 1, Steps: 3000, BatchSize: 64,
+		LR: 3e-3, Warmup: 100, WeightDecay: 0.01, ClipNorm: 1, Shards: 2,
+	}
+}
+
+// PretrainProgress reports a step of Pretrain.
+type PretrainProgress struct {
+	StepStats
+	LR      float64
+	Elapsed time.Duration
+	// Model is the model being trained, valid during the callback only
+	// (to evaluate it, say).
+	Model *Model
+}
+
+// Pretrain trains a fresh model with plain NLL on the answer and EOS of
+// "a+b=" problems. It is deterministic: the same config gives the same
+// weights, byte for byte, whatever the number of workers. progress, if not
+// nil, is called after every step.
+func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainProgress)) (*Model, error) {
+	if cfg.Steps < 0 || cfg.BatchSize <= 0 {
+		return nil, fmt.Errorf("pretrain: steps %d must be ≥ 0 and batch size %d positive", cfg.Steps, cfg.BatchSize)
+	}
+	m, err := New(cfg.Model, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	tr, err := NewTrainer(m, nil, TrainConfig{LR: cfg.LR, WeightDecay: cfg.WeightDecay, ClipNorm: cfg.ClipNorm, Shards: cfg.Shards, Workers: cfg.Workers})
+	if err != nil {
+		return nil, fmt.Errorf("pretrain: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7072657472616e)) // "pretran"
+	batch := make([]Example, cfg.BatchSize)
+	start := time.Now()
+	for step := 0; step < cfg.Steps; step++ {
+		for i := range batch {
+			if batch[i], err = m.Example(TrainingProblem(rng)); err != nil {
+				return nil, fmt.Errorf("pretrain: %w", err)
+			}
+		}
+		lr := cfg.LR
+		if step < cfg.Warmup {
+			lr = cfg.LR * float64(step+1) / float64(cfg.Warmup)
+		}
+		tr.SetLR(lr)
+		st, err := tr.Step(ctx, batch, NLL)
+		if err != nil {
+			return nil, fmt.Errorf("pretrain: step %d: %w", step+1, err)
+		}
+		if progress != nil {
+			progress(PretrainProgress{StepStats: st, LR: lr, Elapsed: time.Since(start), Model: m})
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,314 @@
+package tiny
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// maxSlots bounds the sequences a sampling worker decodes at once.
+const maxSlots = 256
+
+// seqState is one sample being generated.
+type seqState struct {
+	req, index int
+	prompt     []int32 // without BOS
+	maxNew     int
+	pcg        rand.PCG
+	rng        *rand.Rand
+	tokens     []int32
+	logprobs   []float32
+	text       []byte
+	finish     string
+	slot       int32 // KV-cache slot while decoding
+}
+
+// sampler is a worker's reusable state.
+type sampler struct {
+	prefill, decode *acts
+	kv              *kvCache
+	order           []int32
+	probs           []float64
+	active          []*seqState
+}
+
+func (m *Model) getSampler() *sampler {
+	if s, ok := m.samplerPool.Get().(*sampler); ok {
+		return s
+	}
+	V := m.cfg.VocabSize()
+	return &sampler{prefill: newActs(m.cfg), decode: newActs(m.cfg), kv: newKVCache(m.cfg, maxSlots),
+		order: make([]int32, V), probs: make([]float64, V)}
+}
+
+// promptText is the text a request asks to continue: its Prompt, or the
+// contents of its Messages concatenated in order, without separators or
+// roles (the tiny model has no chat template).
+func promptText(r policy.Request) string {
+	if len(r.Messages) == 0 {
+		return r.Prompt
+	}
+	var b strings.Builder
+	for _, msg := range r.Messages {
+		b.WriteString(msg.Content)
+	}
+	return b.String()
+}
+
+// Generate samples s.N completions of every request from the base model (a
+// nil) or the adapter a; s.Adapter is not consulted (Policy resolves it).
+// Sample j of a request draws from math/rand/v2's PCG seeded with
+// (policy.SampleSeed(req.Seed, j), 0), one Float64 per token, so it does
+// not depend on the other sequences of the call. Temperature 0 is greedy
+// (ties to the lower id). Logprobs, when asked, are the model's at
+// temperature 1 without top-p. MaxTokens 0 means up to the context.
+// TokenIDs hold every sampled token, the final EOS and the tokens of a
+// matched stop string included; Text holds neither. A request the model
+// cannot serve (unknown characters, too long for the context) yields
+// samples with Status policy.StatusInvalid.
+func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	if err := policy.Validate(nil, s); err != nil {
+		return nil, err
+	}
+	w, err := m.weightsFor(a)
+	if err != nil {
+		return nil, err
+	}
+	version := m.Version()
+	if a != nil {
+		version += "+" + a.name
+	}
+	n := s.Samples()
+	out := make([][]policy.Sample, len(reqs))
+	var seqs []*seqState
+	for i, r := range reqs {
+		prompt, maxNew, err := m.prepare(r, s)
+		if err != nil {
+			out[i] = policy.ErrorSamples(r, n, policy.StatusInvalid, err, version)
+			continue
+		}
+		for j := 0; j < n; j++ {
+			q := &seqState{req: i, index: j, prompt: prompt, maxNew: maxNew}
+			q.pcg.Seed(policy.SampleSeed(r.Seed, j), 0)
+			q.rng = rand.New(&q.pcg)
+			seqs = append(seqs, q)
+		}
+	}
+	// Sequences are independent, so any split gives the same samples.
+	workers := min(runtime.GOMAXPROCS(0), (len(seqs)+31)/32)
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for wk := 0; wk < workers; wk++ {
+		lo, hi := wk*len(seqs)/workers, (wk+1)*len(seqs)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sm := m.getSampler()
+			defer m.samplerPool.Put(sm)
+			for c := lo; c < hi; c += maxSlots {
+				if err := sm.run(ctx, w, seqs[c:min(c+maxSlots, hi)], s); err != nil {
+					errs[wk] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("tiny generate: %w", err)
+		}
+	}
+	for _, q := range seqs {
+		r := reqs[q.req]
+		if out[q.req] == nil {
+			out[q.req] = make([]policy.Sample, n)
+		}
+		smp := policy.Sample{
+			RequestID: r.ID, Index: q.index, Text: string(q.text), TokenIDs: q.tokens,
+			FinishReason: q.finish, PromptTokens: len(q.prompt) + 1, PolicyVersion: version, Status: policy.StatusOK,
+		}
+		if s.Logprobs {
+			smp.Logprobs = q.logprobs
+		}
+		out[q.req][q.index] = smp
+	}
+	return out, nil
+}
+
+// prepare tokenizes a request and works out how many tokens it may
+// generate.
+func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, error) {
+	if r.Prompt != "" && len(r.Messages) > 0 {
+		return nil, 0, fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
+	}
+	prompt, err := m.Tokenize(promptText(r))
+	if err != nil {
+		return nil, 0, fmt.Errorf("request %q: prompt %w", r.ID, err)
+	}
+	ctx := m.cfg.Context
+	maxNew := s.MaxTokens
+	if maxNew == 0 {
+		maxNew = ctx - len(prompt)
+	}
+	if maxNew <= 0 || len(prompt)+maxNew > ctx {
+		return nil, 0, fmt.Errorf("request %q: %d prompt tokens + %d max tokens exceed the context of %d tokens (BOS included)", r.ID, len(prompt), s.MaxTokens, ctx)
+	}
+	return prompt, maxNew, nil
+}
+
+// run generates the sequences of seqs (at most maxSlots) to completion.
+func (sm *sampler) run(ctx context.Context, w *weights, seqs []*seqState, s policy.Sampling) error {
+	c := w.cfg
+	d, V := c.Dim, c.VocabSize()
+	// Prefill each distinct prompt once (consecutive sequences of a request
+	// share it) and copy its keys and values to its sequences' slots.
+	a := sm.prefill
+	rows := 0
+	for i, q := range seqs {
+		if i == 0 || seqs[i-1].req != q.req {
+			rows += len(q.prompt) + 1
+		}
+	}
+	a.reset(rows)
+	at := 0
+	first := make([]int, len(seqs)) // last prompt row of each sequence
+	for i, q := range seqs {
+		if i > 0 && seqs[i-1].req == q.req {
+			first[i] = first[i-1]
+			continue
+		}
+		n := len(q.prompt) + 1
+		a.spans = append(a.spans, span{at, n})
+		for j := 0; j < n; j++ {
+			t := BOS
+			if j > 0 {
+				t = q.prompt[j-1]
+			}
+			a.tokens[at+j], a.pos[at+j], a.start[at+j] = t, int32(j), int32(at)
+		}
+		at += n
+		first[i] = at - 1
+	}
+	w.forward(a, nil)
+	sm.active = sm.active[:0]
+	for i, q := range seqs {
+		n := len(q.prompt) + 1
+		lo := (first[i] + 1 - n) * d
+		for l := 0; l < c.Layers; l++ {
+			dst := i * c.Context * d
+			copy(sm.kv.k[l][dst:dst+n*d], a.ls[l].k[lo:lo+n*d])
+			copy(sm.kv.v[l][dst:dst+n*d], a.ls[l].v[lo:lo+n*d])
+		}
+		r := first[i]
+		q.slot = int32(i)
+		if !sm.emit(q, a.logits[r*V:(r+1)*V], a.logp[r*V:(r+1)*V], s, c.Vocab) {
+			sm.active = append(sm.active, q)
+		}
+	}
+	b := sm.decode
+	for len(sm.active) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.reset(len(sm.active))
+		for r, q := range sm.active {
+			b.tokens[r] = q.tokens[len(q.tokens)-1]
+			b.pos[r] = int32(len(q.prompt) + len(q.tokens))
+			b.slot[r] = q.slot
+		}
+		w.forward(b, sm.kv)
+		still := sm.active[:0]
+		for r, q := range sm.active {
+			if !sm.emit(q, b.logits[r*V:(r+1)*V], b.logp[r*V:(r+1)*V], s, c.Vocab) {
+				still = append(still, q)
+			}
+		}
+		sm.active = still
+	}
+	return nil
+}
+
+// emit samples the next token of q from a row's logits and reports whether
+// q is finished.
+func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, vocab string) bool {
+	t := sm.pick(logits, s.Temperature, s.TopP, q.rng)
+	q.tokens = append(q.tokens, t)
+	q.logprobs = append(q.logprobs, logp[t])
+	if t == EOS {
+		q.finish = policy.FinishStop
+		return true
+	}
+	q.text = append(q.text, vocab[t-numSpecial]) // pick never draws PAD or BOS
+	for _, stop := range s.Stop {
+		if stop != "" && bytes.HasSuffix(q.text, []byte(stop)) {
+			q.text = q.text[:len(q.text)-len(stop)]
+			q.finish = policy.FinishStop
+			return true
+		}
+	}
+	if len(q.tokens) >= q.maxNew {
+		q.finish = policy.FinishLength
+		return true
+	}
+	return false
+}
+
+// pick draws a token: the argmax at temperature 0, else from softmax(z/T)
+// cut to its top-p nucleus, with one rng.Float64(). PAD and BOS are never
+// drawn.
+func (sm *sampler) pick(z []float32, temp, topP float64, rng *rand.Rand) int32 {
+	V := len(z)
+	best := EOS
+	for i := EOS + 1; i < int32(V); i++ {
+		if z[i] > z[best] {
+			best = i
+		}
+	}
+	if temp == 0 {
+		return best
+	}
+	zmax := float64(z[best])
+	p := sm.probs[:V]
+	var total float64
+	for i := int(EOS); i < V; i++ {
+		p[i] = float64(exp32(float32((float64(z[i]) - zmax) / temp)))
+		total += p[i]
+	}
+	order := sm.order[:0]
+	for i := EOS; i < int32(V); i++ {
+		order = append(order, i)
+	}
+	if topP > 0 && topP < 1 {
+		// Sort by probability, descending, ties by id; keep the shortest
+		// prefix whose mass reaches topP.
+		for i := 1; i < len(order); i++ {
+			for j := i; j > 0 && p[order[j]] > p[order[j-1]]; j-- {
+				order[j], order[j-1] = order[j-1], order[j]
+			}
+		}
+		var cum float64
+		for k, t := range order {
+			cum += p[t]
+			if cum >= topP*total {
+				order = order[:k+1]
+				total = cum
+				break
+			}
+		}
+	}
+	u := rng.Float64() * total
+	for _, t := range order {
+		u -= p[t]
+		if u < 0 {
+			return t
+		}
+	}
+	return order[len(order)-1]
+}

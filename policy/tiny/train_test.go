@@ -1,0 +1,259 @@
+package tiny
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
+)
+
+func newTrainer(t testing.TB, m *Model, a *Adapter, cfg TrainConfig) *Trainer {
+	t.Helper()
+	tr, err := NewTrainer(m, a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestParallelEqualsSerial: two workers give the serial gradients bit for
+// bit, because shards are fixed and summed in order.
+func TestParallelEqualsSerial(t *testing.T) {
+	for _, lora := range []bool{false, true} {
+		var grads [2][]float32
+		for k, workers := range []int{1, 2} {
+			m := randomModel(t, smallConfig(), 3)
+			var a *Adapter
+			if lora {
+				a, _ = m.NewAdapter(LoRAConfig{Rank: 2, Seed: 1})
+				for i := range a.flat {
+					a.flat[i] = float32(i%7) * 0.01
+				}
+			}
+			tr := newTrainer(t, m, a, TrainConfig{LR: 1e-3, Shards: 3, Workers: workers})
+			if _, err := tr.gradients(context.Background(), testBatch(t, m, 11, 4), weightedLoss); err != nil {
+				t.Fatal(err)
+			}
+			grads[k] = tr.grad
+		}
+		if !equalBits(grads[0], grads[1]) {
+			t.Errorf("lora %v: gradients with 2 workers differ from 1 worker", lora)
+		}
+	}
+}
+
+// TestResume: 2 steps, save, a fresh trainer loads the state, 2 more steps
+// equal 4 steps straight, bit for bit.
+func TestResume(t *testing.T) {
+	ctx := context.Background()
+	for _, lora := range []bool{false, true} {
+		setup := func() (*Model, *Adapter, *Trainer) {
+			m := randomModel(t, smallConfig(), 4)
+			var a *Adapter
+			if lora {
+				a, _ = m.NewAdapter(LoRAConfig{Rank: 2, Seed: 1})
+			}
+			return m, a, newTrainer(t, m, a, TrainConfig{LR: 1e-2, WeightDecay: 0.1, ClipNorm: 0.5})
+		}
+		batches := [][]Example{}
+		m0, a0, tr0 := setup()
+		for i := 0; i < 4; i++ {
+			batches = append(batches, testBatch(t, m0, 6, uint64(10+i)))
+		}
+		for _, b := range batches {
+			if _, err := tr0.Step(ctx, b, NLL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, _, tr1 := setup()
+		for _, b := range batches[:2] {
+			tr1.Step(ctx, b, NLL)
+		}
+		path := filepath.Join(t.TempDir(), "opt.safetensors")
+		if err := tr1.SaveState(path); err != nil {
+			t.Fatal(err)
+		}
+		m2, a2, tr2 := setup()
+		if err := tr2.LoadState(path); err != nil {
+			t.Fatal(err)
+		}
+		var st StepStats
+		for _, b := range batches[2:] {
+			st, _ = tr2.Step(ctx, b, NLL)
+		}
+		if st.Step != 4 {
+			t.Errorf("resumed trainer at step %d", st.Step)
+		}
+		if lora {
+			if !equalBits(a0.flat, a2.flat) {
+				t.Error("lora: resumed adapter differs")
+			}
+		} else if !equalBits(m0.w.flat, m2.w.flat) || m0.Version() != m2.Version() {
+			t.Error("full: resumed weights differ")
+		}
+		if lora {
+			// A full trainer refuses a LoRA state.
+			m3 := randomModel(t, smallConfig(), 4)
+			if err := newTrainer(t, m3, nil, TrainConfig{LR: 1}).LoadState(path); err == nil || !strings.Contains(err.Error(), "it trains") {
+				t.Errorf("a full trainer loaded a LoRA state: %v", err)
+			}
+		}
+	}
+}
+
+func TestTrainingLowersLoss(t *testing.T) {
+	ctx := context.Background()
+	m := testModel(t)
+	batch := testBatch(t, m, 16, 1)
+	tr := newTrainer(t, m, nil, TrainConfig{LR: 3e-3})
+	first, _ := tr.Step(ctx, batch, NLL)
+	var last StepStats
+	for i := 0; i < 10; i++ {
+		last, _ = tr.Step(ctx, batch, NLL)
+	}
+	if !(last.Loss < first.Loss*0.8) || first.GradNorm <= 0 || first.Tokens == 0 {
+		t.Errorf("loss %g → %g, grad norm %g, %d tokens", first.Loss, last.Loss, first.GradNorm, first.Tokens)
+	}
+}
+
+func TestAdapters(t *testing.T) {
+	ctx := context.Background()
+	m := testModel(t)
+	batch := testBatch(t, m, 6, 2)
+	base, _, _ := m.Score(ctx, nil, batch)
+
+	a, err := m.NewAdapter(LoRAConfig{Name: "fresh", Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Rank() != 8 || a.Scaling() != 2 || len(a.Modules()) != 12 || a.Modules()[0] != "layers.0.attn.q_proj" {
+		t.Errorf("defaults: rank %d scaling %g modules %v", a.Rank(), a.Scaling(), a.Modules())
+	}
+	fresh, _, _ := m.Score(ctx, a, batch)
+	for i := range base {
+		if !equalBits(base[i], fresh[i]) {
+			t.Fatal("a fresh adapter (B = 0) changes the model")
+		}
+	}
+	tr := newTrainer(t, m, a, TrainConfig{LR: 1e-2})
+	for i := 0; i < 3; i++ {
+		if _, err := tr.Step(ctx, batch, NLL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trained, _, _ := m.Score(ctx, a, batch)
+	if equalBits(trained[0], base[0]) {
+		t.Error("training the adapter changed nothing")
+	}
+	if after, _, _ := m.Score(ctx, nil, batch); !equalBits(after[0], base[0]) {
+		t.Error("LoRA training changed the base model")
+	}
+
+	dir := filepath.Join(t.TempDir(), "step-3")
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, mods, err := safetensors.ReadAdapterDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BaseModelNameOrPath != m.Version() || len(mods) != 12 || mods["layers.1.mlp.up_proj"].A.Shape[1] != 64 || mods["layers.1.mlp.up_proj"].B.Shape[0] != 256 {
+		t.Errorf("adapter dir: %+v, %d modules", cfg, len(mods))
+	}
+
+	// Loaded through the policy, it samples like the in-memory adapter.
+	p := NewPolicy(m)
+	if err := p.LoadAdapter(ctx, "v3", dir); err != nil {
+		t.Fatal(err)
+	}
+	loaded, _ := p.adapter("v3")
+	again, _, _ := m.Score(ctx, loaded, batch)
+	for i := range trained {
+		if !equalBits(trained[i], again[i]) {
+			t.Fatal("a saved and loaded adapter scores differently")
+		}
+	}
+	out, err := p.Generate(ctx, []policy.Request{{Prompt: "1+2="}}, policy.Sampling{Adapter: "v3", MaxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := out[0][0].PolicyVersion; v != m.Version()+"+v3" {
+		t.Errorf("version %q", v)
+	}
+	if _, err := p.Generate(ctx, nil, policy.Sampling{Adapter: "nope"}); !errors.Is(err, policy.ErrAdapterNotLoaded) {
+		t.Errorf("unknown adapter: %v", err)
+	}
+	if err := p.UnloadAdapter(ctx, "v3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Generate(ctx, nil, policy.Sampling{Adapter: "v3"}); !errors.Is(err, policy.ErrAdapterNotLoaded) {
+		t.Errorf("unloaded adapter: %v", err)
+	}
+}
+
+func TestAdapterMismatch(t *testing.T) {
+	ctx := context.Background()
+	m := testModel(t)
+	p := NewPolicy(m)
+
+	// An adapter of a wider model.
+	wide := DefaultConfig()
+	wide.Dim, wide.Hidden = 96, 128
+	other, err := New(wide, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := other.NewAdapter(LoRAConfig{Targets: []string{"up_proj"}})
+	dir := filepath.Join(t.TempDir(), "wide")
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	err = p.LoadAdapter(ctx, "wide", dir)
+	want := `tensor "base_model.model.layers.0.mlp.up_proj.lora_A.weight" has shape [8 96], the base model needs [8 64]`
+	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), want) {
+		t.Errorf("wide adapter: %v", err)
+	}
+
+	// An adapter of a deeper model names a module this one lacks.
+	deep := DefaultConfig()
+	deep.Layers = 3
+	other, _ = New(deep, 1)
+	a, _ = other.NewAdapter(LoRAConfig{Targets: []string{"q_proj"}})
+	dir = filepath.Join(t.TempDir(), "deep")
+	a.Save(dir)
+	err = p.LoadAdapter(ctx, "deep", dir)
+	if err == nil || !strings.Contains(err.Error(), `has no module "layers.2.attn.q_proj"`) {
+		t.Errorf("deep adapter: %v", err)
+	}
+	if _, err := m.NewAdapter(LoRAConfig{Targets: []string{"gate_proj"}}); err == nil {
+		t.Error("an unknown target module was accepted")
+	}
+	if err := p.LoadAdapter(ctx, "none", t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("empty dir: %v", err)
+	}
+}
+
+func TestLossFuncErrors(t *testing.T) {
+	m := testModel(t)
+	tr := newTrainer(t, m, nil, TrainConfig{LR: 1e-3})
+	boom := errors.New("boom")
+	_, err := tr.Step(context.Background(), testBatch(t, m, 2, 1), func(_, _, _ [][]float32) (float64, error) { return 0, boom })
+	if !errors.Is(err, boom) {
+		t.Errorf("loss error: %v", err)
+	}
+	long := Example{Prompt: make([]int32, 30), Completion: []int32{5, 5, EOS}}
+	for i := range long.Prompt {
+		long.Prompt[i] = 4
+	}
+	if _, err := tr.Step(context.Background(), []Example{long}, NLL); err == nil || !strings.Contains(err.Error(), "exceed the context") {
+		t.Errorf("too long: %v", err)
+	}
+	if _, err := NewTrainer(m, nil, TrainConfig{}); err == nil {
+		t.Error("lr 0 accepted")
+	}
+}
