@@ -95,9 +95,10 @@ func (c *Client) Close() error {
 }
 
 // version is the PolicyVersion of samples from the base model or an
-// adapter.
+// adapter; "" without Options.Model, and samples then take the model the
+// server names in its answer.
 func (c *Client) version(adapter string) string {
-	if adapter == "" {
+	if adapter == "" || c.opts.Model == "" {
 		return c.opts.Model
 	}
 	return c.opts.Model + "+" + adapter
