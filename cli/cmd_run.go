@@ -161,6 +161,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	if err != nil {
 		return failure(err)
 	}
+	defer plan.Close()
 	effective := *cfg
 	effective.Run, effective.Store = name, ""
 	body, err := effective.YAML()

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,8 +15,10 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/rollouts"
 )
 
 // Plan is what a config asks of the engine: the run's options, the loop's
@@ -24,10 +28,19 @@ type Plan struct {
 	Run    pipeline.RunOptions
 	Loop   pipeline.LoopConfig
 	Stages pipeline.Stages
+	// Policy is the policy a rollout stage samples from (nil without
+	// one); Close releases it.
+	Policy *rollouts.Opened
 }
+
+// Close stops what the plan started: the loopback server of an embedded
+// model served over HTTP.
+func (p *Plan) Close() error { return p.Policy.Close() }
 
 // Plan builds the engine's inputs from a valid config. RunOptions.Name is
 // the config's run name (override it for --run); ConfigHash is Hash().
+// A rollout stage opens its policy (the key of an openai policy is read
+// from the variable key_env names); call Plan.Close when done.
 func (c *Config) Plan() (Plan, error) {
 	hash, err := c.Hash()
 	if err != nil {
@@ -84,6 +97,15 @@ func (c *Config) Plan() (Plan, error) {
 	}
 	stand := standin.Stages(o)
 	var specErr error
+	if c.Policy != nil {
+		spec, err := c.policySpec()
+		if err != nil {
+			return Plan{}, err
+		}
+		if p.Policy, err = rollouts.Open(context.Background(), spec); err != nil {
+			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
+		}
+	}
 	pick := func(name string, standinTask *pipeline.Task) *pipeline.Task {
 		s := c.Stages.all()[name]
 		var t *pipeline.Task
@@ -108,6 +130,13 @@ func (c *Config) Plan() (Plan, error) {
 			}
 			t = rescore.Task(spec)
 			t.Env = s.Env
+		case KindRollout:
+			var err error
+			t, err = c.rolloutTask(s, p.Policy)
+			if err != nil {
+				specErr = err
+				return standinTask
+			}
 		default:
 			t = commandTask(name, s)
 		}
@@ -123,9 +152,48 @@ func (c *Config) Plan() (Plan, error) {
 		Train:    pick("train", stand.Train),
 	}
 	if specErr != nil {
+		p.Close()
 		return Plan{}, specErr
 	}
 	return p, nil
+}
+
+// policySpec is the policy section as rollouts.Open takes it.
+func (c *Config) policySpec() (rollouts.Spec, error) {
+	pc := c.Policy
+	s := rollouts.Spec{Kind: pc.Kind, Model: pc.Model, Serve: pc.Serve, Endpoints: pc.Endpoints,
+		Concurrency: pc.Concurrency, Timeout: pc.Timeout, Retries: pc.Retries}
+	if pc.Kind == PolicyEmbedded && strings.HasSuffix(pc.Model, ".safetensors") && !filepath.IsAbs(pc.Model) {
+		s.Model = filepath.Join(filepath.Dir(c.file), pc.Model)
+	}
+	if pc.KeyEnv != "" {
+		s.APIKey = os.Getenv(pc.KeyEnv)
+		if s.APIKey == "" {
+			return s, fmt.Errorf("%w: policy.key_env: the variable %s is empty or unset; export it before the run", pipeline.ErrConfig, pc.KeyEnv)
+		}
+	}
+	return s, nil
+}
+
+// rolloutTask is the generate stage sampling from the opened policy.
+func (c *Config) rolloutTask(s *Stage, opened *rollouts.Opened) (*pipeline.Task, error) {
+	sp := policy.Sampling{N: s.Sampling.N, Temperature: 1, TopP: s.Sampling.TopP, MaxTokens: s.Sampling.MaxTokens,
+		Stop: s.Sampling.Stop, Logprobs: true}
+	if s.Sampling.Temperature != nil {
+		sp.Temperature = *s.Sampling.Temperature
+	}
+	o := rollouts.Options{Policy: opened.Policy, Identity: opened.Identity, Sampling: sp, Batch: s.Batch, Env: s.Env}
+	if c.Policy.AdapterRoot != "" {
+		o.AdapterRoot = c.Policy.AdapterRoot
+	}
+	t, err := rollouts.Task(o)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stages.generate: %v", pipeline.ErrConfig, err)
+	}
+	if s.Version != "" {
+		t.Version += "+" + s.Version
+	}
+	return t, nil
 }
 
 // commandTask builds the task of a command stage. The engine's cache key
