@@ -1,0 +1,41 @@
+// Package datasets loads datasets of verifiable problems — a question and
+// a reference answer per row, as GSM8K, MATH and most RL datasets ship
+// them — from JSONL or Parquet files, and puts them into the store as a
+// prompts table (tables.Prompts).
+//
+// # Loading
+//
+// Load reads a file by its extension (.jsonl, .parquet); ReadJSONL and
+// ReadParquet read from a reader. Each row becomes a tables.Prompt:
+//
+//   - Prompt is the question column ("question" unless Options.Fields says
+//     "prompt", "problem", …). It must be a non-empty string.
+//   - Answer is the answer column ("answer", or "solution", …), a string or
+//     a number, after Options.AnswerFormat: AnswerGSM8K keeps the number
+//     after the last "#### " with its commas stripped ("#### 1,234" gives
+//     "1234") and moves the reasoning before it to the metadata.
+//   - PromptID is the id column when Fields.ID names one, else a content
+//     hash: Options.IDPrefix followed by the first 16 hex digits of the
+//     SHA-256 of the question, a NUL byte and the raw answer. Ids must be
+//     unique in a file.
+//   - Metadata is a JSON object holding "reasoning" (AnswerGSM8K) and every
+//     other column of the row, as is.
+//   - Source and Split come from Options (Source defaults to the file's
+//     base name without extension, Split to "train").
+//
+// A row that does not fit fails the load with a *RowError naming the file,
+// the line (JSONL, from 1) or row (Parquet, from 0) and the column:
+//
+//	load gsm8k.jsonl line 3 column "answer": no "#### <number>" final answer
+//
+// # Into the store
+//
+// Put writes rows as a prompts table (Parquet) at a path on a branch with
+// provenance metadata, and commits; Import does Load and Put, recording the
+// source file's digest as the provenance input:
+//
+//	c, n, err := datasets.Import(ctx, st, "main", "data/gsm8k/train.parquet",
+//		"gsm8k/train.jsonl", &datasets.ImportOptions{
+//			Load: datasets.Options{AnswerFormat: datasets.AnswerGSM8K, Source: "gsm8k"},
+//		})
+package datasets
