@@ -70,24 +70,23 @@ func (o *Opened) Close() error {
 func Open(ctx context.Context, s Spec) (*Opened, error) {
 	switch s.Kind {
 	case KindEmbedded:
+		if s.Serve != "" && s.Serve != ServeInProcess && s.Serve != ServeHTTP {
+			return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", s.Serve, ServeInProcess, ServeHTTP)
+		}
 		m, err := LoadEmbedded(s.Model)
 		if err != nil {
 			return nil, err
 		}
 		in := tiny.NewPolicy(m)
 		o := &Opened{Policy: in, Identity: m.Version(), Embedded: m}
-		switch s.Serve {
-		case "", ServeInProcess:
-			return o, nil
-		case ServeHTTP:
+		if s.Serve == ServeHTTP {
 			c, addr, stop, err := ServeLoopback(ctx, in, o.Identity, s.Logger)
 			if err != nil {
 				return nil, err
 			}
 			o.Policy, o.Addr, o.close = c, addr, stop
-			return o, nil
 		}
-		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", s.Serve, ServeInProcess, ServeHTTP)
+		return o, nil
 	case KindOpenAI:
 		if s.Model == "" || len(s.Endpoints) == 0 {
 			return nil, errors.New("policy: an openai policy needs a model and endpoints")
