@@ -1,0 +1,254 @@
+package environments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// Defaults of RunnerOptions.
+const (
+	DefaultMaxTurns        = 16
+	DefaultObservationRole = "user"
+)
+
+// RunnerOptions tune a Runner. A nil *RunnerOptions means the defaults.
+type RunnerOptions struct {
+	// Sampling is used for every turn; N must be 0 or 1 (run G episodes
+	// for a group of G).
+	Sampling policy.Sampling
+	// MaxTurns is the turn budget: the most policy replies an episode may
+	// take; the episode is then "truncated". 0 means DefaultMaxTurns.
+	MaxTurns int
+	// Timeout is the wall-clock budget of an episode, Reset to the last
+	// Step; the episode is then "timeout". 0 means none.
+	Timeout time.Duration
+	// System, when not "", is the transcript's first message (role system).
+	System string
+	// ObservationRole is the role of observations in the transcript; ""
+	// means DefaultObservationRole ("user").
+	ObservationRole string
+	// Seed is the run's seed; each turn's sampling seed derives from it and
+	// the turn's request id (policy.RequestSeed).
+	Seed int64
+	// Logger receives a Debug line per episode; the zero value logs nothing.
+	Logger zerolog.Logger
+}
+
+// Runner runs episodes of environments with a policy. It is safe for
+// concurrent use; each concurrent episode needs its own Env.
+type Runner struct {
+	p policy.Policy
+	o RunnerOptions
+}
+
+// NewRunner returns a Runner that asks p for each action.
+func NewRunner(p policy.Policy, opts *RunnerOptions) (*Runner, error) {
+	var o RunnerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if p == nil {
+		return nil, errors.New("environments: NewRunner needs a policy")
+	}
+	if o.MaxTurns < 0 || o.Timeout < 0 {
+		return nil, fmt.Errorf("environments: negative MaxTurns %d or Timeout %v", o.MaxTurns, o.Timeout)
+	}
+	if o.Sampling.N > 1 {
+		return nil, fmt.Errorf("environments: sampling n is %d; an episode samples one reply per turn, run %d episodes instead", o.Sampling.N, o.Sampling.N)
+	}
+	if err := policy.Validate(nil, o.Sampling); err != nil {
+		return nil, fmt.Errorf("environments: %w", err)
+	}
+	if o.MaxTurns == 0 {
+		o.MaxTurns = DefaultMaxTurns
+	}
+	if o.ObservationRole == "" {
+		o.ObservationRole = DefaultObservationRole
+	}
+	o.Sampling.N = 1
+	return &Runner{p: p, o: o}, nil
+}
+
+// Episode names one episode.
+type Episode struct {
+	// ID is passed to Env.Reset: it fixes the environment's randomness.
+	// It becomes the trajectory's prompt_id.
+	ID string
+	// SampleIndex tells apart the episodes of a group that share ID (same
+	// environment, different policy samples): it enters the sampling seeds.
+	SampleIndex int32
+	// GroupID groups episodes for group-relative advantages; "" means ID.
+	GroupID string
+}
+
+// Result is one episode.
+type Result struct {
+	// Trajectory is the episode as a trajectories-table row: every turn
+	// (system, observations, replies), the last reply as Completion, the
+	// token ids and logprobs of all replies concatenated (nil unless every
+	// reply had them), the status and, when not ok, the reason in Error.
+	Trajectory tables.Trajectory
+	// TurnTokens is the number of tokens of each reply, to split
+	// Trajectory.TokenIDs by turn; nil when token ids are missing.
+	TurnTokens []int32
+	// Reward is the sum of StepRewards. Only an episode with status ok has
+	// a reward that may be trained on.
+	Reward      float64
+	StepRewards []float64
+	// Info merges the Info of every step.
+	Info map[string]any
+}
+
+// Status returns the trajectory's status.
+func (r Result) Status() string { return r.Trajectory.Status }
+
+// Run runs one episode of env: Reset, then a policy reply and a Step per
+// turn, until the environment is done (status ok), the turn budget is
+// spent (truncated) or the wall-clock budget is (timeout). A reply the
+// policy could not produce ends the episode with the sample's status, an
+// environment error with env_error or infra_error (ErrInfra). Env.End is
+// called however the episode ends.
+//
+// The returned error is for a failure of the whole call: ctx ended, or
+// the policy's Generate failed (policy.Policy's contract); the Result is
+// then incomplete.
+func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err error) {
+	o := r.o
+	group := ep.GroupID
+	if group == "" {
+		group = ep.ID
+	}
+	key := ep.ID + "#" + strconv.Itoa(int(ep.SampleIndex))
+	res.Trajectory = tables.Trajectory{
+		PromptID: ep.ID, SampleIndex: ep.SampleIndex, GroupID: group,
+		Sampler: o.Sampling.JSON(), Seed: policy.RequestSeed(o.Seed, key), Status: tables.StatusOK,
+	}
+	res.Info = map[string]any{}
+	epCtx := ctx
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		epCtx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	defer func() {
+		if endErr := env.End(); endErr != nil {
+			o.Logger.Warn().Err(endErr).Str("episode", ep.ID).Msg("end episode")
+		}
+		o.Logger.Debug().Str("episode", ep.ID).Int32("sample", ep.SampleIndex).Str("status", res.Trajectory.Status).
+			Int("turns", len(res.StepRewards)).Float64("reward", res.Reward).Dur("took", time.Since(start)).Msg("episode")
+	}()
+	tr := &res.Trajectory
+	stop := func(status, format string, args ...any) (Result, error) {
+		msg := fmt.Sprintf(format, args...)
+		tr.Status, tr.Error = status, &msg
+		return res, nil
+	}
+	// envFailed classifies an error of Reset or Step.
+	envFailed := func(what string, err error) (Result, error) {
+		switch {
+		case ctx.Err() != nil:
+			return res, fmt.Errorf("episode %s: %s: %w", ep.ID, what, ctx.Err())
+		case epCtx.Err() != nil:
+			return stop(tables.StatusTimeout, "wall-clock budget of %v spent during %s after %d turns", o.Timeout, what, len(res.StepRewards))
+		case errors.Is(err, ErrInfra):
+			return stop(tables.StatusInfraError, "%s: %v", what, err)
+		}
+		return stop(tables.StatusEnvError, "%s: %v", what, err)
+	}
+
+	obs, err := env.Reset(epCtx, ep.ID)
+	if err != nil {
+		return envFailed("reset", err)
+	}
+	var msgs []policy.Message
+	add := func(role, content string) {
+		msgs = append(msgs, policy.Message{Role: role, Content: content})
+		tr.Turns = append(tr.Turns, tables.Turn{Role: role, Content: content})
+	}
+	if o.System != "" {
+		add("system", o.System)
+	}
+	add(o.ObservationRole, obs)
+	withTokens, withLogprobs := true, true
+	for turn := 0; ; turn++ {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("episode %s: %w", ep.ID, ctx.Err())
+		}
+		if epCtx.Err() != nil {
+			return stop(tables.StatusTimeout, "wall-clock budget of %v spent after %d turns", o.Timeout, turn)
+		}
+		if turn == o.MaxTurns {
+			return stop(tables.StatusTruncated, "turn budget of %d turns spent before the episode ended", o.MaxTurns)
+		}
+		id := key + "/" + strconv.Itoa(turn)
+		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id)}
+		out, err := r.p.Generate(epCtx, []policy.Request{req}, o.Sampling)
+		if err != nil {
+			if ctx.Err() == nil && epCtx.Err() != nil {
+				return stop(tables.StatusTimeout, "wall-clock budget of %v spent while the policy wrote turn %d", o.Timeout, turn)
+			}
+			return res, fmt.Errorf("episode %s turn %d: generate: %w", ep.ID, turn, err)
+		}
+		if len(out) != 1 || len(out[0]) != 1 {
+			return res, fmt.Errorf("episode %s turn %d: the policy returned %d sample groups, want 1 of 1 sample", ep.ID, turn, len(out))
+		}
+		s := out[0][0]
+		tr.PolicyVersion = s.PolicyVersion
+		if s.Status != policy.StatusOK {
+			if s.Status == policy.StatusTimeout && epCtx.Err() != nil && ctx.Err() == nil {
+				return stop(tables.StatusTimeout, "wall-clock budget of %v spent while the policy wrote turn %d", o.Timeout, turn)
+			}
+			status := s.Status
+			if !slices.Contains(tables.Statuses, status) {
+				status = tables.StatusInfraError
+			}
+			return stop(status, "policy failed at turn %d: %s", turn, s.Error)
+		}
+		add("assistant", s.Text)
+		tr.Completion, tr.FinishReason = s.Text, s.FinishReason
+		withTokens = withTokens && s.TokenIDs != nil
+		withLogprobs = withLogprobs && s.Logprobs != nil
+		if withTokens {
+			tr.TokenIDs = append(tr.TokenIDs, s.TokenIDs...)
+			res.TurnTokens = append(res.TurnTokens, int32(len(s.TokenIDs)))
+			tr.NumTokens = int32(len(tr.TokenIDs))
+		} else {
+			tr.TokenIDs, res.TurnTokens, tr.NumTokens = nil, nil, 0
+		}
+		if withLogprobs {
+			tr.Logprobs = append(tr.Logprobs, s.Logprobs...)
+		} else {
+			tr.Logprobs = nil
+		}
+
+		st, err := env.Step(epCtx, s.Text)
+		if err != nil {
+			return envFailed(fmt.Sprintf("step %d", turn), err)
+		}
+		if st.ToolCalls != "" {
+			calls := st.ToolCalls
+			tr.Turns[len(tr.Turns)-1].ToolCalls = &calls
+		}
+		res.StepRewards = append(res.StepRewards, st.Reward)
+		res.Reward += st.Reward
+		maps.Copy(res.Info, st.Info)
+		if st.Done {
+			if st.Observation != "" {
+				tr.Turns = append(tr.Turns, tables.Turn{Role: o.ObservationRole, Content: st.Observation})
+			}
+			return res, nil
+		}
+		add(o.ObservationRole, st.Observation)
+	}
+}
