@@ -1,0 +1,109 @@
+// Package tiny is rlpipe's embedded default policy: a small causal
+// transformer that learns to add, small enough to sample and train on two
+// CPU cores in seconds, so a whole RL run — sampling, rewards, GRPO on a
+// LoRA adapter, evaluation — works on a laptop without a GPU or a model
+// server.
+//
+// # Architecture
+//
+// A pre-LayerNorm GPT: token and learned position embeddings, Layers
+// blocks of
+//
+//	x = x + o_proj(attention(q_proj, k_proj, v_proj)(norm(x)))   causal, Heads heads
+//	x = x + down_proj(relu(up_proj(norm(x))))
+//
+// then a final norm and lm_head (no bias). DefaultConfig: d 64, 4 heads,
+// 2 layers, MLP 256, context 32, 104,192 parameters. Every matrix product
+// is gonum's float32 Sgemm (blas/gonum); attention, LayerNorm and softmax
+// are plain loops. Everything is deterministic: the same inputs give the
+// same bits, whatever the batch, the number of goroutines or the CPU's
+// features (on amd64 with the default GOAMD64; other architectures may
+// fuse multiply-adds and differ in the last bits).
+//
+// # Vocabulary
+//
+// Characters, one token each: PAD (0), BOS (1), EOS (2), then
+// Config.Vocab, "0123456789+-=" by default (ids 3..15). Every sequence
+// starts with BOS; completions end with EOS. Tokenize reports a character
+// outside the vocabulary with its column. The model never produces PAD or
+// BOS: they are masked out of every distribution, so log-probabilities sum
+// to one over EOS and the characters.
+//
+// # Sampling and scoring
+//
+// Policy implements policy.Policy and policy.AdapterLoader in process.
+// Generate prefills each prompt once, then decodes all sequences of a call
+// together with a KV cache, on GOMAXPROCS goroutines. Sample j of a
+// request draws from a PCG seeded with policy.SampleSeed(seed, j), one
+// Float64 per token; since every kernel computes a row independently of
+// the others, a sequence samples the same text, tokens and
+// log-probabilities (bit for bit) alone or in any batch. Chat requests are
+// served by concatenating their messages' contents (no template). A prompt
+// with unknown characters, or whose length plus MaxTokens exceeds the
+// context (BOS counts; MaxTokens 0 means "up to the context"), gives
+// samples with Status policy.StatusInvalid. Versions read
+// "tiny-arith@<12 hex digits of the weights file's SHA-256>", plus
+// "+<adapter>" when an adapter is used.
+//
+// Model.Score computes teacher-forced log-probabilities and entropies of
+// given completions; they equal the ones sampling returns.
+// Model.ExpectedPass1 turns them into the exact expected pass@1 at
+// temperature 1 (the mean over problems of P(answer, EOS | prompt)), an
+// evaluation without sampling noise.
+//
+// # Training
+//
+// A Trainer takes AdamW steps (decoupled weight decay, global-norm
+// clipping) on all base weights or, given an Adapter, on LoRA factors only.
+// The caller's LossFunc receives the batch's per-token log-probabilities
+// and entropies and returns the loss and d loss / d logprob per token: NLL
+// for supervised training, a clipped surrogate plus KL for GRPO. Batches
+// are split into a fixed number of shards, computed by parallel goroutines
+// and summed in order, so gradients do not depend on the goroutine count.
+// SaveState and LoadState make a resumed run continue bit for bit.
+//
+// Adapters (LoRA on q_proj, k_proj, v_proj, o_proj, up_proj and down_proj
+// by default; r 8, α 16; A uniform, B zero) are saved and loaded as PEFT
+// adapter directories (see policy/safetensors): tensor names
+// base_model.model.layers.<i>.attn.q_proj.lora_A.weight and so on. An
+// adapter is applied by merging W + (α/r)·B·A once, so sampling with it
+// costs what sampling the base does.
+//
+// # The held-out split
+//
+// HeldOut(a, b) is true iff the FNV-1a 32-bit hash of the text "a+b"
+// (decimal, e.g. "123+45") is divisible by 10: about 10% of the 10⁶
+// problems. Pretraining draws only problems outside it (TrainingProblem);
+// HeldOutProblems(n) is a fixed evaluation set drawn inside it. An
+// environment that wants to evaluate on unseen problems uses HeldOut.
+//
+// # The shipped weights
+//
+// weights/base.safetensors (go:embed, returned by Embedded) is a
+// safetensors file: tensors named like a PyTorch model
+// (embed_tokens.weight, layers.0.attn.q_proj.weight [out, in], …,
+// lm_head.weight) and the Config as JSON in the metadata key
+// "tiny.config". It is the output of
+//
+//	m, err := tiny.Pretrain(ctx, tiny.DefaultPretrainConfig(), nil)
+//	err = m.Save("base.safetensors")
+//
+// (seed 1, 1800 steps of 64 problems, lr 3e-3 after 100 warm-up steps,
+// about 80 s on two cores), reproduced byte for byte by
+//
+//	RLPIPE_SLOW=1 go test -run TestPretrainReproducesEmbedded ./policy/tiny/
+//
+// Supervised training is stopped early on purpose: the base answers about
+// half of the held-out problems greedily, leaving room for RL to improve
+// it. TestEmbedded pins the file's checksum, its greedy accuracy and its
+// expected pass@1 on HeldOutProblems(300).
+//
+// # Tests
+//
+// The normal tests are small enough for `go test -race`: finite-difference
+// gradient checks against a float64 reference (full and LoRA), KV-cache
+// log-probabilities against teacher forcing, batch independence, parallel
+// against serial gradients, bit-exact resume. RLPIPE_SLOW=1 adds the full
+// pretraining. Benchmarks (bench_test.go) report sampled tokens/s with and
+// without the KV cache and training tokens/s.
+package tiny
