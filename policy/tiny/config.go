@@ -41,7 +41,7 @@ type Config struct {
 }
 
 // DefaultConfig is the shipped model's configuration: 16 tokens, d 64,
-// 4 heads, 2 layers, MLP 256, context 32; 104,576 parameters.
+// 4 heads, 2 layers, MLP 256, context 32; 104,192 parameters.
 func DefaultConfig() Config {
 	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, Layers: 2, Hidden: 256, Context: 32}
 }

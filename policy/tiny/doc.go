@@ -88,15 +88,18 @@
 //	m, err := tiny.Pretrain(ctx, tiny.DefaultPretrainConfig(), nil)
 //	err = m.Save("base.safetensors")
 //
-// (seed 1, 1800 steps of 64 problems, lr 3e-3 after 100 warm-up steps,
-// about 80 s on two cores), reproduced byte for byte by
+// (seed 1, 1800 AdamW steps of 64 problems, lr 3e-3 after 100 warm-up
+// steps, weight decay 0.01, clip 1; 50–60 s on two cores), reproduced byte
+// for byte by
 //
 //	RLPIPE_SLOW=1 go test -run TestPretrainReproducesEmbedded ./policy/tiny/
 //
-// Supervised training is stopped early on purpose: the base answers about
-// half of the held-out problems greedily, leaving room for RL to improve
-// it. TestEmbedded pins the file's checksum, its greedy accuracy and its
-// expected pass@1 on HeldOutProblems(300).
+// Supervised training is stopped early on purpose: the base answers 154 of
+// the 300 problems of HeldOutProblems(300) greedily (51.3%) and its exact
+// expected pass@1 there is 0.4460, leaving room for RL to improve it (the
+// accuracy keeps rising past 75% with more steps; the rise is abrupt and
+// depends on the seed). TestEmbedded pins the file's checksum and both
+// figures.
 //
 // # Tests
 //

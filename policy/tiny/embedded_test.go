@@ -51,7 +51,7 @@ func TestEmbedded(t *testing.T) {
 }
 
 // TestPretrainReproducesEmbedded runs the full default pretraining (about
-// 80 s on two cores, far longer under -race) and compares its output with
+// a minute on two cores, ten times that under -race) and compares its output with
 // the shipped file. It runs when RLPIPE_SLOW=1.
 func TestPretrainReproducesEmbedded(t *testing.T) {
 	if os.Getenv("RLPIPE_SLOW") == "" || testing.Short() {

@@ -76,6 +76,9 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 	if err := policy.Validate(nil, s); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tiny generate: %w", err)
+	}
 	w, err := m.weightsFor(a)
 	if err != nil {
 		return nil, err
@@ -158,6 +161,9 @@ func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, erro
 		maxNew = ctx - len(prompt)
 	}
 	if maxNew <= 0 || len(prompt)+maxNew > ctx {
+		if s.MaxTokens == 0 {
+			return nil, 0, fmt.Errorf("request %q: a prompt of %d tokens leaves no room to generate in the context of %d tokens (BOS included)", r.ID, len(prompt), ctx)
+		}
 		return nil, 0, fmt.Errorf("request %q: %d prompt tokens + %d max tokens exceed the context of %d tokens (BOS included)", r.ID, len(prompt), s.MaxTokens, ctx)
 	}
 	return prompt, maxNew, nil

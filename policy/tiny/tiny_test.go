@@ -272,3 +272,46 @@ func TestSeeds(t *testing.T) {
 		t.Errorf("greedy samples differ: %q %q %q", g[0][0].Text, g[0][1].Text, g[1][0].Text)
 	}
 }
+
+// TestConcurrentUse samples, scores and loads adapters from several
+// goroutines at once (run it with -race); results equal the serial ones.
+func TestConcurrentUse(t *testing.T) {
+	m := testModel(t)
+	p := NewPolicy(m)
+	ctx := context.Background()
+	a, _ := m.NewAdapter(LoRAConfig{Seed: 2})
+	dir := filepath.Join(t.TempDir(), "a")
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	reqs := []policy.Request{{Prompt: "1+", Seed: 1}, {Prompt: "22+3", Seed: 2}}
+	s := policy.Sampling{N: 2, Temperature: 1, MaxTokens: 10}
+	want := generate(t, p, reqs, s)
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			if g%4 == 3 {
+				done <- p.LoadAdapter(ctx, "a", dir)
+				return
+			}
+			out, err := p.Generate(ctx, reqs, s)
+			if err == nil && out[1][1].Text != want[1][1].Text {
+				err = errors.New("concurrent samples differ")
+			}
+			if err == nil {
+				_, _, err = m.Score(ctx, nil, []Example{{Prompt: []int32{4}, Completion: []int32{5, EOS}}})
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.Generate(cctx, reqs, s); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled context: %v", err)
+	}
+}
