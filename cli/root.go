@@ -196,6 +196,7 @@ main:data/prompts.parquet.`,
 		newGCCommand(o),
 		newRunCommand(o), newStatusCommand(o),
 		newRescoreCommand(o), newRewardsCommand(o),
+		newPolicyCommand(o),
 	)
 	return root
 }

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/policy/server"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/rollouts"
+)
+
+// policyTokenEnv holds the bearer token `policy serve` requires when bound
+// to an address other than loopback.
+const policyTokenEnv = "RLPIPE_POLICY_TOKEN"
+
+func newPolicyCommand(g *rootOptions) *cobra.Command {
+	return newGroupCommand("policy", "serve and reproduce the embedded model",
+		newPolicyServeCommand(g), newPolicyPretrainCommand(g))
+}
+
+type policyServeOptions struct {
+	addr  string
+	model string
+}
+
+func (o *policyServeOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8000", "address to listen on; any address but loopback needs "+policyTokenEnv)
+	fs.StringVar(&o.model, "model", rollouts.ModelTinyArith, "tiny-arith (the shipped weights) or a .safetensors file")
+}
+
+func newPolicyServeCommand(g *rootOptions) *cobra.Command {
+	var o policyServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:PORT] [--model tiny-arith|FILE.safetensors]",
+		Short: "serve the embedded model over the OpenAI API",
+		Long: `Serve the embedded model behind the OpenAI-compatible endpoints a vLLM server
+offers: /v1/completions, /v1/chat/completions, /v1/models, and vLLM's LoRA
+hot-loading (/v1/load_lora_adapter, /v1/unload_lora_adapter, with PEFT adapter
+directories this machine can read). A rollout stage pointed at it samples the
+same text as the model in process, for the same seeds.
+
+The server listens on loopback by default. Bound to any other address it
+requires a bearer token, read from ` + policyTokenEnv + `; clients send it as
+their API key. Stop it with Ctrl-C.`,
+		Example: `  rlpipe policy serve
+  rlpipe policy serve --addr 127.0.0.1:9000 --model weights.safetensors
+  RLPIPE_POLICY_TOKEN=$(openssl rand -hex 16) rlpipe policy serve --addr 0.0.0.0:8000`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return policyServe(ctx, o, g.env.getenv(policyTokenEnv), *zerolog.Ctx(cmd.Context()), g.printer(cmd))
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// policyServe serves until ctx ends.
+func policyServe(ctx context.Context, o policyServeOptions, token string, log zerolog.Logger, p printer) error {
+	m, err := rollouts.LoadEmbedded(o.model)
+	if err != nil {
+		return failure(err)
+	}
+	srv, err := server.New(tiny.NewPolicy(m), &server.Options{Model: m.Version(), Addr: o.addr, Token: token, Logger: log})
+	if err != nil {
+		return failure(fmt.Errorf("policy serve: %w (set %s to a secret and send it as the API key)", err, policyTokenEnv))
+	}
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		return failure(fmt.Errorf("policy serve: %w", err))
+	}
+	if err := p.Printf("serving %s on http://%s (OpenAI API: /v1/completions, /v1/chat/completions, /v1/models)\n", m.Version(), l.Addr()); err != nil {
+		return err
+	}
+	return srv.Serve(ctx, l)
+}
+
+type policyPretrainOptions struct {
+	out    string
+	steps  int
+	seed   uint64
+	verify bool
+}
+
+func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
+	d := tiny.DefaultPretrainConfig()
+	fs.StringVar(&o.out, "out", "base.safetensors", "where to write the weights")
+	fs.IntVar(&o.steps, "steps", d.Steps, "training steps (the default reproduces the shipped weights)")
+	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
+	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
+}
+
+func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
+	var o policyPretrainOptions
+	cmd := &cobra.Command{
+		Use:   "pretrain [--out FILE] [--steps N] [--seed S] [--verify]",
+		Short: "reproduce the embedded model's shipped weights from scratch",
+		Long: `Train the embedded model from random weights by supervised learning on
+"a+b=" problems with operands 0–999, never on the held-out split, and write
+the weights as safetensors. With the default steps and seed the result is the
+file the binary ships, byte for byte; --verify checks that. Training is
+deterministic whatever the number of cores; it takes a few minutes on two.`,
+		Example: `  rlpipe policy pretrain --verify
+  rlpipe policy pretrain --seed 3 --out seed3.safetensors`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return policyPretrain(cmd.Context(), o, g.printer(cmd))
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) error {
+	cfg := tiny.DefaultPretrainConfig()
+	cfg.Steps, cfg.Seed = o.steps, o.seed
+	every := max(cfg.Steps/20, 1)
+	m, err := tiny.Pretrain(ctx, cfg, func(pr tiny.PretrainProgress) {
+		if pr.Step%every == 0 && !p.json {
+			p.Printf("step %5d/%d  loss %.4f  %.0fs\n", pr.Step, cfg.Steps, pr.Loss, pr.Elapsed.Seconds())
+		}
+	})
+	if err != nil {
+		return failure(err)
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, b, 0o644); err != nil {
+		return failure(fmt.Errorf("pretrain: %w", err))
+	}
+	sum := sha256.Sum256(b)
+	got := hex.EncodeToString(sum[:])
+	heldout, err := m.GreedyAccuracy(ctx, nil, tiny.HeldOutProblems(500))
+	if err != nil {
+		return err
+	}
+	res := map[string]any{"out": o.out, "sha256": got, "version": m.Version(), "heldout_greedy_accuracy_500": heldout,
+		"shipped_sha256": tiny.EmbeddedSHA256(), "matches_shipped": got == tiny.EmbeddedSHA256()}
+	if p.json {
+		if err := p.JSON(res); err != nil {
+			return err
+		}
+	} else {
+		p.Printf("wrote %s (sha256 %s); greedy accuracy on 500 held-out problems %.3f\n", o.out, got, heldout)
+		if got == tiny.EmbeddedSHA256() {
+			p.Printf("identical to the shipped weights\n")
+		}
+	}
+	if o.verify && got != tiny.EmbeddedSHA256() {
+		return failure(fmt.Errorf("pretrain: %s differs from the shipped weights (sha256 %s): the training is not reproducible here; report it with `go version` and the machine", o.out, tiny.EmbeddedSHA256()))
+	}
+	return nil
+}
