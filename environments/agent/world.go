@@ -266,4 +266,3 @@ var ErrInvalid = errors.New("invalid agent environment")
 // ErrInfra wraps environments.ErrInfra: a workspace could not be set up or
 // a sandbox could not start.
 var ErrInfra = fmt.Errorf("agent: %w", environments.ErrInfra)
-

@@ -33,6 +33,13 @@ type Problem struct{ A, B int }
 // padding) is 0 modulo 10. Every component that trains or evaluates on
 // arith problems, the embedded model's pretraining included, uses this
 // rule. Operands are meant to be in 0…MaxOperand; others hash the same way.
+// In Python:
+//
+//	def held_out(a, b):
+//	    h = 0xcbf29ce484222325
+//	    for c in f"{a}+{b}".encode():
+//	        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+//	    return h % 10 == 0
 func HeldOut(a, b int) bool {
 	var buf [48]byte
 	s := strconv.AppendInt(buf[:0], int64(a), 10)
