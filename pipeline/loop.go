@@ -14,7 +14,7 @@ import (
 //	sample:   dataset            → prompts         params {cursor, count, iteration}
 //	generate: prompts, policy    → trajectories    params {iteration, policy_iteration, staleness}
 //	reward:   trajectories, prompts → rewards      params {iteration}
-//	train:    rewards, trajectories, policy → adapter (directory), metrics
+//	train:    rewards, trajectories, prompts, policy → adapter (directory), metrics
 //
 // The policy input is the adapter directory of an earlier iteration, or
 // Loop.InitialPolicy (absent when that is nil: the base model).
@@ -202,7 +202,8 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 			Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
 		rew := it.Go(lctx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
 			Params: map[string]int{"iteration": n}})
-		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories)}
+		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories),
+			"prompts": sample.Output(OutPrompts)}
 		if a, ok := policy(n - 1); ok {
 			trainIn["policy"] = a
 		}

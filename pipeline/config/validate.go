@@ -130,7 +130,7 @@ var stageInputs = map[string][]string{
 	"sample":   {"dataset"},
 	"generate": {"prompts", "policy"},
 	"reward":   {"trajectories", "prompts"},
-	"train":    {"rewards", "trajectories", "policy"},
+	"train":    {"rewards", "trajectories", "prompts", "policy"},
 }
 
 // stageOutputs are the outputs Loop needs from each stage.
