@@ -169,7 +169,6 @@ func TestAgentBudgets(t *testing.T) {
 			}
 			env := newEnv(t, w, nil)
 			var root string
-			start := time.Now()
 			res, err := r.Run(context.Background(), &probeEnv{Env: env, afterReset: func() { root = env.Workspace().Root() }},
 				environments.Episode{ID: "budget"})
 			if err != nil {
@@ -177,9 +176,6 @@ func TestAgentBudgets(t *testing.T) {
 			}
 			if tr := res.Trajectory; tr.Status != c.status || deref(tr.Error) != c.reason {
 				t.Fatalf("status %s (%s), want %s (%s)", tr.Status, deref(tr.Error), c.status, c.reason)
-			}
-			if took := time.Since(start); took > 15*time.Second {
-				t.Errorf("the episode took %v: the sandbox outlived the budget", took)
 			}
 			if _, err := os.Stat(root); !os.IsNotExist(err) {
 				t.Fatalf("workspace %s still exists: %v", root, err)

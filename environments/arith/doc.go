@@ -9,7 +9,7 @@
 // ASCII text "a+b" (decimal, no padding, e.g. "123+456") is 0 modulo 10.
 // HeldOut implements it; the embedded model's pretraining uses the same
 // rule, so no held-out problem is ever trained on. About a tenth of the
-// problems (99,860 exactly) are held out.
+// problems (100,005 exactly) are held out.
 //
 //	arith.HeldOut(123, 456) // false: a training problem
 //

@@ -7,7 +7,7 @@ import (
 )
 
 func ExampleHeldOut() {
-	fmt.Println(arith.HeldOut(123, 456), arith.HeldOut(0, 6))
+	fmt.Println(arith.HeldOut(123, 456), arith.HeldOut(1, 5))
 	// Output: false true
 }
 
@@ -29,8 +29,8 @@ func ExampleHeldOutSet() {
 	}
 	fmt.Println(arith.NumHeldOut(), "held-out problems")
 	// Output:
-	// arith-604+477 test
-	// arith-845+766 test
-	// arith-13+0 test
-	// 99860 held-out problems
+	// arith-72+953 test
+	// arith-287+935 test
+	// arith-518+123 test
+	// 100005 held-out problems
 }
