@@ -1,0 +1,21 @@
+// Package evaluators measures checkpoints on held-out problems the same way
+// every time: n samples per problem, scored, then turned into metrics that
+// are exact and tested.
+//
+// Metrics (metrics.go), per problem from n ok samples of which c are
+// correct:
+//
+//   - pass@k, the unbiased estimator 1 − C(n−c, k)/C(n, k), computed as a
+//     product so it stays exact for large n;
+//   - pass^k, all k correct: C(c, k)/C(n, k);
+//   - avg@k, the mean reward (estimated by the mean of all n);
+//   - maj@k, the expected accuracy of a majority vote over k samples
+//     (exact over all k-subsets when there are at most 20,000 of them).
+//
+// k > n is an error (ErrKTooLarge), never a silently clipped value.
+// Samples that failed for infrastructure reasons are left out of n, not
+// counted wrong. Summarize averages over problems with a 95% bootstrap
+// interval (fixed seed, so reproducible); Wilson gives the score interval
+// of a plain proportion. Tests compare every estimator with brute-force
+// enumeration of all k-subsets on random small cases.
+package evaluators

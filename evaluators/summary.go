@@ -1,0 +1,106 @@
+package evaluators
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Problem holds the scored samples of one problem, in sample order.
+// Samples whose status is not ok are left out of every metric (they are
+// infrastructure failures, not wrong answers); N counts the rest.
+type Problem struct {
+	ID      string
+	Samples []tables.EvalSample
+}
+
+// PerProblem is one problem's metric value at one k.
+type PerProblem struct {
+	ProblemID string
+	Metric    string
+	K         int
+	N         int
+	Value     float64
+}
+
+// Summarize computes avg@k, pass@k, pass^k and maj@k for every k over
+// problems, each the mean of the per-problem values with a 95% bootstrap
+// interval, as eval_summary rows (sorted by metric, then k), and the
+// per-problem values. Every problem must have at least k ok samples: a
+// k larger than a problem's n is an error naming the problem.
+func Summarize(checkpoint, evalset string, problems []Problem, ks []int) ([]tables.EvalSummaryRow, []PerProblem, error) {
+	if len(problems) == 0 {
+		return nil, nil, fmt.Errorf("evaluate %s on %s: no problems", checkpoint, evalset)
+	}
+	ks = append([]int(nil), ks...)
+	sort.Ints(ks)
+	metrics := []string{tables.MetricAvgAtK, tables.MetricMajAtK, tables.MetricPassAtK, tables.MetricPassHatK}
+	var rows []tables.EvalSummaryRow
+	var per []PerProblem
+	for _, metric := range metrics {
+		for _, k := range ks {
+			values := make([]float64, len(problems))
+			minN := -1
+			for i, p := range problems {
+				v, n, err := problemValue(p, metric, k)
+				if err != nil {
+					return nil, nil, fmt.Errorf("evaluate %s on %s: problem %s: %s: %w", checkpoint, evalset, p.ID, metric, err)
+				}
+				values[i] = v
+				if minN < 0 || n < minN {
+					minN = n
+				}
+				per = append(per, PerProblem{ProblemID: p.ID, Metric: metric, K: k, N: n, Value: v})
+			}
+			mean := 0.0
+			for _, v := range values {
+				mean += v
+			}
+			mean /= float64(len(values))
+			lo, hi := Bootstrap(values, 0)
+			rows = append(rows, tables.EvalSummaryRow{Checkpoint: checkpoint, Evalset: evalset, K: int32(k), N: int32(minN),
+				Metric: metric, Value: mean, CILow: lo, CIHigh: hi, NumProblems: int32(len(problems))})
+		}
+	}
+	return rows, per, nil
+}
+
+// problemValue is one problem's metric at k and its number of ok samples.
+func problemValue(p Problem, metric string, k int) (float64, int, error) {
+	var answers []string
+	var correct []bool
+	sum := 0.0
+	for _, s := range p.Samples {
+		if s.Status != tables.StatusOK {
+			continue
+		}
+		answers = append(answers, s.Answer)
+		correct = append(correct, s.Correct)
+		sum += s.Reward
+	}
+	n := len(answers)
+	c := 0
+	for _, ok := range correct {
+		if ok {
+			c++
+		}
+	}
+	var v float64
+	var err error
+	switch metric {
+	case tables.MetricAvgAtK:
+		// The mean reward of k samples drawn without replacement has the
+		// mean of all n as its unbiased estimate.
+		if err = checkK(n, c, k); err == nil {
+			v = sum / float64(n)
+		}
+	case tables.MetricPassAtK:
+		v, err = PassAtK(n, c, k)
+	case tables.MetricPassHatK:
+		v, err = PassHatK(n, c, k)
+	case tables.MetricMajAtK:
+		v, err = MajAtK(answers, correct, k)
+	}
+	return v, n, err
+}
