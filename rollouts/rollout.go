@@ -80,7 +80,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	if o.Env == "" {
 		o.Env = "generate"
 	}
-	g := &generator{o: o, loaded: map[string]int{}}
+	g := &generator{o: o, adapters: NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)}
 	return &pipeline.Task{
 		Name:    "generate",
 		Version: g.version(),
@@ -92,13 +92,10 @@ func Task(o Options) (*pipeline.Task, error) {
 }
 
 // generator holds what calls of one rollout task share: which adapters
-// the policy has loaded, oldest first.
+// the policy has loaded.
 type generator struct {
-	o Options
-
-	mu     sync.Mutex
-	loaded map[string]int // adapter name → load sequence number
-	seq    int
+	o        Options
+	adapters *Adapters
 }
 
 // version is the task's cache version: the code, the policy's identity and
@@ -126,7 +123,7 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	s := g.o.Sampling
 	version := g.o.Identity
 	if dir := tc.InputPath("policy"); dir != "" {
-		name, err := g.load(ctx, dir)
+		name, err := g.adapters.Load(ctx, dir)
 		if err != nil {
 			return err
 		}
@@ -149,7 +146,7 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 			if errors.Is(err, policy.ErrAdapterNotLoaded) {
 				// A server that restarted forgot its adapters: load again
 				// on the next attempt.
-				g.forget(s.Adapter)
+				g.adapters.Forget(s.Adapter)
 			}
 			return fmt.Errorf("generate iteration %d: %w", p.Iteration, err)
 		}
@@ -211,12 +208,37 @@ func Row(s policy.Sample, req policy.Request, j int, p Params, version, sampler 
 	return t
 }
 
-// load makes the adapter directory dir available to the policy and returns
-// its name, derived from its content so the same adapter is loaded once.
-func (g *generator) load(ctx context.Context, dir string) (string, error) {
-	loader, ok := g.o.Policy.(policy.AdapterLoader)
+// Adapters loads PEFT adapter directories into a policy by content digest
+// and unloads old ones: what a rollout or evaluation task needs to sample
+// from a checkpoint. It is safe for concurrent use.
+type Adapters struct {
+	policy   policy.Policy
+	identity string
+	root     string
+	keep     int
+
+	mu     sync.Mutex
+	loaded map[string]int // adapter name → load sequence number
+	seq    int
+}
+
+// NewAdapters returns a loader for p. root, when set, is a directory the
+// policy's server can read: adapters are copied there before loading.
+// keep (default 3) is how many adapters stay loaded.
+func NewAdapters(p policy.Policy, identity, root string, keep int) *Adapters {
+	if keep <= 0 {
+		keep = 3
+	}
+	return &Adapters{policy: p, identity: identity, root: root, keep: keep, loaded: map[string]int{}}
+}
+
+// Load makes the adapter directory dir available to the policy and
+// returns its name, "adapter-<12 hex of its content digest>", so the same
+// adapter is loaded once however many tasks ask for it.
+func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
+	loader, ok := g.policy.(policy.AdapterLoader)
 	if !ok {
-		return "", pipeline.Permanent(fmt.Errorf("the policy input is an adapter, but policy %s cannot load adapters", g.o.Identity))
+		return "", pipeline.Permanent(fmt.Errorf("the policy input is an adapter, but policy %s cannot load adapters", g.identity))
 	}
 	digest, err := DirDigest(dir)
 	if err != nil {
@@ -229,8 +251,8 @@ func (g *generator) load(ctx context.Context, dir string) (string, error) {
 		return name, nil
 	}
 	path := dir
-	if g.o.AdapterRoot != "" {
-		path = filepath.Join(g.o.AdapterRoot, name)
+	if g.root != "" {
+		path = filepath.Join(g.root, name)
 		if err := copyDir(dir, path); err != nil {
 			return "", fmt.Errorf("copy adapter to %s: %w", path, err)
 		}
@@ -243,8 +265,8 @@ func (g *generator) load(ctx context.Context, dir string) (string, error) {
 	}
 	g.seq++
 	g.loaded[name] = g.seq
-	// Unload the oldest beyond KeepAdapters; a failure only costs memory.
-	for len(g.loaded) > g.o.KeepAdapters {
+	// Unload the oldest beyond keep; a failure only costs memory.
+	for len(g.loaded) > g.keep {
 		oldest, at := "", g.seq+1
 		for n, s := range g.loaded {
 			if s < at {
@@ -253,14 +275,16 @@ func (g *generator) load(ctx context.Context, dir string) (string, error) {
 		}
 		_ = loader.UnloadAdapter(ctx, oldest)
 		delete(g.loaded, oldest)
-		if g.o.AdapterRoot != "" {
-			_ = os.RemoveAll(filepath.Join(g.o.AdapterRoot, oldest))
+		if g.root != "" {
+			_ = os.RemoveAll(filepath.Join(g.root, oldest))
 		}
 	}
 	return name, nil
 }
 
-func (g *generator) forget(name string) {
+// Forget drops name from the loaded set, so the next Load loads it again
+// (a server that restarted has forgotten it).
+func (g *Adapters) Forget(name string) {
 	g.mu.Lock()
 	delete(g.loaded, name)
 	g.mu.Unlock()
