@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/rewards/sandbox"
+)
+
+// TestMain fails at once, saying how to install bubblewrap, when no sandbox
+// can start here; RLPIPE_SKIP_SANDBOX=1 skips the package instead.
+func TestMain(m *testing.M) {
+	if os.Getenv("RLPIPE_SKIP_SANDBOX") == "1" {
+		fmt.Println("examples/agent-sandbox: skipped: RLPIPE_SKIP_SANDBOX=1")
+		os.Exit(0)
+	}
+	if err := sandbox.Available(); err != nil {
+		fmt.Fprintf(os.Stderr, "examples/agent-sandbox: the test needs a working bubblewrap sandbox: %v\n"+
+			"Install it with `sudo apt-get install bubblewrap` or `make deps`, or set RLPIPE_SKIP_SANDBOX=1.\n", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func testConfig(t *testing.T) config {
+	t.Helper()
+	var cfg config
+	cfg.addFlags(flag.NewFlagSet("test", flag.ContinueOnError))
+	cfg.Store = filepath.Join(t.TempDir(), "store")
+	cfg.WorldCache = t.TempDir()
+	cfg.MaxTurns = 4
+	return cfg
+}
+
+// The whole example against the stand-in: which episodes succeed, their
+// statuses and rewards, and the tables committed to the store.
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	var out bytes.Buffer
+	rep, err := run(ctx, cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+
+	// Sample 1 of every task runs a wrong command; sample 3 of count-rows
+	// never answers and is truncated; the rest succeed.
+	type want struct {
+		status                 string
+		verifier, judge, total float64
+		rewardStatus           string
+	}
+	ok := want{tables.StatusOK, 1, 1, 1, "ok"}
+	wrong := want{tables.StatusOK, 0, 0.5, 0.1, "ok"}
+	truncated := want{status: tables.StatusTruncated, rewardStatus: "skipped: truncated"}
+	wants := map[string][4]want{
+		"fix-mean":      {ok, wrong, ok, ok},
+		"count-rows":    {ok, wrong, ok, truncated},
+		"isolated-note": {ok, wrong, ok, ok},
+	}
+	if len(rep.Trajectories) != 12 || len(rep.Rewards) != 12 {
+		t.Fatalf("%d trajectories and %d rewards, want 12 and 12", len(rep.Trajectories), len(rep.Rewards))
+	}
+	for i, tr := range rep.Trajectories {
+		w := wants[tr.PromptID][tr.SampleIndex]
+		r := rep.Rewards[i]
+		name := fmt.Sprintf("%s#%d", tr.PromptID, tr.SampleIndex)
+		if tr.Status != w.status || tr.PolicyVersion != standinModel || r.Status != w.rewardStatus {
+			t.Errorf("%s: status %s, policy %s, reward status %s; want %s, %s, %s (error %v)",
+				name, tr.Status, tr.PolicyVersion, r.Status, w.status, standinModel, w.rewardStatus, deref(tr.Error))
+		}
+		if w.rewardStatus != "ok" {
+			if len(r.Components) != 0 || r.Total == r.Total {
+				t.Errorf("%s: an unfinished episode has components %v and total %g, want none and NaN", name, r.Components, r.Total)
+			}
+			continue
+		}
+		if r.Components["verifier"] != w.verifier || r.Components["judge"] != w.judge || fmt.Sprintf("%.3g", r.Total) != fmt.Sprintf("%.3g", w.total) {
+			t.Errorf("%s: r_verifier %g, r_judge %g, total %g; want %g, %g, %g (verifier %s)",
+				name, r.Components["verifier"], r.Components["judge"], r.Total, w.verifier, w.judge, w.total, r.VerifierOutputs)
+		}
+	}
+
+	// The first reply of fix-mean is a tool call, recorded as such.
+	first := rep.Trajectories[0].Turns[1]
+	if first.Role != "assistant" || first.ToolCalls == nil || *first.ToolCalls != `[{"tool":"bash","command":"bash tests/test_mean.sh"}]` {
+		t.Errorf("fix-mean#0's first reply: %+v", first)
+	}
+
+	for _, line := range []string{
+		"policy standin-agent at http://127.0.0.1:",
+		"[STAND-IN: a scripted agent, not a model]",
+		"fix-mean 0.78 3/4 3.0 ok 4",
+		"count-rows 0.70 2/4 3.0 ok 3, truncated 1",
+		"isolated-note 0.78 3/4 2.8 ok 4",
+		"store " + cfg.Store + " branch agent-demo commit " + rep.Commit.ID,
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), line) {
+			t.Errorf("the summary lacks %q", line)
+		}
+	}
+
+	// The tables read back from the commit.
+	store, err := artifacts.Open(ctx, cfg.Store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	head, err := store.ResolveRef(ctx, cfg.Branch)
+	if err != nil || head.ID != rep.Commit.ID {
+		t.Fatalf("branch %s is at %s (%v), want the run's commit %s", cfg.Branch, head.ID, err, rep.Commit.ID)
+	}
+	trs := readTable(t, store, head.ID, storeDir+"trajectories.parquet", tables.Trajectories)
+	rws := readTable(t, store, head.ID, storeDir+"rewards.parquet", tables.Rewards)
+	if len(trs) != 12 || len(rws) != 12 {
+		t.Fatalf("read back %d trajectories and %d rewards, want 12 and 12", len(trs), len(rws))
+	}
+	for i := range trs {
+		if trs[i].PromptID != rep.Trajectories[i].PromptID || trs[i].Status != rep.Trajectories[i].Status ||
+			len(trs[i].Turns) != len(rep.Trajectories[i].Turns) || rws[i].Components["judge"] != rep.Rewards[i].Components["judge"] {
+			t.Errorf("row %d read back differs: %+v, %+v", i, trs[i], rws[i])
+		}
+	}
+}
+
+// Episodes never see each other's writes, and the world never changes: the
+// isolated-note verifier fails if count-rows' report.txt or fix-mean's fix
+// is in its workspace, with every episode of every task in flight at once.
+func TestIsolation(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Samples, cfg.Concurrency = 3, 9
+	world, err := buildWorld(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := agent.TreeDigest(world.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range rep.Trajectories {
+		wantPass := tr.SampleIndex != 1
+		if got := rep.Rewards[i].Components["verifier"] == 1; got != wantPass {
+			t.Errorf("%s#%d: verifier passed %v, want %v: %s", tr.PromptID, tr.SampleIndex, got, wantPass, rep.Rewards[i].VerifierOutputs)
+		}
+	}
+	if after, err := agent.TreeDigest(world.Dir); err != nil || after != before {
+		t.Errorf("the world changed: %s → %s (%v)", before, after, err)
+	}
+}
+
+// Mistakes a user makes get messages that say what to do.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*config)
+		want string
+	}{
+		{"no samples", func(c *config) { c.Samples = 0 }, "--samples, --max-turns and --concurrency must be at least 1"},
+		{"key variable unset", func(c *config) { c.KeyEnv = "AGENT_SANDBOX_TEST_UNSET_KEY" }, "$AGENT_SANDBOX_TEST_UNSET_KEY is not set"},
+		{"missing tasks file", func(c *config) { c.Tasks = "no-such.jsonl" }, "read tasks: open no-such.jsonl"},
+		{"bad endpoint", func(c *config) { c.Endpoint = "gpu-host:8000" }, "is not an http(s) base URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			tc.edit(&cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := run(ctx, cfg, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func readTable[T any](t *testing.T, store artifacts.Store, ref, path string, table *tables.Table[T]) []T {
+	t.Helper()
+	rc, info, err := store.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
