@@ -16,11 +16,29 @@ import (
 //	reward:   trajectories, prompts → rewards      params {iteration}
 //	train:    rewards, trajectories, prompts, policy → adapter (directory), metrics
 //
+//	eval:     prompts (the eval set), policy → samples, summary   params {checkpoint}
+//
 // The policy input is the adapter directory of an earlier iteration, or
-// Loop.InitialPolicy (absent when that is nil: the base model).
+// Loop.InitialPolicy (absent when that is nil: the base model). Eval is
+// optional: with LoopConfig.Eval.Every > 0 it evaluates the starting
+// policy in the first iteration and every Every-th checkpoint (and the
+// last), writing to evals/NNNNNN/<set>/ (000000 is the starting policy).
 type Stages struct {
-	Sample, Generate, Reward, Train *Task
+	Sample, Generate, Reward, Train, Eval *Task
 }
+
+// EvalConfig says when and on what the loop evaluates checkpoints.
+type EvalConfig struct {
+	// Every evaluates every Every-th iteration's adapter; 0 turns
+	// evaluation off.
+	Every int
+	// Set is the eval set, a prompts table; Name names it ("heldout").
+	Set  Artifact
+	Name string
+}
+
+// EvalDir is where the evaluation of a checkpoint on a set is written.
+func EvalDir(checkpoint int, set string) string { return fmt.Sprintf("evals/%06d/%s", checkpoint, set) }
 
 // Output names the stages must declare.
 const (
@@ -45,6 +63,8 @@ type LoopConfig struct {
 	Dataset Artifact
 	// InitialPolicy is the adapter to start from; nil means the base model.
 	InitialPolicy *Artifact
+	// Eval evaluates checkpoints (Stages.Eval must be set when Every > 0).
+	Eval EvalConfig
 	// Stop, when set, is called after each commit; returning true ends the
 	// loop early (used by tests to interrupt at a chosen point).
 	Stop func(iteration int) bool
@@ -89,6 +109,10 @@ func (c LoopConfig) validate(s Stages) error {
 		return fmt.Errorf("%w: the loop needs sample, generate, reward and train stages", ErrConfig)
 	case c.Dataset.Path == "":
 		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
+	case c.Eval.Every < 0:
+		return fmt.Errorf("%w: eval.every must be ≥ 0", ErrConfig)
+	case c.Eval.Every > 0 && (s.Eval == nil || c.Eval.Set.Path == ""):
+		return fmt.Errorf("%w: evaluating every %d iterations needs an eval stage and an eval set", ErrConfig, c.Eval.Every)
 	}
 	return nil
 }
@@ -208,6 +232,23 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 			trainIn["policy"] = a
 		}
 		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
+		if ev := cfg.Eval; ev.Every > 0 {
+			set := ev.Name
+			if set == "" {
+				set = "heldout"
+			}
+			if n == 1 {
+				in := map[string]Artifact{"prompts": ev.Set}
+				if a, ok := policy(0); ok {
+					in["policy"] = a
+				}
+				it.Go(lctx, st.Eval, Call{Name: "eval-start", Inputs: in, Params: map[string]int{"checkpoint": 0}, Dir: EvalDir(0, set)})
+			}
+			if n%ev.Every == 0 || n == cfg.Iterations {
+				it.Go(lctx, st.Eval, Call{Inputs: map[string]Artifact{"prompts": ev.Set, "policy": train.Output(OutAdapter)},
+					Params: map[string]int{"checkpoint": n}, Dir: EvalDir(n, set)})
+			}
+		}
 		trains[n] = train
 		delete(trains, n-cfg.MaxStaleness-2) // no later iteration reads it
 		queue = append(queue, pending{it: it, cursor: cursor, train: train})

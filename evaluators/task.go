@@ -1,0 +1,248 @@
+package evaluators
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rollouts"
+)
+
+// Output names and files of an evaluation task.
+const (
+	OutSamples = "samples"
+	OutSummary = "summary"
+)
+
+// MetricExact is the exact expected pass@1 (k = 1): the mean over problems
+// of the probability that one sample at temperature 1 is correct, computed
+// from token probabilities when the policy can (the embedded model). It
+// carries no sampling noise, so small improvements are visible.
+const MetricExact = "exact_pass@1"
+
+// TaskOptions configure an evaluation task.
+type TaskOptions struct {
+	// Policy samples the answers; Identity names its base model.
+	Policy   policy.Policy
+	Identity string
+	// Adapters loads the checkpoint's adapter (default: a loader of its
+	// own for Policy).
+	Adapters *rollouts.Adapters
+	// Sampling: N samples per problem (n ≥ the largest k), temperature,
+	// max tokens. The same for every checkpoint.
+	Sampling policy.Sampling
+	// Seed seeds every problem's samples, the same for every checkpoint, so
+	// checkpoints are compared on the same draws of randomness.
+	Seed int64
+	// Reward scores the samples. A sample is correct when the spec's
+	// component "correct" is ≥ 0.5, or, without one, when its total is > 0.
+	Reward *rewards.Program
+	// Set names the eval set ("heldout").
+	Set string
+	// Ks are the k of the metrics (default 1 and N).
+	Ks []int
+	// Exact, when set, returns each problem's exact probability that one
+	// sample is correct, given the adapter directory ("" for the base
+	// model); its mean is reported as MetricExact.
+	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
+	// Env is the task environment (default "eval").
+	Env string
+}
+
+// Params are an evaluation call's parameters.
+type Params struct {
+	// Checkpoint is the iteration whose adapter is evaluated; 0 is the base
+	// model (or the initial policy).
+	Checkpoint int `json:"checkpoint"`
+}
+
+// CheckpointName is the checkpoint column's value for an iteration.
+func CheckpointName(iteration int) string {
+	if iteration == 0 {
+		return "base"
+	}
+	return fmt.Sprintf("iteration-%06d", iteration)
+}
+
+// Task returns the evaluation stage: it reads the eval set ("prompts"
+// input) and the checkpoint ("policy" input, absent for the base model),
+// samples Sampling.N answers per problem with seeds that do not depend on
+// the checkpoint, scores them with the reward spec, and writes
+// samples.parquet (eval_samples) and summary.parquet (eval_summary). The
+// engine caches it by the adapter's digest, the eval set, the sampling,
+// the seed, the reward spec and the ks, so evaluating a checkpoint twice
+// costs nothing.
+func Task(o TaskOptions) (*pipeline.Task, error) {
+	if o.Policy == nil || o.Reward == nil {
+		return nil, errors.New("evaluation: needs a policy and a reward spec")
+	}
+	if o.Set == "" {
+		o.Set = "heldout"
+	}
+	n := o.Sampling.Samples()
+	if len(o.Ks) == 0 {
+		o.Ks = []int{1}
+		if n > 1 {
+			o.Ks = append(o.Ks, n)
+		}
+	}
+	for _, k := range o.Ks {
+		if err := checkK(n, 0, k); err != nil {
+			return nil, fmt.Errorf("evaluation: %w", err)
+		}
+	}
+	if o.Adapters == nil {
+		o.Adapters = rollouts.NewAdapters(o.Policy, o.Identity, "", 2)
+	}
+	if o.Env == "" {
+		o.Env = "eval"
+	}
+	b, _ := json.Marshal(struct {
+		Identity, Set, Reward string
+		Sampling              policy.Sampling
+		Seed                  int64
+		Ks                    []int
+		Exact                 bool
+	}{o.Identity, o.Set, o.Reward.Digest(), o.Sampling, o.Seed, o.Ks, o.Exact != nil})
+	sum := sha256.Sum256(b)
+	return &pipeline.Task{
+		Name: "eval", Version: "eval-1-" + hex.EncodeToString(sum[:8]), Env: o.Env, Deterministic: true,
+		Outputs: []pipeline.Output{
+			{Name: OutSamples, File: "samples.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSamples) }},
+			{Name: OutSummary, File: "summary.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSummary) }},
+		},
+		Run: o.run,
+	}, nil
+}
+
+func (o TaskOptions) run(ctx context.Context, tc *pipeline.TaskContext) error {
+	var p Params
+	if err := tc.Params(&p); err != nil {
+		return err
+	}
+	prompts, err := readTable(tc.InputPath("prompts"), tables.Prompts)
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+	}
+	s := o.Sampling
+	dir := tc.InputPath("policy")
+	if dir != "" {
+		name, err := o.Adapters.Load(ctx, dir)
+		if err != nil {
+			return err
+		}
+		s.Adapter = name
+	}
+	checkpoint := CheckpointName(p.Checkpoint)
+	reqs := make([]policy.Request, len(prompts))
+	for i, pr := range prompts {
+		reqs[i] = rollouts.Request(pr, uint64(o.Seed))
+	}
+	out, err := o.Policy.Generate(ctx, reqs, s)
+	if err != nil {
+		if errors.Is(err, policy.ErrAdapterNotLoaded) {
+			o.Adapters.Forget(s.Adapter)
+		}
+		return fmt.Errorf("evaluate %s: %w", checkpoint, err)
+	}
+	hasCorrect := false
+	for _, c := range o.Reward.Spec().ComponentNames() {
+		hasCorrect = hasCorrect || c == "correct"
+	}
+	var rows []tables.EvalSample
+	problems := make([]Problem, len(prompts))
+	for i, pr := range prompts {
+		problems[i].ID = pr.PromptID
+		for j, smp := range out[i] {
+			traj := rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: p.Checkpoint}, o.Identity, "")
+			rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: pr, HasPrompt: true})
+			if err != nil {
+				return err
+			}
+			es := tables.EvalSample{Checkpoint: checkpoint, Evalset: o.Set, ProblemID: pr.PromptID, SampleIndex: int32(j),
+				Completion: smp.Text, Answer: answerOf(smp.Text), Reward: rw.Total, Status: traj.Status}
+			if rw.Status == tables.StatusOK {
+				if v, ok := rw.Components["correct"]; hasCorrect && ok {
+					es.Correct = v >= 0.5
+				} else if !hasCorrect {
+					es.Correct = rw.Total > 0
+				}
+			} else if es.Status == tables.StatusOK {
+				// A reward that failed on an ok sample is not a wrong
+				// answer either: leave the sample out of the metrics.
+				es.Status, es.Reward = "reward_"+rw.Status, 0
+			}
+			rows = append(rows, es)
+			problems[i].Samples = append(problems[i].Samples, es)
+		}
+	}
+	summary, _, err := Summarize(checkpoint, o.Set, problems, o.Ks)
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
+	if o.Exact != nil {
+		probs, err := o.Exact(ctx, dir, prompts)
+		if err != nil {
+			return fmt.Errorf("evaluate %s: exact pass@1: %w", checkpoint, err)
+		}
+		mean := 0.0
+		for _, v := range probs {
+			mean += v
+		}
+		mean /= float64(len(probs))
+		lo, hi := Bootstrap(probs, 0)
+		summary = append(summary, tables.EvalSummaryRow{Checkpoint: checkpoint, Evalset: o.Set, K: 1, N: 0,
+			Metric: MetricExact, Value: mean, CILow: lo, CIHigh: hi, NumProblems: int32(len(probs))})
+	}
+	if err := writeTable(tc.OutputPath(OutSamples), tables.EvalSamples, rows); err != nil {
+		return err
+	}
+	return writeTable(tc.OutputPath(OutSummary), tables.EvalSummary, summary)
+}
+
+// answerOf is the answer a completion gives: the "#### n" / boxed /
+// last-number extraction the reward library uses, else the trimmed text.
+func answerOf(completion string) string {
+	if a := rewards.ExtractAnswer(completion); a != "" {
+		return a
+	}
+	return strings.TrimSpace(completion)
+}
+
+func readTable[T any](path string, t *tables.Table[T]) ([]T, error) {
+	if path == "" {
+		return nil, errors.New("no input")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return tables.Read(f, fi.Size(), filepath.Base(path), t)
+}
+
+func writeTable[T any](path string, t *tables.Table[T], rows []T) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tables.Write(f, t, rows, nil); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

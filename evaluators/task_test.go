@@ -1,0 +1,148 @@
+package evaluators_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments/arith"
+	"github.com/rlpipe/rlpipe/evaluators"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/rewards"
+)
+
+const arithSpec = `components:
+  - name: correct
+    expr: 'completion == answer ? 1.0 : 0.0'
+    weight: 1.0
+`
+
+func arithReward(t testing.TB) *rewards.Program {
+	t.Helper()
+	spec, err := rewards.ParseSpec("reward.yaml", []byte(arithSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := rewards.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readObject[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
+	t.Helper()
+	rc, info, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestEvalTaskOnEmbeddedModel evaluates the shipped model on 40 held-out
+// problems with 8 samples each, through the engine, and checks the
+// summary against the samples it wrote and the exact pass@1 against the
+// model's own computation.
+func TestEvalTaskOnEmbeddedModel(t *testing.T) {
+	ctx := context.Background()
+	st, err := local.Create(ctx, t.TempDir(), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Prompts, arith.Rows(arith.HeldOutSet(40)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(ctx, "main", "data/heldout.parquet", &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "eval set", nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := evaluators.Task(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t),
+		Ks: []int{1, 4, 8}, Exact: evaluators.TinyExact(m)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ev", Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	it := run.Iteration(1)
+	it.Go(ctx, task, pipeline.Call{Inputs: map[string]pipeline.Artifact{"prompts": pipeline.StoreArtifact("main", "data/heldout.parquet")},
+		Params: map[string]int{"checkpoint": 0}, Dir: pipeline.EvalDir(0, "heldout")})
+	if _, err := it.Commit(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	samples := readObject(t, st, run.Branch(), "evals/000000/heldout/samples.parquet", tables.EvalSamples)
+	summary := readObject(t, st, run.Branch(), "evals/000000/heldout/summary.parquet", tables.EvalSummary)
+	if len(samples) != 320 {
+		t.Fatalf("%d samples, want 40 × 8", len(samples))
+	}
+	correct := 0
+	for _, s := range samples {
+		if s.Checkpoint != "base" || s.Status != tables.StatusOK {
+			t.Fatalf("sample %+v", s)
+		}
+		if s.Correct {
+			correct++
+		}
+	}
+	if correct != 130 {
+		t.Errorf("%d of 320 samples correct, want 130 (seeded)", correct)
+	}
+	got := map[string]float64{}
+	for _, r := range summary {
+		got[r.Metric+"@"+string(rune('0'+r.K))] = r.Value
+	}
+	// pass@1 is the fraction of correct samples (every problem has n = 8).
+	if p1 := got["pass@k@1"]; math.Abs(p1-float64(correct)/320) > 1e-12 {
+		t.Errorf("pass@1 %v, want %d/320", p1, correct)
+	}
+	if !(got["pass@k@1"] <= got["pass@k@4"] && got["pass@k@4"] <= got["pass@k@8"]) {
+		t.Errorf("pass@k not increasing in k: %v", got)
+	}
+	probs := arith.HeldOutSet(40)
+	var tp []tiny.Problem
+	for _, p := range probs {
+		tp = append(tp, tiny.Problem{A: p.A, B: p.B})
+	}
+	want, err := m.ExpectedPass1(ctx, nil, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got[evaluators.MetricExact+"@1"]-want) > 1e-9 {
+		t.Errorf("exact pass@1 %v, model says %v", got[evaluators.MetricExact+"@1"], want)
+	}
+	t.Logf("base on 40 held-out problems: sampled pass@1 %.4f pass@8 %.4f exact %.4f", got["pass@k@1"], got["pass@k@8"], want)
+}
+
+func TestEvalTaskRejectsKAboveN(t *testing.T) {
+	m, _ := tiny.Embedded()
+	_, err := evaluators.Task(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
+		Sampling: policy.Sampling{N: 4}, Ks: []int{1, 8}})
+	if !errors.Is(err, evaluators.ErrKTooLarge) || !strings.Contains(err.Error(), "k=8 but only n=4") {
+		t.Fatalf("err = %v", err)
+	}
+}
