@@ -175,7 +175,8 @@ func TestConfigErrors(t *testing.T) {
 		{"no samples", func(c *config) { c.Samples = 0 }, "--samples, --max-turns and --concurrency must be at least 1"},
 		{"key variable unset", func(c *config) { c.KeyEnv = "AGENT_SANDBOX_TEST_UNSET_KEY" }, "$AGENT_SANDBOX_TEST_UNSET_KEY is not set"},
 		{"missing tasks file", func(c *config) { c.Tasks = "no-such.jsonl" }, "read tasks: open no-such.jsonl"},
-		{"bad endpoint", func(c *config) { c.Endpoint = "gpu-host:8000" }, "is not an http(s) base URL"},
+		{"bad endpoint", func(c *config) { c.Endpoint, c.Model = "gpu-host:8000", "m" }, "is not an http(s) base URL"},
+		{"endpoint without model", func(c *config) { c.Endpoint = "http://gpu-host:8000" }, "--endpoint needs --model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
@@ -206,11 +207,4 @@ func readTable[T any](t *testing.T, store artifacts.Store, ref, path string, tab
 		t.Fatal(err)
 	}
 	return rows
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -75,6 +75,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 		return nil, fmt.Errorf("the bubblewrap sandbox does not start here: %w\n"+
 			"install it with `sudo apt-get install bubblewrap` (or `bash scripts/deps.sh` in the rlpipe repository)", err)
 	}
+	if cfg.Endpoint != "" && cfg.Model == "" {
+		return nil, fmt.Errorf("--endpoint needs --model, the name the server serves (e.g. Qwen/Qwen2.5-7B-Instruct; GET %s/v1/models lists them)", shown(cfg.Endpoint))
+	}
 	tasks, err := loadTasks(cfg.Tasks)
 	if err != nil {
 		return nil, err
@@ -134,15 +137,46 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := finished(rep, shown(policyURL)); err != nil {
+		return nil, err
+	}
 	if err := score(ctx, grader, tasks, rep); err != nil {
 		return nil, err
 	}
-	rep.Commit, err = commit(ctx, cfg, rep, fmt.Sprintf("%s at %s", cfg.Model, shown(policyURL)))
+	who := fmt.Sprintf("%s at %s", cfg.Model, shown(policyURL))
+	if cfg.Endpoint == "" {
+		who = "the STAND-IN scripted agent"
+	}
+	rep.Commit, err = commit(ctx, cfg, rep, who)
 	if err != nil {
 		return nil, err
 	}
 	summarize(out, cfg, tasks, rep)
 	return rep, nil
+}
+
+// finished fails a run in which no episode finished: the policy server is
+// most likely down or misnamed, and there is nothing worth committing.
+func finished(rep *report, server string) error {
+	counts := map[string]int{}
+	for _, tr := range rep.Trajectories {
+		if tr.Status == tables.StatusOK {
+			return nil
+		}
+		counts[tr.Status]++
+	}
+	err := fmt.Errorf("no episode finished (%v); the first failed with: %s", counts, deref(rep.Trajectories[0].Error))
+	if counts[tables.StatusInfraError] > 0 {
+		err = fmt.Errorf("%w\ncheck that the policy server at %s is up and serves --model", err, server)
+	}
+	return err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func standinNote(standin bool, what string) string {
@@ -406,7 +440,11 @@ func summarize(out io.Writer, cfg config, tasks []task, rep *report) {
 				st = append(st, fmt.Sprintf("%s %d", s, statuses[s]))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%d/%d\t%.1f\t%s\n", t.ID, sum/max(scored, 1), int(ok), cfg.Samples, turns/float64(cfg.Samples), strings.Join(st, ", "))
+		mean := "-"
+		if scored > 0 {
+			mean = fmt.Sprintf("%.2f", sum/scored)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%s\n", t.ID, mean, int(ok), cfg.Samples, turns/float64(cfg.Samples), strings.Join(st, ", "))
 	}
 	tw.Flush()
 	printf(out, "reward = %g·r_verifier + %g·r_judge, the mean over scored episodes\n", weightVerifier, weightJudge)
