@@ -317,7 +317,7 @@ func score(ctx context.Context, grader *judge.Judge, tasks []task, rep *report) 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, tr := range rep.Trajectories {
-		t := tasks[slicesIndex(tasks, tr.PromptID)]
+		t := tasks[i/(len(rep.Trajectories)/len(tasks))] // rows are in (task, sample) order
 		g.Go(func() error {
 			r := tables.Reward{PromptID: tr.PromptID, SampleIndex: tr.SampleIndex, SpecDigest: digest, Total: math.NaN(),
 				VerifierOutputs: "{}", JudgeOutputs: "{}", Status: "ok"}
@@ -353,15 +353,6 @@ func score(ctx context.Context, grader *judge.Judge, tasks []task, rep *report) 
 		})
 	}
 	return g.Wait()
-}
-
-func slicesIndex(tasks []task, id string) int {
-	for i, t := range tasks {
-		if t.ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // specDigest names the reward definition: weights, rubric and verifiers.
