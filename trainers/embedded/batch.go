@@ -1,0 +1,169 @@
+package embedded
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+// Batch is what one update trains on: an iteration's prompts, the
+// trajectories sampled for them and the rewards of those trajectories.
+// Order does not matter: rows are matched by prompt id and sample index.
+type Batch struct {
+	Prompts      []tables.Prompt
+	Trajectories []tables.Trajectory
+	Rewards      []tables.Reward
+}
+
+// Mask reasons the trainer adds to grpo's ("reward status …", "alone in
+// its group").
+const (
+	ReasonTrajectory = "trajectory status "
+	ReasonNoReward   = "no reward"
+	ReasonNoTokens   = "no token ids"
+	ReasonZeroStd    = "zero reward variance"
+)
+
+// sample is one trajectory ready to train on.
+type sample struct {
+	ex        tiny.Example
+	old       []float32 // nil: rescore with the policy before the update
+	advantage float64
+}
+
+// prepared is a batch joined, masked and tokenized.
+type prepared struct {
+	samples    []sample
+	advantages []tables.Advantage // one per trajectory, (prompt, sample) order
+	stats      grpo.Stats
+	trajs      []tables.Trajectory // same order as advantages
+	// scored are the rewards in the same order, with the status of a
+	// failed trajectory or a missing reward not ok.
+	scored []tables.Reward
+}
+
+type sampleKey struct {
+	prompt string
+	index  int32
+}
+
+// prepare joins the batch's tables, computes group-normalised advantages
+// over the samples that were generated and scored, and tokenizes the ones
+// to train on. A trajectory that failed (status other than ok) is masked
+// and stays out of its group's statistics: it is never trained on as a
+// reward of 0.
+func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
+	prompts := make(map[string]tables.Prompt, len(b.Prompts))
+	for _, p := range b.Prompts {
+		prompts[p.PromptID] = p
+	}
+	trajs := slices.Clone(b.Trajectories)
+	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
+		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
+	})
+	at := make(map[sampleKey]int, len(trajs))
+	for i, t := range trajs {
+		k := sampleKey{t.PromptID, t.SampleIndex}
+		if _, dup := at[k]; dup {
+			return nil, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
+		}
+		at[k] = i
+	}
+	rewards := make([]tables.Reward, len(trajs))
+	have := make([]bool, len(trajs))
+	for _, r := range b.Rewards {
+		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
+		if !ok {
+			return nil, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
+		}
+		if have[i] {
+			return nil, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
+		}
+		rewards[i], have[i] = r, true
+	}
+	// Advantages see a failed trajectory or a missing reward as an
+	// unscored sample.
+	scored := make([]tables.Reward, len(trajs))
+	for i, t := range trajs {
+		r := rewards[i]
+		switch {
+		case !have[i]:
+			r = tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: "missing"}
+		case t.Status != tables.StatusOK:
+			r.Status = "trajectory " + t.Status
+		}
+		scored[i] = r
+	}
+	adv, st := grpo.Advantages(scored, grpo.Options{NoStd: o.NoStd})
+	p := &prepared{advantages: adv, stats: st, trajs: trajs, scored: scored}
+	for i, t := range trajs {
+		a := &adv[i]
+		switch {
+		case !have[i]:
+			a.Reason = ReasonNoReward
+		case t.Status != tables.StatusOK:
+			a.Reason = ReasonTrajectory + t.Status
+		}
+		if a.Mask {
+			continue
+		}
+		if a.GroupStd == 0 && !o.KeepZeroStd {
+			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
+			continue
+		}
+		if len(t.TokenIDs) == 0 {
+			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0
+			continue
+		}
+		pr, ok := prompts[t.PromptID]
+		if !ok {
+			return nil, fmt.Errorf("%w: trajectory %d of prompt %q has no row in the prompts table", ErrBatch, t.SampleIndex, t.PromptID)
+		}
+		ex, err := example(m, pr, t)
+		if err != nil {
+			return nil, err
+		}
+		p.samples = append(p.samples, sample{ex: ex, old: t.Logprobs, advantage: a.Advantage})
+	}
+	return p, nil
+}
+
+// example rebuilds what the policy saw and produced: the prompt's text
+// tokenized as the embedded sampler does (the prompt, or its messages'
+// contents concatenated) and the sampled token ids, the final EOS
+// included.
+func example(m *tiny.Model, pr tables.Prompt, t tables.Trajectory) (tiny.Example, error) {
+	where := fmt.Sprintf("sample %d of prompt %q", t.SampleIndex, t.PromptID)
+	text := pr.Prompt
+	if len(pr.Messages) > 0 {
+		var b strings.Builder
+		for _, msg := range pr.Messages {
+			b.WriteString(msg.Content)
+		}
+		text = b.String()
+	}
+	prompt, err := m.Tokenize(text)
+	if err != nil {
+		return tiny.Example{}, fmt.Errorf("%w: %s: the prompt %w", ErrBatch, where, err)
+	}
+	if t.Logprobs != nil && len(t.Logprobs) != len(t.TokenIDs) {
+		return tiny.Example{}, fmt.Errorf("%w: %s has %d logprobs for %d token ids", ErrBatch, where, len(t.Logprobs), len(t.TokenIDs))
+	}
+	cfg := m.Config()
+	V := int32(cfg.VocabSize())
+	for j, id := range t.TokenIDs {
+		if id < tiny.EOS || id >= V || (id == tiny.EOS && j != len(t.TokenIDs)-1) {
+			return tiny.Example{}, fmt.Errorf("%w: %s: token %d at %d is not a completion token of %s (ids %d..%d, EOS only last); was it sampled from another model?",
+				ErrBatch, where, id, j+1, m.Version(), tiny.EOS, V-1)
+		}
+	}
+	if n := len(prompt) + len(t.TokenIDs); n > cfg.Context {
+		return tiny.Example{}, fmt.Errorf("%w: %s: %d prompt + %d completion tokens exceed the context of %d", ErrBatch, where, len(prompt), len(t.TokenIDs), cfg.Context)
+	}
+	return tiny.Example{Prompt: prompt, Completion: t.TokenIDs}, nil
+}

@@ -1,0 +1,192 @@
+package embedded_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/rollouts"
+)
+
+const datasetPath = "data/arith.parquet"
+
+// arithPrompts returns n training problems (outside the held-out split)
+// drawn with a fixed seed, as a prompts table's rows.
+func arithPrompts(n int) []tables.Prompt {
+	rng := rand.New(rand.NewPCG(7, 7))
+	rows := make([]tables.Prompt, n)
+	for i := range rows {
+		p := tiny.TrainingProblem(rng)
+		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("a%05d", i), Prompt: p.Prompt(), Answer: p.Answer(),
+			Metadata: "{}", Source: "tiny-arith-train", Split: "train"}
+	}
+	return rows
+}
+
+// newStore creates a local store whose main branch holds n arithmetic
+// prompts at datasetPath.
+func newStore(t testing.TB, n int) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Prompts, arithPrompts(n), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(ctx, "main", datasetPath, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "arithmetic prompts", nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// rewardTask scores 1 when a completion is exactly the prompt's answer and
+// the sample stopped by itself, 0 otherwise; a failed trajectory gets its
+// status and no reward.
+func rewardTask() *pipeline.Task {
+	return &pipeline.Task{Name: "reward", Version: "exact-answer-1", Env: "reward", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			prompts, err := readLocal(tc.InputPath("prompts"), tables.Prompts)
+			if err != nil {
+				return pipeline.Permanent(err)
+			}
+			trajs, err := readLocal(tc.InputPath("trajectories"), tables.Trajectories)
+			if err != nil {
+				return pipeline.Permanent(err)
+			}
+			answers := map[string]string{}
+			for _, p := range prompts {
+				answers[p.PromptID] = p.Answer
+			}
+			rt, err := tables.RewardsWith("correct")
+			if err != nil {
+				return err
+			}
+			rows := make([]tables.Reward, len(trajs))
+			for i, tr := range trajs {
+				r := tables.Reward{PromptID: tr.PromptID, SampleIndex: tr.SampleIndex, SpecDigest: "exact-answer-1",
+					VerifierOutputs: "{}", JudgeOutputs: "{}", Status: tables.StatusOK}
+				if tr.Status != tables.StatusOK {
+					r.Status, r.Error = tr.Status, tr.Error
+				} else {
+					v := 0.0
+					if tr.FinishReason == policy.FinishStop && tr.Completion == answers[tr.PromptID] {
+						v = 1
+					}
+					r.Total, r.Components = v, map[string]float64{"correct": v}
+				}
+				rows[i] = r
+			}
+			f, err := os.Create(tc.OutputPath(pipeline.OutRewards))
+			if err != nil {
+				return err
+			}
+			if err := tables.Write(f, rt, rows, nil); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}}
+}
+
+func readLocal[T any](path string, t *tables.Table[T]) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return tables.Read(f, fi.Size(), filepath.Base(path), t)
+}
+
+// stages are the loop's stages around a train task: the stand-in sampler,
+// the real rollout stage sampling the embedded model (8 samples, T 1, at
+// most 5 tokens, with logprobs) and the exact-answer reward.
+func stages(t testing.TB, m *tiny.Model, train *pipeline.Task) pipeline.Stages {
+	t.Helper()
+	gen, err := rollouts.Task(rollouts.Options{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := standin.Stages(standin.Options{})
+	return pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: rewardTask(), Train: train}
+}
+
+// openRun opens a run whose every stage retries up to 3 attempts at once.
+func openRun(t testing.TB, st artifacts.Store, name string, seed uint64) *pipeline.Run {
+	t.Helper()
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: time.Millisecond}}
+	r, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: name, Seed: seed, WorkDir: t.TempDir(),
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func loopConfig(iterations, batch int) pipeline.LoopConfig {
+	return pipeline.LoopConfig{Iterations: iterations, BatchSize: batch, Dataset: pipeline.StoreArtifact("main", datasetPath)}
+}
+
+// readObject returns the bytes of ref:path.
+func readObject(t testing.TB, st artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fetchDir copies every object under ref:prefix/ into a local directory.
+func fetchDir(t testing.TB, st artifacts.Store, ref, prefix string) string {
+	t.Helper()
+	dir := t.TempDir()
+	n := 0
+	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: prefix + "/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := e.Path[len(prefix)+1:]
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), readObject(t, st, ref, e.Path), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("no objects under %s:%s/", ref, prefix)
+	}
+	return dir
+}

@@ -1,0 +1,188 @@
+package embedded
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+// CodeVersion is the trainer code's version. It enters every train task's
+// Version, so bump it when the same inputs and options would train a
+// different adapter.
+const CodeVersion = "grpo-embedded-1"
+
+// Defaults of Options, chosen on the embedded model (see doc.go for the
+// measurements behind them).
+const (
+	DefaultLR          = 2e-3
+	DefaultClipNorm    = 1.0
+	DefaultEpochs      = 1
+	DefaultMinibatches = 1
+	DefaultShards      = 2
+	DefaultRank        = 8
+	DefaultAlpha       = 16
+	DefaultLoRASeed    = 1
+)
+
+// Options are the trainer's hyperparameters. The zero value means the
+// defaults; EnsureDefaults fills them in and Validate checks the result.
+// Options marshal to JSON (the field names below), and every field enters
+// the train task's Version, so changing one invalidates cached training.
+type Options struct {
+	// LR is AdamW's learning rate (default 2e-3, constant). The embedded
+	// model learns fastest at 2e-3; 5e-3 diverges.
+	LR float64 `json:"lr"`
+	// WeightDecay is AdamW's decoupled weight decay on the LoRA factors
+	// (default 0).
+	WeightDecay float64 `json:"weight_decay"`
+	// ClipNorm clips the gradient's global L2 norm (default 1; a negative
+	// value turns clipping off).
+	ClipNorm float64 `json:"clip_norm"`
+	// Epochs is how many passes an update makes over its batch (default 1).
+	Epochs int `json:"epochs"`
+	// Minibatches splits the batch into that many optimizer steps per
+	// epoch (default 1: the whole batch in one step, exactly on-policy).
+	// Samples are cut in (prompt id, sample index) order, so a group
+	// stays together.
+	Minibatches int `json:"minibatches"`
+	// EpsLow and EpsHigh clip the ratio to [1−EpsLow, 1+EpsHigh]
+	// (default 0.2 each; DAPO's clip-higher is EpsHigh 0.28). With one
+	// minibatch and one epoch the ratio is 1 and clipping never acts.
+	EpsLow  float64 `json:"eps_low"`
+	EpsHigh float64 `json:"eps_high"`
+	// Beta weighs the k3 KL to the base model (the adapter off); default
+	// 0, which also skips scoring the batch with the base model.
+	Beta float64 `json:"beta"`
+	// Aggregation is "token" (default: every token of the batch weighs
+	// the same, DAPO) or "sequence" (each completion's mean, then the
+	// batch's: the original GRPO).
+	Aggregation grpo.Aggregation `json:"aggregation"`
+	// NoStd drops the division of advantages by the group's standard
+	// deviation (Dr. GRPO).
+	NoStd bool `json:"no_std"`
+	// KeepZeroStd keeps groups whose rewards are all equal in the batch.
+	// Their advantages are 0, so they only dilute a token-mean loss and
+	// add KL terms; by default they are dropped (masked with the reason
+	// "zero reward variance"), as DAPO's dynamic sampling does.
+	KeepZeroStd bool `json:"keep_zero_std"`
+	// LoRA shapes the adapter created on the first iteration (when the
+	// train stage gets no policy input). A policy input keeps its own
+	// shape.
+	LoRA LoRAOptions `json:"lora"`
+	// Shards is the number of parts each step's batch is split into for
+	// data parallelism (default 2). Results depend on it, not on the
+	// number of cores.
+	Shards int `json:"shards"`
+}
+
+// LoRAOptions shape a new adapter.
+type LoRAOptions struct {
+	// Rank (default 8) and Alpha (default 16): the update is (α/r)·B·A.
+	Rank  int     `json:"rank"`
+	Alpha float64 `json:"alpha"`
+	// Targets are the adapted module names (nil: all linears, q_proj,
+	// k_proj, v_proj, o_proj, up_proj and down_proj).
+	Targets []string `json:"targets,omitempty"`
+	// Seed initialises A (default 1).
+	Seed uint64 `json:"seed"`
+}
+
+// EnsureDefaults fills in the zero fields.
+func (o *Options) EnsureDefaults() {
+	if o.LR == 0 {
+		o.LR = DefaultLR
+	}
+	if o.ClipNorm == 0 {
+		o.ClipNorm = DefaultClipNorm
+	}
+	if o.Epochs == 0 {
+		o.Epochs = DefaultEpochs
+	}
+	if o.Minibatches == 0 {
+		o.Minibatches = DefaultMinibatches
+	}
+	if o.EpsLow == 0 {
+		o.EpsLow = 0.2
+	}
+	if o.EpsHigh == 0 {
+		o.EpsHigh = 0.2
+	}
+	if o.Aggregation == "" {
+		o.Aggregation = grpo.TokenMean
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.LoRA.Rank == 0 {
+		o.LoRA.Rank = DefaultRank
+	}
+	if o.LoRA.Alpha == 0 {
+		o.LoRA.Alpha = DefaultAlpha
+	}
+	if o.LoRA.Seed == 0 {
+		o.LoRA.Seed = DefaultLoRASeed
+	}
+}
+
+// Validate reports the first option that cannot work, naming its JSON
+// key.
+func (o Options) Validate() error {
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrOptions, key, fmt.Sprintf(format, args...))
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !(o.LR > 0) || !finite(o.LR):
+		return bad("lr", "%g; it must be positive (try 2e-3)", o.LR)
+	case o.WeightDecay < 0 || !finite(o.WeightDecay):
+		return bad("weight_decay", "%g; it must be ≥ 0", o.WeightDecay)
+	case !finite(o.ClipNorm):
+		return bad("clip_norm", "%g; it must be finite (negative turns clipping off)", o.ClipNorm)
+	case o.Epochs < 1:
+		return bad("epochs", "%d; it must be ≥ 1", o.Epochs)
+	case o.Minibatches < 1:
+		return bad("minibatches", "%d; it must be ≥ 1", o.Minibatches)
+	case o.EpsLow <= 0 || o.EpsLow >= 1:
+		return bad("eps_low", "%g; it must be in (0, 1)", o.EpsLow)
+	case o.EpsHigh <= 0 || !finite(o.EpsHigh):
+		return bad("eps_high", "%g; it must be positive", o.EpsHigh)
+	case o.Beta < 0 || !finite(o.Beta):
+		return bad("beta", "%g; it must be ≥ 0 (0.0–0.04 is typical)", o.Beta)
+	case o.Aggregation != grpo.TokenMean && o.Aggregation != grpo.SequenceMean:
+		return bad("aggregation", "%q; use %q or %q", o.Aggregation, grpo.TokenMean, grpo.SequenceMean)
+	case o.Shards < 1:
+		return bad("shards", "%d; it must be ≥ 1", o.Shards)
+	case o.LoRA.Rank < 1:
+		return bad("lora.rank", "%d; it must be ≥ 1", o.LoRA.Rank)
+	case !(o.LoRA.Alpha > 0) || !finite(o.LoRA.Alpha):
+		return bad("lora.alpha", "%g; it must be positive", o.LoRA.Alpha)
+	}
+	return nil
+}
+
+// trainConfig is the AdamW configuration of the options.
+func (o Options) trainConfig() tiny.TrainConfig {
+	return tiny.TrainConfig{LR: o.LR, WeightDecay: o.WeightDecay, ClipNorm: max(o.ClipNorm, 0), Shards: o.Shards}
+}
+
+func (o Options) lossOptions() grpo.LossOptions {
+	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation}
+}
+
+// Version is the train task's version for a base model: CodeVersion and a
+// digest of the options (defaults applied) and of the model's version.
+func (o Options) Version(m *tiny.Model) string {
+	o.EnsureDefaults()
+	b, _ := json.Marshal(struct {
+		Code    string  `json:"code"`
+		Model   string  `json:"model"`
+		Options Options `json:"options"`
+	}{CodeVersion, m.Version(), o})
+	sum := sha256.Sum256(b)
+	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
+}

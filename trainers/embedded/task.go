@@ -1,0 +1,195 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+// Names of the train stage's outputs: the two the loop needs and the
+// advantages table.
+const (
+	OutAdapter    = pipeline.OutAdapter
+	OutMetrics    = pipeline.OutMetrics
+	OutAdvantages = tables.AdvantagesName
+
+	// Files under the iteration's directory.
+	AdapterDir     = "adapter"
+	MetricsFile    = "train_metrics.json"
+	AdvantagesFile = "advantages.parquet"
+)
+
+// Params are the loop's parameters of a train call.
+type Params struct {
+	Iteration int `json:"iteration"`
+}
+
+// faults make a task fail on purpose, for tests.
+type faults struct {
+	// crash, when it returns true, makes the attempt write part of its
+	// adapter and fail with a transient error.
+	crash func(iteration, attempt int) bool
+	// nan, when it returns true, puts a NaN into the update's loss.
+	nan func(iteration int) bool
+}
+
+// Task returns the train stage for the base model m: Name "train", Env
+// "train" (change the field to run elsewhere), Deterministic, and a
+// Version that digests the options and the model's version. Each call
+// reads the iteration's prompts, trajectories and rewards, continues from
+// the policy input (the previous adapter directory with its optimizer
+// state) or starts a fresh adapter, takes one update, and writes
+//
+//	adapter/              adapter_config.json, adapter_model.safetensors,
+//	                      optimizer.safetensors, trainer_state.json
+//	train_metrics.json    Metrics
+//	advantages.parquet    tables.Advantages, one row per trajectory
+//
+// into the work directory; the engine uploads them only when the call
+// succeeds, so a failed attempt never leaves a partial adapter in the
+// store. Invalid options fail every call at once (Permanent) with the
+// option's JSON key; check them earlier with Options.Validate.
+func Task(m *tiny.Model, o Options) *pipeline.Task {
+	return newTask(m, o, faults{})
+}
+
+func newTask(m *tiny.Model, o Options, f faults) *pipeline.Task {
+	o.EnsureDefaults()
+	return &pipeline.Task{
+		Name: "train", Version: o.Version(m), Env: "train", Deterministic: true,
+		Outputs: []pipeline.Output{
+			{Name: OutAdapter, File: AdapterDir, Dir: true},
+			{Name: OutMetrics, File: MetricsFile, Check: checkMetrics},
+			{Name: OutAdvantages, File: AdvantagesFile, Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }},
+		},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			return run(ctx, tc, m, o, f)
+		},
+	}
+}
+
+func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options, f faults) error {
+	var p Params
+	if err := tc.Params(&p); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return pipeline.Permanent(fmt.Errorf("train stage: %w", err))
+	}
+	var b Batch
+	var err error
+	if b.Prompts, err = readTable(tc, "prompts", tables.Prompts); err != nil {
+		return err
+	}
+	if b.Trajectories, err = readTable(tc, "trajectories", tables.Trajectories); err != nil {
+		return err
+	}
+	if b.Rewards, err = readTable(tc, "rewards", tables.Rewards); err != nil {
+		return err
+	}
+	var t *Trainer
+	if dir := tc.InputPath("policy"); dir != "" {
+		t, err = Load(m, o, dir)
+		if err != nil {
+			return pipeline.Permanent(fmt.Errorf("train iteration %d: load the policy input: %w", p.Iteration, err))
+		}
+	} else if t, err = New(m, o); err != nil {
+		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
+	}
+	t.poison = f.nan != nil && f.nan(p.Iteration)
+	res, err := t.Update(ctx, b)
+	if err != nil {
+		err = fmt.Errorf("train iteration %d: %w", p.Iteration, err)
+		if errors.Is(err, grpo.ErrNonFinite) || errors.Is(err, ErrBatch) || errors.Is(err, tiny.ErrVocabulary) {
+			// The same inputs would fail the same way.
+			err = pipeline.Permanent(err)
+		}
+		return err
+	}
+	res.Metrics.Iteration = p.Iteration
+	log := tc.Logger()
+	log.Debug().Int("samples_used", res.Metrics.Used).Float64("loss", res.Metrics.Loss).
+		Float64("reward_mean", res.Metrics.Reward.Mean).Msg("train update")
+	dir := tc.OutputPath(OutAdapter)
+	if f.crash != nil && f.crash(p.Iteration, tc.Attempt) {
+		return crashMidWrite(t, dir, p.Iteration, tc.Attempt)
+	}
+	if err := t.Save(dir); err != nil {
+		return err
+	}
+	mb, err := json.MarshalIndent(res.Metrics, "", "  ")
+	if err != nil {
+		return fmt.Errorf("train iteration %d: metrics: %w", p.Iteration, err)
+	}
+	if err := os.WriteFile(tc.OutputPath(OutMetrics), append(mb, '\n'), 0o644); err != nil {
+		return err
+	}
+	return writeAdvantages(tc.OutputPath(OutAdvantages), res.Advantages)
+}
+
+// crashMidWrite leaves half an adapter in the output directory and fails
+// as a crashed process would, with a transient error.
+func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
+	if err := t.Save(dir); err != nil {
+		return err
+	}
+	w := filepath.Join(dir, "adapter_model.safetensors")
+	b, err := os.ReadFile(w)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(w, b[:len(b)/2], 0o644); err != nil {
+		return err
+	}
+	return fmt.Errorf("train iteration %d: planned crash of attempt %d while writing the adapter", iteration, attempt)
+}
+
+func readTable[T any](tc *pipeline.TaskContext, input string, t *tables.Table[T]) ([]T, error) {
+	path := tc.InputPath(input)
+	if path == "" {
+		return nil, pipeline.Permanent(fmt.Errorf("train stage: no %q input (the loop passes rewards, trajectories and prompts)", input))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", input, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", input, err)
+	}
+	rows, err := tables.Read(f, fi.Size(), input, t)
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err))
+	}
+	return rows, nil
+}
+
+func writeAdvantages(path string, rows []tables.Advantage) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tables.Write(f, tables.Advantages, rows, nil); err != nil {
+		f.Close()
+		return fmt.Errorf("write advantages: %w", err)
+	}
+	return f.Close()
+}
+
+func checkMetrics(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var m Metrics
+	return json.Unmarshal(b, &m)
+}

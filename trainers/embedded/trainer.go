@@ -1,0 +1,274 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+// Files the trainer adds to a PEFT adapter directory. PEFT and vLLM read
+// only adapter_config.json and adapter_model.safetensors and ignore them.
+const (
+	// OptimizerFile holds AdamW's state: the step count, both moments and
+	// the factors (tiny.Trainer.SaveState), so a resumed run continues bit
+	// for bit.
+	OptimizerFile = "optimizer.safetensors"
+	// StateFile is a small JSON record of the training so far (State).
+	StateFile = "trainer_state.json"
+)
+
+// StateFormat names the layout of StateFile.
+const StateFormat = "rlpipe-grpo-embedded/1"
+
+// State is trainer_state.json: what trained the adapter beside it.
+type State struct {
+	Format string `json:"format"`
+	// BaseModel is the version of the base model the adapter belongs to.
+	BaseModel string `json:"base_model"`
+	// OptimizerSteps counts AdamW steps, Updates the updates (iterations)
+	// that took them.
+	OptimizerSteps int `json:"optimizer_steps"`
+	Updates        int `json:"updates"`
+	// Options are those of the last update, defaults applied.
+	Options Options `json:"options"`
+}
+
+// Trainer trains a LoRA adapter of an embedded model with GRPO, one
+// update per RL iteration. It is not safe for concurrent use; the base
+// model may be shared (it is only read).
+type Trainer struct {
+	m       *tiny.Model
+	o       Options
+	ad      *tiny.Adapter
+	tr      *tiny.Trainer
+	updates int
+
+	// poison, set by tests, makes the next loss see a NaN log-probability.
+	poison bool
+}
+
+// New returns a trainer of a fresh adapter (o.LoRA's shape and seed: B is
+// zero, so the policy starts as the base model).
+func New(m *tiny.Model, o Options) (*Trainer, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ad, err := m.NewAdapter(tiny.LoRAConfig{Name: "grpo", Rank: o.LoRA.Rank, Alpha: o.LoRA.Alpha, Targets: o.LoRA.Targets, Seed: o.LoRA.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("%w: lora: %v", ErrOptions, err)
+	}
+	tr, err := tiny.NewTrainer(m, ad, o.trainConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	return &Trainer{m: m, o: o, ad: ad, tr: tr}, nil
+}
+
+// Load returns a trainer that continues from the adapter directory dir: a
+// PEFT adapter, with the optimizer state and trainer state that Save
+// writes beside it when they are there (an adapter from elsewhere starts
+// with fresh AdamW moments). The adapter keeps its own rank and targets;
+// o.LoRA does not apply.
+func Load(m *tiny.Model, o Options, dir string) (*Trainer, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	ad, err := m.LoadAdapter(dir)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := tiny.NewTrainer(m, ad, o.trainConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	t := &Trainer{m: m, o: o, ad: ad, tr: tr}
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("load trainer state: %w", err)
+	default:
+		var st State
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("load trainer state %s: %w", filepath.Join(dir, StateFile), err)
+		}
+		if st.BaseModel != m.Version() {
+			return nil, fmt.Errorf("load trainer state %s: the adapter was trained on %s, not %s", filepath.Join(dir, StateFile), st.BaseModel, m.Version())
+		}
+		t.updates = st.Updates
+	}
+	opt := filepath.Join(dir, OptimizerFile)
+	if _, err := os.Stat(opt); err == nil {
+		if err := tr.LoadState(opt); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load optimizer state: %w", err)
+	}
+	return t, nil
+}
+
+// Adapter returns the adapter being trained. It changes with every
+// update; score or sample with it between updates only.
+func (t *Trainer) Adapter() *tiny.Adapter { return t.ad }
+
+// State returns the trainer's state as Save records it.
+func (t *Trainer) State() State {
+	return State{Format: StateFormat, BaseModel: t.m.Version(), OptimizerSteps: t.tr.Steps(), Updates: t.updates, Options: t.o}
+}
+
+// Save writes the adapter as a PEFT directory, plus OptimizerFile and
+// StateFile, into dir (created if needed). The same trainer state always
+// writes the same bytes.
+func (t *Trainer) Save(dir string) error {
+	if err := t.ad.Save(dir); err != nil {
+		return err
+	}
+	if err := t.tr.SaveState(filepath.Join(dir, OptimizerFile)); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(t.State(), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, StateFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save trainer state: %w", err)
+	}
+	return nil
+}
+
+// Result is what an update reports.
+type Result struct {
+	Metrics Metrics
+	// Advantages has one row per trajectory, in (prompt id, sample index)
+	// order, masked rows saying why.
+	Advantages []tables.Advantage
+}
+
+// Update takes one GRPO update on a batch: advantages within each
+// prompt's group, then Epochs passes of Minibatches AdamW steps on the
+// clipped surrogate (plus β·KL to the base model). Samples that failed,
+// were not scored, have no token ids or (by default) belong to a group of
+// equal rewards are left out. A batch with nothing left to train on takes
+// no step. A non-finite loss, ratio or gradient fails the update with an
+// error wrapping grpo.ErrNonFinite; the adapter must then be discarded
+// (it may hold part of the update).
+func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
+	p, err := prepare(t.m, b, t.o)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Advantages: p.advantages}
+	res.Metrics = batchMetrics(p)
+	if len(p.samples) > 0 {
+		steps, err := t.train(ctx, p.samples)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Metrics.addSteps(steps)
+	}
+	t.updates++
+	res.Metrics.OptimizerSteps = t.tr.Steps()
+	res.Metrics.Updates = t.updates
+	return res, nil
+}
+
+func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, error) {
+	examples := make([]tiny.Example, len(samples))
+	for i, s := range samples {
+		examples[i] = s.ex
+	}
+	// Samples without logprobs take them from the policy before the
+	// update: exact for samples drawn on-policy.
+	var missing []int
+	for i, s := range samples {
+		if s.old == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		sub := make([]tiny.Example, len(missing))
+		for k, i := range missing {
+			sub[k] = examples[i]
+		}
+		lp, _, err := t.m.Score(ctx, t.ad, sub)
+		if err != nil {
+			return nil, fmt.Errorf("score old logprobs: %w", err)
+		}
+		for k, i := range missing {
+			samples[i].old = lp[k]
+		}
+	}
+	var ref [][]float64
+	if t.o.Beta > 0 {
+		lp, _, err := t.m.Score(ctx, nil, examples)
+		if err != nil {
+			return nil, fmt.Errorf("score reference logprobs: %w", err)
+		}
+		ref = make([][]float64, len(lp))
+		for i, l := range lp {
+			ref[i] = widen(l)
+		}
+	}
+	lo := t.o.lossOptions()
+	var steps []StepMetrics
+	M := min(t.o.Minibatches, len(samples))
+	for epoch := 0; epoch < t.o.Epochs; epoch++ {
+		for k := 0; k < M; k++ {
+			from, to := k*len(samples)/M, (k+1)*len(samples)/M
+			var ls grpo.LossStats
+			loss := func(lps, ents, grad [][]float32) (float64, error) {
+				seqs := make([]grpo.Sequence, len(lps))
+				for i := range lps {
+					s := samples[from+i]
+					seqs[i] = grpo.Sequence{Logprobs: widen(lps[i]), OldLogprobs: s.old, Entropies: widen(ents[i]), Advantage: s.advantage}
+					if ref != nil {
+						seqs[i].RefLogprobs = ref[from+i]
+					}
+				}
+				if t.poison && len(seqs) > 0 && len(seqs[0].Logprobs) > 0 {
+					seqs[0].Logprobs[0] = math.NaN()
+				}
+				st, g, err := grpo.Loss(seqs, lo)
+				if err != nil {
+					return 0, err
+				}
+				for i, gi := range g {
+					for j, v := range gi {
+						grad[i][j] = float32(v)
+					}
+				}
+				ls = st
+				return st.Loss, nil
+			}
+			ss, err := t.tr.Step(ctx, examples[from:to], loss)
+			if err != nil {
+				return nil, fmt.Errorf("optimizer step %d (epoch %d, minibatch %d of %d): %w", t.tr.Steps()+1, epoch+1, k+1, M, err)
+			}
+			if math.IsNaN(ss.GradNorm) || math.IsInf(ss.GradNorm, 0) {
+				return nil, fmt.Errorf("optimizer step %d: gradient norm %g: %w; the adapter is corrupt", ss.Step, ss.GradNorm, grpo.ErrNonFinite)
+			}
+			steps = append(steps, StepMetrics{LossStats: ls, GradNorm: ss.GradNorm})
+		}
+	}
+	return steps, nil
+}
+
+func widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
