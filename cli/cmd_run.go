@@ -226,6 +226,17 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		defer stopDisplay()
 	}
 
+	if !p.json {
+		plan.Loop.OnCommit = func(n int) {
+			for _, line := range iterationReport(ctx, st, run.Branch(), n) {
+				if prog != nil {
+					prog.println(line)
+				} else {
+					_ = p.Printf("%s\n", line)
+				}
+			}
+		}
+	}
 	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
 	stopDisplay()
 	if err != nil {

@@ -166,6 +166,8 @@ type runStatusOut struct {
 	State      *pipeline.LoopState `json:"state"` // nil before the first commit
 	Lock       *lockOut            `json:"lock"`
 	Iterations []iterationOut      `json:"iterations"`
+	// Evals are the evaluated checkpoints, the starting policy first.
+	Evals []evalOut `json:"evals"`
 }
 
 func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printer) error {
@@ -236,6 +238,9 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 		}
 	}
 	sort.Slice(out.Iterations, func(i, j int) bool { return out.Iterations[i].Iteration < out.Iterations[j].Iteration })
+	if out.Evals, err = readEvals(ctx, st, b.CommitID); err != nil {
+		return withOp(err, "status %s: evaluations", run)
+	}
 	if p.json {
 		return p.JSON(out)
 	}
@@ -267,6 +272,26 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 		for _, r := range out.Iterations {
 			t.add(strconv.Itoa(r.Iteration), shortID(r.Commit), formatTime(r.Date), strconv.Itoa(r.Tasks), strconv.Itoa(r.Ran),
 				strconv.Itoa(r.Cached), strconv.Itoa(r.Attempts), (time.Duration(r.Seconds * float64(time.Second))).Round(10*time.Millisecond).String())
+		}
+		_ = t.write(&sb)
+	}
+	if len(out.Evals) > 0 {
+		cols := evalColumns(out.Evals)
+		sb.WriteByte('\n')
+		t := newTable(append([]string{"CHECKPOINT", "SET", "PROBLEMS", "N"}, cols...)...)
+		for i := 2; i < 4+len(cols); i++ {
+			t.alignRight(i)
+		}
+		for _, e := range out.Evals {
+			row := []string{e.Checkpoint, e.Set, strconv.Itoa(e.Problems), strconv.Itoa(e.N)}
+			for _, c := range cols {
+				if v, ok := e.Metrics[c]; ok {
+					row = append(row, strconv.FormatFloat(v, 'f', 4, 64))
+				} else {
+					row = append(row, "")
+				}
+			}
+			t.add(row...)
 		}
 		_ = t.write(&sb)
 	}

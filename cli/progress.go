@@ -168,3 +168,20 @@ func (p *progress) draw() {
 	p.drawn = len(lines)
 	_, _ = io.WriteString(p.w, b.String())
 }
+
+// println writes s above the display: the display is erased, s written,
+// and the display drawn again below it.
+func (p *progress) println(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dF", p.drawn)
+	}
+	b.WriteString("\x1b[J")
+	b.WriteString(s)
+	b.WriteString("\n")
+	p.drawn = 0
+	_, _ = io.WriteString(p.w, b.String())
+	p.draw()
+}

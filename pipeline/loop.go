@@ -65,6 +65,9 @@ type LoopConfig struct {
 	InitialPolicy *Artifact
 	// Eval evaluates checkpoints (Stages.Eval must be set when Every > 0).
 	Eval EvalConfig
+	// OnCommit, when set, is called after each iteration commits (to
+	// report it); it must not block for long.
+	OnCommit func(iteration int)
 	// Stop, when set, is called after each commit; returning true ends the
 	// loop early (used by tests to interrupt at a chosen point).
 	Stop func(iteration int) bool
@@ -202,6 +205,9 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 				return true, err
 			}
 			queue = queue[1:]
+			if cfg.OnCommit != nil {
+				cfg.OnCommit(state.Iteration)
+			}
 			if cfg.Stop != nil && cfg.Stop(state.Iteration) {
 				drain()
 				return true, nil

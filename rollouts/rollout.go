@@ -363,6 +363,14 @@ func readPrompts(path string) ([]tables.Prompt, error) {
 	if path == "" {
 		return nil, errors.New("generate: no prompts input")
 	}
+	return readTable(path, tables.Prompts)
+}
+
+func writeTrajectories(path string, rows []tables.Trajectory) error {
+	return writeTable(path, tables.Trajectories, rows)
+}
+
+func readTable[T any](path string, t *tables.Table[T]) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -372,15 +380,15 @@ func readPrompts(path string) ([]tables.Prompt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), tables.Prompts)
+	return tables.Read(f, fi.Size(), filepath.Base(path), t)
 }
 
-func writeTrajectories(path string, rows []tables.Trajectory) error {
+func writeTable[T any](path string, t *tables.Table[T], rows []T) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := tables.Write(f, tables.Trajectories, rows, nil); err != nil {
+	if err := tables.Write(f, t, rows, nil); err != nil {
 		f.Close()
 		return err
 	}

@@ -35,6 +35,10 @@ type Config struct {
 	Overlap       Overlap `yaml:"overlap"`
 	// Policy is the model a rollout stage samples from.
 	Policy *Policy `yaml:"policy,omitempty"`
+	// Trainer holds the hyperparameters of a grpo train stage.
+	Trainer *Trainer `yaml:"trainer,omitempty"`
+	// Eval evaluates checkpoints on a held-out set during the run.
+	Eval *Eval `yaml:"eval,omitempty"`
 	// Machine is what the local executor hands out; nil means this
 	// machine's cores and memory, no GPU.
 	Machine *Machine `yaml:"machine,omitempty"`
@@ -92,6 +96,52 @@ type Policy struct {
 	Retries int `yaml:"retries,omitempty"`
 }
 
+// Trainer holds the embedded GRPO trainer's hyperparameters
+// (trainers/embedded.Options); zero fields take its defaults.
+type Trainer struct {
+	LR          float64      `yaml:"lr,omitempty" json:"lr"`
+	WeightDecay float64      `yaml:"weight_decay,omitempty" json:"weight_decay"`
+	ClipNorm    float64      `yaml:"clip_norm,omitempty" json:"clip_norm"`
+	Epochs      int          `yaml:"epochs,omitempty" json:"epochs"`
+	Minibatches int          `yaml:"minibatches,omitempty" json:"minibatches"`
+	EpsLow      float64      `yaml:"eps_low,omitempty" json:"eps_low"`
+	EpsHigh     float64      `yaml:"eps_high,omitempty" json:"eps_high"`
+	Beta        float64      `yaml:"beta,omitempty" json:"beta"`
+	Aggregation string       `yaml:"aggregation,omitempty" json:"aggregation"`
+	NoStd       bool         `yaml:"no_std,omitempty" json:"no_std"`
+	KeepZeroStd bool         `yaml:"keep_zero_std,omitempty" json:"keep_zero_std"`
+	LoRA        *TrainerLoRA `yaml:"lora,omitempty" json:"lora,omitempty"`
+	Shards      int          `yaml:"shards,omitempty" json:"shards"`
+}
+
+// TrainerLoRA shapes the adapter the first iteration creates.
+type TrainerLoRA struct {
+	Rank    int      `yaml:"rank,omitempty" json:"rank"`
+	Alpha   float64  `yaml:"alpha,omitempty" json:"alpha"`
+	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+	Seed    uint64   `yaml:"seed,omitempty" json:"seed"`
+}
+
+// Eval says how checkpoints are evaluated during the run.
+type Eval struct {
+	// Set is the eval set, a prompts table REF:PATH, disjoint from the
+	// training prompts.
+	Set string `yaml:"set"`
+	// Name names the set in paths and tables (default "heldout").
+	Name string `yaml:"name,omitempty"`
+	// Every evaluates every Every-th checkpoint (and the last, and the
+	// starting policy).
+	Every int `yaml:"every"`
+	// N samples per problem; K the k of pass@k and the other metrics
+	// (default [1, N]).
+	N           int      `yaml:"n"`
+	K           []int    `yaml:"k,omitempty"`
+	Temperature *float64 `yaml:"temperature,omitempty"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	// Seed seeds every problem's samples, the same for every checkpoint.
+	Seed int64 `yaml:"seed,omitempty"`
+}
+
 // Sampling are a rollout stage's sampling parameters.
 type Sampling struct {
 	// N is the number of samples per prompt (the group size G).
@@ -124,12 +174,14 @@ const (
 	KindCommand = "command" // an external command
 	KindCEL     = "cel"     // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
 	KindRollout = "rollout" // the generate stage: sample from the config's policy (docs/PIPELINE.md)
+	KindGRPO    = "grpo"    // the train stage: GRPO on a LoRA adapter of the embedded model
+	KindDataset = "dataset" // the sample stage: the next batch_size prompts of the dataset, exactly once
 )
 
 // Stage configures one stage of the loop.
 type Stage struct {
-	// Kind is standin, command, (reward only) cel or (generate only)
-	// rollout.
+	// Kind is standin, command, (sample only) dataset, (reward only) cel,
+	// (generate only) rollout or (train only) grpo.
 	Kind string `yaml:"kind"`
 	// Env names the task environment (default: the stage's name).
 	Env string `yaml:"env,omitempty"`

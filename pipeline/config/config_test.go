@@ -211,7 +211,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown kind",
 			src:  strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: python}", 1),
-			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin, command, (reward) cel or (generate) rollout)`},
+			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo)`},
 		},
 		{
 			name: "command key on a stand-in",
@@ -292,7 +292,7 @@ func TestParseErrorPosition(t *testing.T) {
 }
 
 func TestReservedSections(t *testing.T) {
-	for _, section := range []string{"reward", "trainer", "eval"} {
+	for _, section := range []string{"reward"} {
 		t.Run(section, func(t *testing.T) {
 			_, err := config.Parse("pipeline.yaml", []byte(base+section+": {model: x}\n"))
 			if !errors.Is(err, config.ErrReserved) {

@@ -51,15 +51,12 @@ func (e *Error) Unwrap() []error {
 	return []error{pipeline.ErrConfig}
 }
 
-// ErrReserved marks a section that later versions fill in (reward,
-// trainer, eval): it is rejected rather than silently ignored.
+// ErrReserved marks a section that later versions fill in (reward): it is rejected rather than silently ignored.
 var ErrReserved = fmt.Errorf("%w: section not available yet", pipeline.ErrConfig)
 
 // reserved are top-level sections that later versions define.
 var reserved = map[string]string{
-	"reward":  "reward specifications",
-	"trainer": "the trainer",
-	"eval":    "evaluation",
+	"reward": "reward specifications",
 }
 
 type position struct{ line, col int }

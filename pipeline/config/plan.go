@@ -13,12 +13,15 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
 
 // Plan is what a config asks of the engine: the run's options, the loop's
@@ -137,6 +140,23 @@ func (c *Config) Plan() (Plan, error) {
 				specErr = err
 				return standinTask
 			}
+		case KindDataset:
+			t = rollouts.SampleTask()
+			t.Env = s.Env
+			if s.Version != "" {
+				t.Version += "+" + s.Version
+			}
+		case KindGRPO:
+			var err error
+			t, err = c.grpoTask(p.Policy)
+			if err != nil {
+				specErr = err
+				return standinTask
+			}
+			t.Env = s.Env
+			if s.Version != "" {
+				t.Version += "+" + s.Version
+			}
 		default:
 			t = commandTask(name, s)
 		}
@@ -151,11 +171,82 @@ func (c *Config) Plan() (Plan, error) {
 		Reward:   pick("reward", stand.Reward),
 		Train:    pick("train", stand.Train),
 	}
+	if specErr == nil && c.Eval != nil {
+		specErr = c.planEval(&p)
+	}
 	if specErr != nil {
 		p.Close()
 		return Plan{}, specErr
 	}
 	return p, nil
+}
+
+// grpoTask is the embedded GRPO trainer with the trainer section's
+// hyperparameters.
+func (c *Config) grpoTask(opened *rollouts.Opened) (*pipeline.Task, error) {
+	if opened == nil || opened.Embedded == nil {
+		return nil, fmt.Errorf("%w: stages.train: the grpo stage trains the embedded model; set policy: {kind: embedded}", pipeline.ErrConfig)
+	}
+	var o embedded.Options
+	if c.Trainer != nil {
+		b, err := json.Marshal(c.Trainer)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &o); err != nil {
+			return nil, fmt.Errorf("%w: trainer: %v", pipeline.ErrConfig, err)
+		}
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: trainer: %v", pipeline.ErrConfig, err)
+	}
+	return embedded.Task(opened.Embedded, o), nil
+}
+
+// planEval adds the evaluation stage: the eval set sampled from each
+// checkpoint and scored with the reward stage's spec.
+func (c *Config) planEval(p *Plan) error {
+	e := c.Eval
+	ref, path, err := artifacts.SplitArtifact(e.Set)
+	if err != nil {
+		return fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
+	}
+	specPath := c.Stages.Reward.Spec
+	if !filepath.IsAbs(specPath) {
+		specPath = filepath.Join(filepath.Dir(c.file), specPath)
+	}
+	spec, err := rewards.LoadSpec(specPath)
+	if err != nil {
+		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
+	}
+	opts, err := runners.Options(spec, nil)
+	if err != nil {
+		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
+	}
+	prog, err := rewards.Compile(spec, opts...)
+	if err != nil {
+		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
+	}
+	s := policy.Sampling{N: e.N, Temperature: 1, MaxTokens: e.MaxTokens, Logprobs: true}
+	if e.Temperature != nil {
+		s.Temperature = *e.Temperature
+	}
+	o := evaluators.TaskOptions{Policy: p.Policy.Policy, Identity: p.Policy.Identity, Sampling: s, Seed: e.Seed,
+		Reward: prog, Set: e.Name, Ks: e.K}
+	if m := p.Policy.Embedded; m != nil {
+		o.Exact = evaluators.TinyExact(m)
+	}
+	t, err := evaluators.Task(o)
+	if err != nil {
+		return fmt.Errorf("%w: eval: %v", pipeline.ErrConfig, err)
+	}
+	if _, ok := p.Run.Envs[t.Env]; !ok {
+		p.Run.Envs[t.Env] = pipeline.Settings{}
+	}
+	p.Stages.Eval = t
+	p.Loop.Eval = pipeline.EvalConfig{Every: e.Every, Set: pipeline.StoreArtifact(ref, path), Name: e.Name}
+	return nil
 }
 
 // policySpec is the policy section as rollouts.Open takes it.

@@ -87,6 +87,8 @@ func (c *Config) validate() error {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
+	k.trainer()
+	k.eval()
 	return errors.Join(k.errs...)
 }
 
@@ -188,6 +190,19 @@ func (k *checker) stage(name string, s *Stage) {
 	case KindRollout:
 		other = append(append([]string{}, standinKeys...), commandKeys...)
 		k.rollout(name, path, s)
+	case KindDataset:
+		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
+		if name != "sample" {
+			k.fail(path+".kind", "use standin or command", "%s.kind: only the sample stage reads the dataset", path)
+		}
+	case KindGRPO:
+		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
+		if name != "train" {
+			k.fail(path+".kind", "use standin or command", "%s.kind: only the train stage can be grpo", path)
+		} else if p := k.c.Policy; p == nil || p.Kind != PolicyEmbedded {
+			k.fail(path+".kind", "set policy: {kind: embedded}, or train with kind: command (the external trainer contract)",
+				"%s.kind: the grpo stage trains the embedded model, so the policy must be kind: embedded", path)
+		}
 	case KindCEL:
 		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
 		if name != "reward" {
@@ -199,7 +214,7 @@ func (k *checker) stage(name string, s *Stage) {
 		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
 		return
 	default:
-		k.fail(path+".kind", "use standin, command, (reward) cel or (generate) rollout", "%s.kind: unknown kind %q", path, s.Kind)
+		k.fail(path+".kind", "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo", "%s.kind: unknown kind %q", path, s.Kind)
 		return
 	}
 	if s.Kind != KindCEL && k.set(path+".spec") {
@@ -248,6 +263,67 @@ func (k *checker) rollout(name, path string, s *Stage) {
 		k.fail(sp2+".top_p", "", "%s.top_p: must be in (0, 1], got %g", sp2, sp.TopP)
 	case s.Batch < 0:
 		k.fail(path+".batch", "", "%s.batch: cannot be negative, got %d", path, s.Batch)
+	}
+}
+
+func (k *checker) trainer() {
+	t := k.c.Trainer
+	if t == nil {
+		return
+	}
+	if tr := k.c.Stages.Train; tr == nil || tr.Kind != KindGRPO {
+		k.fail("trainer", "set stages.train to {kind: grpo}", "trainer: no grpo train stage uses these hyperparameters")
+	}
+	switch {
+	case t.LR < 0 || t.WeightDecay < 0 || t.Beta < 0:
+		k.fail("trainer", "", "trainer: lr, weight_decay and beta cannot be negative")
+	case t.Epochs < 0 || t.Minibatches < 0 || t.Shards < 0:
+		k.fail("trainer", "", "trainer: epochs, minibatches and shards cannot be negative")
+	case t.EpsLow < 0 || t.EpsLow >= 1 || t.EpsHigh < 0:
+		k.fail("trainer", "e.g. eps_low: 0.2, eps_high: 0.28", "trainer: the clip range [1-eps_low, 1+eps_high] must surround 1")
+	case t.Aggregation != "" && t.Aggregation != "token" && t.Aggregation != "sequence":
+		k.fail("trainer.aggregation", "use token or sequence", "trainer.aggregation: unknown aggregation %q", t.Aggregation)
+	case t.LoRA != nil && (t.LoRA.Rank < 0 || t.LoRA.Alpha < 0):
+		k.fail("trainer.lora", "", "trainer.lora: rank and alpha cannot be negative")
+	}
+}
+
+func (k *checker) eval() {
+	e := k.c.Eval
+	if e == nil {
+		return
+	}
+	if e.Set == "" {
+		k.fail("eval", "e.g. set: main:data/heldout.parquet", "eval: missing key set (the held-out prompts table, REF:PATH)")
+	} else {
+		k.artifact("eval.set", e.Set)
+		if e.Set == k.c.Dataset {
+			k.fail("eval.set", "evaluate on problems the policy never trains on", "eval.set: it is the training dataset")
+		}
+	}
+	if e.Name != "" && !reEnvName.MatchString(e.Name) {
+		k.fail("eval.name", "letters, digits and _", "eval.name: %q is not a plain name", e.Name)
+	}
+	switch {
+	case e.Every < 1:
+		k.fail("eval.every", "e.g. every: 5", "eval.every: must be at least 1, got %d", e.Every)
+	case e.N < 1:
+		k.fail("eval.n", "samples per problem, e.g. 16", "eval.n: must be at least 1, got %d", e.N)
+	case e.MaxTokens < 1:
+		k.fail("eval.max_tokens", "", "eval.max_tokens: must be at least 1, got %d", e.MaxTokens)
+	case e.Temperature != nil && *e.Temperature < 0:
+		k.fail("eval.temperature", "", "eval.temperature: cannot be negative")
+	}
+	for i, kk := range e.K {
+		if kk < 1 || kk > e.N {
+			k.fail(fmt.Sprintf("eval.k[%d]", i), "sample at least k per problem (n ≥ 2k is better)", "eval.k[%d]: k=%d but n=%d samples per problem", i, kk, e.N)
+		}
+	}
+	if k.c.Policy == nil {
+		k.fail("eval", "add a policy section", "eval: evaluation samples from the policy section, which is missing")
+	}
+	if r := k.c.Stages.Reward; r == nil || r.Kind != KindCEL {
+		k.fail("eval", "use stages.reward: {kind: cel, spec: ...}", "eval: evaluation scores with the reward stage's spec, so the reward stage must be kind: cel")
 	}
 }
 

@@ -1,0 +1,48 @@
+package rollouts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// SampleParams are the loop's parameters of a sample call.
+type SampleParams struct {
+	Cursor    int `json:"cursor"`
+	Count     int `json:"count"`
+	Iteration int `json:"iteration"`
+}
+
+// SampleTask returns the sample stage: it takes Count prompts of the
+// "dataset" input starting at Cursor, in order, wrapping around at the
+// end (an epoch), and writes them as the iteration's prompts table. The
+// loop advances the cursor only when an iteration commits, so a resumed
+// run takes every prompt exactly once.
+func SampleTask() *pipeline.Task {
+	return &pipeline.Task{
+		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: "prompts.parquet",
+			Check: func(path string) error { return tables.CheckFile(path, tables.Prompts) }}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			var p SampleParams
+			if err := tc.Params(&p); err != nil {
+				return err
+			}
+			all, err := readTable(tc.InputPath("dataset"), tables.Prompts)
+			if err != nil {
+				return pipeline.Permanent(fmt.Errorf("dataset: %w", err))
+			}
+			if len(all) == 0 {
+				return pipeline.Permanent(errors.New("the dataset has no prompts; import some with `rlpipe dataset`"))
+			}
+			rows := make([]tables.Prompt, p.Count)
+			for i := range rows {
+				rows[i] = all[(p.Cursor+i)%len(all)]
+			}
+			return writeTable(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows)
+		},
+	}
+}
