@@ -294,6 +294,9 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 			t.add(row...)
 		}
 		_ = t.write(&sb)
+		if line := learningLine(out.Evals); line != "" {
+			sb.WriteString(line + "\n")
+		}
 	}
 	return p.Printf("%s", sb.String())
 }

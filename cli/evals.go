@@ -98,3 +98,29 @@ func evalColumns(evals []evalOut) []string {
 	}
 	return pass
 }
+
+// learningLine compares the starting policy with the last evaluated
+// checkpoint on the first eval set: exact pass@1 when present, else pass@1.
+func learningLine(evals []evalOut) string {
+	if len(evals) < 2 || evals[0].Iteration != 0 {
+		return ""
+	}
+	first := evals[0]
+	var last *evalOut
+	for i := range evals {
+		if evals[i].Set == first.Set && evals[i].Iteration > 0 {
+			last = &evals[i]
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	for _, m := range []string{"exact_pass@1", "pass@1"} {
+		a, okA := first.Metrics[m]
+		b, okB := last.Metrics[m]
+		if okA && okB {
+			return fmt.Sprintf("%s %s: %.4f (%s) → %.4f (%s): %+.1f points", first.Set, m, a, first.Checkpoint, b, last.Checkpoint, 100*(b-a))
+		}
+	}
+	return ""
+}

@@ -94,16 +94,17 @@ step "History stays readable: main before the merge (main~1)"
 run ls main~1: --recursive
 run diff main~1 main --two-dot
 
-step "Run the RL loop (stand-in stages until the real ones land): 6 iterations, one-step overlap"
-run import "$root/examples/standin/prompts.jsonl" main:data/prompts.parquet --table prompts
-run commit main -m "the stand-in loop's prompts"
-run run -f "$root/examples/standin/pipeline.yaml" --log-level warn
-run status standin
+step "The arithmetic task: 4,096 training problems and 500 held out, never seen by the model"
+run dataset arith main
+
+step "GRPO with LoRA on the embedded model: 60 iterations, 16 prompts × 8 samples, one-step overlap"
+run run -f "$root/examples/arithmetic/pipeline.yaml" --log-level warn
+run status arith
 
 step "Run it again: every task is a cache hit, nothing is recomputed"
-run run -f "$root/examples/standin/pipeline.yaml" --run standin-again --log-level warn
-run diff runs-standin runs-standin-again --two-dot --prefix iterations/
+run run -f "$root/examples/arithmetic/pipeline.yaml" --run arith-again --log-level warn
+run diff runs-arith runs-arith-again --two-dot --prefix iterations/
 
 step "Try a new reward on the finished run, on a branch: no rollout is regenerated"
-run rescore --from runs-standin --reward "$root/examples/standin/reward.yaml" --branch try-reward --top 3
-run diff runs-standin try-reward --two-dot --prefix iterations/000001/
+run rescore --from runs-arith --reward "$root/examples/arithmetic/reward-length.yaml" --branch try-reward --top 3
+run diff runs-arith try-reward --two-dot --prefix iterations/000001/
