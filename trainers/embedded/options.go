@@ -19,7 +19,7 @@ const CodeVersion = "grpo-embedded-1"
 // Defaults of Options, chosen on the embedded model (see doc.go for the
 // measurements behind them).
 const (
-	DefaultLR          = 2e-3
+	DefaultLR          = 1e-3
 	DefaultClipNorm    = 1.0
 	DefaultEpochs      = 1
 	DefaultMinibatches = 1
@@ -34,8 +34,8 @@ const (
 // Options marshal to JSON (the field names below), and every field enters
 // the train task's Version, so changing one invalidates cached training.
 type Options struct {
-	// LR is AdamW's learning rate (default 2e-3, constant). The embedded
-	// model learns fastest at 2e-3; 5e-3 diverges.
+	// LR is AdamW's learning rate (default 1e-3, constant). On the
+	// embedded model 1e-3 climbs as fast as 2e-3 and more steadily.
 	LR float64 `json:"lr"`
 	// WeightDecay is AdamW's decoupled weight decay on the LoRA factors
 	// (default 0).
@@ -138,7 +138,7 @@ func (o Options) Validate() error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
 	case !(o.LR > 0) || !finite(o.LR):
-		return bad("lr", "%g; it must be positive (try 2e-3)", o.LR)
+		return bad("lr", "%g; it must be positive (try 1e-3)", o.LR)
 	case o.WeightDecay < 0 || !finite(o.WeightDecay):
 		return bad("weight_decay", "%g; it must be ≥ 0", o.WeightDecay)
 	case !finite(o.ClipNorm):

@@ -1,0 +1,303 @@
+package embedded_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+func embeddedModel(t testing.TB) *tiny.Model {
+	t.Helper()
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// sampleBatch samples 8 completions of n training prompts from the model
+// (with adapter a, nil for the base) as the rollout stage would, and
+// scores them as the exact-answer reward does.
+func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint64) embedded.Batch {
+	t.Helper()
+	prompts := arithPrompts(n)
+	reqs := make([]policy.Request, n)
+	for i, p := range prompts {
+		reqs[i] = rollouts.Request(p, seed)
+	}
+	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
+	out, err := m.Generate(context.Background(), a, reqs, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b embedded.Batch
+	b.Prompts = prompts
+	for i, samples := range out {
+		for j, smp := range samples {
+			tr := rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: 1}, m.Version(), s.JSON())
+			b.Trajectories = append(b.Trajectories, tr)
+			v := 0.0
+			if tr.FinishReason == policy.FinishStop && tr.Completion == prompts[i].Answer {
+				v = 1
+			}
+			b.Rewards = append(b.Rewards, tables.Reward{PromptID: tr.PromptID, SampleIndex: tr.SampleIndex, Total: v,
+				Components: map[string]float64{"correct": v}, Status: tables.StatusOK})
+		}
+	}
+	return b
+}
+
+func newTrainer(t testing.TB, m *tiny.Model, o embedded.Options) *embedded.Trainer {
+	t.Helper()
+	tr, err := embedded.New(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func TestOptionsValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		o    embedded.Options
+		key  string // "" when valid
+	}{
+		{"defaults", embedded.Options{}, ""},
+		{"clip off and clip-higher", embedded.Options{ClipNorm: -1, EpsHigh: 0.28, Beta: 0.04, Aggregation: grpo.SequenceMean}, ""},
+		{"negative lr", embedded.Options{LR: -1}, "lr"},
+		{"weight decay", embedded.Options{WeightDecay: -0.1}, "weight_decay"},
+		{"epochs", embedded.Options{Epochs: -1}, "epochs"},
+		{"minibatches", embedded.Options{Minibatches: -2}, "minibatches"},
+		{"eps low", embedded.Options{EpsLow: 1.5}, "eps_low"},
+		{"beta", embedded.Options{Beta: -0.01}, "beta"},
+		{"aggregation", embedded.Options{Aggregation: "batch"}, "aggregation"},
+		{"rank", embedded.Options{LoRA: embedded.LoRAOptions{Rank: -8}}, "lora.rank"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.EnsureDefaults()
+			err := o.Validate()
+			switch {
+			case tc.key == "" && err != nil:
+				t.Fatalf("valid options rejected: %v", err)
+			case tc.key != "" && (!errors.Is(err, embedded.ErrOptions) || !strings.Contains(err.Error(), tc.key+":")):
+				t.Fatalf("error %v, want ErrOptions naming %q", err, tc.key)
+			}
+		})
+	}
+}
+
+func TestVersionDigestsOptionsAndModel(t *testing.T) {
+	m := embeddedModel(t)
+	other, err := tiny.New(tiny.DefaultConfig(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := embedded.Options{}.Version(m)
+	if got := (embedded.Options{LR: embedded.DefaultLR, ClipNorm: 1}).Version(m); got != base {
+		t.Errorf("explicit defaults give version %s, the zero options %s", got, base)
+	}
+	for name, v := range map[string]string{
+		"lr":         embedded.Options{LR: 1e-3}.Version(m),
+		"beta":       embedded.Options{Beta: 0.01}.Version(m),
+		"lora seed":  embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}.Version(m),
+		"base model": embedded.Options{}.Version(other),
+	} {
+		if v == base {
+			t.Errorf("changing the %s keeps the version %s", name, v)
+		}
+	}
+	if !strings.HasPrefix(base, embedded.CodeVersion+"-") {
+		t.Errorf("version %s does not start with the code version", base)
+	}
+}
+
+// TestUpdateMasks: failed, unscored and token-less samples and groups of
+// equal rewards are left out with a reason; a failed sample does not
+// enter its group's statistics.
+func TestUpdateMasks(t *testing.T) {
+	m := embeddedModel(t)
+	b := sampleBatch(t, m, nil, 16, 3)
+	// Prompt a00000's group: make rewards 1,0,1,0,... then fail sample 0
+	// (reward 1) with a timeout, drop sample 1's reward and sample 2's
+	// token ids.
+	for i := range b.Rewards[:8] {
+		b.Rewards[i].Total = float64((i + 1) % 2)
+	}
+	b.Trajectories[0].Status = tables.StatusTimeout
+	b.Trajectories[2].TokenIDs, b.Trajectories[2].Logprobs = nil, nil
+	b.Rewards = append(b.Rewards[:1], b.Rewards[2:]...)
+	res, err := newTrainer(t, m, embedded.Options{}).Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv := res.Advantages
+	if len(adv) != len(b.Trajectories) {
+		t.Fatalf("%d advantage rows for %d trajectories", len(adv), len(b.Trajectories))
+	}
+	wantReasons := map[int]string{0: embedded.ReasonTrajectory + tables.StatusTimeout, 1: embedded.ReasonNoReward, 2: embedded.ReasonNoTokens}
+	for i, want := range wantReasons {
+		if !adv[i].Mask || adv[i].Reason != want {
+			t.Errorf("sample %d: mask %v reason %q, want %q", i, adv[i].Mask, adv[i].Reason, want)
+		}
+	}
+	// The group's statistics are over samples 2..7: rewards 1,0,1,0,1,0.
+	if a := adv[3]; a.Mask || a.GroupSize != 6 || a.GroupMean != 0.5 {
+		t.Errorf("sample 3: %+v, want a group of 6 with mean 0.5", a)
+	}
+	met := res.Metrics
+	zero := 0
+	for _, a := range adv {
+		if a.Reason == embedded.ReasonZeroStd {
+			zero++
+		}
+	}
+	if zero == 0 || met.MaskReasons[embedded.ReasonZeroStd] != zero {
+		t.Errorf("%d samples masked for zero variance, metrics say %d", zero, met.MaskReasons[embedded.ReasonZeroStd])
+	}
+	if met.Samples != 128 || met.Used != 128-met.Masked || met.Errored != 2 || met.Groups != 16 {
+		t.Errorf("metrics %+v: want 128 samples, used = samples - masked, 2 errored, 16 groups", met)
+	}
+	if met.OptimizerSteps != 1 || len(met.Steps) != 1 || met.TrainTokens == 0 || met.Steps[0].RatioDev > 1e-3 {
+		t.Errorf("metrics %+v: want one on-policy step (ratio ≈ 1)", met)
+	}
+}
+
+func TestUpdateRejectsInconsistentBatches(t *testing.T) {
+	m := embeddedModel(t)
+	cases := []struct {
+		name   string
+		mutate func(*embedded.Batch)
+		want   string
+	}{
+		{"reward of an unknown sample", func(b *embedded.Batch) { b.Rewards[0].SampleIndex = 99 }, "which the trajectories do not hold"},
+		{"twice the same reward", func(b *embedded.Batch) { b.Rewards[1] = b.Rewards[0] }, "twice"},
+		{"token of another vocabulary", func(b *embedded.Batch) { b.Trajectories[5].TokenIDs[0] = 40 }, "token 40 at 1"},
+		{"logprobs of another length", func(b *embedded.Batch) { b.Trajectories[5].Logprobs = b.Trajectories[5].Logprobs[:0] }, "logprobs for"},
+		{"prompt missing", func(b *embedded.Batch) { b.Prompts = b.Prompts[1:] }, "no row in the prompts table"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := sampleBatch(t, m, nil, 2, 1)
+			// Give every group two rewards so no group is dropped.
+			b.Rewards[0].Total, b.Rewards[8].Total = 1, 1
+			b.Rewards[1].Total, b.Rewards[9].Total = 0, 0
+			tc.mutate(&b)
+			_, err := newTrainer(t, m, embedded.Options{}).Update(context.Background(), b)
+			if !errors.Is(err, embedded.ErrBatch) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want ErrBatch saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSaveLoadContinuesExactly: two updates in one trainer equal one
+// update, Save, Load, and the second update — byte for byte. Loading the
+// adapter without its optimizer state does not.
+func TestSaveLoadContinuesExactly(t *testing.T) {
+	ctx := context.Background()
+	m := embeddedModel(t)
+	b1, b2 := sampleBatch(t, m, nil, 8, 1), sampleBatch(t, m, nil, 8, 2)
+	o := embedded.Options{}
+	straight := newTrainer(t, m, o)
+	for _, b := range []embedded.Batch{b1, b2} {
+		if _, err := straight.Update(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := filepath.Join(t.TempDir(), "straight")
+	if err := straight.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	first := newTrainer(t, m, o)
+	if _, err := first.Update(ctx, b1); err != nil {
+		t.Fatal(err)
+	}
+	mid := filepath.Join(t.TempDir(), "mid")
+	if err := first.Save(mid); err != nil {
+		t.Fatal(err)
+	}
+	resume := func(dir string) string {
+		tr, err := embedded.Load(m, o, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Update(ctx, b2); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		if err := tr.Save(out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := resume(mid)
+	for _, f := range []string{"adapter_config.json", "adapter_model.safetensors", embedded.OptimizerFile, embedded.StateFile} {
+		if !bytes.Equal(readFile(t, want, f), readFile(t, got, f)) {
+			t.Errorf("%s differs between the straight and the resumed trainer", f)
+		}
+	}
+	if err := os.Remove(filepath.Join(mid, embedded.OptimizerFile)); err != nil {
+		t.Fatal(err)
+	}
+	if fresh := resume(mid); bytes.Equal(readFile(t, want, "adapter_model.safetensors"), readFile(t, fresh, "adapter_model.safetensors")) {
+		t.Error("fresh AdamW moments trained the same adapter: the optimizer state is not doing anything")
+	}
+}
+
+func readFile(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestLoadRejectsAnotherBase: an adapter trained on one base model does
+// not continue on another.
+func TestLoadRejectsAnotherBase(t *testing.T) {
+	m := embeddedModel(t)
+	dir := filepath.Join(t.TempDir(), "a")
+	if err := newTrainer(t, m, embedded.Options{}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	other, err := tiny.New(tiny.DefaultConfig(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := embedded.Load(other, embedded.Options{}, dir); err == nil || !strings.Contains(err.Error(), "was trained on") {
+		t.Fatalf("error %v, want one naming both base models", err)
+	}
+}
+
+// TestEmptyBatchTakesNoStep: when every group has equal rewards there is
+// nothing to learn; the update takes no step and leaves the adapter as
+// it was.
+func TestEmptyBatchTakesNoStep(t *testing.T) {
+	m := embeddedModel(t)
+	b := sampleBatch(t, m, nil, 4, 1)
+	for i := range b.Rewards {
+		b.Rewards[i].Total = 1
+	}
+	tr := newTrainer(t, m, embedded.Options{})
+	res, err := tr.Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if met := res.Metrics; met.Used != 0 || met.OptimizerSteps != 0 || met.Updates != 1 || met.FracRewardZeroStd != 1 || len(met.Steps) != 0 {
+		t.Fatalf("metrics %+v, want no sample used, no step, one update", met)
+	}
+}
