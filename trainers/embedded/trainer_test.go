@@ -110,7 +110,7 @@ func TestVersionDigestsOptionsAndModel(t *testing.T) {
 		t.Errorf("explicit defaults give version %s, the zero options %s", got, base)
 	}
 	for name, v := range map[string]string{
-		"lr":         embedded.Options{LR: 1e-3}.Version(m),
+		"lr":         embedded.Options{LR: 3e-3}.Version(m),
 		"beta":       embedded.Options{Beta: 0.01}.Version(m),
 		"lora seed":  embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}.Version(m),
 		"base model": embedded.Options{}.Version(other),
