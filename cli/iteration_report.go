@@ -100,7 +100,7 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 
 // stageOrder sorts task names in loop order.
 func stageOrder(name string) int {
-	for i, s := range []string{"sample", "generate", "reward", "train", "eval-start", "eval"} {
+	for i, s := range []string{"sample", "generate", "reward", "train", "eval-generate-start", "eval-start", "eval-generate", "eval"} {
 		if name == s {
 			return i
 		}

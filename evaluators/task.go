@@ -74,17 +74,24 @@ func CheckpointName(iteration int) string {
 	return fmt.Sprintf("iteration-%06d", iteration)
 }
 
-// Task returns the evaluation stage: it reads the eval set ("prompts"
-// input) and the checkpoint ("policy" input, absent for the base model),
-// samples Sampling.N answers per problem with seeds that do not depend on
-// the checkpoint, scores them with the reward spec, and writes
-// samples.parquet (eval_samples) and summary.parquet (eval_summary). The
-// engine caches it by the adapter's digest, the eval set, the sampling,
-// the seed, the reward spec and the ks, so evaluating a checkpoint twice
-// costs nothing.
-func Task(o TaskOptions) (*pipeline.Task, error) {
+// Tasks are the two tasks of an evaluation: Generate samples the eval set
+// from a checkpoint (inputs "prompts", "policy"; output "trajectories"),
+// Score scores and summarises them (inputs "prompts", "trajectories",
+// "policy"; outputs "samples", "summary"). They are cached apart: a new k,
+// metric or reward spec rescores stored generations without sampling
+// again, and a checkpoint already sampled with the same sampling and seed
+// is never sampled twice.
+type Tasks struct {
+	Generate, Score *pipeline.Task
+}
+
+// OutTrajectories is the generate task's output.
+const OutTrajectories = "trajectories"
+
+// NewTasks builds the evaluation's tasks.
+func NewTasks(o TaskOptions) (Tasks, error) {
 	if o.Policy == nil || o.Reward == nil {
-		return nil, errors.New("evaluation: needs a policy and a reward spec")
+		return Tasks{}, errors.New("evaluation: needs a policy and a reward spec")
 	}
 	if o.Set == "" {
 		o.Set = "heldout"
@@ -98,7 +105,7 @@ func Task(o TaskOptions) (*pipeline.Task, error) {
 	}
 	for _, k := range o.Ks {
 		if err := checkK(n, 0, k); err != nil {
-			return nil, fmt.Errorf("evaluation: %w", err)
+			return Tasks{}, fmt.Errorf("evaluation: %w", err)
 		}
 	}
 	if o.Adapters == nil {
@@ -107,25 +114,43 @@ func Task(o TaskOptions) (*pipeline.Task, error) {
 	if o.Env == "" {
 		o.Env = "eval"
 	}
-	b, _ := json.Marshal(struct {
-		Identity, Set, Reward string
-		Sampling              policy.Sampling
-		Seed                  int64
-		Ks                    []int
-		Exact                 bool
-	}{o.Identity, o.Set, o.Reward.Digest(), o.Sampling, o.Seed, o.Ks, o.Exact != nil})
-	sum := sha256.Sum256(b)
-	return &pipeline.Task{
-		Name: "eval", Version: "eval-1-" + hex.EncodeToString(sum[:8]), Env: o.Env, Deterministic: true,
-		Outputs: []pipeline.Output{
-			{Name: OutSamples, File: "samples.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSamples) }},
-			{Name: OutSummary, File: "summary.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSummary) }},
+	gen := digest(struct {
+		Identity string
+		Sampling policy.Sampling
+		Seed     int64
+	}{o.Identity, o.Sampling, o.Seed})
+	score := digest(struct {
+		Set, Reward string
+		Ks          []int
+		Exact       bool
+	}{o.Set, o.Reward.Digest(), o.Ks, o.Exact != nil})
+	return Tasks{
+		Generate: &pipeline.Task{
+			Name: "eval-generate", Version: "eval-generate-1-" + gen, Env: o.Env, Deterministic: true,
+			Outputs: []pipeline.Output{{Name: OutTrajectories, File: "trajectories.parquet",
+				Check: func(p string) error { return tables.CheckFile(p, tables.Trajectories) }}},
+			Run: o.generate,
 		},
-		Run: o.run,
+		Score: &pipeline.Task{
+			Name: "eval", Version: "eval-score-1-" + score, Env: o.Env, Deterministic: true,
+			Outputs: []pipeline.Output{
+				{Name: OutSamples, File: "samples.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSamples) }},
+				{Name: OutSummary, File: "summary.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSummary) }},
+			},
+			Run: o.score,
+		},
 	}, nil
 }
 
-func (o TaskOptions) run(ctx context.Context, tc *pipeline.TaskContext) error {
+func digest(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// generate samples Sampling.N answers per problem of the eval set from the
+// checkpoint, with seeds that do not depend on the checkpoint.
+func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 	var p Params
 	if err := tc.Params(&p); err != nil {
 		return err
@@ -135,15 +160,15 @@ func (o TaskOptions) run(ctx context.Context, tc *pipeline.TaskContext) error {
 		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
 	}
 	s := o.Sampling
-	dir := tc.InputPath("policy")
-	if dir != "" {
+	version := o.Identity
+	if dir := tc.InputPath("policy"); dir != "" {
 		name, err := o.Adapters.Load(ctx, dir)
 		if err != nil {
 			return err
 		}
 		s.Adapter = name
+		version += "+" + name
 	}
-	checkpoint := CheckpointName(p.Checkpoint)
 	reqs := make([]policy.Request, len(prompts))
 	for i, pr := range prompts {
 		reqs[i] = rollouts.Request(pr, uint64(o.Seed))
@@ -153,45 +178,79 @@ func (o TaskOptions) run(ctx context.Context, tc *pipeline.TaskContext) error {
 		if errors.Is(err, policy.ErrAdapterNotLoaded) {
 			o.Adapters.Forget(s.Adapter)
 		}
-		return fmt.Errorf("evaluate %s: %w", checkpoint, err)
+		return fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err)
 	}
+	sampler := s
+	sampler.Adapter = ""
+	var rows []tables.Trajectory
+	for i, samples := range out {
+		for j, smp := range samples {
+			rows = append(rows, rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: p.Checkpoint}, version, sampler.JSON()))
+		}
+	}
+	return writeTable(tc.OutputPath(OutTrajectories), tables.Trajectories, rows)
+}
+
+// score scores the generated answers and summarises them.
+func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error {
+	var p Params
+	if err := tc.Params(&p); err != nil {
+		return err
+	}
+	prompts, err := readTable(tc.InputPath("prompts"), tables.Prompts)
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+	}
+	trajs, err := readTable(tc.InputPath("trajectories"), tables.Trajectories)
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("eval generations: %w", err))
+	}
+	byID := make(map[string]int, len(prompts))
+	problems := make([]Problem, len(prompts))
+	for i, pr := range prompts {
+		byID[pr.PromptID] = i
+		problems[i].ID = pr.PromptID
+	}
+	checkpoint := CheckpointName(p.Checkpoint)
 	hasCorrect := false
 	for _, c := range o.Reward.Spec().ComponentNames() {
 		hasCorrect = hasCorrect || c == "correct"
 	}
-	var rows []tables.EvalSample
-	problems := make([]Problem, len(prompts))
-	for i, pr := range prompts {
-		problems[i].ID = pr.PromptID
-		for j, smp := range out[i] {
-			traj := rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: p.Checkpoint}, o.Identity, "")
-			rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: pr, HasPrompt: true})
-			if err != nil {
-				return err
-			}
-			es := tables.EvalSample{Checkpoint: checkpoint, Evalset: o.Set, ProblemID: pr.PromptID, SampleIndex: int32(j),
-				Completion: smp.Text, Answer: answerOf(smp.Text), Reward: rw.Total, Status: traj.Status}
-			if rw.Status == tables.StatusOK {
-				if v, ok := rw.Components["correct"]; hasCorrect && ok {
-					es.Correct = v >= 0.5
-				} else if !hasCorrect {
-					es.Correct = rw.Total > 0
-				}
-			} else if es.Status == tables.StatusOK {
-				// A reward that failed on an ok sample is not a wrong
-				// answer either: leave the sample out of the metrics.
-				es.Status, es.Reward = "reward_"+rw.Status, 0
-			}
-			rows = append(rows, es)
-			problems[i].Samples = append(problems[i].Samples, es)
+	rows := make([]tables.EvalSample, 0, len(trajs))
+	for _, traj := range trajs {
+		i, ok := byID[traj.PromptID]
+		if !ok {
+			return pipeline.Permanent(fmt.Errorf("eval generations: prompt %q is not in the eval set", traj.PromptID))
 		}
+		rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: prompts[i], HasPrompt: true})
+		if err != nil {
+			return err
+		}
+		es := tables.EvalSample{Checkpoint: checkpoint, Evalset: o.Set, ProblemID: traj.PromptID, SampleIndex: traj.SampleIndex,
+			Completion: traj.Completion, Answer: answerOf(traj.Completion), Reward: rw.Total, Status: traj.Status}
+		if rw.Status == tables.StatusOK {
+			if v, ok := rw.Components["correct"]; hasCorrect && ok {
+				es.Correct = v >= 0.5
+			} else if !hasCorrect {
+				es.Correct = rw.Total > 0
+			}
+		} else if es.Status == tables.StatusOK {
+			// A reward that failed on an ok sample is not a wrong answer
+			// either: leave the sample out of the metrics.
+			es.Status, es.Reward = "reward_"+rw.Status, 0
+		}
+		if es.Status != tables.StatusOK {
+			es.Reward = 0
+		}
+		rows = append(rows, es)
+		problems[i].Samples = append(problems[i].Samples, es)
 	}
 	summary, _, err := Summarize(checkpoint, o.Set, problems, o.Ks)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
 	if o.Exact != nil {
-		probs, err := o.Exact(ctx, dir, prompts)
+		probs, err := o.Exact(ctx, tc.InputPath("policy"), prompts)
 		if err != nil {
 			return fmt.Errorf("evaluate %s: exact pass@1: %w", checkpoint, err)
 		}

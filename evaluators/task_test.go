@@ -78,7 +78,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := evaluators.Task(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+	tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
 		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t),
 		Ks: []int{1, 4, 8}, Exact: evaluators.TinyExact(m)})
 	if err != nil {
@@ -90,8 +90,8 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	}
 	defer run.Close()
 	it := run.Iteration(1)
-	it.Go(ctx, task, pipeline.Call{Inputs: map[string]pipeline.Artifact{"prompts": pipeline.StoreArtifact("main", "data/heldout.parquet")},
-		Params: map[string]int{"checkpoint": 0}, Dir: pipeline.EvalDir(0, "heldout")})
+	pipeline.Evaluate(ctx, it, pipeline.Stages{EvalGenerate: tasks.Generate, Eval: tasks.Score},
+		pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
 	if _, err := it.Commit(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 
 func TestEvalTaskRejectsKAboveN(t *testing.T) {
 	m, _ := tiny.Embedded()
-	_, err := evaluators.Task(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
+	_, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
 		Sampling: policy.Sampling{N: 4}, Ks: []int{1, 8}})
 	if !errors.Is(err, evaluators.ErrKTooLarge) || !strings.Contains(err.Error(), "k=8 but only n=4") {
 		t.Fatalf("err = %v", err)

@@ -16,7 +16,8 @@ import (
 //	reward:   trajectories, prompts → rewards      params {iteration}
 //	train:    rewards, trajectories, prompts, policy → adapter (directory), metrics
 //
-//	eval:     prompts (the eval set), policy → samples, summary   params {checkpoint}
+//	eval-generate: prompts (the eval set), policy → trajectories      params {checkpoint}
+//	eval:          prompts, trajectories, policy → samples, summary   params {checkpoint}
 //
 // The policy input is the adapter directory of an earlier iteration, or
 // Loop.InitialPolicy (absent when that is nil: the base model). Eval is
@@ -24,7 +25,11 @@ import (
 // policy in the first iteration and every Every-th checkpoint (and the
 // last), writing to evals/NNNNNN/<set>/ (000000 is the starting policy).
 type Stages struct {
-	Sample, Generate, Reward, Train, Eval *Task
+	Sample, Generate, Reward, Train *Task
+	// EvalGenerate samples the eval set from a checkpoint; Eval scores and
+	// summarises the samples. They are separate so that a new metric or
+	// reward reuses stored generations.
+	EvalGenerate, Eval *Task
 }
 
 // EvalConfig says when and on what the loop evaluates checkpoints.
@@ -35,6 +40,26 @@ type EvalConfig struct {
 	// Set is the eval set, a prompts table; Name names it ("heldout").
 	Set  Artifact
 	Name string
+}
+
+// Evaluate adds a checkpoint's evaluation to an iteration: the generate
+// and score calls of st on the eval set, with the checkpoint's adapter
+// (nil: the base model), writing to EvalDir(checkpoint, set). suffix
+// distinguishes call names within one iteration ("-start" for the
+// starting policy). It returns the score call.
+func Evaluate(ctx context.Context, it *Iteration, st Stages, evalSet Artifact, adapter *Artifact, checkpoint int, set, suffix string) *Node {
+	in := map[string]Artifact{"prompts": evalSet}
+	if adapter != nil {
+		in["policy"] = *adapter
+	}
+	params := map[string]int{"checkpoint": checkpoint}
+	dir := EvalDir(checkpoint, set)
+	gen := it.Go(ctx, st.EvalGenerate, Call{Name: "eval-generate" + suffix, Inputs: in, Params: params, Dir: dir})
+	scoreIn := map[string]Artifact{"prompts": evalSet, "trajectories": gen.Output("trajectories")}
+	if adapter != nil {
+		scoreIn["policy"] = *adapter
+	}
+	return it.Go(ctx, st.Eval, Call{Name: "eval" + suffix, Inputs: scoreIn, Params: params, Dir: dir})
 }
 
 // EvalDir is where the evaluation of a checkpoint on a set is written.
@@ -114,8 +139,8 @@ func (c LoopConfig) validate(s Stages) error {
 		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
 	case c.Eval.Every < 0:
 		return fmt.Errorf("%w: eval.every must be ≥ 0", ErrConfig)
-	case c.Eval.Every > 0 && (s.Eval == nil || c.Eval.Set.Path == ""):
-		return fmt.Errorf("%w: evaluating every %d iterations needs an eval stage and an eval set", ErrConfig, c.Eval.Every)
+	case c.Eval.Every > 0 && (s.Eval == nil || s.EvalGenerate == nil || c.Eval.Set.Path == ""):
+		return fmt.Errorf("%w: evaluating every %d iterations needs the eval stages and an eval set", ErrConfig, c.Eval.Every)
 	}
 	return nil
 }
@@ -244,15 +269,15 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 				set = "heldout"
 			}
 			if n == 1 {
-				in := map[string]Artifact{"prompts": ev.Set}
+				var start *Artifact
 				if a, ok := policy(0); ok {
-					in["policy"] = a
+					start = &a
 				}
-				it.Go(lctx, st.Eval, Call{Name: "eval-start", Inputs: in, Params: map[string]int{"checkpoint": 0}, Dir: EvalDir(0, set)})
+				Evaluate(lctx, it, st, ev.Set, start, 0, set, "-start")
 			}
 			if n%ev.Every == 0 || n == cfg.Iterations {
-				it.Go(lctx, st.Eval, Call{Inputs: map[string]Artifact{"prompts": ev.Set, "policy": train.Output(OutAdapter)},
-					Params: map[string]int{"checkpoint": n}, Dir: EvalDir(n, set)})
+				a := train.Output(OutAdapter)
+				Evaluate(lctx, it, st, ev.Set, &a, n, set, "")
 			}
 		}
 		trains[n] = train

@@ -237,14 +237,14 @@ func (c *Config) planEval(p *Plan) error {
 	if m := p.Policy.Embedded; m != nil {
 		o.Exact = evaluators.TinyExact(m)
 	}
-	t, err := evaluators.Task(o)
+	t, err := evaluators.NewTasks(o)
 	if err != nil {
 		return fmt.Errorf("%w: eval: %v", pipeline.ErrConfig, err)
 	}
-	if _, ok := p.Run.Envs[t.Env]; !ok {
-		p.Run.Envs[t.Env] = pipeline.Settings{}
+	if _, ok := p.Run.Envs[t.Score.Env]; !ok {
+		p.Run.Envs[t.Score.Env] = pipeline.Settings{}
 	}
-	p.Stages.Eval = t
+	p.Stages.EvalGenerate, p.Stages.Eval = t.Generate, t.Score
 	p.Loop.Eval = pipeline.EvalConfig{Every: e.Every, Set: pipeline.StoreArtifact(ref, path), Name: e.Name}
 	return nil
 }
