@@ -221,3 +221,33 @@ func TestResumeContinuesExactly(t *testing.T) {
 		t.Fatalf("trainer state %+v, want 4 updates of 1 step", ts)
 	}
 }
+
+// TestOverlapTrainsOffPolicy: with max_staleness 1, iteration 3 trains on
+// samples of iteration 1's adapter while starting from iteration 2's, so
+// the ratio moves away from 1; the metrics say so.
+func TestOverlapTrainsOffPolicy(t *testing.T) {
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t, 64)
+	r := openRun(t, st, "f", 5)
+	cfg := loopConfig(3, faultBatch)
+	cfg.MaxStaleness = 1
+	if _, err := r.Loop(context.Background(), cfg, stages(t, m, embedded.Task(m, embedded.Options{}))); err != nil {
+		t.Fatal(err)
+	}
+	var met embedded.Metrics
+	raw := readObject(t, st, r.Branch()+"@", "iterations/000003/"+embedded.MetricsFile)
+	if err := json.Unmarshal(raw, &met); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("iteration 3's %s:\n%s", embedded.MetricsFile, raw)
+	if met.Iteration != 3 || met.StalenessMean != 1 || met.Updates != 3 || met.Used == 0 || !(met.RatioDev > 1e-4) {
+		t.Fatalf("iteration 3 metrics %+v: want staleness 1, 3 updates and a ratio away from 1", met)
+	}
+	adv := readRows(t, st, r.Branch()+"@", "iterations/000003/"+embedded.AdvantagesFile)
+	if len(adv) != faultBatch*8 {
+		t.Fatalf("%d advantage rows, want %d", len(adv), faultBatch*8)
+	}
+}

@@ -190,3 +190,14 @@ func fetchDir(t testing.TB, st artifacts.Store, ref, prefix string) string {
 	}
 	return dir
 }
+
+// readRows reads the advantages table at ref:path.
+func readRows(t testing.TB, st artifacts.Store, ref, path string) []tables.Advantage {
+	t.Helper()
+	b := readObject(t, st, ref, path)
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tables.Advantages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
