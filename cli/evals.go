@@ -124,3 +124,23 @@ func learningLine(evals []evalOut) string {
 	}
 	return ""
 }
+
+// readPromptIDs reads the prompt ids of a prompts table.
+func readPromptIDs(ctx context.Context, st artifacts.Store, ref, path string) (map[string]bool, error) {
+	raw, err := readObject(ctx, st, ref, path)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrNotFound)
+	}
+	rows, err := tables.Read(bytes.NewReader(raw), int64(len(raw)), path, tables.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		ids[r.PromptID] = true
+	}
+	return ids, nil
+}

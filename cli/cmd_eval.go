@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+type evalOptions struct {
+	file        string
+	run         string
+	checkpoints string
+	n           int
+	k           string
+	every       int
+}
+
+func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.file, "file", "f", "pipeline.yaml", "the run's pipeline config: its policy, reward spec and eval section")
+	fs.StringVar(&o.run, "run", "", "the run to evaluate (default: the config's run)")
+	fs.StringVar(&o.checkpoints, "checkpoints", "all", `"all" (the starting policy and every iteration's adapter), or iterations "0,10,20" (0: the starting policy)`)
+	fs.IntVar(&o.n, "n", 0, "samples per problem (default: the config's eval.n)")
+	fs.StringVar(&o.k, "k", "", `the k of the metrics, e.g. "1,4,8,16" (default: the config's eval.k)`)
+}
+
+func newEvalCommand(g *rootOptions) *cobra.Command {
+	var o evalOptions
+	cmd := &cobra.Command{
+		Use:   "eval -f pipeline.yaml [--run RUN] [--checkpoints all|N,M] [--n 16] [--k 1,4,8,16]",
+		Short: "evaluate a run's checkpoints on its held-out set, reusing what is cached",
+		Long: `Evaluate checkpoints of a run the way the loop does: n samples per problem of the
+config's eval set with seeds that do not depend on the checkpoint, scored with
+the run's reward spec, summarised as avg@k, pass@k, pass^k and maj@k (and the
+exact expected pass@1 for the embedded model), written to
+evals/NNNNNN/<set>/ on the run branch and committed.
+
+Generations are cached by (adapter digest, eval set, sampling, seed), scores by
+(generations, reward spec, k): back-filling every checkpoint after a run only
+samples what is missing, and a new --k or reward spec rescores stored
+generations without sampling again.`,
+		Example: `  rlpipe eval -f examples/arithmetic/pipeline.yaml --checkpoints all
+  rlpipe eval -f pipeline.yaml --run exp1 --checkpoints 0,30,60 --n 32 --k 1,8,32`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(o.file)
+			if err != nil {
+				return failure(err)
+			}
+			if cfg.Eval == nil {
+				return failure(fmt.Errorf("eval: %s has no eval section (set, n, max_tokens): add one, see docs/PIPELINE.md", o.file))
+			}
+			if o.n > 0 {
+				cfg.Eval.N = o.n
+			}
+			if o.k != "" {
+				ks, err := parseInts(o.k)
+				if err != nil {
+					return usagef("eval: --k %q: %v", o.k, err)
+				}
+				cfg.Eval.K = ks
+			}
+			for _, k := range cfg.Eval.K {
+				if k > cfg.Eval.N {
+					return failure(fmt.Errorf("eval: k=%d but only n=%d samples per problem: sample at least k (--n %d, ideally %d)", k, cfg.Eval.N, k, 2*k))
+				}
+			}
+			cfg.Eval.Every = max(cfg.Eval.Every, 1)
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return evalFunc(ctx, st, cfg, o, g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q is not a non-negative integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// evalRunOut is the JSON shape of `rlpipe eval`.
+type evalRunOut struct {
+	Run         string    `json:"run"`
+	Commit      string    `json:"commit"`
+	Checkpoints []int     `json:"checkpoints"`
+	Cached      int       `json:"cached"` // task calls answered from the cache
+	Ran         int       `json:"ran"`
+	Evals       []evalOut `json:"evals"`
+	Seconds     float64   `json:"seconds"`
+}
+
+func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o evalOptions, p printer) error {
+	start := time.Now()
+	name := cfg.Run
+	if o.run != "" {
+		name = o.run
+	}
+	if name == "" {
+		return usagef("eval: name the run with --run NAME or with run: in %s", cfg.File())
+	}
+	branch := pipeline.RunBranch(name)
+	if _, err := st.GetBranch(ctx, branch); errors.Is(err, artifacts.ErrNotFound) {
+		return explain(err, "eval: no run %q in this store: `rlpipe status` lists the runs", name)
+	} else if err != nil {
+		return withOp(err, "eval %s", name)
+	}
+	cps, err := checkpointsOf(ctx, st, branch, o.checkpoints)
+	if err != nil {
+		return failure(err)
+	}
+	if err := warnOverlap(ctx, st, cfg, p); err != nil {
+		return err
+	}
+	plan, err := cfg.Plan()
+	if err != nil {
+		return failure(err)
+	}
+	defer plan.Close()
+	stats := &runStats{}
+	plan.Run.Name = name
+	plan.Run.OnEvent = stats.event
+	run, err := pipeline.Open(ctx, st, plan.Run)
+	if err != nil {
+		return failure(withOp(err, "eval %s", name))
+	}
+	defer run.Close()
+	set := cfg.Eval.Name
+	if set == "" {
+		set = "heldout"
+	}
+	for _, c := range cps {
+		it := run.Iteration(c)
+		var adapter *pipeline.Artifact
+		if c > 0 {
+			a := pipeline.StoreDir(branch, fmt.Sprintf("iterations/%06d/adapter", c))
+			adapter = &a
+		} else if plan.Loop.InitialPolicy != nil {
+			adapter = plan.Loop.InitialPolicy
+		}
+		pipeline.Evaluate(ctx, it, plan.Stages, plan.Loop.Eval.Set, adapter, c, set, "")
+		if err := it.Wait(ctx); err != nil {
+			return failure(fmt.Errorf("eval %s: checkpoint %d: %w", name, c, err))
+		}
+	}
+	msg := fmt.Sprintf("eval: %s on %s, checkpoints %s", name, set, joinInts(cps))
+	commit, err := st.Commit(ctx, branch, msg, &artifacts.CommitOptions{Metadata: map[string]string{"rlpipe.run": name, "rlpipe.eval": set}})
+	if errors.Is(err, artifacts.ErrNoChanges) {
+		b, gerr := st.GetBranch(ctx, branch)
+		if gerr != nil {
+			return withOp(gerr, "eval %s", name)
+		}
+		commit, err = artifacts.Commit{ID: b.CommitID}, nil
+	}
+	if err != nil {
+		return withOp(err, "eval %s: commit", name)
+	}
+	evals, err := readEvals(ctx, st, commit.ID)
+	if err != nil {
+		return err
+	}
+	want := map[int]bool{}
+	for _, c := range cps {
+		want[c] = true
+	}
+	out := evalRunOut{Run: name, Commit: commit.ID, Checkpoints: cps, Evals: []evalOut{}, Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+	stats.mu.Lock()
+	out.Cached, out.Ran = stats.cached, stats.tasks-stats.cached
+	stats.mu.Unlock()
+	for _, e := range evals {
+		if want[e.Iteration] && e.Set == set {
+			out.Evals = append(out.Evals, e)
+		}
+	}
+	if p.json {
+		return p.JSON(out)
+	}
+	var sb strings.Builder
+	cols := evalColumns(out.Evals)
+	t := newTable(append([]string{"CHECKPOINT", "PROBLEMS", "N"}, cols...)...)
+	for i := 1; i < 3+len(cols); i++ {
+		t.alignRight(i)
+	}
+	for _, e := range out.Evals {
+		row := []string{e.Checkpoint, strconv.Itoa(e.Problems), strconv.Itoa(e.N)}
+		for _, c := range cols {
+			row = append(row, strconv.FormatFloat(e.Metrics[c], 'f', 4, 64))
+		}
+		t.add(row...)
+	}
+	_ = t.write(&sb)
+	fmt.Fprintf(&sb, "evaluated %d checkpoints of %s on %s (%d task calls cached, %d ran) as %s in %s\n",
+		len(cps), name, set, out.Cached, out.Ran, shortID(commit.ID), time.Since(start).Round(100*time.Millisecond))
+	return p.Printf("%s", sb.String())
+}
+
+// checkpointsOf resolves --checkpoints against the run: 0 is the starting
+// policy; N must be an iteration whose adapter the branch holds.
+func checkpointsOf(ctx context.Context, st artifacts.Store, branch, spec string) ([]int, error) {
+	have := map[int]bool{0: true}
+	for e, err := range st.ListObjects(ctx, branch, &artifacts.ListOptions{Prefix: "iterations/"}) {
+		if err != nil {
+			return nil, err
+		}
+		parts := strings.Split(e.Path, "/")
+		if len(parts) == 4 && parts[2] == "adapter" && parts[3] == "adapter_config.json" {
+			if n, err := strconv.Atoi(parts[1]); err == nil {
+				have[n] = true
+			}
+		}
+	}
+	var out []int
+	if spec == "all" {
+		for n := range have {
+			out = append(out, n)
+		}
+	} else {
+		ns, err := parseInts(spec)
+		if err != nil {
+			return nil, fmt.Errorf("eval: --checkpoints %q: %v", spec, err)
+		}
+		for _, n := range ns {
+			if !have[n] {
+				return nil, fmt.Errorf("eval: checkpoint %d of %s is not an adapter (no %s:iterations/%06d/adapter/adapter_config.json); `rlpipe status` lists the iterations",
+					n, branch, branch, n)
+			}
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// warnOverlap prints a loud warning when the eval set shares problems with
+// the training dataset: held-out numbers would then measure memory.
+func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, p printer) error {
+	ids := func(art string) (map[string]bool, error) {
+		ref, path, err := artifacts.SplitArtifact(art)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := readPromptIDs(ctx, st, ref, path)
+		if err != nil {
+			return nil, err
+		}
+		return rows, nil
+	}
+	train, err := ids(cfg.Dataset)
+	if err != nil {
+		return nil // the run itself reports a missing dataset
+	}
+	eval, err := ids(cfg.Eval.Set)
+	if err != nil {
+		return failure(fmt.Errorf("eval: eval set %s: %w", cfg.Eval.Set, err))
+	}
+	shared := 0
+	for id := range eval {
+		if train[id] {
+			shared++
+		}
+	}
+	if shared > 0 {
+		return p.Printf("WARNING: %d of %d eval problems (%s) are also training prompts (%s): held-out figures will overstate what the policy learned\n",
+			shared, len(eval), cfg.Eval.Set, cfg.Dataset)
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

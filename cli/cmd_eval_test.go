@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallArithRun is a store holding a finished 4-iteration run of the
+// arithmetic example (evaluations at 0, 2 and 4 on 50 held-out problems),
+// and the config it ran with.
+func smallArithRun(t *testing.T) (*harness, string) {
+	t.Helper()
+	b, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := filepath.Abs("../examples/arithmetic/reward.yaml")
+	src := string(b)
+	for old, new := range map[string]string{
+		"iterations: 60": "iterations: 4", "every: 10": "every: 2", "n: 16": "n: 4", "k: [1, 4, 8, 16]": "k: [1, 4]",
+		"spec: reward.yaml": "spec: " + spec,
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("the example no longer has %q; update this test", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
+	cfg := h.file("pipeline.yaml", src)
+	h.ok("run", "-f", cfg)
+	return h, cfg
+}
+
+func TestEvalBackfillsFromCache(t *testing.T) {
+	h, cfg := smallArithRun(t)
+	var out evalRunOut
+	h.json(&out, "eval", "-f", cfg, "--checkpoints", "all")
+	// 0, 2 and 4 were evaluated by the loop: their 6 calls are cache hits;
+	// 1 and 3 are sampled and scored now.
+	if len(out.Checkpoints) != 5 || out.Cached != 6 || out.Ran != 4 || len(out.Evals) != 5 {
+		t.Fatalf("checkpoints %v, cached %d, ran %d, %d evals", out.Checkpoints, out.Cached, out.Ran, len(out.Evals))
+	}
+	if out.Evals[0].Checkpoint != "base" || out.Evals[4].Checkpoint != "iteration-000004" {
+		t.Errorf("evals out of order: %+v", out.Evals)
+	}
+	// Again: everything is cached, nothing is committed.
+	var again evalRunOut
+	h.json(&again, "eval", "-f", cfg, "--checkpoints", "all")
+	if again.Cached != 10 || again.Ran != 0 || again.Commit != out.Commit {
+		t.Errorf("second back-fill: cached %d ran %d commit %s (was %s)", again.Cached, again.Ran, again.Commit, out.Commit)
+	}
+	// A new k rescores stored generations: no sampling.
+	var newK evalRunOut
+	h.json(&newK, "eval", "-f", cfg, "--checkpoints", "2", "--k", "1,2")
+	if newK.Cached != 1 || newK.Ran != 1 {
+		t.Errorf("new k: cached %d ran %d, want the generation cached and the scoring run", newK.Cached, newK.Ran)
+	}
+	if _, ok := newK.Evals[0].Metrics["pass@2"]; !ok {
+		t.Errorf("pass@2 missing: %+v", newK.Evals[0].Metrics)
+	}
+	// status lists them all, the base first.
+	var st runStatusOut
+	h.json(&st, "status", "arith")
+	if len(st.Evals) != 5 || st.Evals[0].Iteration != 0 {
+		t.Errorf("status evals: %+v", st.Evals)
+	}
+}
+
+func TestEvalBadInput(t *testing.T) {
+	h, cfg := smallArithRun(t)
+	h.fails(1, []string{"k=8 but only n=4 samples per problem", "--n 8"}, "eval", "-f", cfg, "--k", "1,8")
+	h.fails(1, []string{"checkpoint 7 of runs-arith is not an adapter", "iterations/000007/adapter/adapter_config.json"}, "eval", "-f", cfg, "--checkpoints", "7")
+	h.fails(1, []string{`no run "nope"`}, "eval", "-f", cfg, "--run", "nope")
+	// An eval set that overlaps the training prompts: a loud warning.
+	overlap := strings.Replace(readFile(t, cfg), "set: main:data/arith-heldout.parquet", "set: main:data/arith-overlap.parquet", 1)
+	local := filepath.Join(h.dir, "train.parquet")
+	h.ok("export", "main:data/arith-train.parquet", local)
+	h.ok("put", local, "main:data/arith-overlap.parquet")
+	h.ok("commit", "main", "-m", "an eval set that is the training set")
+	out := h.ok("eval", "-f", h.file("overlap.yaml", overlap), "--checkpoints", "0")
+	if !strings.Contains(out, "WARNING: 256 of 256 eval problems") {
+		t.Errorf("no overlap warning:\n%s", out)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
