@@ -27,10 +27,10 @@ func TestArithmeticDemoLearns(t *testing.T) {
 	}
 	src = strings.Replace(src, "spec: reward.yaml", "spec: "+spec, 1)
 	for old, new := range map[string]string{
-		"iterations: 60":    "iterations: 16",
-		"every: 10":         "every: 16",
-		"n: 16":             "n: 8",
-		"k: [1, 4, 8, 16]":  "k: [1, 8]",
+		"iterations: 60":   "iterations: 16",
+		"every: 10":        "every: 16",
+		"n: 16":            "n: 8",
+		"k: [1, 4, 8, 16]": "k: [1, 8]",
 	} {
 		if !strings.Contains(src, old) {
 			t.Fatalf("the example no longer has %q; update this test", old)
