@@ -1,0 +1,100 @@
+package external
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Errors of the external trainer, tested with errors.Is. A trainer that
+// exits with a non-zero status fails with an *ExitError.
+var (
+	// ErrOptions: an option cannot work; the message names it.
+	ErrOptions = errors.New("invalid external trainer options")
+	// ErrContract: the trainer exited 0 but its outputs break the
+	// contract (a missing file, an adapter that is not a PEFT LoRA
+	// directory, metrics that are not a JSON object). It wraps
+	// pipeline.ErrOutput, and the task fails at once (Permanent): the
+	// same script would write the same outputs again.
+	ErrContract = fmt.Errorf("external trainer broke the contract (see docs/TRAINERS.md): %w", pipeline.ErrOutput)
+	// ErrBatch: the prompts, trajectories and rewards of an iteration do
+	// not fit together (a reward for a sample that was never generated).
+	ErrBatch = errors.New("inconsistent training batch")
+	// ErrPolicy: the policy input (the previous adapter) is not a PEFT
+	// LoRA directory.
+	ErrPolicy = errors.New("policy input is not a PEFT LoRA adapter")
+)
+
+// Exit statuses of the contract. Any other non-zero status (a crash, an
+// out-of-memory kill, a lost node) is retried as the task environment's
+// retries say; these three fail the task at once.
+const (
+	// ExitUsage is argparse's status for flags it cannot parse: the
+	// script and rlpipe disagree about the contract.
+	ExitUsage = 2
+	// ExitDataErr (sysexits EX_DATAERR): the inputs cannot be trained on
+	// (inconsistent tables, a non-finite loss).
+	ExitDataErr = 65
+	// ExitConfig (sysexits EX_CONFIG): the hyperparameters are invalid.
+	ExitConfig = 78
+)
+
+// ExitError is the error of a trainer that exited with a non-zero status
+// or was killed by a signal.
+type ExitError struct {
+	// Command is the argv that ran, the contract's flags included.
+	Command []string
+	// Code is the exit status, or -1 when a signal killed the process.
+	Code int
+	// Signal names the signal that killed the process ("" otherwise).
+	Signal string
+	// Tail is the end of the trainer's stderr (its stdout when stderr was
+	// empty), secret values of its environment replaced by <redacted>.
+	Tail string
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	if e.Signal != "" {
+		fmt.Fprintf(&b, "external trainer killed by signal %s", e.Signal)
+	} else {
+		fmt.Fprintf(&b, "external trainer exited with status %d", e.Code)
+		switch e.Code {
+		case ExitUsage:
+			b.WriteString(" (usage: the script rejected the contract's flags)")
+		case ExitDataErr:
+			b.WriteString(" (data error: the batch cannot be trained on)")
+		case ExitConfig:
+			b.WriteString(" (configuration error: check the hyperparameters)")
+		}
+	}
+	fmt.Fprintf(&b, "\ncommand: %s", shellJoin(e.Command))
+	if e.Tail != "" {
+		fmt.Fprintf(&b, "\nlast output:\n%s", e.Tail)
+	}
+	return b.String()
+}
+
+// Permanent reports whether retrying cannot help: the status is one of
+// ExitUsage, ExitDataErr and ExitConfig.
+func (e *ExitError) Permanent() bool {
+	return e.Code == ExitUsage || e.Code == ExitDataErr || e.Code == ExitConfig
+}
+
+// shellJoin quotes an argv for display, as a shell would need it.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = a
+		} else {
+			out[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,147 @@
+package external
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CodeVersion is the version of this package's side of the contract. It
+// enters every train task's Version, so bump it when the same script and
+// options would be handed different inputs.
+const CodeVersion = "external-1"
+
+// ContractVersion is the contract's version, passed to the trainer as
+// RLPIPE_TRAINER_CONTRACT. Flags are only ever added within a version;
+// a script should ignore flags it does not know.
+const ContractVersion = 1
+
+// DefaultKillGrace is how long a cancelled trainer's process group has
+// between SIGTERM and SIGKILL: longer than torchrun's own 30 s wait for
+// its workers, whose sessions a SIGKILL of torchrun would orphan.
+const DefaultKillGrace = 40 * time.Second
+
+// Options configure the external train stage. Command is required; the
+// rest may stay zero.
+type Options struct {
+	// Command is the trainer's argv ("torchrun", "--nproc_per_node", "8",
+	// "trainers/python/grpo_train.py"); the contract's flags are
+	// appended. Relative paths resolve against Dir.
+	Command []string
+	// Hyperparameters are written, as a JSON object, to the file named
+	// by --hparams. rlpipe itself reads two of them, with the embedded
+	// trainer's meaning: no_std (bool, Dr. GRPO advantages) and
+	// keep_zero_std (bool, keep groups whose rewards are all equal).
+	// They enter the task's Version, so a change retrains.
+	Hyperparameters map[string]any
+	// Env is added to the trainer's environment (over rlpipe's own).
+	// Values are never logged, and the values of secret-looking keys
+	// (HF_TOKEN, WANDB_API_KEY, …) are replaced by <redacted> in the
+	// trainer's logged output and in errors. Env does not enter the
+	// cache key: put what changes training in Hyperparameters.
+	Env map[string]string
+	// Dir is the command's working directory (default: rlpipe's own, so
+	// a relative script path resolves as in the shell that started it).
+	Dir string
+	// Version enters the task's Version: bump it when the script changes
+	// what it trains (the script's bytes do not enter the cache key).
+	Version string
+	// Timeout bounds each attempt; the engine enforces it (cancelling the
+	// call, which stops the trainer's process group). Zero leaves the
+	// task environment's timeout.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL when a call is
+	// cancelled (default DefaultKillGrace).
+	KillGrace time.Duration
+}
+
+// advantageOptions are the hyperparameters rlpipe reads itself.
+type advantageOptions struct {
+	NoStd       bool
+	KeepZeroStd bool
+}
+
+// EnsureDefaults fills in the zero fields that have defaults.
+func (o *Options) EnsureDefaults() {
+	if o.KillGrace == 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+}
+
+// Validate reports the first option that cannot work.
+func (o Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(o.Command) == 0 || o.Command[0] == "":
+		return bad("command is empty; give the trainer's argv, e.g. [python3, trainers/python/grpo_train.py]")
+	case o.Timeout < 0:
+		return bad("timeout %s is negative", o.Timeout)
+	case o.KillGrace < 0:
+		return bad("kill grace %s is negative", o.KillGrace)
+	}
+	for k := range o.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("environment variable name %q is not valid", k)
+		}
+	}
+	if _, err := json.Marshal(o.Hyperparameters); err != nil {
+		return bad("hyperparameters are not a JSON object: %v", err)
+	}
+	_, err := o.advantages()
+	return err
+}
+
+func (o Options) advantages() (advantageOptions, error) {
+	var a advantageOptions
+	for key, dst := range map[string]*bool{"no_std": &a.NoStd, "keep_zero_std": &a.KeepZeroStd} {
+		v, ok := o.Hyperparameters[key]
+		if !ok || v == nil {
+			continue
+		}
+		b, ok := v.(bool)
+		if !ok {
+			return a, fmt.Errorf("%w: hyperparameters.%s is %v (%T); it must be true or false", ErrOptions, key, v, v)
+		}
+		*dst = b
+	}
+	return a, nil
+}
+
+// TaskVersion is the train task's Version: CodeVersion and a digest of
+// the command, the hyperparameters, Dir and Version (not Env, which may
+// hold secrets).
+func (o Options) TaskVersion() string {
+	b, _ := json.Marshal(struct {
+		Code            string         `json:"code"`
+		Command         []string       `json:"command"`
+		Hyperparameters map[string]any `json:"hyperparameters"`
+		Dir             string         `json:"dir"`
+		Version         string         `json:"version"`
+	}{CodeVersion, o.Command, o.Hyperparameters, o.Dir, o.Version})
+	sum := sha256.Sum256(b)
+	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
+}
+
+// secretKey reports whether an environment variable's name looks like it
+// holds a secret: it contains api_key, apikey, secret, password,
+// credential or private_key, or has a word "token" (HF_TOKEN), matched
+// case-insensitively.
+func secretKey(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"api_key", "apikey", "api-key", "secret", "password", "passwd", "credential", "private_key"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	for _, w := range strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		if w == "token" || w == "pat" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,196 @@
+package external
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Names of the train stage's outputs — the two the loop needs and the
+// advantages table — and their files under the iteration's directory,
+// as the embedded trainer names them.
+const (
+	OutAdapter    = pipeline.OutAdapter
+	OutMetrics    = pipeline.OutMetrics
+	OutAdvantages = tables.AdvantagesName
+
+	AdapterDir     = "adapter"
+	MetricsFile    = "train_metrics.json"
+	AdvantagesFile = "advantages.parquet"
+)
+
+// Params are the loop's parameters of a train call.
+type Params struct {
+	Iteration int `json:"iteration"`
+}
+
+// Task returns the train stage that runs an external trainer: Name
+// "train", Env "train" (change the fields to run elsewhere), and a
+// Version that digests the command, the hyperparameters and
+// Options.Version. It is not Deterministic: the trainer gets the call's
+// seed (--seed), which enters the cache key.
+//
+// Each call computes the iteration's advantages (grpo.Advantages over the
+// rewards input, masking failed, unscored and, by default, zero-variance
+// samples), writes them and the hyperparameters, lays out the policy
+// input as --adapter-in and --optimizer-in, runs the command with the
+// contract's flags, checks what it wrote, and outputs
+//
+//	adapter/              the PEFT files of --adapter-out, plus
+//	  optimizer/          the files of --optimizer-out (when there are any)
+//	train_metrics.json    the batch's Metrics overlaid with --metrics-out
+//	advantages.parquet    tables.Advantages, one row per trajectory
+//
+// The engine uploads them only when the call succeeds, so a failed call
+// leaves the previous adapter current. The contract — flags, files, exit
+// statuses — is docs/TRAINERS.md.
+func Task(o Options) (*pipeline.Task, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	adv, _ := o.advantages()
+	o.Command = append([]string(nil), o.Command...)
+	return &pipeline.Task{
+		Name: "train", Version: o.TaskVersion(), Env: "train",
+		Settings: pipeline.Settings{Timeout: o.Timeout},
+		Outputs: []pipeline.Output{
+			{Name: OutAdapter, File: AdapterDir, Dir: true},
+			{Name: OutMetrics, File: MetricsFile, Check: checkMetricsFile},
+			{Name: OutAdvantages, File: AdvantagesFile, Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }},
+		},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			return run(ctx, tc, o, adv)
+		},
+	}, nil
+}
+
+func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageOptions) error {
+	p := Params{Iteration: tc.Iteration}
+	if err := tc.Params(&p); err != nil {
+		return err
+	}
+	prompts, err := readTable(tc, "prompts", tables.Prompts)
+	if err != nil {
+		return err
+	}
+	trajs, err := readTable(tc, "trajectories", tables.Trajectories)
+	if err != nil {
+		return err
+	}
+	rewards, err := readTable(tc, "rewards", tables.Rewards)
+	if err != nil {
+		return err
+	}
+	adv, metrics, err := prepare(prompts, trajs, rewards, ao)
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
+	}
+	metrics.Iteration = p.Iteration
+
+	dir := filepath.Join(tc.WorkDir, "trainer")
+	ps := newPaths(dir)
+	ps.Trajectories, ps.Prompts = tc.InputPath("trajectories"), tc.InputPath("prompts")
+	ps.Advantages = tc.OutputPath(OutAdvantages)
+	for _, d := range []string{dir, ps.AdapterOut, ps.OptimizerOut} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeAdvantages(ps.Advantages, adv); err != nil {
+		return err
+	}
+	hp := o.Hyperparameters
+	if hp == nil {
+		hp = map[string]any{}
+	}
+	hb, err := json.MarshalIndent(hp, "", "  ")
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("%w: hyperparameters: %v", ErrOptions, err))
+	}
+	if err := os.WriteFile(ps.Hparams, append(hb, '\n'), 0o644); err != nil {
+		return err
+	}
+	if policy := tc.InputPath("policy"); policy != "" {
+		if err := ps.splitPolicy(policy, dir); err != nil {
+			return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
+		}
+	}
+
+	argv := append(append([]string(nil), o.Command...), ps.flags(p.Iteration, tc.Seed)...)
+	env := []string{
+		"PYTHONUNBUFFERED=1",
+		"RLPIPE_TRAINER_CONTRACT=" + strconv.Itoa(ContractVersion),
+		"RLPIPE_TASK=" + tc.Task, "RLPIPE_ATTEMPT=" + strconv.Itoa(tc.Attempt),
+		"RLPIPE_ITERATION=" + strconv.Itoa(p.Iteration), "RLPIPE_SEED=" + strconv.FormatUint(tc.Seed, 10),
+	}
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+o.Env[k])
+	}
+	log := tc.Logger()
+	log.Debug().Strs("argv", argv).Strs("env_keys", keys).Bool("adapter_in", ps.AdapterIn != "").
+		Bool("optimizer_in", ps.OptimizerIn != "").Int("samples", metrics.Samples).Int("samples_used", metrics.Used).
+		Msg("run external trainer")
+	pr := process{argv: argv, env: env, dir: o.Dir, grace: o.KillGrace, log: log}
+	if err := pr.run(ctx); err != nil {
+		return fmt.Errorf("train iteration %d: %w", p.Iteration, err)
+	}
+
+	trainerMetrics, err := ps.checkOutputs()
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
+	}
+	if err := ps.assemble(tc.OutputPath(OutAdapter)); err != nil {
+		return err
+	}
+	mb, err := mergeMetrics(metrics, trainerMetrics)
+	if err != nil {
+		return fmt.Errorf("train iteration %d: metrics: %w", p.Iteration, err)
+	}
+	return os.WriteFile(tc.OutputPath(OutMetrics), mb, 0o644)
+}
+
+func readTable[T any](tc *pipeline.TaskContext, input string, t *tables.Table[T]) ([]T, error) {
+	path := tc.InputPath(input)
+	if path == "" {
+		return nil, pipeline.Permanent(fmt.Errorf("train stage: no %q input (the loop passes rewards, trajectories and prompts)", input))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", input, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", input, err)
+	}
+	rows, err := tables.Read(f, fi.Size(), input, t)
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err))
+	}
+	return rows, nil
+}
+
+func writeAdvantages(path string, rows []tables.Advantage) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := tables.Write(f, tables.Advantages, rows, nil); err != nil {
+		f.Close()
+		return fmt.Errorf("write advantages: %w", err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,170 @@
+package external
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rlpipe/rlpipe/policy/safetensors"
+)
+
+// checkOutputs checks what a trainer that exited 0 left behind, in the
+// order a reader needs it, and returns the trainer's metrics object.
+// Every error wraps ErrContract and names the flag and the file.
+func (p paths) checkOutputs() (map[string]json.RawMessage, error) {
+	if err := checkAdapter(p.AdapterOut); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(p.OptimizerOut)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: --optimizer-out %s is gone; leave the directory (empty when the trainer keeps no state)", ErrContract, p.OptimizerOut)
+	case err != nil:
+		return nil, fmt.Errorf("%w: --optimizer-out: %v", ErrContract, err)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%w: --optimizer-out %s is a file; it must be a directory (write e.g. optimizer.pt inside it)", ErrContract, p.OptimizerOut)
+	}
+	return readMetrics(p.MetricsOut)
+}
+
+// checkAdapter checks that dir is a PEFT LoRA adapter directory rlpipe's
+// rollout stages can load: both files, a LoRA configuration, every
+// tensor named, shaped and finite.
+func checkAdapter(dir string) error {
+	for _, name := range []string{safetensors.AdapterConfigFile, safetensors.AdapterWeightsFile} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			hint := ""
+			if name == safetensors.AdapterWeightsFile {
+				if _, err := os.Stat(filepath.Join(dir, "adapter_model.bin")); err == nil {
+					hint = " (it wrote adapter_model.bin: save with save_pretrained(dir, safe_serialization=True))"
+				}
+			}
+			return fmt.Errorf("%w: the trainer exited 0 without writing %s into --adapter-out %s%s", ErrContract, name, dir, hint)
+		} else if err != nil {
+			return fmt.Errorf("%w: --adapter-out: %v", ErrContract, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, OptimizerDir)); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: --adapter-out %s holds a directory %q, a name the adapter output reserves for --optimizer-out", ErrContract, dir, OptimizerDir)
+	}
+	_, mods, err := safetensors.ReadAdapterDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: --adapter-out: %w", ErrContract, err)
+	}
+	if len(mods) == 0 {
+		return fmt.Errorf("%w: --adapter-out %s: %s holds no LoRA tensors", ErrContract, dir, safetensors.AdapterWeightsFile)
+	}
+	names := make([]string, 0, len(mods))
+	for m := range mods {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	wpath := filepath.Join(dir, safetensors.AdapterWeightsFile)
+	for _, m := range names {
+		an, bn := safetensors.LoRATensorNames(m)
+		for _, t := range []struct {
+			name string
+			t    safetensors.Tensor
+		}{{an, mods[m].A}, {bn, mods[m].B}} {
+			if i, ok := firstNonFinite(t.t); !ok {
+				return fmt.Errorf("%w: --adapter-out: %s: tensor %q holds a NaN or infinite value at element %d; the update diverged", ErrContract, wpath, t.name, i)
+			}
+		}
+	}
+	return nil
+}
+
+// firstNonFinite finds the first NaN or infinity of a floating-point
+// tensor; ok is true when there is none (or the dtype is not a float).
+func firstNonFinite(t safetensors.Tensor) (int, bool) {
+	d := t.Data
+	switch t.DType {
+	case safetensors.F32:
+		for i := 0; i+4 <= len(d); i += 4 {
+			if binary.LittleEndian.Uint32(d[i:])&0x7f800000 == 0x7f800000 {
+				return i / 4, false
+			}
+		}
+	case safetensors.F64:
+		for i := 0; i+8 <= len(d); i += 8 {
+			if binary.LittleEndian.Uint64(d[i:])&0x7ff0000000000000 == 0x7ff0000000000000 {
+				return i / 8, false
+			}
+		}
+	case safetensors.F16:
+		for i := 0; i+2 <= len(d); i += 2 {
+			if binary.LittleEndian.Uint16(d[i:])&0x7c00 == 0x7c00 {
+				return i / 2, false
+			}
+		}
+	case safetensors.BF16:
+		for i := 0; i+2 <= len(d); i += 2 {
+			if binary.LittleEndian.Uint16(d[i:])&0x7f80 == 0x7f80 {
+				return i / 2, false
+			}
+		}
+	}
+	return 0, true
+}
+
+// readMetrics reads the trainer's metrics file: a JSON object.
+func readMetrics(path string) (map[string]json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: the trainer exited 0 without writing --metrics-out %s (a JSON object, e.g. {\"loss\": 0.1})", ErrContract, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: --metrics-out: %v", ErrContract, err)
+	}
+	var m map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil || m == nil {
+		hint := ""
+		if bytes.Contains(b, []byte("NaN")) || bytes.Contains(b, []byte("Infinity")) {
+			hint = " (NaN and Infinity are not JSON: write null, e.g. json.dump(m, f, allow_nan=False) after replacing them)"
+		}
+		if err == nil {
+			err = errors.New("null is not an object")
+		}
+		return nil, fmt.Errorf("%w: --metrics-out %s is not a JSON object: %v%s", ErrContract, path, err, hint)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: --metrics-out %s holds more than one JSON value", ErrContract, path)
+	}
+	return m, nil
+}
+
+// mergeMetrics lays the trainer's metrics over the batch's: a key the
+// trainer wrote wins.
+func mergeMetrics(batch Metrics, trainer map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(batch)
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	for k, v := range trainer {
+		all[k] = v
+	}
+	out, err := json.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// checkMetricsFile is the metrics output's Check.
+func checkMetricsFile(path string) error {
+	_, err := readMetrics(path)
+	return err
+}
