@@ -26,7 +26,7 @@ test: deps ## run every test with the race detector
 
 .PHONY: chaos
 chaos: ## run the kill -9 tests with many trials
-	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/
+	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/ ./cli/
 
 .PHONY: demo
 demo: build ## run the main job (for now: a store round trip in a temporary store)

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts/local"
+)
+
+// envCLIArgs makes the test binary act as the rlpipe command: its value is
+// the argument list as JSON. The kill test runs `rlpipe run` this way in a
+// child process it can SIGKILL.
+const envCLIArgs = "RLPIPE_TEST_CLI_ARGS"
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(envCLIArgs); raw != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Exit(run(context.Background(), args, environ{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+	}
+	os.Exit(m.Run())
+}
+
+// runSums maps the run's artifacts (iterations/, evals/, run/) to their
+// checksums: events/ holds timings and is left out.
+func runSums(t *testing.T, store, branch string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := map[string]string{}
+	for e, err := range st.ListObjects(ctx, branch, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "evals/") || strings.HasPrefix(e.Path, "run/state") {
+			m[e.Path] = e.Checksum
+		}
+	}
+	return m
+}
+
+// TestKillTrainingAndResume SIGKILLs `rlpipe run` of the arithmetic GRPO
+// loop at random moments (training is about half of each iteration) and
+// runs it again until it finishes: every artifact — trajectories,
+// rewards, adapters with their optimizer state, evaluations, the loop
+// state — must equal an uninterrupted run's, byte for byte.
+func TestKillTrainingAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the GRPO loop several times")
+	}
+	trials := 1
+	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
+		trials, _ = strconv.Atoi(v)
+	}
+	ref, cfg := smallArithRun(t)
+	src := strings.Replace(readFile(t, cfg), "iterations: 4", "iterations: 10", 1)
+	refCfg := ref.file("long.yaml", src)
+	ref.ok("run", "-f", refCfg)
+	want := runSums(t, ref.store, "runs-arith")
+	if len(want) < 40 {
+		t.Fatalf("the reference run holds %d artifacts", len(want))
+	}
+	rng := rand.New(rand.NewPCG(11, uint64(trials)))
+	for trial := 0; trial < trials; trial++ {
+		h := newStore(t)
+		h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
+		chaosCfg := h.file("pipeline.yaml", src)
+		args, _ := json.Marshal([]string{"--store", h.store, "--log-level", "error", "run", "-f", chaosCfg})
+		kills := 0
+		for leg := 0; ; leg++ {
+			if leg > 30 {
+				t.Fatalf("the run did not finish after %d legs", leg)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envCLIArgs+"="+string(args))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			if kills < 3 {
+				select {
+				case err = <-done:
+				case <-time.After(time.Duration(300+rng.IntN(1500)) * time.Millisecond):
+					cmd.Process.Signal(syscall.SIGKILL)
+					<-done
+					kills++
+					continue
+				}
+			} else {
+				err = <-done
+			}
+			if err != nil {
+				t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
+			}
+			break
+		}
+		got := runSums(t, h.store, "runs-arith")
+		for p, s := range want {
+			if got[p] != s {
+				t.Errorf("trial %d, after %d kills: %s differs (%s, want %s)", trial, kills, p, got[p], s)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("trial %d: %d artifacts, want %d", trial, len(got), len(want))
+		}
+		t.Logf("trial %d: %d kills, %d artifacts identical to the uninterrupted run", trial, kills, len(want))
+	}
+}
