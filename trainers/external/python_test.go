@@ -1,0 +1,102 @@
+package external_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/trainers/external"
+)
+
+// The reference script needs torch, transformers, peft and pyarrow, which
+// this machine lacks; these tests check what runs without them: it
+// compiles, parses the contract's flags, checks hyperparameters before
+// importing torch, and plans DDP's micro-batches consistently.
+
+var script = filepath.Join("..", "python", "grpo_train.py")
+
+func python(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return p
+}
+
+func TestReferenceScriptCompiles(t *testing.T) {
+	py := python(t)
+	cmd := exec.Command(py, "-m", "py_compile", script)
+	// Keep the bytecode out of the source tree.
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("py_compile %s: %v\n%s", script, err, out)
+	}
+}
+
+// TestReferenceScriptUnderTheContract runs the real script as the train
+// stage of a loop: it accepts every flag rlpipe passes, and invalid
+// hyperparameters end the task at once with status 78 and the key.
+func TestReferenceScriptUnderTheContract(t *testing.T) {
+	py := python(t)
+	for _, tc := range []struct {
+		hp   map[string]any
+		says string
+	}{
+		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lr": -1}, "hyperparameters.lr: -1 must be > 0"},
+		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lora": map[string]any{"rnak": 8}}, "unknown hyperparameter lora.'rnak' (did you mean 'rank'?)"},
+		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
+		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
+	} {
+		t.Run(tc.says, func(t *testing.T) {
+			train := trainTask(t, "", func(o *external.Options) {
+				o.Command = []string{py, script}
+				o.Hyperparameters = tc.hp
+				o.Env = map[string]string{"PYTHONPYCACHEPREFIX": t.TempDir()}
+			})
+			_, err := openRun(t, newStore(t), "py", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+			var ee *external.ExitError
+			if !errors.As(err, &ee) || ee.Code != external.ExitConfig || !errors.Is(err, pipeline.ErrPermanent) {
+				t.Fatalf("err = %v, want exit status %d, not retried", err, external.ExitConfig)
+			}
+			if !strings.Contains(ee.Tail, tc.says) {
+				t.Errorf("stderr tail %q lacks %q", ee.Tail, tc.says)
+			}
+		})
+	}
+}
+
+// TestReferenceScriptPlan checks the script's split of minibatches over
+// DDP processes: each sample trains exactly once per epoch, and every
+// process runs the same number of micro-batches in each minibatch.
+func TestReferenceScriptPlan(t *testing.T) {
+	py := python(t)
+	code := `
+import sys
+sys.path.insert(0, sys.argv[1])
+from grpo_train import plan
+for n in (0, 1, 5, 16, 37):
+    for world in (1, 2, 3, 8):
+        for mbs, micro in ((0, 4), (8, 2), (5, 3), (1, 1)):
+            hp = {"minibatch_size": mbs, "micro_batch_size": micro}
+            plans = [plan(n, hp, world, r) for r in range(world)]
+            seen = sorted(i for p in plans for mb in p for m in mb for i in m)
+            assert seen == list(range(n)), (n, world, mbs, micro, seen)
+            for k in range(len(plans[0])):
+                counts = {len(p[k]) for p in plans}
+                assert len(counts) == 1, (n, world, mbs, micro, k, counts)
+                assert all(len(m) <= micro for p in plans for m in p[k])
+print("ok")
+`
+	cmd := exec.Command(py, "-c", code, filepath.Dir(script))
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("plan check: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,709 @@
+#!/usr/bin/env python3
+"""GRPO with a LoRA adapter: rlpipe's reference external trainer.
+
+rlpipe's external train stage (trainers/external, docs/TRAINERS.md) runs
+this script once per RL iteration as
+
+    grpo_train.py --trajectories P --advantages P --prompts P --hparams F \
+        --adapter-out D --optimizer-out D --metrics-out F \
+        [--adapter-in D [--optimizer-in D]] --iteration N --seed S
+
+and the script takes one GRPO update of the policy's LoRA adapter:
+
+  * it reads the iteration's Parquet tables (pyarrow): the advantages rlpipe
+    computed (rows with mask=true are skipped), the sampled completions'
+    token ids and old log-probabilities (rows whose status is not "ok" are
+    skipped), and the prompts, tokenized with the model's chat template when
+    a prompt has messages;
+  * it loads the base model (transformers) with the previous adapter
+    (peft, --adapter-in) or a fresh one, and AdamW's state (--optimizer-in);
+  * for `epochs` passes over the batch, cut into minibatches of
+    `minibatch_size` sequences (one optimizer step each), it minimises the
+    clipped surrogate plus beta times the k3 KL to the base model
+    (the adapter disabled), aggregated per token or per sequence, with
+    gradient-norm clipping;
+  * it writes the adapter with save_pretrained (--adapter-out), the
+    optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
+    and a JSON object of figures (--metrics-out).
+
+Under torchrun (WORLD_SIZE > 1) every process trains its share of each
+minibatch under DistributedDataParallel. One process reads the inputs and
+broadcasts them (the lowest rank that can see --hparams, so only the node
+rlpipe runs on needs the work directory) and the same process writes the
+outputs while the others wait at a barrier.
+
+Exit statuses follow the contract: 0 done, 78 invalid hyperparameters,
+65 a batch that cannot be trained on (inconsistent tables, a non-finite
+gradient), 2 unparseable flags (argparse); rlpipe retries anything else.
+
+Requirements: python >= 3.10, torch >= 2.3, transformers >= 4.43,
+peft >= 0.12, pyarrow >= 14, safetensors. See README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import json
+import math
+import os
+import random
+import sys
+import time
+from typing import Any
+
+CONTRACT = 1
+EXIT_DATAERR = 65
+EXIT_CONFIG = 78
+STATE_FORMAT = "rlpipe-grpo-torch/1"
+OPTIMIZER_FILE = "optimizer.pt"
+STATE_FILE = "trainer_state.json"
+
+# Hyperparameters and their defaults. Names follow rlpipe's embedded
+# trainer (trainers/embedded) where the two share a knob.
+DEFAULTS: dict[str, Any] = {
+    "base_model": None,  # required: a Hugging Face id or a local path
+    "lora": {
+        "rank": 16,
+        "alpha": 32,
+        "dropout": 0.0,
+        "targets": ["q_proj", "k_proj", "v_proj", "o_proj"],
+    },
+    "lr": 1e-5,
+    "betas": [0.9, 0.999],
+    "weight_decay": 0.0,
+    "clip_norm": 1.0,  # max gradient L2 norm; <= 0 turns clipping off
+    "epochs": 1,
+    "minibatch_size": 0,  # sequences per optimizer step; 0 = the whole batch
+    "micro_batch_size": 4,  # sequences per forward pass on each process
+    "eps_low": 0.2,
+    "eps_high": 0.2,  # DAPO's clip-higher: 0.28
+    "beta": 0.0,  # weight of the k3 KL to the base model
+    "aggregation": "token",  # or "sequence"
+    "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
+    "gradient_checkpointing": False,
+    "recompute_old_logprobs": False,  # rescore with the trainer's forward pass
+    "max_length": 0,  # skip longer prompt+completion sequences; 0 = no limit
+    "trust_remote_code": False,
+    "chat_template": True,  # tokenize prompts with messages by the chat template
+    # Read by rlpipe when it computes the advantages; accepted here so one
+    # hyperparameters object serves both.
+    "no_std": False,
+    "keep_zero_std": False,
+}
+
+
+class ConfigError(Exception):
+    """Invalid hyperparameters or inputs that do not fit them (exit 78)."""
+
+
+class DataError(Exception):
+    """A batch that cannot be trained on (exit 65)."""
+
+
+def log(msg: str) -> None:
+    print(f"grpo_train: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="One GRPO update of a LoRA adapter (rlpipe external trainer contract %d)." % CONTRACT
+    )
+    p.add_argument("--trajectories", required=True, help="trajectories table (Parquet)")
+    p.add_argument("--advantages", required=True, help="advantages table (Parquet)")
+    p.add_argument("--prompts", required=True, help="prompts table (Parquet)")
+    p.add_argument("--hparams", required=True, help="hyperparameters (a JSON object)")
+    p.add_argument("--adapter-out", required=True, help="directory for the new PEFT adapter")
+    p.add_argument("--optimizer-out", required=True, help="directory for the optimizer state")
+    p.add_argument("--metrics-out", required=True, help="file for the metrics (a JSON object)")
+    p.add_argument("--adapter-in", help="the previous PEFT adapter (absent on the first iteration)")
+    p.add_argument("--optimizer-in", help="the previous optimizer state (absent on the first iteration)")
+    p.add_argument("--iteration", type=int, default=0, help="the RL iteration, from 1")
+    p.add_argument("--seed", type=int, default=0, help="the call's seed (an unsigned 64-bit integer)")
+    args, unknown = p.parse_known_args(argv)
+    if unknown:
+        # A newer rlpipe may add flags within the same contract version.
+        log(f"ignoring flags this script does not know: {' '.join(unknown)}")
+    return args
+
+
+# ---------------------------------------------------------- hyperparameters
+
+
+def _number(hp: dict, key: str, lo: float | None = None, hi: float | None = None,
+            lo_open: bool = False, integer: bool = False) -> None:
+    v = hp[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not float(v).is_integer()):
+        raise ConfigError(f"hyperparameters.{key}: {v!r} is not {'an integer' if integer else 'a number'}")
+    if not math.isfinite(v):
+        raise ConfigError(f"hyperparameters.{key}: {v!r} is not finite")
+    if lo is not None and (v < lo or (lo_open and v == lo)):
+        raise ConfigError(f"hyperparameters.{key}: {v!r} must be {'>' if lo_open else '>='} {lo}")
+    if hi is not None and v >= hi:
+        raise ConfigError(f"hyperparameters.{key}: {v!r} must be < {hi}")
+    if integer:
+        hp[key] = int(v)
+
+
+def _unknown(keys, known, where: str) -> None:
+    for k in sorted(keys):
+        if k not in known:
+            near = difflib.get_close_matches(k, list(known), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ConfigError(f"unknown hyperparameter {where}{k!r}{hint}; known: {', '.join(sorted(known))}")
+
+
+def load_hparams(path: str) -> dict[str, Any]:
+    """Reads and checks the hyperparameters, defaults filled in."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"read --hparams {path}: {e}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"--hparams {path} is not a JSON object")
+    _unknown(raw, DEFAULTS, "")
+    hp = {**DEFAULTS, **raw}
+    lora = raw.get("lora") or {}
+    if not isinstance(lora, dict):
+        raise ConfigError("hyperparameters.lora must be an object {rank, alpha, dropout, targets}")
+    _unknown(lora, DEFAULTS["lora"], "lora.")
+    hp["lora"] = {**DEFAULTS["lora"], **lora}
+
+    if not isinstance(hp["base_model"], str) or not hp["base_model"]:
+        raise ConfigError("hyperparameters.base_model is required (e.g. \"Qwen/Qwen2.5-1.5B-Instruct\")")
+    _number(hp, "lr", 0, lo_open=True)
+    _number(hp, "weight_decay", 0)
+    _number(hp, "clip_norm")
+    _number(hp, "epochs", 1, integer=True)
+    _number(hp, "minibatch_size", 0, integer=True)
+    _number(hp, "micro_batch_size", 1, integer=True)
+    _number(hp, "eps_low", 0, 1, lo_open=True)
+    _number(hp, "eps_high", 0, lo_open=True)
+    _number(hp, "beta", 0)
+    _number(hp, "max_length", 0, integer=True)
+    b = hp["betas"]
+    if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
+        raise ConfigError(f"hyperparameters.betas: {b!r} must be two numbers in [0, 1), e.g. [0.9, 0.999]")
+    if hp["aggregation"] not in ("token", "sequence"):
+        raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
+    if hp["dtype"] not in ("bfloat16", "float16", "float32"):
+        raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
+    for key in ("gradient_checkpointing", "recompute_old_logprobs", "trust_remote_code", "chat_template",
+                "no_std", "keep_zero_std"):
+        if not isinstance(hp[key], bool):
+            raise ConfigError(f"hyperparameters.{key}: {hp[key]!r} must be true or false")
+    lo = hp["lora"]
+    _number(lo, "rank", 1, integer=True)
+    _number(lo, "alpha", 0, lo_open=True)
+    _number(lo, "dropout", 0, 1)
+    t = lo["targets"]
+    if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
+        raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
+    return hp
+
+
+# ---------------------------------------------------------- distribution
+
+
+class Dist:
+    """The process group under torchrun, or a world of one."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        cuda = torch.cuda.is_available()
+        if cuda:
+            torch.cuda.set_device(self.local_rank)
+            self.device = torch.device("cuda", self.local_rank)
+        else:
+            self.device = torch.device("cpu")
+        self.dist = None
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.init_process_group(backend="nccl" if cuda else "gloo")
+            self.dist = dist
+
+    def io_rank(self, has_inputs: bool) -> int | None:
+        """The lowest rank that can read the inputs."""
+        if self.dist is None:
+            return 0 if has_inputs else None
+        seen: list[Any] = [None] * self.world
+        self.dist.all_gather_object(seen, has_inputs)
+        return next((r for r, ok in enumerate(seen) if ok), None)
+
+    def broadcast(self, obj: Any, src: int) -> Any:
+        if self.dist is None:
+            return obj
+        box = [obj]
+        self.dist.broadcast_object_list(box, src=src)
+        return box[0]
+
+    def all_sum(self, values: list[float]) -> list[float]:
+        if self.dist is None:
+            return values
+        import torch
+
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t)
+        return t.tolist()
+
+    def barrier(self) -> None:
+        if self.dist is not None:
+            self.dist.barrier()
+
+    def close(self) -> None:
+        if self.dist is not None:
+            self.dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def read_rows(path: str, columns: list[str]) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=columns).to_pylist()
+
+
+def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
+    """Reads and joins the tables and tokenizes the samples to train on.
+
+    Runs on the I/O rank only; the result is broadcast.
+    """
+    from transformers import AutoTokenizer
+
+    advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
+    trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"])
+    prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
+    trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
+
+    tok = AutoTokenizer.from_pretrained(hp["base_model"], trust_remote_code=hp["trust_remote_code"])
+    prompt_ids: dict[str, list[int]] = {}
+
+    def encode_prompt(pid: str) -> list[int]:
+        if pid in prompt_ids:
+            return prompt_ids[pid]
+        p = prompts.get(pid)
+        if p is None:
+            raise DataError(f"prompt {pid!r} has samples but no row in --prompts")
+        msgs = p.get("messages")
+        if msgs and hp["chat_template"] and getattr(tok, "chat_template", None):
+            ids = tok.apply_chat_template(
+                [{"role": m["role"], "content": m["content"]} for m in msgs],
+                add_generation_prompt=True, tokenize=True,
+            )
+            if not isinstance(ids, list):  # a BatchEncoding in newer transformers
+                ids = ids["input_ids"]
+        else:
+            text = p.get("prompt") or "".join(m["content"] for m in msgs or [])
+            ids = tok(text, add_special_tokens=True)["input_ids"]
+        prompt_ids[pid] = list(ids)
+        return prompt_ids[pid]
+
+    samples, skipped = [], {}
+
+    def skip(reason: str) -> None:
+        skipped[reason] = skipped.get(reason, 0) + 1
+
+    for a in advantages:
+        if a["mask"]:
+            continue
+        t = trajs.get((a["prompt_id"], a["sample_index"]))
+        if t is None:
+            raise DataError(f"sample {a['sample_index']} of prompt {a['prompt_id']!r} has an advantage but no trajectory")
+        if t["status"] != "ok":
+            skip(f"trajectory status {t['status']}")
+            continue
+        completion = t["token_ids"] or []
+        if not completion:
+            skip("no token ids")
+            continue
+        prompt = encode_prompt(a["prompt_id"])
+        if hp["max_length"] and len(prompt) + len(completion) > hp["max_length"]:
+            skip("longer than max_length")
+            continue
+        old = t["logprobs"]
+        if old is not None and len(old) != len(completion):
+            raise DataError(
+                f"sample {a['sample_index']} of prompt {a['prompt_id']!r} has {len(old)} logprobs for {len(completion)} tokens"
+            )
+        samples.append({
+            "prompt": prompt,
+            "completion": list(completion),
+            "old": None if old is None or hp["recompute_old_logprobs"] else list(old),
+            "advantage": float(a["advantage"]),
+        })
+
+    adapter_files = None
+    if args.adapter_in:
+        adapter_files = {}
+        for name in ("adapter_config.json", "adapter_model.safetensors"):
+            with open(os.path.join(args.adapter_in, name), "rb") as f:
+                adapter_files[name] = f.read()
+    optimizer_state = None
+    if args.optimizer_in:
+        path = os.path.join(args.optimizer_in, OPTIMIZER_FILE)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                optimizer_state = f.read()
+        else:
+            log(f"--optimizer-in holds no {OPTIMIZER_FILE}; AdamW starts fresh")
+    updates = 0
+    if args.optimizer_in and os.path.exists(os.path.join(args.optimizer_in, STATE_FILE)):
+        with open(os.path.join(args.optimizer_in, STATE_FILE), encoding="utf-8") as f:
+            updates = int(json.load(f).get("updates", 0))
+    return {
+        "samples": samples,
+        "skipped": skipped,
+        "adapter_files": adapter_files,
+        "optimizer_state": optimizer_state,
+        "updates": updates,
+        "pad_id": tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0),
+    }
+
+
+# ---------------------------------------------------------------- model
+
+
+def build_model(hp: dict, inputs: dict, d: Dist):
+    import tempfile
+
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[hp["dtype"]]
+    base = AutoModelForCausalLM.from_pretrained(
+        hp["base_model"], torch_dtype=dtype, trust_remote_code=hp["trust_remote_code"]
+    ).to(d.device)
+    base.config.use_cache = False
+    if hp["gradient_checkpointing"]:
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.enable_input_require_grads()
+    files = inputs["adapter_files"]
+    if files:
+        # Every process loads the previous adapter through PEFT from the
+        # bytes the I/O rank read; it keeps its own rank and targets.
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in files.items():
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(data)
+            model = PeftModel.from_pretrained(base, tmp, is_trainable=True)
+    else:
+        lo = hp["lora"]
+        model = get_peft_model(base, LoraConfig(
+            r=lo["rank"], lora_alpha=lo["alpha"], lora_dropout=lo["dropout"],
+            target_modules=lo["targets"], bias="none", task_type="CAUSAL_LM",
+        ))
+    return model
+
+
+def trainable(model) -> list[tuple[str, Any]]:
+    return sorted(((n, p) for n, p in model.named_parameters() if p.requires_grad), key=lambda x: x[0])
+
+
+def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool):
+    """Log-probabilities (and entropies) of each sample's completion tokens."""
+    import torch
+
+    length = max(len(s["prompt"]) + len(s["completion"]) for s in batch)
+    ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), length), dtype=torch.long)
+    for i, s in enumerate(batch):
+        seq = s["prompt"] + s["completion"]
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        mask[i, : len(seq)] = 1
+    logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits
+    lps, ents = [], []
+    for i, s in enumerate(batch):
+        p, c = len(s["prompt"]), len(s["completion"])
+        # The logits at position t predict the token at t + 1.
+        lp = logits[i, p - 1 : p - 1 + c].float().log_softmax(-1)
+        target = torch.tensor(s["completion"], dtype=torch.long, device=device)
+        lps.append(lp.gather(-1, target[:, None]).squeeze(-1))
+        if entropy:
+            with torch.no_grad():
+                ents.append(-(lp.exp() * lp).sum(-1))
+    return lps, ents
+
+
+# ---------------------------------------------------------------- training
+
+
+def plan(n: int, hp: dict, world: int, rank: int) -> list[list[list[int]]]:
+    """Per minibatch, this process's micro-batches of sample indices.
+
+    Samples stay in (prompt id, sample index) order; a minibatch's samples
+    go to processes round-robin. Every process runs the same number of
+    micro-batches in a minibatch (an empty one is a zero-weight pass), so
+    DDP's gradient all-reduces line up.
+    """
+    size = hp["minibatch_size"] or max(n, 1)
+    out = []
+    for start in range(0, n, size):
+        members = list(range(start, min(start + size, n)))
+        mine = members[rank::world]
+        per = -(-len(members) // world)  # the largest share
+        count = max(1, -(-per // hp["micro_batch_size"]))
+        mb = hp["micro_batch_size"]
+        out.append([mine[k * mb : (k + 1) * mb] for k in range(count)])
+    return out
+
+
+def train(args: argparse.Namespace, hp: dict | None) -> int:
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    d = Dist()
+    try:
+        io_rank = d.io_rank(hp is not None)
+        if io_rank is None:
+            raise ConfigError(
+                f"no process can read --hparams {args.hparams}: run rank 0's node where rlpipe runs, "
+                "or put rlpipe's work directory on storage every node mounts"
+            )
+        payload: dict[str, Any] | None = None
+        if d.rank == io_rank:
+            try:
+                payload = {"hp": hp, "inputs": read_inputs(args, hp)}
+            except (ConfigError, DataError) as e:
+                payload = {"error": (type(e).__name__, str(e))}
+        payload = d.broadcast(payload, io_rank)
+        if "error" in payload:
+            kind, msg = payload["error"]
+            raise (ConfigError if kind == "ConfigError" else DataError)(msg)
+        hp, inputs = payload["hp"], payload["inputs"]
+        samples = inputs["samples"]
+
+        seed = args.seed % (1 << 63)
+        random.seed(seed + d.rank)
+        torch.manual_seed(seed + d.rank)
+
+        model = build_model(hp, inputs, d)
+        params = trainable(model)
+        if d.dist is not None:
+            for _, p in params:  # the I/O rank's adapter everywhere
+                d.dist.broadcast(p.data, src=io_rank)
+        names = [n for n, _ in params]
+        opt = torch.optim.AdamW([p for _, p in params], lr=hp["lr"], betas=tuple(hp["betas"]),
+                                weight_decay=hp["weight_decay"])
+        steps_before = 0
+        if inputs["optimizer_state"] is not None:
+            state = torch.load(io.BytesIO(inputs["optimizer_state"]), map_location="cpu", weights_only=True)
+            if state.get("param_names") == names:
+                opt.load_state_dict(state["optimizer"])
+                for g in opt.param_groups:  # this call's hyperparameters win
+                    g.update(lr=hp["lr"], betas=tuple(hp["betas"]), weight_decay=hp["weight_decay"])
+                steps_before = int(state.get("optimizer_steps", 0))
+            else:
+                log("the optimizer state does not match the adapter's parameters; AdamW starts fresh")
+        peft_model = model
+        if d.dist is not None:
+            model = DDP(model, device_ids=[d.local_rank] if d.device.type == "cuda" else None)
+
+        micro = plan(len(samples), hp, d.world, d.rank)
+        mine = sorted({i for mb in micro for m in mb for i in m})
+        started = time.monotonic()
+
+        # Before any step: the old log-probabilities the table lacks (exact
+        # for on-policy samples) and, with beta > 0, the base model's.
+        peft_model.eval()
+        with torch.no_grad():
+            need_old = [i for i in mine if samples[i]["old"] is None]
+            for k in range(0, len(need_old), hp["micro_batch_size"]):
+                idx = need_old[k : k + hp["micro_batch_size"]]
+                lps, _ = sequence_logprobs(peft_model, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
+                for i, lp in zip(idx, lps):
+                    samples[i]["old"] = lp.tolist()
+            if hp["beta"] > 0:
+                with peft_model.disable_adapter():
+                    for k in range(0, len(mine), hp["micro_batch_size"]):
+                        idx = mine[k : k + hp["micro_batch_size"]]
+                        lps, _ = sequence_logprobs(peft_model, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
+                        for i, lp in zip(idx, lps):
+                            samples[i]["ref"] = lp.tolist()
+        model.train()
+
+        step_metrics = []
+        for epoch in range(hp["epochs"]):
+            for k, mbs in enumerate(micro):
+                size = hp["minibatch_size"] or len(samples)
+                members = range(k * size, min((k + 1) * size, len(samples)))
+                total_tokens = sum(len(samples[i]["completion"]) for i in members)
+                stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d)
+                clip = hp["clip_norm"] if hp["clip_norm"] > 0 else float("inf")
+                grad_norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in params], clip))
+                if not math.isfinite(grad_norm):
+                    raise DataError(
+                        f"optimizer step {steps_before + len(step_metrics) + 1} (epoch {epoch + 1}, minibatch {k + 1}): "
+                        f"gradient norm {grad_norm}; the update is not applied"
+                    )
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                stats["grad_norm"] = grad_norm
+                step_metrics.append(stats)
+        seconds = time.monotonic() - started
+
+        if d.rank == io_rank:
+            write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + len(step_metrics),
+                          step_metrics, seconds)
+        d.barrier()
+        return 0
+    finally:
+        d.close()
+
+
+def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Dist) -> dict:
+    """Accumulates one minibatch's gradient on this process; returns the
+    minibatch's figures, summed over every process."""
+    import torch
+
+    n_seqs = len(members)
+    sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0, tokens=0.0)
+    for j, idx in enumerate(micro_batches):
+        last = j == len(micro_batches) - 1
+        sync = contextlib.nullcontext() if last or d.dist is None else model.no_sync()
+        with sync:
+            weight = 1.0
+            if not idx:  # an empty share: a zero-weight pass keeps DDP in step
+                idx, weight = [members[0]], 0.0
+            batch = [samples[i] for i in idx]
+            lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True)
+            loss = torch.zeros((), device=d.device)
+            for s, lp, ent in zip(batch, lps, ents):
+                old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
+                a = s["advantage"]
+                ratio = torch.exp(lp - old)
+                clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
+                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                per_token = pg
+                kl = torch.zeros_like(lp)
+                if hp["beta"] > 0:
+                    delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
+                    kl = torch.exp(delta) - delta - 1
+                    per_token = pg + hp["beta"] * kl
+                if hp["aggregation"] == "token":
+                    w = weight / total_tokens
+                else:
+                    w = weight / (n_seqs * len(s["completion"]))
+                loss = loss + w * per_token.sum()
+                if weight:
+                    with torch.no_grad():
+                        sums["loss"] += float(w * per_token.sum())
+                        sums["policy_loss"] += float(w * pg.sum())
+                        sums["kl"] += float(kl.sum())
+                        sums["entropy"] += float(ent.sum())
+                        sums["clip_low"] += float((ratio < 1 - hp["eps_low"]).sum()) if a < 0 else 0.0
+                        sums["clip_high"] += float((ratio > 1 + hp["eps_high"]).sum()) if a > 0 else 0.0
+                        sums["ratio_dev"] += float((ratio - 1).abs().sum())
+                        sums["tokens"] += len(s["completion"])
+            # DDP averages gradients over the processes; the loss is a sum
+            # of shares of the minibatch's mean, so undo the average.
+            (loss * d.world).backward()
+    keys = list(sums)
+    total = dict(zip(keys, d.all_sum([sums[k] for k in keys])))
+    t = max(total["tokens"], 1.0)
+    return {
+        "loss": total["loss"],
+        "policy_loss": total["policy_loss"],
+        "kl": total["kl"] / t,
+        "entropy": total["entropy"] / t,
+        "clip_frac_low": total["clip_low"] / t,
+        "clip_frac_high": total["clip_high"] / t,
+        "ratio_dev": total["ratio_dev"] / t,
+        "tokens": int(total["tokens"]),
+    }
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def finite(v: Any) -> Any:
+    """v with NaN and infinities replaced by None: JSON has no NaN."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [finite(x) for x in v]
+    return v
+
+
+def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds) -> None:
+    import torch
+
+    peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
+    os.makedirs(args.optimizer_out, exist_ok=True)
+    updates = inputs["updates"] + 1
+    rng = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    torch.save({
+        "format": STATE_FORMAT,
+        "optimizer": opt.state_dict(),
+        "param_names": names,
+        "optimizer_steps": optimizer_steps,
+        "updates": updates,
+        "rng": rng,
+    }, os.path.join(args.optimizer_out, OPTIMIZER_FILE))
+    with open(os.path.join(args.optimizer_out, STATE_FILE), "w", encoding="utf-8") as f:
+        json.dump({"format": STATE_FORMAT, "base_model": hp["base_model"], "optimizer_steps": optimizer_steps,
+                   "updates": updates, "options": hp}, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+    m: dict[str, Any] = {
+        "iteration": args.iteration,
+        "updates": updates,
+        "optimizer_steps": optimizer_steps,
+        "steps": step_metrics,
+        "samples_used": len(inputs["samples"]),
+        "samples_skipped": sum(inputs["skipped"].values()),
+        "train_seconds": seconds,
+    }
+    if inputs["skipped"]:
+        m["skip_reasons"] = inputs["skipped"]
+    if step_metrics:
+        n = len(step_metrics)
+        for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "ratio_dev", "grad_norm"):
+            m[key] = sum(s[key] for s in step_metrics) / n
+        m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
+        if seconds > 0:
+            m["tokens_per_second"] = m["train_tokens"] / seconds
+    with open(args.metrics_out, "w", encoding="utf-8") as f:
+        json.dump(finite(m), f, indent=2, sort_keys=True, allow_nan=False)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    hp = None
+    try:
+        # Checked before torch is imported, so a typo fails in a second.
+        # A process on a node without the work directory gets the
+        # hyperparameters from the I/O rank instead.
+        if os.path.exists(args.hparams):
+            hp = load_hparams(args.hparams)
+        return train(args, hp)
+    except ConfigError as e:
+        log(str(e))
+        return EXIT_CONFIG
+    except DataError as e:
+        log(str(e))
+        return EXIT_DATAERR
+
+
+if __name__ == "__main__":
+    sys.exit(main())
