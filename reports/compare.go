@@ -1,0 +1,138 @@
+package reports
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/rewards/rescore"
+)
+
+// IterationReward is one iteration's mean total reward on both sides of a
+// comparison (NaN when a side scored nothing).
+type IterationReward struct {
+	Iteration int     `json:"iteration"`
+	Old       float64 `json:"old"`
+	New       float64 `json:"new"`
+}
+
+// Comparison sets a rescored branch against its source: the rewards of the
+// iterations both hold.
+type Comparison struct {
+	// Old is the source (the run's original rewards), New the rescored
+	// side.
+	Old, New             string
+	OldCommit, NewCommit string
+	// From says where Result came from: "<ref>:reports/rescore.json" when
+	// a rescoring committed one (reused as is), else "computed".
+	From         string
+	Result       rescore.Comparison
+	PerIteration []IterationReward
+}
+
+// Compare compares the rewards at ref and other. The side holding
+// reports/rescore.json (written by `rlpipe rescore`) is the new one and
+// its comparison is reused; without one, ref is the old side.
+func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Comparison, error) {
+	oldRef, newRef := ref, other
+	var stored *rescore.Report
+	for _, r := range []string{other, ref} {
+		rep, err := readRescoreReport(ctx, st, r)
+		if err != nil {
+			return nil, err
+		}
+		if rep != nil {
+			stored = rep
+			if r == ref {
+				oldRef, newRef = other, ref
+			}
+			break
+		}
+	}
+	c := &Comparison{Old: oldRef, New: newRef, From: "computed"}
+	for _, s := range []struct {
+		ref string
+		id  *string
+	}{{oldRef, &c.OldCommit}, {newRef, &c.NewCommit}} {
+		cm, err := st.ResolveRef(ctx, s.ref)
+		if err != nil {
+			return nil, fmt.Errorf("compare with %s: %w", s.ref, err)
+		}
+		*s.id = cm.ID
+	}
+	oldIters, err := Iterations(ctx, st, oldRef)
+	if err != nil {
+		return nil, err
+	}
+	newIters, err := Iterations(ctx, st, newRef)
+	if err != nil {
+		return nil, err
+	}
+	var oldSides, newSides []rescore.Side
+	for _, n := range oldIters {
+		if !slices.Contains(newIters, n) {
+			continue
+		}
+		path := iterDir(n) + "rewards.parquet"
+		o, err := readTable(ctx, st, oldRef, path, tables.Rewards)
+		if errors.Is(err, artifacts.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		nw, err := readTable(ctx, st, newRef, path, tables.Rewards)
+		if errors.Is(err, artifacts.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		oldSides, newSides = append(oldSides, rescore.Side{Iteration: n, Rows: o}), append(newSides, rescore.Side{Iteration: n, Rows: nw})
+		c.PerIteration = append(c.PerIteration, IterationReward{Iteration: n, Old: meanTotal(o), New: meanTotal(nw)})
+	}
+	if len(c.PerIteration) == 0 {
+		return nil, fmt.Errorf("compare %s with %s: %w: no iteration has rewards on both sides", oldRef, newRef, artifacts.ErrNotFound)
+	}
+	if stored != nil {
+		c.Result, c.From = stored.Comparison, newRef+":"+rescore.ReportPath
+	} else {
+		c.Result = rescore.Compare(oldSides, newSides, 10)
+	}
+	return c, nil
+}
+
+func meanTotal(rows []tables.Reward) float64 {
+	s, n := 0.0, 0
+	for i := range rows {
+		if rows[i].Status == tables.StatusOK && !math.IsNaN(rows[i].Total) {
+			s += rows[i].Total
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return s / float64(n)
+}
+
+// readRescoreReport reads reports/rescore.json at ref (nil when absent).
+func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*rescore.Report, error) {
+	b, err := readObject(ctx, st, ref, rescore.ReportPath)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rep rescore.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("read %s:%s: %w", ref, rescore.ReportPath, err)
+	}
+	return &rep, nil
+}

@@ -1,0 +1,530 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/rewards/rescore"
+)
+
+// Options configure a report. Nil means defaults.
+type Options struct {
+	// Title heads the page (default "rlpipe report: <ref>").
+	Title string
+	// Compare, when set, adds a comparison of the rewards at ref with
+	// those at this ref (a rescore branch and its source, either way).
+	Compare string
+	Load    *LoadOptions
+	Alarms  *AlarmOptions
+}
+
+// Report is a run's report: its data, alarms and, with Options.Compare,
+// the comparison.
+type Report struct {
+	Run     *Run
+	Alarms  []Alarm
+	Compare *Comparison
+	title   string
+}
+
+// Build reads everything a report shows from ref.
+func Build(ctx context.Context, st artifacts.Store, ref string, opts *Options) (*Report, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	run, err := Load(ctx, st, ref, o.Load)
+	if err != nil {
+		return nil, err
+	}
+	alarms, err := Detect(run.Health, run.Evals, o.Alarms)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Run: run, Alarms: alarms, title: o.Title}
+	if r.title == "" {
+		r.title = "rlpipe report: " + ref
+	}
+	if o.Compare != "" {
+		if r.Compare, err = Compare(ctx, st, ref, o.Compare); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// HTML builds the report of ref as one self-contained HTML page: inline
+// CSS and SVG charts, no script, no external resource. The bytes depend
+// only on the store's content at ref (and Compare): the same state gives
+// the same page.
+func HTML(ctx context.Context, st artifacts.Store, ref string, opts *Options) ([]byte, error) {
+	r, err := Build(ctx, st, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.HTML(), nil
+}
+
+// WriteHTML builds the report of ref and writes it to path atomically (a
+// reader never sees half a file), returning the report.
+func WriteHTML(ctx context.Context, st artifacts.Store, ref, path string, opts *Options) (*Report, error) {
+	r, err := Build(ctx, st, ref, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, r.HTML()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
+
+const css = `body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;color:#1b1b1b}
+h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}
+nav a{margin-right:12px}.meta{color:#555}.empty{color:#777;font-style:italic}
+.charts{display:flex;flex-wrap:wrap;gap:10px}.chart{background:#fff;border:1px solid #e4e4e4}
+.chart .title{font-size:13px;font-weight:600}.chart .tick,.chart .legend,.chart .axis{font-size:11px;fill:#444}.chart .note{font-size:13px;fill:#888}
+.chart .grid line{stroke:#eee}.chart .frame{fill:none;stroke:#bbb}.chart .line{fill:none;stroke-width:1.8}.chart .band{opacity:.15}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.alarm td:first-child{font-weight:600;color:#b00020}.ok{color:#1a7f37}
+pre{margin:0;white-space:pre-wrap;word-break:break-word;max-width:520px;font-size:12px}
+details{margin:4px 0}summary{cursor:pointer}.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;padding:8px 12px;border-radius:4px}.card b{display:block;font-size:18px}`
+
+// f4 formats a value with 4 decimals ("–" for NaN).
+func f4(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// HTML renders the report.
+func (r *Report) HTML() []byte {
+	var b bytes.Buffer
+	run := r.Run
+	h := run.Health
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+	b.WriteString(`<meta name="viewport" content="width=device-width, initial-scale=1">`)
+	fmt.Fprintf(&b, "<title>%s</title><style>%s</style></head><body>\n", esc(r.title), css)
+	fmt.Fprintf(&b, "<h1>%s</h1>\n", esc(r.title))
+	first, last := h[0].Iteration, h[len(h)-1].Iteration
+	fmt.Fprintf(&b, `<p class="meta">ref <code>%s</code> at commit <code>%s</code>`, esc(run.Ref), esc(shortCommit(run.Commit.ID)))
+	if !run.Commit.CreationDate.IsZero() {
+		fmt.Fprintf(&b, ` (%s)`, esc(run.Commit.CreationDate.UTC().Format(time.RFC3339)))
+	}
+	if msg, _, _ := strings.Cut(run.Commit.Message, "\n"); msg != "" {
+		fmt.Fprintf(&b, `: %s`, esc(msg))
+	}
+	fmt.Fprintf(&b, `<br><span id="iterations">%d iterations (%d–%d)</span>, %d evaluated checkpoints, %d alarms</p>`+"\n",
+		len(h), first, last, len(checkpoints(run.Evals)), len(r.Alarms))
+	b.WriteString(`<nav><a href="#summary">summary</a><a href="#alarms">alarms</a><a href="#learning">learning curves</a><a href="#evals">evaluations</a><a href="#health">health</a><a href="#samples">samples</a><a href="#table">health table</a>`)
+	if r.Compare != nil {
+		b.WriteString(`<a href="#compare">comparison</a>`)
+	}
+	b.WriteString("</nav>\n")
+
+	r.summary(&b)
+	r.alarms(&b)
+	r.learning(&b)
+	r.evals(&b)
+	r.health(&b)
+	r.samples(&b)
+	r.table(&b)
+	if r.Compare != nil {
+		r.compare(&b)
+	}
+	fmt.Fprintf(&b, "<p class=\"meta\">Written by rlpipe from <code>%s</code> at commit <code>%s</code>. The health metrics and alarm rules are described in docs/REPORTS.md.</p>\n</body></html>\n",
+		esc(run.Ref), esc(run.Commit.ID))
+	return b.Bytes()
+}
+
+func shortCommit(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// checkpoints lists the evaluated iterations.
+func checkpoints(evals []Eval) []int {
+	var out []int
+	for _, e := range evals {
+		if !slices.Contains(out, e.Iteration) {
+			out = append(out, e.Iteration)
+		}
+	}
+	return out
+}
+
+func (r *Report) summary(b *bytes.Buffer) {
+	h := r.Run.Health
+	lastH := h[len(h)-1]
+	b.WriteString(`<h2 id="summary">Summary</h2><div class="cards">`)
+	card := func(name, value string) {
+		fmt.Fprintf(b, `<div class="card">%s<b>%s</b></div>`, esc(name), esc(value))
+	}
+	card(fmt.Sprintf("reward, iteration %d", lastH.Iteration), f4(lastH.Reward.Mean))
+	if s, ok := lastH.Components["correct"]; ok {
+		card(fmt.Sprintf("accuracy, iteration %d", lastH.Iteration), f4(s.Mean))
+	}
+	for _, set := range evalSets(r.Run.Evals) {
+		var cps []Eval
+		for _, e := range r.Run.Evals {
+			if e.Set == set {
+				cps = append(cps, e)
+			}
+		}
+		m := headlineMetric(cps)
+		a, z := cps[0], cps[len(cps)-1]
+		if len(cps) == 1 {
+			card(fmt.Sprintf("%s %s at %s", set, m, a.Checkpoint), f4(a.Metrics[m]))
+			continue
+		}
+		card(fmt.Sprintf("%s %s, %s → %s", set, m, a.Checkpoint, z.Checkpoint),
+			fmt.Sprintf("%s → %s (%+.1f points)", f4(a.Metrics[m]), f4(z.Metrics[m]), 100*(z.Metrics[m]-a.Metrics[m])))
+	}
+	card("alarms", strconv.Itoa(len(r.Alarms)))
+	b.WriteString("</div>\n")
+}
+
+func (r *Report) alarms(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="alarms">Alarms</h2>`)
+	if len(r.Alarms) == 0 {
+		b.WriteString(`<p class="ok">No alarm: no rule fired (thresholds in docs/REPORTS.md).</p>` + "\n")
+		return
+	}
+	b.WriteString("<table><tr><th>rule</th><th>iterations</th><th>what happened</th><th>evidence</th></tr>\n")
+	for _, a := range r.Alarms {
+		its := strconv.Itoa(a.Iteration)
+		if a.LastIteration != a.Iteration {
+			its += "–" + strconv.Itoa(a.LastIteration)
+		}
+		var ev []string
+		for _, e := range a.Evidence {
+			ev = append(ev, e.Name+" = "+label(e.Value))
+		}
+		fmt.Fprintf(b, `<tr class="alarm"><td>%s</td><td class="n">%s</td><td>%s</td><td>%s</td></tr>`+"\n",
+			esc(a.Rule), its, esc(a.Message), esc(strings.Join(ev, ", ")))
+	}
+	b.WriteString("</table>\n")
+}
+
+// healthSeries is one Health field against iteration.
+func (r *Report) healthSeries(name string, f func(*Health) float64) series {
+	h := r.Run.Health
+	s := series{name: name, x: make([]float64, len(h)), y: make([]float64, len(h))}
+	for i := range h {
+		s.x[i], s.y[i] = float64(h[i].Iteration), f(&h[i])
+	}
+	return s
+}
+
+func (r *Report) learning(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="learning">Learning curves</h2><div class="charts">`)
+	reward := r.healthSeries("reward (mean total)", func(h *Health) float64 { return h.Reward.Mean })
+	ser := []series{reward}
+	if slices.ContainsFunc(r.Run.Health, func(h Health) bool { _, ok := h.Components["correct"]; return ok }) {
+		ser = append(ser, r.healthSeries("accuracy (correct)", func(h *Health) float64 { return componentMean(h, "correct") }))
+	}
+	b.WriteString(lineChart{title: "Training reward and accuracy", xLabel: "iteration", series: ser}.svg())
+	b.WriteString(lineChart{title: "Loss", xLabel: "iteration", series: []series{r.healthSeries("loss", func(h *Health) float64 { return h.Loss }),
+		r.healthSeries("policy loss", func(h *Health) float64 { return h.PolicyLoss })}}.svg())
+	b.WriteString(lineChart{title: "KL to the reference", xLabel: "iteration", series: []series{r.healthSeries("kl", func(h *Health) float64 { return h.KL })}}.svg())
+	if comps := allComponents(r.Run.Health); len(comps) > 1 {
+		var cs []series
+		for _, c := range comps {
+			cs = append(cs, r.healthSeries(c, func(h *Health) float64 { return componentMean(h, c) }))
+		}
+		b.WriteString(lineChart{title: "Reward components (mean)", xLabel: "iteration", series: cs}.svg())
+	}
+	b.WriteString("</div>\n")
+}
+
+func componentMean(h *Health, name string) float64 {
+	if s, ok := h.Components[name]; ok {
+		return s.Mean
+	}
+	return math.NaN()
+}
+
+func (r *Report) evals(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="evals">Evaluations (pass@k per checkpoint)</h2>`)
+	evals := r.Run.Evals
+	if len(evals) == 0 {
+		b.WriteString(`<p class="empty" id="no-evals">No evaluations yet: the run has no evals/NNNNNN/&lt;set&gt;/summary.parquet. Add an <code>eval</code> section to the pipeline config, or wait for the first evaluated checkpoint.</p>` + "\n")
+		return
+	}
+	for _, set := range evalSets(evals) {
+		var cps []Eval
+		for _, e := range evals {
+			if e.Set == set {
+				cps = append(cps, e)
+			}
+		}
+		ks := passKs(cps)
+		var ser []series
+		metrics := make([]string, 0, len(ks)+1)
+		for _, k := range ks {
+			metrics = append(metrics, "pass@"+strconv.Itoa(k))
+		}
+		hasExact := slices.ContainsFunc(cps, func(e Eval) bool { _, ok := e.Metrics[MetricExact]; return ok })
+		if hasExact {
+			metrics = append(metrics, MetricExact)
+		}
+		for _, m := range metrics {
+			s := series{name: m, points: true, dashed: m == MetricExact}
+			for _, e := range cps {
+				v, ok := e.Metrics[m]
+				if !ok {
+					v = math.NaN()
+				}
+				ci, okCI := e.Intervals[m]
+				if !okCI || ci[0] > ci[1] {
+					ci = [2]float64{math.NaN(), math.NaN()}
+				}
+				s.x, s.y = append(s.x, float64(e.Iteration)), append(s.y, v)
+				s.lo, s.hi = append(s.lo, ci[0]), append(s.hi, ci[1])
+			}
+			ser = append(ser, s)
+		}
+		fmt.Fprintf(b, "<h3>%s</h3><div class=\"charts\">", esc(set))
+		b.WriteString(lineChart{title: fmt.Sprintf("%s: pass@k by checkpoint (95%% intervals shaded)", set), xLabel: "checkpoint (iteration)",
+			series: ser, width: 640, height: 280, yFixed: true, yFrom: 0, yTo: 1}.svg())
+		b.WriteString("</div>\n<table class=\"evals\"><tr><th>checkpoint</th><th>iteration</th><th>problems × n</th>")
+		for _, m := range metrics {
+			fmt.Fprintf(b, "<th>%s</th>", esc(m))
+		}
+		b.WriteString("</tr>\n")
+		for _, e := range cps {
+			fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%d</td><td class="n">%d × %d</td>`, esc(e.Checkpoint), e.Iteration, e.Problems, e.N)
+			for _, m := range metrics {
+				v, ok := e.Metrics[m]
+				if !ok {
+					b.WriteString(`<td class="n">–</td>`)
+					continue
+				}
+				ci := e.Intervals[m]
+				fmt.Fprintf(b, `<td class="n" title="95%% interval %s–%s">%s</td>`, f4(ci[0]), f4(ci[1]), f4(v))
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</table>\n")
+	}
+}
+
+func (r *Report) health(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="health">Training health</h2><div class="charts">`)
+	hs := r.healthSeries
+	charts := []lineChart{
+		{title: "Reward spread", series: []series{hs("std", func(h *Health) float64 { return h.Reward.Std }),
+			hs("min", func(h *Health) float64 { return h.Reward.Min }), hs("max", func(h *Health) float64 { return h.Reward.Max })}},
+		{title: "Groups by outcome (fractions)", yFixed: true, yFrom: 0, yTo: 1, series: []series{hs("zero std", func(h *Health) float64 { return h.FracZeroStd }),
+			hs("solved all", func(h *Health) float64 { return h.FracSolvedAll }), hs("solved none", func(h *Health) float64 { return h.FracSolvedNone }),
+			hs("mixed", func(h *Health) float64 { return h.FracMixed })}},
+		{title: "Response length (tokens)", series: []series{hs("mean", func(h *Health) float64 { return h.LengthMean }),
+			hs("max", func(h *Health) float64 { return float64(h.LengthMax) })}},
+		{title: "Stopped at max_tokens (fraction)", yFixed: true, yFrom: 0, yTo: 1, series: []series{hs("finish length", func(h *Health) float64 { return h.FracLength })}},
+		{title: "Entropy", series: []series{hs("entropy", func(h *Health) float64 { return h.Entropy })}},
+		{title: "Clipping and ratio", series: []series{hs("clip low", func(h *Health) float64 { return h.ClipLow }),
+			hs("clip high", func(h *Health) float64 { return h.ClipHigh }), hs("|ratio-1|", func(h *Health) float64 { return h.RatioDev })}},
+		{title: "Gradient norm", series: []series{hs("grad norm", func(h *Health) float64 { return h.GradNorm })}},
+		{title: "Staleness (policy updates behind)", series: []series{hs("mean", func(h *Health) float64 { return h.StalenessMean })}},
+		{title: "Failed rollouts (count)", series: []series{hs("errored", func(h *Health) float64 { return float64(h.Errored) }),
+			hs("timed out", func(h *Health) float64 { return float64(h.TimedOut) })}},
+		{title: "Top completion share", yFixed: true, yFrom: 0, yTo: 1, series: []series{hs("share", func(h *Health) float64 { return h.TopShare })}},
+	}
+	if slices.ContainsFunc(r.Run.Health, func(h Health) bool { return !math.IsNaN(h.Disagreement) }) {
+		charts = append(charts, lineChart{title: "Judge vs verifier disagreement", yFixed: true, yFrom: 0, yTo: 1,
+			series: []series{hs("disagreement", func(h *Health) float64 { return h.Disagreement })}})
+	}
+	if slices.ContainsFunc(r.Run.Health, func(h Health) bool { return !math.IsNaN(h.FormatMean) }) {
+		charts = append(charts, lineChart{title: "Format vs correctness", yFixed: true, yFrom: 0, yTo: 1,
+			series: []series{hs("format", func(h *Health) float64 { return h.FormatMean }), hs("correct", func(h *Health) float64 { return h.CorrectMean }),
+				hs("format, not correct", func(h *Health) float64 { return h.FormatWithoutCorrect })}})
+	}
+	for _, c := range charts {
+		c.xLabel, c.width, c.height = "iteration", 370, 200
+		b.WriteString(c.svg())
+	}
+	b.WriteString("</div>\n")
+}
+
+func (r *Report) samples(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="samples">Best and worst samples</h2>`)
+	if len(r.Run.Samples) == 0 {
+		b.WriteString(`<p class="empty">No samples kept.</p>` + "\n")
+		return
+	}
+	fmt.Fprintf(b, "<p class=\"meta\">The last %d iterations, newest first: the highest and lowest total rewards (ties by prompt id).</p>\n", len(r.Run.Samples))
+	for i := len(r.Run.Samples) - 1; i >= 0; i-- {
+		s := r.Run.Samples[i]
+		open := ""
+		if i == len(r.Run.Samples)-1 {
+			open = " open"
+		}
+		best, worst := math.NaN(), math.NaN()
+		if len(s.Best) > 0 {
+			best = s.Best[0].Total
+		}
+		if len(s.Worst) > 0 {
+			worst = s.Worst[0].Total
+		}
+		fmt.Fprintf(b, "<details%s><summary>iteration %d: best %s, worst %s</summary>\n<table><tr><th></th><th>prompt</th><th>completion</th><th>total</th><th>components</th></tr>\n",
+			open, s.Iteration, f4(best), f4(worst))
+		row := func(kind string, x Sample) {
+			names := make([]string, 0, len(x.Components))
+			for n := range x.Components {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			var cs []string
+			for _, n := range names {
+				cs = append(cs, n+" "+label(x.Components[n]))
+			}
+			prompt := x.PromptID
+			if x.Prompt != "" {
+				prompt += "\n" + x.Prompt
+			}
+			if x.Answer != "" {
+				prompt += "\nanswer: " + x.Answer
+			}
+			fmt.Fprintf(b, `<tr><td>%s</td><td><pre>%s</pre></td><td><pre>%s</pre><span class="meta">#%d, %d tokens, %s</span></td><td class="n">%s</td><td>%s</td></tr>`+"\n",
+				kind, esc(prompt), esc(x.Completion), x.SampleIndex, x.NumTokens, esc(x.FinishReason), f4(x.Total), esc(strings.Join(cs, ", ")))
+		}
+		for _, x := range s.Best {
+			row("best", x)
+		}
+		for _, x := range s.Worst {
+			row("worst", x)
+		}
+		b.WriteString("</table></details>\n")
+	}
+}
+
+func (r *Report) table(b *bytes.Buffer) {
+	b.WriteString(`<h2 id="table">Health table</h2><details><summary>every iteration (also in reports/health.parquet when saved)</summary>` + "\n")
+	cols := []struct {
+		name string
+		f    func(*Health) string
+	}{
+		{"iteration", func(h *Health) string { return strconv.Itoa(h.Iteration) }},
+		{"samples", func(h *Health) string { return strconv.Itoa(h.Samples) }},
+		{"scored", func(h *Health) string { return strconv.Itoa(h.Scored) }},
+		{"errored", func(h *Health) string { return strconv.Itoa(h.Errored) }},
+		{"timed out", func(h *Health) string { return strconv.Itoa(h.TimedOut) }},
+		{"reward mean", func(h *Health) string { return f4(h.Reward.Mean) }},
+		{"reward std", func(h *Health) string { return f4(h.Reward.Std) }},
+		{"zero std", func(h *Health) string { return f4(h.FracZeroStd) }},
+		{"solved all", func(h *Health) string { return f4(h.FracSolvedAll) }},
+		{"solved none", func(h *Health) string { return f4(h.FracSolvedNone) }},
+		{"length mean", func(h *Health) string { return f4(h.LengthMean) }},
+		{"length max", func(h *Health) string { return strconv.Itoa(h.LengthMax) }},
+		{"finish length", func(h *Health) string { return f4(h.FracLength) }},
+		{"staleness", func(h *Health) string { return f4(h.StalenessMean) }},
+		{"top share", func(h *Health) string { return f4(h.TopShare) }},
+		{"loss", func(h *Health) string { return f4(h.Loss) }},
+		{"kl", func(h *Health) string { return f4(h.KL) }},
+		{"entropy", func(h *Health) string { return f4(h.Entropy) }},
+		{"grad norm", func(h *Health) string { return f4(h.GradNorm) }},
+	}
+	b.WriteString("<table><tr>")
+	for _, c := range cols {
+		fmt.Fprintf(b, "<th>%s</th>", c.name)
+	}
+	b.WriteString("</tr>\n")
+	for i := range r.Run.Health {
+		b.WriteString("<tr>")
+		for _, c := range cols {
+			fmt.Fprintf(b, `<td class="n">%s</td>`, c.f(&r.Run.Health[i]))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table></details>\n")
+}
+
+func (r *Report) compare(b *bytes.Buffer) {
+	c := r.Compare
+	res := c.Result
+	fmt.Fprintf(b, `<h2 id="compare">Comparison: %s (new) against %s (old)</h2>`, esc(c.New), esc(c.Old))
+	fmt.Fprintf(b, "<p class=\"meta\">old <code>%s</code> at %s, new <code>%s</code> at %s; comparison %s.<br>%s</p>\n",
+		esc(c.Old), esc(shortCommit(c.OldCommit)), esc(c.New), esc(shortCommit(c.NewCommit)), esc(c.From), esc(res.String()))
+	var rows []boxRow
+	for _, s := range res.Components {
+		for side, st := range []*rescore.Stats{s.Old, s.New} {
+			if st == nil {
+				continue
+			}
+			name := s.Name + " (old)"
+			if side == 1 {
+				name = s.Name + " (new)"
+			}
+			rows = append(rows, boxRow{label: name, min: st.Min, p10: st.P10, p50: st.P50, p90: st.P90, max: st.Max, mu: st.Mean, color: side})
+		}
+	}
+	b.WriteString(`<div class="charts">`)
+	b.WriteString(boxChart("Reward components before and after (min–max, p10–p90 box, median bar, mean dot)", rows))
+	old := series{name: "old " + c.Old, points: len(c.PerIteration) <= 30}
+	nw := series{name: "new " + c.New, points: len(c.PerIteration) <= 30}
+	for _, p := range c.PerIteration {
+		old.x, old.y = append(old.x, float64(p.Iteration)), append(old.y, p.Old)
+		nw.x, nw.y = append(nw.x, float64(p.Iteration)), append(nw.y, p.New)
+	}
+	b.WriteString(lineChart{title: "Mean total reward per iteration", xLabel: "iteration", series: []series{old, nw}, width: 560}.svg())
+	b.WriteString("</div>\n<table><tr><th>component</th><th>old mean</th><th>new mean</th><th>old std</th><th>new std</th><th>old min..max</th><th>new min..max</th></tr>\n")
+	cell := func(s *rescore.Stats, f func(*rescore.Stats) string) string {
+		if s == nil {
+			return "–"
+		}
+		return f(s)
+	}
+	mean := func(s *rescore.Stats) string { return f4(s.Mean) }
+	std := func(s *rescore.Stats) string { return f4(s.Std) }
+	rng := func(s *rescore.Stats) string { return label(s.Min) + ".." + label(s.Max) }
+	for _, s := range res.Components {
+		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`+"\n",
+			esc(s.Name), cell(s.Old, mean), cell(s.New, mean), cell(s.Old, std), cell(s.New, std), cell(s.Old, rng), cell(s.New, rng))
+	}
+	b.WriteString("</table>\n")
+	if len(res.Top) > 0 {
+		b.WriteString("<h3>Most changed samples</h3><table><tr><th>iteration</th><th>prompt</th><th>sample</th><th>old</th><th>new</th><th>delta</th></tr>\n")
+		for _, t := range res.Top {
+			fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%d</td><td class="n">%s</td><td class="n">%s</td><td class="n">%+.4f</td></tr>`+"\n",
+				t.Iteration, esc(t.PromptID), t.SampleIndex, f4(t.Old), f4(t.New), t.Delta)
+		}
+		b.WriteString("</table>\n")
+	}
+}

@@ -1,0 +1,319 @@
+package reports
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Paths on a run branch (see docs/PIPELINE.md).
+const (
+	iterationsPrefix = "iterations/"
+	evalsPrefix      = "evals/"
+	trainMetricsFile = "train_metrics.json"
+)
+
+// Sample is one scored trajectory shown in a report.
+type Sample struct {
+	Iteration    int                `json:"iteration"`
+	PromptID     string             `json:"prompt_id"`
+	SampleIndex  int32              `json:"sample_index"`
+	Prompt       string             `json:"prompt,omitempty"`
+	Answer       string             `json:"answer,omitempty"`
+	Completion   string             `json:"completion"`
+	FinishReason string             `json:"finish_reason"`
+	NumTokens    int32              `json:"num_tokens"`
+	Total        float64            `json:"total"`
+	Components   map[string]float64 `json:"components,omitempty"`
+}
+
+// IterationSamples are an iteration's best and worst scored samples.
+type IterationSamples struct {
+	Iteration int      `json:"iteration"`
+	Best      []Sample `json:"best"`
+	Worst     []Sample `json:"worst"`
+}
+
+// Run is what a report is made of, read from one ref.
+type Run struct {
+	Ref string `json:"ref"`
+	// Commit is the commit the ref resolves to (a branch's head; staged
+	// changes are read but are not part of it).
+	Commit  artifacts.Commit   `json:"commit"`
+	Health  []Health           `json:"health"`
+	Evals   []Eval             `json:"evals"`
+	Samples []IterationSamples `json:"samples"`
+}
+
+// LoadOptions tune Load. Nil means defaults.
+type LoadOptions struct {
+	Health *HealthOptions
+	// SampleIterations is how many of the last iterations keep samples
+	// (default 10; negative: none).
+	SampleIterations int
+	// SamplesPerSide is how many best and how many worst samples each of
+	// them keeps (default 2).
+	SamplesPerSide int
+	// Concurrency bounds the iterations read at once (default 4).
+	Concurrency int
+}
+
+func (o *LoadOptions) withDefaults() LoadOptions {
+	var v LoadOptions
+	if o != nil {
+		v = *o
+	}
+	if v.SampleIterations == 0 {
+		v.SampleIterations = 10
+	}
+	if v.SamplesPerSide <= 0 {
+		v.SamplesPerSide = 2
+	}
+	if v.Concurrency <= 0 {
+		v.Concurrency = 4
+	}
+	return v
+}
+
+// Load reads a run's iterations and evaluations at ref and computes its
+// health. A ref without iterations is ErrNoIterations.
+func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions) (*Run, error) {
+	o := opts.withDefaults()
+	c, err := st.ResolveRef(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: %w", ref, err)
+	}
+	iters, err := Iterations(ctx, st, ref)
+	if err != nil {
+		return nil, err
+	}
+	if len(iters) == 0 {
+		return nil, fmt.Errorf("report %s: %w", ref, ErrNoIterations)
+	}
+	run := &Run{Ref: ref, Commit: c, Health: make([]Health, len(iters))}
+	samples := make([]*IterationSamples, len(iters))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for i, n := range iters {
+		keep := o.SampleIterations > 0 && i >= len(iters)-o.SampleIterations
+		g.Go(func() error {
+			h, s, err := loadIteration(gctx, st, ref, n, keep, o)
+			if err != nil {
+				return err
+			}
+			run.Health[i], samples[i] = h, s
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, s := range samples {
+		if s != nil {
+			run.Samples = append(run.Samples, *s)
+		}
+	}
+	if run.Evals, err = ReadEvals(ctx, st, ref); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// Iterations lists the iterations at ref that have a trajectories table,
+// in order.
+func Iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, error) {
+	var out []int
+	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: iterationsPrefix}) {
+		if err != nil {
+			return nil, fmt.Errorf("list %s:%s: %w", ref, iterationsPrefix, err)
+		}
+		rest := strings.TrimPrefix(e.Path, iterationsPrefix)
+		dir, file, ok := strings.Cut(rest, "/")
+		if !ok || file != "trajectories.parquet" {
+			continue
+		}
+		if n, err := strconv.Atoi(dir); err == nil {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func iterDir(n int) string { return fmt.Sprintf("%s%06d/", iterationsPrefix, n) }
+
+func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, keep bool, o LoadOptions) (Health, *IterationSamples, error) {
+	dir := iterDir(n)
+	trajs, err := readTable(ctx, st, ref, dir+"trajectories.parquet", tables.Trajectories)
+	if err != nil {
+		return Health{}, nil, err
+	}
+	rws, err := readTable(ctx, st, ref, dir+"rewards.parquet", tables.Rewards)
+	if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+		return Health{}, nil, err
+	}
+	tm, err := readTrainMetrics(ctx, st, ref, dir)
+	if err != nil {
+		return Health{}, nil, err
+	}
+	h := ComputeHealth(n, trajs, rws, tm, o.Health)
+	if !keep {
+		return h, nil, nil
+	}
+	var prompts []tables.Prompt
+	if keep {
+		prompts, err = readTable(ctx, st, ref, dir+"prompts.parquet", tables.Prompts)
+		if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+			return Health{}, nil, err
+		}
+	}
+	s := pickSamples(n, trajs, rws, prompts, o.SamplesPerSide)
+	return h, &s, nil
+}
+
+// readTrainMetrics reads the iteration's train_metrics.json, else the
+// first *metrics.json file in its directory; nil when there is none or it
+// is not JSON (a trainer of another shape).
+func readTrainMetrics(ctx context.Context, st artifacts.Store, ref, dir string) (*TrainMetrics, error) {
+	path := dir + trainMetricsFile
+	if _, err := st.StatObject(ctx, ref, path); errors.Is(err, artifacts.ErrNotFound) {
+		path = ""
+		for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: dir, Delimiter: "/"}) {
+			if err != nil {
+				return nil, fmt.Errorf("list %s:%s: %w", ref, dir, err)
+			}
+			if !e.CommonPrefix && strings.HasSuffix(e.Path, "metrics.json") {
+				path = e.Path
+				break
+			}
+		}
+		if path == "" {
+			return nil, nil
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
+	}
+	b, err := readObject(ctx, st, ref, path)
+	if err != nil {
+		return nil, err
+	}
+	tm, err := ParseTrainMetrics(b)
+	if err != nil {
+		return nil, nil
+	}
+	return tm, nil
+}
+
+func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {
+	rc, _, err := st.GetObject(ctx, ref, path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	return b, nil
+}
+
+func readTable[T any](ctx context.Context, st artifacts.Store, ref, path string, t *tables.Table[T]) ([]T, error) {
+	b, err := readObject(ctx, st, ref, path)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), ref+":"+path, t)
+	if err != nil {
+		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	return rows, nil
+}
+
+// pickSamples keeps the k best and k worst scored samples by total; ties
+// go to the lower prompt id, then sample index.
+func pickSamples(n int, trajs []tables.Trajectory, rws []tables.Reward, prompts []tables.Prompt, k int) IterationSamples {
+	byKey := make(map[sampleKey]*tables.Reward, len(rws))
+	for i := range rws {
+		byKey[sampleKey{rws[i].PromptID, rws[i].SampleIndex}] = &rws[i]
+	}
+	pr := make(map[string]*tables.Prompt, len(prompts))
+	for i := range prompts {
+		pr[prompts[i].PromptID] = &prompts[i]
+	}
+	var all []Sample
+	for i := range trajs {
+		t := &trajs[i]
+		r := byKey[sampleKey{t.PromptID, t.SampleIndex}]
+		if t.Status != tables.StatusOK || r == nil || r.Status != tables.StatusOK || math.IsNaN(r.Total) {
+			continue
+		}
+		s := Sample{Iteration: n, PromptID: t.PromptID, SampleIndex: t.SampleIndex, Completion: clip(t.Completion, 600),
+			FinishReason: t.FinishReason, NumTokens: t.NumTokens, Total: r.Total, Components: r.Components}
+		if p := pr[t.PromptID]; p != nil {
+			s.Prompt, s.Answer = clip(p.Prompt, 400), clip(p.Answer, 200)
+		}
+		all = append(all, s)
+	}
+	byID := func(a, b Sample) int {
+		if c := cmp.Compare(a.PromptID, b.PromptID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.SampleIndex, b.SampleIndex)
+	}
+	slices.SortStableFunc(all, func(a, b Sample) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return byID(a, b)
+	})
+	out := IterationSamples{Iteration: n}
+	k = min(k, len(all)/2)
+	out.Best = distinctPrompts(all, k)
+	rev := slices.Clone(all)
+	slices.Reverse(rev)
+	// The worst first; equal totals in id order.
+	slices.SortStableFunc(rev, func(a, b Sample) int {
+		if c := cmp.Compare(a.Total, b.Total); c != 0 {
+			return c
+		}
+		return byID(a, b)
+	})
+	out.Worst = distinctPrompts(rev, k)
+	return out
+}
+
+// distinctPrompts takes the first k samples of ranked, preferring samples
+// of prompts not taken yet, in rank order.
+func distinctPrompts(ranked []Sample, k int) []Sample {
+	var idx []int
+	seen := map[string]bool{}
+	for i, s := range ranked {
+		if len(idx) < k && !seen[s.PromptID] {
+			seen[s.PromptID] = true
+			idx = append(idx, i)
+		}
+	}
+	for i := 0; i < len(ranked) && len(idx) < k; i++ {
+		if !slices.Contains(idx, i) {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	out := make([]Sample, len(idx))
+	for j, i := range idx {
+		out[j] = ranked[i]
+	}
+	return out
+}
