@@ -13,6 +13,8 @@ import (
 // metrics file. They depend only on the inputs and options — no timings —
 // so the file is byte-identical whenever the update is repeated.
 type Metrics struct {
+	// Iteration is the loop's iteration (the train stage sets it;
+	// Trainer.Update leaves it 0).
 	Iteration int `json:"iteration"`
 	// Updates and OptimizerSteps count what the adapter has been through,
 	// this update included.
