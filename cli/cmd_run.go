@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,12 +121,27 @@ type runOut struct {
 	Attempts      int     `json:"attempts"` // attempts started
 	Retries       int     `json:"retries"`
 	Seconds       float64 `json:"seconds"`
+	// StageSeconds is the mean time per call of each task that ran (not
+	// cached), by task name: the iteration time breakdown.
+	StageSeconds map[string]float64 `json:"stage_seconds"`
 }
 
 // runStats counts a run's events.
 type runStats struct {
 	mu                                             sync.Mutex
 	tasks, cached, attempts, retries, newCommitted int
+	// stageTime and stageCalls sum the durations of finished calls by task.
+	stageTime  map[string]time.Duration
+	stageCalls map[string]int
+}
+
+// breakdown is the mean seconds per finished call of each task.
+func (s *runStats) breakdown() map[string]float64 {
+	out := map[string]float64{}
+	for name, d := range s.stageTime {
+		out[name] = (d / time.Duration(s.stageCalls[name])).Round(time.Millisecond).Seconds()
+	}
+	return out
 }
 
 func (s *runStats) event(e pipeline.Event) {
@@ -133,6 +150,12 @@ func (s *runStats) event(e pipeline.Event) {
 	switch e.Kind {
 	case pipeline.EventFinished:
 		s.tasks++
+		if s.stageTime == nil {
+			s.stageTime, s.stageCalls = map[string]time.Duration{}, map[string]int{}
+		}
+		name := strings.TrimSuffix(e.Task, "-start")
+		s.stageTime[name] += e.Duration
+		s.stageCalls[name]++
 	case pipeline.EventCached:
 		s.tasks++
 		s.cached++
@@ -259,10 +282,26 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	out := runOut{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.newCommitted,
 		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
 		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
-		Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown()}
 	stats.mu.Unlock()
 	if p.json {
 		return p.JSON(out)
+	}
+	if len(out.StageSeconds) > 0 {
+		names := make([]string, 0, len(out.StageSeconds))
+		for n := range out.StageSeconds {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			return stageOrder(names[i]) < stageOrder(names[j]) || stageOrder(names[i]) == stageOrder(names[j]) && names[i] < names[j]
+		})
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.3fs", n, out.StageSeconds[n]))
+		}
+		if err := p.Printf("time per call: %s\n", strings.Join(parts, "  ")); err != nil {
+			return err
+		}
 	}
 	return p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
 		name, out.Iterations, plan.Loop.Iterations, shortID(out.Commit), out.NewIterations,

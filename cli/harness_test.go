@@ -14,21 +14,21 @@ import (
 // harness runs the rlpipe command in-process against a store in a
 // temporary directory.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string // scratch directory for local files
 	store string
 	env   map[string]string
 	stdin string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	return &harness{t: t, dir: dir, store: filepath.Join(dir, "store"), env: map[string]string{}}
 }
 
 // newStore is a harness with an initialised store.
-func newStore(t *testing.T) *harness {
+func newStore(t testing.TB) *harness {
 	t.Helper()
 	h := newHarness(t)
 	h.ok("init-store")
