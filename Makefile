@@ -35,7 +35,8 @@ demo: build ## run the main job (for now: a store round trip in a temporary stor
 .PHONY: bench
 bench: ## run the benchmarks and print their ratios
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./pipeline/...
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/... ./evaluators/...
+	$(GO) test -run '^$$' -bench DemoOverlap -benchtime 1x -timeout 30m ./cli/
 	cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .
 
 .PHONY: fuzz
