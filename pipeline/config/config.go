@@ -170,18 +170,19 @@ type Stages struct {
 
 // Stage kinds.
 const (
-	KindStandin = "standin" // a built-in stand-in stage (pipeline/standin)
-	KindCommand = "command" // an external command
-	KindCEL     = "cel"     // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
-	KindRollout = "rollout" // the generate stage: sample from the config's policy (docs/PIPELINE.md)
-	KindGRPO    = "grpo"    // the train stage: GRPO on a LoRA adapter of the embedded model
-	KindDataset = "dataset" // the sample stage: the next batch_size prompts of the dataset, exactly once
+	KindStandin  = "standin"  // a built-in stand-in stage (pipeline/standin)
+	KindCommand  = "command"  // an external command
+	KindCEL      = "cel"      // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
+	KindRollout  = "rollout"  // the generate stage: sample from the config's policy (docs/PIPELINE.md)
+	KindGRPO     = "grpo"     // the train stage: GRPO on a LoRA adapter of the embedded model
+	KindDataset  = "dataset"  // the sample stage: the next batch_size prompts of the dataset, exactly once
+	KindExternal = "external" // the train stage: an external trainer behind the file contract (docs/TRAINERS.md)
 )
 
 // Stage configures one stage of the loop.
 type Stage struct {
 	// Kind is standin, command, (sample only) dataset, (reward only) cel,
-	// (generate only) rollout or (train only) grpo.
+	// (generate only) rollout or (train only) grpo or external.
 	Kind string `yaml:"kind"`
 	// Env names the task environment (default: the stage's name).
 	Env string `yaml:"env,omitempty"`
@@ -205,7 +206,10 @@ type Stage struct {
 	Sampling *Sampling `yaml:"sampling,omitempty"`
 	Batch    int       `yaml:"batch,omitempty"`
 
-	// Command knobs.
+	// Hyperparameters are an external trainer's, written as JSON for it.
+	Hyperparameters map[string]any `yaml:"hyperparameters,omitempty"`
+
+	// Command knobs (command and environment also for external trainers).
 	Command      []string          `yaml:"command,omitempty"`
 	Outputs      []Output          `yaml:"outputs,omitempty"`
 	Environment  map[string]string `yaml:"environment,omitempty"`

@@ -140,6 +140,10 @@ func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
 	}
 	p := posOf(n)
 	switch {
+	case t.Kind() == reflect.Interface:
+		// Free-form values (an external trainer's hyperparameters): any
+		// YAML is accepted and passed on as is.
+		return
 	case t == durationType:
 		s, ok := n.(*ast.StringNode)
 		if !ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
 // Plan is what a config asks of the engine: the run's options, the loop's
@@ -146,6 +147,19 @@ func (c *Config) Plan() (Plan, error) {
 			if s.Version != "" {
 				t.Version += "+" + s.Version
 			}
+		case KindExternal:
+			env := map[string]string{}
+			for k, v := range s.Environment {
+				env[k] = v
+			}
+			var err error
+			t, err = external.Task(external.Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env,
+				Dir: filepath.Dir(c.file), Version: s.Version})
+			if err != nil {
+				specErr = fmt.Errorf("%w: stages.train: %v", pipeline.ErrConfig, err)
+				return standinTask
+			}
+			t.Env = s.Env
 		case KindGRPO:
 			var err error
 			t, err = c.grpoTask(p.Policy)

@@ -152,11 +152,12 @@ var stageParams = map[string][]string{
 }
 
 var (
-	standinKeys = []string{"sleep", "fail_times", "samples_per_prompt", "judge_url"}
-	commandKeys = []string{"command", "outputs", "environment", "ignore_inputs"}
-	rolloutKeys = []string{"sampling", "batch"}
-	reEnvName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	rePlace     = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
+	standinKeys  = []string{"sleep", "fail_times", "samples_per_prompt", "judge_url"}
+	commandKeys  = []string{"command", "outputs", "environment", "ignore_inputs"}
+	rolloutKeys  = []string{"sampling", "batch"}
+	externalKeys = []string{"hyperparameters"}
+	reEnvName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	rePlace      = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
 )
 
 func (k *checker) stage(name string, s *Stage) {
@@ -174,7 +175,7 @@ func (k *checker) stage(name string, s *Stage) {
 	var other []string
 	switch s.Kind {
 	case KindStandin:
-		other = append(append([]string{}, commandKeys...), rolloutKeys...)
+		other = append(append(append([]string{}, commandKeys...), rolloutKeys...), externalKeys...)
 		if k.set(path+".samples_per_prompt") && name != "generate" {
 			k.fail(path+".samples_per_prompt", "set it on the generate stage", "%s.samples_per_prompt: only the generate stage samples", path)
 		}
@@ -185,18 +186,30 @@ func (k *checker) stage(name string, s *Stage) {
 			k.fail(path, "", "%s: sleep, fail_times and samples_per_prompt cannot be negative", path)
 		}
 	case KindCommand:
-		other = append(append([]string{}, standinKeys...), rolloutKeys...)
+		other = append(append(append([]string{}, standinKeys...), rolloutKeys...), externalKeys...)
 		k.command(name, path, s)
 	case KindRollout:
-		other = append(append([]string{}, standinKeys...), commandKeys...)
+		other = append(append(append([]string{}, standinKeys...), commandKeys...), externalKeys...)
 		k.rollout(name, path, s)
 	case KindDataset:
-		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
+		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
 		if name != "sample" {
 			k.fail(path+".kind", "use standin or command", "%s.kind: only the sample stage reads the dataset", path)
 		}
+	case KindExternal:
+		other = append(append(append([]string{}, standinKeys...), rolloutKeys...), "outputs", "ignore_inputs")
+		if name != "train" {
+			k.fail(path+".kind", "use standin or command", "%s.kind: only the train stage can be an external trainer", path)
+		} else if len(s.Command) == 0 {
+			k.fail(path, "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", path)
+		}
+		for key := range s.Environment {
+			if !reEnvName.MatchString(key) {
+				k.fail(path+".environment."+key, "", "%s.environment: %q is not a variable name", path, key)
+			}
+		}
 	case KindGRPO:
-		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
+		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
 		if name != "train" {
 			k.fail(path+".kind", "use standin or command", "%s.kind: only the train stage can be grpo", path)
 		} else if p := k.c.Policy; p == nil || p.Kind != PolicyEmbedded {
@@ -204,7 +217,7 @@ func (k *checker) stage(name string, s *Stage) {
 				"%s.kind: the grpo stage trains the embedded model, so the policy must be kind: embedded", path)
 		}
 	case KindCEL:
-		other = append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...)
+		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
 		if name != "reward" {
 			k.fail(path+".kind", "use standin or command", "%s.kind: only the reward stage can be a cel reward spec", path)
 		} else if s.Spec == "" {
@@ -214,7 +227,7 @@ func (k *checker) stage(name string, s *Stage) {
 		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
 		return
 	default:
-		k.fail(path+".kind", "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo", "%s.kind: unknown kind %q", path, s.Kind)
+		k.fail(path+".kind", "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo or external", "%s.kind: unknown kind %q", path, s.Kind)
 		return
 	}
 	if s.Kind != KindCEL && k.set(path+".spec") {
@@ -234,6 +247,8 @@ func kindOf(key string) string {
 		return KindCommand
 	case slices.Contains(rolloutKeys, key):
 		return KindRollout
+	case slices.Contains(externalKeys, key):
+		return KindExternal
 	}
 	return KindStandin
 }

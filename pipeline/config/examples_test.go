@@ -1,0 +1,83 @@
+package config_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+// Every shipped example parses and validates. (Their plans open policies,
+// which for gsm8k-vllm means a GPU cluster: only the config is checked.)
+func TestExamplesValidate(t *testing.T) {
+	for _, path := range []string{
+		"../../examples/arithmetic/pipeline.yaml",
+		"../../examples/gsm8k-vllm/pipeline.yaml",
+		"../../examples/standin/pipeline.yaml",
+	} {
+		t.Run(path, func(t *testing.T) {
+			c, err := config.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Stages.Train == nil || c.Stages.Generate == nil {
+				t.Fatalf("%s: stages missing", path)
+			}
+		})
+	}
+}
+
+// The gsm8k-vllm example's plan builds — the external trainer, the
+// OpenAI client — without reaching its servers.
+func TestGSM8KVLLMPlan(t *testing.T) {
+	t.Setenv("VLLM_API_KEY", "test-key")
+	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Stages.Train.Name != "train" || p.Stages.Generate.Name != "generate" || p.Stages.Eval == nil || p.Loop.Eval.Every != 10 {
+		t.Errorf("plan: train %q generate %q eval %v every %d", p.Stages.Train.Name, p.Stages.Generate.Name, p.Stages.Eval != nil, p.Loop.Eval.Every)
+	}
+	if p.Policy.Identity != "Qwen/Qwen2.5-1.5B-Instruct" {
+		t.Errorf("identity %q", p.Policy.Identity)
+	}
+	// Without the key the plan says which variable to export.
+	t.Setenv("VLLM_API_KEY", "")
+	if _, err := c.Plan(); err == nil {
+		t.Error("a missing API key was accepted")
+	}
+}
+
+// The example's hyperparameters pass the reference trainer's own checks
+// (its argument parsing needs no torch).
+func TestGSM8KVLLMHyperparametersFitTheReferenceTrainer(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Stages.Train.Hyperparameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := filepath.Join(t.TempDir(), "hparams.json")
+	if err := os.WriteFile(hp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("../../trainers/python")
+	cmd := exec.Command(py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import grpo_train; grpo_train.load_hparams(sys.argv[2])", script, hp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the reference trainer rejects the example's hyperparameters: %v\n%s", err, out)
+	}
+}
