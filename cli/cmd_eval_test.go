@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,4 +94,20 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func TestRunNoOverlap(t *testing.T) {
+	h, cfg := smallArithRun(t)
+	staleness := func(run string) string {
+		var rows []map[string]any
+		h.json(&rows, "cat", "runs-"+run+":iterations/000003/trajectories.parquet", "--limit", "1")
+		if len(rows) != 1 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		return fmt.Sprint(rows[0]["staleness"])
+	}
+	h.ok("run", "-f", cfg, "--run", "onpolicy", "--no-overlap")
+	if got := staleness("arith") + staleness("onpolicy"); got != "10" {
+		t.Errorf("staleness with overlap, then without: %s, want 1 then 0", got)
+	}
 }

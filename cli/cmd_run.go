@@ -26,15 +26,17 @@ import (
 const configPath = "run/config.yaml"
 
 type runOptions struct {
-	file    string
-	run     string
-	noCache bool
+	file      string
+	run       string
+	noCache   bool
+	noOverlap bool
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.file, "file", "f", "pipeline.yaml", "the pipeline config (see docs/PIPELINE.md)")
 	fs.StringVar(&o.run, "run", "", "run name (default: the config's run); its branch is runs-NAME")
 	fs.BoolVar(&o.noCache, "no-cache", false, "run every task even when a cached result matches")
+	fs.BoolVar(&o.noOverlap, "no-overlap", false, "run on-policy: generate each iteration with the previous iteration's adapter (overlap.max_staleness 0)")
 }
 
 func newRunCommand(g *rootOptions) *cobra.Command {
@@ -52,12 +54,16 @@ The store is --store, else RLPIPE_STORE, else the config's store, else
 stage; otherwise the run's events are logged as JSON lines on stderr.`,
 		Example: `  rlpipe run -f examples/standin/pipeline.yaml
   rlpipe run -f pipeline.yaml --run exp2 --no-cache
+  rlpipe run -f examples/arithmetic/pipeline.yaml --run arith-onpolicy --no-overlap
   rlpipe run -f pipeline.yaml -o json`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(o.file)
 			if err != nil {
 				return failure(err)
+			}
+			if o.noOverlap {
+				cfg.Overlap.MaxStaleness = 0
 			}
 			if !cmd.Flags().Changed("store") && g.env.getenv(EnvStore) == "" && cfg.Store != "" {
 				g.store = cfg.Store
