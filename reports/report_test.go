@@ -1,0 +1,299 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/rewards/rescore"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// checkSelfContained fails when a page could load anything.
+func checkSelfContained(t *testing.T, page string) {
+	t.Helper()
+	for _, bad := range []string{"http://", "https://", "<script", "<link", "<img", "@import", "url("} {
+		if strings.Contains(page, bad) {
+			i := strings.Index(page, bad)
+			t.Errorf("page holds %q: …%s…", bad, page[max(i-80, 0):min(i+80, len(page))])
+		}
+	}
+}
+
+func TestEndToEndLengthHack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-hack", 20, lengthHacking, lengthHackingEvals())
+
+	rep, err := Build(ctx, st, "runs-hack", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []string
+	for _, a := range rep.Alarms {
+		rules = append(rules, a.Rule+"@"+strconv.Itoa(a.Iteration)+"-"+strconv.Itoa(a.LastIteration))
+	}
+	want := []string{RuleRewardUpHeldoutFlat + "@10-20", RuleLengthDriftUp + "@10-20"}
+	if strings.Join(rules, " ") != strings.Join(want, " ") {
+		t.Fatalf("alarms = %v, want %v\n%+v", rules, want, rep.Alarms)
+	}
+	// The health the alarms read, from the stored tables.
+	h := rep.Run.Health[19]
+	if h.Iteration != 20 || h.LengthMean != 21 || h.Scored != 32 || h.Components["correct"].Mean != 0.25 || h.KL != 0.02 || h.Groups != 8 || h.FracMixed != 1 {
+		t.Fatalf("iteration 20 health = %+v", h)
+	}
+
+	page := string(rep.HTML())
+	checkSelfContained(t, page)
+	for _, want := range []string{
+		`<span id="iterations">20 iterations (1–20)</span>`,
+		"<svg", "<path", "<polygon", // lines and interval bands
+		`>0.3000</td>`, `>0.5600</td>`, `>0.2990</td>`, // pass@1, pass@4, exact_pass@1 in the eval table
+		"<th>pass@1</th><th>pass@4</th><th>exact_pass@1</th>",
+		RuleLengthDriftUp, RuleRewardUpHeldoutFlat,
+		"heldout exact_pass@1, base → iteration-000020",
+		"iteration 20: best", "q0\n0+0=\nanswer: 0",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "<svg"); n < 15 {
+		t.Errorf("%d charts, want at least 15", n)
+	}
+	if len(page) > 400<<10 {
+		t.Errorf("page is %d bytes", len(page))
+	}
+
+	// Same store state, same bytes.
+	again, err := HTML(ctx, st, "runs-hack", nil)
+	if err != nil || !bytes.Equal(again, []byte(page)) {
+		t.Fatalf("second report differs (err %v)", err)
+	}
+	// Commit ids depend on the store's creation time; the rest must not.
+	id := rep.Run.Commit.ID
+	page = strings.ReplaceAll(strings.ReplaceAll(page, id, "COMMIT"), id[:12], "COMMIT")
+	golden(t, "length_hack.html", []byte(page))
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -run %s -update)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from the golden file (%d bytes, golden %d); if the change is intended, run go test ./reports -run %s -update", path, len(got), len(want), t.Name())
+	}
+}
+
+func TestReportWithoutEvals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-young", 3, func(it int) iteration {
+		trajs, rws := handMade()
+		return iteration{trajs: trajs, rewards: rws}
+	}, nil)
+	out := filepath.Join(t.TempDir(), "report.html")
+	rep, err := WriteHTML(ctx, st, "runs-young", out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	checkSelfContained(t, page)
+	for _, want := range []string{`id="no-evals"`, "No evaluations yet", "3 iterations (1–3)", "0 evaluated checkpoints", "not reported"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// "42" answers half the samples, of two prompts, every iteration.
+	if len(rep.Alarms) != 1 || rep.Alarms[0].Rule != RuleCompletionsDominate || len(rep.Run.Evals) != 0 || len(rep.Run.Samples) != 3 {
+		t.Fatalf("report: %d alarms, %d evals, %d sample iterations", len(rep.Alarms), len(rep.Run.Evals), len(rep.Run.Samples))
+	}
+	// The best samples come from different prompts; the worst are the
+	// lowest totals.
+	s := rep.Run.Samples[2]
+	if len(s.Best) != 2 || s.Best[0].PromptID != "p1" || s.Best[1].PromptID != "p3" || s.Worst[0].Total != 0 || s.Worst[0].PromptID != "p2" {
+		t.Fatalf("samples = %+v", s)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	if _, err := Load(ctx, st, "main", nil); !errors.Is(err, ErrNoIterations) || !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("main: err = %v, want ErrNoIterations", err)
+	}
+	if _, err := Load(ctx, st, "nope", nil); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("nope: err = %v, want not found", err)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-a", 4, lengthHacking, nil)
+	src, err := st.ResolveRef(ctx, "runs-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A rescored branch: the same trajectories, correctness only.
+	if _, err := st.CreateBranch(ctx, "rescore-x", "runs-a"); err != nil {
+		t.Fatal(err)
+	}
+	var old, nw []rescore.Side
+	for it := 1; it <= 4; it++ {
+		x := lengthHacking(it)
+		var rows []tables.Reward
+		for _, r := range x.rewards {
+			r.Components = map[string]float64{"correct": r.Components["correct"]}
+			r.Total, r.SpecDigest = r.Components["correct"], "sha256:correct"
+			rows = append(rows, r)
+		}
+		tb, _ := tables.RewardsWith("correct")
+		putTable(t, st, "rescore-x", iterDir(it)+"rewards.parquet", tb, rows)
+		old, nw = append(old, rescore.Side{Iteration: it, Rows: x.rewards}), append(nw, rescore.Side{Iteration: it, Rows: rows})
+	}
+	commit(t, st, "rescore-x", "rescore", 100)
+
+	c, err := Compare(ctx, st, "runs-a", "rescore-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Old != "runs-a" || c.New != "rescore-x" || c.From != "computed" || c.OldCommit != src.ID || len(c.PerIteration) != 4 || c.Result.Scored != 128 {
+		t.Fatalf("comparison = %+v", c)
+	}
+	// Per iteration: old mean is the length reward, new is 0.25.
+	if p := c.PerIteration[0]; math.Abs(p.Old-(0.08+0.015)) > 1e-12 || p.New != 0.25 {
+		t.Fatalf("iteration 1: %+v", p)
+	}
+
+	// With the rescoring's own report committed, it is reused, and the
+	// rescored side is the new one whichever side the report is of.
+	stored := rescore.Report{From: "runs-a", FromCommit: src.ID, Branch: "rescore-x", Comparison: rescore.Compare(old, nw, 3)}
+	b, _ := json.Marshal(stored)
+	put(t, st, "rescore-x", rescore.ReportPath, b)
+	commit(t, st, "rescore-x", "report", 101)
+	c, err = Compare(ctx, st, "rescore-x", "runs-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Old != "runs-a" || c.New != "rescore-x" || c.From != "rescore-x:reports/rescore.json" || len(c.Result.Top) != 3 {
+		t.Fatalf("comparison from the stored report = %+v", c)
+	}
+
+	page, err := HTML(ctx, st, "runs-a", &Options{Compare: "rescore-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSelfContained(t, string(page))
+	for _, want := range []string{"No alarm", `id="compare"`, "Comparison: rescore-x (new) against runs-a (old)", "length (old)", "correct (new)", "Most changed samples", "<td>total</td>"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if _, err := Compare(ctx, st, "runs-a", "main"); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("compare with main: %v", err)
+	}
+}
+
+func TestHealthTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-h", 3, lengthHacking, nil)
+	run, err := Load(ctx, st, "runs-h", &LoadOptions{SampleIterations: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Samples) != 0 {
+		t.Fatalf("samples kept: %d", len(run.Samples))
+	}
+	// A row without a train metrics file has null optimizer columns.
+	rows := append(run.Health, ComputeHealth(4, nil, nil, nil, nil))
+	c, err := SaveHealth(ctx, st, "runs-h", rows, "health table")
+	if err != nil || c.ID == "" {
+		t.Fatalf("save: %v", err)
+	}
+	b, err := readObject(ctx, st, "runs-h", HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tables.OpenFile(bytes.NewReader(b), int64(len(b)), HealthPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, v := f.Table(); name != HealthTableName || v != HealthTableVersion || f.NumRows() != 4 {
+		t.Fatalf("table %s v%d, %d rows", name, v, f.NumRows())
+	}
+	var got []map[string]any
+	for r, err := range f.Rows(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	r1, r4 := got[0], got[3]
+	if r1["iteration"] != int64(1) || r1["response_length_mean"] != 2.0 || r1["r_correct_mean"] != 0.25 || r1["kl"] != 0.001 || r1["judge_verifier_disagreement"] != nil {
+		t.Fatalf("row 1 = %v", r1)
+	}
+	if r4["iteration"] != int64(4) || r4["kl"] != nil || r4["r_length_max"] != nil || r4["samples"] != int64(0) {
+		t.Fatalf("row 4 = %v", r4)
+	}
+	names := f.Schema().Fields()
+	if names[0].Name != "iteration" || names[len(names)-1].Name != "r_length_max" {
+		t.Fatalf("columns %v", f.Schema())
+	}
+	// Same rows, same bytes.
+	var a, b2 bytes.Buffer
+	if err := WriteHealth(&a, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHealth(&b2, rows); err != nil || !bytes.Equal(a.Bytes(), b2.Bytes()) || !bytes.Equal(a.Bytes(), b) {
+		t.Fatalf("health table bytes differ (err %v)", err)
+	}
+}
+
+func TestChartsHandleGaps(t *testing.T) {
+	c := lineChart{title: "t <&>", series: []series{{name: "a", x: []float64{1, 2, 3, 4}, y: []float64{1, math.NaN(), 3, 4}}}}
+	svg := c.svg()
+	if !strings.Contains(svg, "t &lt;&amp;&gt;") || strings.Count(svg, "M") != 2 {
+		t.Fatalf("svg = %s", svg)
+	}
+	if !regexp.MustCompile(`d="M56.0,\d+\.\d M`).MatchString(svg) {
+		t.Fatalf("a gap should start a new subpath: %s", svg)
+	}
+	empty := lineChart{title: "none", series: []series{{name: "a", x: []float64{1}, y: []float64{math.NaN()}}}}.svg()
+	if !strings.Contains(empty, "not reported") {
+		t.Fatalf("empty chart = %s", empty)
+	}
+}
