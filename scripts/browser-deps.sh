@@ -1,0 +1,45 @@
+#!/bin/sh
+# Install a headless browser for the UI's end-to-end test (go test ./ui/...):
+# Debian's chromium package, when no chromium is on the PATH. Safe to run
+# again; exits 0 when a browser is present afterwards.
+#
+#   scripts/browser-deps.sh            # install if missing
+#   RLPIPE_CHROMIUM=/path/to/chrome    # use another browser; nothing installed
+set -eu
+
+if [ -n "${RLPIPE_CHROMIUM:-}" ]; then
+	if [ -x "$RLPIPE_CHROMIUM" ]; then
+		echo "browser-deps: using $RLPIPE_CHROMIUM"
+		exit 0
+	fi
+	echo "browser-deps: RLPIPE_CHROMIUM=$RLPIPE_CHROMIUM is not an executable" >&2
+	exit 1
+fi
+
+for b in chromium chromium-browser google-chrome; do
+	if command -v "$b" >/dev/null 2>&1; then
+		echo "browser-deps: $(command -v "$b") is installed"
+		exit 0
+	fi
+done
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "browser-deps: no chromium and no apt-get: install Chromium or Chrome and set RLPIPE_CHROMIUM to it" >&2
+	exit 1
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		sudo="sudo"
+	else
+		echo "browser-deps: installing chromium needs root (or sudo): apt-get install -y chromium" >&2
+		exit 1
+	fi
+fi
+
+echo "browser-deps: installing chromium with apt-get"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+command -v chromium

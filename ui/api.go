@@ -1,0 +1,361 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Bounds of the API's pages.
+const (
+	defaultLogLimit   = 50
+	maxLogLimit       = 1000
+	defaultTableLimit = 100
+	maxTableLimit     = 1000
+	maxListEntries    = 5000
+	// maxObjectText is the most of a non-table object /api/object returns.
+	maxObjectText = 1 << 20
+)
+
+// apiError is the body of every error the API returns.
+type apiError struct {
+	Error  string `json:"error"`
+	Status int    `json:"status"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(apiError{Error: "encode the response: " + err.Error(), Status: status})
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Status: status})
+}
+
+// fail answers with the status the store error calls for: 404 for what
+// does not exist, 400 for a malformed argument, 504 when the request ran
+// out of time, 500 otherwise.
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, artifacts.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, artifacts.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, context.DeadlineExceeded):
+		status = http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the client left
+	}
+	writeError(w, status, err.Error())
+}
+
+// badRequest wraps a message as an invalid argument.
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{artifacts.ErrInvalid}, a...)...)
+}
+
+// intParam reads a non-negative integer query parameter, def when absent.
+func intParam(r *http.Request, name string, def, max int) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, badRequest("%s=%q: use a whole number ≥ 0", name, s)
+	}
+	if max > 0 && n > max {
+		return 0, badRequest("%s=%d: at most %d", name, n, max)
+	}
+	return n, nil
+}
+
+// refParam reads a required ref parameter and checks that it parses.
+func refParam(r *http.Request) (string, error) {
+	ref := r.URL.Query().Get("ref")
+	if ref == "" {
+		return "", badRequest("missing ref: add ?ref=BRANCH, a tag or a commit id")
+	}
+	if _, err := artifacts.ParseRef(ref); err != nil {
+		return "", err
+	}
+	return ref, nil
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := listRuns(r.Context(), s.st)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	d, err := s.runDetail(r.Context(), r.PathValue("run"))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) apiIteration(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 1 {
+		fail(w, r, badRequest("iteration %q: use a number from 1", r.PathValue("n")))
+		return
+	}
+	d, err := s.iterationDetail(r.Context(), r.PathValue("run"), n)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// BranchOut is one branch of /api/branches with its head commit.
+type BranchOut struct {
+	Name    string    `json:"name"`
+	Commit  string    `json:"commit"`
+	Date    time.Time `json:"date"`
+	Message string    `json:"message"`
+	Default bool      `json:"default,omitempty"`
+}
+
+func (s *Server) apiBranches(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	repo, err := s.st.Repository(ctx)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	out := struct {
+		Repository artifacts.Repository `json:"repository"`
+		Branches   []BranchOut          `json:"branches"`
+		Tags       []artifacts.Tag      `json:"tags"`
+	}{Repository: repo, Branches: []BranchOut{}, Tags: []artifacts.Tag{}}
+	for b, err := range s.st.ListBranches(ctx) {
+		if err != nil {
+			fail(w, r, fmt.Errorf("list branches: %w", err))
+			return
+		}
+		row := BranchOut{Name: b.Name, Commit: b.CommitID, Default: b.Name == repo.DefaultBranch}
+		if c, err := s.st.GetCommit(ctx, b.CommitID); err == nil {
+			row.Date, row.Message = c.CreationDate.UTC(), firstLine(c.Message)
+		}
+		out.Branches = append(out.Branches, row)
+	}
+	for t, err := range s.st.ListTags(ctx) {
+		if err != nil {
+			fail(w, r, fmt.Errorf("list tags: %w", err))
+			return
+		}
+		out.Tags = append(out.Tags, t)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// apiLog pages through history from ref, newest first: ?offset= skips
+// commits, ?limit= caps the page; next_offset is set when more follow.
+func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
+	ref, err := refParam(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	offset, err := intParam(r, "offset", 0, 0)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", defaultLogLimit, maxLogLimit)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	if limit == 0 {
+		limit = defaultLogLimit
+	}
+	out := struct {
+		Ref        string             `json:"ref"`
+		Offset     int                `json:"offset"`
+		Commits    []artifacts.Commit `json:"commits"`
+		NextOffset *int               `json:"next_offset,omitempty"`
+	}{Ref: ref, Offset: offset, Commits: []artifacts.Commit{}}
+	i := 0
+	for c, err := range s.st.Log(r.Context(), ref, &artifacts.LogOptions{Limit: offset + limit + 1}) {
+		if err != nil {
+			fail(w, r, fmt.Errorf("log %s: %w", ref, err))
+			return
+		}
+		switch {
+		case i < offset:
+		case i < offset+limit:
+			c.CreationDate = c.CreationDate.UTC()
+			out.Commits = append(out.Commits, c)
+		default:
+			next := offset + limit
+			out.NextOffset = &next
+		}
+		i++
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// apiList lists one level of a ref's tree: ?ref=&prefix=dir/.
+func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
+	ref, err := refParam(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	prefix := r.URL.Query().Get("prefix")
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	out := struct {
+		Ref       string            `json:"ref"`
+		Prefix    string            `json:"prefix"`
+		Entries   []artifacts.Entry `json:"entries"`
+		Truncated bool              `json:"truncated,omitempty"`
+	}{Ref: ref, Prefix: prefix, Entries: []artifacts.Entry{}}
+	for e, err := range s.st.ListObjects(r.Context(), ref, &artifacts.ListOptions{Prefix: prefix, Delimiter: "/", Limit: maxListEntries + 1}) {
+		if err != nil {
+			fail(w, r, fmt.Errorf("list %s:%s: %w", ref, prefix, err))
+			return
+		}
+		if len(out.Entries) == maxListEntries {
+			out.Truncated = true
+			break
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// apiObject returns a small non-table object as text (configs, metrics,
+// event logs): the first MiB, and whether it is binary.
+func (s *Server) apiObject(w http.ResponseWriter, r *http.Request) {
+	ref, err := refParam(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	path := r.URL.Query().Get("path")
+	if err := artifacts.ValidatePath(path); err != nil {
+		fail(w, r, err)
+		return
+	}
+	rc, info, err := s.st.GetObject(r.Context(), ref, path)
+	if err != nil {
+		fail(w, r, readErr(err, ref, path))
+		return
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxObjectText))
+	if err != nil {
+		fail(w, r, fmt.Errorf("read %s:%s: %w", ref, path, err))
+		return
+	}
+	out := struct {
+		Ref         string `json:"ref"`
+		Path        string `json:"path"`
+		Size        int64  `json:"size_bytes"`
+		Checksum    string `json:"checksum"`
+		ContentType string `json:"content_type,omitempty"`
+		Text        string `json:"text"`
+		Binary      bool   `json:"binary,omitempty"`
+		Truncated   bool   `json:"truncated,omitempty"`
+	}{Ref: ref, Path: path, Size: info.Size, Checksum: info.Checksum, ContentType: info.ContentType, Truncated: info.Size > int64(len(b))}
+	if !utf8.Valid(trimPartialRune(b)) || strings.ContainsRune(string(b), 0) {
+		out.Binary = true
+	} else {
+		out.Text = string(b)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// trimPartialRune drops a UTF-8 sequence cut by the read limit.
+func trimPartialRune(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
+		if utf8.Valid(b) {
+			return b
+		}
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (s *Server) apiTable(w http.ResponseWriter, r *http.Request) {
+	ref, err := refParam(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	path := r.URL.Query().Get("path")
+	if err := artifacts.ValidatePath(path); err != nil {
+		fail(w, r, err)
+		return
+	}
+	offset, err := intParam(r, "offset", 0, 0)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", defaultTableLimit, maxTableLimit)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	if limit == 0 {
+		limit = defaultTableLimit
+	}
+	page, err := readTablePage(r.Context(), s.st, ref, path, offset, limit)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// tableName is the rlpipe table recorded in a Parquet file, for display.
+func tableName(f *tables.File) string {
+	name, v := f.Table()
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s v%d", name, v)
+}
+
+// readErr says which object could not be read, unless the store's error
+// already does.
+func readErr(err error, ref, path string) error {
+	if strings.Contains(err.Error(), ref+":"+path) {
+		return err
+	}
+	return fmt.Errorf("read %s:%s: %w", ref, path, err)
+}

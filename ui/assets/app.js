@@ -1,0 +1,584 @@
+// rlpipe UI: a single page over the JSON API (/api/...), routed by the
+// URL hash. No framework and no build step: views fetch JSON and build the
+// DOM with h(); charts are inline SVG. Text from the store only ever goes
+// into textContent or attributes, never into HTML.
+'use strict';
+
+const app = document.getElementById('app');
+const live = document.getElementById('live');
+const SVG = 'http://www.w3.org/2000/svg';
+const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777', '#4b5563', '#65a30d'];
+
+// ---- DOM helpers -----------------------------------------------------------
+
+// h builds an element: h('a', {href: '#/'}, 'text', child, [more children]).
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'style') el.style.cssText = v; // CSSOM: allowed by the page's CSP, unlike a style attribute
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== null && v !== undefined) el.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function table(headers, rows, cls) {
+  return h('table', {class: cls || ''},
+    h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
+    h('tbody', {}, rows));
+}
+
+function section(title, ...children) {
+  return h('section', {}, h('h2', {}, title), children);
+}
+
+// ---- formatting ------------------------------------------------------------
+
+const short = (id) => (id || '').slice(0, 12);
+const pad6 = (n) => String(n).padStart(6, '0');
+
+function fmtNum(v, digits) {
+  if (typeof v !== 'number') return v === null || v === undefined ? '' : String(v);
+  if (Number.isInteger(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(2);
+  return v.toFixed(digits === undefined ? 4 : digits);
+}
+
+function fmtSecs(v) {
+  if (typeof v !== 'number') return '';
+  if (v < 1) return (v * 1000).toFixed(0) + ' ms';
+  if (v < 120) return v.toFixed(2) + ' s';
+  return (v / 60).toFixed(1) + ' min';
+}
+
+function fmtBytes(n) {
+  if (typeof n !== 'number') return '';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? n : n.toFixed(1)) + ' ' + units[i];
+}
+
+function fmtDate(s) {
+  if (!s || s.startsWith('0001-')) return '';
+  const d = new Date(s);
+  return isNaN(d) ? s : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+function ago(s) {
+  const d = (Date.now() - new Date(s)) / 1000;
+  if (!isFinite(d)) return '';
+  if (d < 90) return Math.max(0, Math.round(d)) + ' s ago';
+  if (d < 5400) return Math.round(d / 60) + ' min ago';
+  return Math.round(d / 3600) + ' h ago';
+}
+
+function lockText(l) {
+  if (!l) return h('span', {class: 'muted'}, 'idle');
+  if (!l.alive) return h('span', {class: 'badge stale', title: 'the holder is gone; the next run takes the lock over'}, `stale lock (pid ${l.pid} on ${l.host})`);
+  return h('span', {class: 'badge running', title: `heartbeat ${fmtDate(l.heartbeat)}`}, `running: pid ${l.pid} on ${l.host}`);
+}
+
+// ---- routes ----------------------------------------------------------------
+
+const enc = encodeURIComponent;
+const encPath = (p) => p.split('/').map(enc).join('/');
+const href = {
+  runs: () => '#/',
+  run: (r) => `#/runs/${enc(r)}`,
+  iteration: (r, n) => `#/runs/${enc(r)}/iterations/${n}`,
+  branches: () => '#/branches',
+  log: (ref) => `#/log/${enc(ref)}`,
+  tree: (ref, prefix) => `#/tree/${enc(ref)}/${encPath(prefix || '')}`,
+  table: (ref, path, offset) => `#/table/${enc(ref)}/${encPath(path)}` + (offset ? `?offset=${offset}` : ''),
+  object: (ref, path) => `#/object/${enc(ref)}/${encPath(path)}`,
+};
+
+function artifactLink(ref, path, label) {
+  const isTable = path.endsWith('.parquet');
+  return h('a', {href: isTable ? href.table(ref, path) : href.object(ref, path), title: `${ref}:${path}`}, label || path);
+}
+
+// cleanup runs when the route changes (closes event streams).
+let cleanup = [];
+let routeSeq = 0;
+
+async function route() {
+  cleanup.forEach((f) => f());
+  cleanup = [];
+  live.hidden = true;
+  const seq = ++routeSeq;
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [pathPart, queryPart] = raw.split('?');
+  const parts = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
+  const query = new URLSearchParams(queryPart || '');
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    a.classList.toggle('active', a.dataset.nav === (parts[0] === 'branches' || parts[0] === 'log' || parts[0] === 'tree' ? 'branches' : parts[0] ? '' : 'runs'));
+  }
+  let view;
+  try {
+    if (parts.length === 0 || (parts[0] === 'runs' && parts.length === 1)) view = await runsView();
+    else if (parts[0] === 'runs' && parts.length === 2) view = await runView(parts[1], seq);
+    else if (parts[0] === 'runs' && parts[2] === 'iterations' && parts.length === 4) view = await iterationView(parts[1], Number(parts[3]));
+    else if (parts[0] === 'branches') view = await branchesView();
+    else if (parts[0] === 'log' && parts.length === 2) view = await logView(parts[1]);
+    else if (parts[0] === 'tree' && parts.length >= 2) view = await treeView(parts[1], parts.slice(2).join('/'));
+    else if (parts[0] === 'table' && parts.length >= 3) view = await tableView(parts[1], parts.slice(2).join('/'), Number(query.get('offset') || 0), Number(query.get('limit') || 100));
+    else if (parts[0] === 'object' && parts.length >= 3) view = await objectView(parts[1], parts.slice(2).join('/'));
+    else view = errorBox(`no page ${location.hash}`);
+  } catch (e) {
+    view = errorBox(e.message);
+  }
+  if (seq !== routeSeq) return; // the user moved on while this loaded
+  app.replaceChildren(view);
+}
+
+function errorBox(msg) {
+  return h('div', {class: 'error', role: 'alert'}, msg);
+}
+
+async function api(path) {
+  const res = await fetch(path, {headers: {Accept: 'application/json'}, credentials: 'same-origin'});
+  let body;
+  try { body = await res.json(); } catch (e) { throw new Error(`${path}: ${res.status} ${res.statusText}`); }
+  if (!res.ok) throw new Error(body.error || `${path}: ${res.status}`);
+  return body;
+}
+
+// ---- runs ------------------------------------------------------------------
+
+async function runsView() {
+  const {runs} = await api('/api/runs');
+  document.title = 'rlpipe: runs';
+  if (runs.length === 0) {
+    return section('Runs', h('p', {class: 'muted'}, 'No runs yet: `rlpipe run -f pipeline.yaml` starts one.'));
+  }
+  return section('Runs', table(['run', 'last iteration', 'commit', 'date', 'state'], runs.map((r) => h('tr', {},
+    h('td', {}, h('a', {href: href.run(r.run)}, r.run)),
+    h('td', {class: 'num'}, r.iteration ? h('a', {href: href.iteration(r.run, r.iteration)}, r.iteration) : '–'),
+    h('td', {}, h('a', {class: 'mono', href: href.tree(r.commit, '')}, short(r.commit))),
+    h('td', {}, fmtDate(r.date)),
+    h('td', {}, lockText(r.lock)))), 'runs'));
+}
+
+// The train metrics charted first when present; any other can be picked.
+const TRAIN_CHARTS = [
+  {title: 'reward (mean)', keys: ['reward.mean', 'mean_reward']},
+  {title: 'accuracy', keys: ['reward_components.correct.mean', 'accuracy']},
+  {title: 'loss', keys: ['loss']},
+  {title: 'KL', keys: ['kl']},
+];
+
+async function runView(run, seq) {
+  const d = await api(`/api/runs/${enc(run)}`);
+  document.title = `rlpipe: ${run}`;
+  const root = h('div', {class: 'run'});
+  renderRun(root, d);
+  // Live: re-render when the run's branch moves.
+  if (window.EventSource) {
+    const es = new EventSource(`/api/events?run=${enc(run)}`);
+    let shown = d.commit;
+    es.addEventListener('head', async (ev) => {
+      const head = JSON.parse(ev.data);
+      live.hidden = false;
+      live.textContent = `live · ${head.iteration ? 'iteration ' + head.iteration : short(head.commit)}`;
+      live.title = `watching ${head.branch}; last change ${fmtDate(head.date)}`;
+      if (head.commit === shown) return;
+      shown = head.commit;
+      try {
+        const nd = await api(`/api/runs/${enc(run)}`);
+        if (seq === routeSeq) renderRun(root, nd);
+      } catch (e) { /* keep the last view; the next event retries */ }
+    });
+    es.addEventListener('gone', () => { live.textContent = 'run deleted'; es.close(); });
+    es.onerror = () => { live.textContent = 'reconnecting…'; };
+    cleanup.push(() => es.close());
+  }
+  return root;
+}
+
+function renderRun(root, d) {
+  const its = d.iterations;
+  const last = its.length ? its[its.length - 1] : null;
+  const head = h('div', {class: 'head'},
+    h('h1', {}, 'run ', h('span', {class: 'name'}, d.run)),
+    h('dl', {},
+      h('dt', {}, 'branch'), h('dd', {}, h('a', {href: href.log(d.branch)}, d.branch), ' at ', h('a', {class: 'mono', href: href.tree(d.commit, '')}, short(d.commit))),
+      h('dt', {}, 'state'), h('dd', {}, d.state ? `iteration ${d.state.iteration}, cursor ${d.state.cursor}, seed ${d.state.seed}` : 'no iteration committed yet'),
+      h('dt', {}, 'process'), h('dd', {}, lockText(d.lock)),
+      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, 'run/config.yaml', d.config_hash))] : null,
+      last ? [h('dt', {}, 'last iteration'), h('dd', {}, h('a', {href: href.iteration(d.run, last.iteration)}, last.iteration), ' · ', fmtDate(last.date))] : null));
+
+  const charts = h('div', {class: 'charts'});
+  const used = new Set();
+  for (const c of TRAIN_CHARTS) {
+    const key = c.keys.find((k) => its.some((it) => it.train && typeof it.train[k] === 'number'));
+    if (!key) continue;
+    used.add(key);
+    charts.append(lineChart(c.title, [{name: key, points: its.filter((it) => it.train && typeof it.train[key] === 'number').map((it) => [it.iteration, it.train[key]])}], {xlabel: 'iteration'}));
+  }
+  charts.append(...evalCharts(d.evals));
+  if (its.some((it) => it.tasks.length)) charts.append(taskBars(its));
+  const keys = [...new Set(its.flatMap((it) => Object.keys(it.train || {})))].filter((k) => !used.has(k)).sort();
+  let picker = null;
+  if (keys.length) {
+    const slot = h('div', {class: 'picked'});
+    const sel = h('select', {'aria-label': 'chart another train metric', onchange: () => {
+      const k = sel.value;
+      slot.replaceChildren(k ? lineChart(k, [{name: k, points: its.filter((it) => typeof (it.train || {})[k] === 'number').map((it) => [it.iteration, it.train[k]])}], {xlabel: 'iteration'}) : '');
+    }}, h('option', {value: ''}, 'chart another train metric…'), keys.map((k) => h('option', {value: k}, k)));
+    picker = h('div', {class: 'picker'}, sel, slot);
+  }
+  root.replaceChildren(head,
+    section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
+    d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
+    section(`Iterations (${its.length})`, iterationTable(d.run, its)));
+}
+
+// evalCharts draws pass@k (and the other eval metrics) per checkpoint, one
+// chart per eval set.
+function evalCharts(evals) {
+  const sets = [...new Set(evals.map((e) => e.set))];
+  return sets.map((set) => {
+    const es = evals.filter((e) => e.set === set);
+    const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].sort(metricOrder);
+    const series = names.map((m) => ({name: m, points: es.filter((e) => m in e.metrics).map((e) => [e.iteration, e.metrics[m]])}));
+    return lineChart(`eval on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1});
+  });
+}
+
+function metricOrder(a, b) {
+  const ka = a.match(/^(.*?)(\d+)$/), kb = b.match(/^(.*?)(\d+)$/);
+  if (ka && kb && ka[1] === kb[1]) return Number(ka[2]) - Number(kb[2]);
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function evalTable(evals, ref) {
+  const names = [...new Set(evals.flatMap((e) => Object.keys(e.metrics)))].sort(metricOrder);
+  return table(['checkpoint', 'set', 'problems', 'n', ...names], evals.map((e) => h('tr', {},
+    h('td', {}, artifactLink(ref, e.path, e.checkpoint)),
+    h('td', {}, e.set), h('td', {class: 'num'}, e.problems), h('td', {class: 'num'}, e.n),
+    names.map((m) => {
+      const ci = e.intervals[m];
+      return h('td', {class: 'num', title: ci ? `95% interval ${fmtNum(ci[0])} – ${fmtNum(ci[1])}` : ''}, fmtNum(e.metrics[m]));
+    }))), 'evals');
+}
+
+function iterationTable(run, its) {
+  const names = taskNames(its);
+  const rows = its.slice().reverse().map((it) => {
+    const byName = Object.fromEntries(it.tasks.map((t) => [t.name, t]));
+    const reward = it.train && (it.train['reward.mean'] ?? it.train['mean_reward']);
+    return h('tr', {},
+      h('td', {class: 'num'}, h('a', {href: href.iteration(run, it.iteration)}, it.iteration)),
+      h('td', {}, h('a', {class: 'mono', href: href.tree(it.commit, `iterations/${pad6(it.iteration)}`)}, short(it.commit))),
+      h('td', {}, fmtDate(it.date)),
+      names.map((n) => {
+        const t = byName[n];
+        if (!t) return h('td', {});
+        return h('td', {class: 'num' + (t.cached ? ' cached' : ''), title: `${t.attempts} attempt(s)${t.cached ? ', cached' : ''}`}, fmtSecs(t.seconds), t.attempts > 1 ? h('sup', {}, '×' + t.attempts) : null);
+      }),
+      h('td', {class: 'num'}, fmtSecs(it.seconds)),
+      h('td', {class: 'num'}, reward === undefined ? '' : fmtNum(reward, 3)));
+  });
+  return table(['iteration', 'commit', 'date', ...names, 'task time', 'reward'], rows, 'iterations');
+}
+
+function taskNames(its) {
+  const seen = [];
+  for (const it of its) for (const t of it.tasks) if (!seen.includes(t.name)) seen.push(t.name);
+  const rank = (n) => ['sample', 'generate', 'reward', 'train'].indexOf(n) >= 0 ? ['sample', 'generate', 'reward', 'train'].indexOf(n) : n.startsWith('eval') ? 5 : 4;
+  return seen.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
+}
+
+// ---- charts ----------------------------------------------------------------
+
+const CW = 440, CH = 220, ML = 52, MR = 12, MT = 10, MB = 30;
+
+// niceTicks returns about n round numbers spanning [lo, hi].
+function niceTicks(lo, hi, n) {
+  if (hi === lo) { hi = lo + 1; lo = lo - 1; }
+  const raw = (hi - lo) / n;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => st >= raw) || 10 * mag;
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+
+function frame(title, legend) {
+  const svg = s('svg', {viewBox: `0 0 ${CW} ${CH}`, width: CW, height: CH, role: 'img', 'aria-label': title, class: 'chart'});
+  const fig = h('figure', {class: 'chart'}, h('figcaption', {}, title), svg);
+  if (legend && legend.length > 1) {
+    fig.append(h('div', {class: 'legend'}, legend.map((l) => h('span', {}, h('i', {style: `background:${l.color}`}), l.name))));
+  }
+  return {fig, svg};
+}
+
+function axes(svg, x, y, xt, yt, xlabel) {
+  const g = s('g', {class: 'axes'});
+  for (const v of yt) {
+    g.append(s('line', {x1: ML, x2: CW - MR, y1: y(v), y2: y(v), class: 'grid'}));
+    g.append(s('text', {x: ML - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtNum(v, 3)));
+  }
+  for (const v of xt) {
+    g.append(s('text', {x: x(v), y: CH - MB + 16, 'text-anchor': 'middle'}, v));
+  }
+  g.append(s('line', {x1: ML, x2: CW - MR, y1: CH - MB, y2: CH - MB, class: 'axis'}));
+  if (xlabel) g.append(s('text', {x: CW - MR, y: CH - 2, 'text-anchor': 'end', class: 'label'}, xlabel));
+  svg.append(g);
+}
+
+// lineChart draws series of [x, y] points as lines with a dot per point
+// (its <title> gives the exact value).
+function lineChart(title, series, opts) {
+  opts = opts || {};
+  series = series.filter((se) => se.points.length);
+  series.forEach((se, i) => { se.color = se.color || COLORS[i % COLORS.length]; });
+  const {fig, svg} = frame(title, series);
+  const pts = series.flatMap((se) => se.points);
+  if (!pts.length) { svg.append(s('text', {x: CW / 2, y: CH / 2, 'text-anchor': 'middle'}, 'no data')); return fig; }
+  let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
+  let [y0, y1] = [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
+  if (opts.ymin !== undefined && y0 >= opts.ymin) y0 = Math.min(y0, opts.ymin);
+  if (opts.ymax !== undefined && y1 <= opts.ymax) y1 = Math.max(y1, opts.ymax);
+  if (x0 === x1) { x0 -= 1; x1 += 1; }
+  const yt = niceTicks(y0, y1, 4);
+  y0 = Math.min(y0, yt[0]); y1 = Math.max(y1, yt[yt.length - 1]);
+  if (y0 === y1) { y0 -= 1; y1 += 1; }
+  const x = (v) => ML + (v - x0) / (x1 - x0) * (CW - ML - MR);
+  const y = (v) => MT + (1 - (v - y0) / (y1 - y0)) * (CH - MT - MB);
+  axes(svg, x, y, niceTicks(x0, x1, 6).filter((v) => Number.isInteger(v)), yt, opts.xlabel);
+  for (const se of series) {
+    const g = s('g', {class: 'series', 'data-name': se.name});
+    g.append(s('polyline', {points: se.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' '), stroke: se.color}));
+    if (se.points.length <= 400) {
+      for (const p of se.points) {
+        g.append(s('circle', {class: 'pt', cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, fill: se.color, 'data-x': p[0], 'data-y': p[1]},
+          s('title', {}, `${se.name} at ${p[0]}: ${fmtNum(p[1])}`)));
+      }
+    }
+    svg.append(g);
+  }
+  return fig;
+}
+
+// taskBars stacks each iteration's task times, one bar per iteration.
+function taskBars(its) {
+  const names = taskNames(its);
+  const color = Object.fromEntries(names.map((n, i) => [n, COLORS[i % COLORS.length]]));
+  const {fig, svg} = frame('time in tasks per iteration (s)', names.map((n) => ({name: n, color: color[n]})));
+  const ymax = Math.max(...its.map((it) => it.seconds), 1e-3);
+  const yt = niceTicks(0, ymax, 4);
+  const top = yt[yt.length - 1];
+  const n = its.length;
+  const x0 = its[0].iteration, x1 = its[n - 1].iteration;
+  const bw = Math.max(1, (CW - ML - MR) / Math.max(n, 1) * 0.8);
+  const x = (v) => ML + bw / 2 + (x1 === x0 ? 0 : (v - x0) / (x1 - x0) * (CW - ML - MR - bw));
+  const y = (v) => MT + (1 - v / top) * (CH - MT - MB);
+  axes(svg, x, y, niceTicks(x0, x1, 6).filter((v) => Number.isInteger(v) && v >= x0 && v <= x1), yt, 'iteration');
+  const g = s('g', {class: 'bars'});
+  for (const it of its) {
+    let acc = 0;
+    for (const name of names) {
+      const t = it.tasks.find((tt) => tt.name === name);
+      if (!t) continue;
+      g.append(s('rect', {x: (x(it.iteration) - bw / 2).toFixed(1), y: y(acc + t.seconds).toFixed(1), width: bw.toFixed(1),
+        height: Math.max(0.5, y(acc) - y(acc + t.seconds)).toFixed(1), fill: color[name], class: t.cached ? 'cached' : ''},
+      s('title', {}, `iteration ${it.iteration} ${name}: ${fmtSecs(t.seconds)}${t.cached ? ' (cached)' : ''}`)));
+      acc += t.seconds;
+    }
+  }
+  svg.append(g);
+  return fig;
+}
+
+// gantt places an iteration's tasks on its timeline (from the event log),
+// or, without one, one after another by duration.
+function gantt(tasks, wall) {
+  const placed = tasks.every((t) => typeof t.start === 'number' && typeof t.end === 'number');
+  let at = 0;
+  const spans = tasks.map((t) => {
+    if (placed) return [t.start, t.end];
+    const sp = [at, at + t.seconds]; at += t.seconds; return sp;
+  });
+  const total = Math.max(wall || 0, ...spans.map((sp) => sp[1]), 1e-3);
+  const rowH = 22, W = 720, L = 130, R = 70;
+  const H = tasks.length * rowH + 26;
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'gantt', role: 'img', 'aria-label': 'task timeline'});
+  const x = (v) => L + v / total * (W - L - R);
+  for (const v of niceTicks(0, total, 6)) {
+    if (v > total) continue;
+    svg.append(s('line', {x1: x(v), x2: x(v), y1: 0, y2: H - 20, class: 'grid'}));
+    svg.append(s('text', {x: x(v), y: H - 6, 'text-anchor': 'middle'}, fmtNum(v, 2) + 's'));
+  }
+  tasks.forEach((t, i) => {
+    const [a, b] = spans[i];
+    const yy = i * rowH + 4;
+    svg.append(s('text', {x: L - 8, y: yy + 13, 'text-anchor': 'end'}, t.name));
+    svg.append(s('rect', {x: x(a).toFixed(1), y: yy, width: Math.max(1, x(b) - x(a)).toFixed(1), height: rowH - 8, rx: 2,
+      fill: COLORS[i % COLORS.length], class: 'task' + (t.cached ? ' cached' : '') + (t.error ? ' failed' : ''), 'data-task': t.name},
+    s('title', {}, `${t.name}: ${fmtSecs(t.seconds)}, ${t.attempts} attempt(s)${t.cached ? ', cached' : ''}`)));
+    svg.append(s('text', {x: x(b) + 6, y: yy + 13}, fmtSecs(t.seconds) + (t.cached ? ' (cached)' : '')));
+  });
+  return h('figure', {class: 'chart wide'}, h('figcaption', {}, placed ? 'task timeline (from the event log)' : 'task durations'), svg);
+}
+
+// ---- iteration -------------------------------------------------------------
+
+async function iterationView(run, n) {
+  const d = await api(`/api/runs/${enc(run)}/iterations/${n}`);
+  document.title = `rlpipe: ${run} iteration ${n}`;
+  const trainKeys = Object.keys(d.train || {}).sort();
+  return h('div', {class: 'iteration'},
+    h('div', {class: 'head'},
+      h('p', {class: 'crumbs'}, h('a', {href: href.runs()}, 'runs'), ' / ', h('a', {href: href.run(run)}, run)),
+      h('h1', {}, `iteration ${n}`),
+      h('p', {class: 'pager'},
+        n > 1 ? h('a', {href: href.iteration(run, n - 1)}, '← previous') : null, ' ',
+        h('a', {href: href.iteration(run, n + 1)}, 'next →')),
+      h('dl', {},
+        h('dt', {}, 'commit'), h('dd', {}, h('a', {class: 'mono', href: href.tree(d.commit, `iterations/${pad6(n)}`)}, short(d.commit)), ' · ', fmtDate(d.date)),
+        d.parent ? [h('dt', {}, 'parent'), h('dd', {}, h('a', {class: 'mono', href: href.tree(d.parent, '')}, short(d.parent)))] : null,
+        h('dt', {}, 'time in tasks'), h('dd', {}, fmtSecs(d.seconds), d.wall_seconds ? ` · ${fmtSecs(d.wall_seconds)} wall` : ''))),
+    section('Tasks', d.tasks.length ? gantt(d.tasks, d.wall_seconds) : null,
+      table(['task', 'stage', 'env', 'start', 'time', 'attempts', 'cached', 'error'], d.tasks.map((t) => h('tr', {'data-task': t.name},
+        h('td', {}, t.name), h('td', {}, t.stage || ''), h('td', {}, t.env || ''),
+        h('td', {class: 'num'}, typeof t.start === 'number' ? fmtNum(t.start, 3) + ' s' : ''),
+        h('td', {class: 'num'}, fmtSecs(t.seconds)), h('td', {class: 'num'}, t.attempts),
+        h('td', {}, t.cached ? 'yes' : ''), h('td', {class: 'err'}, t.error || ''))), 'tasks')),
+    trainKeys.length ? section('Train metrics', table(['metric', 'value'], trainKeys.map((k) => h('tr', {}, h('td', {}, k), h('td', {class: 'num'}, fmtNum(d.train[k])))), 'kv')) : null,
+    section(`Artifacts written (${d.artifacts.length})`, table(['path', 'size', 'change'], d.artifacts.map((a) => h('tr', {},
+      h('td', {}, artifactLink(d.commit, a.path)), h('td', {class: 'num'}, fmtBytes(a.size_bytes)), h('td', {}, a.change))), 'artifacts')));
+}
+
+// ---- branches, log, tree ---------------------------------------------------
+
+async function branchesView() {
+  const d = await api('/api/branches');
+  document.title = 'rlpipe: branches';
+  return h('div', {},
+    section(`Branches of ${d.repository.name || 'the store'}`, table(['branch', 'head', 'date', 'message', ''], d.branches.map((b) => h('tr', {},
+      h('td', {}, h('a', {href: href.log(b.name)}, b.name), b.default ? h('span', {class: 'badge'}, 'default') : null),
+      h('td', {}, h('a', {class: 'mono', href: href.tree(b.commit, '')}, short(b.commit))),
+      h('td', {}, fmtDate(b.date)), h('td', {}, b.message),
+      h('td', {}, h('a', {href: href.tree(b.name, '')}, 'files')))), 'branches')),
+    d.tags.length ? section('Tags', table(['tag', 'commit'], d.tags.map((t) => h('tr', {},
+      h('td', {}, h('a', {href: href.log(t.name)}, t.name)), h('td', {}, h('a', {class: 'mono', href: href.tree(t.commit_id, '')}, short(t.commit_id))))))) : null);
+}
+
+async function logView(ref) {
+  document.title = `rlpipe: log ${ref}`;
+  const body = h('tbody');
+  const more = h('button', {type: 'button'}, 'more');
+  const load = async (offset) => {
+    const d = await api(`/api/log?ref=${enc(ref)}&offset=${offset}&limit=50`);
+    for (const c of d.commits) {
+      const meta = c.metadata || {};
+      body.append(h('tr', {},
+        h('td', {}, h('a', {class: 'mono', href: href.tree(c.id, ''), title: c.id}, short(c.id))),
+        h('td', {}, fmtDate(c.creation_date)), h('td', {}, c.committer),
+        h('td', {}, meta['rlpipe.run'] && meta['rlpipe.iteration']
+          ? h('a', {href: href.iteration(meta['rlpipe.run'], meta['rlpipe.iteration'])}, c.message.split('\n')[0])
+          : c.message.split('\n')[0])));
+    }
+    more.hidden = d.next_offset === undefined;
+    more.onclick = () => load(d.next_offset).catch((e) => more.replaceWith(errorBox(e.message)));
+  };
+  await load(0);
+  return section(`History of ${ref}`, h('table', {class: 'log'},
+    h('thead', {}, h('tr', {}, ['commit', 'date', 'committer', 'message'].map((x) => h('th', {}, x)))), body), more);
+}
+
+async function treeView(ref, prefix) {
+  const d = await api(`/api/ls?ref=${enc(ref)}&prefix=${enc(prefix)}`);
+  document.title = `rlpipe: ${ref}:${prefix}`;
+  const crumbs = [h('a', {href: href.tree(ref, '')}, ref), ':'];
+  let acc = '';
+  for (const p of d.prefix.split('/').filter(Boolean)) {
+    acc += p + '/';
+    crumbs.push(h('a', {href: href.tree(ref, acc)}, p + '/'));
+  }
+  return section(h('span', {}, 'Files at ', crumbs),
+    h('p', {}, h('a', {href: href.log(ref)}, 'history of ' + ref)),
+    table(['path', 'size', 'modified'], d.entries.map((e) => h('tr', {},
+      h('td', {}, e.common_prefix ? h('a', {href: href.tree(ref, e.path)}, e.path.slice(d.prefix.length)) : artifactLink(ref, e.path, e.path.slice(d.prefix.length))),
+      h('td', {class: 'num'}, e.common_prefix ? '' : fmtBytes(e.size_bytes)),
+      h('td', {}, e.common_prefix ? '' : fmtDate(e.mtime)))), 'tree'),
+    d.truncated ? h('p', {class: 'muted'}, 'Listing cut short; use `rlpipe ls` for all of it.') : null);
+}
+
+// ---- table browser ---------------------------------------------------------
+
+async function tableView(ref, path, offset, limit) {
+  const d = await api(`/api/table?ref=${enc(ref)}&path=${enc(path)}&offset=${offset}&limit=${limit}`);
+  document.title = `rlpipe: ${ref}:${path}`;
+  const last = Math.min(d.offset + d.rows.length, d.num_rows);
+  const pager = h('p', {class: 'pager'},
+    d.offset > 0 ? h('a', {href: href.table(ref, path, Math.max(0, d.offset - d.limit))}, '← previous') : null, ' ',
+    `rows ${d.rows.length ? d.offset + 1 : 0}–${last} of ${d.num_rows}`, ' ',
+    last < d.num_rows ? h('a', {href: href.table(ref, path, d.offset + d.limit)}, 'next →') : null);
+  return h('div', {class: 'table-browser'},
+    h('h1', {class: 'mono'}, `${ref}:${path}`),
+    h('p', {class: 'muted'}, d.table ? `rlpipe table ${d.table} · ` : '', `${d.columns.length} columns · ${d.num_rows} rows`),
+    pager,
+    h('div', {class: 'scroll'}, h('table', {class: 'rows'},
+      h('thead', {}, h('tr', {}, h('th', {}, '#'), d.columns.map((c) => h('th', {title: c.type}, c.name, h('small', {}, c.type))))),
+      h('tbody', {}, d.rows.map((row, i) => h('tr', {}, h('td', {class: 'num muted'}, d.offset + i), row.map(cellView)))))),
+    d.truncated_cells ? h('p', {class: 'muted'}, `Long values are cut; \`rlpipe cat ${ref}:${path}\` prints them whole.`) : null);
+}
+
+function cellView(v) {
+  if (v === null || v === undefined) return h('td', {class: 'null'}, 'null');
+  if (typeof v === 'number') return h('td', {class: 'num'}, fmtNum(v));
+  const text = typeof v === 'object' ? JSON.stringify(v, null, 1) : String(v);
+  const td = h('td', {class: 'text', title: 'click to expand'}, text);
+  td.addEventListener('click', () => td.classList.toggle('open'));
+  return td;
+}
+
+async function objectView(ref, path) {
+  const d = await api(`/api/object?ref=${enc(ref)}&path=${enc(path)}`);
+  document.title = `rlpipe: ${ref}:${path}`;
+  return h('div', {},
+    h('h1', {class: 'mono'}, `${ref}:${path}`),
+    h('p', {class: 'muted'}, `${fmtBytes(d.size_bytes)} · sha256 ${d.checksum}`, d.truncated ? ' · first MiB shown' : ''),
+    d.binary ? h('p', {}, 'Binary content; `rlpipe cat` writes its bytes.') : h('pre', {class: 'object'}, d.text));
+}
+
+// ---- start -----------------------------------------------------------------
+
+document.getElementById('open').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const v = document.getElementById('open-input').value.trim();
+  const i = v.indexOf(':');
+  if (i <= 0) { location.hash = href.tree(v || 'main', ''); return; }
+  const ref = v.slice(0, i), path = v.slice(i + 1);
+  location.hash = !path || path.endsWith('/') ? href.tree(ref, path) : href.table(ref, path).replace('#/table/', path.endsWith('.parquet') ? '#/table/' : '#/object/');
+});
+window.addEventListener('hashchange', route);
+route();

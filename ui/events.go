@@ -1,0 +1,119 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// keepAlive is how often an idle event stream sends a comment, so that
+// proxies and browsers do not drop it.
+const keepAlive = 15 * time.Second
+
+// HeadEvent is the data of a "head" event on /api/events: the run's
+// branch moved (or, first, where it is).
+type HeadEvent struct {
+	Run       string    `json:"run"`
+	Branch    string    `json:"branch"`
+	Commit    string    `json:"commit"`
+	Iteration int       `json:"iteration"` // of the head commit; 0 if it is not an iteration
+	Date      time.Time `json:"date"`
+}
+
+// apiEvents streams Server-Sent Events for ?run=NAME: a "head" event at
+// once, then one each time the run's branch moves, found by looking at
+// the branch every Options.PollInterval. A branch that disappears gives
+// a "gone" event and ends the stream. Browsers reconnect by themselves
+// (EventSource); the first event tells a reconnected page where the run is.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+	run := r.URL.Query().Get("run")
+	if run == "" {
+		fail(w, r, badRequest("missing run: add ?run=NAME"))
+		return
+	}
+	branch, err := runBranch(run)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	b, err := s.st.GetBranch(ctx, branch)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		fail(w, r, fmt.Errorf("%w: no run %q in this store (no branch %s)", artifacts.ErrBranchNotFound, run, branch))
+		return
+	}
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	seq := 0
+	send := func(event string, v any) bool {
+		data, _ := json.Marshal(v)
+		seq++
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", seq, event, data); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	head := func(b artifacts.Branch) bool {
+		ev := HeadEvent{Run: run, Branch: branch, Commit: b.CommitID}
+		if c, err := s.st.GetCommit(ctx, b.CommitID); err == nil {
+			ev.Date = c.CreationDate.UTC()
+			if c.Metadata[metaRun] == run {
+				ev.Iteration, _ = strconv.Atoi(c.Metadata[metaIteration])
+			}
+		}
+		return send("head", ev)
+	}
+	if !head(b) {
+		return
+	}
+	last := b.CommitID
+	poll := time.NewTicker(s.opts.PollInterval)
+	defer poll.Stop()
+	idle := time.NewTicker(keepAlive)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case <-idle.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-poll.C:
+			b, err := s.st.GetBranch(ctx, branch)
+			if errors.Is(err, artifacts.ErrNotFound) {
+				send("gone", map[string]string{"run": run, "branch": branch})
+				return
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.log.Warn().Str(logRun, run).Err(err).Msg("poll run branch")
+				continue // a busy store; try again on the next tick
+			}
+			if b.CommitID != last {
+				last = b.CommitID
+				if !head(b) {
+					return
+				}
+			}
+		}
+	}
+}

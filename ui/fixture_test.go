@@ -1,0 +1,177 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/ui"
+)
+
+// testRun names the run the fixture makes.
+const testRun = "demo"
+
+// newRunStore creates a store whose run "demo" has committed iterations
+// 1..n, made by the real engine with the stand-in stages and an evaluation
+// of the start and every second checkpoint (evalStages). main also holds
+// data/wide.parquet: 25 rows in row groups of 10, one a NaN.
+func newRunStore(t testing.TB, n int) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := standin.PutDataset(ctx, st, "main", "data/heldout.parquet", 4); err != nil {
+		t.Fatal(err)
+	}
+	putWideTable(t, st)
+	extendRun(t, st, n)
+	return st
+}
+
+// extendRun runs (or resumes) the fixture's run up to iteration n.
+func extendRun(t testing.TB, st artifacts.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
+	envs := map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick, "eval": quick}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: testRun, Envs: envs, Seed: 1, ConfigHash: "sha256:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
+	stages.EvalGenerate, stages.Eval = evalStages()
+	cfg := pipeline.LoopConfig{Iterations: n, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet"),
+		Eval: pipeline.EvalConfig{Every: 2, Set: pipeline.StoreArtifact("main", "data/heldout.parquet"), Name: "heldout"}}
+	if _, err := r.Loop(ctx, cfg, stages); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// evalPass1 is the pass@1 the fixture's evaluation reports for a
+// checkpoint: 0.25 for the start, rising by 0.125 per evaluation.
+func evalPass1(checkpoint int) float64 { return 0.25 + 0.0625*float64(checkpoint) }
+
+// evalStages are an evaluation's two tasks, writing a fixed summary per
+// checkpoint (pass@1, pass@4) so that tests know the exact figures.
+func evalStages() (gen, score *pipeline.Task) {
+	gen = &pipeline.Task{Name: "eval-generate", Version: "test-1", Env: "eval", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			var buf bytes.Buffer
+			if err := tables.Write(&buf, tables.Trajectories, nil, nil); err != nil {
+				return err
+			}
+			return os.WriteFile(tc.OutputPath(pipeline.OutTrajectories), buf.Bytes(), 0o644)
+		}}
+	score = &pipeline.Task{Name: "eval", Version: "test-1", Env: "eval", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: "samples", File: "samples.parquet"}, {Name: "summary", File: "summary.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			var p struct {
+				Checkpoint int `json:"checkpoint"`
+			}
+			if err := tc.Params(&p); err != nil {
+				return err
+			}
+			name := "base"
+			if p.Checkpoint > 0 {
+				name = fmt.Sprintf("iteration-%06d", p.Checkpoint)
+			}
+			v := evalPass1(p.Checkpoint)
+			rows := []tables.EvalSummaryRow{
+				{Checkpoint: name, Evalset: "heldout", K: 1, N: 4, Metric: tables.MetricPassAtK, Value: v, CILow: v - 0.1, CIHigh: v + 0.1, NumProblems: 4},
+				{Checkpoint: name, Evalset: "heldout", K: 4, N: 4, Metric: tables.MetricPassAtK, Value: v + 0.2, CILow: v, CIHigh: v + 0.3, NumProblems: 4},
+			}
+			if err := writeTableFile(tc.OutputPath("summary"), tables.EvalSummary, rows); err != nil {
+				return err
+			}
+			return writeTableFile(tc.OutputPath("samples"), tables.EvalSamples, []tables.EvalSample{{Checkpoint: name, Evalset: "heldout", ProblemID: "p000", Completion: "0", Answer: "0", Correct: true, Reward: 1, Status: "ok"}})
+		}}
+	return gen, score
+}
+
+func writeTableFile[T any](path string, t *tables.Table[T], rows []T) error {
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, t, rows, nil); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// putWideTable commits main:data/wide.parquet: 25 eval_summary rows in row
+// groups of 10; row i has k = i and value i/100, except row 7's NaN.
+func putWideTable(t testing.TB, st artifacts.Store) {
+	t.Helper()
+	rows := make([]tables.EvalSummaryRow, 25)
+	for i := range rows {
+		rows[i] = tables.EvalSummaryRow{Checkpoint: fmt.Sprintf("c%02d", i), Evalset: "wide", K: int32(i), N: 25, Metric: "pass@k", Value: float64(i) / 100, NumProblems: 25}
+	}
+	rows[7].Value = math.NaN()
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.EvalSummary, rows, &tables.WriteOptions{RowGroupRows: 10, BatchRows: 10}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.PutObject(ctx, "main", "data/wide.parquet", &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "a table of three row groups", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newHandler returns a Server over st for handler tests.
+func newHandler(t testing.TB, st artifacts.Store, opts *ui.Options) *ui.Server {
+	t.Helper()
+	s, err := ui.New(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// get sends GET path to h and decodes the JSON answer into out (when not
+// nil); it returns the status.
+func get(t testing.TB, h http.Handler, path string, out any) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, newRequest(http.MethodGet, path))
+	body, _ := io.ReadAll(rec.Body)
+	if ct := rec.Header().Get("Content-Type"); rec.Code != http.StatusOK && ct != "application/json; charset=utf-8" {
+		t.Fatalf("GET %s: %d with content type %q, want JSON: %s", path, rec.Code, ct, body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("GET %s: %d: decode %s: %v", path, rec.Code, body, err)
+		}
+	}
+	return rec.Code
+}
+
+// newRequest is a request as a browser on this machine sends it (the
+// server refuses other Host names without a token).
+func newRequest(method, path string) *http.Request {
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = "127.0.0.1:8080"
+	return req
+}
