@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,11 @@ type runOptions struct {
 	run       string
 	noCache   bool
 	noOverlap bool
+	report    string
+	noReport  bool
+	// storeDir is the embedded store's directory ("" for other backends):
+	// the default report goes to storeDir/reports/RUN.html.
+	storeDir string
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -37,6 +43,8 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.run, "run", "", "run name (default: the config's run); its branch is runs-NAME")
 	fs.BoolVar(&o.noCache, "no-cache", false, "run every task even when a cached result matches")
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, "run on-policy: generate each iteration with the previous iteration's adapter (overlap.max_staleness 0)")
+	fs.StringVar(&o.report, "report", "", "the HTML report refreshed after every iteration (default: reports/RUN.html in the embedded store's directory, else report-RUN.html here)")
+	fs.BoolVar(&o.noReport, "no-report", false, "do not write the HTML report")
 }
 
 func newRunCommand(g *rootOptions) *cobra.Command {
@@ -67,6 +75,9 @@ stage; otherwise the run's events are logged as JSON lines on stderr.`,
 			}
 			if !cmd.Flags().Changed("store") && g.env.getenv(EnvStore) == "" && cfg.Store != "" {
 				g.store = cfg.Store
+			}
+			if !strings.Contains(g.store, "://") {
+				o.storeDir = g.store
 			}
 			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
 				verbose: cmd.Flags().Changed("log-level") || g.verbose}
@@ -127,6 +138,8 @@ type runOut struct {
 	Attempts      int     `json:"attempts"` // attempts started
 	Retries       int     `json:"retries"`
 	Seconds       float64 `json:"seconds"`
+	// Report is the HTML report's path ("" with --no-report).
+	Report string `json:"report,omitempty"`
 	// StageSeconds is the mean time per call of each task that ran (not
 	// cached), by task name: the iteration time breakdown.
 	StageSeconds map[string]float64 `json:"stage_seconds"`
@@ -255,14 +268,31 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		defer stopDisplay()
 	}
 
-	if !p.json {
-		plan.Loop.OnCommit = func(n int) {
+	reportPath := o.report
+	switch {
+	case reportPath != "":
+	case o.storeDir != "":
+		reportPath = filepath.Join(o.storeDir, "reports", name+".html")
+		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+			return failure(fmt.Errorf("run %s: report directory: %w", name, err))
+		}
+	default:
+		reportPath = "report-" + name + ".html"
+	}
+	plan.Loop.OnCommit = func(n int) {
+		if !p.json {
 			for _, line := range iterationReport(ctx, st, run.Branch(), n) {
 				if prog != nil {
 					prog.println(line)
 				} else {
 					_ = p.Printf("%s\n", line)
 				}
+			}
+		}
+		if !o.noReport {
+			// A report that cannot be written is a warning: the run goes on.
+			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
+				d.logger.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
 			}
 		}
 	}
@@ -289,6 +319,17 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
 		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
 		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown()}
+	if !o.noReport {
+		if stats.newCommitted == 0 {
+			// Nothing new ran (a finished run): write it once anyway.
+			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
+				d.logger.Warn().Err(err).Str("run", name).Msg("could not write the report")
+			}
+		}
+		if _, err := os.Stat(reportPath); err == nil {
+			out.Report = reportPath
+		}
+	}
 	stats.mu.Unlock()
 	if p.json {
 		return p.JSON(out)
@@ -309,9 +350,15 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 			return err
 		}
 	}
-	return p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
+	if err := p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
 		name, out.Iterations, plan.Loop.Iterations, shortID(out.Commit), out.NewIterations,
-		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), time.Since(start).Round(100*time.Millisecond))
+		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), time.Since(start).Round(100*time.Millisecond)); err != nil {
+		return err
+	}
+	if out.Report != "" {
+		return p.Printf("report: %s\n", out.Report)
+	}
+	return nil
 }
 
 // stageConfig stages the run's config on its branch unless the branch

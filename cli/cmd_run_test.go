@@ -93,11 +93,16 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("run other: %+v", other)
 	}
 
-	// Text output: one line.
+	// Text output: the summary and the report's path (in the store's
+	// directory by default).
 	out := h.ok("run", "-f", cfg)
+	report := filepath.Join(h.store, "reports", "standin.html")
 	if !strings.HasPrefix(out, "run standin: iteration 3 of 3 committed as "+shortID(first.Commit)+" (0 new; 0 tasks, 0 cached, 0 attempts) in ") ||
-		strings.Count(out, "\n") != 1 {
+		!strings.HasSuffix(out, "\nreport: "+report+"\n") || strings.Count(out, "\n") != 2 {
 		t.Errorf("text summary: %q", out)
+	}
+	if b, err := os.ReadFile(report); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("report %s: %v (%d bytes)", report, err, len(b))
 	}
 
 	// status lists both runs.

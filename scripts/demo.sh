@@ -98,13 +98,18 @@ step "The arithmetic task: 4,096 training problems and 500 held out, never seen 
 run dataset arith main
 
 step "GRPO with LoRA on the embedded model: 60 iterations, 16 prompts × 8 samples, one-step overlap"
-run run -f "$root/examples/arithmetic/pipeline.yaml" --log-level warn
+report="$root/report-arith.html"
+run run -f "$root/examples/arithmetic/pipeline.yaml" --log-level warn --report "$report"
 run status arith
 
 step "Run it again: every task is a cache hit, nothing is recomputed"
-run run -f "$root/examples/arithmetic/pipeline.yaml" --run arith-again --log-level warn
+run run -f "$root/examples/arithmetic/pipeline.yaml" --run arith-again --log-level warn --no-report
 run diff runs-arith runs-arith-again --two-dot --prefix iterations/
 
 step "Try a new reward on the finished run, on a branch: no rollout is regenerated"
 run rescore --from runs-arith --reward "$root/examples/arithmetic/reward-length.yaml" --branch try-reward --top 3
 run diff runs-arith try-reward --two-dot --prefix iterations/000001/
+
+step "The report: learning curves, pass@k per checkpoint, training health, alarms, best and worst samples"
+run report arith --out "$report" --compare try-reward
+printf '\nopen %s in a browser (one self-contained file, no network)\n' "$report"
