@@ -67,9 +67,26 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, err.Error())
 }
 
-// badRequest wraps a message as an invalid argument.
-func badRequest(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{artifacts.ErrInvalid}, a...)...)
+// kindError is a message for the user that matches a store error kind
+// (artifacts.ErrNotFound, artifacts.ErrInvalid) without repeating its text.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+func kindf(kind error, format string, a ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, a...), kind: kind}
+}
+
+// badRequest is an invalid argument (400).
+func badRequest(format string, a ...any) error { return kindf(artifacts.ErrInvalid, format, a...) }
+
+// noRun is the error for a run that is not in the store (404).
+func noRun(run, branch string) error {
+	return kindf(artifacts.ErrBranchNotFound, "no run %q in this store (no branch %s); /api/runs lists the runs", run, branch)
 }
 
 // intParam reads a non-negative integer query parameter, def when absent.

@@ -17,7 +17,7 @@ import (
 )
 
 func TestRunsAndRun(t *testing.T) {
-	st := newRunStore(t, 4)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, nil)
 
 	var runs struct{ Runs []ui.RunSummary }
@@ -90,7 +90,7 @@ func TestRunsAndRun(t *testing.T) {
 }
 
 func TestIteration(t *testing.T) {
-	st := newRunStore(t, 3)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, nil)
 	var d ui.IterationDetail
 	if code := get(t, h, "/api/runs/demo/iterations/2", &d); code != http.StatusOK {
@@ -136,7 +136,7 @@ func TestIteration(t *testing.T) {
 }
 
 func TestTablePages(t *testing.T) {
-	st := newRunStore(t, 1)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, nil)
 	cases := []struct {
 		name          string
@@ -186,7 +186,7 @@ func seq(from, to int) []int {
 }
 
 func TestErrorsAreJSON(t *testing.T) {
-	st := newRunStore(t, 1)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, nil)
 	cases := []struct {
 		name, method, path string
@@ -196,7 +196,7 @@ func TestErrorsAreJSON(t *testing.T) {
 		{"unknown run", "GET", "/api/runs/nope", 404, `no run "nope"`},
 		{"bad run name", "GET", "/api/runs/a%20b", 400, "is not a run name"},
 		{"iteration not a number", "GET", "/api/runs/demo/iterations/x", 400, "use a number from 1"},
-		{"missing iteration", "GET", "/api/runs/demo/iterations/9", 404, "has no iteration 9 (its last is 1)"},
+		{"missing iteration", "GET", "/api/runs/demo/iterations/9", 404, "has no iteration 9 (its last is 4)"},
 		{"table without ref", "GET", "/api/table?path=data/wide.parquet", 400, "missing ref"},
 		{"table with a bad ref", "GET", "/api/table?ref=a:b&path=x", 400, "invalid ref"},
 		{"table that is not parquet", "GET", "/api/table?ref=runs-demo&path=run/state.json", 400, "not a readable parquet file"},
@@ -228,7 +228,7 @@ func TestErrorsAreJSON(t *testing.T) {
 }
 
 func TestBranchesLogAndFiles(t *testing.T) {
-	st := newRunStore(t, 2)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, nil)
 	var b struct {
 		Branches []ui.BranchOut
@@ -250,12 +250,12 @@ func TestBranchesLogAndFiles(t *testing.T) {
 		NextOffset *int `json:"next_offset"`
 	}
 	get(t, h, "/api/log?ref=runs-demo&limit=1", &page)
-	if len(page.Commits) != 1 || page.Commits[0].Message != "iteration 2" || page.NextOffset == nil || *page.NextOffset != 1 {
+	if len(page.Commits) != 1 || page.Commits[0].Message != "iteration 4" || page.NextOffset == nil || *page.NextOffset != 1 {
 		t.Fatalf("first page = %+v", page)
 	}
 	page.NextOffset = nil
 	get(t, h, "/api/log?ref=runs-demo&limit=2&offset=1", &page)
-	if len(page.Commits) != 2 || page.Commits[0].Message != "iteration 1" || page.NextOffset == nil {
+	if len(page.Commits) != 2 || page.Commits[0].Message != "iteration 3" || page.NextOffset == nil {
 		t.Fatalf("second page = %+v", page)
 	}
 
@@ -281,7 +281,7 @@ func TestBranchesLogAndFiles(t *testing.T) {
 		Size   int64 `json:"size_bytes"`
 	}
 	get(t, h, "/api/object?ref=runs-demo&path=run/state.json", &obj)
-	if !strings.Contains(obj.Text, `"iteration": 2`) || obj.Binary || obj.Size != int64(len(obj.Text)) {
+	if !strings.Contains(obj.Text, `"iteration": 4`) || obj.Binary || obj.Size != int64(len(obj.Text)) {
 		t.Fatalf("state.json = %+v", obj)
 	}
 }
@@ -349,7 +349,7 @@ func TestEventsFollowTheRun(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
-	st := newRunStore(t, 1)
+	st := sharedRunStore(t)
 	h := newHandler(t, st, &ui.Options{Token: "s3cret"})
 	do := func(path string, mod func(*http.Request)) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
@@ -390,7 +390,7 @@ func TestToken(t *testing.T) {
 }
 
 func TestLoopbackOnlyWithoutToken(t *testing.T) {
-	st := newRunStore(t, 1)
+	st := sharedRunStore(t)
 	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.0.2.1:80", "[::]:80"} {
 		if _, err := ui.New(st, &ui.Options{Addr: addr}); !errors.Is(err, ui.ErrNeedToken) || !strings.Contains(err.Error(), ui.TokenEnv) {
 			t.Errorf("New(%s) without a token: %v, want ErrNeedToken naming %s", addr, err, ui.TokenEnv)
@@ -416,7 +416,7 @@ func TestLoopbackOnlyWithoutToken(t *testing.T) {
 // TestServeStopsWithOpenStreams checks that cancelling Serve's context
 // ends event streams and returns promptly, not after the shutdown timeout.
 func TestServeStopsWithOpenStreams(t *testing.T) {
-	st := newRunStore(t, 1)
+	st := sharedRunStore(t)
 	s := newHandler(t, st, &ui.Options{Addr: "127.0.0.1:0", ShutdownTimeout: 20 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

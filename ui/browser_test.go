@@ -89,7 +89,7 @@ func TestBrowser(t *testing.T) {
 		const dots = (fig, series) => fig ? [...fig.querySelectorAll('g.series[data-name="' + series + '"] circle.pt')].map((c) => [+c.dataset.x, +c.dataset.y]) : [];
 		const rows = document.querySelectorAll('table.iterations tbody tr').length;
 		if (!rows) return null;
-		return {rows, reward: dots(chart('reward (mean)'), 'mean_reward'), pass1: dots(chart('eval on heldout per checkpoint'), 'pass@1'),
+		return {rows, reward: dots(chart('reward (mean)'), 'mean_reward'), pass1: dots(chart('pass@k on heldout per checkpoint'), 'pass@1'),
 			bars: document.querySelectorAll('svg.chart g.bars rect').length, marker: window.testMarker || 0};
 	})()`
 	type runView struct {

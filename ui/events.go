@@ -44,7 +44,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	b, err := s.st.GetBranch(ctx, branch)
 	if errors.Is(err, artifacts.ErrNotFound) {
-		fail(w, r, fmt.Errorf("%w: no run %q in this store (no branch %s)", artifacts.ErrBranchNotFound, run, branch))
+		fail(w, r, noRun(run, branch))
 		return
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,12 +32,53 @@ const testRun = "demo"
 // data/wide.parquet: 25 rows in row groups of 10, one a NaN.
 func newRunStore(t testing.TB, n int) artifacts.Store {
 	t.Helper()
+	st := buildRunStore(t, t.TempDir(), n)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// shared is a fixture store with 4 iterations for the tests that only
+// read, built once (TestMain removes it).
+var shared struct {
+	once sync.Once
+	dir  string
+	st   artifacts.Store
+}
+
+func sharedRunStore(t testing.TB) artifacts.Store {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "rlpipe-ui-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared.dir = dir
+		shared.st = buildRunStore(t, dir, 4)
+	})
+	if shared.st == nil {
+		t.Fatal("the shared fixture could not be built; see the first test that failed")
+	}
+	return shared.st
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.st != nil {
+		shared.st.Close()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func buildRunStore(t testing.TB, dir string, n int) artifacts.Store {
+	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	st, err := local.Create(ctx, filepath.Join(dir, "store"), "main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
 	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 12); err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func listRuns(ctx context.Context, st artifacts.Store) ([]RunSummary, error) {
 func runBranch(run string) (string, error) {
 	branch := pipeline.RunBranch(run)
 	if err := artifacts.ValidateBranchName(branch); err != nil {
-		return "", fmt.Errorf("%w: %q is not a run name", artifacts.ErrInvalid, run)
+		return "", kindf(artifacts.ErrInvalid, "%q is not a run name: a run is named by letters, digits, '_' and '-'", run)
 	}
 	return branch, nil
 }
@@ -284,7 +284,7 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 	}
 	b, err := s.st.GetBranch(ctx, branch)
 	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no run %q in this store (no branch %s)", artifacts.ErrBranchNotFound, run, branch)
+		return nil, noRun(run, branch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run, err)
@@ -439,7 +439,7 @@ func (s *Server) findIteration(ctx context.Context, run string, n int) (artifact
 	}
 	b, err := s.st.GetBranch(ctx, branch)
 	if errors.Is(err, artifacts.ErrNotFound) {
-		return artifacts.Commit{}, fmt.Errorf("%w: no run %q in this store (no branch %s)", artifacts.ErrBranchNotFound, run, branch)
+		return artifacts.Commit{}, noRun(run, branch)
 	}
 	if err != nil {
 		return artifacts.Commit{}, fmt.Errorf("run %s: %w", run, err)
@@ -460,7 +460,7 @@ func (s *Server) findIteration(ctx context.Context, run string, n int) (artifact
 		return artifacts.Commit{}, err
 	}
 	if found == nil {
-		return artifacts.Commit{}, fmt.Errorf("%w: run %s has no iteration %d (its last is %d)", artifacts.ErrNotFound, run, n, last)
+		return artifacts.Commit{}, kindf(artifacts.ErrNotFound, "run %s has no iteration %d (its last is %d)", run, n, last)
 	}
 	return *found, nil
 }

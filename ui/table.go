@@ -68,8 +68,8 @@ func readTablePage(ctx context.Context, st artifacts.Store, ref, path string, of
 	case ranged:
 		ra = &rangeReaderAt{ctx: ctx, rr: rr, ref: ref, path: path}
 	default:
-		return nil, fmt.Errorf("%w: %s:%s is %d MiB, too large to browse on this store; use `rlpipe cat -n 100 %s:%s`",
-			artifacts.ErrInvalid, ref, path, size>>20, ref, path)
+		return nil, kindf(artifacts.ErrInvalid, "%s:%s is %d MiB, too large to browse on this store; use `rlpipe cat -n 100 %s:%s`",
+			ref, path, size>>20, ref, path)
 	}
 	name := ref + ":" + path
 	f, err := tables.OpenFile(ra, size, name, nil)

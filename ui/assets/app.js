@@ -255,7 +255,7 @@ function renderRun(root, d) {
   }
   root.replaceChildren(head,
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
-    d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
+    d.evals.length ? section('Evaluations', h('div', {class: 'scroll'}, evalTable(d.evals, d.commit))) : null,
     section(`Iterations (${its.length})`, iterationTable(d.run, its)));
 }
 
@@ -265,9 +265,10 @@ function evalCharts(evals) {
   const sets = [...new Set(evals.map((e) => e.set))];
   return sets.map((set) => {
     const es = evals.filter((e) => e.set === set);
-    const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].sort(metricOrder);
+    // pass@k and the exact pass@1; the table below has every metric.
+    const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].filter((m) => /^(exact_)?pass@\d+$/.test(m)).sort(metricOrder);
     const series = names.map((m) => ({name: m, points: es.filter((e) => m in e.metrics).map((e) => [e.iteration, e.metrics[m]])}));
-    return lineChart(`eval on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1});
+    return lineChart(`pass@k on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1});
   });
 }
 
