@@ -56,7 +56,7 @@ func TestRunEndToEnd(t *testing.T) {
 	var first runOut
 	h.json(&first, "run", "-f", cfg)
 	if first.Run != "standin" || first.Branch != "runs-standin" || first.Iterations != 3 || first.NewIterations != 3 ||
-		first.Tasks != 12 || first.Cached != 0 || first.Attempts != 12 || first.Retries != 0 || first.Cursor != 24 ||
+		first.Tasks != 15 || first.Cached != 0 || first.Attempts != 15 || first.Retries != 0 || first.Cursor != 24 ||
 		first.Commit == "" || !strings.HasPrefix(first.ConfigHash, "sha256:") {
 		t.Errorf("first run: %+v", first)
 	}
@@ -88,7 +88,7 @@ func TestRunEndToEnd(t *testing.T) {
 	// Another run of the same pipeline reuses every result.
 	var other runOut
 	h.json(&other, "run", "-f", cfg, "--run", "other")
-	if other.Run != "other" || other.Iterations != 3 || other.NewIterations != 3 || other.Tasks != 12 || other.Cached != 12 ||
+	if other.Run != "other" || other.Iterations != 3 || other.NewIterations != 3 || other.Tasks != 15 || other.Cached != 15 ||
 		other.Attempts != 0 || other.ConfigHash != first.ConfigHash {
 		t.Errorf("run other: %+v", other)
 	}
@@ -130,7 +130,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("iterations: %+v", st.Iterations)
 	}
 	for i, it := range st.Iterations {
-		if it.Iteration != i+1 || it.Tasks != 4 || it.Ran != 4 || it.Cached != 0 || it.Attempts != 4 || it.Commit == "" || it.Date.IsZero() {
+		if it.Iteration != i+1 || it.Tasks != 5 || it.Ran != 5 || it.Cached != 0 || it.Attempts != 5 || it.Commit == "" || it.Date.IsZero() {
 			t.Errorf("iteration row %d: %+v", i, it)
 		}
 	}
@@ -140,7 +140,7 @@ func TestRunEndToEnd(t *testing.T) {
 	var so runStatusOut
 	h.json(&so, "status", "other")
 	for _, it := range so.Iterations {
-		if it.Cached != 4 || it.Ran != 0 || it.Attempts != 0 {
+		if it.Cached != 5 || it.Ran != 0 || it.Attempts != 0 {
 			t.Errorf("run other, iteration row: %+v", it)
 		}
 	}
@@ -158,7 +158,7 @@ func TestRunNoCache(t *testing.T) {
 	h.ok("run", "-f", cfg)
 	var out runOut
 	h.json(&out, "run", "-f", cfg, "--run", "fresh", "--no-cache")
-	if out.Cached != 0 || out.Tasks != 12 || out.Attempts != 12 {
+	if out.Cached != 0 || out.Tasks != 15 || out.Attempts != 15 {
 		t.Errorf("--no-cache: %+v", out)
 	}
 }

@@ -30,6 +30,9 @@ type Stages struct {
 	// summarises the samples. They are separate so that a new metric or
 	// reward reuses stored generations.
 	EvalGenerate, Eval *Task
+	// Health, optional, summarises each iteration's training health:
+	// inputs trajectories, rewards and the train stage's metrics.
+	Health *Task
 }
 
 // EvalConfig says when and on what the loop evaluates checkpoints.
@@ -263,6 +266,10 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 			trainIn["policy"] = a
 		}
 		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
+		if st.Health != nil {
+			it.Go(lctx, st.Health, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
+				"rewards": rew.Output(OutRewards), "metrics": train.Output(OutMetrics)}, Params: map[string]int{"iteration": n}})
+		}
 		if ev := cfg.Eval; ev.Every > 0 {
 			set := ev.Name
 			if set == "" {

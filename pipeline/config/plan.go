@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
@@ -187,6 +188,11 @@ func (c *Config) Plan() (Plan, error) {
 	}
 	if specErr == nil && c.Eval != nil {
 		specErr = c.planEval(&p)
+	}
+	// Every iteration records its training health (docs/REPORTS.md).
+	p.Stages.Health = reports.HealthTask()
+	if _, ok := p.Run.Envs[p.Stages.Health.Env]; !ok {
+		p.Run.Envs[p.Stages.Health.Env] = pipeline.Settings{}
 	}
 	if specErr != nil {
 		p.Close()
