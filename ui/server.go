@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -109,7 +110,8 @@ type Server struct {
 	cache  *commitCache
 	// closing is closed when Serve begins to shut down, ending event streams
 	// (which would otherwise hold the shutdown for its whole timeout).
-	closing chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Server over st. It fails for an Options.Addr that is
@@ -345,7 +347,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	hs.RegisterOnShutdown(func() { close(s.closing) })
+	hs.RegisterOnShutdown(func() { s.closeOnce.Do(func() { close(s.closing) }) })
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
 	s.log.Info().Str(logAddr, l.Addr().String()).Bool("token", s.opts.Token != "").Msg("ui listening")

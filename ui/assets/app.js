@@ -89,14 +89,6 @@ function fmtDate(s) {
   return isNaN(d) ? s : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
-function ago(s) {
-  const d = (Date.now() - new Date(s)) / 1000;
-  if (!isFinite(d)) return '';
-  if (d < 90) return Math.max(0, Math.round(d)) + ' s ago';
-  if (d < 5400) return Math.round(d / 60) + ' min ago';
-  return Math.round(d / 3600) + ' h ago';
-}
-
 function lockText(l) {
   if (!l) return h('span', {class: 'muted'}, 'idle');
   if (!l.alive) return h('span', {class: 'badge stale', title: 'the holder is gone; the next run takes the lock over'}, `stale lock (pid ${l.pid} on ${l.host})`);
