@@ -11,7 +11,7 @@ import (
 // smallArithRun is a store holding a finished 4-iteration run of the
 // arithmetic example (evaluations at 0, 2 and 4 on 50 held-out problems),
 // and the config it ran with.
-func smallArithRun(t *testing.T) (*harness, string) {
+func smallArithRun(t testing.TB) (*harness, string) {
 	t.Helper()
 	b, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
 	if err != nil {
@@ -87,7 +87,7 @@ func TestEvalBadInput(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -196,7 +196,7 @@ main:data/prompts.parquet.`,
 		newGCCommand(o),
 		newRunCommand(o), newStatusCommand(o),
 		newRescoreCommand(o), newRewardsCommand(o),
-		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o),
+		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newUICommand(o),
 	)
 	return root
 }

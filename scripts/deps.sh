@@ -2,8 +2,11 @@
 # Installs what the tests need on a fresh Debian machine, only when missing.
 set -euo pipefail
 need=()
-# (Later issues add chromium and jupyter here.)
 command -v bwrap >/dev/null || need+=(bubblewrap)  # rewards/sandbox runs checkers in it
+# The UI's end-to-end test drives headless Chromium (RLPIPE_CHROMIUM names another browser).
+if [ -z "${RLPIPE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null; then
+  need+=(chromium)
+fi
 command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
