@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,7 +128,7 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	if err != nil {
 		return failure(err)
 	}
-	if err := warnOverlap(ctx, st, cfg, p); err != nil {
+	if err := warnOverlap(ctx, st, cfg, p.w); err != nil {
 		return err
 	}
 	plan, err := cfg.Plan()
@@ -251,7 +252,7 @@ func checkpointsOf(ctx context.Context, st artifacts.Store, branch, spec string)
 
 // warnOverlap prints a loud warning when the eval set shares problems with
 // the training dataset: held-out numbers would then measure memory.
-func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, p printer) error {
+func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, w io.Writer) error {
 	ids := func(art string) (map[string]bool, error) {
 		ref, path, err := artifacts.SplitArtifact(art)
 		if err != nil {
@@ -278,8 +279,9 @@ func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, p 
 		}
 	}
 	if shared > 0 {
-		return p.Printf("WARNING: %d of %d eval problems (%s) are also training prompts (%s): held-out figures will overstate what the policy learned\n",
+		_, err := fmt.Fprintf(w, "WARNING: %d of %d eval problems (%s) are also training prompts (%s): held-out figures will overstate what the policy learned\n",
 			shared, len(eval), cfg.Eval.Set, cfg.Dataset)
+		return err
 	}
 	return nil
 }

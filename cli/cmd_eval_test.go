@@ -81,9 +81,14 @@ func TestEvalBadInput(t *testing.T) {
 	h.ok("export", "main:data/arith-train.parquet", local)
 	h.ok("put", local, "main:data/arith-overlap.parquet")
 	h.ok("commit", "main", "-m", "an eval set that is the training set")
-	out := h.ok("eval", "-f", h.file("overlap.yaml", overlap), "--checkpoints", "0")
+	ov := h.file("overlap.yaml", overlap)
+	out := h.ok("eval", "-f", ov, "--checkpoints", "0")
 	if !strings.Contains(out, "WARNING: 256 of 256 eval problems") {
 		t.Errorf("no overlap warning:\n%s", out)
+	}
+	// rlpipe run says it too, on stderr, before running.
+	if r := h.run("run", "-f", ov, "--run", "overlapping", "--no-report"); r.code != 0 || !strings.Contains(r.stderr, "WARNING: 256 of 256 eval problems") {
+		t.Errorf("run: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

@@ -199,6 +199,11 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
 		return usagef("run: --run %q: use letters, digits, '_' and '-'", name)
 	}
+	if cfg.Eval != nil {
+		if err := warnOverlap(ctx, st, cfg, d.stderr); err != nil {
+			return err
+		}
+	}
 	plan, err := cfg.Plan()
 	if err != nil {
 		return failure(err)
