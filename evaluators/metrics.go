@@ -108,25 +108,45 @@ func MajAtK(answers []string, correct []bool, k int) (float64, error) {
 	if !anyRight {
 		return 0, nil
 	}
-	counts := make([]int, len(ids))
-	score := func(subset []int) float64 {
-		clear(counts)
-		for _, i := range subset {
-			if v := votes[i]; v >= 0 {
-				counts[v]++
-			}
+	// Group the samples by answer (empties in one group that never votes):
+	// a k-subset matters only through how many samples it takes from each
+	// group, so the expectation is a sum over count vectors x (Σx = k,
+	// x_g ≤ count_g) weighted by Π C(count_g, x_g) — far fewer terms than
+	// subsets when answers repeat.
+	type group struct {
+		count int
+		right bool
+		votes bool
+	}
+	groups := make([]group, len(ids))
+	empty := 0
+	for _, v := range votes {
+		if v < 0 {
+			empty++
+			continue
 		}
+		groups[v].count++
+		groups[v].votes = true
+		groups[v].right = right[v]
+	}
+	if empty > 0 {
+		groups = append(groups, group{count: empty})
+	}
+	score := func(x []int) float64 {
 		top, ties, good := 0, 0, 0
-		for id, x := range counts {
+		for g, c := range x {
+			if !groups[g].votes || c == 0 {
+				continue
+			}
 			switch {
-			case x > top:
-				top, ties, good = x, 1, 0
-			case x == top && x > 0:
+			case c > top:
+				top, ties, good = c, 1, 0
+			case c == top:
 				ties++
 			default:
 				continue
 			}
-			if right[id] {
+			if groups[g].right {
 				good++
 			}
 		}
@@ -135,24 +155,50 @@ func MajAtK(answers []string, correct []bool, k int) (float64, error) {
 		}
 		return float64(good) / float64(ties)
 	}
-	if binomial(n, k) <= majExactLimit {
-		sum, count := 0.0, 0
-		subset := make([]int, k)
-		forSubsets(n, k, subset, func() { sum += score(subset); count++ })
-		return sum / float64(count), nil
+	if binomial(k+len(groups)-1, len(groups)-1) <= majExactLimit {
+		x := make([]int, len(groups))
+		sum := 0.0
+		var rec func(g, left int, w float64)
+		rec = func(g, left int, w float64) {
+			if g == len(groups)-1 {
+				if left > groups[g].count {
+					return
+				}
+				x[g] = left
+				sum += w * binomial(groups[g].count, left) * score(x)
+				return
+			}
+			for c := 0; c <= min(left, groups[g].count); c++ {
+				x[g] = c
+				rec(g+1, left-c, w*binomial(groups[g].count, c))
+			}
+		}
+		rec(0, k, 1)
+		return sum / binomial(n, k), nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(k)))
 	perm := make([]int, n)
+	x := make([]int, len(groups))
+	member := make([]int, n) // sample → group
+	for i, v := range votes {
+		if v < 0 {
+			member[i] = len(groups) - 1
+		} else {
+			member[i] = v
+		}
+	}
 	sum := 0.0
 	for range majExactLimit {
 		for i := range perm {
 			perm[i] = i
 		}
+		clear(x)
 		for i := 0; i < k; i++ { // partial Fisher–Yates
 			j := i + rng.IntN(n-i)
 			perm[i], perm[j] = perm[j], perm[i]
+			x[member[perm[i]]]++
 		}
-		sum += score(perm[:k])
+		sum += score(x)
 	}
 	return sum / majExactLimit, nil
 }
@@ -204,13 +250,31 @@ func Wilson(successes, trials float64) (lo, hi float64) {
 // reproducible.
 const BootstrapSeed = 0x65766c
 
+// normalLimit is the number of problems from which Bootstrap uses the
+// normal interval, the bootstrap's own limit at that size, instead of
+// resampling (which would cost resamples × n draws).
+const normalLimit = 5000
+
 // Bootstrap is the 95% percentile bootstrap interval of the mean of
 // values (per-problem scores), from resamples resamplings drawn with a
-// fixed seed; resamples ≤ 0 means 2,000.
+// fixed seed; resamples ≤ 0 means 2,000. From 5,000 values on it is the
+// normal interval mean ± 1.96·s/√n, which the bootstrap converges to.
 func Bootstrap(values []float64, resamples int) (lo, hi float64) {
 	n := len(values)
 	if n == 0 {
 		return 0, 0
+	}
+	if n >= normalLimit {
+		mean, sq := 0.0, 0.0
+		for _, v := range values {
+			mean += v
+		}
+		mean /= float64(n)
+		for _, v := range values {
+			sq += (v - mean) * (v - mean)
+		}
+		half := 1.959963984540054 * math.Sqrt(sq/float64(n-1)/float64(n))
+		return mean - half, mean + half
 	}
 	if resamples <= 0 {
 		resamples = 2000

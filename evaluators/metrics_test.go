@@ -150,17 +150,29 @@ func TestMajAtKAgainstEnumeration(t *testing.T) {
 	}
 }
 
-func TestMajAtKMonteCarloIsDeterministic(t *testing.T) {
+func TestMajAtKLargeCases(t *testing.T) {
+	// 24 samples, 3 answers: exact over 91 count vectors, though there are
+	// 2.7M subsets; by symmetry each answer wins a third of the votes.
 	answers := make([]string, 24)
 	correct := make([]bool, 24)
 	for i := range answers {
 		answers[i] = strconv.Itoa(i % 3)
 		correct[i] = i%3 == 0
 	}
-	a, _ := MajAtK(answers, correct, 12) // C(24,12) > 20,000: sampled
-	b, _ := MajAtK(answers, correct, 12)
-	if a != b || a < 0.2 || a > 0.5 {
-		t.Errorf("maj@12 = %v then %v", a, b)
+	if got, _ := MajAtK(answers, correct, 12); math.Abs(got-1.0/3) > 1e-12 {
+		t.Errorf("maj@12 of three equal answers = %v, want 1/3", got)
+	}
+	// 40 distinct answers, k = 20: too many count vectors, so sampled with
+	// a fixed seed — the same value every time, near the exact 1/40 ties.
+	answers, correct = make([]string, 40), make([]bool, 40)
+	for i := range answers {
+		answers[i] = "a" + strconv.Itoa(i)
+	}
+	correct[0] = true
+	a, _ := MajAtK(answers, correct, 20)
+	b, _ := MajAtK(answers, correct, 20)
+	if a != b || math.Abs(a-1.0/40) > 0.01 {
+		t.Errorf("maj@20 of 40 distinct answers = %v then %v, want ≈ 1/40", a, b)
 	}
 }
 
@@ -187,5 +199,22 @@ func TestBootstrapDeterministicAndCoversMean(t *testing.T) {
 	lo2, hi2 := Bootstrap(v, 0)
 	if lo != lo2 || hi != hi2 || lo >= mean || hi <= mean || hi-lo > 0.2 {
 		t.Errorf("bootstrap [%v, %v] then [%v, %v] around %v", lo, hi, lo2, hi2, mean)
+	}
+}
+
+// Large sets use the normal interval; it agrees with the bootstrap just
+// below the switch.
+func TestBootstrapNormalLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	v := make([]float64, normalLimit)
+	for i := range v {
+		if rng.Float64() < 0.3 {
+			v[i] = 1
+		}
+	}
+	nlo, nhi := Bootstrap(v, 0)
+	blo, bhi := Bootstrap(v[:normalLimit-1], 0)
+	if math.Abs(nlo-blo) > 0.003 || math.Abs(nhi-bhi) > 0.003 {
+		t.Errorf("normal [%v, %v] vs bootstrap [%v, %v]", nlo, nhi, blo, bhi)
 	}
 }
