@@ -10,12 +10,13 @@
 //   - pass^k, all k correct: C(c, k)/C(n, k);
 //   - avg@k, the mean reward (estimated by the mean of all n);
 //   - maj@k, the expected accuracy of a majority vote over k samples
-//     (exact over all k-subsets when there are at most 20,000 of them).
+//     (exact, summed over how many samples a subset takes from each answer).
 //
 // k > n is an error (ErrKTooLarge), never a silently clipped value.
 // Samples that failed for infrastructure reasons are left out of n, not
 // counted wrong. Summarize averages over problems with a 95% bootstrap
-// interval (fixed seed, so reproducible); Wilson gives the score interval
+// interval (fixed seed, so reproducible; from 5,000 problems its normal
+// limit); Wilson gives the score interval
 // of a plain proportion. Tests compare every estimator with brute-force
 // enumeration of all k-subsets on random small cases.
 package evaluators
