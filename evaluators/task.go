@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -155,7 +153,7 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	prompts, err := readTable(tc.InputPath("prompts"), tables.Prompts)
+	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
 	}
@@ -188,7 +186,7 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 			rows = append(rows, rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: p.Checkpoint}, version, sampler.JSON()))
 		}
 	}
-	return writeTable(tc.OutputPath(OutTrajectories), tables.Trajectories, rows)
+	return tables.WriteFile(tc.OutputPath(OutTrajectories), tables.Trajectories, rows, nil)
 }
 
 // score scores the generated answers and summarises them.
@@ -197,11 +195,11 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	prompts, err := readTable(tc.InputPath("prompts"), tables.Prompts)
+	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
 	}
-	trajs, err := readTable(tc.InputPath("trajectories"), tables.Trajectories)
+	trajs, err := readInput(tc.InputPath("trajectories"), tables.Trajectories)
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("eval generations: %w", err))
 	}
@@ -263,10 +261,10 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		summary = append(summary, tables.EvalSummaryRow{Checkpoint: checkpoint, Evalset: o.Set, K: 1, N: 0,
 			Metric: MetricExact, Value: mean, CILow: lo, CIHigh: hi, NumProblems: int32(len(probs))})
 	}
-	if err := writeTable(tc.OutputPath(OutSamples), tables.EvalSamples, rows); err != nil {
+	if err := tables.WriteFile(tc.OutputPath(OutSamples), tables.EvalSamples, rows, nil); err != nil {
 		return err
 	}
-	return writeTable(tc.OutputPath(OutSummary), tables.EvalSummary, summary)
+	return tables.WriteFile(tc.OutputPath(OutSummary), tables.EvalSummary, summary, nil)
 }
 
 // answerOf is the answer a completion gives: the "#### n" / boxed /
@@ -278,30 +276,10 @@ func answerOf(completion string) string {
 	return strings.TrimSpace(completion)
 }
 
-func readTable[T any](path string, t *tables.Table[T]) ([]T, error) {
+// readInput reads a task input, which the engine may leave absent.
+func readInput[T any](path string, t *tables.Table[T]) ([]T, error) {
 	if path == "" {
 		return nil, errors.New("no input")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
-}
-
-func writeTable[T any](path string, t *tables.Table[T], rows []T) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := tables.Write(f, t, rows, nil); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return tables.ReadFile(path, t)
 }

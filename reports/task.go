@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -32,11 +31,11 @@ func HealthTask() *pipeline.Task {
 			if err := tc.Params(&p); err != nil {
 				return err
 			}
-			trajs, err := readFileTable(tc.InputPath("trajectories"), tables.Trajectories)
+			trajs, err := tables.ReadFile(tc.InputPath("trajectories"), tables.Trajectories)
 			if err != nil {
 				return pipeline.Permanent(fmt.Errorf("health: %w", err))
 			}
-			rewards, err := readFileTable(tc.InputPath("rewards"), tables.Rewards)
+			rewards, err := tables.ReadFile(tc.InputPath("rewards"), tables.Rewards)
 			if err != nil {
 				return pipeline.Permanent(fmt.Errorf("health: %w", err))
 			}
@@ -64,17 +63,4 @@ func HealthTask() *pipeline.Task {
 			return f.Close()
 		},
 	}
-}
-
-func readFileTable[T any](path string, t *tables.Table[T]) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
 }

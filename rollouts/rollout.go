@@ -363,34 +363,9 @@ func readPrompts(path string) ([]tables.Prompt, error) {
 	if path == "" {
 		return nil, errors.New("generate: no prompts input")
 	}
-	return readTable(path, tables.Prompts)
+	return tables.ReadFile(path, tables.Prompts)
 }
 
 func writeTrajectories(path string, rows []tables.Trajectory) error {
-	return writeTable(path, tables.Trajectories, rows)
-}
-
-func readTable[T any](path string, t *tables.Table[T]) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
-}
-
-func writeTable[T any](path string, t *tables.Table[T], rows []T) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := tables.Write(f, t, rows, nil); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return tables.WriteFile(path, tables.Trajectories, rows, nil)
 }

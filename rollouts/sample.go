@@ -31,7 +31,7 @@ func SampleTask() *pipeline.Task {
 			if err := tc.Params(&p); err != nil {
 				return err
 			}
-			all, err := readTable(tc.InputPath("dataset"), tables.Prompts)
+			all, err := tables.ReadFile(tc.InputPath("dataset"), tables.Prompts)
 			if err != nil {
 				return pipeline.Permanent(fmt.Errorf("dataset: %w", err))
 			}
@@ -42,7 +42,7 @@ func SampleTask() *pipeline.Task {
 			for i := range rows {
 				rows[i] = all[(p.Cursor+i)%len(all)]
 			}
-			return writeTable(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows)
+			return tables.WriteFile(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows, nil)
 		},
 	}
 }

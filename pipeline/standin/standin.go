@@ -87,31 +87,6 @@ func (o Options) pause(ctx context.Context, stage string, d time.Duration, tc *p
 	return nil
 }
 
-func readTable[T any](path string, t *tables.Table[T]) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
-}
-
-func writeTable[T any](path string, t *tables.Table[T], rows []T) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := tables.Write(f, t, rows, nil); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // hash64 is a deterministic 64-bit value of its parts.
 func hash64(parts ...any) uint64 {
 	h := sha256.New()
@@ -139,7 +114,7 @@ func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := o.pause(ctx, "sample", o.SampleSleep, tc); err != nil {
 		return err
 	}
-	all, err := readTable(tc.InputPath("dataset"), tables.Prompts)
+	all, err := tables.ReadFile(tc.InputPath("dataset"), tables.Prompts)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
@@ -150,7 +125,7 @@ func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 	for i := range rows {
 		rows[i] = all[(p.Cursor+i)%len(all)]
 	}
-	return writeTable(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows)
+	return tables.WriteFile(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows, nil)
 }
 
 // policyVersion is the adapter's digest, or "base".
@@ -181,7 +156,7 @@ func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := o.pause(ctx, "generate", o.GenerateSleep, tc); err != nil {
 		return err
 	}
-	prompts, err := readTable(tc.InputPath("prompts"), tables.Prompts)
+	prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
@@ -205,7 +180,7 @@ func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 			})
 		}
 	}
-	return writeTable(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows)
+	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
 }
 
 // reward scores 1 for a completion ending in the prompt's answer — through
@@ -214,7 +189,7 @@ func (o Options) reward(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := o.pause(ctx, "reward", o.RewardSleep, tc); err != nil {
 		return err
 	}
-	trajs, err := readTable(tc.InputPath("trajectories"), tables.Trajectories)
+	trajs, err := tables.ReadFile(tc.InputPath("trajectories"), tables.Trajectories)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
@@ -231,7 +206,7 @@ func (o Options) reward(ctx context.Context, tc *pipeline.TaskContext) error {
 		rows[i] = tables.Reward{PromptID: tr.PromptID, SampleIndex: tr.SampleIndex, Components: map[string]float64{"correct": score},
 			Total: score, SpecDigest: "standin", VerifierOutputs: "{}", JudgeOutputs: "{}", Status: tables.StatusOK}
 	}
-	return writeTable(tc.OutputPath(pipeline.OutRewards), rt, rows)
+	return tables.WriteFile(tc.OutputPath(pipeline.OutRewards), rt, rows, nil)
 }
 
 func (o Options) score(ctx context.Context, tc *pipeline.TaskContext, tr tables.Trajectory) (float64, error) {
@@ -290,7 +265,7 @@ func (o Options) train(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err != nil {
 		return err
 	}
-	rewards, err := readTable(tc.InputPath("rewards"), rt)
+	rewards, err := tables.ReadFile(tc.InputPath("rewards"), rt)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
