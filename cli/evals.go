@@ -10,65 +10,17 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/reports"
 )
 
 // evalOut is one evaluated checkpoint on one eval set, as `status -o json`
-// reports it: Metrics maps "pass@1", "pass@8", "maj@4", "exact_pass@1"…
-// to values, Intervals to their 95% intervals.
-type evalOut struct {
-	Checkpoint string                `json:"checkpoint"`
-	Iteration  int                   `json:"iteration"` // 0: the starting policy
-	Set        string                `json:"set"`
-	Problems   int                   `json:"problems"`
-	N          int                   `json:"n"`
-	Metrics    map[string]float64    `json:"metrics"`
-	Intervals  map[string][2]float64 `json:"intervals"`
-}
+// and `eval -o json` report it.
+type evalOut = reports.Eval
 
 // readEvals reads every evals/NNNNNN/<set>/summary.parquet at ref, the
 // starting policy first, then by iteration and set.
 func readEvals(ctx context.Context, st artifacts.Store, ref string) ([]evalOut, error) {
-	out := []evalOut{}
-	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: "evals/"}) {
-		if err != nil {
-			return nil, err
-		}
-		parts := strings.Split(e.Path, "/")
-		if len(parts) != 4 || parts[3] != "summary.parquet" {
-			continue
-		}
-		n, err := strconv.Atoi(parts[1])
-		if err != nil {
-			continue
-		}
-		raw, err := readObject(ctx, st, ref, e.Path)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", e.Path, err)
-		}
-		rows, err := tables.Read(bytes.NewReader(raw), int64(len(raw)), e.Path, tables.EvalSummary)
-		if err != nil {
-			return nil, err
-		}
-		ev := evalOut{Iteration: n, Set: parts[2], Metrics: map[string]float64{}, Intervals: map[string][2]float64{}}
-		for _, r := range rows {
-			ev.Checkpoint, ev.Problems = r.Checkpoint, int(r.NumProblems)
-			ev.N = max(ev.N, int(r.N))
-			name := r.Metric
-			if strings.HasSuffix(name, "@k") {
-				name = strings.TrimSuffix(name, "k") + strconv.Itoa(int(r.K))
-			}
-			ev.Metrics[name] = r.Value
-			ev.Intervals[name] = [2]float64{r.CILow, r.CIHigh}
-		}
-		out = append(out, ev)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Iteration != out[j].Iteration {
-			return out[i].Iteration < out[j].Iteration
-		}
-		return out[i].Set < out[j].Set
-	})
-	return out, nil
+	return reports.ReadEvals(ctx, st, ref)
 }
 
 // evalColumns picks the metrics a table of evals shows: exact pass@1
