@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -141,7 +142,7 @@ func TestReadAndMergeMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := mergeMetrics(Metrics{Iteration: 4, Samples: 8, Reward: Summary{Count: 8, Mean: 0.5}}, m)
+		b, err := mergeMetrics(Metrics{Iteration: 4, Figures: grpo.Figures{Samples: 8, Reward: grpo.Summary{Count: 8, Mean: 0.5}}}, m)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,125 @@
+package grpo
+
+import (
+	"math"
+	"sort"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// Summary describes a set of values.
+type Summary struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+}
+
+// Summarize is the count, mean, population standard deviation, minimum
+// and maximum of v (zeros for none).
+func Summarize(v []float64) Summary {
+	s := Summary{Count: len(v)}
+	if len(v) == 0 {
+		return s
+	}
+	s.Min, s.Max = v[0], v[0]
+	for _, x := range v {
+		s.Min, s.Max = math.Min(s.Min, x), math.Max(s.Max, x)
+	}
+	s.Mean, s.Std = meanStd(v)
+	return s
+}
+
+// Figures are a batch's figures before any training step: what every
+// trainer reports beside its own loss and KL, under the same names.
+type Figures struct {
+	// Reward summarises the total reward of the scored samples (reward
+	// and trajectory ok); Components each reward component.
+	Reward     Summary            `json:"reward"`
+	Components map[string]Summary `json:"reward_components,omitempty"`
+	// Groups is the number of prompts; ZeroStdGroups those whose scored
+	// samples all got the same reward.
+	Groups            int     `json:"groups"`
+	ZeroStdGroups     int     `json:"zero_std_groups"`
+	FracRewardZeroStd float64 `json:"frac_reward_zero_std"`
+	// Samples counts trajectories; Used are those trained on, Errored
+	// failed to generate or to be scored, Masked were left out for any
+	// reason (Errored included), MaskReasons counts them by reason.
+	Samples     int            `json:"samples"`
+	Used        int            `json:"samples_used"`
+	Masked      int            `json:"samples_masked"`
+	Errored     int            `json:"samples_errored"`
+	MaskReasons map[string]int `json:"mask_reasons,omitempty"`
+	// Response length (tokens) over the generated samples, the fraction
+	// stopped by max_tokens (finish reason "length"), and the mean policy
+	// lag.
+	ResponseLengthMean float64 `json:"response_length_mean"`
+	ResponseLengthMax  int     `json:"response_length_max"`
+	FracLength         float64 `json:"frac_finish_length"`
+	StalenessMean      float64 `json:"staleness_mean"`
+}
+
+// BatchFigures computes a batch's Figures from its trajectories and, row
+// for row, their rewards and advantages; st are the advantages' group
+// statistics. Used counts the unmasked rows.
+func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st Stats) Figures {
+	f := Figures{Groups: st.Groups, ZeroStdGroups: st.ZeroStd, Samples: len(trajs)}
+	if f.Groups > 0 {
+		f.FracRewardZeroStd = float64(f.ZeroStdGroups) / float64(f.Groups)
+	}
+	var totals []float64
+	comps := map[string][]float64{}
+	var lengths, stale float64
+	generated, length := 0, 0
+	for i, t := range trajs {
+		a, r := adv[i], scored[i]
+		if a.Mask {
+			f.Masked++
+			if f.MaskReasons == nil {
+				f.MaskReasons = map[string]int{}
+			}
+			f.MaskReasons[a.Reason]++
+		} else {
+			f.Used++
+		}
+		if r.Status != tables.StatusOK || math.IsNaN(r.Total) {
+			f.Errored++
+		} else {
+			totals = append(totals, r.Total)
+			for name, v := range r.Components {
+				if !math.IsNaN(v) {
+					comps[name] = append(comps[name], v)
+				}
+			}
+		}
+		if t.Status != tables.StatusOK {
+			continue
+		}
+		generated++
+		n := int(t.NumTokens)
+		lengths += float64(n)
+		f.ResponseLengthMax = max(f.ResponseLengthMax, n)
+		stale += float64(t.Staleness)
+		if t.FinishReason == "length" {
+			length++
+		}
+	}
+	f.Reward = Summarize(totals)
+	if len(comps) > 0 {
+		f.Components = map[string]Summary{}
+		names := make([]string, 0, len(comps))
+		for n := range comps {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			f.Components[n] = Summarize(comps[n])
+		}
+	}
+	if generated > 0 {
+		g := float64(generated)
+		f.ResponseLengthMean, f.FracLength, f.StalenessMean = lengths/g, float64(length)/g, stale/g
+	}
+	return f
+}
