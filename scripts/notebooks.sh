@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Executes every notebook in notebooks/ headlessly against a short demo run,
+# and fails when a committed notebook holds outputs, a cell errors, or a cell
+# tagged "plot" produced no image. What it needs: scripts/notebook-deps.sh.
+#
+#   scripts/notebooks.sh                   # the check `make notebooks` runs
+#   KEEP=1 scripts/notebooks.sh            # keep the store and the executed notebooks
+#   RLPIPE_PYTHON=/path/to/python3         # a Python with nbconvert, ipykernel, pandas, matplotlib
+#   NOTEBOOK_TIMEOUT=120                   # seconds a cell may take
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+start=$SECONDS
+
+# 1. What is committed carries no outputs: they are noise in diffs and go stale.
+py_any="$(command -v python3 || echo /usr/bin/python3)"
+"$py_any" - notebooks/*.ipynb <<'EOF'
+import json, sys
+bad = []
+for path in sys.argv[1:]:
+    for i, cell in enumerate(json.load(open(path))["cells"]):
+        if cell.get("outputs") or cell.get("execution_count") is not None:
+            bad.append(f"{path}: cell {i} has outputs or an execution count")
+if bad:
+    sys.exit("\n".join(bad) + "\nstrip them: jupyter nbconvert --clear-output --inplace notebooks/*.ipynb")
+print(f"notebooks: {len(sys.argv) - 1} notebooks, outputs stripped")
+EOF
+
+# 2. A Python that can execute them.
+mods="import nbconvert, ipykernel, pandas, matplotlib"
+py=""
+for cand in "${RLPIPE_PYTHON:-}" /usr/bin/python3 python3; do
+  if [ -n "$cand" ] && "$cand" -c "$mods" 2>/dev/null; then py="$(command -v "$cand")"; break; fi
+done
+if [ -z "$py" ]; then
+  echo "notebooks: no Python with nbconvert, ipykernel, pandas and matplotlib: run scripts/notebook-deps.sh" >&2
+  exit 1
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/rlpipe-notebooks.XXXXXX")"
+cleanup() {
+  if [ "${KEEP:-0}" = 1 ]; then echo "notebooks: kept $work (store, executed notebooks)"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# 3. The binary the helper calls, and a short run: the arithmetic demo cut to
+# 12 iterations, evaluated every 4, then rescored onto a branch.
+if [ -n "${RLPIPE_BIN:-}" ]; then
+  bin="$RLPIPE_BIN"
+else
+  go build -o bin/rlpipe ./cli/rlpipe
+  bin="$root/bin/rlpipe"
+fi
+cp examples/arithmetic/*.yaml "$work/"
+sed -i -e 's/^iterations: [0-9]*/iterations: 12/' -e 's/^\(  every: \)[0-9]*/\14/' "$work/pipeline.yaml"
+grep -q '^iterations: 12$' "$work/pipeline.yaml" && grep -q '^  every: 4$' "$work/pipeline.yaml" || {
+  echo "notebooks: examples/arithmetic/pipeline.yaml changed shape: update the sed lines in $0" >&2; exit 1; }
+export RLPIPE_STORE="$work/store"
+"$bin" init-store >/dev/null
+"$bin" dataset arith main >/dev/null
+"$bin" run -f "$work/pipeline.yaml" --log-level warn --no-report >"$work/run.log" || { cat "$work/run.log"; exit 1; }
+"$bin" rescore --from runs-arith --reward "$work/reward-length.yaml" --branch try-reward >"$work/rescore.log" || {
+  cat "$work/rescore.log"; exit 1; }
+echo "notebooks: demo run and rescore in $((SECONDS - start)) s"
+
+# 4. Execute each notebook with a kernel on that same Python; nbconvert stops
+# at the first cell that raises and exits non-zero.
+mkdir -p "$work/jupyter/kernels/rlpipe" "$work/out" "$work/mpl"
+printf '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "rlpipe", "language": "python"}\n' \
+  "$py" >"$work/jupyter/kernels/rlpipe/kernel.json"
+export JUPYTER_PATH="$work/jupyter" MPLCONFIGDIR="$work/mpl" RLPIPE_BIN="$bin" \
+  RLPIPE_RUN=runs-arith RLPIPE_RESCORED=try-reward PYDEVD_DISABLE_FILE_VALIDATION=1
+unset MPLBACKEND RLPIPE_SOURCE
+pids=()
+for nb in notebooks/*.ipynb; do
+  name="$(basename "$nb" .ipynb)"
+  "$py" -m nbconvert --to notebook --execute --output-dir "$work/out" \
+    --ExecutePreprocessor.kernel_name=rlpipe --ExecutePreprocessor.timeout="${NOTEBOOK_TIMEOUT:-120}" \
+    "$nb" >"$work/$name.log" 2>&1 &
+  pids+=("$!:$name")
+done
+failed=0
+for p in "${pids[@]}"; do
+  if ! wait "${p%%:*}"; then
+    echo "notebooks: ${p#*:}.ipynb failed:" >&2
+    grep -v '^\[NbConvertApp\]' "$work/${p#*:}.log" | tail -40 >&2
+    failed=1
+  fi
+done
+[ "$failed" = 0 ] || exit 1
+
+# 5. Every cell tagged "plot" drew at least one image.
+"$py" - "$work"/out/*.ipynb <<'EOF'
+import json, sys
+bad = []
+for path in sys.argv[1:]:
+    cells = json.load(open(path))["cells"]
+    plots = [c for c in cells if "plot" in c.get("metadata", {}).get("tags", [])]
+    images = sum(any("image/png" in o.get("data", {}) for o in c.get("outputs", [])) for c in plots)
+    name = path.rsplit("/", 1)[-1]
+    if not plots or images < len(plots):
+        bad.append(f"{name}: {images} of {len(plots)} plot cells drew an image")
+    print(f"notebooks: {name}: {len(cells)} cells ran, {images} of {len(plots)} plots drawn")
+if bad:
+    sys.exit("notebooks: " + "; ".join(bad))
+EOF
+echo "notebooks: ok in $((SECONDS - start)) s"
