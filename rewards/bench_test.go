@@ -114,12 +114,18 @@ func (s *synth) fill(rows []tables.Trajectory, first int) {
 // prompts they answer.
 func writeSynth(tb testing.TB, path string, n int) []tables.Prompt {
 	tb.Helper()
+	return writeSynthWith(tb, path, n, nil)
+}
+
+// writeSynthWith is writeSynth with write options (row group size).
+func writeSynthWith(tb testing.TB, path string, n int, opts *tables.WriteOptions) []tables.Prompt {
+	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := tables.NewWriter(bw, tables.Trajectories, nil)
+	w, err := tables.NewWriter(bw, tables.Trajectories, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

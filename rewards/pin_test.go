@@ -1,0 +1,125 @@
+package rewards
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// rescoreSpec is bench/rescore/reward.yaml: the reward the rescoring
+// comparison computes.
+const rescoreSpec = `
+components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'
+    weight: 1.0
+  - name: format
+    expr: 'completion.contains("####") || completion.contains("\\boxed{") ? 1.0 : 0.0'
+    weight: 0.2
+  - name: length
+    expr: 'num_tokens > 150 ? -0.001 * double(num_tokens - 150) : 0.0'
+    weight: 1.0
+`
+
+// mixedSpec reads most variables, fails on some rows (a missing prompt,
+// an infinite value), and has a total expression.
+const mixedSpec = `
+statuses: [ok, truncated]
+components:
+  - name: correct
+    expr: 'num_equal(extract_answer(completion), answer) ? 1.0 : 0.0'
+  - name: boxed
+    expr: 'extract_boxed(completion) != "" && completion.contains("\\boxed") ? 1.0 : 0.0'
+  - name: hard
+    expr: 'metadata.level == 2 && prompt.contains("+") ? 1.0 : 0.0'
+  - name: ratio
+    expr: '1.0 / double(sample_index)'
+  - name: misc
+    expr: 'size(turns) + (finish_reason == "stop" ? 1 : 0) + (prompt_id.startsWith("p1") ? 1 : 0) + num_tokens % 7'
+total: 'correct * (1.0 + boxed) - 0.5 * hard + misc'
+`
+
+// TestRewardsFilePinned pins the bytes of the rewards files ScoreFile
+// writes for fixed inputs and specs, whatever the concurrency, so that
+// changes made for speed cannot change what is written. The inputs'
+// digests are pinned too, to tell a change of the trajectories writer
+// (artifacts/tables) from a change of scoring.
+func TestRewardsFilePinned(t *testing.T) {
+	dir := t.TempDir()
+	synthPath := filepath.Join(dir, "synth.parquet")
+	synthPrompts := writeSynthWith(t, synthPath, 30_000, &tables.WriteOptions{RowGroupRows: 7_000})
+	synth, err := os.ReadFile(synthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixedRows, mixedPrompts := testRows(2_000)
+	mixedRows[5].PromptID = "nowhere"
+	mixedRows[9].Status = tables.StatusTruncated
+	mixed := trajectoriesRG(t, mixedRows, 300)
+
+	cases := []struct {
+		name    string
+		spec    string
+		in      []byte
+		prompts []tables.Prompt
+		opts    ScoreOptions
+		input   string // sha256 of in
+		want    string // sha256 of the rewards file
+	}{
+		{name: "rescore", spec: rescoreSpec, in: synth, prompts: synthPrompts,
+			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:  "6693d07d73e4575573a0c7def563f398cecbaceebed517e195cef296760d714c"},
+		{name: "rescore small batches", spec: rescoreSpec, in: synth, prompts: synthPrompts,
+			opts:  ScoreOptions{BatchRows: 1000, Write: &tables.WriteOptions{RowGroupRows: 5_000}},
+			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:  "2be36647524e33711c6c6878791b2ac35145cb423f1ad506d52f21b69cf00ee1"},
+		{name: "rescore limit", spec: rescoreSpec, in: synth, prompts: synthPrompts,
+			opts:  ScoreOptions{Limit: 12_345},
+			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:  "85a2484058c9254c2a2f66085fd4aecec1026bc6d2d53686fe3a25571e6312f6"},
+		{name: "mixed", spec: mixedSpec, in: mixed, prompts: mixedPrompts,
+			input: "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
+			want:  "514d086a6671ff150bccb4738a0ce3fabc54628e19e5955d12ca7d586de5e296"},
+		{name: "gsm8k", spec: gsm8k, in: mixed, prompts: mixedPrompts,
+			input: "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
+			want:  "32ed0364cd8df216e0f2d240d1eb9c609e348b2db49cf9c0b6f77c8075240b66"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := digest(c.in); got != c.input {
+				t.Errorf("input digest %s, want %s: the trajectories writer changed, not scoring", got, c.input)
+			}
+			idx, err := NewPrompts(c.prompts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := mustCompile(t, c.spec)
+			for _, conc := range []int{1, 2, 5} {
+				o := c.opts
+				o.Prompts, o.Concurrency = idx, conc
+				var out bytes.Buffer
+				sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(c.in), int64(len(c.in)), &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if conc == 1 {
+					t.Logf("%d rows: %d scored, %d skipped, %d errors", sum.Rows, sum.Scored, sum.Skipped, sum.Errors)
+				}
+				if got := digest(out.Bytes()); got != c.want {
+					t.Errorf("concurrency %d: rewards file digest %s, want %s", conc, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
