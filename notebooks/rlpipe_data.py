@@ -51,7 +51,7 @@ def _read_parquet(path, reader):
         import polars as pl
         return pd.DataFrame(pl.read_parquet(path).to_dict(as_series=False))
     import duckdb
-    return duckdb.sql("SELECT * FROM read_parquet(?)", params=[path]).df()
+    return duckdb.read_parquet(path).df()
 
 
 def _find_binary():
@@ -82,7 +82,7 @@ class Run:
 
     def __repr__(self):
         where = self.dir or f"{self.store or os.environ.get('RLPIPE_STORE', './.rlpipe')}:{self.ref}"
-        return f"Run({where}, tables read with {self.reader or 'rlpipe export --format jsonl'})"
+        return f"Run({where}, Parquet read with {self.reader or 'nothing: tables come as JSONL'})"
 
     def _cli(self, *args):
         cmd = [_find_binary()] + (["--store", self.store] if self.store else []) + list(args)
@@ -112,7 +112,8 @@ class Run:
                 for ext in (".jsonl", ".csv"):
                     if os.path.exists(full[: -len(".parquet")] + ext):
                         return full[: -len(".parquet")] + ext
-                raise RuntimeError(f"{full}: no Parquet reader: install pyarrow, or export it with --format jsonl")
+                raise RuntimeError(f"{full}: no Parquet reader: install pyarrow, or export the table "
+                                   "beside it as .jsonl (rlpipe export REF:PATH FILE.jsonl)")
             return full
         if self._cache is None:
             self._cache = tempfile.mkdtemp(prefix="rlpipe-nb-")

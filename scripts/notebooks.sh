@@ -67,7 +67,7 @@ echo "notebooks: demo run and rescore in $((SECONDS - start)) s"
 # 4. Execute each notebook with a kernel on that same Python; nbconvert stops
 # at the first cell that raises and exits non-zero.
 mkdir -p "$work/jupyter/kernels/rlpipe" "$work/out" "$work/mpl"
-printf '{"argv": ["%s", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "rlpipe", "language": "python"}\n' \
+printf '{"argv": ["%s", "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "rlpipe", "language": "python"}\n' \
   "$py" >"$work/jupyter/kernels/rlpipe/kernel.json"
 export JUPYTER_PATH="$work/jupyter" MPLCONFIGDIR="$work/mpl" RLPIPE_BIN="$bin" \
   RLPIPE_RUN=runs-arith RLPIPE_RESCORED=try-reward PYDEVD_DISABLE_FILE_VALIDATION=1
@@ -83,8 +83,9 @@ done
 failed=0
 for p in "${pids[@]}"; do
   if ! wait "${p%%:*}"; then
-    echo "notebooks: ${p#*:}.ipynb failed:" >&2
-    grep -v '^\[NbConvertApp\]' "$work/${p#*:}.log" | tail -40 >&2
+    echo "notebooks: notebooks/${p#*:}.ipynb failed (KEEP=1 keeps $work/${p#*:}.log):" >&2
+    # The cell that raised and its error, without the runner's own traceback and colours.
+    sed -e 's/\x1b\[[0-9;]*m//g' -e '1,/^nbclient.exceptions.CellExecutionError/d' "$work/${p#*:}.log" | tail -30 >&2
     failed=1
   fi
 done
