@@ -9,7 +9,7 @@ FUZZTIME ?= 20s
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## install what the tests need on a fresh Debian machine
@@ -20,16 +20,22 @@ build: ## build bin/rlpipe
 	$(GO) build -o $(BIN) ./cli/rlpipe
 
 .PHONY: test
-test: deps ## run every test with the race detector
+test: deps ## run every test with the race detector, then execute the notebooks
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) --no-print-directory notebooks
+
+.PHONY: notebooks
+notebooks: build ## execute the notebooks headlessly against a short demo run
+	@./scripts/notebook-deps.sh
+	@RLPIPE_BIN=$(CURDIR)/$(BIN) ./scripts/notebooks.sh
 
 .PHONY: chaos
 chaos: ## run the kill -9 tests with many trials
 	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/ ./cli/
 
 .PHONY: demo
-demo: build ## run the main job (for now: a store round trip in a temporary store)
+demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s)
 	@./scripts/demo.sh
 
 .PHONY: bench
