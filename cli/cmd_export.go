@@ -32,8 +32,9 @@ func newExportCommand(g *rootOptions) *cobra.Command {
 is converted when FILE's extension or --format asks for another format:
 Parquet to JSONL or CSV, JSONL or CSV to Parquet. When PATH names no object, it is
 a prefix: every object under it is copied into DIR, keeping the paths below
-the prefix.`,
-		Example: "  rlpipe export main:data/prompts.parquet prompts.jsonl --format jsonl\n  rlpipe export runs/exp1:iterations/000003/ ./it3",
+the prefix; with --format csv or jsonl its Parquet tables are converted on the
+way (x.parquet becomes x.jsonl), for readers without a Parquet library.`,
+		Example: "  rlpipe export main:data/prompts.parquet prompts.jsonl --format jsonl\n  rlpipe export runs-exp1:iterations/000003/ ./it3\n  rlpipe export runs-exp1:iterations/ ./its --format jsonl",
 		Args:    exactArgs("REF:PATH", "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
@@ -85,13 +86,13 @@ func exportFunc(ctx context.Context, st artifacts.Store, o exportOptions, arg, d
 		}
 		a.path += "/"
 	}
-	if format != formatRaw {
-		return usagef("--format converts one table: name it, e.g. export %s:data/prompts.parquet out.jsonl --format jsonl", a.ref)
-	}
 	if dest == "-" {
 		return usagef("export %s: a prefix exports to a directory, not standard output", a)
 	}
-	files, err := exportPrefix(ctx, st, a, dest)
+	if format == formatParquet {
+		return usagef("export %s: --format parquet converts one JSONL or CSV object; a prefix converts its Parquet tables to csv or jsonl", a)
+	}
+	files, err := exportPrefix(ctx, st, a, dest, format)
 	if err != nil {
 		return err
 	}
@@ -118,8 +119,10 @@ func printExport(p printer, ref string, files []exportedFile) error {
 }
 
 // exportPrefix copies every object under a.path (a folder, ending in '/'
-// or empty) into dir, keeping the paths below the prefix.
-func exportPrefix(ctx context.Context, st artifacts.Store, a artifactArg, dir string) ([]exportedFile, error) {
+// or empty) into dir, keeping the paths below the prefix. With format csv
+// or jsonl, each Parquet table is converted (x.parquet becomes x.jsonl)
+// and other objects are copied as stored.
+func exportPrefix(ctx context.Context, st artifacts.Store, a artifactArg, dir, format string) ([]exportedFile, error) {
 	entries, err := listEntries(ctx, st, a.ref, a.path, true)
 	if err != nil {
 		return nil, err
@@ -135,7 +138,12 @@ func exportPrefix(ctx context.Context, st artifacts.Store, a artifactArg, dir st
 			return files, fmt.Errorf("export %s:%s: the path leaves the target directory; export it on its own", a.ref, e.Path)
 		}
 		file := filepath.Join(dir, filepath.FromSlash(rel))
-		f, err := exportObject(ctx, st, artifactArg{ref: a.ref, path: e.Path}, file, formatRaw, nil)
+		objFormat := formatRaw
+		if format != formatRaw && formatOf(e.Path) == formatParquet {
+			objFormat = format
+			file = strings.TrimSuffix(file, filepath.Ext(file)) + "." + format
+		}
+		f, err := exportObject(ctx, st, artifactArg{ref: a.ref, path: e.Path}, file, objFormat, nil)
 		if err != nil {
 			return files, err
 		}

@@ -49,7 +49,7 @@ func TestExport(t *testing.T) {
 		t.Fatalf("import exported parquet: %+v", imp)
 	}
 	h.fails(ExitFailure, []string{"nothing under that prefix"}, "export", "main:nope/", dir)
-	h.fails(ExitUsage, []string{"converts one table"}, "export", "main:data/", dir, "--format", "csv")
+	h.fails(ExitUsage, []string{"a prefix exports to a directory"}, "export", "main:data/", "-", "--format", "csv")
 }
 
 // TestImportChecks checks that a file that is not what it claims is
@@ -143,4 +143,26 @@ func wantFile(t *testing.T, path, want string) {
 	if string(got) != want {
 		t.Fatalf("%s:\n%s\nwant:\n%s", path, got, want)
 	}
+}
+
+// A prefix exported with --format converts its Parquet tables and copies
+// the rest, for readers without a Parquet library.
+func TestExportPrefixConverts(t *testing.T) {
+	h := newStore(t)
+	h.ok("import", "../examples/standin/prompts.jsonl", "main:data/prompts.parquet", "--table", "prompts")
+	h.ok("put", h.file("notes.txt", "hello\n"), "main:data/notes.txt")
+	h.ok("commit", "main", "-m", "a table and a note")
+	dir := filepath.Join(h.dir, "out")
+	h.ok("export", "main:data/", dir, "--format", "jsonl")
+	b, err := os.ReadFile(filepath.Join(dir, "prompts.jsonl"))
+	if err != nil || !strings.HasPrefix(string(b), `{"prompt_id":`) {
+		t.Fatalf("prompts.jsonl: %v %.80q", err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "hello\n" {
+		t.Fatalf("notes.txt: %v %q", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prompts.parquet")); err == nil {
+		t.Error("the Parquet file was copied as well as converted")
+	}
+	h.fails(ExitUsage, []string{"a prefix converts its Parquet tables to csv or jsonl"}, "export", "main:data/", dir, "--format", "parquet")
 }
