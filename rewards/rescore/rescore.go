@@ -46,10 +46,13 @@ type Options struct {
 
 // Report is what a rescoring did.
 type Report struct {
-	From       string     `json:"from"`
-	FromCommit string     `json:"from_commit"`
-	Branch     string     `json:"branch"`
-	Commit     string     `json:"commit"`
+	From       string `json:"from"`
+	FromCommit string `json:"from_commit"`
+	Branch     string `json:"branch"`
+	// Commit is the commit that holds the new rewards; the stored
+	// reports/rescore.json, written into that commit, cannot name it and
+	// leaves it out.
+	Commit     string     `json:"commit,omitempty"`
 	SpecDigest string     `json:"spec_digest"`
 	Iterations []int      `json:"iterations"`
 	Cached     int        `json:"cached_iterations"`
