@@ -40,7 +40,6 @@ type StepMetrics struct {
 	GradNorm float64 `json:"grad_norm"`
 }
 
-
 // batchMetrics are the figures of a prepared batch, before any step.
 func batchMetrics(p *prepared) Metrics {
 	return Metrics{Figures: grpo.BatchFigures(p.trajs, p.scored, p.advantages, p.stats), Steps: []StepMetrics{}}
