@@ -271,15 +271,24 @@ func Unmarshal(b []byte) (*File, error) {
 		if size == 0 {
 			return nil, fmt.Errorf("%w: tensor %q: unknown dtype %q", ErrFormat, name, e.DType)
 		}
+		// Bound the element count before multiplying, so a huge shape
+		// cannot overflow into a small byte count.
+		empty := slices.Contains(e.Shape, 0)
 		elems := int64(1)
 		for _, d := range e.Shape {
 			if d < 0 {
 				return nil, fmt.Errorf("%w: tensor %q: negative dimension in shape %v", ErrFormat, name, e.Shape)
 			}
-			if d > 0 && elems > int64(len(data))/int64(d)+1 {
-				return nil, fmt.Errorf("%w: tensor %q: shape %v is larger than the file", ErrFormat, name, e.Shape)
+			if empty {
+				continue
+			}
+			if elems > math.MaxInt64/int64(size)/int64(d) {
+				return nil, fmt.Errorf("%w: tensor %q: shape %v holds more bytes than a file can", ErrFormat, name, e.Shape)
 			}
 			elems *= int64(d)
+		}
+		if empty {
+			elems = 0
 		}
 		begin, end := e.DataOffsets[0], e.DataOffsets[1]
 		if begin < 0 || end < begin || end > int64(len(data)) {

@@ -119,6 +119,7 @@ func TestUnmarshalErrors(t *testing.T) {
 		{"unknown dtype", encode(`{"w":{"dtype":"F31","shape":[1],"data_offsets":[0,4]}}`, 4), `tensor "w": unknown dtype "F31"`},
 		{"offsets out of range", encode(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, 4), `tensor "w": data_offsets [0, 8] out of range`},
 		{"size mismatch", encode(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), `tensor "w": shape [3] of F32 needs 12 bytes`},
+		{"shape overflows", encode(`{"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}}`, 0), `tensor "w": shape [4611686018427387904] holds more bytes`},
 		{"negative dim", encode(`{"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}}`, 4), `tensor "w": negative dimension`},
 		{"gap", encode(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8), `tensor "w": data_offsets [4, 8] leave a gap`},
 		{"overlap", encode(`{"v":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 4), "leave a gap or overlap"},
