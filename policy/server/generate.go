@@ -125,7 +125,9 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 			c.reqs[i] = policy.Request{Prompt: p, Seed: seed}
 		}
 	}
-	if total := n * len(c.reqs); total > s.opts.MaxSamples || total < 0 {
+	// Compare before multiplying: a huge n must not wrap n × prompts to a
+	// small number.
+	if n > s.opts.MaxSamples || len(c.reqs) > s.opts.MaxSamples/n {
 		return nil, badRequest("n", "n × prompts is %d × %d; this server serves at most %d samples per request", n, len(c.reqs), s.opts.MaxSamples)
 	}
 	if err := policy.Validate(c.reqs, c.sampling); err != nil {

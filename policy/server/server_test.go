@@ -96,6 +96,7 @@ func TestBadRequests(t *testing.T) {
 		{"chat without messages", "POST", "/v1/chat/completions", `{"prompt": "a"}`, 400, "prompt", "messages"},
 		{"stream", "POST", "/v1/completions", `{"prompt": "a", "stream": true}`, 400, "stream", "streaming is not supported"},
 		{"too many samples", "POST", "/v1/completions", `{"prompt": ["a", "b", "c"], "n": 6}`, 400, "n", "at most 16"},
+		{"n × prompts overflows", "POST", "/v1/completions", `{"prompt": ["a", "b", "c", "d"], "n": 4611686018427387904}`, 400, "n", "at most 16"},
 		{"unknown model", "POST", "/v1/completions", `{"prompt": "a", "model": "gpt-9"}`, 404, "model", "`gpt-9` does not exist"},
 		{"body too large", "POST", "/v1/completions", big, 413, nil, "larger than 1024 bytes"},
 		{"wrong method", "GET", "/v1/completions", ``, 405, nil, "use POST"},
