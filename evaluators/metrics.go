@@ -68,8 +68,11 @@ const majExactLimit = 20000
 // most frequent answer is right (a tie among the most frequent answers
 // counts as the right answers' share of the tie; an empty answer never
 // votes; an answer is right when a correct sample gives it). answers[i]
-// is sample i's extracted answer and correct[i] whether it is right. Exact when C(n, k) ≤ 20,000, otherwise averaged
-// over 20,000 subsets drawn with a fixed seed (deterministic).
+// is sample i's extracted answer and correct[i] whether it is right.
+// Exact when the ways to split k votes among the g distinct answers (one
+// more group for empty answers), C(k+g−1, g−1), are at most 20,000;
+// otherwise averaged over 20,000 subsets drawn with a fixed seed
+// (deterministic).
 func MajAtK(answers []string, correct []bool, k int) (float64, error) {
 	n := len(answers)
 	if len(correct) != n {
