@@ -237,6 +237,23 @@ func TestStepObservations(t *testing.T) {
 	}
 }
 
+// A clipped stream keeps its head and tail whole characters, and keeps
+// bytes that are not UTF-8 (binary output) instead of dropping them.
+func TestObservationClip(t *testing.T) {
+	for _, c := range []struct{ name, stdout, want string }{
+		{"binary", "\xff0123456789abcdefghijklmnopqrstuv", "\xff0123456\n[… 17 bytes cut …]\nopqrstuv"},
+		{"split character", "0123456é89abcdefghijklmnopqrstuv", "0123456\n[… 18 bytes cut …]\nopqrstuv"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := agent.Observation(sandbox.Result{Status: sandbox.StatusOK, Stdout: c.stdout}, 16)
+			want := "exit status 0 (ok)\nstdout:\n" + c.want + "\nstderr:\n(empty)"
+			if got != want {
+				t.Errorf("Observation = %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
 func TestParseToolCall(t *testing.T) {
 	for _, c := range []struct {
 		name, msg string

@@ -127,12 +127,15 @@ func clip(s string, limit int) string {
 		return s
 	}
 	head, tail := limit/2, limit-limit/2
-	h := s[:head]
-	for len(h) > 0 && !utf8.ValidString(h) {
-		h = h[:len(h)-1]
+	// Back off to the start of the character cut in two; bytes that are
+	// not UTF-8 at all (binary output) are kept, not a reason to drop the
+	// whole head.
+	for k := 0; k < utf8.UTFMax-1 && head > 0 && !utf8.RuneStart(s[head]); k++ {
+		head--
 	}
+	h := s[:head]
 	t := s[len(s)-tail:]
-	for len(t) > 0 && !utf8.RuneStart(t[0]) {
+	for k := 0; k < utf8.UTFMax-1 && len(t) > 0 && !utf8.RuneStart(t[0]); k++ {
 		t = t[1:]
 	}
 	return fmt.Sprintf("%s\n[… %d bytes cut …]\n%s", h, len(s)-len(h)-len(t), t)
