@@ -177,6 +177,7 @@ func TestConfigErrors(t *testing.T) {
 		{"missing tasks file", func(c *config) { c.Tasks = "no-such.jsonl" }, "read tasks: open no-such.jsonl"},
 		{"bad endpoint", func(c *config) { c.Endpoint, c.Model = "gpu-host:8000", "m" }, "is not an http(s) base URL"},
 		{"endpoint without model", func(c *config) { c.Endpoint = "http://gpu-host:8000" }, "--endpoint needs --model"},
+		{"long task line", func(c *config) { c.Tasks = longTasks(t) }, "tasks.jsonl:2: a task needs a unique id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
@@ -189,6 +190,20 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// longTasks writes a tasks file whose second line, a duplicate id, is
+// longer than bufio.Scanner's default 64 KiB token: it must be read, not
+// silently dropped with the lines after it.
+func longTasks(t *testing.T) string {
+	t.Helper()
+	line := `{"id": "a", "instruction": "do it", "verifier": "true"}` + "\n"
+	long := `{"id": "a", "instruction": "` + strings.Repeat("x", 70<<10) + `", "verifier": "true"}` + "\n"
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(path, []byte(line+long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func readTable[T any](t *testing.T, store artifacts.Store, ref, path string, table *tables.Table[T]) []T {

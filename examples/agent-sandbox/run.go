@@ -222,6 +222,7 @@ func loadTasks(path string) ([]task, error) {
 	var tasks []task
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, len(b)+1) // the file is in memory: no line is too long
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
@@ -237,6 +238,9 @@ func loadTasks(path string) ([]task, error) {
 		}
 		seen[t.ID] = true
 		tasks = append(tasks, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read tasks %s: %w", path, err)
 	}
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("%s: no tasks", path)
