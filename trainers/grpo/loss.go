@@ -109,6 +109,9 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		if o.Beta > 0 && len(s.RefLogprobs) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has %d reference logprobs for %d tokens (beta > 0 needs them)", i, len(s.RefLogprobs), len(s.Logprobs))
 		}
+		if s.Entropies != nil && len(s.Entropies) != len(s.Logprobs) {
+			return st, nil, fmt.Errorf("grpo: sequence %d has %d entropies for %d tokens (give one per token, or none)", i, len(s.Entropies), len(s.Logprobs))
+		}
 		total += len(s.Logprobs)
 	}
 	grads := make([][]float64, len(seqs))

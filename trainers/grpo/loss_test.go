@@ -137,3 +137,10 @@ func TestLossBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestLossShortEntropies(t *testing.T) {
+	seqs := []Sequence{{Logprobs: []float64{-1, -2}, OldLogprobs: []float32{-1, -2}, Entropies: []float64{0.5}, Advantage: 1}}
+	if _, _, err := Loss(seqs, LossOptions{}); err == nil {
+		t.Fatal("one entropy for two tokens was accepted")
+	}
+}
