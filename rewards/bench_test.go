@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -229,4 +231,153 @@ func scoreFile(tb testing.TB, ctx context.Context, p *Program, in, out string, o
 		tb.Fatal(err)
 	}
 	return sum
+}
+
+// writePrompts writes prompts as a prompts table at path.
+func writePrompts(tb testing.TB, path string, prompts []tables.Prompt) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := tables.Write(bw, tables.Prompts, prompts, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkRescore1M is what bench/rescore times for rlpipe, on this
+// package's synthetic rows: load the prompts table with ReadPrompts, then
+// ScoreFile with the comparison's reward. Run it with -benchtime 3x.
+func BenchmarkRescore1M(b *testing.B) {
+	const total = 1_000_000
+	b.ReportAllocs()
+	dir := b.TempDir()
+	in := filepath.Join(dir, "trajectories.parquet")
+	pp := filepath.Join(dir, "prompts.parquet")
+	writePrompts(b, pp, writeSynth(b, in, total))
+	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var elapsed, cpu, promptsTime time.Duration
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		start, cpu0 := time.Now(), cpuTime()
+		prompts := readPromptsFile(b, ctx, pp)
+		promptsTime += time.Since(start)
+		sum := scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
+		elapsed += time.Since(start)
+		cpu += cpuTime() - cpu0
+		if sum.Rows != total || sum.Skipped != total/100 || sum.Errors != 0 {
+			b.Fatalf("summary %+v", sum)
+		}
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/elapsed.Seconds(), "rows/s")
+	b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds(), "rows/cpu_s")
+	b.ReportMetric(promptsTime.Seconds()*1000/float64(b.N), "prompts_ms")
+}
+
+func readPromptsFile(tb testing.TB, ctx context.Context, path string) *Prompts {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := ReadPrompts(ctx, f, st.Size(), "prompts")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkReadPrompts reads and indexes a prompts table of 125,000
+// prompts (the rescoring comparison's).
+func BenchmarkReadPrompts(b *testing.B) {
+	b.ReportAllocs()
+	var prompts []tables.Prompt
+	for p := 0; p < 125_000; p++ {
+		prompts = append(prompts, tables.Prompt{PromptID: "gsm8k-train-" + strconv.Itoa(1_000_000 + p)[1:],
+			Prompt: "Problem " + strconv.Itoa(p) + ": how many are left?", Answer: promptAnswer(p), Source: "generated", Split: "train"})
+	}
+	pp := filepath.Join(b.TempDir(), "prompts.parquet")
+	writePrompts(b, pp, prompts)
+	ctx := context.Background()
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		if p := readPromptsFile(b, ctx, pp); p.Len() != len(prompts) {
+			b.Fatalf("%d prompts", p.Len())
+		}
+	}
+}
+
+// BenchmarkScoreBatch scores one decoded batch of 4,096 rows again and
+// again: evaluation and the output columns, no Parquet.
+func BenchmarkScoreBatch(b *testing.B) {
+	b.ReportAllocs()
+	dir := b.TempDir()
+	in := filepath.Join(dir, "trajectories.parquet")
+	prompts, err := NewPrompts(writeSynth(b, in, 4096))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	rd, err := tables.NewReader(f, st.Size(), "in", tables.Trajectories, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var rec arrow.RecordBatch
+	for r, err := range rd.Records(ctx) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Retain()
+		rec = r
+		break
+	}
+	defer rec.Release()
+	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := (&ScoreOptions{Prompts: prompts}).withDefaults()
+	s := newScorer(prog, &o, readAlloc)
+	defer s.release()
+	n := int(rec.NumRows())
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		var sum Summary
+		out, err := s.batch(ctx, rec, n, 0, &sum)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

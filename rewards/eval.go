@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -139,18 +140,34 @@ type promptEntry struct {
 // NewPrompts indexes prompt rows by prompt_id. Two rows with one id are
 // an error.
 func NewPrompts(rows []tables.Prompt) (*Prompts, error) {
-	p := &Prompts{m: make(map[string]*promptEntry, len(rows))}
+	entries := make([]promptEntry, len(rows))
 	for i := range rows {
-		if _, dup := p.m[rows[i].PromptID]; dup {
-			return nil, fmt.Errorf("index prompts: prompt_id %q appears twice (rows must be unique by prompt_id)", rows[i].PromptID)
+		entries[i].set(rows[i])
+	}
+	return indexPrompts(entries)
+}
+
+// indexPrompts indexes entries, in row order, by prompt_id.
+func indexPrompts(parts ...[]promptEntry) (*Prompts, error) {
+	n := 0
+	for _, es := range parts {
+		n += len(es)
+	}
+	p := &Prompts{m: make(map[string]*promptEntry, n)}
+	for _, es := range parts {
+		for i := range es {
+			e := &es[i]
+			if _, dup := p.m[e.p.PromptID]; dup {
+				return nil, fmt.Errorf("index prompts: prompt_id %q appears twice (rows must be unique by prompt_id)", e.p.PromptID)
+			}
+			p.m[e.p.PromptID] = e
 		}
-		p.m[rows[i].PromptID] = newPromptEntry(rows[i])
 	}
 	return p, nil
 }
 
 // ReadPrompts reads a prompts file (size bytes; name for errors) and
-// indexes it.
+// indexes it. Row groups are read in parallel.
 func ReadPrompts(ctx context.Context, r interface {
 	ReadAt([]byte, int64) (int, error)
 }, size int64, name string) (*Prompts, error) {
@@ -159,14 +176,60 @@ func ReadPrompts(ctx context.Context, r interface {
 		return nil, err
 	}
 	defer rd.Close()
-	var rows []tables.Prompt
+	groups := rd.File().NumRowGroups()
+	if groups <= 1 || runtime.GOMAXPROCS(0) == 1 {
+		entries, err := readPromptEntries(ctx, rd)
+		if err != nil {
+			return nil, err
+		}
+		return indexPrompts(entries)
+	}
+	parts := make([][]promptEntry, groups)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for k := range parts {
+		g.Go(func() error {
+			prd, err := tables.NewReader(r, size, name, tables.Prompts, &tables.ReadOptions{RowGroups: []int{k}})
+			if err != nil {
+				return err
+			}
+			defer prd.Close()
+			parts[k], err = readPromptEntries(gctx, prd)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// Read again in one pass for the error as it reads there (row
+		// numbers counted from the file's first row).
+		entries, err := readPromptEntries(ctx, rd)
+		if err != nil {
+			return nil, err
+		}
+		return indexPrompts(entries)
+	}
+	return indexPrompts(parts...)
+}
+
+// readPromptEntries reads the rows of rd (the row groups it was opened
+// with) as prompt entries.
+func readPromptEntries(ctx context.Context, rd *tables.Reader[tables.Prompt]) ([]promptEntry, error) {
+	md := rd.File().ParquetMetadata()
+	var n int64
+	for g := 0; g < md.NumRowGroups(); g++ {
+		n += md.RowGroup(g).NumRows()
+	}
+	entries := make([]promptEntry, 0, min(n, 1<<24))
 	for row, err := range rd.Rows(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, row)
+		entries = append(entries, promptEntry{})
+		entries[len(entries)-1].set(row)
 	}
-	return NewPrompts(rows)
+	return entries, nil
 }
 
 // Len returns the number of prompts.
@@ -181,7 +244,13 @@ func (p *Prompts) Lookup(id string) (tables.Prompt, bool) {
 }
 
 func newPromptEntry(p tables.Prompt) *promptEntry {
-	return &promptEntry{p: p, prompt: types.String(p.Prompt), answer: types.String(p.Answer)}
+	e := &promptEntry{}
+	e.set(p)
+	return e
+}
+
+func (e *promptEntry) set(p tables.Prompt) {
+	e.p, e.prompt, e.answer = p, types.String(p.Prompt), types.String(p.Answer)
 }
 
 func (e *promptEntry) value(k int) ref.Val {

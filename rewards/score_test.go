@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,5 +373,49 @@ components:
 	// group or page.
 	if perRow := (large - small) / (4096 - 512); perRow > 8 {
 		t.Errorf("%.1f allocations per row", perRow)
+	}
+}
+
+// TestReadPrompts: a prompts file of several row groups (read in
+// parallel) indexes the same rows as NewPrompts, and a duplicate id in a
+// later row group is reported as NewPrompts reports it.
+func TestReadPrompts(t *testing.T) {
+	_, prompts := testRows(4_000)
+	prompts[7].Messages = []tables.Message{{Role: "user", Content: "hi"}}
+	prompts[500].Metadata = `{"level": 9}`
+	write := func(ps []tables.Prompt) []byte {
+		var buf bytes.Buffer
+		if err := tables.Write(&buf, tables.Prompts, ps, &tables.WriteOptions{RowGroupRows: 128}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, procs := range []int{1, 3} {
+		t.Run(fmt.Sprint("procs ", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			b := write(prompts)
+			got, err := ReadPrompts(context.Background(), bytes.NewReader(b), int64(len(b)), "prompts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Len() != len(prompts) {
+				t.Fatalf("%d prompts, want %d", got.Len(), len(prompts))
+			}
+			for _, want := range prompts {
+				p, ok := got.Lookup(want.PromptID)
+				if !ok || fmt.Sprintf("%#v", p) != fmt.Sprintf("%#v", want) {
+					t.Fatalf("prompt %s: %#v, want %#v", want.PromptID, p, want)
+				}
+			}
+			dup := append([]tables.Prompt(nil), prompts...)
+			dup[700].PromptID = dup[300].PromptID
+			dup[900].PromptID = dup[100].PromptID
+			b = write(dup)
+			_, err = ReadPrompts(context.Background(), bytes.NewReader(b), int64(len(b)), "prompts")
+			_, want := NewPrompts(dup)
+			if err == nil || want == nil || err.Error() != want.Error() {
+				t.Fatalf("error %v, want %v", err, want)
+			}
+		})
 	}
 }
