@@ -156,3 +156,18 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+// Closing an embedded policy served over HTTP twice (a deferred Close after
+// an explicit one) returns instead of waiting forever.
+func TestOpenedCloseTwice(t *testing.T) {
+	opened, err := rollouts.Open(context.Background(), rollouts.Spec{Kind: rollouts.KindEmbedded, Serve: rollouts.ServeHTTP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opened.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := opened.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}

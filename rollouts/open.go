@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,7 +57,8 @@ type Opened struct {
 	close    func() error
 }
 
-// Close stops what Open started (the loopback server).
+// Close stops what Open started (the loopback server). It may be called
+// more than once.
 func (o *Opened) Close() error {
 	if o == nil || o.close == nil {
 		return nil
@@ -119,7 +121,8 @@ func LoadEmbedded(model string) (*tiny.Model, error) {
 }
 
 // ServeLoopback serves p on 127.0.0.1 (a free port) and returns a client
-// of it, the address, and a function that stops the server.
+// of it, the address, and a function that stops the server (safe to call
+// more than once).
 func ServeLoopback(ctx context.Context, p policy.Policy, model string, log zerolog.Logger) (*openai.Client, string, func() error, error) {
 	srv, err := server.New(p, &server.Options{Model: model, Addr: "127.0.0.1:0", Logger: log})
 	if err != nil {
@@ -140,10 +143,11 @@ func ServeLoopback(ctx context.Context, p policy.Policy, model string, log zerol
 		<-done
 		return nil, "", nil, err
 	}
-	stop := func() error {
+	// Once: a second stop would wait on done forever.
+	stop := sync.OnceValue(func() error {
 		c.Close()
 		cancel()
 		return <-done
-	}
+	})
 	return c, addr, stop, nil
 }
