@@ -64,7 +64,7 @@ func ExampleNew() {
 	_, err = server.New(echo{}, &server.Options{Addr: "0.0.0.0:8000", Token: "from-the-environment"})
 	fmt.Println(err)
 	// Output:
-	// server: listen 0.0.0.0:8000: a policy server bound to an address other than loopback needs a token: set Options.Token (rlpipe policy serve --token-env VAR), or bind 127.0.0.1
+	// server: listen 0.0.0.0:8000: a policy server bound to an address other than loopback needs a token: set Options.Token (rlpipe policy serve reads it from RLPIPE_POLICY_TOKEN), or bind 127.0.0.1
 	// <nil>
 }
 

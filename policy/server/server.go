@@ -151,7 +151,7 @@ func New(p policy.Policy, opts *Options) (*Server, error) {
 }
 
 func needToken(addr string) error {
-	return fmt.Errorf("server: listen %s: %w: set Options.Token (rlpipe policy serve --token-env VAR), or bind 127.0.0.1", addr, ErrNeedToken)
+	return fmt.Errorf("server: listen %s: %w: set Options.Token (rlpipe policy serve reads it from RLPIPE_POLICY_TOKEN), or bind 127.0.0.1", addr, ErrNeedToken)
 }
 
 func literalLoopback(host string) bool {
