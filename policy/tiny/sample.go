@@ -160,7 +160,9 @@ func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, erro
 	if maxNew == 0 {
 		maxNew = ctx - len(prompt)
 	}
-	if maxNew <= 0 || len(prompt)+maxNew > ctx {
+	// maxNew is compared, not added: a huge MaxTokens must not wrap past
+	// the check and let a sequence run off the KV cache.
+	if maxNew <= 0 || maxNew > ctx-len(prompt) {
 		if s.MaxTokens == 0 {
 			return nil, 0, fmt.Errorf("request %q: a prompt of %d tokens leaves no room to generate in the context of %d tokens (BOS included)", r.ID, len(prompt), ctx)
 		}

@@ -214,6 +214,13 @@ func TestSamplingRules(t *testing.T) {
 	if e := out[2][0].Error; !strings.Contains(e, "exceed the context of 32") {
 		t.Errorf("too-long error %q", e)
 	}
+	// A MaxTokens so large that prompt + MaxTokens overflows is refused
+	// too, not sampled past the context (a panic in a sampling goroutine,
+	// which no HTTP handler can recover). High temperature makes EOS rare.
+	huge := generate(t, p, reqs[:1], policy.Sampling{N: 64, Temperature: 50, MaxTokens: math.MaxInt})
+	if s := huge[0][0]; s.Status != policy.StatusInvalid || !strings.Contains(s.Error, "exceed the context of 32") {
+		t.Errorf("max tokens MaxInt: %+v", s)
+	}
 	// A chat request samples what its concatenated contents would.
 	for j := range out[0] {
 		if out[3][j].Text != out[0][j].Text || out[0][j].Status != policy.StatusOK {
