@@ -58,5 +58,7 @@
 // non-OK status fail their whole request: any policy.StatusInvalid sample
 // gives a 400 with its Error (the client maps it back to StatusInvalid and
 // does not retry), a timeout a 504, any other failure a 500 (retried). A
-// panicking policy gives a 500, never a crashed server.
+// policy that panics in the request's goroutine gives a 500; a panic in a
+// goroutine the policy starts itself cannot be recovered here and ends the
+// process, so a policy must not panic there.
 package server
