@@ -172,6 +172,59 @@ var currencies = []string{`\$`, "$", "€", "£", "¥", "₹"}
 // ok is false for anything else ("", "abc", "3 or 4", "1.2.3"), and the
 // value is never NaN or infinite.
 func ParseNumber(s string) (v float64, ok bool) {
+	if v, ok := parsePlain(s); ok {
+		return v, true
+	}
+	return parseNumber(s)
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parsePlain is ParseNumber's fast path, for the way most answers are
+// written: digits with thousands separators and a decimal part, nothing
+// else ("1,234.5"), at most 15 digits. ok is false for anything else,
+// which parseNumber then reads. The value is what strconv.ParseFloat
+// gives, bit for bit: the digits make an integer below 2^53 and the
+// power of ten is exact, so one division rounds correctly.
+func parsePlain(s string) (float64, bool) {
+	if s == "" || !isDigit(s[0]) {
+		return 0, false
+	}
+	var m uint64
+	digits, frac := 0, -1 // frac: digits after the point; -1 before it
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isDigit(c):
+			m = m*10 + uint64(c-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case c == ',' && frac < 0:
+			// As parseDecimal takes it: three digits, then no fourth.
+			if !(i+3 < len(s) && isDigit(s[i+1]) && isDigit(s[i+2]) && isDigit(s[i+3]) && (i+4 == len(s) || !isDigit(s[i+4]))) {
+				return 0, false
+			}
+		case c == '.' && frac < 0 && i+1 < len(s) && isDigit(s[i+1]):
+			frac = 0
+		default:
+			return 0, false
+		}
+	}
+	if digits > 15 {
+		return 0, false
+	}
+	if frac <= 0 {
+		return float64(m), true
+	}
+	return float64(m) / pow10[frac], true
+}
+
+// parseNumber is ParseNumber for any text.
+func parseNumber(s string) (v float64, ok bool) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "$")
 	s = strings.TrimSpace(s)

@@ -2,6 +2,8 @@ package rewards
 
 import (
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -232,4 +234,44 @@ func FuzzParseNumber(f *testing.F) {
 		_ = NumEqual(s, s, 0)
 		_ = RepetitionRatio(s, 2)
 	})
+}
+
+// TestParsePlainAgrees: the fast path gives what the general parser
+// gives, bit for bit, on every text it accepts.
+func TestParsePlainAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "0123456789,.,.0123456789 e-"
+	check := func(s string) {
+		v, ok := parsePlain(s)
+		if !ok {
+			return
+		}
+		w, wok := parseNumber(s)
+		if !wok || math.Float64bits(v) != math.Float64bits(w) {
+			t.Fatalf("%q: fast path %v (%x), general %v, %v (%x)", s, v, math.Float64bits(v), w, wok, math.Float64bits(w))
+		}
+	}
+	for _, s := range []string{"0", "00", "1,234", "1,234.5", "0.1", "0.3", "123456789012345", "999999999999999.9",
+		"1.000000000000001", "4503599627370497", "12.", "1,23", "1,2345", "1.2.3", "1e5", ",123", "1,234,567.891"} {
+		check(s)
+	}
+	accepted := 0
+	for range 300_000 {
+		b := make([]byte, 1+r.IntN(18))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		check(string(b))
+		if _, ok := parsePlain(string(b)); ok {
+			accepted++
+		}
+		// Random numbers written as answers are.
+		v := r.Float64() * math.Pow(10, float64(r.IntN(16)))
+		for _, s := range []string{strconv.FormatFloat(v, 'f', -1, 64), strconv.FormatFloat(v, 'f', r.IntN(8), 64), strconv.Itoa(r.IntN(1 << 40))} {
+			check(s)
+		}
+	}
+	if accepted < 1000 {
+		t.Fatalf("the fast path took only %d random texts", accepted)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,24 +72,30 @@ func TestRewardsFilePinned(t *testing.T) {
 		opts    ScoreOptions
 		input   string // sha256 of in
 		want    string // sha256 of the rewards file
+		summary string // sha256 of the Summary printed with %+v
 	}{
 		{name: "rescore", spec: rescoreSpec, in: synth, prompts: synthPrompts,
-			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
-			want:  "6693d07d73e4575573a0c7def563f398cecbaceebed517e195cef296760d714c"},
+			input:   "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:    "6693d07d73e4575573a0c7def563f398cecbaceebed517e195cef296760d714c",
+			summary: "1b818b5204d277d69be73e769ce8f7fb03ee8b1b94e2d8fd323f43b7feb43b4a"},
 		{name: "rescore small batches", spec: rescoreSpec, in: synth, prompts: synthPrompts,
-			opts:  ScoreOptions{BatchRows: 1000, Write: &tables.WriteOptions{RowGroupRows: 5_000}},
-			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
-			want:  "2be36647524e33711c6c6878791b2ac35145cb423f1ad506d52f21b69cf00ee1"},
+			opts:    ScoreOptions{BatchRows: 1000, Write: &tables.WriteOptions{RowGroupRows: 5_000}},
+			input:   "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:    "2be36647524e33711c6c6878791b2ac35145cb423f1ad506d52f21b69cf00ee1",
+			summary: "1b818b5204d277d69be73e769ce8f7fb03ee8b1b94e2d8fd323f43b7feb43b4a"},
 		{name: "rescore limit", spec: rescoreSpec, in: synth, prompts: synthPrompts,
-			opts:  ScoreOptions{Limit: 12_345},
-			input: "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
-			want:  "85a2484058c9254c2a2f66085fd4aecec1026bc6d2d53686fe3a25571e6312f6"},
+			opts:    ScoreOptions{Limit: 12_345},
+			input:   "724c127719f240cb877d87a7fc6a85910afde9757915e5c5b8365fe035ca641b",
+			want:    "85a2484058c9254c2a2f66085fd4aecec1026bc6d2d53686fe3a25571e6312f6",
+			summary: "00816e6b7264d286060bf2d1b855870e30275f7a549adb7e6a046a1930586f7b"},
 		{name: "mixed", spec: mixedSpec, in: mixed, prompts: mixedPrompts,
-			input: "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
-			want:  "514d086a6671ff150bccb4738a0ce3fabc54628e19e5955d12ca7d586de5e296"},
+			input:   "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
+			want:    "514d086a6671ff150bccb4738a0ce3fabc54628e19e5955d12ca7d586de5e296",
+			summary: "e931cf1dbdac20f712887e25b19737c0ba6ddb3a34ad5defe8c4b5e0bc147c83"},
 		{name: "gsm8k", spec: gsm8k, in: mixed, prompts: mixedPrompts,
-			input: "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
-			want:  "32ed0364cd8df216e0f2d240d1eb9c609e348b2db49cf9c0b6f77c8075240b66"},
+			input:   "ed152eca72daaad746c21173acae73a0cadbdb3c0c7fac2f2986ca5348410968",
+			want:    "32ed0364cd8df216e0f2d240d1eb9c609e348b2db49cf9c0b6f77c8075240b66",
+			summary: "f3a6bdb25a7822d328c1862fb72208ce252e2a1869e37801a4db799d71b974c8"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,6 +117,10 @@ func TestRewardsFilePinned(t *testing.T) {
 				}
 				if conc == 1 {
 					t.Logf("%d rows: %d scored, %d skipped, %d errors", sum.Rows, sum.Scored, sum.Skipped, sum.Errors)
+				}
+				// The summary too, its sums to the last bit (fmt sorts map keys).
+				if got := digest([]byte(fmt.Sprintf("%+v", sum))); got != c.summary {
+					t.Errorf("concurrency %d: summary digest %s, want %s: %+v", conc, got, c.summary, sum)
 				}
 				if got := digest(out.Bytes()); got != c.want {
 					t.Errorf("concurrency %d: rewards file digest %s, want %s", conc, got, c.want)

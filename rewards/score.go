@@ -411,6 +411,8 @@ type scorer struct {
 	src  batchSource
 	act  activation
 	vals []float64
+	// stats are the components' statistics of the summary being added to.
+	stats []Stats
 
 	// Output columns.
 	promptID    *array.StringBuilder
@@ -428,7 +430,7 @@ func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
 	sc := p.table.Schema()
 	b := array.NewRecordBuilder(mem, sc)
 	field := func(name string) array.Builder { return b.Field(sc.FieldIndices(name)[0]) }
-	s := &scorer{p: p, o: o, b: b, vals: make([]float64, len(p.comps))}
+	s := &scorer{p: p, o: o, b: b, vals: make([]float64, len(p.comps)), stats: make([]Stats, len(p.comps))}
 	s.promptID = field("prompt_id").(*array.StringBuilder)
 	s.sampleIndex = field("sample_index").(*array.Int32Builder)
 	for _, c := range p.comps {
@@ -456,6 +458,11 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	p := s.p
 	src := &s.src
 	s.b.Reserve(n)
+	// The components' statistics are kept in s.stats during the batch.
+	for j, c := range p.comps {
+		s.stats[j] = sum.Components[c.name]
+	}
+	scored := false
 	var outs []runnerOutputs
 	var msgs []string
 	if len(p.verifiers)+len(p.judges) > 0 {
@@ -507,29 +514,26 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			}
 			continue
 		}
-		if sum.Components == nil {
-			sum.Components = make(map[string]Stats, len(p.comps))
-		}
 		for j, c := range s.comps {
 			c.Append(s.vals[j])
+			s.stats[j].add(s.vals[j])
 		}
-		s.componentStats(sum)
+		scored = true
 		s.total.Append(total)
 		sum.Total.add(total)
 		s.status.Append(StatusOK)
 		s.errCol.AppendNull()
 		sum.Scored++
 	}
-	return s.b.NewRecordBatch(), nil
-}
-
-// componentStats adds the current component values to the summary.
-func (s *scorer) componentStats(sum *Summary) {
-	for j, c := range s.p.comps {
-		st := sum.Components[c.name]
-		st.add(s.vals[j])
-		sum.Components[c.name] = st
+	if scored {
+		if sum.Components == nil {
+			sum.Components = make(map[string]Stats, len(p.comps))
+		}
+		for j, c := range p.comps {
+			sum.Components[c.name] = s.stats[j]
+		}
 	}
+	return s.b.NewRecordBatch(), nil
 }
 
 func (s *scorer) skip(status string, i int, sum *Summary) {
