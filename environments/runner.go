@@ -200,8 +200,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			}
 			return res, fmt.Errorf("episode %s turn %d: generate: %w", ep.ID, turn, err)
 		}
-		if len(out) != 1 || len(out[0]) != 1 {
-			return res, fmt.Errorf("episode %s turn %d: the policy returned %d sample groups, want 1 of 1 sample", ep.ID, turn, len(out))
+		if len(out) != 1 {
+			return res, fmt.Errorf("episode %s turn %d: the policy returned %d sample groups for 1 request, want 1", ep.ID, turn, len(out))
+		}
+		if len(out[0]) != 1 {
+			return res, fmt.Errorf("episode %s turn %d: the policy returned %d samples for n=1, want 1", ep.ID, turn, len(out[0]))
 		}
 		s := out[0][0]
 		tr.PolicyVersion = s.PolicyVersion

@@ -289,3 +289,20 @@ func TestNewRunnerInvalid(t *testing.T) {
 		}
 	}
 }
+
+// twoSamples breaks the policy contract: two samples for n=1.
+type twoSamples struct{}
+
+func (twoSamples) Generate(_ context.Context, reqs []policy.Request, _ policy.Sampling) ([][]policy.Sample, error) {
+	s := policy.Sample{RequestID: reqs[0].ID, Text: "50", Status: policy.StatusOK}
+	return [][]policy.Sample{{s, s}}, nil
+}
+
+// A policy that breaks the contract fails the call with an error that says
+// how: the count of samples, not of groups.
+func TestPolicyContractBroken(t *testing.T) {
+	_, err := newRunner(t, twoSamples{}, nil).Run(context.Background(), guess.New(nil), environments.Episode{ID: "x"})
+	if err == nil || !strings.Contains(err.Error(), "returned 2 samples for n=1") {
+		t.Fatalf("Run = %v, want an error saying the policy returned 2 samples", err)
+	}
+}
