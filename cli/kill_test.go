@@ -67,7 +67,11 @@ func TestKillTrainingAndResume(t *testing.T) {
 	}
 	trials := 1
 	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		trials, _ = strconv.Atoi(v)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("RLPIPE_CHAOS_TRIALS=%q: want a number of trials ≥ 1", v)
+		}
+		trials = n
 	}
 	ref, cfg := smallArithRun(t)
 	src := strings.Replace(readFile(t, cfg), "iterations: 4", "iterations: 10", 1)
