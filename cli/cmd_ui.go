@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -80,7 +79,7 @@ func uiServe(ctx context.Context, st artifacts.Store, o uiOptions, token string,
 		return err
 	}
 	if err := srv.Serve(ctx, l); err != nil {
-		return failure(fmt.Errorf("ui: %w", err))
+		return failure(err) // already "ui: serve ADDR: …"
 	}
 	return nil
 }
