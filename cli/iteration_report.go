@@ -65,7 +65,10 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 			for name := range m.Tasks {
 				names = append(names, name)
 			}
-			sort.Slice(names, func(i, j int) bool { return stageOrder(names[i]) < stageOrder(names[j]) })
+			sort.Slice(names, func(i, j int) bool {
+				a, b := stageOrder(names[i]), stageOrder(names[j])
+				return a < b || a == b && names[i] < names[j]
+			})
 			var times []string
 			for _, name := range names {
 				t := m.Tasks[name]
@@ -100,7 +103,7 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 
 // stageOrder sorts task names in loop order.
 func stageOrder(name string) int {
-	for i, s := range []string{"sample", "generate", "reward", "train", "eval-generate-start", "eval-start", "eval-generate", "eval"} {
+	for i, s := range []string{"sample", "generate", "reward", "train", "health", "eval-generate-start", "eval-start", "eval-generate", "eval"} {
 		if name == s {
 			return i
 		}
