@@ -78,7 +78,7 @@ generations without sampling again.`,
 			}
 			cfg.Eval.Every = max(cfg.Eval.Every, 1)
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return evalFunc(ctx, st, cfg, o, g.printer(cmd))
+				return evalFunc(ctx, st, cfg, o, g.printer(cmd), g.env.stderr)
 			})
 		},
 	}
@@ -109,7 +109,9 @@ type evalRunOut struct {
 	Seconds     float64   `json:"seconds"`
 }
 
-func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o evalOptions, p printer) error {
+// evalFunc evaluates the checkpoints; warnings go to stderr, so that
+// -o json output stays one JSON document.
+func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o evalOptions, p printer, stderr io.Writer) error {
 	start := time.Now()
 	name := cfg.Run
 	if o.run != "" {
@@ -128,7 +130,7 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	if err != nil {
 		return failure(err)
 	}
-	if err := warnOverlap(ctx, st, cfg, p.w); err != nil {
+	if err := warnOverlap(ctx, st, cfg, stderr); err != nil {
 		return err
 	}
 	plan, err := cfg.Plan()

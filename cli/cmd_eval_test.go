@@ -82,10 +82,12 @@ func TestEvalBadInput(t *testing.T) {
 	h.ok("put", local, "main:data/arith-overlap.parquet")
 	h.ok("commit", "main", "-m", "an eval set that is the training set")
 	ov := h.file("overlap.yaml", overlap)
-	out := h.ok("eval", "-f", ov, "--checkpoints", "0")
-	if !strings.Contains(out, "WARNING: 256 of 256 eval problems") {
-		t.Errorf("no overlap warning:\n%s", out)
+	if r := h.run("eval", "-f", ov, "--checkpoints", "0"); r.code != 0 || !strings.Contains(r.stderr, "WARNING: 256 of 256 eval problems") {
+		t.Errorf("eval: exit %d, no overlap warning on stderr %q", r.code, r.stderr)
 	}
+	// The warning stays out of -o json, which is one JSON document.
+	var eo evalRunOut
+	h.json(&eo, "eval", "-f", ov, "--checkpoints", "0")
 	// rlpipe run says it too, on stderr, before running.
 	if r := h.run("run", "-f", ov, "--run", "overlapping", "--no-report"); r.code != 0 || !strings.Contains(r.stderr, "WARNING: 256 of 256 eval problems") {
 		t.Errorf("run: exit %d, stderr %q", r.code, r.stderr)
