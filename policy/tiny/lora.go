@@ -203,8 +203,8 @@ func (m *Model) loadAdapter(name, dir string) (*Adapter, error) {
 		for _, p := range paths {
 			if !slices.ContainsFunc(m.lo.modules, func(s moduleSpec) bool { return s.path == p }) {
 				an, _ := safetensors.LoRATensorNames(p)
-				return nil, fmt.Errorf("load adapter %q from %s: tensor %q: %s has no module %q (its modules are layers.<0..%d>.attn.{q,k,v,o}_proj and layers.<0..%d>.mlp.{up,down}_proj)",
-					name, wpath, an, m.cfg.Name, p, m.cfg.Layers-1, m.cfg.Layers-1)
+				return nil, fmt.Errorf("load adapter %q from %s: tensor %q: %s has no module %q (its modules are layers.<0..%d>.attn.{q,k,v,o}_proj and layers.<0..%d>.mlp.{up,down}_proj): %w",
+					name, wpath, an, m.cfg.Name, p, m.cfg.Layers-1, m.cfg.Layers-1, policy.ErrAdapterShape)
 			}
 		}
 	}

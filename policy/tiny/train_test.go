@@ -227,7 +227,7 @@ func TestAdapterMismatch(t *testing.T) {
 	dir = filepath.Join(t.TempDir(), "deep")
 	a.Save(dir)
 	err = p.LoadAdapter(ctx, "deep", dir)
-	if err == nil || !strings.Contains(err.Error(), `has no module "layers.2.attn.q_proj"`) {
+	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), `has no module "layers.2.attn.q_proj"`) {
 		t.Errorf("deep adapter: %v", err)
 	}
 	if _, err := m.NewAdapter(LoRAConfig{Targets: []string{"gate_proj"}}); err == nil {
