@@ -216,10 +216,10 @@ func (m *Model) loadAdapter(name, dir string) (*Adapter, error) {
 	for _, mod := range a.mods {
 		l := mods[mod.spec.path]
 		an, bn := safetensors.LoRATensorNames(mod.spec.path)
-		if want := []int{cfg.R, mod.spec.in}; !sameShape(l.A.Shape, want) {
+		if want := []int{cfg.R, mod.spec.in}; !slices.Equal(l.A.Shape, want) {
 			return nil, fmt.Errorf("load adapter %q from %s: tensor %q has shape %v, the base model needs %v: %w", name, wpath, an, l.A.Shape, want, policy.ErrAdapterShape)
 		}
-		if want := []int{mod.spec.out, cfg.R}; !sameShape(l.B.Shape, want) {
+		if want := []int{mod.spec.out, cfg.R}; !slices.Equal(l.B.Shape, want) {
 			return nil, fmt.Errorf("load adapter %q from %s: tensor %q has shape %v, the base model needs %v: %w", name, wpath, bn, l.B.Shape, want, policy.ErrAdapterShape)
 		}
 		av, err := l.A.Float32()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/rlpipe/rlpipe/policy/safetensors"
@@ -109,7 +110,7 @@ func fromFile(f *safetensors.File) (*Model, error) {
 		if !ok {
 			return nil, fmt.Errorf("tensor %q is missing", p.name)
 		}
-		if !sameShape(t.Shape, p.shape) {
+		if !slices.Equal(t.Shape, p.shape) {
 			return nil, fmt.Errorf("tensor %q has shape %v, the config needs %v", p.name, t.Shape, p.shape)
 		}
 		v, err := t.Float32()
@@ -135,18 +136,6 @@ func (lo *layout) param(name string) int {
 		}
 	}
 	return -1
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Marshal encodes the model as a safetensors file: PyTorch-style tensor

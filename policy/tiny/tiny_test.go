@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,23 +159,11 @@ func TestBatchIndependence(t *testing.T) {
 		crowd := generate(t, p, reqs, s)[17]
 		for j := range alone {
 			a, c := alone[j], crowd[j]
-			if a.Text != c.Text || !equalInts(a.TokenIDs, c.TokenIDs) || !equalBits(a.Logprobs, c.Logprobs) || a.FinishReason != c.FinishReason {
+			if a.Text != c.Text || !slices.Equal(a.TokenIDs, c.TokenIDs) || !equalBits(a.Logprobs, c.Logprobs) || a.FinishReason != c.FinishReason {
 				t.Errorf("temperature %g, sample %d: alone %q %v, in a batch %q %v", temp, j, a.Text, a.Logprobs, c.Text, c.Logprobs)
 			}
 		}
 	}
-}
-
-func equalInts(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalBits(a, b []float32) bool {
