@@ -189,7 +189,7 @@ func TestSlowThenFast(t *testing.T) {
 		}
 		return false
 	}, nil, nil)
-	c, _ := newClient(t, openai.Options{Timeout: 100 * time.Millisecond, Retries: 2}, f.URL)
+	c, _ := newClient(t, openai.Options{Timeout: 2 * time.Second, Retries: 2}, f.URL)
 	out := generate(t, c, reqs(1), policy.Sampling{N: 2})
 	wantStatus(t, out, policy.StatusOK)
 	if got := f.Generations(); got != 2 {
