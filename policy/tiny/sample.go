@@ -112,6 +112,14 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A bug here must fail the call, not kill the process that
+			// serves it (rlpipe policy serve cannot recover a panic in a
+			// goroutine of its own handler's callee).
+			defer func() {
+				if v := recover(); v != nil {
+					errs[wk] = fmt.Errorf("tiny: sampling worker %d panicked: %v", wk, v)
+				}
+			}()
 			sm := m.getSampler()
 			defer m.samplerPool.Put(sm)
 			for c := lo; c < hi; c += maxSlots {
