@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import pandas as pd
 
@@ -76,6 +77,7 @@ class Run:
         self.ref, self.store, self.dir = ref, store, dir
         self.reader = parquet_reader() if reader == "auto" else reader
         self._cache = None
+        self._cache_lock = threading.Lock()  # tables() fetches from several threads
         self._fs = None
         if dir and dir.startswith("s3://"):
             self._fs = _lakefs_s3(storage_options)
@@ -115,8 +117,9 @@ class Run:
                 raise RuntimeError(f"{full}: no Parquet reader: install pyarrow, or export the table "
                                    "beside it as .jsonl (rlpipe export REF:PATH FILE.jsonl)")
             return full
-        if self._cache is None:
-            self._cache = tempfile.mkdtemp(prefix="rlpipe-nb-")
+        with self._cache_lock:
+            if self._cache is None:
+                self._cache = tempfile.mkdtemp(prefix="rlpipe-nb-")
         convert = path.endswith(".parquet") and self.reader is None
         dest = os.path.join(self._cache, path + (".jsonl" if convert else ""))
         if not os.path.exists(dest):
@@ -167,7 +170,9 @@ class Run:
     def paths(self, pattern, prefix=None):
         """The object paths matching the glob pattern (listing only under prefix, if given)."""
         if prefix is None:
-            prefix = pattern.split("*", 1)[0].rsplit("/", 1)[0] + "/" if "/" in pattern else ""
+            # The directories before the first wildcard (*, ? or [...]).
+            head = pattern[: m.start()] if (m := re.search(r"[*?\[]", pattern)) else pattern
+            prefix = head[: head.rfind("/") + 1]
         return [p for p in self.ls(prefix) if fnmatch.fnmatch(p, pattern)]
 
     def close(self):
