@@ -42,6 +42,7 @@ func TestPolicyErrors(t *testing.T) {
 		{"serve on openai", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://h:1\"], serve: http}\n", "policy.serve: only the embedded model"},
 		{"openai without endpoints", rolloutGen, "policy: {kind: openai, model: m}\n", "an openai policy needs endpoints"},
 		{"bad endpoint", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"127.0.0.1:8000\"]}\n", `policy.endpoints[0]: "127.0.0.1:8000" is not an http(s) URL`},
+		{"credentials in endpoint", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://me:hunter2@h:1\"]}\n", "policy.endpoints[0]: http://me:xxxxx@h:1 carries credentials"},
 		{"endpoints on embedded", rolloutGen, "policy: {kind: embedded, endpoints: [\"http://h:1\"]}\n", "configure an openai policy"},
 		{"unknown model", rolloutGen, "policy: {kind: embedded, model: gpt2}\n", `policy.model: "gpt2" is neither a shipped model`},
 		{"unknown serve", rolloutGen, "policy: {kind: embedded, serve: grpc}\n", `policy.serve: unknown way "grpc"`},

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -373,7 +374,12 @@ func (k *checker) policy() {
 			k.fail("policy", "e.g. endpoints: [http://127.0.0.1:8000]", "policy: an openai policy needs endpoints")
 		}
 		for i, e := range p.Endpoints {
-			if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			if u, err := url.Parse(e); err == nil && u.User != nil {
+				// The config is recorded as run/config.yaml: a password here
+				// would be stored. Name the URL without it.
+				k.fail(fmt.Sprintf("policy.endpoints[%d]", i), "put the key in a variable and name it in key_env",
+					"policy.endpoints[%d]: %s carries credentials", i, u.Redacted())
+			} else if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
 				k.fail(fmt.Sprintf("policy.endpoints[%d]", i), "e.g. http://127.0.0.1:8000", "policy.endpoints[%d]: %q is not an http(s) URL", i, e)
 			}
 		}
