@@ -46,8 +46,10 @@ held-out set is unseen by the shipped weights and disjoint from training.`,
   rlpipe dataset arith main --train 20000 --heldout 2000 --seed 7`,
 		Args: exactArgs("BRANCH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.train < 1 || o.heldout < 1 || o.heldout > arith.NumHeldOut() {
-				return usagef("dataset arith: --train must be ≥ 1 and --heldout in 1..%d", arith.NumHeldOut())
+			// Past the distinct training problems the draw below would never end.
+			maxTrain := (arith.MaxOperand+1)*(arith.MaxOperand+1) - arith.NumHeldOut()
+			if o.train < 1 || o.train > maxTrain || o.heldout < 1 || o.heldout > arith.NumHeldOut() {
+				return usagef("dataset arith: --train must be in 1..%d and --heldout in 1..%d", maxTrain, arith.NumHeldOut())
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
 				return datasetArith(ctx, st, args[0], o, g.printer(cmd))
