@@ -80,6 +80,7 @@ func policyServe(ctx context.Context, o policyServeOptions, token string, log ze
 		return failure(fmt.Errorf("policy serve: %w", err))
 	}
 	if err := p.Printf("serving %s on http://%s (OpenAI API: /v1/completions, /v1/chat/completions, /v1/models)\n", m.Version(), l.Addr()); err != nil {
+		l.Close()
 		return err
 	}
 	return srv.Serve(ctx, l)
