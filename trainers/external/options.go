@@ -113,16 +113,16 @@ func (o Options) advantages() (advantageOptions, error) {
 }
 
 // TaskVersion is the train task's Version: CodeVersion and a digest of
-// the command, the hyperparameters, Dir and Version (not Env, which may
-// hold secrets).
+// the command, the hyperparameters and Version — not Env, which may hold
+// secrets, nor Dir, which changes with where the checkout is and how the
+// config path was typed, not with what is trained.
 func (o Options) TaskVersion() string {
 	b, _ := json.Marshal(struct {
 		Code            string         `json:"code"`
 		Command         []string       `json:"command"`
 		Hyperparameters map[string]any `json:"hyperparameters"`
-		Dir             string         `json:"dir"`
 		Version         string         `json:"version"`
-	}{CodeVersion, o.Command, o.Hyperparameters, o.Dir, o.Version})
+	}{CodeVersion, o.Command, o.Hyperparameters, o.Version})
 	sum := sha256.Sum256(b)
 	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
 }

@@ -71,7 +71,7 @@ func (p process) run(ctx context.Context) error {
 	if st == nil {
 		return fmt.Errorf("run external trainer: %w", err)
 	}
-	ee := &ExitError{Command: p.argv, Code: st.ExitCode(), Tail: stderr.tail()}
+	ee := &ExitError{Command: redactAll(p.argv, redact), Code: st.ExitCode(), Tail: stderr.tail()}
 	if ee.Tail == "" {
 		ee.Tail = stdout.tail()
 	}
@@ -82,6 +82,16 @@ func (p process) run(ctx context.Context) error {
 		return pipeline.Permanent(ee)
 	}
 	return ee
+}
+
+// redactAll applies redact to each of args, into a new slice: a secret
+// written into the command itself is hidden like one in the environment.
+func redactAll(args []string, redact func(string) string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = redact(a)
+	}
+	return out
 }
 
 // redactor replaces the values of secret-looking variables of env.

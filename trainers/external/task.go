@@ -140,7 +140,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 		env = append(env, k+"="+o.Env[k])
 	}
 	log := tc.Logger()
-	log.Debug().Strs("argv", argv).Strs("env_keys", keys).Bool("adapter_in", ps.AdapterIn != "").
+	log.Debug().Strs("argv", redactAll(argv, redactor(append(os.Environ(), env...)))).Strs("env_keys", keys).Bool("adapter_in", ps.AdapterIn != "").
 		Bool("optimizer_in", ps.OptimizerIn != "").Int("samples", metrics.Samples).Int("samples_used", metrics.Used).
 		Msg("run external trainer")
 	pr := process{argv: argv, env: env, dir: o.Dir, grace: o.KillGrace, log: log}
