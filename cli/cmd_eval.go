@@ -24,7 +24,6 @@ type evalOptions struct {
 	checkpoints string
 	n           int
 	k           string
-	every       int
 }
 
 func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {

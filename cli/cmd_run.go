@@ -284,6 +284,22 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	default:
 		reportPath = "report-" + name + ".html"
 	}
+	// The report is refreshed off the loop's path by one goroutine; commits
+	// that land while it writes are folded into its next refresh, and the
+	// last refresh finishes before the run returns.
+	refresh := make(chan struct{}, 1)
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		for range refresh {
+			// A report that cannot be written is a warning: the run goes on.
+			if err := writeRunReport(context.WithoutCancel(ctx), st, name, reportPath); err != nil {
+				d.logger.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
+			}
+		}
+	}()
+	stopRefresh := sync.OnceFunc(func() { close(refresh); <-refreshed })
+	defer stopRefresh()
 	plan.Loop.OnCommit = func(n int) {
 		if !p.json {
 			for _, line := range iterationReport(ctx, st, run.Branch(), n) {
@@ -295,13 +311,14 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 			}
 		}
 		if !o.noReport {
-			// A report that cannot be written is a warning: the run goes on.
-			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
-				d.logger.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
+			select {
+			case refresh <- struct{}{}:
+			default: // a refresh is pending: it will include this commit
 			}
 		}
 	}
 	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
+	stopRefresh()
 	stopDisplay()
 	if err != nil {
 		if ctx.Err() != nil {
