@@ -36,11 +36,21 @@ func (a *poolAllocator) Allocate(size int) []byte {
 	if size <= 0 {
 		return []byte{}
 	}
-	c := sizeClass(size)
+	b := a.get(size, sizeClass(size))
+	clear(b)
+	return b
+}
+
+// growClass is the size class from which a buffer that grows skips a
+// class: Arrow's builders double a buffer each time it fills, and a
+// batch's completions (megabytes) would otherwise be copied once per
+// doubling.
+const growClass = 18 // 256 KiB
+
+// get returns a buffer of length size and capacity 1<<c, not cleared.
+func (a *poolAllocator) get(size, c int) []byte {
 	if p, ok := a.pools[c].Get().(*[]byte); ok {
-		b := (*p)[:size]
-		clear(b)
-		return b
+		return (*p)[:size]
 	}
 	b := make([]byte, 1<<c+64)
 	shift := int(-uintptr(unsafe.Pointer(&b[0])) & 63)
@@ -48,16 +58,21 @@ func (a *poolAllocator) Allocate(size int) []byte {
 }
 
 func (a *poolAllocator) Reallocate(size int, b []byte) []byte {
+	old := len(b)
 	if cap(b) >= size {
-		old := len(b)
 		b = b[:size]
 		if size > old {
 			clear(b[old:])
 		}
 		return b
 	}
-	nb := a.Allocate(size)
+	c := sizeClass(size)
+	if c >= growClass && c < 40 {
+		c++
+	}
+	nb := a.get(size, c)
 	copy(nb, b)
+	clear(nb[old:])
 	a.Free(b)
 	return nb
 }

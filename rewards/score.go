@@ -458,6 +458,13 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	p := s.p
 	src := &s.src
 	s.b.Reserve(n)
+	// The string columns' data, sized up front rather than grown by
+	// doubling: the digest on every row, the prompt ids as read.
+	s.digest.ReserveData(n * len(p.digest))
+	if ids, ok := src.promptID.(*array.String); ok && n > 0 {
+		s.promptID.ReserveData(ids.ValueOffset(n-1) + ids.ValueLen(n-1) - ids.ValueOffset(0))
+	}
+	s.status.ReserveData(n * len(StatusOK))
 	// The components' statistics are kept in s.stats during the batch.
 	for j, c := range p.comps {
 		s.stats[j] = sum.Components[c.name]
