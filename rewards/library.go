@@ -47,6 +47,8 @@ func Library(opts ...LibOption) cel.EnvOption {
 }
 
 type lib struct {
+	// planned leaves num_equal as the interpreter plans it (for tests).
+	planned  bool
 	cacheMax int64
 	cacheLen atomic.Int64
 	cache    sync.Map // pattern → *regexp.Regexp or error
@@ -109,7 +111,7 @@ func (l *lib) CompileOptions() []cel.EnvOption {
 			cel.Overload("num_equal_dyn_dyn", []*cel.Type{Dyn, Dyn}, B, cel.BinaryBinding(func(a, b ref.Val) ref.Val {
 				return numEqual(a, b, DefaultTolerance)
 			})),
-			cel.Overload("num_equal_dyn_dyn_double", []*cel.Type{Dyn, Dyn, D}, B, cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+			cel.Overload(numEqualTolID, []*cel.Type{Dyn, Dyn, D}, B, cel.FunctionBinding(func(args ...ref.Val) ref.Val {
 				tol, ok := args[2].(types.Double)
 				if !ok {
 					return types.MaybeNoSuchOverloadErr(args[2])
@@ -191,13 +193,14 @@ func (l *lib) CompileOptions() []cel.EnvOption {
 const (
 	regexFindID    = "regex_find_string_string"
 	regexExtractID = "regex_extract_string_string_int"
+	numEqualTolID  = "num_equal_dyn_dyn_double"
 )
 
 // ProgramOptions compile constant patterns once, when the program is
 // built: a bad constant pattern or group is a compile error, and rows
 // never pay for a compilation.
 func (l *lib) ProgramOptions() []cel.ProgramOption {
-	return []cel.ProgramOption{
+	opts := []cel.ProgramOption{
 		cel.OptimizeRegex(
 			&interpreter.RegexOptimization{
 				Function: "regex_find", OverloadID: regexFindID, RegexIndex: 1,
@@ -239,6 +242,80 @@ func (l *lib) ProgramOptions() []cel.ProgramOption {
 			},
 		),
 	}
+	if !l.planned {
+		opts = append(opts, cel.CustomDecoratorV2(decorateNumEqual))
+	}
+	return opts
+}
+
+// decorateNumEqual plans num_equal(a, b, tol) as a numEqualCall.
+func decorateNumEqual(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok || call.OverloadID() != numEqualTolID || len(call.Args()) != 3 {
+		return i, nil
+	}
+	c := &numEqualCall{planned: i}
+	for k, a := range call.Args() {
+		v2, ok := a.(interpreter.InterpretableV2)
+		if !ok {
+			return i, nil
+		}
+		c.args[k] = v2
+	}
+	return c, nil
+}
+
+// numEqualCall evaluates num_equal(a, b, tol) without what the planned
+// call costs on every row: a slice for the arguments and a check of
+// their runtime types against the signature. When a and b are strings
+// or numbers and tol a double, which that check accepts and for which
+// the call cannot fail, it gives what the planned call gives; for any
+// other value (an error, an unknown, null, a list…) it runs the planned
+// call, which evaluates the arguments again: expressions are pure.
+type numEqualCall struct {
+	planned interpreter.InterpretableV2
+	args    [3]interpreter.InterpretableV2
+}
+
+func (c *numEqualCall) ID() int64 { return c.planned.ID() }
+
+func (c *numEqualCall) Eval(a interpreter.Activation) ref.Val {
+	return c.Exec(interpreter.AsFrame(a))
+}
+
+func (c *numEqualCall) Exec(f *interpreter.ExecutionFrame) ref.Val {
+	x := c.args[0].Exec(f)
+	if !isPlainValue(x) {
+		return c.planned.Exec(f)
+	}
+	y := c.args[1].Exec(f)
+	if !isPlainValue(y) {
+		return c.planned.Exec(f)
+	}
+	tol, ok := c.args[2].Exec(f).(types.Double)
+	if !ok {
+		return c.planned.Exec(f)
+	}
+	return numEqual(x, y, float64(tol))
+}
+
+// The planned call's methods, for decorators that look for calls.
+func (c *numEqualCall) Function() string { return c.planned.(interpreter.InterpretableCall).Function() }
+func (c *numEqualCall) OverloadID() string {
+	return c.planned.(interpreter.InterpretableCall).OverloadID()
+}
+func (c *numEqualCall) Args() []interpreter.InterpretableV2 {
+	return c.planned.(interpreter.InterpretableCall).Args()
+}
+
+// isPlainValue: a value num_equal reads (a string or a number), never an
+// error or an unknown.
+func isPlainValue(v ref.Val) bool {
+	switch v.(type) {
+	case types.String, types.Double, types.Int, types.Uint:
+		return true
+	}
+	return false
 }
 
 func regexExtract(re *regexp.Regexp, s string, g types.Int) ref.Val {

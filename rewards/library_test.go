@@ -1,6 +1,8 @@
 package rewards
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -140,5 +142,49 @@ func TestRegexCompiledOnce(t *testing.T) {
 	// handful.
 	if allocs > 20 {
 		t.Errorf("%v allocations per evaluation: is the pattern compiled per call?", allocs)
+	}
+}
+
+// TestNumEqualCall: num_equal(a, b, tol) as planned by numEqualCall gives
+// what the interpreter's own call gives, for every kind of argument.
+func TestNumEqualCall(t *testing.T) {
+	build := func(planned bool) cel.Program {
+		env, err := cel.NewEnv(cel.Lib(&lib{cacheMax: DefaultRegexCache, planned: planned}),
+			cel.Variable("a", cel.DynType), cel.Variable("b", cel.DynType), cel.Variable("t", cel.DynType))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast, iss := env.Compile(`num_equal(a, b, t)`)
+		if iss.Err() != nil {
+			t.Fatal(iss.Err())
+		}
+		prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prg
+	}
+	fast, planned := build(false), build(true)
+	values := []any{types.String("1,234"), types.String("1234.0"), types.String("abc"), types.String(""),
+		types.Double(1234), types.Double(math.NaN()), types.Double(math.Inf(1)), types.Int(1234), types.Uint(1234),
+		types.Bool(true), types.NullValue, []any{1, 2}, map[string]any{"x": 1},
+		types.NewErr("boom"), types.NewUnknown(7, nil)}
+	tols := []any{types.Double(1e-6), types.Double(0), types.Double(-1), types.Int(1), types.String("x"), types.NullValue, types.NewErr("bad tol")}
+	n := 0
+	for _, a := range values {
+		for _, b := range values {
+			for _, tol := range tols {
+				in := map[string]any{"a": a, "b": b, "t": tol}
+				got, _, gerr := fast.Eval(in)
+				want, _, werr := planned.Eval(in)
+				if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+					t.Errorf("num_equal(%v, %v, %v) = %v, %v; planned: %v, %v", a, b, tol, got, gerr, want, werr)
+				}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no cases")
 	}
 }
