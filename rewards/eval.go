@@ -126,12 +126,17 @@ func toFloat(v ref.Val) (float64, string) {
 // trajectories when scoring. Safe for concurrent use.
 type Prompts struct {
 	m map[string]*promptEntry
+	n int // rows indexed so far, while indexing
 }
 
 type promptEntry struct {
 	p tables.Prompt
 	// prompt and answer are boxed once, not once per sample.
 	prompt, answer ref.Val
+	// next is the entry of the prompts table's next row: trajectories
+	// usually come in the order of their prompts, and following next is
+	// cheaper than a lookup in a large map.
+	next *promptEntry
 	// Parsed forms, made on first use and shared by the prompt's samples.
 	metaOnce, msgOnce sync.Once
 	meta, msgs        ref.Val
@@ -154,14 +159,22 @@ func indexPrompts(parts ...[]promptEntry) (*Prompts, error) {
 		n += len(es)
 	}
 	p := &Prompts{m: make(map[string]*promptEntry, n)}
+	var prev *promptEntry
 	for _, es := range parts {
 		for i := range es {
 			e := &es[i]
-			if _, dup := p.m[e.p.PromptID]; dup {
+			// One map operation per row: a duplicate leaves the map one
+			// short (and the index is not returned).
+			p.m[e.p.PromptID] = e
+			if len(p.m) != i+1+p.n {
 				return nil, fmt.Errorf("index prompts: prompt_id %q appears twice (rows must be unique by prompt_id)", e.p.PromptID)
 			}
-			p.m[e.p.PromptID] = e
+			if prev != nil {
+				prev.next = e
+			}
+			prev = e
 		}
+		p.n += len(es)
 	}
 	return p, nil
 }

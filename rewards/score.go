@@ -721,10 +721,18 @@ func (s *batchSource) lookup(id string) *promptEntry {
 	if s.prompts == nil {
 		return nil
 	}
-	if s.lastEntry != nil && s.lastID == id {
-		return s.lastEntry
+	var e *promptEntry
+	if s.lastEntry != nil {
+		if s.lastID == id {
+			return s.lastEntry
+		}
+		if n := s.lastEntry.next; n != nil && n.p.PromptID == id {
+			e = n
+		}
 	}
-	e := s.prompts.m[id]
+	if e == nil {
+		e = s.prompts.m[id]
+	}
 	if e != nil {
 		s.lastID, s.lastEntry = e.p.PromptID, e
 	}
