@@ -3,7 +3,9 @@ package external
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -167,30 +169,20 @@ func readTable[T any](tc *pipeline.TaskContext, input string, t *tables.Table[T]
 	if path == "" {
 		return nil, pipeline.Permanent(fmt.Errorf("train stage: no %q input (the loop passes rewards, trajectories and prompts)", input))
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", input, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", input, err)
-	}
-	rows, err := tables.Read(f, fi.Size(), input, t)
-	if err != nil {
-		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err))
+	rows, err := tables.ReadFile(path, t)
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("read %s: %w", input, err) // the file system: worth a retry
+	case err != nil:
+		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err)) // the table itself
 	}
 	return rows, nil
 }
 
 func writeAdvantages(path string, rows []tables.Advantage) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := tables.Write(f, tables.Advantages, rows, nil); err != nil {
-		f.Close()
+	if err := tables.WriteFile(path, tables.Advantages, rows, nil); err != nil {
 		return fmt.Errorf("write advantages: %w", err)
 	}
-	return f.Close()
+	return nil
 }
