@@ -1,18 +1,11 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"time"
 )
 
 // RunIn runs s.Command like Run, with one difference: the program's /work,
@@ -64,106 +57,7 @@ func RunIn(ctx context.Context, dir string, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("create status pipe: %v: %w", err, ErrInfra)
-	}
-	defer statusR.Close()
-
-	// fd 3 is bwrap's status.
-	args := []string{"--unshare-all", "--die-with-parent", "--new-session"}
-	args = append(args, binds...)
-	args = append(args, "--proc", "/proc", "--dev", "/dev")
-	size := strconv.FormatInt(lim.FileBytes, 10)
-	for _, d := range []string{"/dev/shm", "/tmp"} {
-		args = append(args, "--size", size, "--tmpfs", d)
-	}
-	args = append(args, "--bind", dir, "/work")
-	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
-	for _, kv := range environ(s.Env) {
-		args = append(args, "--setenv", kv[0], kv[1])
-	}
-	args = append(args, "--json-status-fd", "3", "--",
-		prlimit,
-		"--cpu="+strconv.FormatInt(lim.cpuSeconds(), 10)+":"+strconv.FormatInt(lim.cpuSeconds()+1, 10),
-		"--as="+strconv.FormatInt(lim.MemoryBytes, 10),
-		"--nproc="+strconv.Itoa(lim.Procs),
-		"--fsize="+size,
-		"--core=0",
-		"--")
-	args = append(args, s.Command...)
-
-	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
-	defer cancel()
-	var killedWall atomic.Bool
-	cmd := exec.CommandContext(wallCtx, bwrap, args...)
-	cmd.Env = []string{"PATH=" + sandboxPath}
-	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
-	}
-	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.Cancel = func() error {
-		killedWall.Store(true)
-		return kill()
-	}
-	cmd.WaitDelay = 5 * time.Second
-	if len(s.Stdin) > 0 {
-		cmd.Stdin = bytes.NewReader(s.Stdin)
-	}
-	overflow := make(chan struct{})
-	var once sync.Once
-	full := func() { once.Do(func() { close(overflow) }) }
-	stdout := &capWriter{limit: lim.OutputBytes, full: full}
-	stderr := &capWriter{limit: lim.OutputBytes, full: full}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		statusW.Close()
-		return Result{}, fmt.Errorf("start %s: %v: %w", bwrap, err, ErrInfra)
-	}
-	statusW.Close()
-	status := make(chan bwrapStatus, 1)
-	go func() { status <- readStatus(statusR) }()
-	waited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the outcome is read from bwrap's status and ProcessState
-		close(waited)
-	}()
-	killedOutput := false
-	select {
-	case <-waited:
-	case <-overflow:
-		killedOutput = true
-		_ = kill()
-		<-waited
-	}
-	elapsed := time.Since(start)
-	st := <-status
-
-	if ctx.Err() != nil {
-		return Result{Status: StatusCanceled, ExitCode: -1, Duration: elapsed,
-			Stdout: stdout.String(), Stderr: stderr.String()}, fmt.Errorf("sandbox run: %w", ctx.Err())
-	}
-	if !st.started {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = cmd.ProcessState.String()
-		}
-		return Result{}, fmt.Errorf("bwrap: %s: %w", msg, ErrInfra)
-	}
-	r := classify(outcome{
-		exitCode:     st.exitCode,
-		killedOutput: killedOutput,
-		killedWall:   killedWall.Load() && !killedOutput,
-		stdout:       stdout.String(),
-		stderr:       stderr.String(),
-	})
-	r.Duration = elapsed
-	return r, nil
+	return launch(ctx, s, lim, tools{bwrap, prlimit, binds}, []string{"/dev/shm", "/tmp"}, []string{"--bind", dir, "/work"}, nil)
 }
 
 // SandboxUID returns the host user and group that sandboxed programs run

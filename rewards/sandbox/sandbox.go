@@ -101,33 +101,51 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// fds 4… are the staged files in names' order.
+	var work []string
+	for i, name := range names {
+		dest := path.Join("/work", name)
+		if d := path.Dir(dest); d != "/work" {
+			work = append(work, "--dir", d)
+		}
+		work = append(work, "--perms", "0644", "--file", strconv.Itoa(4+i), dest)
+	}
+	return launch(ctx, s, lim, tools{bwrap, prlimit, binds}, []string{"/dev/shm", "/tmp", "/work"}, work, files)
+}
+
+// tools are what a launch needs found first: bwrap, prlimit and the
+// read-only bind arguments.
+type tools struct {
+	bwrap, prlimit string
+	binds          []string
+}
+
+// launch runs s.Command in a new bubblewrap sandbox and waits for it: the
+// part Run and RunIn share. tmpfs are the private tmpfs mounts (each
+// FileBytes big); work are the arguments that set up /work; files are
+// passed as fds 4… (and closed once bwrap has them).
+func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []string, files []*os.File) (Result, error) {
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("create status pipe: %v: %w", err, ErrInfra)
 	}
 	defer statusR.Close()
 
-	// fd 3 is bwrap's status, fds 4… the staged files in names' order.
+	// fd 3 is bwrap's status.
 	args := []string{"--unshare-all", "--die-with-parent", "--new-session"}
-	args = append(args, binds...)
+	args = append(args, t.binds...)
 	args = append(args, "--proc", "/proc", "--dev", "/dev")
 	size := strconv.FormatInt(lim.FileBytes, 10)
-	for _, dir := range []string{"/dev/shm", "/tmp", "/work"} {
+	for _, dir := range tmpfs {
 		args = append(args, "--size", size, "--tmpfs", dir)
 	}
-	for i, name := range names {
-		dest := path.Join("/work", name)
-		if d := path.Dir(dest); d != "/work" {
-			args = append(args, "--dir", d)
-		}
-		args = append(args, "--perms", "0644", "--file", strconv.Itoa(4+i), dest)
-	}
+	args = append(args, work...)
 	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
 	for _, kv := range environ(s.Env) {
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
 	args = append(args, "--json-status-fd", "3", "--",
-		prlimit,
+		t.prlimit,
 		"--cpu="+strconv.FormatInt(lim.cpuSeconds(), 10)+":"+strconv.FormatInt(lim.cpuSeconds()+1, 10),
 		"--as="+strconv.FormatInt(lim.MemoryBytes, 10),
 		"--nproc="+strconv.Itoa(lim.Procs),
@@ -139,7 +157,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
 	defer cancel()
 	var killedWall atomic.Bool
-	cmd := exec.CommandContext(wallCtx, bwrap, args...)
+	cmd := exec.CommandContext(wallCtx, t.bwrap, args...)
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = append([]*os.File{statusW}, files...)
@@ -168,7 +186,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
-		return Result{}, fmt.Errorf("start %s: %v: %w", bwrap, err, ErrInfra)
+		return Result{}, fmt.Errorf("start %s: %v: %w", t.bwrap, err, ErrInfra)
 	}
 	statusW.Close()
 	closeAll(files)
