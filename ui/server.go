@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
 // Defaults of the knobs a zero Options leaves unset.
@@ -130,10 +131,8 @@ func New(st artifacts.Store, opts *Options) (*Server, error) {
 		return nil, errors.New("ui: poll interval and shutdown timeout cannot be negative")
 	}
 	if o.Token == "" {
-		if host, _, err := net.SplitHostPort(o.Addr); err == nil && !literalLoopback(host) && !strings.EqualFold(host, "localhost") {
-			if ip := net.ParseIP(host); ip != nil || host == "" {
-				return nil, needToken(o.Addr)
-			}
+		if loopback.PlainlyPublic(o.Addr) {
+			return nil, needToken(o.Addr)
 		}
 	}
 	static, err := fs.Sub(assets, "assets")
@@ -148,11 +147,6 @@ func New(st artifacts.Store, opts *Options) (*Server, error) {
 
 func needToken(addr string) error {
 	return fmt.Errorf("ui: listen %s: %w: set %s to a secret (e.g. $(openssl rand -hex 16)), or bind 127.0.0.1", addr, ErrNeedToken, TokenEnv)
-}
-
-func literalLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) routes() {
@@ -232,7 +226,7 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 		host = h
 	}
 	host = strings.Trim(host, "[]")
-	return host == "" || strings.EqualFold(host, "localhost") || literalLoopback(host)
+	return host == "" || strings.EqualFold(host, "localhost") || loopback.IsLiteral(host)
 }
 
 // acceptToken checks a ?token= and, if right, sets the cookie and
@@ -306,34 +300,11 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // (after resolving a host name, and again on the bound socket) unless
 // Options.Token is set.
 func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
-	addr := s.opts.Addr
-	if s.opts.Token == "" {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("ui: listen %s: %w", addr, err)
-		}
-		if !literalLoopback(host) {
-			ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-			if host == "" || err != nil || len(ips) == 0 {
-				return nil, needToken(addr)
-			}
-			for _, ip := range ips {
-				if !ip.IP.IsLoopback() {
-					return nil, needToken(addr)
-				}
-			}
-		}
+	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.Token != "", needToken)
+	if err != nil && !errors.Is(err, ErrNeedToken) {
+		err = fmt.Errorf("ui: %w", err)
 	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("ui: listen %s: %w", addr, err)
-	}
-	if ta, ok := l.Addr().(*net.TCPAddr); s.opts.Token == "" && (!ok || !ta.IP.IsLoopback()) {
-		l.Close()
-		return nil, needToken(addr)
-	}
-	return l, nil
+	return l, err
 }
 
 // Serve answers requests on l until ctx ends, then ends event streams,

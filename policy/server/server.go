@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/internal/loopback"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -138,10 +139,8 @@ func New(p policy.Policy, opts *Options) (*Server, error) {
 		return nil, errors.New("server: max body bytes, max samples and shutdown timeout cannot be negative")
 	}
 	if o.Token == "" {
-		if host, _, err := net.SplitHostPort(o.Addr); err == nil && !literalLoopback(host) && !strings.EqualFold(host, "localhost") {
-			if ip := net.ParseIP(host); ip != nil || host == "" {
-				return nil, needToken(o.Addr)
-			}
+		if loopback.PlainlyPublic(o.Addr) {
+			return nil, needToken(o.Addr)
 		}
 	}
 	s := &Server{p: p, opts: o, log: o.Logger, created: time.Now().Unix()}
@@ -152,11 +151,6 @@ func New(p policy.Policy, opts *Options) (*Server, error) {
 
 func needToken(addr string) error {
 	return fmt.Errorf("server: listen %s: %w: set Options.Token (rlpipe policy serve reads it from RLPIPE_POLICY_TOKEN), or bind 127.0.0.1", addr, ErrNeedToken)
-}
-
-func literalLoopback(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Model is the name the base model is served as.
@@ -276,34 +270,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 // (after resolving a host name, and again on the bound socket) unless
 // Options.Token is set.
 func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
-	addr := s.opts.Addr
-	if s.opts.Token == "" {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, fmt.Errorf("server: listen %s: %w", addr, err)
-		}
-		if !literalLoopback(host) {
-			ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-			if host == "" || err != nil || len(ips) == 0 {
-				return nil, needToken(addr)
-			}
-			for _, ip := range ips {
-				if !ip.IP.IsLoopback() {
-					return nil, needToken(addr)
-				}
-			}
-		}
+	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.Token != "", needToken)
+	if err != nil && !errors.Is(err, ErrNeedToken) {
+		err = fmt.Errorf("server: %w", err)
 	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("server: listen %s: %w", addr, err)
-	}
-	if ta, ok := l.Addr().(*net.TCPAddr); s.opts.Token == "" && (!ok || !ta.IP.IsLoopback()) {
-		l.Close()
-		return nil, needToken(addr)
-	}
-	return l, nil
+	return l, err
 }
 
 // Serve answers requests on l until ctx ends, then stops taking new ones,

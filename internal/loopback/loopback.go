@@ -1,0 +1,66 @@
+// Package loopback binds servers that stay private unless told otherwise:
+// rlpipe's servers (the policy server, the UI) listen on loopback by
+// default and need a token for any other address.
+package loopback
+
+import (
+	"context"
+	"fmt"
+	"net"
+)
+
+// IsLiteral reports whether host is a loopback IP address written as such.
+func IsLiteral(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// PlainlyPublic reports whether addr (HOST:PORT) names, without looking
+// anything up, something other than loopback: an empty host (every
+// interface) or an IP address that is not loopback. Host names are left
+// to Listen, which resolves them.
+func PlainlyPublic(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && !ip.IsLoopback()
+}
+
+// Listen binds addr over TCP. Unless the server has a token it refuses an
+// address that is not loopback — checked on the address as written, after
+// resolving a host name, and again on the bound socket — with the error
+// refuse(addr) returns.
+func Listen(ctx context.Context, addr string, hasToken bool, refuse func(addr string) error) (net.Listener, error) {
+	if !hasToken {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		if !IsLiteral(host) {
+			ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+			if host == "" || err != nil || len(ips) == 0 {
+				return nil, refuse(addr)
+			}
+			for _, ip := range ips {
+				if !ip.IP.IsLoopback() {
+					return nil, refuse(addr)
+				}
+			}
+		}
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	if ta, ok := l.Addr().(*net.TCPAddr); !hasToken && (!ok || !ta.IP.IsLoopback()) {
+		l.Close()
+		return nil, refuse(addr)
+	}
+	return l, nil
+}
