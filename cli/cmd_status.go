@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,15 +40,7 @@ its loop state.`,
 }
 
 // lockOut describes the process holding a run.
-type lockOut struct {
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	Started   time.Time `json:"started"`
-	Heartbeat time.Time `json:"heartbeat"`
-	// Alive is false when the holder is gone (a dead process on this host,
-	// or no heartbeat for a minute): the next run takes the lock over.
-	Alive bool `json:"alive"`
-}
+type lockOut = pipeline.LockHolder
 
 // runListOut is one row of `status` without RUN.
 type runListOut struct {
@@ -66,33 +56,13 @@ type statusListOut struct {
 	Runs []runListOut `json:"runs"`
 }
 
-// lockTTL is how long the engine trusts another host's heartbeat.
-const lockTTL = time.Minute
-
-// readLock reads the lock object of a run, nil when nobody holds it.
+// readLock reads the lock of a run, nil when nobody holds it.
 func readLock(ctx context.Context, st artifacts.Store, run string) (*lockOut, error) {
-	b, err := readObject(ctx, st, pipeline.LockBranch, "runs/"+run+".json")
-	if errors.Is(err, artifacts.ErrNotFound) || (err == nil && b == nil) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the lock of run %s: %w", run, err)
-	}
-	var l lockOut
-	if err := json.Unmarshal(b, &l); err != nil {
-		return &lockOut{}, nil // unreadable: the engine treats it as stale
-	}
-	host, _ := os.Hostname()
-	if l.Host == host {
-		err := syscall.Kill(l.PID, 0)
-		l.Alive = l.PID > 0 && (err == nil || errors.Is(err, syscall.EPERM))
-	} else {
-		l.Alive = time.Since(l.Heartbeat) < lockTTL
-	}
-	return &l, nil
+	return pipeline.ReadLock(ctx, st, run)
 }
 
-func (l *lockOut) String() string {
+// lockString is a lock for people: "-" when nobody holds it.
+func lockString(l *lockOut) string {
 	if l == nil {
 		return "-"
 	}
@@ -140,7 +110,7 @@ func statusListFunc(ctx context.Context, st artifacts.Store, p printer) error {
 		if r.Iteration > 0 {
 			it = strconv.Itoa(r.Iteration)
 		}
-		t.add(r.Run, it, shortID(r.Commit), formatTime(r.Date), r.Lock.String())
+		t.add(r.Run, it, shortID(r.Commit), formatTime(r.Date), lockString(r.Lock))
 	}
 	return t.write(p.w)
 }
@@ -247,7 +217,7 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "run %s (branch %s) at %s\n", run, branch, shortID(out.Commit))
 	if out.Lock != nil {
-		fmt.Fprintf(&sb, "locked by %s\n", out.Lock)
+		fmt.Fprintf(&sb, "locked by %s\n", lockString(out.Lock))
 	}
 	if s := out.State; s != nil {
 		keys := make([]string, 0, len(s.Adapters))

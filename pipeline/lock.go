@@ -48,7 +48,7 @@ type runLock struct {
 
 func acquireLock(ctx context.Context, st artifacts.Store, run string, ttl time.Duration) (*runLock, error) {
 	if ttl == 0 {
-		ttl = time.Minute
+		ttl = DefaultLockTTL
 	}
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
@@ -126,4 +126,34 @@ func (l *runLock) release(ctx context.Context) error {
 		return fmt.Errorf("release lock: %w", err)
 	}
 	return nil
+}
+
+// DefaultLockTTL is how long a lock held by a process on another host is
+// trusted without a heartbeat when RunOptions.LockTTL is zero.
+const DefaultLockTTL = time.Minute
+
+// LockHolder describes the process holding a run, as ReadLock reports it.
+type LockHolder struct {
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	Started   time.Time `json:"started"`
+	Heartbeat time.Time `json:"heartbeat"`
+	// Alive is false when the holder is gone (a dead process on this host,
+	// or no heartbeat for DefaultLockTTL): the next run takes the lock over.
+	Alive bool `json:"alive"`
+}
+
+// ReadLock reads who holds run's lock: nil when nobody does. An unreadable
+// lock is reported as a holder that is not alive, as the engine treats it.
+func ReadLock(ctx context.Context, st artifacts.Store, run string) (*LockHolder, error) {
+	l := &runLock{st: st, path: "runs/" + run + ".json"}
+	h, err := l.read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the lock of run %s: %w", run, err)
+	}
+	if h == nil {
+		return nil, nil
+	}
+	return &LockHolder{Host: h.Host, PID: h.PID, Started: h.Started, Heartbeat: h.Heartbeat,
+		Alive: h.PID > 0 && h.alive(DefaultLockTTL)}, nil
 }

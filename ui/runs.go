@@ -9,12 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -32,23 +30,12 @@ const (
 // runPrefix starts the name of every run branch (pipeline.RunBranch).
 const runPrefix = "runs-"
 
-// lockTTL is how long the engine trusts another host's heartbeat.
-const lockTTL = time.Minute
-
 // maxJSONObject bounds the small JSON objects read whole (metrics, state,
 // events): a larger one is not what the engine writes.
 const maxJSONObject = 8 << 20
 
 // Lock describes the process holding a run.
-type Lock struct {
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	Started   time.Time `json:"started"`
-	Heartbeat time.Time `json:"heartbeat"`
-	// Alive is false when the holder is gone (a dead process on this host,
-	// or no heartbeat for a minute): the next run takes the lock over.
-	Alive bool `json:"alive"`
-}
+type Lock = pipeline.LockHolder
 
 // RunSummary is one row of /api/runs.
 type RunSummary struct {
@@ -189,28 +176,7 @@ func readSmall(ctx context.Context, st artifacts.Store, ref, path string) ([]byt
 
 // readLock reads the lock object of a run, nil when nobody holds it.
 func readLock(ctx context.Context, st artifacts.Store, run string) (*Lock, error) {
-	b, err := readSmall(ctx, st, pipeline.LockBranch, "runs/"+run+".json")
-	if err != nil {
-		if errors.Is(err, artifacts.ErrNotFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read the lock of run %s: %w", run, err)
-	}
-	if b == nil {
-		return nil, nil
-	}
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		return &Lock{}, nil // unreadable: the engine treats it as stale
-	}
-	host, _ := os.Hostname()
-	if l.Host == host {
-		err := syscall.Kill(l.PID, 0)
-		l.Alive = l.PID > 0 && (err == nil || errors.Is(err, syscall.EPERM))
-	} else {
-		l.Alive = time.Since(l.Heartbeat) < lockTTL
-	}
-	return &l, nil
+	return pipeline.ReadLock(ctx, st, run)
 }
 
 // listRuns lists the run branches with their last iteration and lock.
