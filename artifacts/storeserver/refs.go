@@ -1,0 +1,250 @@
+package storeserver
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// createRepository answers POST /repositories. The server serves one
+// store, which exists: creating it again is a conflict, creating another
+// is not supported.
+func (s *Server) createRepository(c *call) error {
+	var body wireRepositoryCreation
+	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
+		return err
+	}
+	if body.Name == s.repo {
+		return errorf(http.StatusConflict, "repository exists: %q is the repository this server serves; open it as lakefs://%s", s.repo, s.repo)
+	}
+	return errorf(http.StatusNotImplemented, "not supported: this server serves one repository, %q, and cannot create %q; open lakefs://%s, or run `rlpipe store serve` on another store", s.repo, body.Name, s.repo)
+}
+
+// getRepository answers GET /repositories/{repository}.
+func (s *Server) getRepository(c *call) error {
+	info, err := s.st.Repository(c.ctx())
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, fromRepository(s.repo, info))
+	return nil
+}
+
+// deleteRepository answers DELETE /repositories/{repository}: not over
+// the API.
+func (s *Server) deleteRepository(c *call) error {
+	return errorf(http.StatusNotImplemented, "not supported: the store server does not delete the repository it serves; stop it and remove the store instead")
+}
+
+func (s *Server) listBranches(c *call) error {
+	amount, err := c.amount()
+	if err != nil {
+		return err
+	}
+	return writePage(c, s.st.ListBranches(c.ctx()),
+		func(b artifacts.Branch) string { return b.Name },
+		func(b artifacts.Branch) wireRef { return wireRef{ID: b.Name, CommitID: b.CommitID} },
+		c.q.Get("after"), amount)
+}
+
+// createBranch answers POST …/branches with the new branch's commit id
+// as text, as lakeFS does.
+func (s *Server) createBranch(c *call) error {
+	var body wireBranchCreation
+	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
+		return err
+	}
+	if err := artifacts.ValidateBranchName(body.Name); err != nil {
+		return errorf(http.StatusBadRequest, "invalid branch name %q: use letters, digits, '_' and '-', starting with a letter, digit or '_'", body.Name)
+	}
+	if body.Source == "" {
+		return errorf(http.StatusBadRequest, "create branch %q: the body names no source (a branch, tag or commit)", body.Name)
+	}
+	b, err := s.st.CreateBranch(c.ctx(), body.Name, body.Source)
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	c.w.Header().Set("X-Content-Type-Options", "nosniff")
+	c.w.WriteHeader(http.StatusCreated)
+	_, _ = c.w.Write([]byte(b.CommitID))
+	return nil
+}
+
+func (s *Server) getBranch(c *call) error {
+	name, err := c.branch("branch")
+	if err != nil {
+		return err
+	}
+	b, err := s.st.GetBranch(c.ctx(), name)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, wireRef{ID: b.Name, CommitID: b.CommitID})
+	return nil
+}
+
+func (s *Server) deleteBranch(c *call) error {
+	name, err := c.branch("branch")
+	if err != nil {
+		return err
+	}
+	if err := s.st.DeleteBranch(c.ctx(), name); err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// resetBranch answers PUT …/branches/{branch}: discard staged changes,
+// all of them (type reset) or under a prefix (type common_prefix).
+func (s *Server) resetBranch(c *call) error {
+	name, err := c.branch("branch")
+	if err != nil {
+		return err
+	}
+	var body wireResetCreation
+	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
+		return err
+	}
+	prefix := ""
+	switch body.Type {
+	case "reset":
+	case "common_prefix":
+		if body.Path == "" {
+			return errorf(http.StatusBadRequest, "reset branch %q: type common_prefix needs a path (the prefix to reset)", name)
+		}
+		prefix = body.Path
+	case "object":
+		return errorf(http.StatusNotImplemented, "not supported: reset branch %q: the store resets by prefix only; send type common_prefix with path %q, or type reset", name, body.Path)
+	default:
+		return errorf(http.StatusBadRequest, "reset branch %q: type %q: want reset or common_prefix", name, body.Type)
+	}
+	if err := s.st.ResetBranch(c.ctx(), name, prefix); err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listTags(c *call) error {
+	amount, err := c.amount()
+	if err != nil {
+		return err
+	}
+	return writePage(c, s.st.ListTags(c.ctx()),
+		func(t artifacts.Tag) string { return t.Name },
+		func(t artifacts.Tag) wireRef { return wireRef{ID: t.Name, CommitID: t.CommitID} },
+		c.q.Get("after"), amount)
+}
+
+func (s *Server) createTag(c *call) error {
+	var body wireTagCreation
+	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
+		return err
+	}
+	if err := artifacts.ValidateTagName(body.ID); err != nil {
+		return err
+	}
+	if body.Ref == "" {
+		return errorf(http.StatusBadRequest, "create tag %q: the body names no ref to tag", body.ID)
+	}
+	t, err := s.st.CreateTag(c.ctx(), body.ID, body.Ref)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusCreated, wireRef{ID: t.Name, CommitID: t.CommitID})
+	return nil
+}
+
+func (s *Server) getTag(c *call) error {
+	t, err := s.st.GetTag(c.ctx(), c.p["tag"])
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, wireRef{ID: t.Name, CommitID: t.CommitID})
+	return nil
+}
+
+func (s *Server) deleteTag(c *call) error {
+	if err := s.st.DeleteTag(c.ctx(), c.p["tag"]); err != nil {
+		return err
+	}
+	c.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getCommit answers GET …/commits/{commitId}. As on lakeFS, any ref
+// expression is accepted (a branch, a tag, a prefix, main~2).
+func (s *Server) getCommit(c *call) error {
+	cm, err := s.st.ResolveRef(c.ctx(), c.p["commitId"])
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, fromCommit(cm))
+	return nil
+}
+
+func (s *Server) commit(c *call) error {
+	branch, err := c.branch("branch")
+	if err != nil {
+		return err
+	}
+	var body wireCommitCreation
+	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
+		return err
+	}
+	opts := &artifacts.CommitOptions{Metadata: body.Metadata, AllowEmpty: body.AllowEmpty}
+	if body.Date != nil {
+		opts.Date = time.Unix(*body.Date, 0).UTC()
+	}
+	cm, err := s.st.Commit(c.ctx(), branch, body.Message, opts)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusCreated, fromCommit(cm))
+	return nil
+}
+
+// logCommits answers GET …/refs/{ref}/commits: history newest first,
+// filtered by objects and prefixes, paged by commit id (after). With
+// limit=true one page of amount is all there is.
+func (s *Server) logCommits(c *call) error {
+	amount, err := c.amount()
+	if err != nil {
+		return err
+	}
+	firstParent, err := c.boolean("first_parent", false)
+	if err != nil {
+		return err
+	}
+	limit, err := c.boolean("limit", false)
+	if err != nil {
+		return err
+	}
+	opts := &artifacts.LogOptions{FirstParent: firstParent, Paths: c.q["objects"], Prefixes: c.q["prefixes"]}
+	after := c.q.Get("after")
+	skipping := after != ""
+	out := make([]wireCommit, 0, min(amount, 64))
+	more := false
+	for cm, err := range s.st.Log(c.ctx(), c.p["ref"], opts) {
+		if err != nil {
+			return err
+		}
+		if skipping {
+			skipping = cm.ID != after
+			continue
+		}
+		if len(out) == amount {
+			more = !limit
+			break
+		}
+		out = append(out, fromCommit(cm))
+	}
+	last := ""
+	if len(out) > 0 {
+		last = out[len(out)-1].ID
+	}
+	return writeResults(c, out, more, last)
+}

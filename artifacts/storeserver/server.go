@@ -1,0 +1,317 @@
+package storeserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/loopback"
+)
+
+// Defaults of the knobs a zero Options leaves unset.
+const (
+	DefaultAddr            = "127.0.0.1:8001"
+	DefaultMaxJSONBytes    = 1 << 20
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Environment variables `rlpipe store serve` reads the credentials from.
+// Workers send the same values as lakectl's LAKECTL_CREDENTIALS_* variables.
+const (
+	EnvAccessKeyID     = "RLPIPE_STORE_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "RLPIPE_STORE_SECRET_ACCESS_KEY"
+)
+
+// APIBasePath is where the server answers the lakeFS REST API.
+const APIBasePath = "/api/v1"
+
+// Log field names.
+const (
+	logMethod     = "method"
+	logPath       = "path"
+	logStatus     = "status"
+	logError      = "error"
+	logAddr       = "addr"
+	logRepository = "repository"
+	logTook       = "took"
+)
+
+// ErrNeedCredentials is returned by New and Listen for an address other
+// than loopback without Options.AccessKeyID and Options.SecretAccessKey.
+var ErrNeedCredentials = errors.New("a store server bound to an address other than loopback needs credentials")
+
+// Options configure a Server. A nil *Options, or a zero field, means the
+// default.
+type Options struct {
+	// Addr is the address Listen binds (default 127.0.0.1:8001). Any
+	// address other than loopback needs credentials.
+	Addr string
+	// AccessKeyID and SecretAccessKey, when set, must accompany every
+	// request as HTTP Basic auth (what the lakefs:// backend sends from
+	// LAKECTL_CREDENTIALS_ACCESS_KEY_ID and
+	// LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY). Set both or neither. They
+	// are compared in constant time and never logged or echoed.
+	AccessKeyID     string
+	SecretAccessKey string
+	// Repository is the name the store is served under: clients open
+	// lakefs://<Repository>. Empty means the store's own name
+	// (Store.Repository(ctx).Name). It must be a valid repository name
+	// (artifacts.ValidateRepositoryName), since clients refuse others.
+	Repository string
+	// MaxJSONBytes bounds a JSON request body (default 1 MiB). Object
+	// uploads are streamed and not bounded.
+	MaxJSONBytes int64
+	// ShutdownTimeout is how long Serve lets requests in flight finish
+	// once its ctx ends (default 10s).
+	ShutdownTimeout time.Duration
+	// Logger receives a Debug line per request, a Warn line per answer
+	// of 500 or more, and Info lines for start and stop (default: none).
+	Logger zerolog.Logger
+}
+
+// String shows the options with the credentials redacted.
+func (o Options) String() string {
+	key, secret := "", ""
+	if o.AccessKeyID != "" {
+		key = "[redacted]"
+	}
+	if o.SecretAccessKey != "" {
+		secret = "[redacted]"
+	}
+	return fmt.Sprintf("storeserver.Options{Addr: %q, AccessKeyID: %q, SecretAccessKey: %q, Repository: %q, MaxJSONBytes: %d, ShutdownTimeout: %v}",
+		o.Addr, key, secret, o.Repository, o.MaxJSONBytes, o.ShutdownTimeout)
+}
+
+// GoString keeps the credentials out of %#v too.
+func (o Options) GoString() string { return o.String() }
+
+func (o Options) withDefaults() Options {
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if o.MaxJSONBytes == 0 {
+		o.MaxJSONBytes = DefaultMaxJSONBytes
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return o
+}
+
+// hasCredentials reports whether requests must authenticate.
+func (o Options) hasCredentials() bool { return o.AccessKeyID != "" }
+
+// Server serves one artifacts.Store as one repository of the lakeFS REST
+// API (v1). It is an http.Handler; Listen and Serve run it on a socket.
+// It is safe for concurrent use and does not close the store.
+type Server struct {
+	st   artifacts.Store
+	opts Options
+	log  zerolog.Logger
+	// repo is the name the repository is served under, defaultBranch its
+	// first branch; both are fixed for the life of a store.
+	repo          string
+	defaultBranch string
+	key, secret   [sha256.Size]byte
+}
+
+// New returns a Server over st. It reads the store's repository once (its
+// name and default branch). It fails for an Options.Addr that is plainly
+// not loopback (0.0.0.0, :8001, a public IP) without credentials; Listen
+// checks again after resolving the name.
+func New(ctx context.Context, st artifacts.Store, opts *Options) (*Server, error) {
+	if st == nil {
+		return nil, errors.New("storeserver: store is nil")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	if o.MaxJSONBytes < 0 || o.ShutdownTimeout < 0 {
+		return nil, errors.New("storeserver: max JSON bytes and shutdown timeout cannot be negative")
+	}
+	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
+		return nil, fmt.Errorf("storeserver: %w: set both the access key id and the secret access key (%s and %s), or neither", artifacts.ErrInvalid, EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	if !o.hasCredentials() && loopback.PlainlyPublic(o.Addr) {
+		return nil, needCredentials(o.Addr)
+	}
+	info, err := st.Repository(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storeserver: describe the store: %w", err)
+	}
+	name := o.Repository
+	if name == "" {
+		name = info.Name
+	}
+	if err := artifacts.ValidateRepositoryName(name); err != nil {
+		return nil, fmt.Errorf("storeserver: serve the store as repository %q: %w (name it with Options.Repository, `rlpipe store serve --repository NAME`)", name, err)
+	}
+	s := &Server{st: st, opts: o, log: o.Logger, repo: name, defaultBranch: info.DefaultBranch}
+	s.key = sha256.Sum256([]byte(o.AccessKeyID))
+	s.secret = sha256.Sum256([]byte(o.SecretAccessKey))
+	return s, nil
+}
+
+func needCredentials(addr string) error {
+	return fmt.Errorf("storeserver: listen %s: %w: set %s and %s (e.g. to $(openssl rand -hex 16) each), or bind 127.0.0.1", addr, ErrNeedCredentials, EnvAccessKeyID, EnvSecretAccessKey)
+}
+
+// Repository is the name clients open the store by: lakefs://<Repository>.
+func (s *Server) Repository() string { return s.repo }
+
+// RequiresAuth reports whether requests must carry the credentials.
+func (s *Server) RequiresAuth() bool { return s.opts.hasCredentials() }
+
+// ServeHTTP answers the lakeFS REST API under /api/v1: the endpoints the
+// lakefs:// backend sends (see doc.go) and GET /api/v1/healthcheck.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &recorder{ResponseWriter: w}
+	start := time.Now()
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				// A body that failed mid-stream: cut the connection so
+				// the client sees an error, not a short object.
+				s.log.Debug().Str(logMethod, r.Method).Str(logPath, r.URL.Path).Msg("response aborted")
+				panic(v)
+			}
+			s.log.Error().Str(logMethod, r.Method).Str(logPath, r.URL.Path).Str(logError, fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("store server handler panicked")
+			if !rw.wrote {
+				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("the store server failed on %s %s (%v); see its log", r.Method, r.URL.Path, v))
+			}
+		}
+		ev := s.log.Debug()
+		if rw.status >= 500 {
+			ev = s.log.Warn().Str(logError, rw.message)
+		}
+		ev.Str(logMethod, r.Method).Str(logPath, r.URL.Path).Int(logStatus, rw.status).Dur(logTook, time.Since(start)).Msg("request")
+	}()
+	if !s.hostAllowed(r) {
+		writeError(rw, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address: this server has no credentials, so it answers only http://127.0.0.1 or http://localhost (start it with %s and %s to serve other names)", r.Host, EnvAccessKeyID, EnvSecretAccessKey))
+		return
+	}
+	api, ok := strings.CutPrefix(r.URL.EscapedPath(), APIBasePath)
+	if ok && api == "/healthcheck" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		rw.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if !s.authorized(r) {
+		rw.Header().Set("WWW-Authenticate", `Basic realm="rlpipe store", charset="UTF-8"`)
+		writeError(rw, http.StatusUnauthorized, "missing or wrong credentials: send HTTP Basic auth with the access key id and secret the server was started with "+
+			"(a worker sets LAKECTL_CREDENTIALS_ACCESS_KEY_ID and LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY to the values of "+EnvAccessKeyID+" and "+EnvSecretAccessKey+")")
+		return
+	}
+	if !ok || (api != "" && api[0] != '/') {
+		writeError(rw, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s: this server answers the lakeFS API under %s", r.Method, r.URL.Path, APIBasePath))
+		return
+	}
+	s.route(rw, r, api)
+}
+
+// hostAllowed guards a server without credentials against DNS rebinding:
+// a web page on another site whose name resolves to 127.0.0.1 sends its
+// own name as Host, which is refused. With credentials, they are the guard.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	if s.opts.hasCredentials() {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	return host == "" || strings.EqualFold(host, "localhost") || loopback.IsLiteral(host)
+}
+
+// authorized checks HTTP Basic credentials, comparing digests in constant
+// time so that neither the values nor their lengths leak through timing.
+func (s *Server) authorized(r *http.Request) bool {
+	if !s.opts.hasCredentials() {
+		return true
+	}
+	key, secret, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	k, sec := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(secret))
+	return subtle.ConstantTimeCompare(k[:], s.key[:])&subtle.ConstantTimeCompare(sec[:], s.secret[:]) == 1
+}
+
+// recorder notes whether and what a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	wrote   bool
+	status  int
+	message string // of an error answer, for the log
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.wrote, r.status = true, code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.wrote, r.status = true, http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Listen binds Options.Addr. It refuses an address that is not loopback
+// (after resolving a host name, and again on the bound socket) unless the
+// server has credentials.
+func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
+	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.hasCredentials(), needCredentials)
+	if err != nil && !errors.Is(err, ErrNeedCredentials) {
+		err = fmt.Errorf("storeserver: %w", err)
+	}
+	return l, err
+}
+
+// Serve answers requests on l until ctx ends, then stops taking new ones
+// and lets those in flight finish for up to Options.ShutdownTimeout. It
+// returns nil after a clean shutdown, an error if requests had to be cut
+// off or l failed. It closes l.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	s.log.Info().Str(logAddr, l.Addr().String()).Str(logRepository, s.repo).Bool("auth", s.opts.hasCredentials()).Msg("store server listening")
+	select {
+	case err := <-errc:
+		return fmt.Errorf("storeserver: serve %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		hs.Close()
+		err = fmt.Errorf("storeserver: shut down %s: requests still in flight after %v were cut off", l.Addr(), s.opts.ShutdownTimeout)
+	}
+	<-errc // http.ErrServerClosed
+	s.log.Info().Str(logAddr, l.Addr().String()).Msg("store server stopped")
+	return err
+}
