@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rlpipe/rlpipe/artifacts"
 )
 
@@ -88,112 +90,62 @@ func (n *Node) execute(ctx context.Context) error {
 			return nil
 		}
 	}
-	release, err := r.pool.acquire(ctx, env, s)
+	job := Job{Run: r.name, Branch: r.branch, Task: n.task.Name, Version: n.task.Version, Call: n.name,
+		Env: env, Group: n.it.Group, Iteration: n.it.N, Key: n.key, Seed: n.seed(), Dir: dir,
+		Inputs: inputs, Params: params, Settings: s, ConfigHash: r.opts.ConfigHash}
+	out, err := r.executor.Execute(ctx, n.task, job, r.events.emit)
+	n.attempts, n.elapsed = out.Attempts, out.Elapsed
 	if err != nil {
-		if errors.Is(err, ErrUnschedulable) {
-			return &TaskError{Task: n.name, Group: n.it.Group, Err: fmt.Errorf("environment %q: %w", env, err)}
-		}
 		return err
 	}
-	var slot *warmSlot
-	var wp *warmPool
-	if s.reuse() {
-		wp = r.warmPool(env)
-		slot = wp.get()
-	}
-	// done frees the task's resources and warm worker; the cache record
-	// written after success does not need them, so it does not hold up
-	// the next task.
-	done := func() {
-		release()
-		if slot != nil {
-			wp.put(slot)
-			slot = nil
-		}
-	}
-	defer done()
-	dctx := ctx
-	if s.Deadline > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, s.Deadline)
-		defer cancel()
-	}
-	for attempt := 1; ; attempt++ {
-		start := time.Now()
-		e := ev
-		e.Kind, e.Attempt, e.Resources = EventStarted, attempt, &s.Resources
-		r.events.emit(e)
-		outs, err := n.attempt(dctx, attempt, s, inputs, params, dir, slot)
-		e.Duration = time.Since(start)
-		n.attempts, n.elapsed = attempt, n.elapsed+e.Duration
-		e.Resources = nil
-		if err == nil {
-			done()
-			n.outputs = outs
-			e.Kind = EventFinished
-			r.events.emit(e)
-			m := &manifest{Key: n.key, Task: n.name, Outputs: outs}
-			return r.cache.record(ctx, m)
-		}
-		switch {
-		case ctx.Err() != nil: // the run is cancelled: no retry, no record
-			return ctx.Err()
-		case dctx.Err() != nil:
-			err = fmt.Errorf("%w (%s over all attempts): %v", ErrDeadline, s.Deadline, err)
-		}
-		e.Error = err.Error()
-		stop := errors.Is(err, ErrPermanent) || errors.Is(err, ErrDeadline) || attempt >= s.Retry.Attempts
-		if stop {
-			e.Kind = EventFailed
-			r.events.emit(e)
-			return &TaskError{Task: n.name, Group: n.it.Group, Attempts: attempt, Err: err}
-		}
-		e.Kind = EventRetried
-		r.events.emit(e)
-		select {
-		case <-time.After(s.Retry.Wait(attempt)):
-		case <-dctx.Done():
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			e.Kind, e.Error = EventFailed, fmt.Sprintf("%v (%s over all attempts) while waiting to retry: %v", ErrDeadline, s.Deadline, err)
-			r.events.emit(e)
-			return &TaskError{Task: n.name, Group: n.it.Group, Attempts: attempt, Err: fmt.Errorf("%w (%s over all attempts): last error: %v", ErrDeadline, s.Deadline, err)}
-		}
-	}
+	n.outputs = out.Outputs
+	return r.cache.record(ctx, &manifest{Key: n.key, Task: n.name, Outputs: out.Outputs})
+}
+
+// attempter runs single attempts of jobs against a store: the local
+// executor's and a Worker's.
+type attempter struct {
+	store   artifacts.Store
+	memo    *memoizer
+	workDir string
+	log     zerolog.Logger
+}
+
+func (r *Run) attempter() attempter {
+	return attempter{store: r.store, memo: r.memo, workDir: r.opts.WorkDir, log: r.opts.Logger}
 }
 
 // attempt runs the task once in a fresh work directory and uploads its
-// outputs.
-func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[string]Artifact, params []byte, dir string, slot *warmSlot) (map[string]Artifact, error) {
-	r := n.it.run
+// outputs to the job's branch.
+func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, slot *warmSlot) (map[string]Artifact, error) {
+	s := job.Settings
 	actx := ctx
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
-	work, err := os.MkdirTemp(r.opts.WorkDir, "rlpipe-task-*")
+	work, err := os.MkdirTemp(a.workDir, "rlpipe-task-*")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
 	tc := &TaskContext{
-		Task: n.name, Group: n.it.Group, Iteration: n.it.N, Attempt: attempt,
-		Seed: n.seed(), WorkDir: work,
-		memoCaller: n.task.Name,
-		inputs:     map[string]string{}, outputs: outputPaths(work, n.task.Outputs),
-		params: params, memo: r.memo, warm: slot,
-		log: r.opts.Logger.With().Str("run", r.name).Int("iteration", n.it.N).Str("task", n.name).Int("attempt", attempt).Logger(),
+		Task: job.Call, Group: job.Group, Iteration: job.Iteration, Attempt: attempt,
+		Seed: job.Seed, WorkDir: work,
+		memoCaller: t.Name,
+		inputs:     map[string]string{}, outputs: outputPaths(work, t.Outputs),
+		params: job.Params, memo: a.memo, warm: slot,
+		log: a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Logger(),
 	}
-	for name, a := range inputs {
+	for name, in := range job.Inputs {
 		p := filepath.Join(work, "in", name)
-		if err := download(actx, r.store, a, p); err != nil {
+		if err := download(actx, a.store, in, p); err != nil {
 			return nil, fmt.Errorf("fetch input %s: %w", name, err)
 		}
 		tc.inputs[name] = p
 	}
-	for _, o := range n.task.Outputs {
+	for _, o := range t.Outputs {
 		target := tc.outputs[o.Name]
 		if o.Dir {
 			err = os.MkdirAll(target, 0o755)
@@ -204,10 +156,10 @@ func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[
 			return nil, err
 		}
 	}
-	if n.task.Run != nil {
-		err = runFunc(actx, n.task.Run, tc)
+	if t.Run != nil {
+		err = runFunc(actx, t.Run, tc)
 	} else {
-		err = runCommand(actx, n.task.Command, tc, s)
+		err = runCommand(actx, t.Command, tc, s)
 	}
 	if err != nil {
 		if actx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
@@ -215,7 +167,7 @@ func (n *Node) attempt(ctx context.Context, attempt int, s Settings, inputs map[
 		}
 		return nil, err
 	}
-	return n.upload(actx, tc, inputs, dir)
+	return a.upload(actx, t, job, tc)
 }
 
 // runFunc runs a Go task body; if it outlives its context the engine stops
@@ -239,37 +191,36 @@ func runFunc(ctx context.Context, f Func, tc *TaskContext) (err error) {
 }
 
 // upload checks each declared output and writes it to the run branch.
-func (n *Node) upload(ctx context.Context, tc *TaskContext, inputs map[string]Artifact, dir string) (map[string]Artifact, error) {
-	r := n.it.run
-	prov := artifacts.Provenance{Task: n.task.Name, TaskVersion: n.task.Version, ConfigHash: r.opts.ConfigHash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContext) (map[string]Artifact, error) {
+	prov := artifacts.Provenance{Task: t.Name, TaskVersion: t.Version, ConfigHash: job.ConfigHash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
 	seed := int64(tc.Seed)
 	prov.Seed = &seed
-	if len(inputs) > 0 {
+	if len(job.Inputs) > 0 {
 		prov.Inputs = map[string]string{}
-		for name, a := range inputs {
-			prov.Inputs[name] = a.digest()
+		for name, in := range job.Inputs {
+			prov.Inputs[name] = in.digest()
 		}
 	}
 	meta := prov.Metadata(nil)
 	outs := map[string]Artifact{}
-	for _, o := range n.task.Outputs {
+	for _, o := range t.Outputs {
 		local := tc.outputs[o.Name]
-		dst := dir + "/" + o.file()
+		dst := job.Dir + "/" + o.file()
 		if !o.Dir {
 			fi, err := os.Stat(local)
 			if err != nil || fi.IsDir() {
-				return nil, Permanent(fmt.Errorf("%w: task %s did not write output %q (expected a file at {{outputs.%s}} = %s)", ErrOutput, n.name, o.Name, o.Name, local))
+				return nil, Permanent(fmt.Errorf("%w: task %s did not write output %q (expected a file at {{outputs.%s}} = %s)", ErrOutput, job.Call, o.Name, o.Name, local))
 			}
 			if o.Check != nil {
 				if err := o.Check(local); err != nil {
-					return nil, Permanent(fmt.Errorf("%w: task %s output %q (%s): %v", ErrOutput, n.name, o.Name, dst, err))
+					return nil, Permanent(fmt.Errorf("%w: task %s output %q (%s): %v", ErrOutput, job.Call, o.Name, dst, err))
 				}
 			}
-			info, err := putFile(ctx, r.store, r.branch, dst, local, meta)
+			info, err := putFile(ctx, a.store, job.Branch, dst, local, meta)
 			if err != nil {
 				return nil, err
 			}
-			outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Checksum: info.Checksum}
+			outs[o.Name] = Artifact{Ref: job.Branch, Path: dst, Checksum: info.Checksum}
 			continue
 		}
 		var files []string
@@ -280,19 +231,19 @@ func (n *Node) upload(ctx context.Context, tc *TaskContext, inputs map[string]Ar
 			return err
 		})
 		if err != nil || len(files) == 0 {
-			return nil, Permanent(fmt.Errorf("%w: task %s wrote no files into output directory %q (%s)", ErrOutput, n.name, o.Name, local))
+			return nil, Permanent(fmt.Errorf("%w: task %s wrote no files into output directory %q (%s)", ErrOutput, job.Call, o.Name, local))
 		}
 		sort.Strings(files)
-		a := Artifact{Ref: r.branch, Path: dst, Dir: true, Files: map[string]string{}}
+		dirArt := Artifact{Ref: job.Branch, Path: dst, Dir: true, Files: map[string]string{}}
 		for _, f := range files {
 			rel := filepath.ToSlash(strings.TrimPrefix(f, local+string(filepath.Separator)))
-			info, err := putFile(ctx, r.store, r.branch, dst+"/"+rel, f, meta)
+			info, err := putFile(ctx, a.store, job.Branch, dst+"/"+rel, f, meta)
 			if err != nil {
 				return nil, err
 			}
-			a.Files[rel] = info.Checksum
+			dirArt.Files[rel] = info.Checksum
 		}
-		outs[o.Name] = a
+		outs[o.Name] = dirArt
 	}
 	return outs, nil
 }

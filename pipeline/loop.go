@@ -35,6 +35,18 @@ type Stages struct {
 	Health *Task
 }
 
+// Tasks lists the stages' tasks that are set, in stage order: what a
+// Worker needs to run any of the loop's calls.
+func (s Stages) Tasks() []*Task {
+	var out []*Task
+	for _, t := range []*Task{s.Sample, s.Generate, s.Reward, s.Train, s.EvalGenerate, s.Eval, s.Health} {
+		if t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // EvalConfig says when and on what the loop evaluates checkpoints.
 type EvalConfig struct {
 	// Every evaluates every Every-th iteration's adapter; 0 turns

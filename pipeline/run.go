@@ -47,6 +47,9 @@ type RunOptions struct {
 	// LockTTL is how long a lock held by a process on another host stays
 	// valid without a heartbeat (default 1 minute).
 	LockTTL time.Duration
+	// Executor runs task calls the cache did not answer (default: the
+	// local executor, in this process under Machine's resources).
+	Executor Executor
 }
 
 // Run is one durable run: a branch in the store, a lock, loop state and
@@ -61,8 +64,10 @@ type Run struct {
 	memo   *memoizer
 	events *eventLog
 	lock   *runLock
-	warm   map[string]*warmPool
-	warmMu sync.Mutex
+	// executor runs the calls the cache does not answer.
+	executor Executor
+	warm     map[string]*warmPool
+	warmMu   sync.Mutex
 
 	commitMu  sync.Mutex
 	committed map[int]chan struct{} // closed when the iteration committed
@@ -117,6 +122,10 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 		committed: map[int]chan struct{}{},
 	}
 	r.memo = &memoizer{store: st, events: r.events}
+	r.executor = opts.Executor
+	if r.executor == nil {
+		r.executor = localExecutor{r}
+	}
 	if opts.OnEvent != nil {
 		r.events.subscribe(opts.OnEvent)
 	}
