@@ -78,7 +78,7 @@ func parseDate(s string) (time.Time, error) {
 }
 
 // sortedKeys returns a map's keys in order, for stable text output.
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

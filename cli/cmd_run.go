@@ -36,6 +36,11 @@ type runOptions struct {
 	// storeDir is the embedded store's directory ("" for other backends):
 	// the default report goes to storeDir/reports/RUN.html.
 	storeDir string
+	// executor is "local" or "temporal"; temporal its connection flags.
+	executor string
+	temporal temporalOptions
+	// exec, when set, runs the tasks (a driver on Temporal sets it).
+	exec pipeline.Executor
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -45,6 +50,9 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noOverlap, "no-overlap", false, "run on-policy: generate each iteration with the previous iteration's adapter (overlap.max_staleness 0)")
 	fs.StringVar(&o.report, "report", "", "the HTML report refreshed after every iteration (default: reports/RUN.html in the embedded store's directory, else report-RUN.html here)")
 	fs.BoolVar(&o.noReport, "no-report", false, "do not write the HTML report")
+	fs.StringVar(&o.executor, "executor", "local", "where tasks run: local (this process) or temporal (workers per environment; see docs/DEPLOY.md)")
+	o.temporal.AddFlags(fs)
+	fs.BoolVar(&o.temporal.noDriver, "no-driver", false, "with --executor temporal: only start or attach to the run; driver workers (`rlpipe worker --driver`) run the loop")
 }
 
 func newRunCommand(g *rootOptions) *cobra.Command {
@@ -63,7 +71,8 @@ stage; otherwise the run's events are logged as JSON lines on stderr.`,
 		Example: `  rlpipe run -f examples/standin/pipeline.yaml
   rlpipe run -f pipeline.yaml --run exp2 --no-cache
   rlpipe run -f examples/arithmetic/pipeline.yaml --run arith-onpolicy --no-overlap
-  rlpipe run -f pipeline.yaml -o json`,
+  rlpipe run -f pipeline.yaml -o json
+  rlpipe --store lakefs://rl run -f pipeline.yaml --executor temporal --temporal temporal.internal:7233`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(o.file)
@@ -85,6 +94,13 @@ stage; otherwise the run's events are logged as JSON lines on stderr.`,
 				// The engine logs from many goroutines: a plain io.Writer
 				// (a buffer) needs its writes serialised; a file does not.
 				d.logger = newLogger(zerolog.SyncWriter(g.env.stderr), newRedactor(g.env.getenv), g.logger.GetLevel())
+			}
+			switch o.executor {
+			case "local":
+			case "temporal":
+				return runOnTemporal(cmd, g, cfg, o, d)
+			default:
+				return usagef("run: --executor %q: use local or temporal", o.executor)
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
 				return runFunc(ctx, st, cfg, o, d, g.printer(cmd))
@@ -143,6 +159,10 @@ type runOut struct {
 	// StageSeconds is the mean time per call of each task that ran (not
 	// cached), by task name: the iteration time breakdown.
 	StageSeconds map[string]float64 `json:"stage_seconds"`
+	// Planned is the number of iterations the config asks for.
+	Planned int `json:"planned_iterations"`
+	// Workflow is the run's Temporal workflow id (--executor temporal).
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // runStats counts a run's events.
@@ -187,33 +207,43 @@ func (s *runStats) event(e pipeline.Event) {
 	}
 }
 
-func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (err error) {
+func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) error {
+	out, err := runLoop(ctx, st, cfg, o, d, p)
+	if err != nil {
+		return err
+	}
+	return printRun(p, out)
+}
+
+// runLoop runs or resumes the loop to its end, printing a line per
+// committed iteration, and returns the summary.
+func runLoop(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (out runOut, err error) {
 	start := time.Now()
 	name := cfg.Run
 	if o.run != "" {
 		name = o.run
 	}
 	if name == "" {
-		return usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
+		return out, usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
 	}
 	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
-		return usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+		return out, usagef("run: --run %q: use letters, digits, '_' and '-'", name)
 	}
 	if cfg.Eval != nil {
 		if err := warnOverlap(ctx, st, cfg, d.stderr); err != nil {
-			return err
+			return out, err
 		}
 	}
 	plan, err := cfg.Plan()
 	if err != nil {
-		return failure(err)
+		return out, failure(err)
 	}
 	defer plan.Close()
 	effective := *cfg
 	effective.Run, effective.Store = name, ""
 	body, err := effective.YAML()
 	if err != nil {
-		return err
+		return out, err
 	}
 	body = append([]byte(fmt.Sprintf("# effective pipeline config of run %s, secrets redacted\n# config-hash: %s\n", name, plan.Run.ConfigHash)), body...)
 
@@ -224,6 +254,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	}
 	plan.Run.Name = name
 	plan.Run.NoCache = o.noCache
+	plan.Run.Executor = o.exec
 	plan.Run.Logger = d.engineLogger()
 	plan.Run.OnEvent = func(e pipeline.Event) {
 		stats.event(e)
@@ -233,10 +264,10 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	}
 	run, err := pipeline.Open(ctx, st, plan.Run)
 	if errors.Is(err, pipeline.ErrRunLocked) {
-		return failure(err) // the engine's message names the run and its holder
+		return out, failure(err) // the engine's message names the run and its holder
 	}
 	if err != nil {
-		return failure(withOp(err, "run %s", name))
+		return out, failure(withOp(err, "run %s", name))
 	}
 	defer func() {
 		if cerr := run.Close(); cerr != nil && err == nil {
@@ -245,7 +276,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	}()
 	staged, err := stageConfig(ctx, st, run.Branch(), body, d.logger)
 	if err != nil {
-		return failure(fmt.Errorf("run %s: record %s: %w", name, configPath, err))
+		return out, failure(fmt.Errorf("run %s: record %s: %w", name, configPath, err))
 	}
 
 	stopDisplay := func() {}
@@ -279,7 +310,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	case o.storeDir != "":
 		reportPath = filepath.Join(o.storeDir, "reports", name+".html")
 		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
-			return failure(fmt.Errorf("run %s: report directory: %w", name, err))
+			return out, failure(fmt.Errorf("run %s: report directory: %w", name, err))
 		}
 	default:
 		reportPath = "report-" + name + ".html"
@@ -322,25 +353,26 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	stopDisplay()
 	if err != nil {
 		if ctx.Err() != nil {
-			return failure(explain(err, "run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration))
+			return out, failure(explain(err, "run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration))
 		}
-		return failure(fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err))
+		return out, failure(fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err))
 	}
 	if staged && stats.newCommitted == 0 {
 		// No iteration recorded the new config: leave the branch clean.
 		if err := st.ResetBranch(ctx, run.Branch(), configPath); err != nil {
-			return failure(fmt.Errorf("run %s: discard staged %s: %w", name, configPath, err))
+			return out, failure(fmt.Errorf("run %s: discard staged %s: %w", name, configPath, err))
 		}
 	}
 	br, err := st.GetBranch(ctx, run.Branch())
 	if err != nil {
-		return failure(withOp(err, "run %s", name))
+		return out, failure(withOp(err, "run %s", name))
 	}
 	stats.mu.Lock()
-	out := runOut{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.newCommitted,
+	out = runOut{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.newCommitted,
 		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
 		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
-		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown()}
+		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown(),
+		Planned: plan.Loop.Iterations}
 	if !o.noReport {
 		if stats.newCommitted == 0 {
 			// Nothing new ran (a finished run): write it once anyway.
@@ -353,6 +385,11 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		}
 	}
 	stats.mu.Unlock()
+	return out, nil
+}
+
+// printRun prints a run's summary.
+func printRun(p printer, out runOut) error {
 	if p.json {
 		return p.JSON(out)
 	}
@@ -373,8 +410,8 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		}
 	}
 	if err := p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
-		name, out.Iterations, plan.Loop.Iterations, shortID(out.Commit), out.NewIterations,
-		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), time.Since(start).Round(100*time.Millisecond)); err != nil {
+		out.Run, out.Iterations, out.Planned, shortID(out.Commit), out.NewIterations,
+		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), (time.Duration(out.Seconds*float64(time.Second))).Round(100*time.Millisecond)); err != nil {
 		return err
 	}
 	if out.Report != "" {

@@ -194,9 +194,10 @@ main:data/prompts.parquet.`,
 		newMergeCommand(o),
 		newRevertCommand(o),
 		newGCCommand(o),
+		newStoreCommand(o),
 		newRunCommand(o), newStatusCommand(o),
 		newRescoreCommand(o), newRewardsCommand(o),
-		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newUICommand(o),
+		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newUICommand(o), newWorkerCommand(o),
 	)
 	return root
 }

@@ -1,0 +1,347 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
+)
+
+// Environment variables of the Temporal connection (the names Temporal's
+// own CLI reads).
+const (
+	EnvTemporalAddress   = "TEMPORAL_ADDRESS"
+	EnvTemporalNamespace = "TEMPORAL_NAMESPACE"
+)
+
+// temporalOptions are the flags that reach a Temporal cluster.
+type temporalOptions struct {
+	address   string
+	namespace string
+	heartbeat time.Duration
+	noDriver  bool
+}
+
+func (o *temporalOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.address, "temporal", "", "Temporal frontend HOST:PORT (env "+EnvTemporalAddress+", default "+temporalrun.DefaultAddress+")")
+	fs.StringVar(&o.namespace, "namespace", "", "Temporal namespace (env "+EnvTemporalNamespace+", default "+temporalrun.DefaultNamespace+")")
+	fs.DurationVar(&o.heartbeat, "heartbeat", temporalrun.DefaultHeartbeat, "how long a worker or driver may go silent before its work moves to another")
+}
+
+// dial connects to Temporal.
+func (o *temporalOptions) dial(g *rootOptions) (client.Client, string, error) {
+	addr, ns := o.address, o.namespace
+	if addr == "" {
+		addr = g.env.getenv(EnvTemporalAddress)
+	}
+	if addr == "" {
+		addr = temporalrun.DefaultAddress
+	}
+	if ns == "" {
+		ns = g.env.getenv(EnvTemporalNamespace)
+	}
+	if ns == "" {
+		ns = temporalrun.DefaultNamespace
+	}
+	if o.heartbeat < time.Second {
+		return nil, "", usagef("--heartbeat %s: use at least 1s", o.heartbeat)
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: temporalrun.Logger(g.logger)})
+	if err != nil {
+		return nil, "", failure(fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nhint: start a server (`temporal server start-dev`) or pass --temporal HOST:PORT (env %s)", addr, ns, err, EnvTemporalAddress))
+	}
+	return c, ns, nil
+}
+
+// sharedStore refuses a store that other processes cannot open: the
+// embedded store belongs to one process at a time.
+func sharedStore(uri string) error {
+	if artifacts.Scheme(uri) != "file" {
+		return nil
+	}
+	return usagef("--store %s is an embedded store, which one process opens at a time; workers on Temporal need a store they all reach: serve it with `rlpipe --store %s store serve` and pass --store lakefs://REPO with the variables it prints (or use a lakeFS server; see docs/DEPLOY.md)", uri, shellQuote(uri))
+}
+
+// storeFor is the store a pipeline command uses: --store, else
+// RLPIPE_STORE, else the config's store, else the default.
+func storeFor(cmd *cobra.Command, g *rootOptions, cfg *config.Config) {
+	if !cmd.Flags().Changed("store") && g.env.getenv(EnvStore) == "" && cfg.Store != "" {
+		g.store = cfg.Store
+	}
+}
+
+func newWorkerCommand(g *rootOptions) *cobra.Command {
+	var (
+		file   string
+		envs   []string
+		driver bool
+		t      temporalOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "worker --env NAME [--env NAME...] [--driver] -f pipeline.yaml",
+		Short: "serve task environments (and the driver) of a pipeline on Temporal",
+		Long: `Serve one or more task environments of a pipeline from Temporal: the
+worker polls each environment's task queue and runs the attempts of its
+tasks here, reading inputs from the store and staging outputs on the run
+branch. It keeps warm state (a loaded model, a built sandbox world)
+between tasks for as long as it runs. With --driver it also runs the loop
+of runs started with ` + "`rlpipe run --executor temporal`" + `, taking over
+from a driver that died.
+
+Start every worker from the same pipeline config and rlpipe build as the
+driver, against the same store (a lakeFS repository, or an embedded store
+served by ` + "`rlpipe store serve`" + `). A task whose environment has no
+worker waits on its queue until one starts. Stop with Ctrl-C: running
+attempts are cancelled and run again on another worker.`,
+		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env rollout --temporal temporal.internal:7233
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env trainer
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env reward --env default --driver`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(file)
+			if err != nil {
+				return failure(err)
+			}
+			storeFor(cmd, g, cfg)
+			if err := sharedStore(g.store); err != nil {
+				return err
+			}
+			if len(envs) == 0 && !driver {
+				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops)")
+			}
+			known := pipelineEnvs(cfg)
+			for _, e := range envs {
+				if !known[e] {
+					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
+				}
+			}
+			plan, err := cfg.Plan()
+			if err != nil {
+				return failure(err)
+			}
+			defer plan.Close()
+			hashes, err := acceptedHashes(cfg)
+			if err != nil {
+				return failure(err)
+			}
+			c, ns, err := t.dial(g)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				repo, err := st.Repository(ctx)
+				if err != nil {
+					return failure(withOp(err, "open store %s", g.store))
+				}
+				w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{
+					Tasks: plan.Stages.Tasks(), Envs: plan.Run.Envs, Machine: plan.Run.Machine,
+					ConfigHashes: hashes, Logger: g.logger,
+				})
+				if err != nil {
+					return failure(err)
+				}
+				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Envs: envs, Worker: w,
+					Concurrency: concurrency(plan.Run, envs)}
+				if driver {
+					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}, printer{w: cmd.OutOrStdout()})
+				}
+				queues := []string{}
+				for _, e := range envs {
+					queues = append(queues, fmt.Sprintf("%s (%s, %d at once)", e, temporalrun.Queue(repo.Name, e), opts.Concurrency[e]))
+				}
+				if driver {
+					queues = append(queues, "driver ("+temporalrun.DriverQueue(repo.Name)+")")
+				}
+				fmt.Fprintf(g.env.stderr, "rlpipe worker: serving %s on Temporal namespace %s, store %s; Ctrl-C stops\n", strings.Join(queues, ", "), ns, g.store)
+				if err := temporalrun.Serve(ctx, opts); err != nil {
+					return failure(err)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "pipeline.yaml", "the pipeline config (the driver's)")
+	cmd.Flags().StringSliceVar(&envs, "env", nil, "an environment to serve (repeat, or comma-separate); tasks without one are in \"default\"")
+	cmd.Flags().BoolVar(&driver, "driver", false, "also run loops of runs started with --executor temporal")
+	t.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// pipelineEnvs are the environments a config's tasks can run in.
+func pipelineEnvs(cfg *config.Config) map[string]bool {
+	known := map[string]bool{"default": true}
+	for name := range cfg.Environments {
+		known[name] = true
+	}
+	return known
+}
+
+// acceptedHashes are the config hashes a worker built from cfg accepts:
+// its own, and its own with the overlap knob the driver may override
+// (--no-overlap), which tasks never read.
+func acceptedHashes(cfg *config.Config) ([]string, error) {
+	h, err := cfg.Hash()
+	if err != nil {
+		return nil, err
+	}
+	c := *cfg
+	c.Overlap.MaxStaleness = 0
+	h0, err := c.Hash()
+	if err != nil {
+		return nil, err
+	}
+	return []string{h, h0}, nil
+}
+
+// concurrency is how many attempts of each environment a worker runs at
+// once: the environment's concurrency, else as many as its CPU request
+// fits on the machine.
+func concurrency(run pipeline.RunOptions, envs []string) map[string]int {
+	m := pipeline.ThisMachine()
+	if run.Machine != nil {
+		m = *run.Machine
+	}
+	out := map[string]int{}
+	for _, e := range envs {
+		s := run.Envs[e]
+		n := s.Concurrency
+		if n <= 0 {
+			cpu := s.Resources.CPU
+			if cpu <= 0 {
+				cpu = 1
+			}
+			n = int(math.Floor(m.CPU / cpu))
+		}
+		out[e] = max(n, 1)
+	}
+	return out
+}
+
+// newDriver is the loop a driver worker runs for a run workflow.
+func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) temporalrun.Driver {
+	return func(ctx context.Context, in temporalrun.RunInput) (json.RawMessage, error) {
+		cfg, err := config.Load(in.Config)
+		if err != nil {
+			return nil, pipeline.Permanent(fmt.Errorf("driver: %w (every driver host needs the pipeline at the path the run was started with)", err))
+		}
+		if in.NoOverlap {
+			cfg.Overlap.MaxStaleness = 0
+		}
+		hash, err := cfg.Hash()
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		if hash != in.ConfigHash {
+			return nil, pipeline.Permanent(fmt.Errorf("%w: %s here has config hash %.12s but run %s was started with %.12s; run every host from the same checkout", pipeline.ErrConfig, in.Config, hash, in.Run, in.ConfigHash))
+		}
+		st, err := artifacts.Open(ctx, in.Store, &artifacts.Options{Logger: g.logger})
+		if err != nil {
+			return nil, fmt.Errorf("driver: open store %s: %w", in.Store, err)
+		}
+		defer st.Close()
+		ex, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: in.Repository, Store: st, Heartbeat: in.Heartbeat, Logger: g.logger})
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		o := runOptions{run: in.Run, noCache: in.NoCache, noOverlap: in.NoOverlap, noReport: true, exec: ex}
+		out, err := runLoop(ctx, st, cfg, o, d, p)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+}
+
+// runOnTemporal is `rlpipe run --executor temporal`: start (or attach to)
+// the run's workflow, drive it from this process unless --no-driver, and
+// wait for it.
+func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o runOptions, d runDisplay) error {
+	if err := sharedStore(g.store); err != nil {
+		return err
+	}
+	name := cfg.Run
+	if o.run != "" {
+		name = o.run
+	}
+	if name == "" {
+		return usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
+	}
+	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
+		return usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+	}
+	hash, err := cfg.Hash()
+	if err != nil {
+		return failure(err)
+	}
+	path, err := filepath.Abs(cfg.File())
+	if err != nil {
+		return failure(err)
+	}
+	c, ns, err := o.temporal.dial(g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	p := g.printer(cmd)
+	return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+		repo, err := st.Repository(ctx)
+		if err != nil {
+			return failure(withOp(err, "open store %s", g.store))
+		}
+		in := temporalrun.RunInput{Run: name, Repository: repo.Name, Config: path, ConfigHash: hash, Store: g.store,
+			NoCache: o.noCache, NoOverlap: o.noOverlap, Heartbeat: o.temporal.heartbeat}
+		served := make(chan error, 1)
+		wctx, stopWorker := context.WithCancel(ctx)
+		defer func() { stopWorker(); <-served }()
+		if o.temporal.noDriver {
+			served <- nil
+		} else {
+			dp := p
+			go func() {
+				served <- temporalrun.Serve(wctx, temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Drive: newDriver(g, c, d, dp)})
+			}()
+		}
+		wr, err := temporalrun.StartRun(ctx, c, in)
+		if err != nil {
+			return failure(err)
+		}
+		fmt.Fprintf(d.stderr, "run %s: workflow %s on Temporal namespace %s; Ctrl-C detaches (the run goes on while a driver worker serves it)\n", name, wr.GetID(), ns)
+		var raw json.RawMessage
+		err = wr.Get(ctx, &raw)
+		if ctx.Err() != nil {
+			return failure(explain(ctx.Err(), "run %s: detached from workflow %s; the run goes on on Temporal while a driver worker (`rlpipe worker --driver`) serves it; run the same command again to attach", name, wr.GetID()))
+		}
+		if err != nil {
+			msg := err.Error()
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) {
+				msg = ae.Message()
+			}
+			return failure(fmt.Errorf("run %s on Temporal (workflow %s): %s", name, wr.GetID(), msg))
+		}
+		var out runOut
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return failure(fmt.Errorf("run %s: the workflow's result is not a run summary: %w", name, err))
+		}
+		out.Workflow = wr.GetID()
+		if p.json {
+			return p.JSON(out)
+		}
+		return printRun(p, out)
+	})
+}

@@ -1,0 +1,239 @@
+package temporalrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Defaults.
+const (
+	// DefaultAddress is the Temporal frontend of a local dev server.
+	DefaultAddress = "127.0.0.1:7233"
+	// DefaultNamespace is Temporal's default namespace.
+	DefaultNamespace = "default"
+	// DefaultHeartbeat is how long a worker may go silent before its
+	// attempt (or the driver) counts as lost and runs elsewhere.
+	DefaultHeartbeat = 30 * time.Second
+	// DefaultMaxLost caps the attempts of one task lost with their workers.
+	DefaultMaxLost = 5
+)
+
+// Queue is the task queue of environment env in repository repo: every
+// worker that serves env for that repository polls it. Tasks without an
+// environment go to env "default".
+func Queue(repo, env string) string {
+	if env == "" {
+		env = "default"
+	}
+	return "rlpipe/" + repo + "/" + env
+}
+
+// DriverQueue is the queue of driver workers, which run the loop.
+func DriverQueue(repo string) string { return "rlpipe/" + repo + "#driver" }
+
+// TaskID is the workflow id of a task call: stable across driver
+// restarts (a new driver attaches to the running or finished workflow
+// instead of starting the task again) and unique per repository, branch,
+// output directory, call and cache key.
+func TaskID(repo string, job pipeline.Job) string {
+	key := job.Key
+	if len(key) > 24 {
+		key = key[:24]
+	}
+	return fmt.Sprintf("rlpipe/%s/%s/%s/%s/%s", repo, job.Branch, job.Dir, job.Call, key)
+}
+
+// ErrDetached is the cause of a context cancelled because its driver is
+// stopping (not because the run was cancelled): the executor leaves the
+// running tasks alone for the next driver to attach to.
+var ErrDetached = errors.New("driver detached; the run goes on on Temporal")
+
+// ExecutorOptions configure an Executor.
+type ExecutorOptions struct {
+	// Client is a connected Temporal client.
+	Client client.Client
+	// Repository is the store's repository name; it scopes queues and
+	// workflow ids so that two repositories can share a namespace.
+	Repository string
+	// Store, when set, is checked when the executor attaches to a task
+	// workflow that finished before (a restarted driver): outputs that
+	// are no longer staged with their checksums are produced again.
+	Store artifacts.Store
+	// Heartbeat is the workers' heartbeat timeout (default DefaultHeartbeat).
+	Heartbeat time.Duration
+	// MaxLost caps attempts lost with their workers (default DefaultMaxLost).
+	MaxLost int
+	// Logger receives warnings (a queue no worker polls).
+	Logger zerolog.Logger
+}
+
+// Executor is a pipeline.Executor that runs each task call as a Temporal
+// workflow on the queue of the call's environment, where `rlpipe worker
+// --env NAME` processes run its attempts. Only the job — references,
+// digests, settings — travels through Temporal; inputs and outputs move
+// between the workers and the store.
+type Executor struct {
+	o      ExecutorOptions
+	warned sync.Map // queue → struct{}
+}
+
+// NewExecutor returns an executor over a connected client.
+func NewExecutor(o ExecutorOptions) (*Executor, error) {
+	if o.Client == nil || o.Repository == "" {
+		return nil, fmt.Errorf("%w: the Temporal executor needs a client and the store's repository name", pipeline.ErrConfig)
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.MaxLost <= 0 {
+		o.MaxLost = DefaultMaxLost
+	}
+	return &Executor{o: o}, nil
+}
+
+// Execute runs the job's attempts through a task workflow and waits for
+// it. If ctx is cancelled the workflow is cancelled too (its running
+// attempt is killed on its worker), unless the cause is ErrDetached.
+func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
+	queue := Queue(x.o.Repository, job.Env)
+	x.warnIfUnserved(ctx, queue, job.Env)
+	ev := pipeline.Event{Group: job.Group, Stage: job.Task, Iteration: job.Iteration, Task: job.Call, Env: job.Env, Key: job.Key}
+	e := ev
+	e.Kind, e.Attempt, e.Resources = pipeline.EventStarted, 1, &job.Settings.Resources
+	report(e)
+	in := TaskInput{Job: job, Queue: queue, Heartbeat: x.o.Heartbeat, MaxLost: x.o.MaxLost}
+	id := TaskID(x.o.Repository, job)
+	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
+	if job.Settings.Cache.Mode == pipeline.CacheDisable {
+		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	}
+	res, err := x.run(ctx, id, queue, in, reuse)
+	if err == nil && res.Error == "" && !x.staged(ctx, job, res.Outputs) {
+		// A finished workflow from an earlier driver whose outputs are
+		// gone from the branch: produce them again.
+		res, err = x.run(ctx, id, queue, in, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	}
+	if err != nil {
+		return pipeline.Outcome{}, err
+	}
+	out := pipeline.Outcome{Outputs: res.Outputs, Attempts: res.Attempts, Elapsed: res.Elapsed}
+	errs := res.Errors
+	if res.Error != "" && len(errs) > 0 {
+		errs = errs[:len(errs)-1]
+	}
+	for i, msg := range errs {
+		r := ev
+		r.Kind, r.Attempt, r.Error = pipeline.EventRetried, i+1, msg
+		report(r)
+	}
+	e = ev
+	e.Attempt, e.Duration = res.Attempts, res.Elapsed
+	if res.Error == "" {
+		e.Kind = pipeline.EventFinished
+		report(e)
+		return out, nil
+	}
+	e.Kind, e.Error = pipeline.EventFailed, res.Error
+	report(e)
+	var cause error = errors.New(res.Error)
+	switch {
+	case res.Permanent:
+		cause = pipeline.Permanent(cause)
+	case res.Deadline:
+		cause = fmt.Errorf("%w%s", pipeline.ErrDeadline, strings.TrimPrefix(res.Error, pipeline.ErrDeadline.Error()))
+	}
+	return out, &pipeline.TaskError{Task: job.Call, Group: job.Group, Attempts: res.Attempts, Err: cause}
+}
+
+// run starts (or attaches to) the task workflow and waits for its result.
+func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reuse enumspb.WorkflowIdReusePolicy) (TaskResult, error) {
+	var res TaskResult
+	opts := client.StartWorkflowOptions{
+		ID: id, TaskQueue: queue,
+		WorkflowIDReusePolicy:    reuse,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	run, err := x.o.Client.ExecuteWorkflow(ctx, opts, TaskWorkflow, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("start task %s on Temporal (queue %s): %w", in.Job.Call, queue, err)
+	}
+	err = run.Get(ctx, &res)
+	if ctx.Err() != nil {
+		if !errors.Is(context.Cause(ctx), ErrDetached) {
+			// The run was cancelled: so is the task, on its worker.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = x.o.Client.CancelWorkflow(cctx, id, run.GetRunID())
+		}
+		return res, ctx.Err()
+	}
+	if err != nil {
+		return res, fmt.Errorf("task %s (workflow %s): %w", in.Job.Call, id, err)
+	}
+	return res, nil
+}
+
+// staged reports whether outputs are on the job's branch with their
+// checksums (always true without a store to check).
+func (x *Executor) staged(ctx context.Context, job pipeline.Job, outs map[string]pipeline.Artifact) bool {
+	if x.o.Store == nil {
+		return true
+	}
+	names := make([]string, 0, len(outs))
+	for n := range outs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := outs[n]
+		files := map[string]string{a.Path: a.Checksum}
+		if a.Dir {
+			files = map[string]string{}
+			for rel, sum := range a.Files {
+				files[a.Path+"/"+rel] = sum
+			}
+		}
+		for p, sum := range files {
+			info, err := x.o.Store.StatObject(ctx, job.Branch, p)
+			if err != nil || info.Checksum != sum {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// warnIfUnserved logs once per queue when no worker polls it: the task
+// waits until one does.
+func (x *Executor) warnIfUnserved(ctx context.Context, queue, env string) {
+	if _, done := x.warned.LoadOrStore(queue, struct{}{}); done {
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := x.o.Client.DescribeTaskQueue(dctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil || len(resp.GetPollers()) > 0 {
+		return
+	}
+	if env == "" {
+		env = "default"
+	}
+	x.o.Logger.Warn().Str("queue", queue).Str("env", env).
+		Msgf("no worker serves environment %s yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
+}

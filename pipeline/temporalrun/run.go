@@ -1,0 +1,138 @@
+package temporalrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// RunInput is what a run workflow carries: where every driver host finds
+// the pipeline and the store, and the run's flags. Never secrets: keys
+// and store credentials come from each host's environment.
+type RunInput struct {
+	Run string `json:"run"`
+	// Repository scopes the queues (the store's repository name).
+	Repository string `json:"repository"`
+	// Config is the pipeline config's path on driver hosts; ConfigHash
+	// its hash, which a driver built from another config refuses.
+	Config     string `json:"config"`
+	ConfigHash string `json:"config_hash"`
+	// Store is the store URI every host opens (lakefs://REPO).
+	Store     string `json:"store"`
+	NoCache   bool   `json:"no_cache,omitempty"`
+	NoOverlap bool   `json:"no_overlap,omitempty"`
+	// Heartbeat is the driver's and the workers' heartbeat timeout.
+	Heartbeat time.Duration `json:"heartbeat_ns,omitempty"`
+}
+
+// Driver runs (or resumes) a run's loop to its end with the Temporal
+// executor and returns a JSON summary. It must be safe to call again
+// after a crash anywhere: pipeline runs are (they resume from the last
+// committed iteration; finished tasks are cache hits or attached
+// workflows).
+type Driver func(ctx context.Context, in RunInput) (json.RawMessage, error)
+
+// RunID is the workflow id of a run: one workflow per run and repository.
+func RunID(repo, run string) string { return "rlpipe/" + repo + "/runs/" + run }
+
+// runWorkflow drives a run by running the drive activity on the driver
+// queue until it succeeds: when the driver's host dies its heartbeat
+// stops, and Temporal gives the loop to another driver worker, which
+// resumes it from the store.
+func runWorkflow(ctx workflow.Context, in RunInput) (json.RawMessage, error) {
+	hb := in.Heartbeat
+	if hb <= 0 {
+		hb = DefaultHeartbeat
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           DriverQueue(in.Repository),
+		StartToCloseTimeout: 365 * 24 * time.Hour,
+		HeartbeatTimeout:    hb,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			NonRetryableErrorTypes: []string{errPermanent},
+		},
+	})
+	var out json.RawMessage
+	err := workflow.ExecuteActivity(actx, DriveAction, in).Get(ctx, &out)
+	return out, err
+}
+
+type drive struct{ f Driver }
+
+// Drive runs the loop, heartbeating. A task that failed for good, or a
+// config error, fails the run workflow; anything else (a lost store or
+// Temporal connection, the lock of a driver still alive) is retried.
+func (d *drive) Drive(ctx context.Context, in RunInput) (json.RawMessage, error) {
+	info := activity.GetInfo(ctx)
+	every := info.HeartbeatTimeout / 3
+	if every <= 0 || every > 10*time.Second {
+		every = 10 * time.Second
+	}
+	// The loop's context: cancelled with ErrDetached when this worker
+	// stops (the tasks keep running for the next driver), plainly when
+	// the run is cancelled.
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stopping := activity.GetWorkerStopChannel(ctx)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-stopping:
+				cancel(ErrDetached)
+				return
+			case <-ctx.Done():
+				select {
+				case <-stopping:
+					cancel(ErrDetached)
+				default:
+					cancel(ctx.Err())
+				}
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, info.Attempt)
+			}
+		}
+	}()
+	out, err := d.f(lctx, in)
+	if err == nil {
+		return out, nil
+	}
+	var te *pipeline.TaskError
+	if errors.As(err, &te) || errors.Is(err, pipeline.ErrConfig) || errors.Is(err, pipeline.ErrPermanent) {
+		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), errPermanent, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	return nil, err
+}
+
+// StartRun starts the run workflow, or attaches to it when it is already
+// running (a second `rlpipe run`, or one after the first was killed).
+func StartRun(ctx context.Context, c client.Client, in RunInput) (client.WorkflowRun, error) {
+	if in.Repository == "" || in.Run == "" {
+		return nil, fmt.Errorf("%w: a run on Temporal needs a run name and the store's repository", pipeline.ErrConfig)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: RunID(in.Repository, in.Run), TaskQueue: DriverQueue(in.Repository),
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, RunWorkflow, in)
+	if err != nil {
+		return nil, fmt.Errorf("start run %s on Temporal: %w", in.Run, err)
+	}
+	return run, nil
+}

@@ -1,0 +1,234 @@
+package temporalrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// Names of the workflows and activities, as registered on workers.
+const (
+	TaskWorkflow  = "rlpipe.task"
+	AttemptAction = "rlpipe.attempt"
+	RunWorkflow   = "rlpipe.run"
+	DriveAction   = "rlpipe.drive"
+)
+
+// Error types an attempt reports to the task workflow.
+const (
+	errPermanent = "rlpipe.Permanent"
+	errTimeout   = "rlpipe.Timeout"
+	errTask      = "rlpipe.TaskError"
+)
+
+// TaskInput is what a task workflow carries: the job (references and
+// digests only) and how long a worker may go silent before its attempt
+// counts as lost.
+type TaskInput struct {
+	Job pipeline.Job `json:"job"`
+	// Queue is the task queue of the job's environment (Queue).
+	Queue     string        `json:"queue"`
+	Heartbeat time.Duration `json:"heartbeat_ns"`
+	// MaxLost caps attempts lost with their worker (heartbeat timeouts),
+	// which do not count against the task's retries.
+	MaxLost int `json:"max_lost"`
+}
+
+// TaskResult is a task workflow's result. A task that failed is a
+// result with Error set, not a failed workflow: the driver turns it into
+// the same *pipeline.TaskError the local executor returns.
+type TaskResult struct {
+	Outputs  map[string]pipeline.Artifact `json:"outputs,omitempty"`
+	Attempts int                          `json:"attempts"`
+	// Lost counts attempts whose worker stopped heartbeating (it died);
+	// they were run again on another worker.
+	Lost    int           `json:"lost,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Errors are the failed attempts' errors, in order; Error the final
+	// one when the task failed, Permanent when it was not retryable.
+	Errors    []string `json:"errors,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Permanent bool     `json:"permanent,omitempty"`
+	Deadline  bool     `json:"deadline,omitempty"`
+	// Workers names the worker that ran each attempt that reported back.
+	Workers []string `json:"workers,omitempty"`
+}
+
+// attemptResult is what one attempt activity returns.
+type attemptResult struct {
+	Outputs map[string]pipeline.Artifact `json:"outputs"`
+	Worker  string                       `json:"worker"`
+	Elapsed time.Duration                `json:"elapsed_ns"`
+}
+
+// taskWorkflow runs a job's attempts on its environment's queue with the
+// local executor's retry semantics: a failed attempt counts against
+// retries.attempts and waits retries' backoff (a durable timer); an
+// attempt whose worker died (no heartbeat) is re-run elsewhere without
+// counting; a permanent error stops at once; the deadline bounds all of
+// it. Cancelling the workflow cancels the running attempt.
+func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
+	s := in.Job.Settings
+	var res TaskResult
+	start := workflow.Now(ctx)
+	var deadline time.Time
+	if s.Deadline > 0 {
+		deadline = start.Add(s.Deadline)
+	}
+	hb := in.Heartbeat
+	if hb <= 0 {
+		hb = DefaultHeartbeat
+	}
+	maxLost := in.MaxLost
+	if maxLost <= 0 {
+		maxLost = DefaultMaxLost
+	}
+	failed := 0
+	for {
+		// A backstop over the worker's own per-attempt timeout, which
+		// kills the task's processes first.
+		stc := 30 * 24 * time.Hour
+		if s.Timeout > 0 {
+			stc = s.Timeout + time.Minute
+		}
+		opts := workflow.ActivityOptions{
+			TaskQueue:           in.Queue,
+			StartToCloseTimeout: stc,
+			HeartbeatTimeout:    hb,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+			WaitForCancellation: true,
+		}
+		if !deadline.IsZero() {
+			left := deadline.Sub(workflow.Now(ctx))
+			if left <= 0 {
+				return deadlineResult(res, s, "before the next attempt"), nil
+			}
+			opts.ScheduleToCloseTimeout = left
+			if opts.StartToCloseTimeout > left {
+				opts.StartToCloseTimeout = left
+			}
+		}
+		actx := workflow.WithActivityOptions(ctx, opts)
+		var ar attemptResult
+		attempt := res.Attempts + 1
+		err := workflow.ExecuteActivity(actx, AttemptAction, in.Job, attempt).Get(ctx, &ar)
+		res.Attempts = attempt
+		if err == nil {
+			res.Outputs, res.Elapsed = ar.Outputs, res.Elapsed+ar.Elapsed
+			res.Workers = append(res.Workers, ar.Worker)
+			return res, nil
+		}
+		if temporal.IsCanceledError(err) || ctx.Err() != nil {
+			return res, err
+		}
+		var te *temporal.TimeoutError
+		var ae *temporal.ApplicationError
+		switch {
+		case errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT:
+			res.Lost++
+			res.Errors = append(res.Errors, fmt.Sprintf("attempt %d lost: its worker stopped heartbeating for %s (it died or was cut off)", attempt, hb))
+			if res.Lost > maxLost {
+				res.Error = fmt.Sprintf("%d attempts lost with their workers (max %d): %s", res.Lost, maxLost, res.Errors[len(res.Errors)-1])
+				return res, nil
+			}
+			continue // another worker takes it; not a failure of the task
+		case errors.As(err, &te) && (te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE || !deadline.IsZero() && !workflow.Now(ctx).Before(deadline)):
+			return deadlineResult(res, s, "while attempt "+fmt.Sprint(attempt)+" ran"), nil
+		case errors.As(err, &ae):
+			msg := ae.Message()
+			res.Errors = append(res.Errors, msg)
+			if ae.Type() == errPermanent {
+				res.Error, res.Permanent = msg, true
+				return res, nil
+			}
+		default:
+			res.Errors = append(res.Errors, err.Error())
+		}
+		failed++
+		if failed >= s.Retry.Attempts {
+			res.Error = res.Errors[len(res.Errors)-1]
+			return res, nil
+		}
+		wait := s.Retry.Wait(failed)
+		if !deadline.IsZero() && workflow.Now(ctx).Add(wait).After(deadline) {
+			return deadlineResult(res, s, "while waiting to retry"), nil
+		}
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return res, err
+		}
+	}
+}
+
+func deadlineResult(res TaskResult, s pipeline.Settings, when string) TaskResult {
+	last := "no attempt finished"
+	if n := len(res.Errors); n > 0 {
+		last = "last error: " + res.Errors[n-1]
+	}
+	res.Deadline = true
+	res.Error = fmt.Sprintf("%v (%s over all attempts) %s; %s", pipeline.ErrDeadline, s.Deadline, when, last)
+	return res
+}
+
+// attempts is the activity side: one attempt of a job on this worker.
+type attempts struct {
+	w    *pipeline.Worker
+	name string
+}
+
+// Attempt runs one attempt, heartbeating while it runs so that the task
+// workflow notices a dead worker and so that a cancellation reaches the
+// task (its context is cancelled and its processes killed).
+func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (attemptResult, error) {
+	info := activity.GetInfo(ctx)
+	every := info.HeartbeatTimeout / 3
+	if every <= 0 || every > 10*time.Second {
+		every = 10 * time.Second
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, attempt)
+			}
+		}
+	}()
+	activity.RecordHeartbeat(ctx, attempt)
+	start := time.Now()
+	outs, err := a.w.Attempt(ctx, job, attempt)
+	elapsed := time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return attemptResult{}, ctx.Err()
+		}
+		typ := errTask
+		switch {
+		case errors.Is(err, pipeline.ErrPermanent):
+			typ = errPermanent
+		case errors.Is(err, pipeline.ErrTimeout):
+			typ = errTimeout
+		}
+		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("on worker %s: %v", a.name, err), typ, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
+	return attemptResult{Outputs: outs, Worker: a.name, Elapsed: elapsed}, nil
+}
+
+// workerName names this process in results and errors: host and pid.
+func workerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}

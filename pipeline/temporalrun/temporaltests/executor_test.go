@@ -1,0 +1,511 @@
+// Package temporaltests runs rlpipe against a real Temporal server
+// started in this process (go.temporal.io/server/temporaltest): the
+// executor's semantics next to the local executor's, and whole pipelines
+// with workers in separate processes. The server takes minutes to
+// compile cold, so these tests live apart from every other package.
+package temporaltests_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
+)
+
+const repo = "tt"
+
+// newServer starts a Temporal server for the test and returns a client.
+func newServer(t *testing.T) (*temporaltest.TestServer, client.Client) {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	return ts, ts.GetDefaultClient()
+}
+
+// newStore creates an embedded store whose main branch holds n prompts.
+func newStore(t *testing.T, n int) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if n > 0 {
+		if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// serve runs in-process workers for envs until the test ends.
+func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
+	t.Helper()
+	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conc := map[string]int{}
+	for _, e := range serveEnvs {
+		conc[e] = 2
+	}
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: serveEnvs, Worker: w, Concurrency: conc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ws {
+		if err := x.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(x.Stop)
+	}
+}
+
+// recorder is an executor that remembers the workflow id of every job.
+type recorder struct {
+	*temporalrun.Executor
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *recorder) Execute(ctx context.Context, t *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
+	r.mu.Lock()
+	r.ids = append(r.ids, temporalrun.TaskID(repo, job))
+	r.mu.Unlock()
+	return r.Executor.Execute(ctx, t, job, report)
+}
+
+func newExecutor(t *testing.T, c client.Client, st artifacts.Store, log zerolog.Logger) *recorder {
+	t.Helper()
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Store: st, Heartbeat: 2 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &recorder{Executor: x}
+}
+
+func standinEnvs() map[string]pipeline.Settings {
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: 5 * time.Millisecond}}
+	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
+}
+
+// sums maps a run's artifacts (iterations/ and run/) to their checksums.
+func sums(t *testing.T, st artifacts.Store, ref string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for e, err := range st.ListObjects(context.Background(), ref, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "evals/") || strings.HasPrefix(e.Path, "run/") {
+			m[e.Path] = e.Checksum
+		}
+	}
+	return m
+}
+
+func sameSums(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatal("the reference run has no artifacts")
+	}
+	for p, s := range want {
+		if got[p] != s {
+			t.Errorf("%s: checksum %q, want %q (the local executor's)", p, got[p], s)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: only in the Temporal run", p)
+		}
+	}
+}
+
+// TestStandinLoopMatchesLocal runs the stand-in loop (overlap on) once
+// with the local executor and once through Temporal, in two stores with
+// the same seed: every artifact is byte-identical, and every task ran as
+// a completed task workflow.
+func TestStandinLoopMatchesLocal(t *testing.T) {
+	ctx := context.Background()
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
+	cfg := pipeline.LoopConfig{Iterations: 4, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
+
+	ref := newStore(t, 10)
+	lr, err := pipeline.Open(ctx, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lr.Loop(ctx, cfg, stages); err != nil {
+		t.Fatal(err)
+	}
+	lr.Close()
+
+	_, c := newServer(t)
+	st := newStore(t, 10)
+	serve(t, c, st, stages.Tasks(), standinEnvs(), "sample", "generate", "reward", "train")
+	x := newExecutor(t, c, st, zerolog.Nop())
+	var finished atomic.Int32
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5, Executor: x,
+		OnEvent: func(e pipeline.Event) {
+			if e.Kind == pipeline.EventFinished {
+				finished.Add(1)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := r.Loop(ctx, cfg, stages)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Iteration != 4 || state.Cursor != 12 {
+		t.Fatalf("state %+v, want iteration 4 and cursor 12", state)
+	}
+	sameSums(t, sums(t, ref, "runs-s"), sums(t, st, "runs-s"))
+	// 4 iterations × 4 stages, each a completed workflow.
+	if len(x.ids) != 16 || finished.Load() != 16 {
+		t.Fatalf("%d task workflows and %d finished events, want 16 each", len(x.ids), finished.Load())
+	}
+	for _, id := range x.ids {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := d.WorkflowExecutionInfo.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			t.Errorf("workflow %s: %s, want completed", id, s)
+		}
+	}
+}
+
+// outcome is what a call ended with, compared across executors.
+type outcome struct {
+	attempts            int
+	permanent, deadline bool
+	err                 string
+	retried             int
+}
+
+// TestRetrySemanticsMatchLocal runs the same failing tasks under both
+// executors: attempts, retries, permanent errors, per-attempt timeouts
+// and the deadline end the same way.
+func TestRetrySemanticsMatchLocal(t *testing.T) {
+	_, c := newServer(t)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	count := func(tc *pipeline.TaskContext) int {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[tc.Task]++
+		return calls[tc.Task]
+	}
+	write := func(tc *pipeline.TaskContext) error {
+		return os.WriteFile(tc.OutputPath("out"), []byte("ok "+tc.Task), 0o644)
+	}
+	out := []pipeline.Output{{Name: "out"}}
+	tasks := []*pipeline.Task{
+		{Name: "flaky", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: 10 * time.Millisecond}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				if count(tc)%3 != 0 {
+					return fmt.Errorf("transient failure %d", tc.Attempt)
+				}
+				return write(tc)
+			}},
+		{Name: "permanent", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 3}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				return pipeline.Permanent(errors.New("bad prompt file row 3"))
+			}},
+		{Name: "exhausted", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: 10 * time.Millisecond}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				return fmt.Errorf("still down (attempt %d)", tc.Attempt)
+			}},
+		{Name: "slow", Env: "x", Outputs: out, Settings: pipeline.Settings{Timeout: 300 * time.Millisecond, Retry: pipeline.Retry{Attempts: 2, Backoff: 10 * time.Millisecond}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				<-ctx.Done()
+				return ctx.Err()
+			}},
+		{Name: "late", Env: "x", Outputs: out, Settings: pipeline.Settings{Deadline: 1500 * time.Millisecond, Retry: pipeline.Retry{Attempts: 50, Backoff: 400 * time.Millisecond, Factor: 1}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				return errors.New("never works")
+			}},
+		{Name: "missing-output", Env: "x", Outputs: out,
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error { return nil }},
+	}
+	envs := map[string]pipeline.Settings{"x": {}}
+	want := map[string]outcome{
+		"flaky":          {attempts: 3, retried: 2},
+		"permanent":      {attempts: 1, permanent: true, err: "bad prompt file row 3"},
+		"exhausted":      {attempts: 2, retried: 1, err: "still down (attempt 2)"},
+		"slow":           {attempts: 2, retried: 1, err: "attempt timed out after 300ms (attempt 2"},
+		"late":           {deadline: true, err: "task deadline passed (1.5s over all attempts)"},
+		"missing-output": {attempts: 1, permanent: true, err: `did not write output "out"`},
+	}
+	run := func(name string, x pipeline.Executor, st artifacts.Store) map[string]outcome {
+		ctx := context.Background()
+		got := map[string]outcome{}
+		var emu sync.Mutex
+		retried := map[string]int{}
+		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x, NoCache: true,
+			OnEvent: func(e pipeline.Event) {
+				if e.Kind == pipeline.EventRetried {
+					emu.Lock()
+					retried[e.Task]++
+					emu.Unlock()
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		it := r.Iteration(1)
+		nodes := map[string]*pipeline.Node{}
+		for _, task := range tasks {
+			nodes[task.Name] = it.Go(ctx, task, pipeline.Call{})
+		}
+		for n, node := range nodes {
+			err := node.Wait(ctx)
+			o := outcome{}
+			var te *pipeline.TaskError
+			if errors.As(err, &te) {
+				o.attempts = te.Attempts
+				o.err = te.Err.Error()
+			}
+			o.permanent = errors.Is(err, pipeline.ErrPermanent)
+			o.deadline = errors.Is(err, pipeline.ErrDeadline)
+			if err == nil {
+				// The bodies run in this process on both executors.
+				mu.Lock()
+				o.attempts = calls[n]
+				mu.Unlock()
+				a, _ := node.Result("out")
+				if b := readAll(t, st, a.Ref, a.Path); string(b) != "ok "+n {
+					t.Errorf("%s: %s output %q", name, n, b)
+				}
+			}
+			emu.Lock()
+			o.retried = retried[n]
+			emu.Unlock()
+			got[n] = o
+		}
+		return got
+	}
+	check := func(executor string, got map[string]outcome) {
+		for n, w := range want {
+			g := got[n]
+			switch {
+			case w.deadline:
+				if !g.deadline || !strings.Contains(g.err, w.err) || g.attempts < 2 {
+					t.Errorf("%s: %s ended %+v; want a deadline error after at least 2 attempts containing %q", executor, n, g, w.err)
+				}
+			case g.attempts != w.attempts || g.permanent != w.permanent || g.retried != w.retried || !strings.Contains(g.err, w.err):
+				t.Errorf("%s: %s ended %+v; want %+v", executor, n, g, w)
+			}
+		}
+	}
+	check("local", run("local", nil, newStore(t, 0)))
+	mu.Lock()
+	calls = map[string]int{}
+	mu.Unlock()
+	st := newStore(t, 0)
+	serve(t, c, st, tasks, envs, "x")
+	check("temporal", run("temporal", newExecutor(t, c, st, zerolog.Nop()), st))
+}
+
+func readAll(t *testing.T, st artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(rc); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestCancelReachesWorker cancels a run while a task runs on a worker:
+// the task's context is cancelled there and its workflow ends cancelled.
+func TestCancelReachesWorker(t *testing.T) {
+	_, c := newServer(t)
+	st := newStore(t, 0)
+	started, stopped := make(chan struct{}), make(chan struct{})
+	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			close(started)
+			<-ctx.Done()
+			close(stopped)
+			return ctx.Err()
+		}}
+	envs := map[string]pipeline.Settings{"x": {}}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	x := newExecutor(t, c, st, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "c", Envs: envs, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	waitFor(t, started, "the task to start on the worker")
+	cancel()
+	if err := node.Wait(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("node ended with %v, want context.Canceled", err)
+	}
+	waitFor(t, stopped, "the worker to cancel the task")
+	id := x.ids[0]
+	for i := 0; ; i++ {
+		d, err := c.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("workflow %s is %s, want canceled", id, d.WorkflowExecutionInfo.GetStatus())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitFor waits for ch; the bound only stops a hung test.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestQueueWithoutWorkerWaits dispatches a task whose environment no
+// worker serves: the driver warns, naming the command that serves it,
+// and the task runs as soon as a worker starts.
+func TestQueueWithoutWorkerWaits(t *testing.T) {
+	_, c := newServer(t)
+	st := newStore(t, 0)
+	task := &pipeline.Task{Name: "lonely", Env: "gpu", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			return os.WriteFile(tc.OutputPath("out"), []byte("done"), 0o644)
+		}}
+	envs := map[string]pipeline.Settings{"gpu": {}}
+	var logs syncBuffer
+	x := newExecutor(t, c, st, zerolog.New(&logs))
+	ctx := context.Background()
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	for i := 0; !strings.Contains(logs.String(), "rlpipe worker --env gpu"); i++ {
+		if i == 1200 {
+			t.Fatalf("no warning about the unserved queue; logs:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-doneCh(node):
+		t.Fatal("the task finished with no worker serving its queue")
+	default:
+	}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "gpu")
+	if err := node.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := node.Result("out")
+	if got := readAll(t, st, a.Ref, a.Path); string(got) != "done" {
+		t.Fatalf("output %q", got)
+	}
+}
+
+func doneCh(n *pipeline.Node) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { _ = n.Wait(context.Background()); close(ch) }()
+	return ch
+}
+
+// TestWorkerRefusesAnotherPipeline sends jobs a worker cannot honour: a
+// task it does not have, and a job planned from another config. Both
+// fail at once with an error that says what to do.
+func TestWorkerRefusesAnotherPipeline(t *testing.T) {
+	_, c := newServer(t)
+	st := newStore(t, 0)
+	mk := func(name string) *pipeline.Task {
+		return &pipeline.Task{Name: name, Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				return os.WriteFile(tc.OutputPath("out"), []byte(name), 0o644)
+			}}
+	}
+	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 3}}}
+	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("known")}, Envs: envs, ConfigHashes: []string{"aaaaaaaaaaaaaaaa"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: []string{"x"}, Worker: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ws {
+		if err := x.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer x.Stop()
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		task, hash, want string
+	}{
+		{"unknown", "aaaaaaaaaaaaaaaa", `this worker has no task "unknown" (it has known); start it from the driver's pipeline config`},
+		{"known", "bbbbbbbbbbbbbbbb", "this worker was started from config aaaaaaaaaaaa but the driver runs config bbbbbbbbbbbb; restart the worker with the driver's pipeline config"},
+	} {
+		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "w" + tc.task, Envs: envs, ConfigHash: tc.hash, Executor: newExecutor(t, c, st, zerolog.Nop())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.Iteration(1).Go(ctx, mk(tc.task), pipeline.Call{}).Wait(ctx)
+		r.Close()
+		var te *pipeline.TaskError
+		if !errors.As(err, &te) || te.Attempts != 1 || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("task %s with config %s: %v; want one permanent attempt saying %q", tc.task, tc.hash, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package temporalrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// WorkerOptions configure Serve.
+type WorkerOptions struct {
+	// Client is a connected Temporal client.
+	Client client.Client
+	// Repository is the store's repository name (it scopes the queues).
+	Repository string
+	// Envs are the environments whose queues this process serves; each
+	// gets the task workflow and the attempt activity.
+	Envs []string
+	// Concurrency caps attempts at once per environment (default 1); the
+	// pipeline.Worker still admits them under its machine's resources.
+	Concurrency map[string]int
+	// Worker runs the attempts (required with Envs).
+	Worker *pipeline.Worker
+	// Drive, when set, also serves the driver queue: this process can run
+	// the loop of any run of the repository.
+	Drive Driver
+	// Name identifies this process in task results (default host/pid).
+	Name string
+}
+
+// Serve polls the queues until ctx is done, then stops the workers
+// (running attempts are cancelled and, their heartbeats gone, re-run
+// elsewhere).
+func Serve(ctx context.Context, o WorkerOptions) error {
+	ws, err := Workers(o)
+	if err != nil {
+		return err
+	}
+	started := 0
+	defer func() {
+		for _, w := range ws[:started] {
+			w.Stop()
+		}
+	}()
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start Temporal worker: %w", err)
+		}
+		started++
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Workers builds (without starting) one Temporal worker per queue Serve
+// would poll: the environments' queues, then the driver queue.
+func Workers(o WorkerOptions) ([]worker.Worker, error) {
+	if o.Client == nil || o.Repository == "" {
+		return nil, fmt.Errorf("%w: a worker needs a Temporal client and the store's repository name", pipeline.ErrConfig)
+	}
+	if len(o.Envs) == 0 && o.Drive == nil {
+		return nil, fmt.Errorf("%w: a worker must serve at least one environment (--env NAME) or the driver (--driver)", pipeline.ErrConfig)
+	}
+	if len(o.Envs) > 0 && o.Worker == nil {
+		return nil, errors.New("temporalrun: WorkerOptions.Worker is required to serve environments")
+	}
+	name := o.Name
+	if name == "" {
+		name = workerName()
+	}
+	envs := append([]string(nil), o.Envs...)
+	sort.Strings(envs)
+	var out []worker.Worker
+	for i, env := range envs {
+		if i > 0 && envs[i-1] == env {
+			continue
+		}
+		n := o.Concurrency[env]
+		if n <= 0 {
+			n = 1
+		}
+		w := worker.New(o.Client, Queue(o.Repository, env), worker.Options{
+			MaxConcurrentActivityExecutionSize: n,
+			Identity:                           name + "/" + env,
+		})
+		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskWorkflow})
+		a := &attempts{w: o.Worker, name: name}
+		w.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptAction})
+		out = append(out, w)
+	}
+	if o.Drive != nil {
+		w := worker.New(o.Client, DriverQueue(o.Repository), worker.Options{Identity: name + "/driver"})
+		w.RegisterWorkflowWithOptions(runWorkflow, workflow.RegisterOptions{Name: RunWorkflow})
+		d := &drive{f: o.Drive}
+		w.RegisterActivityWithOptions(d.Drive, activity.RegisterOptions{Name: DriveAction})
+		out = append(out, w)
+	}
+	return out, nil
+}
