@@ -123,17 +123,17 @@ attempts are cancelled and run again on another worker.`,
 			if len(envs) == 0 && !driver {
 				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops)")
 			}
-			known := pipelineEnvs(cfg)
-			for _, e := range envs {
-				if !known[e] {
-					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
-				}
-			}
 			plan, err := cfg.Plan()
 			if err != nil {
 				return failure(err)
 			}
 			defer plan.Close()
+			known := pipelineEnvs(plan)
+			for _, e := range envs {
+				if !known[e] {
+					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
+				}
+			}
 			hashes, err := acceptedHashes(cfg)
 			if err != nil {
 				return failure(err)
@@ -156,7 +156,7 @@ attempts are cancelled and run again on another worker.`,
 					return failure(err)
 				}
 				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Envs: envs, Worker: w,
-					Concurrency: concurrency(plan.Run, envs)}
+					Concurrency: concurrency(plan.Run, envs), Logger: g.logger}
 				if driver {
 					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}, printer{w: cmd.OutOrStdout()})
 				}
@@ -182,11 +182,19 @@ attempts are cancelled and run again on another worker.`,
 	return cmd
 }
 
-// pipelineEnvs are the environments a config's tasks can run in.
-func pipelineEnvs(cfg *config.Config) map[string]bool {
+// pipelineEnvs are the environments a plan's tasks run in, and the
+// environments it defines; tasks without one are in "default".
+func pipelineEnvs(plan config.Plan) map[string]bool {
 	known := map[string]bool{"default": true}
-	for name := range cfg.Environments {
-		known[name] = true
+	for name := range plan.Run.Envs {
+		if name != "" {
+			known[name] = true
+		}
+	}
+	for _, t := range plan.Stages.Tasks() {
+		if t.Env != "" {
+			known[t.Env] = true
+		}
 	}
 	return known
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -182,6 +183,7 @@ func deadlineResult(res TaskResult, s pipeline.Settings, when string) TaskResult
 type attempts struct {
 	w    *pipeline.Worker
 	name string
+	log  zerolog.Logger
 }
 
 // Attempt runs one attempt, heartbeating while it runs so that the task
@@ -208,10 +210,13 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 		}
 	}()
 	activity.RecordHeartbeat(ctx, attempt)
+	log := a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Str("env", job.Env).Logger()
+	log.Info().Msg("attempt started")
 	start := time.Now()
 	outs, err := a.w.Attempt(ctx, job, attempt)
 	elapsed := time.Since(start)
 	if err != nil {
+		log.Warn().Err(err).Dur("duration", elapsed).Msg("attempt failed")
 		if ctx.Err() != nil {
 			return attemptResult{}, ctx.Err()
 		}
@@ -224,6 +229,7 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 		}
 		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("on worker %s: %v", a.name, err), typ, temporal.ApplicationErrorOptions{NonRetryable: true})
 	}
+	log.Info().Dur("duration", elapsed).Msg("attempt finished")
 	return attemptResult{Outputs: outs, Worker: a.name, Elapsed: elapsed}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -33,6 +34,8 @@ type WorkerOptions struct {
 	Drive Driver
 	// Name identifies this process in task results (default host/pid).
 	Name string
+	// Logger receives a line per attempt started and ended.
+	Logger zerolog.Logger
 }
 
 // Serve polls the queues until ctx is done, then stops the workers
@@ -91,7 +94,7 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 			Identity:                           name + "/" + env,
 		})
 		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskWorkflow})
-		a := &attempts{w: o.Worker, name: name}
+		a := &attempts{w: o.Worker, name: name, log: o.Logger}
 		w.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptAction})
 		out = append(out, w)
 	}

@@ -1,0 +1,410 @@
+package temporaltests_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	_ "github.com/rlpipe/rlpipe/artifacts/lakefs"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
+)
+
+// rlpipeBin is the rlpipe command, built once for the process tests.
+var rlpipeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rlpipe-temporal-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rlpipeBin = filepath.Join(dir, "rlpipe")
+	build := exec.Command("go", "build", "-o", rlpipeBin, "github.com/rlpipe/rlpipe/cli/rlpipe")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build rlpipe:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a child rlpipe process; its output is kept for assertions.
+type proc struct {
+	name           string
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	exited         chan struct{} // closed when the process exited
+	err            error         // its exit error, once exited
+}
+
+func (p *proc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// wait waits for the process to exit and returns its error.
+func (p *proc) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("%s did not finish; stderr:\n%s", p.name, p.stderr.String())
+		return nil
+	}
+}
+
+// waitOutput waits until the process's stderr or stdout holds all of subs.
+func (p *proc) waitOutput(t *testing.T, subs ...string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		all := p.stderr.String() + p.stdout.String()
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(all, s)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited (%v) before printing %q; stderr:\n%s", p.name, p.err, subs, p.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never printed %q; stderr:\n%s", p.name, subs, p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cluster is a Temporal server in this process, an embedded store served
+// by `rlpipe store serve`, and rlpipe workers and drivers as processes.
+type cluster struct {
+	t        *testing.T
+	ts       *temporaltest.TestServer
+	dir      string
+	storeDir string
+	env      []string // the store's variables, for every child
+	repo     string
+	server   *proc
+}
+
+func (c *cluster) start(name string, args ...string) *proc {
+	c.t.Helper()
+	p := &proc{name: name, exited: make(chan struct{})}
+	p.cmd = exec.Command(rlpipeBin, args...)
+	p.cmd.Dir = c.dir
+	p.cmd.Env = append(os.Environ(), c.env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	c.t.Cleanup(func() {
+		p.kill()
+		if c.t.Failed() {
+			c.t.Logf("%s stderr:\n%s", name, tail(p.stderr.String(), 40))
+		}
+	})
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// rlpipe runs a command to completion in dir with extra env and returns
+// its stdout.
+func rlpipe(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(rlpipeBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rlpipe %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out)
+}
+
+// newCluster prepares a store with setup (rlpipe commands run on the
+// embedded store), serves it, and starts a Temporal server.
+func newCluster(t *testing.T, setup func(dir, store string)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir()}
+	c.storeDir = filepath.Join(c.dir, "store")
+	setup(c.dir, c.storeDir)
+	c.server = c.start("store serve", "--store", c.storeDir, "store", "serve", "--addr", "127.0.0.1:0", "-o", "json")
+	c.server.waitOutput(t, `"store":`)
+	var served struct {
+		Repository string            `json:"repository"`
+		Env        map[string]string `json:"env"`
+	}
+	if err := json.NewDecoder(strings.NewReader(c.server.stdout.String())).Decode(&served); err != nil {
+		t.Fatalf("store serve printed %q: %v", c.server.stdout.String(), err)
+	}
+	c.repo = served.Repository
+	for k, v := range served.Env {
+		c.env = append(c.env, k+"="+v)
+	}
+	c.ts = temporaltest.NewServer(temporaltest.WithT(t))
+	return c
+}
+
+// temporal are the flags that point a command at the test's server.
+func (c *cluster) temporal() []string {
+	return []string{"--temporal", c.ts.GetFrontendHostPort(), "--namespace", c.ts.GetDefaultNamespace(), "--heartbeat", "2s"}
+}
+
+// worker starts `rlpipe worker` for envs (and the driver with --driver).
+func (c *cluster) worker(name, cfg string, extra ...string) *proc {
+	args := append([]string{"worker", "-f", cfg, "--log-level", "info"}, extra...)
+	p := c.start(name, append(args, c.temporal()...)...)
+	p.waitOutput(c.t, "rlpipe worker: serving")
+	return p
+}
+
+// stopServer stops the store server so the test can open the store.
+func (c *cluster) stopServer() {
+	_ = syscall.Kill(-c.server.cmd.Process.Pid, syscall.SIGTERM)
+	<-c.server.exited
+}
+
+// storeSums stops the store server and returns a run's artifact sums.
+func (c *cluster) storeSums(run string) (map[string]string, []string) {
+	c.t.Helper()
+	c.stopServer()
+	st, err := local.Open(context.Background(), c.storeDir, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer st.Close()
+	return sums(c.t, st, "runs-"+run), events(c.t, st, "runs-"+run)
+}
+
+// events returns the run's event lines.
+func events(t *testing.T, st artifacts.Store, ref string) []string {
+	t.Helper()
+	var out []string
+	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: "events/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(readAll(t, st, ref, e.Path))))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
+
+// localSums runs cfg with the local executor in a fresh store prepared by
+// setup and returns the run's artifact sums.
+func localSums(t *testing.T, setup func(dir, store string), cfg, run string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	setup(dir, store)
+	rlpipe(t, dir, nil, "--store", store, "run", "-f", cfg, "--no-report")
+	st, err := local.Open(context.Background(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	return sums(t, st, "runs-"+run)
+}
+
+// standinConfig writes the stand-in example with the generate stage
+// sleeping for sleep, and returns its path and a setup that imports its
+// prompts.
+func standinConfig(t *testing.T, sleep string) (string, func(dir, store string)) {
+	t.Helper()
+	b, err := os.ReadFile("../../../examples/standin/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "generate: {kind: standin, sleep: 1s,", "generate: {kind: standin, sleep: "+sleep+",", 1)
+	if !strings.Contains(src, "sleep: "+sleep) {
+		t.Fatal("the stand-in example changed: update standinConfig")
+	}
+	cfg := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prompts, err := filepath.Abs("../../../examples/standin/prompts.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := func(dir, store string) {
+		rlpipe(t, dir, nil, "--store", store, "init-store")
+		rlpipe(t, dir, nil, "--store", store, "dataset", "import", prompts, "main:data/prompts.parquet", "--question", "prompt", "--answer", "answer")
+	}
+	return cfg, setup
+}
+
+// runJSON is the part of `rlpipe run -o json` the tests read.
+type runJSON struct {
+	Iterations    int    `json:"iterations"`
+	NewIterations int    `json:"new_iterations"`
+	Workflow      string `json:"workflow"`
+}
+
+// TestStandinWorkersInProcessesSurviveAKilledWorker runs the stand-in
+// pipeline with one worker process per environment and the loop driven
+// through Temporal. While a generate attempt runs, its worker is
+// SIGKILLed and a second generate worker starts: the attempt is run again
+// there (it does not count as a failure), the run finishes, and every
+// artifact equals the local executor's.
+func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
+	cfg, setup := standinConfig(t, "3s")
+	want := localSums(t, setup, cfg, "standin")
+	c := newCluster(t, setup)
+	for _, env := range []string{"sample", "reward", "train", "health"} {
+		c.worker(env, cfg, "--env", env)
+	}
+	genA := c.worker("generate-a", cfg, "--env", "generate")
+	driver := c.start("run", append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	genA.waitOutput(t, `"task":"generate"`, `"message":"attempt started"`)
+	genB := c.worker("generate-b", cfg, "--env", "generate")
+	genA.kill()
+	if err := driver.wait(t); err != nil {
+		t.Fatalf("run: %v\n%s", err, driver.stderr.String())
+	}
+	var out runJSON
+	if err := json.Unmarshal([]byte(driver.stdout.String()), &out); err != nil {
+		t.Fatalf("run printed %q: %v", driver.stdout.String(), err)
+	}
+	if out.Iterations != 6 || out.Workflow != temporalrun.RunID(c.repo, "standin") {
+		t.Fatalf("run summary %+v, want 6 iterations of workflow %s", out, temporalrun.RunID(c.repo, "standin"))
+	}
+	if !strings.Contains(genB.stderr.String(), `"attempt":2`) {
+		t.Errorf("the second generate worker never ran the lost attempt again; its log:\n%s", tail(genB.stderr.String(), 20))
+	}
+	got, evs := c.storeSums("standin")
+	sameSums(t, want, got)
+	lost := false
+	for _, e := range evs {
+		lost = lost || strings.Contains(e, `"kind":"task.retried"`) && strings.Contains(e, "lost: its worker stopped heartbeating")
+	}
+	if !lost {
+		t.Errorf("no task.retried event records the lost attempt")
+	}
+}
+
+// TestKilledDriverLosesNothing SIGKILLs `rlpipe run --executor temporal`
+// (the only driver) after it committed two iterations; a driver worker
+// started afterwards takes the loop over and finishes it, with every
+// artifact equal to the local executor's. Running the command again
+// attaches to the finished run and commits nothing new.
+func TestKilledDriverLosesNothing(t *testing.T) {
+	cfg, setup := standinConfig(t, "500ms")
+	want := localSums(t, setup, cfg, "standin")
+	c := newCluster(t, setup)
+	for _, env := range []string{"sample", "generate", "reward", "train", "health"} {
+		c.worker(env, cfg, "--env", env)
+	}
+	first := c.start("run", append([]string{"run", "-f", cfg, "--executor", "temporal"}, c.temporal()...)...)
+	first.waitOutput(t, "iteration 2:")
+	first.kill()
+	c.worker("driver", cfg, "--driver")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.ts.GetDefaultClient().GetWorkflow(ctx, temporalrun.RunID(c.repo, "standin"), "").Get(ctx, &raw); err != nil {
+		t.Fatalf("the run workflow did not finish after its driver was killed: %v", err)
+	}
+	var out runJSON
+	if err := json.Unmarshal(raw, &out); err != nil || out.Iterations != 6 || out.NewIterations < 1 || out.NewIterations > 4 {
+		t.Fatalf("workflow result %s: want 6 iterations, the last 1–4 committed by the new driver", raw)
+	}
+	again := rlpipe(t, c.dir, c.env, append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	var second runJSON
+	if err := json.Unmarshal([]byte(again), &second); err != nil || second.Iterations != 6 || second.NewIterations != 0 {
+		t.Fatalf("a second run printed %q: want 6 iterations and none new", again)
+	}
+	got, _ := c.storeSums("standin")
+	sameSums(t, want, got)
+}
+
+// TestArithmeticDemoAcrossProcesses runs the embedded GRPO demo, cut to 4
+// iterations with evaluations of the base model and iterations 2 and 4,
+// with a worker process per environment (the model loaded once per
+// process and kept warm): trajectories, rewards, adapters with their
+// optimizer state, evaluations and the loop state equal the local
+// executor's, byte for byte.
+func TestArithmeticDemoAcrossProcesses(t *testing.T) {
+	b, err := os.ReadFile("../../../examples/arithmetic/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	spec, err := filepath.Abs("../../../examples/arithmetic/reward.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for old, new := range map[string]string{
+		"spec: reward.yaml": "spec: " + spec,
+		"iterations: 60":    "iterations: 4",
+		"every: 10":         "every: 2",
+		"n: 16":             "n: 4",
+		"k: [1, 4, 8, 16]":  "k: [1, 4]",
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("the example no longer has %q; update this test", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	cfg := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup := func(dir, store string) {
+		rlpipe(t, dir, nil, "--store", store, "init-store")
+		rlpipe(t, dir, nil, "--store", store, "dataset", "arith", "main", "--train", "256", "--heldout", "50")
+	}
+	want := localSums(t, setup, cfg, "arith")
+	c := newCluster(t, setup)
+	for _, env := range []string{"sample", "generate", "reward", "train", "eval", "health"} {
+		c.worker(env, cfg, "--env", env)
+	}
+	out := rlpipe(t, c.dir, c.env, append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	var res runJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Iterations != 4 || res.NewIterations != 4 {
+		t.Fatalf("run printed %q: want 4 new iterations", out)
+	}
+	got, _ := c.storeSums("arith")
+	evals := 0
+	for p := range want {
+		if strings.HasPrefix(p, "evals/") && strings.HasSuffix(p, "summary.parquet") {
+			evals++
+		}
+	}
+	if evals != 3 {
+		t.Fatalf("the local run has %d eval summaries, want 3 (base, 2, 4)", evals)
+	}
+	sameSums(t, want, got)
+}
