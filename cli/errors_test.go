@@ -318,24 +318,30 @@ func TestGCWithoutCollector(t *testing.T) {
 	}
 }
 
-// TestCredentialsRedacted checks that lakectl's secret never reaches
-// stderr, in an error message or a log line.
+// TestCredentialsRedacted checks that credentials — lakectl's and those
+// of `rlpipe store serve` — never reach stderr, in an error message or a
+// log line.
 func TestCredentialsRedacted(t *testing.T) {
-	const secret = "s3cr3t-Key-Value"
-	h := newHarness(t)
-	h.env["LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY"] = secret
-	h.env["LAKECTL_CREDENTIALS_ACCESS_KEY_ID"] = "AKIAEXAMPLEKEY"
-	h.store = filepath.Join(h.dir, secret, "AKIAEXAMPLEKEY")
-	r := h.run("--log-level", "trace", "log", "main")
-	if r.code != ExitFailure || !strings.Contains(r.stderr, "no store at") {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	for _, s := range []string{secret, "AKIAEXAMPLEKEY"} {
-		if strings.Contains(r.stderr, s) || strings.Contains(r.stdout, s) {
-			t.Fatalf("output holds a credential:\n%s%s", r.stdout, r.stderr)
+	for _, vars := range [][2]string{
+		{"LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", "LAKECTL_CREDENTIALS_ACCESS_KEY_ID"},
+		{"RLPIPE_STORE_SECRET_ACCESS_KEY", "RLPIPE_STORE_ACCESS_KEY_ID"},
+	} {
+		const secret = "s3cr3t-Key-Value"
+		h := newHarness(t)
+		h.env[vars[0]] = secret
+		h.env[vars[1]] = "AKIAEXAMPLEKEY"
+		h.store = filepath.Join(h.dir, secret, "AKIAEXAMPLEKEY")
+		r := h.run("--log-level", "trace", "log", "main")
+		if r.code != ExitFailure || !strings.Contains(r.stderr, "no store at") {
+			t.Fatalf("%s: exit %d: %s", vars[0], r.code, r.stderr)
 		}
-	}
-	if !strings.Contains(r.stderr, redacted) {
-		t.Fatalf("stderr lacks %s:\n%s", redacted, r.stderr)
+		for _, s := range []string{secret, "AKIAEXAMPLEKEY"} {
+			if strings.Contains(r.stderr, s) || strings.Contains(r.stdout, s) {
+				t.Fatalf("%s: output holds a credential:\n%s%s", vars[0], r.stdout, r.stderr)
+			}
+		}
+		if !strings.Contains(r.stderr, redacted) {
+			t.Fatalf("%s: stderr lacks %s:\n%s", vars[0], redacted, r.stderr)
+		}
 	}
 }

@@ -7,10 +7,15 @@ import (
 )
 
 // secretEnv names the environment variables whose values must never reach
-// the terminal or a log: lakectl's credentials.
+// the terminal or a log: lakectl's credentials, those of `rlpipe store
+// serve`, and the tokens of rlpipe's servers.
 var secretEnv = [...]string{
 	"LAKECTL_CREDENTIALS_ACCESS_KEY_ID",
 	"LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY",
+	"RLPIPE_STORE_ACCESS_KEY_ID",
+	"RLPIPE_STORE_SECRET_ACCESS_KEY",
+	"RLPIPE_POLICY_TOKEN",
+	"RLPIPE_UI_TOKEN",
 }
 
 const redacted = "[REDACTED]"

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWorkerAndTemporalRunBadInput checks the mistakes `rlpipe worker`
+// and `rlpipe run --executor temporal` catch before reaching Temporal,
+// and an unreachable server: each a clear error naming the fix.
+func TestWorkerAndTemporalRunBadInput(t *testing.T) {
+	h := newHarness(t)
+	cfg := "../examples/standin/pipeline.yaml"
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"embedded store", []string{"--store", h.store, "run", "-f", cfg, "--executor", "temporal"}, ExitUsage,
+			"is an embedded store, which one process opens at a time; workers on Temporal need a store they all reach: serve it with `rlpipe --store " + h.store + " store serve`"},
+		{"unknown executor", []string{"--store", h.store, "run", "-f", cfg, "--executor", "k8s"}, ExitUsage,
+			`run: --executor "k8s": use local or temporal`},
+		{"worker on the embedded store", []string{"--store", h.store, "worker", "-f", cfg, "--env", "generate"}, ExitUsage,
+			"is an embedded store, which one process opens at a time"},
+		{"no environment", []string{"--store", "lakefs://rl", "worker", "-f", cfg}, ExitUsage,
+			"worker: name the environments to serve with --env NAME (or --driver to run loops)"},
+		{"unknown environment", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "gpu"}, ExitUsage,
+			`worker: --env "gpu": no task of ../examples/standin/pipeline.yaml runs in it (its environments: default, generate, health, reward, sample, train)`},
+		{"tiny heartbeat", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--heartbeat", "10ms"}, ExitUsage,
+			"--heartbeat 10ms: use at least 1s"},
+		{"no server", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--temporal", "127.0.0.1:1"}, ExitFailure,
+			"cannot reach Temporal at 127.0.0.1:1 (namespace default)"},
+		{"no server for run", []string{"--store", "lakefs://rl", "run", "-f", cfg, "--executor", "temporal", "--temporal", "127.0.0.1:1", "--namespace", "rl"}, ExitFailure,
+			"hint: start a server (`temporal server start-dev`) or pass --temporal HOST:PORT (env TEMPORAL_ADDRESS)"},
+	} {
+		r := h.runRaw(tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d and %q", tc.name, r.code, r.stderr, tc.code, tc.want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package temporaltests_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
+)
+
+// noop is a task that does nothing and writes nothing: what remains of
+// its time is the executor's.
+var noop = &pipeline.Task{Name: "noop", Env: "x", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
+
+func benchStore(b *testing.B) artifacts.Store {
+	b.Helper()
+	st, err := local.Create(context.Background(), filepath.Join(b.TempDir(), "store"), "main", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// runNoops runs n no-op calls (distinct cache keys, cache off) with at
+// most par in flight and returns the wall time.
+func runNoops(b *testing.B, st artifacts.Store, name string, x pipeline.Executor, envs map[string]pipeline.Settings, n, par int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x, NoCache: true,
+		Machine: &pipeline.Machine{CPU: 64, MemoryMB: 1 << 16}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	it := r.Iteration(1)
+	start := time.Now()
+	sem := make(chan struct{}, par)
+	nodes := make([]*pipeline.Node, n)
+	for i := range nodes {
+		sem <- struct{}{}
+		nodes[i] = it.Go(ctx, noop, pipeline.Call{Name: fmt.Sprintf("noop-%04d", i), Params: i})
+		go func(nd *pipeline.Node) { _ = nd.Wait(ctx); <-sem }(nodes[i])
+	}
+	for _, nd := range nodes {
+		if err := nd.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// startWorkers starts k in-process workers on env x's queue, each
+// running one attempt at a time, as k single-slot hosts would.
+func startWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[string]pipeline.Settings, k int) {
+	b.Helper()
+	for i := 0; i < k; i++ {
+		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: []string{"x"}, Worker: w,
+			Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, x := range ws {
+			if err := x.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(x.Stop)
+		}
+	}
+}
+
+// BenchmarkTemporalTaskOverhead compares the time per task call, one call
+// at a time, through the Temporal executor (a task workflow and one
+// attempt activity on an in-process server) with the local executor's on
+// the same store and machine; both include the engine's own work (cache
+// key, cache record, work directory).
+func BenchmarkTemporalTaskOverhead(b *testing.B) {
+	const n = 60
+	envs := map[string]pipeline.Settings{"x": {}}
+	ts := temporaltest.NewServer()
+	defer ts.Stop()
+	c := ts.GetDefaultClient()
+	for i := 0; i < b.N; i++ {
+		st := benchStore(b)
+		startWorkers(b, c, st, envs, 1)
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Logger: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runNoops(b, st, fmt.Sprintf("warm%d", i), x, envs, 5, 1) // first workflow of a queue pays setup
+		localT := runNoops(b, st, fmt.Sprintf("local%d", i), nil, envs, n, 1)
+		tempT := runNoops(b, st, fmt.Sprintf("temporal%d", i), x, envs, n, 1)
+		perLocal := float64(localT.Microseconds()) / 1000 / n
+		perTemp := float64(tempT.Microseconds()) / 1000 / n
+		b.ReportMetric(perLocal, "local-ms/task")
+		b.ReportMetric(perTemp, "temporal-ms/task")
+		b.ReportMetric(perTemp/perLocal, "temporal/local")
+		fmt.Printf("task overhead, %d sequential no-op calls: local %.2f ms/task, Temporal %.2f ms/task (in-process server, 1 worker): %.1fx\n",
+			n, perLocal, perTemp, perTemp/perLocal)
+	}
+}
+
+// BenchmarkTemporalNoopThroughput4Workers runs 200 no-op calls, 16 in
+// flight, through 4 workers that each run one attempt at a time, and
+// compares the throughput with the local executor running 4 at a time.
+func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
+	const n, inflight = 200, 16
+	envs := map[string]pipeline.Settings{"x": {Concurrency: 4}}
+	ts := temporaltest.NewServer()
+	defer ts.Stop()
+	c := ts.GetDefaultClient()
+	for i := 0; i < b.N; i++ {
+		st := benchStore(b)
+		startWorkers(b, c, st, envs, 4)
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Logger: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runNoops(b, st, fmt.Sprintf("warm%d", i), x, envs, 8, 4)
+		localT := runNoops(b, st, fmt.Sprintf("local%d", i), nil, envs, n, inflight)
+		tempT := runNoops(b, st, fmt.Sprintf("temporal%d", i), x, envs, n, inflight)
+		localRate := n / localT.Seconds()
+		tempRate := n / tempT.Seconds()
+		b.ReportMetric(tempRate, "temporal-tasks/s")
+		b.ReportMetric(localRate, "local-tasks/s")
+		b.ReportMetric(localRate/tempRate, "local/temporal")
+		fmt.Printf("no-op throughput, %d calls, %d in flight: Temporal with 4 workers %.0f tasks/s, local executor (4 at once) %.0f tasks/s: local/Temporal %.1fx\n",
+			n, inflight, tempRate, localRate, localRate/tempRate)
+	}
+}
