@@ -1,0 +1,113 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// wireExecutor is a remote executor without the network: each job goes
+// through JSON, as it would through Temporal, and a Worker runs its
+// attempts, one at a time, until one succeeds or the retries run out.
+type wireExecutor struct{ w *pipeline.Worker }
+
+func (x wireExecutor) Execute(ctx context.Context, _ *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return pipeline.Outcome{}, err
+	}
+	var got pipeline.Job
+	if err := json.Unmarshal(b, &got); err != nil {
+		return pipeline.Outcome{}, err
+	}
+	for attempt := 1; ; attempt++ {
+		outs, err := x.w.Attempt(ctx, got, attempt)
+		if err == nil {
+			report(pipeline.Event{Kind: pipeline.EventFinished, Task: job.Call, Iteration: job.Iteration, Attempt: attempt})
+			return pipeline.Outcome{Outputs: outs, Attempts: attempt}, nil
+		}
+		if errors.Is(err, pipeline.ErrPermanent) || attempt >= job.Settings.Retry.Attempts {
+			return pipeline.Outcome{Attempts: attempt}, &pipeline.TaskError{Task: job.Call, Group: job.Group, Attempts: attempt, Err: err}
+		}
+	}
+}
+
+// TestWorkerRunsJobsLikeTheLocalExecutor runs the stand-in loop (overlap
+// on, a transient failure in every stage) with its attempts run by a
+// Worker from jobs that went through JSON, and checks that every artifact
+// equals the local executor's: a job carries all a task needs.
+func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
+	ctx := context.Background()
+	mk := func() (artifacts.Store, pipeline.Stages, map[string]pipeline.Settings) {
+		st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 10); err != nil {
+			t.Fatal(err)
+		}
+		stages := standin.Stages(standin.Options{SamplesPerPrompt: 2,
+			FailTimes: map[string]int{"sample": 1, "generate": 1, "reward": 1, "train": 1}})
+		retry := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2}}
+		envs := map[string]pipeline.Settings{"sample": retry, "generate": retry, "reward": retry, "train": retry}
+		return st, stages, envs
+	}
+	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
+	sums := func(st artifacts.Store) map[string]string {
+		m := map[string]string{}
+		for e, err := range st.ListObjects(ctx, "runs-w", nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
+				m[e.Path] = e.Checksum
+			}
+		}
+		return m
+	}
+
+	ref, stages, envs := mk()
+	r := openRun(t, ref, pipeline.RunOptions{Name: "w", Envs: envs, Seed: 3})
+	if _, err := r.Loop(ctx, cfg, stages); err != nil {
+		t.Fatal(err)
+	}
+	want := sums(ref)
+
+	st, stages, envs := mk()
+	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: stages.Tasks(), Envs: envs, ConfigHashes: []string{"cfg-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(w.Tasks(), " "); got != "generate reward sample train" {
+		t.Fatalf("worker tasks %q", got)
+	}
+	r2 := openRun(t, st, pipeline.RunOptions{Name: "w", Envs: envs, Seed: 3, ConfigHash: "cfg-1", Executor: wireExecutor{w}})
+	if _, err := r2.Loop(ctx, cfg, stages); err != nil {
+		t.Fatal(err)
+	}
+	got := sums(st)
+	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("artifacts through the worker differ from the local executor's:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestWorkerRejectsTwoTasksOfOneName checks the registry: a worker must
+// know which task a job names.
+func TestWorkerRejectsTwoTasksOfOneName(t *testing.T) {
+	a := &pipeline.Task{Name: "gen", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
+	b := &pipeline.Task{Name: "gen", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
+	_, err := pipeline.NewWorker(newStore(t), pipeline.WorkerOptions{Tasks: []*pipeline.Task{a, b}})
+	if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), "two tasks are named gen") {
+		t.Fatalf("err = %v", err)
+	}
+}
