@@ -20,9 +20,16 @@ build: ## build bin/rlpipe
 	$(GO) build -o $(BIN) ./cli/rlpipe
 
 .PHONY: test
-test: deps ## run every test with the race detector, then execute the notebooks
+# The Temporal tests run an in-process Temporal server: they run without
+# the race detector, which would slow the server's own hundreds of
+# goroutines several-fold (and its cold compile by many minutes). The
+# code they exercise on our side is race-tested in ./pipeline.
+TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
+
+test: deps ## run every test with the race detector, then the Temporal tests, then the notebooks
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /temporaltests)
+	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
 
 .PHONY: notebooks
@@ -40,10 +47,11 @@ demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (ab
 
 .PHONY: bench
 bench: ## run the benchmarks and print their ratios
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./artifacts/... ./pipeline/...
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m $$($(GO) list ./artifacts/... ./pipeline/... | grep -v /temporaltests)
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/...
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./evaluators/... ./reports/...
 	$(GO) test -run '^$$' -bench 'DemoOverlap|EvalBackfill' -benchtime 1x -timeout 30m ./cli/
+	$(GO) test -run '^$$' -bench Temporal -benchtime 1x -timeout 30m $(TEMPORAL_TESTS)
 	cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .
 
 .PHONY: fuzz
