@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -103,14 +106,53 @@ func BenchmarkTemporalTaskOverhead(b *testing.B) {
 		runNoops(b, st, fmt.Sprintf("warm%d", i), x, envs, 5, 1) // first workflow of a queue pays setup
 		localT := runNoops(b, st, fmt.Sprintf("local%d", i), nil, envs, n, 1)
 		tempT := runNoops(b, st, fmt.Sprintf("temporal%d", i), x, envs, n, 1)
+		floorT := temporalFloor(b, c, n)
 		perLocal := float64(localT.Microseconds()) / 1000 / n
 		perTemp := float64(tempT.Microseconds()) / 1000 / n
+		perFloor := float64(floorT.Microseconds()) / 1000 / n
 		b.ReportMetric(perLocal, "local-ms/task")
 		b.ReportMetric(perTemp, "temporal-ms/task")
+		b.ReportMetric(perFloor, "floor-ms/task")
 		b.ReportMetric(perTemp/perLocal, "temporal/local")
-		fmt.Printf("task overhead, %d sequential no-op calls: local %.2f ms/task, Temporal %.2f ms/task (in-process server, 1 worker): %.1fx\n",
-			n, perLocal, perTemp, perTemp/perLocal)
+		b.ReportMetric(perTemp/perFloor, "temporal/floor")
+		fmt.Printf("task overhead, %d sequential no-op calls: local %.2f ms/task, Temporal %.2f ms/task (in-process server, 1 worker): %.1fx local; "+
+			"a bare workflow with one empty activity on the same server %.2f ms: rlpipe on Temporal is %.2fx that floor\n",
+			n, perLocal, perTemp, perTemp/perLocal, perFloor, perTemp/perFloor)
 	}
+}
+
+// temporalFloor times n sequential runs of the least a Temporal task can
+// be: a workflow that runs one empty activity, on a worker of its own.
+func temporalFloor(b *testing.B, c client.Client, n int) time.Duration {
+	b.Helper()
+	w := worker.New(c, "floor", worker.Options{})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+		return workflow.ExecuteActivity(ctx, "floor-activity").Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "floor"})
+	w.RegisterActivityWithOptions(func(context.Context) error { return nil }, activity.RegisterOptions{Name: "floor-activity"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	ctx := context.Background()
+	run := func(i int) {
+		r, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("floor-%d-%d", b.N, i), TaskQueue: "floor"}, "floor")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Get(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		run(-1 - i)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		run(i)
+	}
+	return time.Since(start)
 }
 
 // BenchmarkTemporalNoopThroughput4Workers runs 200 no-op calls, 16 in
