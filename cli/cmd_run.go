@@ -51,7 +51,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.report, "report", "", "the HTML report refreshed after every iteration (default: reports/RUN.html in the embedded store's directory, else report-RUN.html here)")
 	fs.BoolVar(&o.noReport, "no-report", false, "do not write the HTML report")
 	fs.StringVar(&o.executor, "executor", "local", "where tasks run: local (this process) or temporal (workers per environment; see docs/DEPLOY.md)")
-	o.temporal.AddFlags(fs)
+	o.temporal.AddFlags(fs, true)
 	fs.BoolVar(&o.temporal.noDriver, "no-driver", false, "with --executor temporal: only start or attach to the run; driver workers (`rlpipe worker --driver`) run the loop")
 }
 
@@ -411,7 +411,7 @@ func printRun(p printer, out runOut) error {
 	}
 	if err := p.Printf("run %s: iteration %d of %d committed as %s (%d new; %s, %d cached, %s) in %s\n",
 		out.Run, out.Iterations, out.Planned, shortID(out.Commit), out.NewIterations,
-		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), (time.Duration(out.Seconds*float64(time.Second))).Round(100*time.Millisecond)); err != nil {
+		plural(out.Tasks, "task"), out.Cached, plural(out.Attempts, "attempt"), (time.Duration(out.Seconds * float64(time.Second))).Round(100*time.Millisecond)); err != nil {
 		return err
 	}
 	if out.Report != "" {

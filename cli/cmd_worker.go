@@ -36,10 +36,15 @@ type temporalOptions struct {
 	noDriver  bool
 }
 
-func (o *temporalOptions) AddFlags(fs *pflag.FlagSet) {
+// AddFlags adds the connection flags; the run command also takes
+// --heartbeat, which the run's workflows carry to every worker.
+func (o *temporalOptions) AddFlags(fs *pflag.FlagSet, heartbeat bool) {
 	fs.StringVar(&o.address, "temporal", "", "Temporal frontend HOST:PORT (env "+EnvTemporalAddress+", default "+temporalrun.DefaultAddress+")")
 	fs.StringVar(&o.namespace, "namespace", "", "Temporal namespace (env "+EnvTemporalNamespace+", default "+temporalrun.DefaultNamespace+")")
-	fs.DurationVar(&o.heartbeat, "heartbeat", temporalrun.DefaultHeartbeat, "how long a worker or driver may go silent before its work moves to another")
+	o.heartbeat = temporalrun.DefaultHeartbeat
+	if heartbeat {
+		fs.DurationVar(&o.heartbeat, "heartbeat", temporalrun.DefaultHeartbeat, "how long a worker or the driver may go silent before its work moves to another process")
+	}
 }
 
 // dial connects to Temporal.
@@ -86,10 +91,12 @@ func storeFor(cmd *cobra.Command, g *rootOptions, cfg *config.Config) {
 
 func newWorkerCommand(g *rootOptions) *cobra.Command {
 	var (
-		file   string
-		envs   []string
-		driver bool
-		t      temporalOptions
+		file    string
+		envs    []string
+		driver  bool
+		gpus    int
+		gpuType string
+		t       temporalOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --env NAME [--env NAME...] [--driver] -f pipeline.yaml",
@@ -134,9 +141,17 @@ attempts are cancelled and run again on another worker.`,
 					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
 				}
 			}
-			hashes, err := acceptedHashes(cfg)
+			pid, err := pipelineID(cfg)
 			if err != nil {
 				return failure(err)
+			}
+			if gpus >= 0 {
+				m := pipeline.ThisMachine()
+				if plan.Run.Machine != nil {
+					m = *plan.Run.Machine
+				}
+				m.GPU, m.GPUType = gpus, gpuType
+				plan.Run.Machine = &m
 			}
 			c, ns, err := t.dial(g)
 			if err != nil {
@@ -149,20 +164,19 @@ attempts are cancelled and run again on another worker.`,
 					return failure(withOp(err, "open store %s", g.store))
 				}
 				w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{
-					Tasks: plan.Stages.Tasks(), Envs: plan.Run.Envs, Machine: plan.Run.Machine,
-					ConfigHashes: hashes, Logger: g.logger,
+					Tasks: plan.Stages.Tasks(), Envs: plan.Run.Envs, Machine: plan.Run.Machine, Logger: g.logger,
 				})
 				if err != nil {
 					return failure(err)
 				}
-				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Envs: envs, Worker: w,
+				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Pipeline: pid, Envs: envs, Worker: w,
 					Concurrency: concurrency(plan.Run, envs), Logger: g.logger}
 				if driver {
 					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}, printer{w: cmd.OutOrStdout()})
 				}
 				queues := []string{}
 				for _, e := range envs {
-					queues = append(queues, fmt.Sprintf("%s (%s, %d at once)", e, temporalrun.Queue(repo.Name, e), opts.Concurrency[e]))
+					queues = append(queues, fmt.Sprintf("%s (%s, %d at once)", e, temporalrun.Queue(repo.Name, pid, e), opts.Concurrency[e]))
 				}
 				if driver {
 					queues = append(queues, "driver ("+temporalrun.DriverQueue(repo.Name)+")")
@@ -178,7 +192,9 @@ attempts are cancelled and run again on another worker.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "pipeline.yaml", "the pipeline config (the driver's)")
 	cmd.Flags().StringSliceVar(&envs, "env", nil, "an environment to serve (repeat, or comma-separate); tasks without one are in \"default\"")
 	cmd.Flags().BoolVar(&driver, "driver", false, "also run loops of runs started with --executor temporal")
-	t.AddFlags(cmd.Flags())
+	cmd.Flags().IntVar(&gpus, "gpus", -1, "GPUs this host hands to tasks (default: the config's machine section, else none)")
+	cmd.Flags().StringVar(&gpuType, "gpu-type", "", "the type of this host's GPUs, matched against resources.gpu_type")
+	t.AddFlags(cmd.Flags(), false)
 	return cmd
 }
 
@@ -199,21 +215,20 @@ func pipelineEnvs(plan config.Plan) map[string]bool {
 	return known
 }
 
-// acceptedHashes are the config hashes a worker built from cfg accepts:
-// its own, and its own with the overlap knob the driver may override
-// (--no-overlap), which tasks never read.
-func acceptedHashes(cfg *config.Config) ([]string, error) {
-	h, err := cfg.Hash()
-	if err != nil {
-		return nil, err
-	}
+// pipelineID names a pipeline's tasks in its queue names: a short hash
+// of its config without what only the driver reads (the number of
+// iterations, overlap), so that a worker serves exactly the pipeline it
+// was started from, and a run extended or run on-policy needs no
+// restart of its workers.
+func pipelineID(cfg *config.Config) (string, error) {
 	c := *cfg
-	c.Overlap.MaxStaleness = 0
-	h0, err := c.Hash()
+	c.Iterations, c.Overlap.MaxStaleness = 0, 0
+	h, err := c.Hash()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return []string{h, h0}, nil
+	h = strings.TrimPrefix(h, "sha256:")
+	return h[:12], nil
 }
 
 // concurrency is how many attempts of each environment a worker runs at
@@ -262,7 +277,11 @@ func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) tempora
 			return nil, fmt.Errorf("driver: open store %s: %w", in.Store, err)
 		}
 		defer st.Close()
-		ex, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: in.Repository, Store: st, Heartbeat: in.Heartbeat, Logger: g.logger})
+		pid, err := pipelineID(cfg)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		ex, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: in.Repository, Pipeline: pid, Store: st, Heartbeat: in.Heartbeat, Logger: g.logger})
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}

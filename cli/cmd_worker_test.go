@@ -27,7 +27,7 @@ func TestWorkerAndTemporalRunBadInput(t *testing.T) {
 			"worker: name the environments to serve with --env NAME (or --driver to run loops)"},
 		{"unknown environment", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "gpu"}, ExitUsage,
 			`worker: --env "gpu": no task of ../examples/standin/pipeline.yaml runs in it (its environments: default, generate, health, reward, sample, train)`},
-		{"tiny heartbeat", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--heartbeat", "10ms"}, ExitUsage,
+		{"tiny heartbeat", []string{"--store", "lakefs://rl", "run", "-f", cfg, "--executor", "temporal", "--heartbeat", "10ms"}, ExitUsage,
 			"--heartbeat 10ms: use at least 1s"},
 		{"no server", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--temporal", "127.0.0.1:1"}, ExitFailure,
 			"cannot reach Temporal at 127.0.0.1:1 (namespace default)"},

@@ -254,6 +254,11 @@ func (c *Config) planEval(p *Plan) error {
 	}
 	o := evaluators.TaskOptions{Policy: p.Policy.Policy, Identity: p.Policy.Identity, Sampling: s, Seed: e.Seed,
 		Reward: prog, Set: e.Name, Ks: e.K}
+	if c.Policy != nil && c.Policy.AdapterRoot != "" {
+		// A remote server reads checkpoints from the shared directory, as
+		// the rollout stage's adapters.
+		o.Adapters = rollouts.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
+	}
 	if m := p.Policy.Embedded; m != nil {
 		o.Exact = evaluators.TinyExact(m)
 	}

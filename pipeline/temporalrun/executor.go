@@ -10,6 +10,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/rs/zerolog"
@@ -31,14 +32,17 @@ const (
 	DefaultMaxLost = 5
 )
 
-// Queue is the task queue of environment env in repository repo: every
-// worker that serves env for that repository polls it. Tasks without an
-// environment go to env "default".
-func Queue(repo, env string) string {
+// Queue is the task queue of environment env of a pipeline in
+// repository repo: every worker started from that pipeline for env polls
+// it, and workers of other pipelines sharing the repository never see
+// its jobs. pipeline identifies the pipeline's tasks (the CLI uses a
+// short hash of its config without the driver's own knobs). Tasks
+// without an environment go to env "default".
+func Queue(repo, pipeline, env string) string {
 	if env == "" {
 		env = "default"
 	}
-	return "rlpipe/" + repo + "/" + env
+	return "rlpipe/" + repo + "/" + pipeline + "/" + env
 }
 
 // DriverQueue is the queue of driver workers, which run the loop.
@@ -68,6 +72,8 @@ type ExecutorOptions struct {
 	// Repository is the store's repository name; it scopes queues and
 	// workflow ids so that two repositories can share a namespace.
 	Repository string
+	// Pipeline identifies the pipeline's tasks in queue names (Queue).
+	Pipeline string
 	// Store, when set, is checked when the executor attaches to a task
 	// workflow that finished before (a restarted driver): outputs that
 	// are no longer staged with their checksums are produced again.
@@ -92,8 +98,8 @@ type Executor struct {
 
 // NewExecutor returns an executor over a connected client.
 func NewExecutor(o ExecutorOptions) (*Executor, error) {
-	if o.Client == nil || o.Repository == "" {
-		return nil, fmt.Errorf("%w: the Temporal executor needs a client and the store's repository name", pipeline.ErrConfig)
+	if o.Client == nil || o.Repository == "" || o.Pipeline == "" {
+		return nil, fmt.Errorf("%w: the Temporal executor needs a client, the store's repository name and the pipeline's id", pipeline.ErrConfig)
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
@@ -108,7 +114,7 @@ func NewExecutor(o ExecutorOptions) (*Executor, error) {
 // it. If ctx is cancelled the workflow is cancelled too (its running
 // attempt is killed on its worker), unless the cause is ErrDetached.
 func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
-	queue := Queue(x.o.Repository, job.Env)
+	queue := Queue(x.o.Repository, x.o.Pipeline, job.Env)
 	x.warnIfUnserved(ctx, queue, job.Env)
 	ev := pipeline.Event{Group: job.Group, Stage: job.Task, Iteration: job.Iteration, Task: job.Call, Env: job.Env, Key: job.Key}
 	e := ev
@@ -120,11 +126,13 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	if job.Settings.Cache.Mode == pipeline.CacheDisable {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	}
-	res, err := x.run(ctx, id, queue, in, reuse)
-	if err == nil && res.Error == "" && !x.staged(ctx, job, res.Outputs) {
-		// A finished workflow from an earlier driver whose outputs are
-		// gone from the branch: produce them again.
-		res, err = x.run(ctx, id, queue, in, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	res, earlier, err := x.run(ctx, id, queue, in, reuse)
+	if err == nil && earlier && (res.Error != "" || !x.staged(ctx, job, res.Outputs)) {
+		// A workflow that finished before this driver asked — for an
+		// earlier driver of the run, or an earlier invocation — but failed
+		// (the cause may be fixed now) or whose outputs are gone from the
+		// branch: run the task again.
+		res, _, err = x.run(ctx, id, queue, in, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 	}
 	if err != nil {
 		return pipeline.Outcome{}, err
@@ -158,20 +166,28 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	return out, &pipeline.TaskError{Task: job.Call, Group: job.Group, Attempts: res.Attempts, Err: cause}
 }
 
-// run starts (or attaches to) the task workflow and waits for its result.
-func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reuse enumspb.WorkflowIdReusePolicy) (TaskResult, error) {
-	var res TaskResult
+// run starts the task workflow, or attaches to it when it is running,
+// and waits for its result. earlier reports a workflow that had finished
+// before this call (the reuse policy kept it from starting again).
+func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reuse enumspb.WorkflowIdReusePolicy) (res TaskResult, earlier bool, err error) {
 	opts := client.StartWorkflowOptions{
 		ID: id, TaskQueue: queue,
 		WorkflowIDReusePolicy:    reuse,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		// A closed workflow the policy does not start again is an error
+		// here, so that it is told apart from a running one.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
 	run, err := x.o.Client.ExecuteWorkflow(ctx, opts, TaskWorkflow, in)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		return res, fmt.Errorf("start task %s on Temporal (queue %s): %w", in.Job.Call, queue, err)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case err == nil:
+	case errors.As(err, &started):
+		run, earlier = x.o.Client.GetWorkflow(ctx, id, started.RunId), true
+	case ctx.Err() != nil:
+		return res, false, ctx.Err()
+	default:
+		return res, false, fmt.Errorf("start task %s on Temporal (queue %s): %w", in.Job.Call, queue, err)
 	}
 	err = run.Get(ctx, &res)
 	if ctx.Err() != nil {
@@ -181,12 +197,12 @@ func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reus
 			defer cancel()
 			_ = x.o.Client.CancelWorkflow(cctx, id, run.GetRunID())
 		}
-		return res, ctx.Err()
+		return res, earlier, ctx.Err()
 	}
 	if err != nil {
-		return res, fmt.Errorf("task %s (workflow %s): %w", in.Job.Call, id, err)
+		return res, earlier, fmt.Errorf("task %s (workflow %s): %w", in.Job.Call, id, err)
 	}
-	return res, nil
+	return res, earlier, nil
 }
 
 // staged reports whether outputs are on the job's branch with their
@@ -235,5 +251,5 @@ func (x *Executor) warnIfUnserved(ctx context.Context, queue, env string) {
 		env = "default"
 	}
 	x.o.Logger.Warn().Str("queue", queue).Str("env", env).
-		Msgf("no worker serves environment %s yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
+		Msgf("no worker serves environment %s of this pipeline yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
 }

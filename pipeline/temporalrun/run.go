@@ -69,7 +69,10 @@ func runWorkflow(ctx workflow.Context, in RunInput) (json.RawMessage, error) {
 	return out, err
 }
 
-type drive struct{ f Driver }
+type drive struct {
+	f Driver
+	c client.Client
+}
 
 // Drive runs the loop, heartbeating. A task that failed for good, or a
 // config error, fails the run workflow; anything else (a lost store or
@@ -101,7 +104,7 @@ func (d *drive) Drive(ctx context.Context, in RunInput) (json.RawMessage, error)
 				case <-stopping:
 					cancel(ErrDetached)
 				default:
-					cancel(ctx.Err())
+					cancel(d.why(info))
 				}
 				return
 			case <-t.C:
@@ -118,6 +121,28 @@ func (d *drive) Drive(ctx context.Context, in RunInput) (json.RawMessage, error)
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), errPermanent, temporal.ApplicationErrorOptions{NonRetryable: true})
 	}
 	return nil, err
+}
+
+// why says why a drive lost its context: the run was cancelled (so are
+// its tasks), or anything else — a heartbeat the server no longer
+// accepts because another driver took over, a lost connection — which
+// must leave the tasks to the driver that has them now.
+func (d *drive) why(info activity.Info) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	desc, err := d.c.DescribeWorkflowExecution(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	if err != nil {
+		return ErrDetached
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		return context.Canceled
+	}
+	for _, a := range desc.GetPendingActivities() {
+		if a.GetActivityId() == info.ActivityID && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED && a.GetAttempt() == info.Attempt {
+			return context.Canceled
+		}
+	}
+	return ErrDetached
 }
 
 // StartRun starts the run workflow, or attaches to it when it is already

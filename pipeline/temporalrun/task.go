@@ -29,6 +29,9 @@ const (
 	errPermanent = "rlpipe.Permanent"
 	errTimeout   = "rlpipe.Timeout"
 	errTask      = "rlpipe.TaskError"
+	// errStopped: the worker was stopping (Ctrl-C, a deploy); like a
+	// lost attempt, it does not count against retries.
+	errStopped = "rlpipe.WorkerStopped"
 )
 
 // TaskInput is what a task workflow carries: the job (references and
@@ -133,10 +136,15 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		}
 		var te *temporal.TimeoutError
 		var ae *temporal.ApplicationError
+		stopped := errors.As(err, &ae) && ae.Type() == errStopped
 		switch {
-		case errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT:
+		case stopped || errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT:
 			res.Lost++
-			res.Errors = append(res.Errors, fmt.Sprintf("attempt %d lost: its worker stopped heartbeating for %s (it died or was cut off)", attempt, hb))
+			if stopped {
+				res.Errors = append(res.Errors, fmt.Sprintf("attempt %d lost: %s", attempt, ae.Message()))
+			} else {
+				res.Errors = append(res.Errors, fmt.Sprintf("attempt %d lost: its worker stopped heartbeating for %s (it died or was cut off)", attempt, hb))
+			}
 			if res.Lost > maxLost {
 				res.Error = fmt.Sprintf("%d attempts lost with their workers (max %d): %s", res.Lost, maxLost, res.Errors[len(res.Errors)-1])
 				return res, nil
@@ -212,11 +220,28 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 	activity.RecordHeartbeat(ctx, attempt)
 	log := a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Str("env", job.Env).Logger()
 	log.Info().Msg("attempt started")
+	// A stopping worker cancels the attempt at once and says so, so that
+	// the workflow runs it elsewhere without counting it as a failure.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopping := activity.GetWorkerStopChannel(ctx)
+	go func() {
+		select {
+		case <-stopping:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
 	start := time.Now()
-	outs, err := a.w.Attempt(ctx, job, attempt)
+	outs, err := a.w.Attempt(actx, job, attempt)
 	elapsed := time.Since(start)
 	if err != nil {
 		log.Warn().Err(err).Dur("duration", elapsed).Msg("attempt failed")
+		select {
+		case <-stopping:
+			return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s stopped during the attempt", a.name), errStopped, temporal.ApplicationErrorOptions{NonRetryable: true})
+		default:
+		}
 		if ctx.Err() != nil {
 			return attemptResult{}, ctx.Err()
 		}

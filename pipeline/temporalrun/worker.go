@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
@@ -19,8 +20,10 @@ import (
 type WorkerOptions struct {
 	// Client is a connected Temporal client.
 	Client client.Client
-	// Repository is the store's repository name (it scopes the queues).
+	// Repository is the store's repository name and Pipeline the
+	// pipeline's id: together they scope the queues (Queue).
 	Repository string
+	Pipeline   string
 	// Envs are the environments whose queues this process serves; each
 	// gets the task workflow and the attempt activity.
 	Envs []string
@@ -38,9 +41,10 @@ type WorkerOptions struct {
 	Logger zerolog.Logger
 }
 
-// Serve polls the queues until ctx is done, then stops the workers
-// (running attempts are cancelled and, their heartbeats gone, re-run
-// elsewhere).
+// Serve polls the queues until ctx is done, then stops the workers:
+// running attempts are cancelled and run again on other workers without
+// counting against their retries, and a loop this process drives stops
+// (releasing its run's lock) for another driver to resume.
 func Serve(ctx context.Context, o WorkerOptions) error {
 	ws, err := Workers(o)
 	if err != nil {
@@ -62,11 +66,15 @@ func Serve(ctx context.Context, o WorkerOptions) error {
 	return nil
 }
 
+// stopGrace is how long a stopping worker waits for its attempts and
+// loops to wind down and report.
+const stopGrace = 30 * time.Second
+
 // Workers builds (without starting) one Temporal worker per queue Serve
 // would poll: the environments' queues, then the driver queue.
 func Workers(o WorkerOptions) ([]worker.Worker, error) {
-	if o.Client == nil || o.Repository == "" {
-		return nil, fmt.Errorf("%w: a worker needs a Temporal client and the store's repository name", pipeline.ErrConfig)
+	if o.Client == nil || o.Repository == "" || (len(o.Envs) > 0 && o.Pipeline == "") {
+		return nil, fmt.Errorf("%w: a worker needs a Temporal client, the store's repository name and the pipeline's id", pipeline.ErrConfig)
 	}
 	if len(o.Envs) == 0 && o.Drive == nil {
 		return nil, fmt.Errorf("%w: a worker must serve at least one environment (--env NAME) or the driver (--driver)", pipeline.ErrConfig)
@@ -89,9 +97,11 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		if n <= 0 {
 			n = 1
 		}
-		w := worker.New(o.Client, Queue(o.Repository, env), worker.Options{
+		w := worker.New(o.Client, Queue(o.Repository, o.Pipeline, env), worker.Options{
 			MaxConcurrentActivityExecutionSize: n,
 			Identity:                           name + "/" + env,
+			// Time for a stopped attempt to report itself stopped.
+			WorkerStopTimeout: stopGrace,
 		})
 		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskWorkflow})
 		a := &attempts{w: o.Worker, name: name, log: o.Logger}
@@ -99,9 +109,10 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		out = append(out, w)
 	}
 	if o.Drive != nil {
-		w := worker.New(o.Client, DriverQueue(o.Repository), worker.Options{Identity: name + "/driver"})
+		// The grace lets a detached loop release its run's lock.
+		w := worker.New(o.Client, DriverQueue(o.Repository), worker.Options{Identity: name + "/driver", WorkerStopTimeout: stopGrace})
 		w.RegisterWorkflowWithOptions(runWorkflow, workflow.RegisterOptions{Name: RunWorkflow})
-		d := &drive{f: o.Drive}
+		d := &drive{f: o.Drive, c: o.Client}
 		w.RegisterActivityWithOptions(d.Drive, activity.RegisterOptions{Name: DriveAction})
 		out = append(out, w)
 	}

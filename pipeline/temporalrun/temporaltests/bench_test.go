@@ -71,7 +71,7 @@ func startWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[st
 		if err != nil {
 			b.Fatal(err)
 		}
-		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: []string{"x"}, Worker: w,
+		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w,
 			Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)})
 		if err != nil {
 			b.Fatal(err)
@@ -99,7 +99,7 @@ func BenchmarkTemporalTaskOverhead(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		st := benchStore(b)
 		startWorkers(b, c, st, envs, 1)
-		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Logger: zerolog.Nop()})
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		st := benchStore(b)
 		startWorkers(b, c, st, envs, 4)
-		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Logger: zerolog.Nop()})
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}

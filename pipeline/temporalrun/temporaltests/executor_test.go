@@ -30,7 +30,8 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
-const repo = "tt"
+// repo and pipe scope the tests' queues.
+const repo, pipe = "tt", "p1"
 
 // newServer starts a Temporal server for the test and returns a client.
 func newServer(t *testing.T) (*temporaltest.TestServer, client.Client) {
@@ -67,7 +68,7 @@ func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.
 	for _, e := range serveEnvs {
 		conc[e] = 2
 	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: serveEnvs, Worker: w, Concurrency: conc})
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: serveEnvs, Worker: w, Concurrency: conc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func (r *recorder) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 
 func newExecutor(t *testing.T, c client.Client, st artifacts.Store, log zerolog.Logger) *recorder {
 	t.Helper()
-	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Store: st, Heartbeat: 2 * time.Second, Logger: log})
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Store: st, Heartbeat: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +466,9 @@ func doneCh(n *pipeline.Node) <-chan struct{} {
 
 // TestWorkerRefusesAnotherPipeline sends jobs a worker cannot honour: a
 // task it does not have, and a job planned from another config. Both
-// fail at once with an error that says what to do.
+// fail at once with an error that says what to do. Once the right worker
+// serves the queue, running the same calls again runs them: a failed
+// task workflow is not replayed to the next run.
 func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 	_, c := newServer(t)
 	st := newStore(t, 0)
@@ -480,7 +483,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Envs: []string{"x"}, Worker: w})
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +491,6 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 		if err := x.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer x.Stop()
 	}
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -508,4 +510,97 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			t.Errorf("task %s with config %s: %v; want one permanent attempt saying %q", tc.task, tc.hash, err, tc.want)
 		}
 	}
+	for _, x := range ws {
+		x.Stop()
+	}
+	serve(t, c, st, []*pipeline.Task{mk("known"), mk("unknown")}, envs, "x")
+	for _, tc := range []struct{ task, hash string }{{"unknown", "aaaaaaaaaaaaaaaa"}, {"known", "bbbbbbbbbbbbbbbb"}} {
+		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "w" + tc.task, Envs: envs, ConfigHash: tc.hash, Executor: newExecutor(t, c, st, zerolog.Nop())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := r.Iteration(1).Go(ctx, mk(tc.task), pipeline.Call{})
+		err = n.Wait(ctx)
+		r.Close()
+		if err != nil {
+			t.Fatalf("task %s run again with the right worker: %v", tc.task, err)
+		}
+		a, _ := n.Result("out")
+		if got := readAll(t, st, a.Ref, a.Path); string(got) != tc.task {
+			t.Fatalf("task %s wrote %q", tc.task, got)
+		}
+	}
+}
+
+// TestStoppedWorkerHandsItsAttemptOver stops the only worker while its
+// attempt runs (a deploy, Ctrl-C) and starts another: the attempt runs
+// again there and the task succeeds although it allows one attempt —
+// a stopped worker is not a failed task.
+func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
+	_, c := newServer(t)
+	st := newStore(t, 0)
+	var runs atomic.Int32
+	started := make(chan struct{}, 2)
+	task := &pipeline.Task{Name: "long", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			started <- struct{}{}
+			if runs.Add(1) == 1 {
+				<-ctx.Done() // the first worker stops under it
+				return ctx.Err()
+			}
+			return os.WriteFile(tc.OutputPath("out"), []byte("second"), 0o644)
+		}}
+	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 1}}}
+	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{task}, Envs: envs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w, Name: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ws {
+		if err := x.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	var evs syncEvents
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "stop", Envs: envs, Executor: newExecutor(t, c, st, zerolog.Nop()), OnEvent: evs.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	waitFor(t, started, "the attempt to start on the first worker")
+	for _, x := range ws {
+		x.Stop()
+	}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	if err := n.Wait(ctx); err != nil {
+		t.Fatalf("the task failed after its worker stopped: %v", err)
+	}
+	if !strings.Contains(evs.retried(), "attempt 1 lost: worker first stopped during the attempt") {
+		t.Fatalf("retried events %q: want the lost attempt named", evs.retried())
+	}
+}
+
+// syncEvents collects retried events' errors.
+type syncEvents struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (s *syncEvents) add(e pipeline.Event) {
+	if e.Kind == pipeline.EventRetried {
+		s.mu.Lock()
+		s.errs = append(s.errs, e.Error)
+		s.mu.Unlock()
+	}
+}
+
+func (s *syncEvents) retried() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.errs, "\n")
 }

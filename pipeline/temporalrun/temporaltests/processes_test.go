@@ -176,7 +176,14 @@ func newCluster(t *testing.T, setup func(dir, store string)) *cluster {
 
 // temporal are the flags that point a command at the test's server.
 func (c *cluster) temporal() []string {
-	return []string{"--temporal", c.ts.GetFrontendHostPort(), "--namespace", c.ts.GetDefaultNamespace(), "--heartbeat", "2s"}
+	return []string{"--temporal", c.ts.GetFrontendHostPort(), "--namespace", c.ts.GetDefaultNamespace()}
+}
+
+// runArgs are `rlpipe run`'s arguments for cfg on the test's server,
+// with a short heartbeat so that lost work moves on quickly.
+func (c *cluster) runArgs(cfg string, extra ...string) []string {
+	args := append([]string{"run", "-f", cfg, "--executor", "temporal", "--heartbeat", "2s"}, extra...)
+	return append(args, c.temporal()...)
 }
 
 // worker starts `rlpipe worker` for envs (and the driver with --driver).
@@ -287,7 +294,7 @@ func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 		c.worker(env, cfg, "--env", env)
 	}
 	genA := c.worker("generate-a", cfg, "--env", "generate")
-	driver := c.start("run", append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	driver := c.start("run", c.runArgs(cfg, "-o", "json")...)
 	genA.waitOutput(t, `"task":"generate"`, `"message":"attempt started"`)
 	genB := c.worker("generate-b", cfg, "--env", "generate")
 	genA.kill()
@@ -327,7 +334,7 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	for _, env := range []string{"sample", "generate", "reward", "train", "health"} {
 		c.worker(env, cfg, "--env", env)
 	}
-	first := c.start("run", append([]string{"run", "-f", cfg, "--executor", "temporal"}, c.temporal()...)...)
+	first := c.start("run", c.runArgs(cfg)...)
 	first.waitOutput(t, "iteration 2:")
 	first.kill()
 	c.worker("driver", cfg, "--driver")
@@ -341,7 +348,7 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	if err := json.Unmarshal(raw, &out); err != nil || out.Iterations != 6 || out.NewIterations < 1 || out.NewIterations > 4 {
 		t.Fatalf("workflow result %s: want 6 iterations, the last 1–4 committed by the new driver", raw)
 	}
-	again := rlpipe(t, c.dir, c.env, append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	again := rlpipe(t, c.dir, c.env, c.runArgs(cfg, "-o", "json")...)
 	var second runJSON
 	if err := json.Unmarshal([]byte(again), &second); err != nil || second.Iterations != 6 || second.NewIterations != 0 {
 		t.Fatalf("a second run printed %q: want 6 iterations and none new", again)
@@ -391,7 +398,7 @@ func TestArithmeticDemoAcrossProcesses(t *testing.T) {
 	for _, env := range []string{"sample", "generate", "reward", "train", "eval", "health"} {
 		c.worker(env, cfg, "--env", env)
 	}
-	out := rlpipe(t, c.dir, c.env, append([]string{"run", "-f", cfg, "--executor", "temporal", "-o", "json"}, c.temporal()...)...)
+	out := rlpipe(t, c.dir, c.env, c.runArgs(cfg, "-o", "json")...)
 	var res runJSON
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Iterations != 4 || res.NewIterations != 4 {
 		t.Fatalf("run printed %q: want 4 new iterations", out)
