@@ -116,6 +116,12 @@ func (d *drive) Drive(ctx context.Context, in RunInput) (json.RawMessage, error)
 	if err == nil {
 		return out, nil
 	}
+	if lctx.Err() != nil {
+		// The loop stopped because this drive did (a detach, or the run's
+		// cancellation): whatever it reports — a task interrupted midway
+		// looks like a failed task — is not the run's failure.
+		return nil, fmt.Errorf("driver stopped: %w", context.Cause(lctx))
+	}
 	var te *pipeline.TaskError
 	if errors.As(err, &te) || errors.Is(err, pipeline.ErrConfig) || errors.Is(err, pipeline.ErrPermanent) {
 		return nil, temporal.NewApplicationErrorWithOptions(err.Error(), errPermanent, temporal.ApplicationErrorOptions{NonRetryable: true})

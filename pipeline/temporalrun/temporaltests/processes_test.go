@@ -415,3 +415,40 @@ func TestArithmeticDemoAcrossProcesses(t *testing.T) {
 	}
 	sameSums(t, want, got)
 }
+
+// TestDetachedDriverHandsOver interrupts `rlpipe run --executor temporal`
+// (the only driver) with Ctrl-C after its first iteration: it detaches,
+// saying how to attach again, and a driver worker started afterwards
+// finishes the run — the interrupted loop is not taken for a failed run.
+func TestDetachedDriverHandsOver(t *testing.T) {
+	cfg, setup := standinConfig(t, "500ms")
+	c := newCluster(t, setup)
+	for _, env := range []string{"sample", "generate", "reward", "train", "health"} {
+		c.worker(env, cfg, "--env", env)
+	}
+	first := c.start("run", c.runArgs(cfg)...)
+	first.waitOutput(t, "iteration 1:")
+	if err := syscall.Kill(first.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.wait(t); err == nil {
+		t.Fatal("a detached run exited 0")
+	}
+	if !strings.Contains(first.stderr.String(), "detached from workflow "+temporalrun.RunID(c.repo, "standin")) {
+		t.Fatalf("the run did not say it detached:\n%s", first.stderr.String())
+	}
+	standby := c.worker("driver", cfg, "--driver")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.ts.GetDefaultClient().GetWorkflow(ctx, temporalrun.RunID(c.repo, "standin"), "").Get(ctx, &raw); err != nil {
+		t.Fatalf("the run workflow did not finish after its driver detached: %v", err)
+	}
+	var out runJSON
+	if err := json.Unmarshal(raw, &out); err != nil || out.Iterations != 6 {
+		t.Fatalf("workflow result %s: want 6 iterations", raw)
+	}
+	if !strings.Contains(standby.stdout.String(), "iteration 6:") {
+		t.Errorf("the standby driver did not run the rest of the loop; its output:\n%s", standby.stdout.String())
+	}
+}
