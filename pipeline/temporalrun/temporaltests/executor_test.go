@@ -604,3 +604,55 @@ func (s *syncEvents) retried() string {
 	defer s.mu.Unlock()
 	return strings.Join(s.errs, "\n")
 }
+
+// TestPipelinesShareARepository serves two pipelines of one repository
+// whose tasks have the same names: each run's calls go only to the
+// workers of its own pipeline.
+func TestPipelinesShareARepository(t *testing.T) {
+	_, c := newServer(t)
+	st := newStore(t, 0)
+	mk := func(body string) *pipeline.Task {
+		return &pipeline.Task{Name: "gen", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+				return os.WriteFile(tc.OutputPath("out"), []byte(body), 0o644)
+			}}
+	}
+	envs := map[string]pipeline.Settings{"x": {}}
+	ctx := context.Background()
+	for _, p := range []string{"pa", "pb"} {
+		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("from " + p)}, Envs: envs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: []string{"x"}, Worker: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ws {
+			if err := x.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(x.Stop)
+		}
+	}
+	for _, p := range []string{"pa", "pb", "pa", "pb"} {
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: p, Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "run-" + p, Envs: envs, Executor: x, NoCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := r.Iteration(1).Go(ctx, mk("driver's copy"), pipeline.Call{})
+		err = n.Wait(ctx)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := n.Result("out")
+		if got := readAll(t, st, a.Ref, a.Path); string(got) != "from "+p {
+			t.Fatalf("pipeline %s's call ran as %q", p, got)
+		}
+	}
+}
