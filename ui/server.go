@@ -319,22 +319,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	hs.RegisterOnShutdown(func() { s.closeOnce.Do(func() { close(s.closing) }) })
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
 	s.log.Info().Str(logAddr, l.Addr().String()).Bool("token", s.opts.Token != "").Msg("ui listening")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("ui: serve %s: %w", l.Addr(), err)
-	case <-ctx.Done():
+	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
+	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+		s.log.Info().Str(logAddr, l.Addr().String()).Msg("ui stopped")
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
-	defer cancel()
-	err := hs.Shutdown(sctx)
 	if err != nil {
-		hs.Close()
-		err = fmt.Errorf("ui: shut down %s: requests still in flight after %v were cut off", l.Addr(), s.opts.ShutdownTimeout)
+		return fmt.Errorf("ui: %w", err)
 	}
-	<-errc // http.ErrServerClosed
-	s.log.Info().Str(logAddr, l.Addr().String()).Msg("ui stopped")
-	return err
+	return nil
 }

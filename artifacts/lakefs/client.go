@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // Environment variables read by ConfigFromEnv. They are lakectl's, so a
@@ -296,19 +297,6 @@ func drain(body io.ReadCloser) {
 	_ = body.Close()
 }
 
-// pagination is the spec's Pagination object.
-type pagination struct {
-	HasMore    bool   `json:"has_more"`
-	NextOffset string `json:"next_offset"`
-	Results    int    `json:"results"`
-	MaxPerPage int    `json:"max_per_page"`
-}
-
-type page[T any] struct {
-	Pagination pagination `json:"pagination"`
-	Results    []T        `json:"results"`
-}
-
 // paginate walks a listing endpoint page by page, passing after and amount
 // and following pagination.next_offset while pagination.has_more. amount
 // is the page size (clamped to 1..1000); query is not modified.
@@ -328,7 +316,7 @@ func paginate[T any](ctx context.Context, c *Client, path string, query url.Valu
 			if after != "" {
 				q.Set("after", after)
 			}
-			var p page[T]
+			var p lakefsapi.Page[T]
 			if err := c.call(ctx, http.MethodGet, path, q, nil, &p); err != nil {
 				yield(zero, err)
 				return

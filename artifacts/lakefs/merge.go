@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // Diff lists changes between two refs: three-dot (what right changed
@@ -57,12 +58,12 @@ func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[ar
 
 func (s *Store) diff(ctx context.Context, path string, q url.Values, what string) iter.Seq2[artifacts.Change, error] {
 	return func(yield func(artifacts.Change, error) bool) {
-		for d, err := range paginate[wireDiff](ctx, s.c, path, q, maxPageSize) {
+		for d, err := range paginate[lakefsapi.Diff](ctx, s.c, path, q, maxPageSize) {
 			if err != nil {
 				yield(artifacts.Change{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
 				return
 			}
-			ch, ok := d.toChange()
+			ch, ok := changeFromWire(d)
 			if !ok {
 				continue
 			}
@@ -84,16 +85,16 @@ func (s *Store) Merge(ctx context.Context, source, destination string, opts *art
 	if err := checkBranch(destination); err != nil {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var body wireMerge
+	var body lakefsapi.Merge
 	if opts != nil {
 		switch opts.Strategy {
 		case artifacts.StrategyNone, artifacts.StrategySourceWins, artifacts.StrategyDestWins:
 		default:
 			return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: strategy %q (want %q or %q)", what, artifacts.ErrInvalid, opts.Strategy, artifacts.StrategySourceWins, artifacts.StrategyDestWins)
 		}
-		body = wireMerge{Message: opts.Message, Metadata: opts.Metadata, Strategy: string(opts.Strategy), AllowEmpty: opts.AllowEmpty}
+		body = lakefsapi.Merge{Message: opts.Message, Metadata: opts.Metadata, Strategy: string(opts.Strategy), AllowEmpty: opts.AllowEmpty}
 	}
-	var res wireMergeResult
+	var res lakefsapi.MergeResult
 	err = s.c.call(ctx, http.MethodPost, s.repoPath("refs", src, "merge", destination), nil, body, &res)
 	if err != nil {
 		var ae *apiError
@@ -137,7 +138,7 @@ func (s *Store) conflictPaths(ctx context.Context, source, destination string) (
 	if err != nil {
 		return nil, err
 	}
-	var mb wireFindMergeBaseResult
+	var mb lakefsapi.FindMergeBaseResult
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", src, "merge", destination), nil, nil, &mb); err != nil {
 		return nil, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, "find merge base")
 	}
@@ -190,7 +191,7 @@ func (s *Store) MergeBase(ctx context.Context, left, right string) (artifacts.Co
 	if err != nil {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var mb wireFindMergeBaseResult
+	var mb lakefsapi.FindMergeBaseResult
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", l, "merge", right), nil, nil, &mb); err != nil {
 		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what)
 	}
@@ -218,11 +219,11 @@ func (s *Store) Revert(ctx context.Context, branch, ref string, parentNumber int
 	if parentNumber == 0 {
 		parentNumber = 1
 	}
-	body := wireRevertCreation{Ref: target, ParentNumber: parentNumber}
+	body := lakefsapi.RevertCreation{Ref: target, ParentNumber: parentNumber}
 	if opts != nil {
 		body.AllowEmpty = opts.AllowEmpty
 		if len(opts.Metadata) > 0 {
-			body.CommitOverrides = &wireCommitOverrides{Metadata: opts.Metadata}
+			body.CommitOverrides = &lakefsapi.CommitOverrides{Metadata: opts.Metadata}
 		}
 	}
 	if err := s.c.call(ctx, http.MethodPost, s.repoPath("branches", branch, "revert"), nil, body, nil); err != nil {

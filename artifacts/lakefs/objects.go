@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // metaHeaderPrefix introduces user metadata on upload; lakeFS stores the
@@ -83,11 +84,11 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		return artifacts.ObjectInfo{}, s.onWrite(ctx, branch, err)
 	}
 	defer drain(resp.Body)
-	var st wireObjectStats
+	var st lakefsapi.ObjectStats
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: decode answer: %w", what, err)
 	}
-	info := st.toObjectInfo()
+	info := objectInfoFromWire(st)
 	if info.Path == "" {
 		info.Path = path
 	}
@@ -240,12 +241,12 @@ func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.Obj
 	if err := artifacts.ValidatePath(path); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var st wireObjectStats
+	var st lakefsapi.ObjectStats
 	q := url.Values{"path": {path}, "user_metadata": {"true"}}
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", arg, "objects", "stat"), q, nil, &st); err != nil {
 		return artifacts.ObjectInfo{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
 	}
-	return st.toObjectInfo(), nil
+	return objectInfoFromWire(st), nil
 }
 
 // ListObjects lists objects under opts.Prefix in path order, folding
@@ -280,12 +281,12 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 			amount = o.Limit
 		}
 		n := 0
-		for st, err := range paginate[wireObjectStats](ctx, s.c, s.repoPath("refs", arg, "objects", "ls"), q, amount) {
+		for st, err := range paginate[lakefsapi.ObjectStats](ctx, s.c, s.repoPath("refs", arg, "objects", "ls"), q, amount) {
 			if err != nil {
 				yield(artifacts.Entry{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
 				return
 			}
-			if !yield(st.toEntry(), nil) {
+			if !yield(entryFromWire(st), nil) {
 				return
 			}
 			if n++; o.Limit > 0 && n >= o.Limit {
@@ -326,11 +327,11 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
 		}
 	}
-	body := wireObjectCopy{SrcPath: srcPath, SrcRef: arg, Shallow: arg == dstBranch}
-	var st wireObjectStats
+	body := lakefsapi.ObjectCopyCreation{SrcPath: srcPath, SrcRef: arg, Shallow: arg == dstBranch}
+	var st lakefsapi.ObjectStats
 	err = s.c.call(ctx, http.MethodPost, s.repoPath("branches", dstBranch, "objects", "copy"), url.Values{"dest_path": {dstPath}}, body, &st)
 	if err != nil {
 		return artifacts.ObjectInfo{}, s.onWrite(ctx, dstBranch, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what))
 	}
-	return st.toObjectInfo(), nil
+	return objectInfoFromWire(st), nil
 }

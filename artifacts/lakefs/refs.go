@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // checkBranch validates a name that must be a branch. A well-formed ref
@@ -65,7 +66,7 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
 	// The answer is the new branch's commit id as text, not JSON.
-	req, err := jsonRequest(http.MethodPost, s.repoPath("branches"), wireBranchCreation{Name: name, Source: src})
+	req, err := jsonRequest(http.MethodPost, s.repoPath("branches"), lakefsapi.BranchCreation{Name: name, Source: src})
 	if err != nil {
 		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
@@ -87,7 +88,7 @@ func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, e
 	if err := checkBranch(name); err != nil {
 		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var r wireRef
+	var r lakefsapi.Ref
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("branches", name), nil, nil, &r); err != nil {
 		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what)
 	}
@@ -97,7 +98,7 @@ func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, e
 // ListBranches lists branches in name order.
 func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
 	return func(yield func(artifacts.Branch, error) bool) {
-		for r, err := range paginate[wireRef](ctx, s.c, s.repoPath("branches"), nil, maxPageSize) {
+		for r, err := range paginate[lakefsapi.Ref](ctx, s.c, s.repoPath("branches"), nil, maxPageSize) {
 			if err != nil {
 				yield(artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list branches"))
 				return
@@ -126,10 +127,10 @@ func (s *Store) DeleteBranch(ctx context.Context, name string) error {
 // ResetBranch discards staged changes under prefix ("" means all).
 func (s *Store) ResetBranch(ctx context.Context, name, prefix string) error {
 	what := fmt.Sprintf("reset branch %q", name)
-	body := wireResetCreation{Type: "reset"}
+	body := lakefsapi.ResetCreation{Type: "reset"}
 	if prefix != "" {
 		what = fmt.Sprintf("reset branch %q under %q", name, prefix)
-		body = wireResetCreation{Type: "common_prefix", Path: prefix}
+		body = lakefsapi.ResetCreation{Type: "common_prefix", Path: prefix}
 	}
 	if err := checkBranch(name); err != nil {
 		return fmt.Errorf("lakefs: %s: %w", what, err)
@@ -148,8 +149,8 @@ func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag,
 	if err != nil {
 		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var r wireRef
-	err = s.c.call(ctx, http.MethodPost, s.repoPath("tags"), nil, wireTagCreation{ID: name, Ref: target}, &r)
+	var r lakefsapi.Ref
+	err = s.c.call(ctx, http.MethodPost, s.repoPath("tags"), nil, lakefsapi.TagCreation{ID: name, Ref: target}, &r)
 	if err != nil {
 		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrTagExists}, what)
 	}
@@ -162,7 +163,7 @@ func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) 
 	if err := artifacts.ValidateTagName(name); err != nil {
 		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var r wireRef
+	var r lakefsapi.Ref
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("tags", name), nil, nil, &r); err != nil {
 		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrTagNotFound}, what)
 	}
@@ -172,7 +173,7 @@ func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) 
 // ListTags lists tags in name order.
 func (s *Store) ListTags(ctx context.Context) iter.Seq2[artifacts.Tag, error] {
 	return func(yield func(artifacts.Tag, error) bool) {
-		for r, err := range paginate[wireRef](ctx, s.c, s.repoPath("tags"), nil, maxPageSize) {
+		for r, err := range paginate[lakefsapi.Ref](ctx, s.c, s.repoPath("tags"), nil, maxPageSize) {
 			if err != nil {
 				yield(artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list tags"))
 				return
@@ -206,14 +207,14 @@ func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, e
 	if err != nil {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var c wireCommit
+	var c lakefsapi.Commit
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("commits", arg), nil, nil, &c); err != nil {
 		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, refLookup: true}, what)
 	}
 	if c.ID == "" {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: the server named no commit", what, artifacts.ErrRefNotFound)
 	}
-	return c.toCommit(), nil
+	return commitFromWire(c), nil
 }
 
 // logRef returns the form of a ref the commit log accepts. lakeFS
@@ -239,11 +240,11 @@ func (s *Store) GetCommit(ctx context.Context, id string) (artifacts.Commit, err
 	if !artifacts.IsCommitID(id) {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w: not a full commit id (64 hex digits); use ResolveRef for ref expressions", what, artifacts.ErrCommitNotFound)
 	}
-	var c wireCommit
+	var c lakefsapi.Commit
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("commits", id), nil, nil, &c); err != nil {
 		return artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrCommitNotFound}, what)
 	}
-	return c.toCommit(), nil
+	return commitFromWire(c), nil
 }
 
 // Commit records the branch's staged changes as a new commit. The
@@ -254,7 +255,7 @@ func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifa
 	if err := checkBranch(branch); err != nil {
 		return artifacts.Commit{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	body := wireCommitCreation{Message: message}
+	body := lakefsapi.CommitCreation{Message: message}
 	if opts != nil {
 		body.Metadata = opts.Metadata
 		body.AllowEmpty = opts.AllowEmpty
@@ -263,13 +264,13 @@ func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifa
 			body.Date = &d
 		}
 	}
-	var c wireCommit
+	var c lakefsapi.Commit
 	err := s.c.call(ctx, http.MethodPost, s.repoPath("branches", branch, "commits"), nil, body, &c)
 	if err != nil {
 		err = s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound, conflict: artifacts.ErrConcurrentUpdate}, what)
 		return artifacts.Commit{}, s.onWrite(ctx, branch, err)
 	}
-	return c.toCommit(), nil
+	return commitFromWire(c), nil
 }
 
 // Log walks history from ref, newest first.
@@ -307,12 +308,12 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			q.Set("limit", "true")
 		}
 		n := 0
-		for c, err := range paginate[wireCommit](ctx, s.c, s.repoPath("refs", arg, "commits"), q, amount) {
+		for c, err := range paginate[lakefsapi.Commit](ctx, s.c, s.repoPath("refs", arg, "commits"), q, amount) {
 			if err != nil {
 				yield(artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
 				return
 			}
-			if !yield(c.toCommit(), nil) {
+			if !yield(commitFromWire(c), nil) {
 				return
 			}
 			if n++; o.Limit > 0 && n >= o.Limit {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // EnvSpec names the lakeFS OpenAPI document (lakefs-swagger.yml of the
@@ -96,23 +98,23 @@ var paramRefs = map[string]string{
 // wireSchemas maps each JSON body type the client sends or reads to its
 // schema in the document.
 var wireSchemas = map[string]any{
-	"Repository":          wireRepository{},
-	"RepositoryCreation":  wireRepositoryCreation{},
-	"Ref":                 wireRef{},
-	"BranchCreation":      wireBranchCreation{},
-	"TagCreation":         wireTagCreation{},
-	"ResetCreation":       wireResetCreation{},
-	"Commit":              wireCommit{},
-	"CommitCreation":      wireCommitCreation{},
-	"Merge":               wireMerge{},
-	"MergeResult":         wireMergeResult{},
-	"FindMergeBaseResult": wireFindMergeBaseResult{},
-	"CommitOverrides":     wireCommitOverrides{},
-	"RevertCreation":      wireRevertCreation{},
-	"ObjectStats":         wireObjectStats{},
-	"ObjectCopyCreation":  wireObjectCopy{},
-	"Diff":                wireDiff{},
-	"Pagination":          pagination{},
+	"Repository":          lakefsapi.Repository{},
+	"RepositoryCreation":  lakefsapi.RepositoryCreation{},
+	"Ref":                 lakefsapi.Ref{},
+	"BranchCreation":      lakefsapi.BranchCreation{},
+	"TagCreation":         lakefsapi.TagCreation{},
+	"ResetCreation":       lakefsapi.ResetCreation{},
+	"Commit":              lakefsapi.Commit{},
+	"CommitCreation":      lakefsapi.CommitCreation{},
+	"Merge":               lakefsapi.Merge{},
+	"MergeResult":         lakefsapi.MergeResult{},
+	"FindMergeBaseResult": lakefsapi.FindMergeBaseResult{},
+	"CommitOverrides":     lakefsapi.CommitOverrides{},
+	"RevertCreation":      lakefsapi.RevertCreation{},
+	"ObjectStats":         lakefsapi.ObjectStats{},
+	"ObjectCopyCreation":  lakefsapi.ObjectCopyCreation{},
+	"Diff":                lakefsapi.Diff{},
+	"Pagination":          lakefsapi.Pagination{},
 }
 
 // TestAgainstSpec checks every method and path the client uses, their

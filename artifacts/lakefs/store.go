@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // Scheme is the URI scheme of lakeFS stores: lakefs://<repository>.
@@ -118,8 +119,8 @@ func Create(ctx context.Context, c *Client, repo string, opts *artifacts.Options
 			ns = "local://" + repo
 		}
 	}
-	body := wireRepositoryCreation{Name: repo, StorageNamespace: ns, DefaultBranch: o.DefaultBranch}
-	var r wireRepository
+	body := lakefsapi.RepositoryCreation{Name: repo, StorageNamespace: ns, DefaultBranch: o.DefaultBranch}
+	var r lakefsapi.Repository
 	err := c.call(ctx, http.MethodPost, pathOf("repositories"), nil, body, &r)
 	if err != nil {
 		return nil, c.translate(err, kinds{conflict: artifacts.ErrRepositoryExists},
@@ -137,7 +138,7 @@ func (c *Client) DeleteRepository(ctx context.Context, repo string) error {
 
 // Repository describes the repository.
 func (s *Store) Repository(ctx context.Context) (artifacts.Repository, error) {
-	var r wireRepository
+	var r lakefsapi.Repository
 	if err := s.c.call(ctx, http.MethodGet, pathOf("repositories", s.repo), nil, nil, &r); err != nil {
 		err = s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, fmt.Sprintf("open repository %q", s.repo))
 		if errors.Is(err, artifacts.ErrRepositoryNotFound) {
@@ -145,7 +146,7 @@ func (s *Store) Repository(ctx context.Context) (artifacts.Repository, error) {
 		}
 		return artifacts.Repository{}, err
 	}
-	return r.toRepository(), nil
+	return repositoryFromWire(r), nil
 }
 
 // Close releases idle connections. The store must not be used afterwards.

@@ -5,117 +5,11 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
-// Wire types: the JSON bodies of the lakeFS API (v1) that the store sends
-// and reads, named and shaped as in the OpenAPI document. Times are Unix
-// seconds on the wire.
-
-type wireRepository struct {
-	ID               string `json:"id"`
-	CreationDate     int64  `json:"creation_date"`
-	DefaultBranch    string `json:"default_branch"`
-	StorageNamespace string `json:"storage_namespace"`
-	ReadOnly         bool   `json:"read_only,omitempty"`
-}
-
-type wireRepositoryCreation struct {
-	Name             string `json:"name"`
-	StorageNamespace string `json:"storage_namespace"`
-	DefaultBranch    string `json:"default_branch,omitempty"`
-}
-
-// wireRef is the spec's Ref: a branch or a tag.
-type wireRef struct {
-	ID       string `json:"id"`
-	CommitID string `json:"commit_id"`
-}
-
-type wireBranchCreation struct {
-	Name   string `json:"name"`
-	Source string `json:"source"`
-}
-
-type wireTagCreation struct {
-	ID  string `json:"id"`
-	Ref string `json:"ref"`
-}
-
-type wireResetCreation struct {
-	Type string `json:"type"` // "reset", "common_prefix" or "object"
-	Path string `json:"path,omitempty"`
-}
-
-type wireCommit struct {
-	ID           string            `json:"id"`
-	Parents      []string          `json:"parents"`
-	Committer    string            `json:"committer"`
-	Message      string            `json:"message"`
-	CreationDate int64             `json:"creation_date"`
-	MetaRangeID  string            `json:"meta_range_id"`
-	Metadata     map[string]string `json:"metadata,omitempty"`
-	Generation   int64             `json:"generation,omitempty"`
-}
-
-type wireCommitCreation struct {
-	Message    string            `json:"message"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Date       *int64            `json:"date,omitempty"`
-	AllowEmpty bool              `json:"allow_empty,omitempty"`
-}
-
-type wireMerge struct {
-	Message    string            `json:"message,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Strategy   string            `json:"strategy,omitempty"`
-	AllowEmpty bool              `json:"allow_empty,omitempty"`
-}
-
-type wireMergeResult struct {
-	Reference string `json:"reference"`
-}
-
-type wireFindMergeBaseResult struct {
-	SourceCommitID      string `json:"source_commit_id"`
-	DestinationCommitID string `json:"destination_commit_id"`
-	BaseCommitID        string `json:"base_commit_id"`
-}
-
-type wireCommitOverrides struct {
-	Message  string            `json:"message,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-}
-
-type wireRevertCreation struct {
-	Ref             string               `json:"ref"`
-	ParentNumber    int                  `json:"parent_number"`
-	CommitOverrides *wireCommitOverrides `json:"commit_overrides,omitempty"`
-	AllowEmpty      bool                 `json:"allow_empty,omitempty"`
-}
-
-// Path types in listings and diffs.
-const (
-	pathTypeObject       = "object"
-	pathTypeCommonPrefix = "common_prefix"
-)
-
-type wireObjectStats struct {
-	Path            string            `json:"path"`
-	PathType        string            `json:"path_type"`
-	PhysicalAddress string            `json:"physical_address"`
-	Checksum        string            `json:"checksum"`
-	SizeBytes       *int64            `json:"size_bytes"`
-	Mtime           int64             `json:"mtime"`
-	Metadata        map[string]string `json:"metadata"`
-	ContentType     string            `json:"content_type"`
-}
-
-type wireDiff struct {
-	Type      string `json:"type"` // added, removed, changed, conflict, prefix_changed
-	Path      string `json:"path"`
-	PathType  string `json:"path_type"`
-	SizeBytes *int64 `json:"size_bytes"`
-}
+// The JSON bodies the store sends and reads are package lakefsapi's; this
+// file turns them into the types of package artifacts.
 
 func unixTime(sec int64) time.Time {
 	if sec == 0 {
@@ -124,7 +18,7 @@ func unixTime(sec int64) time.Time {
 	return time.Unix(sec, 0).UTC()
 }
 
-func (r wireRepository) toRepository() artifacts.Repository {
+func repositoryFromWire(r lakefsapi.Repository) artifacts.Repository {
 	return artifacts.Repository{
 		Name:             r.ID,
 		DefaultBranch:    r.DefaultBranch,
@@ -133,7 +27,7 @@ func (r wireRepository) toRepository() artifacts.Repository {
 	}
 }
 
-func (c wireCommit) toCommit() artifacts.Commit {
+func commitFromWire(c lakefsapi.Commit) artifacts.Commit {
 	parents := c.Parents
 	if parents == nil {
 		parents = []string{}
@@ -170,7 +64,7 @@ func metadataFromWire(m map[string]string) map[string]string {
 	return out
 }
 
-func (o wireObjectStats) toObjectInfo() artifacts.ObjectInfo {
+func objectInfoFromWire(o lakefsapi.ObjectStats) artifacts.ObjectInfo {
 	var size int64
 	if o.SizeBytes != nil {
 		size = *o.SizeBytes
@@ -185,17 +79,17 @@ func (o wireObjectStats) toObjectInfo() artifacts.ObjectInfo {
 	}
 }
 
-func (o wireObjectStats) toEntry() artifacts.Entry {
-	if o.PathType == pathTypeCommonPrefix {
+func entryFromWire(o lakefsapi.ObjectStats) artifacts.Entry {
+	if o.PathType == lakefsapi.PathTypeCommonPrefix {
 		return artifacts.Entry{ObjectInfo: artifacts.ObjectInfo{Path: o.Path}, CommonPrefix: true}
 	}
-	return artifacts.Entry{ObjectInfo: o.toObjectInfo()}
+	return artifacts.Entry{ObjectInfo: objectInfoFromWire(o)}
 }
 
-// toChange maps a diff row; ok is false for rows that name no single
-// object (common prefixes).
-func (d wireDiff) toChange() (artifacts.Change, bool) {
-	if d.PathType == pathTypeCommonPrefix || d.Type == "prefix_changed" {
+// changeFromWire maps a diff row; ok is false for rows that name no
+// single object (common prefixes).
+func changeFromWire(d lakefsapi.Diff) (artifacts.Change, bool) {
+	if d.PathType == lakefsapi.PathTypeCommonPrefix || d.Type == "prefix_changed" {
 		return artifacts.Change{}, false
 	}
 	ch := artifacts.Change{Path: d.Path}
@@ -211,11 +105,4 @@ func (d wireDiff) toChange() (artifacts.Change, bool) {
 		ch.Size = *d.SizeBytes
 	}
 	return ch, true
-}
-
-// wireObjectCopy is ObjectCopyCreation.
-type wireObjectCopy struct {
-	SrcPath string `json:"src_path"`
-	SrcRef  string `json:"src_ref,omitempty"`
-	Shallow bool   `json:"shallow,omitempty"`
 }

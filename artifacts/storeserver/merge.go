@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 func changePath(ch artifacts.Change) string { return ch.Path }
@@ -68,7 +69,7 @@ func (s *Server) merge(c *call) error {
 		return err
 	}
 	src := c.p["sourceRef"]
-	var body wireMerge
+	var body lakefsapi.Merge
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, true); err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (s *Server) merge(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, wireMergeResult{Reference: cm.ID})
+	writeJSON(c.w, http.StatusOK, lakefsapi.MergeResult{Reference: cm.ID})
 	return nil
 }
 
@@ -115,7 +116,7 @@ func (s *Server) findMergeBase(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, wireFindMergeBaseResult{SourceCommitID: src.ID, DestinationCommitID: dst.ID, BaseCommitID: base.ID})
+	writeJSON(c.w, http.StatusOK, lakefsapi.FindMergeBaseResult{SourceCommitID: src.ID, DestinationCommitID: dst.ID, BaseCommitID: base.ID})
 	return nil
 }
 
@@ -126,28 +127,28 @@ func (s *Server) revert(c *call) error {
 	if err != nil {
 		return err
 	}
-	var body wireRevertCreation
+	var body lakefsapi.RevertCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
-	if body.Ref == nil || *body.Ref == "" {
+	if body.Ref == "" {
 		return errorf(http.StatusBadRequest, "revert on branch %q: the body names no ref (the commit to revert)", branch)
 	}
 	if body.ParentNumber < 0 {
-		return errorf(http.StatusBadRequest, "revert %s on branch %q: parent_number %d: want 1 or more (the parent of a merge commit to revert against)", *body.Ref, branch, body.ParentNumber)
+		return errorf(http.StatusBadRequest, "revert %s on branch %q: parent_number %d: want 1 or more (the parent of a merge commit to revert against)", body.Ref, branch, body.ParentNumber)
 	}
 	rv, ok := s.st.(artifacts.Reverter)
 	if !ok {
-		return errorf(http.StatusNotImplemented, "not supported: revert %s on branch %q: the store behind this server cannot revert (no artifacts.Reverter)", *body.Ref, branch)
+		return errorf(http.StatusNotImplemented, "not supported: revert %s on branch %q: the store behind this server cannot revert (no artifacts.Reverter)", body.Ref, branch)
 	}
 	opts := &artifacts.CommitOptions{AllowEmpty: body.AllowEmpty}
 	if co := body.CommitOverrides; co != nil {
 		if co.Message != "" {
-			return errorf(http.StatusNotImplemented, "not supported: revert %s on branch %q: commit_overrides.message (the store names revert commits itself); leave it out", *body.Ref, branch)
+			return errorf(http.StatusNotImplemented, "not supported: revert %s on branch %q: commit_overrides.message (the store names revert commits itself); leave it out", body.Ref, branch)
 		}
 		opts.Metadata = co.Metadata
 	}
-	if _, err := rv.Revert(c.ctx(), branch, *body.Ref, body.ParentNumber, opts); err != nil {
+	if _, err := rv.Revert(c.ctx(), branch, body.Ref, body.ParentNumber, opts); err != nil {
 		return err
 	}
 	c.w.WriteHeader(http.StatusNoContent)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // metaHeaderPrefix introduces user metadata on upload, as on lakeFS: the
@@ -382,7 +383,7 @@ func (s *Server) listObjects(c *call) error {
 		return err
 	}
 	opts := &artifacts.ListOptions{Prefix: c.q.Get("prefix"), Delimiter: c.q.Get("delimiter"), After: c.q.Get("after"), Limit: amount + 1}
-	out := make([]wireObjectStats, 0, min(amount, 64))
+	out := make([]lakefsapi.ObjectStats, 0, min(amount, 64))
 	more := false
 	for e, err := range s.st.ListObjects(c.ctx(), c.p["ref"], opts) {
 		if err != nil {
@@ -428,7 +429,7 @@ func (s *Server) copyObject(c *call) error {
 	if err != nil {
 		return err
 	}
-	var body wireObjectCopy
+	var body lakefsapi.ObjectCopyCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // createRepository answers POST /repositories. The server serves one
 // store, which exists: creating it again is a conflict, creating another
 // is not supported.
 func (s *Server) createRepository(c *call) error {
-	var body wireRepositoryCreation
+	var body lakefsapi.RepositoryCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
@@ -44,14 +45,14 @@ func (s *Server) listBranches(c *call) error {
 	}
 	return writePage(c, s.st.ListBranches(c.ctx()),
 		func(b artifacts.Branch) string { return b.Name },
-		func(b artifacts.Branch) wireRef { return wireRef{ID: b.Name, CommitID: b.CommitID} },
+		func(b artifacts.Branch) lakefsapi.Ref { return lakefsapi.Ref{ID: b.Name, CommitID: b.CommitID} },
 		c.q.Get("after"), amount)
 }
 
 // createBranch answers POST …/branches with the new branch's commit id
 // as text, as lakeFS does.
 func (s *Server) createBranch(c *call) error {
-	var body wireBranchCreation
+	var body lakefsapi.BranchCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func (s *Server) getBranch(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, wireRef{ID: b.Name, CommitID: b.CommitID})
+	writeJSON(c.w, http.StatusOK, lakefsapi.Ref{ID: b.Name, CommitID: b.CommitID})
 	return nil
 }
 
@@ -104,7 +105,7 @@ func (s *Server) resetBranch(c *call) error {
 	if err != nil {
 		return err
 	}
-	var body wireResetCreation
+	var body lakefsapi.ResetCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
@@ -135,12 +136,12 @@ func (s *Server) listTags(c *call) error {
 	}
 	return writePage(c, s.st.ListTags(c.ctx()),
 		func(t artifacts.Tag) string { return t.Name },
-		func(t artifacts.Tag) wireRef { return wireRef{ID: t.Name, CommitID: t.CommitID} },
+		func(t artifacts.Tag) lakefsapi.Ref { return lakefsapi.Ref{ID: t.Name, CommitID: t.CommitID} },
 		c.q.Get("after"), amount)
 }
 
 func (s *Server) createTag(c *call) error {
-	var body wireTagCreation
+	var body lakefsapi.TagCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func (s *Server) createTag(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusCreated, wireRef{ID: t.Name, CommitID: t.CommitID})
+	writeJSON(c.w, http.StatusCreated, lakefsapi.Ref{ID: t.Name, CommitID: t.CommitID})
 	return nil
 }
 
@@ -163,7 +164,7 @@ func (s *Server) getTag(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, wireRef{ID: t.Name, CommitID: t.CommitID})
+	writeJSON(c.w, http.StatusOK, lakefsapi.Ref{ID: t.Name, CommitID: t.CommitID})
 	return nil
 }
 
@@ -191,7 +192,7 @@ func (s *Server) commit(c *call) error {
 	if err != nil {
 		return err
 	}
-	var body wireCommitCreation
+	var body lakefsapi.CommitCreation
 	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (s *Server) logCommits(c *call) error {
 	opts := &artifacts.LogOptions{FirstParent: firstParent, Paths: c.q["objects"], Prefixes: c.q["prefixes"]}
 	after := c.q.Get("after")
 	skipping := after != ""
-	out := make([]wireCommit, 0, min(amount, 64))
+	out := make([]lakefsapi.Commit, 0, min(amount, 64))
 	more := false
 	for cm, err := range s.st.Log(c.ctx(), c.p["ref"], opts) {
 		if err != nil {

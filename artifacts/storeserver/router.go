@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 )
 
 // call is one request being answered: its path parameters (unescaped)
@@ -213,7 +214,7 @@ func writePage[T, W any](c *call, seq iter.Seq2[T, error], key func(T) string, c
 
 // writeResults answers a page of results.
 func writeResults[W any](c *call, results []W, more bool, last string) error {
-	p := wirePage[W]{Pagination: wirePagination{HasMore: more, Results: len(results), MaxPerPage: maxPageSize}, Results: results}
+	p := lakefsapi.Page[W]{Pagination: lakefsapi.Pagination{HasMore: more, Results: len(results), MaxPerPage: maxPageSize}, Results: results}
 	if more {
 		p.Pagination.NextOffset = last
 	}

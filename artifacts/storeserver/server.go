@@ -296,22 +296,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
 	s.log.Info().Str(logAddr, l.Addr().String()).Str(logRepository, s.repo).Bool("auth", s.opts.hasCredentials()).Msg("store server listening")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("storeserver: serve %s: %w", l.Addr(), err)
-	case <-ctx.Done():
+	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
+	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+		s.log.Info().Str(logAddr, l.Addr().String()).Msg("store server stopped")
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
-	defer cancel()
-	err := hs.Shutdown(sctx)
 	if err != nil {
-		hs.Close()
-		err = fmt.Errorf("storeserver: shut down %s: requests still in flight after %v were cut off", l.Addr(), s.opts.ShutdownTimeout)
+		return fmt.Errorf("storeserver: %w", err)
 	}
-	<-errc // http.ErrServerClosed
-	s.log.Info().Str(logAddr, l.Addr().String()).Msg("store server stopped")
-	return err
+	return nil
 }

@@ -1,6 +1,8 @@
 // Package loopback binds servers that stay private unless told otherwise:
-// rlpipe's servers (the policy server, the UI) listen on loopback by
-// default and need a token for any other address.
+// rlpipe's servers (the policy server, the UI, the store server) listen
+// on loopback by default and need a token or credentials for any other
+// address. Listen binds such a server; Serve runs it until its context
+// ends and shuts it down within a timeout.
 package loopback
 
 import (

@@ -286,22 +286,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
 	s.log.Info().Str(logAddr, l.Addr().String()).Str("model", s.opts.Model).Bool("token", s.opts.Token != "").Msg("policy server listening")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("server: serve %s: %w", l.Addr(), err)
-	case <-ctx.Done():
+	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
+	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+		s.log.Info().Str(logAddr, l.Addr().String()).Msg("policy server stopped")
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
-	defer cancel()
-	err := hs.Shutdown(sctx)
 	if err != nil {
-		hs.Close()
-		err = fmt.Errorf("server: shut down %s: requests still in flight after %v were cut off", l.Addr(), s.opts.ShutdownTimeout)
+		return fmt.Errorf("server: %w", err)
 	}
-	<-errc // http.ErrServerClosed
-	s.log.Info().Str(logAddr, l.Addr().String()).Msg("policy server stopped")
-	return err
+	return nil
 }
