@@ -114,9 +114,9 @@ driver, against the same store (a lakeFS repository, or an embedded store
 served by ` + "`rlpipe store serve`" + `). A task whose environment has no
 worker waits on its queue until one starts. Stop with Ctrl-C: running
 attempts are cancelled and run again on another worker.`,
-		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env rollout --temporal temporal.internal:7233
-  rlpipe --store lakefs://rl worker -f pipeline.yaml --env trainer
-  rlpipe --store lakefs://rl worker -f pipeline.yaml --env reward --env default --driver`,
+		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env generate --temporal temporal.internal:7233
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env train --gpus 8 --gpu-type A100
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,eval,health --driver`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file)
@@ -129,6 +129,9 @@ attempts are cancelled and run again on another worker.`,
 			}
 			if len(envs) == 0 && !driver {
 				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops)")
+			}
+			if gpus < -1 {
+				return usagef("worker: --gpus %d: use 0 or more (the GPUs this host hands to tasks)", gpus)
 			}
 			plan, err := cfg.Plan()
 			if err != nil {

@@ -27,6 +27,8 @@ func TestWorkerAndTemporalRunBadInput(t *testing.T) {
 			"worker: name the environments to serve with --env NAME (or --driver to run loops)"},
 		{"unknown environment", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "gpu"}, ExitUsage,
 			`worker: --env "gpu": no task of ../examples/standin/pipeline.yaml runs in it (its environments: default, generate, health, reward, sample, train)`},
+		{"negative GPUs", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "train", "--gpus", "-3"}, ExitUsage,
+			"worker: --gpus -3: use 0 or more (the GPUs this host hands to tasks)"},
 		{"tiny heartbeat", []string{"--store", "lakefs://rl", "run", "-f", cfg, "--executor", "temporal", "--heartbeat", "10ms"}, ExitUsage,
 			"--heartbeat 10ms: use at least 1s"},
 		{"no server", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--temporal", "127.0.0.1:1"}, ExitFailure,
