@@ -52,7 +52,7 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noReport, "no-report", false, "do not write the HTML report")
 	fs.StringVar(&o.executor, "executor", "local", "where tasks run: local (this process) or temporal (workers per environment; see docs/DEPLOY.md)")
 	o.temporal.AddFlags(fs, true)
-	fs.BoolVar(&o.temporal.noDriver, "no-driver", false, "with --executor temporal: only start or attach to the run; driver workers (`rlpipe worker --driver`) run the loop")
+	fs.BoolVar(&o.temporal.noDriver, "no-driver", false, "with --executor temporal: only start or attach to the run; driver workers (rlpipe worker --driver) run the loop")
 }
 
 func newRunCommand(g *rootOptions) *cobra.Command {
@@ -67,7 +67,12 @@ process runs a given run at a time.
 
 The store is --store, else RLPIPE_STORE, else the config's store, else
 .rlpipe in the working directory. On a terminal a live display shows each
-stage; otherwise the run's events are logged as JSON lines on stderr.`,
+stage; otherwise the run's events are logged as JSON lines on stderr.
+
+With --executor temporal each environment's tasks run on the workers
+that serve its queue (rlpipe worker --env NAME) and the loop runs as a
+Temporal workflow: Ctrl-C detaches, and the run goes on while a driver
+worker serves it (docs/DEPLOY.md).`,
 		Example: `  rlpipe run -f examples/standin/pipeline.yaml
   rlpipe run -f pipeline.yaml --run exp2 --no-cache
   rlpipe run -f examples/arithmetic/pipeline.yaml --run arith-onpolicy --no-overlap
