@@ -181,16 +181,16 @@ func (s *Server) routes() {
 
 // ServeHTTP answers the page (/), its assets, and the JSON API (/api/…).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := &recorder{ResponseWriter: w}
+	rw := &loopback.Recorder{ResponseWriter: w}
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error().Str(logPath, r.URL.Path).Str(logError, fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("ui handler panicked")
-			if !rw.wrote {
+			if !rw.Wrote {
 				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("the UI failed on this request (%v); see its log", v))
 			}
 		}
-		s.log.Debug().Str(logPath, r.URL.Path).Int(logStatus, rw.status).Dur("took", time.Since(start)).Msg("request")
+		s.log.Debug().Str(logPath, r.URL.Path).Int(logStatus, rw.Status).Dur("took", time.Since(start)).Msg("request")
 	}()
 	h := rw.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -261,40 +261,6 @@ func (s *Server) tokenMatches(tok string) bool {
 	sum := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 }
-
-// recorder notes whether and what a handler wrote.
-type recorder struct {
-	http.ResponseWriter
-	wrote  bool
-	status int
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.wrote, r.status = true, code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.wrote, r.status = true, http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Flush lets event streams push each event out.
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		if !r.wrote {
-			r.wrote, r.status = true, http.StatusOK
-		}
-		f.Flush()
-	}
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
 // (after resolving a host name, and again on the bound socket) unless

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
 // apiError is an answer other than 2xx: lakeFS's Error body, {"message"}.
@@ -28,8 +29,8 @@ func errorf(status int, format string, a ...any) *apiError {
 
 // writeError writes lakeFS's error body.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	if rec, ok := w.(*recorder); ok {
-		rec.message = msg
+	if rec, ok := w.(*loopback.Recorder); ok {
+		rec.Message = msg
 	}
 	writeJSON(w, status, struct {
 		Message string `json:"message"`

@@ -177,7 +177,7 @@ func (s *Server) RequiresAuth() bool { return s.opts.hasCredentials() }
 // ServeHTTP answers the lakeFS REST API under /api/v1: the endpoints the
 // lakefs:// backend sends (see doc.go) and GET /api/v1/healthcheck.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := &recorder{ResponseWriter: w}
+	rw := &loopback.Recorder{ResponseWriter: w}
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
@@ -188,15 +188,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			s.log.Error().Str(logMethod, r.Method).Str(logPath, r.URL.Path).Str(logError, fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("store server handler panicked")
-			if !rw.wrote {
+			if !rw.Wrote {
 				writeError(rw, http.StatusInternalServerError, fmt.Sprintf("the store server failed on %s %s (%v); see its log", r.Method, r.URL.Path, v))
 			}
 		}
 		ev := s.log.Debug()
-		if rw.status >= 500 {
-			ev = s.log.Warn().Str(logError, rw.message)
+		if rw.Status >= 500 {
+			ev = s.log.Warn().Str(logError, rw.Message)
 		}
-		ev.Str(logMethod, r.Method).Str(logPath, r.URL.Path).Int(logStatus, rw.status).Dur(logTook, time.Since(start)).Msg("request")
+		ev.Str(logMethod, r.Method).Str(logPath, r.URL.Path).Int(logStatus, rw.Status).Dur(logTook, time.Since(start)).Msg("request")
 	}()
 	if !s.hostAllowed(r) {
 		writeError(rw, http.StatusForbidden, fmt.Sprintf("host %q is not a loopback address: this server has no credentials, so it answers only http://127.0.0.1 or http://localhost (start it with %s and %s to serve other names)", r.Host, EnvAccessKeyID, EnvSecretAccessKey))
@@ -248,31 +248,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	k, sec := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(secret))
 	return subtle.ConstantTimeCompare(k[:], s.key[:])&subtle.ConstantTimeCompare(sec[:], s.secret[:]) == 1
 }
-
-// recorder notes whether and what a handler wrote.
-type recorder struct {
-	http.ResponseWriter
-	wrote   bool
-	status  int
-	message string // of an error answer, for the log
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.wrote, r.status = true, code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.wrote, r.status = true, http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap gives http.ResponseController the underlying writer.
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
 // (after resolving a host name, and again on the bound socket) unless the

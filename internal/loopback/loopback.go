@@ -2,7 +2,9 @@
 // rlpipe's servers (the policy server, the UI, the store server) listen
 // on loopback by default and need a token or credentials for any other
 // address. Listen binds such a server; Serve runs it until its context
-// ends and shuts it down within a timeout.
+// ends and shuts it down within a timeout; Recorder wraps its response
+// writer to note the status each request was answered with, for its
+// request log and its panic recovery.
 package loopback
 
 import (

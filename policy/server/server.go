@@ -171,16 +171,16 @@ func (s *Server) Adapters() []string {
 // /v1/chat/completions, /v1/load_lora_adapter and
 // /v1/unload_lora_adapter; GET /v1/models and /health.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rw := &recorder{ResponseWriter: w}
+	rw := &loopback.Recorder{ResponseWriter: w}
 	start := time.Now()
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.Error().Str(logPath, r.URL.Path).Str(logError, fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("policy server handler panicked")
-			if !rw.wrote {
+			if !rw.Wrote {
 				writeError(rw, errInternal(fmt.Sprintf("the policy server failed on this request (%v); see its log", v)))
 			}
 		}
-		s.log.Debug().Str(logPath, r.URL.Path).Int(logStatus, rw.status).Dur("took", time.Since(start)).Msg("request")
+		s.log.Debug().Str(logPath, r.URL.Path).Int(logStatus, rw.Status).Dur("took", time.Since(start)).Msg("request")
 	}()
 	if r.URL.Path == "/health" {
 		if !method(rw, r, http.MethodGet) {
@@ -243,27 +243,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
-}
-
-// recorder notes whether and what a handler wrote.
-type recorder struct {
-	http.ResponseWriter
-	wrote  bool
-	status int
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.wrote, r.status = true, code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if !r.wrote {
-		r.wrote, r.status = true, http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
 }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
