@@ -3,11 +3,15 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // Func is the body of a Go task. It reads its inputs from local files
@@ -166,6 +170,25 @@ func (tc *TaskContext) InputPath(name string) string { return tc.inputs[name] }
 
 // OutputPath returns where the task writes an output.
 func (tc *TaskContext) OutputPath(name string) string { return tc.outputs[name] }
+
+// ReadInput reads an input table. A missing input or a table that does
+// not decode is Permanent (retrying reads the same bytes); a file-system
+// error is not.
+func ReadInput[T any](tc *TaskContext, input string, t *tables.Table[T]) ([]T, error) {
+	path := tc.InputPath(input)
+	if path == "" {
+		return nil, Permanent(fmt.Errorf("task %s: no %q input", tc.Task, input))
+	}
+	rows, err := tables.ReadFile(path, t)
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("read %s: %w", input, err)
+	case err != nil:
+		return nil, Permanent(fmt.Errorf("read %s: %w", input, err))
+	}
+	return rows, nil
+}
 
 // Params decodes the call's parameters into v.
 func (tc *TaskContext) Params(v any) error {

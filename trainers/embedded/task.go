@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -87,13 +86,13 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	}
 	var b Batch
 	var err error
-	if b.Prompts, err = readTable(tc, "prompts", tables.Prompts); err != nil {
+	if b.Prompts, err = pipeline.ReadInput(tc, "prompts", tables.Prompts); err != nil {
 		return err
 	}
-	if b.Trajectories, err = readTable(tc, "trajectories", tables.Trajectories); err != nil {
+	if b.Trajectories, err = pipeline.ReadInput(tc, "trajectories", tables.Trajectories); err != nil {
 		return err
 	}
-	if b.Rewards, err = readTable(tc, "rewards", tables.Rewards); err != nil {
+	if b.Rewards, err = pipeline.ReadInput(tc, "rewards", tables.Rewards); err != nil {
 		return err
 	}
 	var t *Trainer
@@ -133,7 +132,10 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if err := os.WriteFile(tc.OutputPath(OutMetrics), append(mb, '\n'), 0o644); err != nil {
 		return err
 	}
-	return writeAdvantages(tc.OutputPath(OutAdvantages), res.Advantages)
+	if err := tables.WriteFile(tc.OutputPath(OutAdvantages), tables.Advantages, res.Advantages, nil); err != nil {
+		return fmt.Errorf("write advantages: %w", err)
+	}
+	return nil
 }
 
 // crashMidWrite leaves half an adapter in the output directory and fails
@@ -151,29 +153,6 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 		return err
 	}
 	return fmt.Errorf("train iteration %d: planned crash of attempt %d while writing the adapter", iteration, attempt)
-}
-
-func readTable[T any](tc *pipeline.TaskContext, input string, t *tables.Table[T]) ([]T, error) {
-	path := tc.InputPath(input)
-	if path == "" {
-		return nil, pipeline.Permanent(fmt.Errorf("train stage: no %q input (the loop passes rewards, trajectories and prompts)", input))
-	}
-	rows, err := tables.ReadFile(path, t)
-	var pathErr *fs.PathError
-	switch {
-	case errors.As(err, &pathErr):
-		return nil, fmt.Errorf("read %s: %w", input, err) // the file system: worth a retry
-	case err != nil:
-		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err)) // the table itself
-	}
-	return rows, nil
-}
-
-func writeAdvantages(path string, rows []tables.Advantage) error {
-	if err := tables.WriteFile(path, tables.Advantages, rows, nil); err != nil {
-		return fmt.Errorf("write advantages: %w", err)
-	}
-	return nil
 }
 
 func checkMetrics(path string) error {

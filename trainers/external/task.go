@@ -3,9 +3,7 @@ package external
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,15 +77,15 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	prompts, err := readTable(tc, "prompts", tables.Prompts)
+	prompts, err := pipeline.ReadInput(tc, "prompts", tables.Prompts)
 	if err != nil {
 		return err
 	}
-	trajs, err := readTable(tc, "trajectories", tables.Trajectories)
+	trajs, err := pipeline.ReadInput(tc, "trajectories", tables.Trajectories)
 	if err != nil {
 		return err
 	}
-	rewards, err := readTable(tc, "rewards", tables.Rewards)
+	rewards, err := pipeline.ReadInput(tc, "rewards", tables.Rewards)
 	if err != nil {
 		return err
 	}
@@ -106,8 +104,8 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 			return err
 		}
 	}
-	if err := writeAdvantages(ps.Advantages, adv); err != nil {
-		return err
+	if err := tables.WriteFile(ps.Advantages, tables.Advantages, adv, nil); err != nil {
+		return fmt.Errorf("write advantages: %w", err)
 	}
 	hp := o.Hyperparameters
 	if hp == nil {
@@ -164,25 +162,3 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 	return os.WriteFile(tc.OutputPath(OutMetrics), mb, 0o644)
 }
 
-func readTable[T any](tc *pipeline.TaskContext, input string, t *tables.Table[T]) ([]T, error) {
-	path := tc.InputPath(input)
-	if path == "" {
-		return nil, pipeline.Permanent(fmt.Errorf("train stage: no %q input (the loop passes rewards, trajectories and prompts)", input))
-	}
-	rows, err := tables.ReadFile(path, t)
-	var pathErr *fs.PathError
-	switch {
-	case errors.As(err, &pathErr):
-		return nil, fmt.Errorf("read %s: %w", input, err) // the file system: worth a retry
-	case err != nil:
-		return nil, pipeline.Permanent(fmt.Errorf("read %s: %w", input, err)) // the table itself
-	}
-	return rows, nil
-}
-
-func writeAdvantages(path string, rows []tables.Advantage) error {
-	if err := tables.WriteFile(path, tables.Advantages, rows, nil); err != nil {
-		return fmt.Errorf("write advantages: %w", err)
-	}
-	return nil
-}
