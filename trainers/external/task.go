@@ -161,4 +161,3 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 	}
 	return os.WriteFile(tc.OutputPath(OutMetrics), mb, 0o644)
 }
-
