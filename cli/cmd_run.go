@@ -220,19 +220,28 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	return printRun(p, out)
 }
 
-// runLoop runs or resumes the loop to its end, printing a line per
-// committed iteration, and returns the summary.
-func runLoop(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (out runOut, err error) {
-	start := time.Now()
+// runName is the run's name: --run, else the config's run.
+func runName(cfg *config.Config, o runOptions) (string, error) {
 	name := cfg.Run
 	if o.run != "" {
 		name = o.run
 	}
 	if name == "" {
-		return out, usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
+		return "", usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
 	}
 	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
-		return out, usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+		return "", usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+	}
+	return name, nil
+}
+
+// runLoop runs or resumes the loop to its end, printing a line per
+// committed iteration, and returns the summary.
+func runLoop(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (out runOut, err error) {
+	start := time.Now()
+	name, err := runName(cfg, o)
+	if err != nil {
+		return out, err
 	}
 	if cfg.Eval != nil {
 		if err := warnOverlap(ctx, st, cfg, d.stderr); err != nil {

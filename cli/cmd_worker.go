@@ -304,15 +304,9 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 	if err := sharedStore(g.store); err != nil {
 		return err
 	}
-	name := cfg.Run
-	if o.run != "" {
-		name = o.run
-	}
-	if name == "" {
-		return usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
-	}
-	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
-		return usagef("run: --run %q: use letters, digits, '_' and '-'", name)
+	name, err := runName(cfg, o)
+	if err != nil {
+		return err
 	}
 	hash, err := cfg.Hash()
 	if err != nil {

@@ -83,7 +83,7 @@ func (x localExecutor) Execute(ctx context.Context, t *Task, job Job, report fun
 	var slot *warmSlot
 	var wp *warmPool
 	if s.reuse() {
-		wp = r.warmPool(job.Env)
+		wp = r.warm.env(job.Env)
 		slot = wp.get()
 	}
 	// done frees the task's resources and warm worker; the cache record
@@ -103,7 +103,7 @@ func (x localExecutor) Execute(ctx context.Context, t *Task, job Job, report fun
 		dctx, cancel = context.WithTimeout(ctx, s.Deadline)
 		defer cancel()
 	}
-	ev := jobEvent(job)
+	ev := job.Event()
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		e := ev
@@ -147,7 +147,8 @@ func (x localExecutor) Execute(ctx context.Context, t *Task, job Job, report fun
 	}
 }
 
-// jobEvent is the template of a job's events.
-func jobEvent(job Job) Event {
+// Event is the template of the job's events: an executor sets the kind,
+// attempt, duration and error.
+func (job Job) Event() Event {
 	return Event{Group: job.Group, Stage: job.Task, Iteration: job.Iteration, Task: job.Call, Env: job.Env, Key: job.Key}
 }

@@ -110,3 +110,24 @@ func (w *warmPool) put(s *warmSlot) {
 	defer w.mu.Unlock()
 	w.free = append(w.free, s)
 }
+
+// warmPools keeps each environment's warm workers.
+type warmPools struct {
+	mu sync.Mutex
+	m  map[string]*warmPool
+}
+
+// env returns environment name's pool, creating it on first use.
+func (w *warmPools) env(name string) *warmPool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]*warmPool{}
+	}
+	p := w.m[name]
+	if p == nil {
+		p = &warmPool{}
+		w.m[name] = p
+	}
+	return p
+}

@@ -66,8 +66,7 @@ type Run struct {
 	lock   *runLock
 	// executor runs the calls the cache does not answer.
 	executor Executor
-	warm     map[string]*warmPool
-	warmMu   sync.Mutex
+	warm     warmPools
 
 	commitMu  sync.Mutex
 	committed map[int]chan struct{} // closed when the iteration committed
@@ -118,7 +117,6 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 		pool:      newPool(*m),
 		cache:     &cache{store: st},
 		events:    newEventLog(opts.Name, opts.Logger),
-		warm:      map[string]*warmPool{},
 		committed: map[int]chan struct{}{},
 	}
 	r.memo = &memoizer{store: st, events: r.events}
@@ -371,17 +369,6 @@ func (r *Run) seedFor(iteration int, name string) uint64 {
 	d := digestBytes(append(b[:], name...))
 	v, _ := strconv.ParseUint(d[:16], 16, 64)
 	return v
-}
-
-func (r *Run) warmPool(env string) *warmPool {
-	r.warmMu.Lock()
-	defer r.warmMu.Unlock()
-	w := r.warm[env]
-	if w == nil {
-		w = &warmPool{}
-		r.warm[env] = w
-	}
-	return w
 }
 
 // resolveInputs waits for node inputs and describes store inputs.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -47,13 +46,12 @@ type Worker struct {
 	opts  WorkerOptions
 	a     attempter
 	pool  *pool
-	warm  map[string]*warmPool
-	mu    sync.Mutex
+	warm  warmPools
 }
 
 // NewWorker builds a worker over st. Tasks must have distinct names.
 func NewWorker(st artifacts.Store, opts WorkerOptions) (*Worker, error) {
-	w := &Worker{tasks: map[string]*Task{}, opts: opts, warm: map[string]*warmPool{}}
+	w := &Worker{tasks: map[string]*Task{}, opts: opts}
 	for _, t := range opts.Tasks {
 		if t == nil {
 			continue
@@ -116,22 +114,11 @@ func (w *Worker) Attempt(ctx context.Context, job Job, attempt int) (map[string]
 	defer release()
 	var slot *warmSlot
 	if job.Settings.reuse() {
-		wp := w.warmPool(job.Env)
+		wp := w.warm.env(job.Env)
 		slot = wp.get()
 		defer wp.put(slot)
 	}
 	return w.a.attempt(ctx, t, &job, attempt, slot)
-}
-
-func (w *Worker) warmPool(env string) *warmPool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.warm[env]
-	if p == nil {
-		p = &warmPool{}
-		w.warm[env] = p
-	}
-	return p
 }
 
 func short(h string) string {

@@ -116,7 +116,7 @@ func NewExecutor(o ExecutorOptions) (*Executor, error) {
 func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
 	queue := Queue(x.o.Repository, x.o.Pipeline, job.Env)
 	x.warnIfUnserved(ctx, queue, job.Env)
-	ev := pipeline.Event{Group: job.Group, Stage: job.Task, Iteration: job.Iteration, Task: job.Call, Env: job.Env, Key: job.Key}
+	ev := job.Event()
 	e := ev
 	e.Kind, e.Attempt, e.Resources = pipeline.EventStarted, 1, &job.Settings.Resources
 	report(e)
