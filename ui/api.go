@@ -89,6 +89,21 @@ func noRun(run, branch string) error {
 	return kindf(artifacts.ErrBranchNotFound, "no run %q in this store (no branch %s); /api/runs lists the runs", run, branch)
 }
 
+// pageParams reads ?offset= and ?limit= (default def, at most max; 0
+// means def).
+func pageParams(r *http.Request, def, max int) (offset, limit int, err error) {
+	if offset, err = intParam(r, "offset", 0, 0); err != nil {
+		return 0, 0, err
+	}
+	if limit, err = intParam(r, "limit", def, max); err != nil {
+		return 0, 0, err
+	}
+	if limit == 0 {
+		limit = def
+	}
+	return offset, limit, nil
+}
+
 // intParam reads a non-negative integer query parameter, def when absent.
 func intParam(r *http.Request, name string, def, max int) (int, error) {
 	s := r.URL.Query().Get(name)
@@ -204,18 +219,10 @@ func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
-	offset, err := intParam(r, "offset", 0, 0)
+	offset, limit, err := pageParams(r, defaultLogLimit, maxLogLimit)
 	if err != nil {
 		fail(w, r, err)
 		return
-	}
-	limit, err := intParam(r, "limit", defaultLogLimit, maxLogLimit)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if limit == 0 {
-		limit = defaultLogLimit
 	}
 	out := struct {
 		Ref        string             `json:"ref"`
@@ -338,18 +345,10 @@ func (s *Server) apiTable(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
-	offset, err := intParam(r, "offset", 0, 0)
+	offset, limit, err := pageParams(r, defaultTableLimit, maxTableLimit)
 	if err != nil {
 		fail(w, r, err)
 		return
-	}
-	limit, err := intParam(r, "limit", defaultTableLimit, maxTableLimit)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	if limit == 0 {
-		limit = defaultTableLimit
 	}
 	page, err := readTablePage(r.Context(), s.st, ref, path, offset, limit)
 	if err != nil {
