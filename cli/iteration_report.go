@@ -102,11 +102,4 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 }
 
 // stageOrder sorts task names in loop order.
-func stageOrder(name string) int {
-	for i, s := range []string{"sample", "generate", "reward", "train", "health", "eval-generate-start", "eval-start", "eval-generate", "eval"} {
-		if name == s {
-			return i
-		}
-	}
-	return 99
-}
+func stageOrder(name string) int { return pipeline.TaskRank(name) }

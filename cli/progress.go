@@ -12,7 +12,7 @@ import (
 )
 
 // runStages are the loop's stages in the order the display lists them.
-var runStages = []string{"sample", "generate", "reward", "train"}
+var runStages = pipeline.SlotNames()
 
 // progress is the live display of `rlpipe run` on a terminal: a header
 // and one line per stage (iteration, state, attempts, cached calls,

@@ -350,7 +350,7 @@ func stageRank(name string) int {
 	case strings.HasPrefix(name, "eval"):
 		return 5
 	}
-	for i, stage := range []string{"sample", "generate", "reward", "train"} {
+	for i, stage := range pipeline.SlotNames() {
 		if name == stage || strings.HasPrefix(name, stage+"-") {
 			return i
 		}

@@ -309,8 +309,5 @@ func (c *Config) applyDefaults() {
 
 // all returns the stages by name, in loop order.
 func (s *Stages) all() map[string]*Stage {
-	return map[string]*Stage{"sample": s.Sample, "generate": s.Generate, "reward": s.Reward, "train": s.Train}
+	return map[string]*Stage{pipeline.SlotSample: s.Sample, pipeline.SlotGenerate: s.Generate, pipeline.SlotReward: s.Reward, pipeline.SlotTrain: s.Train}
 }
-
-// stageNames is the loop order.
-var stageNames = []string{"sample", "generate", "reward", "train"}

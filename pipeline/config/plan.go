@@ -90,13 +90,13 @@ func (c *Config) Plan() (Plan, error) {
 		o.Envs[name] = s.Env
 		o.FailTimes[name] = s.FailTimes
 		switch name {
-		case "sample":
+		case pipeline.SlotSample:
 			o.SampleSleep = s.Sleep
-		case "generate":
+		case pipeline.SlotGenerate:
 			o.GenerateSleep, o.SamplesPerPrompt = s.Sleep, s.SamplesPerPrompt
-		case "reward":
+		case pipeline.SlotReward:
 			o.RewardSleep, o.JudgeURL = s.Sleep, s.JudgeURL
-		case "train":
+		case pipeline.SlotTrain:
 			o.TrainSleep = s.Sleep
 		}
 	}
@@ -181,10 +181,10 @@ func (c *Config) Plan() (Plan, error) {
 		return t
 	}
 	p.Stages = pipeline.Stages{
-		Sample:   pick("sample", stand.Sample),
-		Generate: pick("generate", stand.Generate),
-		Reward:   pick("reward", stand.Reward),
-		Train:    pick("train", stand.Train),
+		Sample:   pick(pipeline.SlotSample, stand.Sample),
+		Generate: pick(pipeline.SlotGenerate, stand.Generate),
+		Reward:   pick(pipeline.SlotReward, stand.Reward),
+		Train:    pick(pipeline.SlotTrain, stand.Train),
 	}
 	if specErr == nil && c.Eval != nil {
 		specErr = c.planEval(&p)

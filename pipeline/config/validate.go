@@ -84,7 +84,7 @@ func (c *Config) validate() error {
 	for _, name := range sortedKeys(c.Environments) {
 		k.settings("environments."+name, c.Environments[name])
 	}
-	for _, name := range stageNames {
+	for _, name := range pipeline.SlotNames() {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
@@ -127,29 +127,10 @@ func (k *checker) settings(path string, s pipeline.Settings) {
 	}
 }
 
-// stageInputs are the inputs Loop hands each stage; optional ones are
-// absent until a policy exists.
-var stageInputs = map[string][]string{
-	"sample":   {"dataset"},
-	"generate": {"prompts", "policy"},
-	"reward":   {"trajectories", "prompts"},
-	"train":    {"rewards", "trajectories", "prompts", "policy"},
-}
-
-// stageOutputs are the outputs Loop needs from each stage.
-var stageOutputs = map[string][]string{
-	"sample":   {pipeline.OutPrompts},
-	"generate": {pipeline.OutTrajectories},
-	"reward":   {pipeline.OutRewards},
-	"train":    {pipeline.OutAdapter, pipeline.OutMetrics},
-}
-
-// stageParams are the params Loop passes each stage.
-var stageParams = map[string][]string{
-	"sample":   {"cursor", "count", "iteration"},
-	"generate": {"iteration", "policy_iteration", "staleness"},
-	"reward":   {"iteration"},
-	"train":    {"iteration"},
+// slotOf is the engine's slot of a stage name (one of pipeline.Slots).
+func slotOf(name string) pipeline.Slot {
+	s, _ := pipeline.SlotByName(name)
+	return s
 }
 
 var (
@@ -421,7 +402,7 @@ func (k *checker) command(name, path string, s *Stage) {
 			outs[o.Name] = o
 		}
 	}
-	for _, need := range stageOutputs[name] {
+	for _, need := range slotOf(name).Outputs {
 		o, ok := outs[need]
 		switch {
 		case !ok:
@@ -436,8 +417,8 @@ func (k *checker) command(name, path string, s *Stage) {
 		}
 	}
 	for _, in := range s.IgnoreInputs {
-		if !slices.Contains(stageInputs[name], in) {
-			k.fail(path+".ignore_inputs", "inputs: "+strings.Join(stageInputs[name], ", "), "%s.ignore_inputs: the %s stage has no input %q", path, name, in)
+		if !slices.Contains(slotOf(name).Inputs, in) {
+			k.fail(path+".ignore_inputs", "inputs: "+strings.Join(slotOf(name).Inputs, ", "), "%s.ignore_inputs: the %s stage has no input %q", path, name, in)
 		}
 	}
 	for i, arg := range s.Command {
@@ -445,19 +426,19 @@ func (k *checker) command(name, path string, s *Stage) {
 		for _, m := range rePlace.FindAllStringSubmatch(arg, -1) {
 			kind, ref := m[1], m[2]
 			switch {
-			case kind == "inputs" && slices.Contains(stageInputs[name], ref):
+			case kind == "inputs" && slices.Contains(slotOf(name).Inputs, ref):
 				if ref == "policy" && k.c.InitialPolicy == "" {
 					k.fail(ap, "set initial_policy, or pass the policy another way",
 						"%s: %s: the first iteration has no policy input (the base model), so the placeholder cannot be filled", ap, m[0])
 				}
 			case kind == "inputs":
-				k.fail(ap, "inputs: "+strings.Join(stageInputs[name], ", "), "%s: %s: the %s stage has no input %q", ap, m[0], name, ref)
+				k.fail(ap, "inputs: "+strings.Join(slotOf(name).Inputs, ", "), "%s: %s: the %s stage has no input %q", ap, m[0], name, ref)
 			case kind == "outputs" && outs[ref].Name != "":
 			case kind == "outputs":
 				k.fail(ap, "declare it under outputs", "%s: %s: no output %q is declared", ap, m[0], ref)
-			case kind == "params" && slices.Contains(stageParams[name], ref):
+			case kind == "params" && slices.Contains(slotOf(name).Params, ref):
 			case kind == "params":
-				k.fail(ap, "params: "+strings.Join(stageParams[name], ", "), "%s: %s: the %s stage has no param %q", ap, m[0], name, ref)
+				k.fail(ap, "params: "+strings.Join(slotOf(name).Params, ", "), "%s: %s: the %s stage has no param %q", ap, m[0], name, ref)
 			case ref == "" && (kind == "attempt" || kind == "seed" || kind == "iteration" || kind == "workdir"):
 			default:
 				k.fail(ap, "known: inputs.NAME, outputs.NAME, params.NAME, attempt, seed, iteration, workdir", "%s: unknown placeholder %s", ap, m[0])

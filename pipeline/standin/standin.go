@@ -53,16 +53,16 @@ func Stages(o Options) pipeline.Stages {
 		return stage
 	}
 	return pipeline.Stages{
-		Sample: &pipeline.Task{Name: "sample", Version: "standin-1", Env: env("sample"), Deterministic: true,
+		Sample: &pipeline.Task{Name: pipeline.SlotSample, Version: "standin-1", Env: env(pipeline.SlotSample), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: "prompts.parquet", Check: check(tables.Prompts)}},
 			Run:     o.sample},
-		Generate: &pipeline.Task{Name: "generate", Version: "standin-1", Env: env("generate"),
+		Generate: &pipeline.Task{Name: pipeline.SlotGenerate, Version: "standin-1", Env: env(pipeline.SlotGenerate),
 			Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet", Check: check(tables.Trajectories)}},
 			Run:     o.generate},
-		Reward: &pipeline.Task{Name: "reward", Version: "standin-1", Env: env("reward"), Deterministic: true,
+		Reward: &pipeline.Task{Name: pipeline.SlotReward, Version: "standin-1", Env: env(pipeline.SlotReward), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet", Check: check(tables.Rewards)}},
 			Run:     o.reward},
-		Train: &pipeline.Task{Name: "train", Version: "standin-1", Env: env("train"), Deterministic: true,
+		Train: &pipeline.Task{Name: pipeline.SlotTrain, Version: "standin-1", Env: env(pipeline.SlotTrain), Deterministic: true,
 			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: "adapter", Dir: true}, {Name: pipeline.OutMetrics, File: "train_metrics.json"}},
 			Run:     o.train},
 	}
@@ -111,7 +111,7 @@ func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	if err := o.pause(ctx, "sample", o.SampleSleep, tc); err != nil {
+	if err := o.pause(ctx, pipeline.SlotSample, o.SampleSleep, tc); err != nil {
 		return err
 	}
 	all, err := tables.ReadFile(tc.InputPath("dataset"), tables.Prompts)
@@ -153,7 +153,7 @@ func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	if err := o.pause(ctx, "generate", o.GenerateSleep, tc); err != nil {
+	if err := o.pause(ctx, pipeline.SlotGenerate, o.GenerateSleep, tc); err != nil {
 		return err
 	}
 	prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
@@ -186,7 +186,7 @@ func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 // reward scores 1 for a completion ending in the prompt's answer — through
 // the judge when one is configured, each call memoized.
 func (o Options) reward(ctx context.Context, tc *pipeline.TaskContext) error {
-	if err := o.pause(ctx, "reward", o.RewardSleep, tc); err != nil {
+	if err := o.pause(ctx, pipeline.SlotReward, o.RewardSleep, tc); err != nil {
 		return err
 	}
 	trajs, err := tables.ReadFile(tc.InputPath("trajectories"), tables.Trajectories)
@@ -258,7 +258,7 @@ func (o Options) train(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	if err := o.pause(ctx, "train", o.TrainSleep, tc); err != nil {
+	if err := o.pause(ctx, pipeline.SlotTrain, o.TrainSleep, tc); err != nil {
 		return err
 	}
 	rt, err := tables.RewardsWith("correct")
