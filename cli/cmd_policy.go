@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/server"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/rollouts"
 )
 
 // policyTokenEnv holds the bearer token `policy serve` requires when bound
@@ -34,7 +34,7 @@ type policyServeOptions struct {
 
 func (o *policyServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8000", "address to listen on; any address but loopback needs "+policyTokenEnv)
-	fs.StringVar(&o.model, "model", rollouts.ModelTinyArith, "tiny-arith (the shipped weights) or a .safetensors file")
+	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith (the shipped weights) or a .safetensors file")
 }
 
 func newPolicyServeCommand(g *rootOptions) *cobra.Command {
@@ -67,7 +67,7 @@ their API key. Stop it with Ctrl-C.`,
 
 // policyServe serves until ctx ends.
 func policyServe(ctx context.Context, o policyServeOptions, token string, log zerolog.Logger, p printer) error {
-	m, err := rollouts.LoadEmbedded(o.model)
+	m, err := embedded.Load(o.model)
 	if err != nil {
 		return failure(err)
 	}

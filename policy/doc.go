@@ -18,4 +18,12 @@
 // Adapters: policies that hot-load LoRA adapters implement AdapterLoader;
 // Sampling.Adapter then selects the adapter a batch samples from, the way a
 // vLLM request names a LoRA module as its model.
+//
+// Backends: Open(ctx, Spec) opens the policy a pipeline's policy section
+// names with the backend registered for its kind, as artifacts.Open picks a
+// store driver. A backend package registers itself when imported
+// (policy/embedded as "embedded", policy/openai as "openai"); the CLI
+// imports the shipped ones, so the stages that sample never know a
+// backend's type. A new backend is one package with a Register call, plus
+// one import line in cli/backends.go.
 package policy

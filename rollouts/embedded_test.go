@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
 )
@@ -69,12 +69,12 @@ func embeddedRun(t *testing.T, serve string) (map[string]string, []tables.Trajec
 	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
 		t.Fatal(err)
 	}
-	opened, err := rollouts.Open(ctx, rollouts.Spec{Kind: rollouts.KindEmbedded, Serve: serve})
+	opened, err := policy.Open(ctx, policy.Spec{Kind: embedded.Kind, Serve: serve})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer opened.Close()
-	if serve == rollouts.ServeHTTP && !strings.HasPrefix(opened.Addr, "127.0.0.1:") {
+	if serve == embedded.ServeHTTP && !strings.HasPrefix(opened.Addr, "127.0.0.1:") {
 		t.Fatalf("served on %q, want loopback", opened.Addr)
 	}
 	gen, err := rollouts.Task(rollouts.Options{Policy: opened.Policy, Identity: opened.Identity,
@@ -116,8 +116,8 @@ func embeddedRun(t *testing.T, serve string) (map[string]string, []tables.Trajec
 // sampling the embedded model in process and through its OpenAI-compatible
 // server on loopback writes byte-identical trajectories and adapters.
 func TestEmbeddedInProcessEqualsHTTP(t *testing.T) {
-	inSums, rows := embeddedRun(t, rollouts.ServeInProcess)
-	httpSums, _ := embeddedRun(t, rollouts.ServeHTTP)
+	inSums, rows := embeddedRun(t, embedded.ServeInProcess)
+	httpSums, _ := embeddedRun(t, embedded.ServeHTTP)
 	if len(inSums) != 9 {
 		t.Fatalf("%d trajectories/adapter files, want 3 tables + 3 adapters × 2 files: %v", len(inSums), inSums)
 	}
@@ -136,38 +136,5 @@ func TestEmbeddedInProcessEqualsHTTP(t *testing.T) {
 		if len(r.TokenIDs) == 0 || len(r.TokenIDs) != len(r.Logprobs) {
 			t.Errorf("row %s/%d: %d tokens, %d logprobs", r.PromptID, r.SampleIndex, len(r.TokenIDs), len(r.Logprobs))
 		}
-	}
-}
-
-func TestOpenErrors(t *testing.T) {
-	ctx := context.Background()
-	cases := []struct {
-		spec rollouts.Spec
-		want string
-	}{
-		{rollouts.Spec{Kind: "torch"}, `unknown kind "torch"`},
-		{rollouts.Spec{Kind: rollouts.KindEmbedded, Serve: "grpc"}, `unknown way of serving "grpc"`},
-		{rollouts.Spec{Kind: rollouts.KindEmbedded, Model: filepath.Join(t.TempDir(), "missing.safetensors")}, "missing.safetensors"},
-		{rollouts.Spec{Kind: rollouts.KindOpenAI}, "needs a model and endpoints"},
-	}
-	for _, tc := range cases {
-		if _, err := rollouts.Open(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
-		}
-	}
-}
-
-// Closing an embedded policy served over HTTP twice (a deferred Close after
-// an explicit one) returns instead of waiting forever.
-func TestOpenedCloseTwice(t *testing.T) {
-	opened, err := rollouts.Open(context.Background(), rollouts.Spec{Kind: rollouts.KindEmbedded, Serve: rollouts.ServeHTTP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := opened.Close(); err != nil {
-		t.Fatalf("first Close: %v", err)
-	}
-	if err := opened.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
 	}
 }

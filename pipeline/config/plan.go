@@ -17,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
@@ -35,7 +36,7 @@ type Plan struct {
 	Stages pipeline.Stages
 	// Policy is the policy a rollout stage samples from (nil without
 	// one); Close releases it.
-	Policy *rollouts.Opened
+	Policy *policy.Opened
 }
 
 // Close stops what the plan started: the loopback server of an embedded
@@ -107,7 +108,7 @@ func (c *Config) Plan() (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		if p.Policy, err = rollouts.Open(context.Background(), spec); err != nil {
+		if p.Policy, err = policy.Open(context.Background(), spec); err != nil {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
@@ -203,8 +204,12 @@ func (c *Config) Plan() (Plan, error) {
 
 // grpoTask is the embedded GRPO trainer with the trainer section's
 // hyperparameters.
-func (c *Config) grpoTask(opened *rollouts.Opened) (*pipeline.Task, error) {
-	if opened == nil || opened.Embedded == nil {
+func (c *Config) grpoTask(opened *policy.Opened) (*pipeline.Task, error) {
+	var m *tiny.Model
+	if opened != nil {
+		m, _ = opened.Model.(*tiny.Model)
+	}
+	if m == nil {
 		return nil, fmt.Errorf("%w: stages.train: the grpo stage trains the embedded model; set policy: {kind: embedded}", pipeline.ErrConfig)
 	}
 	var o embedded.Options
@@ -221,7 +226,7 @@ func (c *Config) grpoTask(opened *rollouts.Opened) (*pipeline.Task, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: trainer: %v", pipeline.ErrConfig, err)
 	}
-	return embedded.Task(opened.Embedded, o), nil
+	return embedded.Task(m, o), nil
 }
 
 // planEval adds the evaluation stage: the eval set sampled from each
@@ -259,7 +264,7 @@ func (c *Config) planEval(p *Plan) error {
 		// the rollout stage's adapters.
 		o.Adapters = rollouts.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
 	}
-	if m := p.Policy.Embedded; m != nil {
+	if m, ok := p.Policy.Model.(*tiny.Model); ok {
 		o.Exact = evaluators.TinyExact(m)
 	}
 	t, err := evaluators.NewTasks(o)
@@ -274,10 +279,10 @@ func (c *Config) planEval(p *Plan) error {
 	return nil
 }
 
-// policySpec is the policy section as rollouts.Open takes it.
-func (c *Config) policySpec() (rollouts.Spec, error) {
+// policySpec is the policy section as policy.Open takes it.
+func (c *Config) policySpec() (policy.Spec, error) {
 	pc := c.Policy
-	s := rollouts.Spec{Kind: pc.Kind, Model: pc.Model, Serve: pc.Serve, Endpoints: pc.Endpoints,
+	s := policy.Spec{Kind: pc.Kind, Model: pc.Model, Serve: pc.Serve, Endpoints: pc.Endpoints,
 		Concurrency: pc.Concurrency, Timeout: pc.Timeout, Retries: pc.Retries}
 	if pc.Kind == PolicyEmbedded && strings.HasSuffix(pc.Model, ".safetensors") && !filepath.IsAbs(pc.Model) {
 		s.Model = filepath.Join(filepath.Dir(c.file), pc.Model)
@@ -292,7 +297,7 @@ func (c *Config) policySpec() (rollouts.Spec, error) {
 }
 
 // rolloutTask is the generate stage sampling from the opened policy.
-func (c *Config) rolloutTask(s *Stage, opened *rollouts.Opened) (*pipeline.Task, error) {
+func (c *Config) rolloutTask(s *Stage, opened *policy.Opened) (*pipeline.Task, error) {
 	sp := policy.Sampling{N: s.Sampling.N, Temperature: 1, TopP: s.Sampling.TopP, MaxTokens: s.Sampling.MaxTokens,
 		Stop: s.Sampling.Stop, Logprobs: true}
 	if s.Sampling.Temperature != nil {

@@ -1,0 +1,12 @@
+// Package embedded is the policy backend "embedded": the tiny model
+// (policy/tiny) with its shipped weights or a safetensors file, sampled in
+// process or served on loopback over the OpenAI API (policy/server) and
+// sampled through the OpenAI client (policy/openai), which is the path a
+// user of vLLM takes. Importing the package registers the backend:
+//
+//	import _ "github.com/rlpipe/rlpipe/policy/embedded"
+//
+//	opened, err := policy.Open(ctx, policy.Spec{Kind: "embedded", Serve: embedded.ServeHTTP})
+//	defer opened.Close()
+//	m := opened.Model.(*tiny.Model) // for the embedded trainer
+package embedded

@@ -1,0 +1,101 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai"
+	"github.com/rlpipe/rlpipe/policy/server"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+)
+
+// Kind is the backend's name in policy.Spec and pipeline.yaml.
+const Kind = "embedded"
+
+// Ways of reaching the model, policy.Spec.Serve.
+const (
+	ServeInProcess = "inprocess" // call the model directly (the default)
+	ServeHTTP      = "http"      // serve it on 127.0.0.1 and sample over HTTP
+)
+
+// ModelTinyArith names the weights the binary ships.
+const ModelTinyArith = "tiny-arith"
+
+func init() { policy.Register(Kind, policy.BackendFunc(Open)) }
+
+// Open opens the embedded model a spec names. Served over HTTP, it starts
+// `rlpipe policy serve`'s server on 127.0.0.1 and returns a client of it;
+// Close stops the server.
+func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
+	if s.Serve != "" && s.Serve != ServeInProcess && s.Serve != ServeHTTP {
+		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", s.Serve, ServeInProcess, ServeHTTP)
+	}
+	m, err := Load(s.Model)
+	if err != nil {
+		return nil, err
+	}
+	in := tiny.NewPolicy(m)
+	o := &policy.Opened{Policy: in, Identity: m.Version(), Model: m}
+	if s.Serve == ServeHTTP {
+		c, addr, stop, err := ServeLoopback(ctx, in, o.Identity, s.Logger)
+		if err != nil {
+			return nil, err
+		}
+		o.Policy, o.Addr, o.Stop = c, addr, stop
+	}
+	return o, nil
+}
+
+// Load loads the shipped weights ("" or ModelTinyArith) or a safetensors
+// file.
+func Load(model string) (*tiny.Model, error) {
+	if model == "" || model == ModelTinyArith {
+		m, err := tiny.Embedded()
+		if err != nil {
+			return nil, fmt.Errorf("policy: the shipped %s weights: %w", ModelTinyArith, err)
+		}
+		return m, nil
+	}
+	m, err := tiny.Load(model)
+	if err != nil {
+		return nil, fmt.Errorf("policy: load %s: %w", model, err)
+	}
+	return m, nil
+}
+
+// ServeLoopback serves p on 127.0.0.1 (a free port) and returns a client
+// of it, the address, and a function that stops the server (safe to call
+// more than once).
+func ServeLoopback(ctx context.Context, p policy.Policy, model string, log zerolog.Logger) (*openai.Client, string, func() error, error) {
+	srv, err := server.New(p, &server.Options{Model: model, Addr: "127.0.0.1:0", Logger: log})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l, err := srv.Listen(sctx)
+	if err != nil {
+		cancel()
+		return nil, "", nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, l) }()
+	addr := l.Addr().(*net.TCPAddr).String()
+	c, err := openai.New(&openai.Options{Endpoints: []string{"http://" + addr}, Model: model, Logger: log})
+	if err != nil {
+		cancel()
+		<-done
+		return nil, "", nil, err
+	}
+	// Once: a second stop would wait on done forever.
+	stop := sync.OnceValue(func() error {
+		c.Close()
+		cancel()
+		return <-done
+	})
+	return c, addr, stop, nil
+}
