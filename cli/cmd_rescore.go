@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/rewards/runners"
 )
 
 type rescoreOptions struct {
@@ -52,14 +53,15 @@ lose reward variance. Compare artifacts with ` + "`rlpipe diff REF BRANCH`" + `.
 				return usagef("rescore needs --from REF and --reward SPEC.yaml")
 			}
 			spec, err := rewards.LoadSpec(o.reward)
+			var prog *rewards.Program
 			if err == nil {
-				err = rescore.Check(spec) // type errors before touching the store
+				prog, err = runners.Compile(spec) // type errors before touching the store
 			}
 			if err != nil {
 				return failure(err)
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return rescoreFunc(ctx, st, o, spec, g.printer(cmd))
+				return rescoreFunc(ctx, st, o, prog, g.printer(cmd))
 			})
 		},
 	}
@@ -67,8 +69,8 @@ lose reward variance. Compare artifacts with ` + "`rlpipe diff REF BRANCH`" + `.
 	return cmd
 }
 
-func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, spec *rewards.Spec, p printer) error {
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: o.from, Branch: o.branch, Spec: spec, TopK: o.top, NoCache: o.noCache, Logger: *zerolog.Ctx(ctx)})
+func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, prog *rewards.Program, p printer) error {
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: o.from, Branch: o.branch, Reward: prog, TopK: o.top, NoCache: o.noCache, Logger: *zerolog.Ctx(ctx)})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 )
 
@@ -50,8 +49,9 @@ print them; nothing is written to the store.`,
 		Args:    exactArgs("SPEC.yaml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := rewards.LoadSpec(args[0])
+			var prog *rewards.Program
 			if err == nil {
-				err = rescore.Check(spec)
+				prog, err = runners.Compile(spec)
 			}
 			if err != nil {
 				return failure(err)
@@ -68,7 +68,7 @@ print them; nothing is written to the store.`,
 				return err
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return rewardsSample(ctx, st, spec, a, o.rows, p)
+				return rewardsSample(ctx, st, prog, a, o.rows, p)
 			})
 		},
 	}
@@ -91,15 +91,8 @@ func download(ctx context.Context, st artifacts.Store, a artifactArg) (*os.File,
 	return f, n, nil
 }
 
-func rewardsSample(ctx context.Context, st artifacts.Store, spec *rewards.Spec, a artifactArg, rows int64, p printer) error {
-	opts, err := runners.Options(spec, nil)
-	if err != nil {
-		return failure(err)
-	}
-	prog, err := rewards.Compile(spec, opts...)
-	if err != nil {
-		return failure(err)
-	}
+func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Program, a artifactArg, rows int64, p printer) error {
+	spec := prog.Spec()
 	src, size, err := download(ctx, st, a)
 	if err != nil {
 		return err

@@ -220,7 +220,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		if !ok {
 			return pipeline.Permanent(fmt.Errorf("eval generations: prompt %q is not in the eval set", traj.PromptID))
 		}
-		rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: prompts[i], HasPrompt: true})
+		rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: prompts[i], HasPrompt: true}, nil)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -154,6 +155,8 @@ func WithEnvOptions(opts ...cel.EnvOption) Option {
 }
 
 // Program is a compiled spec: ready to score rows, safe for concurrent use.
+// It holds no per-call state: the Memoizer of a task call is given when
+// scoring (ScoreOptions.Memo), so one Program serves every call.
 type Program struct {
 	spec   *Spec
 	digest string
@@ -228,7 +231,8 @@ func Compile(spec *Spec, opts ...Option) (*Program, error) {
 }
 
 // Check type-checks a spec as Compile does, without requiring verifier
-// and judge functions. It is what `rlpipe rewards check` runs first.
+// and judge functions. A caller that will score with the spec should
+// Compile it instead, once: that is the same check.
 func Check(spec *Spec, opts ...Option) error {
 	c := newConfig(opts)
 	c.check = true
@@ -236,7 +240,13 @@ func Check(spec *Spec, opts ...Option) error {
 	return err
 }
 
+// compilations counts the specs compiled (by Compile or Check), so that
+// tests can prove a command compiles its spec once, not once per task
+// call.
+var compilations atomic.Int64
+
 func compile(spec *Spec, c *compileConfig) (*Program, error) {
+	compilations.Add(1)
 	if spec == nil || len(spec.Components) == 0 {
 		name := ""
 		if spec != nil {

@@ -37,7 +37,7 @@
 // variable or function, a type error, a result that is not a number, a
 // verifier the spec does not declare, a constant regex that does not
 // compile. Check does the same without needing the verifier and judge
-// functions; it is what `rlpipe rewards check` runs.
+// functions.
 //
 // Spec.Digest hashes the parsed spec (not its text: comments and layout do
 // not count) together with LibraryVersion. Every reward row carries it in
@@ -69,9 +69,34 @@
 // built. Use num_tokens rather than size(completion), which walks the
 // string. Score computes one row the same way, for callers that hold rows.
 //
+// # Verifiers and judges
+//
 // Verifiers and judges are functions (VerifierFunc, JudgeFunc) from a Row
 // to a result; the spec declares them by name and WithVerifier and
-// WithJudge supply them. They run for scored rows only, several rows at a
-// time (ScoreOptions.RunnerConcurrency), and their results are both
-// variables of the expressions and JSON columns of the rewards table.
+// WithJudge supply them (rewards/runners builds them from the spec's
+// config: a sandboxed command, a model behind an API). They run for
+// scored rows only, several rows at a time
+// (ScoreOptions.RunnerConcurrency), and their results are both variables
+// of the expressions and JSON columns of the rewards table.
+//
+// What belongs to one call is given when scoring, never when compiling:
+// each call of a verifier or judge receives the Memoizer of the scoring
+// call (ScoreOptions.Memo, or Score's memo argument; nil for none), and
+// records its slow or paid result through it. A program therefore holds
+// no per-call state: compile it once, and score with it from any number
+// of task calls at once.
+//
+//	prog, err := runners.Compile(spec)                             // once per spec
+//	sum, err := prog.ScoreFile(ctx, dst, src, size, &rewards.ScoreOptions{Memo: tc}) // per task call
+//
+// # The reward stage
+//
+// Task(prog) is the reward stage of the loop, an engine task: it scores an
+// iteration's trajectories file (and joins its prompts) into
+// rewards.parquet, passing each call's *pipeline.TaskContext as the
+// Memoizer, so a retried task, a resumed run or a rescoring replays the
+// verdicts and judgments recorded before instead of paying for them
+// again. Its version is the spec digest: a new spec invalidates exactly
+// the reward tasks, and the same spec, compiled anew by another process,
+// finds its cached results.
 package rewards

@@ -364,9 +364,9 @@ type runnerOutputs struct {
 	judges    []JudgeResult
 }
 
-// run calls the verifiers and judges for one row, concurrently. The
-// message says which one failed.
-func (p *Program) run(ctx context.Context, row *Row, out *runnerOutputs) (msg string, err error) {
+// run calls the verifiers and judges for one row, concurrently, with the
+// scoring call's memo. The message says which one failed.
+func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerOutputs) (msg string, err error) {
 	out.verifiers = make([]VerifierResult, len(p.verifiers))
 	out.judges = make([]JudgeResult, len(p.judges))
 	n := len(p.verifiers) + len(p.judges)
@@ -377,7 +377,7 @@ func (p *Program) run(ctx context.Context, row *Row, out *runnerOutputs) (msg st
 	var g errgroup.Group
 	for i, v := range p.verifiers {
 		g.Go(func() error {
-			res, err := v.fn(ctx, *row)
+			res, err := v.fn(ctx, *row, memo)
 			if err != nil {
 				if isCanceled(ctx, err) {
 					return err
@@ -390,7 +390,7 @@ func (p *Program) run(ctx context.Context, row *Row, out *runnerOutputs) (msg st
 	}
 	for i, j := range p.judges {
 		g.Go(func() error {
-			res, err := j.fn(ctx, *row)
+			res, err := j.fn(ctx, *row, memo)
 			if err != nil {
 				if isCanceled(ctx, err) {
 					return err
@@ -452,10 +452,11 @@ func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges string) {
 // Score computes the reward of one row: the same policy and values as
 // ScoreFile, for callers that hold rows rather than files (an online
 // trainer, a test). Set row.Prompt and row.HasPrompt when the spec reads
-// prompt variables (UsesPrompts). The error is only for a canceled
-// context; whatever goes wrong with the row itself is in the reward's
-// Status and Error.
-func (p *Program) Score(ctx context.Context, row Row) (tables.Reward, error) {
+// prompt variables (UsesPrompts). memo is handed to the verifiers and
+// judges (nil: none; see ScoreOptions.Memo). The error is only for a
+// canceled context; whatever goes wrong with the row itself is in the
+// reward's Status and Error.
+func (p *Program) Score(ctx context.Context, row Row, memo Memoizer) (tables.Reward, error) {
 	t := &row.Trajectory
 	r := tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, SpecDigest: p.digest, Total: math.NaN()}
 	if !p.scored[t.Status] {
@@ -468,7 +469,7 @@ func (p *Program) Score(ctx context.Context, row Row) (tables.Reward, error) {
 		src.prompt = newPromptEntry(row.Prompt)
 	}
 	var outs runnerOutputs
-	msg, err := p.run(ctx, &row, &outs)
+	msg, err := p.run(ctx, &row, memo, &outs)
 	if err != nil {
 		return r, err
 	}

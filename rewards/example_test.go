@@ -36,7 +36,7 @@ func Example() {
 	r, _ := prog.Score(context.Background(), rewards.Row{
 		Trajectory: tables.Trajectory{Completion: "3 + 4 = 7\n#### 7", Status: tables.StatusOK},
 		Prompt:     tables.Prompt{Answer: "7"}, HasPrompt: true,
-	})
+	}, nil)
 	fmt.Println(r.Status, r.Components["correct"], r.Components["format"], r.Total)
 	// Output: ok 1 1 1.2
 }
@@ -163,4 +163,68 @@ func ExampleLibrary() {
 	out, _, _ := prg.Eval(map[string]any{"text": "the answer: 42"})
 	fmt.Println(out)
 	// Output: [42, 5, 2]
+}
+
+// A verifier gets the scoring call's Memoizer with each row: a program is
+// compiled once and every task call passes its own (the reward task
+// passes its *pipeline.TaskContext, so the verdicts are recorded and
+// replayed). Score outside a task passes none.
+func ExampleWithVerifier() {
+	s, err := rewards.ParseSpec("reward.yaml", []byte(`verifiers:
+  - name: short
+components:
+  - name: short
+    expr: 'verifiers.short.passed ? 1.0 : 0.0'
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	short := func(ctx context.Context, r rewards.Row, memo rewards.Memoizer) (rewards.VerifierResult, error) {
+		check := func(context.Context) (any, error) {
+			return rewards.VerifierResult{Passed: len(r.Trajectory.Completion) <= 10, Status: "ok"}, nil
+		}
+		if memo == nil {
+			v, err := check(ctx)
+			return v.(rewards.VerifierResult), err
+		}
+		var out rewards.VerifierResult
+		err := memo.Memo(ctx, map[string]string{"short": r.Trajectory.Completion}, &out, check)
+		return out, err
+	}
+	prog, err := rewards.Compile(s, rewards.WithVerifier("short", short))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range []string{"#### 7", "the answer, at some length, is 7"} {
+		r, _ := prog.Score(context.Background(), rewards.Row{Trajectory: tables.Trajectory{Completion: c, Status: tables.StatusOK}}, nil)
+		fmt.Println(r.Total, r.VerifierOutputs)
+	}
+	// Output:
+	// 1 {"short":{"passed":true,"exit_code":0,"stdout":"","timed_out":false,"status":"ok"}}
+	// 0 {"short":{"passed":false,"exit_code":0,"stdout":"","timed_out":false,"status":"ok"}}
+}
+
+// Task is the reward stage of a loop: compile the spec once and give the
+// program to the task; every call scores its iteration with it.
+func ExampleTask() {
+	s, err := rewards.ParseSpec("reward.yaml", []byte(spec))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	prog, err := rewards.Compile(s) // runners.Compile(s) for a spec with verifiers or judges
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	task := rewards.Task(prog) // stages := pipeline.Stages{…, Reward: task, …}
+	fmt.Println(task.Name, task.Version == "cel-"+strings.TrimPrefix(s.Digest(), "sha256:"), task.Deterministic)
+	for _, o := range task.Outputs {
+		fmt.Println(o.Name, o.File)
+	}
+	// Output:
+	// reward true true
+	// rewards rewards.parquet
 }

@@ -47,6 +47,10 @@ type ScoreOptions struct {
 	// RunnerConcurrency is how many rows of a batch run their verifiers
 	// and judges at once (default 16). Unused when the spec has none.
 	RunnerConcurrency int
+	// Memo is handed to every verifier and judge call (default none): the
+	// task call's *pipeline.TaskContext, so that what they record is
+	// replayed by a retry, a resumed run or a rescoring.
+	Memo Memoizer
 	// Limit scores only the first Limit rows (0: all), as a check of a
 	// spec against a sample does.
 	Limit int64
@@ -591,7 +595,7 @@ func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []string, 
 			row.Prompt, row.HasPrompt = e.p, true
 		}
 		g.Go(func() error {
-			m, err := s.p.run(gctx, &row, &outs[i])
+			m, err := s.p.run(gctx, &row, s.o.Memo, &outs[i])
 			msgs[i] = m
 			return err
 		})

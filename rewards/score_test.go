@@ -137,7 +137,7 @@ func TestScoreFile(t *testing.T) {
 		}
 		// The row-level API agrees with the columnar one.
 		pr, _ := idx.Lookup(tr.PromptID)
-		one, err := p.Score(context.Background(), Row{Trajectory: tr, Prompt: pr, HasPrompt: true})
+		one, err := p.Score(context.Background(), Row{Trajectory: tr, Prompt: pr, HasPrompt: true}, nil)
 		if err != nil || one.Total != r.Total || fmt.Sprint(one.Components) != fmt.Sprint(r.Components) || one.Status != r.Status {
 			t.Fatalf("row %d: Score gives %+v, %v; ScoreFile %+v", i, one, err, r)
 		}
@@ -286,14 +286,14 @@ total: 'correct * (1.0 + format) - 0.5 * cut'
 func TestVerifiersAndJudges(t *testing.T) {
 	rows, prompts := testRows(40)
 	idx, _ := NewPrompts(prompts)
-	verify := func(ctx context.Context, r Row) (VerifierResult, error) {
+	verify := func(ctx context.Context, r Row, _ Memoizer) (VerifierResult, error) {
 		if r.Trajectory.SampleIndex == 2 && r.Trajectory.PromptID == "p3" {
 			return VerifierResult{}, errors.New("sandbox crashed")
 		}
 		ok := NumEqual(ExtractAnswer(r.Trajectory.Completion), r.Prompt.Answer, 0)
 		return VerifierResult{Passed: ok, Status: "ok", Stdout: r.Trajectory.Completion[:2]}, nil
 	}
-	judge := func(ctx context.Context, r Row) (JudgeResult, error) {
+	judge := func(ctx context.Context, r Row, _ Memoizer) (JudgeResult, error) {
 		return JudgeResult{Score: float64(len(r.Trajectory.Turns)) / 4, Status: "ok", Reason: "turns"}, nil
 	}
 	p := mustCompile(t, `

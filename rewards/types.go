@@ -66,14 +66,26 @@ type JudgeResult struct {
 	Reason string  `cel:"reason" json:"reason"`
 }
 
-// VerifierFunc checks one row, e.g. by running the completion's code in
-// a sandbox. An error marks the row's status "error" (it is not scored);
-// a failed check is a result with Passed false, not an error.
-type VerifierFunc func(ctx context.Context, r Row) (VerifierResult, error)
+// Memoizer records a call's result (or its permanent error) under a key
+// and replays it instead of calling again. A task's *pipeline.TaskContext
+// is one: its records live in the store, so a retried task, a resumed run
+// or a rescoring replays them. It is per-call state, given when scoring
+// (ScoreOptions.Memo, Score), never when compiling.
+type Memoizer interface {
+	Memo(ctx context.Context, key any, out any, fn func(ctx context.Context) (any, error)) error
+}
 
-// JudgeFunc grades one row, e.g. by asking a model. An error marks the
-// row's status "error".
-type JudgeFunc func(ctx context.Context, r Row) (JudgeResult, error)
+// VerifierFunc checks one row, e.g. by running the completion's code in
+// a sandbox. memo is the scoring call's Memoizer, nil when it has none: a
+// verifier that is slow or costs money records its result through it,
+// keyed by everything that decides the result. An error marks the row's
+// status "error" (it is not scored); a failed check is a result with
+// Passed false, not an error.
+type VerifierFunc func(ctx context.Context, r Row, memo Memoizer) (VerifierResult, error)
+
+// JudgeFunc grades one row, e.g. by asking a model. memo is as for
+// VerifierFunc. An error marks the row's status "error".
+type JudgeFunc func(ctx context.Context, r Row, memo Memoizer) (JudgeResult, error)
 
 // errCanceled tells a row that was cut short by its context from one
 // that failed.

@@ -20,7 +20,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
@@ -112,6 +111,7 @@ func (c *Config) Plan() (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
+	var reward *rewards.Program // the cel reward stage's, for the eval stage too
 	pick := func(name string, standinTask *pipeline.Task) *pipeline.Task {
 		s := c.Stages.all()[name]
 		var t *pipeline.Task
@@ -128,13 +128,13 @@ func (c *Config) Plan() (Plan, error) {
 			}
 			spec, err := rewards.LoadSpec(path)
 			if err == nil {
-				err = rescore.Check(spec)
+				reward, err = runners.Compile(spec)
 			}
 			if err != nil {
 				specErr = fmt.Errorf("%w: stages.%s.spec: %v", pipeline.ErrConfig, name, err)
 				return standinTask
 			}
-			t = rescore.Task(spec)
+			t = rewards.Task(reward)
 			t.Env = s.Env
 		case KindRollout:
 			var err error
@@ -188,7 +188,7 @@ func (c *Config) Plan() (Plan, error) {
 		Train:    pick(pipeline.SlotTrain, stand.Train),
 	}
 	if specErr == nil && c.Eval != nil {
-		specErr = c.planEval(&p)
+		specErr = c.planEval(&p, reward)
 	}
 	// Every iteration records its training health (docs/REPORTS.md).
 	p.Stages.Health = reports.HealthTask()
@@ -230,28 +230,12 @@ func (c *Config) grpoTask(opened *policy.Opened) (*pipeline.Task, error) {
 }
 
 // planEval adds the evaluation stage: the eval set sampled from each
-// checkpoint and scored with the reward stage's spec.
-func (c *Config) planEval(p *Plan) error {
+// checkpoint and scored with the reward stage's program.
+func (c *Config) planEval(p *Plan, prog *rewards.Program) error {
 	e := c.Eval
 	ref, path, err := artifacts.SplitArtifact(e.Set)
 	if err != nil {
 		return fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
-	}
-	specPath := c.Stages.Reward.Spec
-	if !filepath.IsAbs(specPath) {
-		specPath = filepath.Join(filepath.Dir(c.file), specPath)
-	}
-	spec, err := rewards.LoadSpec(specPath)
-	if err != nil {
-		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
-	}
-	opts, err := runners.Options(spec, nil)
-	if err != nil {
-		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
-	}
-	prog, err := rewards.Compile(spec, opts...)
-	if err != nil {
-		return fmt.Errorf("%w: stages.reward.spec: %v", pipeline.ErrConfig, err)
 	}
 	s := policy.Sampling{N: e.N, Temperature: 1, MaxTokens: e.MaxTokens, Logprobs: true}
 	if e.Temperature != nil {

@@ -5,4 +5,10 @@
 // rewards — distributions per component, the samples that moved most,
 // rank agreement, and the groups whose reward variance appears or
 // vanishes (the groups GRPO can or cannot learn from).
+//
+// The spec is compiled once, by the caller, and every iteration is
+// scored with that program:
+//
+//	prog, err := runners.Compile(spec) // type errors before touching the store
+//	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-exp1", Reward: prog})
 package rescore

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
@@ -29,13 +26,12 @@ type Options struct {
 	From string
 	// Branch receives the new rewards (default rescore-<spec digest>).
 	Branch string
-	// Spec is the new reward.
-	Spec *rewards.Spec
-	// Compile returns extra compile options for one task call (default:
-	// the spec's verifiers and judges from rewards/runners, memoized
-	// through the call's trace, so a judge call made before is replayed,
-	// not paid again).
-	Compile func(tc *pipeline.TaskContext) ([]rewards.Option, error)
+	// Reward is the new reward, compiled: runners.Compile(spec) gives a
+	// spec its verifiers and judges. Every iteration is scored with this
+	// one program (rewards.Task), its verifiers and judges memoized
+	// through each task call's trace, so a judge call made before is
+	// replayed, not paid again.
+	Reward *rewards.Program
 	// TopK bounds the listed changes (default 10).
 	TopK int
 	// NoCache rescores even iterations already rescored with this spec.
@@ -69,16 +65,10 @@ const ReportPath = "reports/rescore.json"
 // Nothing is regenerated; each iteration is a cached, memoized task of the
 // engine, so a rescoring interrupted halfway resumes where it stopped.
 func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) {
-	if opts.Spec == nil {
-		return Report{}, fmt.Errorf("rescore: %w: no reward spec", artifacts.ErrInvalid)
+	if opts.Reward == nil {
+		return Report{}, fmt.Errorf("rescore: %w: no reward program (compile the spec with runners.Compile)", artifacts.ErrInvalid)
 	}
-	if opts.Compile == nil {
-		opts.Compile = func(tc *pipeline.TaskContext) ([]rewards.Option, error) { return runners.Options(opts.Spec, tc) }
-	}
-	if err := check(opts.Spec); err != nil {
-		return Report{}, fmt.Errorf("rescore: %w", err)
-	}
-	digest := opts.Spec.Digest()
+	digest := opts.Reward.Digest()
 	from, err := st.ResolveRef(ctx, opts.From)
 	if err != nil {
 		return Report{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
@@ -111,7 +101,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		return rep, err
 	}
 	defer run.Close()
-	task := scoreTask(opts.Spec, opts.Compile)
+	task := rewards.Task(opts.Reward)
 	it := run.Iteration(0)
 	var nodes []*pipeline.Node
 	for _, n := range iters {
@@ -222,74 +212,6 @@ func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]t
 	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, tables.Rewards)
 }
 
-// check compiles a spec with its runners (not called) to report type
-// errors before any work.
-func check(spec *rewards.Spec) error {
-	opts, err := runners.Options(spec, nil)
-	if err != nil {
-		return err
-	}
-	_, err = rewards.Compile(spec, opts...)
-	return err
-}
-
-// Check reports whether a spec, with its verifiers and judges, compiles.
-func Check(spec *rewards.Spec) error { return check(spec) }
-
-// Task is the reward stage of the loop for a spec: it scores an
-// iteration's trajectories (input "trajectories", and "prompts" when the
-// spec reads them) into "rewards" (rewards.parquet), with the spec's
-// verifiers and judges memoized through the call's trace. The spec's
-// digest is the task's version, so a new spec invalidates exactly the
-// reward tasks.
-func Task(spec *rewards.Spec) *pipeline.Task {
-	return scoreTask(spec, func(tc *pipeline.TaskContext) ([]rewards.Option, error) { return runners.Options(spec, tc) })
-}
-
-// scoreTask scores one iteration's trajectories file.
-func scoreTask(spec *rewards.Spec, compile func(tc *pipeline.TaskContext) ([]rewards.Option, error)) *pipeline.Task {
-	return &pipeline.Task{
-		Name: "reward", Version: "cel-" + strings.TrimPrefix(spec.Digest(), "sha256:"), Deterministic: true,
-		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			extra, err := compile(tc)
-			if err != nil {
-				return pipeline.Permanent(err)
-			}
-			prog, err := rewards.Compile(spec, extra...)
-			if err != nil {
-				return pipeline.Permanent(err)
-			}
-			so := &rewards.ScoreOptions{Name: tc.Task + " trajectories"}
-			if p := tc.InputPath("prompts"); p != "" {
-				f, size, err := openFile(p)
-				if err != nil {
-					return err
-				}
-				so.Prompts, err = rewards.ReadPrompts(ctx, f, size, "prompts.parquet")
-				f.Close()
-				if err != nil {
-					return pipeline.Permanent(err)
-				}
-			}
-			src, size, err := openFile(tc.InputPath("trajectories"))
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			dst, err := os.Create(tc.OutputPath("rewards"))
-			if err != nil {
-				return err
-			}
-			if _, err := prog.ScoreFile(ctx, dst, src, size, so); err != nil {
-				dst.Close()
-				return err
-			}
-			return dst.Close()
-		},
-	}
-}
-
 // AdvantagesTask computes GRPO advantages (input "rewards", output
 // "advantages" = advantages.parquet) with grpo.Advantages.
 func AdvantagesTask() *pipeline.Task {
@@ -297,38 +219,12 @@ func AdvantagesTask() *pipeline.Task {
 		Name: "advantages", Version: "grpo-1", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: "advantages", File: "advantages.parquet"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			f, size, err := openFile(tc.InputPath("rewards"))
+			rows, err := pipeline.ReadInput(tc, pipeline.OutRewards, tables.Rewards)
 			if err != nil {
 				return err
-			}
-			rows, err := tables.Read(f, size, "rewards.parquet", tables.Rewards)
-			f.Close()
-			if err != nil {
-				return pipeline.Permanent(err)
 			}
 			adv, _ := grpo.Advantages(rows, grpo.Options{})
-			out, err := os.Create(tc.OutputPath("advantages"))
-			if err != nil {
-				return err
-			}
-			if err := tables.Write(out, tables.Advantages, adv, nil); err != nil {
-				out.Close()
-				return err
-			}
-			return out.Close()
+			return tables.WriteFile(tc.OutputPath("advantages"), tables.Advantages, adv, nil)
 		},
 	}
-}
-
-func openFile(path string) (*os.File, int64, error) {
-	f, err := os.Open(filepath.Clean(path))
-	if err != nil {
-		return nil, 0, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	return f, fi.Size(), nil
 }

@@ -3,11 +3,16 @@ package rescore_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +23,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/rewards/runners"
 )
 
 // runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
@@ -44,13 +50,19 @@ func runLoop(t *testing.T) artifacts.Store {
 	return st
 }
 
-func spec(t *testing.T, text string) *rewards.Spec {
+// program compiles a spec as the command does, with its verifiers and
+// judges.
+func program(t *testing.T, text string) *rewards.Program {
 	t.Helper()
 	s, err := rewards.ParseSpec("new.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	p, err := runners.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestRescoreSameRewardChangesNothing(t *testing.T) {
@@ -58,12 +70,12 @@ func TestRescoreSameRewardChangesNothing(t *testing.T) {
 	st := runLoop(t)
 	// The stand-in's own (buggy) reward: 1 unless the completion ends in
 	// "0" — which also fails right answers such as 10.
-	same := spec(t, `components:
+	same := program(t, `components:
   - name: correct
     expr: 'completion.endsWith("0") ? 0.0 : 1.0'
     weight: 1.0
 `)
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Spec: same})
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: same})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +88,12 @@ func TestRescoreSameRewardChangesNothing(t *testing.T) {
 func TestRescoreFixesARewardBug(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	fixed := spec(t, `components:
+	fixed := program(t, `components:
   - name: correct
     expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
     weight: 1.0
 `)
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: fixed})
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +117,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stricter reward: half credit for correct answers over 8 characters.
-	strict := spec(t, `components:
+	strict := program(t, `components:
   - name: correct
     expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
     weight: 1.0
@@ -114,7 +126,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
     weight: 0.5
 `)
 	start := time.Now()
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: strict})
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: strict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +153,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Again with the same spec: every iteration is a cache hit.
-	rep2, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: strict})
+	rep2, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: strict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +179,8 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	if _, err := st.Commit(ctx, "runs-r", "advantages", nil); err != nil {
 		t.Fatal(err)
 	}
-	fixed := spec(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Spec: fixed})
+	fixed := program(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,17 +202,75 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	}
 }
 
+// TestRescoreReplaysJudgments: a judge built by runners.Compile is
+// memoized through each task call, so rescoring again without the task
+// cache makes no request.
+func TestRescoreReplaysJudgments(t *testing.T) {
+	ctx := context.Background()
+	st := runLoop(t)
+	var requests atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		// The stand-in's own reward: 1 unless the completion ends in "0".
+		score := 1
+		if strings.HasSuffix(req.Messages[0].Content, "0") {
+			score = 0
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"Score: %d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, score)
+	}))
+	defer api.Close()
+	judged := program(t, `judges:
+  - name: grader
+    base_url: `+api.URL+`/v1
+    model: grader
+    retries: -1
+    rubric: "Reply with 'Score: 1' or 'Score: 0' for the answer {{.Completion}}"
+components:
+  - name: correct
+    expr: 'judges.grader.score'
+    weight: 1.0
+`)
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := requests.Load()
+	again, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []rescore.Report{rep, again} {
+		if c := r.Comparison; r.Cached != 0 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 {
+			t.Fatalf("report = %+v", r)
+		}
+	}
+	if first == 0 || requests.Load() != first {
+		t.Fatalf("requests: %d in the first rescoring, %d in the second; want some, then none", first, requests.Load()-first)
+	}
+}
+
 func TestRescoreErrors(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	s := spec(t, "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
-	if _, err := rescore.Run(ctx, st, rescore.Options{From: "nope", Spec: s}); !errors.Is(err, artifacts.ErrNotFound) {
+	s := program(t, "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r"}); !errors.Is(err, artifacts.ErrInvalid) {
+		t.Fatalf("no reward: %v", err)
+	}
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "nope", Reward: s}); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("unknown ref: %v", err)
 	}
-	if _, err := rescore.Run(ctx, st, rescore.Options{From: "main", Spec: s}); !errors.Is(err, artifacts.ErrNotFound) {
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "main", Reward: s}); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("ref without iterations: %v", err)
 	}
-	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "main", Spec: s}); !errors.Is(err, artifacts.ErrBranchExists) {
+	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "main", Reward: s}); !errors.Is(err, artifacts.ErrBranchExists) {
 		t.Fatalf("branch from elsewhere: %v", err)
 	}
 }

@@ -1,9 +1,16 @@
 // Package runners turns the verifiers and judges a reward spec declares
 // into the functions rewards.Compile takes: verifiers run in a bubblewrap
 // sandbox (rewards/sandbox), judges ask an OpenAI-compatible model
-// (rewards/judge). Both are memoized through the engine's trace when a
-// Memoizer is given, so a retried task, a resumed run or a rescoring that
-// meets the same input never runs or pays for it again.
+// (rewards/judge). Compile builds and compiles them in one step:
+//
+//	prog, err := runners.Compile(spec) // bad runner configs and type errors, before any work
+//	task := rewards.Task(prog)         // the reward stage; every call scores with prog
+//
+// Both kinds are memoized through the rewards.Memoizer each scoring call
+// passes (rewards.Task passes the task call's *pipeline.TaskContext), so a
+// retried task, a resumed run or a rescoring that meets the same input
+// never runs or pays for it again. The memoizer is per call and the
+// program is not: one program, compiled once, serves every task call.
 //
 // A verifier in a spec:
 //
@@ -40,9 +47,6 @@ import (
 	"github.com/rlpipe/rlpipe/rewards/judge"
 	"github.com/rlpipe/rlpipe/rewards/sandbox"
 )
-
-// Memoizer records a call's result and replays it (pipeline.TaskContext).
-type Memoizer = judge.Memoizer
 
 // VerifierConfig is a verifier's configuration in a spec.
 type VerifierConfig struct {
@@ -91,16 +95,29 @@ func codeOf(completion string) string {
 	return completion
 }
 
+// Compile compiles spec with its verifiers and judges (Options) and any
+// extra options. It is the check before any work, too: a runner config
+// that does not decode, a judge whose API key variable is unset, a type
+// error in an expression all fail here.
+func Compile(spec *rewards.Spec, extra ...rewards.Option) (*rewards.Program, error) {
+	opts, err := Options(spec)
+	if err != nil {
+		return nil, err
+	}
+	return rewards.Compile(spec, append(opts, extra...)...)
+}
+
 // Options builds the compile options for spec's verifiers and judges.
-// memo may be nil (no memoization).
-func Options(spec *rewards.Spec, memo Memoizer) ([]rewards.Option, error) {
+// They memoize through the Memoizer each scoring call gives them
+// (rewards.ScoreOptions.Memo; none when it is nil).
+func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 	var opts []rewards.Option
 	for _, r := range spec.Verifiers {
 		var c VerifierConfig
 		if err := decode("verifier", r, &c); err != nil {
 			return nil, err
 		}
-		f, err := verifier(r.Name, c, memo)
+		f, err := verifier(r.Name, c)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +135,7 @@ func Options(spec *rewards.Spec, memo Memoizer) ([]rewards.Option, error) {
 		if err != nil {
 			return nil, fmt.Errorf("judge %q (line %d): %w", r.Name, r.Pos.Line, err)
 		}
-		opts = append(opts, rewards.WithJudge(r.Name, func(ctx context.Context, row rewards.Row) (rewards.JudgeResult, error) {
+		opts = append(opts, rewards.WithJudge(r.Name, func(ctx context.Context, row rewards.Row, memo rewards.Memoizer) (rewards.JudgeResult, error) {
 			res, err := j.Score(ctx, judge.Input{Prompt: row.Prompt.Prompt, Completion: row.Trajectory.Completion, Answer: row.Prompt.Answer}, memo)
 			if err != nil {
 				return rewards.JudgeResult{}, err
@@ -129,7 +146,7 @@ func Options(spec *rewards.Spec, memo Memoizer) ([]rewards.Option, error) {
 	return opts, nil
 }
 
-func verifier(name string, c VerifierConfig, memo Memoizer) (rewards.VerifierFunc, error) {
+func verifier(name string, c VerifierConfig) (rewards.VerifierFunc, error) {
 	if len(c.Command) == 0 {
 		return nil, fmt.Errorf("verifier %q: command is required", name)
 	}
@@ -143,7 +160,7 @@ func verifier(name string, c VerifierConfig, memo Memoizer) (rewards.VerifierFun
 	}
 	limits := sandbox.Limits{CPUTime: c.Limits.CPUTime, Wall: c.Limits.Wall, MemoryBytes: c.Limits.MemoryMB << 20,
 		Procs: c.Limits.Procs, OutputBytes: c.Limits.OutputKB << 10, FileBytes: c.Limits.FileMB << 20}
-	return func(ctx context.Context, row rewards.Row) (rewards.VerifierResult, error) {
+	return func(ctx context.Context, row rewards.Row, memo rewards.Memoizer) (rewards.VerifierResult, error) {
 		d := fileData{Prompt: row.Prompt.Prompt, Completion: row.Trajectory.Completion, Answer: row.Prompt.Answer, Code: codeOf(row.Trajectory.Completion)}
 		files := map[string][]byte{}
 		for file, t := range tmpls {

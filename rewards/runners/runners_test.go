@@ -38,11 +38,7 @@ func TestVerifierInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := runners.Options(spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := rewards.Compile(spec, opts...)
+	prog, err := runners.Compile(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +54,7 @@ func TestVerifierInSandbox(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			row := rewards.Row{Trajectory: tables.Trajectory{PromptID: "p", Completion: c.completion, Status: tables.StatusOK}}
-			r, err := prog.Score(context.Background(), row)
+			r, err := prog.Score(context.Background(), row, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +70,7 @@ func TestBadRunnerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runners.Options(spec, nil); err == nil || !strings.Contains(err.Error(), `verifier "tests"`) {
+	if _, err := runners.Compile(spec); err == nil || !strings.Contains(err.Error(), `verifier "tests"`) {
 		t.Fatalf("unknown key: %v", err)
 	}
 }

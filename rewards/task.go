@@ -1,0 +1,73 @@
+package rewards
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+var _ Memoizer = (*pipeline.TaskContext)(nil)
+
+// taskName is the reward task's name. The engine keeps memo records by
+// task name, not version, so a new spec still replays the verifier and
+// judge calls it repeats: the name must not change.
+const taskName = "reward"
+
+// Task is the reward stage of the loop for a compiled spec: it scores an
+// iteration's trajectories (input "trajectories", and "prompts" when the
+// call has one) into "rewards" (rewards.parquet). Each call gives the
+// program its *pipeline.TaskContext as the Memoizer, so the verifiers and
+// judges record and replay their results through the call's trace. The
+// task's version is "cel-" and the hex of the spec's digest, so a new
+// spec invalidates exactly the reward tasks. The program is compiled
+// once, by the caller; the task never compiles.
+func Task(prog *Program) *pipeline.Task {
+	return &pipeline.Task{
+		Name: taskName, Version: "cel-" + strings.TrimPrefix(prog.Digest(), "sha256:"), Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			so := &ScoreOptions{Name: tc.Task + " trajectories", Memo: tc}
+			if p := tc.InputPath("prompts"); p != "" {
+				f, size, err := openFile(p)
+				if err != nil {
+					return err
+				}
+				so.Prompts, err = ReadPrompts(ctx, f, size, "prompts.parquet")
+				f.Close()
+				if err != nil {
+					return pipeline.Permanent(err)
+				}
+			}
+			src, size, err := openFile(tc.InputPath("trajectories"))
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := os.Create(tc.OutputPath(pipeline.OutRewards))
+			if err != nil {
+				return err
+			}
+			if _, err := prog.ScoreFile(ctx, dst, src, size, so); err != nil {
+				dst.Close()
+				return err
+			}
+			return dst.Close()
+		},
+	}
+}
+
+func openFile(path string) (*os.File, int64, error) {
+	f, err := os.Open(filepath.Clean(path))
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
