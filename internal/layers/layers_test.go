@@ -25,7 +25,6 @@ var debt = map[string]string{
 	"pipeline/config → pipeline/standin":   "the stage-kind registry",
 	"pipeline/config → reports":            "the stage-kind registry",
 	"pipeline/config → rewards":            "the stage-kind registry",
-	"pipeline/config → rewards/rescore":    "the stage-kind registry",
 	"pipeline/config → rewards/runners":    "the stage-kind registry",
 	"pipeline/config → rollouts":           "the stage-kind registry",
 	"pipeline/config → trainers/embedded":  "the stage-kind registry",
