@@ -12,7 +12,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rollouts"
 )
 
@@ -44,7 +43,8 @@ type TaskOptions struct {
 	Seed int64
 	// Reward scores the samples. A sample is correct when the spec's
 	// component "correct" is ≥ 0.5, or, without one, when its total is > 0.
-	Reward *rewards.Program
+	// The reward stage's compiled spec (*rewards.Program) is one.
+	Reward Scorer
 	// Set names the eval set ("heldout").
 	Set string
 	// Ks are the k of the metrics (default 1 and N).
@@ -55,6 +55,22 @@ type TaskOptions struct {
 	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
 	// Env is the task environment (default "eval").
 	Env string
+}
+
+// Scorer scores eval samples; the reward stage's compiled spec
+// (*rewards.Program) is one, so that evaluation scores exactly as the
+// loop's reward stage does without this package importing it.
+type Scorer interface {
+	// ScoreSample scores one sample of a problem; the error is for a
+	// canceled context only, a failed row is in the reward's status.
+	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt) (tables.Reward, error)
+	// Digest identifies the spec (it enters the score task's version).
+	Digest() string
+	// ComponentNames are the spec's components ("correct" decides
+	// correctness when present).
+	ComponentNames() []string
+	// ExtractAnswer is the answer a completion gives ("" when none).
+	ExtractAnswer(completion string) string
 }
 
 // Params are an evaluation call's parameters.
@@ -211,7 +227,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 	}
 	checkpoint := CheckpointName(p.Checkpoint)
 	hasCorrect := false
-	for _, c := range o.Reward.Spec().ComponentNames() {
+	for _, c := range o.Reward.ComponentNames() {
 		hasCorrect = hasCorrect || c == "correct"
 	}
 	rows := make([]tables.EvalSample, 0, len(trajs))
@@ -220,12 +236,12 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		if !ok {
 			return pipeline.Permanent(fmt.Errorf("eval generations: prompt %q is not in the eval set", traj.PromptID))
 		}
-		rw, err := o.Reward.Score(ctx, rewards.Row{Trajectory: traj, Prompt: prompts[i], HasPrompt: true}, nil)
+		rw, err := o.Reward.ScoreSample(ctx, traj, prompts[i])
 		if err != nil {
 			return err
 		}
 		es := tables.EvalSample{Checkpoint: checkpoint, Evalset: o.Set, ProblemID: traj.PromptID, SampleIndex: traj.SampleIndex,
-			Completion: traj.Completion, Answer: answerOf(traj.Completion), Reward: rw.Total, Status: traj.Status}
+			Completion: traj.Completion, Answer: o.answerOf(traj.Completion), Reward: rw.Total, Status: traj.Status}
 		if rw.Status == tables.StatusOK {
 			if v, ok := rw.Components["correct"]; hasCorrect && ok {
 				es.Correct = v >= 0.5
@@ -267,10 +283,10 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 	return tables.WriteFile(tc.OutputPath(OutSummary), tables.EvalSummary, summary, nil)
 }
 
-// answerOf is the answer a completion gives: the "#### n" / boxed /
-// last-number extraction the reward library uses, else the trimmed text.
-func answerOf(completion string) string {
-	if a := rewards.ExtractAnswer(completion); a != "" {
+// answerOf is the answer a completion gives: the reward's extraction
+// ("#### n", boxed, last number), else the trimmed text.
+func (o TaskOptions) answerOf(completion string) string {
+	if a := o.Reward.ExtractAnswer(completion); a != "" {
 		return a
 	}
 	return strings.TrimSpace(completion)

@@ -17,7 +17,6 @@ var stages = []string{"rollouts", "rewards", "trainers", "evaluators", "reports"
 // debt are the rule-breaking edges still in the tree, from → to.
 var debt = map[string]string{
 	"environments/agent → rewards/sandbox": "the sandbox as a floor",
-	"evaluators → rewards":                 "a scorer interface at the consumer",
 	"evaluators → rollouts":                "sampling rows on the policy floor",
 	"reports → rewards/rescore":            "the rescore report as a tables schema",
 	"rewards/rescore → trainers/grpo":      "advantages as a floor",
