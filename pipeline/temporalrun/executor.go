@@ -138,8 +138,11 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 		return pipeline.Outcome{}, err
 	}
 	out := pipeline.Outcome{Outputs: res.Outputs, Attempts: res.Attempts, Elapsed: res.Elapsed}
+	// Errors holds an entry per attempt that reported back, and each was
+	// retried but the one that ended a failed task. An attempt the
+	// deadline cut short reported nothing: then every entry was retried.
 	errs := res.Errors
-	if res.Error != "" && len(errs) > 0 {
+	if res.Error != "" && len(errs) > 0 && len(errs) == res.Attempts {
 		errs = errs[:len(errs)-1]
 	}
 	for i, msg := range errs {
@@ -156,7 +159,7 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	}
 	e.Kind, e.Error = pipeline.EventFailed, res.Error
 	report(e)
-	var cause error = errors.New(res.Error)
+	var cause error = remoteError{msg: res.Error, kinds: res.Kinds}
 	switch {
 	case res.Permanent:
 		cause = pipeline.Permanent(cause)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -63,6 +64,10 @@ type TaskResult struct {
 	Error     string   `json:"error,omitempty"`
 	Permanent bool     `json:"permanent,omitempty"`
 	Deadline  bool     `json:"deadline,omitempty"`
+	// Kinds name the engine's errors the final error matched on its
+	// worker (see errorKinds), so that the driver's error matches them
+	// too.
+	Kinds []string `json:"kinds,omitempty"`
 	// Workers names the worker that ran each attempt that reported back.
 	Workers []string `json:"workers,omitempty"`
 }
@@ -123,6 +128,7 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		}
 		actx := workflow.WithActivityOptions(ctx, opts)
 		var ar attemptResult
+		var kinds []string // the attempt's, when it failed on its worker
 		attempt := res.Attempts + 1
 		err := workflow.ExecuteActivity(actx, AttemptAction, in.Job, attempt).Get(ctx, &ar)
 		res.Attempts = attempt
@@ -155,8 +161,11 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		case errors.As(err, &ae):
 			msg := ae.Message()
 			res.Errors = append(res.Errors, msg)
+			if ae.HasDetails() {
+				_ = ae.Details(&kinds)
+			}
 			if ae.Type() == errPermanent {
-				res.Error, res.Permanent = msg, true
+				res.Error, res.Permanent, res.Kinds = msg, true, kinds
 				return res, nil
 			}
 		default:
@@ -164,7 +173,7 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		}
 		failed++
 		if failed >= s.Retry.Attempts {
-			res.Error = res.Errors[len(res.Errors)-1]
+			res.Error, res.Kinds = res.Errors[len(res.Errors)-1], kinds
 			return res, nil
 		}
 		wait := s.Retry.Wait(failed)
@@ -252,7 +261,8 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 		case errors.Is(err, pipeline.ErrTimeout):
 			typ = errTimeout
 		}
-		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("on worker %s: %v", a.name, err), typ, temporal.ApplicationErrorOptions{NonRetryable: true})
+		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("on worker %s: %v", a.name, err), typ,
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{kindsOf(err)}})
 	}
 	log.Info().Dur("duration", elapsed).Msg("attempt finished")
 	return attemptResult{Outputs: outs, Worker: a.name, Elapsed: elapsed}, nil
@@ -262,4 +272,49 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 func workerName() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// errorKinds are the engine's named errors an attempt's failure may
+// match, by the name that travels with it (the attempt error's details):
+// the driver rebuilds an error that matches them as the worker's did.
+// ErrPermanent travels as the error's type, and ErrDeadline is the task
+// workflow's own verdict.
+var errorKinds = []struct {
+	name string
+	err  error
+}{
+	{"timeout", pipeline.ErrTimeout},
+	{"output", pipeline.ErrOutput},
+	{"config", pipeline.ErrConfig},
+	{"unschedulable", pipeline.ErrUnschedulable},
+}
+
+// kindsOf names the errorKinds err matches.
+func kindsOf(err error) []string {
+	var names []string
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			names = append(names, k.name)
+		}
+	}
+	return names
+}
+
+// remoteError is an attempt's error as its worker reported it: the
+// message, matching the named errors (errorKinds) it matched there.
+type remoteError struct {
+	msg   string
+	kinds []string
+}
+
+func (e remoteError) Error() string { return e.msg }
+
+func (e remoteError) Unwrap() []error {
+	var errs []error
+	for _, k := range errorKinds {
+		if slices.Contains(e.kinds, k.name) {
+			errs = append(errs, k.err)
+		}
+	}
+	return errs
 }

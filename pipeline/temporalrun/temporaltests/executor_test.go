@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +59,13 @@ func newStore(t *testing.T, n int) artifacts.Store {
 // serve runs in-process workers for envs until the test ends.
 func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
 	t.Helper()
+	servePipeline(t, c, pipe, st, tasks, envs, serveEnvs...)
+}
+
+// servePipeline runs in-process workers for envs of pipeline p until the
+// test ends.
+func servePipeline(t *testing.T, c client.Client, p string, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
+	t.Helper()
 	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +74,7 @@ func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.
 	for _, e := range serveEnvs {
 		conc[e] = 2
 	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: serveEnvs, Worker: w, Concurrency: conc})
+	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: serveEnvs, Worker: w, Concurrency: conc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +102,14 @@ func (r *recorder) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 
 func newExecutor(t *testing.T, c client.Client, st artifacts.Store, log zerolog.Logger) *recorder {
 	t.Helper()
-	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Store: st, Heartbeat: 2 * time.Second, Logger: log})
+	return newPipelineExecutor(t, c, pipe, st, log)
+}
+
+// newPipelineExecutor returns an executor whose calls go to the queues
+// of pipeline p.
+func newPipelineExecutor(t *testing.T, c client.Client, p string, st artifacts.Store, log zerolog.Logger) *recorder {
+	t.Helper()
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: p, Store: st, Heartbeat: 2 * time.Second, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,139 +208,6 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 			t.Errorf("workflow %s: %s, want completed", id, s)
 		}
 	}
-}
-
-// outcome is what a call ended with, compared across executors.
-type outcome struct {
-	attempts            int
-	permanent, deadline bool
-	err                 string
-	retried             int
-}
-
-// TestRetrySemanticsMatchLocal runs the same failing tasks under both
-// executors: attempts, retries, permanent errors, per-attempt timeouts
-// and the deadline end the same way.
-func TestRetrySemanticsMatchLocal(t *testing.T) {
-	_, c := newServer(t)
-	var mu sync.Mutex
-	calls := map[string]int{}
-	count := func(tc *pipeline.TaskContext) int {
-		mu.Lock()
-		defer mu.Unlock()
-		calls[tc.Task]++
-		return calls[tc.Task]
-	}
-	write := func(tc *pipeline.TaskContext) error {
-		return os.WriteFile(tc.OutputPath("out"), []byte("ok "+tc.Task), 0o644)
-	}
-	out := []pipeline.Output{{Name: "out"}}
-	tasks := []*pipeline.Task{
-		{Name: "flaky", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: 10 * time.Millisecond}},
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-				if count(tc)%3 != 0 {
-					return fmt.Errorf("transient failure %d", tc.Attempt)
-				}
-				return write(tc)
-			}},
-		{Name: "permanent", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 3}},
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-				return pipeline.Permanent(errors.New("bad prompt file row 3"))
-			}},
-		{Name: "exhausted", Env: "x", Outputs: out, Settings: pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: 10 * time.Millisecond}},
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-				return fmt.Errorf("still down (attempt %d)", tc.Attempt)
-			}},
-		{Name: "slow", Env: "x", Outputs: out, Settings: pipeline.Settings{Timeout: 300 * time.Millisecond, Retry: pipeline.Retry{Attempts: 2, Backoff: 10 * time.Millisecond}},
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-				<-ctx.Done()
-				return ctx.Err()
-			}},
-		{Name: "late", Env: "x", Outputs: out, Settings: pipeline.Settings{Deadline: 1500 * time.Millisecond, Retry: pipeline.Retry{Attempts: 50, Backoff: 400 * time.Millisecond, Factor: 1}},
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-				return errors.New("never works")
-			}},
-		{Name: "missing-output", Env: "x", Outputs: out,
-			Run: func(ctx context.Context, tc *pipeline.TaskContext) error { return nil }},
-	}
-	envs := map[string]pipeline.Settings{"x": {}}
-	want := map[string]outcome{
-		"flaky":          {attempts: 3, retried: 2},
-		"permanent":      {attempts: 1, permanent: true, err: "bad prompt file row 3"},
-		"exhausted":      {attempts: 2, retried: 1, err: "still down (attempt 2)"},
-		"slow":           {attempts: 2, retried: 1, err: "attempt timed out after 300ms (attempt 2"},
-		"late":           {deadline: true, err: "task deadline passed (1.5s over all attempts)"},
-		"missing-output": {attempts: 1, permanent: true, err: `did not write output "out"`},
-	}
-	run := func(name string, x pipeline.Executor, st artifacts.Store) map[string]outcome {
-		ctx := context.Background()
-		got := map[string]outcome{}
-		var emu sync.Mutex
-		retried := map[string]int{}
-		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x, NoCache: true,
-			OnEvent: func(e pipeline.Event) {
-				if e.Kind == pipeline.EventRetried {
-					emu.Lock()
-					retried[e.Task]++
-					emu.Unlock()
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		it := r.Iteration(1)
-		nodes := map[string]*pipeline.Node{}
-		for _, task := range tasks {
-			nodes[task.Name] = it.Go(ctx, task, pipeline.Call{})
-		}
-		for n, node := range nodes {
-			err := node.Wait(ctx)
-			o := outcome{}
-			var te *pipeline.TaskError
-			if errors.As(err, &te) {
-				o.attempts = te.Attempts
-				o.err = te.Err.Error()
-			}
-			o.permanent = errors.Is(err, pipeline.ErrPermanent)
-			o.deadline = errors.Is(err, pipeline.ErrDeadline)
-			if err == nil {
-				// The bodies run in this process on both executors.
-				mu.Lock()
-				o.attempts = calls[n]
-				mu.Unlock()
-				a, _ := node.Result("out")
-				if b := readAll(t, st, a.Ref, a.Path); string(b) != "ok "+n {
-					t.Errorf("%s: %s output %q", name, n, b)
-				}
-			}
-			emu.Lock()
-			o.retried = retried[n]
-			emu.Unlock()
-			got[n] = o
-		}
-		return got
-	}
-	check := func(executor string, got map[string]outcome) {
-		for n, w := range want {
-			g := got[n]
-			switch {
-			case w.deadline:
-				if !g.deadline || !strings.Contains(g.err, w.err) || g.attempts < 2 {
-					t.Errorf("%s: %s ended %+v; want a deadline error after at least 2 attempts containing %q", executor, n, g, w.err)
-				}
-			case g.attempts != w.attempts || g.permanent != w.permanent || g.retried != w.retried || !strings.Contains(g.err, w.err):
-				t.Errorf("%s: %s ended %+v; want %+v", executor, n, g, w)
-			}
-		}
-	}
-	check("local", run("local", nil, newStore(t, 0)))
-	mu.Lock()
-	calls = map[string]int{}
-	mu.Unlock()
-	st := newStore(t, 0)
-	serve(t, c, st, tasks, envs, "x")
-	check("temporal", run("temporal", newExecutor(t, c, st, zerolog.Nop()), st))
 }
 
 func readAll(t *testing.T, st artifacts.Store, ref, path string) []byte {

@@ -7,13 +7,12 @@ package servertest
 import (
 	"context"
 	"fmt"
-	"math"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai"
+	"github.com/rlpipe/rlpipe/policy/policytest"
 	"github.com/rlpipe/rlpipe/policy/server"
 )
 
@@ -101,26 +100,8 @@ func sameSample(got, want policy.Sample) error {
 	if want.Status != policy.StatusOK {
 		return nil
 	}
-	switch {
-	case got.RequestID != want.RequestID || got.Index != want.Index:
-		return fmt.Errorf("id %q/%d over HTTP, %q/%d in process", got.RequestID, got.Index, want.RequestID, want.Index)
-	case got.Text != want.Text:
-		return fmt.Errorf("text %q over HTTP, %q in process", got.Text, want.Text)
-	case !reflect.DeepEqual(got.TokenIDs, want.TokenIDs):
-		return fmt.Errorf("token ids %v over HTTP, %v in process", got.TokenIDs, want.TokenIDs)
-	case got.FinishReason != want.FinishReason:
-		return fmt.Errorf("finish reason %q over HTTP, %q in process", got.FinishReason, want.FinishReason)
-	case got.PromptTokens != want.PromptTokens:
-		return fmt.Errorf("prompt tokens %d over HTTP, %d in process", got.PromptTokens, want.PromptTokens)
-	case got.PolicyVersion != want.PolicyVersion:
-		return fmt.Errorf("policy version %q over HTTP, %q in process", got.PolicyVersion, want.PolicyVersion)
-	case (got.Logprobs == nil) != (want.Logprobs == nil) || len(got.Logprobs) != len(want.Logprobs):
-		return fmt.Errorf("%d logprobs over HTTP, %d in process", len(got.Logprobs), len(want.Logprobs))
-	}
-	for k := range want.Logprobs {
-		if math.Float32bits(got.Logprobs[k]) != math.Float32bits(want.Logprobs[k]) {
-			return fmt.Errorf("logprob %d is %v over HTTP, %v in process", k, got.Logprobs[k], want.Logprobs[k])
-		}
+	if d := policytest.Diff(got, want); d != "" {
+		return fmt.Errorf("over HTTP against in process: %s", d)
 	}
 	return nil
 }
