@@ -1,6 +1,6 @@
 // Package runners turns the verifiers and judges a reward spec declares
 // into the functions rewards.Compile takes: verifiers run in a bubblewrap
-// sandbox (rewards/sandbox), judges ask an OpenAI-compatible model
+// sandbox (package sandbox), judges ask an OpenAI-compatible model
 // (rewards/judge). Both are memoized through the engine's trace when a
 // Memoizer is given, so a retried task, a resumed run or a rescoring that
 // meets the same input never runs or pays for it again.
@@ -38,7 +38,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // Memoizer records a call's result and replays it (pipeline.TaskContext).
