@@ -12,7 +12,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/rollouts"
 )
 
 // Output names and files of an evaluation task.
@@ -34,7 +33,7 @@ type TaskOptions struct {
 	Identity string
 	// Adapters loads the checkpoint's adapter (default: a loader of its
 	// own for Policy).
-	Adapters *rollouts.Adapters
+	Adapters *policy.Adapters
 	// Sampling: N samples per problem (n ≥ the largest k), temperature,
 	// max tokens. The same for every checkpoint.
 	Sampling policy.Sampling
@@ -123,7 +122,7 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 		}
 	}
 	if o.Adapters == nil {
-		o.Adapters = rollouts.NewAdapters(o.Policy, o.Identity, "", 2)
+		o.Adapters = policy.NewAdapters(o.Policy, o.Identity, "", 2)
 	}
 	if o.Env == "" {
 		o.Env = "eval"
@@ -177,6 +176,9 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 	version := o.Identity
 	if dir := tc.InputPath("policy"); dir != "" {
 		name, err := o.Adapters.Load(ctx, dir)
+		if errors.Is(err, policy.ErrAdapterInput) {
+			return pipeline.Permanent(err)
+		}
 		if err != nil {
 			return err
 		}
@@ -185,7 +187,7 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 	}
 	reqs := make([]policy.Request, len(prompts))
 	for i, pr := range prompts {
-		reqs[i] = rollouts.Request(pr, uint64(o.Seed))
+		reqs[i] = policy.PromptRequest(pr, uint64(o.Seed))
 	}
 	out, err := o.Policy.Generate(ctx, reqs, s)
 	if err != nil {
@@ -199,7 +201,7 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 	var rows []tables.Trajectory
 	for i, samples := range out {
 		for j, smp := range samples {
-			rows = append(rows, rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: p.Checkpoint}, version, sampler.JSON()))
+			rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Checkpoint}, version, sampler.JSON()))
 		}
 	}
 	return tables.WriteFile(tc.OutputPath(OutTrajectories), tables.Trajectories, rows, nil)

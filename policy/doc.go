@@ -17,7 +17,21 @@
 //
 // Adapters: policies that hot-load LoRA adapters implement AdapterLoader;
 // Sampling.Adapter then selects the adapter a batch samples from, the way a
-// vLLM request names a LoRA module as its model.
+// vLLM request names a LoRA module as its model. The Adapters loader is
+// what a stage uses to sample from a checkpoint: it names an adapter
+// directory by its content digest ("adapter-<12 hex>"), loads it once
+// (copying it first to a directory a remote server reads, when given one),
+// and unloads the oldest beyond a limit. Its errors that retrying cannot
+// fix match ErrAdapterInput.
+//
+// Rows: the generate stage and the eval stage turn prompts into requests
+// and samples into trajectory rows the same way, so a checkpoint evaluated
+// samples exactly as the loop would:
+//
+//	req := policy.PromptRequest(prompt, taskSeed)
+//	out, err := p.Generate(ctx, []policy.Request{req}, s)
+//	// …
+//	row := policy.TrajectoryRow(out[0][j], req, j, policy.RowParams{Iteration: 3}, version, s.JSON())
 //
 // Backends: Open(ctx, Spec) opens the policy a pipeline's policy section
 // names with the backend registered for its kind, as artifacts.Open picks a

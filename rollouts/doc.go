@@ -5,7 +5,7 @@
 // process, `rlpipe policy serve` over HTTP, or a vLLM server through
 // policy/openai. When the loop passes an adapter directory as the policy
 // input, the task names it by its content digest ("adapter-<12 hex>"),
-// loads it once through policy.AdapterLoader (copying it first to
+// loads it once through policy.Adapters (copying it first to
 // Options.AdapterRoot when the server reads adapters from a shared
 // mount), samples from it, and unloads adapters older than the last
 // Options.KeepAdapters. Every row records the policy version and seed that

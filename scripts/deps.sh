@@ -2,7 +2,7 @@
 # Installs what the tests need on a fresh Debian machine, only when missing.
 set -euo pipefail
 need=()
-command -v bwrap >/dev/null || need+=(bubblewrap)  # rewards/sandbox runs checkers in it
+command -v bwrap >/dev/null || need+=(bubblewrap)  # sandbox runs checkers in it
 # The UI's end-to-end test drives headless Chromium (RLPIPE_CHROMIUM names another browser).
 if [ -z "${RLPIPE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null; then
   need+=(chromium)

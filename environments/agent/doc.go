@@ -84,7 +84,7 @@
 //
 // # Requirements
 //
-// bubblewrap and util-linux, as for rewards/sandbox. Under root, sandboxed
+// bubblewrap and util-linux, as for package sandbox. Under root, sandboxed
 // programs run as nobody: cached worlds are given to nobody (the cache
 // directory itself stays private), and every directory down to the
 // workspace's ScratchDir must be searchable by others (os.TempDir is).

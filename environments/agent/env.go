@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/environments"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // Task is what an agent must do in a world, and how its work is judged.

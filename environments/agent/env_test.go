@@ -16,7 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // script replies with the given messages in turn, then "DONE".

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/environments/agent"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 var worldFiles = map[string][]byte{

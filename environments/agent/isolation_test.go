@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/environments/agent"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // Two episodes of one world run at once; neither sees the other's writes,

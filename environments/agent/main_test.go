@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // TestMain fails the package at once, saying how to install bubblewrap, when

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // FormatHelp tells the policy how to call the tool; the Env appends it to

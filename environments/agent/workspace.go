@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // Mode says how a workspace copies its world.

@@ -17,7 +17,7 @@ import (
 	"sync"
 
 	"github.com/rlpipe/rlpipe/environments"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // WorldSpec defines a world: the files an agent starts from. A world is

@@ -27,7 +27,7 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai"
 	"github.com/rlpipe/rlpipe/rewards/judge"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // The reward: the verifier's pass (1) or fail (0), and the judge's grade of

@@ -246,7 +246,7 @@ func (c *Config) planEval(p *Plan, prog *rewards.Program) error {
 	if c.Policy != nil && c.Policy.AdapterRoot != "" {
 		// A remote server reads checkpoints from the shared directory, as
 		// the rollout stage's adapters.
-		o.Adapters = rollouts.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
+		o.Adapters = policy.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
 	}
 	if m, ok := p.Policy.Model.(*tiny.Model); ok {
 		o.Exact = evaluators.TinyExact(m)

@@ -1,6 +1,6 @@
 // Package runners turns the verifiers and judges a reward spec declares
 // into the functions rewards.Compile takes: verifiers run in a bubblewrap
-// sandbox (rewards/sandbox), judges ask an OpenAI-compatible model
+// sandbox (package sandbox), judges ask an OpenAI-compatible model
 // (rewards/judge). Compile builds and compiles them in one step:
 //
 //	prog, err := runners.Compile(spec) // bad runner configs and type errors, before any work
@@ -45,7 +45,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // VerifierConfig is a verifier's configuration in a spec.

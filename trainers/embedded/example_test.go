@@ -55,13 +55,13 @@ func ExampleTrainer() {
 	}
 	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
 	for _, pr := range b.Prompts {
-		req := rollouts.Request(pr, 1)
+		req := policy.PromptRequest(pr, 1)
 		out, err := m.Generate(ctx, nil, []policy.Request{req}, s)
 		if err != nil {
 			log.Fatal(err)
 		}
 		for j, smp := range out[0] {
-			tr := rollouts.Row(smp, req, j, rollouts.Params{Iteration: 1}, m.Version(), s.JSON())
+			tr := policy.TrajectoryRow(smp, req, j, policy.RowParams{Iteration: 1}, m.Version(), s.JSON())
 			r := 0.0
 			if tr.FinishReason == policy.FinishStop && tr.Completion == pr.Answer {
 				r = 1

@@ -12,7 +12,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -34,7 +33,7 @@ func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint6
 	prompts := arithPrompts(n)
 	reqs := make([]policy.Request, n)
 	for i, p := range prompts {
-		reqs[i] = rollouts.Request(p, seed)
+		reqs[i] = policy.PromptRequest(p, seed)
 	}
 	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
 	out, err := m.Generate(context.Background(), a, reqs, s)
@@ -45,7 +44,7 @@ func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint6
 	b.Prompts = prompts
 	for i, samples := range out {
 		for j, smp := range samples {
-			tr := rollouts.Row(smp, reqs[i], j, rollouts.Params{Iteration: 1}, m.Version(), s.JSON())
+			tr := policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), s.JSON())
 			b.Trajectories = append(b.Trajectories, tr)
 			v := 0.0
 			if tr.FinishReason == policy.FinishStop && tr.Completion == prompts[i].Answer {

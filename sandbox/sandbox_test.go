@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // small are limits that keep each test cheap on a shared machine.

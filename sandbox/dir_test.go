@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // workDir returns a directory RunIn can use: reachable and owned by the

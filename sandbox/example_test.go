@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlpipe/rlpipe/rewards/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // A model's solution is graded by a checker that runs beside it.

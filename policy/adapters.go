@@ -1,0 +1,180 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// ErrAdapterInput marks an Adapters.Load failure that retrying cannot fix:
+// the policy does not implement AdapterLoader, the adapter directory
+// cannot be read, or its tensors do not fit the base model (the error then
+// also matches ErrAdapterShape). A stage turns it into a permanent task
+// failure; other Load errors (a copy to a full disk, a server that is
+// down) are worth another attempt.
+var ErrAdapterInput = errors.New("adapter input cannot be loaded")
+
+// Adapters loads PEFT adapter directories into a policy by content digest
+// and unloads old ones: what a rollout or evaluation task needs to sample
+// from a checkpoint. It is safe for concurrent use.
+type Adapters struct {
+	policy   Policy
+	identity string
+	root     string
+	keep     int
+
+	mu     sync.Mutex
+	loaded map[string]int // adapter name → load sequence number
+	seq    int
+}
+
+// NewAdapters returns a loader for p. root, when set, is a directory the
+// policy's server can read: adapters are copied there before loading.
+// keep (default 3) is how many adapters stay loaded.
+func NewAdapters(p Policy, identity, root string, keep int) *Adapters {
+	if keep <= 0 {
+		keep = 3
+	}
+	return &Adapters{policy: p, identity: identity, root: root, keep: keep, loaded: map[string]int{}}
+}
+
+// Load makes the adapter directory dir available to the policy and
+// returns its name, "adapter-<12 hex of its content digest>", so the same
+// adapter is loaded once however many tasks ask for it. Errors that
+// retrying cannot fix match ErrAdapterInput.
+func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
+	loader, ok := g.policy.(AdapterLoader)
+	if !ok {
+		return "", unloadable{fmt.Errorf("the policy input is an adapter, but policy %s cannot load adapters", g.identity)}
+	}
+	digest, err := DirDigest(dir)
+	if err != nil {
+		return "", unloadable{fmt.Errorf("read adapter %s: %w", dir, err)}
+	}
+	name := "adapter-" + digest[:12]
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.loaded[name]; ok {
+		return name, nil
+	}
+	path := dir
+	if g.root != "" {
+		path = filepath.Join(g.root, name)
+		if err := copyDir(dir, path); err != nil {
+			return "", fmt.Errorf("copy adapter to %s: %w", path, err)
+		}
+	}
+	if err := loader.LoadAdapter(ctx, name, path); err != nil {
+		if errors.Is(err, ErrAdapterShape) {
+			err = unloadable{err}
+		}
+		return "", fmt.Errorf("load adapter %s: %w", name, err)
+	}
+	g.seq++
+	g.loaded[name] = g.seq
+	// Unload the oldest beyond keep; a failure only costs memory.
+	for len(g.loaded) > g.keep {
+		oldest, at := "", g.seq+1
+		for n, s := range g.loaded {
+			if s < at {
+				oldest, at = n, s
+			}
+		}
+		_ = loader.UnloadAdapter(ctx, oldest)
+		delete(g.loaded, oldest)
+		if g.root != "" {
+			_ = os.RemoveAll(filepath.Join(g.root, oldest))
+		}
+	}
+	return name, nil
+}
+
+// Forget drops name from the loaded set, so the next Load loads it again
+// (a server that restarted has forgotten it).
+func (g *Adapters) Forget(name string) {
+	g.mu.Lock()
+	delete(g.loaded, name)
+	g.mu.Unlock()
+}
+
+// unloadable adds ErrAdapterInput to an error's chain, keeping its message.
+type unloadable struct{ err error }
+
+func (u unloadable) Error() string   { return u.err.Error() }
+func (u unloadable) Unwrap() []error { return []error{u.err, ErrAdapterInput} }
+
+// DirDigest is the SHA-256 of a directory's regular files: their slash
+// paths and contents, in path order.
+func DirDigest(dir string) (string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyDir copies src's regular files into dst (created), through a
+// temporary directory renamed into place so a reader never sees half an
+// adapter.
+func copyDir(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return nil // content-addressed: already there
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".tmp-adapter-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(tmp, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil && !errors.Is(err, fs.ErrExist) {
+		if _, statErr := os.Stat(dst); statErr == nil {
+			return nil // another call won the race with the same content
+		}
+		return err
+	}
+	return nil
+}
