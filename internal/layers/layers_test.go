@@ -16,18 +16,16 @@ var stages = []string{"rollouts", "rewards", "trainers", "evaluators", "reports"
 
 // debt are the rule-breaking edges still in the tree, from → to.
 var debt = map[string]string{
-	"environments/agent → rewards/sandbox": "the sandbox as a floor",
-	"evaluators → rollouts":                "sampling rows on the policy floor",
-	"reports → rewards/rescore":            "the rescore report as a tables schema",
-	"rewards/rescore → trainers/grpo":      "advantages as a floor",
-	"pipeline/config → evaluators":         "the stage-kind registry",
-	"pipeline/config → pipeline/standin":   "the stage-kind registry",
-	"pipeline/config → reports":            "the stage-kind registry",
-	"pipeline/config → rewards":            "the stage-kind registry",
-	"pipeline/config → rewards/runners":    "the stage-kind registry",
-	"pipeline/config → rollouts":           "the stage-kind registry",
-	"pipeline/config → trainers/embedded":  "the stage-kind registry",
-	"pipeline/config → trainers/external":  "the stage-kind registry",
+	"reports → rewards/rescore":           "the rescore report as a tables schema",
+	"rewards/rescore → trainers/grpo":     "advantages as a floor",
+	"pipeline/config → evaluators":        "the stage-kind registry",
+	"pipeline/config → pipeline/standin":  "the stage-kind registry",
+	"pipeline/config → reports":           "the stage-kind registry",
+	"pipeline/config → rewards":           "the stage-kind registry",
+	"pipeline/config → rewards/runners":   "the stage-kind registry",
+	"pipeline/config → rollouts":          "the stage-kind registry",
+	"pipeline/config → trainers/embedded": "the stage-kind registry",
+	"pipeline/config → trainers/external": "the stage-kind registry",
 }
 
 // stageOf is the stage a package belongs to, or "".
