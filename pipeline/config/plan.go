@@ -17,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
@@ -260,7 +261,7 @@ func (c *Config) planEval(p *Plan) error {
 		o.Adapters = policy.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
 	}
 	if m := p.Policy.Embedded; m != nil {
-		o.Exact = evaluators.TinyExact(m)
+		o.Exact = tiny.ExactPass(m)
 	}
 	t, err := evaluators.NewTasks(o)
 	if err != nil {
