@@ -14,12 +14,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/runners"
-	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Options configure a rescoring.
@@ -125,7 +125,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		// An iteration that had advantages gets them recomputed from the
 		// new rewards, so training on this branch would see the new reward.
 		if _, err := st.StatObject(ctx, from.ID, dir+"/advantages.parquet"); err == nil {
-			it.Go(ctx, AdvantagesTask(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
+			it.Go(ctx, advantages.Task(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
 				Inputs: map[string]pipeline.Artifact{"rewards": node.Output(pipeline.OutRewards)}})
 		}
 	}
@@ -286,36 +286,6 @@ func scoreTask(spec *rewards.Spec, compile func(tc *pipeline.TaskContext) ([]rew
 				return err
 			}
 			return dst.Close()
-		},
-	}
-}
-
-// AdvantagesTask computes GRPO advantages (input "rewards", output
-// "advantages" = advantages.parquet) with grpo.Advantages.
-func AdvantagesTask() *pipeline.Task {
-	return &pipeline.Task{
-		Name: "advantages", Version: "grpo-1", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: "advantages", File: "advantages.parquet"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			f, size, err := openFile(tc.InputPath("rewards"))
-			if err != nil {
-				return err
-			}
-			rows, err := tables.Read(f, size, "rewards.parquet", tables.Rewards)
-			f.Close()
-			if err != nil {
-				return pipeline.Permanent(err)
-			}
-			adv, _ := grpo.Advantages(rows, grpo.Options{})
-			out, err := os.Create(tc.OutputPath("advantages"))
-			if err != nil {
-				return err
-			}
-			if err := tables.Write(out, tables.Advantages, adv, nil); err != nil {
-				out.Close()
-				return err
-			}
-			return out.Close()
 		},
 	}
 }

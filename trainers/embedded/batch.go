@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Batch is what one update trains on: an iteration's prompts, the
@@ -19,15 +19,6 @@ type Batch struct {
 	Trajectories []tables.Trajectory
 	Rewards      []tables.Reward
 }
-
-// Mask reasons the trainer adds to grpo's ("reward status …", "alone in
-// its group").
-const (
-	ReasonTrajectory = "trajectory status "
-	ReasonNoReward   = "no reward"
-	ReasonNoTokens   = "no token ids"
-	ReasonZeroStd    = "zero reward variance"
-)
 
 // sample is one trajectory ready to train on.
 type sample struct {
@@ -40,7 +31,7 @@ type sample struct {
 type prepared struct {
 	samples    []sample
 	advantages []tables.Advantage // one per trajectory, (prompt, sample) order
-	stats      grpo.Stats
+	stats      advantages.Stats
 	trajs      []tables.Trajectory // same order as advantages
 	// scored are the rewards in the same order, with the status of a
 	// failed trajectory or a missing reward not ok.
@@ -99,25 +90,25 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		}
 		scored[i] = r
 	}
-	adv, st := grpo.Advantages(scored, grpo.Options{NoStd: o.NoStd})
+	adv, st := advantages.Compute(scored, advantages.Options{NoStd: o.NoStd})
 	p := &prepared{advantages: adv, stats: st, trajs: trajs, scored: scored}
 	for i, t := range trajs {
 		a := &adv[i]
 		switch {
 		case !have[i]:
-			a.Reason = ReasonNoReward
+			a.Reason = advantages.ReasonNoReward
 		case t.Status != tables.StatusOK:
-			a.Reason = ReasonTrajectory + t.Status
+			a.Reason = advantages.ReasonTrajectory + t.Status
 		}
 		if a.Mask {
 			continue
 		}
 		if a.GroupStd == 0 && !o.KeepZeroStd {
-			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
+			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonZeroStd, 0
 			continue
 		}
 		if len(t.TokenIDs) == 0 {
-			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0
+			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonNoTokens, 0
 			continue
 		}
 		pr, ok := prompts[t.PromptID]

@@ -7,17 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
-)
-
-// Mask reasons rlpipe adds to grpo's ("reward status …", "alone in its
-// group"); the embedded trainer uses the same words.
-const (
-	ReasonTrajectory = "trajectory status "
-	ReasonNoReward   = "no reward"
-	ReasonNoTokens   = "no token ids"
-	ReasonZeroStd    = "zero reward variance"
 )
 
 // Metrics are the batch's figures, computed by rlpipe from the tables
@@ -80,23 +72,23 @@ func prepare(prompts []tables.Prompt, trajs []tables.Trajectory, rewards []table
 	for _, p := range prompts {
 		known[p.PromptID] = true
 	}
-	adv, st := grpo.Advantages(scored, grpo.Options{NoStd: o.NoStd})
+	adv, st := advantages.Compute(scored, advantages.Options{NoStd: o.NoStd})
 	for i, t := range trajs {
 		a := &adv[i]
 		switch {
 		case !have[i]:
-			a.Reason = ReasonNoReward
+			a.Reason = advantages.ReasonNoReward
 		case t.Status != tables.StatusOK:
-			a.Reason = ReasonTrajectory + t.Status
+			a.Reason = advantages.ReasonTrajectory + t.Status
 		}
 		if a.Mask {
 			continue
 		}
 		switch {
 		case a.GroupStd == 0 && !o.KeepZeroStd:
-			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
+			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonZeroStd, 0
 		case len(t.TokenIDs) == 0:
-			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0
+			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonNoTokens, 0
 		case !known[t.PromptID]:
 			return nil, Metrics{}, fmt.Errorf("%w: sample %d of prompt %q has no row in the prompts table", ErrBatch, t.SampleIndex, t.PromptID)
 		}
@@ -104,6 +96,6 @@ func prepare(prompts []tables.Prompt, trajs []tables.Trajectory, rewards []table
 	return adv, batchMetrics(trajs, scored, adv, st), nil
 }
 
-func batchMetrics(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st grpo.Stats) Metrics {
+func batchMetrics(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st advantages.Stats) Metrics {
 	return Metrics{Figures: grpo.BatchFigures(trajs, scored, adv, st)}
 }

@@ -37,7 +37,7 @@ type Params struct {
 // Options.Version. It is not Deterministic: the trainer gets the call's
 // seed (--seed), which enters the cache key.
 //
-// Each call computes the iteration's advantages (grpo.Advantages over the
+// Each call computes the iteration's advantages (advantages.Compute over the
 // rewards input, masking failed, unscored and, by default, zero-variance
 // samples), writes them and the hyperparameters, lays out the policy
 // input as --adapter-in and --optimizer-in, runs the command with the

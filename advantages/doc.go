@@ -1,0 +1,41 @@
+// Package advantages turns an iteration's rewards into GRPO's
+// group-relative advantages: the noun the reward stage, rescoring and
+// every trainer share, so that it has one implementation and one set of
+// words for why a sample is left out.
+//
+// # Groups
+//
+// The samples of one prompt form a group. Within it, Compute gives each
+// scored sample
+//
+//	A_i = (r_i − mean(r)) / (std(r) + ε)        (Options.NoStd: r_i − mean(r))
+//
+// with the mean and population standard deviation over the group's
+// Scored samples only (status ok, a total that is a number). A sample
+// that was not scored is masked and stays out of the statistics, so a
+// failed rollout is never trained on as a reward of 0. Stats count the
+// groups, those whose scored rewards are all equal (ZeroStd: they carry
+// no signal) and the masked samples.
+//
+//	adv, st := advantages.Compute(rewards, advantages.Options{})
+//	for _, a := range adv {
+//		if a.Mask {
+//			log.Printf("%s/%d left out: %s", a.PromptID, a.SampleIndex, a.Reason)
+//		}
+//	}
+//
+// # Mask reasons
+//
+// The reason column of the advantages table holds one of the Reason
+// constants: Compute sets ReasonRewardStatus and ReasonAlone; a trainer,
+// which also sees the trajectories, replaces them with ReasonTrajectory or
+// ReasonNoReward when the sample failed earlier, and adds ReasonZeroStd
+// and ReasonNoTokens for samples it will not train on. The same words
+// appear in the trainers' mask_reasons metric.
+//
+// # The task
+//
+// Task is the engine task that writes advantages.parquet from
+// rewards.parquet; rescoring runs it on every iteration that had
+// advantages, so training on a rescored branch sees the new reward.
+package advantages
