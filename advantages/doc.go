@@ -24,14 +24,23 @@
 //		}
 //	}
 //
+// # A trainer's batch
+//
+// Join is what both trainers train on: it matches an iteration's rewards
+// to its trajectories by prompt id and sample index (a sample twice, or a
+// reward without its sample, is an ErrBatch), treats a failed trajectory
+// or a missing reward as unscored, computes the advantages, and masks the
+// samples a trainer cannot learn from.
+//
 // # Mask reasons
 //
 // The reason column of the advantages table holds one of the Reason
-// constants: Compute sets ReasonRewardStatus and ReasonAlone; a trainer,
-// which also sees the trajectories, replaces them with ReasonTrajectory or
+// constants: Compute sets ReasonRewardStatus and ReasonAlone; Join, which
+// also sees the trajectories, replaces them with ReasonTrajectory or
 // ReasonNoReward when the sample failed earlier, and adds ReasonZeroStd
-// and ReasonNoTokens for samples it will not train on. The same words
-// appear in the trainers' mask_reasons metric.
+// (unless TrainOptions.KeepZeroStd) and ReasonNoTokens for samples no
+// trainer can learn from. The same words appear in the trainers'
+// mask_reasons metric.
 //
 // # The task
 //

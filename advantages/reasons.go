@@ -11,15 +11,16 @@ const (
 	// sets it.
 	ReasonAlone = "alone in its group"
 	// ReasonTrajectory: the sample failed to generate ("trajectory status
-	// timeout"). A trainer sets it in place of Compute's reason.
+	// timeout"). Join sets it in place of Compute's reason.
 	ReasonTrajectory = "trajectory status "
-	// ReasonNoReward: the rewards table has no row for the sample. A
-	// trainer sets it in place of Compute's reason.
+	// ReasonNoReward: the rewards table has no row for the sample. Join
+	// sets it in place of Compute's reason.
 	ReasonNoReward = "no reward"
-	// ReasonNoTokens: the sample has no token ids to train on.
+	// ReasonNoTokens: the sample has no token ids to train on. Join sets
+	// it.
 	ReasonNoTokens = "no token ids"
 	// ReasonZeroStd: every scored sample of the prompt got the same
-	// reward, so the advantage is 0 (masked unless a trainer keeps such
-	// groups).
+	// reward, so the advantage is 0. Join sets it unless
+	// TrainOptions.KeepZeroStd.
 	ReasonZeroStd = "zero reward variance"
 )

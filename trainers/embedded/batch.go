@@ -1,9 +1,7 @@
 package embedded
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -38,77 +36,25 @@ type prepared struct {
 	scored []tables.Reward
 }
 
-type sampleKey struct {
-	prompt string
-	index  int32
-}
-
 // prepare joins the batch's tables, computes group-normalised advantages
-// over the samples that were generated and scored, and tokenizes the ones
-// to train on. A trajectory that failed (status other than ok) is masked
-// and stays out of its group's statistics: it is never trained on as a
-// reward of 0.
+// over the samples that were generated and scored (advantages.Join), and
+// tokenizes the ones to train on. A trajectory that failed (status other
+// than ok) is masked and stays out of its group's statistics: it is never
+// trained on as a reward of 0.
 func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 	prompts := make(map[string]tables.Prompt, len(b.Prompts))
 	for _, p := range b.Prompts {
 		prompts[p.PromptID] = p
 	}
-	trajs := slices.Clone(b.Trajectories)
-	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
-		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
-	})
-	at := make(map[sampleKey]int, len(trajs))
-	for i, t := range trajs {
-		k := sampleKey{t.PromptID, t.SampleIndex}
-		if _, dup := at[k]; dup {
-			return nil, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
-		}
-		at[k] = i
+	j, err := advantages.Join(b.Trajectories, b.Rewards, advantages.TrainOptions{
+		Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd})
+	if err != nil {
+		return nil, err
 	}
-	rewards := make([]tables.Reward, len(trajs))
-	have := make([]bool, len(trajs))
-	for _, r := range b.Rewards {
-		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
-		if !ok {
-			return nil, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		if have[i] {
-			return nil, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		rewards[i], have[i] = r, true
-	}
-	// Advantages see a failed trajectory or a missing reward as an
-	// unscored sample.
-	scored := make([]tables.Reward, len(trajs))
-	for i, t := range trajs {
-		r := rewards[i]
-		switch {
-		case !have[i]:
-			r = tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: "missing"}
-		case t.Status != tables.StatusOK:
-			r.Status = "trajectory " + t.Status
-		}
-		scored[i] = r
-	}
-	adv, st := advantages.Compute(scored, advantages.Options{NoStd: o.NoStd})
-	p := &prepared{advantages: adv, stats: st, trajs: trajs, scored: scored}
-	for i, t := range trajs {
-		a := &adv[i]
-		switch {
-		case !have[i]:
-			a.Reason = advantages.ReasonNoReward
-		case t.Status != tables.StatusOK:
-			a.Reason = advantages.ReasonTrajectory + t.Status
-		}
+	p := &prepared{advantages: j.Advantages, stats: j.Stats, trajs: j.Trajectories, scored: j.Scored}
+	for i, t := range j.Trajectories {
+		a := j.Advantages[i]
 		if a.Mask {
-			continue
-		}
-		if a.GroupStd == 0 && !o.KeepZeroStd {
-			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonZeroStd, 0
-			continue
-		}
-		if len(t.TokenIDs) == 0 {
-			a.Mask, a.Reason, a.Advantage = true, advantages.ReasonNoTokens, 0
 			continue
 		}
 		pr, ok := prompts[t.PromptID]
