@@ -27,11 +27,11 @@ type Stats struct {
 }
 
 // Compute returns A_i = (r_i − mean(r)) / (std(r) + ε) within each group
-// of samples of one prompt. Samples that are not Scored are masked
-// (ReasonRewardStatus) and do not enter their group's statistics: a
-// failed rollout is never trained on as a reward of 0. A sample whose
-// group has no other scored sample is masked too (ReasonAlone). Rows come
-// back in the input order.
+// of samples of one prompt. Samples that are not scored
+// (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
+// their group's statistics: a failed rollout is never trained on as a
+// reward of 0. A sample whose group has no other scored sample is masked
+// too (ReasonAlone). Rows come back in the input order.
 func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
 		o.Epsilon = 1e-6
@@ -51,7 +51,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 		idx := groups[pid]
 		var vals []float64
 		for _, i := range idx {
-			if Scored(rows[i]) {
+			if rows[i].Scored() {
 				vals = append(vals, rows[i].Total)
 			}
 		}
@@ -64,7 +64,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			r := rows[i]
 			a := tables.Advantage{PromptID: r.PromptID, SampleIndex: r.SampleIndex, GroupMean: mean, GroupStd: std, GroupSize: int32(len(vals))}
 			switch {
-			case !Scored(r):
+			case !r.Scored():
 				a.Mask, a.Reason = true, ReasonRewardStatus+r.Status
 			case len(vals) < 2:
 				a.Mask, a.Reason = true, ReasonAlone
@@ -82,10 +82,6 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	}
 	return out, st
 }
-
-// Scored reports whether a reward row counts: its status is ok and its
-// total is a number.
-func Scored(r tables.Reward) bool { return r.Status == tables.StatusOK && !math.IsNaN(r.Total) }
 
 // MeanStd is the mean and population standard deviation of v (zeros for
 // none), as the groups' statistics use them.

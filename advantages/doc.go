@@ -11,11 +11,11 @@
 //	A_i = (r_i − mean(r)) / (std(r) + ε)        (Options.NoStd: r_i − mean(r))
 //
 // with the mean and population standard deviation over the group's
-// Scored samples only (status ok, a total that is a number). A sample
-// that was not scored is masked and stays out of the statistics, so a
-// failed rollout is never trained on as a reward of 0. Stats count the
-// groups, those whose scored rewards are all equal (ZeroStd: they carry
-// no signal) and the masked samples.
+// scored samples only (tables.Reward.Scored: status ok, a total that is a
+// number). A sample that was not scored is masked and stays out of the
+// statistics, so a failed rollout is never trained on as a reward of 0.
+// Stats count the groups, those whose scored rewards are all equal
+// (ZeroStd: they carry no signal) and the masked samples.
 //
 //	adv, st := advantages.Compute(rewards, advantages.Options{})
 //	for _, a := range adv {

@@ -67,7 +67,7 @@ func TestJoin(t *testing.T) {
 			}
 			scored := 0
 			for _, r := range b.Scored {
-				if advantages.Scored(r) {
+				if r.Scored() {
 					scored++
 				}
 			}

@@ -4,8 +4,8 @@ package advantages
 // every trainer's advantages.parquet and in the mask_reasons metric.
 // ReasonRewardStatus and ReasonTrajectory are followed by the status.
 const (
-	// ReasonRewardStatus: the reward row is not Scored ("reward status
-	// error"). Compute sets it.
+	// ReasonRewardStatus: the reward row is not scored ("reward status
+	// error", see tables.Reward.Scored). Compute sets it.
 	ReasonRewardStatus = "reward status "
 	// ReasonAlone: no other sample of the prompt was scored. Compute
 	// sets it.

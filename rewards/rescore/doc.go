@@ -5,4 +5,9 @@
 // rewards — distributions per component, the samples that moved most,
 // rank agreement, and the groups whose reward variance appears or
 // vanishes (the groups GRPO can or cannot learn from).
+//
+// The comparison and the report committed beside the new rewards
+// (reports/rescore.json) are a schema of their own, in artifacts/tables
+// (tables.CompareRewards, tables.RescoreReport), so that the reports and
+// the CLI read them without depending on this stage.
 package rescore

@@ -44,46 +44,28 @@ type Options struct {
 	OnEvent func(pipeline.Event)
 }
 
-// Report is what a rescoring did.
-type Report struct {
-	From       string `json:"from"`
-	FromCommit string `json:"from_commit"`
-	Branch     string `json:"branch"`
-	// Commit is the commit that holds the new rewards; the stored
-	// reports/rescore.json, written into that commit, cannot name it and
-	// leaves it out.
-	Commit     string     `json:"commit,omitempty"`
-	SpecDigest string     `json:"spec_digest"`
-	Iterations []int      `json:"iterations"`
-	Cached     int        `json:"cached_iterations"`
-	Comparison Comparison `json:"comparison"`
-}
-
-// ReportPath is where the comparison is committed on the branch.
-const ReportPath = "reports/rescore.json"
-
 // Run branches the store at opts.From, recomputes the rewards (and, where
 // the iteration had them, the GRPO advantages) of every iteration found
 // there from its stored trajectories (and prompts), commits them with the
 // comparison report, and returns the report.
 // Nothing is regenerated; each iteration is a cached, memoized task of the
 // engine, so a rescoring interrupted halfway resumes where it stopped.
-func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) {
+func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreReport, error) {
 	if opts.Spec == nil {
-		return Report{}, fmt.Errorf("rescore: %w: no reward spec", artifacts.ErrInvalid)
+		return tables.RescoreReport{}, fmt.Errorf("rescore: %w: no reward spec", artifacts.ErrInvalid)
 	}
 	if opts.Compile == nil {
 		opts.Compile = func(tc *pipeline.TaskContext) ([]rewards.Option, error) { return runners.Options(opts.Spec, tc) }
 	}
 	if err := check(opts.Spec); err != nil {
-		return Report{}, fmt.Errorf("rescore: %w", err)
+		return tables.RescoreReport{}, fmt.Errorf("rescore: %w", err)
 	}
 	digest := opts.Spec.Digest()
 	from, err := st.ResolveRef(ctx, opts.From)
 	if err != nil {
-		return Report{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
+		return tables.RescoreReport{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
 	}
-	rep := Report{From: opts.From, FromCommit: from.ID, Branch: opts.Branch, SpecDigest: digest}
+	rep := tables.RescoreReport{From: opts.From, FromCommit: from.ID, Branch: opts.Branch, SpecDigest: digest}
 	if rep.Branch == "" {
 		rep.Branch = "rescore-" + strings.TrimPrefix(digest, "sha256:")[:12]
 	}
@@ -132,14 +114,14 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 	if err := it.Wait(ctx); err != nil {
 		return rep, err
 	}
-	var old, new []Side
+	var old, new []tables.IterationRewards
 	for i, n := range iters {
 		if nodes[i].Cached() {
 			rep.Cached++
 		}
 		dir := iterDir(n)
 		if rows, err := readRewards(ctx, st, from.ID, dir+"/rewards.parquet"); err == nil {
-			old = append(old, Side{Iteration: n, Rows: rows})
+			old = append(old, tables.IterationRewards{Iteration: n, Rows: rows})
 		} else if !errors.Is(err, artifacts.ErrNotFound) {
 			return rep, err
 		}
@@ -147,12 +129,12 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		if err != nil {
 			return rep, err
 		}
-		new = append(new, Side{Iteration: n, Rows: rows})
+		new = append(new, tables.IterationRewards{Iteration: n, Rows: rows})
 	}
 	rep.Iterations = iters
-	rep.Comparison = Compare(old, new, opts.TopK)
+	rep.Comparison = tables.CompareRewards(old, new, opts.TopK)
 	b, _ := json.MarshalIndent(rep, "", "  ")
-	if _, err := st.PutObject(ctx, rep.Branch, ReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+	if _, err := st.PutObject(ctx, rep.Branch, tables.RescoreReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 		return rep, fmt.Errorf("rescore: write report: %w", err)
 	}
 	c, err := it.Commit(ctx, nil, map[string]string{"rlpipe.rescore-from": from.ID, "rlpipe.spec-digest": digest})

@@ -137,7 +137,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	if fmt.Sprint(changed) != "[iterations/000001/rewards.parquet iterations/000002/rewards.parquet iterations/000003/rewards.parquet]" {
 		t.Fatalf("changed artifacts = %v; want only the three rewards files (no trajectory regenerated)", changed)
 	}
-	if _, err := st.StatObject(ctx, rep.Branch, rescore.ReportPath); err != nil {
+	if _, err := st.StatObject(ctx, rep.Branch, tables.RescoreReportPath); err != nil {
 		t.Fatal(err)
 	}
 	// Again with the same spec: every iteration is a cache hit.

@@ -84,7 +84,7 @@ func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []table
 		} else {
 			f.Used++
 		}
-		if !advantages.Scored(r) {
+		if !r.Scored() {
 			f.Errored++
 		} else {
 			totals = append(totals, r.Total)
