@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
@@ -80,18 +81,18 @@ func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, prog
 	return writeRescoreReport(p.w, rep)
 }
 
-func writeRescoreReport(w io.Writer, rep rescore.Report) error {
+func writeRescoreReport(w io.Writer, rep tables.RescoreReport) error {
 	c := rep.Comparison
 	fmt.Fprintf(w, "rescored %s (%s) with %s on branch %s: commit %s\n", rep.From, shortID(rep.FromCommit), "spec "+shortID(strings.TrimPrefix(rep.SpecDigest, "sha256:")), rep.Branch, shortID(rep.Commit))
 	fmt.Fprintf(w, "%d iterations (%d already rescored), %s\n\n", len(rep.Iterations), rep.Cached, c)
 	t := newTable("COMPONENT", "OLD MEAN", "NEW MEAN", "OLD STD", "NEW STD", "OLD MIN..MAX", "NEW MIN..MAX").alignRight(1, 2, 3, 4)
 	for _, s := range c.Components {
-		t.add(s.Name, statCell(s.Old, func(x *rescore.Stats) string { return fmt.Sprintf("%.4f", x.Mean) }),
-			statCell(s.New, func(x *rescore.Stats) string { return fmt.Sprintf("%.4f", x.Mean) }),
-			statCell(s.Old, func(x *rescore.Stats) string { return fmt.Sprintf("%.4f", x.Std) }),
-			statCell(s.New, func(x *rescore.Stats) string { return fmt.Sprintf("%.4f", x.Std) }),
-			statCell(s.Old, func(x *rescore.Stats) string { return fmt.Sprintf("%g..%g", x.Min, x.Max) }),
-			statCell(s.New, func(x *rescore.Stats) string { return fmt.Sprintf("%g..%g", x.Min, x.Max) }))
+		t.add(s.Name, statCell(s.Old, func(x *tables.RewardStats) string { return fmt.Sprintf("%.4f", x.Mean) }),
+			statCell(s.New, func(x *tables.RewardStats) string { return fmt.Sprintf("%.4f", x.Mean) }),
+			statCell(s.Old, func(x *tables.RewardStats) string { return fmt.Sprintf("%.4f", x.Std) }),
+			statCell(s.New, func(x *tables.RewardStats) string { return fmt.Sprintf("%.4f", x.Std) }),
+			statCell(s.Old, func(x *tables.RewardStats) string { return fmt.Sprintf("%g..%g", x.Min, x.Max) }),
+			statCell(s.New, func(x *tables.RewardStats) string { return fmt.Sprintf("%g..%g", x.Min, x.Max) }))
 	}
 	if err := t.write(w); err != nil {
 		return err
@@ -113,7 +114,7 @@ func writeRescoreReport(w io.Writer, rep rescore.Report) error {
 	return err
 }
 
-func statCell(s *rescore.Stats, f func(*rescore.Stats) string) string {
+func statCell(s *tables.RewardStats, f func(*tables.RewardStats) string) string {
 	if s == nil {
 		return "-"
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 func TestRescore(t *testing.T) {
@@ -18,7 +18,7 @@ func TestRescore(t *testing.T) {
     expr: 'completion.contains("####") ? 1.0 : 0.0'
     weight: 0.2
 `)
-	var rep rescore.Report
+	var rep tables.RescoreReport
 	h.json(&rep, "rescore", "--from", "runs-standin", "--reward", spec, "--branch", "try-fixed")
 	c := rep.Comparison
 	if rep.Branch != "try-fixed" || len(rep.Iterations) != 3 || c.Samples != 480 || c.Scored != 480 || len(c.Components) != 3 || c.Components[1].Name != "format" || c.Components[1].Old != nil {

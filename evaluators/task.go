@@ -50,7 +50,8 @@ type TaskOptions struct {
 	Ks []int
 	// Exact, when set, returns each problem's exact probability that one
 	// sample is correct, given the adapter directory ("" for the base
-	// model); its mean is reported as MetricExact.
+	// model); its mean is reported as MetricExact. tiny.ExactPass is
+	// the embedded model's.
 	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
 	// Env is the task environment (default "eval").
 	Env string

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/rewards/rescore"
 )
 
 // IterationReward is one iteration's mean total reward on both sides of a
@@ -31,7 +30,7 @@ type Comparison struct {
 	// From says where Result came from: "<ref>:reports/rescore.json" when
 	// a rescoring committed one (reused as is), else "computed".
 	From         string
-	Result       rescore.Comparison
+	Result       tables.RewardComparison
 	PerIteration []IterationReward
 }
 
@@ -40,7 +39,7 @@ type Comparison struct {
 // its comparison is reused; without one, ref is the old side.
 func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Comparison, error) {
 	oldRef, newRef := ref, other
-	var stored *rescore.Report
+	var stored *tables.RescoreReport
 	for _, r := range []string{other, ref} {
 		rep, err := readRescoreReport(ctx, st, r)
 		if err != nil {
@@ -73,7 +72,7 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 	if err != nil {
 		return nil, err
 	}
-	var oldSides, newSides []rescore.Side
+	var oldSides, newSides []tables.IterationRewards
 	for _, n := range oldIters {
 		if !slices.Contains(newIters, n) {
 			continue
@@ -93,16 +92,16 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 		if err != nil {
 			return nil, err
 		}
-		oldSides, newSides = append(oldSides, rescore.Side{Iteration: n, Rows: o}), append(newSides, rescore.Side{Iteration: n, Rows: nw})
+		oldSides, newSides = append(oldSides, tables.IterationRewards{Iteration: n, Rows: o}), append(newSides, tables.IterationRewards{Iteration: n, Rows: nw})
 		c.PerIteration = append(c.PerIteration, IterationReward{Iteration: n, Old: meanTotal(o), New: meanTotal(nw)})
 	}
 	if len(c.PerIteration) == 0 {
 		return nil, fmt.Errorf("compare %s with %s: %w: no iteration has rewards on both sides", oldRef, newRef, artifacts.ErrNotFound)
 	}
 	if stored != nil {
-		c.Result, c.From = stored.Comparison, newRef+":"+rescore.ReportPath
+		c.Result, c.From = stored.Comparison, newRef+":"+tables.RescoreReportPath
 	} else {
-		c.Result = rescore.Compare(oldSides, newSides, 10)
+		c.Result = tables.CompareRewards(oldSides, newSides, 10)
 	}
 	return c, nil
 }
@@ -110,7 +109,7 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 func meanTotal(rows []tables.Reward) float64 {
 	s, n := 0.0, 0
 	for i := range rows {
-		if rows[i].Status == tables.StatusOK && !math.IsNaN(rows[i].Total) {
+		if rows[i].Scored() {
 			s += rows[i].Total
 			n++
 		}
@@ -122,17 +121,17 @@ func meanTotal(rows []tables.Reward) float64 {
 }
 
 // readRescoreReport reads reports/rescore.json at ref (nil when absent).
-func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*rescore.Report, error) {
-	b, err := readObject(ctx, st, ref, rescore.ReportPath)
+func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*tables.RescoreReport, error) {
+	b, err := readObject(ctx, st, ref, tables.RescoreReportPath)
 	if errors.Is(err, artifacts.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var rep rescore.Report
+	var rep tables.RescoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("read %s:%s: %w", ref, rescore.ReportPath, err)
+		return nil, fmt.Errorf("read %s:%s: %w", ref, tables.RescoreReportPath, err)
 	}
 	return &rep, nil
 }

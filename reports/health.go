@@ -268,7 +268,7 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 		if r == nil {
 			continue
 		}
-		if r.Status != tables.StatusOK || math.IsNaN(r.Total) {
+		if !r.Scored() {
 			h.Errored++
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // Options configure a report. Nil means defaults.
@@ -484,7 +484,7 @@ func (r *Report) compare(b *bytes.Buffer) {
 		esc(c.Old), esc(shortCommit(c.OldCommit)), esc(c.New), esc(shortCommit(c.NewCommit)), esc(c.From), esc(res.String()))
 	var rows []boxRow
 	for _, s := range res.Components {
-		for side, st := range []*rescore.Stats{s.Old, s.New} {
+		for side, st := range []*tables.RewardStats{s.Old, s.New} {
 			if st == nil {
 				continue
 			}
@@ -505,15 +505,15 @@ func (r *Report) compare(b *bytes.Buffer) {
 	}
 	b.WriteString(lineChart{title: "Mean total reward per iteration", xLabel: "iteration", series: []series{old, nw}, width: 560}.svg())
 	b.WriteString("</div>\n<table><tr><th>component</th><th>old mean</th><th>new mean</th><th>old std</th><th>new std</th><th>old min..max</th><th>new min..max</th></tr>\n")
-	cell := func(s *rescore.Stats, f func(*rescore.Stats) string) string {
+	cell := func(s *tables.RewardStats, f func(*tables.RewardStats) string) string {
 		if s == nil {
 			return "–"
 		}
 		return f(s)
 	}
-	mean := func(s *rescore.Stats) string { return f4(s.Mean) }
-	std := func(s *rescore.Stats) string { return f4(s.Std) }
-	rng := func(s *rescore.Stats) string { return label(s.Min) + ".." + label(s.Max) }
+	mean := func(s *tables.RewardStats) string { return f4(s.Mean) }
+	std := func(s *tables.RewardStats) string { return f4(s.Std) }
+	rng := func(s *tables.RewardStats) string { return label(s.Min) + ".." + label(s.Max) }
 	for _, s := range res.Components {
 		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`+"\n",
 			esc(s.Name), cell(s.Old, mean), cell(s.New, mean), cell(s.Old, std), cell(s.New, std), cell(s.Old, rng), cell(s.New, rng))

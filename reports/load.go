@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,7 +255,7 @@ func pickSamples(n int, trajs []tables.Trajectory, rws []tables.Reward, prompts 
 	for i := range trajs {
 		t := &trajs[i]
 		r := byKey[sampleKey{t.PromptID, t.SampleIndex}]
-		if t.Status != tables.StatusOK || r == nil || r.Status != tables.StatusOK || math.IsNaN(r.Total) {
+		if t.Status != tables.StatusOK || r == nil || !r.Scored() {
 			continue
 		}
 		s := Sample{Iteration: n, PromptID: t.PromptID, SampleIndex: t.SampleIndex, Completion: clip(t.Completion, 600),

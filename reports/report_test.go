@@ -16,7 +16,6 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/rewards/rescore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -170,7 +169,7 @@ func TestCompare(t *testing.T) {
 	if _, err := st.CreateBranch(ctx, "rescore-x", "runs-a"); err != nil {
 		t.Fatal(err)
 	}
-	var old, nw []rescore.Side
+	var old, nw []tables.IterationRewards
 	for it := 1; it <= 4; it++ {
 		x := lengthHacking(it)
 		var rows []tables.Reward
@@ -181,7 +180,7 @@ func TestCompare(t *testing.T) {
 		}
 		tb, _ := tables.RewardsWith("correct")
 		putTable(t, st, "rescore-x", iterDir(it)+"rewards.parquet", tb, rows)
-		old, nw = append(old, rescore.Side{Iteration: it, Rows: x.rewards}), append(nw, rescore.Side{Iteration: it, Rows: rows})
+		old, nw = append(old, tables.IterationRewards{Iteration: it, Rows: x.rewards}), append(nw, tables.IterationRewards{Iteration: it, Rows: rows})
 	}
 	commit(t, st, "rescore-x", "rescore", 100)
 
@@ -199,9 +198,9 @@ func TestCompare(t *testing.T) {
 
 	// With the rescoring's own report committed, it is reused, and the
 	// rescored side is the new one whichever side the report is of.
-	stored := rescore.Report{From: "runs-a", FromCommit: src.ID, Branch: "rescore-x", Comparison: rescore.Compare(old, nw, 3)}
+	stored := tables.RescoreReport{From: "runs-a", FromCommit: src.ID, Branch: "rescore-x", Comparison: tables.CompareRewards(old, nw, 3)}
 	b, _ := json.Marshal(stored)
-	put(t, st, "rescore-x", rescore.ReportPath, b)
+	put(t, st, "rescore-x", tables.RescoreReportPath, b)
 	commit(t, st, "rescore-x", "report", 101)
 	c, err = Compare(ctx, st, "rescore-x", "runs-a")
 	if err != nil {

@@ -101,7 +101,7 @@ func TestRescoreCompilesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reps []rescore.Report
+	var reps []tables.RescoreReport
 	for _, noCache := range []bool{false, true, false} {
 		rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "even", Reward: prog, NoCache: noCache})
 		if err != nil {

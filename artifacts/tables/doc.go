@@ -68,6 +68,15 @@
 // column) or inferring bool, int64, float64 and string columns; Export
 // writes a file as JSONL or CSV.
 //
+// # The rescore report
+//
+// A rescoring commits reports/rescore.json (RescoreReportPath), a
+// RescoreReport whose comparison CompareRewards computes from the old and
+// new rewards tables of each iteration: per-component RewardStats, the
+// samples whose total moved most, the rank correlation of the totals, and
+// the groups whose reward variance appears or vanishes. Its JSON names are
+// part of the store's format, read by `rlpipe rescore` and the reports.
+//
 // # Implementation
 //
 // Encoding and decoding use arrow-go's pqarrow: the tables are Arrow

@@ -2,6 +2,7 @@ package tables
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -123,6 +124,11 @@ type Reward struct {
 	Status          string
 	Error           *string
 }
+
+// Scored reports whether the reward counts: its status is ok and its
+// total is a number. Advantages and reward statistics use only scored
+// rows; the others are a failed rollout or a failed reward, never a 0.
+func (r Reward) Scored() bool { return r.Status == StatusOK && !math.IsNaN(r.Total) }
 
 // Rewards is the rewards table without components. Use RewardsWith to
 // write a file with r_<component> columns; readers discover them.

@@ -249,7 +249,7 @@ func (c *Config) planEval(p *Plan, prog *rewards.Program) error {
 		o.Adapters = policy.NewAdapters(p.Policy.Policy, p.Policy.Identity, c.Policy.AdapterRoot, 2)
 	}
 	if m, ok := p.Policy.Model.(*tiny.Model); ok {
-		o.Exact = evaluators.TinyExact(m)
+		o.Exact = tiny.ExactPass(m)
 	}
 	t, err := evaluators.NewTasks(o)
 	if err != nil {

@@ -94,11 +94,18 @@ func (m *Model) PassProbabilities(ctx context.Context, a *Adapter, problems []Pr
 		}
 		batch[i] = e
 	}
+	return m.completionProbabilities(ctx, a, batch)
+}
+
+// completionProbabilities returns, for each example, the probability that
+// one sample at temperature 1 (no top-p) is exactly its completion: exp of
+// the sum of the teacher-forced log-probabilities.
+func (m *Model) completionProbabilities(ctx context.Context, a *Adapter, batch []Example) ([]float64, error) {
 	lp, _, err := m.Score(ctx, a, batch)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float64, len(problems))
+	out := make([]float64, len(batch))
 	for i, l := range lp {
 		var s float64
 		for _, v := range l {

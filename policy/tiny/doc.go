@@ -49,7 +49,9 @@
 // given completions; they equal the ones sampling returns.
 // Model.ExpectedPass1 turns them into the exact expected pass@1 at
 // temperature 1 (the mean over problems of P(answer, EOS | prompt)), an
-// evaluation without sampling noise.
+// evaluation without sampling noise; ExactPass gives the same per prompt
+// of an eval set, with a checkpoint's adapter directory, as an
+// evaluation's exact metric (evaluators.TaskOptions.Exact).
 //
 // # Training
 //

@@ -11,4 +11,9 @@
 //
 //	prog, err := runners.Compile(spec) // type errors before touching the store
 //	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-exp1", Reward: prog})
+//
+// The comparison and the report committed beside the new rewards
+// (reports/rescore.json) are a schema of their own, in artifacts/tables
+// (tables.CompareRewards, tables.RescoreReport), so that the reports and
+// the CLI read them without depending on this stage.
 package rescore

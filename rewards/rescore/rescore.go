@@ -12,11 +12,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Options configure a rescoring.
@@ -40,40 +40,22 @@ type Options struct {
 	OnEvent func(pipeline.Event)
 }
 
-// Report is what a rescoring did.
-type Report struct {
-	From       string `json:"from"`
-	FromCommit string `json:"from_commit"`
-	Branch     string `json:"branch"`
-	// Commit is the commit that holds the new rewards; the stored
-	// reports/rescore.json, written into that commit, cannot name it and
-	// leaves it out.
-	Commit     string     `json:"commit,omitempty"`
-	SpecDigest string     `json:"spec_digest"`
-	Iterations []int      `json:"iterations"`
-	Cached     int        `json:"cached_iterations"`
-	Comparison Comparison `json:"comparison"`
-}
-
-// ReportPath is where the comparison is committed on the branch.
-const ReportPath = "reports/rescore.json"
-
 // Run branches the store at opts.From, recomputes the rewards (and, where
 // the iteration had them, the GRPO advantages) of every iteration found
 // there from its stored trajectories (and prompts), commits them with the
 // comparison report, and returns the report.
 // Nothing is regenerated; each iteration is a cached, memoized task of the
 // engine, so a rescoring interrupted halfway resumes where it stopped.
-func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) {
+func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreReport, error) {
 	if opts.Reward == nil {
-		return Report{}, fmt.Errorf("rescore: %w: no reward program (compile the spec with runners.Compile)", artifacts.ErrInvalid)
+		return tables.RescoreReport{}, fmt.Errorf("rescore: %w: no reward program (compile the spec with runners.Compile)", artifacts.ErrInvalid)
 	}
 	digest := opts.Reward.Digest()
 	from, err := st.ResolveRef(ctx, opts.From)
 	if err != nil {
-		return Report{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
+		return tables.RescoreReport{}, fmt.Errorf("rescore --from %s: %w", opts.From, err)
 	}
-	rep := Report{From: opts.From, FromCommit: from.ID, Branch: opts.Branch, SpecDigest: digest}
+	rep := tables.RescoreReport{From: opts.From, FromCommit: from.ID, Branch: opts.Branch, SpecDigest: digest}
 	if rep.Branch == "" {
 		rep.Branch = "rescore-" + strings.TrimPrefix(digest, "sha256:")[:12]
 	}
@@ -115,21 +97,21 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		// An iteration that had advantages gets them recomputed from the
 		// new rewards, so training on this branch would see the new reward.
 		if _, err := st.StatObject(ctx, from.ID, dir+"/advantages.parquet"); err == nil {
-			it.Go(ctx, AdvantagesTask(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
+			it.Go(ctx, advantages.Task(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
 				Inputs: map[string]pipeline.Artifact{"rewards": node.Output(pipeline.OutRewards)}})
 		}
 	}
 	if err := it.Wait(ctx); err != nil {
 		return rep, err
 	}
-	var old, new []Side
+	var old, new []tables.IterationRewards
 	for i, n := range iters {
 		if nodes[i].Cached() {
 			rep.Cached++
 		}
 		dir := iterDir(n)
 		if rows, err := readRewards(ctx, st, from.ID, dir+"/rewards.parquet"); err == nil {
-			old = append(old, Side{Iteration: n, Rows: rows})
+			old = append(old, tables.IterationRewards{Iteration: n, Rows: rows})
 		} else if !errors.Is(err, artifacts.ErrNotFound) {
 			return rep, err
 		}
@@ -137,12 +119,12 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (Report, error) 
 		if err != nil {
 			return rep, err
 		}
-		new = append(new, Side{Iteration: n, Rows: rows})
+		new = append(new, tables.IterationRewards{Iteration: n, Rows: rows})
 	}
 	rep.Iterations = iters
-	rep.Comparison = Compare(old, new, opts.TopK)
+	rep.Comparison = tables.CompareRewards(old, new, opts.TopK)
 	b, _ := json.MarshalIndent(rep, "", "  ")
-	if _, err := st.PutObject(ctx, rep.Branch, ReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+	if _, err := st.PutObject(ctx, rep.Branch, tables.RescoreReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 		return rep, fmt.Errorf("rescore: write report: %w", err)
 	}
 	c, err := it.Commit(ctx, nil, map[string]string{"rlpipe.rescore-from": from.ID, "rlpipe.spec-digest": digest})
@@ -212,19 +194,3 @@ func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]t
 	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, tables.Rewards)
 }
 
-// AdvantagesTask computes GRPO advantages (input "rewards", output
-// "advantages" = advantages.parquet) with grpo.Advantages.
-func AdvantagesTask() *pipeline.Task {
-	return &pipeline.Task{
-		Name: "advantages", Version: "grpo-1", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: "advantages", File: "advantages.parquet"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			rows, err := pipeline.ReadInput(tc, pipeline.OutRewards, tables.Rewards)
-			if err != nil {
-				return err
-			}
-			adv, _ := grpo.Advantages(rows, grpo.Options{})
-			return tables.WriteFile(tc.OutputPath("advantages"), tables.Advantages, adv, nil)
-		},
-	}
-}

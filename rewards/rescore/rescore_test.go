@@ -149,7 +149,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	if fmt.Sprint(changed) != "[iterations/000001/rewards.parquet iterations/000002/rewards.parquet iterations/000003/rewards.parquet]" {
 		t.Fatalf("changed artifacts = %v; want only the three rewards files (no trajectory regenerated)", changed)
 	}
-	if _, err := st.StatObject(ctx, rep.Branch, rescore.ReportPath); err != nil {
+	if _, err := st.StatObject(ctx, rep.Branch, tables.RescoreReportPath); err != nil {
 		t.Fatal(err)
 	}
 	// Again with the same spec: every iteration is a cache hit.
@@ -247,7 +247,7 @@ components:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []rescore.Report{rep, again} {
+	for _, r := range []tables.RescoreReport{rep, again} {
 		if c := r.Comparison; r.Cached != 0 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 {
 			t.Fatalf("report = %+v", r)
 		}

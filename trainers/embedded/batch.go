@@ -1,14 +1,12 @@
 package embedded
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Batch is what one update trains on: an iteration's prompts, the
@@ -19,15 +17,6 @@ type Batch struct {
 	Trajectories []tables.Trajectory
 	Rewards      []tables.Reward
 }
-
-// Mask reasons the trainer adds to grpo's ("reward status …", "alone in
-// its group").
-const (
-	ReasonTrajectory = "trajectory status "
-	ReasonNoReward   = "no reward"
-	ReasonNoTokens   = "no token ids"
-	ReasonZeroStd    = "zero reward variance"
-)
 
 // sample is one trajectory ready to train on.
 type sample struct {
@@ -40,84 +29,32 @@ type sample struct {
 type prepared struct {
 	samples    []sample
 	advantages []tables.Advantage // one per trajectory, (prompt, sample) order
-	stats      grpo.Stats
+	stats      advantages.Stats
 	trajs      []tables.Trajectory // same order as advantages
 	// scored are the rewards in the same order, with the status of a
 	// failed trajectory or a missing reward not ok.
 	scored []tables.Reward
 }
 
-type sampleKey struct {
-	prompt string
-	index  int32
-}
-
 // prepare joins the batch's tables, computes group-normalised advantages
-// over the samples that were generated and scored, and tokenizes the ones
-// to train on. A trajectory that failed (status other than ok) is masked
-// and stays out of its group's statistics: it is never trained on as a
-// reward of 0.
+// over the samples that were generated and scored (advantages.Join), and
+// tokenizes the ones to train on. A trajectory that failed (status other
+// than ok) is masked and stays out of its group's statistics: it is never
+// trained on as a reward of 0.
 func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 	prompts := make(map[string]tables.Prompt, len(b.Prompts))
 	for _, p := range b.Prompts {
 		prompts[p.PromptID] = p
 	}
-	trajs := slices.Clone(b.Trajectories)
-	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
-		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
-	})
-	at := make(map[sampleKey]int, len(trajs))
-	for i, t := range trajs {
-		k := sampleKey{t.PromptID, t.SampleIndex}
-		if _, dup := at[k]; dup {
-			return nil, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
-		}
-		at[k] = i
+	j, err := advantages.Join(b.Trajectories, b.Rewards, advantages.TrainOptions{
+		Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd})
+	if err != nil {
+		return nil, err
 	}
-	rewards := make([]tables.Reward, len(trajs))
-	have := make([]bool, len(trajs))
-	for _, r := range b.Rewards {
-		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
-		if !ok {
-			return nil, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		if have[i] {
-			return nil, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		rewards[i], have[i] = r, true
-	}
-	// Advantages see a failed trajectory or a missing reward as an
-	// unscored sample.
-	scored := make([]tables.Reward, len(trajs))
-	for i, t := range trajs {
-		r := rewards[i]
-		switch {
-		case !have[i]:
-			r = tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: "missing"}
-		case t.Status != tables.StatusOK:
-			r.Status = "trajectory " + t.Status
-		}
-		scored[i] = r
-	}
-	adv, st := grpo.Advantages(scored, grpo.Options{NoStd: o.NoStd})
-	p := &prepared{advantages: adv, stats: st, trajs: trajs, scored: scored}
-	for i, t := range trajs {
-		a := &adv[i]
-		switch {
-		case !have[i]:
-			a.Reason = ReasonNoReward
-		case t.Status != tables.StatusOK:
-			a.Reason = ReasonTrajectory + t.Status
-		}
+	p := &prepared{advantages: j.Advantages, stats: j.Stats, trajs: j.Trajectories, scored: j.Scored}
+	for i, t := range j.Trajectories {
+		a := j.Advantages[i]
 		if a.Mask {
-			continue
-		}
-		if a.GroupStd == 0 && !o.KeepZeroStd {
-			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
-			continue
-		}
-		if len(t.TokenIDs) == 0 {
-			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0
 			continue
 		}
 		pr, ok := prompts[t.PromptID]

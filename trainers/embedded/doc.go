@@ -10,7 +10,7 @@
 //
 //  1. joins the three tables by prompt id and sample index and computes
 //     group-relative advantages A = (r − mean) / (std + ε) within each
-//     prompt's group (trainers/grpo; Options.NoStd drops the division,
+//     prompt's group (package advantages; Options.NoStd drops the division,
 //     Dr. GRPO). A trajectory that failed (status other than ok) or has no
 //     reward is masked and stays out of its group's statistics — it is
 //     never trained on as a reward of 0. By default groups whose rewards

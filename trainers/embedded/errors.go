@@ -1,6 +1,10 @@
 package embedded
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rlpipe/rlpipe/advantages"
+)
 
 // Errors of the trainer, tested with errors.Is. A step whose loss, ratio
 // or gradient is not finite fails with an error wrapping
@@ -10,6 +14,7 @@ var (
 	ErrOptions = errors.New("invalid trainer options")
 	// ErrBatch: the prompts, trajectories and rewards of an iteration do
 	// not fit together (a reward for a sample that was never generated, a
-	// completion the model cannot have produced).
-	ErrBatch = errors.New("inconsistent training batch")
+	// completion the model cannot have produced). It is
+	// advantages.ErrBatch, which the join of the tables returns.
+	ErrBatch = advantages.ErrBatch
 )

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -146,7 +147,7 @@ func TestUpdateMasks(t *testing.T) {
 	if len(adv) != len(b.Trajectories) {
 		t.Fatalf("%d advantage rows for %d trajectories", len(adv), len(b.Trajectories))
 	}
-	wantReasons := map[int]string{0: embedded.ReasonTrajectory + tables.StatusTimeout, 1: embedded.ReasonNoReward, 2: embedded.ReasonNoTokens}
+	wantReasons := map[int]string{0: advantages.ReasonTrajectory + tables.StatusTimeout, 1: advantages.ReasonNoReward, 2: advantages.ReasonNoTokens}
 	for i, want := range wantReasons {
 		if !adv[i].Mask || adv[i].Reason != want {
 			t.Errorf("sample %d: mask %v reason %q, want %q", i, adv[i].Mask, adv[i].Reason, want)
@@ -159,12 +160,12 @@ func TestUpdateMasks(t *testing.T) {
 	met := res.Metrics
 	zero := 0
 	for _, a := range adv {
-		if a.Reason == embedded.ReasonZeroStd {
+		if a.Reason == advantages.ReasonZeroStd {
 			zero++
 		}
 	}
-	if zero == 0 || met.MaskReasons[embedded.ReasonZeroStd] != zero {
-		t.Errorf("%d samples masked for zero variance, metrics say %d", zero, met.MaskReasons[embedded.ReasonZeroStd])
+	if zero == 0 || met.MaskReasons[advantages.ReasonZeroStd] != zero {
+		t.Errorf("%d samples masked for zero variance, metrics say %d", zero, met.MaskReasons[advantages.ReasonZeroStd])
 	}
 	if met.Samples != 128 || met.Used != 128-met.Masked || met.Errored != 2 || met.Groups != 16 {
 		t.Errorf("metrics %+v: want 128 samples, used = samples - masked, 2 errored, 16 groups", met)

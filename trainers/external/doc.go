@@ -7,7 +7,7 @@
 // # The contract
 //
 // For each iteration rlpipe computes the GRPO advantages itself
-// (grpo.Advantages over the rewards, the same masking as the embedded
+// (advantages.Join of the trajectories and rewards, as the embedded
 // trainer), writes the hyperparameters as a JSON object, and runs
 //
 //	COMMAND... --trajectories P --advantages P --prompts P --hparams F \

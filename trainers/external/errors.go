@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -22,7 +23,8 @@ var (
 	ErrContract = fmt.Errorf("external trainer broke the contract (see docs/TRAINERS.md): %w", pipeline.ErrOutput)
 	// ErrBatch: the prompts, trajectories and rewards of an iteration do
 	// not fit together (a reward for a sample that was never generated).
-	ErrBatch = errors.New("inconsistent training batch")
+	// It is advantages.ErrBatch, which the join of the tables returns.
+	ErrBatch = advantages.ErrBatch
 	// ErrPolicy: the policy input (the previous adapter) is not a PEFT
 	// LoRA directory.
 	ErrPolicy = errors.New("policy input is not a PEFT LoRA adapter")

@@ -37,11 +37,11 @@ type Params struct {
 // Options.Version. It is not Deterministic: the trainer gets the call's
 // seed (--seed), which enters the cache key.
 //
-// Each call computes the iteration's advantages (grpo.Advantages over the
-// rewards input, masking failed, unscored and, by default, zero-variance
-// samples), writes them and the hyperparameters, lays out the policy
-// input as --adapter-in and --optimizer-in, runs the command with the
-// contract's flags, checks what it wrote, and outputs
+// Each call computes the iteration's advantages (advantages.Join of the
+// trajectories and rewards inputs, masking failed, unscored and, by
+// default, zero-variance samples), writes them and the hyperparameters,
+// lays out the policy input as --adapter-in and --optimizer-in, runs the
+// command with the contract's flags, checks what it wrote, and outputs
 //
 //	adapter/              the PEFT files of --adapter-out, plus
 //	  optimizer/          the files of --optimizer-out (when there are any)

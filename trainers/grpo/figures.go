@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -27,7 +28,7 @@ func Summarize(v []float64) Summary {
 	for _, x := range v {
 		s.Min, s.Max = math.Min(s.Min, x), math.Max(s.Max, x)
 	}
-	s.Mean, s.Std = meanStd(v)
+	s.Mean, s.Std = advantages.MeanStd(v)
 	return s
 }
 
@@ -63,7 +64,7 @@ type Figures struct {
 // BatchFigures computes a batch's Figures from its trajectories and, row
 // for row, their rewards and advantages; st are the advantages' group
 // statistics. Used counts the unmasked rows.
-func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st Stats) Figures {
+func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st advantages.Stats) Figures {
 	f := Figures{Groups: st.Groups, ZeroStdGroups: st.ZeroStd, Samples: len(trajs)}
 	if f.Groups > 0 {
 		f.FracRewardZeroStd = float64(f.ZeroStdGroups) / float64(f.Groups)
@@ -83,7 +84,7 @@ func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []table
 		} else {
 			f.Used++
 		}
-		if r.Status != tables.StatusOK || math.IsNaN(r.Total) {
+		if !r.Scored() {
 			f.Errored++
 		} else {
 			totals = append(totals, r.Total)

@@ -1,28 +1,26 @@
-package rescore
+package tables
 
 import (
 	"math"
 	"testing"
-
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
-func rw(pid string, idx int32, total float64, comps map[string]float64) tables.Reward {
-	return tables.Reward{PromptID: pid, SampleIndex: idx, Total: total, Components: comps, Status: tables.StatusOK}
+func rw(pid string, idx int32, total float64, comps map[string]float64) Reward {
+	return Reward{PromptID: pid, SampleIndex: idx, Total: total, Components: comps, Status: StatusOK}
 }
 
 func TestCompare(t *testing.T) {
-	old := []Side{{Iteration: 1, Rows: []tables.Reward{
+	old := []IterationRewards{{Iteration: 1, Rows: []Reward{
 		rw("a", 0, 1, map[string]float64{"correct": 1}), rw("a", 1, 1, map[string]float64{"correct": 1}), // zero variance
 		rw("b", 0, 0, map[string]float64{"correct": 0}), rw("b", 1, 1, map[string]float64{"correct": 1}), // non-zero
 		{PromptID: "c", SampleIndex: 0, Status: "skipped: timeout", Total: math.NaN()},
 	}}}
-	newer := []Side{{Iteration: 1, Rows: []tables.Reward{
+	newer := []IterationRewards{{Iteration: 1, Rows: []Reward{
 		rw("a", 0, 1.2, map[string]float64{"correct": 1, "format": 1}), rw("a", 1, 1, map[string]float64{"correct": 1, "format": 0}),
 		rw("b", 0, 0, map[string]float64{"correct": 0, "format": 0}), rw("b", 1, 1, map[string]float64{"correct": 1, "format": 0}),
 		{PromptID: "c", SampleIndex: 0, Status: "skipped: timeout", Total: math.NaN()},
 	}}}
-	c := Compare(old, newer, 10)
+	c := CompareRewards(old, newer, 10)
 	if c.Samples != 5 || c.Scored != 4 || c.Changed != 1 || c.Groups != 2 || c.ZeroToNonzeroGroups != 1 || c.NonzeroToZeroGroups != 0 {
 		t.Fatalf("comparison = %+v", c)
 	}
@@ -47,5 +45,22 @@ func TestSpearmanEdgeCases(t *testing.T) {
 	}
 	if s := spearman([]float64{1, 2, 3}, []float64{30, 20, 10}); s != -1 {
 		t.Fatalf("reversed ranks = %v, want -1", s)
+	}
+}
+
+func TestRewardScored(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Reward
+		want bool
+	}{
+		{"ok", Reward{Status: StatusOK, Total: 0}, true},
+		{"ok but NaN", Reward{Status: StatusOK, Total: math.NaN()}, false},
+		{"error", Reward{Status: "error", Total: 1}, false},
+		{"skipped", Reward{Status: "skipped: timeout", Total: math.NaN()}, false},
+	} {
+		if got := tc.r.Scored(); got != tc.want {
+			t.Errorf("%s: Scored() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

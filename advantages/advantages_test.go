@@ -1,4 +1,4 @@
-package grpo
+package advantages
 
 import (
 	"math"
@@ -11,13 +11,13 @@ func r(pid string, idx int32, total float64, status string) tables.Reward {
 	return tables.Reward{PromptID: pid, SampleIndex: idx, Total: total, Status: status}
 }
 
-func TestAdvantages(t *testing.T) {
+func TestCompute(t *testing.T) {
 	rows := []tables.Reward{
 		r("a", 0, 1, "ok"), r("a", 1, 0, "ok"), r("a", 2, 1, "ok"), r("a", 3, math.NaN(), "skipped: timeout"),
 		r("b", 0, 1, "ok"), r("b", 1, 1, "ok"),
 		r("c", 0, 0.5, "ok"),
 	}
-	adv, st := Advantages(rows, Options{Epsilon: 1e-9})
+	adv, st := Compute(rows, Options{Epsilon: 1e-9})
 	// Group a: rewards 1, 0, 1 → mean 2/3, std √2/3.
 	mean, std := 2.0/3, math.Sqrt(2)/3
 	if math.Abs(adv[0].Advantage-(1-mean)/(std+1e-9)) > 1e-12 || math.Abs(adv[1].Advantage-(0-mean)/(std+1e-9)) > 1e-12 {
@@ -36,7 +36,7 @@ func TestAdvantages(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	// Dr. GRPO: no division by the standard deviation.
-	adv, _ = Advantages(rows, Options{NoStd: true})
+	adv, _ = Compute(rows, Options{NoStd: true})
 	if math.Abs(adv[1].Advantage-(-mean)) > 1e-12 {
 		t.Fatalf("no-std advantage = %v, want %v", adv[1].Advantage, -mean)
 	}

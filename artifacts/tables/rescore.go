@@ -1,4 +1,4 @@
-package rescore
+package tables
 
 import (
 	"cmp"
@@ -6,12 +6,30 @@ import (
 	"math"
 	"slices"
 	"sort"
-
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
-// Stats describe one reward column's distribution over scored rows.
-type Stats struct {
+// RescoreReportPath is where a rescoring commits its RescoreReport on its
+// branch.
+const RescoreReportPath = "reports/rescore.json"
+
+// RescoreReport is what a rescoring did: the JSON object stored at
+// RescoreReportPath, which `rlpipe rescore` prints and reports read.
+type RescoreReport struct {
+	From       string `json:"from"`
+	FromCommit string `json:"from_commit"`
+	Branch     string `json:"branch"`
+	// Commit is the commit that holds the new rewards; the stored
+	// reports/rescore.json, written into that commit, cannot name it and
+	// leaves it out.
+	Commit     string           `json:"commit,omitempty"`
+	SpecDigest string           `json:"spec_digest"`
+	Iterations []int            `json:"iterations"`
+	Cached     int              `json:"cached_iterations"`
+	Comparison RewardComparison `json:"comparison"`
+}
+
+// RewardStats describe one reward column's distribution over scored rows.
+type RewardStats struct {
 	N    int     `json:"n"`
 	Mean float64 `json:"mean"`
 	Std  float64 `json:"std"`
@@ -24,13 +42,13 @@ type Stats struct {
 
 // ComponentShift compares a component (or "total") before and after.
 type ComponentShift struct {
-	Name string `json:"name"`
-	Old  *Stats `json:"old,omitempty"` // nil when the old spec had no such component
-	New  *Stats `json:"new,omitempty"` // nil when the new spec has none
+	Name string       `json:"name"`
+	Old  *RewardStats `json:"old,omitempty"` // nil when the old spec had no such component
+	New  *RewardStats `json:"new,omitempty"` // nil when the new spec has none
 }
 
-// Change is one sample whose total reward moved.
-type Change struct {
+// RewardChange is one sample whose total reward moved.
+type RewardChange struct {
 	Iteration   int     `json:"iteration"`
 	PromptID    string  `json:"prompt_id"`
 	SampleIndex int32   `json:"sample_index"`
@@ -39,16 +57,16 @@ type Change struct {
 	Delta       float64 `json:"delta"`
 }
 
-// Comparison is what a rescoring changed.
-type Comparison struct {
+// RewardComparison is what a rescoring changed.
+type RewardComparison struct {
 	Samples int `json:"samples"`
 	// Scored counts samples with a total on both sides; the rest were
 	// skipped (a failed rollout) or errored on one side.
 	Scored     int              `json:"scored"`
 	Components []ComponentShift `json:"components"`
 	// Changed counts scored samples whose total moved (|Δ| > 1e-12).
-	Changed int      `json:"changed"`
-	Top     []Change `json:"top_changes"`
+	Changed int            `json:"changed"`
+	Top     []RewardChange `json:"top_changes"`
 	// Spearman is the rank correlation of old and new totals (NaN when
 	// either side is constant).
 	Spearman float64 `json:"spearman"`
@@ -60,42 +78,38 @@ type Comparison struct {
 	NonzeroToZeroGroups int `json:"nonzero_to_zero_variance_groups"`
 }
 
-// Side is one rewards table of one iteration.
-type Side struct {
+// IterationRewards is one rewards table of one iteration.
+type IterationRewards struct {
 	Iteration int
-	Rows      []tables.Reward
+	Rows      []Reward
 }
 
-type key struct {
+type rewardKey struct {
 	it  int
 	pid string
 	idx int32
 }
 
-func scored(r *tables.Reward) bool {
-	return r.Status == tables.StatusOK && !math.IsNaN(r.Total)
-}
-
-// Compare matches old and new rows by (iteration, prompt, sample) and
+// CompareRewards matches old and new rows by (iteration, prompt, sample) and
 // summarises the difference. topK bounds the listed changes.
-func Compare(old, new []Side, topK int) Comparison {
-	oldRows := map[key]*tables.Reward{}
-	var order []key
+func CompareRewards(old, new []IterationRewards, topK int) RewardComparison {
+	oldRows := map[rewardKey]*Reward{}
+	var order []rewardKey
 	for _, s := range old {
 		for i := range s.Rows {
-			k := key{s.Iteration, s.Rows[i].PromptID, s.Rows[i].SampleIndex}
+			k := rewardKey{s.Iteration, s.Rows[i].PromptID, s.Rows[i].SampleIndex}
 			oldRows[k] = &s.Rows[i]
 		}
 	}
-	newRows := map[key]*tables.Reward{}
+	newRows := map[rewardKey]*Reward{}
 	for _, s := range new {
 		for i := range s.Rows {
-			k := key{s.Iteration, s.Rows[i].PromptID, s.Rows[i].SampleIndex}
+			k := rewardKey{s.Iteration, s.Rows[i].PromptID, s.Rows[i].SampleIndex}
 			newRows[k] = &s.Rows[i]
 			order = append(order, k)
 		}
 	}
-	var c Comparison
+	var c RewardComparison
 	c.Samples = len(order)
 	comps := map[string][2][]float64{}
 	add := func(side int, name string, v float64) {
@@ -104,12 +118,12 @@ func Compare(old, new []Side, topK int) Comparison {
 		comps[name] = p
 	}
 	var oldT, newT []float64
-	var changes []Change
+	var changes []RewardChange
 	groupVals := map[[2]any][2][]float64{}
 	for _, k := range order {
 		n := newRows[k]
 		o, ok := oldRows[k]
-		if !ok || !scored(o) || !scored(n) {
+		if !ok || !o.Scored() || !n.Scored() {
 			continue
 		}
 		c.Scored++
@@ -124,7 +138,7 @@ func Compare(old, new []Side, topK int) Comparison {
 		}
 		if d := n.Total - o.Total; math.Abs(d) > 1e-12 {
 			c.Changed++
-			changes = append(changes, Change{Iteration: k.it, PromptID: k.pid, SampleIndex: k.idx, Old: o.Total, New: n.Total, Delta: d})
+			changes = append(changes, RewardChange{Iteration: k.it, PromptID: k.pid, SampleIndex: k.idx, Old: o.Total, New: n.Total, Delta: d})
 		}
 		g := [2]any{k.it, k.pid}
 		gv := groupVals[g]
@@ -141,9 +155,9 @@ func Compare(old, new []Side, topK int) Comparison {
 	names = append(names, "total")
 	for _, n := range names {
 		p := comps[n]
-		c.Components = append(c.Components, ComponentShift{Name: n, Old: stats(p[0]), New: stats(p[1])})
+		c.Components = append(c.Components, ComponentShift{Name: n, Old: rewardStats(p[0]), New: rewardStats(p[1])})
 	}
-	slices.SortFunc(changes, func(a, b Change) int {
+	slices.SortFunc(changes, func(a, b RewardChange) int {
 		if d := cmp.Compare(math.Abs(b.Delta), math.Abs(a.Delta)); d != 0 {
 			return d
 		}
@@ -173,7 +187,7 @@ func Compare(old, new []Side, topK int) Comparison {
 	return c
 }
 
-func stats(v []float64) *Stats {
+func rewardStats(v []float64) *RewardStats {
 	if len(v) == 0 {
 		return nil
 	}
@@ -185,7 +199,7 @@ func stats(v []float64) *Stats {
 	}
 	mean /= float64(len(s))
 	q := func(p float64) float64 { return s[int(math.Round(p*float64(len(s)-1)))] }
-	return &Stats{N: len(s), Mean: mean, Std: math.Sqrt(variance(s)), Min: s[0], P10: q(0.1), P50: q(0.5), P90: q(0.9), Max: s[len(s)-1]}
+	return &RewardStats{N: len(s), Mean: mean, Std: math.Sqrt(variance(s)), Min: s[0], P10: q(0.1), P50: q(0.5), P90: q(0.9), Max: s[len(s)-1]}
 }
 
 // variance is the population variance.
@@ -254,7 +268,7 @@ func spearman(a, b []float64) float64 {
 }
 
 // String summarises the comparison in one line.
-func (c Comparison) String() string {
+func (c RewardComparison) String() string {
 	return fmt.Sprintf("%d samples (%d scored on both sides), %d changed, spearman %.3f, %d of %d groups gain reward variance, %d lose it",
 		c.Samples, c.Scored, c.Changed, c.Spearman, c.ZeroToNonzeroGroups, c.Groups, c.NonzeroToZeroGroups)
 }

@@ -1,6 +1,4 @@
-// Package grpo holds the group-relative policy optimisation math that does
-// not need a model: advantages from rewards, the statistics of groups.
-package grpo
+package advantages
 
 import (
 	"math"
@@ -28,12 +26,13 @@ type Stats struct {
 	Masked int `json:"masked"`
 }
 
-// Advantages computes A_i = (r_i − mean(r)) / (std(r) + ε) within each
-// group of samples of one prompt. Samples whose reward is not ok (status
-// other than "ok", or a NaN total) are masked with a reason and do not
-// enter their group's statistics: a failed rollout is never trained on as
-// a reward of 0. Rows come back in the input order.
-func Advantages(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
+// Compute returns A_i = (r_i − mean(r)) / (std(r) + ε) within each group
+// of samples of one prompt. Samples that are not scored
+// (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
+// their group's statistics: a failed rollout is never trained on as a
+// reward of 0. A sample whose group has no other scored sample is masked
+// too (ReasonAlone). Rows come back in the input order.
+func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
 		o.Epsilon = 1e-6
 	}
@@ -52,11 +51,11 @@ func Advantages(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 		idx := groups[pid]
 		var vals []float64
 		for _, i := range idx {
-			if ok(rows[i]) {
+			if rows[i].Scored() {
 				vals = append(vals, rows[i].Total)
 			}
 		}
-		mean, std := meanStd(vals)
+		mean, std := MeanStd(vals)
 		st.Groups++
 		if len(vals) > 0 && std == 0 {
 			st.ZeroStd++
@@ -65,10 +64,10 @@ func Advantages(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			r := rows[i]
 			a := tables.Advantage{PromptID: r.PromptID, SampleIndex: r.SampleIndex, GroupMean: mean, GroupStd: std, GroupSize: int32(len(vals))}
 			switch {
-			case !ok(r):
-				a.Mask, a.Reason = true, "reward status "+r.Status
+			case !r.Scored():
+				a.Mask, a.Reason = true, ReasonRewardStatus+r.Status
 			case len(vals) < 2:
-				a.Mask, a.Reason = true, "alone in its group"
+				a.Mask, a.Reason = true, ReasonAlone
 			default:
 				a.Advantage = r.Total - mean
 				if !o.NoStd {
@@ -84,10 +83,9 @@ func Advantages(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	return out, st
 }
 
-func ok(r tables.Reward) bool { return r.Status == tables.StatusOK && !math.IsNaN(r.Total) }
-
-// meanStd is the mean and population standard deviation.
-func meanStd(v []float64) (float64, float64) {
+// MeanStd is the mean and population standard deviation of v (zeros for
+// none), as the groups' statistics use them.
+func MeanStd(v []float64) (float64, float64) {
 	if len(v) == 0 {
 		return 0, 0
 	}

@@ -1,0 +1,50 @@
+// Package advantages turns an iteration's rewards into GRPO's
+// group-relative advantages: the noun the reward stage, rescoring and
+// every trainer share, so that it has one implementation and one set of
+// words for why a sample is left out.
+//
+// # Groups
+//
+// The samples of one prompt form a group. Within it, Compute gives each
+// scored sample
+//
+//	A_i = (r_i − mean(r)) / (std(r) + ε)        (Options.NoStd: r_i − mean(r))
+//
+// with the mean and population standard deviation over the group's
+// scored samples only (tables.Reward.Scored: status ok, a total that is a
+// number). A sample that was not scored is masked and stays out of the
+// statistics, so a failed rollout is never trained on as a reward of 0.
+// Stats count the groups, those whose scored rewards are all equal
+// (ZeroStd: they carry no signal) and the masked samples.
+//
+//	adv, st := advantages.Compute(rewards, advantages.Options{})
+//	for _, a := range adv {
+//		if a.Mask {
+//			log.Printf("%s/%d left out: %s", a.PromptID, a.SampleIndex, a.Reason)
+//		}
+//	}
+//
+// # A trainer's batch
+//
+// Join is what both trainers train on: it matches an iteration's rewards
+// to its trajectories by prompt id and sample index (a sample twice, or a
+// reward without its sample, is an ErrBatch), treats a failed trajectory
+// or a missing reward as unscored, computes the advantages, and masks the
+// samples a trainer cannot learn from.
+//
+// # Mask reasons
+//
+// The reason column of the advantages table holds one of the Reason
+// constants: Compute sets ReasonRewardStatus and ReasonAlone; Join, which
+// also sees the trajectories, replaces them with ReasonTrajectory or
+// ReasonNoReward when the sample failed earlier, and adds ReasonZeroStd
+// (unless TrainOptions.KeepZeroStd) and ReasonNoTokens for samples no
+// trainer can learn from. The same words appear in the trainers'
+// mask_reasons metric.
+//
+// # The task
+//
+// Task is the engine task that writes advantages.parquet from
+// rewards.parquet; rescoring runs it on every iteration that had
+// advantages, so training on a rescored branch sees the new reward.
+package advantages

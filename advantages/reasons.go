@@ -1,0 +1,26 @@
+package advantages
+
+// Mask reasons: the words of the advantages table's reason column, in
+// every trainer's advantages.parquet and in the mask_reasons metric.
+// ReasonRewardStatus and ReasonTrajectory are followed by the status.
+const (
+	// ReasonRewardStatus: the reward row is not scored ("reward status
+	// error", see tables.Reward.Scored). Compute sets it.
+	ReasonRewardStatus = "reward status "
+	// ReasonAlone: no other sample of the prompt was scored. Compute
+	// sets it.
+	ReasonAlone = "alone in its group"
+	// ReasonTrajectory: the sample failed to generate ("trajectory status
+	// timeout"). Join sets it in place of Compute's reason.
+	ReasonTrajectory = "trajectory status "
+	// ReasonNoReward: the rewards table has no row for the sample. Join
+	// sets it in place of Compute's reason.
+	ReasonNoReward = "no reward"
+	// ReasonNoTokens: the sample has no token ids to train on. Join sets
+	// it.
+	ReasonNoTokens = "no token ids"
+	// ReasonZeroStd: every scored sample of the prompt got the same
+	// reward, so the advantage is 0. Join sets it unless
+	// TrainOptions.KeepZeroStd.
+	ReasonZeroStd = "zero reward variance"
+)

@@ -1,0 +1,22 @@
+// Package grpo holds the model-free part of a group-relative policy
+// optimisation step, the part both trainers share once the advantages are
+// known (package advantages computes them from the rewards).
+//
+// Loss is the clipped surrogate of a batch of Sequences, each a sampled
+// completion with its current, old and (for the KL term) reference
+// log-probabilities and its advantage:
+//
+//	ℓ = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·(exp(δ) − δ − 1)
+//
+// per token, aggregated over tokens (TokenMean, DAPO) or sequences
+// (SequenceMean, the original GRPO). It returns the loss, its gradient
+// with respect to each token's log-probability — what a model's backward
+// pass starts from — and the step's LossStats (KL, entropy, clip
+// fractions, ratio deviation). A loss or ratio that is not finite fails
+// with ErrNonFinite, so the step is not applied.
+//
+// BatchFigures computes the figures every trainer reports about a batch
+// before any step (reward summaries per component, groups, samples used
+// and masked by reason, response lengths, staleness), under the same JSON
+// names whichever trainer wrote them.
+package grpo
