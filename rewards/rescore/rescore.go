@@ -193,4 +193,3 @@ func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]t
 	}
 	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, tables.Rewards)
 }
-
