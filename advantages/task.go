@@ -20,7 +20,7 @@ func Task() *pipeline.Task {
 		Name: "advantages", Version: "grpo-1", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: OutAdvantages, File: "advantages.parquet"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			rows, err := pipeline.ReadInput(tc, "rewards", tables.Rewards)
+			rows, err := pipeline.ReadInput(tc, pipeline.OutRewards, tables.Rewards)
 			if err != nil {
 				return err
 			}

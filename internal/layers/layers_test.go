@@ -10,8 +10,8 @@ import (
 
 const module = "github.com/rlpipe/rlpipe/"
 
-// stages maps a stage to the package paths (below the module) that are
-// its own; a package is in the stage whose prefix it has.
+// stages are the stages' folders below the module: a package belongs to
+// the stage whose folder holds it.
 var stages = []string{"rollouts", "rewards", "trainers", "evaluators", "reports", "environments"}
 
 // debt are the rule-breaking edges still in the tree, from → to.
