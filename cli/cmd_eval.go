@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
@@ -53,7 +54,7 @@ generations without sampling again.`,
   rlpipe eval -f pipeline.yaml --run exp1 --checkpoints 0,30,60 --n 32 --k 1,8,32`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(o.file)
+			cfg, err := config.Load(o.file, kinds.Registry())
 			if err != nil {
 				return failure(err)
 			}

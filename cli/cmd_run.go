@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
@@ -80,7 +81,7 @@ worker serves it (docs/DEPLOY.md).`,
   rlpipe --store lakefs://rl run -f pipeline.yaml --executor temporal --temporal temporal.internal:7233`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(o.file)
+			cfg, err := config.Load(o.file, kinds.Registry())
 			if err != nil {
 				return failure(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
@@ -119,7 +120,7 @@ attempts are cancelled and run again on another worker.`,
   rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,eval,health --driver`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(file)
+			cfg, err := config.Load(file, kinds.Registry())
 			if err != nil {
 				return failure(err)
 			}
@@ -261,7 +262,7 @@ func concurrency(run pipeline.RunOptions, envs []string) map[string]int {
 // newDriver is the loop a driver worker runs for a run workflow.
 func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) temporalrun.Driver {
 	return func(ctx context.Context, in temporalrun.RunInput) (json.RawMessage, error) {
-		cfg, err := config.Load(in.Config)
+		cfg, err := config.Load(in.Config, kinds.Registry())
 		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("driver: %w (every driver host needs the pipeline at the path the run was started with)", err))
 		}

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -19,18 +18,13 @@ type Spec struct {
 	// Model names the model: for embedded, the shipped weights' name or a
 	// safetensors path; for a server, the served base model.
 	Model string
-	// Serve is how a backend that runs in process is reached: in process
-	// or over HTTP on loopback (embedded only).
-	Serve string
-	// Endpoints are a server backend's base URLs, balanced.
-	Endpoints []string
-	// APIKey is the servers' key, read from the environment by the
-	// caller; it never enters a config or a store.
-	APIKey      string
-	Concurrency int
-	Timeout     time.Duration
-	Retries     int
-	Logger      zerolog.Logger
+	// Options are the backend's own keys of the section: a value its
+	// Options method returned, decoded (nil: the backend's defaults).
+	Options any
+	// Dir is the directory relative paths are taken from (the pipeline
+	// file's).
+	Dir    string
+	Logger zerolog.Logger
 }
 
 // Opened is an open policy: what the generate and eval stages sample from.
@@ -46,6 +40,10 @@ type Opened struct {
 	// embedded backend's *tiny.Model), for stages that need more than
 	// sampling: the embedded trainer, exact pass@1. Nil for servers.
 	Model any
+	// AdapterRoot is a directory the servers read adapters from (a shared
+	// mount), when the backend has one; empty loads them from this
+	// machine's scratch copy.
+	AdapterRoot string
 	// Stop releases what Open started (a server, connections); nil when
 	// nothing needs releasing.
 	Stop func() error
@@ -63,14 +61,46 @@ func (o *Opened) Close() error {
 // A Backend opens the policies of one kind. Backends register themselves
 // with Register, the way store drivers do (artifacts.Register).
 type Backend interface {
+	// Options returns the backend's options, zero: a pointer to a struct
+	// whose yaml tags are the keys of the policy section it takes beside
+	// kind and model (nil when it takes none). The pipeline config decodes
+	// the section into it strictly and runs its Check, if it has one.
+	Options() any
+	// Open opens the policy.
 	Open(ctx context.Context, s Spec) (*Opened, error)
 }
 
-// BackendFunc is a Backend that is a function.
-type BackendFunc func(ctx context.Context, s Spec) (*Opened, error)
+// Checker is where option checks report problems; the pipeline config
+// implements it, naming the file, line and column of the key.
+type Checker interface {
+	// Set reports whether the file names key ("endpoints").
+	Set(key string) bool
+	// Fail reports a problem at key's place; messages start with the
+	// path they are about.
+	Fail(key, hint, format string, a ...any)
+	// Path is key's full path, for messages ("policy.endpoints[0]").
+	Path(key string) string
+}
 
-// Open calls f.
-func (f BackendFunc) Open(ctx context.Context, s Spec) (*Opened, error) { return f(ctx, s) }
+// Checked are options with checks beyond their types; model is the
+// section's model key.
+type Checked interface {
+	Check(c Checker, model string)
+}
+
+// Nouned is a backend that names its policies in messages ("the embedded
+// model"); without it they are "a KIND policy".
+type Nouned interface{ Noun() string }
+
+// Noun is how messages name kind's policies.
+func Noun(kind string) string {
+	if b, ok := Lookup(kind); ok {
+		if n, ok := b.(Nouned); ok {
+			return n.Noun()
+		}
+	}
+	return "a " + kind + " policy"
+}
 
 var (
 	backendsMu sync.RWMutex
@@ -100,11 +130,17 @@ func Kinds() []string {
 	return out
 }
 
+// Lookup returns the backend registered under kind.
+func Lookup(kind string) (Backend, bool) {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	b, ok := backends[kind]
+	return b, ok
+}
+
 // Open opens the policy a spec names with its kind's backend.
 func Open(ctx context.Context, s Spec) (*Opened, error) {
-	backendsMu.RLock()
-	b, ok := backends[s.Kind]
-	backendsMu.RUnlock()
+	b, ok := Lookup(s.Kind)
 	if !ok {
 		return nil, fmt.Errorf("policy: unknown kind %q (use %s)", s.Kind, strings.Join(Kinds(), " or "))
 	}

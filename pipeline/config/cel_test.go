@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
 
@@ -25,7 +26,7 @@ func TestCELRewardStage(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.Load(path)
+	c, err := config.Load(path, kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestCELRewardStage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), []byte(strings.Replace(rewardSpec, "completion)", "completion + 1)", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err = config.Load(path)
+	c, err = config.Load(path, kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestCELKindErrors(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := config.Parse("pipeline.yaml", []byte(strings.Replace(base, c.from, c.to, 1)))
+			_, err := config.Parse("pipeline.yaml", []byte(strings.Replace(base, c.from, c.to, 1)), kinds.Registry())
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error = %v, want %q", err, c.want)
 			}

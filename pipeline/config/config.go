@@ -2,15 +2,16 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
 
 // Config is a parsed pipeline.yaml. Zero fields mean "not set": defaults
@@ -35,8 +36,6 @@ type Config struct {
 	Overlap       Overlap `yaml:"overlap"`
 	// Policy is the model a rollout stage samples from.
 	Policy *Policy `yaml:"policy,omitempty"`
-	// Trainer holds the hyperparameters of a grpo train stage.
-	Trainer *Trainer `yaml:"trainer,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
 	// Machine is what the local executor hands out; nil means this
@@ -48,6 +47,7 @@ type Config struct {
 
 	file string              // name errors refer to
 	pos  map[string]position // path ("stages.generate.env") → where its key is
+	reg  *kind.Registry      // the kinds the stages name
 }
 
 // Overlap bounds how far generation may run ahead of training.
@@ -57,69 +57,20 @@ type Overlap struct {
 	MaxStaleness int `yaml:"max_staleness"`
 }
 
-// Policy kinds.
-const (
-	PolicyEmbedded = "embedded" // the built-in tiny model (policy/tiny)
-	PolicyOpenAI   = "openai"   // a server speaking the OpenAI API: vLLM, SGLang, llama.cpp
-)
-
-// Policy ways of serving the embedded model.
-const (
-	ServeInProcess = "inprocess" // call the model directly
-	ServeHTTP      = "http"      // serve it on 127.0.0.1 for the run and sample over HTTP
-)
-
-// Policy says what generates text for a rollout stage.
+// Policy says what generates text for the stages that sample: a
+// registered policy backend (policy.Register) and its own options.
 type Policy struct {
-	// Kind is embedded or openai.
+	// Kind names the backend: embedded (the built-in tiny model), openai
+	// (a server of the OpenAI API: vLLM, SGLang, llama.cpp), ….
 	Kind string `yaml:"kind"`
 	// Model: for embedded, "tiny-arith" (the shipped weights) or a
 	// safetensors file relative to the pipeline file; for openai, the
 	// served base model's name.
 	Model string `yaml:"model,omitempty"`
-	// Serve (embedded only) is inprocess (default) or http.
-	Serve string `yaml:"serve,omitempty"`
-	// Endpoints (openai only) are the servers' base URLs, balanced.
-	Endpoints []string `yaml:"endpoints,omitempty"`
-	// KeyEnv (openai only) names the environment variable that holds the
-	// API key; the key itself never enters the config.
-	KeyEnv string `yaml:"key_env,omitempty"`
-	// AdapterRoot (openai only) is a directory the servers can read
-	// adapters from (a shared mount); empty loads them from this
-	// machine's scratch copy.
-	AdapterRoot string `yaml:"adapter_root,omitempty"`
-	// Concurrency bounds requests in flight per endpoint (openai).
-	Concurrency int `yaml:"concurrency,omitempty"`
-	// Timeout bounds one HTTP attempt (openai).
-	Timeout time.Duration `yaml:"timeout,omitempty"`
-	// Retries is how many times a failing request is retried (openai).
-	Retries int `yaml:"retries,omitempty"`
-}
-
-// Trainer holds the embedded GRPO trainer's hyperparameters
-// (trainers/embedded.Options); zero fields take its defaults.
-type Trainer struct {
-	LR          float64      `yaml:"lr,omitempty" json:"lr"`
-	WeightDecay float64      `yaml:"weight_decay,omitempty" json:"weight_decay"`
-	ClipNorm    float64      `yaml:"clip_norm,omitempty" json:"clip_norm"`
-	Epochs      int          `yaml:"epochs,omitempty" json:"epochs"`
-	Minibatches int          `yaml:"minibatches,omitempty" json:"minibatches"`
-	EpsLow      float64      `yaml:"eps_low,omitempty" json:"eps_low"`
-	EpsHigh     float64      `yaml:"eps_high,omitempty" json:"eps_high"`
-	Beta        float64      `yaml:"beta,omitempty" json:"beta"`
-	Aggregation string       `yaml:"aggregation,omitempty" json:"aggregation"`
-	NoStd       bool         `yaml:"no_std,omitempty" json:"no_std"`
-	KeepZeroStd bool         `yaml:"keep_zero_std,omitempty" json:"keep_zero_std"`
-	LoRA        *TrainerLoRA `yaml:"lora,omitempty" json:"lora,omitempty"`
-	Shards      int          `yaml:"shards,omitempty" json:"shards"`
-}
-
-// TrainerLoRA shapes the adapter the first iteration creates.
-type TrainerLoRA struct {
-	Rank    int      `yaml:"rank,omitempty" json:"rank"`
-	Alpha   float64  `yaml:"alpha,omitempty" json:"alpha"`
-	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
-	Seed    uint64   `yaml:"seed,omitempty" json:"seed"`
+	// Options are the backend's other keys, decoded into the value its
+	// Options method returns (*embedded.PolicyOptions, …); nil for an
+	// unknown kind.
+	Options any `yaml:"-"`
 }
 
 // Eval says how checkpoints are evaluated during the run.
@@ -142,16 +93,6 @@ type Eval struct {
 	Seed int64 `yaml:"seed,omitempty"`
 }
 
-// Sampling are a rollout stage's sampling parameters.
-type Sampling struct {
-	// N is the number of samples per prompt (the group size G).
-	N           int      `yaml:"n"`
-	Temperature *float64 `yaml:"temperature,omitempty"`
-	TopP        float64  `yaml:"top_p,omitempty"`
-	MaxTokens   int      `yaml:"max_tokens"`
-	Stop        []string `yaml:"stop,omitempty"`
-}
-
 // Machine is the capacity the local executor hands out.
 type Machine struct {
 	CPU      float64 `yaml:"cpu"`
@@ -168,21 +109,12 @@ type Stages struct {
 	Train    *Stage `yaml:"train"`
 }
 
-// Stage kinds.
-const (
-	KindStandin  = "standin"  // a built-in stand-in stage (pipeline/standin)
-	KindCommand  = "command"  // an external command
-	KindCEL      = "cel"      // the reward stage: a reward spec of CEL components (docs/REWARDS.md)
-	KindRollout  = "rollout"  // the generate stage: sample from the config's policy (docs/PIPELINE.md)
-	KindGRPO     = "grpo"     // the train stage: GRPO on a LoRA adapter of the embedded model
-	KindDataset  = "dataset"  // the sample stage: the next batch_size prompts of the dataset, exactly once
-	KindExternal = "external" // the train stage: an external trainer behind the file contract (docs/TRAINERS.md)
-)
-
-// Stage configures one stage of the loop.
+// Stage configures one stage of the loop: the keys every stage has, and
+// its kind's own, decoded into Options.
 type Stage struct {
-	// Kind is standin, command, (sample only) dataset, (reward only) cel,
-	// (generate only) rollout or (train only) grpo or external.
+	// Kind names a registered kind (kind.Registry): standin, command,
+	// (sample) dataset, (reward) cel, (generate) rollout, (train) grpo or
+	// external.
 	Kind string `yaml:"kind"`
 	// Env names the task environment (default: the stage's name).
 	Env string `yaml:"env,omitempty"`
@@ -191,45 +123,21 @@ type Stage struct {
 	Version string `yaml:"version,omitempty"`
 	// Settings override the environment's for this stage.
 	Settings *pipeline.Settings `yaml:"settings,omitempty"`
+	// Options are the kind's own keys (the value its New returns), or,
+	// for a kind with a section of its own, that section; nil for an
+	// unknown kind.
+	Options kind.Stage `yaml:"-"`
 
-	// Stand-in knobs.
-	Sleep            time.Duration `yaml:"sleep,omitempty"`
-	FailTimes        int           `yaml:"fail_times,omitempty"`
-	SamplesPerPrompt int           `yaml:"samples_per_prompt,omitempty"` // generate only
-	JudgeURL         string        `yaml:"judge_url,omitempty"`          // reward only
-
-	// Spec is the reward spec file of a cel reward stage, relative to the
-	// pipeline file.
-	Spec string `yaml:"spec,omitempty"`
-
-	// Sampling is a rollout stage's sampling; Batch the prompts per call.
-	Sampling *Sampling `yaml:"sampling,omitempty"`
-	Batch    int       `yaml:"batch,omitempty"`
-
-	// Hyperparameters are an external trainer's, written as JSON for it.
-	Hyperparameters map[string]any `yaml:"hyperparameters,omitempty"`
-
-	// Command knobs (command and environment also for external trainers).
-	Command      []string          `yaml:"command,omitempty"`
-	Outputs      []Output          `yaml:"outputs,omitempty"`
-	Environment  map[string]string `yaml:"environment,omitempty"`
-	IgnoreInputs []string          `yaml:"ignore_inputs,omitempty"`
+	section string // the top-level section Options come from, if any
 }
 
-// Output declares a file (or directory) a command stage writes.
-type Output struct {
-	Name string `yaml:"name"`
-	File string `yaml:"file,omitempty"`
-	Dir  bool   `yaml:"dir,omitempty"`
-}
-
-// Load reads and parses a pipeline file.
-func Load(path string) (*Config, error) {
+// Load reads and parses a pipeline file whose stages name kinds of reg.
+func Load(path string, reg *kind.Registry) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read pipeline config: %w", err)
 	}
-	c, err := Parse(path, b)
+	c, err := Parse(path, b, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -245,10 +153,10 @@ func isLocalPath(uri string) bool {
 	return !bytes.Contains([]byte(uri), []byte("://"))
 }
 
-// Parse parses and validates a pipeline config; name labels positions in
-// errors ("pipeline.yaml:12:5: ..."). Every problem found is reported,
-// each as an *Error, joined.
-func Parse(name string, data []byte) (c *Config, err error) {
+// Parse parses and validates a pipeline config whose stages name kinds of
+// reg; name labels positions in errors ("pipeline.yaml:12:5: ..."). Every
+// problem found is reported, each as an *Error, joined.
+func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) {
 	// The YAML library is third-party code fed arbitrary bytes: a panic in
 	// it must not take the process down.
 	defer func() {
@@ -256,7 +164,7 @@ func Parse(name string, data []byte) (c *Config, err error) {
 			c, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse the file (%v)", r)}
 		}
 	}()
-	d := &decoder{file: name, pos: map[string]position{}}
+	d := &decoder{file: name, pos: map[string]position{}, reg: reg}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, d.yamlError(err)
@@ -272,11 +180,15 @@ func Parse(name string, data []byte) (c *Config, err error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	// The walk has reported every unknown key, so the decoding need not be
+	// strict. The stages' kinds and the policy's backend decode their own
+	// keys (UnmarshalYAML).
 	c = &Config{}
-	if err := yaml.UnmarshalWithOptions(data, c, yaml.Strict()); err != nil {
+	ctx := context.WithValue(context.Background(), registryKey{}, reg)
+	if err := yaml.UnmarshalContext(ctx, data, c); err != nil {
 		return nil, d.yamlError(err)
 	}
-	c.file, c.pos = name, d.pos
+	c.file, c.pos, c.reg = name, d.pos, reg
 	c.applyDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
 )
 
 const base = `run: exp1
@@ -27,7 +29,7 @@ stages:
 
 func mustParse(t *testing.T, src string) *config.Config {
 	t.Helper()
-	c, err := config.Parse("pipeline.yaml", []byte(src))
+	c, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
 	if err != nil {
 		t.Fatalf("parse:\n%s\n%v", src, err)
 	}
@@ -43,7 +45,7 @@ func TestParseValid(t *testing.T) {
 	if gen.Retry.Attempts != 3 || gen.Retry.Backoff != 200*time.Millisecond {
 		t.Errorf("environments.gen: %+v", gen)
 	}
-	if c.Stages.Generate.Sleep != 2*time.Second || c.Stages.Generate.SamplesPerPrompt != 4 || c.Stages.Generate.Env != "gen" {
+	if g := c.Stages.Generate.Options.(*standin.Stage); g.Sleep != 2*time.Second || g.SamplesPerPrompt != 4 || c.Stages.Generate.Env != "gen" {
 		t.Errorf("stages.generate: %+v", c.Stages.Generate)
 	}
 	// A stage that names no environment gets one named after it.
@@ -71,7 +73,7 @@ func TestParseValid(t *testing.T) {
 func TestLoadFiles(t *testing.T) {
 	for _, path := range []string{"../../examples/standin/pipeline.yaml", "testdata/command.yaml"} {
 		t.Run(path, func(t *testing.T) {
-			c, err := config.Load(path)
+			c, err := config.Load(path, kinds.Registry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +85,7 @@ func TestLoadFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := config.Parse("run/config.yaml", b)
+			again, err := config.Parse("run/config.yaml", b, kinds.Registry())
 			if err != nil {
 				t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
 			}
@@ -97,7 +99,7 @@ func TestLoadFiles(t *testing.T) {
 }
 
 func TestCommandStage(t *testing.T) {
-	c, err := config.Load("testdata/command.yaml")
+	c, err := config.Load("testdata/command.yaml", kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := config.Parse("pipeline.yaml", []byte(tt.src))
+			_, err := config.Parse("pipeline.yaml", []byte(tt.src), kinds.Registry())
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -280,7 +282,7 @@ func TestParseErrors(t *testing.T) {
 
 func TestParseErrorPosition(t *testing.T) {
 	src := strings.Replace(base, "    retries: {attempts: 3, backoff: 200ms}", "    retires: {attempts: 3}", 1)
-	_, err := config.Parse("pipeline.yaml", []byte(src))
+	_, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
 	var ce *config.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("not a *config.Error: %v", err)
@@ -294,7 +296,7 @@ func TestParseErrorPosition(t *testing.T) {
 func TestReservedSections(t *testing.T) {
 	for _, section := range []string{"reward"} {
 		t.Run(section, func(t *testing.T) {
-			_, err := config.Parse("pipeline.yaml", []byte(base+section+": {model: x}\n"))
+			_, err := config.Parse("pipeline.yaml", []byte(base+section+": {model: x}\n"), kinds.Registry())
 			if !errors.Is(err, config.ErrReserved) {
 				t.Fatalf("want ErrReserved, got %v", err)
 			}
@@ -309,7 +311,7 @@ func TestReservedSections(t *testing.T) {
 func TestPolicyPlaceholderNeedsInitialPolicy(t *testing.T) {
 	gen := `generate: {kind: command, command: [g, "{{inputs.policy}}", "{{outputs.trajectories}}"], outputs: [{name: trajectories}]}`
 	src := strings.Replace(base, "generate: {kind: standin, env: gen, sleep: 2s, samples_per_prompt: 4}", gen, 1)
-	_, err := config.Parse("pipeline.yaml", []byte(src))
+	_, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
 	if err == nil || !strings.Contains(err.Error(), "set initial_policy") {
 		t.Fatalf("want an initial_policy error, got %v", err)
 	}
@@ -353,7 +355,7 @@ func TestIsSecret(t *testing.T) {
 		"api_key": true, "OPENAI_API_KEY": true, "hf_token": true, "token": true, "GITHUB-TOKEN": true,
 		"password": true, "client_secret": true, "max_tokens": false, "num_tokens": false, "judge_url": false, "tokenizer": false,
 	} {
-		if got := config.IsSecret(key); got != want {
+		if got := pipeline.IsSecret(key); got != want {
 			t.Errorf("IsSecret(%q) = %v, want %v", key, got, want)
 		}
 	}

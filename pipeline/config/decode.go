@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
 
 // Error is one problem in a pipeline config, with where it is.
@@ -71,6 +72,7 @@ type decoder struct {
 	file string
 	pos  map[string]position
 	errs []error
+	reg  *kind.Registry
 }
 
 func (d *decoder) add(err error) {
@@ -87,6 +89,8 @@ func (d *decoder) err() error { return errors.Join(d.errs...) }
 
 var (
 	configType   = reflect.TypeFor[Config]()
+	stageType    = reflect.TypeFor[Stage]()
+	policyType   = reflect.TypeFor[Policy]()
 	durationType = reflect.TypeFor[time.Duration]()
 )
 
@@ -233,8 +237,27 @@ func fieldsOf(t reflect.Type) (map[string]reflect.StructField, []string) {
 	return m, names
 }
 
+// foreignFunc says, for a key the node's kind does not take, which kinds
+// do: the message and hint, or ok false when none does.
+type foreignFunc func(key string) (msg, hint string, ok bool)
+
 func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 	fields, names := fieldsOf(t)
+	var foreign foreignFunc
+	switch t {
+	case stageType:
+		foreign = d.stageKeys(n, path, fields, &names)
+	case policyType:
+		foreign = d.policyKeys(n, fields, &names)
+	case configType:
+		// A kind with a section of its own (grpo: trainer) adds the
+		// section's key to the top level.
+		for _, k := range d.reg.Kinds {
+			if sk, ok := k.(kind.Sectioned); ok {
+				addField(fields, &names, sk.Section(), reflect.TypeOf(k.New()))
+			}
+		}
+	}
 	d.eachEntry(n, path, func(key string, kp position, v ast.Node) {
 		kpath := join(path, key)
 		f, ok := fields[key]
@@ -245,6 +268,12 @@ func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 				e.kind = ErrReserved
 				d.add(e)
 				return
+			}
+			if foreign != nil {
+				if msg, hint, ok := foreign(key); ok {
+					d.add(d.errorf(kp, kpath, hint, "%s.%s: %s", path, key, msg))
+					return
+				}
 			}
 			d.add(d.errorf(kp, kpath, suggest(key, names), "unknown key %q %s", key, where(path)))
 			return

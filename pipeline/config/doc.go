@@ -10,14 +10,23 @@
 //
 // Each problem is an *Error (errors.As), and every one is a
 // pipeline.ErrConfig (errors.Is). Sections that later versions define
-// (policy, reward, trainer, eval) are rejected with ErrReserved rather
-// than ignored, so a config written for a later version never runs
-// silently without them.
+// (reward) are rejected with ErrReserved rather than ignored, so a config
+// written for a later version never runs silently without them.
+//
+// The package knows the file's shared sections (the loop, environments,
+// eval, machine) and nothing of any stage kind or policy backend. Each
+// stage names a kind of a kind.Registry that the program reading the file
+// assembles (cli/kinds.Registry is rlpipe's); the kind decodes its own
+// keys into the value its New returns, checks them and builds the task.
+// The walk over the YAML tree learns a kind's keys from that value, so an
+// unknown key still gets "did you mean", and a key of another kind says
+// which kind takes it ("only rollout stages take sampling"). The policy
+// section works the same way with the backends of policy.Register.
 //
 // Use it in three steps:
 //
-//	c, err := config.Load("pipeline.yaml") // or Parse(name, bytes)
-//	plan, err := c.Plan()                   // RunOptions, LoopConfig, Stages
+//	c, err := config.Load("pipeline.yaml", kinds.Registry()) // or Parse(name, bytes, reg)
+//	plan, err := c.Plan()                                     // RunOptions, LoopConfig, Stages
 //	plan.Run.Name = "exp2"                  // what the command line overrides
 //	run, err := pipeline.Open(ctx, store, plan.Run)
 //	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
@@ -26,13 +35,12 @@
 // settings keep "zero means not set": the engine resolves them
 // environment → stage (settings:) → call over its own defaults.
 //
-// A stage is a built-in stand-in (kind: standin, see pipeline/standin) or
-// an external command (kind: command) whose argv may hold
+// An external command (kind: command, kind.Command) may hold
 // {{inputs.NAME}}, {{outputs.NAME}}, {{params.NAME}}, {{attempt}},
-// {{seed}}, {{iteration}} and {{workdir}}; it must declare the outputs
-// the loop needs from its stage (pipeline.OutPrompts, ...), and every
-// placeholder is checked against the stage's inputs, outputs and params
-// before anything runs.
+// {{seed}}, {{iteration}} and {{workdir}} in its argv; it must declare the
+// outputs the loop needs from its stage (pipeline.OutPrompts, ...), and
+// every placeholder is checked against the stage's inputs, outputs and
+// params before anything runs.
 //
 // Secrets never leave the process: the value of any key whose name
 // contains api_key, secret or password, or has the word token (HF_TOKEN,

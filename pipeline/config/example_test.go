@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
 
@@ -19,7 +20,7 @@ stages:
   reward: {kind: standin}
   train: {kind: standin}
 `)
-	_, err := config.Parse("pipeline.yaml", src)
+	_, err := config.Parse("pipeline.yaml", src, kinds.Registry())
 	fmt.Println(err)
 
 	c, err := config.Parse("pipeline.yaml", []byte(`run: exp1
@@ -31,7 +32,7 @@ stages:
   generate: {kind: standin, sleep: 2s, samples_per_prompt: 4}
   reward: {kind: standin}
   train: {kind: standin}
-`))
+`), kinds.Registry())
 	if err != nil {
 		panic(err)
 	}

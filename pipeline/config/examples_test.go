@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
 // Every shipped example parses and validates. (Their plans open policies,
@@ -19,7 +21,7 @@ func TestExamplesValidate(t *testing.T) {
 		"../../examples/standin/pipeline.yaml",
 	} {
 		t.Run(path, func(t *testing.T) {
-			c, err := config.Load(path)
+			c, err := config.Load(path, kinds.Registry())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,7 +36,7 @@ func TestExamplesValidate(t *testing.T) {
 // OpenAI client — without reaching its servers.
 func TestGSM8KVLLMPlan(t *testing.T) {
 	t.Setenv("VLLM_API_KEY", "test-key")
-	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml")
+	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml", kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +65,11 @@ func TestGSM8KVLLMHyperparametersFitTheReferenceTrainer(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 is not installed")
 	}
-	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml")
+	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml", kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(c.Stages.Train.Hyperparameters)
+	b, err := json.Marshal(c.Stages.Train.Options.(*external.Stage).Hyperparameters)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
@@ -22,7 +23,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("environments: {x: {<<: {timeout: 1s}}}\n"))
 	f.Add([]byte("iterations: !!str 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := config.Parse("f.yaml", data)
+		c, err := config.Parse("f.yaml", data, kinds.Registry())
 		if err != nil {
 			if !errors.Is(err, pipeline.ErrConfig) {
 				t.Fatalf("error is not a config error: %v", err)

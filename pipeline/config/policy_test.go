@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/policy/embedded"
+	"github.com/rlpipe/rlpipe/rollouts"
 )
 
 // withRollout swaps base's stand-in generate stage for a rollout stage and
@@ -18,11 +21,11 @@ const rolloutGen = "generate: {kind: rollout, env: gen, sampling: {n: 8, tempera
 
 func TestPolicySection(t *testing.T) {
 	c := mustParse(t, withRollout(rolloutGen, "policy: {kind: embedded, model: tiny-arith, serve: http}\n"))
-	if c.Policy.Kind != config.PolicyEmbedded || c.Policy.Serve != config.ServeHTTP {
+	if c.Policy.Kind != embedded.Kind || c.Policy.Options.(*embedded.PolicyOptions).Serve != embedded.ServeHTTP {
 		t.Errorf("policy: %+v", c.Policy)
 	}
-	g := c.Stages.Generate
-	if g.Kind != config.KindRollout || g.Sampling.N != 8 || *g.Sampling.Temperature != 1 || g.Sampling.MaxTokens != 6 {
+	g := c.Stages.Generate.Options.(*rollouts.RolloutStage)
+	if c.Stages.Generate.Kind != rollouts.RolloutKind.Name() || g.Sampling.N != 8 || *g.Sampling.Temperature != 1 || g.Sampling.MaxTokens != 6 {
 		t.Errorf("generate: %+v %+v", g, g.Sampling)
 	}
 	mustParse(t, withRollout(rolloutGen, "policy:\n  kind: openai\n  model: Qwen/Qwen2.5-0.5B-Instruct\n  endpoints: [http://127.0.0.1:8000, http://127.0.0.1:8001]\n  key_env: VLLM_API_KEY\n  timeout: 60s\n"))
@@ -51,14 +54,14 @@ func TestPolicyErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse("pipeline.yaml", []byte(withRollout(tc.gen, tc.pol)))
+			_, err := config.Parse("pipeline.yaml", []byte(withRollout(tc.gen, tc.pol)), kinds.Registry())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error containing %q, got %v", tc.want, err)
 			}
 		})
 	}
 	src := strings.Replace(base, "reward: {kind: standin}", "reward: {kind: rollout, sampling: {n: 1, max_tokens: 1}}", 1)
-	if _, err := config.Parse("pipeline.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "only the generate stage can be a rollout") {
+	if _, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry()); err == nil || !strings.Contains(err.Error(), "only the generate stage can be a rollout") {
 		t.Errorf("rollout reward stage: %v", err)
 	}
 }

@@ -4,31 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/rlpipe/rlpipe/pipeline"
 )
-
-// Redacted replaces the value of a secret key.
-const Redacted = "<redacted>"
-
-// IsSecret reports whether a key names a secret: it contains api_key,
-// apikey, secret or password, or has a word "token" (hf_token,
-// GITHUB_TOKEN, but not max_tokens), case-insensitively.
-func IsSecret(key string) bool {
-	k := strings.ToLower(key)
-	for _, s := range []string{"api_key", "apikey", "api-key", "secret", "password", "passwd"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	for _, w := range strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
-		if w == "token" {
-			return true
-		}
-	}
-	return false
-}
 
 // YAML returns the effective config as YAML, every secret value replaced
 // by "<redacted>": what a run records as run/config.yaml.
@@ -41,12 +21,55 @@ func (c *Config) YAML() ([]byte, error) {
 	if err := yaml.UnmarshalWithOptions(b, &tree, yaml.UseOrderedMap()); err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
+	if tree, err = c.withSections(tree); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
 	out, err := yaml.MarshalWithOptions(redact(tree), yaml.IndentSequence(true))
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return out, nil
 }
+
+// withSections adds the top-level sections of the stages' kinds (grpo:
+// trainer) that the file has, where the file's sections go: before eval,
+// machine, environments and stages.
+func (c *Config) withSections(tree any) (any, error) {
+	top, ok := tree.(yaml.MapSlice)
+	if !ok {
+		return tree, nil
+	}
+	var add yaml.MapSlice
+	for _, slot := range pipeline.SlotNames() {
+		s := c.Stages.all()[slot]
+		if s == nil || s.section == "" || !c.set(s.section) {
+			continue
+		}
+		own, err := ordered(s.Options)
+		if err != nil {
+			return nil, err
+		}
+		if own == nil {
+			own = yaml.MapSlice{}
+		}
+		add = append(add, yaml.MapItem{Key: s.section, Value: own})
+	}
+	if len(add) == 0 {
+		return tree, nil
+	}
+	at := len(top)
+	for i, it := range top {
+		if k := fmt.Sprint(it.Key); k == "eval" || k == "machine" || k == "environments" || k == "stages" {
+			at = i
+			break
+		}
+	}
+	out := append(append(append(yaml.MapSlice{}, top[:at]...), add...), top[at:]...)
+	return out, nil
+}
+
+// set reports whether the file names path.
+func (c *Config) set(path string) bool { _, ok := c.pos[path]; return ok }
 
 // prunable are sections that mean nothing when empty.
 var prunable = map[string]bool{"resources": true, "retries": true, "cache": true, "overlap": true}
@@ -58,8 +81,8 @@ func redact(v any) any {
 	case yaml.MapSlice:
 		out := make(yaml.MapSlice, 0, len(t))
 		for _, it := range t {
-			if k, ok := it.Key.(string); ok && IsSecret(k) && it.Value != nil {
-				out = append(out, yaml.MapItem{Key: it.Key, Value: Redacted})
+			if k, ok := it.Key.(string); ok && pipeline.IsSecret(k) && it.Value != nil {
+				out = append(out, yaml.MapItem{Key: it.Key, Value: pipeline.Redacted})
 				continue
 			}
 			val := redact(it.Value)

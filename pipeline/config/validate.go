@@ -3,14 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/policy"
 )
 
 // at is where path's key is, or its nearest parent's.
@@ -42,7 +42,7 @@ func (k *checker) fail(path, hint, format string, a ...any) {
 }
 
 // set reports whether the file names path.
-func (k *checker) set(path string) bool { _, ok := k.c.pos[path]; return ok }
+func (k *checker) set(path string) bool { return k.c.set(path) }
 
 // validate checks what types alone cannot: ranges, references between
 // sections, and what each stage kind needs.
@@ -88,7 +88,7 @@ func (c *Config) validate() error {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
-	k.trainer()
+	k.sections()
 	k.eval()
 	return errors.Join(k.errs...)
 }
@@ -127,20 +127,47 @@ func (k *checker) settings(path string, s pipeline.Settings) {
 	}
 }
 
-// slotOf is the engine's slot of a stage name (one of pipeline.Slots).
-func slotOf(name string) pipeline.Slot {
-	s, _ := pipeline.SlotByName(name)
-	return s
+// stageChecker is the checker a stage's kind reports to: keys are below
+// the stage ("sampling.n"), or from the top with a leading "/"
+// ("/trainer.lr", for a kind with a section of its own).
+type stageChecker struct {
+	k    *checker
+	slot string
 }
 
-var (
-	standinKeys  = []string{"sleep", "fail_times", "samples_per_prompt", "judge_url"}
-	commandKeys  = []string{"command", "outputs", "environment", "ignore_inputs"}
-	rolloutKeys  = []string{"sampling", "batch"}
-	externalKeys = []string{"hyperparameters"}
-	reEnvName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	rePlace      = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
-)
+func (s stageChecker) Slot() string { return s.slot }
+
+func (s stageChecker) Path(key string) string {
+	if top, ok := strings.CutPrefix(key, "/"); ok {
+		return top
+	}
+	if key == "" {
+		return "stages." + s.slot
+	}
+	return "stages." + s.slot + "." + key
+}
+
+func (s stageChecker) Set(key string) bool { return s.k.set(s.Path(key)) }
+
+func (s stageChecker) Fail(key, hint, format string, a ...any) {
+	s.k.fail(s.Path(key), hint, format, a...)
+}
+
+func (s stageChecker) File() kind.File { return s.k.c.facts() }
+
+// policyChecker is the checker a policy backend's options report to.
+type policyChecker struct{ k *checker }
+
+func (p policyChecker) Path(key string) string {
+	if key == "" {
+		return "policy"
+	}
+	return "policy." + key
+}
+func (p policyChecker) Set(key string) bool { return p.k.set(p.Path(key)) }
+func (p policyChecker) Fail(key, hint, format string, a ...any) {
+	p.k.fail(p.Path(key), hint, format, a...)
+}
 
 func (k *checker) stage(name string, s *Stage) {
 	path := "stages." + name
@@ -154,135 +181,46 @@ func (k *checker) stage(name string, s *Stage) {
 	if s.Settings != nil {
 		k.settings(path+".settings", *s.Settings)
 	}
-	var other []string
-	switch s.Kind {
-	case KindStandin:
-		other = append(append(append([]string{}, commandKeys...), rolloutKeys...), externalKeys...)
-		if k.set(path+".samples_per_prompt") && name != "generate" {
-			k.fail(path+".samples_per_prompt", "set it on the generate stage", "%s.samples_per_prompt: only the generate stage samples", path)
-		}
-		if k.set(path+".judge_url") && name != "reward" {
-			k.fail(path+".judge_url", "set it on the reward stage", "%s.judge_url: only the reward stage calls a judge", path)
-		}
-		if s.FailTimes < 0 || s.SamplesPerPrompt < 0 || s.Sleep < 0 {
-			k.fail(path, "", "%s: sleep, fail_times and samples_per_prompt cannot be negative", path)
-		}
-	case KindCommand:
-		other = append(append(append([]string{}, standinKeys...), rolloutKeys...), externalKeys...)
-		k.command(name, path, s)
-	case KindRollout:
-		other = append(append(append([]string{}, standinKeys...), commandKeys...), externalKeys...)
-		k.rollout(name, path, s)
-	case KindDataset:
-		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
-		if name != "sample" {
-			k.fail(path+".kind", "use standin or command", "%s.kind: only the sample stage reads the dataset", path)
-		}
-	case KindExternal:
-		other = append(append(append([]string{}, standinKeys...), rolloutKeys...), "outputs", "ignore_inputs")
-		if name != "train" {
-			k.fail(path+".kind", "use standin or command", "%s.kind: only the train stage can be an external trainer", path)
-		} else if len(s.Command) == 0 {
-			k.fail(path, "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", path)
-		}
-		for key := range s.Environment {
-			if !reEnvName.MatchString(key) {
-				k.fail(path+".environment."+key, "", "%s.environment: %q is not a variable name", path, key)
-			}
-		}
-	case KindGRPO:
-		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
-		if name != "train" {
-			k.fail(path+".kind", "use standin or command", "%s.kind: only the train stage can be grpo", path)
-		} else if p := k.c.Policy; p == nil || p.Kind != PolicyEmbedded {
-			k.fail(path+".kind", "set policy: {kind: embedded}, or train with kind: command (the external trainer contract)",
-				"%s.kind: the grpo stage trains the embedded model, so the policy must be kind: embedded", path)
-		}
-	case KindCEL:
-		other = append(append(append(append([]string{}, standinKeys...), commandKeys...), rolloutKeys...), externalKeys...)
-		if name != "reward" {
-			k.fail(path+".kind", "use standin or command", "%s.kind: only the reward stage can be a cel reward spec", path)
-		} else if s.Spec == "" {
-			k.fail(path, "e.g. spec: reward.yaml", "%s: a cel reward stage needs spec (a reward spec file, see docs/REWARDS.md)", path)
-		}
-	case "":
+	switch {
+	case s.Kind == "":
 		k.fail(path, "kind: standin or kind: command", "%s: missing key kind", path)
-		return
+	case s.Options == nil:
+		k.fail(path+".kind", k.c.reg.Hint(), "%s.kind: unknown kind %q", path, s.Kind)
 	default:
-		k.fail(path+".kind", "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo or external", "%s.kind: unknown kind %q", path, s.Kind)
-		return
+		s.Options.Check(stageChecker{k: k, slot: name})
 	}
-	if s.Kind != KindCEL && k.set(path+".spec") {
-		k.fail(path+".spec", "use kind: cel on the reward stage", "%s.spec: only a cel reward stage takes spec", path)
-	}
-	for _, key := range other {
-		if k.set(path + "." + key) {
-			k.fail(path+"."+key, "", "%s.%s: only %s stages take %s", path, key, kindOf(key), key)
+}
+
+// sections reports a kind's section (trainer) that no stage of the kind
+// uses.
+func (k *checker) sections() {
+	for _, kk := range k.c.reg.Kinds {
+		sk, ok := kk.(kind.Sectioned)
+		if !ok || !k.set(sk.Section()) {
+			continue
+		}
+		used := false
+		for _, s := range k.c.Stages.all() {
+			used = used || (s != nil && s.Kind == kk.Name())
+		}
+		if !used {
+			slot := strings.Join(kk.Slots(), " or ")
+			k.fail(sk.Section(), fmt.Sprintf("set stages.%s to {kind: %s}", slot, kk.Name()),
+				"%s: no %s %s stage uses this section", sk.Section(), kk.Name(), slot)
 		}
 	}
 }
 
-// kindOf names the stage kind that takes a key.
-func kindOf(key string) string {
-	switch {
-	case slices.Contains(commandKeys, key):
-		return KindCommand
-	case slices.Contains(rolloutKeys, key):
-		return KindRollout
-	case slices.Contains(externalKeys, key):
-		return KindExternal
+// kindsWith names the kinds whose stages have a property, and the slot
+// of the last.
+func (k *checker) kindsWith(has func(kind.Stage) bool) (names []string, slot string) {
+	for _, kk := range k.c.reg.Kinds {
+		if has(kk.New()) {
+			names = append(names, kk.Name())
+			slot = kk.Slots()[0]
+		}
 	}
-	return KindStandin
-}
-
-func (k *checker) rollout(name, path string, s *Stage) {
-	if name != "generate" {
-		k.fail(path+".kind", "use standin or command", "%s.kind: only the generate stage can be a rollout", path)
-		return
-	}
-	if k.c.Policy == nil {
-		k.fail(path, "add a policy section, e.g. policy: {kind: embedded, model: tiny-arith}", "%s: a rollout stage samples from the policy section, which is missing", path)
-	}
-	sp := s.Sampling
-	if sp == nil {
-		k.fail(path, "e.g. sampling: {n: 8, temperature: 1.0, max_tokens: 8}", "%s: a rollout stage needs sampling", path)
-		return
-	}
-	sp2 := path + ".sampling"
-	switch {
-	case sp.N < 1:
-		k.fail(sp2+".n", "the group size G, e.g. 8", "%s.n: must be at least 1, got %d", sp2, sp.N)
-	case sp.MaxTokens < 1:
-		k.fail(sp2+".max_tokens", "", "%s.max_tokens: must be at least 1, got %d", sp2, sp.MaxTokens)
-	case sp.Temperature != nil && *sp.Temperature < 0:
-		k.fail(sp2+".temperature", "0 samples greedily", "%s.temperature: cannot be negative, got %g", sp2, *sp.Temperature)
-	case sp.TopP < 0 || sp.TopP > 1:
-		k.fail(sp2+".top_p", "", "%s.top_p: must be in (0, 1], got %g", sp2, sp.TopP)
-	case s.Batch < 0:
-		k.fail(path+".batch", "", "%s.batch: cannot be negative, got %d", path, s.Batch)
-	}
-}
-
-func (k *checker) trainer() {
-	t := k.c.Trainer
-	if t == nil {
-		return
-	}
-	if tr := k.c.Stages.Train; tr == nil || tr.Kind != KindGRPO {
-		k.fail("trainer", "set stages.train to {kind: grpo}", "trainer: no grpo train stage uses these hyperparameters")
-	}
-	switch {
-	case t.LR < 0 || t.WeightDecay < 0 || t.Beta < 0:
-		k.fail("trainer", "", "trainer: lr, weight_decay and beta cannot be negative")
-	case t.Epochs < 0 || t.Minibatches < 0 || t.Shards < 0:
-		k.fail("trainer", "", "trainer: epochs, minibatches and shards cannot be negative")
-	case t.EpsLow < 0 || t.EpsLow >= 1 || t.EpsHigh < 0:
-		k.fail("trainer", "e.g. eps_low: 0.2, eps_high: 0.28", "trainer: the clip range [1-eps_low, 1+eps_high] must surround 1")
-	case t.Aggregation != "" && t.Aggregation != "token" && t.Aggregation != "sequence":
-		k.fail("trainer.aggregation", "use token or sequence", "trainer.aggregation: unknown aggregation %q", t.Aggregation)
-	case t.LoRA != nil && (t.LoRA.Rank < 0 || t.LoRA.Alpha < 0):
-		k.fail("trainer.lora", "", "trainer.lora: rank and alpha cannot be negative")
-	}
+	return names, slot
 }
 
 func (k *checker) eval() {
@@ -298,7 +236,7 @@ func (k *checker) eval() {
 			k.fail("eval.set", "evaluate on problems the policy never trains on", "eval.set: it is the training dataset")
 		}
 	}
-	if e.Name != "" && !reEnvName.MatchString(e.Name) {
+	if e.Name != "" && !kind.ReEnvName.MatchString(e.Name) {
 		k.fail("eval.name", "letters, digits and _", "eval.name: %q is not a plain name", e.Name)
 	}
 	switch {
@@ -319,131 +257,38 @@ func (k *checker) eval() {
 	if k.c.Policy == nil {
 		k.fail("eval", "add a policy section", "eval: evaluation samples from the policy section, which is missing")
 	}
-	if r := k.c.Stages.Reward; r == nil || r.Kind != KindCEL {
-		k.fail("eval", "use stages.reward: {kind: cel, spec: ...}", "eval: evaluation scores with the reward stage's spec, so the reward stage must be kind: cel")
+	scoring, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Scoring); return ok })
+	if r := k.c.Stages.Reward; r == nil || !slices.Contains(scoring, r.Kind) {
+		k.fail("eval", fmt.Sprintf("use stages.reward: {kind: %s, ...}", strings.Join(scoring, " or ")),
+			"eval: evaluation scores with the reward stage's spec, so the reward stage must be kind: %s", strings.Join(scoring, " or "))
 	}
 }
-
-// embeddedModels are the weights the binary ships.
-var embeddedModels = []string{"tiny-arith"}
 
 func (k *checker) policy() {
 	p := k.c.Policy
 	if p == nil {
 		return
 	}
-	embeddedOnly, openaiOnly := p.Serve != "", len(p.Endpoints) > 0 || p.KeyEnv != "" || p.AdapterRoot != "" || p.Concurrency != 0 || p.Timeout != 0 || p.Retries != 0
-	switch p.Kind {
-	case PolicyEmbedded:
-		if p.Serve != "" && p.Serve != ServeInProcess && p.Serve != ServeHTTP {
-			k.fail("policy.serve", "use inprocess or http", "policy.serve: unknown way %q", p.Serve)
+	switch {
+	case p.Kind == "":
+		k.fail("policy", "kind: "+strings.Join(policy.Kinds(), " or kind: "), "policy: missing key kind")
+	case p.Options != nil:
+		if c, ok := p.Options.(policy.Checked); ok {
+			c.Check(policyChecker{k}, p.Model)
 		}
-		if openaiOnly {
-			k.fail("policy", "remove endpoints, key_env, adapter_root, concurrency, timeout and retries", "policy: those keys configure an openai policy, not the embedded model")
-		}
-		if p.Model != "" && !slices.Contains(embeddedModels, p.Model) && !strings.HasSuffix(p.Model, ".safetensors") {
-			k.fail("policy.model", "use tiny-arith or a .safetensors file", "policy.model: %q is neither a shipped model nor a .safetensors file", p.Model)
-		}
-	case PolicyOpenAI:
-		if embeddedOnly {
-			k.fail("policy.serve", "remove it: an openai policy is already a server", "policy.serve: only the embedded model is served by the run")
-		}
-		if p.Model == "" {
-			k.fail("policy", "e.g. model: Qwen/Qwen2.5-0.5B-Instruct", "policy: an openai policy needs model (the served base model)")
-		}
-		if len(p.Endpoints) == 0 {
-			k.fail("policy", "e.g. endpoints: [http://127.0.0.1:8000]", "policy: an openai policy needs endpoints")
-		}
-		for i, e := range p.Endpoints {
-			if u, err := url.Parse(e); err == nil && u.User != nil {
-				// The config is recorded as run/config.yaml: a password here
-				// would be stored. Name the URL without it.
-				k.fail(fmt.Sprintf("policy.endpoints[%d]", i), "put the key in a variable and name it in key_env",
-					"policy.endpoints[%d]: %s carries credentials", i, u.Redacted())
-			} else if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-				k.fail(fmt.Sprintf("policy.endpoints[%d]", i), "e.g. http://127.0.0.1:8000", "policy.endpoints[%d]: %q is not an http(s) URL", i, e)
-			}
-		}
-		if p.KeyEnv != "" && !reEnvName.MatchString(p.KeyEnv) {
-			k.fail("policy.key_env", "name the variable, e.g. OPENAI_API_KEY", "policy.key_env: %q is not a variable name", p.KeyEnv)
-		}
-		if p.Concurrency < 0 || p.Timeout < 0 || p.Retries < 0 {
-			k.fail("policy", "", "policy: concurrency, timeout and retries cannot be negative")
-		}
-	case "":
-		k.fail("policy", "kind: embedded or kind: openai", "policy: missing key kind")
 	default:
-		k.fail("policy.kind", "use embedded or openai", "policy.kind: unknown kind %q", p.Kind)
-	}
-	if g := k.c.Stages.Generate; g == nil || g.Kind != KindRollout {
-		k.fail("policy", "set stages.generate to {kind: rollout, sampling: {...}}", "policy: no rollout stage samples from it")
-	}
-}
-
-func (k *checker) command(name, path string, s *Stage) {
-	if len(s.Command) == 0 {
-		k.fail(path, `e.g. command: [python, gen.py, "{{inputs.prompts}}", "{{outputs.trajectories}}"]`, "%s: a command stage needs command (an argv list)", path)
-	}
-	if len(s.Environment) > 0 && len(s.Command) > 0 && strings.Contains(s.Command[0], "=") {
-		k.fail(path+".command[0]", "name the program without '='", "%s.command[0]: %q cannot follow environment variables", path, s.Command[0])
-	}
-	outs := map[string]Output{}
-	for i, o := range s.Outputs {
-		op := fmt.Sprintf("%s.outputs[%d]", path, i)
-		switch {
-		case o.Name == "":
-			k.fail(op, "", "%s: an output needs a name", op)
-		case outs[o.Name].Name != "":
-			k.fail(op, "", "%s: output %q is declared twice", op, o.Name)
-		case strings.Contains(o.File, "/") || o.File == "." || o.File == "..":
-			k.fail(op+".file", "", "%s.file: %q must be a plain file name", op, o.File)
-		}
-		if o.Name != "" {
-			outs[o.Name] = o
+		if _, ok := policy.Lookup(p.Kind); !ok {
+			k.fail("policy.kind", "use "+strings.Join(policy.Kinds(), " or "), "policy.kind: unknown kind %q", p.Kind)
 		}
 	}
-	for _, need := range slotOf(name).Outputs {
-		o, ok := outs[need]
-		switch {
-		case !ok:
-			k.fail(path+".outputs", fmt.Sprintf("add {name: %s, file: ...}", need), "%s: the loop needs output %q from the %s stage; it is not declared", path, need, name)
-		case need == pipeline.OutAdapter && !o.Dir:
-			k.fail(path+".outputs", "add dir: true", "%s: output %q is a directory (the adapter's files)", path, need)
-		}
+	samplers, slot := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Sampler); return ok })
+	sampled := false
+	for _, s := range k.c.Stages.all() {
+		sampled = sampled || (s != nil && slices.Contains(samplers, s.Kind))
 	}
-	for key := range s.Environment {
-		if !reEnvName.MatchString(key) {
-			k.fail(path+".environment."+key, "", "%s.environment: %q is not a variable name", path, key)
-		}
-	}
-	for _, in := range s.IgnoreInputs {
-		if !slices.Contains(slotOf(name).Inputs, in) {
-			k.fail(path+".ignore_inputs", "inputs: "+strings.Join(slotOf(name).Inputs, ", "), "%s.ignore_inputs: the %s stage has no input %q", path, name, in)
-		}
-	}
-	for i, arg := range s.Command {
-		ap := fmt.Sprintf("%s.command[%d]", path, i)
-		for _, m := range rePlace.FindAllStringSubmatch(arg, -1) {
-			kind, ref := m[1], m[2]
-			switch {
-			case kind == "inputs" && slices.Contains(slotOf(name).Inputs, ref):
-				if ref == "policy" && k.c.InitialPolicy == "" {
-					k.fail(ap, "set initial_policy, or pass the policy another way",
-						"%s: %s: the first iteration has no policy input (the base model), so the placeholder cannot be filled", ap, m[0])
-				}
-			case kind == "inputs":
-				k.fail(ap, "inputs: "+strings.Join(slotOf(name).Inputs, ", "), "%s: %s: the %s stage has no input %q", ap, m[0], name, ref)
-			case kind == "outputs" && outs[ref].Name != "":
-			case kind == "outputs":
-				k.fail(ap, "declare it under outputs", "%s: %s: no output %q is declared", ap, m[0], ref)
-			case kind == "params" && slices.Contains(slotOf(name).Params, ref):
-			case kind == "params":
-				k.fail(ap, "params: "+strings.Join(slotOf(name).Params, ", "), "%s: %s: the %s stage has no param %q", ap, m[0], name, ref)
-			case ref == "" && (kind == "attempt" || kind == "seed" || kind == "iteration" || kind == "workdir"):
-			default:
-				k.fail(ap, "known: inputs.NAME, outputs.NAME, params.NAME, attempt, seed, iteration, workdir", "%s: unknown placeholder %s", ap, m[0])
-			}
-		}
+	if !sampled && len(samplers) > 0 {
+		k.fail("policy", fmt.Sprintf("set stages.%s to {kind: %s, ...}", slot, samplers[0]),
+			"policy: no %s stage samples from it", strings.Join(samplers, " or "))
 	}
 }
 

@@ -6,7 +6,7 @@
 //
 //	import _ "github.com/rlpipe/rlpipe/policy/embedded"
 //
-//	opened, err := policy.Open(ctx, policy.Spec{Kind: "embedded", Serve: embedded.ServeHTTP})
+//	opened, err := policy.Open(ctx, policy.Spec{Kind: "embedded", Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 //	defer opened.Close()
 //	m := opened.Model.(*tiny.Model) // for the embedded trainer
 package embedded

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -17,7 +19,7 @@ import (
 // Kind is the backend's name in policy.Spec and pipeline.yaml.
 const Kind = "embedded"
 
-// Ways of reaching the model, policy.Spec.Serve.
+// Ways of reaching the model, PolicyOptions.Serve.
 const (
 	ServeInProcess = "inprocess" // call the model directly (the default)
 	ServeHTTP      = "http"      // serve it on 127.0.0.1 and sample over HTTP
@@ -26,22 +28,54 @@ const (
 // ModelTinyArith names the weights the binary ships.
 const ModelTinyArith = "tiny-arith"
 
-func init() { policy.Register(Kind, policy.BackendFunc(Open)) }
+func init() { policy.Register(Kind, backend{}) }
+
+type backend struct{}
+
+func (backend) Options() any { return &PolicyOptions{} }
+func (backend) Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
+	return Open(ctx, s)
+}
+func (backend) Noun() string { return "the embedded model" }
+
+// PolicyOptions are the embedded backend's keys of the policy section.
+type PolicyOptions struct {
+	// Serve is inprocess (default) or http.
+	Serve string `yaml:"serve,omitempty"`
+}
+
+// Check checks the way of serving and the model.
+func (o *PolicyOptions) Check(c policy.Checker, model string) {
+	if o.Serve != "" && o.Serve != ServeInProcess && o.Serve != ServeHTTP {
+		c.Fail("serve", "use inprocess or http", "%s: unknown way %q", c.Path("serve"), o.Serve)
+	}
+	if model != "" && model != ModelTinyArith && !strings.HasSuffix(model, ".safetensors") {
+		c.Fail("model", "use tiny-arith or a .safetensors file", "%s: %q is neither a shipped model nor a .safetensors file", c.Path("model"), model)
+	}
+}
 
 // Open opens the embedded model a spec names. Served over HTTP, it starts
 // `rlpipe policy serve`'s server on 127.0.0.1 and returns a client of it;
 // Close stops the server.
 func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
-	if s.Serve != "" && s.Serve != ServeInProcess && s.Serve != ServeHTTP {
-		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", s.Serve, ServeInProcess, ServeHTTP)
+	var po PolicyOptions
+	if p, ok := s.Options.(*PolicyOptions); ok && p != nil {
+		po = *p
 	}
-	m, err := Load(s.Model)
+	if po.Serve != "" && po.Serve != ServeInProcess && po.Serve != ServeHTTP {
+		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", po.Serve, ServeInProcess, ServeHTTP)
+	}
+	model := s.Model
+	if strings.HasSuffix(model, ".safetensors") && !filepath.IsAbs(model) && s.Dir != "" {
+		model = filepath.Join(s.Dir, model)
+	}
+	m, err := Load(model)
 	if err != nil {
 		return nil, err
 	}
 	in := tiny.NewPolicy(m)
 	o := &policy.Opened{Policy: in, Identity: m.Version(), Model: m}
-	if s.Serve == ServeHTTP {
+	if po.Serve == ServeHTTP {
 		c, addr, stop, err := ServeLoopback(ctx, in, o.Identity, s.Logger)
 		if err != nil {
 			return nil, err

@@ -18,7 +18,7 @@ func TestOpenErrors(t *testing.T) {
 		want string
 	}{
 		{policy.Spec{Kind: "torch"}, `unknown kind "torch"`},
-		{policy.Spec{Kind: embedded.Kind, Serve: "grpc"}, `unknown way of serving "grpc"`},
+		{policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: "grpc"}}, `unknown way of serving "grpc"`},
 		{policy.Spec{Kind: embedded.Kind, Model: filepath.Join(t.TempDir(), "missing.safetensors")}, "missing.safetensors"},
 		{policy.Spec{Kind: openai.Kind}, "needs a model and endpoints"},
 	}
@@ -32,7 +32,7 @@ func TestOpenErrors(t *testing.T) {
 // Closing an embedded policy served over HTTP twice (a deferred Close after
 // an explicit one) returns instead of waiting forever.
 func TestOpenedCloseTwice(t *testing.T) {
-	opened, err := policy.Open(context.Background(), policy.Spec{Kind: embedded.Kind, Serve: embedded.ServeHTTP})
+	opened, err := policy.Open(context.Background(), policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 	if err != nil {
 		t.Fatal(err)
 	}

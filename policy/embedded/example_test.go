@@ -13,7 +13,7 @@ import (
 // sample one completion over HTTP.
 func Example() {
 	ctx := context.Background()
-	opened, err := policy.Open(ctx, policy.Spec{Kind: embedded.Kind, Serve: embedded.ServeHTTP})
+	opened, err := policy.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
 
 	"github.com/rlpipe/rlpipe/policy"
 )
@@ -12,18 +17,79 @@ import (
 // of the OpenAI API (vLLM, SGLang, llama.cpp).
 const Kind = "openai"
 
-func init() { policy.Register(Kind, policy.BackendFunc(open)) }
+func init() { policy.Register(Kind, backend{}) }
 
-// open is the backend: a client of the spec's endpoints, whose identity is
-// the served base model.
-func open(_ context.Context, s policy.Spec) (*policy.Opened, error) {
-	if s.Model == "" || len(s.Endpoints) == 0 {
+type backend struct{}
+
+func (backend) Options() any { return &PolicyOptions{} }
+func (backend) Noun() string { return "an openai policy" }
+
+// PolicyOptions are the openai backend's keys of the policy section.
+type PolicyOptions struct {
+	// Endpoints are the servers' base URLs, balanced.
+	Endpoints []string `yaml:"endpoints,omitempty"`
+	// KeyEnv names the environment variable that holds the API key; the
+	// key itself never enters the config.
+	KeyEnv string `yaml:"key_env,omitempty"`
+	// AdapterRoot is a directory the servers can read adapters from (a
+	// shared mount); empty loads them from this machine's scratch copy.
+	AdapterRoot string `yaml:"adapter_root,omitempty"`
+	// Concurrency bounds requests in flight per endpoint.
+	Concurrency int `yaml:"concurrency,omitempty"`
+	// Timeout bounds one HTTP attempt.
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// Retries is how many times a failing request is retried.
+	Retries int `yaml:"retries,omitempty"`
+}
+
+var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Check checks the model, the endpoints and the key's variable.
+func (o *PolicyOptions) Check(c policy.Checker, model string) {
+	if model == "" {
+		c.Fail("", "e.g. model: Qwen/Qwen2.5-0.5B-Instruct", "%s: an openai policy needs model (the served base model)", c.Path(""))
+	}
+	if len(o.Endpoints) == 0 {
+		c.Fail("", "e.g. endpoints: [http://127.0.0.1:8000]", "%s: an openai policy needs endpoints", c.Path(""))
+	}
+	for i, e := range o.Endpoints {
+		key := fmt.Sprintf("endpoints[%d]", i)
+		if u, err := url.Parse(e); err == nil && u.User != nil {
+			// The config is recorded as run/config.yaml: a password here
+			// would be stored. Name the URL without it.
+			c.Fail(key, "put the key in a variable and name it in key_env", "%s: %s carries credentials", c.Path(key), u.Redacted())
+		} else if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			c.Fail(key, "e.g. http://127.0.0.1:8000", "%s: %q is not an http(s) URL", c.Path(key), e)
+		}
+	}
+	if o.KeyEnv != "" && !reEnvName.MatchString(o.KeyEnv) {
+		c.Fail("key_env", "name the variable, e.g. OPENAI_API_KEY", "%s: %q is not a variable name", c.Path("key_env"), o.KeyEnv)
+	}
+	if o.Concurrency < 0 || o.Timeout < 0 || o.Retries < 0 {
+		c.Fail("", "", "%s: concurrency, timeout and retries cannot be negative", c.Path(""))
+	}
+}
+
+// Open is a client of the spec's endpoints, whose identity is the served
+// base model. The API key is read from the variable key_env names.
+func (backend) Open(_ context.Context, s policy.Spec) (*policy.Opened, error) {
+	var o PolicyOptions
+	if po, ok := s.Options.(*PolicyOptions); ok && po != nil {
+		o = *po
+	}
+	if s.Model == "" || len(o.Endpoints) == 0 {
 		return nil, errors.New("policy: an openai policy needs a model and endpoints")
 	}
-	c, err := New(&Options{Endpoints: s.Endpoints, Model: s.Model, APIKey: s.APIKey,
-		Concurrency: s.Concurrency, Timeout: s.Timeout, Retries: s.Retries, Logger: s.Logger})
+	var key string
+	if o.KeyEnv != "" {
+		if key = os.Getenv(o.KeyEnv); key == "" {
+			return nil, fmt.Errorf("policy.key_env: the variable %s is empty or unset; export it before the run", o.KeyEnv)
+		}
+	}
+	c, err := New(&Options{Endpoints: o.Endpoints, Model: s.Model, APIKey: key,
+		Concurrency: o.Concurrency, Timeout: o.Timeout, Retries: o.Retries, Logger: s.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	return &policy.Opened{Policy: c, Identity: s.Model, Stop: c.Close}, nil
+	return &policy.Opened{Policy: c, Identity: s.Model, AdapterRoot: o.AdapterRoot, Stop: c.Close}, nil
 }

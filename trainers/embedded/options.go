@@ -36,60 +36,60 @@ const (
 type Options struct {
 	// LR is AdamW's learning rate (default 1e-3, constant). On the
 	// embedded model 1e-3 climbs as fast as 2e-3 and more steadily.
-	LR float64 `json:"lr"`
+	LR float64 `yaml:"lr,omitempty" json:"lr"`
 	// WeightDecay is AdamW's decoupled weight decay on the LoRA factors
 	// (default 0).
-	WeightDecay float64 `json:"weight_decay"`
+	WeightDecay float64 `yaml:"weight_decay,omitempty" json:"weight_decay"`
 	// ClipNorm clips the gradient's global L2 norm (default 1; a negative
 	// value turns clipping off).
-	ClipNorm float64 `json:"clip_norm"`
+	ClipNorm float64 `yaml:"clip_norm,omitempty" json:"clip_norm"`
 	// Epochs is how many passes an update makes over its batch (default 1).
-	Epochs int `json:"epochs"`
+	Epochs int `yaml:"epochs,omitempty" json:"epochs"`
 	// Minibatches splits the batch into that many optimizer steps per
 	// epoch (default 1: the whole batch in one step, exactly on-policy).
 	// Samples are cut in (prompt id, sample index) order, so a group
 	// stays together.
-	Minibatches int `json:"minibatches"`
+	Minibatches int `yaml:"minibatches,omitempty" json:"minibatches"`
 	// EpsLow and EpsHigh clip the ratio to [1−EpsLow, 1+EpsHigh]
 	// (default 0.2 each; DAPO's clip-higher is EpsHigh 0.28). With one
 	// minibatch and one epoch the ratio is 1 and clipping never acts.
-	EpsLow  float64 `json:"eps_low"`
-	EpsHigh float64 `json:"eps_high"`
+	EpsLow  float64 `yaml:"eps_low,omitempty" json:"eps_low"`
+	EpsHigh float64 `yaml:"eps_high,omitempty" json:"eps_high"`
 	// Beta weighs the k3 KL to the base model (the adapter off); default
 	// 0, which also skips scoring the batch with the base model.
-	Beta float64 `json:"beta"`
+	Beta float64 `yaml:"beta,omitempty" json:"beta"`
 	// Aggregation is "token" (default: every token of the batch weighs
 	// the same, DAPO) or "sequence" (each completion's mean, then the
 	// batch's: the original GRPO).
-	Aggregation grpo.Aggregation `json:"aggregation"`
+	Aggregation grpo.Aggregation `yaml:"aggregation,omitempty" json:"aggregation"`
 	// NoStd drops the division of advantages by the group's standard
 	// deviation (Dr. GRPO).
-	NoStd bool `json:"no_std"`
+	NoStd bool `yaml:"no_std,omitempty" json:"no_std"`
 	// KeepZeroStd keeps groups whose rewards are all equal in the batch.
 	// Their advantages are 0, so they only dilute a token-mean loss and
 	// add KL terms; by default they are dropped (masked with the reason
 	// "zero reward variance"), as DAPO's dynamic sampling does.
-	KeepZeroStd bool `json:"keep_zero_std"`
+	KeepZeroStd bool `yaml:"keep_zero_std,omitempty" json:"keep_zero_std"`
 	// LoRA shapes the adapter created on the first iteration (when the
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.
-	LoRA LoRAOptions `json:"lora"`
+	LoRA LoRAOptions `yaml:"lora,omitempty" json:"lora"`
 	// Shards is the number of parts each step's batch is split into for
 	// data parallelism (default 2). Results depend on it, not on the
 	// number of cores.
-	Shards int `json:"shards"`
+	Shards int `yaml:"shards,omitempty" json:"shards"`
 }
 
 // LoRAOptions shape a new adapter.
 type LoRAOptions struct {
 	// Rank (default 8) and Alpha (default 16): the update is (α/r)·B·A.
-	Rank  int     `json:"rank"`
-	Alpha float64 `json:"alpha"`
+	Rank  int     `yaml:"rank,omitempty" json:"rank"`
+	Alpha float64 `yaml:"alpha,omitempty" json:"alpha"`
 	// Targets are the adapted module names (nil: all linears, q_proj,
 	// k_proj, v_proj, o_proj, up_proj and down_proj).
-	Targets []string `json:"targets,omitempty"`
+	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
 	// Seed initialises A (default 1).
-	Seed uint64 `json:"seed"`
+	Seed uint64 `yaml:"seed,omitempty" json:"seed"`
 }
 
 // EnsureDefaults fills in the zero fields.
@@ -133,7 +133,7 @@ func (o *Options) EnsureDefaults() {
 // key.
 func (o Options) Validate() error {
 	bad := func(key string, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrOptions, key, fmt.Sprintf(format, args...))
+		return &OptionError{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
@@ -164,6 +164,14 @@ func (o Options) Validate() error {
 	}
 	return nil
 }
+
+// OptionError is an option that cannot work: Key is its key ("lora.rank").
+type OptionError struct{ Key, Msg string }
+
+func (e *OptionError) Error() string { return ErrOptions.Error() + ": " + e.Key + ": " + e.Msg }
+
+// Unwrap makes it an ErrOptions.
+func (e *OptionError) Unwrap() error { return ErrOptions }
 
 // trainConfig is the AdamW configuration of the options.
 func (o Options) trainConfig() tiny.TrainConfig {

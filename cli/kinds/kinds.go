@@ -1,0 +1,39 @@
+// Package kinds assembles what a pipeline file can name in this program:
+// the stage kinds in the order messages list them, the eval and health
+// builders, and (registered by import) the policy backends. The command
+// line reads every pipeline file with Registry; a program of its own that
+// runs pipelines can use it, or assemble a registry with its own kinds.
+package kinds
+
+import (
+	"github.com/rlpipe/rlpipe/evaluators"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/reports"
+	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trainers/external"
+
+	// The policy backends a policy section can name: the embedded model,
+	// and servers of the OpenAI API.
+	_ "github.com/rlpipe/rlpipe/policy/embedded"
+	_ "github.com/rlpipe/rlpipe/policy/openai"
+)
+
+// Registry is the stage kinds and builders rlpipe ships.
+func Registry() *kind.Registry {
+	return &kind.Registry{
+		Kinds: []kind.Kind{
+			standin.Kind,
+			kind.Command,
+			rollouts.DatasetKind,
+			runners.CELKind,
+			rollouts.RolloutKind,
+			embedded.GRPOKind,
+			external.Kind,
+		},
+		Eval:   evaluators.Build,
+		Health: reports.HealthTask,
+	}
+}

@@ -1,0 +1,35 @@
+package evaluators
+
+import (
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+)
+
+// Build makes the eval section's tasks (kind.Registry.Eval): the eval set
+// sampled from a checkpoint of the opened policy and scored with the
+// reward stage's program; on the embedded model also the exact pass@1.
+func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
+	var o TaskOptions
+	if e.Policy != nil {
+		o = TaskOptions{Policy: e.Policy.Policy, Identity: e.Policy.Identity}
+		if root := e.Policy.AdapterRoot; root != "" {
+			// A remote server reads checkpoints from the shared directory,
+			// as it does the rollout stage's adapters.
+			o.Adapters = policy.NewAdapters(e.Policy.Policy, e.Policy.Identity, root, 2)
+		}
+		if m, ok := e.Policy.Model.(*tiny.Model); ok {
+			o.Exact = tiny.ExactPass(m)
+		}
+	}
+	o.Sampling, o.Seed, o.Set, o.Ks = e.Sampling, e.Seed, e.Set, e.Ks
+	if e.Scorer != nil {
+		o.Reward = e.Scorer
+	}
+	t, err := NewTasks(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.Generate, t.Score, nil
+}

@@ -1,0 +1,76 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
+)
+
+// grpoBase is base with a rollout generate stage, a grpo train stage and
+// the embedded policy, plus extra.
+func grpoBase(extra string) string {
+	src := withRollout(rolloutGen, "policy: {kind: embedded}\n"+extra)
+	return strings.Replace(src, "train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1)
+}
+
+// The kinds' and backends' own keys and checks report as precisely as the
+// shared sections: the path, the position and the kind that takes a key.
+func TestKindOwnedKeysAndChecks(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"trainer key typo", grpoBase("trainer: {lrr: 0.1}\n"),
+			`pipeline.yaml:15:11: unknown key "lrr" in trainer (did you mean "lr"?)`},
+		{"trainer value checked once, by the trainer", grpoBase("trainer: {lr: -1}\n"),
+			`pipeline.yaml:15:11: trainer.lr: -1; it must be positive (try 1e-3)`},
+		{"trainer lora checked by the trainer", grpoBase("trainer: {lora: {rank: -2}}\n"),
+			`trainer.lora.rank: -2; it must be ≥ 1`},
+		{"trainer type", grpoBase("trainer: {epochs: two}\n"),
+			`trainer.epochs: expected an integer, got "two"`},
+		{"trainer without a grpo stage", base + "trainer: {lr: 0.1}\n",
+			`pipeline.yaml:14:1: trainer: no grpo train stage uses this section (set stages.train to {kind: grpo})`},
+		{"grpo without the embedded policy", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1),
+			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be kind: embedded`},
+		{"a command key on an external trainer", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], outputs: [{name: adapter}]}", 1),
+			`stages.train.outputs: only command stages take outputs (use kind: command)`},
+		{"a key both command and external take, on a stand-in train stage", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: standin, environment: {A: b}}", 1),
+			`stages.train.environment: only command stages or external stages take environment (use kind: command, or use kind: external on the train stage)`},
+		{"an openai key on the embedded model names the keys of an openai policy", withRollout(rolloutGen, "policy: {kind: embedded, key_env: K}\n"),
+			`policy.key_env: only an openai policy takes key_env (remove it, or use kind: openai; the keys that configure an openai policy: adapter_root, concurrency, endpoints, key_env, retries, timeout)`},
+		{"an unknown policy key", withRollout(rolloutGen, "policy: {kind: embedded, serv: http}\n"),
+			`unknown key "serv" in policy (did you mean "serve"?)`},
+		{"an unknown kind still catches typos in its keys", strings.Replace(base, "reward: {kind: standin}", "reward: {kind: judge, sepc: r.yaml}", 1),
+			`unknown key "sepc" in stages.reward (did you mean "spec"?)`},
+		{"a bad variable name in an external trainer's environment", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], environment: {A-B: c}}", 1),
+			`stages.train.environment: "A-B" is not a variable name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse("pipeline.yaml", []byte(tc.src), kinds.Registry())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error containing\n%s\ngot\n%v", tc.want, err)
+			}
+		})
+	}
+}
+
+// The trainer section is the grpo stage's options, defaults left zero
+// (the trainer applies them), and the plan's train task carries them.
+func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
+	c := mustParse(t, grpoBase("trainer: {lr: 0.002, lora: {rank: 4}}\n"))
+	o, ok := c.Stages.Train.Options.(*embedded.GRPOStage)
+	if !ok || o.LR != 0.002 || o.LoRA.Rank != 4 || o.Epochs != 0 {
+		t.Fatalf("train options = %#v", c.Stages.Train.Options)
+	}
+	p, err := c.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	want := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
+	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(*tiny.Model), want).Version; got != w {
+		t.Errorf("train version %s, want %s", got, w)
+	}
+}

@@ -1,0 +1,41 @@
+// Package kind is the contract between a pipeline file and the stages: a
+// stage kind (kind: rollout under stages.generate) is a Kind, and the
+// program that reads pipeline files lists the kinds it knows in a
+// Registry.
+//
+// A kind has a name, the loop slots it can fill (pipeline.Slots) and a New
+// that returns a zero Stage: a pointer to a struct whose yaml tags are the
+// keys the kind takes beside the ones every stage has (kind, env,
+// version, settings). The pipeline config walks the file against that
+// struct, so unknown keys, wrong types and bad durations are reported with
+// file:line:column before anything of the kind runs, and a key that
+// another kind takes is named as such ("only rollout stages take
+// sampling"). Then the Stage's Check reports what types alone cannot,
+// through a Checker, and its Task builds the *pipeline.Task.
+//
+// A new kind is one file in the package that implements it, plus one line
+// in the registry the program assembles (cli/kinds):
+//
+//	var Kind kind.Kind = echoKind{}
+//
+//	type echoKind struct{}
+//
+//	func (echoKind) Name() string    { return "echo" }
+//	func (echoKind) Slots() []string { return []string{pipeline.SlotReward} }
+//	func (echoKind) New() kind.Stage { return &Echo{} }
+//
+//	type Echo struct {
+//		Score float64 `yaml:"score"`
+//	}
+//
+//	func (e *Echo) Check(c kind.Checker) { kind.OnlyIn(c, pipeline.SlotReward, "can be an echo") }
+//	func (e *Echo) Task(b kind.Build) (*pipeline.Task, error) { ... }
+//
+// Optional interfaces say more: Nouned (how messages name the kind's
+// stages), Sectioned (the options are a top-level section, as grpo's
+// trainer:), Sampler (the stage samples from the policy section), Scoring
+// (evaluation scores with the stage's reward).
+//
+// Command is the kind the engine itself provides: an external command
+// whose argv is filled from the stage's inputs, outputs and params.
+package kind

@@ -1,0 +1,217 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// A Kind is one kind of stage that pipeline.yaml can name with kind: under
+// stages (standin, command, dataset, rollout, cel, grpo, external, …).
+type Kind interface {
+	// Name is what kind: says.
+	Name() string
+	// Slots are the loop's slots the kind can fill (pipeline.SlotSample, …).
+	Slots() []string
+	// New returns a stage of the kind with zero options: a pointer to a
+	// struct whose yaml tags are the keys the kind takes beside the keys
+	// every stage has (kind, env, version, settings). The file's node is
+	// decoded into it strictly: an unknown key, a wrong type or a bad
+	// duration is reported with its file:line:column before Check runs.
+	New() Stage
+}
+
+// A Stage is one configured stage: a kind's decoded options.
+type Stage interface {
+	// Check reports what the types alone cannot (ranges, keys that go
+	// together, the slot), each problem through c.
+	Check(c Checker)
+	// Task builds the stage's task. An error about one key should be made
+	// with At, so that the message names the key's path.
+	Task(b Build) (*pipeline.Task, error)
+}
+
+// Checker is where a stage's checks report problems. The pipeline config
+// implements it; a Fail names the file, line and column of the key.
+type Checker interface {
+	// Slot is the slot the stage fills.
+	Slot() string
+	// Set reports whether the file names key, a path below the stage
+	// ("sampling.n").
+	Set(key string) bool
+	// Fail reports a problem at key's place in the file ("" for the
+	// stage's own); messages start with the path they are about.
+	Fail(key, hint, format string, a ...any)
+	// Path is key's full path, for messages ("stages.generate.batch").
+	Path(key string) string
+	// File is what a check may read of the rest of the file.
+	File() File
+}
+
+// File is what a stage may know of the rest of its pipeline file.
+type File struct {
+	// Dir is the file's directory: relative paths are taken from it.
+	Dir string
+	// Policy is the policy section's kind ("" without one).
+	Policy string
+	// InitialPolicy reports whether the run starts from an adapter (the
+	// first iteration then has a policy input).
+	InitialPolicy bool
+}
+
+// Build is what a stage's task is built from.
+type Build struct {
+	// Slot is the slot the task fills; Env its task environment; Version
+	// the stage's version: key, to fold into the task's version.
+	Slot, Env, Version string
+	File               File
+	// Policy is the opened policy section (nil without one).
+	Policy *policy.Opened
+}
+
+// Versioned is v with the stage's version: key appended ("+2"), or v.
+func (b Build) Versioned(v string) string {
+	if b.Version == "" {
+		return v
+	}
+	return v + "+" + b.Version
+}
+
+// Optional parts of a kind.
+type (
+	// Nouned names a kind's stages in messages ("a cel reward stage");
+	// without it they are "NAME stages".
+	Nouned interface{ Noun() string }
+	// Sectioned is a kind whose options are a top-level section of the
+	// file instead of keys of its stage (grpo: trainer, the
+	// hyperparameters). The section is decoded into New's value.
+	Sectioned interface{ Section() string }
+	// Sampler is a stage that samples from the policy section; a policy
+	// section that no stage samples from is an error.
+	Sampler interface{ SamplesPolicy() }
+	// Scoring is a stage whose reward other stages can score with (after
+	// Task has run): the cel reward stage, whose program evaluation reuses.
+	Scoring interface{ Scorer() Scorer }
+)
+
+// Scorer scores samples with a compiled reward: what the reward stage
+// hands evaluation (evaluators.Scorer is the same method set).
+type Scorer interface {
+	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt) (tables.Reward, error)
+	Digest() string
+	ComponentNames() []string
+	ExtractAnswer(completion string) string
+}
+
+// Noun is how messages name k's stages.
+func Noun(k Kind) string {
+	if n, ok := k.(Nouned); ok {
+		return n.Noun()
+	}
+	return k.Name() + " stages"
+}
+
+// KeyError is a Task error about one key of the stage.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// At marks err as about key.
+func At(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &KeyError{Key: key, Err: err}
+}
+
+// Eval is what the eval section's tasks are built from.
+type Eval struct {
+	Policy *policy.Opened
+	// Sampling is the same for every checkpoint.
+	Sampling policy.Sampling
+	Seed     int64
+	// Set names the eval set in paths and tables; Ks are the k of pass@k.
+	Set string
+	Ks  []int
+	// Scorer is the reward stage's.
+	Scorer Scorer
+}
+
+// Registry is what a pipeline file can name: the stage kinds, and the
+// builders of the stages every run has (evaluation, training health). The
+// program that reads pipeline files assembles it, as it registers store
+// drivers and policy backends.
+type Registry struct {
+	// Kinds in the order messages list them.
+	Kinds []Kind
+	// Eval builds the eval section's two tasks (sample a checkpoint, score
+	// the samples).
+	Eval func(Eval) (generate, score *pipeline.Task, err error)
+	// Health builds the task that records every iteration's training
+	// health; nil records none.
+	Health func() *pipeline.Task
+}
+
+// Lookup returns the kind named name.
+func (r *Registry) Lookup(name string) (Kind, bool) {
+	for _, k := range r.Kinds {
+		if k.Name() == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// Fills reports whether k can fill slot.
+func Fills(k Kind, slot string) bool {
+	for _, s := range k.Slots() {
+		if s == slot {
+			return true
+		}
+	}
+	return false
+}
+
+// Hint lists the kinds for "use …": a kind that fills every slot by its
+// name, the others after their slot, "(train) grpo or external".
+func (r *Registry) Hint() string {
+	var items []string
+	lastSlot := ""
+	for _, k := range r.Kinds {
+		if len(k.Slots()) == len(pipeline.Slots) {
+			items, lastSlot = append(items, k.Name()), ""
+			continue
+		}
+		slot := strings.Join(k.Slots(), ", ")
+		if slot == lastSlot {
+			items[len(items)-1] += " or " + k.Name()
+			continue
+		}
+		items, lastSlot = append(items, fmt.Sprintf("(%s) %s", slot, k.Name())), slot
+	}
+	switch len(items) {
+	case 0:
+		return "no stage kinds are registered"
+	case 1:
+		return "use " + items[0]
+	}
+	return "use " + strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// OnlyIn reports whether the stage fills slot, and if not says that only
+// that slot's stage does what (OnlyIn(c, "generate", "can be a rollout")).
+func OnlyIn(c Checker, slot, what string) bool {
+	if c.Slot() == slot {
+		return true
+	}
+	c.Fail("kind", "use standin or command", "%s: only the %s stage %s", c.Path("kind"), slot, what)
+	return false
+}

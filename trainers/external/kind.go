@@ -1,0 +1,52 @@
+package external
+
+import (
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+)
+
+// Kind is kind: external, the train stage that runs an external trainer
+// behind the file contract (docs/TRAINERS.md).
+var Kind kind.Kind = externalKind{}
+
+type externalKind struct{}
+
+func (externalKind) Name() string    { return "external" }
+func (externalKind) Slots() []string { return []string{pipeline.SlotTrain} }
+func (externalKind) New() kind.Stage { return &Stage{} }
+
+// Stage is an external train stage's keys.
+type Stage struct {
+	// Hyperparameters are written as JSON for the trainer.
+	Hyperparameters map[string]any `yaml:"hyperparameters,omitempty"`
+	// Command is the trainer's argv; the contract's flags are appended.
+	Command []string `yaml:"command,omitempty"`
+	// Environment is added to the trainer's environment.
+	Environment map[string]string `yaml:"environment,omitempty"`
+}
+
+// Check checks the slot, the command and the variable names.
+func (s *Stage) Check(c kind.Checker) {
+	if !kind.OnlyIn(c, pipeline.SlotTrain, "can be an external trainer") {
+		return
+	}
+	if len(s.Command) == 0 {
+		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
+	}
+	kind.CheckEnvironment(c, s.Environment)
+}
+
+// Task is the external trainer; relative paths in the command resolve
+// against the pipeline file's directory.
+func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		env[k] = v
+	}
+	t, err := Task(Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env, Dir: b.File.Dir, Version: b.Version})
+	if err != nil {
+		return nil, err
+	}
+	t.Env = b.Env
+	return t, nil
+}
