@@ -164,6 +164,9 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 			c, err = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse the file (%v)", r)}
 		}
 	}()
+	if reg == nil {
+		reg = &kind.Registry{}
+	}
 	d := &decoder{file: name, pos: map[string]position{}, reg: reg}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {

@@ -18,8 +18,7 @@ import (
 // decodes into, and names the kinds that take a key the node's kind does
 // not.
 
-// addField adds the yaml keys of struct type t (or *t) to fields; with a
-// name, t is one field of that name instead.
+// addField adds one key, name, whose value has type t.
 func addField(fields map[string]reflect.StructField, names *[]string, name string, t reflect.Type) {
 	if _, dup := fields[name]; dup {
 		return

@@ -7,6 +7,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
 
@@ -72,5 +73,31 @@ func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
 	want := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
 	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(*tiny.Model), want).Version; got != w {
 		t.Errorf("train version %s, want %s", got, w)
+	}
+}
+
+// Stop sequences made of whitespace survive the effective YAML a run
+// records, and enter the hash: "\n" and "\t" are different runs.
+func TestWhitespaceStopSequencesRoundTrip(t *testing.T) {
+	gen := func(stop string) string {
+		return `generate: {kind: rollout, env: gen, sampling: {n: 2, max_tokens: 4, stop: [` + stop + `, "Question:", " x "]}}`
+	}
+	c := mustParse(t, withRollout(gen(`"\n", "\n\n"`), "policy: {kind: embedded}\n"))
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := config.Parse("run/config.yaml", b, kinds.Registry())
+	if err != nil {
+		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
+	}
+	got := again.Stages.Generate.Options.(*rollouts.RolloutStage).Sampling.Stop
+	if want := []string{"\n", "\n\n", "Question:", " x "}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("stop after the round trip = %q, want %q", got, want)
+	}
+	h1, _ := c.Hash()
+	h2, _ := mustParse(t, withRollout(gen(`"\t", "\n\n"`), "policy: {kind: embedded}\n")).Hash()
+	if h1 == h2 {
+		t.Error(`stop "\n" and "\t" hash the same`)
 	}
 }

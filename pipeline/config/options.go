@@ -111,7 +111,7 @@ func ordered(v any) (yaml.MapSlice, error) {
 	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
 		return nil, nil
 	}
-	b, err := yaml.MarshalWithOptions(v, yaml.OmitEmpty())
+	b, err := yaml.MarshalWithOptions(v, yaml.OmitEmpty(), quoteSpace)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 
@@ -13,7 +15,7 @@ import (
 // YAML returns the effective config as YAML, every secret value replaced
 // by "<redacted>": what a run records as run/config.yaml.
 func (c *Config) YAML() ([]byte, error) {
-	b, err := yaml.MarshalWithOptions(c, yaml.IndentSequence(true), yaml.OmitEmpty())
+	b, err := yaml.MarshalWithOptions(c, yaml.IndentSequence(true), yaml.OmitEmpty(), quoteSpace)
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
@@ -24,7 +26,7 @@ func (c *Config) YAML() ([]byte, error) {
 	if tree, err = c.withSections(tree); err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
-	out, err := yaml.MarshalWithOptions(redact(tree), yaml.IndentSequence(true))
+	out, err := yaml.MarshalWithOptions(redact(tree), yaml.IndentSequence(true), quoteSpace)
 	if err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
@@ -70,6 +72,17 @@ func (c *Config) withSections(tree any) (any, error) {
 
 // set reports whether the file names path.
 func (c *Config) set(path string) bool { _, ok := c.pos[path]; return ok }
+
+// quoteSpace writes a string with a newline, tab or carriage return, or
+// with leading or trailing space, double-quoted: the YAML library would
+// write "\n" (a common stop sequence) as an empty block that reads back
+// as "", and several such strings as YAML it cannot read back at all.
+var quoteSpace = yaml.CustomMarshaler[string](func(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\n\r\t") || strings.TrimSpace(s) != s {
+		return []byte(strconv.Quote(s)), nil
+	}
+	return yaml.Marshal(s)
+})
 
 // prunable are sections that mean nothing when empty.
 var prunable = map[string]bool{"resources": true, "retries": true, "cache": true, "overlap": true}

@@ -160,8 +160,11 @@ type Registry struct {
 	Health func() *pipeline.Task
 }
 
-// Lookup returns the kind named name.
+// Lookup returns the kind named name. A nil registry has no kinds.
 func (r *Registry) Lookup(name string) (Kind, bool) {
+	if r == nil {
+		return nil, false
+	}
 	for _, k := range r.Kinds {
 		if k.Name() == name {
 			return k, true
@@ -183,6 +186,9 @@ func Fills(k Kind, slot string) bool {
 // Hint lists the kinds for "use …": a kind that fills every slot by its
 // name, the others after their slot, "(train) grpo or external".
 func (r *Registry) Hint() string {
+	if r == nil {
+		r = &Registry{}
+	}
 	var items []string
 	lastSlot := ""
 	for _, k := range r.Kinds {
