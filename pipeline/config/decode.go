@@ -286,13 +286,8 @@ func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 // eachEntry calls fn for each key of a mapping, reporting non-mappings,
 // non-string keys and duplicates.
 func (d *decoder) eachEntry(n ast.Node, path string, fn func(key string, kp position, v ast.Node)) {
-	var values []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		values = m.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{m}
-	default:
+	values, ok := mappingValues(n)
+	if !ok {
 		what := path
 		if what == "" {
 			what = "the file"
@@ -321,6 +316,18 @@ func (d *decoder) eachEntry(n ast.Node, path string, fn func(key string, kp posi
 		seen[key] = true
 		fn(key, kp, mv.Value)
 	}
+}
+
+// mappingValues are the entries of a mapping node; ok is false for any
+// other node.
+func mappingValues(n ast.Node) (values []*ast.MappingValueNode, ok bool) {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		return m.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{m}, true
+	}
+	return nil, false
 }
 
 func keyString(k ast.MapKeyNode) (string, bool) {

@@ -58,13 +58,7 @@ func keysOf(v any) []string {
 
 // scalarValue is the string value of key in mapping n ("" when absent).
 func scalarValue(n ast.Node, key string) string {
-	var values []*ast.MappingValueNode
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		values = m.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{m}
-	}
+	values, _ := mappingValues(n)
 	for _, mv := range values {
 		if k, ok := keyString(mv.Key); ok && k == key {
 			if s, ok := mv.Value.(*ast.StringNode); ok {
