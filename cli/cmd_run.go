@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,10 +21,8 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/driver"
 )
-
-// ConfigPath is where a run records its effective config.
-const configPath = "run/config.yaml"
 
 type runOptions struct {
 	file      string
@@ -40,8 +37,6 @@ type runOptions struct {
 	// executor is "local" or "temporal"; temporal its connection flags.
 	executor string
 	temporal temporalOptions
-	// exec, when set, runs the tasks (a driver on Temporal sets it).
-	exec pipeline.Executor
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -146,77 +141,53 @@ func (d runDisplay) engineLogger() zerolog.Logger {
 	return d.logger
 }
 
-// runOut is the JSON shape of run.
+// runOut is the JSON shape of run: the driver's summary, and where the
+// command put what it made of it.
 type runOut struct {
-	Run           string  `json:"run"`
-	Branch        string  `json:"branch"`
-	Iterations    int     `json:"iterations"`     // the last committed iteration
-	NewIterations int     `json:"new_iterations"` // committed by this invocation
-	Commit        string  `json:"commit"`
-	ConfigHash    string  `json:"config_hash"`
-	Cursor        int     `json:"cursor"`
-	Tasks         int     `json:"tasks"`    // task calls that finished or were cached
-	Cached        int     `json:"cached"`   // of which cache hits
-	Attempts      int     `json:"attempts"` // attempts started
-	Retries       int     `json:"retries"`
-	Seconds       float64 `json:"seconds"`
+	driver.Summary
 	// Report is the HTML report's path ("" with --no-report).
 	Report string `json:"report,omitempty"`
-	// StageSeconds is the mean time per call of each task that ran (not
-	// cached), by task name: the iteration time breakdown.
-	StageSeconds map[string]float64 `json:"stage_seconds"`
-	// Planned is the number of iterations the config asks for.
-	Planned int `json:"planned_iterations"`
 	// Workflow is the run's Temporal workflow id (--executor temporal).
 	Workflow string `json:"workflow,omitempty"`
 }
 
-// runStats counts a run's events.
-type runStats struct {
-	mu                                             sync.Mutex
-	tasks, cached, attempts, retries, newCommitted int
-	// stageTime and stageCalls sum the durations of finished calls by task.
-	stageTime  map[string]time.Duration
-	stageCalls map[string]int
-}
-
-// breakdown is the mean seconds per finished call of each task.
-func (s *runStats) breakdown() map[string]float64 {
-	out := map[string]float64{}
-	for name, d := range s.stageTime {
-		out[name] = (d / time.Duration(s.stageCalls[name])).Round(time.Millisecond).Seconds()
-	}
-	return out
-}
-
-func (s *runStats) event(e pipeline.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch e.Kind {
-	case pipeline.EventFinished:
-		s.tasks++
-		if s.stageTime == nil {
-			s.stageTime, s.stageCalls = map[string]time.Duration{}, map[string]int{}
-		}
-		name := strings.TrimSuffix(e.Task, "-start")
-		s.stageTime[name] += e.Duration
-		s.stageCalls[name]++
-	case pipeline.EventCached:
-		s.tasks++
-		s.cached++
-	case pipeline.EventStarted:
-		s.attempts++
-	case pipeline.EventRetried:
-		s.retries++
-	case pipeline.EventCommitted:
-		s.newCommitted++
-	}
-}
-
+// runFunc is `rlpipe run` in this process: the run shown as it goes,
+// its report refreshed after every iteration, and its summary printed.
 func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) error {
-	out, err := runLoop(ctx, st, cfg, o, d, p)
+	name, err := runName(cfg, o)
 	if err != nil {
 		return err
+	}
+	reportPath := o.report
+	switch {
+	case o.noReport:
+		reportPath = ""
+	case reportPath != "":
+	case o.storeDir != "":
+		reportPath = filepath.Join(o.storeDir, "reports", name+".html")
+		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
+			return failure(fmt.Errorf("run %s: report directory: %w", name, err))
+		}
+	default:
+		reportPath = "report-" + name + ".html"
+	}
+	onCommit, stopRefresh := refreshReport(ctx, st, name, reportPath, d.logger)
+	sum, err := d.runner(p)(ctx, st, cfg, driver.Options{Name: name, NoCache: o.noCache, OnCommit: onCommit})
+	stopRefresh()
+	if err != nil {
+		return err
+	}
+	out := runOut{Summary: sum}
+	if reportPath != "" {
+		if sum.NewIterations == 0 {
+			// Nothing new ran (a finished run): write it once anyway.
+			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
+				d.logger.Warn().Err(err).Str("run", name).Msg("could not write the report")
+			}
+		}
+		if _, err := os.Stat(reportPath); err == nil {
+			out.Report = reportPath
+		}
 	}
 	return printRun(p, out)
 }
@@ -236,171 +207,116 @@ func runName(cfg *config.Config, o runOptions) (string, error) {
 	return name, nil
 }
 
-// runLoop runs or resumes the loop to its end, printing a line per
-// committed iteration, and returns the summary.
-func runLoop(ctx context.Context, st artifacts.Store, cfg *config.Config, o runOptions, d runDisplay, p printer) (out runOut, err error) {
-	start := time.Now()
-	name, err := runName(cfg, o)
-	if err != nil {
-		return out, err
+// refreshReport returns the commit hook that refreshes the HTML report
+// at path ("" for none) off the loop's path, by one goroutine: commits
+// that land while it writes are folded into its next refresh. stop waits
+// for the last refresh.
+func refreshReport(ctx context.Context, st artifacts.Store, name, path string, log zerolog.Logger) (onCommit func(context.Context, string, int), stop func()) {
+	if path == "" {
+		return nil, func() {}
 	}
-	if cfg.Eval != nil {
-		if err := warnOverlap(ctx, st, cfg, d.stderr); err != nil {
-			return out, err
-		}
-	}
-	plan, err := cfg.Plan()
-	if err != nil {
-		return out, failure(err)
-	}
-	defer plan.Close()
-	effective := *cfg
-	effective.Run, effective.Store = name, ""
-	body, err := effective.YAML()
-	if err != nil {
-		return out, err
-	}
-	body = append([]byte(fmt.Sprintf("# effective pipeline config of run %s, secrets redacted\n# config-hash: %s\n", name, plan.Run.ConfigHash)), body...)
-
-	stats := &runStats{}
-	var prog *progress
-	if d.terminal {
-		prog = newProgress(d.stderr, name, plan.Loop.Iterations)
-	}
-	plan.Run.Name = name
-	plan.Run.NoCache = o.noCache
-	plan.Run.Executor = o.exec
-	plan.Run.Logger = d.engineLogger()
-	plan.Run.OnEvent = func(e pipeline.Event) {
-		stats.event(e)
-		if prog != nil {
-			prog.event(e)
-		}
-	}
-	run, err := pipeline.Open(ctx, st, plan.Run)
-	if errors.Is(err, pipeline.ErrRunLocked) {
-		return out, failure(err) // the engine's message names the run and its holder
-	}
-	if err != nil {
-		return out, failure(withOp(err, "run %s", name))
-	}
-	defer func() {
-		if cerr := run.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("run %s: %w", name, cerr)
-		}
-	}()
-	staged, err := stageConfig(ctx, st, run.Branch(), body, d.logger)
-	if err != nil {
-		return out, failure(fmt.Errorf("run %s: record %s: %w", name, configPath, err))
-	}
-
-	stopDisplay := func() {}
-	if prog != nil {
-		prog.tick()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					prog.tick()
-				}
-			}
-		}()
-		// The last drawing must come before the summary or error, which
-		// are written below it.
-		stopDisplay = sync.OnceFunc(func() { close(stop); wg.Wait(); prog.tick() })
-		defer stopDisplay()
-	}
-
-	reportPath := o.report
-	switch {
-	case reportPath != "":
-	case o.storeDir != "":
-		reportPath = filepath.Join(o.storeDir, "reports", name+".html")
-		if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {
-			return out, failure(fmt.Errorf("run %s: report directory: %w", name, err))
-		}
-	default:
-		reportPath = "report-" + name + ".html"
-	}
-	// The report is refreshed off the loop's path by one goroutine; commits
-	// that land while it writes are folded into its next refresh, and the
-	// last refresh finishes before the run returns.
 	refresh := make(chan struct{}, 1)
 	refreshed := make(chan struct{})
 	go func() {
 		defer close(refreshed)
 		for range refresh {
 			// A report that cannot be written is a warning: the run goes on.
-			if err := writeRunReport(context.WithoutCancel(ctx), st, name, reportPath); err != nil {
-				d.logger.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
+			if err := writeRunReport(context.WithoutCancel(ctx), st, name, path); err != nil {
+				log.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
 			}
 		}
 	}()
-	stopRefresh := sync.OnceFunc(func() { close(refresh); <-refreshed })
-	defer stopRefresh()
-	plan.Loop.OnCommit = func(n int) {
-		if !p.json {
-			for _, line := range iterationReport(ctx, st, run.Branch(), n) {
-				if prog != nil {
-					prog.println(line)
-				} else {
-					_ = p.Printf("%s\n", line)
+	onCommit = func(context.Context, string, int) {
+		select {
+		case refresh <- struct{}{}:
+		default: // a refresh is pending: it will include this commit
+		}
+	}
+	return onCommit, sync.OnceFunc(func() { close(refresh); <-refreshed })
+}
+
+// runner is driver.Run as the command shows it: the overlap warning, the
+// live display on a terminal (else the engine's events as log lines), a
+// line per committed iteration unless the output is JSON, and errors that
+// exit with ExitFailure. The hooks in o run after the display's.
+func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *config.Config, driver.Options) (driver.Summary, error) {
+	return func(ctx context.Context, st artifacts.Store, cfg *config.Config, o driver.Options) (driver.Summary, error) {
+		if cfg.Eval != nil {
+			if err := warnOverlap(ctx, st, cfg, d.stderr); err != nil {
+				return driver.Summary{}, err
+			}
+		}
+		o.Logger, o.EventLogger = d.logger, d.engineLogger()
+		var prog *progress
+		begin, stopDisplay := func() {}, func() {}
+		if d.terminal {
+			prog = newProgress(d.stderr, o.Name, cfg.Iterations)
+			begin, stopDisplay = animate(prog)
+		}
+		onEvent, onCommit := o.OnEvent, o.OnCommit
+		o.OnEvent = func(e pipeline.Event) {
+			if prog != nil {
+				prog.event(e)
+				begin()
+			}
+			if onEvent != nil {
+				onEvent(e)
+			}
+		}
+		o.OnCommit = func(ctx context.Context, branch string, n int) {
+			if !p.json {
+				for _, line := range iterationReport(ctx, st, branch, n) {
+					if prog != nil {
+						prog.println(line)
+					} else {
+						_ = p.Printf("%s\n", line)
+					}
 				}
 			}
+			if onCommit != nil {
+				onCommit(ctx, branch, n)
+			}
 		}
-		if !o.noReport {
+		sum, err := driver.Run(ctx, st, cfg, o)
+		// The last drawing must come before the summary or error, which
+		// are written below it.
+		stopDisplay()
+		switch {
+		case err == nil:
+			return sum, nil
+		case ctx.Err() != nil:
+			// The message says what to do next: no hint below it.
+			return sum, failure(explain(err, "%s", err))
+		}
+		return sum, failure(err)
+	}
+}
+
+// animate redraws prog every 250ms from begin (the run's first event)
+// on, so that the running stages' times move; stop draws it a last time
+// if it began.
+func animate(prog *progress) (begin, stop func()) {
+	begun, halt, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-halt:
+			return
+		case <-begun:
+		}
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
 			select {
-			case refresh <- struct{}{}:
-			default: // a refresh is pending: it will include this commit
+			case <-halt:
+				prog.tick()
+				return
+			case <-t.C:
+				prog.tick()
 			}
 		}
-	}
-	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
-	stopRefresh()
-	stopDisplay()
-	if err != nil {
-		if ctx.Err() != nil {
-			return out, failure(explain(err, "run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration))
-		}
-		return out, failure(fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err))
-	}
-	if staged && stats.newCommitted == 0 {
-		// No iteration recorded the new config: leave the branch clean.
-		if err := st.ResetBranch(ctx, run.Branch(), configPath); err != nil {
-			return out, failure(fmt.Errorf("run %s: discard staged %s: %w", name, configPath, err))
-		}
-	}
-	br, err := st.GetBranch(ctx, run.Branch())
-	if err != nil {
-		return out, failure(withOp(err, "run %s", name))
-	}
-	stats.mu.Lock()
-	out = runOut{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.newCommitted,
-		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
-		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
-		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown(),
-		Planned: plan.Loop.Iterations}
-	if !o.noReport {
-		if stats.newCommitted == 0 {
-			// Nothing new ran (a finished run): write it once anyway.
-			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
-				d.logger.Warn().Err(err).Str("run", name).Msg("could not write the report")
-			}
-		}
-		if _, err := os.Stat(reportPath); err == nil {
-			out.Report = reportPath
-		}
-	}
-	stats.mu.Unlock()
-	return out, nil
+	}()
+	return sync.OnceFunc(func() { close(begun) }), sync.OnceFunc(func() { close(halt); <-done })
 }
 
 // printRun prints a run's summary.
@@ -433,23 +349,6 @@ func printRun(p printer, out runOut) error {
 		return p.Printf("report: %s\n", out.Report)
 	}
 	return nil
-}
-
-// stageConfig stages the run's config on its branch unless the branch
-// already holds exactly it; it reports whether it staged.
-func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []byte, log zerolog.Logger) (bool, error) {
-	cur, err := readObject(ctx, st, branch, configPath)
-	if err != nil {
-		return false, err
-	}
-	if bytes.Equal(cur, body) {
-		return false, nil
-	}
-	if cur != nil {
-		log.Warn().Str("run", branch).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
-	}
-	_, err = st.PutObject(ctx, branch, configPath, bytes.NewReader(body), &artifacts.PutOptions{ContentType: "application/yaml"})
-	return err == nil, err
 }
 
 // readObject reads a whole object; a missing one is nil, nil.

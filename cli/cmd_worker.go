@@ -19,6 +19,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -94,7 +95,7 @@ func newWorkerCommand(g *rootOptions) *cobra.Command {
 	var (
 		file    string
 		envs    []string
-		driver  bool
+		drive   bool
 		gpus    int
 		gpuType string
 		t       temporalOptions
@@ -128,7 +129,7 @@ attempts are cancelled and run again on another worker.`,
 			if err := sharedStore(g.store); err != nil {
 				return err
 			}
-			if len(envs) == 0 && !driver {
+			if len(envs) == 0 && !drive {
 				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops)")
 			}
 			if gpus < -1 {
@@ -145,7 +146,7 @@ attempts are cancelled and run again on another worker.`,
 					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
 				}
 			}
-			pid, err := pipelineID(cfg)
+			pid, err := driver.PipelineID(cfg)
 			if err != nil {
 				return failure(err)
 			}
@@ -175,14 +176,14 @@ attempts are cancelled and run again on another worker.`,
 				}
 				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Pipeline: pid, Envs: envs, Worker: w,
 					Concurrency: concurrency(plan.Run, envs), Logger: g.logger}
-				if driver {
+				if drive {
 					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}, printer{w: cmd.OutOrStdout()})
 				}
 				queues := []string{}
 				for _, e := range envs {
 					queues = append(queues, fmt.Sprintf("%s (%s, %d at once)", e, temporalrun.Queue(repo.Name, pid, e), opts.Concurrency[e]))
 				}
-				if driver {
+				if drive {
 					queues = append(queues, "driver ("+temporalrun.DriverQueue(repo.Name)+")")
 				}
 				fmt.Fprintf(g.env.stderr, "rlpipe worker: serving %s on Temporal namespace %s, store %s; Ctrl-C stops\n", strings.Join(queues, ", "), ns, g.store)
@@ -195,7 +196,7 @@ attempts are cancelled and run again on another worker.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "pipeline.yaml", "the pipeline config (the driver's)")
 	cmd.Flags().StringSliceVar(&envs, "env", nil, "an environment to serve (repeat, or comma-separate); tasks without one are in \"default\"")
-	cmd.Flags().BoolVar(&driver, "driver", false, "also run loops of runs started with --executor temporal")
+	cmd.Flags().BoolVar(&drive, "driver", false, "also run loops of runs started with --executor temporal")
 	cmd.Flags().IntVar(&gpus, "gpus", -1, "GPUs this host hands to tasks (default: the config's machine section, else none)")
 	cmd.Flags().StringVar(&gpuType, "gpu-type", "", "the type of this host's GPUs, matched against resources.gpu_type")
 	t.AddFlags(cmd.Flags(), false)
@@ -217,22 +218,6 @@ func pipelineEnvs(plan config.Plan) map[string]bool {
 		}
 	}
 	return known
-}
-
-// pipelineID names a pipeline's tasks in its queue names: a short hash
-// of its config without what only the driver reads (the number of
-// iterations, overlap), so that a worker serves exactly the pipeline it
-// was started from, and a run extended or run on-policy needs no
-// restart of its workers.
-func pipelineID(cfg *config.Config) (string, error) {
-	c := *cfg
-	c.Iterations, c.Overlap.MaxStaleness = 0, 0
-	h, err := c.Hash()
-	if err != nil {
-		return "", err
-	}
-	h = strings.TrimPrefix(h, "sha256:")
-	return h[:12], nil
 }
 
 // concurrency is how many attempts of each environment a worker runs at
@@ -259,43 +244,10 @@ func concurrency(run pipeline.RunOptions, envs []string) map[string]int {
 	return out
 }
 
-// newDriver is the loop a driver worker runs for a run workflow.
+// newDriver is the driver a driver worker serves: each run's loop,
+// shown as rlpipe run shows it.
 func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) temporalrun.Driver {
-	return func(ctx context.Context, in temporalrun.RunInput) (json.RawMessage, error) {
-		cfg, err := config.Load(in.Config, kinds.Registry())
-		if err != nil {
-			return nil, pipeline.Permanent(fmt.Errorf("driver: %w (every driver host needs the pipeline at the path the run was started with)", err))
-		}
-		if in.NoOverlap {
-			cfg.Overlap.MaxStaleness = 0
-		}
-		hash, err := cfg.Hash()
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		if hash != in.ConfigHash {
-			return nil, pipeline.Permanent(fmt.Errorf("%w: %s here has config hash %.12s but run %s was started with %.12s; run every host from the same checkout", pipeline.ErrConfig, in.Config, hash, in.Run, in.ConfigHash))
-		}
-		st, err := artifacts.Open(ctx, in.Store, &artifacts.Options{Logger: g.logger})
-		if err != nil {
-			return nil, fmt.Errorf("driver: open store %s: %w", in.Store, err)
-		}
-		defer st.Close()
-		pid, err := pipelineID(cfg)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		ex, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: in.Repository, Pipeline: pid, Store: st, Heartbeat: in.Heartbeat, Logger: g.logger})
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		o := runOptions{run: in.Run, noCache: in.NoCache, noOverlap: in.NoOverlap, noReport: true, exec: ex}
-		out, err := runLoop(ctx, st, cfg, o, d, p)
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(out)
-	}
+	return driver.Temporal(driver.TemporalOptions{Client: c, Load: loadConfig, Logger: g.logger, Run: d.runner(p)})
 }
 
 // runOnTemporal is `rlpipe run --executor temporal`: start (or attach to)
@@ -370,3 +322,6 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 		return printRun(p, out)
 	})
 }
+
+// loadConfig reads a pipeline file with the stage kinds rlpipe ships.
+func loadConfig(path string) (*config.Config, error) { return config.Load(path, kinds.Registry()) }

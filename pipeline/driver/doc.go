@@ -1,0 +1,37 @@
+// Package driver runs a pipeline's loop the way `rlpipe run` does, for
+// the command, for a driver worker on Temporal, and for a program that
+// uses rlpipe as a library.
+//
+// Run takes a parsed pipeline config (pipeline/config) and an open store
+// and runs or resumes the run to its last iteration:
+//
+//   - it plans the engine's inputs from the config (config.Config.Plan);
+//   - it opens the run (pipeline.Open), which locks it: a second process
+//     gets pipeline.ErrRunLocked;
+//   - it stages the effective config, secrets redacted and headed by its
+//     hash, at ConfigPath on the run branch, so that the next committed
+//     iteration records exactly what ran (and drops it again when no
+//     iteration committed, leaving the branch clean);
+//   - it runs the loop (pipeline.Run.Loop) and returns a Summary: the
+//     iterations, the commit, the task calls that ran or were cached,
+//     the time per stage.
+//
+// A run that stops resumes on the next call from its last committed
+// iteration, and finished tasks of the interrupted one are cache hits,
+// so calling Run again is always the remedy its errors suggest.
+//
+// Presentation stays with the caller: Options.OnEvent sees every engine
+// event (for a live display) and Options.OnCommit every committed
+// iteration (to print it, or to refresh a report). The rlpipe command
+// supplies both; a library user may supply neither.
+//
+// Temporal is the same loop as a temporalrun.Driver: a driver worker
+// loads the run's config from the path it was started with (through
+// TemporalOptions.Load), refuses one whose hash differs, and runs Run
+// with the Temporal executor. PipelineID names the pipeline's task
+// queues, the same on the driver and on every worker.
+//
+// The package imports the engine, the config, the store and temporalrun,
+// never the command or a stage package: the stage kinds a config may name
+// are the config package's business.
+package driver

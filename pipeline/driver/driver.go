@@ -1,0 +1,256 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+// ConfigPath is where a run records its effective config on its branch.
+const ConfigPath = "run/config.yaml"
+
+// Options are how Run runs a pipeline. The zero value runs the config's
+// run on this machine, silently.
+type Options struct {
+	// Name is the run's name ("" is the config's run:); its branch is
+	// pipeline.RunBranch(Name).
+	Name string
+	// NoCache runs every task even when a cached result matches.
+	NoCache bool
+	// Executor runs the tasks; nil is this process (the local executor).
+	Executor pipeline.Executor
+	// Logger receives the driver's warnings (the config differs from the
+	// one the run recorded).
+	Logger zerolog.Logger
+	// EventLogger receives the engine's events as log lines, retries and
+	// failures at warn; the zero value logs none (for a caller that shows
+	// events itself, through OnEvent).
+	EventLogger zerolog.Logger
+	// OnEvent, when set, is called with each of the engine's events, from
+	// the engine's goroutines.
+	OnEvent func(pipeline.Event)
+	// OnCommit, when set, is called on the loop's path after iteration n
+	// committed on branch: what it does (print, refresh a report) delays
+	// the loop, so slow work belongs on another goroutine.
+	OnCommit func(ctx context.Context, branch string, n int)
+}
+
+// Summary is what a run did. Its JSON is `rlpipe run -o json`'s and the
+// result of a run workflow on Temporal.
+type Summary struct {
+	Run           string  `json:"run"`
+	Branch        string  `json:"branch"`
+	Iterations    int     `json:"iterations"`     // the last committed iteration
+	NewIterations int     `json:"new_iterations"` // committed by this call
+	Commit        string  `json:"commit"`         // the branch's head
+	ConfigHash    string  `json:"config_hash"`
+	Cursor        int     `json:"cursor"`   // the next prompt of the dataset
+	Tasks         int     `json:"tasks"`    // task calls that finished or were cached
+	Cached        int     `json:"cached"`   // of which cache hits
+	Attempts      int     `json:"attempts"` // attempts started
+	Retries       int     `json:"retries"`
+	Seconds       float64 `json:"seconds"`
+	// StageSeconds is the mean time per call of each task that ran (not
+	// cached), by task name: the iteration time breakdown.
+	StageSeconds map[string]float64 `json:"stage_seconds"`
+	// Planned is the number of iterations the config asks for.
+	Planned int `json:"planned_iterations"`
+}
+
+// Run runs or resumes the loop of cfg's run on st to its last iteration,
+// as `rlpipe run` does: it records the effective config (secrets
+// redacted, with its hash) at ConfigPath on the run branch, where the
+// next committed iteration commits it, runs the loop, and returns what
+// it did. Only one process runs a given run at a time: another gets an
+// error that is pipeline.ErrRunLocked. A run that stops (an error, a
+// cancelled ctx) resumes on the next call from its last committed
+// iteration; finished tasks of the interrupted one are cache hits.
+func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options) (out Summary, err error) {
+	start := time.Now()
+	name := o.Name
+	if name == "" {
+		name = cfg.Run
+	}
+	if name == "" {
+		return out, fmt.Errorf("driver: name the run with Options.Name or with run: in %s", cfg.File())
+	}
+	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
+		return out, fmt.Errorf("driver: run name %q: %w", name, err)
+	}
+	plan, err := cfg.Plan()
+	if err != nil {
+		return out, err
+	}
+	defer plan.Close()
+	effective := *cfg
+	effective.Run, effective.Store = name, ""
+	body, err := effective.YAML()
+	if err != nil {
+		return out, err
+	}
+	body = append([]byte(fmt.Sprintf("# effective pipeline config of run %s, secrets redacted\n# config-hash: %s\n", name, plan.Run.ConfigHash)), body...)
+
+	stats := &tally{}
+	plan.Run.Name = name
+	plan.Run.NoCache = o.NoCache
+	plan.Run.Executor = o.Executor
+	plan.Run.Logger = o.EventLogger
+	plan.Run.OnEvent = func(e pipeline.Event) {
+		stats.event(e)
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
+	}
+	run, err := pipeline.Open(ctx, st, plan.Run)
+	if errors.Is(err, pipeline.ErrRunLocked) {
+		return out, err // the engine's message names the run and its holder
+	}
+	if err != nil {
+		return out, withRun(err, name)
+	}
+	defer func() {
+		if cerr := run.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("run %s: %w", name, cerr)
+		}
+	}()
+	staged, err := stageConfig(ctx, st, run.Branch(), body, o.Logger)
+	if err != nil {
+		return out, fmt.Errorf("run %s: record %s: %w", name, ConfigPath, err)
+	}
+	if o.OnCommit != nil {
+		plan.Loop.OnCommit = func(n int) { o.OnCommit(ctx, run.Branch(), n) }
+	}
+	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
+	if err != nil {
+		if ctx.Err() != nil {
+			return out, &explained{msg: fmt.Sprintf("run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration), err: err}
+		}
+		return out, fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err)
+	}
+	stats.mu.Lock()
+	committed := stats.committed
+	stats.mu.Unlock()
+	if staged && committed == 0 {
+		// No iteration recorded the new config: leave the branch clean.
+		if err := st.ResetBranch(ctx, run.Branch(), ConfigPath); err != nil {
+			return out, fmt.Errorf("run %s: discard staged %s: %w", name, ConfigPath, err)
+		}
+	}
+	br, err := st.GetBranch(ctx, run.Branch())
+	if err != nil {
+		return out, withRun(err, name)
+	}
+	stats.mu.Lock()
+	defer stats.mu.Unlock()
+	return Summary{Run: name, Branch: run.Branch(), Iterations: state.Iteration, NewIterations: stats.committed,
+		Commit: br.CommitID, ConfigHash: plan.Run.ConfigHash, Cursor: state.Cursor,
+		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
+		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown(),
+		Planned: plan.Loop.Iterations}, nil
+}
+
+// tally counts a run's events.
+type tally struct {
+	mu                                          sync.Mutex
+	tasks, cached, attempts, retries, committed int
+	// stageTime and stageCalls sum the durations of finished calls by task.
+	stageTime  map[string]time.Duration
+	stageCalls map[string]int
+}
+
+func (s *tally) event(e pipeline.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Kind {
+	case pipeline.EventFinished:
+		s.tasks++
+		if s.stageTime == nil {
+			s.stageTime, s.stageCalls = map[string]time.Duration{}, map[string]int{}
+		}
+		name := strings.TrimSuffix(e.Task, "-start")
+		s.stageTime[name] += e.Duration
+		s.stageCalls[name]++
+	case pipeline.EventCached:
+		s.tasks++
+		s.cached++
+	case pipeline.EventStarted:
+		s.attempts++
+	case pipeline.EventRetried:
+		s.retries++
+	case pipeline.EventCommitted:
+		s.committed++
+	}
+}
+
+// breakdown is the mean seconds per finished call of each task.
+func (s *tally) breakdown() map[string]float64 {
+	out := map[string]float64{}
+	for name, d := range s.stageTime {
+		out[name] = (d / time.Duration(s.stageCalls[name])).Round(time.Millisecond).Seconds()
+	}
+	return out
+}
+
+// stageConfig stages the run's config on its branch unless the branch
+// already holds exactly it; it reports whether it staged.
+func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []byte, log zerolog.Logger) (bool, error) {
+	cur, err := readObject(ctx, st, branch, ConfigPath)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(cur, body) {
+		return false, nil
+	}
+	if cur != nil {
+		log.Warn().Str("run", branch).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
+	}
+	_, err = st.PutObject(ctx, branch, ConfigPath, bytes.NewReader(body), &artifacts.PutOptions{ContentType: "application/yaml"})
+	return err == nil, err
+}
+
+// readObject reads a whole object; a missing one is nil, nil.
+func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {
+	rc, _, err := st.GetObject(ctx, ref, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// withRun prefixes err with "run NAME", unless the store's message
+// already names it ("run x: …", or "x: …" which reads "run x: …").
+func withRun(err error, name string) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "run "+name):
+		return err
+	case strings.HasPrefix(msg, name+":"):
+		return fmt.Errorf("run %w", err)
+	}
+	return fmt.Errorf("run %s: %w", name, err)
+}
+
+// explained is an error whose message replaces its cause's, which it
+// keeps for errors.Is.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
