@@ -42,9 +42,16 @@
 // trainer can learn from. The same words appear in the trainers'
 // mask_reasons metric.
 //
-// # The task
+// Given is Join with the advantages read back from such a table instead
+// of computed: a trainer handed the loop's advantages matches their rows
+// to its trajectories (ErrRows when they do not fit) and trains on them.
 //
-// Task is the engine task that writes advantages.parquet from
-// rewards.parquet; rescoring runs it on every iteration that had
-// advantages, so training on a rescored branch sees the new reward.
+// # The tasks
+//
+// TrainTask is the loop's advantages step (pipeline.Stages.Advantages):
+// Join's rows for an iteration's trajectories and rewards, written once
+// to advantages.parquet for the train task to read. Task writes
+// advantages.parquet from rewards.parquet alone; rescoring runs it on
+// every iteration that had advantages, so training on a rescored branch
+// sees the new reward.
 package advantages

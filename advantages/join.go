@@ -16,6 +16,10 @@ import (
 // generated). The trainers' ErrBatch is this error.
 var ErrBatch = errors.New("inconsistent training batch")
 
+// ErrRows: advantages given to Given do not fit the trajectories. It is
+// an ErrBatch; a trainer that read them from a file names the file.
+var ErrRows = fmt.Errorf("%w: the advantages do not fit the trajectories", ErrBatch)
+
 // TrainOptions shape the advantages a trainer trains on.
 type TrainOptions struct {
 	Options
@@ -46,41 +50,9 @@ type Batch struct {
 // reward of 0. A sample that appears twice, or a reward for a sample the
 // trajectories do not hold, is an ErrBatch.
 func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batch, error) {
-	trajs = slices.Clone(trajs)
-	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
-		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
-	})
-	type sampleKey struct {
-		prompt string
-		index  int32
-	}
-	at := make(map[sampleKey]int, len(trajs))
-	for i, t := range trajs {
-		k := sampleKey{t.PromptID, t.SampleIndex}
-		if _, dup := at[k]; dup {
-			return Batch{}, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
-		}
-		at[k] = i
-	}
-	scored := make([]tables.Reward, len(trajs))
-	have := make([]bool, len(trajs))
-	for _, r := range rewards {
-		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
-		if !ok {
-			return Batch{}, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		if have[i] {
-			return Batch{}, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
-		}
-		scored[i], have[i] = r, true
-	}
-	for i, t := range trajs {
-		switch {
-		case !have[i]:
-			scored[i] = tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: "missing", Total: math.NaN()}
-		case t.Status != tables.StatusOK:
-			scored[i].Status = "trajectory " + t.Status
-		}
+	trajs, scored, have, err := match(trajs, rewards)
+	if err != nil {
+		return Batch{}, err
 	}
 	adv, st := Compute(scored, o.Options)
 	for i, t := range trajs {
@@ -102,4 +74,115 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 		}
 	}
 	return Batch{Trajectories: trajs, Scored: scored, Advantages: adv, Stats: st}, nil
+}
+
+// sampleKey names one sample of one prompt.
+type sampleKey struct {
+	prompt string
+	index  int32
+}
+
+// match sorts the trajectories by (prompt id, sample index) and lines the
+// rewards up with them: scored[i] is the reward of trajs[i] (a "missing"
+// one when have[i] is false), with the status of a failed trajectory
+// ("trajectory timeout") in place of the reward's.
+func match(trajs []tables.Trajectory, rewards []tables.Reward) (_ []tables.Trajectory, scored []tables.Reward, have []bool, _ error) {
+	trajs = slices.Clone(trajs)
+	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
+		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
+	})
+	at := make(map[sampleKey]int, len(trajs))
+	for i, t := range trajs {
+		k := sampleKey{t.PromptID, t.SampleIndex}
+		if _, dup := at[k]; dup {
+			return nil, nil, nil, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
+		}
+		at[k] = i
+	}
+	scored = make([]tables.Reward, len(trajs))
+	have = make([]bool, len(trajs))
+	for _, r := range rewards {
+		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
+		}
+		if have[i] {
+			return nil, nil, nil, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
+		}
+		scored[i], have[i] = r, true
+	}
+	for i, t := range trajs {
+		switch {
+		case !have[i]:
+			scored[i] = tables.Reward{PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: "missing", Total: math.NaN()}
+		case t.Status != tables.StatusOK:
+			scored[i].Status = "trajectory " + t.Status
+		}
+	}
+	return trajs, scored, have, nil
+}
+
+// Given is Join with the advantages read back instead of computed: rows
+// are an advantages table that Join wrote for these trajectories and
+// rewards (TrainTask's output), one row per trajectory, matched to it by
+// prompt id and sample index in any order. The batch is Join's, row for
+// row, masks and reasons included: Stats are recounted from the rows'
+// group columns. A row for a sample the trajectories do not hold, a
+// sample with no row or two, and an unmasked row for a sample no trainer
+// can learn from (failed, unscored, without token ids) are an ErrRows
+// naming the row, counted from 1 in the table's order.
+func Given(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage) (Batch, error) {
+	trajs, scored, _, err := match(trajs, rewards)
+	if err != nil {
+		return Batch{}, err
+	}
+	at := make(map[sampleKey]int, len(trajs))
+	for i, t := range trajs {
+		at[sampleKey{t.PromptID, t.SampleIndex}] = i
+	}
+	adv := make([]tables.Advantage, len(trajs))
+	row := make([]int, len(trajs)) // 1-based row of each trajectory's advantage, 0: none yet
+	for r, a := range rows {
+		i, ok := at[sampleKey{a.PromptID, a.SampleIndex}]
+		switch {
+		case !ok:
+			return Batch{}, fmt.Errorf("%w: row %d is sample %d of prompt %q, which the trajectories do not hold", ErrRows, r+1, a.SampleIndex, a.PromptID)
+		case row[i] != 0:
+			return Batch{}, fmt.Errorf("%w: row %d is sample %d of prompt %q again (row %d was)", ErrRows, r+1, a.SampleIndex, a.PromptID, row[i])
+		case !a.Mask && (!scored[i].Scored() || len(trajs[i].TokenIDs) == 0):
+			why := "has no token ids"
+			if !scored[i].Scored() {
+				why = "is not scored (status " + scored[i].Status + ")"
+			}
+			return Batch{}, fmt.Errorf("%w: row %d trains on sample %d of prompt %q, which %s", ErrRows, r+1, a.SampleIndex, a.PromptID, why)
+		}
+		adv[i], row[i] = a, r+1
+	}
+	for i, t := range trajs {
+		if row[i] == 0 {
+			return Batch{}, fmt.Errorf("%w: none of the %d rows is sample %d of prompt %q", ErrRows, len(rows), t.SampleIndex, t.PromptID)
+		}
+	}
+	return Batch{Trajectories: trajs, Scored: scored, Advantages: adv, Stats: statsOf(scored, adv)}, nil
+}
+
+// statsOf recounts Compute's Stats from its rows: the group columns are
+// the same on every row of a group, and Compute masks exactly the samples
+// that are not scored or whose group has fewer than two scored samples.
+func statsOf(scored []tables.Reward, adv []tables.Advantage) Stats {
+	var st Stats
+	seen := map[string]bool{}
+	for i, a := range adv {
+		if !seen[a.PromptID] {
+			seen[a.PromptID] = true
+			st.Groups++
+			if a.GroupSize > 0 && a.GroupStd == 0 {
+				st.ZeroStd++
+			}
+		}
+		if !scored[i].Scored() || a.GroupSize < 2 {
+			st.Masked++
+		}
+	}
+	return st
 }

@@ -2,13 +2,14 @@ package advantages
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
-// OutAdvantages is the output of Task.
-const OutAdvantages = "advantages"
+// OutAdvantages is the output of Task and of TrainTask.
+const OutAdvantages = pipeline.OutAdvantages
 
 // Task is the engine task that computes an iteration's advantages with
 // Compute's defaults: input "rewards" (rewards.parquet), output
@@ -26,6 +27,52 @@ func Task() *pipeline.Task {
 			}
 			adv, _ := Compute(rows, Options{})
 			return tables.WriteFile(tc.OutputPath(OutAdvantages), tables.Advantages, adv, nil)
+		},
+	}
+}
+
+// TrainVersion names the code of TrainTask: change it when the rows Join
+// writes for the same inputs and options change.
+const TrainVersion = "join-1"
+
+// Version is TrainTask's Version for o: TrainVersion and the options,
+// defaults applied ("join-1 epsilon=1e-06 no_std=false
+// keep_zero_std=false"), so that a change of options misses the cache.
+func (o TrainOptions) Version() string {
+	eps := o.Epsilon
+	if eps == 0 {
+		eps = 1e-6
+	}
+	return fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
+}
+
+// TrainTask is the loop's advantages step: the advantages a trainer
+// trains on, computed once per iteration for the train task to read.
+// Inputs "trajectories" and "rewards" (the ones the train task gets),
+// output "advantages" (advantages.parquet): Join's rows, one per
+// trajectory in (prompt id, sample index) order, masked rows saying why.
+// Name "advantages", Env "advantages", Deterministic; the Version is
+// o.Version(). Inputs that do not fit together (ErrBatch) fail the call
+// Permanently.
+func TrainTask(o TrainOptions) *pipeline.Task {
+	return &pipeline.Task{
+		Name: pipeline.TaskAdvantages, Version: o.Version(), Env: "advantages", Deterministic: true,
+		Outputs: []pipeline.Output{{Name: OutAdvantages, File: "advantages.parquet",
+			Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			trajs, err := pipeline.ReadInput(tc, pipeline.OutTrajectories, tables.Trajectories)
+			if err != nil {
+				return err
+			}
+			rewards, err := pipeline.ReadInput(tc, pipeline.OutRewards, tables.Rewards)
+			if err != nil {
+				return err
+			}
+			b, err := Join(trajs, rewards, o)
+			if err != nil {
+				return pipeline.Permanent(fmt.Errorf("advantages of iteration %d: %w", tc.Iteration, err))
+			}
+			return tables.WriteFile(tc.OutputPath(OutAdvantages), tables.Advantages, b.Advantages, nil)
 		},
 	}
 }

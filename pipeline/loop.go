@@ -14,7 +14,8 @@ import (
 //	sample:   dataset            → prompts         params {cursor, count, iteration}
 //	generate: prompts, policy    → trajectories    params {iteration, policy_iteration, staleness}
 //	reward:   trajectories, prompts → rewards      params {iteration}
-//	train:    rewards, trajectories, prompts, policy → adapter (directory), metrics
+//	advantages (optional): trajectories, rewards → advantages   params {iteration}
+//	train:    rewards, trajectories, prompts, policy[, advantages] → adapter (directory), metrics
 //
 //	eval-generate: prompts (the eval set), policy → trajectories      params {checkpoint}
 //	eval:          prompts, trajectories, policy → samples, summary   params {checkpoint}
@@ -26,6 +27,12 @@ import (
 // last), writing to evals/NNNNNN/<set>/ (000000 is the starting policy).
 type Stages struct {
 	Sample, Generate, Reward, Train *Task
+	// Advantages, optional, computes what the train task trains on
+	// between reward and train: inputs trajectories and rewards (those
+	// the train task gets), output "advantages" (OutAdvantages), handed
+	// to the train task as its "advantages" input. The train task must
+	// then not declare an output of the same file.
+	Advantages *Task
 	// EvalGenerate samples the eval set from a checkpoint; Eval scores and
 	// summarises the samples. They are separate so that a new metric or
 	// reward reuses stored generations.
@@ -39,7 +46,7 @@ type Stages struct {
 // Worker needs to run any of the loop's calls.
 func (s Stages) Tasks() []*Task {
 	var out []*Task
-	for _, t := range []*Task{s.Sample, s.Generate, s.Reward, s.Train, s.EvalGenerate, s.Eval, s.Health} {
+	for _, t := range []*Task{s.Sample, s.Generate, s.Reward, s.Advantages, s.Train, s.EvalGenerate, s.Eval, s.Health} {
 		if t != nil {
 			out = append(out, t)
 		}
@@ -85,6 +92,7 @@ const (
 	OutPrompts      = "prompts"
 	OutTrajectories = "trajectories"
 	OutRewards      = "rewards"
+	OutAdvantages   = "advantages"
 	OutAdapter      = "adapter"
 	OutMetrics      = "metrics"
 )
@@ -152,12 +160,26 @@ func (c LoopConfig) validate(s Stages) error {
 		return fmt.Errorf("%w: the loop needs sample, generate, reward and train stages", ErrConfig)
 	case c.Dataset.Path == "":
 		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
+	case s.Advantages != nil && clash(s.Advantages, s.Train) != "":
+		return fmt.Errorf("%w: the advantages task and the train task both write %s; the train task reads the advantages as its %q input", ErrConfig, clash(s.Advantages, s.Train), OutAdvantages)
 	case c.Eval.Every < 0:
 		return fmt.Errorf("%w: eval.every must be ≥ 0", ErrConfig)
 	case c.Eval.Every > 0 && (s.Eval == nil || s.EvalGenerate == nil || c.Eval.Set.Path == ""):
 		return fmt.Errorf("%w: evaluating every %d iterations needs the eval stages and an eval set", ErrConfig, c.Eval.Every)
 	}
 	return nil
+}
+
+// clash is a file that both a and b declare as an output ("" for none).
+func clash(a, b *Task) string {
+	for _, x := range a.Outputs {
+		for _, y := range b.Outputs {
+			if x.file() == y.file() {
+				return x.file()
+			}
+		}
+	}
+	return ""
 }
 
 // Loop runs (or resumes) the RL loop up to cfg.Iterations. It returns the
@@ -276,6 +298,11 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 			"prompts": sample.Output(OutPrompts)}
 		if a, ok := policy(n - 1); ok {
 			trainIn["policy"] = a
+		}
+		if st.Advantages != nil {
+			adv := it.Go(lctx, st.Advantages, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
+				"rewards": rew.Output(OutRewards)}, Params: map[string]int{"iteration": n}})
+			trainIn[OutAdvantages] = adv.Output(OutAdvantages)
 		}
 		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
 		if st.Health != nil {

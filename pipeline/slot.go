@@ -25,6 +25,11 @@ const (
 	SlotTrain    = "train"
 )
 
+// TaskAdvantages is the name of the calls of Stages.Advantages: an
+// iteration's step, not a slot (pipeline.yaml does not configure it; the
+// train stage's kind brings it).
+const TaskAdvantages = "advantages"
+
 // Slots are the four stages of an iteration in loop order, as Loop wires
 // them (see Stages).
 var Slots = []Slot{
@@ -54,9 +59,11 @@ func SlotByName(name string) (Slot, bool) {
 }
 
 // TaskOrder is the order in which the task calls of one iteration are
-// listed to users: the four slots, then the health summary, then the
-// evaluations (of the starting policy first). Names not listed sort last.
-var TaskOrder = []string{SlotSample, SlotGenerate, SlotReward, SlotTrain, "health", "eval-generate-start", "eval-start", "eval-generate", "eval"}
+// listed to users: the four slots (with the advantages step, when the
+// loop has one, between reward and train), then the health summary, then
+// the evaluations (of the starting policy first). Names not listed sort
+// last.
+var TaskOrder = []string{SlotSample, SlotGenerate, SlotReward, TaskAdvantages, SlotTrain, "health", "eval-generate-start", "eval-start", "eval-generate", "eval"}
 
 // TaskRank is a task name's place in TaskOrder (len(TaskOrder) when absent).
 func TaskRank(name string) int {

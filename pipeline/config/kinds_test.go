@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
@@ -99,5 +101,54 @@ func TestWhitespaceStopSequencesRoundTrip(t *testing.T) {
 	h2, _ := mustParse(t, withRollout(gen(`"\t", "\n\n"`), "policy: {kind: embedded}\n")).Hash()
 	if h1 == h2 {
 		t.Error(`stop "\n" and "\t" hash the same`)
+	}
+}
+
+// A train stage that trains on advantages brings the advantages step: its
+// options are the trainer's, its environment is "advantages" (defined by
+// default, or by the file), and the train task leaves advantages.parquet
+// to it. A stand-in train stage has no such step.
+func TestAdvantagedTrainStageBringsTheAdvantagesStep(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      advantages.TrainOptions
+		envs      string
+	}{
+		{"grpo", grpoBase("trainer: {no_std: true}\n"), advantages.TrainOptions{Options: advantages.Options{NoStd: true}}, ""},
+		{"grpo with its environment", strings.Replace(grpoBase("trainer: {keep_zero_std: true}\n"), "environments:\n", "environments:\n  advantages: {resources: {cpu: 2}}\n", 1), advantages.TrainOptions{KeepZeroStd: true}, "cpu"},
+		{"external", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: {no_std: true, keep_zero_std: true}}", 1),
+			advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := mustParse(t, tc.src).Plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			a := p.Stages.Advantages
+			if a == nil || a.Name != "advantages" || a.Version != tc.want.Version() || a.Env != "advantages" {
+				t.Fatalf("advantages task %+v, want version %s", a, tc.want.Version())
+			}
+			env, ok := p.Run.Envs["advantages"]
+			if !ok || (tc.envs == "cpu") != (env.Resources.CPU == 2) {
+				t.Errorf("advantages environment %+v (defined: %v)", env, ok)
+			}
+			for _, o := range p.Stages.Train.Outputs {
+				if o.Name == pipeline.OutAdvantages {
+					t.Errorf("the train task still writes %s", o.File)
+				}
+			}
+			if len(p.Stages.Train.Outputs) != 2 {
+				t.Errorf("train outputs %+v, want adapter and metrics", p.Stages.Train.Outputs)
+			}
+		})
+	}
+	p, err := mustParse(t, base).Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Stages.Advantages != nil {
+		t.Errorf("a stand-in train stage got an advantages step")
 	}
 }

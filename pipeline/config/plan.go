@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
@@ -102,6 +103,15 @@ func (c *Config) Plan() (Plan, error) {
 	}
 	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
 		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain]}
+	// A train stage that trains on advantages has them computed once per
+	// iteration, by their own task, between reward and train.
+	if a, ok := c.Stages.all()[pipeline.SlotTrain].Options.(kind.Advantaged); ok {
+		p.Stages.Advantages = advantages.TrainTask(a.Advantages())
+		p.Stages.Train = kind.OnAdvantages(p.Stages.Train)
+		if _, ok := p.Run.Envs[p.Stages.Advantages.Env]; !ok {
+			p.Run.Envs[p.Stages.Advantages.Env] = pipeline.Settings{}
+		}
+	}
 	if c.Eval != nil {
 		if err := c.planEval(&p, scorer); err != nil {
 			p.Close()

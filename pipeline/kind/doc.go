@@ -34,7 +34,8 @@
 // Optional interfaces say more: Nouned (how messages name the kind's
 // stages), Sectioned (the options are a top-level section, as grpo's
 // trainer:), Sampler (the stage samples from the policy section), Scoring
-// (evaluation scores with the stage's reward).
+// (evaluation scores with the stage's reward), Advantaged (the train
+// stage trains on advantages that the loop's advantages step computes).
 //
 // Command is the kind the engine itself provides: an external command
 // whose argv is filled from the stage's inputs, outputs and params.

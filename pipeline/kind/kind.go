@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -96,7 +97,30 @@ type (
 	// Scoring is a stage whose reward other stages can score with (after
 	// Task has run): the cel reward stage, whose program evaluation reuses.
 	Scoring interface{ Scorer() Scorer }
+	// Advantaged is a train stage that trains on GRPO advantages: the
+	// plan adds the loop's advantages step (pipeline.Stages.Advantages,
+	// advantages.TrainTask of these options), which computes them once
+	// per iteration and hands them to the train task as its "advantages"
+	// input, and builds the train task with OnAdvantages.
+	Advantaged interface {
+		Advantages() advantages.TrainOptions
+	}
 )
+
+// OnAdvantages is train as the loop runs it after an advantages step: a
+// copy without the advantages output (pipeline.OutAdvantages), which the
+// step writes to the same file. A trainer given the "advantages" input
+// trains on those rows and writes no advantages of its own.
+func OnAdvantages(train *pipeline.Task) *pipeline.Task {
+	t := *train
+	t.Outputs = nil
+	for _, o := range train.Outputs {
+		if o.Name != pipeline.OutAdvantages {
+			t.Outputs = append(t.Outputs, o)
+		}
+	}
+	return &t
+}
 
 // Scorer scores samples with a compiled reward: what the reward stage
 // hands evaluation (evaluators.Scorer is the same method set).

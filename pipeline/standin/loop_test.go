@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -46,7 +48,7 @@ func loopConfig(iterations, staleness int) pipeline.LoopConfig {
 
 func envs() map[string]pipeline.Settings {
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: 5 * time.Millisecond}}
-	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
+	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick}
 }
 
 func readRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
@@ -157,6 +159,90 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 	}
 }
 
+// TestLoopRunsAdvantagesBetweenRewardAndTrain: with Stages.Advantages,
+// every iteration runs it once the reward task has finished, writes
+// advantages.parquet in the iteration's directory, and starts train only
+// after it, with its output as the "advantages" input; with overlap too.
+// A train task that declares the same file is refused.
+func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
+	ctx := context.Background()
+	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	var mu sync.Mutex
+	var events []pipeline.Event
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: func(e pipeline.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
+	stages.Advantages = advantages.TrainTask(advantages.TrainOptions{})
+	if ts := stages.Tasks(); len(ts) != 5 || ts[3] != stages.Advantages || ts[4] != stages.Train {
+		t.Fatalf("Tasks() does not list the advantages task before train")
+	}
+	if _, err := r.Loop(ctx, loopConfig(3, 1), stages); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	seen := append([]pipeline.Event(nil), events...)
+	mu.Unlock()
+	for n := 1; n <= 3; n++ {
+		var order []string
+		for _, e := range seen {
+			if e.Iteration == n && (e.Kind == pipeline.EventStarted || e.Kind == pipeline.EventFinished) {
+				order = append(order, e.Task+" "+strings.TrimPrefix(string(e.Kind), "task."))
+			}
+		}
+		at := func(s string) int {
+			for i, o := range order {
+				if o == s {
+					return i
+				}
+			}
+			t.Fatalf("iteration %d: no %q in %v", n, s, order)
+			return -1
+		}
+		if !(at("reward finished") < at("advantages started") && at("advantages finished") < at("train started")) {
+			t.Errorf("iteration %d: tasks ran in the order %v", n, order)
+		}
+		dir := fmt.Sprintf("iterations/%06d/", n)
+		trajs := readRows(t, st, r.Branch(), dir+"trajectories.parquet", tables.Trajectories)
+		rewards := readRows(t, st, r.Branch(), dir+"rewards.parquet", tables.Rewards)
+		j, err := advantages.Join(trajs, rewards, advantages.TrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readRows(t, st, r.Branch(), dir+"advantages.parquet", tables.Advantages); fmt.Sprint(got) != fmt.Sprint(j.Advantages) {
+			t.Errorf("iteration %d: advantages.parquet %v, want %v", n, got, j.Advantages)
+		}
+		_, info, err := st.GetObject(ctx, r.Branch(), dir+"train_metrics.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in := info.Metadata["rlpipe-inputs"]; !strings.Contains(in, `"advantages"`) {
+			t.Errorf("iteration %d: the train task's inputs %s have no advantages", n, in)
+		}
+	}
+	if rank := pipeline.TaskRank("advantages"); rank != pipeline.TaskRank("reward")+1 || rank != pipeline.TaskRank("train")-1 {
+		t.Errorf("TaskOrder %v does not put advantages between reward and train", pipeline.TaskOrder)
+	}
+
+	clash := standin.Stages(standin.Options{})
+	clash.Advantages = advantages.TrainTask(advantages.TrainOptions{})
+	clash.Train.Outputs = append(clash.Train.Outputs, pipeline.Output{Name: "advantages", File: "advantages.parquet"})
+	r2, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "clash", Envs: envs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := r2.Loop(ctx, loopConfig(1, 0), clash); !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), "both write advantages.parquet") {
+		t.Fatalf("a train task writing advantages.parquet beside the advantages task: %v", err)
+	}
+}
+
 // The kill test runs the loop in a child process (this test binary in a
 // helper role) and kills it with SIGKILL at random moments until it
 // finishes.
@@ -169,9 +255,13 @@ const (
 
 const killIterations = 6
 
+// killStages are the stand-ins with the advantages step between reward
+// and train, so that a kill can land in it too.
 func killStages(judge string) pipeline.Stages {
-	return standin.Stages(standin.Options{SamplesPerPrompt: 2, JudgeURL: judge,
+	s := standin.Stages(standin.Options{SamplesPerPrompt: 2, JudgeURL: judge,
 		GenerateSleep: 40 * time.Millisecond, TrainSleep: 20 * time.Millisecond, RewardSleep: 10 * time.Millisecond})
+	s.Advantages = advantages.TrainTask(advantages.TrainOptions{})
+	return s
 }
 
 func TestMain(m *testing.M) {

@@ -16,6 +16,12 @@ type Batch struct {
 	Prompts      []tables.Prompt
 	Trajectories []tables.Trajectory
 	Rewards      []tables.Reward
+	// Advantages, when not nil, are the batch's advantages as the loop's
+	// advantages step wrote them (advantages.TrainTask, with the
+	// trainer's NoStd and KeepZeroStd): one row per trajectory, trained
+	// on as they are (advantages.Given). Nil computes them
+	// (advantages.Join).
+	Advantages []tables.Advantage
 }
 
 // sample is one trajectory ready to train on.
@@ -37,8 +43,9 @@ type prepared struct {
 }
 
 // prepare joins the batch's tables, computes group-normalised advantages
-// over the samples that were generated and scored (advantages.Join), and
-// tokenizes the ones to train on. A trajectory that failed (status other
+// over the samples that were generated and scored (advantages.Join) or
+// takes the batch's (advantages.Given), and tokenizes the ones to train
+// on. A trajectory that failed (status other
 // than ok) is masked and stays out of its group's statistics: it is never
 // trained on as a reward of 0.
 func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
@@ -46,8 +53,13 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 	for _, p := range b.Prompts {
 		prompts[p.PromptID] = p
 	}
-	j, err := advantages.Join(b.Trajectories, b.Rewards, advantages.TrainOptions{
-		Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd})
+	var j advantages.Batch
+	var err error
+	if b.Advantages != nil {
+		j, err = advantages.Given(b.Trajectories, b.Rewards, b.Advantages)
+	} else {
+		j, err = advantages.Join(b.Trajectories, b.Rewards, o.advantages())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,11 @@
 //	iterations/NNNNNN/train_metrics.json  Metrics
 //	iterations/NNNNNN/advantages.parquet  tables.Advantages, one row per trajectory
 //
+// In a pipeline the loop's advantages step (advantages.TrainTask) writes
+// advantages.parquet before the train call, which reads it as its
+// "advantages" input and trains on those rows; used as a task on its
+// own, the train call computes and writes them itself.
+//
 // Metrics carry what the strongest RL frameworks log: loss, policy loss,
 // KL, entropy, clip fractions (low/high), mean |ρ−1|, gradient norm and
 // tokens per step; reward mean/std/min/max in total and per component;

@@ -140,7 +140,7 @@ func openRun(t testing.TB, st artifacts.Store, name string, seed uint64) *pipeli
 	t.Helper()
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: time.Millisecond}}
 	r, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: name, Seed: seed, WorkDir: t.TempDir(),
-		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	policyembedded "github.com/rlpipe/rlpipe/policy/embedded"
@@ -26,6 +27,8 @@ func (grpoKind) Section() string { return "trainer" }
 // at their defaults.
 type GRPOStage Options
 
+var _ kind.Advantaged = (*GRPOStage)(nil)
+
 // Check checks the slot, the policy and the options (defaults applied).
 func (s *GRPOStage) Check(c kind.Checker) {
 	if !kind.OnlyIn(c, pipeline.SlotTrain, "can be grpo") {
@@ -44,6 +47,11 @@ func (s *GRPOStage) Check(c kind.Checker) {
 		c.Fail("/trainer", "", "trainer: %v", err)
 	}
 }
+
+// Advantages are the options of the advantages the stage trains on
+// (no_std, keep_zero_std): the loop computes them in their own step
+// (kind.Advantaged).
+func (s *GRPOStage) Advantages() advantages.TrainOptions { return Options(*s).advantages() }
 
 // Task is the embedded trainer with the options.
 func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {

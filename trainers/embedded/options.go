@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -193,4 +194,9 @@ func (o Options) Version(m *tiny.Model) string {
 	}{CodeVersion, m.Version(), o})
 	sum := sha256.Sum256(b)
 	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
+}
+
+// advantages are the options of the advantages the trainer trains on.
+func (o Options) advantages() advantages.TrainOptions {
+	return advantages.TrainOptions{Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd}
 }

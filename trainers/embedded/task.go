@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -15,8 +16,11 @@ import (
 )
 
 // Names of the train stage's outputs: the two the loop needs and the
-// advantages table.
+// advantages table; InAdvantages is the optional input of the loop's
+// advantages step.
 const (
+	InAdvantages = pipeline.OutAdvantages
+
 	OutAdapter    = pipeline.OutAdapter
 	OutMetrics    = pipeline.OutMetrics
 	OutAdvantages = tables.AdvantagesName
@@ -53,9 +57,13 @@ type faults struct {
 //	train_metrics.json    Metrics
 //	advantages.parquet    tables.Advantages, one row per trajectory
 //
-// into the work directory; the engine uploads them only when the call
-// succeeds, so a failed attempt never leaves a partial adapter in the
-// store. Invalid options fail every call at once (Permanent) with the
+// into the work directory. With an "advantages" input (the loop's
+// advantages step, advantages.TrainTask with the same NoStd and
+// KeepZeroStd) the update trains on those rows instead of computing them,
+// and advantages.parquet is written only if the task still declares it
+// (kind.OnAdvantages drops it: the step wrote that file). The engine
+// uploads the outputs only when the call succeeds, so a failed attempt
+// never leaves a partial adapter in the store. Invalid options fail every call at once (Permanent) with the
 // option's JSON key; check them earlier with Options.Validate.
 func Task(m *tiny.Model, o Options) *pipeline.Task {
 	return newTask(m, o, faults{})
@@ -95,6 +103,14 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if b.Rewards, err = pipeline.ReadInput(tc, "rewards", tables.Rewards); err != nil {
 		return err
 	}
+	if tc.InputPath(InAdvantages) != "" {
+		if b.Advantages, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {
+			return err
+		}
+		if b.Advantages == nil {
+			b.Advantages = []tables.Advantage{} // given, and empty
+		}
+	}
 	var t *Trainer
 	if dir := tc.InputPath("policy"); dir != "" {
 		t, err = Load(m, o, dir)
@@ -107,6 +123,9 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	t.poison = f.nan != nil && f.nan(p.Iteration)
 	res, err := t.Update(ctx, b)
 	if err != nil {
+		if errors.Is(err, advantages.ErrRows) {
+			err = fmt.Errorf("%s: %w", AdvantagesFile, err)
+		}
 		err = fmt.Errorf("train iteration %d: %w", p.Iteration, err)
 		if errors.Is(err, grpo.ErrNonFinite) || errors.Is(err, ErrBatch) || errors.Is(err, tiny.ErrVocabulary) {
 			// The same inputs would fail the same way.
@@ -132,8 +151,10 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if err := os.WriteFile(tc.OutputPath(OutMetrics), append(mb, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := tables.WriteFile(tc.OutputPath(OutAdvantages), tables.Advantages, res.Advantages, nil); err != nil {
-		return fmt.Errorf("write advantages: %w", err)
+	if path := tc.OutputPath(OutAdvantages); path != "" {
+		if err := tables.WriteFile(path, tables.Advantages, res.Advantages, nil); err != nil {
+			return fmt.Errorf("write advantages: %w", err)
+		}
 	}
 	return nil
 }

@@ -24,12 +24,19 @@ type Metrics struct {
 
 // prepare joins an iteration's tables into the advantages table (one row
 // per trajectory, in (prompt id, sample index) order, see
-// advantages.Join) and the batch's metrics. A trajectory that failed or
-// has no reward is masked and stays out of its group's statistics: it is
-// never trained on as a reward of 0.
-func prepare(prompts []tables.Prompt, trajs []tables.Trajectory, rewards []tables.Reward, o advantageOptions) ([]tables.Advantage, Metrics, error) {
-	j, err := advantages.Join(trajs, rewards, advantages.TrainOptions{
-		Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd})
+// advantages.Join) and the batch's metrics; given, when not nil, are the
+// advantages the loop's advantages step wrote, taken as they are
+// (advantages.Given). A trajectory that failed or has no reward is masked
+// and stays out of its group's statistics: it is never trained on as a
+// reward of 0.
+func prepare(prompts []tables.Prompt, trajs []tables.Trajectory, rewards []tables.Reward, given []tables.Advantage, o advantages.TrainOptions) ([]tables.Advantage, Metrics, error) {
+	var j advantages.Batch
+	var err error
+	if given != nil {
+		j, err = advantages.Given(trajs, rewards, given)
+	} else {
+		j, err = advantages.Join(trajs, rewards, o)
+	}
 	if err != nil {
 		return nil, Metrics{}, err
 	}

@@ -1,6 +1,7 @@
 package external
 
 import (
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
@@ -25,6 +26,8 @@ type Stage struct {
 	Environment map[string]string `yaml:"environment,omitempty"`
 }
 
+var _ kind.Advantaged = (*Stage)(nil)
+
 // Check checks the slot, the command and the variable names.
 func (s *Stage) Check(c kind.Checker) {
 	if !kind.OnlyIn(c, pipeline.SlotTrain, "can be an external trainer") {
@@ -34,6 +37,15 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
+}
+
+// Advantages are the options of the advantages the trainer trains on,
+// from the hyperparameters no_std and keep_zero_std: the loop computes
+// them in their own step (kind.Advantaged). A hyperparameter that is not
+// a bool fails Task, so it is read as false here.
+func (s *Stage) Advantages() advantages.TrainOptions {
+	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
+	return a
 }
 
 // Task is the external trainer; relative paths in the command resolve

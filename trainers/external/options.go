@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rlpipe/rlpipe/advantages"
 )
 
 // CodeVersion is the version of this package's side of the contract. It
@@ -58,12 +60,6 @@ type Options struct {
 	KillGrace time.Duration
 }
 
-// advantageOptions are the hyperparameters rlpipe reads itself.
-type advantageOptions struct {
-	NoStd       bool
-	KeepZeroStd bool
-}
-
 // EnsureDefaults fills in the zero fields that have defaults.
 func (o *Options) EnsureDefaults() {
 	if o.KillGrace == 0 {
@@ -92,12 +88,15 @@ func (o Options) Validate() error {
 	if _, err := json.Marshal(o.Hyperparameters); err != nil {
 		return bad("hyperparameters are not a JSON object: %v", err)
 	}
-	_, err := o.advantages()
+	_, err := o.Advantages()
 	return err
 }
 
-func (o Options) advantages() (advantageOptions, error) {
-	var a advantageOptions
+// Advantages are the options of the advantages the trainer trains on:
+// the hyperparameters no_std and keep_zero_std (false when absent or
+// null). A value that is not a bool is an ErrOptions.
+func (o Options) Advantages() (advantages.TrainOptions, error) {
+	var a advantages.TrainOptions
 	for key, dst := range map[string]*bool{"no_std": &a.NoStd, "keep_zero_std": &a.KeepZeroStd} {
 		v, ok := o.Hyperparameters[key]
 		if !ok || v == nil {

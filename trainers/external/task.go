@@ -3,20 +3,25 @@ package external
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // Names of the train stage's outputs — the two the loop needs and the
 // advantages table — and their files under the iteration's directory,
-// as the embedded trainer names them.
+// as the embedded trainer names them; InAdvantages is the optional input
+// of the loop's advantages step.
 const (
+	InAdvantages = pipeline.OutAdvantages
+
 	OutAdapter    = pipeline.OutAdapter
 	OutMetrics    = pipeline.OutMetrics
 	OutAdvantages = tables.AdvantagesName
@@ -39,7 +44,10 @@ type Params struct {
 //
 // Each call computes the iteration's advantages (advantages.Join of the
 // trajectories and rewards inputs, masking failed, unscored and, by
-// default, zero-variance samples), writes them and the hyperparameters,
+// default, zero-variance samples) — or, given an "advantages" input (the
+// loop's advantages step), checks that its rows fit the trajectories and
+// hands that file to the trainer as it is —, writes the advantages
+// (unless given) and the hyperparameters,
 // lays out the policy input as --adapter-in and --optimizer-in, runs the
 // command with the contract's flags, checks what it wrote, and outputs
 //
@@ -48,7 +56,9 @@ type Params struct {
 //	train_metrics.json    the batch's Metrics overlaid with --metrics-out
 //	advantages.parquet    tables.Advantages, one row per trajectory
 //
-// The engine uploads them only when the call succeeds, so a failed call
+// advantages.parquet is written only if the task declares it:
+// kind.OnAdvantages drops it for a loop whose advantages step writes that
+// file. The engine uploads them only when the call succeeds, so a failed call
 // leaves the previous adapter current. The contract — flags, files, exit
 // statuses — is docs/TRAINERS.md.
 func Task(o Options) (*pipeline.Task, error) {
@@ -56,7 +66,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	adv, _ := o.advantages()
+	adv, _ := o.Advantages()
 	o.Command = append([]string(nil), o.Command...)
 	return &pipeline.Task{
 		Name: "train", Version: o.TaskVersion(), Env: "train",
@@ -72,7 +82,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	}, nil
 }
 
-func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageOptions) error {
+func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages.TrainOptions) error {
 	p := Params{Iteration: tc.Iteration}
 	if err := tc.Params(&p); err != nil {
 		return err
@@ -89,7 +99,19 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 	if err != nil {
 		return err
 	}
-	adv, metrics, err := prepare(prompts, trajs, rewards, ao)
+	var given []tables.Advantage
+	if tc.InputPath(InAdvantages) != "" {
+		if given, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {
+			return err
+		}
+		if given == nil {
+			given = []tables.Advantage{} // given, and empty
+		}
+	}
+	adv, metrics, err := prepare(prompts, trajs, rewards, given, ao)
+	if errors.Is(err, advantages.ErrRows) {
+		err = fmt.Errorf("%s: %w", AdvantagesFile, err)
+	}
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}
@@ -98,14 +120,25 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantageO
 	dir := filepath.Join(tc.WorkDir, "trainer")
 	ps := newPaths(dir)
 	ps.Trajectories, ps.Prompts = tc.InputPath("trajectories"), tc.InputPath("prompts")
-	ps.Advantages = tc.OutputPath(OutAdvantages)
 	for _, d := range []string{dir, ps.AdapterOut, ps.OptimizerOut} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := tables.WriteFile(ps.Advantages, tables.Advantages, adv, nil); err != nil {
-		return fmt.Errorf("write advantages: %w", err)
+	// The trainer reads the advantages the call outputs, or the given
+	// file when the call outputs none.
+	if out := tc.OutputPath(OutAdvantages); out != "" {
+		if err := tables.WriteFile(out, tables.Advantages, adv, nil); err != nil {
+			return fmt.Errorf("write advantages: %w", err)
+		}
+		ps.Advantages = out
+	} else if given != nil {
+		ps.Advantages = tc.InputPath(InAdvantages)
+	} else {
+		ps.Advantages = filepath.Join(dir, AdvantagesFile)
+		if err := tables.WriteFile(ps.Advantages, tables.Advantages, adv, nil); err != nil {
+			return fmt.Errorf("write advantages: %w", err)
+		}
 	}
 	hp := o.Hyperparameters
 	if hp == nil {

@@ -384,7 +384,7 @@ func openRun(t testing.TB, st artifacts.Store, name string, attempts int, logs i
 		log = zerolog.New(logs).Level(zerolog.DebugLevel)
 	}
 	r, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: name, Seed: 3, WorkDir: t.TempDir(), Logger: log,
-		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick}})
 	if err != nil {
 		t.Fatal(err)
 	}

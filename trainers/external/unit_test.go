@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
@@ -176,7 +177,7 @@ func TestPrepareMasks(t *testing.T) {
 	}
 	rewards := []tables.Reward{rew("a", 0, 1), rew("a", 1, 0), {PromptID: "a", SampleIndex: 2, Status: "timeout", Error: &errMsg},
 		rew("b", 0, 1), rew("b", 1, 1), rew("c", 0, 1), rew("c", 1, 0)}
-	adv, m, err := prepare(prompts, trajs, rewards, advantageOptions{})
+	adv, m, err := prepare(prompts, trajs, rewards, nil, advantages.TrainOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +196,10 @@ func TestPrepareMasks(t *testing.T) {
 	if m.Samples != 8 || m.Used != 3 || m.Masked != 5 || m.Errored != 2 || m.Groups != 3 || m.ZeroStdGroups != 1 || m.Reward.Count != 6 {
 		t.Errorf("metrics %+v", m)
 	}
-	if _, _, err := prepare(prompts[:1], trajs, rewards, advantageOptions{}); !errors.Is(err, ErrBatch) {
+	if _, _, err := prepare(prompts[:1], trajs, rewards, nil, advantages.TrainOptions{}); !errors.Is(err, ErrBatch) {
 		t.Errorf("a sample without its prompt: %v", err)
 	}
-	if _, _, err := prepare(prompts, trajs, append(rewards, rew("z", 0, 1)), advantageOptions{}); !errors.Is(err, ErrBatch) {
+	if _, _, err := prepare(prompts, trajs, append(rewards, rew("z", 0, 1)), nil, advantages.TrainOptions{}); !errors.Is(err, ErrBatch) {
 		t.Errorf("a reward without its sample: %v", err)
 	}
 }

@@ -395,7 +395,9 @@ func TestArithmeticDemoAcrossProcesses(t *testing.T) {
 	}
 	want := localSums(t, setup, cfg, "arith")
 	c := newCluster(t, setup)
-	for _, env := range []string{"sample", "generate", "reward", "train", "eval", "health"} {
+	// The grpo train stage brings the advantages step, in its own
+	// environment.
+	for _, env := range []string{"sample", "generate", "reward", "advantages", "train", "eval", "health"} {
 		c.worker(env, cfg, "--env", env)
 	}
 	out := rlpipe(t, c.dir, c.env, c.runArgs(cfg, "-o", "json")...)

@@ -1,0 +1,243 @@
+package advantages_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// handBatch is a small iteration: prompt a has a failed sample, b a group
+// of equal rewards, c a sample without a reward and one without token ids.
+func handBatch() ([]tables.Trajectory, []tables.Reward) {
+	ok := tables.StatusOK
+	trajs := []tables.Trajectory{
+		traj("c", 2, ok, 6), traj("a", 1, ok, 7), traj("b", 0, ok, 5), traj("a", 0, ok, 9),
+		traj("c", 0, ok, 4), traj("b", 1, ok, 5), traj("a", 2, tables.StatusTimeout), traj("c", 1, ok),
+	}
+	rewards := []tables.Reward{rew("a", 0, 1), rew("a", 1, 0), {PromptID: "a", SampleIndex: 2, Status: tables.StatusTimeout, Total: math.NaN()},
+		rew("b", 1, 1), rew("b", 0, 1), rew("c", 1, 0.25), rew("c", 2, 0.75)}
+	return trajs, rewards
+}
+
+// runTask runs t once in iteration n of a run on st, with the tables as
+// its trajectories and rewards inputs, and returns the node.
+func runTask(t *testing.T, st artifacts.Store, r *pipeline.Run, n int, task *pipeline.Task, trajs []tables.Trajectory, rewards []tables.Reward) *pipeline.Node {
+	t.Helper()
+	ctx := context.Background()
+	put := func(path string, write func(w io.Writer) error) pipeline.Artifact {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.PutObject(ctx, "main", path, &buf, nil); err != nil {
+			t.Fatal(err)
+		}
+		return pipeline.StoreArtifact("main", path)
+	}
+	in := map[string]pipeline.Artifact{
+		pipeline.OutTrajectories: put(fmt.Sprintf("in/%d/trajectories.parquet", n), func(w io.Writer) error { return tables.Write(w, tables.Trajectories, trajs, nil) }),
+		pipeline.OutRewards:      put(fmt.Sprintf("in/%d/rewards.parquet", n), func(w io.Writer) error { return tables.Write(w, tables.Rewards, rewards, nil) }),
+	}
+	node := r.Iteration(n).Go(ctx, task, pipeline.Call{Inputs: in, Params: map[string]int{"iteration": n}})
+	_ = node.Wait(ctx)
+	return node
+}
+
+func openRun(t *testing.T) (artifacts.Store, *pipeline.Run) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", WorkDir: t.TempDir(),
+		Envs: map[string]pipeline.Settings{"advantages": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return st, r
+}
+
+func readAdvantages(t *testing.T, st artifacts.Store, ref, path string) []tables.Advantage {
+	t.Helper()
+	rc, _, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tables.Advantages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestTrainTask: the advantages step writes Join's rows, masks and
+// reasons included, to advantages.parquet in the iteration's directory,
+// and reads back exactly; the same call again is a cache hit.
+func TestTrainTask(t *testing.T) {
+	eps, half, quarter := 1e-6, 0.5, 0.25
+	adv := func(p string, i int32, a, mean, std float64, size int32, reason string) tables.Advantage {
+		return tables.Advantage{PromptID: p, SampleIndex: i, Advantage: a, GroupMean: mean, GroupStd: std, GroupSize: size, Mask: reason != "", Reason: reason}
+	}
+	for _, tc := range []struct {
+		name string
+		o    advantages.TrainOptions
+		want []tables.Advantage
+	}{
+		{"defaults", advantages.TrainOptions{}, []tables.Advantage{
+			adv("a", 0, half/(half+eps), 0.5, 0.5, 2, ""),
+			adv("a", 1, -half/(half+eps), 0.5, 0.5, 2, ""),
+			adv("a", 2, 0, 0.5, 0.5, 2, "trajectory status timeout"),
+			adv("b", 0, 0, 1, 0, 2, "zero reward variance"),
+			adv("b", 1, 0, 1, 0, 2, "zero reward variance"),
+			adv("c", 0, 0, 0.5, 0.25, 2, "no reward"),
+			adv("c", 1, 0, 0.5, 0.25, 2, "no token ids"),
+			adv("c", 2, quarter/(quarter+eps), 0.5, 0.25, 2, ""),
+		}},
+		{"no std, keep zero std", advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}, []tables.Advantage{
+			adv("a", 0, 0.5, 0.5, 0.5, 2, ""),
+			adv("a", 1, -0.5, 0.5, 0.5, 2, ""),
+			adv("a", 2, 0, 0.5, 0.5, 2, "trajectory status timeout"),
+			adv("b", 0, 0, 1, 0, 2, ""),
+			adv("b", 1, 0, 1, 0, 2, ""),
+			adv("c", 0, 0, 0.5, 0.25, 2, "no reward"),
+			adv("c", 1, 0, 0.5, 0.25, 2, "no token ids"),
+			adv("c", 2, 0.25, 0.5, 0.25, 2, ""),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, r := openRun(t)
+			trajs, rewards := handBatch()
+			task := advantages.TrainTask(tc.o)
+			if task.Name != "advantages" || task.Env != "advantages" || !task.Deterministic || task.Version != tc.o.Version() {
+				t.Fatalf("task %s/%s env %s deterministic %v", task.Name, task.Version, task.Env, task.Deterministic)
+			}
+			n := runTask(t, st, r, 1, task, trajs, rewards)
+			out, err := n.Result(advantages.OutAdvantages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Path != "iterations/000001/advantages.parquet" {
+				t.Errorf("output at %s", out.Path)
+			}
+			got := readAdvantages(t, st, r.Branch(), out.Path)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("rows\n got %+v\nwant %+v", got, tc.want)
+			}
+			j, err := advantages.Join(trajs, rewards, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, j.Advantages) {
+				t.Errorf("rows differ from Join's")
+			}
+			again := runTask(t, st, r, 1, task, trajs, rewards)
+			if err := again.Wait(context.Background()); err != nil || !again.Cached() {
+				t.Errorf("the same call again: err %v, cached %v", err, again.Cached())
+			}
+		})
+	}
+}
+
+func TestTrainTaskRejectsInconsistentBatch(t *testing.T) {
+	st, r := openRun(t)
+	trajs, rewards := handBatch()
+	n := runTask(t, st, r, 1, advantages.TrainTask(advantages.TrainOptions{}), trajs, append(rewards, rew("z", 0, 1)))
+	err := n.Wait(context.Background())
+	if !errors.Is(err, advantages.ErrBatch) || !errors.Is(err, pipeline.ErrPermanent) ||
+		!strings.Contains(err.Error(), `advantages of iteration 1: inconsistent training batch: a reward scores sample 0 of prompt "z"`) {
+		t.Fatalf("err %v, want a permanent ErrBatch", err)
+	}
+}
+
+func TestTrainOptionsVersion(t *testing.T) {
+	base := advantages.TrainOptions{}
+	if v := base.Version(); v != "join-1 epsilon=1e-06 no_std=false keep_zero_std=false" {
+		t.Errorf("version %q", v)
+	}
+	if (advantages.TrainOptions{Options: advantages.Options{Epsilon: 1e-6}}).Version() != base.Version() {
+		t.Errorf("the default epsilon spelled out names another version")
+	}
+	seen := map[string]bool{base.Version(): true}
+	for _, o := range []advantages.TrainOptions{{Options: advantages.Options{NoStd: true}}, {KeepZeroStd: true}, {Options: advantages.Options{Epsilon: 1e-3}}} {
+		if seen[o.Version()] {
+			t.Errorf("%+v shares version %q", o, o.Version())
+		}
+		seen[o.Version()] = true
+	}
+}
+
+// TestGiven: the rows Join wrote, in any order, give back Join's batch,
+// stats included.
+func TestGiven(t *testing.T) {
+	trajs, rewards := handBatch()
+	for _, o := range []advantages.TrainOptions{{}, {Options: advantages.Options{NoStd: true}, KeepZeroStd: true}} {
+		j, err := advantages.Join(trajs, rewards, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := append([]tables.Advantage(nil), j.Advantages...)
+		rand.New(rand.NewPCG(1, 2)).Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+		g, err := advantages.Given(trajs, rewards, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if describe(g) != describe(j) || !reflect.DeepEqual(g.Advantages, j.Advantages) || g.Stats != j.Stats ||
+			!reflect.DeepEqual(g.Trajectories, j.Trajectories) || fmt.Sprint(g.Scored) != fmt.Sprint(j.Scored) {
+			t.Errorf("%+v: Given\n %s %+v\nJoin\n %s %+v", o, describe(g), g.Stats, describe(j), j.Stats)
+		}
+	}
+}
+
+func TestGivenErrors(t *testing.T) {
+	trajs, rewards := handBatch()
+	j, err := advantages.Join(trajs, rewards, advantages.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func([]tables.Advantage) []tables.Advantage
+		want   string
+	}{
+		{"unknown sample", func(r []tables.Advantage) []tables.Advantage { r[3].PromptID = "z"; return r },
+			`row 4 is sample 0 of prompt "z", which the trajectories do not hold`},
+		{"sample twice", func(r []tables.Advantage) []tables.Advantage { r[4] = r[1]; return r },
+			`row 5 is sample 1 of prompt "a" again (row 2 was)`},
+		{"row missing", func(r []tables.Advantage) []tables.Advantage { return r[:7] },
+			`none of the 7 rows is sample 2 of prompt "c"`},
+		{"trains on a failed sample", func(r []tables.Advantage) []tables.Advantage { r[2].Mask, r[2].Reason = false, ""; return r },
+			`row 3 trains on sample 2 of prompt "a", which is not scored (status trajectory timeout)`},
+		{"trains on no tokens", func(r []tables.Advantage) []tables.Advantage { r[6].Mask, r[6].Reason = false, ""; return r },
+			`row 7 trains on sample 1 of prompt "c", which has no token ids`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := tc.mutate(append([]tables.Advantage(nil), j.Advantages...))
+			_, err := advantages.Given(trajs, rewards, rows)
+			want := "inconsistent training batch: the advantages do not fit the trajectories: " + tc.want
+			if !errors.Is(err, advantages.ErrRows) || !errors.Is(err, advantages.ErrBatch) || err.Error() != want {
+				t.Fatalf("err = %v\nwant ErrRows %q", err, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,101 @@
+package external_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/trainers/external"
+)
+
+// branchSums maps every object under iterations/ and run/ at ref to its
+// checksum.
+func branchSums(t *testing.T, st artifacts.Store, ref string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for e, err := range st.ListObjects(context.Background(), ref, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
+			m[e.Path] = e.Checksum
+		}
+	}
+	return m
+}
+
+// TestAdvantagesStepFeedsTheTrainer: with the loop's advantages step, the
+// trainer reads the step's advantages.parquet as --advantages, and the
+// run ends with the same artifacts, byte for byte, as one whose train
+// task computes the advantages itself. The stage's hyperparameters name
+// the step's options.
+func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
+	ctx := context.Background()
+	wantSt := newStore(t)
+	want := openRun(t, wantSt, "ext", 1, nil)
+	if _, err := want.Loop(ctx, loopConfig(2), stages(t, trainTask(t, "ok", nil))); err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t)
+	run := openRun(t, st, "ext", 1, nil)
+	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
+	stage := &external.Stage{Hyperparameters: map[string]any{"keep_zero_std": false}}
+	s.Advantages = advantages.TrainTask(stage.Advantages())
+	if _, err := run.Loop(ctx, loopConfig(2), s); err != nil {
+		t.Fatal(err)
+	}
+	w, g := branchSums(t, wantSt, want.Branch()+"@"), branchSums(t, st, run.Branch()+"@")
+	if w["iterations/000002/"+external.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
+		t.Fatalf("artifacts differ:\ncomputed by train %v\nadvantages step  %v", w, g)
+	}
+	for _, tc := range []struct {
+		hp   map[string]any
+		want advantages.TrainOptions
+	}{
+		{nil, advantages.TrainOptions{}},
+		{map[string]any{"no_std": true, "keep_zero_std": true, "lr": 1e-5}, advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}},
+	} {
+		if got := (&external.Stage{Hyperparameters: tc.hp}).Advantages(); got != tc.want {
+			t.Errorf("hyperparameters %v: advantages options %+v, want %+v", tc.hp, got, tc.want)
+		}
+	}
+}
+
+// TestMismatchedAdvantagesFailBeforeTheTrainer: an advantages file that
+// does not fit the trajectories fails the call permanently, naming the
+// file and the row, before the trainer starts.
+func TestMismatchedAdvantagesFailBeforeTheTrainer(t *testing.T) {
+	st := newStore(t)
+	logs := &syncBuffer{}
+	run := openRun(t, st, "ext", 3, logs)
+	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
+	good := advantages.TrainTask(advantages.TrainOptions{})
+	wrong := *good
+	wrong.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if err := good.Run(ctx, tc); err != nil {
+			return err
+		}
+		path := tc.OutputPath(advantages.OutAdvantages)
+		rows, err := tables.ReadFile(path, tables.Advantages)
+		if err != nil {
+			return err
+		}
+		return tables.WriteFile(path, tables.Advantages, rows[1:], nil)
+	}
+	s.Advantages = &wrong
+	_, err := run.Loop(context.Background(), loopConfig(1), s)
+	want := "train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: none of the 11 rows is sample 0 of prompt"
+	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, external.ErrBatch) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+	}
+	if strings.Contains(logs.String(), "stand-in trainer:") {
+		t.Error("the trainer ran on advantages that do not fit")
+	}
+}
