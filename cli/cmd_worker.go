@@ -118,7 +118,7 @@ worker waits on its queue until one starts. Stop with Ctrl-C: running
 attempts are cancelled and run again on another worker.`,
 		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env generate --temporal temporal.internal:7233
   rlpipe --store lakefs://rl worker -f pipeline.yaml --env train --gpus 8 --gpu-type A100
-  rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,eval,health --driver`,
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,advantages,eval,health --driver`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(file, kinds.Registry())
