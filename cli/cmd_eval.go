@@ -17,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/driver"
 )
 
 type evalOptions struct {
@@ -133,50 +134,12 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	if err := warnOverlap(ctx, st, cfg, stderr); err != nil {
 		return err
 	}
-	plan, err := cfg.Plan()
+	sum, err := driver.Evaluate(ctx, st, cfg, driver.EvalOptions{Name: name, Checkpoints: cps})
 	if err != nil {
 		return failure(err)
 	}
-	defer plan.Close()
-	stats := &runStats{}
-	plan.Run.Name = name
-	plan.Run.OnEvent = stats.event
-	run, err := pipeline.Open(ctx, st, plan.Run)
-	if err != nil {
-		return failure(withOp(err, "eval %s", name))
-	}
-	defer run.Close()
-	set := cfg.Eval.Name
-	if set == "" {
-		set = "heldout"
-	}
-	for _, c := range cps {
-		it := run.Iteration(c)
-		var adapter *pipeline.Artifact
-		if c > 0 {
-			a := pipeline.StoreDir(branch, fmt.Sprintf("iterations/%06d/adapter", c))
-			adapter = &a
-		} else if plan.Loop.InitialPolicy != nil {
-			adapter = plan.Loop.InitialPolicy
-		}
-		pipeline.Evaluate(ctx, it, plan.Stages, plan.Loop.Eval.Set, adapter, c, set, "")
-		if err := it.Wait(ctx); err != nil {
-			return failure(fmt.Errorf("eval %s: checkpoint %d: %w", name, c, err))
-		}
-	}
-	msg := fmt.Sprintf("eval: %s on %s, checkpoints %s", name, set, joinInts(cps))
-	commit, err := st.Commit(ctx, branch, msg, &artifacts.CommitOptions{Metadata: map[string]string{"rlpipe.run": name, "rlpipe.eval": set}})
-	if errors.Is(err, artifacts.ErrNoChanges) {
-		b, gerr := st.GetBranch(ctx, branch)
-		if gerr != nil {
-			return withOp(gerr, "eval %s", name)
-		}
-		commit, err = artifacts.Commit{ID: b.CommitID}, nil
-	}
-	if err != nil {
-		return withOp(err, "eval %s: commit", name)
-	}
-	evals, err := readEvals(ctx, st, commit.ID)
+	set := sum.Set
+	evals, err := readEvals(ctx, st, sum.Commit)
 	if err != nil {
 		return err
 	}
@@ -184,10 +147,8 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	for _, c := range cps {
 		want[c] = true
 	}
-	out := evalRunOut{Run: name, Commit: commit.ID, Checkpoints: cps, Evals: []evalOut{}, Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
-	stats.mu.Lock()
-	out.Cached, out.Ran = stats.cached, stats.tasks-stats.cached
-	stats.mu.Unlock()
+	out := evalRunOut{Run: name, Commit: sum.Commit, Checkpoints: cps, Evals: []evalOut{}, Seconds: time.Since(start).Round(time.Millisecond).Seconds(),
+		Cached: sum.Cached, Ran: sum.Ran}
 	for _, e := range evals {
 		if want[e.Iteration] && e.Set == set {
 			out.Evals = append(out.Evals, e)
@@ -211,7 +172,7 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	}
 	_ = t.write(&sb)
 	fmt.Fprintf(&sb, "evaluated %d checkpoints of %s on %s (%d task calls cached, %d ran) as %s in %s\n",
-		len(cps), name, set, out.Cached, out.Ran, shortID(commit.ID), time.Since(start).Round(100*time.Millisecond))
+		len(cps), name, set, out.Cached, out.Ran, shortID(sum.Commit), time.Since(start).Round(100*time.Millisecond))
 	return p.Printf("%s", sb.String())
 }
 
@@ -286,12 +247,4 @@ func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, w 
 		return err
 	}
 	return nil
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }

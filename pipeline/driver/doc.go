@@ -31,7 +31,11 @@
 // with the Temporal executor. PipelineID names the pipeline's task
 // queues, the same on the driver and on every worker.
 //
+// Evaluate evaluates chosen checkpoints of a run with the config's eval
+// section, as `rlpipe eval` does, and commits the evaluations on the run
+// branch; checkpoints the loop already evaluated are cache hits.
+//
 // The package imports the engine, the config, the store and temporalrun,
 // never the command or a stage package: the stage kinds a config may name
-// are the config package's business.
+// are the registry's that parsed the config (cli/kinds for rlpipe).
 package driver

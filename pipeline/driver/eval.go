@@ -1,0 +1,128 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+// EvalOptions are how Evaluate evaluates a run's checkpoints.
+type EvalOptions struct {
+	// Name is the run ("" is the config's run:).
+	Name string
+	// Checkpoints are the iterations whose adapters are evaluated; 0 is
+	// the starting policy (the base model or the initial policy).
+	Checkpoints []int
+	// OnEvent, when set, is called with each of the engine's events.
+	OnEvent func(pipeline.Event)
+}
+
+// EvalSummary is what an evaluation did.
+type EvalSummary struct {
+	Run         string
+	Set         string // the eval set's name ("heldout")
+	Commit      string // the commit that holds the evaluations
+	Checkpoints []int
+	Cached, Ran int // task calls that were cache hits, and that ran
+}
+
+// Evaluate evaluates checkpoints of a finished (or running) run with the
+// config's eval section, as `rlpipe eval` does: each checkpoint's eval
+// set is sampled and scored under evals/NNNNNN/<set>/ on the run branch,
+// and the results are committed there. A checkpoint evaluated before with
+// the same settings is a cache hit; an evaluation that changes nothing
+// commits nothing and returns the branch's head.
+func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o EvalOptions) (EvalSummary, error) {
+	name := o.Name
+	if name == "" {
+		name = cfg.Run
+	}
+	out := EvalSummary{Run: name, Checkpoints: o.Checkpoints}
+	if cfg.Eval == nil {
+		return out, fmt.Errorf("%w: eval: %s has no eval section", pipeline.ErrConfig, cfg.File())
+	}
+	branch := pipeline.RunBranch(name)
+	plan, err := cfg.Plan()
+	if err != nil {
+		return out, err
+	}
+	defer plan.Close()
+	var mu sync.Mutex
+	var tasks, cached int
+	plan.Run.Name = name
+	plan.Run.OnEvent = func(e pipeline.Event) {
+		mu.Lock()
+		switch e.Kind {
+		case pipeline.EventFinished:
+			tasks++
+		case pipeline.EventCached:
+			tasks, cached = tasks+1, cached+1
+		}
+		mu.Unlock()
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
+	}
+	run, err := pipeline.Open(ctx, st, plan.Run)
+	if err != nil {
+		return out, withEval(err, name)
+	}
+	defer run.Close()
+	out.Set = cfg.Eval.Name
+	if out.Set == "" {
+		out.Set = "heldout"
+	}
+	for _, c := range o.Checkpoints {
+		it := run.Iteration(c)
+		var adapter *pipeline.Artifact
+		if c > 0 {
+			a := pipeline.StoreDir(branch, fmt.Sprintf("iterations/%06d/adapter", c))
+			adapter = &a
+		} else if plan.Loop.InitialPolicy != nil {
+			adapter = plan.Loop.InitialPolicy
+		}
+		pipeline.Evaluate(ctx, it, plan.Stages, plan.Loop.Eval.Set, adapter, c, out.Set, "")
+		if err := it.Wait(ctx); err != nil {
+			return out, fmt.Errorf("eval %s: checkpoint %d: %w", name, c, err)
+		}
+	}
+	cps := make([]string, len(o.Checkpoints))
+	for i, c := range o.Checkpoints {
+		cps[i] = strconv.Itoa(c)
+	}
+	msg := fmt.Sprintf("eval: %s on %s, checkpoints %s", name, out.Set, strings.Join(cps, ","))
+	commit, err := st.Commit(ctx, branch, msg, &artifacts.CommitOptions{Metadata: map[string]string{"rlpipe.run": name, "rlpipe.eval": out.Set}})
+	if errors.Is(err, artifacts.ErrNoChanges) {
+		b, gerr := st.GetBranch(ctx, branch)
+		if gerr != nil {
+			return out, withEval(gerr, name)
+		}
+		commit, err = artifacts.Commit{ID: b.CommitID}, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("eval %s: commit: %w", name, err)
+	}
+	mu.Lock()
+	out.Commit, out.Cached, out.Ran = commit.ID, cached, tasks-cached
+	mu.Unlock()
+	return out, nil
+}
+
+// withEval names the evaluation in err unless it already does.
+func withEval(err error, name string) error {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "eval "+name):
+		return err
+	case strings.HasPrefix(msg, name+":"):
+		return fmt.Errorf("eval %w", err)
+	}
+	return fmt.Errorf("eval %s: %w", name, err)
+}
