@@ -140,7 +140,7 @@ func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, 
 	}
 	for name, in := range job.Inputs {
 		p := filepath.Join(work, "in", name)
-		if err := download(actx, a.store, in, p); err != nil {
+		if err := download(actx, a.store, in, p, tc.log); err != nil {
 			return nil, fmt.Errorf("fetch input %s: %w", name, err)
 		}
 		tc.inputs[name] = p

@@ -420,22 +420,57 @@ func describe(ctx context.Context, st artifacts.Store, a Artifact) (Artifact, er
 }
 
 // download copies an artifact to a local path.
-func download(ctx context.Context, st artifacts.Store, a Artifact, dst string) error {
+func download(ctx context.Context, st artifacts.Store, a Artifact, dst string, log zerolog.Logger) error {
 	if !a.Dir {
-		return downloadFile(ctx, st, a.Ref, a.Path, dst)
+		return downloadFile(ctx, st, a.Ref, a.Path, dst, a.Checksum != "", log)
 	}
 	for rel := range a.Files {
-		if err := downloadFile(ctx, st, a.Ref, a.Path+"/"+rel, dst+"/"+rel); err != nil {
+		if err := downloadFile(ctx, st, a.Ref, a.Path+"/"+rel, dst+"/"+rel, true, log); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string) error {
-	rc, _, err := st.GetObject(ctx, ref, path)
-	if err != nil {
-		return err
+// stagedReadTries bounds the reads of an object the engine staged itself
+// that the store answers as not found; stagedReadWait is the first wait
+// between them (doubled each time, at most 2 s: about 10 s in all).
+var (
+	stagedReadTries = 8
+	stagedReadWait  = 100 * time.Millisecond
+)
+
+// downloadFile copies ref:path to dst. staged says the engine recorded
+// the object when it was staged (a task's output, with its checksum): it
+// exists, so "not found" can only be a read racing a commit of the branch
+// (lakeFS drops a branch's staged entries as the commit that holds them
+// lands, and a read in between misses both). Such a read is retried, a
+// bounded number of times, until the commit's head serves the object; a
+// name the engine did not stage (the dataset, a deleted branch's object)
+// fails on the first miss.
+func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged bool, log zerolog.Logger) error {
+	wait := stagedReadWait
+	var rc io.ReadCloser
+	for try := 1; ; try++ {
+		var err error
+		rc, _, err = st.GetObject(ctx, ref, path)
+		if err == nil {
+			break
+		}
+		if !staged || !errors.Is(err, artifacts.ErrNotFound) || try >= stagedReadTries {
+			if staged && try > 1 {
+				return fmt.Errorf("%w (still missing after %d reads: the object was staged by this run; was its branch deleted or reset?)", err, try)
+			}
+			return err
+		}
+		log.Warn().Str("ref", ref).Str("path", path).Int("read", try).Dur("wait", wait).
+			Msg("a staged input is not found: a commit of its branch is in flight; reading again")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
 	}
 	defer rc.Close()
 	if err := os.MkdirAll(parentDir(dst), 0o755); err != nil {
