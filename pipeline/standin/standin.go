@@ -273,16 +273,24 @@ func (o Options) train(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err != nil {
 		return err
 	}
-	mean := 0.0
+	// The mean is over the scored rows: a failed row's total is NaN, and an
+	// iteration with none scored learns nothing (mean 0).
+	mean, scored := 0.0, 0
 	for _, r := range rewards {
-		mean += r.Total
+		if r.Scored() {
+			mean += r.Total
+			scored++
+		}
 	}
-	if len(rewards) > 0 {
-		mean /= float64(len(rewards))
+	if scored > 0 {
+		mean /= float64(scored)
 	}
 	next := adapter{Iteration: p.Iteration, Skill: min(skill+int(mean*10), 69), MeanReward: mean, Parent: parent}
 	dir := tc.OutputPath(pipeline.OutAdapter)
-	b, _ := json.MarshalIndent(next, "", "  ")
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("stand-in train: encode the adapter: %w", err))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "adapter_model.json"), b, 0o644); err != nil {
 		return err
 	}
@@ -291,6 +299,9 @@ func (o Options) train(ctx context.Context, tc *pipeline.TaskContext) error {
 		return err
 	}
 	metrics := map[string]string{"iteration": strconv.Itoa(p.Iteration), "mean_reward": strconv.FormatFloat(mean, 'f', 6, 64), "samples": strconv.Itoa(len(rewards))}
-	mb, _ := json.MarshalIndent(metrics, "", "  ")
+	mb, err := json.MarshalIndent(metrics, "", "  ")
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("stand-in train: encode the metrics: %w", err))
+	}
 	return os.WriteFile(tc.OutputPath(pipeline.OutMetrics), mb, 0o644)
 }

@@ -1,0 +1,72 @@
+package standin_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// An iteration whose samples all failed to score (totals NaN) trains on
+// nothing: the adapter records mean reward 0 and the next iteration reads
+// it, where an unchecked encode error once wrote an empty file.
+func TestStandinTrainWithNoScoredSample(t *testing.T) {
+	ctx := context.Background()
+	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "store"), 4)
+	rt, err := tables.RewardsWith("correct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "rewards.parquet")
+	rows := []tables.Reward{{PromptID: "p1", Status: "judge error", Total: math.NaN()}, {PromptID: "p1", SampleIndex: 1, Status: "judge error", Total: math.NaN()}}
+	if err := tables.WriteFile(local, rt, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := st.PutObject(ctx, "main", "data/rewards.parquet", f, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "nan", Envs: map[string]pipeline.Settings{"train": {}}, Machine: &pipeline.Machine{CPU: 2, MemoryMB: 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	train := standin.Stages(standin.Options{}).Train
+	it := r.Iteration(1)
+	n := it.Go(ctx, train, pipeline.Call{Inputs: map[string]pipeline.Artifact{"rewards": pipeline.StoreArtifact("main", "data/rewards.parquet")},
+		Params: map[string]int{"iteration": 1}})
+	if err := n.Wait(ctx); err != nil {
+		t.Fatalf("train: %v", err)
+	}
+	out, err := n.Result(pipeline.OutAdapter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := st.GetObject(ctx, out.Ref, out.Path+"/adapter_model.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Iteration  int     `json:"iteration"`
+		MeanReward float64 `json:"mean_reward"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil || a.Iteration != 1 || a.MeanReward != 0 {
+		t.Fatalf("adapter_model.json = %q (%v), want iteration 1 with mean reward 0", b, err)
+	}
+}
