@@ -986,7 +986,8 @@ func TestResolveRefAsked(t *testing.T) {
 }
 
 // TestCopyObject checks the copy request: destination in the query, the
-// source in the body, a shallow copy within one branch.
+// source in the body, and never a shallow copy, within one branch or
+// across two: lakeFS v1.84.0 refuses every shallow copy with 501.
 func TestCopyObject(t *testing.T) {
 	s := newStub(t)
 	var got struct {
@@ -1005,7 +1006,7 @@ func TestCopyObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.dest != "iterations/000002/x.parquet" || got.body["src_path"] != "iterations/000001/x.parquet" || got.body["src_ref"] != "runs-a" || got.body["shallow"] != true {
+	if got.dest != "iterations/000002/x.parquet" || got.body["src_path"] != "iterations/000001/x.parquet" || got.body["src_ref"] != "runs-a" || got.body["shallow"] != nil {
 		t.Fatalf("request: dest %q body %v", got.dest, got.body)
 	}
 	if info.Checksum != "abc" || info.Size != 3 || info.Path != "iterations/000002/x.parquet" {
@@ -1017,5 +1018,19 @@ func TestCopyObject(t *testing.T) {
 	}
 	if got.body["shallow"] != nil {
 		t.Fatalf("copy across branches asked for a shallow copy: %v", got.body)
+	}
+}
+
+// TestCopyObjectShallowRefused checks what a copy reports when the server
+// refuses it as lakeFS v1.84.0 refuses a shallow copy: the status and the
+// server's words, not a named error the caller would act on.
+func TestCopyObjectShallowRefused(t *testing.T) {
+	s := newStub(t)
+	s.handle("POST /repositories/{repository}/branches/{branch}/objects/copy", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotImplemented, "Not Implemented")
+	})
+	_, err := s.store().CopyObject(t.Context(), "runs-a", "a", "runs-a", "b")
+	if err == nil || !strings.Contains(err.Error(), "server answered 501: Not Implemented") || errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("copy refused with 501: got %v", err)
 	}
 }

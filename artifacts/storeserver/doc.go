@@ -60,7 +60,9 @@
 // when the store has it and otherwise send the whole object, as HTTP
 // allows. Resetting a single object (reset type "object"), squash merges,
 // a message override on revert and creating or deleting repositories are
-// answered 501 too.
+// answered 501 too, and so is a shallow copy (shallow: true), as lakeFS
+// v1.84.0 answers it, so that a client relying on one fails here as it
+// would there.
 //
 // # Errors
 //
