@@ -127,6 +127,9 @@ func TestErrorMapping(t *testing.T) {
 		{"create branch", 404, "not found", artifacts.ErrRefNotFound},
 		{"create branch", 409, "branch already exists: not unique", artifacts.ErrBranchExists},
 		{"create tag", 409, "tag already exists: not unique", artifacts.ErrTagExists},
+		// lakeFS refuses a tag named like a branch and the reverse.
+		{"create tag", 409, "branch name v1: conflict found", artifacts.ErrBranchExists},
+		{"create branch", 409, "tag ID dev: conflict found", artifacts.ErrTagExists},
 		{"put if absent", 412, "path already exists", artifacts.ErrObjectExists},
 		{"put if absent", 404, "branch 'main' not found", artifacts.ErrBranchNotFound},
 		{"commit", 400, "commit: no changes", artifacts.ErrNoChanges},
@@ -177,6 +180,27 @@ func TestErrorMapping(t *testing.T) {
 		want := `lakefs: create branch "x" from "main": branch exists: branch already exists: not unique`
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v, want %s", err, want)
+		}
+	})
+
+	t.Run("name clash", func(t *testing.T) {
+		s := newStub(t)
+		s.handle("POST /repositories/{repo}/tags", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusConflict, "branch name dirty: conflict found")
+		})
+		s.handle("POST /repositories/{repo}/branches", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusConflict, "tag ID v1: conflict found")
+		})
+		// A tag named "dirty" must not read as a dirty branch.
+		_, err := s.store().CreateTag(ctx, "dirty", "main")
+		want := `lakefs: create tag "dirty" at "main": branch exists: a branch named "dirty" exists; refs name one or the other (server: branch name dirty: conflict found)`
+		if !errors.Is(err, artifacts.ErrBranchExists) || errors.Is(err, artifacts.ErrTagExists) || err.Error() != want {
+			t.Fatalf("create tag: got %v, want %s", err, want)
+		}
+		_, err = s.store().CreateBranch(ctx, "v1", "main")
+		want = `lakefs: create branch "v1" from "main": tag exists: a tag named "v1" exists; refs name one or the other (server: tag ID v1: conflict found)`
+		if !errors.Is(err, artifacts.ErrTagExists) || errors.Is(err, artifacts.ErrBranchExists) || err.Error() != want {
+			t.Fatalf("create branch: got %v, want %s", err, want)
 		}
 	})
 
