@@ -14,6 +14,12 @@
 //	_, err = st.CreateBranch(ctx, "try-reward", "main")
 //	for ch, err := range st.Diff(ctx, "main", "try-reward", nil) { … }
 //
+// Branches and tags share one namespace, as on lakeFS: creating a tag
+// named like a branch is refused (ErrBranchExists), and a branch named
+// like a tag (ErrTagExists), so a name means one ref. A full commit id
+// means that commit, and a branch or tag wins over a commit-id prefix its
+// name happens to spell.
+//
 // Backends register a Driver for a URI scheme (the embedded store in
 // artifacts/local for plain paths, lakeFS in artifacts/lakefs for
 // lakefs://) and are chosen by Open; import them for their side effect.

@@ -25,9 +25,11 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrRepositoryExists: the repository was already created.
 	ErrRepositoryExists = wrapErr("repository exists", ErrExists)
-	// ErrBranchExists: a branch with that name exists.
+	// ErrBranchExists: a branch with that name exists. CreateTag returns
+	// it too: a tag may not take a branch's name, as on lakeFS.
 	ErrBranchExists = wrapErr("branch exists", ErrExists)
-	// ErrTagExists: a tag with that name exists.
+	// ErrTagExists: a tag with that name exists. CreateBranch returns it
+	// too: a branch may not take a tag's name, as on lakeFS.
 	ErrTagExists = wrapErr("tag exists", ErrExists)
 	// ErrObjectExists: PutOptions.IfAbsent was set and the path holds an object.
 	ErrObjectExists = wrapErr("object exists", ErrExists)

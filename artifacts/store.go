@@ -21,7 +21,9 @@ type Store interface {
 	Repository(ctx context.Context) (Repository, error)
 
 	// CreateBranch creates branch name at the commit that from resolves to.
-	// It copies no data.
+	// It copies no data. Branches and tags share one namespace, as on
+	// lakeFS: a name a branch holds is ErrBranchExists, a name a tag
+	// holds ErrTagExists.
 	CreateBranch(ctx context.Context, name, from string) (Branch, error)
 	// GetBranch returns the branch and its head commit.
 	GetBranch(ctx context.Context, name string) (Branch, error)
@@ -33,7 +35,8 @@ type Store interface {
 	// ResetBranch discards staged changes under prefix ("" means all).
 	ResetBranch(ctx context.Context, name, prefix string) error
 
-	// CreateTag points tag name at the commit ref resolves to.
+	// CreateTag points tag name at the commit ref resolves to. A name a
+	// tag holds is ErrTagExists, a name a branch holds ErrBranchExists.
 	CreateTag(ctx context.Context, name, ref string) (Tag, error)
 	// GetTag returns a tag.
 	GetTag(ctx context.Context, name string) (Tag, error)

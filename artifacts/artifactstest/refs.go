@@ -1,6 +1,9 @@
 package artifactstest
 
 import (
+	"strings"
+	"testing"
+
 	"github.com/rlpipe/rlpipe/artifacts"
 )
 
@@ -85,25 +88,57 @@ func testRefMergeParents(f *fixture) {
 }
 
 // testRefPrecedence checks which ref a name means when it could mean
-// several, as lakeFS decides: a full commit id first, then a branch, then a
-// tag, and a commit-id prefix only when no branch or tag has that name.
+// several, as lakeFS decides. Branches and tags share one namespace, so
+// the question never arises between them: lakeFS refuses (409) a tag
+// named like a branch and a branch named like a tag, and so must every
+// backend, with the exists error of the ref that holds the name. A full
+// commit id means that commit, and a branch wins over a commit-id prefix
+// its name spells.
 func testRefPrecedence(f *fixture) {
 	t := f.t
 	c1 := f.putCommit("main", "a", "1")
 	c2 := f.putCommit("main", "a", "2")
 
-	// A branch and a tag of the same name: the branch wins.
+	// A tag named like a branch is refused, and nothing is created.
 	f.branch("dup", c1.ID)
-	if _, err := f.st.CreateTag(f.ctx, "dup", c2.ID); err != nil {
-		t.Fatalf("create tag dup beside branch dup: %v", err)
-	}
+	_, err := f.st.CreateTag(f.ctx, "dup", c2.ID)
+	wantErr(t, "create tag dup beside branch dup", err, artifacts.ErrBranchExists)
+	wantNames(t, "create tag dup beside branch dup", err, "branch")
+	_, err = f.st.CreateTag(f.ctx, f.main(), c2.ID)
+	wantErr(t, "create a tag named like the default branch", err, artifacts.ErrBranchExists)
+	_, err = f.st.GetTag(f.ctx, "dup")
+	wantErr(t, "get the refused tag dup", err, artifacts.ErrTagNotFound)
 	f.wantResolve("dup", c1.ID)
 	f.wantContent("dup", "a", "1")
-	tag, err := f.st.GetTag(f.ctx, "dup")
-	if err != nil {
-		t.Fatalf("get tag dup: %v", err)
+
+	// A branch named like a tag is refused, and nothing is created.
+	if _, err := f.st.CreateTag(f.ctx, "rel", c2.ID); err != nil {
+		t.Fatalf("create tag rel: %v", err)
 	}
-	wantEqual(t, "tag dup", tag.CommitID, c2.ID)
+	_, err = f.st.CreateBranch(f.ctx, "rel", c1.ID)
+	wantErr(t, "create branch rel beside tag rel", err, artifacts.ErrTagExists)
+	wantNames(t, "create branch rel beside tag rel", err, "tag")
+	_, err = f.st.GetBranch(f.ctx, "rel")
+	wantErr(t, "get the refused branch rel", err, artifacts.ErrBranchNotFound)
+	f.wantResolve("rel", c2.ID)
+	f.wantContent("rel", "a", "2")
+	if tags := collect(t, "list tags", f.st.ListTags(f.ctx)); len(tags) != 1 || tags[0].Name != "rel" {
+		t.Fatalf("list tags after the refusals: got %v, want only rel", tags)
+	}
+
+	// A name is free again once the ref holding it is deleted.
+	if err := f.st.DeleteBranch(f.ctx, "dup"); err != nil {
+		t.Fatalf("delete branch dup: %v", err)
+	}
+	if _, err := f.st.CreateTag(f.ctx, "dup", c2.ID); err != nil {
+		t.Fatalf("create tag dup after deleting branch dup: %v", err)
+	}
+	f.wantResolve("dup", c2.ID)
+	if err := f.st.DeleteTag(f.ctx, "rel"); err != nil {
+		t.Fatalf("delete tag rel: %v", err)
+	}
+	f.branch("rel", c1.ID)
+	f.wantResolve("rel", c1.ID)
 
 	// A branch named like a prefix of another commit's id wins over it.
 	prefix := c2.ID[:8] // hex digits make a valid branch name
@@ -112,6 +147,15 @@ func testRefPrecedence(f *fixture) {
 	f.wantContent(prefix, "a", "1")
 	f.wantResolve(c2.ID[:9], c2.ID) // a longer prefix names no branch
 	f.wantResolve(c2.ID, c2.ID)
+}
+
+// wantNames fails unless err's message names the kind of ref (branch,
+// tag) that holds the name, so that the reader knows what is in the way.
+func wantNames(t *testing.T, step string, err error, kind string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), kind) {
+		t.Fatalf("%s: error %v does not say a %s holds the name", step, err, kind)
+	}
 }
 
 func testRefUnknown(f *fixture) {

@@ -127,6 +127,9 @@ func TestErrorMapping(t *testing.T) {
 		{"create branch", 404, "not found", artifacts.ErrRefNotFound},
 		{"create branch", 409, "branch already exists: not unique", artifacts.ErrBranchExists},
 		{"create tag", 409, "tag already exists: not unique", artifacts.ErrTagExists},
+		// lakeFS refuses a tag named like a branch and the reverse.
+		{"create tag", 409, "branch name v1: conflict found", artifacts.ErrBranchExists},
+		{"create branch", 409, "tag ID dev: conflict found", artifacts.ErrTagExists},
 		{"put if absent", 412, "path already exists", artifacts.ErrObjectExists},
 		{"put if absent", 404, "branch 'main' not found", artifacts.ErrBranchNotFound},
 		{"commit", 400, "commit: no changes", artifacts.ErrNoChanges},
@@ -177,6 +180,27 @@ func TestErrorMapping(t *testing.T) {
 		want := `lakefs: create branch "x" from "main": branch exists: branch already exists: not unique`
 		if err == nil || err.Error() != want {
 			t.Fatalf("got %v, want %s", err, want)
+		}
+	})
+
+	t.Run("name clash", func(t *testing.T) {
+		s := newStub(t)
+		s.handle("POST /repositories/{repo}/tags", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusConflict, "branch name dirty: conflict found")
+		})
+		s.handle("POST /repositories/{repo}/branches", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusConflict, "tag ID v1: conflict found")
+		})
+		// A tag named "dirty" must not read as a dirty branch.
+		_, err := s.store().CreateTag(ctx, "dirty", "main")
+		want := `lakefs: create tag "dirty" at "main": branch exists: a branch named "dirty" exists; refs name one or the other (server: branch name dirty: conflict found)`
+		if !errors.Is(err, artifacts.ErrBranchExists) || errors.Is(err, artifacts.ErrTagExists) || err.Error() != want {
+			t.Fatalf("create tag: got %v, want %s", err, want)
+		}
+		_, err = s.store().CreateBranch(ctx, "v1", "main")
+		want = `lakefs: create branch "v1" from "main": tag exists: a tag named "v1" exists; refs name one or the other (server: tag ID v1: conflict found)`
+		if !errors.Is(err, artifacts.ErrTagExists) || errors.Is(err, artifacts.ErrBranchExists) || err.Error() != want {
+			t.Fatalf("create branch: got %v, want %s", err, want)
 		}
 	})
 
@@ -986,7 +1010,8 @@ func TestResolveRefAsked(t *testing.T) {
 }
 
 // TestCopyObject checks the copy request: destination in the query, the
-// source in the body, a shallow copy within one branch.
+// source in the body, and never a shallow copy, within one branch or
+// across two: lakeFS v1.84.0 refuses every shallow copy with 501.
 func TestCopyObject(t *testing.T) {
 	s := newStub(t)
 	var got struct {
@@ -1005,7 +1030,7 @@ func TestCopyObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.dest != "iterations/000002/x.parquet" || got.body["src_path"] != "iterations/000001/x.parquet" || got.body["src_ref"] != "runs-a" || got.body["shallow"] != true {
+	if got.dest != "iterations/000002/x.parquet" || got.body["src_path"] != "iterations/000001/x.parquet" || got.body["src_ref"] != "runs-a" || got.body["shallow"] != nil {
 		t.Fatalf("request: dest %q body %v", got.dest, got.body)
 	}
 	if info.Checksum != "abc" || info.Size != 3 || info.Path != "iterations/000002/x.parquet" {
@@ -1017,5 +1042,19 @@ func TestCopyObject(t *testing.T) {
 	}
 	if got.body["shallow"] != nil {
 		t.Fatalf("copy across branches asked for a shallow copy: %v", got.body)
+	}
+}
+
+// TestCopyObjectShallowRefused checks what a copy reports when the server
+// refuses it as lakeFS v1.84.0 refuses a shallow copy: the status and the
+// server's words, not a named error the caller would act on.
+func TestCopyObjectShallowRefused(t *testing.T) {
+	s := newStub(t)
+	s.handle("POST /repositories/{repository}/branches/{branch}/objects/copy", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotImplemented, "Not Implemented")
+	})
+	_, err := s.store().CopyObject(t.Context(), "runs-a", "a", "runs-a", "b")
+	if err == nil || !strings.Contains(err.Error(), "server answered 501: Not Implemented") || errors.Is(err, artifacts.ErrNotFound) {
+		t.Fatalf("copy refused with 501: got %v", err)
 	}
 }

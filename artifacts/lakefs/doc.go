@@ -44,8 +44,12 @@
 //
 // Server answers become the named errors of package artifacts (a 404 from
 // GetBranch is artifacts.ErrBranchNotFound, a 409 from a merge a
-// *artifacts.MergeConflictError listing the conflicting paths), and every
-// error says what was being done and what the server said.
+// *artifacts.MergeConflictError listing the conflicting paths, a 409 from
+// CreateTag saying a branch holds the name artifacts.ErrBranchExists), and
+// every error says what was being done and what the server said.
+//
+// CopyObject asks the server for a full copy, within one branch too:
+// lakeFS v1.84.0 refuses every shallow copy with 501.
 //
 // # Not supported
 //

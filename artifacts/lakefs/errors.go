@@ -21,6 +21,39 @@ type kinds struct {
 	// whatever the message says: GET /commits/{ref} answers "commit not
 	// found" for a missing branch or tag too.
 	refLookup bool
+	// clash marks a call that creates a ref whose name another kind of
+	// ref may hold; its 409 then says so in lakeFS's words.
+	clash *nameClash
+}
+
+// nameClash is a ref being created under a name that a ref of another
+// kind holds. lakeFS refuses it with 409 in words of its own: "branch
+// name X: conflict found" for a tag named like a branch, "tag ID X:
+// conflict found" for a branch named like a tag (lakeFS 1.0 to 1.84).
+type nameClash struct {
+	holder string // "branch" or "tag": the kind that holds the name
+	name   string
+}
+
+// lead is how lakeFS's message starts, lower-cased.
+func (n *nameClash) lead() string {
+	if n.holder == "tag" {
+		return "tag id "
+	}
+	return "branch name "
+}
+
+// in reports whether a lower-cased 409 message is this clash.
+func (n *nameClash) in(msg string) bool {
+	return strings.HasPrefix(msg, n.lead()) && strings.Contains(msg, "conflict found")
+}
+
+// kind is the named error: the exists error of the kind holding the name.
+func (n *nameClash) kind() error {
+	if n.holder == "tag" {
+		return artifacts.ErrTagExists
+	}
+	return artifacts.ErrBranchExists
 }
 
 // translate turns an error from the client into a named artifacts error
@@ -49,6 +82,10 @@ func (c *Client) translate(err error, k kinds, what string) error {
 	what, msg = c.redact(what), c.redact(msg)
 	if kind == nil {
 		return fmt.Errorf("lakefs: %s: server answered %d: %s", what, ae.Status, msg)
+	}
+	if k.clash != nil && kind == k.clash.kind() && k.clash.in(strings.ToLower(ae.Message)) {
+		// lakeFS's words name the thing in the way but not the rule.
+		return fmt.Errorf("lakefs: %s: %w: a %s named %q exists; refs name one or the other (server: %s)", what, kind, k.clash.holder, c.redact(k.clash.name), msg)
 	}
 	if kind == artifacts.ErrUnauthorized {
 		return fmt.Errorf("lakefs: %s: %w: %s (check %s and %s)", what, kind, msg, EnvAccessKeyID, EnvSecretAccessKey)
@@ -98,6 +135,11 @@ func classify(ae *apiError, k kinds) error {
 		}
 		return artifacts.ErrNotFound
 	case http.StatusConflict:
+		// Before the dirty check: a tag named "dirty" clashing with a
+		// branch is still a clash.
+		if k.clash != nil && k.clash.in(msg) {
+			return k.clash.kind()
+		}
 		if isDirty(msg) {
 			return artifacts.ErrDirtyBranch
 		}

@@ -311,8 +311,16 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 }
 
 // CopyObject stages dstBranch:dstPath as a copy of srcRef:srcPath. lakeFS
-// copies within the repository on the server; within one branch the copy
-// is shallow (no bytes move).
+// copies within the repository on the server, and always a full copy: the
+// bytes are copied to a new physical address, within one branch too.
+//
+// A shallow copy (same physical address, no bytes moved) is never asked
+// for. lakeFS v1.84.0 answers every shallow copy 501 Not Implemented,
+// whatever its OpenAPI document says; where older servers made one, an
+// object sharing its address with another may be lost to garbage
+// collection or retention policies (lakeFS's own warning). Trying shallow
+// first and falling back on 501 would cost every copy a refused round
+// trip on current servers, to gain a saving that is unsafe where it exists.
 func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (artifacts.ObjectInfo, error) {
 	what := fmt.Sprintf("copy %s:%s to %s:%s", srcRef, srcPath, dstBranch, dstPath)
 	arg, err := refArg(srcRef)
@@ -327,7 +335,7 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
 		}
 	}
-	body := lakefsapi.ObjectCopyCreation{SrcPath: srcPath, SrcRef: arg, Shallow: arg == dstBranch}
+	body := lakefsapi.ObjectCopyCreation{SrcPath: srcPath, SrcRef: arg}
 	var st lakefsapi.ObjectStats
 	err = s.c.call(ctx, http.MethodPost, s.repoPath("branches", dstBranch, "objects", "copy"), url.Values{"dest_path": {dstPath}}, body, &st)
 	if err != nil {

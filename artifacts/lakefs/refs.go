@@ -55,7 +55,8 @@ func (s *Store) onWrite(ctx context.Context, branch string, err error) error {
 	return err
 }
 
-// CreateBranch creates branch name at the commit from resolves to.
+// CreateBranch creates branch name at the commit from resolves to. A
+// name a tag holds is refused by lakeFS, and reported as ErrTagExists.
 func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
 	what := fmt.Sprintf("create branch %q from %q", name, from)
 	if err := artifacts.ValidateBranchName(name); err != nil {
@@ -72,7 +73,7 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 	}
 	resp, err := s.c.do(ctx, req)
 	if err != nil {
-		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrBranchExists}, what)
+		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrBranchExists, clash: &nameClash{holder: "tag", name: name}}, what)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	drain(resp.Body)
@@ -139,7 +140,9 @@ func (s *Store) ResetBranch(ctx context.Context, name, prefix string) error {
 	return s.onWrite(ctx, name, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what))
 }
 
-// CreateTag points tag name at the commit ref resolves to.
+// CreateTag points tag name at the commit ref resolves to. A name a
+// branch holds is refused by lakeFS, and reported as ErrBranchExists
+// with a message that names the branch.
 func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag, error) {
 	what := fmt.Sprintf("create tag %q at %q", name, ref)
 	if err := artifacts.ValidateTagName(name); err != nil {
@@ -152,7 +155,7 @@ func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag,
 	var r lakefsapi.Ref
 	err = s.c.call(ctx, http.MethodPost, s.repoPath("tags"), nil, lakefsapi.TagCreation{ID: name, Ref: target}, &r)
 	if err != nil {
-		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrTagExists}, what)
+		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrTagExists, clash: &nameClash{holder: "branch", name: name}}, what)
 	}
 	return artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil
 }
@@ -219,9 +222,9 @@ func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, e
 
 // logRef returns the form of a ref the commit log accepts. lakeFS
 // validates the log's ref as a branch name (letters, digits, '_' and '-')
-// and only then dereferences it, so a branch, a tag named like a branch or
-// a commit id (or prefix) goes as it is, and anything else (main~1, main@,
-// v1.0) is resolved to its commit id first.
+// and only then dereferences it, so a branch, a tag whose name is a valid
+// branch name or a commit id (or prefix) goes as it is, and anything else
+// (main~1, main@, v1.0) is resolved to its commit id first.
 func (s *Store) logRef(ctx context.Context, ref, arg string) (string, error) {
 	if artifacts.ValidateBranchName(arg) == nil {
 		return arg, nil

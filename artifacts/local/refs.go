@@ -54,7 +54,10 @@ func getBranch(tx *bolt.Tx, name string) (artifacts.Branch, error) {
 	return b, nil
 }
 
-// resolve turns a ref expression into a view.
+// resolve turns a ref expression into a view. A name is looked up as a
+// branch, then a tag, then a commit id or prefix. New branches and tags
+// never share a name (see nameTaken); a store written before that rule
+// may hold both, and then the branch wins, as on lakeFS.
 func resolve(tx *bolt.Tx, ref string) (view, error) {
 	e, err := artifacts.ParseRef(ref)
 	if err != nil {
@@ -155,7 +158,33 @@ func (s *Store) GetCommit(ctx context.Context, id string) (artifacts.Commit, err
 	return c, err
 }
 
-// CreateBranch points a new branch at the commit from resolves to.
+// clashError is the refusal of a ref whose name another kind of ref
+// holds. It matches that kind's exists error (ErrBranchExists when a
+// branch holds the name), and so ErrExists.
+type clashError struct {
+	msg  string
+	kind error
+}
+
+func (e *clashError) Error() string { return e.msg }
+func (e *clashError) Unwrap() error { return e.kind }
+
+// nameTaken refuses creating a ref of kind creating named name because a
+// ref of kind holder has that name. lakeFS refuses the same (409), so
+// that a name always means one ref and resolving it never has to choose.
+func nameTaken(creating, holder, name string) error {
+	kind := artifacts.ErrBranchExists
+	if holder == "tag" {
+		kind = artifacts.ErrTagExists
+	}
+	return &clashError{
+		msg:  fmt.Sprintf("create %s %q: a %s named %q exists; refs name one or the other (pick another name, or delete the %s first)", creating, name, holder, name, holder),
+		kind: kind,
+	}
+}
+
+// CreateBranch points a new branch at the commit from resolves to. A
+// name a tag holds is refused with ErrTagExists.
 func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
 	if err := artifacts.ValidateBranchName(name); err != nil {
 		return artifacts.Branch{}, fmt.Errorf("create branch: %w", err)
@@ -164,6 +193,9 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketBranches).Get([]byte(name)) != nil {
 			return fmt.Errorf("create branch %q: %w (delete it first, or pick another name)", name, artifacts.ErrBranchExists)
+		}
+		if tx.Bucket(bucketTags).Get([]byte(name)) != nil {
+			return nameTaken("branch", "tag", name)
 		}
 		v, err := resolve(tx, from)
 		if err != nil {
@@ -236,7 +268,8 @@ func (s *Store) DeleteBranch(ctx context.Context, name string) error {
 	})
 }
 
-// CreateTag points a new tag at the commit ref resolves to.
+// CreateTag points a new tag at the commit ref resolves to. A name a
+// branch holds is refused with ErrBranchExists.
 func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag, error) {
 	if err := artifacts.ValidateTagName(name); err != nil {
 		return artifacts.Tag{}, fmt.Errorf("create tag: %w", err)
@@ -245,6 +278,9 @@ func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag,
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketTags).Get([]byte(name)) != nil {
 			return fmt.Errorf("create tag %q: %w", name, artifacts.ErrTagExists)
+		}
+		if tx.Bucket(bucketBranches).Get([]byte(name)) != nil {
+			return nameTaken("tag", "branch", name)
 		}
 		v, err := resolve(tx, ref)
 		if err != nil {

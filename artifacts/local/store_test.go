@@ -54,6 +54,27 @@ func TestOpenMissingStoreSaysHowToCreate(t *testing.T) {
 	}
 }
 
+// TestNameClashSaysWhatIsInTheWay checks the words of the refusal of a
+// ref named like one of the other kind: they name the ref that holds the
+// name, and the error is that ref's exists error.
+func TestNameClashSaysWhatIsInTheWay(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.CreateTag(ctx, "v1", "main"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.CreateTag(ctx, "main", "main")
+	want := `create tag "main": a branch named "main" exists; refs name one or the other (pick another name, or delete the branch first)`
+	if !errors.Is(err, artifacts.ErrBranchExists) || !errors.Is(err, artifacts.ErrExists) || errors.Is(err, artifacts.ErrTagExists) || err.Error() != want {
+		t.Fatalf("create tag main: got %v, want ErrBranchExists: %s", err, want)
+	}
+	_, err = s.CreateBranch(ctx, "v1", "main")
+	want = `create branch "v1": a tag named "v1" exists; refs name one or the other (pick another name, or delete the tag first)`
+	if !errors.Is(err, artifacts.ErrTagExists) || !errors.Is(err, artifacts.ErrExists) || errors.Is(err, artifacts.ErrBranchExists) || err.Error() != want {
+		t.Fatalf("create branch v1: got %v, want ErrTagExists: %s", err, want)
+	}
+}
+
 func TestCreateTwiceFails(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := local.Create(context.Background(), dir, "main", nil); err != nil {

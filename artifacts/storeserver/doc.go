@@ -60,7 +60,9 @@
 // when the store has it and otherwise send the whole object, as HTTP
 // allows. Resetting a single object (reset type "object"), squash merges,
 // a message override on revert and creating or deleting repositories are
-// answered 501 too.
+// answered 501 too, and so is a shallow copy (shallow: true), as lakeFS
+// v1.84.0 answers it, so that a client relying on one fails here as it
+// would there.
 //
 // # Errors
 //
@@ -73,10 +75,13 @@
 // (a *MergeConflictError, whose paths the backend recomputes), a lost
 // branch update 429 (ErrConcurrentUpdate), an existing object under
 // If-None-Match: * 412 (ErrObjectExists), a write to a tag 404 "branch not
-// found", which the backend turns into ErrReadOnlyRef as the store does.
-// The message is the store's own, naming the artifact and the next step,
-// led by those words when it lacks them (and left out when its words
-// would make the backend read another error).
+// found", which the backend turns into ErrReadOnlyRef as the store does,
+// and a tag named like a branch or a branch named like a tag 409 in
+// lakeFS's words ("branch name X: conflict found", "tag ID X: conflict
+// found"), which the backend reads as ErrBranchExists or ErrTagExists.
+// Otherwise the message is the store's own, naming the artifact and the
+// next step, led by those words when it lacks them (and left out when its
+// words would make the backend read another error).
 // A request the server cannot read is 400 (a malformed JSON body names the
 // byte where parsing stopped, an invalid branch name is refused before the
 // store is asked), an unknown endpoint 404 naming the method and path.

@@ -95,6 +95,8 @@ func statusOf(err error) (int, string) {
 	case errors.Is(err, artifacts.ErrObjectExists):
 		return http.StatusPreconditionFailed, "object exists"
 	case errors.Is(err, artifacts.ErrExists):
+		// A branch or tag name another kind of ref holds is answered in
+		// lakeFS's words where the kind is known (createBranch, createTag).
 		return http.StatusConflict, "already exists"
 	case errors.Is(err, artifacts.ErrNoChanges):
 		return http.StatusBadRequest, "no changes"
@@ -126,10 +128,10 @@ func statusOf(err error) (int, string) {
 
 // signal is a class of message the lakefs:// backend tells apart by its
 // words (artifacts/lakefs/errors.go, classify): a message is in the class
-// if it holds one of any, and also when set.
+// if it holds one of any, and also when set, and starts with lead when set.
 type signal struct {
-	any  []string
-	also string
+	any        []string
+	also, lead string
 }
 
 // signals lists, per status, the classes the backend checks, in the order
@@ -139,8 +141,12 @@ var signals = map[int][]signal{
 		{any: []string{"repository not found"}}, {any: []string{"ambiguous"}},
 		{any: []string{"branch not found"}}, {any: []string{"tag not found"}}, {any: []string{"commit not found"}},
 	},
-	http.StatusForbidden:  {{any: []string{"protected branch", "default branch"}}},
-	http.StatusConflict:   {{any: []string{"uncommitted", "dirty"}}},
+	http.StatusForbidden: {{any: []string{"protected branch", "default branch"}}},
+	http.StatusConflict: {
+		// A name clash, read only on creating a branch or a tag.
+		{lead: "branch name ", any: []string{"conflict found"}}, {lead: "tag id ", any: []string{"conflict found"}},
+		{any: []string{"uncommitted", "dirty"}},
+	},
 	http.StatusBadRequest: {{any: []string{"no changes"}}, {any: []string{"uncommitted", "dirty"}}, {any: []string{"ref"}}},
 	http.StatusInternalServerError: {
 		{any: []string{"locked", "predicate failed"}}, {any: []string{"required permissions"}},
@@ -152,7 +158,7 @@ var signals = map[int][]signal{
 func signalOf(status int, msg string) int {
 	msg = strings.ToLower(msg)
 	for i, sig := range signals[status] {
-		if sig.also != "" && !strings.Contains(msg, sig.also) {
+		if sig.also != "" && !strings.Contains(msg, sig.also) || !strings.HasPrefix(msg, sig.lead) {
 			continue
 		}
 		for _, w := range sig.any {

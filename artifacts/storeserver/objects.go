@@ -420,6 +420,14 @@ func (s *Server) deleteObject(c *call) error {
 
 // copyObject answers POST …/branches/{branch}/objects/copy?dest_path=
 // with the store's Copier: the object is linked, its bytes not copied.
+//
+// A shallow copy (shallow: true) is answered as lakeFS v1.84.0 answers
+// it, once the destination branch is known to exist: 501 with lakeFS's
+// error body, whose message leads with lakeFS's words ("Not Implemented")
+// and goes on to say what to send instead. The server links objects
+// whatever the request asks, so it could serve one; refusing it keeps the
+// server a faithful stand-in for lakeFS, on which a client that asks for
+// shallow copies fails.
 func (s *Server) copyObject(c *call) error {
 	branch, err := c.branch("branch")
 	if err != nil {
@@ -435,6 +443,12 @@ func (s *Server) copyObject(c *call) error {
 	}
 	if body.SrcPath == "" {
 		return errorf(http.StatusBadRequest, "copy to %s:%s: the body names no src_path", branch, dest)
+	}
+	if body.Shallow {
+		if _, err := s.st.GetBranch(c.ctx(), branch); err != nil {
+			return err
+		}
+		return errorf(http.StatusNotImplemented, "%s: copy to %s:%s: shallow copies are refused, as lakeFS v1.84.0 refuses them; send shallow false for a full copy", http.StatusText(http.StatusNotImplemented), branch, dest)
 	}
 	cp, ok := s.st.(artifacts.Copier)
 	if !ok {

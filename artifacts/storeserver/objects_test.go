@@ -433,3 +433,57 @@ func TestSameObjectWhicheverWay(t *testing.T) {
 		t.Fatalf("put with a content type: stored %+v, %v", info, err)
 	}
 }
+
+// TestCopyWithinBranch copies an object within one branch through the
+// lakefs:// backend, as a run does when it carries an earlier evaluation
+// forward, and checks that the server refuses the shallow copy lakeFS
+// v1.84.0 refuses, so that a client asking for one fails here too.
+func TestCopyWithinBranch(t *testing.T) {
+	backing, url, st := served(t)
+	ctx := context.Background()
+	meta := map[string]string{"rlpipe-task": "eval"}
+	put, err := st.PutObject(ctx, "main", "evals/000000/heldout/trajectories.parquet", strings.NewReader("trajectories"), &artifacts.PutOptions{Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.CopyObject(ctx, "main", "evals/000000/heldout/trajectories.parquet", "main", "evals/000001/heldout/trajectories.parquet")
+	if err != nil {
+		t.Fatalf("copy within main: %v", err)
+	}
+	if info.Path != "evals/000001/heldout/trajectories.parquet" || info.Checksum != put.Checksum || info.Size != put.Size {
+		t.Fatalf("copy within main: got %+v, want the source's checksum %s and size %d", info, put.Checksum, put.Size)
+	}
+	// Staged on main, uncommitted; the bytes and metadata are the source's.
+	rc, got, err := backing.GetObject(ctx, "main", "evals/000001/heldout/trajectories.parquet")
+	if err != nil {
+		t.Fatalf("read the copy in the store: %v", err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || string(b) != "trajectories" || got.Metadata["rlpipe-task"] != "eval" {
+		t.Fatalf("the copy in the store: %q %+v, %v", b, got, err)
+	}
+	if _, err := st.Commit(ctx, "main", "copy forward", nil); err != nil {
+		t.Fatal(err)
+	}
+	// Within a branch from one of its commits, as after a reset.
+	if _, err := st.CopyObject(ctx, "main@", "evals/000001/heldout/trajectories.parquet", "main", "evals/000002/heldout/trajectories.parquet"); err != nil {
+		t.Fatalf("copy within main from main@: %v", err)
+	}
+
+	repo := url + storeserver.APIBasePath + "/repositories/" + testRepo
+	body := `{"src_path": "evals/000000/heldout/trajectories.parquet", "shallow": true}`
+	status, header, answer := do(t, "POST", repo+"/branches/main/objects/copy?dest_path=shallow.parquet", body, nil)
+	want := "Not Implemented: copy to main:shallow.parquet: shallow copies are refused, as lakeFS v1.84.0 refuses them; send shallow false for a full copy"
+	if status != http.StatusNotImplemented || header.Get("Content-Type") != "application/json" || messageOf(t, answer) != want {
+		t.Fatalf("shallow copy: got %d %s, want 501 %q", status, answer, want)
+	}
+	if _, err := backing.StatObject(ctx, "main", "shallow.parquet"); !errors.Is(err, artifacts.ErrObjectNotFound) {
+		t.Fatalf("a refused shallow copy left an object: %v", err)
+	}
+	// As on lakeFS, a missing destination branch is reported first.
+	status, _, answer = do(t, "POST", repo+"/branches/no-such-branch/objects/copy?dest_path=x", body, nil)
+	if status != http.StatusNotFound || !strings.Contains(messageOf(t, answer), "branch not found") {
+		t.Fatalf("shallow copy to a missing branch: got %d %s, want 404 branch not found", status, answer)
+	}
+}

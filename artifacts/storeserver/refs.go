@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -49,6 +50,16 @@ func (s *Server) listBranches(c *call) error {
 		c.q.Get("after"), amount)
 }
 
+// nameClash is the answer to creating a ref under a name that a ref of
+// the other kind holds (the store's ErrTagExists from CreateBranch, its
+// ErrBranchExists from CreateTag): 409 in lakeFS's own words, "tag ID X:
+// conflict found" or "branch name X: conflict found", which the lakefs://
+// backend reads as that clash and explains itself. The store's words are
+// left out: after lakeFS's they would only say it again.
+func nameClash(holder, name string) error {
+	return errorf(http.StatusConflict, "%s %s: conflict found", holder, name)
+}
+
 // createBranch answers POST …/branches with the new branch's commit id
 // as text, as lakeFS does.
 func (s *Server) createBranch(c *call) error {
@@ -63,6 +74,9 @@ func (s *Server) createBranch(c *call) error {
 		return errorf(http.StatusBadRequest, "create branch %q: the body names no source (a branch, tag or commit)", body.Name)
 	}
 	b, err := s.st.CreateBranch(c.ctx(), body.Name, body.Source)
+	if errors.Is(err, artifacts.ErrTagExists) {
+		return nameClash("tag ID", body.Name)
+	}
 	if err != nil {
 		return err
 	}
@@ -152,6 +166,9 @@ func (s *Server) createTag(c *call) error {
 		return errorf(http.StatusBadRequest, "create tag %q: the body names no ref to tag", body.ID)
 	}
 	t, err := s.st.CreateTag(c.ctx(), body.ID, body.Ref)
+	if errors.Is(err, artifacts.ErrBranchExists) {
+		return nameClash("branch name", body.ID)
+	}
 	if err != nil {
 		return err
 	}

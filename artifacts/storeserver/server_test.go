@@ -131,6 +131,52 @@ func basic(key, secret string) string {
 	return r.Header.Get("Authorization")
 }
 
+// TestNameClash checks that a branch or tag named like a ref of the other
+// kind is refused as lakeFS refuses it, 409 in lakeFS's words, and that
+// the lakefs:// backend names the ref in the way: the store server is the
+// project's lakeFS in tests, so it must not allow what lakeFS refuses.
+func TestNameClash(t *testing.T) {
+	backing, url, st := served(t)
+	ctx := context.Background()
+	if _, err := backing.CreateBranch(ctx, "dirty", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backing.CreateTag(ctx, "v1", "main"); err != nil {
+		t.Fatal(err)
+	}
+	repo := url + storeserver.APIBasePath + "/repositories/" + testRepo
+	cases := []struct{ name, path, body, message string }{
+		// "dirty" reads like a dirty branch to the backend in other 409s.
+		{"tag named like a branch", "/tags", `{"id": "dirty", "ref": "main"}`, "branch name dirty: conflict found"},
+		{"tag named like the default branch", "/tags", `{"id": "main", "ref": "main"}`, "branch name main: conflict found"},
+		{"branch named like a tag", "/branches", `{"name": "v1", "source": "main"}`, "tag ID v1: conflict found"},
+	}
+	for _, c := range cases {
+		status, _, body := do(t, "POST", repo+c.path, c.body, nil)
+		if status != http.StatusConflict || messageOf(t, body) != c.message {
+			t.Errorf("%s: got %d %s, want 409 %q", c.name, status, body, c.message)
+		}
+	}
+
+	_, err := st.CreateTag(ctx, "dirty", "main")
+	want := `lakefs: create tag "dirty" at "main": branch exists: a branch named "dirty" exists; refs name one or the other (server: branch name dirty: conflict found)`
+	if !errors.Is(err, artifacts.ErrBranchExists) || errors.Is(err, artifacts.ErrTagExists) || err.Error() != want {
+		t.Errorf("create tag dirty beside branch dirty: got %v, want ErrBranchExists: %s", err, want)
+	}
+	_, err = st.CreateBranch(ctx, "v1", "main")
+	want = `lakefs: create branch "v1" from "main": tag exists: a tag named "v1" exists; refs name one or the other (server: tag ID v1: conflict found)`
+	if !errors.Is(err, artifacts.ErrTagExists) || errors.Is(err, artifacts.ErrBranchExists) || err.Error() != want {
+		t.Errorf("create branch v1 beside tag v1: got %v, want ErrTagExists: %s", err, want)
+	}
+	// Nothing was created.
+	if _, err := backing.GetTag(ctx, "dirty"); !errors.Is(err, artifacts.ErrTagNotFound) {
+		t.Errorf("tag dirty after the refusal: %v", err)
+	}
+	if _, err := backing.GetBranch(ctx, "v1"); !errors.Is(err, artifacts.ErrBranchNotFound) {
+		t.Errorf("branch v1 after the refusal: %v", err)
+	}
+}
+
 // TestClientErrors checks that the lakefs:// backend, talking to the
 // server, reports the same named errors the store reports directly.
 func TestClientErrors(t *testing.T) {
@@ -197,6 +243,8 @@ func TestClientErrors(t *testing.T) {
 		}, artifacts.ErrObjectExists},
 		{"create an existing branch", func() error { _, err := st.CreateBranch(ctx, "feature", "main"); return err }, artifacts.ErrBranchExists},
 		{"create an existing tag", func() error { _, err := st.CreateTag(ctx, "v1", "main"); return err }, artifacts.ErrTagExists},
+		{"create a tag named like a branch", func() error { _, err := st.CreateTag(ctx, "feature", "main"); return err }, artifacts.ErrBranchExists},
+		{"create a branch named like a tag", func() error { _, err := st.CreateBranch(ctx, "v1", "main"); return err }, artifacts.ErrTagExists},
 		{"commit nothing", func() error { _, err := st.Commit(ctx, "main", "nothing", nil); return err }, artifacts.ErrNoChanges},
 		{"merge nothing new", func() error { _, err := m.Merge(ctx, "main~1", "main", nil); return err }, artifacts.ErrNoChanges},
 		{"resolve an ambiguous prefix", func() error { _, err := st.ResolveRef(ctx, ambiguousPrefix(t, backing)); return err }, artifacts.ErrAmbiguousRef},
