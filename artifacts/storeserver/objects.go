@@ -142,6 +142,9 @@ func (s *Server) getObject(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := s.missStaged(c, ref, path); err != nil {
+		return err
+	}
 	head := c.r.Method == http.MethodHead
 	if spec := c.r.Header.Get("Range"); spec != "" {
 		if rr, ok := s.st.(artifacts.RangeReader); ok {
@@ -363,6 +366,9 @@ func (s *Server) statObject(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := s.missStaged(c, c.p["ref"], path); err != nil {
+		return err
+	}
 	info, err := s.st.StatObject(c.ctx(), c.p["ref"], path)
 	if err != nil {
 		return err
@@ -464,4 +470,34 @@ func (s *Server) copyObject(c *call) error {
 	}
 	writeJSON(c.w, http.StatusCreated, fromObjectInfo(info, true))
 	return nil
+}
+
+// missStaged is Faults.MissStagedOnce: a 404 for the first read of a
+// staged version of ref:path when ref is a branch.
+func (s *Server) missStaged(c *call, ref, path string) error {
+	if !s.opts.Faults.MissStagedOnce {
+		return nil
+	}
+	br, err := s.st.GetBranch(c.ctx(), ref)
+	if err != nil {
+		return nil // not a branch: nothing is staged
+	}
+	info, err := s.st.StatObject(c.ctx(), ref, path)
+	if err != nil {
+		return nil // the read answers for itself
+	}
+	if old, err := s.st.StatObject(c.ctx(), br.CommitID, path); err == nil && old.Checksum == info.Checksum {
+		return nil // committed
+	}
+	key := ref + "\x00" + path + "\x00" + info.Checksum
+	s.missedMu.Lock()
+	defer s.missedMu.Unlock()
+	if s.missed == nil {
+		s.missed = map[string]bool{}
+	}
+	if s.missed[key] {
+		return nil
+	}
+	s.missed[key] = true
+	return errorf(http.StatusNotFound, "object not found (a fault: the read of a staged object races a commit of %s)", ref)
 }

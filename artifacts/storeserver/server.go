@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -77,6 +78,20 @@ type Options struct {
 	// Logger receives a Debug line per request, a Warn line per answer
 	// of 500 or more, and Info lines for start and stop (default: none).
 	Logger zerolog.Logger
+	// Faults make the server misbehave the way a real lakeFS server does,
+	// for tests (the zero value: none).
+	Faults Faults
+}
+
+// Faults are lakeFS behaviours a test can turn on.
+type Faults struct {
+	// MissStagedOnce answers the first read (get, head or stat) of each
+	// staged version of an object on a branch with 404, as lakeFS answers
+	// a read that races a commit of the branch: the commit drops the
+	// staged entry as its new head lands, and the read sees neither. It
+	// is the worst case of that race, made deterministic: every staged
+	// object a client reads misses once.
+	MissStagedOnce bool
 }
 
 // String shows the options with the credentials redacted.
@@ -123,6 +138,9 @@ type Server struct {
 	repo          string
 	defaultBranch string
 	key, secret   [sha256.Size]byte
+
+	missedMu sync.Mutex
+	missed   map[string]bool // ref, path and checksum of staged reads that missed
 }
 
 // New returns a Server over st. It reads the store's repository once (its

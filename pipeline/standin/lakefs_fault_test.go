@@ -1,0 +1,81 @@
+package standin_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/lakefs"
+	"github.com/rlpipe/rlpipe/artifacts/storeserver"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// An overlapped loop through the lakeFS backend, against a store server
+// that answers the first read of every staged object with 404 (what a
+// real lakeFS does to a read racing a commit), finishes without a single
+// task retry, with the artifacts of the same loop on the embedded store.
+func TestOverlappedLoopSurvivesReadsRacingCommits(t *testing.T) {
+	ctx := context.Background()
+	once := pipeline.Settings{Retry: pipeline.Retry{Attempts: 1}}
+	noRetry := map[string]pipeline.Settings{"sample": once, "generate": once, "reward": once, "advantages": once, "train": once}
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
+
+	direct := newStoreWithDataset(t, filepath.Join(t.TempDir(), "direct"), 10)
+	ref, err := pipeline.Open(ctx, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ref.Loop(ctx, loopConfig(4, 1), stages); err != nil {
+		t.Fatal(err)
+	}
+	ref.Close()
+
+	served := newStoreWithDataset(t, filepath.Join(t.TempDir(), "served"), 10)
+	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: storeserver.Faults{MissStagedOnce: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	c, err := lakefs.NewClient(lakefs.Config{Endpoint: hs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := lakefs.Open(ctx, c, srv.Repository(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	var retries, failures atomic.Int32
+	r, err := pipeline.Open(ctx, remote, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3, OnEvent: func(e pipeline.Event) {
+		switch e.Kind {
+		case pipeline.EventRetried:
+			retries.Add(1)
+		case pipeline.EventFailed:
+			failures.Add(1)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	state, err := r.Loop(ctx, loopConfig(4, 1), stages)
+	if err != nil {
+		t.Fatalf("the loop stopped on a read racing a commit: %v", err)
+	}
+	if state.Iteration != 4 || retries.Load() != 0 || failures.Load() != 0 {
+		t.Errorf("iteration %d, %d retries, %d failures; want 4, 0, 0", state.Iteration, retries.Load(), failures.Load())
+	}
+	want, got := artifactSums(t, direct, pipeline.RunBranch("race")), artifactSums(t, served, pipeline.RunBranch("race"))
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("%d artifacts through lakeFS, %d direct", len(got), len(want))
+	}
+	for p, sum := range want {
+		if got[p] != sum && p != "run/state.json" {
+			t.Errorf("%s: %s through lakeFS, %s direct", p, got[p], sum)
+		}
+	}
+}
