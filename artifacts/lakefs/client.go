@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -210,16 +211,89 @@ type request struct {
 	length int64
 }
 
+// Transient failures are retried: a request that never reached the
+// server (the connection was refused, as while lakeFS restarts) in any
+// method whose body can be replayed, and a 502, 503 or 504 answer to a
+// read. At most retryTries sends, waiting retryWait, doubled up to 5 s,
+// between them (about 20 s in all); each retry is logged at warn.
+var (
+	retryTries = 6
+	retryWait  = 300 * time.Millisecond
+)
+
 // do sends r and returns the response when its status is 2xx; otherwise
-// an *apiError. The caller closes the body.
+// an *apiError. The caller closes the body. Transient failures are
+// retried (retryTries).
 func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
+	wait := retryWait
+	for try := 1; ; try++ {
+		resp, err := c.send(ctx, r)
+		again := try < retryTries && ctx.Err() == nil && c.transient(r, resp, err)
+		if !again {
+			if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+				return nil, readAPIError(resp)
+			}
+			return resp, err
+		}
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if seeker, ok := r.body.(io.Seeker); ok {
+			if _, serr := seeker.Seek(0, io.SeekStart); serr != nil {
+				return nil, err
+			}
+		}
+		ev := c.log.Warn().Str("method", r.method).Str("path", r.path).Int("try", try).Dur("wait", wait)
+		if err != nil {
+			ev = ev.Err(err)
+		} else {
+			ev = ev.Int("status", resp.StatusCode)
+		}
+		ev.Msg("lakefs request failed transiently; sending it again")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// transient reports whether a send may be repeated: it never reached the
+// server and its body can be sent again, or it is a read the server
+// could not serve for now.
+func (c *Client) transient(r request, resp *http.Response, err error) bool {
+	replayable := r.body == nil || r.length == 0
+	if _, ok := r.body.(io.Seeker); ok {
+		replayable = true
+	}
+	if err != nil {
+		var op *net.OpError
+		return replayable && errors.As(err, &op) && op.Op == "dial"
+	}
+	read := r.method == http.MethodGet || r.method == http.MethodHead
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return read
+	}
+	return false
+}
+
+// send sends r once.
+func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	u := c.base + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
 	}
 	body := r.body
-	if body == nil {
+	switch body.(type) {
+	case nil:
 		body = http.NoBody
+	case io.Closer:
+		// The transport closes a body it is given, even when the send
+		// fails; the caller owns this one, and a retry sends it again.
+		body = io.NopCloser(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
 	if err != nil {
@@ -248,9 +322,6 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	}
 	c.log.Debug().Str("method", r.method).Str("path", r.path).Int("status", resp.StatusCode).
 		Dur("elapsed", time.Since(start)).Msg("lakefs request")
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, readAPIError(resp)
-	}
 	return resp, nil
 }
 

@@ -1,0 +1,109 @@
+package lakefs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The package's tests that meet a persistent 5xx on a read wait for the
+// retries; a millisecond keeps them fast.
+func TestMain(m *testing.M) {
+	retryWait = time.Millisecond
+	os.Exit(m.Run())
+}
+
+// refusing fails its first n round trips as a refused connection does.
+type refusing struct {
+	n     atomic.Int32
+	inner http.RoundTripper
+}
+
+func (f *refusing) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.n.Add(-1) >= 0 {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return f.inner.RoundTrip(req)
+}
+
+func TestTransientFailuresAreSentAgain(t *testing.T) {
+	var hits, unavailable atomic.Int32
+	var lastBody atomic.Value
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		lastBody.Store(string(b))
+		if unavailable.Add(-1) >= 0 {
+			http.Error(w, `{"message": "restarting"}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer hs.Close()
+	rt := &refusing{inner: http.DefaultTransport}
+	c, err := NewClient(Config{Endpoint: hs.URL, HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func(method string, body io.Reader, length int64) error {
+		resp, err := c.do(ctx, request{method: method, path: "/x", body: body, length: length})
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	cases := []struct {
+		name             string
+		refused, unavail int32
+		method           string
+		body             func() io.Reader
+		wantErr          bool
+		wantHits         int32
+	}{
+		{"a read the server cannot serve yet", 0, 2, http.MethodGet, nil, false, 3},
+		{"a read that stays unavailable gives up", 0, 100, http.MethodGet, nil, true, int32(retryTries)},
+		{"a write answered 503 is not sent again", 0, 1, http.MethodPost, func() io.Reader { return strings.NewReader("x") }, true, 1},
+		{"a write that never reached the server is", 2, 0, http.MethodPost, func() io.Reader { return bytes.NewReader([]byte("body")) }, false, 1},
+		{"unless its body cannot be sent again", 1, 0, http.MethodPost, func() io.Reader { return io.MultiReader(strings.NewReader("body")) }, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hits.Store(0)
+			rt.n.Store(tc.refused)
+			unavailable.Store(tc.unavail)
+			var body io.Reader
+			var length int64
+			if tc.body != nil {
+				body, length = tc.body(), 4
+				if tc.name == "a write answered 503 is not sent again" {
+					length = 1
+				}
+			}
+			err := send(tc.method, body, length)
+			if (err != nil) != tc.wantErr || hits.Load() != tc.wantHits {
+				t.Fatalf("err %v, %d requests reached the server; want error %v, %d", err, hits.Load(), tc.wantErr, tc.wantHits)
+			}
+			if tc.name == "a write that never reached the server is" && lastBody.Load() != "body" {
+				t.Errorf("the server got body %q after the retries", lastBody.Load())
+			}
+			var op *net.OpError
+			if tc.name == "unless its body cannot be sent again" && !errors.As(err, &op) {
+				t.Errorf("err = %v, want the refused connection", err)
+			}
+		})
+	}
+}
