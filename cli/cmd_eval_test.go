@@ -13,6 +13,17 @@ import (
 // and the config it ran with.
 func smallArithRun(t testing.TB) (*harness, string) {
 	t.Helper()
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
+	cfg := h.file("pipeline.yaml", smallArithConfig(t))
+	h.ok("run", "-f", cfg)
+	return h, cfg
+}
+
+// smallArithConfig is the arithmetic example cut to 4 iterations,
+// evaluated every 2 with 4 samples.
+func smallArithConfig(t testing.TB) string {
+	t.Helper()
 	b, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +39,7 @@ func smallArithRun(t testing.TB) (*harness, string) {
 		}
 		src = strings.Replace(src, old, new, 1)
 	}
-	h := newStore(t)
-	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
-	cfg := h.file("pipeline.yaml", src)
-	h.ok("run", "-f", cfg)
-	return h, cfg
+	return src
 }
 
 func TestEvalBackfillsFromCache(t *testing.T) {
