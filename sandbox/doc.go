@@ -42,6 +42,9 @@
 //   - Only the variables in Spec.Env, plus PATH, HOME=/work, LANG=C.UTF-8
 //     and PWD=/work.
 //   - Its own uid: the caller's, or nobody (65534) when the caller is root.
+//   - Only stdin, stdout and stderr: a descriptor this process inherited
+//     without close-on-exec (from a CI runner or a supervisor) is marked
+//     close-on-exec before each run, so it never reaches the program.
 //
 // # Limits
 //

@@ -184,6 +184,10 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	start := time.Now()
+	if err := closeInheritedOnExec(); err != nil {
+		statusW.Close()
+		return Result{}, fmt.Errorf("keep inherited files out of the sandbox: %v: %w", err, ErrInfra)
+	}
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
 		return Result{}, fmt.Errorf("start %s: %v: %w", t.bwrap, err, ErrInfra)
@@ -458,4 +462,25 @@ func (w *capWriter) String() string {
 		}
 	}
 	return string(b)
+}
+
+// closeInheritedOnExec marks every descriptor above stderr close-on-exec.
+// Go opens its own files that way, but a descriptor this process
+// inherited from its parent (a CI runner, a supervisor) is open across
+// exec, and bwrap passes what it gets on to the code it runs: one such
+// descriptor is a way out of the sandbox. The files the sandbox is meant
+// to get are ExtraFiles, which exec duplicates into place regardless.
+func closeInheritedOnExec() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 {
+			continue
+		}
+		syscall.CloseOnExec(fd) // a descriptor closed since the listing is no matter
+	}
+	return nil
 }

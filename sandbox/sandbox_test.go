@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -483,5 +484,24 @@ func TestCanceled(t *testing.T) {
 	<-done
 	if !errors.Is(err, context.Canceled) || r.Status != sandbox.StatusCanceled {
 		t.Fatalf("Run = %+v, %v; want StatusCanceled and context.Canceled", r, err)
+	}
+}
+
+// A descriptor this process inherited without close-on-exec (as from a
+// CI runner) does not reach the code in the sandbox.
+func TestInheritedDescriptorsStayOut(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(secret, []byte("host only\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC: inherited-like
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	script := fmt.Sprintf("if cat /proc/self/fd/%d 2>/dev/null; then echo LEAKED; else echo closed; fi; ls /proc/self/fd | tr '\\n' ' '", fd)
+	r := run(t, sandbox.Spec{Command: []string{"sh", "-c", script}})
+	if strings.Contains(r.Stdout, "host only") || strings.Contains(r.Stdout, "LEAKED") || !strings.HasPrefix(r.Stdout, "closed") {
+		t.Fatalf("fd %d inside the sandbox: %q", fd, r.Stdout)
 	}
 }
