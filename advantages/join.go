@@ -50,10 +50,11 @@ type Batch struct {
 // reward of 0. A sample that appears twice, or a reward for a sample the
 // trajectories do not hold, is an ErrBatch.
 func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batch, error) {
-	trajs, scored, have, err := match(trajs, rewards)
+	m, err := match(trajs, rewards)
 	if err != nil {
 		return Batch{}, err
 	}
+	trajs, scored, have := m.trajs, m.scored, m.have
 	adv, st := Compute(scored, o.Options)
 	for i, t := range trajs {
 		a := &adv[i]
@@ -82,11 +83,20 @@ type sampleKey struct {
 	index  int32
 }
 
-// match sorts the trajectories by (prompt id, sample index) and lines the
-// rewards up with them: scored[i] is the reward of trajs[i] (a "missing"
-// one when have[i] is false), with the status of a failed trajectory
-// ("trajectory timeout") in place of the reward's.
-func match(trajs []tables.Trajectory, rewards []tables.Reward) (_ []tables.Trajectory, scored []tables.Reward, have []bool, _ error) {
+// matched are an iteration's trajectories sorted by (prompt id, sample
+// index) with the rewards lined up: scored[i] is the reward of trajs[i]
+// (a "missing" one when have[i] is false), with the status of a failed
+// trajectory ("trajectory timeout") in place of the reward's; at[k] is
+// the index of sample k.
+type matched struct {
+	trajs  []tables.Trajectory
+	scored []tables.Reward
+	have   []bool
+	at     map[sampleKey]int
+}
+
+// match lines the rewards up with the trajectories.
+func match(trajs []tables.Trajectory, rewards []tables.Reward) (matched, error) {
 	trajs = slices.Clone(trajs)
 	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
 		return cmp.Or(strings.Compare(x.PromptID, y.PromptID), cmp.Compare(x.SampleIndex, y.SampleIndex))
@@ -95,19 +105,19 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (_ []tables.Traje
 	for i, t := range trajs {
 		k := sampleKey{t.PromptID, t.SampleIndex}
 		if _, dup := at[k]; dup {
-			return nil, nil, nil, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
+			return matched{}, fmt.Errorf("%w: trajectories hold sample %d of prompt %q twice", ErrBatch, t.SampleIndex, t.PromptID)
 		}
 		at[k] = i
 	}
-	scored = make([]tables.Reward, len(trajs))
-	have = make([]bool, len(trajs))
+	scored := make([]tables.Reward, len(trajs))
+	have := make([]bool, len(trajs))
 	for _, r := range rewards {
 		i, ok := at[sampleKey{r.PromptID, r.SampleIndex}]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
+			return matched{}, fmt.Errorf("%w: a reward scores sample %d of prompt %q, which the trajectories do not hold", ErrBatch, r.SampleIndex, r.PromptID)
 		}
 		if have[i] {
-			return nil, nil, nil, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
+			return matched{}, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
 		}
 		scored[i], have[i] = r, true
 	}
@@ -119,7 +129,7 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (_ []tables.Traje
 			scored[i].Status = "trajectory " + t.Status
 		}
 	}
-	return trajs, scored, have, nil
+	return matched{trajs: trajs, scored: scored, have: have, at: at}, nil
 }
 
 // Given is Join with the advantages read back instead of computed: rows
@@ -132,14 +142,11 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (_ []tables.Traje
 // can learn from (failed, unscored, without token ids) are an ErrRows
 // naming the row, counted from 1 in the table's order.
 func Given(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage) (Batch, error) {
-	trajs, scored, _, err := match(trajs, rewards)
+	m, err := match(trajs, rewards)
 	if err != nil {
 		return Batch{}, err
 	}
-	at := make(map[sampleKey]int, len(trajs))
-	for i, t := range trajs {
-		at[sampleKey{t.PromptID, t.SampleIndex}] = i
-	}
+	trajs, scored, at := m.trajs, m.scored, m.at
 	adv := make([]tables.Advantage, len(trajs))
 	row := make([]int, len(trajs)) // 1-based row of each trajectory's advantage, 0: none yet
 	for r, a := range rows {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -349,17 +348,4 @@ func printRun(p printer, out runOut) error {
 		return p.Printf("report: %s\n", out.Report)
 	}
 	return nil
-}
-
-// readObject reads a whole object; a missing one is nil, nil.
-func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {
-	rc, _, err := st.GetObject(ctx, ref, path)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
 }

@@ -156,7 +156,7 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 	if out.Lock, err = readLock(ctx, st, run); err != nil {
 		return err
 	}
-	if raw, err := readObject(ctx, st, b.CommitID, pipeline.StatePath); err != nil {
+	if raw, err := artifacts.ReadObject(ctx, st, b.CommitID, pipeline.StatePath); err != nil {
 		return withOp(err, "status %s: read %s", run, pipeline.StatePath)
 	} else if raw != nil {
 		var s pipeline.LoopState
@@ -184,7 +184,7 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 			out.ConfigHash = c.Metadata["rlpipe.config-hash"]
 		}
 		row := iterationOut{Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC()}
-		if raw, err := readObject(ctx, st, c.ID, fmt.Sprintf("events/%06d.metrics.json", n)); err != nil {
+		if raw, err := artifacts.ReadObject(ctx, st, c.ID, fmt.Sprintf("events/%06d.metrics.json", n)); err != nil {
 			return withOp(err, "status %s: read the metrics of iteration %d", run, n)
 		} else if raw != nil {
 			var m pipeline.IterationMetrics

@@ -79,7 +79,7 @@ func learningLine(evals []evalOut) string {
 
 // readPromptIDs reads the prompt ids of a prompts table.
 func readPromptIDs(ctx context.Context, st artifacts.Store, ref, path string) (map[string]bool, error) {
-	raw, err := readObject(ctx, st, ref, path)
+	raw, err := artifacts.ReadObject(ctx, st, ref, path)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 		if err != nil || !strings.HasSuffix(e.Path, "metrics.json") {
 			continue
 		}
-		raw, err := readObject(ctx, st, branch, e.Path)
+		raw, err := artifacts.ReadObject(ctx, st, branch, e.Path)
 		var f trainFigures
 		if err != nil || json.Unmarshal(raw, &f) != nil {
 			continue
@@ -58,7 +58,7 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 		}
 		break
 	}
-	if raw, err := readObject(ctx, st, branch, fmt.Sprintf("events/%06d.metrics.json", n)); err == nil && raw != nil {
+	if raw, err := artifacts.ReadObject(ctx, st, branch, fmt.Sprintf("events/%06d.metrics.json", n)); err == nil && raw != nil {
 		var m pipeline.IterationMetrics
 		if json.Unmarshal(raw, &m) == nil {
 			names := make([]string, 0, len(m.Tasks))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 		return out, err // the engine's message names the run and its holder
 	}
 	if err != nil {
-		return out, withRun(err, name)
+		return out, withOp(err, "run", name)
 	}
 	defer func() {
 		if cerr := run.Close(); cerr != nil && err == nil {
@@ -149,7 +148,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	}
 	br, err := st.GetBranch(ctx, run.Branch())
 	if err != nil {
-		return out, withRun(err, name)
+		return out, withOp(err, "run", name)
 	}
 	stats.mu.Lock()
 	defer stats.mu.Unlock()
@@ -205,7 +204,7 @@ func (s *tally) breakdown() map[string]float64 {
 // stageConfig stages the run's config on its branch unless the branch
 // already holds exactly it; it reports whether it staged.
 func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []byte, log zerolog.Logger) (bool, error) {
-	cur, err := readObject(ctx, st, branch, ConfigPath)
+	cur, err := artifacts.ReadObject(ctx, st, branch, ConfigPath)
 	if err != nil {
 		return false, err
 	}
@@ -219,30 +218,18 @@ func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []
 	return err == nil, err
 }
 
-// readObject reads a whole object; a missing one is nil, nil.
-func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {
-	rc, _, err := st.GetObject(ctx, ref, path)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(rc)
-}
-
-// withRun prefixes err with "run NAME", unless the store's message
-// already names it ("run x: …", or "x: …" which reads "run x: …").
-func withRun(err error, name string) error {
+// withOp prefixes err with "OP NAME" ("run x", "eval x"), unless the
+// store's message already names it ("run x: …", or "x: …" which reads
+// "run x: …").
+func withOp(err error, op, name string) error {
 	msg := err.Error()
 	switch {
-	case strings.HasPrefix(msg, "run "+name):
+	case strings.HasPrefix(msg, op+" "+name):
 		return err
 	case strings.HasPrefix(msg, name+":"):
-		return fmt.Errorf("run %w", err)
+		return fmt.Errorf("%s %w", op, err)
 	}
-	return fmt.Errorf("run %s: %w", name, err)
+	return fmt.Errorf("%s %s: %w", op, name, err)
 }
 
 // explained is an error whose message replaces its cause's, which it

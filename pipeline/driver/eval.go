@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -54,25 +53,17 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		return out, err
 	}
 	defer plan.Close()
-	var mu sync.Mutex
-	var tasks, cached int
+	stats := &tally{}
 	plan.Run.Name = name
 	plan.Run.OnEvent = func(e pipeline.Event) {
-		mu.Lock()
-		switch e.Kind {
-		case pipeline.EventFinished:
-			tasks++
-		case pipeline.EventCached:
-			tasks, cached = tasks+1, cached+1
-		}
-		mu.Unlock()
+		stats.event(e)
 		if o.OnEvent != nil {
 			o.OnEvent(e)
 		}
 	}
 	run, err := pipeline.Open(ctx, st, plan.Run)
 	if err != nil {
-		return out, withEval(err, name)
+		return out, withOp(err, "eval", name)
 	}
 	defer run.Close()
 	out.Set = cfg.Eval.Name
@@ -102,27 +93,15 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 	if errors.Is(err, artifacts.ErrNoChanges) {
 		b, gerr := st.GetBranch(ctx, branch)
 		if gerr != nil {
-			return out, withEval(gerr, name)
+			return out, withOp(gerr, "eval", name)
 		}
 		commit, err = artifacts.Commit{ID: b.CommitID}, nil
 	}
 	if err != nil {
 		return out, fmt.Errorf("eval %s: commit: %w", name, err)
 	}
-	mu.Lock()
-	out.Commit, out.Cached, out.Ran = commit.ID, cached, tasks-cached
-	mu.Unlock()
+	stats.mu.Lock()
+	out.Commit, out.Cached, out.Ran = commit.ID, stats.cached, stats.tasks-stats.cached
+	stats.mu.Unlock()
 	return out, nil
-}
-
-// withEval names the evaluation in err unless it already does.
-func withEval(err error, name string) error {
-	msg := err.Error()
-	switch {
-	case strings.HasPrefix(msg, "eval "+name):
-		return err
-	case strings.HasPrefix(msg, name+":"):
-		return fmt.Errorf("eval %w", err)
-	}
-	return fmt.Errorf("eval %s: %w", name, err)
 }

@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -198,14 +199,7 @@ func (r *Registry) Lookup(name string) (Kind, bool) {
 }
 
 // Fills reports whether k can fill slot.
-func Fills(k Kind, slot string) bool {
-	for _, s := range k.Slots() {
-		if s == slot {
-			return true
-		}
-	}
-	return false
-}
+func Fills(k Kind, slot string) bool { return slices.Contains(k.Slots(), slot) }
 
 // Hint lists the kinds for "use …": a kind that fills every slot by its
 // name, the others after their slot, "(train) grpo or external".
