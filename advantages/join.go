@@ -193,3 +193,12 @@ func statsOf(scored []tables.Reward, adv []tables.Advantage) Stats {
 	}
 	return st
 }
+
+// Train is the batch a trainer trains on: Given's when the loop's
+// advantages step wrote rows (not nil), else Join's with o.
+func Train(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage, o TrainOptions) (Batch, error) {
+	if rows != nil {
+		return Given(trajs, rewards, rows)
+	}
+	return Join(trajs, rewards, o)
+}

@@ -53,13 +53,7 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 	for _, p := range b.Prompts {
 		prompts[p.PromptID] = p
 	}
-	var j advantages.Batch
-	var err error
-	if b.Advantages != nil {
-		j, err = advantages.Given(b.Trajectories, b.Rewards, b.Advantages)
-	} else {
-		j, err = advantages.Join(b.Trajectories, b.Rewards, o.advantages())
-	}
+	j, err := advantages.Train(b.Trajectories, b.Rewards, b.Advantages, o.advantages())
 	if err != nil {
 		return nil, err
 	}

@@ -30,13 +30,7 @@ type Metrics struct {
 // and stays out of its group's statistics: it is never trained on as a
 // reward of 0.
 func prepare(prompts []tables.Prompt, trajs []tables.Trajectory, rewards []tables.Reward, given []tables.Advantage, o advantages.TrainOptions) ([]tables.Advantage, Metrics, error) {
-	var j advantages.Batch
-	var err error
-	if given != nil {
-		j, err = advantages.Given(trajs, rewards, given)
-	} else {
-		j, err = advantages.Join(trajs, rewards, o)
-	}
+	j, err := advantages.Train(trajs, rewards, given, o)
 	if err != nil {
 		return nil, Metrics{}, err
 	}
