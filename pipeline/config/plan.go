@@ -108,9 +108,7 @@ func (c *Config) Plan() (Plan, error) {
 	if a, ok := c.Stages.all()[pipeline.SlotTrain].Options.(kind.Advantaged); ok {
 		p.Stages.Advantages = advantages.TrainTask(a.Advantages())
 		p.Stages.Train = kind.OnAdvantages(p.Stages.Train)
-		if _, ok := p.Run.Envs[p.Stages.Advantages.Env]; !ok {
-			p.Run.Envs[p.Stages.Advantages.Env] = pipeline.Settings{}
-		}
+		p.defaultEnv(p.Stages.Advantages.Env)
 	}
 	if c.Eval != nil {
 		if err := c.planEval(&p, scorer); err != nil {
@@ -121,11 +119,17 @@ func (c *Config) Plan() (Plan, error) {
 	// Every iteration records its training health (docs/REPORTS.md).
 	if c.reg.Health != nil {
 		p.Stages.Health = c.reg.Health()
-		if _, ok := p.Run.Envs[p.Stages.Health.Env]; !ok {
-			p.Run.Envs[p.Stages.Health.Env] = pipeline.Settings{}
-		}
+		p.defaultEnv(p.Stages.Health.Env)
 	}
 	return p, nil
+}
+
+// defaultEnv defines the environment a built-in step runs in (advantages,
+// health, eval) with the engine's defaults, unless the file defines it.
+func (p *Plan) defaultEnv(name string) {
+	if _, ok := p.Run.Envs[name]; !ok {
+		p.Run.Envs[name] = pipeline.Settings{}
+	}
 }
 
 // facts is what the stages may know of the rest of the file.
@@ -156,9 +160,7 @@ func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	if err != nil {
 		return fmt.Errorf("%w: eval: %v", pipeline.ErrConfig, err)
 	}
-	if _, ok := p.Run.Envs[score.Env]; !ok {
-		p.Run.Envs[score.Env] = pipeline.Settings{}
-	}
+	p.defaultEnv(score.Env)
 	p.Stages.EvalGenerate, p.Stages.Eval = gen, score
 	p.Loop.Eval = pipeline.EvalConfig{Every: e.Every, Set: pipeline.StoreArtifact(ref, path), Name: e.Name}
 	return nil
