@@ -226,9 +226,18 @@ var (
 // retried (retryTries).
 func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 	wait := retryWait
+	// A body that can seek is sent again from where it started.
+	seeker, _ := r.body.(io.Seeker)
+	var start int64
+	if seeker != nil {
+		var err error
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			seeker = nil
+		}
+	}
 	for try := 1; ; try++ {
 		resp, err := c.send(ctx, r)
-		again := try < retryTries && ctx.Err() == nil && c.transient(r, resp, err)
+		again := try < retryTries && ctx.Err() == nil && transient(r, seeker != nil, resp, err)
 		if !again {
 			if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
 				return nil, readAPIError(resp)
@@ -239,8 +248,8 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
-		if seeker, ok := r.body.(io.Seeker); ok {
-			if _, serr := seeker.Seek(0, io.SeekStart); serr != nil {
+		if seeker != nil {
+			if _, serr := seeker.Seek(start, io.SeekStart); serr != nil {
 				return nil, err
 			}
 		}
@@ -261,13 +270,10 @@ func (c *Client) do(ctx context.Context, r request) (*http.Response, error) {
 }
 
 // transient reports whether a send may be repeated: it never reached the
-// server and its body can be sent again, or it is a read the server
-// could not serve for now.
-func (c *Client) transient(r request, resp *http.Response, err error) bool {
-	replayable := r.body == nil || r.length == 0
-	if _, ok := r.body.(io.Seeker); ok {
-		replayable = true
-	}
+// server and its body can be sent again (none, empty, or one that
+// seeks), or it is a read the server could not serve for now.
+func transient(r request, seeks bool, resp *http.Response, err error) bool {
+	replayable := r.body == nil || r.length == 0 || seeks
 	if err != nil {
 		var op *net.OpError
 		return replayable && errors.As(err, &op) && op.Op == "dial"

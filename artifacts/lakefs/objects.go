@@ -76,7 +76,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		path:   s.repoPath("branches", branch, "objects"),
 		query:  url.Values{"path": {path}},
 		header: h,
-		body:   struct{ io.Reader }{r}, // hide Close: the caller owns r
+		body:   r, // the caller owns r: send never closes it
 		length: length,
 	})
 	if err != nil {

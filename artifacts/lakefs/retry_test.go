@@ -107,3 +107,46 @@ func TestTransientFailuresAreSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// An upload whose connection was refused (lakeFS restarting) is sent
+// again, from where its body started: a file read from an offset is
+// uploaded from that offset, whole, once it reaches the server.
+func TestUploadIsSentAgainFromWhereItsBodyStarted(t *testing.T) {
+	s := newStub(t)
+	var got atomic.Value
+	s.handle("POST /repositories/{repo}/branches/{branch}/objects", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store(string(b))
+		writeJSON(w, http.StatusCreated, map[string]any{"path": r.URL.Query().Get("path"), "checksum": "c", "size_bytes": len(b)})
+	})
+	c, err := NewClient(Config{Endpoint: s.srv.URL, AccessKeyID: testKey, SecretAccessKey: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &refusing{inner: http.DefaultTransport}
+	rt.n.Store(2)
+	c.hc = &http.Client{Transport: rt}
+	st := &Store{c: c, repo: testRepo, defaultBranch: "main"}
+
+	f, err := os.CreateTemp(t.TempDir(), "body")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("skip:the body"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(int64(len("skip:")), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.PutObject(context.Background(), "main", "a.txt", f, nil)
+	if err != nil {
+		t.Fatalf("put after two refused connections: %v", err)
+	}
+	if got.Load() != "the body" || info.Size != 8 {
+		t.Errorf("the server got %q (%d bytes); want %q", got.Load(), info.Size, "the body")
+	}
+	if rt.n.Load() >= 0 {
+		t.Errorf("the refusals were not all used: %d left", rt.n.Load())
+	}
+}
