@@ -90,11 +90,6 @@ worker serves it (docs/DEPLOY.md).`,
 			}
 			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
 				verbose: cmd.Flags().Changed("log-level") || g.verbose}
-			if _, ok := g.env.stderr.(*os.File); !ok {
-				// The engine logs from many goroutines: a plain io.Writer
-				// (a buffer) needs its writes serialised; a file does not.
-				d.logger = newLogger(zerolog.SyncWriter(g.env.stderr), newRedactor(g.env.getenv), g.logger.GetLevel())
-			}
 			switch o.executor {
 			case "local":
 			case "temporal":

@@ -73,11 +73,17 @@ func (o *rootOptions) validate() error {
 
 // newLogger is the one place that decides how logs look: a console writer
 // on a terminal, JSON lines otherwise, always on stderr, with credentials
-// redacted from every line.
+// redacted from every line. Tasks log from many goroutines: a stderr that
+// is not a file (a buffer, when the CLI is embedded or tested) gets one
+// line at a time.
 func newLogger(stderr io.Writer, r redactor, level zerolog.Level) zerolog.Logger {
 	var w io.Writer = stderr
-	if f, ok := stderr.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+	f, isFile := stderr.(*os.File)
+	switch {
+	case isFile && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())):
 		w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.TimeOnly}
+	case !isFile:
+		w = zerolog.SyncWriter(stderr)
 	}
 	return zerolog.New(r.writer(w)).Level(level).With().Timestamp().Logger()
 }
