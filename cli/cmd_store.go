@@ -26,11 +26,15 @@ func newStoreCommand(g *rootOptions) *cobra.Command {
 type storeServeOptions struct {
 	addr       string
 	repository string
+	faults     string
 }
 
 func (o *storeServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", storeserver.DefaultAddr, "address to listen on; any address but loopback needs "+storeserver.EnvAccessKeyID+" and "+storeserver.EnvSecretAccessKey)
 	fs.StringVar(&o.repository, "repository", "", "name workers open the store by, lakefs://NAME (default: the store's own name, made a valid repository name)")
+	// For tests of rlpipe itself (docs/DEPLOY.md): hidden from help.
+	fs.StringVar(&o.faults, "faults", "", "misbehave as a real lakeFS server can, for tests: commit-window=DURATION, miss-staged-once")
+	_ = fs.MarkHidden("faults")
 }
 
 // newStoreServeCommand builds `rlpipe store serve`.
@@ -86,8 +90,15 @@ func storeServe(ctx context.Context, st artifacts.Store, storeURI string, o stor
 		}
 		name = repositoryName(info.Name)
 	}
+	faults, err := storeserver.ParseFaults(o.faults)
+	if err != nil {
+		return usagef("store serve: --faults: %v", err)
+	}
+	if faults != (storeserver.Faults{}) {
+		log.Warn().Str("faults", faults.String()).Msg("serving with faults injected, for tests: reads of staged objects may answer 404")
+	}
 	srv, err := storeserver.New(ctx, st, &storeserver.Options{
-		Addr: o.addr, AccessKeyID: creds.key, SecretAccessKey: creds.secret, Repository: name, Logger: log,
+		Addr: o.addr, AccessKeyID: creds.key, SecretAccessKey: creds.secret, Repository: name, Logger: log, Faults: faults,
 	})
 	if err != nil {
 		return failure(fmt.Errorf("store serve: %w", err))

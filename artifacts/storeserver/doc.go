@@ -86,6 +86,19 @@
 // byte where parsing stopped, an invalid branch name is refused before the
 // store is asked), an unknown endpoint 404 naming the method and path.
 //
+// # Faults, for tests
+//
+// Options.Faults makes the server misbehave as a real lakeFS server can,
+// so that clients are tested against what they will meet:
+// Faults.CommitWindow holds every commit open for a while and answers 404
+// for reads of the objects it is committing (lakeFS's read racing a
+// commit, widened from an instant to a window), Faults.MissStagedOnce
+// answers the first read of every staged object with 404 (the same race's
+// worst case, made deterministic). `rlpipe store serve --faults` (a
+// hidden flag) turns them on; ParseFaults reads its value. The 501 for
+// shallow copies and the 409 for name clashes are not faults: the server
+// always answers them as lakeFS does.
+//
 // # Security
 //
 // The server listens on 127.0.0.1:8001 by default. Bound to any other

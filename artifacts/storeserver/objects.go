@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
@@ -472,10 +473,22 @@ func (s *Server) copyObject(c *call) error {
 	return nil
 }
 
-// missStaged is Faults.MissStagedOnce: a 404 for the first read of a
-// staged version of ref:path when ref is a branch.
+// missStaged answers 404 for a read of a staged object that a fault
+// says races a commit: Faults.CommitWindow (the object was staged on ref
+// when a commit of ref, still in flight, began) or Faults.MissStagedOnce
+// (the first read of each staged version of ref:path).
 func (s *Server) missStaged(c *call, ref, path string) error {
-	if !s.opts.Faults.MissStagedOnce {
+	f := s.opts.Faults
+	if f.CommitWindow > 0 {
+		s.missedMu.Lock()
+		racing := s.committing[ref][path]
+		s.missedMu.Unlock()
+		if racing {
+			s.misses.Add(1)
+			return errorf(http.StatusNotFound, "object not found (a fault: the read of a staged object races a commit of %s)", ref)
+		}
+	}
+	if !f.MissStagedOnce {
 		return nil
 	}
 	br, err := s.st.GetBranch(c.ctx(), ref)
@@ -499,5 +512,43 @@ func (s *Server) missStaged(c *call, ref, path string) error {
 		return nil
 	}
 	s.missed[key] = true
+	s.misses.Add(1)
 	return errorf(http.StatusNotFound, "object not found (a fault: the read of a staged object races a commit of %s)", ref)
+}
+
+// openCommitWindow is Faults.CommitWindow for a commit of branch: it
+// records what the branch has staged, waits out the window (the commit
+// proper follows it), and returns the function that closes the window
+// once the commit has landed. Commits take turns while the fault is on.
+func (s *Server) openCommitWindow(c *call, branch string) (done func(), err error) {
+	s.commitMu.Lock()
+	staged := map[string]bool{}
+	for ch, err := range s.st.DiffUncommitted(c.ctx(), branch) {
+		if err != nil {
+			s.commitMu.Unlock()
+			return nil, err
+		}
+		if ch.Type != artifacts.ChangeRemoved {
+			staged[ch.Path] = true
+		}
+	}
+	s.missedMu.Lock()
+	if s.committing == nil {
+		s.committing = map[string]map[string]bool{}
+	}
+	s.committing[branch] = staged
+	s.missedMu.Unlock()
+	done = func() {
+		s.missedMu.Lock()
+		delete(s.committing, branch)
+		s.missedMu.Unlock()
+		s.commitMu.Unlock()
+	}
+	select {
+	case <-c.ctx().Done():
+		done()
+		return nil, c.ctx().Err()
+	case <-time.After(s.opts.Faults.CommitWindow):
+	}
+	return done, nil
 }

@@ -217,6 +217,13 @@ func (s *Server) commit(c *call) error {
 	if body.Date != nil {
 		opts.Date = time.Unix(*body.Date, 0).UTC()
 	}
+	if s.opts.Faults.CommitWindow > 0 {
+		done, err := s.openCommitWindow(c, branch)
+		if err != nil {
+			return err
+		}
+		defer done()
+	}
 	cm, err := s.st.Commit(c.ctx(), branch, body.Message, opts)
 	if err != nil {
 		return err

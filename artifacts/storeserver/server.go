@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -92,6 +93,54 @@ type Faults struct {
 	// is the worst case of that race, made deterministic: every staged
 	// object a client reads misses once.
 	MissStagedOnce bool
+	// CommitWindow makes every commit take at least this long, and while
+	// a commit of a branch is in flight, a read (get, head or stat) of an
+	// object that was staged on it when the commit began answers 404.
+	// That is the race as lakeFS has it — misses only while a commit of
+	// the branch lands — widened from an instant to a window so that an
+	// overlapped loop meets it many times per run. Other reads, and
+	// every write, behave as without the fault.
+	CommitWindow time.Duration
+}
+
+// String names the faults turned on, for logs ("none" for the zero value).
+func (f Faults) String() string {
+	var on []string
+	if f.MissStagedOnce {
+		on = append(on, "miss-staged-once")
+	}
+	if f.CommitWindow > 0 {
+		on = append(on, "commit-window="+f.CommitWindow.String())
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ",")
+}
+
+// ParseFaults reads the form String writes: a comma-separated list of
+// miss-staged-once and commit-window=DURATION ("" and "none" are none).
+func ParseFaults(s string) (Faults, error) {
+	var f Faults
+	if s == "" || s == "none" {
+		return f, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, hasVal := strings.Cut(strings.TrimSpace(part), "=")
+		switch {
+		case name == "miss-staged-once" && !hasVal:
+			f.MissStagedOnce = true
+		case name == "commit-window" && hasVal:
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return Faults{}, fmt.Errorf("fault %q: want a positive duration such as commit-window=20ms", part)
+			}
+			f.CommitWindow = d
+		default:
+			return Faults{}, fmt.Errorf("unknown fault %q: want miss-staged-once or commit-window=DURATION", part)
+		}
+	}
+	return f, nil
 }
 
 // String shows the options with the credentials redacted.
@@ -141,7 +190,15 @@ type Server struct {
 
 	missedMu sync.Mutex
 	missed   map[string]bool // ref, path and checksum of staged reads that missed
+	// committing maps a branch with a commit in flight to the paths it
+	// had staged when the commit began (Faults.CommitWindow).
+	committing map[string]map[string]bool
+	commitMu   sync.Mutex // held by a commit during its window
+	misses     atomic.Int64
 }
+
+// FaultMisses is how many reads a fault has answered 404 so far.
+func (s *Server) FaultMisses() int64 { return s.misses.Load() }
 
 // New returns a Server over st. It reads the store's repository once (its
 // name and default branch). It fails for an Options.Addr that is plainly
@@ -292,7 +349,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.log.Info().Str(logAddr, l.Addr().String()).Str(logRepository, s.repo).Bool("auth", s.opts.hasCredentials()).Msg("store server listening")
 	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
 	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
-		s.log.Info().Str(logAddr, l.Addr().String()).Msg("store server stopped")
+		ev := s.log.Info().Str(logAddr, l.Addr().String())
+		if s.opts.Faults != (Faults{}) {
+			ev = ev.Str("faults", s.opts.Faults.String()).Int64("fault_misses", s.FaultMisses())
+		}
+		ev.Msg("store server stopped")
 	}
 	if err != nil {
 		return fmt.Errorf("storeserver: %w", err)
