@@ -26,11 +26,12 @@ build: ## build bin/rlpipe
 # code they exercise on our side is race-tested in ./pipeline.
 TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
 
-test: deps ## run every test with the race detector, then the Temporal tests, then the notebooks
+test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, and the demo through a lakeFS stand-in
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /temporaltests)
 	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
+	@QUIET=1 ./scripts/demo-lakefs.sh
 
 .PHONY: notebooks
 notebooks: build ## execute the notebooks headlessly against a short demo run
@@ -44,6 +45,10 @@ chaos: ## run the kill -9 tests with many trials
 .PHONY: demo
 demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s)
 	@./scripts/demo.sh
+
+.PHONY: demo-lakefs
+demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in that races reads with commits as lakeFS does
+	@./scripts/demo-lakefs.sh
 
 .PHONY: bench
 bench: ## run the benchmarks and print their ratios

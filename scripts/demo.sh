@@ -24,8 +24,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Every command below works on this store, whatever the caller's setting.
-export RLPIPE_STORE="$work/store"
+# Every command below works on this store, whatever the caller's setting;
+# DEMO_STORE names one that already exists instead (scripts/demo-lakefs.sh
+# runs the demo through a lakeFS stand-in that way).
+export RLPIPE_STORE="${DEMO_STORE:-$work/store}"
 
 # quote prints an argument the way a user would type it.
 quote() {
@@ -60,7 +62,9 @@ prompts 24 5 >prompts-v2.jsonl
 printf 'reward: exact match on the answer\n' >NOTES.md
 
 step "A fresh store (RLPIPE_STORE=$RLPIPE_STORE)"
-run init-store
+if [ -z "${DEMO_STORE:-}" ]; then
+  run init-store
+fi
 
 step "Import 20 arithmetic prompts (JSONL) as a Parquet table on main"
 printf '\n$ head -3 prompts.jsonl\n'

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
@@ -14,10 +15,24 @@ import (
 )
 
 // An overlapped loop through the lakeFS backend, against a store server
-// that answers the first read of every staged object with 404 (what a
-// real lakeFS does to a read racing a commit), finishes without a single
-// task retry, with the artifacts of the same loop on the embedded store.
+// that answers reads of staged objects with 404 as a real lakeFS does to
+// a read racing a commit, finishes without a single task retry, with the
+// artifacts of the same loop on the embedded store. Two faults: reads
+// during every commit (lakeFS's race, widened to a window), and the
+// deterministic worst case, the first read of every staged object.
 func TestOverlappedLoopSurvivesReadsRacingCommits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults storeserver.Faults
+	}{
+		{"during commits", storeserver.Faults{CommitWindow: 30 * time.Millisecond}},
+		{"first read of each", storeserver.Faults{MissStagedOnce: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { loopThroughFaults(t, tc.faults) })
+	}
+}
+
+func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 	ctx := context.Background()
 	once := pipeline.Settings{Retry: pipeline.Retry{Attempts: 1}}
 	noRetry := map[string]pipeline.Settings{"sample": once, "generate": once, "reward": once, "advantages": once, "train": once}
@@ -34,7 +49,7 @@ func TestOverlappedLoopSurvivesReadsRacingCommits(t *testing.T) {
 	ref.Close()
 
 	served := newStoreWithDataset(t, filepath.Join(t.TempDir(), "served"), 10)
-	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: storeserver.Faults{MissStagedOnce: true}})
+	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +84,7 @@ func TestOverlappedLoopSurvivesReadsRacingCommits(t *testing.T) {
 	if state.Iteration != 4 || retries.Load() != 0 || failures.Load() != 0 {
 		t.Errorf("iteration %d, %d retries, %d failures; want 4, 0, 0", state.Iteration, retries.Load(), failures.Load())
 	}
+	t.Logf("%d reads missed (%v)", srv.FaultMisses(), faults)
 	want, got := artifactSums(t, direct, pipeline.RunBranch("race")), artifactSums(t, served, pipeline.RunBranch("race"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d artifacts through lakeFS, %d direct", len(got), len(want))
