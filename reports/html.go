@@ -253,6 +253,10 @@ func (r *Report) healthSeries(name string, f func(*Health) float64) series {
 	return s
 }
 
+// notComputedKL is what the KL panel says when no iteration has a KL: a
+// trainer at β = 0 (the default) leaves the term out and reports none.
+const notComputedKL = "not computed: at beta 0 the loss has no KL term"
+
 func (r *Report) learning(b *bytes.Buffer) {
 	b.WriteString(`<h2 id="learning">Learning curves</h2><div class="charts">`)
 	reward := r.healthSeries("reward (mean total)", func(h *Health) float64 { return h.Reward.Mean })
@@ -263,7 +267,8 @@ func (r *Report) learning(b *bytes.Buffer) {
 	b.WriteString(lineChart{title: "Training reward and accuracy", xLabel: "iteration", series: ser}.svg())
 	b.WriteString(lineChart{title: "Loss", xLabel: "iteration", series: []series{r.healthSeries("loss", func(h *Health) float64 { return h.Loss }),
 		r.healthSeries("policy loss", func(h *Health) float64 { return h.PolicyLoss })}}.svg())
-	b.WriteString(lineChart{title: "KL to the reference", xLabel: "iteration", series: []series{r.healthSeries("kl", func(h *Health) float64 { return h.KL })}}.svg())
+	b.WriteString(lineChart{title: "KL to the reference", xLabel: "iteration", empty: notComputedKL,
+		series: []series{r.healthSeries("kl", func(h *Health) float64 { return h.KL })}}.svg())
 	if comps := allComponents(r.Run.Health); len(comps) > 1 {
 		var cs []series
 		for _, c := range comps {

@@ -296,3 +296,32 @@ func TestChartsHandleGaps(t *testing.T) {
 		t.Fatalf("empty chart = %s", empty)
 	}
 }
+
+// A trainer at β = 0 writes kl as null: the health table holds null, the
+// KL panel says it was not computed, and its cells show –, not 0.
+func TestKLNotComputed(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-beta0", 4, func(it int) iteration {
+		x := lengthHacking(it)
+		x.metrics = map[string]any{"loss": 0.01, "kl": nil, "entropy": 1.0}
+		return x
+	}, nil)
+	rep, err := Build(ctx, st, "runs-beta0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range rep.Run.Health {
+		if !math.IsNaN(h.KL) {
+			t.Errorf("iteration %d: kl %v, want not computed (NaN in memory, null in the table)", h.Iteration, h.KL)
+		}
+	}
+	page := string(rep.HTML())
+	if !strings.Contains(page, notComputedKL) {
+		t.Errorf("the KL panel does not say it was not computed")
+	}
+	// The health table's loss column (0.0100), then kl: not computed.
+	if n := strings.Count(page, `<td class="n">0.0100</td><td class="n">–</td>`); n != 4 {
+		t.Errorf("%d of 4 iterations show kl as –", n)
+	}
+}

@@ -29,6 +29,8 @@ type lineChart struct {
 	yFrom, yTo float64
 	width      int
 	height     int
+	// empty is what a chart without data says (default "not reported").
+	empty string
 }
 
 const (
@@ -87,7 +89,11 @@ func (c lineChart) svg() string {
 		c.width, c.height, c.width, c.height, html.EscapeString(c.title))
 	fmt.Fprintf(&b, `<text class="title" x="%s" y="16">%s</text>`, num(padLeft), html.EscapeString(c.title))
 	if !c.hasData() {
-		fmt.Fprintf(&b, `<text class="note" x="%s" y="%s">not reported</text></svg>`, num(w/2-40), num(h/2))
+		note := c.empty
+		if note == "" {
+			note = "not reported"
+		}
+		fmt.Fprintf(&b, `<text class="note" x="%s" y="%s" text-anchor="middle">%s</text></svg>`, num(w/2), num(h/2), html.EscapeString(note))
 		return b.String()
 	}
 	x0, x1 := math.Inf(1), math.Inf(-1)

@@ -73,6 +73,9 @@ type IterationSummary struct {
 	// Train holds the numbers of iterations/NNNNNN/train_metrics.json,
 	// nested objects flattened with dots ("reward.mean", "loss").
 	Train map[string]float64 `json:"train,omitempty"`
+	// NotComputed names the train metrics the trainer wrote as null, such
+	// as kl at β = 0: shown as not computed, never as 0.
+	NotComputed []string `json:"not_computed,omitempty"`
 }
 
 // Eval is one evaluated checkpoint on one eval set (as `status -o json`).
@@ -119,7 +122,9 @@ type IterationDetail struct {
 	Tasks     []Task             `json:"tasks"`
 	Seconds   float64            `json:"seconds"`
 	Train     map[string]float64 `json:"train,omitempty"`
-	Artifacts []Artifact         `json:"artifacts"`
+	// NotComputed is as in IterationSummary.
+	NotComputed []string   `json:"not_computed,omitempty"`
+	Artifacts   []Artifact `json:"artifacts"`
 	// Wall is the time from the iteration's first event to its last, in
 	// seconds (0 without events).
 	Wall float64 `json:"wall_seconds"`
@@ -315,7 +320,7 @@ func (s *Server) iterationSummary(ctx context.Context, c artifacts.Commit, n int
 	if err != nil {
 		return it, err
 	}
-	it.Train = flattenNumbers(raw)
+	it.Train, it.NotComputed = flattenNumbers(raw)
 	s.cache.put(c.ID, it)
 	return it, nil
 }
@@ -360,19 +365,20 @@ func stageRank(name string) int {
 
 // flattenNumbers turns a JSON object into name → number: nested objects
 // join their keys with dots ("reward.mean"), numeric strings count (the
-// stand-in trainer writes them), arrays and other values are left out.
+// stand-in trainer writes them), arrays and other values are left out;
+// nulls are the sorted names of the null values (metrics not computed).
 // Anything that is not a JSON object gives nil.
-func flattenNumbers(raw []byte) map[string]float64 {
+func flattenNumbers(raw []byte) (out map[string]float64, nulls []string) {
 	if raw == nil {
-		return nil
+		return nil, nil
 	}
 	var v map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return nil
+		return nil, nil
 	}
-	out := map[string]float64{}
+	out = map[string]float64{}
 	var walk func(prefix string, m map[string]any, depth int)
 	walk = func(prefix string, m map[string]any, depth int) {
 		for k, x := range m {
@@ -386,6 +392,8 @@ func flattenNumbers(raw []byte) map[string]float64 {
 				if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 					out[name] = f
 				}
+			case nil:
+				nulls = append(nulls, name)
 			case map[string]any:
 				if depth < 3 {
 					walk(name+".", x, depth+1)
@@ -394,7 +402,8 @@ func flattenNumbers(raw []byte) map[string]float64 {
 		}
 	}
 	walk("", v, 0)
-	return out
+	sort.Strings(nulls)
+	return out, nulls
 }
 
 // findIteration returns the commit of iteration n of a run.
@@ -443,7 +452,7 @@ func (s *Server) iterationDetail(ctx context.Context, run string, n int) (*Itera
 		return nil, err
 	}
 	out := &IterationDetail{Run: run, Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC(), Message: c.Message,
-		Metadata: c.Metadata, Tasks: append([]Task(nil), sum.Tasks...), Seconds: sum.Seconds, Train: sum.Train, Artifacts: []Artifact{}}
+		Metadata: c.Metadata, Tasks: append([]Task(nil), sum.Tasks...), Seconds: sum.Seconds, Train: sum.Train, NotComputed: sum.NotComputed, Artifacts: []Artifact{}}
 	raw, err := readSmall(ctx, s.st, c.ID, eventsPath(n))
 	if err != nil {
 		return nil, err

@@ -15,16 +15,17 @@ type Metrics struct {
 	OptimizerSteps int `json:"optimizer_steps"`
 
 	// The step figures are means over this update's optimizer steps
-	// (TrainTokens a sum); all zero when no step was taken.
-	Loss        float64 `json:"loss"`
-	PolicyLoss  float64 `json:"policy_loss"`
-	KL          float64 `json:"kl"`
-	Entropy     float64 `json:"entropy"`
-	ClipLow     float64 `json:"clip_frac_low"`
-	ClipHigh    float64 `json:"clip_frac_high"`
-	RatioDev    float64 `json:"ratio_dev"`
-	GradNorm    float64 `json:"grad_norm"`
-	TrainTokens int     `json:"train_tokens"`
+	// (TrainTokens a sum); all zero when no step was taken. KL is nil
+	// (null) when it was not computed: at β = 0, the default.
+	Loss        float64  `json:"loss"`
+	PolicyLoss  float64  `json:"policy_loss"`
+	KL          *float64 `json:"kl"`
+	Entropy     float64  `json:"entropy"`
+	ClipLow     float64  `json:"clip_frac_low"`
+	ClipHigh    float64  `json:"clip_frac_high"`
+	RatioDev    float64  `json:"ratio_dev"`
+	GradNorm    float64  `json:"grad_norm"`
+	TrainTokens int      `json:"train_tokens"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
 
@@ -51,10 +52,14 @@ func (m *Metrics) addSteps(steps []StepMetrics) {
 	if len(steps) == 0 {
 		return
 	}
+	var kl float64
 	for _, s := range steps {
 		m.Loss += s.Loss
 		m.PolicyLoss += s.PolicyLoss
-		m.KL += s.KL
+		if s.KL != nil {
+			kl += *s.KL
+			m.KL = &kl
+		}
 		m.Entropy += s.Entropy
 		m.ClipLow += s.ClipLow
 		m.ClipHigh += s.ClipHigh
@@ -65,7 +70,9 @@ func (m *Metrics) addSteps(steps []StepMetrics) {
 	n := float64(len(steps))
 	m.Loss /= n
 	m.PolicyLoss /= n
-	m.KL /= n
+	if m.KL != nil {
+		kl /= n
+	}
 	m.Entropy /= n
 	m.ClipLow /= n
 	m.ClipHigh /= n

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -299,5 +300,47 @@ func TestEmptyBatchTakesNoStep(t *testing.T) {
 	}
 	if met := res.Metrics; met.Used != 0 || met.OptimizerSteps != 0 || met.Updates != 1 || met.FracRewardZeroStd != 1 || len(met.Steps) != 0 {
 		t.Fatalf("metrics %+v, want no sample used, no step, one update", met)
+	}
+}
+
+// At β = 0 (the default) the KL to the base model is not computed: the
+// metrics say so with null, never with a measured-looking 0; at β > 0 it
+// is the steps' mean.
+func TestKLIsNullWhenNotComputed(t *testing.T) {
+	m := embeddedModel(t)
+	for _, beta := range []float64{0, 0.04} {
+		b := sampleBatch(t, m, nil, 8, 3)
+		for i := range b.Rewards {
+			b.Rewards[i].Total = float64(i % 2)
+		}
+		res, err := newTrainer(t, m, embedded.Options{Beta: beta}).Update(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		met := res.Metrics
+		raw, err := json.Marshal(met)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if len(met.Steps) == 0 {
+			t.Fatalf("β %v: no optimizer step", beta)
+		}
+		if beta == 0 {
+			if met.KL != nil || string(fields["kl"]) != "null" || met.Steps[0].KL != nil {
+				t.Errorf("β 0: kl %s (steps %v), want null", fields["kl"], met.Steps[0].KL)
+			}
+			continue
+		}
+		var sum float64
+		for _, s := range met.Steps {
+			sum += *s.KL
+		}
+		if met.KL == nil || *met.KL != sum/float64(len(met.Steps)) || *met.KL < 0 {
+			t.Errorf("β %v: kl %v, want the mean of the steps' %v", beta, met.KL, sum/float64(len(met.Steps)))
+		}
 	}
 }

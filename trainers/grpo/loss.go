@@ -72,9 +72,10 @@ type Sequence struct {
 type LossStats struct {
 	Loss       float64 `json:"loss"`
 	PolicyLoss float64 `json:"policy_loss"`
-	// KL is the mean k3 estimate exp(δ) − δ − 1, δ = logπ_ref − logπ.
-	KL      float64 `json:"kl"`
-	Entropy float64 `json:"entropy"`
+	// KL is the mean k3 estimate exp(δ) − δ − 1, δ = logπ_ref − logπ;
+	// nil (JSON null) when Beta is 0, which leaves it uncomputed.
+	KL      *float64 `json:"kl"`
+	Entropy float64  `json:"entropy"`
 	// ClipLow is the fraction of tokens whose negative advantage met a
 	// ratio below 1−EpsLow (no gradient); ClipHigh those whose positive
 	// advantage met a ratio above 1+EpsHigh.
@@ -171,7 +172,11 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		}
 	}
 	n := float64(total)
-	st.KL, st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = kl/n, ent/n, low/n, high/n, dev/n, total
+	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = ent/n, low/n, high/n, dev/n, total
+	if o.Beta > 0 {
+		mean := kl / n
+		st.KL = &mean
+	}
 	if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) || math.IsNaN(st.RatioDev) || math.IsInf(st.RatioDev, 0) {
 		return st, nil, fmt.Errorf("grpo: loss %g over %d tokens (mean |ratio-1| %g): %w; the step is not applied",
 			st.Loss, total, st.RatioDev, ErrNonFinite)

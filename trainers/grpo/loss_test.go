@@ -48,8 +48,11 @@ func TestLossKL(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := math.Exp(0.5) - 0.5 - 1 // the second token; the first has δ=0
-	if math.Abs(st.KL-k/2) > 1e-12 || math.Abs(st.Loss-0.5*k/2) > 1e-12 {
+	if st.KL == nil || math.Abs(*st.KL-k/2) > 1e-12 || math.Abs(st.Loss-0.5*k/2) > 1e-12 {
 		t.Errorf("kl %v loss %v, want %v %v", st.KL, st.Loss, k/2, 0.5*k/2)
+	}
+	if st, _, err := Loss(seqs, LossOptions{}); err != nil || st.KL != nil {
+		t.Errorf("β = 0: kl %v (%v), want not computed (nil)", st.KL, err)
 	}
 	if _, _, err := Loss(seqs[:1:1], LossOptions{Beta: 0.1, Aggregation: "token"}); err != nil {
 		t.Fatal(err)

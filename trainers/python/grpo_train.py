@@ -616,7 +616,8 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
     return {
         "loss": total["loss"],
         "policy_loss": total["policy_loss"],
-        "kl": total["kl"] / t,
+        # Not computed at beta 0: null, never a measured-looking 0.
+        "kl": total["kl"] / t if hp["beta"] > 0 else None,
         "entropy": total["entropy"] / t,
         "clip_frac_low": total["clip_low"] / t,
         "clip_frac_high": total["clip_high"] / t,
@@ -675,7 +676,8 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
     if step_metrics:
         n = len(step_metrics)
         for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "ratio_dev", "grad_norm"):
-            m[key] = sum(s[key] for s in step_metrics) / n
+            values = [s[key] for s in step_metrics if s[key] is not None]
+            m[key] = sum(values) / len(values) if values else None
         m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds

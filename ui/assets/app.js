@@ -182,7 +182,7 @@ const TRAIN_CHARTS = [
   {title: 'reward (mean)', keys: ['reward.mean', 'mean_reward']},
   {title: 'accuracy', keys: ['reward_components.correct.mean', 'accuracy']},
   {title: 'loss', keys: ['loss']},
-  {title: 'KL', keys: ['kl']},
+  {title: 'KL', keys: ['kl'], absent: 'not computed: at beta 0 the loss has no KL term'},
 ];
 
 async function runView(run, seq) {
@@ -229,7 +229,13 @@ function renderRun(root, d) {
   const used = new Set();
   for (const c of TRAIN_CHARTS) {
     const key = c.keys.find((k) => its.some((it) => it.train && typeof it.train[k] === 'number'));
-    if (!key) continue;
+    if (!key) {
+      // A metric every iteration reports as null was not computed: say so
+      // rather than leave the panel out or draw it as 0.
+      const nulls = c.absent && c.keys.find((k) => its.some((it) => (it.not_computed || []).includes(k)));
+      if (nulls) { used.add(nulls); charts.append(noteChart(c.title, c.absent)); }
+      continue;
+    }
     used.add(key);
     charts.append(lineChart(c.title, [{name: key, points: its.filter((it) => it.train && typeof it.train[key] === 'number').map((it) => [it.iteration, it.train[key]])}], {xlabel: 'iteration'}));
   }
@@ -348,6 +354,13 @@ function axes(svg, x, y, xt, yt, xlabel) {
 
 // lineChart draws series of [x, y] points as lines with a dot per point
 // (its <title> gives the exact value).
+// noteChart is a chart's frame holding only a note.
+function noteChart(title, note) {
+  const {fig, svg} = frame(title, []);
+  svg.append(s('text', {class: 'note', x: CW / 2, y: CH / 2, 'text-anchor': 'middle'}, note));
+  return fig;
+}
+
 function lineChart(title, series, opts) {
   opts = opts || {};
   series = series.filter((se) => se.points.length);

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/local"
+)
+
+// The iteration line shows the figures the trainer computed and leaves
+// out the ones it wrote as null: at β = 0 there is no "kl 0.0000".
+func TestIterationLineLeavesOutWhatWasNotComputed(t *testing.T) {
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for n, metrics := range map[int]string{
+		1: `{"loss": -0.0025, "kl": null, "reward": {"mean": 0.477}, "frac_reward_zero_std": 0.56}`,
+		2: `{"loss": 0.0035, "kl": 0.0123, "reward": {"mean": 0.617}, "frac_reward_zero_std": 0.31}`,
+	} {
+		path := "iterations/00000" + string(rune('0'+n)) + "/train_metrics.json"
+		if _, err := st.PutObject(ctx, "main", path, strings.NewReader(metrics), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n, want := range map[int]string{
+		1: "iteration 1: reward 0.477  loss -0.0025  zero-std groups 0.56",
+		2: "iteration 2: reward 0.617  loss +0.0035  kl 0.0123  zero-std groups 0.31",
+	} {
+		if got := iterationReport(ctx, st, "main", n); len(got) != 1 || got[0] != want {
+			t.Errorf("iteration %d: %q, want %q", n, got, want)
+		}
+	}
+}
