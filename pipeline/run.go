@@ -207,8 +207,11 @@ type Iteration struct {
 	N     int
 	Group string
 	Dir   string
-	mu    sync.Mutex
-	nodes []*Node
+	// Message is the commit's message (default "iteration N"); a DAG
+	// that is not a loop iteration says what it is.
+	Message string
+	mu      sync.Mutex
+	nodes   []*Node
 }
 
 // Iteration starts building iteration n. Several iterations may be in
@@ -347,7 +350,11 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 	if err := r.events.flush(ctx, r.store, r.branch, it.N); err != nil {
 		return artifacts.Commit{}, fmt.Errorf("write events: %w", err)
 	}
-	c, err := r.store.Commit(ctx, r.branch, fmt.Sprintf("iteration %d", it.N), &artifacts.CommitOptions{Metadata: md})
+	msg := it.Message
+	if msg == "" {
+		msg = fmt.Sprintf("iteration %d", it.N)
+	}
+	c, err := r.store.Commit(ctx, r.branch, msg, &artifacts.CommitOptions{Metadata: md})
 	if err != nil {
 		return artifacts.Commit{}, fmt.Errorf("commit %s: %w", it.Group, err)
 	}

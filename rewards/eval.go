@@ -382,7 +382,7 @@ func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerO
 				if isCanceled(ctx, err) {
 					return err
 				}
-				msgs[i] = "verifier " + v.name + ": " + err.Error()
+				msgs[i] = named("verifier "+v.name, err)
 			}
 			out.verifiers[i] = res
 			return nil
@@ -395,7 +395,7 @@ func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerO
 				if isCanceled(ctx, err) {
 					return err
 				}
-				msgs[len(p.verifiers)+i] = "judge " + j.name + ": " + err.Error()
+				msgs[len(p.verifiers)+i] = named("judge "+j.name, err)
 			}
 			out.judges[i] = res
 			return nil
@@ -508,3 +508,13 @@ func (p *Program) ScoreSample(ctx context.Context, traj tables.Trajectory, promp
 // ExtractAnswer is the answer a completion gives as the function library
 // reads it ("#### n", \boxed{…}, else the last number): ExtractAnswer.
 func (p *Program) ExtractAnswer(completion string) string { return ExtractAnswer(completion) }
+
+// named is err's message led by who failed ("judge style: …"), once: the
+// judge and verifier packages often name themselves already.
+func named(who string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, who+": ") || strings.Contains(msg, ": "+who+": ") {
+		return msg
+	}
+	return who + ": " + msg
+}

@@ -294,6 +294,10 @@ func TestVerifiersAndJudges(t *testing.T) {
 		return VerifierResult{Passed: ok, Status: "ok", Stdout: r.Trajectory.Completion[:2]}, nil
 	}
 	judge := func(ctx context.Context, r Row, _ Memoizer) (JudgeResult, error) {
+		if r.Trajectory.SampleIndex == 1 && r.Trajectory.PromptID == "p4" {
+			// As rewards/judge words its errors: naming the judge itself.
+			return JudgeResult{}, errors.New("judge API unavailable: judge style: POST http://127.0.0.1:9/v1/chat/completions: gave up after 3 attempt(s)")
+		}
 		return JudgeResult{Score: float64(len(r.Trajectory.Turns)) / 4, Status: "ok", Reason: "turns"}, nil
 	}
 	p := mustCompile(t, `
@@ -323,6 +327,10 @@ components:
 			if r.Status != StatusError || deref(r.Error) != "verifier math: sandbox crashed" {
 				t.Errorf("row 14: %+v %s", r, deref(r.Error))
 			}
+		case i == 17:
+			if r.Status != StatusError || deref(r.Error) != "judge API unavailable: judge style: POST http://127.0.0.1:9/v1/chat/completions: gave up after 3 attempt(s)" {
+				t.Errorf("row 17: %+v %s (the judge named once)", r, deref(r.Error))
+			}
 		default:
 			var vo map[string]VerifierResult
 			var jo map[string]JudgeResult
@@ -341,7 +349,7 @@ components:
 			}
 		}
 	}
-	if sum.Errors != 1 || sum.Components["verified"].Sum != 19 {
+	if sum.Errors != 2 || sum.Components["verified"].Sum != 19 {
 		t.Errorf("summary %+v", sum)
 	}
 }

@@ -350,7 +350,7 @@ func TestEventsFollowTheRun(t *testing.T) {
 
 func TestToken(t *testing.T) {
 	st := sharedRunStore(t)
-	h := newHandler(t, st, &ui.Options{Token: "s3cret"})
+	h := newHandler(t, st, &ui.Options{Token: "s3cret-0123456789"})
 	do := func(path string, mod func(*http.Request)) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		req := newRequest(http.MethodGet, path)
@@ -366,7 +366,7 @@ func TestToken(t *testing.T) {
 	if rec := do("/?token=wrong", nil); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", rec.Code)
 	}
-	rec := do("/?token=s3cret&x=1", nil)
+	rec := do("/?token=s3cret-0123456789&x=1", nil)
 	cookies := rec.Result().Cookies()
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/?x=1" || len(cookies) != 1 || !cookies[0].HttpOnly {
 		t.Fatalf("right token: %d, location %q, cookies %v", rec.Code, rec.Header().Get("Location"), cookies)
@@ -374,18 +374,42 @@ func TestToken(t *testing.T) {
 	if rec := do("/api/runs", func(r *http.Request) { r.AddCookie(cookies[0]) }); rec.Code != http.StatusOK {
 		t.Fatalf("with the cookie: %d %s", rec.Code, rec.Body)
 	}
-	if rec := do("/api/runs", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret") }); rec.Code != http.StatusOK {
+	if rec := do("/api/runs", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-0123456789") }); rec.Code != http.StatusOK {
 		t.Fatalf("with the header: %d", rec.Code)
 	}
-	if rec := do("/api/runs", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cre") }); rec.Code != http.StatusUnauthorized {
+	if rec := do("/api/runs", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-012345678") }); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("with a wrong header: %d", rec.Code)
 	}
 	// A token also lifts the loopback Host check: it is the guard now.
-	if rec := do("/api/runs", func(r *http.Request) { r.Host = "ui.example:8080"; r.Header.Set("Authorization", "Bearer s3cret") }); rec.Code != http.StatusOK {
+	if rec := do("/api/runs", func(r *http.Request) {
+		r.Host = "ui.example:8080"
+		r.Header.Set("Authorization", "Bearer s3cret-0123456789")
+	}); rec.Code != http.StatusOK {
 		t.Fatalf("another host with the token: %d", rec.Code)
 	}
-	if got := fmt.Sprint(ui.Options{Token: "s3cret"}); strings.Contains(got, "s3cret") {
+	if got := fmt.Sprint(ui.Options{Token: "s3cret-0123456789"}); strings.Contains(got, "s3cret-0123456789") {
 		t.Fatalf("options print the token: %s", got)
+	}
+}
+
+// A token must be a secret: not blank, not padded, not short; the error
+// names the variable, never the value.
+func TestWeakTokensAreRefused(t *testing.T) {
+	st := sharedRunStore(t)
+	for tok, want := range map[string]string{
+		" ":                  ui.TokenEnv + " is blank: set it to a secret of at least 16 characters (e.g. $(openssl rand -hex 16)), or unset it",
+		"\t\t":               ui.TokenEnv + " is blank",
+		" 0123456789abcdef ": ui.TokenEnv + " starts or ends with white space, which HTTP drops: remove it",
+		"hunter2":            ui.TokenEnv + " has 7 characters: use at least 16",
+	} {
+		_, err := ui.New(st, &ui.Options{Addr: "0.0.0.0:8080", Token: tok})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("token %q: %v, want %q", tok, err, want)
+			continue
+		}
+		if strings.TrimSpace(tok) != "" && strings.Contains(err.Error(), strings.TrimSpace(tok)) {
+			t.Errorf("token %q: the error shows it: %v", tok, err)
+		}
 	}
 }
 
@@ -395,7 +419,7 @@ func TestLoopbackOnlyWithoutToken(t *testing.T) {
 		if _, err := ui.New(st, &ui.Options{Addr: addr}); !errors.Is(err, ui.ErrNeedToken) || !strings.Contains(err.Error(), ui.TokenEnv) {
 			t.Errorf("New(%s) without a token: %v, want ErrNeedToken naming %s", addr, err, ui.TokenEnv)
 		}
-		if _, err := ui.New(st, &ui.Options{Addr: addr, Token: "t"}); err != nil {
+		if _, err := ui.New(st, &ui.Options{Addr: addr, Token: "0123456789abcdef"}); err != nil {
 			t.Errorf("New(%s) with a token: %v", addr, err)
 		}
 	}

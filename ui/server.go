@@ -134,6 +134,8 @@ func New(st artifacts.Store, opts *Options) (*Server, error) {
 		if loopback.PlainlyPublic(o.Addr) {
 			return nil, needToken(o.Addr)
 		}
+	} else if err := loopback.CheckToken(TokenEnv, o.Token); err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
 	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {

@@ -11,7 +11,29 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
+	"unicode/utf8"
 )
+
+// MinTokenLength is the fewest characters a server's token may have: 16
+// is what `openssl rand -hex 8` prints, the least the docs suggest.
+const MinTokenLength = 16
+
+// CheckToken refuses a token a server must not accept: blank (white space
+// only), with white space around it (which HTTP drops from a header), or
+// shorter than MinTokenLength. env names the variable it came from; the
+// token itself is never part of the error.
+func CheckToken(env, token string) error {
+	switch {
+	case strings.TrimSpace(token) == "":
+		return fmt.Errorf("%s is blank: set it to a secret of at least %d characters (e.g. $(openssl rand -hex 16)), or unset it", env, MinTokenLength)
+	case strings.TrimSpace(token) != token:
+		return fmt.Errorf("%s starts or ends with white space, which HTTP drops: remove it", env)
+	case utf8.RuneCountInString(token) < MinTokenLength:
+		return fmt.Errorf("%s has %d characters: use at least %d (e.g. $(openssl rand -hex 16))", env, utf8.RuneCountInString(token), MinTokenLength)
+	}
+	return nil
+}
 
 // IsLiteral reports whether host is a loopback IP address written as such.
 func IsLiteral(host string) bool {

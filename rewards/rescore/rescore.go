@@ -85,6 +85,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	defer run.Close()
 	task := rewards.Task(opts.Reward)
 	it := run.Iteration(0)
+	it.Message = fmt.Sprintf("rescore %d iterations of %s (%s) with reward spec %s", len(iters), opts.From, from.ID[:12], strings.TrimPrefix(digest, "sha256:")[:12])
 	var nodes []*pipeline.Node
 	for _, n := range iters {
 		dir := iterDir(n)
@@ -123,7 +124,10 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	}
 	rep.Iterations = iters
 	rep.Comparison = tables.CompareRewards(old, new, opts.TopK)
-	b, _ := json.MarshalIndent(rep, "", "  ")
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return rep, fmt.Errorf("rescore: encode report: %w", err)
+	}
 	if _, err := st.PutObject(ctx, rep.Branch, tables.RescoreReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 		return rep, fmt.Errorf("rescore: write report: %w", err)
 	}

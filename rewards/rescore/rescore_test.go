@@ -152,6 +152,15 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	if _, err := st.StatObject(ctx, rep.Branch, tables.RescoreReportPath); err != nil {
 		t.Fatal(err)
 	}
+	// The commit says what it rescored, not "iteration 0".
+	head, err := st.ResolveRef(ctx, rep.Branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMsg := fmt.Sprintf("rescore 3 iterations of runs-r (%s) with reward spec %s", before.ID[:12], strings.TrimPrefix(strict.Digest(), "sha256:")[:12])
+	if head.Message != wantMsg {
+		t.Errorf("rescoring commit message %q, want %q", head.Message, wantMsg)
+	}
 	// Again with the same spec: every iteration is a cache hit.
 	rep2, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: strict})
 	if err != nil {
