@@ -92,6 +92,15 @@ type Faults struct {
 	// is the worst case of that race, made deterministic: every staged
 	// object a client reads misses once.
 	MissStagedOnce bool
+	// MD5Checksums reports checksums as lakeFS's local block store does:
+	// the MD5 hex of the content, in the answers to uploads, copies,
+	// stats and lists and as the ETag of reads, in place of the store's
+	// own (the embedded store's SHA-256 hex). The SHA-256 the lakefs://
+	// backend sends as user metadata (lakefs.MetaSHA256) is then stored
+	// and reported like any user metadata, as lakeFS does; without this
+	// fault it is neither (see checksum.go). The first description of a
+	// content the server did not see uploaded reads it once.
+	MD5Checksums bool
 }
 
 // String shows the options with the credentials redacted.
@@ -141,6 +150,9 @@ type Server struct {
 
 	missedMu sync.Mutex
 	missed   map[string]bool // ref, path and checksum of staged reads that missed
+
+	md5Mu sync.Mutex
+	md5Of map[string]string // Faults.MD5Checksums: the MD5 hex of a content, by the store's checksum
 }
 
 // New returns a Server over st. It reads the store's repository once (its
