@@ -160,9 +160,16 @@ type Commit struct {
 type ObjectInfo struct {
 	Path string `json:"path"`
 	Size int64  `json:"size_bytes"`
-	// Checksum is derived from the content alone: identical bytes have the
-	// same checksum within one backend. The embedded store uses SHA-256
-	// hex; lakeFS reports its own checksum (an MD5 or ETag).
+	// Checksum is derived from the content alone. The embedded store uses
+	// SHA-256 hex. The lakeFS backend reports the SHA-256 hex it recorded
+	// when it wrote the object (lakefs.MetaSHA256), so that an object
+	// rlpipe wrote has the same checksum on both backends; an object it
+	// could not hash before sending it (from a body that can be read only
+	// once) or that another tool wrote keeps lakeFS's own checksum (an MD5
+	// or ETag). Identical bytes thus have one checksum on the embedded
+	// store, and on lakeFS one per way they were written: comparing
+	// checksums can miss equal content there, never take different
+	// content for equal.
 	Checksum    string            `json:"checksum"`
 	Mtime       time.Time         `json:"mtime"`
 	ContentType string            `json:"content_type,omitempty"`

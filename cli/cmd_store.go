@@ -33,7 +33,7 @@ func (o *storeServeOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", storeserver.DefaultAddr, "address to listen on; any address but loopback needs "+storeserver.EnvAccessKeyID+" and "+storeserver.EnvSecretAccessKey)
 	fs.StringVar(&o.repository, "repository", "", "name workers open the store by, lakefs://NAME (default: the store's own name, made a valid repository name)")
 	// For tests of rlpipe itself (docs/DEPLOY.md): hidden from help.
-	fs.StringVar(&o.faults, "faults", "", "misbehave as a real lakeFS server can, for tests: commit-window=DURATION, miss-staged-once")
+	fs.StringVar(&o.faults, "faults", "", "behave as a real lakeFS server can, for tests: commit-window=DURATION, miss-staged-once, md5-checksums")
 	_ = fs.MarkHidden("faults")
 }
 

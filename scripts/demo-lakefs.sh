@@ -2,7 +2,7 @@
 # The demo through the lakeFS backend, against `rlpipe store serve` with
 # lakeFS's staged-read race injected (every commit holds a window during
 # which reads of the objects it is committing answer 404, as a real
-# lakeFS answers some of them). It must finish without a rerun, with the
+# lakeFS answers some of them) and lakeFS's MD5 checksums. It must finish without a rerun, with the
 # figures of the demo on the embedded store; `make test` runs it (QUIET=1).
 set -euo pipefail
 
@@ -12,7 +12,7 @@ if [ ! -x "$bin" ]; then
   echo "demo-lakefs: $bin is missing: run \`make build\`" >&2
   exit 1
 fi
-faults="${FAULTS:-commit-window=250ms}"
+faults="${FAULTS:-commit-window=250ms,md5-checksums}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/rlpipe-demo-lakefs.XXXXXX")"
 server=""

@@ -51,6 +51,41 @@
 // CopyObject asks the server for a full copy, within one branch too:
 // lakeFS v1.84.0 refuses every shallow copy with 501.
 //
+// # Checksums
+//
+// lakeFS's checksum of an object is its block store's ETag: the MD5 hex of
+// the content on the local block store, other digests elsewhere. The
+// embedded store's is the SHA-256 hex, and cache keys and provenance are
+// built from ObjectInfo.Checksum. So the store records the SHA-256 of
+// what it uploads as user metadata under MetaSHA256 and reports it as the
+// checksum of every object that carries it, in the answers of PutObject,
+// StatObject, GetObject, ListObjects and CopyObject (lakeFS copies user
+// metadata with the object). The same bytes written by rlpipe then have
+// the same checksum on lakeFS as in the embedded store, and a run moved
+// from one to the other hits its cache. The key is reserved: PutObject
+// refuses it in PutOptions.Metadata, and it never appears in
+// ObjectInfo.Metadata.
+//
+// The header goes before the body, so an upload is hashed first, and
+// then again as it is sent, only when its body can be read twice: an
+// io.Seeker (a file, a bytes.Reader, a strings.Reader) or a bytes.Buffer.
+// Every artifact a pipeline writes is such a body. Bytes that differ
+// between the two readings (a file rewritten during the upload) fail the
+// put with artifacts.ErrIntegrity. A body that can be read once (a pipe,
+// standard input) is streamed once, unbuffered, and its object keeps
+// lakeFS's checksum, as do objects written by other tools (lakectl, the S3
+// gateway) and by rlpipe before the key existed; their cache entries,
+// recorded with those checksums, still match. lakeFS's endpoint that
+// rewrites an object's user metadata could add the key after such an
+// upload, but it is experimental in v1.84.0 and takes no precondition, so
+// it could stamp one writer's digest on another writer's bytes; the store
+// does not use it.
+//
+// GetObject checks a whole read of an object that carries the key
+// against it: the last Read returns artifacts.ErrIntegrity instead of
+// io.EOF when the bytes differ (a tool changed them and kept the key, or a
+// put failed as above), as the embedded store's reads do.
+//
 // # Not supported
 //
 //   - Garbage collection (artifacts.Collector): lakeFS runs its own; the
@@ -59,8 +94,8 @@
 //   - CommitOptions.Committer and MergeOptions.Committer/Date: the server
 //     records its authenticated user and its own clock. CommitOptions.Date
 //     is honoured for Commit.
-//   - Digest verification on read: lakeFS checks its stored data itself and
-//     reports its own checksum (an MD5 or an ETag) in ObjectInfo.Checksum.
+//   - Digest verification of range reads, and of whole reads of objects
+//     without a recorded SHA-256: lakeFS checks its stored data itself.
 //   - Deleting a repository through the contract; Client.DeleteRepository
 //     exists for tests.
 package lakefs

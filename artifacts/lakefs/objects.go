@@ -1,6 +1,7 @@
 package lakefs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,9 +26,14 @@ const metaHeaderPrefix = "x-lakefs-meta-"
 // write buffer, whatever the size. r is read to its end but not closed.
 //
 // The upload is a raw body (POST …/branches/{branch}/objects?path=) whose
-// Content-Type becomes the object's content type. When the length of r can
-// be learnt without reading it (Len() as on bytes.Reader, or an
-// io.Seeker) it is sent as Content-Length; otherwise the body is chunked.
+// Content-Type becomes the object's content type. When r can be read
+// twice (an io.Seeker such as a file or a bytes.Reader, or a
+// bytes.Buffer) it is read once first to learn its SHA-256, sent as user
+// metadata under MetaSHA256 (the header goes before the body), and its
+// length, sent as Content-Length; the upload is hashed again as it is
+// sent, and bytes that changed in between fail the put. Other readers are
+// sent once, chunked unless Len() gives their length, and their object
+// keeps lakeFS's checksum.
 func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (artifacts.ObjectInfo, error) {
 	what := fmt.Sprintf("put %s:%s", branch, path)
 	if err := checkBranch(branch); err != nil {
@@ -62,7 +68,27 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		}
 		h.Set(metaHeaderPrefix+strings.ToLower(k), v)
 	}
-	length := bodyLength(r)
+	sum, length, hashed, err := hashBody(r)
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	// The caller owns r: send never closes it. A body that seeks stays
+	// one that seeks, so that a send that never reached the server is
+	// sent again (Client.do); a buffer is sent from a reader over its
+	// bytes, and drained as if read.
+	body := r
+	if buf, ok := r.(*bytes.Buffer); ok {
+		body = bytes.NewReader(buf.Bytes())
+		defer buf.Next(buf.Len())
+	}
+	var sent *hashingReader
+	if hashed {
+		h.Set(metaHeaderPrefix+MetaSHA256, sum)
+		sent = newHashingReader(body)
+		body = sent.body()
+	} else {
+		length = bodyLength(r)
+	}
 	if o.IfAbsent {
 		h.Set("If-None-Match", "*")
 		if length != 0 {
@@ -76,7 +102,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		path:   s.repoPath("branches", branch, "objects"),
 		query:  url.Values{"path": {path}},
 		header: h,
-		body:   r, // the caller owns r: send never closes it
+		body:   body,
 		length: length,
 	})
 	if err != nil {
@@ -84,6 +110,15 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		return artifacts.ObjectInfo{}, s.onWrite(ctx, branch, err)
 	}
 	defer drain(resp.Body)
+	if sent != nil {
+		if got := sent.sum(); got != sum {
+			// Stored, but under a SHA-256 of other bytes: reads of it
+			// fail its check until it is written again.
+			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (SHA-256 %s before the upload, %s as sent), "+
+				"so %s:%s holds bytes that do not match the SHA-256 recorded with them: put it again from a body that does not change",
+				what, artifacts.ErrIntegrity, sum, got, branch, path)
+		}
+	}
 	var st lakefsapi.ObjectStats
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: decode answer: %w", what, err)
@@ -127,6 +162,9 @@ func checkMetadata(k, v string) error {
 	if k == "" {
 		return fmt.Errorf("%w: empty metadata key", artifacts.ErrInvalid)
 	}
+	if strings.EqualFold(k, MetaSHA256) {
+		return fmt.Errorf("%w: metadata key %q is reserved: the store records the object's SHA-256 under it; name your key otherwise", artifacts.ErrInvalid, k)
+	}
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.!#$%&'*+^`|~", c) >= 0
@@ -148,14 +186,17 @@ func checkMetadata(k, v string) error {
 }
 
 // GetObject opens an object for reading. The body streams from the
-// server. ObjectInfo comes from a stat made just before; lakeFS checks
-// stored data itself, so the reader adds no digest check of its own.
+// server. ObjectInfo comes from a stat made just before. An object that
+// carries a recorded SHA-256 (MetaSHA256) is checked against it as it is
+// read: the last Read returns artifacts.ErrIntegrity instead of io.EOF
+// when the bytes differ. Others are read unchecked; lakeFS checks its
+// stored data itself.
 func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
-	info, err := s.StatObject(ctx, ref, path)
+	st, err := s.stat(ctx, ref, path)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
-	arg, _ := refArg(ref) // validated by StatObject
+	arg, _ := refArg(ref) // validated by stat
 	what := fmt.Sprintf("get %s:%s", ref, path)
 	resp, err := s.c.do(ctx, request{
 		method: http.MethodGet,
@@ -166,11 +207,19 @@ func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser,
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
 	}
-	if etag := strings.Trim(resp.Header.Get("ETag"), `"`); etag != "" && etag != info.Checksum {
+	// The ETag is lakeFS's checksum of the bytes sent, so it is compared
+	// with lakeFS's checksum from the stat, not with a recorded SHA-256.
+	etag := strings.Trim(resp.Header.Get("ETag"), `"`)
+	if etag != "" && etag != st.Checksum {
 		// Overwritten between the stat and the read: describe what is read.
-		if again, err := s.StatObject(ctx, ref, path); err == nil && again.Checksum == etag {
-			info = again
+		if again, err := s.stat(ctx, ref, path); err == nil && again.Checksum == etag {
+			st = again
 		}
+	}
+	info := objectInfoFromWire(st)
+	if want := recordedSHA256(st); want != "" && etag == st.Checksum {
+		// Only when the stat is known to describe these bytes.
+		return newVerifyingReader(resp.Body, want, ref+":"+path), info, nil
 	}
 	return resp.Body, info, nil
 }
@@ -233,20 +282,30 @@ func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, le
 
 // StatObject describes an object without reading it.
 func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.ObjectInfo, error) {
+	st, err := s.stat(ctx, ref, path)
+	if err != nil {
+		return artifacts.ObjectInfo{}, err
+	}
+	return objectInfoFromWire(st), nil
+}
+
+// stat returns the server's description of an object, with lakeFS's own
+// checksum and the user metadata as stored (MetaSHA256 included).
+func (s *Store) stat(ctx context.Context, ref, path string) (lakefsapi.ObjectStats, error) {
 	what := fmt.Sprintf("stat %s:%s", ref, path)
 	arg, err := refArg(ref)
 	if err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		return lakefsapi.ObjectStats{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
 	if err := artifacts.ValidatePath(path); err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		return lakefsapi.ObjectStats{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
 	var st lakefsapi.ObjectStats
 	q := url.Values{"path": {path}, "user_metadata": {"true"}}
 	if err := s.c.call(ctx, http.MethodGet, s.repoPath("refs", arg, "objects", "stat"), q, nil, &st); err != nil {
-		return artifacts.ObjectInfo{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
+		return lakefsapi.ObjectStats{}, s.c.translate(err, kinds{notFound: artifacts.ErrObjectNotFound}, what)
 	}
-	return objectInfoFromWire(st), nil
+	return st, nil
 }
 
 // ListObjects lists objects under opts.Prefix in path order, folding

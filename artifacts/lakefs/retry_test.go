@@ -149,4 +149,14 @@ func TestUploadIsSentAgainFromWhereItsBodyStarted(t *testing.T) {
 	if rt.n.Load() >= 0 {
 		t.Errorf("the refusals were not all used: %d left", rt.n.Load())
 	}
+	// A buffer too (events and reports are uploaded from one), drained
+	// as if read.
+	rt.n.Store(2)
+	buf := bytes.NewBufferString("from a buffer")
+	if _, err := st.PutObject(context.Background(), "main", "b.txt", buf, nil); err != nil {
+		t.Fatalf("put of a buffer after two refused connections: %v", err)
+	}
+	if got.Load() != "from a buffer" || buf.Len() != 0 {
+		t.Errorf("the server got %q, %d bytes left in the buffer", got.Load(), buf.Len())
+	}
 }

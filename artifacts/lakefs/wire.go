@@ -64,18 +64,33 @@ func metadataFromWire(m map[string]string) map[string]string {
 	return out
 }
 
+// objectInfoFromWire describes an object as the contract does: its
+// checksum is the SHA-256 recorded under MetaSHA256 when it carries one,
+// else lakeFS's own, and MetaSHA256 is not part of its metadata.
 func objectInfoFromWire(o lakefsapi.ObjectStats) artifacts.ObjectInfo {
 	var size int64
 	if o.SizeBytes != nil {
 		size = *o.SizeBytes
 	}
+	sum := o.Checksum
+	if v := recordedSHA256(o); v != "" {
+		sum = v
+	}
+	md := metadataFromWire(o.Metadata)
+	if _, ok := md[MetaSHA256]; ok {
+		// Dropped even when malformed: the key is never user metadata.
+		delete(md, MetaSHA256)
+		if len(md) == 0 {
+			md = nil
+		}
+	}
 	return artifacts.ObjectInfo{
 		Path:        o.Path,
 		Size:        size,
-		Checksum:    o.Checksum,
+		Checksum:    sum,
 		Mtime:       unixTime(o.Mtime),
 		ContentType: o.ContentType,
-		Metadata:    metadataFromWire(o.Metadata),
+		Metadata:    md,
 	}
 }
 

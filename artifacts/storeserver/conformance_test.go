@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
+	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 )
 
 // TestConformance runs the shared suite against the lakefs:// backend
@@ -19,5 +20,17 @@ func TestConformance(t *testing.T) {
 	artifactstest.Run(t, func(t *testing.T) artifacts.Store {
 		_, _, st := served(t)
 		return st
+	})
+}
+
+// TestConformanceWithMD5Checksums runs the shared suite against a server
+// that reports checksums as lakeFS's local block store does (the MD5 of
+// the content): what a pipeline sees through a real lakeFS, whose
+// checksums are not the embedded store's, must keep the contract too.
+func TestConformanceWithMD5Checksums(t *testing.T) {
+	artifactstest.Run(t, func(t *testing.T) artifacts.Store {
+		url := serve(t, newLocal(t), &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret,
+			Faults: storeserver.Faults{MD5Checksums: true}})
+		return open(t, url, testKey, testSecret)
 	})
 }

@@ -48,11 +48,19 @@
 // embedded store), in ObjectStats and as the ETag, so an artifact has the
 // same checksum whether a pipeline reads the store directly or through
 // the server. User metadata arrives as X-Lakefs-Meta-* headers and is
-// returned lower-cased in ObjectStats.metadata. An upload's Content-Type
-// becomes the object's, except application/octet-stream, which the
-// lakefs:// backend sends for an object put without one: it is stored as
-// none, as a direct put stores it, so that identical bytes written either
-// way are one object version to diff and merge.
+// returned lower-cased in ObjectStats.metadata, except the SHA-256 the
+// lakefs:// backend records for lakeFS servers (lakefs.MetaSHA256), which
+// the store's checksum already is: it is neither stored nor reported. An
+// upload's Content-Type becomes the object's, except
+// application/octet-stream, which the lakefs:// backend sends for an
+// object put without one: it is stored as none, as a direct put stores
+// it. Identical bytes written either way are thus one object version to
+// diff and merge.
+//
+// For tests, Faults.MD5Checksums reports checksums as lakeFS's local
+// block store does (the MD5 hex of the content) and keeps
+// lakefs.MetaSHA256 as lakeFS keeps it, and Faults.MissStagedOnce misses
+// reads of staged objects as lakeFS does when they race a commit.
 //
 // Merge, merge base, revert and copy use the store's artifacts.Merger,
 // artifacts.Reverter and artifacts.Copier; a store without one is answered

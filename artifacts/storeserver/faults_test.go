@@ -120,9 +120,10 @@ func TestParseFaults(t *testing.T) {
 		{in: "miss-staged-once", want: storeserver.Faults{MissStagedOnce: true}},
 		{in: "commit-window=20ms", want: storeserver.Faults{CommitWindow: 20 * time.Millisecond}},
 		{in: "commit-window=1s, miss-staged-once", want: storeserver.Faults{MissStagedOnce: true, CommitWindow: time.Second}},
+		{in: "md5-checksums,commit-window=250ms", want: storeserver.Faults{MD5Checksums: true, CommitWindow: 250 * time.Millisecond}},
 		{in: "commit-window=0s", err: `fault "commit-window=0s": want a positive duration such as commit-window=20ms`},
-		{in: "commit-window", err: `unknown fault "commit-window": want miss-staged-once or commit-window=DURATION`},
-		{in: "slow", err: `unknown fault "slow": want miss-staged-once or commit-window=DURATION`},
+		{in: "commit-window", err: `unknown fault "commit-window": want miss-staged-once, commit-window=DURATION or md5-checksums`},
+		{in: "slow", err: `unknown fault "slow": want miss-staged-once, commit-window=DURATION or md5-checksums`},
 	} {
 		got, err := storeserver.ParseFaults(tc.in)
 		if tc.err != "" {

@@ -76,13 +76,24 @@ func (s *Server) uploadObject(c *call) error {
 			return err
 		}
 	}
+	md5r := s.newMD5Reader(body)
+	if md5r != nil {
+		body = md5r
+	}
 	info, err := s.st.PutObject(c.ctx(), branch, path, body, &artifacts.PutOptions{
-		ContentType: ct, Metadata: userMetadata(c.r.Header), IfAbsent: ifAbsent,
+		ContentType: ct, Metadata: s.storedMetadata(userMetadata(c.r.Header)), IfAbsent: ifAbsent,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusCreated, fromObjectInfo(info, true))
+	if md5r != nil {
+		s.rememberMD5(info.Checksum, md5r.sum())
+	}
+	st, err := s.describe(c.ctx(), branch, path, info, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusCreated, st)
 	return nil
 }
 
@@ -136,7 +147,8 @@ func userMetadata(h http.Header) map[string]string {
 // getObject answers GET and HEAD …/refs/{ref}/objects?path=. The body
 // streams from the store; a Range header of one range is served with
 // Store's RangeReader when it has one (without, the whole object is sent,
-// as HTTP lets a server ignore Range). The ETag is the store's checksum.
+// as HTTP lets a server ignore Range). The ETag is the checksum stats
+// report (wireChecksum).
 func (s *Server) getObject(c *call) error {
 	ref := c.p["ref"]
 	path, err := c.required("path")
@@ -151,6 +163,9 @@ func (s *Server) getObject(c *call) error {
 		if rr, ok := s.st.(artifacts.RangeReader); ok {
 			info, err := s.st.StatObject(c.ctx(), ref, path)
 			if err != nil {
+				return err
+			}
+			if info.Checksum, err = s.wireChecksum(c.ctx(), ref, path, info.Checksum); err != nil {
 				return err
 			}
 			start, length, err := parseRange(spec, info.Size)
@@ -170,6 +185,9 @@ func (s *Server) getObject(c *call) error {
 		if err != nil {
 			return err
 		}
+		if info.Checksum, err = s.wireChecksum(c.ctx(), ref, path, info.Checksum); err != nil {
+			return err
+		}
 		objectHeaders(c.w.Header(), info, info.Size)
 		c.w.WriteHeader(http.StatusOK)
 		return nil
@@ -179,6 +197,9 @@ func (s *Server) getObject(c *call) error {
 		return err
 	}
 	defer rc.Close()
+	if info.Checksum, err = s.wireChecksum(c.ctx(), ref, path, info.Checksum); err != nil {
+		return err
+	}
 	objectHeaders(c.w.Header(), info, info.Size)
 	return send(c, rc, http.StatusOK, info.Size, fmt.Sprintf("read %s:%s", ref, path))
 }
@@ -374,7 +395,11 @@ func (s *Server) statObject(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusOK, fromObjectInfo(info, withMeta))
+	st, err := s.describe(c.ctx(), c.p["ref"], path, info, withMeta)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusOK, st)
 	return nil
 }
 
@@ -390,17 +415,31 @@ func (s *Server) listObjects(c *call) error {
 		return err
 	}
 	opts := &artifacts.ListOptions{Prefix: c.q.Get("prefix"), Delimiter: c.q.Get("delimiter"), After: c.q.Get("after"), Limit: amount + 1}
-	out := make([]lakefsapi.ObjectStats, 0, min(amount, 64))
+	page := make([]artifacts.Entry, 0, min(amount, 64))
 	more := false
 	for e, err := range s.st.ListObjects(c.ctx(), c.p["ref"], opts) {
 		if err != nil {
 			return err
 		}
-		if len(out) == amount {
+		if len(page) == amount {
 			more = true
 			break
 		}
-		out = append(out, fromEntry(e, withMeta))
+		page = append(page, e)
+	}
+	// Checksums once the listing is over: wireChecksum may read objects,
+	// which is not to be done from inside the store's iteration.
+	out := make([]lakefsapi.ObjectStats, 0, len(page))
+	for _, e := range page {
+		if e.CommonPrefix {
+			out = append(out, lakefsapi.ObjectStats{Path: e.Path, PathType: lakefsapi.PathTypeCommonPrefix})
+			continue
+		}
+		st, err := s.describe(c.ctx(), c.p["ref"], e.Path, e.ObjectInfo, withMeta)
+		if err != nil {
+			return err
+		}
+		out = append(out, st)
 	}
 	last := ""
 	if len(out) > 0 {
@@ -469,7 +508,11 @@ func (s *Server) copyObject(c *call) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c.w, http.StatusCreated, fromObjectInfo(info, true))
+	st, err := s.describe(c.ctx(), branch, dest, info, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(c.w, http.StatusCreated, st)
 	return nil
 }
 

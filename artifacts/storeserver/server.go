@@ -101,6 +101,15 @@ type Faults struct {
 	// overlapped loop meets it many times per run. Other reads, and
 	// every write, behave as without the fault.
 	CommitWindow time.Duration
+	// MD5Checksums reports checksums as lakeFS's local block store does:
+	// the MD5 hex of the content, in the answers to uploads, copies,
+	// stats and lists and as the ETag of reads, in place of the store's
+	// own (the embedded store's SHA-256 hex). The SHA-256 the lakefs://
+	// backend sends as user metadata (lakefs.MetaSHA256) is then stored
+	// and reported like any user metadata, as lakeFS does; without this
+	// fault it is neither (see checksum.go). The first description of a
+	// content the server did not see uploaded reads it once.
+	MD5Checksums bool
 }
 
 // String names the faults turned on, for logs ("none" for the zero value).
@@ -112,6 +121,9 @@ func (f Faults) String() string {
 	if f.CommitWindow > 0 {
 		on = append(on, "commit-window="+f.CommitWindow.String())
 	}
+	if f.MD5Checksums {
+		on = append(on, "md5-checksums")
+	}
 	if len(on) == 0 {
 		return "none"
 	}
@@ -119,7 +131,8 @@ func (f Faults) String() string {
 }
 
 // ParseFaults reads the form String writes: a comma-separated list of
-// miss-staged-once and commit-window=DURATION ("" and "none" are none).
+// miss-staged-once, commit-window=DURATION and md5-checksums ("" and
+// "none" are none).
 func ParseFaults(s string) (Faults, error) {
 	var f Faults
 	if s == "" || s == "none" {
@@ -130,6 +143,8 @@ func ParseFaults(s string) (Faults, error) {
 		switch {
 		case name == "miss-staged-once" && !hasVal:
 			f.MissStagedOnce = true
+		case name == "md5-checksums" && !hasVal:
+			f.MD5Checksums = true
 		case name == "commit-window" && hasVal:
 			d, err := time.ParseDuration(val)
 			if err != nil || d <= 0 {
@@ -137,7 +152,7 @@ func ParseFaults(s string) (Faults, error) {
 			}
 			f.CommitWindow = d
 		default:
-			return Faults{}, fmt.Errorf("unknown fault %q: want miss-staged-once or commit-window=DURATION", part)
+			return Faults{}, fmt.Errorf("unknown fault %q: want miss-staged-once, commit-window=DURATION or md5-checksums", part)
 		}
 	}
 	return f, nil
@@ -195,6 +210,9 @@ type Server struct {
 	committing map[string]map[string]bool
 	commitMu   sync.Mutex // held by a commit during its window
 	misses     atomic.Int64
+
+	md5Mu sync.Mutex
+	md5Of map[string]string // Faults.MD5Checksums: the MD5 hex of a content, by the store's checksum
 }
 
 // FaultMisses is how many reads a fault has answered 404 so far.

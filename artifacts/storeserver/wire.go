@@ -54,8 +54,8 @@ func fromCommit(c artifacts.Commit) lakefsapi.Commit {
 }
 
 // fromObjectInfo describes an object; userMetadata false leaves out its
-// metadata. The checksum is the store's own, so that it is the same
-// through the server as in the store.
+// metadata. The checksum and metadata are o's: Server.describe sets them
+// to what the server reports.
 func fromObjectInfo(o artifacts.ObjectInfo, userMetadata bool) lakefsapi.ObjectStats {
 	size := o.Size
 	st := lakefsapi.ObjectStats{
@@ -70,13 +70,6 @@ func fromObjectInfo(o artifacts.ObjectInfo, userMetadata bool) lakefsapi.ObjectS
 		st.Metadata = o.Metadata
 	}
 	return st
-}
-
-func fromEntry(e artifacts.Entry, userMetadata bool) lakefsapi.ObjectStats {
-	if e.CommonPrefix {
-		return lakefsapi.ObjectStats{Path: e.Path, PathType: lakefsapi.PathTypeCommonPrefix}
-	}
-	return fromObjectInfo(e.ObjectInfo, userMetadata)
 }
 
 func fromChange(ch artifacts.Change) lakefsapi.Diff {

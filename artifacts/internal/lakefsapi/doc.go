@@ -12,7 +12,9 @@
 // every field lakeFS always sends. Decoding ignores omitempty, so both
 // sides read every body alike.
 //
-// The package has types only. Converting to and from the types of
+// The package has types only, and MetaSHA256, the one metadata key both
+// sides know (the client records an object's SHA-256 under it; the server
+// decides whether to store it, see storeserver.Faults). Converting to and from the types of
 // package artifacts is each side's business: the client lower-cases
 // metadata keys that HTTP canonicalised, the server always sends a
 // commit's metadata object.
