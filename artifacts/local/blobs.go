@@ -2,6 +2,7 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -92,7 +93,7 @@ func syncDir(dir string) error {
 // chunk only once it matches the fingerprint the first pass noted, so
 // bytes that change on disk between the passes stop the read at the
 // chunk before them.
-func (b *blobStore) open(digest string, size int64, what string) (io.ReadCloser, error) {
+func (b *blobStore) open(ctx context.Context, digest string, size int64, what string) (io.ReadCloser, error) {
 	f, err := os.Open(b.path(digest))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -109,7 +110,7 @@ func (b *blobStore) open(digest string, size int64, what string) (io.ReadCloser,
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}
 	c := &chunkReader{f: f, seed: maphash.MakeSeed(), buf: make([]byte, chunkSize), digest: digest, what: what}
-	if err := c.fingerprint(size); err != nil {
+	if err := c.fingerprint(ctx, size); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -204,10 +205,13 @@ type chunkReader struct {
 
 // fingerprint is the first pass: it checks the blob's size and SHA-256
 // and notes each chunk's fingerprint.
-func (c *chunkReader) fingerprint(size int64) error {
+func (c *chunkReader) fingerprint(ctx context.Context, size int64) error {
 	h := sha256.New()
 	var total int64
 	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read %s: %w", c.what, err)
+		}
 		n, err := io.ReadFull(c.f, c.buf)
 		if n > 0 {
 			h.Write(c.buf[:n])
