@@ -23,8 +23,8 @@
 // Backends register a Driver for a URI scheme (the embedded store in
 // artifacts/local for plain paths, lakeFS in artifacts/lakefs for
 // lakefs://) and are chosen by Open; import them for their side effect.
-// Abilities beyond the core — Merger, Reverter, Collector, RangeReader —
-// are separate interfaces found by type assertion.
+// Abilities beyond the core — Merger, Reverter, Collector, Verifier,
+// RangeReader — are separate interfaces found by type assertion.
 //
 // Errors form a hierarchy tested with errors.Is: ErrBranchNotFound wraps
 // ErrRefNotFound, which wraps ErrNotFound; ErrMergeConflict wraps

@@ -10,7 +10,8 @@ import (
 // Store is one repository of versioned artifacts: branches with staged
 // changes, immutable commits, tags, and objects addressed by ref and path.
 // Every backend implements it; extra abilities (Merger, Reverter,
-// Collector, RangeReader) are separate interfaces found by type assertion.
+// Collector, Verifier, RangeReader) are separate interfaces found by type
+// assertion.
 //
 // A ref argument is any ref expression (see ParseRef): a branch, a tag, a
 // commit id or unique prefix, followed by ~N / ^N, or a branch with @ (its
@@ -59,9 +60,11 @@ type Store interface {
 
 	// PutObject stages an object on a branch, streaming r.
 	PutObject(ctx context.Context, branch, path string, r io.Reader, opts *PutOptions) (ObjectInfo, error)
-	// GetObject opens an object for reading. The reader verifies content
-	// against the stored digest and reports ErrIntegrity instead of io.EOF
-	// when they differ.
+	// GetObject opens an object for reading. Content is verified against
+	// the stored digest: a mismatch is ErrIntegrity, from GetObject or
+	// from a Read (instead of io.EOF). The embedded store hands out no byte
+	// that fails the check; a streaming backend may hand out a prefix
+	// before its last Read fails.
 	GetObject(ctx context.Context, ref, path string) (io.ReadCloser, ObjectInfo, error)
 	// StatObject describes an object without reading it.
 	StatObject(ctx context.Context, ref, path string) (ObjectInfo, error)

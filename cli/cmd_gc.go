@@ -28,7 +28,10 @@ func newGCCommand(g *rootOptions) *cobra.Command {
 		Short: "remove data no branch, tag or uncommitted change can reach (embedded store)",
 		Long: `Remove commits and stored bytes that no branch, tag or uncommitted change
 can reach. Only the embedded store collects garbage from here; a lakeFS
-server runs its own garbage collection.`,
+server runs its own garbage collection.
+
+It first checks the store as fsck does (reading every object once) and
+refuses to collect a damaged store, naming the damage.`,
 		Example: "  rlpipe gc --dry-run\n  rlpipe gc --grace 10m",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,6 +60,17 @@ func gcFunc(ctx context.Context, st artifacts.Store, uri string, o gcOptions, p 
 	c, ok := st.(artifacts.Collector)
 	if !ok {
 		return notSupported(artifacts.ErrNotSupported)
+	}
+	// Collecting on a damaged store could delete what the damage hides
+	// from the mark, and would hide the damage: check it first, as fsck.
+	if v, ok := st.(artifacts.Verifier); ok {
+		check, err := v.Verify(ctx, nil)
+		if err != nil {
+			return withOp(err, "gc %s", uri)
+		}
+		if len(check.Damage) > 0 {
+			return failure(&artifacts.DamagedError{Op: "gc " + uri, Damage: check.Damage})
+		}
 	}
 	grace := o.grace
 	if grace == 0 {

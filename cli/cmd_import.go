@@ -17,14 +17,16 @@ import (
 )
 
 type importOptions struct {
-	table  string
-	format string
-	meta   []string
+	table   string
+	format  string
+	strings []string
+	meta    []string
 }
 
 func (o *importOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.table, "table", "", "table the rows must conform to: "+tableNames()+" (default: infer the schema)")
 	fs.StringVar(&o.format, "format", "", "format of FILE: jsonl, csv or parquet (default: from its extension; other files upload as is)")
+	fs.StringArrayVar(&o.strings, "string", nil, "import COLUMN of an inferred schema as text, whatever its values look like (repeatable)")
 	fs.StringArrayVar(&o.meta, "meta", nil, "object metadata KEY=VALUE (repeatable)")
 }
 
@@ -39,16 +41,20 @@ func tableNames() string {
 func newImportCommand(g *rootOptions) *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
-		Use:   "import FILE BRANCH:PATH [--table NAME] [--format jsonl|csv|parquet]",
+		Use:   "import FILE BRANCH:PATH [--table NAME | --string COLUMN...] [--format jsonl|csv|parquet]",
 		Short: "import a local dataset as a Parquet table (uncommitted until `rlpipe commit`)",
 		Long: `Import a local file to PATH on a branch. A JSONL or CSV dataset becomes a
 Parquet table: with --table its rows must conform to that table's schema,
-without it the schema is inferred from the data. A Parquet file is checked (readable, and
+without it the schema is inferred from the data: each column is a bool,
+int64, float64 or string column, and values that disagree in type (a word
+among numbers) fail the import naming the line and column, unless --string
+names the column. A Parquet file is checked (readable, and
 conforming to the table) and uploaded as is. Any other file is uploaded as is.
 A PATH that is empty or ends in '/' takes the file's name, with .parquet for
 a converted dataset.`,
 		Example: `  rlpipe import prompts.jsonl main:data/prompts.parquet
   rlpipe import eval.csv main:data/eval.parquet --table prompts
+  rlpipe import labels.jsonl main:data/labels.parquet --string label
   rlpipe import samples.parquet try-reward:iterations/000003/trajectories.parquet`,
 		Args: exactArgs("FILE", "BRANCH:PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -95,6 +101,14 @@ func importFunc(ctx context.Context, st artifacts.Store, o importOptions, file, 
 			return usagef("import %s: unknown table %q (known: %s)", file, table, tableNames())
 		}
 	}
+	if len(o.strings) > 0 {
+		switch {
+		case table != "":
+			return usagef("import %s: --string applies to an inferred schema; table %s fixes its columns' types", file, table)
+		case format != formatJSONL && format != formatCSV:
+			return usagef("import %s: --string applies to jsonl and csv files", file)
+		}
+	}
 
 	in, err := os.Open(file)
 	if err != nil {
@@ -111,7 +125,7 @@ func importFunc(ctx context.Context, st artifacts.Store, o importOptions, file, 
 	case formatJSONL, formatCSV:
 		// Convert into a temporary file first: a bad row then fails the
 		// import before anything reaches the store.
-		tmp, rows, err := convertToParquet(in, file, format, table)
+		tmp, rows, err := convertToParquet(in, file, &tables.ImportOptions{Format: tables.Format(format), Table: table, StringColumns: o.strings})
 		if err != nil {
 			return err
 		}
@@ -168,7 +182,7 @@ func importDestination(file, dest, format string) (artifactArg, error) {
 
 // convertToParquet converts a JSONL or CSV file into a temporary Parquet
 // file, returned open at its start, and counts the rows.
-func convertToParquet(in io.Reader, name, format, table string) (*os.File, int64, error) {
+func convertToParquet(in io.Reader, name string, opts *tables.ImportOptions) (*os.File, int64, error) {
 	tmp, err := os.CreateTemp("", "rlpipe-import-*.parquet")
 	if err != nil {
 		return nil, 0, withOp(err, "import %s", name)
@@ -178,7 +192,7 @@ func convertToParquet(in io.Reader, name, format, table string) (*os.File, int64
 		os.Remove(tmp.Name())
 		return nil, 0, err
 	}
-	rows, err := tables.Import(tmp, in, name, &tables.ImportOptions{Format: tables.Format(format), Table: table})
+	rows, err := tables.Import(tmp, in, name, opts)
 	if err != nil {
 		// A bad row is a problem with the file, not with the command line.
 		return fail(failure(withOp(err, "import %s", name)))

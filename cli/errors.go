@@ -96,8 +96,8 @@ func hintFor(err error) string {
 		return "hint: another writer moved the branch first; run the command again"
 	case errors.Is(err, artifacts.ErrUnauthorized):
 		return "hint: check LAKECTL_CREDENTIALS_ACCESS_KEY_ID and LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY"
-	case errors.Is(err, artifacts.ErrIntegrity):
-		return "hint: the stored bytes are damaged; restore the store from a copy or re-import the artifact"
+	case errors.Is(err, artifacts.ErrIntegrity) && !strings.Contains(err.Error(), "rlpipe fsck"):
+		return "hint: the store is damaged; `rlpipe fsck` lists what is damaged and the refs that reach it"
 	}
 	return ""
 }

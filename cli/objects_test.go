@@ -84,6 +84,34 @@ func TestImportChecks(t *testing.T) {
 	}
 }
 
+// TestImportMixedTypes imports a JSONL file with one string among the
+// integers of a column: the import fails naming the file, line, column,
+// value and the type seen before, and stages nothing; --string makes the
+// column text.
+func TestImportMixedTypes(t *testing.T) {
+	h := newStore(t)
+	src := h.file("scores.jsonl", "{\"id\":\"a\",\"score\":1}\n{\"id\":\"b\",\"score\":2}\n{\"id\":\"c\",\"score\":\"n/a\"}\n")
+	h.fails(ExitFailure, []string{
+		"import " + src + " line 3 column \"score\": want int64, found \"n/a\": the column holds int64 values from line 1 on",
+		"quote its values, or name it a string column: rlpipe import --string score",
+	}, "import", src, "main:data/scores.parquet")
+	var unc []artifacts.Change
+	h.json(&unc, "diff", "main")
+	wantChanges(t, "staged after a failed import", unc, []artifacts.Change{})
+
+	var imp importOut
+	h.json(&imp, "import", src, "main:data/scores.parquet", "--string", "score")
+	if *imp.Rows != 3 {
+		t.Fatalf("import --string score: %+v", imp)
+	}
+	var rows []map[string]any
+	h.json(&rows, "cat", "main:data/scores.parquet")
+	if len(rows) != 3 || rows[0]["score"] != "1" || rows[2]["score"] != "n/a" {
+		t.Fatalf("cat after import --string score: %v", rows)
+	}
+	h.fails(ExitUsage, []string{"--string applies to an inferred schema"}, "import", src, "main:data/x.parquet", "--string", "score", "--table", "prompts")
+}
+
 // TestBranchTagRevert covers the remaining verbs that change refs.
 func TestBranchTagRevert(t *testing.T) {
 	h := newStore(t)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -176,4 +177,43 @@ func BenchmarkDiff10Changes(b *testing.B) {
 		b.ReportMetric(float64(large.Microseconds()), "100k_us/diff")
 		b.ReportMetric(float64(large)/float64(small), "100k/10k")
 	}
+}
+
+// BenchmarkGetObject256MiB reads a 256 MiB object whole, as `rlpipe cat`
+// and `rlpipe export` do, with the digest checks GetObject makes. It
+// reports the throughput and the time to the first byte.
+func BenchmarkGetObject256MiB(b *testing.B) {
+	s := benchStore(b)
+	const size = 256 << 20
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	ctx := context.Background()
+	if _, err := s.PutObject(ctx, "main", "big.bin", bytes.NewReader(data), nil); err != nil {
+		b.Fatal(err)
+	}
+	data = nil
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var first time.Duration
+	for b.Loop() {
+		start := time.Now()
+		rc, _, err := s.GetObject(ctx, "main", "big.bin")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var one [1]byte
+		if _, err := io.ReadFull(rc, one[:]); err != nil {
+			b.Fatal(err)
+		}
+		first += time.Since(start)
+		n, err := io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil || n != size-1 {
+			b.Fatalf("read %d bytes: %v", n+1, err)
+		}
+	}
+	b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "ms-to-first-byte/op")
 }

@@ -2,11 +2,13 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,9 +84,16 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// open returns a reader that checks the bytes against digest and size as
-// they stream, and fails with ErrIntegrity instead of io.EOF on mismatch.
-func (b *blobStore) open(digest string, size int64, what string) (io.ReadCloser, error) {
+// open returns a reader of the blob that never hands out a byte that
+// does not match digest and size: it fails with ErrIntegrity instead.
+//
+// Blobs up to verifyUpFront are read and checked whole before the first
+// byte is returned. A larger one is read twice: the first pass checks its
+// SHA-256 and notes a fingerprint of each chunk; the second hands out a
+// chunk only once it matches the fingerprint the first pass noted, so
+// bytes that change on disk between the passes stop the read at the
+// chunk before them.
+func (b *blobStore) open(ctx context.Context, digest string, size int64, what string) (io.ReadCloser, error) {
 	f, err := os.Open(b.path(digest))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -92,23 +101,34 @@ func (b *blobStore) open(digest string, size int64, what string) (io.ReadCloser,
 		}
 		return nil, err
 	}
-	v := &verifyingReader{f: f, h: sha256.New(), digest: digest, size: size, what: what}
-	if size > verifyUpFront {
-		return v, nil
+	if size <= verifyUpFront {
+		defer f.Close()
+		data, err := io.ReadAll(&verifyingReader{f: f, h: sha256.New(), digest: digest, size: size, what: what})
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(bytes.NewReader(data)), nil
 	}
-	// Small objects are checked whole before the first byte is handed out.
-	defer f.Close()
-	data, err := io.ReadAll(v)
-	if err != nil {
+	c := &chunkReader{f: f, seed: maphash.MakeSeed(), buf: make([]byte, chunkSize), digest: digest, what: what}
+	if err := c.fingerprint(ctx, size); err != nil {
+		f.Close()
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(data)), nil
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
-// verifyUpFront is the size up to which open verifies a blob before
-// returning any of it; larger blobs are verified as they stream and the
-// last Read reports ErrIntegrity instead of io.EOF.
+// verifyUpFront is the size up to which open reads a blob once, checking
+// it whole before returning any of it; larger blobs are read in two
+// passes (see open).
 const verifyUpFront = 4 << 20
+
+// chunkSize is the unit in which the second pass over a large blob is
+// checked and handed out.
+const chunkSize = 1 << 20
 
 // openRange returns length bytes from offset without verification.
 func (b *blobStore) openRange(digest string, offset, length int64, what string) (io.ReadCloser, error) {
@@ -156,7 +176,7 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	if errors.Is(err, io.EOF) {
 		got := hex.EncodeToString(v.h.Sum(nil))
 		if v.n != v.size || got != v.digest {
-			v.err = fmt.Errorf("%w: %s: blob %s read back as %d bytes with digest %s (corrupted on disk: restore it from a copy, or delete the object and write it again)", artifacts.ErrIntegrity, v.what, v.digest, v.n, got)
+			v.err = corrupted(v.what, v.digest, fmt.Sprintf("read back as %d bytes with digest %s", v.n, got))
 			return 0, v.err
 		}
 		v.err = io.EOF
@@ -164,4 +184,115 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (v *verifyingReader) Close() error { return v.f.Close() }
+// chunkReader streams a large blob whose SHA-256 was checked by its first
+// pass (fingerprint), handing out each chunk only once it matches the
+// fingerprint taken then. The fingerprints are keyed 64-bit hashes
+// (hash/maphash, a seed per read), kept in memory only: the SHA-256
+// vouches for the content, the fingerprints that the second pass reads
+// the same bytes, at a small fraction of the cost of hashing twice.
+type chunkReader struct {
+	f      *os.File
+	seed   maphash.Seed
+	sums   []uint64 // fingerprint of each chunk, from the first pass
+	buf    []byte   // the current chunk, verified
+	off    int      // bytes of buf handed out
+	n      int      // bytes in buf
+	next   int      // index of the next chunk to read
+	digest string
+	what   string
+	err    error
+}
+
+// fingerprint is the first pass: it checks the blob's size and SHA-256
+// and notes each chunk's fingerprint.
+func (c *chunkReader) fingerprint(ctx context.Context, size int64) error {
+	h := sha256.New()
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read %s: %w", c.what, err)
+		}
+		n, err := io.ReadFull(c.f, c.buf)
+		if n > 0 {
+			h.Write(c.buf[:n])
+			c.sums = append(c.sums, maphash.Bytes(c.seed, c.buf[:n]))
+			total += int64(n)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+		}
+		if total > size {
+			return fmt.Errorf("%w: %s: blob %s is longer than its recorded %d bytes", artifacts.ErrIntegrity, c.what, c.digest, size)
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); total != size || got != c.digest {
+		return corrupted(c.what, c.digest, fmt.Sprintf("read back as %d bytes with digest %s", total, got))
+	}
+	return nil
+}
+
+// corrupted is the error for a blob whose bytes are not the ones stored.
+func corrupted(what, digest, how string) error {
+	return fmt.Errorf("%w: %s: blob %s %s (corrupted on disk: run `rlpipe fsck` to list the damage; restore the blob from a copy, or delete the object and write it again)", artifacts.ErrIntegrity, what, digest, how)
+}
+
+// fill reads and checks the next chunk into buf.
+func (c *chunkReader) fill() error {
+	if c.next == len(c.sums) {
+		return io.EOF
+	}
+	n, err := io.ReadFull(c.f, c.buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !(errors.Is(err, io.EOF) && n == 0) {
+		return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+	}
+	if maphash.Bytes(c.seed, c.buf[:n]) != c.sums[c.next] {
+		return corrupted(c.what, c.digest, fmt.Sprintf("changed on disk while it was read (chunk %d, at byte %d)", c.next, int64(c.next)*chunkSize))
+	}
+	c.n, c.off = n, 0
+	c.next++
+	return nil
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for c.off == c.n {
+		if c.err != nil {
+			return 0, c.err
+		}
+		if c.err = c.fill(); c.err != nil {
+			return 0, c.err
+		}
+	}
+	n := copy(p, c.buf[c.off:c.n])
+	c.off += n
+	return n, nil
+}
+
+// WriteTo writes each verified chunk straight from the buffer (io.Copy
+// uses it).
+func (c *chunkReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if c.off < c.n {
+			n, err := w.Write(c.buf[c.off:c.n])
+			c.off += n
+			total += int64(n)
+			if err != nil {
+				return total, err
+			}
+		}
+		if c.err == nil {
+			c.err = c.fill()
+		}
+		if errors.Is(c.err, io.EOF) {
+			return total, nil
+		}
+		if c.err != nil {
+			return total, c.err
+		}
+	}
+}
+
+func (c *chunkReader) Close() error { return c.f.Close() }

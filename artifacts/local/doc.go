@@ -9,10 +9,14 @@
 //	blobs/ab/abcd…    object bytes, named by their SHA-256 (stored once)
 //	tmp/              uploads in flight (renamed into blobs/ when complete)
 //
-// Objects are content-addressed: identical bytes are stored once, and
-// every read checks the bytes against their digest (objects up to 4 MiB
-// before the first byte is returned, larger ones as they stream, the last
-// Read returning artifacts.ErrIntegrity instead of io.EOF).
+// Objects are content-addressed: identical bytes are stored once, and a
+// read never hands out a byte that does not match their digest: objects up
+// to 4 MiB are checked whole before the first byte is returned, larger
+// ones are checked whole by a first pass and handed out by a second, chunk
+// by chunk, each chunk only once it matches what the first pass read. A
+// mismatch is artifacts.ErrIntegrity naming the object and its blob.
+// Verify (`rlpipe fsck`) checks every commit, tree and blob a ref reaches,
+// and GC refuses a store whose metadata or blobs are damaged.
 //
 // A commit's tree is two levels, as in lakeFS: a metarange lists ranges of
 // sorted entries, and range boundaries are chosen by a hash of each path.

@@ -19,7 +19,9 @@ const defaultGracePeriod = time.Hour
 // GC removes commits that no branch or tag reaches, the ranges only they
 // used, and blobs that no remaining commit or staged change references.
 // Blobs younger than the grace period are kept, so a collection never
-// races an upload that has not been staged yet.
+// races an upload that has not been staged yet. A store whose commits or
+// trees are damaged, or whose blobs are missing or of the wrong size, is
+// refused with an *artifacts.DamagedError (see Verify).
 func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GCResult, error) {
 	var o artifacts.GCOptions
 	if opts != nil {
@@ -30,10 +32,19 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		grace = defaultGracePeriod
 	}
 	var res artifacts.GCResult
+	// A damaged tree could hide the blobs it names from the mark below,
+	// and the sweep would then delete them: refuse until it is repaired.
+	check, err := s.Verify(ctx, &artifacts.VerifyOptions{Quick: true})
+	if err != nil {
+		return res, fmt.Errorf("gc %s: %w", s.root, err)
+	}
+	if len(check.Damage) > 0 {
+		return res, &artifacts.DamagedError{Op: "gc " + s.root, Damage: check.Damage}
+	}
 	live := map[string]bool{} // blob digests still referenced
 	// Metadata is marked and swept in one transaction; blobs after it,
 	// guarded by the grace period.
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		reachable := map[string]bool{}
 		var roots []string
 		if err := tx.Bucket(bucketBranches).ForEach(func(_, v []byte) error {

@@ -145,7 +145,7 @@ func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser,
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
-	rc, err := s.blobs.open(e.Digest, e.Size, ref+":"+path)
+	rc, err := s.blobs.open(ctx, e.Digest, e.Size, ref+":"+path)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}

@@ -77,6 +77,7 @@ var (
 	_ artifacts.Merger      = (*Store)(nil)
 	_ artifacts.Reverter    = (*Store)(nil)
 	_ artifacts.Collector   = (*Store)(nil)
+	_ artifacts.Verifier    = (*Store)(nil)
 	_ artifacts.RangeReader = (*Store)(nil)
 	_ artifacts.Copier      = (*Store)(nil)
 )

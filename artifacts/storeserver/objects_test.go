@@ -292,9 +292,10 @@ func TestStreaming(t *testing.T) {
 }
 
 // TestIntegrityFailureNeverLooksWhole corrupts blobs of the embedded
-// store on disk: a small object is refused before its first byte (a 500
-// naming the failure), a large one (checked as it streams) is cut off at
-// its end, so the client never reads a complete-looking body.
+// store on disk: a small object and a large one (which the embedded store
+// checks whole before its first chunk) are refused before their first
+// byte (a 500 naming the failure), so the client never reads a
+// complete-looking body.
 func TestIntegrityFailureNeverLooksWhole(t *testing.T) {
 	backing, url, st := served(t)
 	ctx := context.Background()
@@ -323,13 +324,14 @@ func TestIntegrityFailureNeverLooksWhole(t *testing.T) {
 	if status != http.StatusInternalServerError || !strings.HasPrefix(messageOf(t, body), want) || header.Get("ETag") != "" {
 		t.Fatalf("GET a corrupted small object: %d %s", status, body)
 	}
+	status, _, body = do(t, "GET", url+storeserver.APIBasePath+"/repositories/"+testRepo+"/refs/main/objects?path=large", "", nil)
+	if status != http.StatusInternalServerError || !strings.Contains(messageOf(t, body), "main:large: blob "+sha256Hex(large)) {
+		t.Fatalf("GET a corrupted large object: %d %.200s", status, body)
+	}
 	for _, path := range []string{"small", "large"} {
 		rc, _, err := st.GetObject(ctx, "main", path)
 		if err != nil {
-			if path == "small" {
-				continue // refused before the first byte: right
-			}
-			t.Fatalf("get %s: %v", path, err)
+			continue // refused before the first byte: right
 		}
 		got, err := io.ReadAll(rc)
 		rc.Close()

@@ -57,6 +57,10 @@ type ImportOptions struct {
 	// rows an inferred schema is built from, and those in which reward
 	// components (r_<name> keys) are looked for (default 1,000).
 	InferRows int
+	// StringColumns are columns of an inferred schema imported as strings
+	// whatever their values look like: JSON numbers and booleans are
+	// stored as their text. Only without a Table.
+	StringColumns []string
 	// Write tunes the Parquet file.
 	Write *WriteOptions
 }
@@ -72,9 +76,13 @@ type ImportOptions struct {
 // in CSV, list and struct cells are JSON text.
 //
 // Without a table, the schema is inferred from the first InferRows rows:
-// each column is bool, int64, float64 or string (ints mixed with floats
-// are float64; any other mix, and JSON objects or arrays, are string), all
-// nullable, in the order of first appearance. In CSV an empty cell is null.
+// each column is bool, int64, float64 or string (JSON objects and arrays
+// are string, as JSON text), all nullable, in the order of first
+// appearance; ints mixed with floats are float64. Values of a column that
+// disagree in type otherwise (a string among numbers, a number among
+// strings, in the sample or after it) are a *ValueError naming the line,
+// the column, the value and the type seen before, unless the column is one
+// of StringColumns. In CSV an empty cell is null.
 func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int64, error) {
 	var o ImportOptions
 	if opts != nil {
@@ -116,7 +124,17 @@ func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int
 		schema *arrow.Schema
 		plain  map[string]bool
 		strict = o.Table != ""
+		text   = map[string]bool{}
 	)
+	for _, c := range o.StringColumns {
+		if strict {
+			return 0, fmt.Errorf("import %s: string column %q: a known table (%s) fixes its columns' types: %w", name, c, o.Table, errInvalid)
+		}
+		if !contains(keys, c) {
+			return 0, fmt.Errorf("import %s: string column %q: no such column in the data (columns: %s): %w", name, c, strings.Join(keys, ", "), errInvalid)
+		}
+		text[c] = true
+	}
 	if strict {
 		d, ok := Lookup(o.Table)
 		if !ok {
@@ -148,14 +166,17 @@ func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int
 			}
 		}
 	} else {
-		schema = inferSchema(keys, sample)
+		var err error
+		if schema, err = inferSchema(name, o.Format, keys, sample, text); err != nil {
+			return 0, err
+		}
 	}
 
 	w, err := newRecordWriter(dst, schema, o.Write, plain)
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", name, err)
 	}
-	imp := &importer{name: name, schema: schema, strict: strict, inferred: len(sample)}
+	imp := &importer{name: name, format: o.Format, schema: schema, strict: strict, text: text, inferred: len(sample)}
 	imp.b = array.NewRecordBuilder(memory.NewGoAllocator(), schema)
 	defer imp.b.Release()
 	batch := w.opts.BatchRows
@@ -446,17 +467,40 @@ func widen(a, b int) int {
 	return kString
 }
 
-func inferSchema(keys []string, sample []inRow) *arrow.Schema {
-	kinds := make(map[string]int, len(keys))
+// kindNames name the inferred kinds in errors, as the schema does.
+var kindNames = [...]string{kNone: "null", kBool: "bool", kInt: "int64", kFloat: "float64", kString: "string"}
+
+// inferSchema fixes each column's type from the sample rows. Columns in
+// text are strings; in any other, values that disagree in type (but ints
+// with floats) are an error naming the first line that disagrees.
+func inferSchema(name string, format Format, keys []string, sample []inRow, text map[string]bool) (*arrow.Schema, error) {
+	type seen struct {
+		kind int
+		line int64 // where a value of kind was first seen
+	}
+	cols := make(map[string]seen, len(keys))
 	for _, r := range sample {
 		for i, k := range r.keys {
-			kinds[k] = widen(kinds[k], kindOf(r.vals[i]))
+			if i >= len(r.vals) || text[k] {
+				continue
+			}
+			c, kind := cols[k], kindOf(r.vals[i])
+			w := widen(c.kind, kind)
+			if w == kString && kind != kNone && c.kind != kNone && c.kind != kind {
+				return nil, &ValueError{Input: name, Line: r.line, Column: k, Want: kindNames[c.kind], Value: shorten(r.vals[i]),
+					Reason: fmt.Sprintf("the column holds %s values from line %d on, and a column holds one type (%s)", kindNames[c.kind], c.line, asText(format, k))}
+			}
+			if c.kind == kNone {
+				c.line = r.line
+			}
+			c.kind = w
+			cols[k] = c
 		}
 	}
 	fields := make([]arrow.Field, len(keys))
 	for i, k := range keys {
 		var t arrow.DataType = arrow.BinaryTypes.String
-		switch kinds[k] {
+		switch cols[k].kind {
 		case kBool:
 			t = arrow.FixedWidthTypes.Boolean
 		case kInt:
@@ -464,16 +508,29 @@ func inferSchema(keys []string, sample []inRow) *arrow.Schema {
 		case kFloat:
 			t = arrow.PrimitiveTypes.Float64
 		}
+		if text[k] {
+			t = arrow.BinaryTypes.String
+		}
 		fields[i] = arrow.Field{Name: k, Type: t, Nullable: true}
 	}
-	return arrow.NewSchema(fields, nil)
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// asText says how to import column k as text whatever its values.
+func asText(format Format, k string) string {
+	if format == CSV {
+		return fmt.Sprintf("to import it as text, name it a string column: rlpipe import --string %s", k)
+	}
+	return fmt.Sprintf("to import it as text, quote its values, or name it a string column: rlpipe import --string %s", k)
 }
 
 type importer struct {
 	name     string
+	format   Format
 	schema   *arrow.Schema
 	b        *array.RecordBuilder
-	strict   bool
+	strict   bool            // a known table's schema
+	text     map[string]bool // string columns of an inferred schema
 	inferred int
 	set      []bool
 }
@@ -494,10 +551,11 @@ func (im *importer) add(r inRow) error {
 				Reason: fmt.Sprintf("not a column (columns: %s)", strings.Join(fieldNames(im.schema), ", "))}
 		}
 		f := im.schema.Field(idx[0])
-		if err := appendIn(im.b.Field(idx[0]), f, r.vals[i], im.strict); err != nil {
+		// Only a string column named so takes numbers and booleans as text.
+		if err := appendIn(im.b.Field(idx[0]), f, r.vals[i], !im.text[k]); err != nil {
 			ve := &ValueError{Input: im.name, Line: r.line, Column: k, Want: f.Type.String(), Value: shorten(r.vals[i]), Reason: err.Error()}
 			if !im.strict {
-				ve.Reason += fmt.Sprintf(" (the type was inferred from the first %d rows; raise InferRows or import into a known table)", im.inferred)
+				ve.Reason += fmt.Sprintf(" (the type was inferred from the first %d rows; raise InferRows or import into a known table; %s)", im.inferred, asText(im.format, k))
 			}
 			return ve
 		}
@@ -533,8 +591,9 @@ func shorten(v any) string {
 	return s
 }
 
-// appendIn appends an input value to b (of field f's type). lenient
-// string columns take numbers and booleans as text (inferred schemas).
+// appendIn appends an input value to b (of field f's type). Unless
+// strict, string columns take numbers and booleans as text (the string
+// columns of an inferred schema).
 func appendIn(b array.Builder, f arrow.Field, v any, strict bool) error {
 	if c, ok := v.(csvCell); ok {
 		return appendCell(b, f, string(c), strict)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -92,6 +93,13 @@ func TestImportErrors(t *testing.T) {
 		{"csv missing header column", "prompt_id,sample_index\np,1\n", ImportOptions{Table: AdvantagesName, Format: CSV}, 1, "advantage", "missing from the header"},
 		{"csv bad bool", "prompt_id,sample_index,advantage,group_mean,group_std,group_size,mask,reason\np,1,0,0,0,1,maybe,\n", ImportOptions{Table: AdvantagesName, Format: CSV}, 2, "mask", "not true or false"},
 		{"inferred type broken later", "{\"n\":1}\n{\"n\":2}\n{\"n\":2.5}\n", ImportOptions{InferRows: 2}, 3, "n", "raise InferRows"},
+		{"string among ints", "{\"n\":1}\n{\"n\":null}\n{\"n\":2}\n{\"n\":\"seven\"}\n", ImportOptions{}, 4, "n",
+			`want int64, found "seven": the column holds int64 values from line 1 on, and a column holds one type (to import it as text, quote its values, or name it a string column: rlpipe import --string n)`},
+		{"int among strings", "{\"id\":\"a\"}\n{\"id\":7}\n", ImportOptions{}, 2, "id", `want string, found 7: the column holds string values from line 1 on`},
+		{"bool among floats", "{\"x\":1.5}\n{\"x\":2}\n{\"x\":true}\n", ImportOptions{}, 3, "x", `want float64, found true: the column holds float64 values from line 1 on`},
+		{"int among strings after the sample", "{\"id\":\"a\"}\n{\"id\":7}\n", ImportOptions{InferRows: 1}, 2, "id", "a number where text is expected"},
+		{"csv word among ints", "id,n\na,1\nb,2\nc,three\n", ImportOptions{Format: CSV}, 4, "n",
+			`want int64, found "three": the column holds int64 values from line 2 on, and a column holds one type (to import it as text, name it a string column: rlpipe import --string n)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := importText(t, c.in, &c.opts)
@@ -149,6 +157,50 @@ func TestImportInfers(t *testing.T) {
 			if len(rows) != 3 || rows[0]["tags"] != `["t"]` || rows[0]["obj"] != `{"k":1}` || rows[1]["x"] != 2.5 ||
 				rows[2]["n"] != nil || rows[1]["note"] != "late" || rows[2]["ok"] != false || rows[0]["n"] != int64(1) {
 				t.Errorf("rows %v", rows)
+			}
+		})
+	}
+}
+
+// TestImportStringColumns imports columns whose values look like numbers
+// or booleans as text when they are named string columns.
+func TestImportStringColumns(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   string
+		opts ImportOptions
+	}{
+		{"jsonl", "{\"n\":1,\"id\":\"a\"}\n{\"n\":\"seven\",\"id\":true}\n{\"n\":2.5,\"id\":null}\n", ImportOptions{StringColumns: []string{"n", "id"}}},
+		{"csv", "n,id\n1,a\nseven,true\n2.5,\n", ImportOptions{Format: CSV, StringColumns: []string{"n", "id"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := importText(t, c.in, &c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := openBytes(t, data)
+			var got []string
+			for r, err := range f.Rows(context.Background()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprint(r["n"], "|", r["id"]))
+			}
+			if want := []string{"1|a", "seven|true", "2.5|<nil>"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("rows %q, want %q", got, want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name, want string
+		opts       ImportOptions
+	}{
+		{"with a table", `string column "n": a known table (prompts) fixes its columns' types`, ImportOptions{Table: PromptsName, StringColumns: []string{"n"}}},
+		{"unknown column", `string column "m": no such column in the data (columns: n)`, ImportOptions{StringColumns: []string{"m"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := importText(t, "{\"n\":1}\n", &c.opts); !errors.Is(err, errInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want ErrInvalid saying %q", err, c.want)
 			}
 		})
 	}

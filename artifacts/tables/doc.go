@@ -65,7 +65,9 @@
 // its metadata and its rows as Arrow batches or as map[string]any (see
 // Value), which is what `rlpipe cat` prints. Import turns JSONL or CSV into
 // a Parquet table, conforming to a known table (errors name the line and
-// column) or inferring bool, int64, float64 and string columns; Export
+// column) or inferring bool, int64, float64 and string columns (values of
+// a column that disagree in type are an error too, unless the column is
+// one of ImportOptions.StringColumns); Export
 // writes a file as JSONL or CSV.
 //
 // # The rescore report

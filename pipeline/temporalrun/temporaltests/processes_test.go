@@ -283,9 +283,16 @@ type runJSON struct {
 // TestStandinWorkersInProcessesSurviveAKilledWorker runs the stand-in
 // pipeline with one worker process per environment and the loop driven
 // through Temporal. While a generate attempt runs, its worker is
-// SIGKILLed and a second generate worker starts: the attempt is run again
-// there (it does not count as a failure), the run finishes, and every
-// artifact equals the local executor's.
+// SIGKILLed, then a second generate worker starts: the attempt is run
+// again there (it does not count as a failure), the run finishes, and
+// every artifact equals the local executor's.
+//
+// The kill comes as soon as the attempt has started, before the second
+// worker is started: starting a worker takes seconds on a loaded machine,
+// and when it took longer than the attempt's sleep the attempt finished
+// before the kill, nothing was lost, and no retry was recorded. With no
+// other generate worker up, the lost attempt can only run again on the
+// second one.
 func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 	cfg, setup := standinConfig(t, "3s")
 	want := localSums(t, setup, cfg, "standin")
@@ -296,8 +303,11 @@ func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 	genA := c.worker("generate-a", cfg, "--env", "generate")
 	driver := c.start("run", c.runArgs(cfg, "-o", "json")...)
 	genA.waitOutput(t, `"task":"generate"`, `"message":"attempt started"`)
-	genB := c.worker("generate-b", cfg, "--env", "generate")
 	genA.kill()
+	if strings.Contains(genA.stderr.String(), `"message":"attempt finished"`) {
+		t.Fatalf("the generate attempt finished before its worker was killed (it sleeps 3s); its log:\n%s", tail(genA.stderr.String(), 20))
+	}
+	genB := c.worker("generate-b", cfg, "--env", "generate")
 	if err := driver.wait(t); err != nil {
 		t.Fatalf("run: %v\n%s", err, driver.stderr.String())
 	}

@@ -1,0 +1,277 @@
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// Verify checks every commit, metarange, range and blob that a branch, tag
+// or staged change reaches: each must be present and match the digest it
+// is named by (a commit's id is the digest of its content, a tree's the
+// digest of its encoding, a blob's the SHA-256 of its bytes). The
+// metadata is checked in one read transaction and the blobs after it, so
+// that other processes are not locked out of the store while gigabytes
+// are read.
+func (s *Store) Verify(ctx context.Context, opts *artifacts.VerifyOptions) (artifacts.VerifyResult, error) {
+	var o artifacts.VerifyOptions
+	if opts != nil {
+		o = *opts
+	}
+	v := &verifier{seen: map[string]int{}, blobAt: map[string]int{}}
+	if err := s.view(ctx, v.walk); err != nil {
+		return v.res, fmt.Errorf("verify %s: %w", s.root, err)
+	}
+	for i := range v.blobs {
+		if err := ctx.Err(); err != nil {
+			return v.res, fmt.Errorf("verify %s: %w", s.root, err)
+		}
+		if err := s.checkBlob(&v.blobs[i], o.Quick, &v.res); err != nil {
+			return v.res, fmt.Errorf("verify %s: %w", s.root, err)
+		}
+	}
+	return v.res, nil
+}
+
+// verifier walks the metadata of a store and collects the blobs it uses.
+type verifier struct {
+	res artifacts.VerifyResult
+	// seen maps "kind id" of each commit and tree checked to its index
+	// in res.Damage, or -1 when it is sound.
+	seen   map[string]int
+	blobs  []blobUse
+	blobAt map[string]int // digest → index in blobs
+}
+
+// blobUse is a blob to check, with its recorded size and the first place
+// that uses it (a Damage waiting for a Problem).
+type blobUse struct {
+	size int64
+	at   artifacts.Damage
+}
+
+func (v *verifier) walk(tx *bolt.Tx) error {
+	type root struct{ ref, id string }
+	var roots []root
+	err := tx.Bucket(bucketBranches).ForEach(func(k, val []byte) error {
+		var b artifacts.Branch
+		if err := json.Unmarshal(val, &b); err != nil {
+			return fmt.Errorf("branch %q: the record is unreadable (%v): recreate the branch", k, err)
+		}
+		roots = append(roots, root{string(k), b.CommitID})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = tx.Bucket(bucketTags).ForEach(func(k, val []byte) error {
+		roots = append(roots, root{string(k), string(val)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range roots {
+		v.history(tx, r.ref, r.id)
+	}
+	return tx.Bucket(bucketStaging).ForEachBucket(func(branch []byte) error {
+		return stagingOf(tx, string(branch)).ForEach(func(k, val []byte) error {
+			var se staged
+			if err := json.Unmarshal(val, &se); err != nil {
+				v.res.Damage = append(v.res.Damage, artifacts.Damage{Kind: artifacts.DamageStaged, ID: string(k),
+					Problem: fmt.Sprintf("the staged change is unreadable (%v); drop it with `rlpipe branch reset %s`", err, branch),
+					Ref:     string(branch), Path: string(k), Uses: 1})
+				return nil
+			}
+			if se.Entry != nil {
+				v.use(*se.Entry, string(branch), "")
+			}
+			return nil
+		})
+	})
+}
+
+// again counts one more use of a commit or tree already checked, and
+// reports whether it was checked before.
+func (v *verifier) again(key string) bool {
+	i, ok := v.seen[key]
+	if ok && i >= 0 {
+		v.res.Damage[i].Uses++
+	}
+	return ok
+}
+
+// damaged records d as the damage of the thing key names.
+func (v *verifier) damaged(key string, d artifacts.Damage, problem string) {
+	d.Problem, d.Uses = problem, 1
+	v.seen[key] = len(v.res.Damage)
+	v.res.Damage = append(v.res.Damage, d)
+}
+
+// history checks the commits reachable from head, as ref reaches them.
+func (v *verifier) history(tx *bolt.Tx, ref, head string) {
+	type step struct{ id, child string }
+	stack := []step{{head, ""}}
+	for len(stack) > 0 {
+		st := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		key := "commit " + st.id
+		if v.again(key) {
+			continue
+		}
+		v.seen[key] = -1
+		v.res.Commits++
+		d := artifacts.Damage{Kind: artifacts.DamageCommit, ID: st.id, Ref: ref, Commit: st.child}
+		raw := tx.Bucket(bucketCommits).Get([]byte(st.id))
+		if raw == nil {
+			v.damaged(key, d, "missing from the store; the history behind it is not checked")
+			continue
+		}
+		var c artifacts.Commit
+		if err := json.Unmarshal(raw, &c); err != nil {
+			v.damaged(key, d, fmt.Sprintf("unreadable (%v); the history behind it is not checked", err))
+			continue
+		}
+		if c.ID != st.id || commitID(c) != st.id {
+			// Its parents and tree are still what it names: check them.
+			v.damaged(key, d, "its content does not match its id")
+		}
+		v.tree(tx, ref, st.id, c.MetaRangeID)
+		for _, p := range c.Parents {
+			stack = append(stack, step{p, st.id})
+		}
+	}
+}
+
+// tree checks a commit's metarange and its ranges.
+func (v *verifier) tree(tx *bolt.Tx, ref, commit, id string) {
+	if id == emptyMetaRangeID {
+		return
+	}
+	key := "metarange " + id
+	if v.again(key) {
+		return
+	}
+	v.seen[key] = -1
+	v.res.Trees++
+	d := artifacts.Damage{Kind: artifacts.DamageMetaRange, ID: id, Ref: ref, Commit: commit}
+	raw := tx.Bucket(bucketMetaRanges).Get([]byte(id))
+	if raw == nil {
+		v.damaged(key, d, "missing from the store; the commit's objects are not checked")
+		return
+	}
+	if digestOf(raw) != id {
+		v.damaged(key, d, "its content does not match its id; the commit's objects are not checked")
+		return
+	}
+	m, err := decodeMeta(raw)
+	if err != nil {
+		v.damaged(key, d, fmt.Sprintf("unreadable (%v); the commit's objects are not checked", err))
+		return
+	}
+	for _, r := range m {
+		v.rangeOf(tx, ref, commit, r)
+	}
+}
+
+func (v *verifier) rangeOf(tx *bolt.Tx, ref, commit string, r rangeRef) {
+	key := "range " + r.ID
+	if v.again(key) {
+		return
+	}
+	v.seen[key] = -1
+	v.res.Trees++
+	d := artifacts.Damage{Kind: artifacts.DamageRange, ID: r.ID, Ref: ref, Commit: commit, Path: r.Min}
+	span := fmt.Sprintf("the objects %s … %s are not checked", r.Min, r.Max)
+	raw := tx.Bucket(bucketRanges).Get([]byte(r.ID))
+	if raw == nil {
+		v.damaged(key, d, "missing from the store; "+span)
+		return
+	}
+	if digestOf(raw) != r.ID {
+		v.damaged(key, d, "its content does not match its id; "+span)
+		return
+	}
+	es, err := decodeEntries(raw)
+	if err != nil {
+		v.damaged(key, d, fmt.Sprintf("unreadable (%v); %s", err, span))
+		return
+	}
+	for _, e := range es {
+		v.use(e, ref, commit)
+	}
+}
+
+// use notes that ref (through commit, or staged when commit is "") uses
+// the blob of e.
+func (v *verifier) use(e entry, ref, commit string) {
+	if i, ok := v.blobAt[e.Digest]; ok {
+		v.blobs[i].at.Uses++
+		return
+	}
+	v.blobAt[e.Digest] = len(v.blobs)
+	v.blobs = append(v.blobs, blobUse{size: e.Size, at: artifacts.Damage{Kind: artifacts.DamageBlob, ID: e.Digest, Ref: ref, Commit: commit, Path: e.Path, Uses: 1}})
+}
+
+// checkBlob checks one blob's presence and size and, unless quick, its
+// digest. Damage goes to res; the error is for a read that failed for
+// another reason.
+func (s *Store) checkBlob(b *blobUse, quick bool, res *artifacts.VerifyResult) error {
+	res.Objects++
+	d := b.at
+	if !validDigest(d.ID) {
+		d.Problem = "the tree names no valid SHA-256 digest"
+		res.Damage = append(res.Damage, d)
+		return nil
+	}
+	f, err := os.Open(s.blobs.path(d.ID))
+	if errors.Is(err, fs.ErrNotExist) {
+		d.Problem = "missing from the store"
+		res.Damage = append(res.Damage, d)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Size() != b.size:
+		d.Problem = fmt.Sprintf("holds %d bytes, recorded as %d", fi.Size(), b.size)
+	case !quick:
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		res.Bytes += n
+		if err != nil {
+			return fmt.Errorf("read blob %s: %w", d.ID, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != d.ID {
+			d.Problem = "its content does not match its digest (it reads back as " + got + ")"
+		}
+	}
+	if d.Problem != "" {
+		res.Damage = append(res.Damage, d)
+	}
+	return nil
+}
+
+func validDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}

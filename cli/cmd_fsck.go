@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+type fsckOptions struct {
+	quick bool
+}
+
+func (o *fsckOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.quick, "quick", false, "check that each object's bytes are present with their recorded size instead of reading them")
+}
+
+func newFsckCommand(g *rootOptions) *cobra.Command {
+	var o fsckOptions
+	cmd := &cobra.Command{
+		Use:   "fsck [--quick]",
+		Short: "check that every commit, tree and object a ref reaches is stored intact (embedded store)",
+		Long: `Check the embedded store: every commit, tree (metarange and range) and object
+that a branch, a tag or an uncommitted change reaches must be present and
+match the digest it is named by. Each damaged thing is listed with a branch
+or tag that reaches it, the commit that names it and, for an object, its
+path; the command then exits 1. It reads every object once (--quick only
+checks their sizes). gc runs the same check first and refuses a damaged
+store.`,
+		Example: "  rlpipe fsck\n  rlpipe fsck --quick -o json",
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return fsckFunc(ctx, st, g.store, o, g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// fsckOut is the JSON shape of fsck.
+type fsckOut struct {
+	OK bool `json:"ok"`
+	artifacts.VerifyResult
+}
+
+func fsckFunc(ctx context.Context, st artifacts.Store, uri string, o fsckOptions, p printer) error {
+	v, ok := st.(artifacts.Verifier)
+	if !ok {
+		return failure(explain(artifacts.ErrNotSupported, "the store at %s is not checked from rlpipe: a lakeFS server keeps its own storage (check it with its own tools)", uri))
+	}
+	res, err := v.Verify(ctx, &artifacts.VerifyOptions{Quick: o.quick})
+	if err != nil {
+		return withOp(err, "fsck %s", uri)
+	}
+	if p.json {
+		if res.Damage == nil {
+			res.Damage = []artifacts.Damage{}
+		}
+		if err := p.JSON(fsckOut{OK: len(res.Damage) == 0, VerifyResult: res}); err != nil {
+			return err
+		}
+	} else {
+		for _, d := range res.Damage {
+			if err := p.Printf("damaged: %s\n", d); err != nil {
+				return err
+			}
+		}
+		what := fmt.Sprintf("checked %s, %s and %s", plural(res.Commits, "commit"), plural(res.Trees, "tree"), plural(res.Objects, "object"))
+		if !o.quick {
+			what += " (" + humanBytes(res.Bytes) + ")"
+		}
+		verdict := "ok"
+		if len(res.Damage) > 0 {
+			verdict = plural(len(res.Damage), "damaged thing")
+		}
+		if err := p.Printf("%s: %s\n", what, verdict); err != nil {
+			return err
+		}
+	}
+	if len(res.Damage) == 0 {
+		return nil
+	}
+	return failure(explain(artifacts.ErrIntegrity, "fsck %s: %s, the first: %s (restore the store from a copy, or delete the refs that reach the damage)",
+		uri, plural(len(res.Damage), "damaged thing"), res.Damage[0]))
+}
