@@ -74,3 +74,18 @@ func TestCapWriterKeepsWholeCharacters(t *testing.T) {
 		})
 	}
 }
+
+// bwrap's --disable-userns refuses nested user namespaces by itself, with
+// the seccomp filter off: the sandbox's user namespace has used up its
+// limit (ENOSPC), so the second wall stands without the first.
+func TestUserNamespacesDisabledWithoutSeccomp(t *testing.T) {
+	testWithoutSeccomp = true
+	defer func() { testWithoutSeccomp = false }()
+	r, err := Run(context.Background(), Spec{Command: []string{"sh", "-c", "grep '^Seccomp:' /proc/self/status; unshare -U true && echo UNSHARED"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "Seccomp:\t0\n" || !strings.Contains(r.Stderr, "No space left on device") {
+		t.Fatalf("got %q (stderr %q), want no filter and unshare refused with ENOSPC", r.Stdout, r.Stderr)
+	}
+}
