@@ -62,9 +62,9 @@ func (d *Dir) Remove() error {
 	return d.err
 }
 
-// Sweep removes the directories in parent ("" means os.TempDir()) whose
-// names start with prefix and whose owner is dead: nobody holds their
-// lock. A directory whose lock is held belongs to a live process and is
+// Sweep removes the directories in parent ("" means os.TempDir()) that
+// Mkdir made with prefix and whose owner is dead: nobody holds their
+// lock. Other directories, even with the same prefix, are left alone. A directory whose lock is held belongs to a live process and is
 // kept. It returns the paths removed and the errors met, joined; a
 // directory that cannot be removed is left for the next Sweep.
 func Sweep(parent, prefix string) ([]string, error) {
@@ -81,7 +81,7 @@ func Sweep(parent, prefix string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+		if !e.IsDir() || !madeByMkdir(e.Name(), prefix) {
 			continue
 		}
 		p := filepath.Join(parent, e.Name())
@@ -104,6 +104,23 @@ func Sweep(parent, prefix string) ([]string, error) {
 		removed = append(removed, p)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// madeByMkdir reports whether name is prefix, "p", digits and "-", as
+// Mkdir names directories. Another name with the same prefix (made by an
+// older version, or by hand) has no lock to tell its owner's state by,
+// and is never swept.
+func madeByMkdir(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix+"p")
+	if !ok {
+		return false
+	}
+	pid, _, ok := strings.Cut(rest, "-")
+	if !ok || pid == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(pid, 10, 32)
+	return err == nil
 }
 
 // ownerDead takes p's lock without waiting: it is free only when the
