@@ -137,11 +137,12 @@ func classify(o outcome) Result {
 	switch {
 	case o.killedOutput:
 		r.OutputTruncated, r.Status = true, StatusOutputLimit
+	case o.oomKilled:
+		// Before the SIGKILL case (the kernel's OOM killer sends SIGKILL) and
+		// the wall clock (a program may wait forever for a killed child).
+		r.MemoryExceeded, r.Status = true, StatusMemory
 	case o.killedWall:
 		r.TimedOut, r.Status = true, StatusTimeout
-	case o.oomKilled:
-		// Before the SIGKILL case: the kernel's OOM killer sends SIGKILL.
-		r.MemoryExceeded, r.Status = true, StatusMemory
 	case sig == syscall.SIGXCPU || sig == syscall.SIGKILL:
 		// Run did not send this SIGKILL; the kernel sends one a second of CPU
 		// past the limit to a program that ignores SIGXCPU.

@@ -224,6 +224,13 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		if verdictR, verdictW, err = pipe("verdict"); err != nil {
 			return Result{}, err
 		}
+		// The program opens the pipe again by its /dev/fd path, which
+		// checks the pipe's owner: make it the sandbox's user.
+		if uid, gid := SandboxUID(); uid != os.Geteuid() {
+			if err := verdictW.Chown(uid, gid); err != nil {
+				return Result{}, fmt.Errorf("give the verdict pipe to uid %d: %v: %w", uid, err, ErrInfra)
+			}
+		}
 		env = append(env, [2]string{EnvVerdict, "/dev/fd/" + strconv.Itoa(fds.add(verdictW))})
 	}
 	for _, kv := range env {
@@ -280,7 +287,7 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	var killedWall atomic.Bool
+	var killedWall, killedCPU atomic.Bool
 	cmd.Cancel = func() error {
 		killedWall.Store(true)
 		return kill()
@@ -331,6 +338,12 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 			}
 			blockW.Write([]byte{1})
 			blockW.Close()
+			if _, ok := grp.cpuUsed(); ok && setupErr == nil {
+				go watchCPU(grp, lim.CPUTime, waited, func() {
+					killedCPU.Store(true)
+					_ = kill()
+				})
+			}
 		}
 	case <-waited:
 	}
@@ -363,7 +376,7 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	o := outcome{
 		exitCode:     st.exitCode,
 		killedOutput: killedOutput,
-		killedWall:   killedWall.Load() && !killedOutput,
+		killedWall:   (killedWall.Load() || killedCPU.Load()) && !killedOutput,
 		stdout:       stdout.String(),
 		stderr:       stderr.String(),
 	}
@@ -374,6 +387,24 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	r.Duration = elapsed
 	r.Verdict = <-verdict
 	return r, nil
+}
+
+// watchCPU calls over once the group has used budget of CPU time, all its
+// processes together, or returns when done is closed.
+func watchCPU(g group, budget time.Duration, done <-chan struct{}, over func()) {
+	t := time.NewTicker(cgroupPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if used, ok := g.cpuUsed(); ok && used >= budget {
+				over()
+				return
+			}
+		}
+	}
 }
 
 // sandboxInit is the sandbox's init, bwrap's child: PID 1 of the sandbox's
