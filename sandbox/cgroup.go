@@ -247,9 +247,10 @@ func removeGroup(dir string) {
 	}
 }
 
-// sweepGroups removes the empty run cgroups under dir whose process is
-// gone: a killed rlpipe's. A cgroup that still holds a process cannot be
-// removed, so a live sandbox is never affected.
+// sweepGroups removes the run cgroups under dir whose rlpipe process is
+// gone (killed): it kills what is still in them first — a sandbox whose
+// init outlived a killed rlpipe — and then removes them. Groups of live
+// rlpipe processes are not touched.
 func sweepGroups(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
@@ -262,7 +263,16 @@ func sweepGroups(dir string) {
 		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		_ = syscall.Rmdir(filepath.Join(dir, e.Name()))
+		g := filepath.Join(dir, e.Name())
+		_ = write(g, "cgroup.kill", "1") // v2; v1 has no such file
+		if b, err := os.ReadFile(filepath.Join(g, "cgroup.procs")); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if p, err := strconv.Atoi(f); err == nil && p > 1 {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+		}
+		removeGroup(g)
 	}
 }
 

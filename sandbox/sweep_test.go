@@ -2,9 +2,11 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +24,8 @@ func TestSweepHelper(t *testing.T) {
 		t.Skip("a subprocess of TestKilledRunsStagingIsSwept")
 	}
 	command := []string{"true"}
-	if what == "sleep" {
-		command = []string{"sleep", "600"}
+	if secs, ok := strings.CutPrefix(what, "sleep "); ok {
+		command = []string{"sleep", secs}
 	}
 	if _, err := sandbox.Run(context.Background(), sandbox.Spec{Command: command, Files: map[string][]byte{"a": []byte("x")},
 		Limits: sandbox.Limits{Wall: time.Hour, CPUTime: time.Hour}}); err != nil {
@@ -44,11 +46,16 @@ func sweepHelper(t *testing.T, tmp, what string) *exec.Cmd {
 	return cmd
 }
 
-// staging waits until tmp holds n staging directories of the helpers'
-// sleeping runs (those holding the file "a"; TestMain's run has none), and
-// returns them.
-func staging(t *testing.T, tmp string, n int) []string {
+// staging waits until the helper's sandboxed "sleep secs" runs — killing
+// the helper while bwrap sets up can leave that sandbox running, see the
+// threat model in docs/REWARDS.md — and tmp holds n staging directories
+// of the helpers' sleeping runs (those holding the file "a"; TestMain's
+// run has none); it returns them.
+func staging(t *testing.T, tmp, secs string, n int) []string {
 	t.Helper()
+	for !running("sleep\x00" + secs + "\x00") {
+		time.Sleep(20 * time.Millisecond) // waiting for the helper to start, not a verdict
+	}
 	for {
 		dirs, _ := filepath.Glob(filepath.Join(tmp, "rlpipe-sandbox-*", "a"))
 		if len(dirs) >= n {
@@ -61,6 +68,17 @@ func staging(t *testing.T, tmp string, n int) []string {
 	}
 }
 
+// running reports whether a process has exactly this command line.
+func running(cmdline string) bool {
+	all, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range all {
+		if b, err := os.ReadFile(p); err == nil && string(b) == cmdline {
+			return true
+		}
+	}
+	return false
+}
+
 // A process killed during a run leaves its staging directory; the next
 // process's first run removes it, and keeps the one of a run still going.
 func TestKilledRunsStagingIsSwept(t *testing.T) {
@@ -69,11 +87,13 @@ func TestKilledRunsStagingIsSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The live run first: each start sweeps the dead.
-	sweepHelper(t, tmp, "sleep")
-	liveDir := staging(t, tmp, 1)[0]
-	dead := sweepHelper(t, tmp, "sleep")
+	live := fmt.Sprint(600 + os.Getpid()%1000) // sleep lengths only these helpers use
+	gone := fmt.Sprint(1600 + os.Getpid()%1000)
+	sweepHelper(t, tmp, "sleep "+live)
+	liveDir := staging(t, tmp, live, 1)[0]
+	dead := sweepHelper(t, tmp, "sleep "+gone)
 	var deadDir string
-	for _, d := range staging(t, tmp, 2) {
+	for _, d := range staging(t, tmp, gone, 2) {
 		if d != liveDir {
 			deadDir = d
 		}
