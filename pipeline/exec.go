@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/scratch"
 )
 
 // exec runs a node: wait for inputs, consult the cache, then run attempts
@@ -115,6 +116,23 @@ func (r *Run) attempter() attempter {
 	return attempter{store: r.store, memo: r.memo, workDir: r.opts.WorkDir, log: r.opts.Logger}
 }
 
+// taskDirPrefix starts the names of attempts' work directories. Each is
+// locked by its process (internal/scratch), so the directories of a
+// killed engine or worker are told apart and swept at the next start.
+const taskDirPrefix = "rlpipe-task-"
+
+// sweepTaskDirs removes the work directories that killed processes left
+// in dir ("" means the OS temp dir), keeping those of live ones.
+func sweepTaskDirs(dir string, log zerolog.Logger) {
+	removed, err := scratch.Sweep(dir, taskDirPrefix)
+	if len(removed) > 0 {
+		log.Info().Int("removed", len(removed)).Msg("removed the task work directories of killed runs")
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("could not sweep old task work directories")
+	}
+}
+
 // attempt runs the task once in a fresh work directory and uploads its
 // outputs to the job's branch.
 func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, slot *warmSlot) (map[string]Artifact, error) {
@@ -125,11 +143,12 @@ func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, 
 		actx, cancel = context.WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
-	work, err := os.MkdirTemp(a.workDir, "rlpipe-task-*")
+	wd, err := scratch.Mkdir(a.workDir, taskDirPrefix)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
+	defer wd.Remove()
+	work := wd.Path()
 	tc := &TaskContext{
 		Task: job.Call, Group: job.Group, Iteration: job.Iteration, Attempt: attempt,
 		Seed: job.Seed, WorkDir: work,

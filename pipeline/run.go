@@ -39,6 +39,7 @@ type RunOptions struct {
 	// NoCache runs every task even when its key matches.
 	NoCache bool
 	// WorkDir holds task scratch directories (default: the OS temp dir).
+	// Open removes those that killed processes left there.
 	WorkDir string
 	// Logger receives events and task logs.
 	Logger zerolog.Logger
@@ -120,6 +121,7 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 		committed: map[int]chan struct{}{},
 	}
 	r.memo = &memoizer{store: st, events: r.events}
+	sweepTaskDirs(opts.WorkDir, opts.Logger)
 	r.executor = opts.Executor
 	if r.executor == nil {
 		r.executor = localExecutor{r}

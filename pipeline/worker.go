@@ -29,6 +29,7 @@ type WorkerOptions struct {
 	// config is refused. Empty: not checked.
 	ConfigHashes []string
 	// WorkDir holds task scratch directories (default: the OS temp dir).
+	// NewWorker removes those that killed processes left there.
 	WorkDir string
 	// Logger receives task logs.
 	Logger zerolog.Logger
@@ -72,6 +73,7 @@ func NewWorker(st artifacts.Store, opts WorkerOptions) (*Worker, error) {
 	w.pool = newPool(*m)
 	events := newEventLog("", opts.Logger)
 	w.a = attempter{store: st, memo: &memoizer{store: st, events: events}, workDir: opts.WorkDir, log: opts.Logger}
+	sweepTaskDirs(opts.WorkDir, opts.Logger)
 	return w, nil
 }
 

@@ -56,6 +56,9 @@ type VerifierResult struct {
 	TimedOut bool   `cel:"timed_out" json:"timed_out"`
 	// Status is the verifier's own account ("ok", "timeout", …).
 	Status string `cel:"status" json:"status"`
+	// Reason says why, when the verifier gives one: a checker's reason
+	// for failing, or the attempt at the checker's files that was seen.
+	Reason string `cel:"reason" json:"reason,omitempty"`
 }
 
 // JudgeResult is what a judge reports for one row. In CEL it is

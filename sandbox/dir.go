@@ -45,19 +45,11 @@ func RunIn(ctx context.Context, dir string, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("work directory %q is not a directory: %w", dir, ErrInvalid)
 	}
 	lim := s.Limits.withDefaults()
-	bwrap, err := lookBwrap(s.Bwrap)
+	t, err := findTools(s)
 	if err != nil {
 		return Result{}, err
 	}
-	prlimit, err := lookPrlimit()
-	if err != nil {
-		return Result{}, err
-	}
-	binds, err := bindArgs(s.ReadOnlyBinds)
-	if err != nil {
-		return Result{}, err
-	}
-	return launch(ctx, s, lim, tools{bwrap, prlimit, binds}, []string{"/dev/shm", "/tmp"}, []string{"--bind", dir, "/work"}, nil)
+	return launch(ctx, s, lim, t, []string{"/dev/shm", "/tmp"}, []string{"--bind", dir, "/work"}, &fdSet{})
 }
 
 // SandboxUID returns the host user and group that sandboxed programs run

@@ -3,8 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAvailableMissingBinary(t *testing.T) {
@@ -38,6 +40,10 @@ func TestClassify(t *testing.T) {
 			Result{Stderr: "MemoryError", Status: StatusOK}},
 		{"ENOSPC", outcome{exitCode: 1, stderr: "No space left on device"},
 			Result{ExitCode: 1, Stderr: "No space left on device", Status: StatusFileLimit}},
+		{"OOM kill by the cgroup", outcome{exitCode: 137, oomKilled: true},
+			Result{ExitCode: 137, Signal: "SIGKILL", MemoryExceeded: true, Status: StatusMemory}},
+		{"OOM kill, then the wall limit", outcome{exitCode: -1, oomKilled: true, killedWall: true},
+			Result{ExitCode: -1, Signal: "SIGKILL", MemoryExceeded: true, Status: StatusMemory}},
 		{"wall", outcome{exitCode: -1, killedWall: true}, Result{ExitCode: -1, Signal: "SIGKILL", TimedOut: true, Status: StatusTimeout}},
 		{"output", outcome{exitCode: -1, killedOutput: true, stdout: "yyy"},
 			Result{ExitCode: -1, Signal: "SIGKILL", Stdout: "yyy", OutputTruncated: true, Status: StatusOutputLimit}},
@@ -72,5 +78,67 @@ func TestCapWriterKeepsWholeCharacters(t *testing.T) {
 				t.Fatalf("kept %q (full %v), want %q", got, full, c.want)
 			}
 		})
+	}
+}
+
+// bwrap's --disable-userns refuses nested user namespaces by itself, with
+// the seccomp filter off: the sandbox's user namespace has used up its
+// limit (ENOSPC), so the second wall stands without the first.
+func TestUserNamespacesDisabledWithoutSeccomp(t *testing.T) {
+	testWithoutSeccomp = true
+	defer func() { testWithoutSeccomp = false }()
+	r, err := Run(context.Background(), Spec{Command: []string{"sh", "-c", "grep '^Seccomp:' /proc/self/status; unshare -U true && echo UNSHARED"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout != "Seccomp:\t0\n" || !strings.Contains(r.Stderr, "No space left on device") {
+		t.Fatalf("got %q (stderr %q), want no filter and unshare refused with ENOSPC", r.Stdout, r.Stderr)
+	}
+}
+
+// TestFallbackLimits checks exactly what the rlimit fallback promises, on
+// every machine: each process at most MemoryBytes of address space, and at
+// most Procs processes, so at most MemoryBytes × Procs for the sandbox —
+// not MemoryBytes for the sandbox as a whole.
+func TestFallbackLimits(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is not installed under /usr")
+	}
+	testNoCgroup = true
+	defer func() { testNoCgroup = false }()
+	if PerSandbox() {
+		t.Fatal("the fallback was not forced")
+	}
+	lim := Limits{MemoryBytes: 256 << 20, Procs: 8, CPUTime: 20 * time.Second, Wall: 60 * time.Second}
+	code := `import os, signal
+def child(mb):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            b = b"\x01" * (mb << 20)
+            os._exit(0)
+        except MemoryError:
+            os._exit(3)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+print("100 MiB child:", child(100))
+print("300 MiB child:", child(300))
+kids = []
+try:
+    for _ in range(20):
+        pid = os.fork()
+        if pid == 0:
+                        signal.pause()
+        kids.append(pid)
+except OSError as e:
+    print("forks refused after", len(kids), "errno", e.errno)
+`
+	r, err := Run(context.Background(), Spec{Command: []string{"python3", "-c", code}, Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Procs counts the sandbox's init and the python parent: 6 children fit.
+	want := "100 MiB child: 0\n300 MiB child: 3\nforks refused after 6 errno 11\n"
+	if r.Stdout != want {
+		t.Fatalf("got %q (status %s, stderr %q), want %q", r.Stdout, r.Status, r.Stderr, want)
 	}
 }

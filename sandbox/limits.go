@@ -17,18 +17,25 @@ const (
 
 // Limits bound one run. A zero field means its default (DefaultCPUTime, …).
 //
-// How each limit is enforced:
+// How each limit is enforced (Enforcement says whether a cgroup is in
+// force here; see cgroup.go):
 //
-//   - CPUTime: RLIMIT_CPU, rounded up to whole seconds, counted per process.
+//   - CPUTime: with a cgroup, the CPU time of all the sandbox's processes
+//     together; Run kills the sandbox past it. Always RLIMIT_CPU too,
+//     rounded up to whole seconds, counted per process.
 //     SIGXCPU at the limit, SIGKILL one second later if the program ignores
 //     it; the result reads StatusTimeout either way (bwrap does not report
 //     the CPU time, so a SIGKILL that Run did not send is read as this one).
 //   - Wall: a timer in Run that kills the sandbox's process group; the
 //     sandbox's PID namespace dies with it.
-//   - MemoryBytes: RLIMIT_AS (address space). Allocations past it fail, so
-//     the program usually dies with its runtime's out-of-memory error.
+//   - MemoryBytes: with a cgroup, the memory (and swap) of all the
+//     sandbox's processes together; the kernel kills one past it. Always
+//     RLIMIT_AS (address space) per process too: allocations past it
+//     fail, so the program usually dies with its runtime's out-of-memory
+//     error. Without a cgroup a sandbox may hold MemoryBytes × Procs.
 //   - Procs: RLIMIT_NPROC, counted per user inside the sandbox's own user
-//     namespace, so a fork bomb stops at Procs tasks (threads count).
+//     namespace, so a fork bomb stops at Procs tasks (threads count; the
+//     sandbox's init is one); with a cgroup, its pids limit too.
 //   - OutputBytes: stdout and stderr each; Run kills the program at the
 //     first byte past the limit.
 //   - FileBytes: RLIMIT_FSIZE for each file, and the size of each writable

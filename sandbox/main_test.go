@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/sandbox"
@@ -22,4 +23,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// needAMD64 skips a test whose system call numbers are x86_64's.
+func needAMD64(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skip("system call numbers are x86_64's; the seccomp filter exists for amd64 only")
+	}
 }

@@ -43,6 +43,9 @@ type Result struct {
 	Duration time.Duration
 	// Status sums up the above; see the Status constants.
 	Status Status
+	// Verdict is what the program wrote to its verdict channel
+	// (Spec.Verdict), at most VerdictBytes; "" when it wrote nothing.
+	Verdict string
 }
 
 // Passed reports whether the program exited 0 within its limits.
@@ -116,6 +119,7 @@ type outcome struct {
 	exitCode       int  // from bwrap's status; -1 when unknown
 	killedOutput   bool // Run killed the sandbox for too much output
 	killedWall     bool // Run killed the sandbox at the wall-clock limit
+	oomKilled      bool // the sandbox's cgroup killed a process at its memory limit
 	stdout, stderr string
 }
 
@@ -133,6 +137,10 @@ func classify(o outcome) Result {
 	switch {
 	case o.killedOutput:
 		r.OutputTruncated, r.Status = true, StatusOutputLimit
+	case o.oomKilled:
+		// Before the SIGKILL case (the kernel's OOM killer sends SIGKILL) and
+		// the wall clock (a program may wait forever for a killed child).
+		r.MemoryExceeded, r.Status = true, StatusMemory
 	case o.killedWall:
 		r.TimedOut, r.Status = true, StatusTimeout
 	case sig == syscall.SIGXCPU || sig == syscall.SIGKILL:

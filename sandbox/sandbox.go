@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -19,6 +20,11 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/rlpipe/rlpipe/internal/scratch"
 )
 
 // Spec describes one sandboxed run.
@@ -44,6 +50,19 @@ type Spec struct {
 	// besides the defaults (see DefaultBinds). They may not hide /work,
 	// /tmp, /proc or /dev.
 	ReadOnlyBinds []string
+	// ReadOnlyFiles are files the program can read but not change, remove
+	// or replace, by absolute path in the sandbox outside /work:
+	// "/check/expected.txt". Each top-level directory ("/check") is new
+	// and read-only; it may not be one of the sandbox's own (/work, /tmp,
+	// /proc, /dev) or of DefaultBinds and ReadOnlyBinds. Keep what a
+	// checker needs here, never in Files: see docs/REWARDS.md.
+	ReadOnlyFiles map[string][]byte
+	// Verdict opens a channel for the program's verdict: a pipe whose path
+	// is in the variable RLPIPE_VERDICT (EnvVerdict). What the program
+	// writes there (up to VerdictBytes) is Result.Verdict. A checker
+	// reports its verdict this way rather than by its exit code; only run
+	// code that may write the verdict in such a sandbox.
+	Verdict bool
 	// Bwrap is the bubblewrap binary; "" means "bwrap" from PATH.
 	Bwrap string
 }
@@ -78,39 +97,52 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err := checkFileSizes(s.Files, lim.FileBytes); err != nil {
 		return Result{}, err
 	}
-	bwrap, err := lookBwrap(s.Bwrap)
+	t, err := findTools(s)
 	if err != nil {
 		return Result{}, err
 	}
-	prlimit, err := lookPrlimit()
-	if err != nil {
-		return Result{}, err
-	}
-	binds, err := bindArgs(s.ReadOnlyBinds)
-	if err != nil {
-		return Result{}, err
-	}
-
-	ws, err := os.MkdirTemp("", "rlpipe-sandbox-")
+	sweepStaging(ctx)
+	ws, err := scratch.Mkdir("", stagingPrefix)
 	if err != nil {
 		return Result{}, fmt.Errorf("create workspace: %v: %w", err, ErrInfra)
 	}
-	defer os.RemoveAll(ws)
-	names, files, err := stage(ws, s.Files)
+	defer ws.Remove()
+	names, files, err := stage(ws.Path(), s.Files)
 	defer closeAll(files)
 	if err != nil {
 		return Result{}, err
 	}
-	// fds 4… are the staged files in names' order.
+	var fds fdSet
 	var work []string
 	for i, name := range names {
 		dest := path.Join("/work", name)
 		if d := path.Dir(dest); d != "/work" {
 			work = append(work, "--dir", d)
 		}
-		work = append(work, "--perms", "0644", "--file", strconv.Itoa(4+i), dest)
+		work = append(work, "--perms", "0644", "--file", strconv.Itoa(fds.add(files[i])), dest)
 	}
-	return launch(ctx, s, lim, tools{bwrap, prlimit, binds}, []string{"/dev/shm", "/tmp", "/work"}, work, files)
+	return launch(ctx, s, lim, t, []string{"/dev/shm", "/tmp", "/work"}, work, &fds)
+}
+
+// stagingPrefix starts the names of Run's staging directories in the
+// temporary folder; those of killed processes are swept (internal/scratch).
+const stagingPrefix = "rlpipe-sandbox-"
+
+var sweepOnce sync.Once
+
+// sweepStaging removes, once per process, the staging directories that
+// killed processes left behind.
+func sweepStaging(ctx context.Context) {
+	sweepOnce.Do(func() {
+		removed, err := scratch.Sweep("", stagingPrefix)
+		log := zerolog.Ctx(ctx)
+		if len(removed) > 0 {
+			log.Info().Int("removed", len(removed)).Msg("sandbox: removed the staging directories of killed processes")
+		}
+		if err != nil {
+			log.Warn().Err(err).Msg("sandbox: could not sweep old staging directories")
+		}
+	})
 }
 
 // tools are what a launch needs found first: bwrap, prlimit and the
@@ -120,19 +152,57 @@ type tools struct {
 	binds          []string
 }
 
+func findTools(s Spec) (tools, error) {
+	bwrap, err := lookBwrap(s.Bwrap)
+	if err != nil {
+		return tools{}, err
+	}
+	prlimit, err := lookPrlimit()
+	if err != nil {
+		return tools{}, err
+	}
+	binds, err := bindArgs(s.ReadOnlyBinds)
+	if err != nil {
+		return tools{}, err
+	}
+	return tools{bwrap, prlimit, binds}, nil
+}
+
+// fdSet numbers the files bwrap inherits: the first is fd 3.
+type fdSet struct{ files []*os.File }
+
+func (f *fdSet) add(file *os.File) int {
+	f.files = append(f.files, file)
+	return 2 + len(f.files)
+}
+
+// VerdictBytes is how much of a verdict Run keeps (Spec.Verdict).
+const VerdictBytes = 4096
+
+// EnvVerdict is the variable that names the verdict channel in a sandbox
+// with Spec.Verdict: a path to write the verdict to.
+const EnvVerdict = "RLPIPE_VERDICT"
+
 // launch runs s.Command in a new bubblewrap sandbox and waits for it: the
 // part Run and RunIn share. tmpfs are the private tmpfs mounts (each
-// FileBytes big); work are the arguments that set up /work; files are
-// passed as fds 4… (and closed once bwrap has them).
-func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []string, files []*os.File) (Result, error) {
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("create status pipe: %v: %w", err, ErrInfra)
+// FileBytes big); work are the arguments that set up /work, naming the
+// files of fds (which launch closes once bwrap has them).
+func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []string, fds *fdSet) (Result, error) {
+	var toClose []*os.File
+	defer func() { closeAll(toClose) }()
+	pipe := func(what string) (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("create %s pipe: %v: %w", what, err, ErrInfra)
+		}
+		toClose = append(toClose, r, w)
+		return r, w, nil
 	}
-	defer statusR.Close()
-
-	// fd 3 is bwrap's status.
-	args := []string{"--unshare-all", "--die-with-parent", "--new-session"}
+	statusR, statusW, err := pipe("status")
+	if err != nil {
+		return Result{}, err
+	}
+	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"}
 	args = append(args, t.binds...)
 	args = append(args, "--proc", "/proc", "--dev", "/dev")
 	size := strconv.FormatInt(lim.FileBytes, 10)
@@ -140,11 +210,54 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		args = append(args, "--size", size, "--tmpfs", dir)
 	}
 	args = append(args, work...)
+	ro, roFiles, err := readOnlyFileArgs(s.ReadOnlyFiles, fds)
+	toClose = append(toClose, roFiles...)
+	if err != nil {
+		return Result{}, err
+	}
+	args = append(args, ro...)
 	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
-	for _, kv := range environ(s.Env) {
+	env := environ(s.Env)
+	var verdictR *os.File
+	if s.Verdict {
+		var verdictW *os.File
+		if verdictR, verdictW, err = pipe("verdict"); err != nil {
+			return Result{}, err
+		}
+		// The program opens the pipe again by its /dev/fd path, which
+		// checks the pipe's owner: make it the sandbox's user.
+		if uid, gid := SandboxUID(); uid != os.Geteuid() {
+			if err := verdictW.Chown(uid, gid); err != nil {
+				return Result{}, fmt.Errorf("give the verdict pipe to uid %d: %v: %w", uid, err, ErrInfra)
+			}
+		}
+		env = append(env, [2]string{EnvVerdict, "/dev/fd/" + strconv.Itoa(fds.add(verdictW))})
+	}
+	for _, kv := range env {
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
-	args = append(args, "--json-status-fd", "3", "--",
+	filter, err := seccompFile()
+	if err != nil {
+		return Result{}, err
+	}
+	if filter != nil {
+		toClose = append(toClose, filter)
+		args = append(args, "--seccomp", strconv.Itoa(fds.add(filter)))
+	}
+	grp, err := newGroup(ctx, lim)
+	if err != nil {
+		return Result{}, err
+	}
+	var blockW *os.File
+	if grp != nil {
+		defer grp.remove()
+		var blockR *os.File
+		if blockR, blockW, err = pipe("block"); err != nil {
+			return Result{}, err
+		}
+		args = append(args, "--block-fd", strconv.Itoa(fds.add(blockR)))
+	}
+	args = append(args, "--json-status-fd", strconv.Itoa(fds.add(statusW)), "--",
 		t.prlimit,
 		"--cpu="+strconv.FormatInt(lim.cpuSeconds(), 10)+":"+strconv.FormatInt(lim.cpuSeconds()+1, 10),
 		"--as="+strconv.FormatInt(lim.MemoryBytes, 10),
@@ -156,18 +269,25 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 
 	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
 	defer cancel()
-	var killedWall atomic.Bool
 	cmd := exec.CommandContext(wallCtx, t.bwrap, args...)
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = append([]*os.File{statusW}, files...)
+	cmd.ExtraFiles = fds.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
-	// Killing bwrap's process group kills bwrap; --die-with-parent then
-	// kills the sandbox's init, and with it the whole PID namespace.
-	kill := func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var init sandboxInit
+	// Killing the sandbox's init ends its PID namespace, every process in
+	// it, and then bwrap, which has reaped the init: nothing is orphaned.
+	// Only a sandbox whose init never started is ended by killing bwrap.
+	kill := func() error {
+		if init.kill() {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	var killedWall, killedCPU atomic.Bool
 	cmd.Cancel = func() error {
 		killedWall.Store(true)
 		return kill()
@@ -185,22 +305,48 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 
 	start := time.Now()
 	if err := closeInheritedOnExec(); err != nil {
-		statusW.Close()
 		return Result{}, fmt.Errorf("keep inherited files out of the sandbox: %v: %w", err, ErrInfra)
 	}
 	if err := cmd.Start(); err != nil {
-		statusW.Close()
 		return Result{}, fmt.Errorf("start %s: %v: %w", t.bwrap, err, ErrInfra)
 	}
-	statusW.Close()
-	closeAll(files)
+	// The sandbox holds its own copies now.
+	closeAll(fds.files)
+	childPID := make(chan int, 1)
 	status := make(chan bwrapStatus, 1)
-	go func() { status <- readStatus(statusR) }()
+	go func() { status <- readStatus(statusR, childPID) }()
+	verdict := make(chan string, 1)
+	if verdictR != nil {
+		go func() { verdict <- readVerdict(verdictR) }()
+	} else {
+		verdict <- ""
+	}
 	waited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait() // the outcome is read from bwrap's status and ProcessState
 		close(waited)
 	}()
+	var setupErr error
+	select {
+	case pid := <-childPID:
+		init.open(pid)
+		if grp != nil {
+			// bwrap's child waits on --block-fd until it is in the group, so
+			// every process of the sandbox is counted.
+			if setupErr = grp.enter(pid); setupErr != nil {
+				_ = kill()
+			}
+			blockW.Write([]byte{1})
+			blockW.Close()
+			if _, ok := grp.cpuUsed(); ok && setupErr == nil {
+				go watchCPU(grp, lim.CPUTime, waited, func() {
+					killedCPU.Store(true)
+					_ = kill()
+				})
+			}
+		}
+	case <-waited:
+	}
 	killedOutput := false
 	select {
 	case <-waited:
@@ -211,10 +357,14 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}
 	elapsed := time.Since(start)
 	st := <-status
+	init.reap()
 
 	if ctx.Err() != nil {
 		return Result{Status: StatusCanceled, ExitCode: -1, Duration: elapsed,
 			Stdout: stdout.String(), Stderr: stderr.String()}, fmt.Errorf("sandbox run: %w", ctx.Err())
+	}
+	if setupErr != nil {
+		return Result{}, fmt.Errorf("put the sandbox in its cgroup: %v: %w", setupErr, ErrInfra)
 	}
 	if !st.started {
 		msg := strings.TrimSpace(stderr.String())
@@ -226,13 +376,122 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	o := outcome{
 		exitCode:     st.exitCode,
 		killedOutput: killedOutput,
-		killedWall:   killedWall.Load() && !killedOutput,
+		killedWall:   (killedWall.Load() || killedCPU.Load()) && !killedOutput,
 		stdout:       stdout.String(),
 		stderr:       stderr.String(),
 	}
+	if grp != nil {
+		o.oomKilled = grp.memoryExceeded()
+	}
 	r := classify(o)
 	r.Duration = elapsed
+	r.Verdict = <-verdict
 	return r, nil
+}
+
+// watchCPU calls over once the group has used budget of CPU time, all its
+// processes together, or returns when done is closed.
+func watchCPU(g group, budget time.Duration, done <-chan struct{}, over func()) {
+	t := time.NewTicker(cgroupPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			if used, ok := g.cpuUsed(); ok && used >= budget {
+				over()
+				return
+			}
+		}
+	}
+}
+
+// sandboxInit is the sandbox's init, bwrap's child: PID 1 of the sandbox's
+// PID namespace. It is held by a pidfd, so a kill never reaches another
+// process that got the same pid.
+type sandboxInit struct {
+	mu sync.Mutex
+	fd int // -1 before open and after close
+	ok bool
+}
+
+func (i *sandboxInit) open(pid int) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == nil {
+		i.fd, i.ok = fd, true
+	}
+}
+
+// kill sends SIGKILL to the init; false when there is none to kill.
+func (i *sandboxInit) kill() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.ok {
+		return false
+	}
+	return unix.PidfdSendSignal(i.fd, unix.SIGKILL, nil, 0) == nil
+}
+
+// reap is called once bwrap has exited. bwrap exits as soon as its init
+// reports the command's exit code, before the init itself is gone, so
+// the init is orphaned: reparented to the host's init, or to this process
+// when it is a child subreaper or PID 1 (a container without an init),
+// which must then reap it or keep a zombie per run. reap ends the init
+// (its command is over) and reaps it when it is this process's child;
+// otherwise waitid fails with ECHILD and the host's init reaps it.
+func (i *sandboxInit) reap() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.ok {
+		return
+	}
+	_ = unix.PidfdSendSignal(i.fd, unix.SIGKILL, nil, 0)
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PIDFD, i.fd, &info, unix.WEXITED, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	unix.Close(i.fd)
+	i.ok = false
+}
+
+// readVerdict keeps the first VerdictBytes written to the verdict channel
+// and drains the rest, until every writer in the sandbox is gone.
+func readVerdict(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, VerdictBytes))
+	_, _ = io.Copy(io.Discard, r)
+	return string(b)
+}
+
+// readOnlyFileArgs returns the bwrap arguments that make each of files
+// (absolute sandbox paths) a read-only file, and the files holding the
+// data, numbered in fds.
+func readOnlyFileArgs(files map[string][]byte, fds *fdSet) ([]string, []*os.File, error) {
+	var args []string
+	var opened []*os.File
+	made := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		var dirs []string
+		for d := path.Dir(p); d != "/" && !made[d]; d = path.Dir(d) {
+			dirs = append(dirs, d)
+			made[d] = true
+		}
+		for i := len(dirs) - 1; i >= 0; i-- {
+			args = append(args, "--perms", "0755", "--dir", dirs[i])
+		}
+		f, err := memFile(path.Base(p), files[p])
+		if err != nil {
+			return nil, opened, err
+		}
+		opened = append(opened, f)
+		args = append(args, "--perms", "0444", "--ro-bind-data", strconv.Itoa(fds.add(f)), p)
+	}
+	return args, opened, nil
 }
 
 // Available reports whether sandboxes can run here: nil when bwrap starts a
@@ -281,7 +540,27 @@ func (s Spec) validate() error {
 			}
 		}
 	}
+	for p := range s.ReadOnlyFiles {
+		if err := checkReadOnlyPath(p, s.ReadOnlyBinds); err != nil {
+			return err
+		}
+	}
 	return s.Limits.validate()
+}
+
+// checkReadOnlyPath checks a key of Spec.ReadOnlyFiles.
+func checkReadOnlyPath(p string, binds []string) error {
+	if !path.IsAbs(p) || path.Clean(p) != p || strings.IndexByte(p, 0) >= 0 || strings.Count(p, "/") < 2 {
+		return fmt.Errorf("read-only file %q: want a clean absolute path in a directory of its own, e.g. /check/expected.txt: %w", p, ErrInvalid)
+	}
+	top := "/" + strings.SplitN(p[1:], "/", 2)[0]
+	taken := append([]string{"/work", "/tmp", "/proc", "/dev", "/etc", "/run"}, DefaultBinds...)
+	for _, b := range append(taken, binds...) {
+		if top == b || strings.HasPrefix(b, top+"/") {
+			return fmt.Errorf("read-only file %q: %s belongs to the sandbox or the host's binds; put it under a directory of its own such as /check: %w", p, top, ErrInvalid)
+		}
+	}
+	return nil
 }
 
 func checkFileSizes(files map[string][]byte, limit int64) error {
@@ -406,7 +685,9 @@ type bwrapStatus struct {
 	exitCode int  // -1 when bwrap did not report one (it was killed)
 }
 
-func readStatus(r io.Reader) bwrapStatus {
+// readStatus reads bwrap's status until bwrap closes it, sending the
+// sandbox init's host pid on childPID as soon as bwrap reports it.
+func readStatus(r io.Reader, childPID chan<- int) bwrapStatus {
 	st := bwrapStatus{exitCode: -1}
 	dec := json.NewDecoder(r)
 	for {
@@ -420,8 +701,9 @@ func readStatus(r io.Reader) bwrapStatus {
 			}
 			return st
 		}
-		if m.ChildPID != nil {
+		if m.ChildPID != nil && !st.started {
 			st.started = true
+			childPID <- *m.ChildPID
 		}
 		if m.ExitCode != nil {
 			st.exitCode = *m.ExitCode

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/scratch"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -52,8 +53,9 @@ type WorkspaceOptions struct {
 // each sandboxed command. Close deletes it.
 type Workspace struct {
 	world    *World
-	base     string // the workspace's directory under ScratchDir
-	root     string // what the sandbox sees as /work
+	base     string       // the workspace's directory under ScratchDir
+	dir      *scratch.Dir // base, locked while the episode lives
+	root     string       // what the sandbox sees as /work
 	mode     Mode
 	fallback string
 	mounts   []string // mount points to unmount, innermost first
@@ -85,11 +87,13 @@ func (w *World) NewWorkspace(ctx context.Context, opts *WorkspaceOptions) (*Work
 		return nil, err
 	}
 	start := time.Now()
-	base, err := os.MkdirTemp(o.ScratchDir, "rlpipe-episode-")
+	sweepEpisodes(o.ScratchDir)
+	dir, err := scratch.Mkdir(o.ScratchDir, episodePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("workspace of world %q: %v: %w", w.Name, err, ErrInfra)
 	}
-	ws := &Workspace{world: w, base: base}
+	base := dir.Path()
+	ws := &Workspace{world: w, base: base, dir: dir}
 	if err := os.Chmod(base, 0o711); err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("workspace of world %q: %v: %w", w.Name, err, ErrInfra)
@@ -115,18 +119,23 @@ func (w *World) NewWorkspace(ctx context.Context, opts *WorkspaceOptions) (*Work
 	return ws, nil
 }
 
-// overlay mounts a tmpfs on base holding upper and work, and the overlay
-// of the world and upper on base/merged.
+// overlay mounts a tmpfs on base/m holding upper and work, and the
+// overlay of the world and upper on base/m/merged. (Not on base itself:
+// base stays the directory whose lock tells a sweep its owner lives.)
 func (ws *Workspace) overlay(size int64) error {
 	if strings.ContainsAny(ws.world.Dir+ws.base, ",:\\") {
 		return errors.New("a path holds ',', ':' or '\\', which overlay options cannot carry")
 	}
-	if err := syscall.Mount("tmpfs", ws.base, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+	m := filepath.Join(ws.base, "m")
+	if err := os.Mkdir(m, 0o711); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", m, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
 		"size="+strconv.FormatInt(size, 10)+",mode=0711"); err != nil {
 		return fmt.Errorf("mount tmpfs: %w", err)
 	}
-	ws.mounts = append(ws.mounts, ws.base)
-	upper, work, merged := filepath.Join(ws.base, "upper"), filepath.Join(ws.base, "work"), filepath.Join(ws.base, "merged")
+	ws.mounts = append(ws.mounts, m)
+	upper, work, merged := filepath.Join(m, "upper"), filepath.Join(m, "work"), filepath.Join(m, "merged")
 	fi, err := os.Stat(ws.world.Dir)
 	if err != nil {
 		return err
@@ -192,7 +201,7 @@ func (ws *Workspace) Close() error {
 	ws.closeOnce.Do(func() {
 		ws.root = ""
 		err := ws.unmount()
-		if rerr := forceRemoveAll(ws.base); rerr != nil && err == nil {
+		if rerr := ws.dir.Remove(); rerr != nil && err == nil {
 			err = rerr
 		}
 		if err != nil {
@@ -200,6 +209,22 @@ func (ws *Workspace) Close() error {
 		}
 	})
 	return ws.closeErr
+}
+
+// episodePrefix starts the names of episode workspaces under ScratchDir.
+const episodePrefix = "rlpipe-episode-"
+
+var swept sync.Map // scratch directories already swept by this process
+
+// sweepEpisodes removes, once per scratch directory and process, the
+// workspaces of killed processes: their mounts are detached, their
+// directories removed (internal/scratch). Workspaces of live processes
+// are kept. A sweep that fails leaves them for the next start.
+func sweepEpisodes(dir string) {
+	if _, done := swept.LoadOrStore(dir, true); done {
+		return
+	}
+	_, _ = scratch.Sweep(dir, episodePrefix)
 }
 
 // unmount unmounts what the workspace mounted, lazily when a mount is

@@ -12,58 +12,50 @@
 // never runs or pays for it again. The memoizer is per call and the
 // program is not: one program, compiled once, serves every task call.
 //
-// A verifier in a spec:
+// A verifier in a spec runs the candidate, then judges what it did with
+// code the candidate can neither see nor change:
 //
 //	verifiers:
 //	  - name: tests
-//	    command: [python3, check.py]
-//	    files:                       # written into the sandbox's /work
+//	    files:                       # the candidate's /work, writable
 //	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code
-//	      check.py: |
-//	        from solution import add
-//	        assert add(2, 3) == 5
+//	    harness:                     # read-only at /harness while it runs
+//	      run.py: |
+//	        import json, sys
+//	        sys.path.insert(0, "/work")  # where solution.py is
+//	        import solution
+//	        print(json.dumps([solution.add(2, 3), solution.add(-1, 1)]))
+//	    command: [python3, /harness/run.py]
+//	    check:                       # a sandbox of its own, after the candidate has exited
+//	      command: [python3, /check/check.py]
+//	      files:                     # read-only at /check; never visible to the candidate
+//	        check.py: |
+//	          import json, os
+//	          ok = open("/candidate/stdout").read().strip() == open("/check/expected.json").read().strip()
+//	          open(os.environ["RLPIPE_VERDICT"], "w").write("pass" if ok else "fail: wrong sums")
+//	        expected.json: "[5, 0]"
 //	    limits: {cpu_time: 5s, wall: 10s, memory_mb: 256, procs: 32, output_kb: 64, file_mb: 16}
 //
-// and its result in an expression: verifiers.tests.passed,
-// verifiers.tests.exit_code, verifiers.tests.timed_out, verifiers.tests.stdout.
+// or, for an answer rlpipe can compare itself, expected_stdout: "{{.Answer}}"
+// instead of check. Its result in an expression: verifiers.tests.passed,
+// .status, .reason, and the candidate's .exit_code, .timed_out, .stdout.
 // A sandbox that cannot start marks the row's status "error" — it is never
-// a reward of 0.
+// a reward of 0. docs/REWARDS.md ("Verifiers that cannot be gamed") says
+// why the checker is never run beside the candidate.
 //
 // A judge takes the fields of judge.Config (base_url, model, api_key_env,
 // rubric, min, max, …); expressions read judges.NAME.score and .status.
 package runners
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"regexp"
-	"text/template"
-	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
-	"github.com/rlpipe/rlpipe/sandbox"
 )
-
-// VerifierConfig is a verifier's configuration in a spec.
-type VerifierConfig struct {
-	Command []string          `yaml:"command"`
-	Files   map[string]string `yaml:"files"`
-	Stdin   string            `yaml:"stdin"`
-	Limits  struct {
-		CPUTime  time.Duration `yaml:"cpu_time"`
-		Wall     time.Duration `yaml:"wall"`
-		MemoryMB int64         `yaml:"memory_mb"`
-		Procs    int           `yaml:"procs"`
-		OutputKB int64         `yaml:"output_kb"`
-		FileMB   int64         `yaml:"file_mb"`
-	} `yaml:"limits"`
-	// PassExitCode is the exit code that means passed (default 0).
-	PassExitCode int `yaml:"pass_exit_code"`
-}
 
 // decode re-encodes a runner's config map and decodes it strictly into v,
 // so an unknown key is an error naming the runner.
@@ -76,23 +68,6 @@ func decode(kind string, r rewards.Runner, v any) error {
 		return fmt.Errorf("%s %q (line %d): %v", kind, r.Name, r.Pos.Line, yaml.FormatError(err, false, false))
 	}
 	return nil
-}
-
-// fileData is what a verifier's file templates see.
-type fileData struct {
-	Prompt, Completion, Answer string
-	// Code is the first fenced code block of the completion, or the whole
-	// completion when it has none.
-	Code string
-}
-
-var reFence = regexp.MustCompile("(?s)```[a-zA-Z0-9_+-]*\\n(.*?)```")
-
-func codeOf(completion string) string {
-	if m := reFence.FindStringSubmatch(completion); m != nil {
-		return m[1]
-	}
-	return completion
 }
 
 // Compile compiles spec with its verifiers and judges (Options) and any
@@ -119,7 +94,7 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		}
 		f, err := verifier(r.Name, c)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("verifier %q (line %d): %w", r.Name, r.Pos.Line, err)
 		}
 		opts = append(opts, rewards.WithVerifier(r.Name, f))
 	}
@@ -144,52 +119,4 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		}))
 	}
 	return opts, nil
-}
-
-func verifier(name string, c VerifierConfig) (rewards.VerifierFunc, error) {
-	if len(c.Command) == 0 {
-		return nil, fmt.Errorf("verifier %q: command is required", name)
-	}
-	tmpls := map[string]*template.Template{}
-	for file, text := range c.Files {
-		t, err := template.New(file).Option("missingkey=error").Parse(text)
-		if err != nil {
-			return nil, fmt.Errorf("verifier %q: file %s: %v", name, file, err)
-		}
-		tmpls[file] = t
-	}
-	limits := sandbox.Limits{CPUTime: c.Limits.CPUTime, Wall: c.Limits.Wall, MemoryBytes: c.Limits.MemoryMB << 20,
-		Procs: c.Limits.Procs, OutputBytes: c.Limits.OutputKB << 10, FileBytes: c.Limits.FileMB << 20}
-	return func(ctx context.Context, row rewards.Row, memo rewards.Memoizer) (rewards.VerifierResult, error) {
-		d := fileData{Prompt: row.Prompt.Prompt, Completion: row.Trajectory.Completion, Answer: row.Prompt.Answer, Code: codeOf(row.Trajectory.Completion)}
-		files := map[string][]byte{}
-		for file, t := range tmpls {
-			var b bytes.Buffer
-			if err := t.Execute(&b, d); err != nil {
-				return rewards.VerifierResult{}, fmt.Errorf("verifier %q: file %s: %v", name, file, err)
-			}
-			files[file] = b.Bytes()
-		}
-		spec := sandbox.Spec{Command: c.Command, Files: files, Stdin: []byte(c.Stdin), Limits: limits}
-		run := func(ctx context.Context) (any, error) {
-			res, err := sandbox.Run(ctx, spec)
-			if err != nil {
-				return nil, err // infrastructure: not recorded, the row errors
-			}
-			exited := res.Status == sandbox.StatusOK || res.Status == sandbox.StatusFailed // not killed by a limit
-			return rewards.VerifierResult{Passed: exited && res.ExitCode == c.PassExitCode,
-				ExitCode: res.ExitCode, Stdout: res.Stdout, TimedOut: res.TimedOut, Status: string(res.Status)}, nil
-		}
-		if memo == nil {
-			v, err := run(ctx)
-			if err != nil {
-				return rewards.VerifierResult{}, err
-			}
-			return v.(rewards.VerifierResult), nil
-		}
-		var out rewards.VerifierResult
-		key := map[string]any{"verifier": name, "command": c.Command, "files": files, "stdin": c.Stdin, "limits": limits, "pass": c.PassExitCode}
-		err := memo.Memo(ctx, key, &out, run)
-		return out, err
-	}, nil
 }

@@ -1,0 +1,222 @@
+package scratch
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a temporary directory locked by this process until Remove.
+type Dir struct {
+	path string
+	lock *os.File // the directory itself, open and flocked
+
+	once sync.Once
+	err  error
+}
+
+// Mkdir makes a new directory in parent ("" means os.TempDir()) whose name
+// starts with prefix, mode 0700, locked by this process until Remove or
+// until the process exits.
+func Mkdir(parent, prefix string) (*Dir, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	p, err := os.MkdirTemp(parent, prefix+"p"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.Remove(p)
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return &Dir{path: p, lock: f}, nil
+}
+
+// Path returns the directory's path.
+func (d *Dir) Path() string { return d.path }
+
+// Remove removes the directory and everything in it, then drops the lock.
+// It is idempotent; mounts below the directory must be gone first.
+func (d *Dir) Remove() error {
+	d.once.Do(func() {
+		d.err = ForceRemoveAll(d.path)
+		d.lock.Close()
+	})
+	return d.err
+}
+
+// Sweep removes the directories in parent ("" means os.TempDir()) that
+// Mkdir made with prefix and whose owner is dead: nobody holds their
+// lock. Other directories, even with the same prefix, are left alone. A directory whose lock is held belongs to a live process and is
+// kept. It returns the paths removed and the errors met, joined; a
+// directory that cannot be removed is left for the next Sweep.
+func Sweep(parent, prefix string) ([]string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("sweep %s: %w", parent, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !madeByMkdir(e.Name(), prefix) {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		dead, err := ownerDead(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !dead {
+			continue
+		}
+		if err := unmountBelow(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := ForceRemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("sweep %s: %w", p, err))
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// madeByMkdir reports whether name is prefix, "p", digits and "-", as
+// Mkdir names directories. Another name with the same prefix (made by an
+// older version, or by hand) has no lock to tell its owner's state by,
+// and is never swept.
+func madeByMkdir(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix+"p")
+	if !ok {
+		return false
+	}
+	pid, _, ok := strings.Cut(rest, "-")
+	if !ok || pid == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(pid, 10, 32)
+	return err == nil
+}
+
+// ownerDead takes p's lock without waiting: it is free only when the
+// owner has exited. The lock is released again at once (the directory is
+// removed next; a Mkdir never reuses a name).
+func ownerDead(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // removed meanwhile
+		}
+		return false, fmt.Errorf("sweep %s: %w", p, err)
+	}
+	defer f.Close()
+	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return false, nil
+	default:
+		return false, fmt.Errorf("sweep %s: lock: %w", p, err)
+	}
+}
+
+// unmountBelow detaches every mount at or below p, deepest first. Without
+// the right to unmount it does nothing: RemoveAll then fails on what is
+// mounted and says so.
+func unmountBelow(p string) error {
+	mounts, err := mountsBelow(p)
+	if err != nil || len(mounts) == 0 {
+		return err
+	}
+	var errs []error
+	for _, m := range mounts {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountsBelow lists the mount points at or below p, deepest first, from
+// /proc/self/mountinfo.
+func mountsBelow(p string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, nil // no procfs: nothing we could unmount by name
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		m := unescapeMount(fields[4])
+		if m == p || strings.HasPrefix(m, p+"/") {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ForceRemoveAll removes dir even when a sandboxed program left
+// directories in it without write or search permission.
+func ForceRemoveAll(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,138 @@
+package scratch_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/scratch"
+)
+
+const helperEnv = "RLPIPE_SCRATCH_TEST_HELPER"
+
+// TestHelperProcess is the process whose directories the tests sweep: it
+// makes two directories in $RLPIPE_SCRATCH_TEST_HELPER, prints their
+// paths and waits to be killed (or for stdin to close).
+func TestHelperProcess(t *testing.T) {
+	parent := os.Getenv(helperEnv)
+	if parent == "" {
+		t.Skip("a subprocess of the sweep tests")
+	}
+	for range 2 {
+		d, err := scratch.Mkdir(parent, "rlpipe-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.Path(), "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString(d.Path() + "\n")
+	}
+	os.Stdout.WriteString("ready\n")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// startOwner starts a helper that makes its directories in parent, and
+// returns it with their paths once they exist.
+func startOwner(t *testing.T, parent string) (*exec.Cmd, []string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+parent)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	var dirs []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "ready" {
+		dirs = append(dirs, sc.Text())
+	}
+	if len(dirs) != 2 {
+		t.Fatalf("helper made %v", dirs)
+	}
+	return cmd, dirs
+}
+
+func TestSweepRemovesOnlyDeadOwners(t *testing.T) {
+	parent := t.TempDir()
+	dead, deadDirs := startOwner(t, parent)
+	_, liveDirs := startOwner(t, parent)
+	if err := dead.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	dead.Wait()
+	// A directory of this process, and one not made by Mkdir at all.
+	mine, err := scratch.Mkdir(parent, "rlpipe-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Remove()
+	// Directories not made by Mkdir: no lock says their owner is dead.
+	other := filepath.Join(parent, "other-dir")
+	older := filepath.Join(parent, "rlpipe-test-1234abcd")
+	for _, d := range []string{other, older} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	removed, err := scratch.Sweep(parent, "rlpipe-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	slices.Sort(deadDirs)
+	if !slices.Equal(removed, deadDirs) {
+		t.Fatalf("removed %v, want the killed owner's %v", removed, deadDirs)
+	}
+	for _, d := range deadDirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s of the killed owner is still there (%v)", d, err)
+		}
+	}
+	for _, d := range append(liveDirs, mine.Path(), other, older) {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s of a live owner was removed: %v", d, err)
+		}
+	}
+	for _, d := range deadDirs {
+		if !strings.Contains(filepath.Base(d), "-p") {
+			t.Errorf("%s does not name its owner's pid", d)
+		}
+	}
+}
+
+func TestRemove(t *testing.T) {
+	parent := t.TempDir()
+	d, err := scratch.Mkdir(parent, "rlpipe-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := filepath.Join(d.Path(), "ro")
+	if err := os.MkdirAll(filepath.Join(ro, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ro, 0o500) // as a sandboxed program may leave it
+	if err := d.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Remove(); err != nil {
+		t.Fatalf("second Remove: %v", err)
+	}
+	if _, err := os.Stat(d.Path()); !os.IsNotExist(err) {
+		t.Fatalf("%s is still there", d.Path())
+	}
+}

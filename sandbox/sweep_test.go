@@ -1,0 +1,117 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/sandbox"
+)
+
+const sweepHelperEnv = "RLPIPE_SANDBOX_TEST_SWEEP"
+
+// TestSweepHelper runs one sandbox with $TMPDIR as the temporary folder:
+// "sleep" sleeps until killed, "true" returns at once.
+func TestSweepHelper(t *testing.T) {
+	what := os.Getenv(sweepHelperEnv)
+	if what == "" {
+		t.Skip("a subprocess of TestKilledRunsStagingIsSwept")
+	}
+	command := []string{"true"}
+	if secs, ok := strings.CutPrefix(what, "sleep "); ok {
+		command = []string{"sleep", secs}
+	}
+	if _, err := sandbox.Run(context.Background(), sandbox.Spec{Command: command, Files: map[string][]byte{"a": []byte("x")},
+		Limits: sandbox.Limits{Wall: time.Hour, CPUTime: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// helper starts TestSweepHelper in a process group of its own.
+func sweepHelper(t *testing.T, tmp, what string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), sweepHelperEnv+"="+what, "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	return cmd
+}
+
+// staging waits until the helper's sandboxed "sleep secs" runs — killing
+// the helper while bwrap sets up can leave that sandbox running, see the
+// threat model in docs/REWARDS.md — and tmp holds n staging directories
+// of the helpers' sleeping runs (those holding the file "a"; TestMain's
+// run has none); it returns them.
+func staging(t *testing.T, tmp, secs string, n int) []string {
+	t.Helper()
+	for !running("sleep\x00" + secs + "\x00") {
+		time.Sleep(20 * time.Millisecond) // waiting for the helper to start, not a verdict
+	}
+	for {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "rlpipe-sandbox-*", "a"))
+		if len(dirs) >= n {
+			for i := range dirs {
+				dirs[i] = filepath.Dir(dirs[i])
+			}
+			return dirs
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the helper to start, not a verdict
+	}
+}
+
+// running reports whether a process has exactly this command line.
+func running(cmdline string) bool {
+	all, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range all {
+		if b, err := os.ReadFile(p); err == nil && string(b) == cmdline {
+			return true
+		}
+	}
+	return false
+}
+
+// A process killed during a run leaves its staging directory; the next
+// process's first run removes it, and keeps the one of a run still going.
+func TestKilledRunsStagingIsSwept(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The live run first: each start sweeps the dead.
+	live := fmt.Sprint(600 + os.Getpid()%1000) // sleep lengths only these helpers use
+	gone := fmt.Sprint(1600 + os.Getpid()%1000)
+	sweepHelper(t, tmp, "sleep "+live)
+	liveDir := staging(t, tmp, live, 1)[0]
+	dead := sweepHelper(t, tmp, "sleep "+gone)
+	var deadDir string
+	for _, d := range staging(t, tmp, gone, 2) {
+		if d != liveDir {
+			deadDir = d
+		}
+	}
+	syscall.Kill(-dead.Process.Pid, syscall.SIGKILL)
+	dead.Wait()
+	if _, err := os.Stat(deadDir); err != nil {
+		t.Fatalf("the killed run's staging should be there before the sweep: %v", err)
+	}
+	next := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
+	next.Env = append(os.Environ(), sweepHelperEnv+"=true", "TMPDIR="+tmp)
+	if out, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("a new start: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(deadDir); !os.IsNotExist(err) {
+		t.Fatalf("%s of the killed run is still there (%v)", deadDir, err)
+	}
+	if _, err := os.Stat(liveDir); err != nil {
+		t.Fatalf("%s of the live run was removed: %v", liveDir, err)
+	}
+}
