@@ -2,6 +2,7 @@ package tables
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -68,7 +69,7 @@ type RewardComparison struct {
 	Changed int            `json:"changed"`
 	Top     []RewardChange `json:"top_changes"`
 	// Spearman is the rank correlation of old and new totals (NaN when
-	// either side is constant).
+	// either side is constant; null in JSON).
 	Spearman float64 `json:"spearman"`
 	// Groups are the (iteration, prompt) groups; the next fields count how
 	// many of them change between zero and non-zero reward variance —
@@ -265,6 +266,37 @@ func spearman(a, b []float64) float64 {
 		return math.NaN()
 	}
 	return sab / math.Sqrt(saa*sbb)
+}
+
+// MarshalJSON writes Spearman as null when it is NaN (JSON has no NaN).
+func (c RewardComparison) MarshalJSON() ([]byte, error) {
+	type plain RewardComparison
+	var rho *float64
+	if !math.IsNaN(c.Spearman) {
+		rho = &c.Spearman
+	}
+	return json.Marshal(struct {
+		plain
+		Spearman *float64 `json:"spearman"`
+	}{plain(c), rho})
+}
+
+// UnmarshalJSON reads a null Spearman back as NaN.
+func (c *RewardComparison) UnmarshalJSON(b []byte) error {
+	type plain RewardComparison
+	var v struct {
+		plain
+		Spearman *float64 `json:"spearman"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = RewardComparison(v.plain)
+	c.Spearman = math.NaN()
+	if v.Spearman != nil {
+		c.Spearman = *v.Spearman
+	}
+	return nil
 }
 
 // String summarises the comparison in one line.

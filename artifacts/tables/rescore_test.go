@@ -1,7 +1,9 @@
 package tables
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +63,32 @@ func TestRewardScored(t *testing.T) {
 	} {
 		if got := tc.r.Scored(); got != tc.want {
 			t.Errorf("%s: Scored() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A constant side has no rank correlation: the report says null, and
+// reads back as NaN, rather than failing to encode (JSON has no NaN).
+func TestRewardComparisonJSONWithoutSpearman(t *testing.T) {
+	for _, rho := range []float64{math.NaN(), 0.75} {
+		c := RewardComparison{Samples: 3, Scored: 3, Spearman: rho, Components: []ComponentShift{}, Top: []RewardChange{}}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("spearman %v: %v", rho, err)
+		}
+		want := `"spearman":0.75`
+		if math.IsNaN(rho) {
+			want = `"spearman":null`
+		}
+		if !strings.Contains(string(b), want) || strings.Count(string(b), `"spearman"`) != 1 {
+			t.Errorf("spearman %v: %s, want %s once", rho, b, want)
+		}
+		var back RewardComparison
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Samples != 3 || (math.IsNaN(rho) != math.IsNaN(back.Spearman)) || (!math.IsNaN(rho) && back.Spearman != rho) {
+			t.Errorf("read back %+v from %s", back, b)
 		}
 	}
 }
