@@ -30,9 +30,22 @@ func (h holder) alive(ttl time.Duration) bool {
 	host, _ := os.Hostname()
 	if h.Host == host {
 		err := syscall.Kill(h.PID, 0)
-		return err == nil || errors.Is(err, syscall.EPERM)
+		return (err == nil || errors.Is(err, syscall.EPERM)) && !zombie(h.PID)
 	}
 	return time.Since(h.Heartbeat) < ttl
+}
+
+// zombie reports whether pid has exited but not been reaped (a process
+// killed with SIGKILL whose parent has not waited yet): signal 0 still
+// reaches it, but it holds nothing. Where /proc is not there, false.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // runLock is a lease on a run, kept as an object on the lock branch and
