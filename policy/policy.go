@@ -46,6 +46,15 @@ type Sampling struct {
 	Stop []string `json:"stop,omitempty"`
 	// Logprobs asks for per-token log-probabilities of the sampled tokens.
 	Logprobs bool `json:"logprobs,omitempty"`
+	// TopLogprobs, with Logprobs, also asks for the TopLogprobs most
+	// likely tokens at each sampled position (Sample.TopLogprobs), as
+	// OpenAI's top_logprobs; 0 for none.
+	TopLogprobs int `json:"top_logprobs,omitempty"`
+	// PromptLogprobs asks for the prompt's tokens and their
+	// log-probabilities (Sample.Prompt), as vLLM's prompt_logprobs: what
+	// the policy server's echo shows. With TopLogprobs k, each prompt
+	// position carries its k most likely tokens too.
+	PromptLogprobs bool `json:"prompt_logprobs,omitempty"`
 	// Adapter names the LoRA adapter to sample from, as loaded with
 	// AdapterLoader.LoadAdapter; "" samples the base model.
 	Adapter string `json:"adapter,omitempty"`
@@ -84,9 +93,22 @@ type Sample struct {
 	// TokenIDs and Logprobs are nil when the policy does not return them.
 	// Logprobs are those of the model at temperature 1 without top-p, the
 	// quantities a policy-gradient trainer needs.
-	TokenIDs     []int32
-	Logprobs     []float32
+	TokenIDs []int32
+	Logprobs []float32
+	// TopLogprobs holds, when Sampling.TopLogprobs is k > 0 and the policy
+	// computes them, the k most likely tokens at each position of TokenIDs
+	// (fewer when the vocabulary is smaller), most likely first, ties by
+	// lower id: the alternatives the model weighed, at temperature 1
+	// without top-p like Logprobs. Nil otherwise.
+	TopLogprobs  [][]TokenLogprob
 	FinishReason string
+	// StopReason is the stop string that ended the sample (FinishStop);
+	// "" when the model ended it itself (EOS) or it ran into MaxTokens.
+	StopReason string
+	// Prompt holds the prompt's tokens and their log-probabilities when
+	// Sampling.PromptLogprobs asked and the policy computes them; nil
+	// otherwise. Samples of one request share it.
+	Prompt *PromptLogprobs
 	// PromptTokens counts the prompt's tokens when known.
 	PromptTokens int
 	// PolicyVersion names the model and adapter that produced the sample.
@@ -94,6 +116,33 @@ type Sample struct {
 	// Status is StatusOK or why no text exists; Error says more.
 	Status string
 	Error  string
+}
+
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// PromptLogprobs are a prompt's tokens, as the policy tokenized it, and for
+// each its log-probability given the tokens before it (the policy's
+// beginning-of-sequence token first, when it has one). TopLogprobs, when
+// Sampling.TopLogprobs asked, holds the most likely tokens at each
+// position, as Sample.TopLogprobs does.
+type PromptLogprobs struct {
+	TokenIDs    []int32
+	Logprobs    []float32
+	TopLogprobs [][]TokenLogprob
+}
+
+// TokenTexter is implemented by policies that can spell their tokens: the
+// policy server writes the tokens of logprobs as text with it (and as
+// "token_id:N" without it).
+type TokenTexter interface {
+	// TokenText returns the text token id stands for: the characters it
+	// adds to a sample's Text, or a name in angle brackets ("<eos>") for a
+	// special token, which adds none.
+	TokenText(id int32) string
 }
 
 // Policy generates samples. Generate returns, for each request in order,
@@ -156,6 +205,9 @@ func Validate(reqs []Request, s Sampling) error {
 	}
 	if s.MaxTokens < 0 {
 		return fmt.Errorf("sampling: max_tokens is %d; it must be ≥ 0", s.MaxTokens)
+	}
+	if s.TopLogprobs < 0 {
+		return fmt.Errorf("sampling: top_logprobs is %d; it must be ≥ 0", s.TopLogprobs)
 	}
 	for i, r := range reqs {
 		if r.Prompt != "" && len(r.Messages) > 0 {

@@ -7,9 +7,13 @@ command -v bwrap >/dev/null || need+=(bubblewrap)  # sandbox runs checkers in it
 if [ -z "${RLPIPE_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && ! command -v google-chrome >/dev/null; then
   need+=(chromium)
 fi
+# The policy server's test against the official OpenAI SDK runs it in a venv (scripts/sdk-venv.sh).
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}"
 fi
+./scripts/sdk-venv.sh >/dev/null
 go mod download

@@ -86,7 +86,7 @@ func (backend) Open(_ context.Context, s policy.Spec) (*policy.Opened, error) {
 			return nil, fmt.Errorf("policy.key_env: the variable %s is empty or unset; export it before the run", o.KeyEnv)
 		}
 	}
-	c, err := New(&Options{Endpoints: o.Endpoints, Model: s.Model, APIKey: key,
+	c, err := New(&Options{Endpoints: o.Endpoints, Model: s.Model, APIKey: key, KeyEnv: o.KeyEnv,
 		Concurrency: o.Concurrency, Timeout: o.Timeout, Retries: o.Retries, Logger: s.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)

@@ -45,6 +45,8 @@ type callError struct {
 	retry      bool
 	retryAfter time.Duration
 	attempts   int
+	keyEnv     string // Options.KeyEnv, for a 401's advice
+	hadKey     bool   // the request carried a key
 }
 
 // describe says what failed, without the advice.
@@ -87,13 +89,27 @@ func (e *callError) next() string {
 	case e.status >= 500:
 		return fmt.Sprintf("see the log of the server at %s", e.endpoint)
 	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:
-		return "check the API key (Options.APIKey) against the server's --api-key"
+		return e.keyAdvice()
 	case e.status == http.StatusNotFound:
 		return "compare the model name (Options.Model) with what GET /v1/models lists (Client.Models)"
 	case e.invalid():
 		return "the request itself was refused: shorten the prompt, lower max_tokens or fix the sampling parameters"
 	}
 	return "the server refused the request; see its message"
+}
+
+// keyAdvice says where the key a 401 or 403 refused comes from and what
+// it must hold.
+func (e *callError) keyAdvice() string {
+	const token = "the server's token (RLPIPE_POLICY_TOKEN where rlpipe policy serve runs, vLLM's --api-key)"
+	if !e.hadKey {
+		return "the request carried no API key: name the variable that holds " + token + " in the policy's key_env and export it (in Go: Options.APIKey)"
+	}
+	where := "the variable the policy's key_env names"
+	if e.keyEnv != "" {
+		where = "$" + e.keyEnv + " (policy.key_env)"
+	}
+	return "check the API key: " + where + " must hold " + token + " (in Go: Options.APIKey)"
 }
 
 // invalid: the server refused this request's content (a prompt longer
@@ -202,7 +218,8 @@ var errAttemptTimeout = errors.New("attempt timed out")
 
 // attempt sends one request to e.
 func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, body []byte, decode func([]byte) error) *callError {
-	ce := &callError{endpoint: e.shown, method: method, path: path, timeout: c.opts.Timeout}
+	ce := &callError{endpoint: e.shown, method: method, path: path, timeout: c.opts.Timeout,
+		keyEnv: c.opts.KeyEnv, hadKey: c.opts.APIKey != ""}
 	actx, cancel := context.WithTimeoutCause(ctx, c.opts.Timeout, errAttemptTimeout)
 	defer cancel()
 	var rd io.Reader

@@ -156,7 +156,7 @@ func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampli
 		return decodeResponse(b, n, &resp)
 	})
 	if err == nil {
-		return resp.samples(r, version, s.Logprobs), nil
+		return resp.samples(r, version, s), nil
 	}
 	var ce *callError
 	if !errors.As(err, &ce) {
@@ -183,8 +183,8 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 		body := chatRequest{Model: model, Messages: msgs, N: n, Seed: r.Seed, Temperature: s.Temperature,
 			TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
 		if s.Logprobs {
-			zero := 0
-			body.Logprobs, body.TopLogprobs, body.TokensAsIDs = true, &zero, true
+			k := s.TopLogprobs
+			body.Logprobs, body.TopLogprobs, body.TokensAsIDs = true, &k, true
 		}
 		b, err := json.Marshal(body)
 		return pathChat, b, err
@@ -192,7 +192,7 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 	body := completionRequest{Model: model, Prompt: r.Prompt, N: n, Seed: r.Seed, Temperature: s.Temperature,
 		TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
 	if s.Logprobs {
-		body.Logprobs, body.TokensAsIDs = 1, true
+		body.Logprobs, body.TokensAsIDs = max(1, s.TopLogprobs), true
 	}
 	b, err := json.Marshal(body)
 	return pathCompletions, b, err

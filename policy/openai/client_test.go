@@ -289,20 +289,37 @@ func Test400PromptTooLong(t *testing.T) {
 	}
 }
 
-// A 401 is not retried and says to check the key, without echoing it.
+// A 401 is not retried and says which variable to check, without echoing
+// the key.
 func Test401(t *testing.T) {
 	f := newFake(t, func(k int, r seen, w http.ResponseWriter) bool {
 		http.Error(w, `{"error":{"message":"Incorrect API key provided: sk-secret"}}`, http.StatusUnauthorized)
 		return true
 	})
-	c, _ := newClient(t, openai.Options{APIKey: "sk-secret"}, f.URL)
-	out := generate(t, c, reqs(1), policy.Sampling{N: 1})
-	wantStatus(t, out, policy.StatusInfraError, "401 Unauthorized", "check the API key")
-	if strings.Contains(out[0][0].Error, "sk-secret") {
-		t.Errorf("the error shows the key: %s", out[0][0].Error)
-	}
-	if got := f.Generations(); got != 1 {
-		t.Errorf("%d attempts, want 1", got)
+	for _, tc := range []struct {
+		name string
+		o    openai.Options
+		says []string
+	}{
+		{"key from key_env", openai.Options{APIKey: "sk-secret", KeyEnv: "VLLM_API_KEY"},
+			[]string{"check the API key: $VLLM_API_KEY (policy.key_env) must hold the server's token", "RLPIPE_POLICY_TOKEN", "--api-key"}},
+		{"key from Go", openai.Options{APIKey: "sk-secret"},
+			[]string{"check the API key: the variable the policy's key_env names", "Options.APIKey"}},
+		{"no key", openai.Options{},
+			[]string{"the request carried no API key: name the variable", "in the policy's key_env and export it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.Generations()
+			c, _ := newClient(t, tc.o, f.URL)
+			out := generate(t, c, reqs(1), policy.Sampling{N: 1})
+			wantStatus(t, out, policy.StatusInfraError, append([]string{"401 Unauthorized"}, tc.says...)...)
+			if strings.Contains(out[0][0].Error, "sk-secret") {
+				t.Errorf("the error shows the key: %s", out[0][0].Error)
+			}
+			if got := f.Generations() - before; got != 1 {
+				t.Errorf("%d attempts, want 1", got)
+			}
+		})
 	}
 }
 

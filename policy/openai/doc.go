@@ -24,8 +24,9 @@
 //	temperature   always sent: 0 is greedy, and the API's default is 1
 //	top_p, max_tokens, stop   when set (vLLM's max_tokens default is 16:
 //	              set MaxTokens)
-//	logprobs      with Sampling.Logprobs: 1 for completions, true with
-//	              top_logprobs 0 for chat
+//	logprobs      with Sampling.Logprobs: Sampling.TopLogprobs for
+//	              completions (at least 1: llama.cpp returns none for 0),
+//	              true with top_logprobs Sampling.TopLogprobs for chat
 //	return_tokens_as_token_ids   with logprobs (vLLM): tokens come back as
 //	              "token_id:1234" and fill Sample.TokenIDs
 //	return_token_ids   always (vLLM ≥ 0.10.2): choices[].token_ids fills
@@ -33,9 +34,13 @@
 //
 // and the n choices, sorted by index, become the request's samples: Text,
 // TokenIDs, Logprobs (float32, exactly as a server computed them in
-// float32), FinishReason, PromptTokens from usage.prompt_tokens, and
+// float32), TopLogprobs when Sampling.TopLogprobs asks (the k most likely
+// "token_id:N" alternatives of each position, most likely first),
+// FinishReason, StopReason from vLLM's stop_reason when it is a string,
+// PromptTokens from usage.prompt_tokens, and
 // PolicyVersion Options.Model, or Options.Model+"+"+adapter. Servers that
 // do not know the vLLM fields ignore them; TokenIDs then stays nil.
+// Sample.Prompt is never filled: the client does not ask for echo.
 //
 // # Endpoints, load and failures
 //
@@ -75,7 +80,9 @@
 //
 // # Secrets
 //
-// Options.APIKey is sent as a bearer token and nowhere else: Options and
+// Options.APIKey is sent as a bearer token and nowhere else (a 401 or 403
+// names the variable Options.KeyEnv, the policy's key_env, says it came
+// from): Options and
 // Client print it as [redacted], text coming back from a server is scrubbed
 // of it, and the body of a 401 or 403 is dropped. Endpoint URLs appear in
 // errors without user info or query.

@@ -41,6 +41,9 @@ type Options struct {
 	// environment; the client never logs it and scrubs it from errors and
 	// from String.
 	APIKey string
+	// KeyEnv names the variable APIKey was read from, for the advice of a
+	// 401 (the openai backend sets it from the policy's key_env).
+	KeyEnv string
 	// Concurrency caps the requests in flight per endpoint (default 8).
 	Concurrency int
 	// Timeout bounds one attempt of one request (default 5m).

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +32,9 @@ type completionRequest struct {
 	TopP        float64  `json:"top_p,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
-	// Logprobs 1 asks for the sampled token's log-probability (and one
-	// alternative, which is ignored).
+	// Logprobs k asks for the sampled token's log-probability and the k
+	// most likely tokens; 1 when only the sampled one is wanted (llama.cpp
+	// returns none for 0), its alternative then ignored.
 	Logprobs int `json:"logprobs,omitempty"`
 	// vLLM: logprob tokens as "token_id:1234", and the sampled ids in
 	// choices[].token_ids.
@@ -73,16 +75,24 @@ type choice struct {
 	} `json:"message"` // chat
 	Logprobs *struct {
 		// completions
-		Tokens        []string   `json:"tokens"`
-		TokenLogprobs []*float64 `json:"token_logprobs"`
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []*float64           `json:"token_logprobs"`
+		TopLogprobs   []map[string]float64 `json:"top_logprobs"` // up to k+1: the sampled token is added
 		// chat
 		Content []struct {
-			Token   string   `json:"token"`
-			Logprob *float64 `json:"logprob"`
+			Token       string   `json:"token"`
+			Logprob     *float64 `json:"logprob"`
+			TopLogprobs []struct {
+				Token   string  `json:"token"`
+				Logprob float64 `json:"logprob"`
+			} `json:"top_logprobs"`
 		} `json:"content"`
 	} `json:"logprobs"`
 	FinishReason *string `json:"finish_reason"`
-	TokenIDs     []int32 `json:"token_ids"` // vLLM's return_token_ids
+	// StopReason is vLLM's: the stop string that ended the text, or the id
+	// of a stop token (a number, which Sample.StopReason does not keep).
+	StopReason any     `json:"stop_reason"`
+	TokenIDs   []int32 `json:"token_ids"` // vLLM's return_token_ids
 }
 
 // apiError is an error body, OpenAI's {"error": {...}} or vLLM's older
@@ -147,7 +157,7 @@ func malformed(b []byte, err error) error {
 }
 
 // samples turns a checked response into policy samples.
-func (r *response) samples(req policy.Request, version string, logprobs bool) []policy.Sample {
+func (r *response) samples(req policy.Request, version string, sp policy.Sampling) []policy.Sample {
 	out := make([]policy.Sample, len(r.Choices))
 	prompt := 0
 	if r.Usage != nil {
@@ -165,15 +175,24 @@ func (r *response) samples(req policy.Request, version string, logprobs bool) []
 		if c.FinishReason != nil && *c.FinishReason != "" {
 			s.FinishReason = *c.FinishReason
 		}
+		if stop, ok := c.StopReason.(string); ok {
+			s.StopReason = stop
+		}
 		var tokens []string
 		var lps []*float64
+		var tops []map[string]float64
 		if c.Logprobs != nil {
-			tokens, lps = c.Logprobs.Tokens, c.Logprobs.TokenLogprobs
+			tokens, lps, tops = c.Logprobs.Tokens, c.Logprobs.TokenLogprobs, c.Logprobs.TopLogprobs
 			if len(c.Logprobs.Content) > 0 {
 				tokens = make([]string, len(c.Logprobs.Content))
 				lps = make([]*float64, len(c.Logprobs.Content))
+				tops = make([]map[string]float64, len(c.Logprobs.Content))
 				for k, t := range c.Logprobs.Content {
 					tokens[k], lps[k] = t.Token, t.Logprob
+					tops[k] = make(map[string]float64, len(t.TopLogprobs))
+					for _, a := range t.TopLogprobs {
+						tops[k][a.Token] = a.Logprob
+					}
 				}
 			}
 		}
@@ -181,7 +200,10 @@ func (r *response) samples(req policy.Request, version string, logprobs bool) []
 		if s.TokenIDs == nil {
 			s.TokenIDs = tokenIDs(tokens)
 		}
-		if logprobs && lps != nil {
+		if sp.Logprobs && sp.TopLogprobs > 0 {
+			s.TopLogprobs = topLogprobs(tops, sp.TopLogprobs)
+		}
+		if sp.Logprobs && lps != nil {
 			s.Logprobs = make([]float32, len(lps))
 			for k, lp := range lps {
 				if lp == nil {
@@ -197,6 +219,46 @@ func (r *response) samples(req policy.Request, version string, logprobs bool) []
 	return out
 }
 
+// topLogprobs reads each position's alternatives, keyed "token_id:N", as
+// the k most likely, most likely first, ties by lower id; nil when any key
+// is not in that form or a position has none.
+func topLogprobs(tops []map[string]float64, k int) [][]policy.TokenLogprob {
+	if len(tops) == 0 {
+		return nil
+	}
+	out := make([][]policy.TokenLogprob, len(tops))
+	for i, m := range tops {
+		if len(m) == 0 {
+			return nil
+		}
+		for tok, lp := range m {
+			id, ok := tokenID(tok)
+			if !ok {
+				return nil
+			}
+			out[i] = append(out[i], policy.TokenLogprob{ID: id, Logprob: float32(lp)})
+		}
+		slices.SortFunc(out[i], func(a, b policy.TokenLogprob) int {
+			if a.Logprob != b.Logprob {
+				return cmp.Compare(b.Logprob, a.Logprob)
+			}
+			return cmp.Compare(a.ID, b.ID)
+		})
+		out[i] = out[i][:min(k, len(out[i]))]
+	}
+	return out
+}
+
+// tokenID parses one "token_id:1234".
+func tokenID(t string) (int32, bool) {
+	v, ok := strings.CutPrefix(t, "token_id:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(v, 10, 32)
+	return int32(id), err == nil
+}
+
 // tokenIDs parses vLLM's "token_id:1234" tokens; nil when any token is
 // not in that form (a server without return_tokens_as_token_ids).
 func tokenIDs(tokens []string) []int32 {
@@ -205,15 +267,11 @@ func tokenIDs(tokens []string) []int32 {
 	}
 	ids := make([]int32, len(tokens))
 	for i, t := range tokens {
-		v, ok := strings.CutPrefix(t, "token_id:")
+		id, ok := tokenID(t)
 		if !ok {
 			return nil
 		}
-		id, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			return nil
-		}
-		ids[i] = int32(id)
+		ids[i] = id
 	}
 	return ids
 }

@@ -115,9 +115,10 @@ func longest(ss [][]policy.Sample) (int, policy.Sample) {
 }
 
 // Diff says how sample got differs from want, naming the first field
-// that differs — texts, token ids, finish reasons and versions exactly,
-// log-probabilities bit for bit — or returns "" when none does. A parity
-// test of two ways to reach one policy compares their samples with it.
+// that differs — texts, token ids, finish and stop reasons and versions
+// exactly, log-probabilities and top log-probabilities bit for bit — or
+// returns "" when none does (Prompt is not compared). A parity test of two
+// ways to reach one policy compares their samples with it.
 func Diff(got, want policy.Sample) string {
 	switch {
 	case got.RequestID != want.RequestID || got.Index != want.Index:
@@ -134,10 +135,33 @@ func Diff(got, want policy.Sample) string {
 		return fmt.Sprintf("prompt tokens %d, want %d", got.PromptTokens, want.PromptTokens)
 	case got.PolicyVersion != want.PolicyVersion:
 		return fmt.Sprintf("policy version %q, want %q", got.PolicyVersion, want.PolicyVersion)
+	case got.StopReason != want.StopReason:
+		return fmt.Sprintf("stop reason %q, want %q", got.StopReason, want.StopReason)
 	case !sameBits(got.Logprobs, want.Logprobs):
 		return fmt.Sprintf("logprobs %v, want %v", got.Logprobs, want.Logprobs)
+	case !sameTop(got.TopLogprobs, want.TopLogprobs):
+		return fmt.Sprintf("top logprobs %v, want %v", got.TopLogprobs, want.TopLogprobs)
 	}
 	return ""
+}
+
+// sameTop reports whether a and b hold the same alternatives in the same
+// order, log-probabilities bit for bit (nil only equals nil).
+func sameTop(a, b [][]policy.TokenLogprob) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if a[i][j].ID != b[i][j].ID || math.Float32bits(a[i][j].Logprob) != math.Float32bits(b[i][j].Logprob) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sameBits reports whether a and b hold the same float32s bit for bit

@@ -31,29 +31,57 @@
 // adapter; anything else is 404 model_not_found), n (default 1), seed
 // (default random), temperature (default 1; 0 greedy), top_p, max_tokens
 // (or max_completion_tokens; default: the policy's), stop (a string or a
-// list), logprobs (completions: an integer ≥ 0; chat: a boolean),
-// top_logprobs, return_tokens_as_token_ids and return_token_ids; other
-// fields are ignored, as vLLM does, except stream and echo, which are
-// refused. The policy is called once per HTTP request with one
-// policy.Request per prompt, seeded with seed, so the samples are those
-// the policy gives in process: sample j of prompt i is choice i·n+j.
+// list), logprobs (completions: k from 0 to 20; chat: a boolean),
+// top_logprobs (chat: k from 0 to 20, with logprobs true), echo
+// (completions), return_tokens_as_token_ids and return_token_ids; other
+// fields are ignored, as vLLM does, except stream, which is refused. The
+// policy is called once per HTTP request with one policy.Request per
+// prompt, seeded with seed, so the samples are those the policy gives in
+// process: sample j of prompt i is choice i·n+j.
 //
 // Answers carry usage (prompt tokens from the samples, completion tokens
 // counted from their token ids), token_ids when return_token_ids is set,
-// and with logprobs each sampled token as "token_id:N" with its
-// log-probability, written as the float64 of the policy's float32 so that
-// the client reads back the same bits. Alternatives (top_logprobs) are not
-// computed. -Inf and NaN, which JSON cannot carry, are sent as -9999, as
-// vLLM does. Text is JSON, so invalid UTF-8 in a sample's text arrives as
-// U+FFFD; token ids are exact.
+// finish_reason ("stop" for the model's end or a stop string, "length" for
+// max_tokens or the context) and vLLM's stop_reason (the stop string that
+// ended the text; null for the model's end or a length). Logprobs come in
+// OpenAI's two shapes, with what the policy computes (Sampling.TopLogprobs,
+// the tiny model's exact log-softmax):
+//
+//	completions  logprobs: {tokens, token_logprobs, top_logprobs,
+//	             text_offset}; top_logprobs[i] is {token: logprob} of the
+//	             k most likely tokens, most likely first, plus the sampled
+//	             token when it is not among them (up to k+1, as OpenAI
+//	             documents)
+//	chat         logprobs.content[i]: {token, logprob, bytes, top_logprobs:
+//	             exactly k × {token, logprob, bytes}}
+//
+// Tokens are text when the policy spells them (policy.TokenTexter: the tiny
+// model's characters, "<eos>" for its end token), and vLLM's "token_id:N"
+// when the request sets return_tokens_as_token_ids, which rlpipe's client
+// does, or the policy cannot spell them (text_offset is then null).
+// Log-probabilities are written as the float64 of the policy's float32, so
+// that a client reads back the same bits; -Inf and NaN, which JSON cannot
+// carry, are sent as -9999, as vLLM does.
+//
+// echo (completions) puts the prompt before the text and, with logprobs,
+// the prompt's tokens before the completion's, from
+// Sampling.PromptLogprobs; the first prompt token has a null logprob and
+// null top_logprobs, as in OpenAI's and vLLM's answers (vLLM's first is
+// BOS; the tiny model's BOS is not text, and Sample.Prompt keeps the first
+// character's logprob given it). A policy that returns no prompt logprobs
+// answers echo with logprobs 400. Text is JSON, so invalid UTF-8 in a
+// sample's text arrives as U+FFFD; token ids are exact.
 //
 // # Errors
 //
 // Errors are OpenAI's {"error": {"message", "type", "param", "code"}}:
 // 400 for a malformed body (the byte offset of a JSON syntax error, the
 // field of a value of the wrong type), n < 1, a negative temperature,
-// top_p outside (0, 1] or more than Options.MaxSamples samples; 401 for a
-// missing or wrong token; 404 for an unknown model or route; 405 for a
+// top_p outside (0, 1], logprobs or top_logprobs past 20, top_logprobs
+// without logprobs, echo on chat or more than Options.MaxSamples samples;
+// 401 for a missing or wrong token (the message says that rlpipe policy
+// serve reads the token from RLPIPE_POLICY_TOKEN and an rlpipe client
+// sends the variable its policy's key_env names); 404 for an unknown model or route; 405 for a
 // wrong method; 413 for a body past Options.MaxBodyBytes. Samples with a
 // non-OK status fail their whole request: any policy.StatusInvalid sample
 // gives a 400 with its Error (the client maps it back to StatusInvalid and
@@ -61,4 +89,11 @@
 // policy that panics in the request's goroutine gives a 500; a panic in a
 // goroutine the policy starts itself cannot be recovered here and ends the
 // process, so a policy must not panic there.
+//
+// # Tests
+//
+// Besides exact checks in Go, TestOpenAISDK reads a server of the tiny
+// model with the official openai Python SDK, pinned in
+// scripts/sdk-requirements.txt and installed by scripts/sdk-venv.sh into a
+// project-local venv (it skips only without python3).
 package server

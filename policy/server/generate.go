@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -43,6 +42,8 @@ type call struct {
 	reqs     []policy.Request
 	sampling policy.Sampling
 	tokenIDs bool // choices[].token_ids
+	asIDs    bool // logprobs' tokens as "token_id:N"
+	echo     bool // completions: the prompt before the text and its logprobs
 }
 
 // parse checks a body and builds the policy call.
@@ -50,10 +51,10 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 	if b.Stream {
 		return nil, badRequest("stream", "streaming is not supported; send stream: false")
 	}
-	if b.Echo {
-		return nil, badRequest("echo", "echo is not supported")
+	if b.Echo && chat {
+		return nil, badRequest("echo", "echo is for /v1/completions; a chat request cannot echo its messages")
 	}
-	c := &call{tokenIDs: b.ReturnTokenIDs}
+	c := &call{tokenIDs: b.ReturnTokenIDs, asIDs: b.TokensAsIDs, echo: b.Echo}
 	var e *apiError
 	if c.model, c.sampling.Adapter, e = s.model(b.Model); e != nil {
 		return nil, e
@@ -91,12 +92,10 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 	if c.sampling.Stop, e = strings1("stop", b.Stop); e != nil {
 		return nil, e
 	}
-	if c.sampling.Logprobs, e = logprobs(b.Logprobs, chat); e != nil {
+	if c.sampling.Logprobs, c.sampling.TopLogprobs, e = logprobs(b.Logprobs, b.TopLogprobs, chat); e != nil {
 		return nil, e
 	}
-	if b.TopLogprobs != nil && *b.TopLogprobs < 0 {
-		return nil, badRequest("top_logprobs", "top_logprobs is %d; it must be ≥ 0", *b.TopLogprobs)
-	}
+	c.sampling.PromptLogprobs = c.echo && c.sampling.Logprobs
 	seed := rand.Int64()
 	if b.Seed != nil {
 		seed = *b.Seed
@@ -186,29 +185,42 @@ func strings1(field string, raw json.RawMessage) ([]string, *apiError) {
 	return list, nil
 }
 
-// logprobs reads the logprobs field: an integer ≥ 0 or null for
-// completions (any number asks for the sampled token's log-probability;
-// alternatives are not returned), a boolean for chat.
-func logprobs(raw json.RawMessage, chat bool) (bool, *apiError) {
+// logprobs reads the logprobs fields: whether to return logprobs and how
+// many alternatives (k) per position. Completions send logprobs: k, an
+// integer from 0 to 20, or null; chat sends logprobs: true and
+// top_logprobs: k (0 to 20), which needs logprobs true as in OpenAI's API.
+func logprobs(raw json.RawMessage, top *int, chat bool) (bool, int, *apiError) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return false, nil
-	}
+	on, k := false, 0
 	var b bool
-	if json.Unmarshal(raw, &b) == nil {
-		return b, nil
-	}
-	var k int
-	if !chat {
-		if err := json.Unmarshal(raw, &k); err == nil {
-			if k < 0 {
-				return false, badRequest("logprobs", "logprobs is %d; it must be ≥ 0", k)
-			}
-			return true, nil
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case json.Unmarshal(raw, &b) == nil:
+		on = b
+	case chat:
+		return false, 0, badRequest("logprobs", "field \"logprobs\" must be true or false; ask for alternatives with top_logprobs")
+	default:
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return false, 0, badRequest("logprobs", "field \"logprobs\" must be an integer or null")
 		}
-		return false, badRequest("logprobs", "field \"logprobs\" must be an integer or null")
+		if k < 0 || k > maxTopLogprobs {
+			return false, 0, badRequest("logprobs", "logprobs is %d; it must be from 0 to %d (the alternatives per token)", k, maxTopLogprobs)
+		}
+		on = true
 	}
-	return false, badRequest("logprobs", "field \"logprobs\" must be true or false")
+	if chat && top != nil {
+		if *top < 0 || *top > maxTopLogprobs {
+			return false, 0, badRequest("top_logprobs", "top_logprobs is %d; it must be from 0 to %d", *top, maxTopLogprobs)
+		}
+		if *top > 0 && !on {
+			return false, 0, badRequest("top_logprobs", "top_logprobs is %d but logprobs is not true; send logprobs: true with it", *top)
+		}
+		k = *top
+	}
+	if !on {
+		k = 0
+	}
+	return on, k, nil
 }
 
 // generate answers /v1/completions and /v1/chat/completions.
@@ -242,6 +254,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if e := check(out, c); e != nil {
 		writeError(w, e)
+		return
+	}
+	if c.sampling.PromptLogprobs && out[0][0].Prompt == nil {
+		writeError(w, badRequest("echo", "this policy does not return the log-probabilities of prompts; send echo without logprobs, or logprobs without echo"))
 		return
 	}
 	writeJSON(w, s.response(out, c, chat))
@@ -309,27 +325,12 @@ type (
 		Message      *message `json:"message,omitempty"` // chat
 		Logprobs     any      `json:"logprobs"`          // *textLogprobs, *chatLogprobs or nil
 		FinishReason string   `json:"finish_reason"`
-		StopReason   any      `json:"stop_reason"`
+		StopReason   any      `json:"stop_reason"` // vLLM's: the stop string that ended the text, or null
 		TokenIDs     []int32  `json:"token_ids,omitempty"`
 	}
 	message struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
-	}
-	textLogprobs struct {
-		Tokens        []string  `json:"tokens"`
-		TokenLogprobs []float64 `json:"token_logprobs"`
-		TopLogprobs   any       `json:"top_logprobs"`
-		TextOffset    any       `json:"text_offset"`
-	}
-	chatLogprobs struct {
-		Content []chatToken `json:"content"`
-	}
-	chatToken struct {
-		Token       string  `json:"token"`
-		Logprob     float64 `json:"logprob"`
-		Bytes       any     `json:"bytes"`
-		TopLogprobs []any   `json:"top_logprobs"`
 	}
 	usage struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -349,6 +350,10 @@ func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completion
 		resp.ID, resp.Object = "cmpl-"+strconv.FormatUint(id, 10), "text_completion"
 	}
 	n := c.sampling.Samples()
+	var sp speller
+	if tt, ok := s.p.(policy.TokenTexter); ok && !c.asIDs {
+		sp.tt = tt
+	}
 	resp.Choices = make([]choice, 0, len(out)*n)
 	for i, ss := range out {
 		if len(ss) > 0 {
@@ -357,16 +362,28 @@ func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completion
 		for j := range ss {
 			smp := &ss[j]
 			ch := choice{Index: i*n + j, FinishReason: smp.FinishReason}
+			if smp.StopReason != "" {
+				ch.StopReason = smp.StopReason
+			}
+			text := smp.Text
+			if c.echo {
+				text = c.reqs[i].Prompt + text
+			}
 			if chat {
-				ch.Message = &message{Role: "assistant", Content: smp.Text}
+				ch.Message = &message{Role: "assistant", Content: text}
 			} else {
-				ch.Text = &smp.Text
+				ch.Text = &text
 			}
 			if c.tokenIDs {
 				ch.TokenIDs = smp.TokenIDs
 			}
 			if c.sampling.Logprobs && smp.Logprobs != nil {
-				ch.Logprobs = logprobsOf(smp, chat)
+				ps := positions(smp, c.echo)
+				if chat {
+					ch.Logprobs = chatLogprobsOf(ps, sp)
+				} else {
+					ch.Logprobs = textLogprobsOf(ps, sp, text)
+				}
 			}
 			if smp.TokenIDs != nil {
 				resp.Usage.CompletionTokens += len(smp.TokenIDs)
@@ -378,36 +395,6 @@ func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completion
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	return resp
-}
-
-// logprobsOf encodes a sample's log-probabilities. A float32 goes out as
-// the float64 of the same value, which a reader converts back exactly;
-// -Inf and NaN, which JSON cannot carry, go out as -9999 as in vLLM.
-// Tokens are "token_id:N" whether or not return_tokens_as_token_ids was
-// set: the policy contract carries no token strings.
-func logprobsOf(smp *policy.Sample, chat bool) any {
-	tokens := make([]string, len(smp.Logprobs))
-	for k := range tokens {
-		if k < len(smp.TokenIDs) {
-			tokens[k] = "token_id:" + strconv.FormatInt(int64(smp.TokenIDs[k]), 10)
-		}
-	}
-	lp := make([]float64, len(smp.Logprobs))
-	for k, v := range smp.Logprobs {
-		f := float64(v)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			f = -9999
-		}
-		lp[k] = f
-	}
-	if chat {
-		out := &chatLogprobs{Content: make([]chatToken, len(lp))}
-		for k := range lp {
-			out.Content[k] = chatToken{Token: tokens[k], Logprob: lp[k], TopLogprobs: []any{}}
-		}
-		return out
-	}
-	return &textLogprobs{Tokens: tokens, TokenLogprobs: lp}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -149,6 +149,11 @@ func New(p policy.Policy, opts *Options) (*Server, error) {
 	return s, nil
 }
 
+// unauthorized is a 401's message: what to send, and where an rlpipe
+// client and server read the token.
+const unauthorized = "missing or wrong bearer token: send the token this server was started with (rlpipe policy serve reads it from RLPIPE_POLICY_TOKEN) as Authorization: Bearer TOKEN; " +
+	"an rlpipe client sends the variable its policy's key_env names (e.g. key_env: RLPIPE_POLICY_TOKEN, with that variable exported)"
+
 func needToken(addr string) error {
 	return fmt.Errorf("server: listen %s: %w: set Options.Token (rlpipe policy serve reads it from RLPIPE_POLICY_TOKEN), or bind 127.0.0.1", addr, ErrNeedToken)
 }
@@ -190,7 +195,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.authorized(r) {
-		writeError(rw, &apiError{status: http.StatusUnauthorized, Message: "missing or wrong bearer token: send Authorization: Bearer TOKEN with the server's token",
+		writeError(rw, &apiError{status: http.StatusUnauthorized, Message: unauthorized,
 			Type: "authentication_error", Code: "invalid_api_key"})
 		return
 	}

@@ -95,6 +95,10 @@ func TestBadRequests(t *testing.T) {
 		{"chat content parts", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}]}`, 400, "messages.content", "string"},
 		{"chat without messages", "POST", "/v1/chat/completions", `{"prompt": "a"}`, 400, "prompt", "messages"},
 		{"stream", "POST", "/v1/completions", `{"prompt": "a", "stream": true}`, 400, "stream", "streaming is not supported"},
+		{"logprobs past 20", "POST", "/v1/completions", `{"prompt": "a", "logprobs": 21}`, 400, "logprobs", "from 0 to 20"},
+		{"top_logprobs past 20", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "logprobs": true, "top_logprobs": 21}`, 400, "top_logprobs", "from 0 to 20"},
+		{"top_logprobs without logprobs", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2}`, 400, "top_logprobs", "send logprobs: true"},
+		{"chat echo", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "echo": true}`, 400, "echo", "/v1/completions"},
 		{"too many samples", "POST", "/v1/completions", `{"prompt": ["a", "b", "c"], "n": 6}`, 400, "n", "at most 16"},
 		{"n × prompts overflows", "POST", "/v1/completions", `{"prompt": ["a", "b", "c", "d"], "n": 4611686018427387904}`, 400, "n", "at most 16"},
 		{"unknown model", "POST", "/v1/completions", `{"prompt": "a", "model": "gpt-9"}`, 404, "model", "`gpt-9` does not exist"},
@@ -252,8 +256,12 @@ func TestTokenRequired(t *testing.T) {
 		if status != tc.status {
 			t.Errorf("%s: status %d, want %d", tc.name, status, tc.status)
 		}
-		if status == 401 && apiErr(t, resp)["code"] != "invalid_api_key" {
-			t.Errorf("%s: %v", tc.name, resp)
+		if status == 401 {
+			e := apiErr(t, resp)
+			msg, _ := e["message"].(string)
+			if e["code"] != "invalid_api_key" || !strings.Contains(msg, "RLPIPE_POLICY_TOKEN") || !strings.Contains(msg, "key_env") || strings.Contains(msg, "APIKey") {
+				t.Errorf("%s: %v; want invalid_api_key naming RLPIPE_POLICY_TOKEN and key_env", tc.name, resp)
+			}
 		}
 	}
 	if status, _ := do(t, "GET", url+"/health", ""); status != 200 {

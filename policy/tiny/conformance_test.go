@@ -93,6 +93,7 @@ func tinyBackend(p policy.Policy, dir string) policytest.Backend {
 			FinishReason: finish, PromptTokens: prompt, PolicyVersion: version, Status: policy.StatusOK}
 	}
 	tuned := func(s policy.Sample) policy.Sample { s.PolicyVersion += "+" + policytest.AdapterName; return s }
+	stopped := func(s policy.Sample, stop string) policy.Sample { s.StopReason = stop; return s }
 	return policytest.Backend{
 		Policy: p,
 		// The model is sure of the first sum and unsure of the others.
@@ -107,7 +108,7 @@ func tinyBackend(p policy.Policy, dir string) policytest.Backend {
 			{Name: "max tokens", Requests: sum, Sampling: policy.Sampling{MaxTokens: 2, Logprobs: true},
 				Want: [][]policy.Sample{{ok("sum", 0, "57", []int32{8, 10}, []float32{-0.029209137, -0.0054636}, policy.FinishLength, 9)}}},
 			{Name: "stop string", Requests: sum, Sampling: policy.Sampling{MaxTokens: 6, Stop: []string{"9"}},
-				Want: [][]policy.Sample{{ok("sum", 0, "57", []int32{8, 10, 12}, nil, policy.FinishStop, 9)}}},
+				Want: [][]policy.Sample{{stopped(ok("sum", 0, "57", []int32{8, 10, 12}, nil, policy.FinishStop, 9), "9")}}},
 			{Name: "seeded", Requests: []policy.Request{{ID: "a", Prompt: "77+642=", Seed: 42}},
 				Sampling: policy.Sampling{N: 3, Temperature: 1, MaxTokens: 6, Logprobs: true},
 				Want: [][]policy.Sample{{

@@ -37,7 +37,14 @@
 // request draws from a PCG seeded with policy.SampleSeed(seed, j), one
 // Float64 per token; since every kernel computes a row independently of
 // the others, a sequence samples the same text, tokens and
-// log-probabilities (bit for bit) alone or in any batch. Chat requests are
+// log-probabilities (bit for bit) alone or in any batch. With
+// Sampling.TopLogprobs k each position also carries its k most likely
+// tokens (ties to the lower id), and with Sampling.PromptLogprobs the
+// prompt's log-probabilities, read off the prefill rows; both are the
+// model's log-softmax, as Score computes it, and asking for them changes
+// nothing sampled. A stop string that ends a sample is its StopReason.
+// Policy.TokenText spells a token: its character, or "<pad>", "<bos>",
+// "<eos>". Chat requests are
 // served by concatenating their messages' contents (no template). A prompt
 // with unknown characters, or whose length plus MaxTokens exceeds the
 // context (BOS counts; MaxTokens 0 means "up to the context"), gives

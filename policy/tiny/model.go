@@ -196,6 +196,23 @@ func (m *Model) Tokenize(s string) ([]int32, error) {
 	return m.tok.encode(nil, s)
 }
 
+// TokenText returns the character token id stands for; "<pad>", "<bos>"
+// and "<eos>" for the special tokens, which Decode renders as nothing;
+// "" for an id outside the vocabulary.
+func (m *Model) TokenText(id int32) string {
+	switch {
+	case id == PAD:
+		return "<pad>"
+	case id == BOS:
+		return "<bos>"
+	case id == EOS:
+		return "<eos>"
+	case id >= numSpecial && int(id) < m.cfg.VocabSize():
+		return m.cfg.Vocab[id-numSpecial : id-numSpecial+1]
+	}
+	return ""
+}
+
 // Decode renders token ids as text; PAD, BOS and EOS render as nothing. An
 // id outside the vocabulary is an error wrapping ErrVocabulary.
 func (m *Model) Decode(ids []int32) (string, error) {

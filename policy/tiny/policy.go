@@ -19,6 +19,7 @@ type Policy struct {
 var (
 	_ policy.Policy        = (*Policy)(nil)
 	_ policy.AdapterLoader = (*Policy)(nil)
+	_ policy.TokenTexter   = (*Policy)(nil)
 )
 
 // NewPolicy returns a policy sampling from m.
@@ -40,6 +41,10 @@ func (p *Policy) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 	}
 	return p.m.Generate(ctx, a, reqs, s)
 }
+
+// TokenText returns the character token id stands for, or "<pad>",
+// "<bos>", "<eos>" for the special tokens; see Model.TokenText.
+func (p *Policy) TokenText(id int32) string { return p.m.TokenText(id) }
 
 // Adapter returns the adapter loaded as name, nil for "".
 func (p *Policy) adapter(name string) (*Adapter, error) {

@@ -24,9 +24,12 @@ type seqState struct {
 	rng        *rand.Rand
 	tokens     []int32
 	logprobs   []float32
+	top        [][]policy.TokenLogprob // with Sampling.TopLogprobs
+	promptLP   *policy.PromptLogprobs  // with Sampling.PromptLogprobs; shared by a request's sequences
 	text       []byte
 	finish     string
-	slot       int32 // KV-cache slot while decoding
+	stop       string // the stop string that ended the text
+	slot       int32  // KV-cache slot while decoding
 }
 
 // sampler is a worker's reusable state.
@@ -67,7 +70,9 @@ func promptText(r policy.Request) string {
 // (policy.SampleSeed(req.Seed, j), 0), one Float64 per token, so it does
 // not depend on the other sequences of the call. Temperature 0 is greedy
 // (ties to the lower id). Logprobs, when asked, are the model's at
-// temperature 1 without top-p. MaxTokens 0 means up to the context.
+// temperature 1 without top-p, and so are TopLogprobs (the k most likely
+// tokens of each position, ties to the lower id) and the Prompt's, when
+// asked. MaxTokens 0 means up to the context.
 // TokenIDs hold every sampled token, the final EOS and the tokens of a
 // matched stop string included; Text holds neither. A request the model
 // cannot serve (unknown characters, too long for the context) yields
@@ -143,10 +148,11 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 		}
 		smp := policy.Sample{
 			RequestID: r.ID, Index: q.index, Text: string(q.text), TokenIDs: q.tokens,
-			FinishReason: q.finish, PromptTokens: len(q.prompt) + 1, PolicyVersion: version, Status: policy.StatusOK,
+			FinishReason: q.finish, StopReason: q.stop, PromptTokens: len(q.prompt) + 1, PolicyVersion: version, Status: policy.StatusOK,
+			Prompt: q.promptLP,
 		}
 		if s.Logprobs {
-			smp.Logprobs = q.logprobs
+			smp.Logprobs, smp.TopLogprobs = q.logprobs, q.top
 		}
 		out[q.req][q.index] = smp
 	}
@@ -223,6 +229,13 @@ func (sm *sampler) run(ctx context.Context, w *weights, seqs []*seqState, s poli
 			copy(sm.kv.v[l][dst:dst+n*d], a.ls[l].v[lo:lo+n*d])
 		}
 		r := first[i]
+		if s.PromptLogprobs {
+			if i > 0 && seqs[i-1].req == q.req {
+				q.promptLP = seqs[i-1].promptLP
+			} else {
+				q.promptLP = promptLogprobs(q.prompt, a.logp[(r+1-n)*V:(r+1)*V], V, s.TopLogprobs)
+			}
+		}
 		q.slot = int32(i)
 		if !sm.emit(q, a.logits[r*V:(r+1)*V], a.logp[r*V:(r+1)*V], s, c.Vocab) {
 			sm.active = append(sm.active, q)
@@ -257,6 +270,9 @@ func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, 
 	t := sm.pick(logits, s.Temperature, s.TopP, q.rng)
 	q.tokens = append(q.tokens, t)
 	q.logprobs = append(q.logprobs, logp[t])
+	if s.Logprobs && s.TopLogprobs > 0 {
+		q.top = append(q.top, topK(logp, s.TopLogprobs))
+	}
 	if t == EOS {
 		q.finish = policy.FinishStop
 		return true
@@ -265,7 +281,7 @@ func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, 
 	for _, stop := range s.Stop {
 		if stop != "" && bytes.HasSuffix(q.text, []byte(stop)) {
 			q.text = q.text[:len(q.text)-len(stop)]
-			q.finish = policy.FinishStop
+			q.finish, q.stop = policy.FinishStop, stop
 			return true
 		}
 	}
@@ -327,4 +343,43 @@ func (sm *sampler) pick(z []float32, temp, topP float64, rng *rand.Rand) int32 {
 		}
 	}
 	return order[len(order)-1]
+}
+
+// promptLogprobs reads a prompt's log-probabilities off its prefill rows
+// (BOS first: row j predicts prompt[j]), with the k most likely tokens of
+// each row when k > 0.
+func promptLogprobs(prompt []int32, logp []float32, V, k int) *policy.PromptLogprobs {
+	out := &policy.PromptLogprobs{TokenIDs: prompt, Logprobs: make([]float32, len(prompt))}
+	for j, t := range prompt {
+		row := logp[j*V : (j+1)*V]
+		out.Logprobs[j] = row[t]
+		if k > 0 {
+			out.TopLogprobs = append(out.TopLogprobs, topK(row, k))
+		}
+	}
+	return out
+}
+
+// topK returns the k most likely tokens of a log-softmax row, most likely
+// first, ties to the lower id. PAD and BOS, never drawn, are left out, so
+// there are at most VocabSize-2.
+func topK(logp []float32, k int) []policy.TokenLogprob {
+	k = min(k, len(logp)-int(EOS))
+	out := make([]policy.TokenLogprob, 0, k)
+	for t := EOS; t < int32(len(logp)); t++ {
+		lp := logp[t]
+		if len(out) == k {
+			if !(lp > out[k-1].Logprob) {
+				continue
+			}
+		} else {
+			out = append(out, policy.TokenLogprob{})
+		}
+		j := len(out) - 1
+		for ; j > 0 && lp > out[j-1].Logprob; j-- {
+			out[j] = out[j-1]
+		}
+		out[j] = policy.TokenLogprob{ID: t, Logprob: lp}
+	}
+	return out
 }

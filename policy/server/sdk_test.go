@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/server"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+)
+
+// sdkPython returns the python of the venv with the pinned official openai
+// SDK, made by scripts/sdk-venv.sh when missing. It skips only when
+// python3 itself is missing.
+func sdkPython(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is missing, so the server is not checked against the official openai SDK: install python3 and python3-venv (scripts/deps.sh does)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "sh", "../../scripts/sdk-venv.sh")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("scripts/sdk-venv.sh: %v\n%s", err, stderr.Bytes())
+	}
+	return string(bytes.TrimSpace(stdout.Bytes()))
+}
+
+// The official openai Python SDK parses the server's answers into the
+// fields it documents, with the model's numbers: completions with
+// logprobs=3 and echo, chat with top_logprobs=3, stop_reason,
+// finish_reason, and a 401 that names what to set
+// (testdata/openai_sdk.py asserts them; this test compares its numbers
+// with the model's in process).
+func TestOpenAISDK(t *testing.T) {
+	python := sdkPython(t)
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tiny.NewPolicy(m)
+	const token = "sdk-test-token"
+	srv, err := server.New(p, &server.Options{Model: "tiny", Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("policy server: %v", err)
+		}
+	})
+
+	run, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stop()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(run, python, "testdata/openai_sdk.py", "http://"+l.Addr().String(), "tiny", token)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testdata/openai_sdk.py: %v\n%s", err, stderr.Bytes())
+	}
+	var got struct {
+		Completions struct {
+			TopLogprobs [][][2]any `json:"top_logprobs"`
+		}
+		Chat [][]struct {
+			Token   string
+			Logprob float64
+			Top     [][2]any
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("the script's output %q: %v", stdout.Bytes(), err)
+	}
+
+	// The completion's alternatives, after the 8 echoed prompt tokens.
+	want := inProcess(t, p, policy.Request{Prompt: "123+456="}, policy.Sampling{MaxTokens: 6, Stop: []string{"9"}, Logprobs: true, TopLogprobs: 3})
+	tops := got.Completions.TopLogprobs
+	if len(tops) != 8+len(want.TopLogprobs) {
+		t.Fatalf("%d positions of top_logprobs, want 8 + %d", len(tops), len(want.TopLogprobs))
+	}
+	for k, alts := range want.TopLogprobs {
+		sameTop(t, "completion position", k, tops[8+k], alts, p)
+	}
+	out, err := p.Generate(context.Background(), []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
+		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 2, Logprobs: true, TopLogprobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, content := range got.Chat {
+		smp := out[0][j]
+		for k, tok := range content {
+			if tok.Token != p.TokenText(smp.TokenIDs[k]) || tok.Logprob != float64(smp.Logprobs[k]) {
+				t.Fatalf("chat choice %d token %d: %q %v, want %q %v", j, k, tok.Token, tok.Logprob, p.TokenText(smp.TokenIDs[k]), smp.Logprobs[k])
+			}
+			sameTop(t, "chat position", k, tok.Top, smp.TopLogprobs[k], p)
+		}
+	}
+}
+
+// sameTop fails t unless the SDK's [token, logprob] pairs are the
+// policy's alternatives, in order, to the bit.
+func sameTop(t *testing.T, what string, k int, got [][2]any, want []policy.TokenLogprob, p *tiny.Policy) {
+	t.Helper()
+	if len(got) < len(want) {
+		t.Fatalf("%s %d: %v, want %v", what, k, got, want)
+	}
+	for i, a := range want {
+		tok, _ := got[i][0].(string)
+		lp, _ := got[i][1].(float64)
+		if tok != p.TokenText(a.ID) || lp != float64(a.Logprob) {
+			t.Fatalf("%s %d: alternative %d is %v, want %q %v", what, k, i, got[i], p.TokenText(a.ID), a.Logprob)
+		}
+	}
+}
