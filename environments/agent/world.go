@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/internal/scratch"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -124,7 +125,7 @@ func (c *Cache) World(ctx context.Context, spec WorldSpec) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build world %q: %w", spec.Name, err)
 	}
-	defer forceRemoveAll(tmp)
+	defer scratch.ForceRemoveAll(tmp)
 	if err := spec.build(ctx, tmp); err != nil {
 		return nil, fmt.Errorf("build world %q: %w", spec.Name, err)
 	}
@@ -242,22 +243,6 @@ func chownTree(dir string) error {
 		}
 		return os.Lchown(p, uid, gid)
 	})
-}
-
-// forceRemoveAll removes dir even when a sandboxed program left
-// directories without write or search permission in it.
-func forceRemoveAll(dir string) error {
-	err := os.RemoveAll(dir)
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }
 
 // ErrInvalid: a world spec, workspace option or task is wrong.
