@@ -67,9 +67,10 @@ fuzz: ## fuzz every parser for FUZZTIME each
 	  done; done
 
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and no new dropped encode error
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "run: make fmt"; exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./internal/encodecheck
 
 .PHONY: fmt
 fmt: ## format the code

@@ -428,14 +428,18 @@ func (p *Program) values(o *runnerOutputs) (verifiers, judges ref.Val) {
 
 // outputsJSON encodes runner outputs for the verifier_outputs and
 // judge_outputs columns: a JSON object keyed by name, or "" when the spec
-// declares none.
-func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges string) {
+// declares none. A value JSON cannot hold (a judge's NaN score) is an
+// error message for the row: the column is left empty, never silently.
+func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges, msg string) {
 	if len(p.verifiers) > 0 && o.verifiers != nil {
 		m := make(map[string]VerifierResult, len(p.verifiers))
 		for i, v := range p.verifiers {
 			m[v.name] = o.verifiers[i]
 		}
-		b, _ := json.Marshal(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "", "", "verifier outputs: " + err.Error()
+		}
 		verifiers = string(b)
 	}
 	if len(p.judges) > 0 && o.judges != nil {
@@ -443,10 +447,13 @@ func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges string) {
 		for i, j := range p.judges {
 			m[j.name] = o.judges[i]
 		}
-		b, _ := json.Marshal(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return verifiers, "", "judge outputs: " + err.Error() + " (a judge returned a value JSON cannot hold)"
+		}
 		judges = string(b)
 	}
-	return verifiers, judges
+	return verifiers, judges, ""
 }
 
 // Score computes the reward of one row: the same policy and values as
@@ -473,7 +480,11 @@ func (p *Program) Score(ctx context.Context, row Row, memo Memoizer) (tables.Rew
 	if err != nil {
 		return r, err
 	}
-	r.VerifierOutputs, r.JudgeOutputs = p.outputsJSON(&outs)
+	var encMsg string
+	r.VerifierOutputs, r.JudgeOutputs, encMsg = p.outputsJSON(&outs)
+	if msg == "" {
+		msg = encMsg
+	}
 	if msg != "" {
 		r.Status, r.Error = StatusError, &msg
 		return r, nil

@@ -496,10 +496,13 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 		var msg string
 		var total float64
 		if outs != nil {
-			v, j := p.outputsJSON(&outs[i])
+			v, j, encMsg := p.outputsJSON(&outs[i])
 			s.verifiers.Append(v)
 			s.judges.Append(j)
 			msg = msgs[i]
+			if msg == "" {
+				msg = encMsg
+			}
 			if msg == "" {
 				src.verifierVals, src.judgeVals = p.values(&outs[i])
 			}

@@ -427,3 +427,42 @@ func TestReadPrompts(t *testing.T) {
 		})
 	}
 }
+
+// A judge that returns a score JSON cannot hold (NaN) makes its row an
+// error that says so, rather than an empty judge_outputs column.
+func TestJudgeOutputJSONCannotHold(t *testing.T) {
+	rows, prompts := testRows(4)
+	idx, _ := NewPrompts(prompts)
+	judge := func(ctx context.Context, r Row, _ Memoizer) (JudgeResult, error) {
+		if r.Trajectory.SampleIndex == 1 {
+			return JudgeResult{Score: math.NaN(), Status: "ok"}, nil
+		}
+		return JudgeResult{Score: 0.5, Status: "ok"}, nil
+	}
+	p := mustCompile(t, `
+judges:
+  - name: style
+    model: small
+components:
+  - name: style
+    expr: 'judges["style"].score'
+`, WithJudge("style", judge))
+	got, _ := score(t, p, rows, &ScoreOptions{Prompts: idx})
+	nan := 0
+	for i, r := range got {
+		if rows[i].SampleIndex != 1 {
+			if r.Status == StatusError {
+				t.Errorf("row %d: %s", i, deref(r.Error))
+			}
+			continue
+		}
+		nan++
+		want := "judge outputs: json: unsupported value: NaN (a judge returned a value JSON cannot hold)"
+		if r.Status != StatusError || deref(r.Error) != want || r.JudgeOutputs != "" {
+			t.Errorf("row %d: status %s, error %q, judge outputs %q; want the error %q", i, r.Status, deref(r.Error), r.JudgeOutputs, want)
+		}
+	}
+	if nan != 1 {
+		t.Errorf("%d rows with the NaN judge, want 1", nan)
+	}
+}

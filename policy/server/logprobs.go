@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -60,8 +61,16 @@ func (d topDict) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		k, _ := json.Marshal(a.token)
-		v, _ := json.Marshal(a.logprob)
+		k, err := json.Marshal(a.token)
+		if err != nil {
+			return nil, err
+		}
+		// A token of probability 0 has logprob −Inf, which JSON cannot
+		// hold: −9999, as vLLM sends it.
+		v, err := json.Marshal(max(a.logprob, -9999))
+		if err != nil {
+			return nil, fmt.Errorf("top_logprobs %q: %w", a.token, err)
+		}
 		b = append(append(append(b, k...), ':'), v...)
 	}
 	return append(b, '}'), nil
