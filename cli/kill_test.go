@@ -34,6 +34,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startCLI starts this test binary as `rlpipe ARGS` (args: the JSON
+// argument list) in a child process that a test can SIGKILL; done gets
+// its Wait result, stderr what it wrote there.
+func startCLI(t *testing.T, args []byte) (cmd *exec.Cmd, stderr *bytes.Buffer, done chan error) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envCLIArgs+"="+string(args))
+	stderr = &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, stderr, done
+}
+
 // runSums maps the run's artifacts (iterations/, evals/, run/) to their
 // checksums: events/ holds timings and is left out.
 func runSums(t *testing.T, store, branch string) map[string]string {
@@ -92,15 +109,7 @@ func TestKillTrainingAndResume(t *testing.T) {
 			if leg > 30 {
 				t.Fatalf("the run did not finish after %d legs", leg)
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envCLIArgs+"="+string(args))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			cmd, stderr, done := startCLI(t, args)
 			var err error
 			if kills < 3 {
 				select {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,20 +132,15 @@ func TestKillAndResumeThroughALakeFS(t *testing.T) {
 		if leg > 20 {
 			t.Fatalf("the run did not finish after %d legs", leg)
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envCLIArgs+"="+string(args))
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		cmd, stderr, done := startCLI(t, args)
 		var err error
 		if kills < 2 {
 			// Kill once the run has committed one more iteration than
 			// before: a kill mid-run on any machine, whatever its speed.
-			before := committedIterations(t, s.st)
+			before, lerr := committedIterations(s.st)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
 			if waitForCommit(s.st, before, done) {
 				cmd.Process.Signal(syscall.SIGKILL)
 				<-done
@@ -171,23 +163,22 @@ func TestKillAndResumeThroughALakeFS(t *testing.T) {
 	s.wantSameRun(t, want)
 }
 
-// committedIterations is how many commits the arithmetic run branch has
-// over its start (0 when the branch does not exist yet).
-func committedIterations(t *testing.T, st *local.Store) int {
-	t.Helper()
+// committedIterations is how many iteration commits the arithmetic run
+// branch has (0 when the branch does not exist yet).
+func committedIterations(st *local.Store) (int, error) {
 	n := 0
 	for c, err := range st.Log(context.Background(), pipeline.RunBranch("arith"), nil) {
 		if errors.Is(err, artifacts.ErrNotFound) {
-			return 0
+			return 0, nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return n, err
 		}
 		if c.Metadata["rlpipe.iteration"] != "" {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // waitForCommit polls until the run branch has more than before
@@ -201,16 +192,7 @@ func waitForCommit(st *local.Store, before int, done chan error) bool {
 			return false
 		case <-time.After(20 * time.Millisecond):
 		}
-		n := 0
-		for c, err := range st.Log(context.Background(), pipeline.RunBranch("arith"), nil) {
-			if err != nil {
-				break
-			}
-			if c.Metadata["rlpipe.iteration"] != "" {
-				n++
-			}
-		}
-		if n > before {
+		if n, err := committedIterations(st); err == nil && n > before {
 			return true
 		}
 	}
