@@ -391,6 +391,13 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 
 // watchCPU calls over once the group has used budget of CPU time, all its
 // processes together, or returns when done is closed.
+// cpuSlack is how far past the budget the whole group may go before
+// watchCPU kills it: the kernel's per-process limit acts first for a
+// single process (SIGXCPU at the budget, SIGKILL a second later), so its
+// result stays the same whether or not a cgroup is in force; the group
+// steps in for processes that pass the budget only together.
+const cpuSlack = time.Second
+
 func watchCPU(g group, budget time.Duration, done <-chan struct{}, over func()) {
 	t := time.NewTicker(cgroupPoll)
 	defer t.Stop()
@@ -399,7 +406,7 @@ func watchCPU(g group, budget time.Duration, done <-chan struct{}, over func()) 
 		case <-done:
 			return
 		case <-t.C:
-			if used, ok := g.cpuUsed(); ok && used >= budget {
+			if used, ok := g.cpuUsed(); ok && used >= budget+cpuSlack {
 				over()
 				return
 			}
