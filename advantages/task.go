@@ -3,7 +3,9 @@ package advantages
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
@@ -19,7 +21,7 @@ const OutAdvantages = pipeline.OutAdvantages
 func Task() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "advantages", Version: "grpo-1", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: OutAdvantages, File: "advantages.parquet"}},
+		Outputs: []pipeline.Output{{Name: OutAdvantages, File: runs.AdvantagesFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			rows, err := pipeline.ReadInput(tc, pipeline.OutRewards, tables.Rewards)
 			if err != nil {
@@ -46,6 +48,27 @@ func (o TrainOptions) Version() string {
 	return fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
 }
 
+// ParseVersion reads back the options a TrainTask ran with from its
+// Version (recorded as the rlpipe-task-version of every advantages table
+// it wrote), so that advantages recomputed later (a rescoring) are the
+// ones the run's trainer computed.
+func ParseVersion(v string) (TrainOptions, error) {
+	var o TrainOptions
+	rest, ok := strings.CutPrefix(v, TrainVersion+" ")
+	if !ok {
+		return o, fmt.Errorf("advantages task version %q: want %q followed by the options", v, TrainVersion)
+	}
+	var eps float64
+	if _, err := fmt.Sscanf(rest, "epsilon=%g no_std=%t keep_zero_std=%t", &eps, &o.NoStd, &o.KeepZeroStd); err != nil {
+		return TrainOptions{}, fmt.Errorf("advantages task version %q: %v", v, err)
+	}
+	o.Epsilon = eps
+	if o.Version() != v {
+		return TrainOptions{}, fmt.Errorf("advantages task version %q: not one this code writes (it would write %q)", v, o.Version())
+	}
+	return o, nil
+}
+
 // TrainTask is the loop's advantages step: the advantages a trainer
 // trains on, computed once per iteration for the train task to read.
 // Inputs "trajectories" and "rewards" (the ones the train task gets),
@@ -57,7 +80,7 @@ func (o TrainOptions) Version() string {
 func TrainTask(o TrainOptions) *pipeline.Task {
 	return &pipeline.Task{
 		Name: pipeline.TaskAdvantages, Version: o.Version(), Env: "advantages", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: OutAdvantages, File: "advantages.parquet",
+		Outputs: []pipeline.Output{{Name: OutAdvantages, File: runs.AdvantagesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			trajs, err := pipeline.ReadInput(tc, pipeline.OutTrajectories, tables.Trajectories)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -184,6 +185,30 @@ func TestTrainOptionsVersion(t *testing.T) {
 			t.Errorf("%+v shares version %q", o, o.Version())
 		}
 		seen[o.Version()] = true
+	}
+}
+
+// A task version gives back the options it was made from, and what is not
+// a version this code writes is an error that shows it.
+func TestParseVersion(t *testing.T) {
+	for _, o := range []advantages.TrainOptions{
+		{},
+		{Options: advantages.Options{NoStd: true}},
+		{KeepZeroStd: true},
+		{Options: advantages.Options{Epsilon: 1.2345678901234e-7, NoStd: true}, KeepZeroStd: true},
+	} {
+		got, err := advantages.ParseVersion(o.Version())
+		if err != nil || got.Version() != o.Version() {
+			t.Errorf("ParseVersion(%q) = %+v, %v", o.Version(), got, err)
+		}
+		if o.Epsilon != 0 && got.Epsilon != o.Epsilon {
+			t.Errorf("epsilon %v came back as %v", o.Epsilon, got.Epsilon)
+		}
+	}
+	for _, v := range []string{"grpo-1", "join-1", "join-1 epsilon=x no_std=false keep_zero_std=false", "join-1 epsilon=1e-06 no_std=false keep_zero_std=false extra", "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"} {
+		if _, err := advantages.ParseVersion(v); err == nil || !strings.Contains(err.Error(), strconv.Quote(v)) {
+			t.Errorf("ParseVersion(%q) = %v, want an error quoting it", v, err)
+		}
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/cli/kinds"
-	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 )
@@ -121,7 +121,7 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 	if name == "" {
 		return usagef("eval: name the run with --run NAME or with run: in %s", cfg.File())
 	}
-	branch := pipeline.RunBranch(name)
+	branch := runs.Branch(name)
 	if _, err := st.GetBranch(ctx, branch); errors.Is(err, artifacts.ErrNotFound) {
 		return explain(err, "eval: no run %q in this store: `rlpipe status` lists the runs", name)
 	} else if err != nil {
@@ -180,15 +180,12 @@ func evalFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o eva
 // policy; N must be an iteration whose adapter the branch holds.
 func checkpointsOf(ctx context.Context, st artifacts.Store, branch, spec string) ([]int, error) {
 	have := map[int]bool{0: true}
-	for e, err := range st.ListObjects(ctx, branch, &artifacts.ListOptions{Prefix: "iterations/"}) {
+	for e, err := range st.ListObjects(ctx, branch, &artifacts.ListOptions{Prefix: runs.IterationsPrefix}) {
 		if err != nil {
 			return nil, err
 		}
-		parts := strings.Split(e.Path, "/")
-		if len(parts) == 4 && parts[2] == "adapter" && parts[3] == "adapter_config.json" {
-			if n, err := strconv.Atoi(parts[1]); err == nil {
-				have[n] = true
-			}
+		if n, rest, ok := runs.ParseIterationPath(e.Path); ok && rest == runs.AdapterDir+"/"+runs.AdapterConfigFile {
+			have[n] = true
 		}
 	}
 	var out []int
@@ -203,8 +200,8 @@ func checkpointsOf(ctx context.Context, st artifacts.Store, branch, spec string)
 		}
 		for _, n := range ns {
 			if !have[n] {
-				return nil, fmt.Errorf("eval: checkpoint %d of %s is not an adapter (no %s:iterations/%06d/adapter/adapter_config.json); `rlpipe status` lists the iterations",
-					n, branch, branch, n)
+				return nil, fmt.Errorf("eval: checkpoint %d of %s is not an adapter (no %s:%s/%s); `rlpipe status` lists the iterations",
+					n, branch, branch, runs.AdapterPath(n), runs.AdapterConfigFile)
 			}
 			out = append(out, n)
 		}

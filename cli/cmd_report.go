@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/reports"
 )
 
@@ -72,7 +72,7 @@ Health metrics and alarm thresholds: docs/REPORTS.md.`,
 // runRef is the ref of a run: its branch runs-<run> when there is one,
 // else the argument itself (a rescore branch, a commit, a tag).
 func runRef(ctx context.Context, st artifacts.Store, run string) (string, error) {
-	b := pipeline.RunBranch(run)
+	b := runs.Branch(run)
 	if artifacts.ValidateBranchName(b) == nil {
 		if _, err := st.GetBranch(ctx, b); err == nil {
 			return b, nil
@@ -126,7 +126,7 @@ func reportFunc(ctx context.Context, st artifacts.Store, run string, o reportOpt
 // run command calls it so the page follows the run. It reads the run
 // branch (staged changes included) and writes the file atomically.
 func writeRunReport(ctx context.Context, st artifacts.Store, run, path string) error {
-	_, err := reports.WriteHTML(ctx, st, pipeline.RunBranch(run), path, nil)
+	_, err := reports.WriteHTML(ctx, st, runs.Branch(run), path, nil)
 	if err != nil {
 		return fmt.Errorf("report %s: %w", run, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/runners"
@@ -99,7 +100,7 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 	}
 	defer src.Close()
 	so := &rewards.ScoreOptions{Name: a.String(), Limit: rows}
-	pa := artifactArg{ref: a.ref, path: path.Join(path.Dir(a.path), "prompts.parquet")}
+	pa := artifactArg{ref: a.ref, path: path.Join(path.Dir(a.path), runs.PromptsFile)}
 	if pf, psize, err := download(ctx, st, pa); err == nil {
 		so.Prompts, err = rewards.ReadPrompts(ctx, pf, psize, pa.String())
 		pf.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
@@ -195,7 +196,7 @@ func runName(cfg *config.Config, o runOptions) (string, error) {
 	if name == "" {
 		return "", usagef("run: name the run with --run NAME or with run: in %s", cfg.File())
 	}
-	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
+	if err := artifacts.ValidateBranchName(runs.Branch(name)); err != nil {
 		return "", usagef("run: --run %q: use letters, digits, '_' and '-'", name)
 	}
 	return name, nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -77,23 +77,13 @@ func lockString(l *lockOut) string {
 
 func statusListFunc(ctx context.Context, st artifacts.Store, p printer) error {
 	out := statusListOut{Runs: []runListOut{}}
-	for b, err := range st.ListBranches(ctx) {
-		if err != nil {
-			return withOp(err, "list runs")
-		}
-		run, ok := strings.CutPrefix(b.Name, "runs-")
-		if !ok {
-			continue
-		}
-		c, err := st.GetCommit(ctx, b.CommitID)
-		if err != nil {
-			return withOp(err, "status %s", run)
-		}
-		row := runListOut{Run: run, Branch: b.Name, Commit: c.ID, Date: c.CreationDate.UTC()}
-		if c.Metadata["rlpipe.run"] == run {
-			row.Iteration, _ = strconv.Atoi(c.Metadata["rlpipe.iteration"])
-		}
-		if row.Lock, err = readLock(ctx, st, run); err != nil {
+	list, err := runs.List(ctx, st)
+	if err != nil {
+		return withOp(err, "status")
+	}
+	for _, r := range list {
+		row := runListOut{Run: r.Run, Branch: r.Branch, Iteration: r.Iteration, Commit: r.Commit, Date: r.Date}
+		if row.Lock, err = readLock(ctx, st, r.Run); err != nil {
 			return err
 		}
 		out.Runs = append(out.Runs, row)
@@ -129,19 +119,19 @@ type iterationOut struct {
 
 // runStatusOut is the JSON shape of `status RUN`.
 type runStatusOut struct {
-	Run        string              `json:"run"`
-	Branch     string              `json:"branch"`
-	Commit     string              `json:"commit"`
-	ConfigHash string              `json:"config_hash,omitempty"`
-	State      *pipeline.LoopState `json:"state"` // nil before the first commit
-	Lock       *lockOut            `json:"lock"`
-	Iterations []iterationOut      `json:"iterations"`
+	Run        string         `json:"run"`
+	Branch     string         `json:"branch"`
+	Commit     string         `json:"commit"`
+	ConfigHash string         `json:"config_hash,omitempty"`
+	State      *runs.State    `json:"state"` // nil before the first commit
+	Lock       *lockOut       `json:"lock"`
+	Iterations []iterationOut `json:"iterations"`
 	// Evals are the evaluated checkpoints, the starting policy first.
 	Evals []evalOut `json:"evals"`
 }
 
 func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printer) error {
-	branch := pipeline.RunBranch(run)
+	branch := runs.Branch(run)
 	if err := artifacts.ValidateBranchName(branch); err != nil {
 		return usagef("status: %q is not a run name", run)
 	}
@@ -156,56 +146,36 @@ func statusRunFunc(ctx context.Context, st artifacts.Store, run string, p printe
 	if out.Lock, err = readLock(ctx, st, run); err != nil {
 		return err
 	}
-	if raw, err := artifacts.ReadObject(ctx, st, b.CommitID, pipeline.StatePath); err != nil {
-		return withOp(err, "status %s: read %s", run, pipeline.StatePath)
-	} else if raw != nil {
-		var s pipeline.LoopState
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return fmt.Errorf("status %s: %s: %w", run, pipeline.StatePath, err)
-		}
-		out.State = &s
+	if out.State, err = runs.ReadState(ctx, st, b.CommitID); err != nil {
+		return withOp(err, "status %s", run)
 	}
-	for c, err := range st.Log(ctx, b.CommitID, &artifacts.LogOptions{FirstParent: true}) {
+	for c, err := range runs.History(ctx, st, run, b.CommitID) {
 		if err != nil {
 			return withOp(err, "status %s", run)
 		}
-		if c.Metadata["rlpipe.run"] != run {
-			// The run's history ends where it branched off.
-			if len(out.Iterations) > 0 || c.Metadata["rlpipe.run"] == "" {
-				break
-			}
-			continue
-		}
-		n, err := strconv.Atoi(c.Metadata["rlpipe.iteration"])
-		if err != nil {
-			continue
-		}
+		n := c.Iteration
 		if out.ConfigHash == "" {
-			out.ConfigHash = c.Metadata["rlpipe.config-hash"]
+			out.ConfigHash = c.Metadata[runs.MetaConfigHash]
 		}
 		row := iterationOut{Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC()}
-		if raw, err := artifacts.ReadObject(ctx, st, c.ID, fmt.Sprintf("events/%06d.metrics.json", n)); err != nil {
-			return withOp(err, "status %s: read the metrics of iteration %d", run, n)
-		} else if raw != nil {
-			var m pipeline.IterationMetrics
-			if err := json.Unmarshal(raw, &m); err == nil {
-				for _, t := range m.Tasks {
-					row.Tasks++
-					row.Attempts += t.Attempts
-					row.Seconds += t.Seconds
-					if t.Cached {
-						row.Cached++
-					} else {
-						row.Ran++
-					}
+		m, err := runs.ReadMetrics(ctx, st, c.ID, n)
+		if err != nil {
+			return withOp(err, "status %s: the metrics of iteration %d", run, n)
+		}
+		if m != nil {
+			for _, t := range m.Tasks {
+				row.Tasks++
+				row.Attempts += t.Attempts
+				row.Seconds += t.Seconds
+				if t.Cached {
+					row.Cached++
+				} else {
+					row.Ran++
 				}
-				row.Seconds = float64(time.Duration(row.Seconds * float64(time.Second)).Round(time.Millisecond).Seconds())
 			}
+			row.Seconds = float64(time.Duration(row.Seconds * float64(time.Second)).Round(time.Millisecond).Seconds())
 		}
 		out.Iterations = append(out.Iterations, row)
-		if n == 1 {
-			break
-		}
 	}
 	sort.Slice(out.Iterations, func(i, j int) bool { return out.Iterations[i].Iteration < out.Iterations[j].Iteration })
 	if out.Evals, err = readEvals(ctx, st, b.CommitID); err != nil {

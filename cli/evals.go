@@ -9,18 +9,18 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/reports"
 )
 
 // evalOut is one evaluated checkpoint on one eval set, as `status -o json`
 // and `eval -o json` report it.
-type evalOut = reports.Eval
+type evalOut = runs.Eval
 
 // readEvals reads every evals/NNNNNN/<set>/summary.parquet at ref, the
 // starting policy first, then by iteration and set.
 func readEvals(ctx context.Context, st artifacts.Store, ref string) ([]evalOut, error) {
-	return reports.ReadEvals(ctx, st, ref)
+	return runs.ReadEvals(ctx, st, ref)
 }
 
 // evalColumns picks the metrics a table of evals shows: exact pass@1

@@ -9,8 +9,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
-	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // servedWithMD5 serves h's embedded store as a lakeFS whose checksums are
@@ -123,7 +123,7 @@ func TestCacheMissesAfterMovingFromTheEmbeddedStoreToAnMD5LakeFS(t *testing.T) {
 func iterationChecksums(t *testing.T, st artifacts.Store, run string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), pipeline.RunBranch(run), &artifacts.ListOptions{Prefix: "iterations/"}) {
+	for e, err := range st.ListObjects(context.Background(), runs.Branch(run), &artifacts.ListOptions{Prefix: "iterations/"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

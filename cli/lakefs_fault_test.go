@@ -18,8 +18,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
-	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // raceWindow is the commit window of the fault that stands in for
@@ -71,7 +71,7 @@ func (s *lakeFSStandIn) serve(t *testing.T) {
 // embedded store).
 func (s *lakeFSStandIn) wantSameRun(t *testing.T, want map[string]string) {
 	t.Helper()
-	got := runSums(t, s.local.store, pipeline.RunBranch("arith"))
+	got := runSums(t, s.local.store, runs.Branch("arith"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d artifacts through lakeFS, %d direct", len(got), len(want))
 	}
@@ -90,7 +90,7 @@ func directArith(t *testing.T) (src string, sums map[string]string) {
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
 	h.ok("run", "-f", h.file("pipeline.yaml", src), "--no-report")
-	return src, runSums(t, h.store, pipeline.RunBranch("arith"))
+	return src, runSums(t, h.store, runs.Branch("arith"))
 }
 
 // The overlapped arithmetic loop with evaluations, run through the
@@ -167,7 +167,7 @@ func TestKillAndResumeThroughALakeFS(t *testing.T) {
 // branch has (0 when the branch does not exist yet).
 func committedIterations(st *local.Store) (int, error) {
 	n := 0
-	for c, err := range st.Log(context.Background(), pipeline.RunBranch("arith"), nil) {
+	for c, err := range st.Log(context.Background(), runs.Branch("arith"), nil) {
 		if errors.Is(err, artifacts.ErrNotFound) {
 			return 0, nil
 		}
@@ -215,7 +215,7 @@ func TestRunGoesOnThroughALakeFSRestart(t *testing.T) {
 	// with two iterations still to run: the run meets the outage whatever
 	// the machine's speed.
 	var commits atomic.Int32
-	commitPath := "/branches/" + pipeline.RunBranch("arith") + "/commits"
+	commitPath := "/branches/" + runs.Branch("arith") + "/commits"
 	rs := &restarting{addr: l.Addr().String(), restarted: make(chan struct{})}
 	rs.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.srv.ServeHTTP(w, r)

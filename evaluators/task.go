@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -63,7 +64,10 @@ type TaskOptions struct {
 type Scorer interface {
 	// ScoreSample scores one sample of a problem; the error is for a
 	// canceled context only, a failed row is in the reward's status.
-	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt) (tables.Reward, error)
+	// memo is the scoring task call's (its *pipeline.TaskContext): the
+	// judges and verifiers record their calls there, so a retried or
+	// resumed evaluation pays for none twice.
+	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
 	// Digest identifies the spec (it enters the score task's version).
 	Digest() string
 	// ComponentNames are the spec's components ("correct" decides
@@ -141,15 +145,15 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 	return Tasks{
 		Generate: &pipeline.Task{
 			Name: "eval-generate", Version: "eval-generate-1-" + gen, Env: o.Env, Deterministic: true,
-			Outputs: []pipeline.Output{{Name: OutTrajectories, File: "trajectories.parquet",
+			Outputs: []pipeline.Output{{Name: OutTrajectories, File: runs.TrajectoriesFile,
 				Check: func(p string) error { return tables.CheckFile(p, tables.Trajectories) }}},
 			Run: o.generate,
 		},
 		Score: &pipeline.Task{
 			Name: "eval", Version: "eval-score-1-" + score, Env: o.Env, Deterministic: true,
 			Outputs: []pipeline.Output{
-				{Name: OutSamples, File: "samples.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSamples) }},
-				{Name: OutSummary, File: "summary.parquet", Check: func(p string) error { return tables.CheckFile(p, tables.EvalSummary) }},
+				{Name: OutSamples, File: runs.SamplesFile, Check: func(p string) error { return tables.CheckFile(p, tables.EvalSamples) }},
+				{Name: OutSummary, File: runs.SummaryFile, Check: func(p string) error { return tables.CheckFile(p, tables.EvalSummary) }},
 			},
 			Run: o.score,
 		},
@@ -239,7 +243,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		if !ok {
 			return pipeline.Permanent(fmt.Errorf("eval generations: prompt %q is not in the eval set", traj.PromptID))
 		}
-		rw, err := o.Reward.ScoreSample(ctx, traj, prompts[i])
+		rw, err := o.Reward.ScoreSample(ctx, traj, prompts[i], tc)
 		if err != nil {
 			return err
 		}

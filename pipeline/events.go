@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
 // EventKind names what happened.
@@ -109,8 +109,6 @@ func (l *eventLog) emit(e Event) {
 	}
 }
 
-func eventsPath(iteration int) string { return fmt.Sprintf("events/%06d.jsonl", iteration) }
-
 // flush writes an iteration's events to the run branch.
 func (l *eventLog) flush(ctx context.Context, st artifacts.Store, branch string, iteration int) error {
 	l.mu.Lock()
@@ -123,7 +121,7 @@ func (l *eventLog) flush(ctx context.Context, st artifacts.Store, branch string,
 			return err
 		}
 	}
-	_, err := st.PutObject(ctx, branch, eventsPath(iteration), &buf, &artifacts.PutOptions{ContentType: "application/x-ndjson"})
+	_, err := st.PutObject(ctx, branch, runs.EventsPath(iteration), &buf, &artifacts.PutOptions{ContentType: "application/x-ndjson"})
 	return err
 }
 

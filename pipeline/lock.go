@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
 // holder describes the process that holds a run's lock.
@@ -65,7 +66,7 @@ func acquireLock(ctx context.Context, st artifacts.Store, run string, ttl time.D
 	}
 	host, _ := os.Hostname()
 	now := time.Now().UTC()
-	l := &runLock{st: st, path: "runs/" + run + ".json", me: holder{Host: host, PID: os.Getpid(), Started: now, Heartbeat: now}, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &runLock{st: st, path: runs.LockPath(run), me: holder{Host: host, PID: os.Getpid(), Started: now, Heartbeat: now}, stop: make(chan struct{}), done: make(chan struct{})}
 	for try := 0; try < 3; try++ {
 		err := l.write(ctx, true)
 		if err == nil {
@@ -159,7 +160,7 @@ type LockHolder struct {
 // ReadLock reads who holds run's lock: nil when nobody does. An unreadable
 // lock is reported as a holder that is not alive, as the engine treats it.
 func ReadLock(ctx context.Context, st artifacts.Store, run string) (*LockHolder, error) {
-	l := &runLock{st: st, path: "runs/" + run + ".json"}
+	l := &runLock{st: st, path: runs.LockPath(run)}
 	h, err := l.read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the lock of run %s: %w", run, err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
 // Stages are the tasks of one RL iteration, wired by Loop:
@@ -75,7 +77,7 @@ func Evaluate(ctx context.Context, it *Iteration, st Stages, evalSet Artifact, a
 		in["policy"] = *adapter
 	}
 	params := map[string]int{"checkpoint": checkpoint}
-	dir := EvalDir(checkpoint, set)
+	dir := runs.EvalDir(checkpoint, set)
 	gen := it.Go(ctx, st.EvalGenerate, Call{Name: "eval-generate" + suffix, Inputs: in, Params: params, Dir: dir})
 	scoreIn := map[string]Artifact{"prompts": evalSet, "trajectories": gen.Output("trajectories")}
 	if adapter != nil {
@@ -83,9 +85,6 @@ func Evaluate(ctx context.Context, it *Iteration, st Stages, evalSet Artifact, a
 	}
 	return it.Go(ctx, st.Eval, Call{Name: "eval" + suffix, Inputs: scoreIn, Params: params, Dir: dir})
 }
-
-// EvalDir is where the evaluation of a checkpoint on a set is written.
-func EvalDir(checkpoint int, set string) string { return fmt.Sprintf("evals/%06d/%s", checkpoint, set) }
 
 // Output names the stages must declare.
 const (
@@ -119,35 +118,6 @@ type LoopConfig struct {
 	// Stop, when set, is called after each commit; returning true ends the
 	// loop early (used by tests to interrupt at a chosen point).
 	Stop func(iteration int) bool
-}
-
-// LoopState is the loop's durable state, committed with every iteration
-// as run/state.json. Cursor counts the prompts consumed by committed
-// iterations: a resumed run samples from exactly there, so no prompt is
-// skipped or trained twice.
-type LoopState struct {
-	Iteration int `json:"iteration"`
-	Cursor    int `json:"cursor"`
-	// Adapters maps recent iterations to their adapter directory on the
-	// run branch (enough for the staleness window).
-	Adapters map[string]string `json:"adapters"`
-	Seed     uint64            `json:"seed"`
-}
-
-// IterationMetrics summarise an iteration's tasks. They hold timings, so
-// they are committed beside the events (events/NNNNNN.metrics.json), not
-// among the iteration's artifacts, which stay byte-identical across runs.
-type IterationMetrics struct {
-	Iteration int                    `json:"iteration"`
-	Tasks     map[string]TaskMetrics `json:"tasks"`
-}
-
-// TaskMetrics describe one task call in an iteration.
-type TaskMetrics struct {
-	Attempts int     `json:"attempts"`
-	Cached   bool    `json:"cached"`
-	Seconds  float64 `json:"seconds"`
-	Key      string  `json:"key"`
 }
 
 func (c LoopConfig) validate(s Stages) error {
@@ -184,17 +154,17 @@ func clash(a, b *Task) string {
 
 // Loop runs (or resumes) the RL loop up to cfg.Iterations. It returns the
 // state after the last committed iteration.
-func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, error) {
+func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, error) {
 	if err := cfg.validate(st); err != nil {
-		return LoopState{}, err
+		return runs.State{}, err
 	}
-	var state LoopState
+	var state runs.State
 	resumed, err := r.LoadState(ctx, &state)
 	if err != nil {
 		return state, err
 	}
 	if !resumed {
-		state = LoopState{Adapters: map[string]string{}, Seed: r.opts.Seed}
+		state = runs.State{Adapters: map[string]string{}, Seed: r.opts.Seed}
 	} else {
 		r.events.emit(Event{Kind: EventResumed, Iteration: state.Iteration + 1})
 	}
@@ -237,7 +207,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 		if err := p.it.Wait(lctx); err != nil {
 			return err
 		}
-		next := LoopState{Iteration: p.it.N, Cursor: p.cursor, Seed: state.Seed, Adapters: map[string]string{}}
+		next := runs.State{Iteration: p.it.N, Cursor: p.cursor, Seed: state.Seed, Adapters: map[string]string{}}
 		for k, v := range state.Adapters {
 			if i, _ := strconv.Atoi(k); i > p.it.N-cfg.MaxStaleness-2 {
 				next.Adapters[k] = v
@@ -249,7 +219,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 		}
 		next.Adapters[strconv.Itoa(p.it.N)] = ad.Path
 		m := p.it.metrics()
-		if err := r.putJSON(lctx, metricsPath(p.it.N), m); err != nil {
+		if err := r.putJSON(lctx, runs.MetricsPath(p.it.N), m); err != nil {
 			return err
 		}
 		if _, err := p.it.Commit(lctx, next, nil); err != nil {
@@ -338,8 +308,6 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (LoopState, e
 	return state, err
 }
 
-func metricsPath(iteration int) string { return fmt.Sprintf("events/%06d.metrics.json", iteration) }
-
 func (r *Run) putJSON(ctx context.Context, path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -350,15 +318,15 @@ func (r *Run) putJSON(ctx context.Context, path string, v any) error {
 }
 
 // metrics summarise the iteration's nodes.
-func (it *Iteration) metrics() IterationMetrics {
+func (it *Iteration) metrics() runs.IterationMetrics {
 	it.mu.Lock()
 	nodes := append([]*Node(nil), it.nodes...)
 	it.mu.Unlock()
-	m := IterationMetrics{Iteration: it.N, Tasks: map[string]TaskMetrics{}}
+	m := runs.IterationMetrics{Iteration: it.N, Tasks: map[string]runs.TaskMetrics{}}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
 	for _, n := range nodes {
 		<-n.done
-		m.Tasks[n.name] = TaskMetrics{Attempts: n.attempts, Cached: n.cached, Seconds: n.elapsed.Seconds(), Key: n.key}
+		m.Tasks[n.name] = runs.TaskMetrics{Attempts: n.attempts, Cached: n.cached, Seconds: n.elapsed.Seconds(), Key: n.key}
 	}
 	return m
 }

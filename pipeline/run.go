@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
 // RunOptions configure a run. Nil means defaults where noted.
@@ -36,6 +37,11 @@ type RunOptions struct {
 	Seed uint64
 	// ConfigHash is recorded in every iteration commit and in provenance.
 	ConfigHash string
+	// Config is the run's effective config as its driver reads it, secrets
+	// redacted (config.Config.YAML). The first iteration this Run commits
+	// records it at runs.ConfigPath, unless the branch holds exactly it
+	// already; nil records nothing.
+	Config []byte
 	// NoCache runs every task even when its key matches.
 	NoCache bool
 	// WorkDir holds task scratch directories (default: the OS temp dir).
@@ -71,10 +77,10 @@ type Run struct {
 
 	commitMu  sync.Mutex
 	committed map[int]chan struct{} // closed when the iteration committed
+	// configStaged: RunOptions.Config is on the branch (commits are
+	// serial, so only the committing goroutine reads or sets it).
+	configStaged bool
 }
-
-// RunBranch is the branch a run's artifacts live on.
-func RunBranch(name string) string { return "runs-" + name }
 
 // Open starts or resumes a run: it takes the run's lock (refusing if
 // another live process holds it), creates the run branch if needed, and
@@ -83,7 +89,7 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 	if opts.Name == "" {
 		return nil, fmt.Errorf("%w: a run needs a name", ErrConfig)
 	}
-	branch := RunBranch(opts.Name)
+	branch := runs.Branch(opts.Name)
 	if opts.Branch != "" {
 		branch = opts.Branch
 	}
@@ -182,13 +188,10 @@ func (r *Run) Close() error {
 	return r.lock.release(context.Background())
 }
 
-// StatePath is where the loop state lives on the run branch.
-const StatePath = "run/state.json"
-
 // LoadState decodes the loop state of the last committed iteration into
 // v. ok is false for a run that has committed no iteration yet.
 func (r *Run) LoadState(ctx context.Context, v any) (ok bool, err error) {
-	rc, _, err := r.store.GetObject(ctx, r.branch+"@", StatePath)
+	rc, _, err := r.store.GetObject(ctx, r.branch+"@", runs.StatePath)
 	if errors.Is(err, artifacts.ErrNotFound) {
 		return false, nil
 	}
@@ -197,9 +200,28 @@ func (r *Run) LoadState(ctx context.Context, v any) (ok bool, err error) {
 	}
 	defer rc.Close()
 	if err := json.NewDecoder(rc).Decode(v); err != nil {
-		return false, fmt.Errorf("load state of run %s: %s: %w", r.name, StatePath, err)
+		return false, fmt.Errorf("load state of run %s: %s: %w", r.name, runs.StatePath, err)
 	}
 	return true, nil
+}
+
+// stageConfig stages RunOptions.Config, once per Run, unless the branch
+// holds exactly it already.
+func (r *Run) stageConfig(ctx context.Context) error {
+	if r.opts.Config == nil || r.configStaged {
+		return nil
+	}
+	cur, err := artifacts.ReadObject(ctx, r.store, r.branch, runs.ConfigPath)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(cur, r.opts.Config) {
+		if _, err := r.store.PutObject(ctx, r.branch, runs.ConfigPath, bytes.NewReader(r.opts.Config), &artifacts.PutOptions{ContentType: "application/yaml"}); err != nil {
+			return err
+		}
+	}
+	r.configStaged = true
+	return nil
 }
 
 // Iteration is one iteration's DAG of tasks. Add tasks with Go; they run
@@ -224,7 +246,7 @@ func (r *Run) Iteration(n int) *Iteration {
 		r.committed[n] = make(chan struct{})
 	}
 	r.commitMu.Unlock()
-	return &Iteration{run: r, N: n, Group: fmt.Sprintf("iteration %06d", n), Dir: fmt.Sprintf("iterations/%06d", n)}
+	return &Iteration{run: r, N: n, Group: fmt.Sprintf("iteration %06d", n), Dir: runs.IterationDir(n)}
 }
 
 // Node is one task call in an iteration; its outputs are futures.
@@ -324,12 +346,15 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 			return artifacts.Commit{}, ctx.Err()
 		}
 	}
+	if err := r.stageConfig(ctx); err != nil {
+		return artifacts.Commit{}, fmt.Errorf("stage %s: %w", runs.ConfigPath, err)
+	}
 	if state != nil {
 		b, err := json.MarshalIndent(state, "", "  ")
 		if err != nil {
 			return artifacts.Commit{}, fmt.Errorf("encode state: %w", err)
 		}
-		if _, err := r.store.PutObject(ctx, r.branch, StatePath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+		if _, err := r.store.PutObject(ctx, r.branch, runs.StatePath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 			return artifacts.Commit{}, fmt.Errorf("stage state: %w", err)
 		}
 	}
@@ -341,10 +366,10 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 	it.mu.Unlock()
 	kb, _ := json.Marshal(keys)
 	md := map[string]string{
-		"rlpipe.run":         r.name,
-		"rlpipe.iteration":   strconv.Itoa(it.N),
-		"rlpipe.config-hash": r.opts.ConfigHash,
-		"rlpipe.cache-keys":  string(kb),
+		runs.MetaRun:        r.name,
+		runs.MetaIteration:  strconv.Itoa(it.N),
+		runs.MetaConfigHash: r.opts.ConfigHash,
+		"rlpipe.cache-keys": string(kb),
 	}
 	for k, v := range meta {
 		md[k] = v

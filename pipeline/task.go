@@ -221,6 +221,15 @@ func (tc *TaskContext) Warm(init func() (any, error)) (any, error) {
 	return tc.warm.state, nil
 }
 
+// Memoizer records a call's result (or its permanent error) under a key
+// and replays it instead of calling again: what a paid call (a judge, a
+// verifier) is given so that it is made once. *TaskContext is one.
+type Memoizer interface {
+	Memo(ctx context.Context, key any, out any, fn func(ctx context.Context) (any, error)) error
+}
+
+var _ Memoizer = (*TaskContext)(nil)
+
 // Memo runs fn at most once per distinct key for tasks of this name (any
 // version, any run of the repository), so key must describe the call
 // completely (a judge's model, rubric and messages): the result

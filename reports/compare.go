@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -77,7 +78,7 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 		if !slices.Contains(newIters, n) {
 			continue
 		}
-		path := iterDir(n) + "rewards.parquet"
+		path := runs.IterationPath(n, runs.RewardsFile)
 		o, err := readTable(ctx, st, oldRef, path, tables.Rewards)
 		if errors.Is(err, artifacts.ErrNotFound) {
 			continue
@@ -99,7 +100,7 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 		return nil, fmt.Errorf("compare %s with %s: %w: no iteration has rewards on both sides", oldRef, newRef, artifacts.ErrNotFound)
 	}
 	if stored != nil {
-		c.Result, c.From = stored.Comparison, newRef+":"+tables.RescoreReportPath
+		c.Result, c.From = stored.Comparison, newRef+":"+runs.RescoreReportPath
 	} else {
 		c.Result = tables.CompareRewards(oldSides, newSides, 10)
 	}
@@ -122,7 +123,7 @@ func meanTotal(rows []tables.Reward) float64 {
 
 // readRescoreReport reads reports/rescore.json at ref (nil when absent).
 func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*tables.RescoreReport, error) {
-	b, err := readObject(ctx, st, ref, tables.RescoreReportPath)
+	b, err := readObject(ctx, st, ref, runs.RescoreReportPath)
 	if errors.Is(err, artifacts.ErrNotFound) {
 		return nil, nil
 	}
@@ -131,7 +132,7 @@ func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*ta
 	}
 	var rep tables.RescoreReport
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("read %s:%s: %w", ref, tables.RescoreReportPath, err)
+		return nil, fmt.Errorf("read %s:%s: %w", ref, runs.RescoreReportPath, err)
 	}
 	return &rep, nil
 }

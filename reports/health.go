@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -128,13 +129,30 @@ type TrainMetrics struct {
 	GradNorm   *float64 `json:"grad_norm"`
 }
 
-// ParseTrainMetrics decodes a metrics file; fields it lacks stay nil.
+// ParseTrainMetrics decodes a metrics file (runs.ParseTrainMetrics);
+// fields it lacks, or holds as null, stay nil.
 func ParseTrainMetrics(b []byte) (*TrainMetrics, error) {
-	var m TrainMetrics
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := runs.ParseTrainMetrics(b)
+	if err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return trainFigures(m), nil
+}
+
+// trainFigures picks the health table's figures out of a train metrics
+// file; nil for nil.
+func trainFigures(m *runs.TrainMetrics) *TrainMetrics {
+	if m == nil {
+		return nil
+	}
+	get := func(name string) *float64 {
+		if v, ok := m.Get(name); ok {
+			return &v
+		}
+		return nil
+	}
+	return &TrainMetrics{Loss: get("loss"), PolicyLoss: get("policy_loss"), KL: get("kl"), Entropy: get("entropy"),
+		ClipLow: get("clip_frac_low"), ClipHigh: get("clip_frac_high"), RatioDev: get("ratio_dev"), GradNorm: get("grad_norm")}
 }
 
 // Component name rules (see docs/REPORTS.md): a component is of a kind

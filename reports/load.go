@@ -8,20 +8,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-)
-
-// Paths on a run branch (see docs/PIPELINE.md).
-const (
-	iterationsPrefix = "iterations/"
-	evalsPrefix      = "evals/"
-	trainMetricsFile = "train_metrics.json"
 )
 
 // Sample is one scored trajectory shown in a report.
@@ -124,7 +116,7 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 			run.Samples = append(run.Samples, *s)
 		}
 	}
-	if run.Evals, err = ReadEvals(ctx, st, ref); err != nil {
+	if run.Evals, err = runs.ReadEvals(ctx, st, ref); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -134,16 +126,11 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 // in order.
 func Iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, error) {
 	var out []int
-	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: iterationsPrefix}) {
+	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: runs.IterationsPrefix}) {
 		if err != nil {
-			return nil, fmt.Errorf("list %s:%s: %w", ref, iterationsPrefix, err)
+			return nil, fmt.Errorf("list %s:%s: %w", ref, runs.IterationsPrefix, err)
 		}
-		rest := strings.TrimPrefix(e.Path, iterationsPrefix)
-		dir, file, ok := strings.Cut(rest, "/")
-		if !ok || file != "trajectories.parquet" {
-			continue
-		}
-		if n, err := strconv.Atoi(dir); err == nil {
+		if n, ok := runs.InIteration(e.Path, runs.TrajectoriesFile); ok {
 			out = append(out, n)
 		}
 	}
@@ -151,68 +138,33 @@ func Iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, err
 	return slices.Compact(out), nil
 }
 
-func iterDir(n int) string { return fmt.Sprintf("%s%06d/", iterationsPrefix, n) }
-
 func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, keep bool, o LoadOptions) (Health, *IterationSamples, error) {
-	dir := iterDir(n)
-	trajs, err := readTable(ctx, st, ref, dir+"trajectories.parquet", tables.Trajectories)
+	trajs, err := readTable(ctx, st, ref, runs.IterationPath(n, runs.TrajectoriesFile), tables.Trajectories)
 	if err != nil {
 		return Health{}, nil, err
 	}
-	rws, err := readTable(ctx, st, ref, dir+"rewards.parquet", tables.Rewards)
+	rws, err := readTable(ctx, st, ref, runs.IterationPath(n, runs.RewardsFile), tables.Rewards)
 	if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
 		return Health{}, nil, err
 	}
-	tm, err := readTrainMetrics(ctx, st, ref, dir)
+	rm, err := runs.ReadTrainMetrics(ctx, st, ref, n)
 	if err != nil {
 		return Health{}, nil, err
 	}
+	tm := trainFigures(rm)
 	h := ComputeHealth(n, trajs, rws, tm, o.Health)
 	if !keep {
 		return h, nil, nil
 	}
 	var prompts []tables.Prompt
 	if keep {
-		prompts, err = readTable(ctx, st, ref, dir+"prompts.parquet", tables.Prompts)
+		prompts, err = readTable(ctx, st, ref, runs.IterationPath(n, runs.PromptsFile), tables.Prompts)
 		if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
 			return Health{}, nil, err
 		}
 	}
 	s := pickSamples(n, trajs, rws, prompts, o.SamplesPerSide)
 	return h, &s, nil
-}
-
-// readTrainMetrics reads the iteration's train_metrics.json, else the
-// first *metrics.json file in its directory; nil when there is none or it
-// is not JSON (a trainer of another shape).
-func readTrainMetrics(ctx context.Context, st artifacts.Store, ref, dir string) (*TrainMetrics, error) {
-	path := dir + trainMetricsFile
-	if _, err := st.StatObject(ctx, ref, path); errors.Is(err, artifacts.ErrNotFound) {
-		path = ""
-		for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: dir, Delimiter: "/"}) {
-			if err != nil {
-				return nil, fmt.Errorf("list %s:%s: %w", ref, dir, err)
-			}
-			if !e.CommonPrefix && strings.HasSuffix(e.Path, "metrics.json") {
-				path = e.Path
-				break
-			}
-		}
-		if path == "" {
-			return nil, nil
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
-	}
-	b, err := readObject(ctx, st, ref, path)
-	if err != nil {
-		return nil, err
-	}
-	tm, err := ParseTrainMetrics(b)
-	if err != nil {
-		return nil, nil
-	}
-	return tm, nil
 }
 
 func readObject(ctx context.Context, st artifacts.Store, ref, path string) ([]byte, error) {

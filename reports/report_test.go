@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -179,7 +180,7 @@ func TestCompare(t *testing.T) {
 			rows = append(rows, r)
 		}
 		tb, _ := tables.RewardsWith("correct")
-		putTable(t, st, "rescore-x", iterDir(it)+"rewards.parquet", tb, rows)
+		putTable(t, st, "rescore-x", runs.IterationDir(it)+"/"+"rewards.parquet", tb, rows)
 		old, nw = append(old, tables.IterationRewards{Iteration: it, Rows: x.rewards}), append(nw, tables.IterationRewards{Iteration: it, Rows: rows})
 	}
 	commit(t, st, "rescore-x", "rescore", 100)
@@ -200,7 +201,7 @@ func TestCompare(t *testing.T) {
 	// rescored side is the new one whichever side the report is of.
 	stored := tables.RescoreReport{From: "runs-a", FromCommit: src.ID, Branch: "rescore-x", Comparison: tables.CompareRewards(old, nw, 3)}
 	b, _ := json.Marshal(stored)
-	put(t, st, "rescore-x", tables.RescoreReportPath, b)
+	put(t, st, "rescore-x", runs.RescoreReportPath, b)
 	commit(t, st, "rescore-x", "report", 101)
 	c, err = Compare(ctx, st, "rescore-x", "runs-a")
 	if err != nil {

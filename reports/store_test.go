@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -77,7 +78,7 @@ func writeRun(t testing.TB, st artifacts.Store, branch string, n int, gen func(i
 		if it == 0 {
 			continue
 		}
-		d := iterDir(it)
+		d := runs.IterationDir(it) + "/"
 		x := gen(it)
 		if x.prompts != nil {
 			putTable(t, st, branch, d+"prompts.parquet", tables.Prompts, x.prompts)
@@ -102,7 +103,7 @@ func writeRun(t testing.TB, st artifacts.Store, branch string, n int, gen func(i
 		}
 		if x.metrics != nil {
 			b, _ := json.Marshal(x.metrics)
-			put(t, st, branch, d+trainMetricsFile, b)
+			put(t, st, branch, d+runs.TrainMetricsFile, b)
 		}
 		commit(t, st, branch, fmt.Sprintf("iteration %d", it), it)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -23,7 +24,7 @@ const (
 	HealthTableName    = "health"
 	HealthTableVersion = 1
 	// HealthPath is where SaveHealth puts the table on a run branch.
-	HealthPath = "reports/health.parquet"
+	HealthPath = runs.HealthReportPath
 )
 
 type healthCol struct {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
@@ -23,7 +24,7 @@ const OutHealth = "health"
 func HealthTask() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "health", Version: "health-1", Env: "health", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: OutHealth, File: "health.parquet"}},
+		Outputs: []pipeline.Output{{Name: OutHealth, File: runs.HealthFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p struct {
 				Iteration int `json:"iteration"`

@@ -509,11 +509,11 @@ func (p *Program) Score(ctx context.Context, row Row, memo Memoizer) (tables.Rew
 // ComponentNames are the spec's component names, in the spec's order.
 func (p *Program) ComponentNames() []string { return p.spec.ComponentNames() }
 
-// ScoreSample scores one sample of a problem with its prompt row, no memo:
-// Score for callers that hold a trajectory and its prompt (the eval
-// stage).
-func (p *Program) ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt) (tables.Reward, error) {
-	return p.Score(ctx, Row{Trajectory: traj, Prompt: prompt, HasPrompt: true}, nil)
+// ScoreSample scores one sample of a problem with its prompt row: Score
+// for callers that hold a trajectory and its prompt (the eval stage),
+// memo as in Score.
+func (p *Program) ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo Memoizer) (tables.Reward, error) {
+	return p.Score(ctx, Row{Trajectory: traj, Prompt: prompt, HasPrompt: true}, memo)
 }
 
 // ExtractAnswer is the answer a completion gives as the function library

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -27,7 +28,7 @@ const taskName = "reward"
 func Task(prog *Program) *pipeline.Task {
 	return &pipeline.Task{
 		Name: taskName, Version: "cel-" + strings.TrimPrefix(prog.Digest(), "sha256:"), Deterministic: true,
-		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
+		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: runs.RewardsFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			so := &ScoreOptions{Name: tc.Task + " trajectories", Memo: tc}
 			if p := tc.InputPath("prompts"); p != "" {
@@ -35,7 +36,7 @@ func Task(prog *Program) *pipeline.Task {
 				if err != nil {
 					return err
 				}
-				so.Prompts, err = ReadPrompts(ctx, f, size, "prompts.parquet")
+				so.Prompts, err = ReadPrompts(ctx, f, size, runs.PromptsFile)
 				f.Close()
 				if err != nil {
 					return pipeline.Permanent(err)

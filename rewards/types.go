@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // Errors. Each wraps artifacts.ErrInvalid.
@@ -70,13 +71,12 @@ type JudgeResult struct {
 }
 
 // Memoizer records a call's result (or its permanent error) under a key
-// and replays it instead of calling again. A task's *pipeline.TaskContext
-// is one: its records live in the store, so a retried task, a resumed run
-// or a rescoring replays them. It is per-call state, given when scoring
-// (ScoreOptions.Memo, Score), never when compiling.
-type Memoizer interface {
-	Memo(ctx context.Context, key any, out any, fn func(ctx context.Context) (any, error)) error
-}
+// and replays it instead of calling again (pipeline.Memoizer). A task's
+// *pipeline.TaskContext is one: its records live in the store, so a
+// retried task, a resumed run or a rescoring replays them. It is per-call
+// state, given when scoring (ScoreOptions.Memo, Score), never when
+// compiling.
+type Memoizer = pipeline.Memoizer
 
 // VerifierFunc checks one row, e.g. by running the completion's code in
 // a sandbox. memo is the scoring call's Memoizer, nil when it has none: a

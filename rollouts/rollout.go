@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -80,7 +81,7 @@ func Task(o Options) (*pipeline.Task, error) {
 		Name:    "generate",
 		Version: g.version(),
 		Env:     o.Env,
-		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet",
+		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
 		Run: g.run,
 	}, nil

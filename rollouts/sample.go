@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
@@ -24,7 +25,7 @@ type SampleParams struct {
 func SampleTask() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: "prompts.parquet",
+		Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: runs.PromptsFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Prompts) }}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p SampleParams

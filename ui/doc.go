@@ -35,7 +35,7 @@
 // first parents stops where the run branched off, as `rlpipe status` does.
 // For iteration N:
 //
-//	events/NNNNNN.metrics.json        per-task seconds, attempts, cached (pipeline.IterationMetrics)
+//	events/NNNNNN.metrics.json        per-task seconds, attempts, cached (runs.IterationMetrics)
 //	events/NNNNNN.jsonl               task start and finish times: the timeline
 //	iterations/NNNNNN/train_metrics.json   any JSON object; its numbers are charted,
 //	                                  nested keys flattened with dots ("reward.mean")

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
 // keepAlive is how often an idle event stream sends a comment, so that
@@ -71,9 +71,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		ev := HeadEvent{Run: run, Branch: branch, Commit: b.CommitID}
 		if c, err := s.st.GetCommit(ctx, b.CommitID); err == nil {
 			ev.Date = c.CreationDate.UTC()
-			if c.Metadata[metaRun] == run {
-				ev.Iteration, _ = strconv.Atoi(c.Metadata[metaIteration])
-			}
+			ev.Iteration, _ = runs.IterationOf(c, run)
 		}
 		return send("head", ev)
 	}

@@ -8,27 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
-
-// Commit metadata the engine records on every iteration commit.
-const (
-	metaRun        = "rlpipe.run"
-	metaIteration  = "rlpipe.iteration"
-	metaConfigHash = "rlpipe.config-hash"
-)
-
-// runPrefix starts the name of every run branch (pipeline.RunBranch).
-const runPrefix = "runs-"
 
 // maxJSONObject bounds the small JSON objects read whole (metrics, state,
 // events): a larger one is not what the engine writes.
@@ -78,28 +66,20 @@ type IterationSummary struct {
 	NotComputed []string `json:"not_computed,omitempty"`
 }
 
-// Eval is one evaluated checkpoint on one eval set (as `status -o json`).
-type Eval struct {
-	Checkpoint string                `json:"checkpoint"`
-	Iteration  int                   `json:"iteration"` // 0: the starting policy
-	Set        string                `json:"set"`
-	Problems   int                   `json:"problems"`
-	N          int                   `json:"n"`
-	Metrics    map[string]float64    `json:"metrics"`
-	Intervals  map[string][2]float64 `json:"intervals"`
-	Path       string                `json:"path"`
-}
+// Eval is one evaluated checkpoint on one eval set, as every reader of
+// evaluations shows it (runs.ReadEvals).
+type Eval = runs.Eval
 
 // RunDetail is /api/runs/{run}.
 type RunDetail struct {
-	Run        string              `json:"run"`
-	Branch     string              `json:"branch"`
-	Commit     string              `json:"commit"`
-	ConfigHash string              `json:"config_hash,omitempty"`
-	State      *pipeline.LoopState `json:"state"` // nil before the first commit
-	Lock       *Lock               `json:"lock"`
-	Iterations []IterationSummary  `json:"iterations"`
-	Evals      []Eval              `json:"evals"`
+	Run        string             `json:"run"`
+	Branch     string             `json:"branch"`
+	Commit     string             `json:"commit"`
+	ConfigHash string             `json:"config_hash,omitempty"`
+	State      *runs.State        `json:"state"` // nil before the first commit
+	Lock       *Lock              `json:"lock"`
+	Iterations []IterationSummary `json:"iterations"`
+	Evals      []Eval             `json:"evals"`
 }
 
 // Artifact is an object an iteration's commit added or changed.
@@ -186,24 +166,14 @@ func readLock(ctx context.Context, st artifacts.Store, run string) (*Lock, error
 
 // listRuns lists the run branches with their last iteration and lock.
 func listRuns(ctx context.Context, st artifacts.Store) ([]RunSummary, error) {
-	out := []RunSummary{}
-	for b, err := range st.ListBranches(ctx) {
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		run, ok := strings.CutPrefix(b.Name, runPrefix)
-		if !ok {
-			continue
-		}
-		c, err := st.GetCommit(ctx, b.CommitID)
-		if err != nil {
-			return nil, fmt.Errorf("run %s: %w", run, err)
-		}
-		row := RunSummary{Run: run, Branch: b.Name, Commit: c.ID, Date: c.CreationDate.UTC()}
-		if c.Metadata[metaRun] == run {
-			row.Iteration, _ = strconv.Atoi(c.Metadata[metaIteration])
-		}
-		if row.Lock, err = readLock(ctx, st, run); err != nil {
+	list, err := runs.List(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunSummary, 0, len(list))
+	for _, r := range list {
+		row := RunSummary{Run: r.Run, Branch: r.Branch, Iteration: r.Iteration, Commit: r.Commit, Date: r.Date}
+		if row.Lock, err = readLock(ctx, st, r.Run); err != nil {
 			return nil, err
 		}
 		out = append(out, row)
@@ -213,34 +183,22 @@ func listRuns(ctx context.Context, st artifacts.Store) ([]RunSummary, error) {
 
 // runBranch checks a run name and returns its branch.
 func runBranch(run string) (string, error) {
-	branch := pipeline.RunBranch(run)
+	branch := runs.Branch(run)
 	if err := artifacts.ValidateBranchName(branch); err != nil {
 		return "", kindf(artifacts.ErrInvalid, "%q is not a run name: a run is named by letters, digits, '_' and '-'", run)
 	}
 	return branch, nil
 }
 
-// runCommits walks a run's iteration commits, newest first, calling fn
-// with each commit and its iteration number; fn returns false to stop.
-// The walk ends where the run branched off.
+// runCommits walks a run's iteration commits, newest first
+// (runs.History), calling fn with each commit and its iteration number;
+// fn returns false to stop.
 func runCommits(ctx context.Context, st artifacts.Store, run, head string, fn func(c artifacts.Commit, n int) bool) error {
-	seen := false
-	for c, err := range st.Log(ctx, head, &artifacts.LogOptions{FirstParent: true}) {
+	for c, err := range runs.History(ctx, st, run, head) {
 		if err != nil {
-			return fmt.Errorf("history of run %s: %w", run, err)
+			return err
 		}
-		if c.Metadata[metaRun] != run {
-			if seen || c.Metadata[metaRun] == "" {
-				return nil
-			}
-			continue // another run's commit on top (a rescoring); keep looking
-		}
-		n, err := strconv.Atoi(c.Metadata[metaIteration])
-		if err != nil {
-			continue
-		}
-		seen = true
-		if !fn(c, n) || n == 1 {
+		if !fn(c.Commit, c.Iteration) {
 			return nil
 		}
 	}
@@ -264,19 +222,13 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 	if out.Lock, err = readLock(ctx, s.st, run); err != nil {
 		return nil, err
 	}
-	if raw, err := readSmall(ctx, s.st, b.CommitID, pipeline.StatePath); err != nil {
-		return nil, err
-	} else if raw != nil {
-		var st pipeline.LoopState
-		if err := json.Unmarshal(raw, &st); err != nil {
-			return nil, fmt.Errorf("run %s: %s: %w", run, pipeline.StatePath, err)
-		}
-		out.State = &st
+	if out.State, err = runs.ReadState(ctx, s.st, b.CommitID); err != nil {
+		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
 	var walkErr error
 	err = runCommits(ctx, s.st, run, b.CommitID, func(c artifacts.Commit, n int) bool {
 		if out.ConfigHash == "" {
-			out.ConfigHash = c.Metadata[metaConfigHash]
+			out.ConfigHash = c.Metadata[runs.MetaConfigHash]
 		}
 		it, err := s.iterationSummary(ctx, c, n)
 		if err != nil {
@@ -290,7 +242,7 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 		return nil, err
 	}
 	sort.Slice(out.Iterations, func(i, j int) bool { return out.Iterations[i].Iteration < out.Iterations[j].Iteration })
-	if out.Evals, err = readEvals(ctx, s.st, b.CommitID); err != nil {
+	if out.Evals, err = runs.ReadEvals(ctx, s.st, b.CommitID); err != nil {
 		return nil, fmt.Errorf("run %s: evaluations: %w", run, err)
 	}
 	return out, nil
@@ -303,35 +255,30 @@ func (s *Server) iterationSummary(ctx context.Context, c artifacts.Commit, n int
 		return v, nil
 	}
 	it := IterationSummary{Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC(), Tasks: []Task{}}
-	raw, err := readSmall(ctx, s.st, c.ID, metricsPath(n))
+	m, err := runs.ReadMetrics(ctx, s.st, c.ID, n)
 	if err != nil {
 		return it, err
 	}
-	if raw != nil {
-		var m pipeline.IterationMetrics
-		if err := json.Unmarshal(raw, &m); err == nil {
-			it.Tasks = tasksOf(m)
-			for _, t := range it.Tasks {
-				it.Seconds += t.Seconds
-			}
+	if m != nil {
+		it.Tasks = tasksOf(*m)
+		for _, t := range it.Tasks {
+			it.Seconds += t.Seconds
 		}
 	}
-	raw, err = readSmall(ctx, s.st, c.ID, trainMetricsPath(n))
+	tm, err := runs.ReadTrainMetrics(ctx, s.st, c.ID, n)
 	if err != nil {
 		return it, err
 	}
-	it.Train, it.NotComputed = flattenNumbers(raw)
+	if tm != nil {
+		it.Train, it.NotComputed = tm.Values, tm.NotComputed
+	}
 	s.cache.put(c.ID, it)
 	return it, nil
 }
 
-func metricsPath(n int) string      { return fmt.Sprintf("events/%06d.metrics.json", n) }
-func eventsPath(n int) string       { return fmt.Sprintf("events/%06d.jsonl", n) }
-func trainMetricsPath(n int) string { return fmt.Sprintf("iterations/%06d/train_metrics.json", n) }
-
 // tasksOf lists an iteration's tasks in the order of the loop's stages,
 // then by name.
-func tasksOf(m pipeline.IterationMetrics) []Task {
+func tasksOf(m runs.IterationMetrics) []Task {
 	out := make([]Task, 0, len(m.Tasks))
 	for name, t := range m.Tasks {
 		out = append(out, Task{Name: name, Seconds: t.Seconds, Attempts: t.Attempts, Cached: t.Cached, Key: t.Key})
@@ -361,49 +308,6 @@ func stageRank(name string) int {
 		}
 	}
 	return 6
-}
-
-// flattenNumbers turns a JSON object into name → number: nested objects
-// join their keys with dots ("reward.mean"), numeric strings count (the
-// stand-in trainer writes them), arrays and other values are left out;
-// nulls are the sorted names of the null values (metrics not computed).
-// Anything that is not a JSON object gives nil.
-func flattenNumbers(raw []byte) (out map[string]float64, nulls []string) {
-	if raw == nil {
-		return nil, nil
-	}
-	var v map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, nil
-	}
-	out = map[string]float64{}
-	var walk func(prefix string, m map[string]any, depth int)
-	walk = func(prefix string, m map[string]any, depth int) {
-		for k, x := range m {
-			name := prefix + k
-			switch x := x.(type) {
-			case json.Number:
-				if f, err := x.Float64(); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-					out[name] = f
-				}
-			case string:
-				if f, err := strconv.ParseFloat(x, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-					out[name] = f
-				}
-			case nil:
-				nulls = append(nulls, name)
-			case map[string]any:
-				if depth < 3 {
-					walk(name+".", x, depth+1)
-				}
-			}
-		}
-	}
-	walk("", v, 0)
-	sort.Strings(nulls)
-	return out, nulls
 }
 
 // findIteration returns the commit of iteration n of a run.
@@ -453,7 +357,7 @@ func (s *Server) iterationDetail(ctx context.Context, run string, n int) (*Itera
 	}
 	out := &IterationDetail{Run: run, Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC(), Message: c.Message,
 		Metadata: c.Metadata, Tasks: append([]Task(nil), sum.Tasks...), Seconds: sum.Seconds, Train: sum.Train, NotComputed: sum.NotComputed, Artifacts: []Artifact{}}
-	raw, err := readSmall(ctx, s.st, c.ID, eventsPath(n))
+	raw, err := readSmall(ctx, s.st, c.ID, runs.EventsPath(n))
 	if err != nil {
 		return nil, err
 	}
@@ -543,55 +447,4 @@ func placeTasks(tasks []Task, raw []byte) float64 {
 		}
 	}
 	return t1.Sub(t0).Seconds()
-}
-
-// readEvals reads every evals/NNNNNN/<set>/summary.parquet at ref, the
-// starting policy first, then by iteration and set.
-func readEvals(ctx context.Context, st artifacts.Store, ref string) ([]Eval, error) {
-	out := []Eval{}
-	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: "evals/"}) {
-		if err != nil {
-			return nil, err
-		}
-		parts := strings.Split(e.Path, "/")
-		if len(parts) != 4 || parts[3] != "summary.parquet" {
-			continue
-		}
-		n, err := strconv.Atoi(parts[1])
-		if err != nil {
-			continue
-		}
-		raw, err := readSmall(ctx, st, ref, e.Path)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := tables.Read(bytes.NewReader(raw), int64(len(raw)), e.Path, tables.EvalSummary)
-		if err != nil {
-			return nil, err
-		}
-		ev := Eval{Iteration: n, Set: parts[2], Path: e.Path, Metrics: map[string]float64{}, Intervals: map[string][2]float64{}}
-		for _, r := range rows {
-			ev.Checkpoint, ev.Problems = r.Checkpoint, int(r.NumProblems)
-			ev.N = max(ev.N, int(r.N))
-			name := r.Metric
-			if strings.HasSuffix(name, "@k") || strings.HasSuffix(name, "^k") {
-				name = strings.TrimSuffix(name, "k") + strconv.Itoa(int(r.K))
-			}
-			if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) {
-				continue
-			}
-			ev.Metrics[name] = r.Value
-			if !math.IsNaN(r.CILow) && !math.IsNaN(r.CIHigh) && !math.IsInf(r.CILow, 0) && !math.IsInf(r.CIHigh, 0) {
-				ev.Intervals[name] = [2]float64{r.CILow, r.CIHigh}
-			}
-		}
-		out = append(out, ev)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Iteration != out[j].Iteration {
-			return out[i].Iteration < out[j].Iteration
-		}
-		return out[i].Set < out[j].Set
-	})
-	return out, nil
 }

@@ -72,7 +72,7 @@
 //
 // # The rescore report
 //
-// A rescoring commits reports/rescore.json (RescoreReportPath), a
+// A rescoring commits reports/rescore.json (runs.RescoreReportPath), a
 // RescoreReport whose comparison CompareRewards computes from the old and
 // new rewards tables of each iteration: per-component RewardStats, the
 // samples whose total moved most, the rank correlation of the totals, and

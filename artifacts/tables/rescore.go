@@ -9,12 +9,8 @@ import (
 	"sort"
 )
 
-// RescoreReportPath is where a rescoring commits its RescoreReport on its
-// branch.
-const RescoreReportPath = "reports/rescore.json"
-
-// RescoreReport is what a rescoring did: the JSON object stored at
-// RescoreReportPath, which `rlpipe rescore` prints and reports read.
+// RescoreReport is what a rescoring did: the JSON object it commits on
+// its branch (at runs.RescoreReportPath), which `rlpipe rescore` prints and reports read.
 type RescoreReport struct {
 	From       string `json:"from"`
 	FromCommit string `json:"from_commit"`

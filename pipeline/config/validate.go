@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
@@ -49,7 +50,7 @@ func (k *checker) set(path string) bool { return k.c.set(path) }
 func (c *Config) validate() error {
 	k := &checker{c: c}
 	if c.Run != "" {
-		if err := artifacts.ValidateBranchName(pipeline.RunBranch(c.Run)); err != nil {
+		if err := artifacts.ValidateBranchName(runs.Branch(c.Run)); err != nil {
 			k.fail("run", "use letters, digits, '_' and '-'", "run: %q is not a valid run name", c.Run)
 		}
 	}

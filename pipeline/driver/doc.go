@@ -9,7 +9,7 @@
 //   - it opens the run (pipeline.Open), which locks it: a second process
 //     gets pipeline.ErrRunLocked;
 //   - it stages the effective config, secrets redacted and headed by its
-//     hash, at ConfigPath on the run branch, so that the next committed
+//     hash, at runs.ConfigPath on the run branch, so that the next committed
 //     iteration records exactly what ran (and drops it again when no
 //     iteration committed, leaving the branch clean);
 //   - it runs the loop (pipeline.Run.Loop) and returns a Summary: the

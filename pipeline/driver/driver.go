@@ -12,18 +12,16 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
-
-// ConfigPath is where a run records its effective config on its branch.
-const ConfigPath = "run/config.yaml"
 
 // Options are how Run runs a pipeline. The zero value runs the config's
 // run on this machine, silently.
 type Options struct {
 	// Name is the run's name ("" is the config's run:); its branch is
-	// pipeline.RunBranch(Name).
+	// runs.Branch(Name).
 	Name string
 	// NoCache runs every task even when a cached result matches.
 	NoCache bool
@@ -68,10 +66,9 @@ type Summary struct {
 }
 
 // Run runs or resumes the loop of cfg's run on st to its last iteration,
-// as `rlpipe run` does: it records the effective config (secrets
-// redacted, with its hash) at ConfigPath on the run branch, where the
-// next committed iteration commits it, runs the loop, and returns what
-// it did. Only one process runs a given run at a time: another gets an
+// as `rlpipe run` does: it hands the engine the effective config
+// (secrets redacted, with its hash), which the next committed iteration
+// records at runs.ConfigPath, runs the loop, and returns what it did. Only one process runs a given run at a time: another gets an
 // error that is pipeline.ErrRunLocked. A run that stops (an error, a
 // cancelled ctx) resumes on the next call from its last committed
 // iteration; finished tasks of the interrupted one are cache hits.
@@ -84,7 +81,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if name == "" {
 		return out, fmt.Errorf("driver: name the run with Options.Name or with run: in %s", cfg.File())
 	}
-	if err := artifacts.ValidateBranchName(pipeline.RunBranch(name)); err != nil {
+	if err := artifacts.ValidateBranchName(runs.Branch(name)); err != nil {
 		return out, fmt.Errorf("driver: run name %q: %w", name, err)
 	}
 	plan, err := cfg.Plan()
@@ -102,6 +99,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 
 	stats := &tally{}
 	plan.Run.Name = name
+	plan.Run.Config = body
 	plan.Run.NoCache = o.NoCache
 	plan.Run.Executor = o.Executor
 	plan.Run.Logger = o.EventLogger
@@ -123,9 +121,10 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 			err = fmt.Errorf("run %s: %w", name, cerr)
 		}
 	}()
-	staged, err := stageConfig(ctx, st, run.Branch(), body, o.Logger)
-	if err != nil {
-		return out, fmt.Errorf("run %s: record %s: %w", name, ConfigPath, err)
+	if cur, err := artifacts.ReadObject(ctx, st, run.Branch(), runs.ConfigPath); err != nil {
+		return out, fmt.Errorf("run %s: read %s: %w", name, runs.ConfigPath, err)
+	} else if cur != nil && !bytes.Equal(cur, body) {
+		o.Logger.Warn().Str("run", run.Branch()).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
 	}
 	if o.OnCommit != nil {
 		plan.Loop.OnCommit = func(n int) { o.OnCommit(ctx, run.Branch(), n) }
@@ -136,15 +135,6 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 			return out, &explained{msg: fmt.Sprintf("run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration), err: err}
 		}
 		return out, fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err)
-	}
-	stats.mu.Lock()
-	committed := stats.committed
-	stats.mu.Unlock()
-	if staged && committed == 0 {
-		// No iteration recorded the new config: leave the branch clean.
-		if err := st.ResetBranch(ctx, run.Branch(), ConfigPath); err != nil {
-			return out, fmt.Errorf("run %s: discard staged %s: %w", name, ConfigPath, err)
-		}
 	}
 	br, err := st.GetBranch(ctx, run.Branch())
 	if err != nil {
@@ -199,23 +189,6 @@ func (s *tally) breakdown() map[string]float64 {
 		out[name] = (d / time.Duration(s.stageCalls[name])).Round(time.Millisecond).Seconds()
 	}
 	return out
-}
-
-// stageConfig stages the run's config on its branch unless the branch
-// already holds exactly it; it reports whether it staged.
-func stageConfig(ctx context.Context, st artifacts.Store, branch string, body []byte, log zerolog.Logger) (bool, error) {
-	cur, err := artifacts.ReadObject(ctx, st, branch, ConfigPath)
-	if err != nil {
-		return false, err
-	}
-	if bytes.Equal(cur, body) {
-		return false, nil
-	}
-	if cur != nil {
-		log.Warn().Str("run", branch).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
-	}
-	_, err = st.PutObject(ctx, branch, ConfigPath, bytes.NewReader(body), &artifacts.PutOptions{ContentType: "application/yaml"})
-	return err == nil, err
 }
 
 // withOp prefixes err with "OP NAME" ("run x", "eval x"), unless the

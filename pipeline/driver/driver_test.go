@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
@@ -119,10 +120,10 @@ func TestRunEndToEnd(t *testing.T) {
 
 	// The effective config is committed with its hash, under the run's
 	// name and without a store.
-	recorded := read(t, st, "runs-exp1", driver.ConfigPath)
+	recorded := read(t, st, "runs-exp1", runs.ConfigPath)
 	if !strings.HasPrefix(recorded, "# effective pipeline config of run exp1, secrets redacted\n# config-hash: "+first.ConfigHash+"\n") ||
 		!strings.Contains(recorded, "run: exp1") || strings.Contains(recorded, "store:") {
-		t.Errorf("%s:\n%s", driver.ConfigPath, recorded)
+		t.Errorf("%s:\n%s", runs.ConfigPath, recorded)
 	}
 
 	// Again: nothing left to do, and nothing left staged.
@@ -146,7 +147,7 @@ func TestRunEndToEnd(t *testing.T) {
 		other.Tasks != 10 || other.Cached != 10 || other.Attempts != 0 || other.ConfigHash != first.ConfigHash {
 		t.Errorf("run exp2: %+v", other)
 	}
-	if !strings.Contains(read(t, st, "runs-exp2", driver.ConfigPath), "run: exp2") {
+	if !strings.Contains(read(t, st, "runs-exp2", runs.ConfigPath), "run: exp2") {
 		t.Errorf("run exp2 recorded another run's name")
 	}
 
@@ -164,7 +165,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if !strings.Contains(warnings.String(), "the pipeline config differs from the run's recorded one") {
 		t.Errorf("no warning of the changed config: %q", warnings.String())
 	}
-	if got := read(t, st, "runs-exp1", driver.ConfigPath); !strings.Contains(got, "iterations: 3") || !strings.Contains(got, third.ConfigHash) {
+	if got := read(t, st, "runs-exp1", runs.ConfigPath); !strings.Contains(got, "iterations: 3") || !strings.Contains(got, third.ConfigHash) {
 		t.Errorf("the new config is not recorded:\n%s", got)
 	}
 }

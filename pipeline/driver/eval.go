@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 )
@@ -47,7 +48,7 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 	if cfg.Eval == nil {
 		return out, fmt.Errorf("%w: eval: %s has no eval section", pipeline.ErrConfig, cfg.File())
 	}
-	branch := pipeline.RunBranch(name)
+	branch := runs.Branch(name)
 	plan, err := cfg.Plan()
 	if err != nil {
 		return out, err
@@ -74,7 +75,7 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		it := run.Iteration(c)
 		var adapter *pipeline.Artifact
 		if c > 0 {
-			a := pipeline.StoreDir(branch, fmt.Sprintf("iterations/%06d/adapter", c))
+			a := pipeline.StoreDir(branch, runs.AdapterPath(c))
 			adapter = &a
 		} else if plan.Loop.InitialPolicy != nil {
 			adapter = plan.Loop.InitialPolicy
@@ -89,7 +90,7 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		cps[i] = strconv.Itoa(c)
 	}
 	msg := fmt.Sprintf("eval: %s on %s, checkpoints %s", name, out.Set, strings.Join(cps, ","))
-	commit, err := st.Commit(ctx, branch, msg, &artifacts.CommitOptions{Metadata: map[string]string{"rlpipe.run": name, "rlpipe.eval": out.Set}})
+	commit, err := st.Commit(ctx, branch, msg, &artifacts.CommitOptions{Metadata: map[string]string{runs.MetaRun: name, runs.MetaEval: out.Set}})
 	if errors.Is(err, artifacts.ErrNoChanges) {
 		b, gerr := st.GetBranch(ctx, branch)
 		if gerr != nil {

@@ -124,9 +124,10 @@ func OnAdvantages(train *pipeline.Task) *pipeline.Task {
 }
 
 // Scorer scores samples with a compiled reward: what the reward stage
-// hands evaluation (evaluators.Scorer is the same method set).
+// hands evaluation (evaluators.Scorer is the same method set). memo is the
+// scoring task call's, so that its paid calls are made once.
 type Scorer interface {
-	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt) (tables.Reward, error)
+	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
 	Digest() string
 	ComponentNames() []string
 	ExtractAnswer(completion string) string

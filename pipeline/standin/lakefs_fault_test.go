@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -85,7 +86,7 @@ func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 		t.Errorf("iteration %d, %d retries, %d failures; want 4, 0, 0", state.Iteration, retries.Load(), failures.Load())
 	}
 	t.Logf("%d reads missed (%v)", srv.FaultMisses(), faults)
-	want, got := artifactSums(t, direct, pipeline.RunBranch("race")), artifactSums(t, served, pipeline.RunBranch("race"))
+	want, got := artifactSums(t, direct, runs.Branch("race")), artifactSums(t, served, runs.Branch("race"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d artifacts through lakeFS, %d direct", len(got), len(want))
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -379,7 +380,7 @@ func TestKillDriverAndResume(t *testing.T) {
 				}
 				break
 			}
-			got := artifactSums(t, st, pipeline.RunBranch(run))
+			got := artifactSums(t, st, runs.Branch(run))
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("after %d kills the artifacts differ from the uninterrupted run:\nwant %v\ngot  %v", kills, want, got)
 			}

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
@@ -54,16 +55,16 @@ func Stages(o Options) pipeline.Stages {
 	}
 	return pipeline.Stages{
 		Sample: &pipeline.Task{Name: pipeline.SlotSample, Version: "standin-1", Env: env(pipeline.SlotSample), Deterministic: true,
-			Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: "prompts.parquet", Check: check(tables.Prompts)}},
+			Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: runs.PromptsFile, Check: check(tables.Prompts)}},
 			Run:     o.sample},
 		Generate: &pipeline.Task{Name: pipeline.SlotGenerate, Version: "standin-1", Env: env(pipeline.SlotGenerate),
-			Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet", Check: check(tables.Trajectories)}},
+			Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile, Check: check(tables.Trajectories)}},
 			Run:     o.generate},
 		Reward: &pipeline.Task{Name: pipeline.SlotReward, Version: "standin-1", Env: env(pipeline.SlotReward), Deterministic: true,
-			Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet", Check: check(tables.Rewards)}},
+			Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: runs.RewardsFile, Check: check(tables.Rewards)}},
 			Run:     o.reward},
 		Train: &pipeline.Task{Name: pipeline.SlotTrain, Version: "standin-1", Env: env(pipeline.SlotTrain), Deterministic: true,
-			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: "adapter", Dir: true}, {Name: pipeline.OutMetrics, File: "train_metrics.json"}},
+			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: "adapter", Dir: true}, {Name: pipeline.OutMetrics, File: runs.TrainMetricsFile}},
 			Run:     o.train},
 	}
 }

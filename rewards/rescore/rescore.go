@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/rewards"
@@ -78,7 +78,20 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 			return rep, fmt.Errorf("rescore: %w: branch %s exists and does not come from %s (pick another --branch, or `rlpipe branch delete %s`)", artifacts.ErrBranchExists, rep.Branch, opts.From, rep.Branch)
 		}
 	}
-	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: rep.Branch, Branch: rep.Branch, From: from.ID, NoCache: opts.NoCache, Logger: opts.Logger, OnEvent: opts.OnEvent})
+	// Every table is checked before any task starts, so that a refusal
+	// leaves nothing running.
+	advs := make([]*pipeline.Task, len(iters))
+	envs := map[string]pipeline.Settings{}
+	for i, n := range iters {
+		if advs[i], err = advantagesTask(ctx, st, from.ID, n); err != nil {
+			return rep, err
+		}
+		if advs[i] != nil && advs[i].Env != "" {
+			envs[advs[i].Env] = pipeline.Settings{}
+		}
+	}
+	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: rep.Branch, Branch: rep.Branch, From: from.ID, Envs: envs,
+		NoCache: opts.NoCache, Logger: opts.Logger, OnEvent: opts.OnEvent})
 	if err != nil {
 		return rep, err
 	}
@@ -87,19 +100,21 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	it := run.Iteration(0)
 	it.Message = fmt.Sprintf("rescore %d iterations of %s (%s) with reward spec %s", len(iters), opts.From, from.ID[:12], strings.TrimPrefix(digest, "sha256:")[:12])
 	var nodes []*pipeline.Node
-	for _, n := range iters {
-		dir := iterDir(n)
-		in := map[string]pipeline.Artifact{"trajectories": pipeline.StoreArtifact(from.ID, dir+"/trajectories.parquet")}
-		if _, err := st.StatObject(ctx, from.ID, dir+"/prompts.parquet"); err == nil {
-			in["prompts"] = pipeline.StoreArtifact(from.ID, dir+"/prompts.parquet")
+	for i, n := range iters {
+		trajs := pipeline.StoreArtifact(from.ID, runs.IterationPath(n, runs.TrajectoriesFile))
+		in := map[string]pipeline.Artifact{pipeline.OutTrajectories: trajs}
+		if _, err := st.StatObject(ctx, from.ID, runs.IterationPath(n, runs.PromptsFile)); err == nil {
+			in[pipeline.OutPrompts] = pipeline.StoreArtifact(from.ID, runs.IterationPath(n, runs.PromptsFile))
 		}
-		node := it.Go(ctx, task, pipeline.Call{Name: "rescore-" + iterName(n), Dir: dir, Inputs: in, Params: map[string]string{"spec": digest}})
+		dir := runs.IterationDir(n)
+		node := it.Go(ctx, task, pipeline.Call{Name: fmt.Sprintf("rescore-%06d", n), Dir: dir, Inputs: in, Params: map[string]string{"spec": digest}})
 		nodes = append(nodes, node)
 		// An iteration that had advantages gets them recomputed from the
-		// new rewards, so training on this branch would see the new reward.
-		if _, err := st.StatObject(ctx, from.ID, dir+"/advantages.parquet"); err == nil {
-			it.Go(ctx, advantages.Task(), pipeline.Call{Name: "advantages-" + iterName(n), Dir: dir,
-				Inputs: map[string]pipeline.Artifact{"rewards": node.Output(pipeline.OutRewards)}})
+		// new rewards, with the options the run computed them with, so
+		// training on this branch would see the new reward and nothing else.
+		if adv := advs[i]; adv != nil {
+			it.Go(ctx, adv, pipeline.Call{Name: fmt.Sprintf("advantages-%06d", n), Dir: dir,
+				Inputs: map[string]pipeline.Artifact{pipeline.OutTrajectories: trajs, pipeline.OutRewards: node.Output(pipeline.OutRewards)}})
 		}
 	}
 	if err := it.Wait(ctx); err != nil {
@@ -110,13 +125,13 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 		if nodes[i].Cached() {
 			rep.Cached++
 		}
-		dir := iterDir(n)
-		if rows, err := readRewards(ctx, st, from.ID, dir+"/rewards.parquet"); err == nil {
+		path := runs.IterationPath(n, runs.RewardsFile)
+		if rows, err := readRewards(ctx, st, from.ID, path); err == nil {
 			old = append(old, tables.IterationRewards{Iteration: n, Rows: rows})
 		} else if !errors.Is(err, artifacts.ErrNotFound) {
 			return rep, err
 		}
-		rows, err := readRewards(ctx, st, rep.Branch, dir+"/rewards.parquet")
+		rows, err := readRewards(ctx, st, rep.Branch, path)
 		if err != nil {
 			return rep, err
 		}
@@ -128,7 +143,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	if err != nil {
 		return rep, fmt.Errorf("rescore: encode report: %w", err)
 	}
-	if _, err := st.PutObject(ctx, rep.Branch, tables.RescoreReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
+	if _, err := st.PutObject(ctx, rep.Branch, runs.RescoreReportPath, bytes.NewReader(append(b, '\n')), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 		return rep, fmt.Errorf("rescore: write report: %w", err)
 	}
 	c, err := it.Commit(ctx, nil, map[string]string{"rlpipe.rescore-from": from.ID, "rlpipe.spec-digest": digest})
@@ -147,25 +162,39 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	return rep, nil
 }
 
-func iterName(n int) string { return fmt.Sprintf("%06d", n) }
-func iterDir(n int) string  { return "iterations/" + iterName(n) }
+// advantagesTask is the task that recomputes iteration n's advantages at
+// ref as the run computed them: the advantages step with the options its
+// recorded task version names (advantages.ParseVersion), or the older
+// rewards-only task. nil when the iteration has no advantages table.
+func advantagesTask(ctx context.Context, st artifacts.Store, ref string, n int) (*pipeline.Task, error) {
+	path := runs.IterationPath(n, runs.AdvantagesFile)
+	info, err := st.StatObject(ctx, ref, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rescore: %s:%s: %w", ref, path, err)
+	}
+	v := info.Metadata[artifacts.MetaTaskVersion]
+	if legacy := advantages.Task(); v == legacy.Version {
+		return legacy, nil
+	}
+	o, err := advantages.ParseVersion(v)
+	if err != nil {
+		return nil, fmt.Errorf("rescore: %s:%s was not written by the advantages step (%s %q): rescoring cannot recompute it as the run did; rescore a ref whose advantages the loop wrote, or delete the table on a branch first: %w",
+			ref[:min(12, len(ref))], path, artifacts.MetaTaskVersion, v, artifacts.ErrInvalid)
+	}
+	return advantages.TrainTask(o), nil
+}
 
 // iterations lists the iteration numbers at ref that hold trajectories.
 func iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, error) {
 	var out []int
-	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: "iterations/", Delimiter: "/"}) {
+	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: runs.IterationsPrefix}) {
 		if err != nil {
 			return nil, err
 		}
-		if !e.CommonPrefix {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(e.Path, "iterations/"), "/")
-		n, err := strconv.Atoi(name)
-		if err != nil {
-			continue
-		}
-		if _, err := st.StatObject(ctx, ref, e.Path+"trajectories.parquet"); err == nil {
+		if n, ok := runs.InIteration(e.Path, runs.TrajectoriesFile); ok {
 			out = append(out, n)
 		}
 	}

@@ -11,13 +11,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -149,7 +152,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	if fmt.Sprint(changed) != "[iterations/000001/rewards.parquet iterations/000002/rewards.parquet iterations/000003/rewards.parquet]" {
 		t.Fatalf("changed artifacts = %v; want only the three rewards files (no trajectory regenerated)", changed)
 	}
-	if _, err := st.StatObject(ctx, rep.Branch, tables.RescoreReportPath); err != nil {
+	if _, err := st.StatObject(ctx, rep.Branch, runs.RescoreReportPath); err != nil {
 		t.Fatal(err)
 	}
 	// The commit says what it rescored, not "iteration 0".
@@ -171,10 +174,107 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 	}
 }
 
+// runLoopWithAdvantages is runLoop with the loop's advantages step, with
+// options that are not the defaults.
+func runLoopWithAdvantages(t *testing.T, o advantages.TrainOptions) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
+		t.Fatal(err)
+	}
+	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "advantages": {}, "train": {}}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stages := standin.Stages(standin.Options{SamplesPerPrompt: 4})
+	stages.Advantages = advantages.TrainTask(o)
+	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
+	if _, err := r.Loop(ctx, cfg, stages); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func readBytes(t *testing.T, st artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Rescored advantages are the run's: with the run's own reward they are
+// the run's advantages.parquet byte for byte, with a new reward they are
+// what the run's advantages step (its options, not the defaults) makes of
+// the new rewards.
 func TestRescoreRecomputesAdvantages(t *testing.T) {
 	ctx := context.Background()
+	opts := advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}
+	st := runLoopWithAdvantages(t, opts)
+	same := program(t, "components:\n  - name: correct\n    expr: 'completion.endsWith(\"0\") ? 0.0 : 1.0'\n    weight: 1.0\n")
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: same})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 3; n++ {
+		path := runs.IterationPath(n, runs.AdvantagesFile)
+		if !bytes.Equal(readBytes(t, st, rep.Branch, path), readBytes(t, st, "runs-r", path)) {
+			t.Errorf("%s rescored with the run's reward differs from the run's", path)
+		}
+	}
+
+	fixed := program(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
+	rep, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Comparison.Changed == 0 {
+		t.Fatal("the fixed reward changed nothing: the test shows nothing")
+	}
+	for n := 1; n <= 3; n++ {
+		read := func(ref, file string, tb any) []byte { return readBytes(t, st, ref, runs.IterationPath(n, file)) }
+		tb := read("runs-r", runs.TrajectoriesFile, nil)
+		trajs, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories", tables.Trajectories)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := read(rep.Branch, runs.RewardsFile, nil)
+		rws, err := tables.Read(bytes.NewReader(rb), int64(len(rb)), "rewards", tables.Rewards)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := advantages.Join(trajs, rws, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab := read(rep.Branch, runs.AdvantagesFile, nil)
+		got, err := tables.Read(bytes.NewReader(ab), int64(len(ab)), "advantages", tables.Advantages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want.Advantages) {
+			t.Errorf("iteration %d: rescored advantages are not the run's step on the new rewards:\n got %+v\nwant %+v", n, got[:2], want.Advantages[:2])
+		}
+	}
+}
+
+// An advantages table the loop did not write cannot be recomputed as the
+// run did: the rescoring stops and names it, before anything runs.
+func TestRescoreRefusesForeignAdvantages(t *testing.T) {
+	ctx := context.Background()
 	st := runLoop(t)
-	// Give iteration 2 advantages, as a trainer would have written.
 	f := filepath.Join(t.TempDir(), "a.parquet")
 	fh, err := os.Create(f)
 	if err != nil {
@@ -189,25 +289,9 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixed := program(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, info, err := st.GetObject(ctx, rep.Branch, "iterations/000002/advantages.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	adv, err := tables.Read(bytes.NewReader(b), info.Size, "advantages", tables.Advantages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(adv) != 16 || adv[0].GroupSize != 4 {
-		t.Fatalf("advantages: %d rows, first %+v; want 16 rows in groups of 4", len(adv), adv[0])
-	}
-	if _, err := st.StatObject(ctx, rep.Branch, "iterations/000001/advantages.parquet"); !errors.Is(err, artifacts.ErrNotFound) {
-		t.Fatalf("iteration 1 had no advantages and should get none: %v", err)
+	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
+	if err == nil || !errors.Is(err, artifacts.ErrInvalid) || !strings.Contains(err.Error(), "iterations/000002/advantages.parquet was not written by the advantages step") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
@@ -46,10 +47,10 @@ func adapterSums(all map[string]string) map[string]string {
 	return m
 }
 
-func loopState(t testing.TB, st artifacts.Store, ref string) pipeline.LoopState {
+func loopState(t testing.TB, st artifacts.Store, ref string) runs.State {
 	t.Helper()
-	var s pipeline.LoopState
-	if err := json.Unmarshal(readObject(t, st, ref, pipeline.StatePath), &s); err != nil {
+	var s runs.State
+	if err := json.Unmarshal(readObject(t, st, ref, runs.StatePath), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -93,7 +94,7 @@ func TestCrashMidWriteIsRetried(t *testing.T) {
 	if crashes != 1 {
 		t.Fatalf("%d planned crashes happened, want 1", crashes)
 	}
-	var im pipeline.IterationMetrics
+	var im runs.IterationMetrics
 	if err := json.Unmarshal(readObject(t, st, r.Branch(), "events/000002.metrics.json"), &im); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -27,8 +28,8 @@ const (
 
 	// Files under the iteration's directory.
 	AdapterDir     = "adapter"
-	MetricsFile    = "train_metrics.json"
-	AdvantagesFile = "advantages.parquet"
+	MetricsFile    = runs.TrainMetricsFile
+	AdvantagesFile = runs.AdvantagesFile
 )
 
 // Params are the loop's parameters of a train call.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
@@ -27,8 +28,8 @@ const (
 	OutAdvantages = tables.AdvantagesName
 
 	AdapterDir     = "adapter"
-	MetricsFile    = "train_metrics.json"
-	AdvantagesFile = "advantages.parquet"
+	MetricsFile    = runs.TrainMetricsFile
+	AdvantagesFile = runs.AdvantagesFile
 )
 
 // Params are the loop's parameters of a train call.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -580,7 +581,7 @@ func TestNoOutputKeepsPreviousAdapter(t *testing.T) {
 			t.Errorf("error lacks %q: %v", s, err)
 		}
 	}
-	var state pipeline.LoopState
+	var state runs.State
 	if err := json.Unmarshal(readObject(t, st, "runs-f", "run/state.json"), &state); err != nil {
 		t.Fatal(err)
 	}
