@@ -19,6 +19,11 @@ import (
 // /dev/shm, the namespaces (no network), the limits and the Result. And:
 //
 //   - s.Files must be empty: put the files in dir first.
+//   - s.ReadOnlyFiles and s.Verdict work as in Run: a checker judging
+//     what a program left in dir gets its tests and answers read-only
+//     outside /work (never in dir, which the program could rewrite) and
+//     its own verdict channel. Run the judged program in an earlier RunIn
+//     without Verdict, never in the checker's: see docs/REWARDS.md.
 //   - Limits.FileBytes bounds each file the program writes (RLIMIT_FSIZE)
 //     and /tmp, not dir as a whole. To bound dir, give it a file system of
 //     its own size (the agent environments mount a tmpfs for it).

@@ -76,3 +76,59 @@ func TestRunInInvalid(t *testing.T) {
 		})
 	}
 }
+
+// RunIn gives a checker what Run does: files it can read but not change
+// outside the writable directory, and a verdict channel only the run that
+// asks for one has.
+func TestRunInReadOnlyFilesAndVerdict(t *testing.T) {
+	ctx := context.Background()
+	dir := workDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "answer.txt"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := sandbox.Spec{
+		Command: []string{"bash", "-c", `
+			for f in /check/expected.txt /check/sub/b.txt; do
+				echo x > "$f" 2>/dev/null && echo "wrote $f"
+				rm -f "$f" 2>/dev/null; test -e "$f" || echo "removed $f"
+			done
+			mv /check /check2 2>/dev/null && echo "moved /check"
+			echo y > /check/new.txt 2>/dev/null && echo "added to /check"
+			cat /check/sub/b.txt
+			if cmp -s answer.txt /check/expected.txt; then echo "pass: 42" > "$RLPIPE_VERDICT"; fi
+			echo done > checked.txt`},
+		ReadOnlyFiles: map[string][]byte{"/check/expected.txt": []byte("42\n"), "/check/sub/b.txt": []byte("b\n")},
+		Verdict:       true,
+	}
+	r, err := sandbox.RunIn(ctx, dir, check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != sandbox.StatusOK || r.Stdout != "b\n" || r.Verdict != "pass: 42\n" {
+		t.Fatalf("checker: status %s, stdout %q, stderr %q, verdict %q; want ok, %q, %q", r.Status, r.Stdout, r.Stderr, r.Verdict, "b\n", "pass: 42\n")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "checked.txt")); err != nil || string(b) != "done\n" {
+		t.Fatalf("the checker's write to the directory: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "check")); !os.IsNotExist(err) {
+		t.Fatalf("the read-only files reached the directory: %v", err)
+	}
+	// Without Verdict the variable is unset and no descriptor is open for it
+	// (ls's own, 3, is its listing of /proc/self/fd);
+	// without ReadOnlyFiles there is no /check.
+	r, err = sandbox.RunIn(ctx, dir, sandbox.Spec{Command: []string{"bash", "-c", `
+		echo "verdict=${RLPIPE_VERDICT-unset}"
+		echo fds $(ls /proc/self/fd)
+		ls /check 2>&1 | sed 's/^ls: //'`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "verdict=unset\nfds 0 1 2 3\ncannot access '/check': No such file or directory\n"
+	if r.Stdout != want || r.Verdict != "" {
+		t.Fatalf("a run without a verdict channel: stdout %q, verdict %q; want %q and none", r.Stdout, r.Verdict, want)
+	}
+	if _, err := sandbox.RunIn(ctx, dir, sandbox.Spec{Command: []string{"true"},
+		ReadOnlyFiles: map[string][]byte{"/work/x": nil}}); !errors.Is(err, sandbox.ErrInvalid) {
+		t.Fatalf("a read-only file in /work: %v, want ErrInvalid", err)
+	}
+}

@@ -1,6 +1,6 @@
 // Package agent is a sandboxed agent environment: a policy works on a
-// world of files by running bash commands, and a verifier scores the
-// files it leaves.
+// world of files by running bash commands, and a verifier the policy
+// cannot reach scores the files it leaves.
 //
 // # Worlds
 //
@@ -60,12 +60,43 @@
 //	stderr:
 //	cat: tests/test_sum.sh: No such file or directory
 //
-// A message without a block is the final answer: the episode ends and the
-// task's Verifier, a bash script, runs in the final workspace. Its reward
-// is the number on its last "reward: X" line, else 1 when it exits 0 and 0
-// otherwise. Env.Step records the verifier's status, exit code and stdout
-// in Step.Info, so the runner's Result keeps them. FormatHelp, appended to
-// every instruction, tells the policy all this in three sentences.
+// A message without a block is the final answer, and the episode ends.
+// FormatHelp, appended to every instruction, tells the policy all this in
+// three sentences.
+//
+// # Judging, out of the agent's reach
+//
+// The agent is rewarded for passing, so whatever it can reach that decides
+// the reward it will, given samples enough, use: a test script in the
+// workspace it can rewrite to exit 0, a program whose output the verifier
+// reads that prints "reward: 1". The Task's judgement keeps the rules of
+// the reward verifiers (docs/REWARDS.md, "Verifiers that cannot be
+// gamed"), in three steps after the final answer:
+//
+//  1. Protected: the paths the agent must not change (the tests, their
+//     data) are compared with the world; any change, removal or addition
+//     scores 0 with status "tampered", names the paths in
+//     Step.Info["tampered"], and nothing runs.
+//  2. Run: the candidate phase executes the agent's work (its program, the
+//     tests that call it) in the final workspace, in a sandbox without the
+//     checks and without a verdict channel. What it writes to protected
+//     paths is tampering too.
+//  3. Verifier: a bash script, in a sandbox of its own on the workspace,
+//     with Checks (the expected outputs) read-only at /check, Run's stdout,
+//     stderr, exit_code and status read-only at /candidate, and
+//     $RLPIPE_VERDICT, a pipe only it has. Its verdict is what it writes
+//     there: pass, fail, or a number; without one, its exit status. Its
+//     stdout is never read for the reward.
+//
+// The verifier must not run the workspace's code itself: that code would
+// inherit the verdict channel, see /check, and decide the verifier's exit
+// status. That is what Run is for.
+//
+// Env.Step records the outcome in Step.Info, so the runner's Result keeps
+// it: verifier_status (the verifier's sandbox status, "tampered" or
+// "bad_verdict"), verifier_exit_code, verifier_stdout, verifier_verdict,
+// verifier_reason, tampered, and run_status and run_exit_code when the
+// task has a Run.
 //
 // # Running
 //
@@ -73,8 +104,11 @@
 // Env per concurrent episode (they may share the World):
 //
 //	env, _ := agent.NewEnv(world, agent.Task{
-//		Instruction: "Make tests/run.sh pass.",
-//		Verifier:    "bash tests/run.sh",
+//		Instruction: "Fix lib/ so that tests/run.sh passes.",
+//		Protected:   []string{"tests"},
+//		Run:         "bash tests/run.sh",
+//		Checks:      map[string][]byte{"expected.txt": expected},
+//		Verifier:    `cmp -s /candidate/stdout /check/expected.txt`,
 //	}, nil)
 //	res, err := runner.Run(ctx, env, environments.Episode{ID: "repo-fix-1"})
 //

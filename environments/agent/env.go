@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/environments"
@@ -13,20 +13,69 @@ import (
 )
 
 // Task is what an agent must do in a world, and how its work is judged.
+//
+// When the agent answers, the Env judges the final workspace in three
+// steps, none of which the agent's tool calls can reach or fake:
+//
+//  1. Protected paths are compared with the world. Any change scores 0,
+//     with status StatusTampered, and nothing runs.
+//  2. Run, when set, runs the agent's work in the workspace: the candidate
+//     phase, without the checks or a verdict channel. (Protected paths are
+//     compared again after it.)
+//  3. Verifier judges, in a sandbox of its own, with Checks and Run's
+//     outcome read-only and a verdict channel that only it has.
+//
+// The verifier must never run the workspace's code itself (source or
+// execute its scripts, import its modules, run make, or git in a
+// repository whose configuration the agent could write): that code would
+// get the verdict channel and decide the verifier's exit status. Put it in
+// Run and judge what it printed at /candidate.
 type Task struct {
 	// Instruction is the episode's first observation; FormatHelp follows it.
 	Instruction string
-	// Verifier is a bash script run in the sandbox, in the episode's final
-	// workspace, when the agent gives its final answer. Its reward is the
-	// number on the last stdout line of the form "reward: X" (or
-	// "reward=X") when there is one, else 1 if it exits 0 and 0 otherwise.
+	// Verifier is a bash script run in the sandbox when the agent gives
+	// its final answer, with the final workspace as /work, its working
+	// directory. It sees Checks at /check/NAME and, when Run is set, Run's
+	// outcome at /candidate (see CandidateDir), both read-only; HOME is
+	// /tmp, so that dotfiles the agent left in /work do not configure its
+	// tools.
+	//
+	// Its reward is its verdict, what it writes to the path in
+	// $RLPIPE_VERDICT (sandbox.EnvVerdict): pass (1), fail (0), a number,
+	// or "reward: X" (see ParseVerdict); anything else written scores 0
+	// with status StatusBadVerdict. Without a verdict its reward is 1
+	// when it exits 0 and 0 otherwise, the exit status of its own last
+	// command: rely on it only when the verifier runs no code of the
+	// workspace. A verifier stopped by a limit scores 0. Its stdout is
+	// recorded, never read for a reward: any program can print
+	// "reward: 1".
 	Verifier string
+	// Run, optional, is the candidate phase: a bash script run after the
+	// agent answers, in the final workspace, in a sandbox like the tool
+	// calls' (no checks, no verdict channel): run the tests, the program,
+	// whatever executes the agent's work. Its stdout, stderr, exit code
+	// and status reach the verifier read-only at /candidate. A Run
+	// stopped by a limit is still judged: /candidate/status says which.
+	Run string
+	// Checks are files only the verifier sees, read-only at /check/NAME:
+	// the tests, the expected outputs. Names are clean relative paths
+	// ("expected.txt", "cases/1.txt"). They are never in the workspace,
+	// and no tool call or Run sees them.
+	Checks map[string][]byte
+	// Protected are world-relative paths, files or directories, that the
+	// agent must leave as they are in the world: the tests Run executes,
+	// the data the verifier compares with. Any change there (content,
+	// permissions, type, a file removed, or added under a protected
+	// directory) scores 0 with status StatusTampered, and Verdict.Tampered
+	// names the paths. NewEnv checks that each is clean, relative, inside
+	// the world (no symlink on the way) and in it.
+	Protected []string
 }
 
 // Options tune an Env. A nil *Options means the defaults.
 type Options struct {
-	// Limits bound each tool call and the verifier; zero fields mean the
-	// sandbox's defaults.
+	// Limits bound each tool call, the Run phase and the verifier; zero
+	// fields mean the sandbox's defaults.
 	Limits sandbox.Limits
 	// Workspace tunes the episodes' world copies.
 	Workspace WorkspaceOptions
@@ -35,9 +84,24 @@ type Options struct {
 	ObservationBytes int
 }
 
-// Verdict is the verifier's judgement of an episode's final state.
+// Verdict is the judgement of an episode's final state.
 type Verdict struct {
 	Reward float64
+	// Status says how the judgement ended: the verifier's sandbox status
+	// (ok, failed, timeout, …), StatusTampered or StatusBadVerdict.
+	Status string
+	// Reason says more when there is more to say: the verifier's reason
+	// after pass: or fail:, the changed paths, the bad verdict.
+	Reason string
+	// Tampered lists the protected paths the episode or Run changed,
+	// removed or added, in path order; under a path removed or added, only
+	// that path.
+	Tampered []string
+	// Run is the candidate phase's result; nil without Task.Run, or when
+	// the episode tampered before it.
+	Run *sandbox.Result
+	// Result is the verifier's run, its Verdict what it wrote to its
+	// channel; zero when the verifier did not run (tampering).
 	Result sandbox.Result
 }
 
@@ -51,9 +115,10 @@ type Env struct {
 	task  Task
 	o     Options
 
-	ws      *Workspace
-	calls   int
-	verdict *Verdict
+	ws        *Workspace
+	calls     int
+	verdict   *Verdict
+	protected treeState // the world at task.Protected, once read
 }
 
 var _ environments.Env = (*Env)(nil)
@@ -67,9 +132,11 @@ func NewEnv(world *World, task Task, opts *Options) (*Env, error) {
 	if world == nil {
 		return nil, fmt.Errorf("agent env: no world: %w", ErrInvalid)
 	}
-	if strings.TrimSpace(task.Verifier) == "" {
-		return nil, fmt.Errorf("agent env for world %q: the task has no verifier: %w", world.Name, ErrInvalid)
+	if err := validateTask(world, task); err != nil {
+		return nil, err
 	}
+	task.Checks = maps.Clone(task.Checks)
+	task.Protected = slices.Clone(task.Protected)
 	return &Env{world: world, task: task, o: o}, nil
 }
 
@@ -91,8 +158,8 @@ func (e *Env) Reset(ctx context.Context, id string) (string, error) {
 	return strings.TrimRight(e.task.Instruction, "\n") + "\n\n" + FormatHelp, nil
 }
 
-// Step runs the tool call in action, or, when action has none, runs the
-// verifier and ends the episode.
+// Step runs the tool call in action, or, when action has none, judges the
+// workspace (see Task) and ends the episode.
 func (e *Env) Step(ctx context.Context, action string) (environments.Step, error) {
 	if e.ws == nil {
 		return environments.Step{}, errors.New("agent: Step without an episode: call Reset first")
@@ -123,48 +190,39 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 }
 
 func (e *Env) finish(ctx context.Context, info map[string]any) (environments.Step, error) {
-	r, err := e.ws.Run(ctx, e.task.Verifier, e.o.Limits)
+	v, err := e.judge(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return environments.Step{}, fmt.Errorf("verifier: %w", err)
-		}
-		return environments.Step{}, fmt.Errorf("verifier: %v: %w", err, ErrInfra)
+		return environments.Step{}, err
 	}
-	v := Verdict{Result: r, Reward: verdictReward(r)}
 	e.verdict = &v
 	info["tool_calls"] = e.calls
-	info["verifier_status"] = string(r.Status)
-	info["verifier_exit_code"] = r.ExitCode
-	info["verifier_stdout"] = r.Stdout
+	info["verifier_status"] = v.Status
+	if v.Reason != "" {
+		info["verifier_reason"] = v.Reason
+	}
+	if v.Tampered != nil {
+		info["tampered"] = slices.Clone(v.Tampered)
+	}
+	if v.Run != nil {
+		info["run_status"] = string(v.Run.Status)
+		info["run_exit_code"] = v.Run.ExitCode
+	}
+	if v.Result.Status != "" {
+		info["verifier_exit_code"] = v.Result.ExitCode
+		info["verifier_stdout"] = v.Result.Stdout
+		if v.Result.Verdict != "" {
+			info["verifier_verdict"] = v.Result.Verdict
+		}
+	}
 	info["reward"] = v.Reward
 	if err := e.End(); err != nil {
 		return environments.Step{}, fmt.Errorf("verifier: %v: %w", err, ErrInfra)
 	}
-	return environments.Step{Observation: fmt.Sprintf("verified: reward %g", v.Reward), Reward: v.Reward, Done: true, Info: info}, nil
-}
-
-// verdictReward reads the verifier's reward: the last "reward: X" line of
-// stdout, else its exit status.
-func verdictReward(r sandbox.Result) float64 {
-	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := strings.TrimSpace(lines[i])
-		rest, ok := strings.CutPrefix(l, "reward")
-		if !ok {
-			continue
-		}
-		rest = strings.TrimLeft(rest, " ")
-		if rest == "" || (rest[0] != ':' && rest[0] != '=') {
-			continue
-		}
-		if x, err := strconv.ParseFloat(strings.TrimSpace(rest[1:]), 64); err == nil && !math.IsNaN(x) && !math.IsInf(x, 0) {
-			return x
-		}
+	obs := fmt.Sprintf("verified: reward %g", v.Reward)
+	if v.Status == StatusTampered {
+		obs += " (" + v.Reason + ")"
 	}
-	if r.Passed() {
-		return 1
-	}
-	return 0
+	return environments.Step{Observation: obs, Reward: v.Reward, Done: true, Info: info}, nil
 }
 
 // Verdict returns the verifier's judgement of the last episode, once it

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -37,7 +38,8 @@ func script(replies ...string) environments.Scripted {
 
 var fixTask = agent.Task{
 	Instruction: "Make greet.sh print 'hello world'.",
-	Verifier:    `test "$(bash greet.sh)" = "hello world"`,
+	Run:         "bash greet.sh",
+	Verifier:    `test "$(cat /candidate/stdout)" = "hello world"`,
 }
 
 func greetWorld(t testing.TB) *agent.World {
@@ -97,7 +99,8 @@ func TestAgentEpisode(t *testing.T) {
 	if os.Geteuid() == 0 {
 		wantMode = "overlay"
 	}
-	if res.Info["workspace_mode"] != wantMode || res.Info["verifier_exit_code"] != 0 || res.Info["verifier_status"] != "ok" || res.Info["tool_calls"] != 1 {
+	if res.Info["workspace_mode"] != wantMode || res.Info["verifier_exit_code"] != 0 || res.Info["verifier_status"] != "ok" || res.Info["tool_calls"] != 1 ||
+		res.Info["run_status"] != "ok" || res.Info["run_exit_code"] != 0 {
 		t.Fatalf("info %v", res.Info)
 	}
 	if v, ok := env.Verdict(); !ok || v.Reward != 1 || !v.Result.Passed() {
@@ -184,22 +187,38 @@ func TestAgentBudgets(t *testing.T) {
 	}
 }
 
+// The verifier's reward is its verdict, else its exit status; never its
+// stdout.
 func TestVerifierReward(t *testing.T) {
 	w := greetWorld(t)
+	const want = "; want pass, fail (each optionally followed by \": reason\"), a number or \"reward: X\""
 	for _, c := range []struct {
-		verifier string
-		want     float64
+		name, verifier string
+		limits         sandbox.Limits
+		reward         float64
+		status, reason string
 	}{
-		{"true", 1},
-		{"false", 0},
-		{"echo reward: 0.25", 0.25},
-		{"echo 'reward=0.5'; echo done", 0.5},
-		{"echo reward: 1; echo reward: 0.75; exit 1", 0.75},
-		{"echo reward: nan", 1},
-		{"echo rewards: 0.3; exit 3", 0},
+		{"no verdict, exit 0", "true", sandbox.Limits{}, 1, "ok", ""},
+		{"no verdict, exit 3", "exit 3", sandbox.Limits{}, 0, "failed", "the verifier wrote no verdict and exited 3"},
+		{"pass", `echo pass > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 1, "ok", ""},
+		{"pass with a reason, exit 1", `echo 'PASS: 3 of 3' > "$RLPIPE_VERDICT"; exit 1`, sandbox.Limits{}, 1, "failed", "3 of 3"},
+		{"fail", `echo 'fail: got 4, want 5' > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0, "ok", "got 4, want 5"},
+		{"number", `echo 0.25 > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0.25, "ok", ""},
+		{"reward: X", `echo 'reward: 0.75' > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0.75, "ok", ""},
+		{"reward=X", `printf reward=0.5 > "$RLPIPE_VERDICT"; exit 2`, sandbox.Limits{}, 0.5, "failed", ""},
+		{"garbage", `echo garbage > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0, "bad_verdict",
+			`the verifier wrote "garbage\n" to $RLPIPE_VERDICT` + want},
+		{"nan", `echo nan > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0, "bad_verdict", `the verifier wrote "nan\n" to $RLPIPE_VERDICT` + want},
+		{"two verdicts", `echo pass > "$RLPIPE_VERDICT"; echo fail > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0, "bad_verdict",
+			`the verifier wrote "pass\nfail\n" to $RLPIPE_VERDICT` + want},
+		{"an empty line", `echo > "$RLPIPE_VERDICT"`, sandbox.Limits{}, 0, "bad_verdict", `the verifier wrote "\n" to $RLPIPE_VERDICT` + want},
+		{"stdout is not read, exit 0", "echo reward: 0.25", sandbox.Limits{}, 1, "ok", ""},
+		{"stdout is not read, exit 1", "echo reward: 1; exit 1", sandbox.Limits{}, 0, "failed", "the verifier wrote no verdict and exited 1"},
+		{"pass, then stopped by a limit", `echo pass > "$RLPIPE_VERDICT"; while :; do :; done`, sandbox.Limits{CPUTime: time.Second}, 0, "timeout",
+			"the verifier was stopped (timeout) before it finished"},
 	} {
-		t.Run(c.verifier, func(t *testing.T) {
-			env, err := agent.NewEnv(w, agent.Task{Instruction: "x", Verifier: c.verifier}, nil)
+		t.Run(c.name, func(t *testing.T) {
+			env, err := agent.NewEnv(w, agent.Task{Instruction: "x", Verifier: c.verifier}, &agent.Options{Limits: c.limits})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,10 +227,57 @@ func TestVerifierReward(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, err := env.Step(ctx, "DONE")
-			if err != nil || !st.Done || st.Reward != c.want {
-				t.Fatalf("Step = %+v, %v; want done with reward %v", st, err, c.want)
+			if err != nil || !st.Done || st.Reward != c.reward || st.Observation != fmt.Sprintf("verified: reward %g", c.reward) {
+				t.Fatalf("Step = %+v, %v; want done with reward %v", st, err, c.reward)
+			}
+			v, _ := env.Verdict()
+			if v.Reward != c.reward || v.Status != c.status || v.Reason != c.reason || st.Info["verifier_status"] != c.status {
+				t.Fatalf("verdict %v, %q, %q (info %v); want %v, %q, %q", v.Reward, v.Status, v.Reason, st.Info, c.reward, c.status, c.reason)
+			}
+			if r, ok := st.Info["verifier_reason"]; (c.reason == "") != !ok || (ok && r != c.reason) {
+				t.Errorf("info verifier_reason %q (%v), want %q", r, ok, c.reason)
+			}
+			if got, ok := st.Info["verifier_verdict"]; ok != (v.Result.Verdict != "") || (ok && got != v.Result.Verdict) {
+				t.Errorf("info verifier_verdict %q (%v), verdict %q", got, ok, v.Result.Verdict)
+			}
+			if _, ok := st.Info["run_status"]; ok {
+				t.Errorf("run_status without a Run: %v", st.Info)
 			}
 		})
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		reward float64
+		reason string
+		ok     bool
+	}{
+		{"pass", 1, "", true},
+		{" Pass \n", 1, "", true},
+		{"pass: all 3", 1, "all 3", true},
+		{"fail wrong sum", 0, "wrong sum", true},
+		{"FAIL:", 0, "", true},
+		{"0.5", 0.5, "", true},
+		{"-2", -2, "", true},
+		{"reward: 0.125", 0.125, "", true},
+		{"reward = 1", 1, "", true},
+		{"", 0, "", false},
+		{"passed", 0, "", false},
+		{"reward", 0, "", false},
+		{"reward: x", 0, "", false},
+		{"reward 1", 0, "", false},
+		{"0.5 points", 0, "", false},
+		{"inf", 0, "", false},
+		{"reward: NaN", 0, "", false},
+		{"pass\nfail", 0, "", false},
+		{"yes", 0, "", false},
+	} {
+		reward, reason, ok := agent.ParseVerdict(c.in)
+		if reward != c.reward || reason != c.reason || ok != c.ok {
+			t.Errorf("ParseVerdict(%q) = %v, %q, %v; want %v, %q, %v", c.in, reward, reason, ok, c.reward, c.reason, c.ok)
+		}
 	}
 }
 

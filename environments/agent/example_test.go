@@ -10,7 +10,9 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-// A scripted agent fixes a bug in a one-file world; the verifier checks.
+// A scripted agent fixes a bug in a one-file world. Run executes its work
+// once it has answered; the verifier compares what that printed with the
+// answer, which only it sees.
 func ExampleEnv() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "worlds-")
@@ -28,7 +30,9 @@ func ExampleEnv() {
 	}
 	env, err := agent.NewEnv(world, agent.Task{
 		Instruction: "sum.sh should print the sum of its two arguments. Fix it.",
-		Verifier:    `test "$(bash sum.sh 2 3)" = 5`,
+		Run:         "bash sum.sh 2 3; bash sum.sh -1 1",
+		Checks:      map[string][]byte{"expected.txt": []byte("5\n0\n")},
+		Verifier:    `cmp -s /candidate/stdout /check/expected.txt && echo pass > "$RLPIPE_VERDICT"`,
 	}, nil)
 	if err != nil {
 		fmt.Println(err)
@@ -55,7 +59,7 @@ func ExampleEnv() {
 	for _, t := range res.Trajectory.Turns[1:] {
 		fmt.Printf("%s: %s\n", t.Role, t.Content)
 	}
-	fmt.Println(res.Trajectory.Status, res.Reward)
+	fmt.Println(res.Trajectory.Status, res.Reward, res.Info["run_status"], res.Info["verifier_verdict"])
 	// Output:
 	// assistant: ```bash
 	// bash sum.sh 2 3
@@ -75,7 +79,7 @@ func ExampleEnv() {
 	// (empty)
 	// assistant: Fixed: it added with a minus sign.
 	// user: verified: reward 1
-	// ok 1
+	// ok 1 ok pass
 }
 
 // ParseToolCall finds the bash block of a reply.

@@ -192,7 +192,15 @@ func (ws *Workspace) Run(ctx context.Context, script string, limits sandbox.Limi
 	if ws.root == "" {
 		return sandbox.Result{}, fmt.Errorf("workspace is closed: %w", ErrInvalid)
 	}
-	return sandbox.RunIn(ctx, ws.root, sandbox.Spec{Command: []string{"bash", "-c", script}, Limits: limits})
+	return ws.run(ctx, sandbox.Spec{Command: []string{"bash", "-c", script}, Limits: limits})
+}
+
+// run runs s with the workspace as /work.
+func (ws *Workspace) run(ctx context.Context, s sandbox.Spec) (sandbox.Result, error) {
+	if ws.root == "" {
+		return sandbox.Result{}, fmt.Errorf("workspace is closed: %w", ErrInvalid)
+	}
+	return sandbox.RunIn(ctx, ws.root, s)
 }
 
 // Close deletes the workspace and every write of its episode. The world

@@ -207,31 +207,38 @@ func hashTree(h io.Writer, dir string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		info, err := d.Info()
+		return hashEntry(h, p, filepath.ToSlash(rel), d)
+	})
+}
+
+// hashEntry writes one entry of a tree, at host path p and slash-separated
+// relative path rel, to h: its path, type and permissions, a regular
+// file's size and content, a symlink's target.
+func hashEntry(h io.Writer, p, rel string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	mode := info.Mode()
+	fmt.Fprintf(h, "%q %s\n", rel, mode.String())
+	switch {
+	case mode.IsRegular():
+		f, err := os.Open(p)
 		if err != nil {
 			return err
 		}
-		mode := info.Mode()
-		fmt.Fprintf(h, "%q %s\n", filepath.ToSlash(rel), mode.String())
-		switch {
-		case mode.IsRegular():
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			fmt.Fprintf(h, "%d\n", info.Size())
-			_, err = io.Copy(h, f)
+		defer f.Close()
+		fmt.Fprintf(h, "%d\n", info.Size())
+		_, err = io.Copy(h, f)
+		return err
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
 			return err
-		case mode&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "-> %q\n", target)
 		}
-		return nil
-	})
+		fmt.Fprintf(h, "-> %q\n", target)
+	}
+	return nil
 }
 
 // chownTree gives every entry of dir to the sandbox's user.

@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -93,6 +96,19 @@ func TestRun(t *testing.T) {
 		}
 	}
 
+	// What the judgement recorded: fix-mean's Run phase and the verdict its
+	// verifier wrote, with the reason of a failure.
+	for i, want := range map[int]string{
+		0: `{"verifier":{"exit_code":0,"reward":1,"run_exit_code":0,"run_status":"ok","status":"ok","stdout":"","verdict":"pass\n"}}`,
+		1: `{"verifier":{"exit_code":0,"reason":"mean printed 3, want 2 10 4 7","reward":0,"run_exit_code":1,"run_status":"failed",` +
+			`"status":"ok","stdout":"","verdict":"fail: mean printed 3, want 2 10 4 7\n"}}`,
+		5: `{"verifier":{"exit_code":1,"reason":"the verifier wrote no verdict and exited 1","reward":0,"status":"failed","stdout":""}}`,
+	} {
+		if got := rep.Rewards[i].VerifierOutputs; got != want {
+			t.Errorf("%s#%d: verifier outputs\n%s\nwant\n%s", rep.Trajectories[i].PromptID, rep.Trajectories[i].SampleIndex, got, want)
+		}
+	}
+
 	// The first reply of fix-mean is a tool call, recorded as such.
 	first := rep.Trajectories[0].Turns[1]
 	if first.Role != "assistant" || first.ToolCalls == nil || *first.ToolCalls != `[{"tool":"bash","command":"bash tests/test_mean.sh"}]` {
@@ -162,6 +178,59 @@ func TestIsolation(t *testing.T) {
 	}
 	if after, err := agent.TreeDigest(world.Dir); err != nil || after != before {
 		t.Errorf("the world changed: %s → %s (%v)", before, after, err)
+	}
+}
+
+// The hacks an agent rewarded for passing would try score 0 with the
+// tasks as shipped: rewriting the tests or the data they are protected
+// against, and a program that prints "reward: 1" and writes a verdict is
+// judged by what it computes.
+func TestHacksScoreZero(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Samples = 1
+	world, err := buildWorld(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := loadTasks("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]task{}
+	for _, tk := range tasks {
+		byID[tk.ID] = tk
+	}
+	for _, c := range []struct {
+		name, task, hack string
+		want             map[string]any
+	}{
+		{"tests rewritten", "fix-mean", `printf 'echo ok; exit 0\n' > tests/test_mean.sh && bash tests/test_mean.sh`,
+			map[string]any{"reward": 0.0, "status": "tampered", "tampered": []string{"tests/test_mean.sh"},
+				"reason": "the episode changed protected paths: tests/test_mean.sh (changed)"}},
+		{"forged reward and verdict", "fix-mean", `printf '%s\n' "echo 'reward: 1'" 'echo pass > "$RLPIPE_VERDICT"' 'mean() { echo 2; }' > lib/mean.sh`,
+			map[string]any{"reward": 0.0, "status": "ok", "exit_code": 0, "stdout": "", "run_status": "ok", "run_exit_code": 0,
+				"reason":  "mean printed reward: 1 2 2 2 2, want 2 10 4 7",
+				"verdict": "fail: mean printed reward: 1 2 2 2 2, want 2 10 4 7\n"}},
+		{"data rewritten", "count-rows", `head -n 1 data.csv > d && mv d data.csv && echo 6 > report.txt`,
+			map[string]any{"reward": 0.0, "status": "tampered", "tampered": []string{"data.csv"},
+				"reason": "the episode changed protected paths: data.csv (changed)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hacker := environments.Scripted(func(msgs []policy.Message) string {
+				if len(msgs) == 1 {
+					return "```bash\n" + c.hack + "\n```"
+				}
+				return "Done: the tests pass."
+			})
+			rep, err := rollout(ctx, cfg, hacker, world, []task{byID[c.task]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Episodes[0].Verifier; !reflect.DeepEqual(got, c.want) || rep.Episodes[0].Reward != 0 {
+				t.Fatalf("verifier %#v, reward %v\nwant %#v", got, rep.Episodes[0].Reward, c.want)
+			}
+		})
 	}
 }
 

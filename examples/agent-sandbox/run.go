@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -39,13 +41,34 @@ const (
 	storeDir       = "agent-sandbox/"
 )
 
-// task is one line of tasks.jsonl.
+// task is one line of tasks.jsonl: an agent.Task.
 type task struct {
 	ID          string `json:"id"`
 	Instruction string `json:"instruction"`
-	// Verifier is a bash script run in the episode's final workspace; it
-	// passes by exiting 0 (or prints "reward: X").
+	// Protected are paths of the world the agent must not change; a change
+	// scores 0 (tampered) before anything runs.
+	Protected []string `json:"protected,omitempty"`
+	// Run, optional, executes the agent's work after its final answer;
+	// the verifier reads what it printed at /candidate.
+	Run string `json:"run,omitempty"`
+	// Checks are files only the verifier sees, at /check/NAME.
+	Checks map[string]string `json:"checks,omitempty"`
+	// Verifier is a bash script run on the episode's final workspace. It
+	// writes pass or fail to $RLPIPE_VERDICT, or passes by exiting 0; it
+	// never runs the workspace's code (that is Run's job).
 	Verifier string `json:"verifier"`
+}
+
+// agentTask is t as the environment takes it.
+func (t task) agentTask() agent.Task {
+	at := agent.Task{Instruction: t.Instruction, Protected: t.Protected, Run: t.Run, Verifier: t.Verifier}
+	if len(t.Checks) > 0 {
+		at.Checks = map[string][]byte{}
+		for name, text := range t.Checks {
+			at.Checks[name] = []byte(text)
+		}
+	}
+	return at
 }
 
 // report is what a run produced, for the caller and the test.
@@ -59,7 +82,8 @@ type report struct {
 // episode is what the trajectories table does not hold of an episode.
 type episode struct {
 	Turns int // policy replies
-	// Verifier is the verifier's reward and what it printed, from the
+	// Verifier is the verifier's reward, status, verdict and what it
+	// printed (and the Run phase's status, the tampered paths), from the
 	// runner's Result.Info; nil when the episode did not reach it.
 	Verifier map[string]any
 	Reward   float64
@@ -291,7 +315,7 @@ func rollout(ctx context.Context, cfg config, p policy.Policy, world *agent.Worl
 	for i := range n {
 		t, sample := tasks[i/cfg.Samples], i%cfg.Samples
 		g.Go(func() error {
-			env, err := agent.NewEnv(world, agent.Task{Instruction: t.Instruction, Verifier: t.Verifier}, nil)
+			env, err := agent.NewEnv(world, t.agentTask(), nil)
 			if err != nil {
 				return fmt.Errorf("task %s: %w", t.ID, err)
 			}
@@ -301,8 +325,14 @@ func rollout(ctx context.Context, cfg config, p policy.Policy, world *agent.Worl
 			}
 			ep := episode{Turns: len(res.StepRewards), Reward: res.Reward}
 			if st, ok := res.Info["verifier_status"]; ok {
-				ep.Verifier = map[string]any{"reward": res.Reward, "status": st,
-					"exit_code": res.Info["verifier_exit_code"], "stdout": res.Info["verifier_stdout"]}
+				ep.Verifier = map[string]any{"reward": res.Reward, "status": st}
+				for key, info := range map[string]string{"exit_code": "verifier_exit_code", "stdout": "verifier_stdout",
+					"verdict": "verifier_verdict", "reason": "verifier_reason", "tampered": "tampered",
+					"run_status": "run_status", "run_exit_code": "run_exit_code"} {
+					if v, ok := res.Info[info]; ok {
+						ep.Verifier[key] = v
+					}
+				}
 			}
 			rep.Trajectories[i], rep.Episodes[i] = res.Trajectory, ep
 			return nil
@@ -359,12 +389,16 @@ func score(ctx context.Context, grader *judge.Judge, tasks []task, rep *report) 
 	return g.Wait()
 }
 
-// specDigest names the reward definition: weights, rubric and verifiers.
+// specDigest names the reward definition: weights, rubric and each task's
+// judgement (verifier, run, protected paths, checks).
 func specDigest(tasks []task) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "agent-sandbox reward v1\n%g %g\n%s\n", weightVerifier, weightJudge, judgeRubric)
+	fmt.Fprintf(h, "agent-sandbox reward v2\n%g %g\n%s\n", weightVerifier, weightJudge, judgeRubric)
 	for _, t := range tasks {
-		fmt.Fprintf(h, "%q %q\n", t.ID, t.Verifier)
+		fmt.Fprintf(h, "%q %q %q %q\n", t.ID, t.Verifier, t.Run, t.Protected)
+		for _, name := range slices.Sorted(maps.Keys(t.Checks)) {
+			fmt.Fprintf(h, "check %q %q\n", name, t.Checks[name])
+		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
