@@ -55,7 +55,7 @@ func newCommitCommand(g *rootOptions) *cobra.Command {
 		Use:   "commit BRANCH -m MSG [--meta k=v]...",
 		Short: "record a branch's uncommitted changes as a commit",
 		Example: `  rlpipe commit main -m "add prompts"
-  rlpipe commit runs/exp1 -m "iteration 3" --meta iteration=3`,
+  rlpipe commit runs-exp1 -m "iteration 3" --meta iteration=3`,
 		Args: exactArgs("BRANCH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {

@@ -34,7 +34,7 @@ func newLogCommand(g *rootOptions) *cobra.Command {
 		Short: "show the history of a ref, newest first",
 		Long:  "Show the commits reachable from REF (default: the store's default branch), newest first.",
 		Example: `  rlpipe log main
-  rlpipe log runs/exp1 --limit 5 --first-parent
+  rlpipe log runs-exp1 --limit 5 --first-parent
   rlpipe log main --path data/prompts.parquet -o json`,
 		Args: rangeArgs(0, "REF"),
 		RunE: func(cmd *cobra.Command, args []string) error {

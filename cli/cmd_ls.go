@@ -27,7 +27,7 @@ func newLsCommand(g *rootOptions) *cobra.Command {
 		Long: `List what REF holds under PREFIX, one level at a time (folders end in '/'),
 or every object below it with --recursive. A branch shows its uncommitted
 changes too; REF@ shows only its last commit.`,
-		Example: "  rlpipe ls main:\n  rlpipe ls main:data/\n  rlpipe ls runs/exp1:iterations/ -r -o json",
+		Example: "  rlpipe ls main:\n  rlpipe ls main:data/\n  rlpipe ls runs-exp1:iterations/ -r -o json",
 		Args:    exactArgs("REF:PREFIX"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {

@@ -30,14 +30,16 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 
 // reportOut is `report -o json`: where the page went and the alarms.
 type reportOut struct {
-	Run        string          `json:"run"`
-	Ref        string          `json:"ref"`
-	Commit     string          `json:"commit"`
-	Path       string          `json:"path"`
-	Iterations int             `json:"iterations"`
-	Evals      int             `json:"evals"`
-	Compare    string          `json:"compare,omitempty"`
-	Alarms     []reports.Alarm `json:"alarms"`
+	Run        string `json:"run"`
+	Ref        string `json:"ref"`
+	Commit     string `json:"commit"`
+	Path       string `json:"path"`
+	Iterations int    `json:"iterations"`
+	// Evals are the evaluations the page shows, as `status` and
+	// `evals` print them.
+	Evals   []evalOut       `json:"evals"`
+	Compare string          `json:"compare,omitempty"`
+	Alarms  []reports.Alarm `json:"alarms"`
 }
 
 func newReportCommand(g *rootOptions) *cobra.Command {
@@ -108,7 +110,10 @@ func reportFunc(ctx context.Context, st artifacts.Store, run string, o reportOpt
 	}
 	if p.json {
 		out := reportOut{Run: run, Ref: ref, Commit: rep.Run.Commit.ID, Path: path, Iterations: len(rep.Run.Health),
-			Evals: len(rep.Run.Evals), Compare: o.compare, Alarms: rep.Alarms}
+			Evals: rep.Run.Evals, Compare: o.compare, Alarms: rep.Alarms}
+		if out.Evals == nil {
+			out.Evals = []evalOut{}
+		}
 		if out.Alarms == nil {
 			out.Alarms = []reports.Alarm{}
 		}

@@ -70,7 +70,7 @@ func TestReportCommand(t *testing.T) {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if rep.Ref != "runs-standin" || rep.Path != page || rep.Iterations != 3 || rep.Evals != 0 || rep.Alarms == nil || rep.Compare != "try-fixed" || len(rep.Commit) != 64 {
+	if rep.Ref != "runs-standin" || rep.Path != page || rep.Iterations != 3 || len(rep.Evals) != 0 || rep.Alarms == nil || rep.Compare != "try-fixed" || len(rep.Commit) != 64 {
 		t.Fatalf("json = %+v", rep)
 	}
 	if b, _ := os.ReadFile(page); !bytes.Contains(b, []byte("Comparison: try-fixed (new) against runs-standin (old)")) {

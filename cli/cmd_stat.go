@@ -15,7 +15,7 @@ func newStatCommand(g *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:     "stat REF:PATH",
 		Short:   "describe an object: size, checksum, metadata and provenance",
-		Example: "  rlpipe stat main:data/prompts.parquet\n  rlpipe stat runs/exp1:iterations/000003/rewards.parquet -o json",
+		Example: "  rlpipe stat main:data/prompts.parquet\n  rlpipe stat runs-exp1:iterations/000003/rewards.parquet -o json",
 		Args:    exactArgs("REF:PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {

@@ -21,7 +21,7 @@ func newTagCreateCommand(g *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:     "create NAME REF",
 		Short:   "point a new tag at the commit REF names",
-		Example: "  rlpipe tag create v1.0 main\n  rlpipe tag create before-rescore runs/exp1~1",
+		Example: "  rlpipe tag create v1.0 main\n  rlpipe tag create before-rescore runs-exp1~1",
 		Args:    exactArgs("NAME", "REF"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {

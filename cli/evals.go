@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -95,4 +97,93 @@ func readPromptIDs(ctx context.Context, st artifacts.Store, ref, path string) (m
 		ids[r.PromptID] = true
 	}
 	return ids, nil
+}
+
+func newEvalsCommand(g *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "evals RUN",
+		Short: "show a run's evaluations: every metric per k with its 95% interval",
+		Long: `Show the evaluations stored at a run (its branch runs-RUN) or any ref
+(a rescore branch, a commit, a tag): for every evaluated checkpoint and
+eval set, each metric at each k (avg@k, pass@k, pass^k, maj@k,
+exact_pass@1) with its 95% interval. -o json prints the same as the
+"evals" of ` + "`status -o json`" + `, ` + "`report -o json`" + ` and the UI's /api/runs/RUN: they
+are one reader's.`,
+		Example: `  rlpipe evals arith
+  rlpipe evals rescore-1a2b3c4d5e6f -o json`,
+		Args: exactArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return evalsFunc(ctx, st, args[0], g.printer(cmd))
+			})
+		},
+	}
+}
+
+// evalsOut is the JSON shape of `rlpipe evals`.
+type evalsOut struct {
+	Run   string    `json:"run"`
+	Ref   string    `json:"ref"`
+	Evals []evalOut `json:"evals"`
+}
+
+func evalsFunc(ctx context.Context, st artifacts.Store, run string, p printer) error {
+	ref, err := runRef(ctx, st, run)
+	if err != nil {
+		return err
+	}
+	evals, err := readEvals(ctx, st, ref)
+	if err != nil {
+		return withOp(err, "evals %s", run)
+	}
+	if p.json {
+		return p.JSON(evalsOut{Run: run, Ref: ref, Evals: evals})
+	}
+	if len(evals) == 0 {
+		return p.Printf("no evaluations at %s: an eval section in the pipeline config, or `rlpipe eval`, makes them\n", ref)
+	}
+	t := newTable("CHECKPOINT", "SET", "METRIC", "VALUE", "95% INTERVAL").alignRight(3)
+	for _, e := range evals {
+		names := make([]string, 0, len(e.Metrics))
+		for m := range e.Metrics {
+			names = append(names, m)
+		}
+		sort.Slice(names, func(i, j int) bool { return metricLess(names[i], names[j]) })
+		for _, m := range names {
+			ci := "-"
+			if iv, ok := e.Intervals[m]; ok {
+				ci = fmt.Sprintf("[%.4f, %.4f]", iv[0], iv[1])
+			}
+			t.add(e.Checkpoint, e.Set, m, strconv.FormatFloat(e.Metrics[m], 'f', 4, 64), ci)
+		}
+	}
+	var sb strings.Builder
+	_ = t.write(&sb)
+	if line := learningLine(evals); line != "" {
+		sb.WriteString(line + "\n")
+	}
+	return p.Printf("%s", sb.String())
+}
+
+// metricLess orders metric names by family (exact first, then avg, pass,
+// pass^, maj), then by k.
+func metricLess(a, b string) bool {
+	split := func(m string) (int, int) {
+		for i, fam := range []string{"exact_pass@", "avg@", "pass@", "pass^", "maj@"} {
+			if k, ok := strings.CutPrefix(m, fam); ok {
+				n, _ := strconv.Atoi(k)
+				return i, n
+			}
+		}
+		return 9, 0
+	}
+	fa, ka := split(a)
+	fb, kb := split(b)
+	if fa != fb {
+		return fa < fb
+	}
+	if ka != kb {
+		return ka < kb
+	}
+	return a < b
 }

@@ -10,6 +10,7 @@
     summary = run.table("evals/000010/heldout/summary.parquet")
     metrics = run.json("iterations/000010/train_metrics.json")
     per_iteration = run.jsons("iterations/*/train_metrics.json")  # {path: object}
+    evals = run.evals()    # every checkpoint's metrics per k with intervals, as `rlpipe status` shows them
 
 From a store, objects are fetched with the rlpipe binary ($RLPIPE_BIN, else `rlpipe` on
 PATH, else this checkout's bin/rlpipe): `rlpipe export REF:PATH FILE`. When pyarrow, polars
@@ -145,6 +146,23 @@ class Run:
         """One JSON object (train_metrics.json, reports/rescore.json, …)."""
         with open(self._local(path)) as f:
             return json.load(f)
+
+    def evals(self):
+        """Every evaluation at the ref: one row per checkpoint, eval set and metric at its k
+        (exact_pass@1, avg@8, pass@1, pass@8, pass^8, maj@8) with its 95% interval (ci_low,
+        ci_high; None where there is none), read by `rlpipe evals REF -o json`, the reader behind
+        `rlpipe status`, the report and the UI, so the figures are theirs."""
+        if self.ref is None:
+            raise ValueError("evals() reads through the rlpipe binary: open the run by its ref, "
+                             "Run('runs-arith'), rather than a directory (or read the summary.parquet tables)")
+        out = json.loads(self._cli("evals", self.ref, "-o", "json"))
+        cols = ["iteration", "checkpoint", "set", "problems", "n", "metric", "value", "ci_low", "ci_high"]
+        rows = []
+        for e in out["evals"]:
+            for m in sorted(e["metrics"]):
+                lo, hi = e["intervals"].get(m, (None, None))
+                rows.append([e["iteration"], e["checkpoint"], e["set"], e["problems"], e["n"], m, e["metrics"][m], lo, hi])
+        return pd.DataFrame(rows, columns=cols)
 
     def tables(self, pattern, prefix=None):
         """Every table whose path matches the glob pattern, concatenated by column name, with

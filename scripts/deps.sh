@@ -16,4 +16,7 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq && $sudo apt-get install -y -qq "${need[@]}"
 fi
 ./scripts/sdk-venv.sh >/dev/null
+# The notebooks, and the Go test that compares their reader of evaluations with the CLI's, run on
+# a Python with pandas (scripts/notebook-deps.sh).
+./scripts/notebook-deps.sh >/dev/null
 go mod download

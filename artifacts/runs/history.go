@@ -29,10 +29,11 @@ func IterationOf(c artifacts.Commit, run string) (n int, ok bool) {
 }
 
 // History walks run's iteration commits from head along first parents,
-// newest first. Commits on top that are not iterations (an evaluation's,
-// a rescoring's) are passed over; the walk ends where the run branched
-// off (the first commit below its iterations that is not run's) or at
-// iteration 1.
+// newest first. Commits between them that are not iterations (an
+// evaluation's, a rescoring's, a user's) are passed over; the walk ends
+// where the run branched off (the first commit below its iterations that
+// is not run's) or at iteration 1. A branch without any iteration of run
+// is walked to its root.
 func History(ctx context.Context, st artifacts.Store, run, head string) iter.Seq2[Commit, error] {
 	return func(yield func(Commit, error) bool) {
 		seen := false
@@ -41,15 +42,12 @@ func History(ctx context.Context, st artifacts.Store, run, head string) iter.Seq
 				yield(Commit{}, fmt.Errorf("history of run %s: %w", run, err))
 				return
 			}
-			if c.Metadata[MetaRun] != run {
-				if seen || c.Metadata[MetaRun] == "" {
-					return
-				}
-				continue // another run's commit on top; keep looking
-			}
 			n, ok := IterationOf(c, run)
 			if !ok {
-				continue // this run's evaluation commit
+				if seen && c.Metadata[MetaRun] != run {
+					return // below the run's first iteration
+				}
+				continue // a commit on top: an evaluation's, a rescoring's, a user's
 			}
 			seen = true
 			if !yield(Commit{Commit: c, Iteration: n}, nil) || n == 1 {

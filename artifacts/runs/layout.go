@@ -102,8 +102,10 @@ func ParseIterationPath(p string) (n int, rest string, ok bool) {
 		return 0, "", false
 	}
 	num, rest, _ := strings.Cut(tail, "/")
-	n, ok = number(num)
-	return n, rest, ok
+	if n, ok = number(num); !ok {
+		return 0, "", false
+	}
+	return n, rest, true
 }
 
 // ParseEvalPath splits a path under EvalsPrefix into its checkpoint, its
