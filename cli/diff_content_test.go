@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+)
+
+// Two runs of one seeded config without the cache write the same bytes
+// with new creation times: diff compares content, so they do not differ;
+// --metadata lists the paths whose metadata alone differs, and a real
+// change of content is still a change.
+func TestDiffComparesContent(t *testing.T) {
+	h, cfg := smallArithRun(t)
+	h.ok("run", "-f", cfg, "--run", "again", "--no-cache", "--no-report")
+	out := h.ok("diff", "runs-arith", "runs-again", "--two-dot", "--prefix", "iterations/")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || lines[0] != "no changes between runs-arith and runs-again under iterations/ in content" ||
+		!strings.HasSuffix(lines[1], " paths have the same content and differ only in metadata (--metadata lists them)") {
+		t.Fatalf("diff of two identical runs:\n%s", out)
+	}
+	var plain, meta []artifacts.Change
+	h.json(&plain, "diff", "runs-arith", "runs-again", "--two-dot", "--prefix", "iterations/")
+	h.json(&meta, "diff", "runs-arith", "runs-again", "--two-dot", "--prefix", "iterations/", "--metadata")
+	if len(plain) != 0 || len(meta) < 20 {
+		t.Fatalf("json: %d changes without --metadata, %d with; want 0 and every artifact", len(plain), len(meta))
+	}
+	for _, c := range meta {
+		if c.Type != ChangeMetadata {
+			t.Errorf("--metadata: %+v, want type metadata", c)
+		}
+	}
+	if !strings.Contains(lines[1], itoa(len(meta))+" paths") {
+		t.Errorf("the count line %q does not count the %d paths --metadata lists", lines[1], len(meta))
+	}
+
+	// A real change of content.
+	other := filepath.Join(h.dir, "r.parquet")
+	h.ok("export", "runs-arith:iterations/000002/rewards.parquet", other)
+	h.ok("put", other, "runs-again:iterations/000001/rewards.parquet")
+	h.ok("commit", "runs-again", "-m", "other rewards")
+	out = h.ok("diff", "runs-arith", "runs-again", "--two-dot", "--prefix", "iterations/")
+	first, rest, _ := strings.Cut(out, "\n")
+	if strings.Join(strings.Fields(first), " ") != "~ changed iterations/000001/rewards.parquet" ||
+		!strings.HasSuffix(rest, "paths have the same content and differ only in metadata (--metadata lists them)\n") {
+		t.Fatalf("want the one changed table, then the count of the others:\n%s", out)
+	}
+	// Three-dot: what runs-again changed since it forked from main.
+	if out := h.ok("diff", "runs-arith", "runs-again", "--metadata", "--prefix", "iterations/000001/"); !strings.Contains(out, "iterations/000001/rewards.parquet") {
+		t.Errorf("three-dot diff:\n%s", out)
+	}
+}
