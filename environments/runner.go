@@ -107,6 +107,11 @@ type Result struct {
 	StepRewards []float64
 	// Info merges the Info of every step.
 	Info map[string]any
+	// Unaligned says why the episode has no exact token sequence
+	// (Trajectory.Sequence is nil): the policy returned no prompt or reply
+	// token ids, or a turn's prompt did not begin with the tokens so far.
+	// "" when the sequence is exact.
+	Unaligned string
 }
 
 // Status returns the trajectory's status.
@@ -181,6 +186,14 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	}
 	add(o.ObservationRole, obs)
 	withTokens, withLogprobs := true, true
+	seq := sequence{}
+	defer func() {
+		if res.Unaligned = seq.unaligned; res.Unaligned == "" && len(seq.ids) > 0 {
+			tr.Sequence, tr.Trainable = seq.ids, seq.mask
+		} else if res.Unaligned != "" {
+			o.Logger.Debug().Str("episode", ep.ID).Int32("sample", ep.SampleIndex).Str("reason", res.Unaligned).Msg("episode without an exact token sequence: not trained on")
+		}
+	}()
 	for turn := 0; ; turn++ {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("episode %s: %w", ep.ID, ctx.Err())
@@ -218,6 +231,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			}
 			return stop(status, "policy failed at turn %d: %s", turn, s.Error)
 		}
+		seq.add(turn, s)
 		add("assistant", s.Text)
 		tr.Completion, tr.FinishReason = s.Text, s.FinishReason
 		withTokens = withTokens && s.TokenIDs != nil
@@ -254,4 +268,56 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		}
 		add(o.ObservationRole, st.Observation)
 	}
+}
+
+// sequence builds an episode's exact token sequence from what the policy
+// returned each turn: the turn's prompt token ids, which must begin with
+// the sequence so far (their remaining tokens, the observation and the
+// template's markers, are given: mask 0), then the reply's (mask 1).
+// Nothing is re-tokenized; a turn that breaks the rule leaves the episode
+// unaligned, with the reason.
+type sequence struct {
+	ids, mask []int32
+	unaligned string
+}
+
+func (q *sequence) add(turn int, s policy.Sample) {
+	if q.unaligned != "" {
+		return
+	}
+	switch {
+	case s.Prompt == nil || s.Prompt.TokenIDs == nil:
+		q.fail("the policy returned no prompt token ids at turn %d (ask for prompt_logprobs)", turn)
+		return
+	case s.TokenIDs == nil:
+		q.fail("the policy returned no token ids for its reply at turn %d", turn)
+		return
+	}
+	p := s.Prompt.TokenIDs
+	if i := mismatch(p, q.ids); i >= 0 {
+		q.fail("the prompt of turn %d does not begin with the %d tokens of the turns before it (they differ at token %d): the policy's template or tokenizer rewrote the earlier turns", turn, len(q.ids), i)
+		return
+	}
+	for _, id := range p[len(q.ids):] {
+		q.ids, q.mask = append(q.ids, id), append(q.mask, 0)
+	}
+	for _, id := range s.TokenIDs {
+		q.ids, q.mask = append(q.ids, id), append(q.mask, 1)
+	}
+}
+
+func (q *sequence) fail(format string, args ...any) {
+	q.unaligned = fmt.Sprintf(format, args...)
+	q.ids, q.mask = nil, nil
+}
+
+// mismatch is the first index where p does not extend prefix, or -1 when
+// p begins with prefix.
+func mismatch(p, prefix []int32) int {
+	for i, id := range prefix {
+		if i >= len(p) || p[i] != id {
+			return i
+		}
+	}
+	return -1
 }

@@ -17,6 +17,7 @@ func match(f *File, d Definition) (Definition, []int, error) {
 		return nil, nil, &SchemaError{File: f.name, Table: d.Name(), Want: "table " + d.Name(), Found: "table " + name,
 			Hint: "read it as " + name}
 	}
+	fileVersion := 0 // none recorded: a file another tool wrote
 	if v, ok := f.Metadata(MetaSchemaVersion); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -27,6 +28,7 @@ func match(f *File, d Definition) (Definition, []int, error) {
 			return nil, nil, &SchemaError{File: f.name, Table: d.Name(), Want: fmt.Sprintf("schema version ≤ %d", d.Version()),
 				Found: fmt.Sprintf("schema version %d", n), Hint: "the file was written by a newer rlpipe; upgrade to read it"}
 		}
+		fileVersion = n
 	}
 	sc := f.Schema()
 	var extra []string
@@ -43,6 +45,10 @@ func match(f *File, d Definition) (Definition, []int, error) {
 	idx := make([]int, len(cols))
 	for i, c := range cols {
 		found := sc.FieldIndices(c.Name)
+		if len(found) == 0 && c.Since > 1 && fileVersion < c.Since {
+			idx[i] = -1 // added after the file's version: it reads as null
+			continue
+		}
 		if len(found) == 0 {
 			return nil, nil, &SchemaError{File: f.name, Table: d.Name(), Column: c.Name, Want: c.Type.String(),
 				Hint: "add the column, or check its spelling"}

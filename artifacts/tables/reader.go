@@ -403,8 +403,12 @@ func NewReader[T any](r io.ReaderAt, size int64, name string, t *Table[T], opts 
 // readOrder sorts the file field indices and gives each table column its
 // position among them.
 func readOrder(idx []int) (order, pos []int) {
-	inFile := make([]int, len(idx))
-	copy(inFile, idx)
+	inFile := make([]int, 0, len(idx))
+	for _, fi := range idx {
+		if fi >= 0 {
+			inFile = append(inFile, fi)
+		}
+	}
 	for i := 1; i < len(inFile); i++ {
 		for j := i; j > 0 && inFile[j] < inFile[j-1]; j-- {
 			inFile[j], inFile[j-1] = inFile[j-1], inFile[j]
@@ -412,6 +416,7 @@ func readOrder(idx []int) (order, pos []int) {
 	}
 	pos = make([]int, len(idx))
 	for i, fi := range idx {
+		pos[i] = -1 // not in the file
 		for k, v := range inFile {
 			if v == fi {
 				pos[i] = k
@@ -471,6 +476,10 @@ func (r *Reader[T]) Records(ctx context.Context) iter.Seq2[arrow.RecordBatch, er
 // columns.
 func (r *Reader[T]) conform(rec arrow.RecordBatch, row int64, cols []arrow.Array) (arrow.RecordBatch, error) {
 	for i, c := range r.t.cols {
+		if r.pos[i] < 0 {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, c.field.Type, int(rec.NumRows()))
+			continue
+		}
 		a := rec.Column(r.pos[i])
 		if !c.field.Nullable && a.NullN() > 0 {
 			for j := 0; j < a.Len(); j++ {

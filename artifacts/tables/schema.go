@@ -63,8 +63,19 @@ type Trajectory struct {
 	Completion  string
 	Turns       []Turn
 	// TokenIDs and Logprobs are nil when the policy did not return them.
-	TokenIDs      []int32
-	Logprobs      []float32
+	// For an episode they are every reply's, concatenated.
+	TokenIDs []int32
+	Logprobs []float32
+	// Sequence is an episode's whole token sequence as the policy saw it
+	// (its first prompt, its replies, the observations between them), and
+	// Trainable marks each of its tokens: 1 for a token the policy
+	// sampled (a reply's, in TokenIDs), 0 for one it was given. Both are
+	// nil for a single-turn sample (its prompt and TokenIDs are the
+	// sequence) and for an episode whose sequence is not known exactly
+	// (the policy returned no prompt token ids, or its prompts did not
+	// extend the previous turn's tokens: then nothing of it is trained).
+	Sequence  []int32
+	Trainable []int32
 	FinishReason  string
 	NumTokens     int32
 	PolicyVersion string
@@ -79,7 +90,7 @@ type Trajectory struct {
 
 // Trajectories is the trajectories table.
 var Trajectories = func() *Table[Trajectory] {
-	t := newTable(TrajectoriesName, 1, []column[Trajectory]{
+	t := newTable(TrajectoriesName, 2, []column[Trajectory]{
 		strCol("prompt_id", "prompt this sample answers (prompts.prompt_id)", func(r *Trajectory) *string { return &r.PromptID }),
 		i32Col("sample_index", "index of the sample among the prompt's samples, from 0", func(r *Trajectory) *int32 { return &r.SampleIndex }),
 		strCol("group_id", "group for group-relative advantages (usually the prompt and iteration)", func(r *Trajectory) *string { return &r.GroupID }),
@@ -95,8 +106,18 @@ var Trajectories = func() *Table[Trajectory] {
 		i32Col("staleness", "policy updates between the sampling policy and the one trained on it", func(r *Trajectory) *int32 { return &r.Staleness }),
 		strCol("status", "ok, timeout, infra_error, env_error or truncated; separate from any reward", func(r *Trajectory) *string { return &r.Status }),
 		optStrCol("error", "error message when status is not ok; null otherwise", func(r *Trajectory) **string { return &r.Error }),
+		since(2, i32ListCol("sequence_ids", "an episode's whole token sequence as the policy saw it (prompt, replies, observations); null for a single-turn sample or when not known exactly", func(r *Trajectory) *[]int32 { return &r.Sequence })),
+		since(2, i32ListCol("trainable", "per token of sequence_ids: 1 for a token the policy sampled, 0 for one it was given; null with sequence_ids", func(r *Trajectory) *[]int32 { return &r.Trainable })),
 	})
-	t.check = func(r *Trajectory) error { return checkStatus(r.Status) }
+	t.check = func(r *Trajectory) error {
+		if err := checkStatus(r.Status); err != nil {
+			return err
+		}
+		if (r.Sequence == nil) != (r.Trainable == nil) || len(r.Sequence) != len(r.Trainable) {
+			return fmt.Errorf("sequence_ids has %d tokens and trainable %d: %w", len(r.Sequence), len(r.Trainable), errInvalid)
+		}
+		return nil
+	}
 	return t
 }()
 

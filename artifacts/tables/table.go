@@ -43,6 +43,8 @@ type Column struct {
 	Type     arrow.DataType
 	Nullable bool
 	Doc      string
+	// Since is the schema version that added the column (1: the first).
+	Since int
 }
 
 // Table is a typed table: a name, a schema version, the Arrow schema and
@@ -75,6 +77,19 @@ type column[T any] struct {
 	// dec binds an array of the column's canonical type and returns a
 	// function that stores the value at index i into a row.
 	dec func(a arrow.Array) func(i int, r *T)
+	// since is the schema version that added the column (0: the first).
+	// A file of an older version, or without a version, may lack it: the
+	// column then reads as null (since is only for nullable columns).
+	since int
+}
+
+// since marks a nullable column as added in schema version v.
+func since[T any](v int, c column[T]) column[T] {
+	if !c.field.Nullable {
+		panic("tables: a column added in a later version must be nullable: " + c.field.Name)
+	}
+	c.since = v
+	return c
 }
 
 // dynamic describes columns whose names are chosen per file: the rewards
@@ -128,7 +143,7 @@ func (t *Table[T]) Schema() *arrow.Schema { return t.schema }
 func (t *Table[T]) Columns() []Column {
 	out := make([]Column, len(t.cols))
 	for i, c := range t.cols {
-		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc}
+		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc, Since: max(c.since, 1)}
 	}
 	return out
 }
