@@ -88,6 +88,20 @@ type Trajectory struct {
 	Error  *string
 }
 
+// IsEpisode reports whether the row is a multi-turn episode (it has turns
+// or a token sequence) rather than a single-turn sample.
+func (t *Trajectory) IsEpisode() bool { return len(t.Turns) > 0 || t.Sequence != nil }
+
+// FirstEpisode is the index of the first episode among rows, or -1.
+func FirstEpisode(rows []Trajectory) int {
+	for i := range rows {
+		if rows[i].IsEpisode() {
+			return i
+		}
+	}
+	return -1
+}
+
 // Trajectories is the trajectories table.
 var Trajectories = func() *Table[Trajectory] {
 	t := newTable(TrajectoriesName, 2, []column[Trajectory]{

@@ -6,6 +6,10 @@
 package kinds
 
 import (
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/environments/episodes"
+	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -21,6 +25,15 @@ import (
 	_ "github.com/rlpipe/rlpipe/policy/openai"
 )
 
+// Environments are the environments an episodes stage can name (its env
+// key): guess, the number-guessing game with higher/lower feedback
+// (environments/guess), one secret per prompt id.
+func Environments() map[string]episodes.Maker {
+	return map[string]episodes.Maker{
+		"guess": func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil },
+	}
+}
+
 // Registry is the stage kinds and builders rlpipe ships.
 func Registry() *kind.Registry {
 	return &kind.Registry{
@@ -30,6 +43,7 @@ func Registry() *kind.Registry {
 			rollouts.DatasetKind,
 			runners.CELKind,
 			rollouts.RolloutKind,
+			episodes.NewKind(Environments()),
 			embedded.GRPOKind,
 			external.Kind,
 		},

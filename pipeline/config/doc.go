@@ -20,7 +20,7 @@
 // keys into the value its New returns, checks them and builds the task.
 // The walk over the YAML tree learns a kind's keys from that value, so an
 // unknown key still gets "did you mean", and a key of another kind says
-// which kind takes it ("only rollout stages take sampling"). The policy
+// which kind takes it ("only rollout stages or episodes stages take sampling"). The policy
 // section works the same way with the backends of policy.Register.
 //
 // Use it in three steps:

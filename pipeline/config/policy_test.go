@@ -49,8 +49,8 @@ func TestPolicyErrors(t *testing.T) {
 		{"endpoints on embedded", rolloutGen, "policy: {kind: embedded, endpoints: [\"http://h:1\"]}\n", "configure an openai policy"},
 		{"unknown model", rolloutGen, "policy: {kind: embedded, model: gpt2}\n", `policy.model: "gpt2" is neither a shipped model`},
 		{"unknown serve", rolloutGen, "policy: {kind: embedded, serve: grpc}\n", `policy.serve: unknown way "grpc"`},
-		{"policy without a rollout stage", "generate: {kind: standin, env: gen}", "policy: {kind: embedded}\n", "policy: no rollout stage samples from it"},
-		{"sampling on standin", "generate: {kind: standin, env: gen, sampling: {n: 2, max_tokens: 3}}", "", "stages.generate.sampling: only rollout stages take sampling"},
+		{"policy without a rollout stage", "generate: {kind: standin, env: gen}", "policy: {kind: embedded}\n", "policy: no rollout or episodes stage samples from it"},
+		{"sampling on standin", "generate: {kind: standin, env: gen, sampling: {n: 2, max_tokens: 3}}", "", "stages.generate.sampling: only rollout stages or episodes stages take sampling (use kind: rollout on the generate stage, or use kind: episodes on the generate stage)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

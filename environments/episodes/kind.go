@@ -1,0 +1,118 @@
+package episodes
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// NewKind returns kind: episodes, the generate stage that runs episodes
+// of the RL environments envs names (its rl_env key) (docs/ROLLOUTS.md). A program registers
+// the environments its pipeline files may name.
+func NewKind(envs map[string]Maker) kind.Kind { return episodesKind{envs: envs} }
+
+type episodesKind struct{ envs map[string]Maker }
+
+func (episodesKind) Name() string      { return "episodes" }
+func (episodesKind) Slots() []string   { return []string{pipeline.SlotGenerate} }
+func (k episodesKind) New() kind.Stage { return &Stage{envs: k.envs} }
+
+// Stage is an episodes stage's keys.
+type Stage struct {
+	// RLEnv names the RL environment (one of those the program
+	// registered). Not env: every stage's env key names its task
+	// environment (resources, retries), as for any stage.
+	RLEnv string `yaml:"rl_env"`
+	// Episodes is G, the episodes per prompt.
+	Episodes int `yaml:"episodes"`
+	// MaxTurns is the turn budget (default 16).
+	MaxTurns int `yaml:"max_turns,omitempty"`
+	// Timeout is an episode's wall-clock budget (default none).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// System is the transcript's first message, when set.
+	System string `yaml:"system,omitempty"`
+	// Concurrency is how many episodes run at once (default 4).
+	Concurrency int       `yaml:"concurrency,omitempty"`
+	Sampling    *Sampling `yaml:"sampling,omitempty"`
+
+	envs map[string]Maker
+}
+
+// Sampling is how each turn's reply is sampled.
+type Sampling struct {
+	Temperature *float64 `yaml:"temperature,omitempty"`
+	TopP        float64  `yaml:"top_p,omitempty"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	Stop        []string `yaml:"stop,omitempty"`
+}
+
+// SamplesPolicy marks the stage as the policy section's user.
+func (*Stage) SamplesPolicy() {}
+
+func (s *Stage) names() []string {
+	var out []string
+	for n := range s.envs {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Check checks the slot, the environment, the budgets and the sampling.
+func (s *Stage) Check(c kind.Checker) {
+	if !kind.OnlyIn(c, pipeline.SlotGenerate, "can run episodes") {
+		return
+	}
+	if c.File().Policy == "" {
+		c.Fail("", "add a policy section, e.g. policy: {kind: embedded, model: tiny-arith}", "%s: an episodes stage acts with the policy section, which is missing", c.Path(""))
+	}
+	names := strings.Join(s.names(), ", ")
+	switch {
+	case s.RLEnv == "":
+		c.Fail("rl_env", "one of: "+names, "%s: an episodes stage needs rl_env, the RL environment to run", c.Path(""))
+	case s.envs[s.RLEnv] == nil:
+		c.Fail("rl_env", "one of: "+names, "%s: no RL environment %q in this program", c.Path("rl_env"), s.RLEnv)
+	}
+	switch {
+	case s.Episodes < 1:
+		c.Fail("episodes", "the group size G, e.g. 8", "%s: must be at least 1, got %d", c.Path("episodes"), s.Episodes)
+	case s.MaxTurns < 0:
+		c.Fail("max_turns", "", "%s: cannot be negative, got %d", c.Path("max_turns"), s.MaxTurns)
+	case s.Timeout < 0:
+		c.Fail("timeout", "", "%s: cannot be negative, got %v", c.Path("timeout"), s.Timeout)
+	case s.Concurrency < 0:
+		c.Fail("concurrency", "", "%s: cannot be negative, got %d", c.Path("concurrency"), s.Concurrency)
+	}
+	sp := s.Sampling
+	switch {
+	case sp == nil:
+		c.Fail("", "e.g. sampling: {temperature: 1.0, max_tokens: 8}", "%s: an episodes stage needs sampling (per turn)", c.Path(""))
+	case sp.MaxTokens < 1:
+		c.Fail("sampling.max_tokens", "the most tokens of one reply", "%s: must be at least 1, got %d", c.Path("sampling.max_tokens"), sp.MaxTokens)
+	case sp.Temperature != nil && *sp.Temperature < 0:
+		c.Fail("sampling.temperature", "0 samples greedily", "%s: cannot be negative, got %g", c.Path("sampling.temperature"), *sp.Temperature)
+	case sp.TopP < 0 || sp.TopP > 1:
+		c.Fail("sampling.top_p", "", "%s: must be in (0, 1], got %g", c.Path("sampling.top_p"), sp.TopP)
+	}
+}
+
+// Task runs the episodes with the opened policy.
+func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
+	sp := policy.Sampling{Temperature: 1, TopP: s.Sampling.TopP, MaxTokens: s.Sampling.MaxTokens, Stop: s.Sampling.Stop}
+	if s.Sampling.Temperature != nil {
+		sp.Temperature = *s.Sampling.Temperature
+	}
+	t, err := Task(Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, AdapterRoot: b.Policy.AdapterRoot,
+		EnvName: s.RLEnv, Make: s.envs[s.RLEnv], Episodes: s.Episodes, Concurrency: s.Concurrency, Env: b.Env,
+		Runner: environments.RunnerOptions{Sampling: sp, MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}})
+	if err != nil {
+		return nil, err
+	}
+	t.Version = b.Versioned(t.Version)
+	return t, nil
+}

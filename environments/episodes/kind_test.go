@@ -1,0 +1,40 @@
+package episodes_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+func pipelineFile(generate string) []byte {
+	return []byte(`iterations: 2
+batch_size: 4
+dataset: main:data/games.parquet
+policy: {kind: embedded, model: tiny-arith}
+stages:
+  sample: {kind: dataset}
+  generate: ` + generate + `
+  reward: {kind: standin}
+  train: {kind: standin}
+`)
+}
+
+func TestEpisodesStageKeys(t *testing.T) {
+	if _, err := config.Parse("pipeline.yaml", pipelineFile("{kind: episodes, rl_env: guess, episodes: 4, max_turns: 8, timeout: 30s, sampling: {max_tokens: 4}}"), kinds.Registry()); err != nil {
+		t.Fatalf("a valid episodes stage: %v", err)
+	}
+	for _, c := range []struct{ generate, want string }{
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: guess)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: guess)"},
+		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
+		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
+		{"{kind: episodes, rl_env: guess, episodes: 2, max_turn: 3, sampling: {max_tokens: 4}}", "max_turn"},
+	} {
+		_, err := config.Parse("pipeline.yaml", pipelineFile(c.generate), kinds.Registry())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant %q", c.generate, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package episodes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// Version is the episodes code's version; it enters every episodes task's
+// cache key: bump it when the rows written for the same inputs change.
+const Version = "episodes-1"
+
+// Maker makes a fresh environment for the episodes of one prompt (the
+// prompt row may carry the problem: a question, an answer, metadata).
+// It is called once per episode; the Env it returns runs that episode
+// only.
+type Maker func(p tables.Prompt) (environments.Env, error)
+
+// Options configure an episodes task.
+type Options struct {
+	// Policy acts in the episodes; it must be safe for concurrent use.
+	Policy policy.Policy
+	// Identity names the policy for the cache key and policy_version.
+	Identity string
+	// AdapterRoot and KeepAdapters are as in rollouts.Options.
+	AdapterRoot  string
+	KeepAdapters int
+	// EnvName names the environment in the cache key; Make makes it.
+	EnvName string
+	Make    Maker
+	// Episodes is G, the episodes per prompt.
+	Episodes int
+	// Runner tunes each episode: sampling per turn (N must be 0 or 1),
+	// the turn and wall-clock budgets, the system message. Its Seed is
+	// the task call's; prompt logprobs are always asked for, so that
+	// the episode's token sequence is exact.
+	Runner environments.RunnerOptions
+	// Concurrency is how many episodes run at once (default 4).
+	Concurrency int
+	// Env is the task environment (default "generate").
+	Env string
+}
+
+// Task returns the generate stage that runs episodes: it reads the
+// prompts input and, when present, the policy input (an adapter), runs
+// Episodes episodes per prompt, and writes the trajectories table, one row
+// per episode in (prompt, episode index) order.
+func Task(o Options) (*pipeline.Task, error) {
+	switch {
+	case o.Policy == nil:
+		return nil, errors.New("episodes: no policy")
+	case o.Make == nil:
+		return nil, fmt.Errorf("episodes: no environment maker for %q", o.EnvName)
+	case o.Episodes < 1:
+		return nil, fmt.Errorf("episodes: episodes per prompt must be at least 1, got %d", o.Episodes)
+	}
+	o.Runner.Sampling.PromptLogprobs, o.Runner.Sampling.Logprobs = true, true
+	if _, err := environments.NewRunner(o.Policy, &o.Runner); err != nil {
+		return nil, fmt.Errorf("episodes: %w", err)
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.KeepAdapters <= 0 {
+		o.KeepAdapters = 3
+	}
+	if o.Env == "" {
+		o.Env = "generate"
+	}
+	g := &generator{o: o, adapters: policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)}
+	v, err := g.version()
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.Task{
+		Name: "generate", Version: v, Env: o.Env,
+		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
+			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
+		Run: g.run,
+	}, nil
+}
+
+type generator struct {
+	o        Options
+	adapters *policy.Adapters
+}
+
+// version is the code, the policy, the environment and what shapes an
+// episode, hashed.
+func (g *generator) version() (string, error) {
+	r := g.o.Runner
+	s := r.Sampling
+	s.Adapter = ""
+	b, err := json.Marshal(struct {
+		Code, Identity, Env string
+		Episodes, MaxTurns  int
+		Timeout             time.Duration
+		System              string
+		Sampling            policy.Sampling
+	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s})
+	if err != nil {
+		return "", fmt.Errorf("episodes: version: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return Version + "-" + hex.EncodeToString(sum[:8]), nil
+}
+
+// Params are the loop's parameters of a generate call.
+type Params struct {
+	Iteration int `json:"iteration"`
+	Staleness int `json:"staleness"`
+}
+
+func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
+	var p Params
+	if err := tc.Params(&p); err != nil {
+		return err
+	}
+	path := tc.InputPath(pipeline.OutPrompts)
+	if path == "" {
+		return pipeline.Permanent(errors.New("episodes: no prompts input"))
+	}
+	prompts, err := tables.ReadFile(path, tables.Prompts)
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
+	ro := g.o.Runner
+	ro.Seed = int64(tc.Seed)
+	ro.Logger = tc.Logger()
+	if dir := tc.InputPath("policy"); dir != "" {
+		name, err := g.adapters.Load(ctx, dir)
+		if errors.Is(err, policy.ErrAdapterInput) {
+			return pipeline.Permanent(err)
+		}
+		if err != nil {
+			return err
+		}
+		ro.Sampling.Adapter = name
+	}
+	runner, err := environments.NewRunner(g.o.Policy, &ro)
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
+	sampler := ro.Sampling
+	sampler.Adapter = ""
+	samplerJSON := sampler.JSON()
+	G := g.o.Episodes
+	rows := make([]tables.Trajectory, len(prompts)*G)
+	// Every environment is made first, in order, so that one that cannot
+	// be made fails the call the same way every time, before any episode.
+	envs := make([]environments.Env, len(rows))
+	for i, pr := range prompts {
+		for j := 0; j < G; j++ {
+			if envs[i*G+j], err = g.o.Make(pr); err != nil {
+				return pipeline.Permanent(fmt.Errorf("episodes: environment %s for prompt %s: %w", g.o.EnvName, pr.PromptID, err))
+			}
+		}
+	}
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(g.o.Concurrency)
+	for i, pr := range prompts {
+		for j := 0; j < G; j++ {
+			env := envs[i*G+j]
+			eg.Go(func() error {
+				ep := environments.Episode{ID: pr.PromptID, SampleIndex: int32(j), GroupID: fmt.Sprintf("%06d-%s", p.Iteration, pr.PromptID)}
+				res, err := runner.Run(ectx, env, ep)
+				if err != nil {
+					if errors.Is(err, policy.ErrAdapterNotLoaded) {
+						g.adapters.Forget(ro.Sampling.Adapter)
+					}
+					return fmt.Errorf("episodes of iteration %d: %w", p.Iteration, err)
+				}
+				tr := res.Trajectory
+				tr.Sampler, tr.Staleness = samplerJSON, int32(p.Staleness)
+				if tr.PolicyVersion == "" {
+					tr.PolicyVersion = g.o.Identity
+				}
+				rows[i*G+j] = tr
+				return nil
+			})
+		}
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+}

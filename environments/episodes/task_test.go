@@ -1,0 +1,238 @@
+package episodes_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/environments/episodes"
+	"github.com/rlpipe/rlpipe/environments/guess"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// bisector plays guess-the-number by bisection, as a model with a byte
+// tokenizer and a chat template would return it: prompt token ids
+// (role marker, content bytes, end token per message, then the
+// assistant's marker) and reply token ids (bytes, end token). Its first
+// guess depends on the request seed, so that episodes of a group differ.
+type bisector struct{}
+
+func render(msgs []policy.Message) []int32 {
+	var ids []int32
+	for _, m := range msgs {
+		role := int32(1)
+		if m.Role == "assistant" {
+			role = 2
+		}
+		ids = append(ids, role)
+		for _, b := range []byte(m.Content) {
+			ids = append(ids, 10+int32(b))
+		}
+		ids = append(ids, 0)
+	}
+	return append(ids, 2)
+}
+
+func (bisector) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	out := make([][]policy.Sample, len(reqs))
+	for i, r := range reqs {
+		lo, hi := 1, 100
+		guess := 0
+		for _, m := range r.Messages {
+			switch {
+			case m.Role == "assistant":
+				guess, _ = strconv.Atoi(m.Content)
+			case m.Content == "higher":
+				lo = guess + 1
+			case m.Content == "lower":
+				hi = guess - 1
+			}
+		}
+		next := (lo + hi) / 2
+		if guess == 0 {
+			next = lo + int(uint64(r.Seed)%uint64(hi-lo+1)) // a seeded first guess
+		}
+		text := strconv.Itoa(next)
+		var ids []int32
+		var lps []float32
+		for _, b := range []byte(text) {
+			ids, lps = append(ids, 10+int32(b)), append(lps, -0.5)
+		}
+		ids, lps = append(ids, 0), append(lps, -0.1)
+		out[i] = []policy.Sample{{RequestID: r.ID, Text: text, TokenIDs: ids, Logprobs: lps, FinishReason: policy.FinishStop,
+			Prompt: &policy.PromptLogprobs{TokenIDs: render(r.Messages)}, Status: policy.StatusOK}}
+	}
+	return out, nil
+}
+
+func setup(t *testing.T) (artifacts.Store, pipeline.Artifact) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var buf bytes.Buffer
+	rows := []tables.Prompt{{PromptID: "g1", Prompt: "play", Answer: "-"}, {PromptID: "g2", Prompt: "play", Answer: "-"}, {PromptID: "g3", Prompt: "play", Answer: "-"}}
+	if err := tables.Write(&buf, tables.Prompts, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(ctx, "main", "data/games.parquet", &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "games", nil); err != nil {
+		t.Fatal(err)
+	}
+	return st, pipeline.StoreArtifact("main", "data/games.parquet")
+}
+
+func runEpisodes(t *testing.T, st artifacts.Store, prompts pipeline.Artifact, name string, o episodes.Options) ([]byte, error) {
+	t.Helper()
+	ctx := context.Background()
+	task, err := episodes.Task(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Seed: 5, NoCache: true, WorkDir: t.TempDir(),
+		Envs: map[string]pipeline.Settings{"generate": {}}, Machine: &pipeline.Machine{CPU: 2, MemoryMB: 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := r.Iteration(1).Go(ctx, task, pipeline.Call{Inputs: map[string]pipeline.Artifact{pipeline.OutPrompts: prompts}, Params: map[string]int{"iteration": 1}})
+	if err := n.Wait(ctx); err != nil {
+		return nil, err
+	}
+	art, err := n.Result(pipeline.OutTrajectories)
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := st.GetObject(ctx, art.Ref, art.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+func guessEnv(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }
+
+// G episodes per prompt, in (prompt, episode) order, each played to the
+// end with its exact token sequence and mask; the same seed gives the same
+// bytes on a second run.
+func TestEpisodesTask(t *testing.T) {
+	st, prompts := setup(t)
+	o := episodes.Options{Policy: bisector{}, Identity: "bisector", EnvName: "guess", Make: guessEnv, Episodes: 4, Concurrency: 3,
+		Runner: environments.RunnerOptions{MaxTurns: 10, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}}
+	b, err := runEpisodes(t, st, prompts, "a", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories", tables.Trajectories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 12 {
+		t.Fatalf("%d rows, want 3 prompts × 4 episodes", len(rows))
+	}
+	firsts := map[string]bool{}
+	for i, r := range rows {
+		if r.PromptID != []string{"g1", "g2", "g3"}[i/4] || r.SampleIndex != int32(i%4) || r.GroupID != "000001-"+r.PromptID {
+			t.Errorf("row %d: %s #%d group %s", i, r.PromptID, r.SampleIndex, r.GroupID)
+		}
+		if r.Status != tables.StatusOK || r.Turns[len(r.Turns)-1].Content != guess.Correct || r.PolicyVersion != "bisector" {
+			t.Errorf("row %d: status %s, last turn %q, version %q", i, r.Status, r.Turns[len(r.Turns)-1].Content, r.PolicyVersion)
+		}
+		if r.Sequence == nil || len(r.Sequence) != len(r.Trainable) {
+			t.Fatalf("row %d has no exact sequence", i)
+		}
+		var policyTokens []int32
+		for k, m := range r.Trainable {
+			if m == 1 {
+				policyTokens = append(policyTokens, r.Sequence[k])
+			}
+		}
+		if !slicesEqual(policyTokens, r.TokenIDs) {
+			t.Errorf("row %d: masked tokens %v, replies %v", i, policyTokens, r.TokenIDs)
+		}
+		firsts[r.PromptID+"/"+r.Turns[1].Content] = true
+	}
+	if len(firsts) < 6 {
+		t.Errorf("the episodes of a group should differ in their samples: first guesses %v", firsts)
+	}
+	again, err := runEpisodes(t, st, prompts, "b", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, b) {
+		t.Error("a second run with the same seed wrote other bytes")
+	}
+}
+
+type brokenEnv struct{}
+
+func (brokenEnv) Reset(ctx context.Context, id string) (string, error) { return "start", nil }
+func (brokenEnv) Step(ctx context.Context, a string) (environments.Step, error) {
+	return environments.Step{}, errors.New("the simulator crashed")
+}
+func (brokenEnv) End() error { return nil }
+
+// An environment that fails on a step gives its episode env_error and the
+// others go on; one that cannot be made fails the task, naming the prompt.
+func TestEpisodesFaults(t *testing.T) {
+	st, prompts := setup(t)
+	mk := func(p tables.Prompt) (environments.Env, error) {
+		if p.PromptID == "g2" {
+			return brokenEnv{}, nil
+		}
+		return guess.New(nil), nil
+	}
+	o := episodes.Options{Policy: bisector{}, Identity: "bisector", EnvName: "mixed", Make: mk, Episodes: 2,
+		Runner: environments.RunnerOptions{MaxTurns: 3, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}}
+	b, err := runEpisodes(t, st, prompts, "faults", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories", tables.Trajectories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		switch {
+		case r.PromptID == "g2":
+			if r.Status != tables.StatusEnvError || r.Error == nil || !strings.Contains(*r.Error, "the simulator crashed") {
+				t.Errorf("g2: %s %v", r.Status, r.Error)
+			}
+		case r.Status != tables.StatusOK && r.Status != tables.StatusTruncated:
+			t.Errorf("%s #%d: %s", r.PromptID, r.SampleIndex, r.Status)
+		}
+	}
+	o.Make = func(p tables.Prompt) (environments.Env, error) { return nil, errors.New("no world for it") }
+	_, err = runEpisodes(t, st, prompts, "nomaker", o)
+	if err == nil || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), "environment mixed for prompt g1: no world for it") {
+		t.Errorf("a maker that fails: %v", err)
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
