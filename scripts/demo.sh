@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A walkthrough with the real rlpipe binary: import a
 # dataset, commit it, branch, change the branch, diff, merge, read history
-# and the table back, then run the (stand-in) RL loop and rerun it from the
-# cache. Each run uses a fresh temporary store, removed at the
-# end (KEEP=1 keeps it and prints where it is).
+# and the table back, then run the RL loop, rerun it from the cache, rescore
+# it and write its report. The store is kept afterwards, to explore with
+# `rlpipe ui`, `rlpipe status arith` and the notebooks: .rlpipe-demo/store in
+# the checkout (RLPIPE_DEMO_DIR moves it). Each run starts it afresh; a
+# directory there that this script did not make is never removed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,20 +16,25 @@ if [ ! -x "$bin" ]; then
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/rlpipe-demo.XXXXXX")"
-cleanup() {
-  if [ "${KEEP:-0}" = 1 ]; then
-    echo
-    echo "kept the demo store: RLPIPE_STORE=$work/store $bin log main"
-  else
-    rm -rf "$work"
+trap 'rm -rf "$work"' EXIT
+
+# The demo's own store, kept for what comes after it.
+demo_dir="${RLPIPE_DEMO_DIR:-$root/.rlpipe-demo}"
+marker="$demo_dir/MADE-BY-RLPIPE-DEMO"
+if [ -z "${DEMO_STORE:-}" ]; then
+  if [ -e "$demo_dir" ] && [ ! -e "$marker" ]; then
+    echo "demo: $demo_dir exists and was not made by the demo; move it away or set RLPIPE_DEMO_DIR" >&2
+    exit 1
   fi
-}
-trap cleanup EXIT
+  rm -rf "$demo_dir"
+  mkdir -p "$demo_dir"
+  printf 'scripts/demo.sh made this directory and removes it at its next run.\n' >"$marker"
+fi
 
 # Every command below works on this store, whatever the caller's setting;
 # DEMO_STORE names one that already exists instead (scripts/demo-lakefs.sh
 # runs the demo through a lakeFS stand-in that way).
-export RLPIPE_STORE="${DEMO_STORE:-$work/store}"
+export RLPIPE_STORE="${DEMO_STORE:-$demo_dir/store}"
 
 # quote prints an argument the way a user would type it.
 quote() {
@@ -117,3 +124,12 @@ run diff runs-arith try-reward --two-dot --prefix iterations/000001/
 step "The report: learning curves, pass@k per checkpoint, training health, alarms, best and worst samples"
 run report arith --out "$report" --compare try-reward
 printf '\nopen %s in a browser (one self-contained file, no network)\n' "$report"
+
+if [ -z "${DEMO_STORE:-}" ]; then
+  rel="${bin#"$root"/}"
+  printf '\nThe run stays in %s. Explore it:\n' "$RLPIPE_STORE"
+  printf '  export RLPIPE_STORE=%s\n' "$(quote "$RLPIPE_STORE")"
+  printf '  %s ui                # runs, live curves, tables: http://127.0.0.1:8080\n' "$rel"
+  printf '  %s status arith      # iterations, evaluations, the held-out gain\n' "$rel"
+  printf '  jupyter lab notebooks/   # the notebooks read $RLPIPE_STORE (RLPIPE_RUN=runs-arith)\n'
+fi
