@@ -83,4 +83,4 @@ cover: ## test coverage report in cover.out
 
 .PHONY: clean
 clean: ## remove build outputs and local stores
-	rm -rf bin cover.out .rlpipe
+	rm -rf bin cover.out .rlpipe .rlpipe-demo
