@@ -41,8 +41,14 @@ func evalRows(evals []evalOut) []evalRow {
 			out = append(out, r)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	sortRows(out)
+	return out
+}
+
+// sortRows orders rows by checkpoint, set and metric.
+func sortRows(rows []evalRow) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
 		if a.Iteration != b.Iteration {
 			return a.Iteration < b.Iteration
 		}
@@ -51,7 +57,6 @@ func evalRows(evals []evalOut) []evalRow {
 		}
 		return a.Metric < b.Metric
 	})
-	return out
 }
 
 // TestOneReaderOfEvaluations reads one run's evaluations through every
@@ -135,16 +140,7 @@ print(json.dumps(rows, default=lambda x: x.item()))`, h.store)
 	if len(rows) != len(want) {
 		t.Fatalf("Run.evals(): %d rows, want %d", len(rows), len(want))
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.Iteration != b.Iteration {
-			return a.Iteration < b.Iteration
-		}
-		if a.Set != b.Set {
-			return a.Set < b.Set
-		}
-		return a.Metric < b.Metric
-	})
+	sortRows(rows)
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("Run.evals() differs from status's evals:\n got %+v\nwant %+v", rows, want)
 	}
