@@ -21,7 +21,9 @@
 //
 // Reports are deterministic: the same store content gives the same bytes
 // (the only date shown is the commit's), so they can be golden-tested and
-// diffed. Charts are inline SVG drawn here; the page loads nothing and
+// diffed. Charts are inline SVG drawn here, in figures whose title,
+// legend and plot never overlap, on axes that cover the data; series equal
+// point for point are drawn once with a note. The page loads nothing and
 // runs no script. docs/REPORTS.md defines every health metric and alarm
 // rule with its threshold.
 package reports

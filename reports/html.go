@@ -113,9 +113,15 @@ func writeFileAtomic(path string, b []byte) error {
 const css = `body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1180px;padding:0 18px 40px;color:#1b1b1b}
 h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}
 nav a{margin-right:12px}.meta{color:#555}.empty{color:#777;font-style:italic}
-.charts{display:flex;flex-wrap:wrap;gap:10px}.chart{background:#fff;border:1px solid #e4e4e4}
-.chart .title{font-size:13px;font-weight:600}.chart .tick,.chart .legend,.chart .axis{font-size:11px;fill:#444}.chart .note{font-size:13px;fill:#888}
+.charts{display:flex;flex-wrap:wrap;gap:10px;align-items:flex-start}
+figure.chart{margin:0;padding:6px 8px;max-width:100%;background:#fff;border:1px solid #e4e4e4}.chart svg{display:block;max-width:100%;height:auto}
+.chart .title{display:block;font-size:13px;font-weight:600;overflow-wrap:anywhere}
+.chart .legend{display:flex;flex-wrap:wrap;gap:0 12px;margin:2px 0;font-size:11px;color:#444}.chart .legend span{white-space:nowrap}
+.chart .key{display:inline-block;width:14px;border-top:3px solid;vertical-align:middle;margin-right:4px}.chart .key.dashed{border-top-style:dashed}
+.chart .same{margin:2px 0 0;font-size:11px;color:#666;font-style:italic}
+.chart .tick,.chart .axis{font-size:11px;fill:#444}.chart .note{font-size:13px;fill:#888}
 .chart .grid line{stroke:#eee}.chart .frame{fill:none;stroke:#bbb}.chart .line{fill:none;stroke-width:1.8}.chart .band{opacity:.15}
+.scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .alarm td:first-child{font-weight:600;color:#b00020}.ok{color:#1a7f37}
@@ -227,7 +233,7 @@ func (r *Report) alarms(b *bytes.Buffer) {
 		b.WriteString(`<p class="ok">No alarm: no rule fired (thresholds in docs/REPORTS.md).</p>` + "\n")
 		return
 	}
-	b.WriteString("<table><tr><th>rule</th><th>iterations</th><th>what happened</th><th>evidence</th></tr>\n")
+	b.WriteString("<div class=\"scroll\"><table><tr><th>rule</th><th>iterations</th><th>what happened</th><th>evidence</th></tr>\n")
 	for _, a := range r.Alarms {
 		its := strconv.Itoa(a.Iteration)
 		if a.LastIteration != a.Iteration {
@@ -240,7 +246,7 @@ func (r *Report) alarms(b *bytes.Buffer) {
 		fmt.Fprintf(b, `<tr class="alarm"><td>%s</td><td class="n">%s</td><td>%s</td><td>%s</td></tr>`+"\n",
 			esc(a.Rule), its, esc(a.Message), esc(strings.Join(ev, ", ")))
 	}
-	b.WriteString("</table>\n")
+	b.WriteString("</table></div>\n")
 }
 
 // healthSeries is one Health field against iteration.
@@ -264,17 +270,21 @@ func (r *Report) learning(b *bytes.Buffer) {
 	if slices.ContainsFunc(r.Run.Health, func(h Health) bool { _, ok := h.Components["correct"]; return ok }) {
 		ser = append(ser, r.healthSeries("accuracy (correct)", func(h *Health) float64 { return componentMean(h, "correct") }))
 	}
-	b.WriteString(lineChart{title: "Training reward and accuracy", xLabel: "iteration", series: ser}.svg())
+	// Equal curves are drawn once with a note (lineChart); these are equal
+	// by construction.
+	b.WriteString(lineChart{title: "Training reward and accuracy", xLabel: "iteration", series: ser,
+		why: map[string]string{"reward (mean total) = accuracy (correct)": "the reward is its 0/1 correct component"}}.html())
 	b.WriteString(lineChart{title: "Loss", xLabel: "iteration", series: []series{r.healthSeries("loss", func(h *Health) float64 { return h.Loss }),
-		r.healthSeries("policy loss", func(h *Health) float64 { return h.PolicyLoss })}}.svg())
+		r.healthSeries("policy loss", func(h *Health) float64 { return h.PolicyLoss })},
+		why: map[string]string{"loss = policy loss": "at beta 0 the loss has no KL term"}}.html())
 	b.WriteString(lineChart{title: "KL to the reference", xLabel: "iteration", empty: notComputedKL,
-		series: []series{r.healthSeries("kl", func(h *Health) float64 { return h.KL })}}.svg())
+		series: []series{r.healthSeries("kl", func(h *Health) float64 { return h.KL })}}.html())
 	if comps := allComponents(r.Run.Health); len(comps) > 1 {
 		var cs []series
 		for _, c := range comps {
 			cs = append(cs, r.healthSeries(c, func(h *Health) float64 { return componentMean(h, c) }))
 		}
-		b.WriteString(lineChart{title: "Reward components (mean)", xLabel: "iteration", series: cs}.svg())
+		b.WriteString(lineChart{title: "Reward components (mean)", xLabel: "iteration", series: cs}.html())
 	}
 	b.WriteString("</div>\n")
 }
@@ -328,8 +338,8 @@ func (r *Report) evals(b *bytes.Buffer) {
 		}
 		fmt.Fprintf(b, "<h3>%s</h3><div class=\"charts\">", esc(set))
 		b.WriteString(lineChart{title: fmt.Sprintf("%s: pass@k by checkpoint (95%% intervals shaded)", set), xLabel: "checkpoint (iteration)",
-			series: ser, width: 640, height: 280, yFixed: true, yFrom: 0, yTo: 1}.svg())
-		b.WriteString("</div>\n<table class=\"evals\"><tr><th>checkpoint</th><th>iteration</th><th>problems × n</th>")
+			series: ser, width: 640, height: 280, yFixed: true, yFrom: 0, yTo: 1}.html())
+		b.WriteString("</div>\n<div class=\"scroll\"><table class=\"evals\"><tr><th>checkpoint</th><th>iteration</th><th>problems × n</th>")
 		for _, m := range metrics {
 			fmt.Fprintf(b, "<th>%s</th>", esc(m))
 		}
@@ -347,7 +357,7 @@ func (r *Report) evals(b *bytes.Buffer) {
 			}
 			b.WriteString("</tr>\n")
 		}
-		b.WriteString("</table>\n")
+		b.WriteString("</table></div>\n")
 	}
 }
 
@@ -383,7 +393,7 @@ func (r *Report) health(b *bytes.Buffer) {
 	}
 	for _, c := range charts {
 		c.xLabel, c.width, c.height = "iteration", 370, 200
-		b.WriteString(c.svg())
+		b.WriteString(c.html())
 	}
 	b.WriteString("</div>\n")
 }
@@ -408,7 +418,7 @@ func (r *Report) samples(b *bytes.Buffer) {
 		if len(s.Worst) > 0 {
 			worst = s.Worst[0].Total
 		}
-		fmt.Fprintf(b, "<details%s><summary>iteration %d: best %s, worst %s</summary>\n<table><tr><th></th><th>prompt</th><th>completion</th><th>total</th><th>components</th></tr>\n",
+		fmt.Fprintf(b, "<details%s><summary>iteration %d: best %s, worst %s</summary>\n<div class=\"scroll\"><table><tr><th></th><th>prompt</th><th>completion</th><th>total</th><th>components</th></tr>\n",
 			open, s.Iteration, f4(best), f4(worst))
 		row := func(kind string, x Sample) {
 			names := make([]string, 0, len(x.Components))
@@ -436,7 +446,7 @@ func (r *Report) samples(b *bytes.Buffer) {
 		for _, x := range s.Worst {
 			row("worst", x)
 		}
-		b.WriteString("</table></details>\n")
+		b.WriteString("</table></div></details>\n")
 	}
 }
 
@@ -466,7 +476,7 @@ func (r *Report) table(b *bytes.Buffer) {
 		{"entropy", func(h *Health) string { return f4(h.Entropy) }},
 		{"grad norm", func(h *Health) string { return f4(h.GradNorm) }},
 	}
-	b.WriteString("<table><tr>")
+	b.WriteString("<div class=\"scroll\"><table><tr>")
 	for _, c := range cols {
 		fmt.Fprintf(b, "<th>%s</th>", c.name)
 	}
@@ -478,7 +488,7 @@ func (r *Report) table(b *bytes.Buffer) {
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString("</table></details>\n")
+	b.WriteString("</table></div></details>\n")
 }
 
 func (r *Report) compare(b *bytes.Buffer) {
@@ -508,8 +518,8 @@ func (r *Report) compare(b *bytes.Buffer) {
 		old.x, old.y = append(old.x, float64(p.Iteration)), append(old.y, p.Old)
 		nw.x, nw.y = append(nw.x, float64(p.Iteration)), append(nw.y, p.New)
 	}
-	b.WriteString(lineChart{title: "Mean total reward per iteration", xLabel: "iteration", series: []series{old, nw}, width: 560}.svg())
-	b.WriteString("</div>\n<table><tr><th>component</th><th>old mean</th><th>new mean</th><th>old std</th><th>new std</th><th>old min..max</th><th>new min..max</th></tr>\n")
+	b.WriteString(lineChart{title: "Mean total reward per iteration", xLabel: "iteration", series: []series{old, nw}, width: 560}.html())
+	b.WriteString("</div>\n<div class=\"scroll\"><table><tr><th>component</th><th>old mean</th><th>new mean</th><th>old std</th><th>new std</th><th>old min..max</th><th>new min..max</th></tr>\n")
 	cell := func(s *tables.RewardStats, f func(*tables.RewardStats) string) string {
 		if s == nil {
 			return "–"
@@ -523,13 +533,13 @@ func (r *Report) compare(b *bytes.Buffer) {
 		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`+"\n",
 			esc(s.Name), cell(s.Old, mean), cell(s.New, mean), cell(s.Old, std), cell(s.New, std), cell(s.Old, rng), cell(s.New, rng))
 	}
-	b.WriteString("</table>\n")
+	b.WriteString("</table></div>\n")
 	if len(res.Top) > 0 {
-		b.WriteString("<h3>Most changed samples</h3><table><tr><th>iteration</th><th>prompt</th><th>sample</th><th>old</th><th>new</th><th>delta</th></tr>\n")
+		b.WriteString("<h3>Most changed samples</h3><div class=\"scroll\"><table><tr><th>iteration</th><th>prompt</th><th>sample</th><th>old</th><th>new</th><th>delta</th></tr>\n")
 		for _, t := range res.Top {
 			fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%d</td><td class="n">%s</td><td class="n">%s</td><td class="n">%+.4f</td></tr>`+"\n",
 				t.Iteration, esc(t.PromptID), t.SampleIndex, f4(t.Old), f4(t.New), t.Delta)
 		}
-		b.WriteString("</table>\n")
+		b.WriteString("</table></div>\n")
 	}
 }

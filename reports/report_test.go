@@ -285,16 +285,141 @@ func TestHealthTable(t *testing.T) {
 
 func TestChartsHandleGaps(t *testing.T) {
 	c := lineChart{title: "t <&>", series: []series{{name: "a", x: []float64{1, 2, 3, 4}, y: []float64{1, math.NaN(), 3, 4}}}}
-	svg := c.svg()
-	if !strings.Contains(svg, "t &lt;&amp;&gt;") || strings.Count(svg, "M") != 2 {
-		t.Fatalf("svg = %s", svg)
+	page := c.html()
+	if !strings.Contains(page, `<figcaption class="title" title="t &lt;&amp;&gt;">t &lt;&amp;&gt;</figcaption>`) {
+		t.Fatalf("title not escaped: %s", page)
 	}
-	if !regexp.MustCompile(`d="M56.0,\d+\.\d M`).MatchString(svg) {
-		t.Fatalf("a gap should start a new subpath: %s", svg)
+	d := regexp.MustCompile(`<path class="line"[^>]* d="([^"]*)"`).FindStringSubmatch(page)
+	if d == nil || strings.Count(d[1], "M") != 2 || !regexp.MustCompile(`^M56.0,\d+\.\d M`).MatchString(d[1]) {
+		t.Fatalf("a gap should start a new subpath: %s", page)
 	}
-	empty := lineChart{title: "none", series: []series{{name: "a", x: []float64{1}, y: []float64{math.NaN()}}}}.svg()
+	empty := lineChart{title: "none", series: []series{{name: "a", x: []float64{1}, y: []float64{math.NaN()}}}}.html()
 	if !strings.Contains(empty, "not reported") {
 		t.Fatalf("empty chart = %s", empty)
+	}
+}
+
+// The axis covers the data: the first tick is at or below the minimum and
+// the last at or above the maximum, on round steps.
+func TestAxisRangeCoversData(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi         float64
+		from, to, step float64
+	}{
+		{2.06, 2.46, 2, 2.5, 0.1}, // the eval iterations' task times
+		{0, 2.46, 0, 3, 1},        // the same bars stacked from 0
+		{0, 1, 0, 1, 0.25},
+		{0.1, 0.3, 0.1, 0.3, 0.05},
+		{-0.37, 0.81, -0.5, 1, 0.5},
+		{5, 5, 4.5, 5.5, 0.25},
+		{0.30000000000000004, 0.7000000000000001, 0.3, 0.7, 0.1},
+		{1e-3, 0.0246, 0, 0.03, 0.01},
+	} {
+		from, to, step := axisRange(c.lo, c.hi, 4)
+		if from > c.lo || to < c.hi {
+			t.Errorf("axisRange(%v, %v) = %v..%v: does not cover the data", c.lo, c.hi, from, to)
+		}
+		if math.Abs(from-c.from) > 1e-9 || math.Abs(to-c.to) > 1e-9 || math.Abs(step-c.step) > 1e-12 {
+			t.Errorf("axisRange(%v, %v) = %v..%v step %v, want %v..%v step %v", c.lo, c.hi, from, to, step, c.from, c.to, c.step)
+		}
+		ts := ticks(from, to, step)
+		if ts[0] != from || ts[len(ts)-1] != to {
+			t.Errorf("ticks(%v, %v, %v) = %v", from, to, step, ts)
+		}
+	}
+	// Every value drawn lies between the first and the last grid line.
+	c := lineChart{title: "task time", series: []series{{name: "s", x: []float64{1, 2, 3, 4}, y: []float64{1.5, 2.06, 1.5, 2.46}}}}
+	page := c.html()
+	top, bottom := padTop, 200-padBottom
+	for _, m := range regexp.MustCompile(`<line x1="56.0" y1="([\d.]+)"`).FindAllStringSubmatch(page, -1) {
+		y, _ := strconv.ParseFloat(m[1], 64)
+		if y < top || y > bottom {
+			t.Errorf("grid line at y %v outside the plot %v..%v", y, top, bottom)
+		}
+	}
+	if !strings.Contains(page, `<line x1="56.0" y1="10.0" x2="448.0" y2="10.0"/><text class="tick" x="52.0" y="14.0" text-anchor="end">2.5</text>`) {
+		t.Errorf("the top grid line is not the 2.5 tick at the plot's top: %s", page)
+	}
+	for _, m := range regexp.MustCompile(`[ML](\d+\.\d),(\d+\.\d)`).FindAllStringSubmatch(page, -1) {
+		y, _ := strconv.ParseFloat(m[2], 64)
+		if y < top || y > bottom {
+			t.Errorf("point %s,%s outside the plot %v..%v", m[1], m[2], top, bottom)
+		}
+	}
+}
+
+// Series equal point for point (NaNs aligned) are drawn once, named
+// "a = b", with a note; series that differ anywhere are not.
+func TestIdenticalSeriesDrawnOnce(t *testing.T) {
+	nan := math.NaN()
+	x := []float64{1, 2, 3}
+	ss := []series{
+		{name: "reward", x: x, y: []float64{0.25, nan, 0.5}},
+		{name: "loss", x: x, y: []float64{0.1, 0.2, 0.3}},
+		{name: "accuracy", x: x, y: []float64{0.25, nan, 0.5}, lo: []float64{0, 0, 0}, hi: []float64{1, 1, 1}},
+		{name: "almost", x: x, y: []float64{0.25, nan, 0.5000000001}},
+		{name: "policy loss", x: x, y: []float64{0.1, 0.2, 0.3}},
+		{name: "gap", x: x, y: []float64{0.25, 0.3, 0.5}},
+		{name: "none", x: x, y: []float64{nan, nan, nan}},
+		{name: "none either", x: x, y: []float64{nan, nan, nan}},
+	}
+	for i := range ss {
+		ss[i].color = i
+	}
+	out, merged := mergeIdentical(ss)
+	var names []string
+	for _, s := range out {
+		names = append(names, s.name)
+	}
+	if got := strings.Join(names, ", "); got != "reward = accuracy, loss = policy loss, almost, gap, none, none either" {
+		t.Fatalf("merged series: %s", got)
+	}
+	if strings.Join(merged, "; ") != "reward = accuracy; loss = policy loss" || out[0].color != 0 || out[0].lo == nil || out[1].color != 1 {
+		t.Fatalf("merged %v; first %+v", merged, out[0])
+	}
+
+	c := lineChart{title: "Training reward and accuracy", series: []series{ss[0], ss[1], ss[2], ss[4]}, why: map[string]string{"reward = accuracy": "a 0/1 reward"}}
+	page := c.html()
+	for _, want := range []string{
+		`<span><i class="key" style="border-color:#0072B2"></i>reward = accuracy</span>`,
+		`<span><i class="key" style="border-color:#E69F00"></i>loss = policy loss</span>`,
+		`<p class="same">identical series drawn once: reward = accuracy; loss = policy loss (a 0/1 reward)</p>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("chart lacks %s:\n%s", want, page)
+		}
+	}
+	if n := strings.Count(page, `<path class="line"`); n != 2 {
+		t.Errorf("%d lines drawn, want 2", n)
+	}
+	// The title, the legend and the plot are rows of one figure, in that
+	// order.
+	fig := regexp.MustCompile(`^<figure class="chart" style="width:460px"><figcaption class="title" title="[^"]*">[^<]*</figcaption><div class="legend">.*</div><svg class="plot" .*</svg><p class="same">.*</p></figure>$`)
+	if !fig.MatchString(page) {
+		t.Errorf("chart layout: %s", page)
+	}
+	if page := (lineChart{title: "t", series: ss[3:4]}).html(); strings.Contains(page, "identical") {
+		t.Errorf("a lone series gets a note: %s", page)
+	}
+}
+
+// Every table of the report scrolls inside its own box, so a wide one
+// does not widen the page.
+func TestReportTablesScroll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-hack", 4, lengthHacking, lengthHackingEvals())
+	page, err := HTML(ctx, st, "runs-hack", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := strings.Count(string(page), "<table")
+	if tables < 3 || strings.Count(string(page), `<div class="scroll"><table`) != tables || strings.Count(string(page), `</table></div>`) != tables {
+		t.Errorf("%d tables, %d in a scroll box", tables, strings.Count(string(page), `<div class="scroll"><table`))
+	}
+	if !strings.Contains(string(page), `.scroll{overflow-x:auto;max-width:100%}`) {
+		t.Errorf("no overflow rule for the scroll boxes")
 	}
 }
 

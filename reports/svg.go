@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
@@ -18,23 +17,35 @@ type series struct {
 	lo, hi []float64
 	dashed bool
 	points bool // mark each point (with its value as a tooltip)
+	// color is the series' palette index; lineChart sets it from the
+	// series' place before merging identical ones, so a line keeps its
+	// colour whether or not another is drawn with it.
+	color int
 }
 
-// lineChart is an SVG line chart drawn without any script.
+// lineChart is a line chart: an HTML figure holding its title, a legend
+// and an SVG plot, drawn without any script. Title, legend and plot each
+// have their own row, so they never overlap: a long title wraps, and so
+// does a long legend.
 type lineChart struct {
 	title, xLabel string
 	series        []series
-	// yFrom and yTo fix the y range when yFixed (fractions: 0..1).
+	// yFrom and yTo fix the y range when yFixed (fractions: 0..1); data
+	// outside widens it.
 	yFixed     bool
 	yFrom, yTo float64
-	width      int
-	height     int
+	// width and height are the plot's SVG (axes included), in pixels.
+	width  int
+	height int
 	// empty is what a chart without data says (default "not reported").
 	empty string
+	// why explains, in the note under the chart, why series drawn once are
+	// identical: keyed by their merged name ("loss = policy loss").
+	why map[string]string
 }
 
 const (
-	padLeft, padRight, padTop, padBottom = 56.0, 12.0, 30.0, 34.0
+	padLeft, padRight, padTop, padBottom = 56.0, 12.0, 10.0, 34.0
 )
 
 // num formats a coordinate.
@@ -50,7 +61,7 @@ func label(v float64) string {
 
 // niceStep is a round step giving about n ticks over span.
 func niceStep(span float64, n int) float64 {
-	if span <= 0 || math.IsNaN(span) {
+	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
 		return 1
 	}
 	raw := span / float64(n)
@@ -63,52 +74,174 @@ func niceStep(span float64, n int) float64 {
 	return 10 * mag
 }
 
+// axisRange returns an axis covering [lo, hi] with about n round steps:
+// its first tick from ≤ lo and its last tick to ≥ hi, both multiples of
+// step (so the top tick is never below the data). An empty range is
+// widened by half a unit each way.
+func axisRange(lo, hi float64, n int) (from, to, step float64) {
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	if hi == lo {
+		lo, hi = lo-0.5, hi+0.5
+	}
+	step = niceStep(hi-lo, n)
+	from, to = math.Floor(lo/step)*step, math.Ceil(hi/step)*step
+	// Rounding in the division can land a tick just inside the data.
+	for from > lo {
+		from -= step
+	}
+	for to < hi {
+		to += step
+	}
+	return from, to, step
+}
+
+// ticks lists the ticks of an axis from axisRange, computed from the
+// first one (not by adding steps, which drifts), the last being to.
+func ticks(from, to, step float64) []float64 {
+	n := int(math.Round((to - from) / step))
+	out := make([]float64, 0, n+1)
+	for i := 0; i < n; i++ {
+		out = append(out, from+float64(i)*step)
+	}
+	return append(out, to)
+}
+
+// finite reports whether v is a number other than ±Inf.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 // hasData reports whether any series has a finite value.
 func (c lineChart) hasData() bool {
 	for _, s := range c.series {
-		for _, v := range s.y {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				return true
-			}
+		if s.hasData() {
+			return true
 		}
 	}
 	return false
 }
 
-// svg renders the chart. A chart without data renders a note instead.
-func (c lineChart) svg() string {
+func (s series) hasData() bool {
+	for _, v := range s.y {
+		if finite(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// same reports whether two series are equal point for point: the same x
+// and the same y, exactly, with NaNs in the same places.
+func same(a, b series) bool {
+	eq := func(u, v float64) bool { return u == v || math.IsNaN(u) && math.IsNaN(v) }
+	if len(a.x) != len(b.x) || len(a.y) != len(b.y) {
+		return false
+	}
+	for i := range a.x {
+		if !eq(a.x[i], b.x[i]) || !eq(a.y[i], b.y[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeIdentical draws series that are equal point for point once: the
+// first of them stays in its place, named "a = b" after all of them (with
+// the band of the first that has one), and the others go. It returns the
+// series and the merged names; series without data are left as they are.
+func mergeIdentical(ss []series) (out []series, merged []string) {
+	used := make([]bool, len(ss))
+	for i, s := range ss {
+		if used[i] {
+			continue
+		}
+		names := []string{s.name}
+		if s.hasData() {
+			for j := i + 1; j < len(ss); j++ {
+				if used[j] || !same(s, ss[j]) {
+					continue
+				}
+				used[j] = true
+				names = append(names, ss[j].name)
+				if s.lo == nil && ss[j].lo != nil {
+					s.lo, s.hi = ss[j].lo, ss[j].hi
+				}
+				s.points = s.points || ss[j].points
+			}
+		}
+		if len(names) > 1 {
+			s.name = strings.Join(names, " = ")
+			merged = append(merged, s.name)
+		}
+		out = append(out, s)
+	}
+	return out, merged
+}
+
+// figure wraps a chart's SVG with its title (wrapping, with the full text
+// as a tooltip), its legend and its notes, each in its own row.
+func figure(title string, width int, legend []series, svg string, notes []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure class="chart" style="width:%dpx"><figcaption class="title" title="%s">%s</figcaption>`, width, esc(title), esc(title))
+	if len(legend) > 0 {
+		b.WriteString(`<div class="legend">`)
+		for _, s := range legend {
+			dash := ""
+			if s.dashed {
+				dash = " dashed"
+			}
+			fmt.Fprintf(&b, `<span><i class="key%s" style="border-color:%s"></i>%s</span>`, dash, palette[s.color%len(palette)], esc(s.name))
+		}
+		b.WriteString(`</div>`)
+	}
+	b.WriteString(svg)
+	for _, n := range notes {
+		fmt.Fprintf(&b, `<p class="same">%s</p>`, esc(n))
+	}
+	b.WriteString(`</figure>`)
+	return b.String()
+}
+
+// html renders the chart. A chart without data shows a note instead of a
+// plot. Series equal point for point are drawn once, with a note.
+func (c lineChart) html() string {
 	if c.width == 0 {
 		c.width = 460
 	}
 	if c.height == 0 {
-		c.height = 220
+		c.height = 200
 	}
 	w, h := float64(c.width), float64(c.height)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		c.width, c.height, c.width, c.height, html.EscapeString(c.title))
-	fmt.Fprintf(&b, `<text class="title" x="%s" y="16">%s</text>`, num(padLeft), html.EscapeString(c.title))
+	fmt.Fprintf(&b, `<svg class="plot" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
+		c.width, c.height, c.width, c.height, esc(c.title))
 	if !c.hasData() {
 		note := c.empty
 		if note == "" {
 			note = "not reported"
 		}
-		fmt.Fprintf(&b, `<text class="note" x="%s" y="%s" text-anchor="middle">%s</text></svg>`, num(w/2), num(h/2), html.EscapeString(note))
-		return b.String()
+		fmt.Fprintf(&b, `<text class="note" x="%s" y="%s" text-anchor="middle">%s</text></svg>`, num(w/2), num(h/2), esc(note))
+		return figure(c.title, c.width, nil, b.String(), nil)
 	}
+	ser := make([]series, len(c.series))
+	for i, s := range c.series {
+		s.color = i
+		ser[i] = s
+	}
+	ser, merged := mergeIdentical(ser)
 	x0, x1 := math.Inf(1), math.Inf(-1)
 	y0, y1 := math.Inf(1), math.Inf(-1)
-	for _, s := range c.series {
+	for _, s := range ser {
 		for i, v := range s.y {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			if !finite(v) {
 				continue
 			}
 			x0, x1 = math.Min(x0, s.x[i]), math.Max(x1, s.x[i])
 			y0, y1 = math.Min(y0, v), math.Max(y1, v)
-			if s.lo != nil && !math.IsNaN(s.lo[i]) {
+			if s.lo != nil && finite(s.lo[i]) {
 				y0 = math.Min(y0, s.lo[i])
 			}
-			if s.hi != nil && !math.IsNaN(s.hi[i]) {
+			if s.hi != nil && finite(s.hi[i]) {
 				y1 = math.Max(y1, s.hi[i])
 			}
 		}
@@ -116,21 +249,17 @@ func (c lineChart) svg() string {
 	if c.yFixed {
 		y0, y1 = math.Min(y0, c.yFrom), math.Max(y1, c.yTo)
 	}
-	if y1 == y0 {
-		y0, y1 = y0-0.5, y1+0.5
-	}
 	if x1 == x0 {
 		x0, x1 = x0-1, x1+1
 	}
-	ystep := niceStep(y1-y0, 4)
-	y0, y1 = math.Floor(y0/ystep)*ystep, math.Ceil(y1/ystep)*ystep
+	y0, y1, ystep := axisRange(y0, y1, 4)
 	pw, ph := w-padLeft-padRight, h-padTop-padBottom
 	px := func(x float64) float64 { return padLeft + (x-x0)/(x1-x0)*pw }
 	py := func(y float64) float64 { return padTop + (1-(y-y0)/(y1-y0))*ph }
 
 	// Grid and axes.
 	b.WriteString(`<g class="grid">`)
-	for v := y0; v <= y1+ystep/2; v += ystep {
+	for _, v := range ticks(y0, y1, ystep) {
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(padLeft), num(py(v)), num(w-padRight), num(py(v)))
 		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(padLeft-4), num(py(v)+4), label(math.Round(v/ystep)*ystep))
 	}
@@ -141,15 +270,15 @@ func (c lineChart) svg() string {
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<rect class="frame" x="%s" y="%s" width="%s" height="%s"/>`, num(padLeft), num(padTop), num(pw), num(ph))
 	if c.xLabel != "" {
-		fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="middle">%s</text>`, num(padLeft+pw/2), num(h-4), html.EscapeString(c.xLabel))
+		fmt.Fprintf(&b, `<text class="axis" x="%s" y="%s" text-anchor="middle">%s</text>`, num(padLeft+pw/2), num(h-4), esc(c.xLabel))
 	}
 
-	for si, s := range c.series {
-		col := palette[si%len(palette)]
+	for _, s := range ser {
+		col := palette[s.color%len(palette)]
 		if s.lo != nil && s.hi != nil {
 			var top, bot []string
 			for i := range s.x {
-				if math.IsNaN(s.lo[i]) || math.IsNaN(s.hi[i]) || math.IsNaN(s.y[i]) {
+				if !finite(s.lo[i]) || !finite(s.hi[i]) || !finite(s.y[i]) {
 					continue
 				}
 				top = append(top, num(px(s.x[i]))+","+num(py(s.hi[i])))
@@ -162,7 +291,7 @@ func (c lineChart) svg() string {
 		var d strings.Builder
 		pen := false
 		for i := range s.x {
-			if math.IsNaN(s.y[i]) || math.IsInf(s.y[i], 0) {
+			if !finite(s.y[i]) {
 				pen = false
 				continue
 			}
@@ -181,30 +310,38 @@ func (c lineChart) svg() string {
 		if s.dashed {
 			dash = ` stroke-dasharray="5,3"`
 		}
-		fmt.Fprintf(&b, `<path class="line" stroke="%s"%s d="%s"><title>%s</title></path>`, col, dash, d.String(), html.EscapeString(s.name))
+		fmt.Fprintf(&b, `<path class="line" stroke="%s"%s d="%s"><title>%s</title></path>`, col, dash, d.String(), esc(s.name))
 		if s.points {
 			for i := range s.x {
-				if math.IsNaN(s.y[i]) {
+				if !finite(s.y[i]) {
 					continue
 				}
 				fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"><title>%s at %s: %s</title></circle>`,
-					num(px(s.x[i])), num(py(s.y[i])), col, html.EscapeString(s.name), label(s.x[i]), strconv.FormatFloat(s.y[i], 'f', 4, 64))
+					num(px(s.x[i])), num(py(s.y[i])), col, esc(s.name), label(s.x[i]), strconv.FormatFloat(s.y[i], 'f', 4, 64))
 			}
 		}
 	}
-	// Legend, top right, one entry per series.
-	if len(c.series) > 1 || c.series[0].name != "" {
-		lx := w - padRight - 6
-		for si := len(c.series) - 1; si >= 0; si-- {
-			s := c.series[si]
-			tw := 7*float64(len([]rune(s.name))) + 18
-			lx -= tw
-			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="10" height="3" fill="%s"/><text class="legend" x="%s" y="%s">%s</text>`,
-				num(lx), num(padTop-9), palette[si%len(palette)], num(lx+13), num(padTop-5), html.EscapeString(s.name))
-		}
-	}
 	b.WriteString(`</svg>`)
-	return b.String()
+	// A legend, one entry per line drawn, unless the only line is unnamed.
+	var legend []series
+	if len(ser) > 1 || ser[0].name != "" {
+		legend = ser
+	}
+	var notes []string
+	if len(merged) > 0 {
+		note := "identical series drawn once: " + strings.Join(merged, "; ")
+		var whys []string
+		for _, m := range merged {
+			if why := c.why[m]; why != "" {
+				whys = append(whys, why)
+			}
+		}
+		if len(whys) > 0 {
+			note += " (" + strings.Join(whys, "; ") + ")"
+		}
+		notes = append(notes, note)
+	}
+	return figure(c.title, c.width, legend, b.String(), notes)
 }
 
 // boxRow is one distribution drawn as a box: whiskers min..max, box
@@ -215,11 +352,12 @@ type boxRow struct {
 	color                       int
 }
 
-// boxChart draws distributions side by side on one horizontal axis.
+// boxChart draws distributions side by side on one horizontal axis, in a
+// figure whose title wraps above the plot.
 func boxChart(title string, rows []boxRow) string {
-	const w, rowH = 560.0, 22.0
+	const w, rowH, top = 560.0, 22.0, 10.0
 	left := 150.0
-	h := padTop + rowH*float64(len(rows)) + 24
+	h := top + rowH*float64(len(rows)) + 24
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range rows {
 		lo, hi = math.Min(lo, r.min), math.Max(hi, r.max)
@@ -227,27 +365,22 @@ func boxChart(title string, rows []boxRow) string {
 	if len(rows) == 0 || math.IsInf(lo, 0) {
 		lo, hi = 0, 1
 	}
-	if hi == lo {
-		lo, hi = lo-0.5, hi+0.5
-	}
-	step := niceStep(hi-lo, 5)
-	lo, hi = math.Floor(lo/step)*step, math.Ceil(hi/step)*step
+	lo, hi, step := axisRange(lo, hi, 5)
 	px := func(v float64) float64 { return left + (v-lo)/(hi-lo)*(w-left-padRight) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %s %s" width="%s" height="%s" role="img" aria-label="%s">`,
-		num(w), num(h), num(w), num(h), html.EscapeString(title))
-	fmt.Fprintf(&b, `<text class="title" x="8" y="16">%s</text><g class="grid">`, html.EscapeString(title))
-	for v := lo; v <= hi+step/2; v += step {
+	fmt.Fprintf(&b, `<svg class="plot" viewBox="0 0 %s %s" width="%s" height="%s" role="img" aria-label="%s"><g class="grid">`,
+		num(w), num(h), num(w), num(h), esc(title))
+	for _, v := range ticks(lo, hi, step) {
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="middle">%s</text>`,
-			num(px(v)), num(padTop-4), num(px(v)), num(h-20), num(px(v)), num(h-6), label(math.Round(v/step)*step))
+			num(px(v)), num(top-4), num(px(v)), num(h-20), num(px(v)), num(h-6), label(math.Round(v/step)*step))
 	}
 	b.WriteString(`</g>`)
 	for i, r := range rows {
-		y := padTop + rowH*float64(i) + rowH/2
+		y := top + rowH*float64(i) + rowH/2
 		col := palette[r.color%len(palette)]
-		fmt.Fprintf(&b, `<g><title>%s: min %s, p10 %s, median %s, p90 %s, max %s, mean %s</title>`, html.EscapeString(r.label),
+		fmt.Fprintf(&b, `<g><title>%s: min %s, p10 %s, median %s, p90 %s, max %s, mean %s</title>`, esc(r.label),
 			label(r.min), label(r.p10), label(r.p50), label(r.p90), label(r.max), strconv.FormatFloat(r.mu, 'f', 4, 64))
-		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(left-6), num(y+4), html.EscapeString(r.label))
+		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(left-6), num(y+4), esc(r.label))
 		fmt.Fprintf(&b, `<line stroke="%s" x1="%s" y1="%s" x2="%s" y2="%s"/>`, col, num(px(r.min)), num(y), num(px(r.max)), num(y))
 		fmt.Fprintf(&b, `<rect fill="%s" fill-opacity="0.35" stroke="%s" x="%s" y="%s" width="%s" height="12"/>`, col, col,
 			num(px(r.p10)), num(y-6), num(math.Max(px(r.p90)-px(r.p10), 1)))
@@ -255,5 +388,5 @@ func boxChart(title string, rows []boxRow) string {
 		fmt.Fprintf(&b, `<circle fill="%s" cx="%s" cy="%s" r="3"/></g>`, col, num(px(r.mu)), num(y))
 	}
 	b.WriteString(`</svg>`)
-	return b.String()
+	return figure(title, int(w), nil, b.String(), nil)
 }

@@ -374,10 +374,16 @@ func (b *browser) newPage(ctx context.Context, t *testing.T) *page {
 		t.Fatal(err)
 	}
 	p := &page{b: b, session: att.SessionID}
-	if err := b.call(ctx, p.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1200, "height": 900, "deviceScaleFactor": 1, "mobile": false}, nil); err != nil {
+	p.viewport(ctx, t, 1200, 900)
+	return p
+}
+
+// viewport sets the window's size in CSS pixels (at a device scale of 1).
+func (p *page) viewport(ctx context.Context, t *testing.T, width, height int) {
+	t.Helper()
+	if err := p.b.call(ctx, p.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}, nil); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 func (p *page) navigate(ctx context.Context, t *testing.T, url string) {

@@ -115,7 +115,7 @@ func extendRun(t testing.TB, st artifacts.Store, n int) {
 func evalPass1(checkpoint int) float64 { return 0.25 + 0.0625*float64(checkpoint) }
 
 // evalStages are an evaluation's two tasks, writing a fixed summary per
-// checkpoint (pass@1, pass@4) so that tests know the exact figures.
+// checkpoint (evalSummary) so that tests know the exact figures.
 func evalStages() (gen, score *pipeline.Task) {
 	gen = &pipeline.Task{Name: "eval-generate", Version: "test-1", Env: "eval", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet"}},
@@ -139,17 +139,34 @@ func evalStages() (gen, score *pipeline.Task) {
 			if p.Checkpoint > 0 {
 				name = fmt.Sprintf("iteration-%06d", p.Checkpoint)
 			}
-			v := evalPass1(p.Checkpoint)
-			rows := []tables.EvalSummaryRow{
-				{Checkpoint: name, Evalset: "heldout", K: 1, N: 4, Metric: tables.MetricPassAtK, Value: v, CILow: v - 0.1, CIHigh: v + 0.1, NumProblems: 4},
-				{Checkpoint: name, Evalset: "heldout", K: 4, N: 4, Metric: tables.MetricPassAtK, Value: v + 0.2, CILow: v, CIHigh: v + 0.3, NumProblems: 4},
-			}
+			rows := evalSummary(name, evalPass1(p.Checkpoint))
 			if err := writeTableFile(tc.OutputPath("summary"), tables.EvalSummary, rows); err != nil {
 				return err
 			}
 			return writeTableFile(tc.OutputPath("samples"), tables.EvalSamples, []tables.EvalSample{{Checkpoint: name, Evalset: "heldout", ProblemID: "p000", Completion: "0", Answer: "0", Correct: true, Reward: 1, Status: "ok"}})
 		}}
 	return gen, score
+}
+
+// evalSummary is a checkpoint's summary as the real evaluator writes it:
+// avg@k, pass@k, pass^k and maj@k at k = 1, 2, 4 (n = 4), and the exact
+// pass@1. Some series are equal by construction, as in real runs: avg@k
+// does not depend on k, and the exact pass@1 here equals pass@1. pass@1 is
+// v with the interval v ± 0.1, and pass@4 is v + 0.2.
+func evalSummary(checkpoint string, v float64) []tables.EvalSummaryRow {
+	var rows []tables.EvalSummaryRow
+	row := func(metric string, k int32, value, lo, hi float64) {
+		rows = append(rows, tables.EvalSummaryRow{Checkpoint: checkpoint, Evalset: "heldout", K: k, N: 4, Metric: metric, Value: value, CILow: lo, CIHigh: hi, NumProblems: 4})
+	}
+	for i, k := range []int32{1, 2, 4} {
+		step := float64(i) // log2 k
+		row(tables.MetricAvgAtK, k, v, v-0.1, v+0.1)
+		row(tables.MetricPassAtK, k, v+0.1*step, v+0.05*step-0.1, v+0.15*step+0.1)
+		row(tables.MetricPassHatK, k, v-0.05*step, v-0.05*step-0.1, v-0.05*step+0.1)
+		row(tables.MetricMajAtK, k, v+0.05*step, v+0.05*step-0.1, v+0.05*step+0.1)
+	}
+	row("exact_pass@1", 1, v, v-0.1, v+0.1)
+	return rows
 }
 
 func writeTableFile[T any](path string, t *tables.Table[T], rows []T) error {

@@ -45,10 +45,12 @@ function s(tag, attrs, ...children) {
   return el;
 }
 
+// table builds a table in a box that scrolls sideways when the table is
+// wider than the page, so the page keeps its width.
 function table(headers, rows, cls) {
-  return h('table', {class: cls || ''},
+  return h('div', {class: 'scroll'}, h('table', {class: cls || ''},
     h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))),
-    h('tbody', {}, rows));
+    h('tbody', {}, rows)));
 }
 
 function section(title, ...children) {
@@ -253,7 +255,7 @@ function renderRun(root, d) {
   }
   root.replaceChildren(head,
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
-    d.evals.length ? section('Evaluations', h('div', {class: 'scroll'}, evalTable(d.evals, d.commit))) : null,
+    d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
     section(`Iterations (${its.length})`, iterationTable(d.run, its)));
 }
 
@@ -263,8 +265,9 @@ function evalCharts(evals) {
   const sets = [...new Set(evals.map((e) => e.set))];
   return sets.map((set) => {
     const es = evals.filter((e) => e.set === set);
-    // pass@k and the exact pass@1; the table below has every metric.
-    const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].filter((m) => /^(exact_)?pass@\d+$/.test(m)).sort(metricOrder);
+    // pass@k, then the exact pass@1; the table below has every metric.
+    const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].filter((m) => /^(exact_)?pass@\d+$/.test(m))
+      .sort((a, b) => a.startsWith('exact_') - b.startsWith('exact_') || metricOrder(a, b));
     const series = names.map((m) => ({name: m, points: es.filter((e) => m in e.metrics).map((e) => [e.iteration, e.metrics[m]])}));
     return lineChart(`pass@k on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1});
   });
@@ -318,24 +321,57 @@ function taskNames(its) {
 
 const CW = 440, CH = 220, ML = 52, MR = 12, MT = 10, MB = 30;
 
-// niceTicks returns about n round numbers spanning [lo, hi].
+// niceTicks returns about n round numbers covering [lo, hi]: the first is
+// at or below lo and the last at or above hi, so an axis drawn from the
+// first tick to the last holds every value (a ticks' range, not a range's
+// ticks). Callers that want ticks within [lo, hi] filter them.
 function niceTicks(lo, hi, n) {
-  if (hi === lo) { hi = lo + 1; lo = lo - 1; }
+  if (!(hi > lo)) { const c = lo; lo = c - 1; hi = c + 1; }
   const raw = (hi - lo) / n;
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((st) => st >= raw) || 10 * mag;
+  const tick = (i) => Number((i * step).toPrecision(12));
+  let first = Math.floor(lo / step), last = Math.ceil(hi / step);
+  while (tick(first) > lo) first--; // rounding can land a tick just inside the data
+  while (tick(last) < hi) last++;
   const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  for (let i = first; i <= last; i++) out.push(tick(i));
   return out;
 }
 
+// at rounds a coordinate to the 0.1 px the SVG is written with.
+const at = (v) => Math.round(v * 10) / 10;
+
+// frame is a chart's figure: the title (wrapping, its full text as a
+// tooltip), the plot, then the legend and any notes, each in its own row,
+// so none can overlap another. A legend shows with two entries or more, or
+// when an entry names series drawn once.
 function frame(title, legend) {
   const svg = s('svg', {viewBox: `0 0 ${CW} ${CH}`, width: CW, height: CH, role: 'img', 'aria-label': title, class: 'chart'});
-  const fig = h('figure', {class: 'chart'}, h('figcaption', {}, title), svg);
-  if (legend && legend.length > 1) {
+  const fig = h('figure', {class: 'chart'}, h('figcaption', {title}, title), svg);
+  if (legend && (legend.length > 1 || legend.some((l) => l.names && l.names.length > 1))) {
     fig.append(h('div', {class: 'legend'}, legend.map((l) => h('span', {}, h('i', {style: `background:${l.color}`}), l.name))));
   }
   return {fig, svg};
+}
+
+// mergeIdentical draws series that are equal point for point once: the
+// first keeps its place and colour and is named after all of them
+// ("pass@1 = exact_pass@1"; names lists them); merged lists those names.
+function mergeIdentical(series) {
+  const eq = (u, v) => u === v || (Number.isNaN(u) && Number.isNaN(v));
+  const same = (a, b) => a.points.length === b.points.length && a.points.every((p, i) => eq(p[0], b.points[i][0]) && eq(p[1], b.points[i][1]));
+  const out = [], merged = [], used = new Set();
+  series.forEach((se, i) => {
+    if (used.has(i)) return;
+    const names = [se.name];
+    series.forEach((o, j) => {
+      if (j > i && !used.has(j) && same(se, o)) { used.add(j); names.push(o.name); }
+    });
+    if (names.length > 1) merged.push(names.join(' = '));
+    out.push({...se, label: names.join(' = '), names});
+  });
+  return {series: out, merged};
 }
 
 function axes(svg, x, y, xt, yt, xlabel) {
@@ -361,31 +397,35 @@ function noteChart(title, note) {
   return fig;
 }
 
+// Series equal point for point are drawn once, named "a = b" in the
+// legend, with a note under the chart. The y axis runs from the first tick
+// to the last, which cover the data.
 function lineChart(title, series, opts) {
   opts = opts || {};
   series = series.filter((se) => se.points.length);
   series.forEach((se, i) => { se.color = se.color || COLORS[i % COLORS.length]; });
-  const {fig, svg} = frame(title, series);
-  const pts = series.flatMap((se) => se.points);
+  const {series: drawn, merged} = mergeIdentical(series);
+  const {fig, svg} = frame(title, drawn.map((se) => ({name: se.label, names: se.names, color: se.color})));
+  if (merged.length) fig.append(h('p', {class: 'same'}, `identical series drawn once: ${merged.join('; ')}`));
+  const pts = drawn.flatMap((se) => se.points);
   if (!pts.length) { svg.append(s('text', {x: CW / 2, y: CH / 2, 'text-anchor': 'middle'}, 'no data')); return fig; }
   let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
   let [y0, y1] = [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))];
-  if (opts.ymin !== undefined && y0 >= opts.ymin) y0 = Math.min(y0, opts.ymin);
-  if (opts.ymax !== undefined && y1 <= opts.ymax) y1 = Math.max(y1, opts.ymax);
+  if (opts.ymin !== undefined) y0 = Math.min(y0, opts.ymin);
+  if (opts.ymax !== undefined) y1 = Math.max(y1, opts.ymax);
   if (x0 === x1) { x0 -= 1; x1 += 1; }
   const yt = niceTicks(y0, y1, 4);
-  y0 = Math.min(y0, yt[0]); y1 = Math.max(y1, yt[yt.length - 1]);
-  if (y0 === y1) { y0 -= 1; y1 += 1; }
+  [y0, y1] = [yt[0], yt[yt.length - 1]];
   const x = (v) => ML + (v - x0) / (x1 - x0) * (CW - ML - MR);
   const y = (v) => MT + (1 - (v - y0) / (y1 - y0)) * (CH - MT - MB);
-  axes(svg, x, y, niceTicks(x0, x1, 6).filter((v) => Number.isInteger(v)), yt, opts.xlabel);
-  for (const se of series) {
-    const g = s('g', {class: 'series', 'data-name': se.name});
-    g.append(s('polyline', {points: se.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' '), stroke: se.color}));
+  axes(svg, x, y, niceTicks(x0, x1, 6).filter((v) => Number.isInteger(v) && v >= x0 && v <= x1), yt, opts.xlabel);
+  for (const se of drawn) {
+    const g = s('g', {class: 'series', 'data-name': se.name, 'data-names': se.label});
+    g.append(s('polyline', {points: se.points.map((p) => `${at(x(p[0]))},${at(y(p[1]))}`).join(' '), stroke: se.color}));
     if (se.points.length <= 400) {
       for (const p of se.points) {
-        g.append(s('circle', {class: 'pt', cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 2.5, fill: se.color, 'data-x': p[0], 'data-y': p[1]},
-          s('title', {}, `${se.name} at ${p[0]}: ${fmtNum(p[1])}`)));
+        g.append(s('circle', {class: 'pt', cx: at(x(p[0])), cy: at(y(p[1])), r: 2.5, fill: se.color, 'data-x': p[0], 'data-y': p[1]},
+          s('title', {}, `${se.label} at ${p[0]}: ${fmtNum(p[1])}`)));
       }
     }
     svg.append(g);
@@ -393,12 +433,15 @@ function lineChart(title, series, opts) {
   return fig;
 }
 
-// taskBars stacks each iteration's task times, one bar per iteration.
+// taskBars stacks each iteration's task times, one bar per iteration. The
+// y axis's top tick is at or above the tallest stack (summed here as the
+// bars are stacked).
 function taskBars(its) {
   const names = taskNames(its);
   const color = Object.fromEntries(names.map((n, i) => [n, COLORS[i % COLORS.length]]));
   const {fig, svg} = frame('time in tasks per iteration (s)', names.map((n) => ({name: n, color: color[n]})));
-  const ymax = Math.max(...its.map((it) => it.seconds), 1e-3);
+  const stacked = (it) => names.reduce((acc, n) => acc + ((it.tasks.find((t) => t.name === n) || {}).seconds || 0), 0);
+  const ymax = Math.max(...its.map(stacked), 1e-3);
   const yt = niceTicks(0, ymax, 4);
   const top = yt[yt.length - 1];
   const n = its.length;
@@ -413,8 +456,12 @@ function taskBars(its) {
     for (const name of names) {
       const t = it.tasks.find((tt) => tt.name === name);
       if (!t) continue;
-      g.append(s('rect', {x: (x(it.iteration) - bw / 2).toFixed(1), y: y(acc + t.seconds).toFixed(1), width: bw.toFixed(1),
-        height: Math.max(0.5, y(acc) - y(acc + t.seconds)).toFixed(1), fill: color[name], class: t.cached ? 'cached' : ''},
+      // Top and bottom are rounded apart, so a bar ends where the next
+      // begins; a very short task still shows, growing up (not below the
+      // axis or above the top tick).
+      const bottom = at(y(acc)), top = Math.max(MT, Math.min(at(y(acc + t.seconds)), bottom - 0.5));
+      g.append(s('rect', {x: at(x(it.iteration) - bw / 2), y: top, width: at(bw),
+        height: at(bottom - top), fill: color[name], class: t.cached ? 'cached' : ''},
       s('title', {}, `iteration ${it.iteration} ${name}: ${fmtSecs(t.seconds)}${t.cached ? ' (cached)' : ''}`)));
       acc += t.seconds;
     }
@@ -516,8 +563,8 @@ async function logView(ref) {
     more.onclick = () => load(d.next_offset).catch((e) => more.replaceWith(errorBox(e.message)));
   };
   await load(0);
-  return section(`History of ${ref}`, h('table', {class: 'log'},
-    h('thead', {}, h('tr', {}, ['commit', 'date', 'committer', 'message'].map((x) => h('th', {}, x)))), body), more);
+  return section(`History of ${ref}`, h('div', {class: 'scroll'}, h('table', {class: 'log'},
+    h('thead', {}, h('tr', {}, ['commit', 'date', 'committer', 'message'].map((x) => h('th', {}, x)))), body)), more);
 }
 
 async function treeView(ref, prefix) {
