@@ -42,7 +42,7 @@ const (
 // Metadata encodes the provenance as object metadata, merged into extra
 // (which may be nil). Inputs are encoded as JSON with sorted keys so that
 // equal provenance gives equal metadata.
-func (p Provenance) Metadata(extra map[string]string) map[string]string {
+func (p Provenance) Metadata(extra map[string]string) (map[string]string, error) {
 	m := make(map[string]string, len(extra)+7)
 	for k, v := range extra {
 		m[k] = v
@@ -61,7 +61,10 @@ func (p Provenance) Metadata(extra map[string]string) map[string]string {
 		for i, k := range keys {
 			pairs[i] = [2]string{k, p.Inputs[k]}
 		}
-		b, _ := json.Marshal(pairs) // cannot fail for strings
+		b, err := json.Marshal(pairs)
+		if err != nil {
+			return nil, fmt.Errorf("provenance of task %s: encode inputs: %w", p.Task, err)
+		}
 		m[MetaInputs] = string(b)
 	}
 	if p.ConfigHash != "" {
@@ -76,7 +79,7 @@ func (p Provenance) Metadata(extra map[string]string) map[string]string {
 	if !p.CreatedAt.IsZero() {
 		m[MetaCreatedAt] = p.CreatedAt.UTC().Format(time.RFC3339Nano)
 	}
-	return m
+	return m, nil
 }
 
 // ProvenanceFromMetadata decodes provenance from object metadata. ok is

@@ -106,7 +106,10 @@ func TestProvenanceRoundTrip(t *testing.T) {
 		Inputs:    map[string]string{"trajectories": "abc", "spec": "def"},
 		CreatedAt: time.Date(2026, 12, 2, 11, 0, 0, 5, time.UTC),
 	}
-	m := p.Metadata(map[string]string{"other": "kept"})
+	m, err := p.Metadata(map[string]string{"other": "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, ok, err := artifacts.ProvenanceFromMetadata(m)
 	if err != nil || !ok || !reflect.DeepEqual(got, p) || m["other"] != "kept" {
 		t.Fatalf("round trip = %+v, %v, %v; metadata %v", got, ok, err, m)

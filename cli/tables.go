@@ -166,7 +166,11 @@ func writeTableJSON(ctx context.Context, w io.Writer, f *tables.File, limit int)
 	fields := f.Schema().Fields()
 	keys := make([][]byte, len(fields))
 	for i, fl := range fields {
-		keys[i], _ = json.Marshal(fl.Name)
+		k, err := json.Marshal(fl.Name)
+		if err != nil {
+			return fmt.Errorf("encode %s column name %q: %w", f.Name(), fl.Name, err)
+		}
+		keys[i] = k
 	}
 	var b bytes.Buffer
 	b.WriteString("[")

@@ -49,6 +49,8 @@ type RunnerOptions struct {
 type Runner struct {
 	p policy.Policy
 	o RunnerOptions
+	// sampler is o.Sampling as the trajectories' sampler column.
+	sampler string
 }
 
 // NewRunner returns a Runner that asks p for each action.
@@ -76,7 +78,11 @@ func NewRunner(p policy.Policy, opts *RunnerOptions) (*Runner, error) {
 		o.ObservationRole = DefaultObservationRole
 	}
 	o.Sampling.N = 1
-	return &Runner{p: p, o: o}, nil
+	sampler, err := o.Sampling.JSON()
+	if err != nil {
+		return nil, fmt.Errorf("environments: %w", err)
+	}
+	return &Runner{p: p, o: o, sampler: sampler}, nil
 }
 
 // Episode names one episode.
@@ -136,7 +142,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	key := ep.ID + "#" + strconv.Itoa(int(ep.SampleIndex))
 	res.Trajectory = tables.Trajectory{
 		PromptID: ep.ID, SampleIndex: ep.SampleIndex, GroupID: group,
-		Sampler: o.Sampling.JSON(), Seed: policy.RequestSeed(o.Seed, key), Status: tables.StatusOK,
+		Sampler: r.sampler, Seed: policy.RequestSeed(o.Seed, key), Status: tables.StatusOK,
 	}
 	res.Info = map[string]any{}
 	epCtx := ctx

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -287,6 +288,15 @@ func TestNewRunnerInvalid(t *testing.T) {
 		if _, err := environments.NewRunner(environments.Scripted(bisect), &o); err == nil {
 			t.Errorf("%s: NewRunner accepted %+v", name, o)
 		}
+	}
+}
+
+// A temperature the sampler column cannot record fails NewRunner, rather
+// than every trajectory carrying an empty sampler.
+func TestNewRunnerNaNTemperature(t *testing.T) {
+	_, err := environments.NewRunner(environments.Scripted(bisect), &environments.RunnerOptions{Sampling: policy.Sampling{Temperature: math.NaN()}})
+	if want := "environments: sampling: encode the sampler column: json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
 

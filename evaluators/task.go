@@ -132,16 +132,22 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 	if o.Env == "" {
 		o.Env = "eval"
 	}
-	gen := digest(struct {
+	gen, err := digest(struct {
 		Identity string
 		Sampling policy.Sampling
 		Seed     int64
 	}{o.Identity, o.Sampling, o.Seed})
-	score := digest(struct {
+	if err != nil {
+		return Tasks{}, fmt.Errorf("evaluation: version of the generate task (identity, sampling, seed): %w", err)
+	}
+	score, err := digest(struct {
 		Set, Reward string
 		Ks          []int
 		Exact       bool
 	}{o.Set, o.Reward.Digest(), o.Ks, o.Exact != nil})
+	if err != nil {
+		return Tasks{}, fmt.Errorf("evaluation: version of the score task (set, reward, ks): %w", err)
+	}
 	return Tasks{
 		Generate: &pipeline.Task{
 			Name: "eval-generate", Version: "eval-generate-1-" + gen, Env: o.Env, Deterministic: true,
@@ -160,10 +166,15 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 	}, nil
 }
 
-func digest(v any) string {
-	b, _ := json.Marshal(v)
+// digest hashes v's JSON; it fails on what JSON cannot hold, such as a
+// NaN sampling temperature.
+func digest(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 // generate samples Sampling.N answers per problem of the eval set from the
@@ -178,6 +189,12 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
 	}
 	s := o.Sampling
+	sampling := s
+	sampling.Adapter = "" // the sampler column records no adapter
+	sampler, err := sampling.JSON()
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err))
+	}
 	version := o.Identity
 	if dir := tc.InputPath("policy"); dir != "" {
 		name, err := o.Adapters.Load(ctx, dir)
@@ -201,12 +218,10 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 		}
 		return fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err)
 	}
-	sampler := s
-	sampler.Adapter = ""
 	var rows []tables.Trajectory
 	for i, samples := range out {
 		for j, smp := range samples {
-			rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Checkpoint}, version, sampler.JSON()))
+			rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Checkpoint}, version, sampler))
 		}
 	}
 	return tables.WriteFile(tc.OutputPath(OutTrajectories), tables.Trajectories, rows, nil)

@@ -146,3 +146,14 @@ func TestEvalTaskRejectsKAboveN(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Sampling JSON cannot hold fails NewTasks, naming the task version it
+// was being encoded for, rather than hashing an empty encoding.
+func TestEvalTaskRejectsNaNSampling(t *testing.T) {
+	m, _ := tiny.Embedded()
+	_, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
+		Sampling: policy.Sampling{TopP: math.NaN()}})
+	if want := "evaluation: version of the generate task (identity, sampling, seed): json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}

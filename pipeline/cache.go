@@ -61,7 +61,7 @@ type keyInput struct {
 // cacheKey = hash(task name + versions + salt + input digests (minus the
 // ignored) + canonical params + declared outputs + the task's seed, unless
 // the task is declared Deterministic).
-func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMessage, seed uint64) string {
+func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMessage, seed uint64) (string, error) {
 	ignored := map[string]bool{}
 	for _, n := range t.IgnoreInputs {
 		ignored[n] = true
@@ -69,15 +69,22 @@ func cacheKey(t *Task, s Settings, inputs map[string]Artifact, params json.RawMe
 	k := keyInput{Task: t.Name, Version: t.Version, Cache: s.Cache.Version, Salt: s.Cache.Salt, Params: params, Seed: seed}
 	for name, a := range inputs {
 		if !ignored[name] {
-			k.Inputs = append(k.Inputs, [2]string{name, a.digest()})
+			d, err := a.digest()
+			if err != nil {
+				return "", fmt.Errorf("input %s: %w", name, err)
+			}
+			k.Inputs = append(k.Inputs, [2]string{name, d})
 		}
 	}
 	sort.Slice(k.Inputs, func(i, j int) bool { return k.Inputs[i][0] < k.Inputs[j][0] })
 	for _, o := range t.Outputs {
 		k.Outputs = append(k.Outputs, o.Name+"="+o.file())
 	}
-	b, _ := json.Marshal(k)
-	return digestBytes(b)
+	b, err := json.Marshal(k)
+	if err != nil {
+		return "", fmt.Errorf("encode the cache key: %w", err)
+	}
+	return digestBytes(b), nil
 }
 
 // manifest is a cache entry.

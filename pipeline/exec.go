@@ -74,7 +74,9 @@ func (n *Node) execute(ctx context.Context) error {
 	if err != nil {
 		return Permanent(fmt.Errorf("%w: task %s: params are not JSON-encodable: %v", ErrConfig, n.name, err))
 	}
-	n.key = cacheKey(n.task, s, inputs, params, n.seed())
+	if n.key, err = cacheKey(n.task, s, inputs, params, n.seed()); err != nil {
+		return Permanent(fmt.Errorf("task %s: %w", n.name, err))
+	}
 	dir := n.call.Dir
 	if dir == "" {
 		dir = n.it.Dir
@@ -217,10 +219,17 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 	if len(job.Inputs) > 0 {
 		prov.Inputs = map[string]string{}
 		for name, in := range job.Inputs {
-			prov.Inputs[name] = in.digest()
+			d, err := in.digest()
+			if err != nil {
+				return nil, Permanent(fmt.Errorf("task %s: input %s: %w", job.Call, name, err))
+			}
+			prov.Inputs[name] = d
 		}
 	}
-	meta := prov.Metadata(nil)
+	meta, err := prov.Metadata(nil)
+	if err != nil {
+		return nil, Permanent(fmt.Errorf("task %s: %w", job.Call, err))
+	}
 	outs := map[string]Artifact{}
 	for _, o := range t.Outputs {
 		local := tc.outputs[o.Name]

@@ -92,8 +92,11 @@ func acquireLock(ctx context.Context, st artifacts.Store, run string, ttl time.D
 }
 
 func (l *runLock) write(ctx context.Context, ifAbsent bool) error {
-	b, _ := json.Marshal(l.me)
-	_, err := l.st.PutObject(ctx, LockBranch, l.path, bytes.NewReader(b), &artifacts.PutOptions{IfAbsent: ifAbsent, ContentType: "application/json"})
+	b, err := json.Marshal(l.me)
+	if err != nil {
+		return fmt.Errorf("encode the lock holder: %w", err)
+	}
+	_, err = l.st.PutObject(ctx, LockBranch, l.path, bytes.NewReader(b), &artifacts.PutOptions{IfAbsent: ifAbsent, ContentType: "application/json"})
 	return err
 }
 

@@ -70,7 +70,10 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 		m.events.emit(Event{Kind: EventMemoRerun, Task: tc.Task, Group: tc.Group, Iteration: tc.Iteration, Key: id,
 			Error: fmt.Sprintf("a previous process died during this call; it runs again and may have run %d times", in.Started)})
 	}
-	ib, _ := json.Marshal(in)
+	ib, err := json.Marshal(in)
+	if err != nil {
+		return Permanent(fmt.Errorf("memo intent of task %s: %w", tc.Task, err))
+	}
 	if _, err := m.store.PutObject(ctx, CacheBranch, intent, bytes.NewReader(ib), nil); err != nil {
 		return fmt.Errorf("memo intent: %w", err)
 	}
@@ -87,7 +90,10 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 	} else if rec.Result, err = json.Marshal(res); err != nil {
 		return Permanent(fmt.Errorf("memo result of task %s: %w", tc.Task, err))
 	}
-	b, _ := json.Marshal(rec)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return Permanent(fmt.Errorf("memo record of task %s: %w", tc.Task, err))
+	}
 	if _, err := m.store.PutObject(ctx, CacheBranch, memoPath(id, ".json"), bytes.NewReader(b), &artifacts.PutOptions{ContentType: "application/json"}); err != nil {
 		return fmt.Errorf("memo record: %w", err)
 	}

@@ -364,7 +364,10 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 		keys[n.name] = n.key
 	}
 	it.mu.Unlock()
-	kb, _ := json.Marshal(keys)
+	kb, err := json.Marshal(keys)
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("encode the cache keys of iteration %d: %w", it.N, err)
+	}
 	md := map[string]string{
 		runs.MetaRun:        r.name,
 		runs.MetaIteration:  strconv.Itoa(it.N),

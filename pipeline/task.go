@@ -120,9 +120,9 @@ func StoreArtifact(ref, path string) Artifact { return Artifact{Ref: ref, Path: 
 func StoreDir(ref, path string) Artifact { return Artifact{Ref: ref, Path: path, Dir: true} }
 
 // digest is what the artifact contributes to a cache key.
-func (a Artifact) digest() string {
+func (a Artifact) digest() (string, error) {
 	if !a.Dir {
-		return a.Checksum
+		return a.Checksum, nil
 	}
 	names := make([]string, 0, len(a.Files))
 	for n := range a.Files {
@@ -133,8 +133,11 @@ func (a Artifact) digest() string {
 	for i, n := range names {
 		pairs[i] = [2]string{n, a.Files[n]}
 	}
-	b, _ := json.Marshal(pairs)
-	return digestBytes(b)
+	b, err := json.Marshal(pairs)
+	if err != nil {
+		return "", fmt.Errorf("digest of directory %s:%s: encode its file list: %w", a.Ref, a.Path, err)
+	}
+	return digestBytes(b), nil
 }
 
 // TaskContext is what a running task sees.

@@ -30,8 +30,9 @@
 //
 //	req := policy.PromptRequest(prompt, taskSeed)
 //	out, err := p.Generate(ctx, []policy.Request{req}, s)
+//	sampler, err := s.JSON()
 //	// …
-//	row := policy.TrajectoryRow(out[0][j], req, j, policy.RowParams{Iteration: 3}, version, s.JSON())
+//	row := policy.TrajectoryRow(out[0][j], req, j, policy.RowParams{Iteration: 3}, version, sampler)
 //
 // Backends: Open(ctx, Spec) opens the policy a pipeline's policy section
 // names with the backend registered for its kind, as artifacts.Open picks a

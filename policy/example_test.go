@@ -13,7 +13,11 @@ func ExampleTrajectoryRow() {
 	req := policy.PromptRequest(tables.Prompt{PromptID: "p1", Prompt: "2+3="}, 1)
 	s := policy.Sampling{N: 1, Temperature: 1, MaxTokens: 4}
 	sample := policy.Sample{Text: "5", FinishReason: policy.FinishStop}
-	row := policy.TrajectoryRow(sample, req, 0, policy.RowParams{Iteration: 3}, "tiny-arith", s.JSON())
+	sampler, err := s.JSON()
+	if err != nil {
+		fmt.Println(err)
+	}
+	row := policy.TrajectoryRow(sample, req, 0, policy.RowParams{Iteration: 3}, "tiny-arith", sampler)
 	fmt.Println(row.GroupID, row.Completion, row.Status, row.NumTokens, row.Sampler)
 	// Output: 000003-p1 5 ok 1 {"n":1,"temperature":1,"top_p":0,"max_tokens":4}
 }

@@ -61,10 +61,14 @@ type Sampling struct {
 }
 
 // JSON returns the sampling parameters as the JSON object recorded in the
-// trajectories table's sampler column.
-func (s Sampling) JSON() string {
-	b, _ := json.Marshal(s)
-	return string(b)
+// trajectories table's sampler column. It fails on a temperature or top_p
+// that JSON cannot hold (NaN, ±Inf) rather than record an empty sampler.
+func (s Sampling) JSON() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("sampling: encode the sampler column: %w", err)
+	}
+	return string(b), nil
 }
 
 // Finish reasons.

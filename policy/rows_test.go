@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -47,5 +48,26 @@ func TestTrajectoryRow(t *testing.T) {
 	if bad.NumTokens != 3 || bad.Status != tables.StatusTimeout || bad.PolicyVersion != "tiny+adapter-1" ||
 		bad.Error == nil || *bad.Error != "the policy returned no text" {
 		t.Fatalf("failed row = %+v (error %v)", bad, bad.Error)
+	}
+}
+
+// The sampler column is the sampling parameters' JSON; a temperature or
+// top_p JSON cannot hold is an error naming the column, not an empty one.
+func TestSamplingJSON(t *testing.T) {
+	got, err := policy.Sampling{N: 2, Temperature: 0.7, TopP: 1, MaxTokens: 8, Adapter: "a1"}.JSON()
+	if want := `{"n":2,"temperature":0.7,"top_p":1,"max_tokens":8,"adapter":"a1"}`; err != nil || got != want {
+		t.Errorf("JSON() = %s, %v; want %s", got, err, want)
+	}
+	for _, tc := range []struct {
+		s    policy.Sampling
+		want string
+	}{
+		{policy.Sampling{Temperature: math.NaN()}, "sampling: encode the sampler column: json: unsupported value: NaN"},
+		{policy.Sampling{TopP: math.Inf(1)}, "sampling: encode the sampler column: json: unsupported value: +Inf"},
+	} {
+		got, err := tc.s.JSON()
+		if err == nil || got != "" || err.Error() != tc.want {
+			t.Errorf("%+v: JSON() = %q, %v; want the error %q", tc.s, got, err, tc.want)
+		}
 	}
 }

@@ -77,9 +77,13 @@ func Task(o Options) (*pipeline.Task, error) {
 		o.Env = "generate"
 	}
 	g := &generator{o: o, adapters: policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)}
+	version, err := g.version()
+	if err != nil {
+		return nil, fmt.Errorf("rollouts: %w", err)
+	}
 	return &pipeline.Task{
 		Name:    "generate",
-		Version: g.version(),
+		Version: version,
 		Env:     o.Env,
 		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
@@ -95,16 +99,20 @@ type generator struct {
 }
 
 // version is the task's cache version: the code, the policy's identity and
-// the sampling parameters.
-func (g *generator) version() string {
+// the sampling parameters, which fail to encode when JSON cannot hold
+// them (a NaN temperature).
+func (g *generator) version() (string, error) {
 	s := g.o.Sampling
 	s.Adapter = ""
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		Code, Identity string
 		Sampling       policy.Sampling
 	}{Version, g.o.Identity, s})
+	if err != nil {
+		return "", fmt.Errorf("version of the generate task: encode the sampling parameters: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	return Version + "-" + hex.EncodeToString(sum[:8])
+	return Version + "-" + hex.EncodeToString(sum[:8]), nil
 }
 
 func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -133,7 +141,10 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	rows := make([]tables.Trajectory, 0, len(prompts)*n)
 	sampler := s
 	sampler.Adapter = ""
-	samplerJSON := sampler.JSON()
+	samplerJSON, err := sampler.JSON()
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
 	for start := 0; start < len(prompts); start += g.o.Batch {
 		batch := prompts[start:min(start+g.o.Batch, len(prompts))]
 		reqs := make([]policy.Request, len(batch))

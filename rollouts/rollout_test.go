@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +254,9 @@ func TestRolloutTaskRejectsBadOptions(t *testing.T) {
 	if _, err := rollouts.Task(rollouts.Options{Policy: newSeedPolicy(), Sampling: policy.Sampling{Temperature: -1}}); err == nil ||
 		!strings.Contains(err.Error(), "temperature") {
 		t.Errorf("negative temperature: %v", err)
+	}
+	_, err := rollouts.Task(rollouts.Options{Policy: newSeedPolicy(), Sampling: policy.Sampling{Temperature: math.NaN()}})
+	if want := "rollouts: version of the generate task: encode the sampling parameters: json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Errorf("NaN temperature: %v, want %q", err, want)
 	}
 }

@@ -36,8 +36,9 @@ type apiError struct {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(apiError{Error: "encode the response: " + err.Error(), Status: status})
+		// An apiError holds a string and an int: this call encodes.
+		writeError(w, http.StatusInternalServerError, "encode the response: "+err.Error())
+		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -60,7 +60,11 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 
 	seq := 0
 	send := func(event string, v any) bool {
-		data, _ := json.Marshal(v)
+		data, err := json.Marshal(v)
+		if err != nil { // the stream has begun: log it and end the stream
+			s.log.Error().Str(logRun, run).Err(err).Msgf("encode the %s event", event)
+			return false
+		}
 		seq++
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", seq, event, data); err != nil {
 			return false

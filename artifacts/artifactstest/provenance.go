@@ -28,7 +28,10 @@ func testProvenanceRoundTrip(f *fixture) {
 		CreatedAt:     time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC),
 	}
 	extra := map[string]string{"rows": "1024"}
-	meta := want.Metadata(extra)
+	meta, err := want.Metadata(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.putWith("main", "runs/r1/rollouts.parquet", []byte("PAR1...PAR1"), &artifacts.PutOptions{
 		ContentType: "application/vnd.apache.parquet", Metadata: meta,
 	})

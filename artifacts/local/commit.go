@@ -38,7 +38,11 @@ func (s *Store) newCommit(tx *bolt.Tx, parents []string, metaID, message, commit
 	if len(c.Metadata) == 0 {
 		c.Metadata = nil
 	}
-	c.ID = commitID(c)
+	id, err := commitID(c)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	c.ID = id
 	return c, putJSON(tx.Bucket(bucketCommits), []byte(c.ID), c)
 }
 

@@ -21,13 +21,17 @@ type view struct {
 	branch string // "" unless staged changes are visible
 }
 
-// commitID hashes a commit's content (everything but the id).
-func commitID(c artifacts.Commit) string {
+// commitID hashes a commit's content (everything but the id). It fails
+// on a commit JSON cannot hold, such as a date after the year 9999.
+func commitID(c artifacts.Commit) (string, error) {
 	c.ID = ""
 	c.CreationDate = c.CreationDate.UTC()
-	data, _ := json.Marshal(c)
+	data, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("commit id: encode the commit: %w", err)
+	}
 	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
+	return hex.EncodeToString(s[:]), nil
 }
 
 func getCommit(tx *bolt.Tx, id string) (artifacts.Commit, error) {

@@ -145,7 +145,11 @@ func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Sto
 			return err
 		}
 		c := artifacts.Commit{Committer: s.committer(""), Message: "Repository created", CreationDate: now, MetaRangeID: emptyMetaRangeID, Generation: 1}
-		c.ID = commitID(c)
+		id, err := commitID(c)
+		if err != nil {
+			return err
+		}
+		c.ID = id
 		if err := putJSON(tx.Bucket(bucketCommits), []byte(c.ID), c); err != nil {
 			return err
 		}

@@ -317,3 +317,23 @@ func TestTwoProcessesCommitToOneBranch(t *testing.T) {
 		t.Fatalf("main holds %d objects, want 60 (every put of both processes)", n)
 	}
 }
+
+// A commit date JSON cannot hold (after the year 9999) fails the commit,
+// saying it was the commit's encoding, and leaves the branch where it was.
+func TestCommitDateOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	put(t, s, "main", "a.txt", "a")
+	before, err := s.GetBranch(ctx, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Commit(ctx, "main", "far future", &artifacts.CommitOptions{Date: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	want := "commit main: commit id: encode the commit: json: error calling MarshalJSON for type time.Time: Time.MarshalJSON: year outside of range [0,9999]"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if after, err := s.GetBranch(ctx, "main"); err != nil || after.CommitID != before.CommitID {
+		t.Errorf("main moved from %s to %s (%v)", before.CommitID, after.CommitID, err)
+	}
+}

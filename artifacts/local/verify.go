@@ -142,7 +142,7 @@ func (v *verifier) history(tx *bolt.Tx, ref, head string) {
 			v.damaged(key, d, fmt.Sprintf("unreadable (%v); the history behind it is not checked", err))
 			continue
 		}
-		if c.ID != st.id || commitID(c) != st.id {
+		if id, err := commitID(c); c.ID != st.id || err != nil || id != st.id {
 			// Its parents and tree are still what it names: check them.
 			v.damaged(key, d, "its content does not match its id")
 		}

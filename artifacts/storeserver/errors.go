@@ -2,6 +2,7 @@ package storeserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,15 +38,23 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	}{msg})
 }
 
-// writeJSON writes v as the JSON body of an answer.
+// writeJSON writes v as the JSON body of an answer. A v that does not
+// encode (a NaN, say) is answered with a 500 that says so, not with a
+// truncated body under status. The error body holds only a string, which
+// always encodes, so writeError's own writeJSON call succeeds.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeError(w, http.StatusInternalServerError, "encode the answer: "+err.Error())
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_, _ = w.Write(body.Bytes())
 }
 
 // fail answers err: an *apiError as it is, an error of the store with the

@@ -582,8 +582,13 @@ func shorten(v any) string {
 	case csvCell:
 		s = strconv.Quote(string(v))
 	default:
-		b, _ := json.Marshal(v)
-		s = string(b)
+		// v was decoded from JSON and encodes again; should it not, the
+		// message shows it as Go prints it rather than as nothing.
+		if b, err := json.Marshal(v); err == nil {
+			s = string(b)
+		} else {
+			s = fmt.Sprintf("%v", v)
+		}
 	}
 	if len(s) > 60 {
 		s = s[:57] + "…"

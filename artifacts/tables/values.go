@@ -164,12 +164,16 @@ func appendFloat(buf []byte, f float64, bits int) []byte {
 	return strconv.AppendFloat(buf, f, 'g', -1, bits)
 }
 
-// appendJSONString appends s as a JSON string without HTML escaping.
+// appendJSONString appends s as a JSON string without HTML escaping. A
+// string always encodes (invalid UTF-8 becomes U+FFFD); were it not to,
+// it would be null, as every value JSON cannot hold is in appendJSON.
 func appendJSONString(buf []byte, s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s)
+	if err := enc.Encode(s); err != nil {
+		return append(buf, "null"...)
+	}
 	return append(buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 }
 

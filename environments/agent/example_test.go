@@ -86,7 +86,11 @@ func ExampleEnv() {
 func ExampleParseToolCall() {
 	call, ok, err := agent.ParseToolCall("Let me list the files.\n```bash\nls -1\n```")
 	fmt.Printf("%q %v %v\n", call.Command, ok, err)
-	fmt.Println(call.JSON())
+	calls, err := call.JSON()
+	if err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(calls)
 	_, ok, _ = agent.ParseToolCall("The answer is 42.")
 	fmt.Println(ok)
 	// Output:

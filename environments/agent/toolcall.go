@@ -26,9 +26,12 @@ type ToolCall struct {
 
 // JSON returns the call as the trajectory's tool_calls JSON text: a list
 // of one {"tool": "bash", "command": …} object.
-func (c ToolCall) JSON() string {
-	b, _ := json.Marshal([]ToolCall{c}) // strings only: cannot fail
-	return string(b)
+func (c ToolCall) JSON() (string, error) {
+	b, err := json.Marshal([]ToolCall{c})
+	if err != nil {
+		return "", fmt.Errorf("encode the %s tool call: %w", c.Tool, err)
+	}
+	return string(b), nil
 }
 
 // ErrUnclosedBlock: a bash block was opened and never closed.

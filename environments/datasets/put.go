@@ -70,8 +70,12 @@ func Put(ctx context.Context, st artifacts.Store, branch, path string, rows []ta
 	if prov.CreatedAt.IsZero() {
 		prov.CreatedAt = time.Now().UTC()
 	}
+	meta, err := prov.Metadata(nil)
+	if err != nil {
+		return artifacts.Commit{}, fmt.Errorf("put dataset %s: %w", path, err)
+	}
 	if _, err := st.PutObject(ctx, branch, path, &buf, &artifacts.PutOptions{
-		ContentType: ContentType, Metadata: prov.Metadata(nil)}); err != nil {
+		ContentType: ContentType, Metadata: meta}); err != nil {
 		return artifacts.Commit{}, fmt.Errorf("put dataset %s on %s: %w", path, branch, err)
 	}
 	if o.NoCommit {
@@ -112,7 +116,10 @@ func Import(ctx context.Context, st artifacts.Store, branch, path, src string, o
 	if err != nil {
 		return artifacts.Commit{}, 0, err
 	}
-	cfg, _ := json.Marshal(o.Load) // plain strings: cannot fail
+	cfg, err := json.Marshal(o.Load)
+	if err != nil {
+		return artifacts.Commit{}, 0, fmt.Errorf("import %s: encode the load options: %w", src, err)
+	}
 	h := sha256.Sum256(cfg)
 	p := &o.Put.Provenance
 	if p.Task == "" {

@@ -368,16 +368,31 @@ func score(ctx context.Context, grader *judge.Judge, tasks []task, rep *report) 
 			}
 			rv := ep.Reward
 			r.Components = map[string]float64{"verifier": rv}
-			vo, _ := json.Marshal(map[string]any{"verifier": ep.Verifier})
+			vo, err := json.Marshal(map[string]any{"verifier": ep.Verifier})
+			if err != nil {
+				msg := "verifier outputs: " + err.Error()
+				r.Status, r.Error = "error", &msg
+				return nil
+			}
 			r.VerifierOutputs = string(vo)
 			res, err := grader.Score(gctx, judge.Input{Prompt: t.Instruction, Completion: tr.Completion}, nil)
 			if errors.Is(err, judge.ErrSetup) || gctx.Err() != nil {
 				return fmt.Errorf("judge %s sample %d: %w", tr.PromptID, tr.SampleIndex, err)
 			}
-			jo, _ := json.Marshal(map[string]any{judgeName: map[string]any{"score": res.Score, "status": res.Status, "reason": res.Reason, "raw": res.Raw}})
-			r.JudgeOutputs = string(jo)
+			// As in the rewards stage, the judge's own failure (a NaN score
+			// is out of range) is the row's error rather than the encoding
+			// error it causes; outputs that do not encode stay "{}".
+			jo, encErr := json.Marshal(map[string]any{judgeName: map[string]any{"score": res.Score, "status": res.Status, "reason": res.Reason, "raw": res.Raw}})
+			if encErr == nil {
+				r.JudgeOutputs = string(jo)
+			}
 			if res.Status != judge.StatusOK {
 				msg := fmt.Sprintf("component judge: %s: %s", res.Status, res.Reason)
+				r.Status, r.Error = "error", &msg
+				return nil
+			}
+			if encErr != nil {
+				msg := "judge outputs: " + encErr.Error() + " (the judge returned a value JSON cannot hold)"
 				r.Status, r.Error = "error", &msg
 				return nil
 			}

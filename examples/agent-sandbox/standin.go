@@ -180,12 +180,17 @@ func standinJudge(w http.ResponseWriter, r *http.Request) {
 	case final != "":
 		verdict = "STAND-IN judge (a rule, not a model): the message names no check.\nScore: 0.5"
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
+	b, err := json.Marshal(map[string]any{
 		"object":  "chat.completion",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": verdict}}},
 		"usage":   map[string]int{"prompt_tokens": 0, "completion_tokens": 0},
 	})
+	if err != nil {
+		http.Error(w, "stand-in judge: encode the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
 }
 
 // serveStandin serves the stand-in policy (under /v1) and the stand-in

@@ -223,7 +223,10 @@ func (o Options) score(ctx context.Context, tc *pipeline.TaskContext, tr tables.
 	key := map[string]any{"prompt_id": tr.PromptID, "sample_index": tr.SampleIndex, "completion": tr.Completion}
 	var score float64
 	err := tc.Memo(ctx, key, &score, func(ctx context.Context) (any, error) {
-		body, _ := json.Marshal(key)
+		body, err := json.Marshal(key)
+		if err != nil {
+			return nil, pipeline.Permanent(fmt.Errorf("judge request for %s sample %d: %w", tr.PromptID, tr.SampleIndex, err))
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.JudgeURL, bytes.NewReader(body))
 		if err != nil {
 			return nil, pipeline.Permanent(err)

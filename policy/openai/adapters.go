@@ -34,7 +34,14 @@ func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
 	}
 	c.amu.Lock()
 	defer c.amu.Unlock()
-	body, _ := json.Marshal(map[string]string{"lora_name": name, "lora_path": dir})
+	body, err := json.Marshal(map[string]string{"lora_name": name, "lora_path": dir})
+	if err != nil {
+		return fmt.Errorf("openai: load adapter %q from %s: encode the request: %w", name, dir, err)
+	}
+	undo, err := json.Marshal(map[string]string{"lora_name": name})
+	if err != nil {
+		return fmt.Errorf("openai: load adapter %q from %s: encode the unload request: %w", name, dir, err)
+	}
 	fresh := make([]bool, len(c.eps)) // loaded by this call, not before
 	errs := c.onEvery(ctx, pathLoad, body, func(i int, ce *callError) error {
 		if ce == nil {
@@ -48,7 +55,6 @@ func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
 	})
 	if err := errors.Join(errs...); err != nil {
 		if ctx.Err() == nil {
-			undo, _ := json.Marshal(map[string]string{"lora_name": name})
 			for i, e := range c.eps {
 				if fresh[i] {
 					_ = c.call(ctx, e, http.MethodPost, pathUnload, undo, nil)
@@ -73,7 +79,10 @@ func (c *Client) UnloadAdapter(ctx context.Context, name string) error {
 }
 
 func (c *Client) unload(ctx context.Context, name string) error {
-	body, _ := json.Marshal(map[string]string{"lora_name": name})
+	body, err := json.Marshal(map[string]string{"lora_name": name})
+	if err != nil {
+		return fmt.Errorf("openai: unload adapter %q: encode the request: %w", name, err)
+	}
 	errs := c.onEvery(ctx, pathUnload, body, func(_ int, ce *callError) error {
 		if ce == nil || ce.status == http.StatusNotFound {
 			return nil

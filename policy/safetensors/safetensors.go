@@ -162,9 +162,13 @@ func Marshal(f *File) ([]byte, error) {
 			if i > 0 {
 				h.WriteByte(',')
 			}
-			writeJSONString(&h, k)
+			if err := writeJSONString(&h, k); err != nil {
+				return nil, fmt.Errorf("metadata key %q: encode it: %w", k, err)
+			}
 			h.WriteByte(':')
-			writeJSONString(&h, f.Metadata[k])
+			if err := writeJSONString(&h, f.Metadata[k]); err != nil {
+				return nil, fmt.Errorf("metadata %q: encode the value: %w", k, err)
+			}
 		}
 		h.WriteByte('}')
 		first = false
@@ -191,9 +195,13 @@ func Marshal(f *File) ([]byte, error) {
 			h.WriteByte(',')
 		}
 		first = false
-		writeJSONString(&h, name)
+		if err := writeJSONString(&h, name); err != nil {
+			return nil, fmt.Errorf("tensor %q: encode the name: %w", name, err)
+		}
 		h.WriteString(`:{"dtype":`)
-		writeJSONString(&h, string(t.DType))
+		if err := writeJSONString(&h, string(t.DType)); err != nil {
+			return nil, fmt.Errorf("tensor %q: encode the dtype: %w", name, err)
+		}
 		h.WriteString(`,"shape":[`)
 		for i, d := range t.Shape {
 			if i > 0 {
@@ -221,9 +229,13 @@ func Marshal(f *File) ([]byte, error) {
 	return out, nil
 }
 
-func writeJSONString(b *bytes.Buffer, s string) {
-	enc, _ := json.Marshal(s) // a string always marshals
+func writeJSONString(b *bytes.Buffer, s string) error {
+	enc, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
 	b.Write(enc)
+	return nil
 }
 
 // Unmarshal decodes a safetensors file. The tensors' Data alias b. Errors

@@ -21,10 +21,17 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Message }
 
+// writeError writes e as the answer. An e whose Param or Code does not
+// encode is answered with a 500 that says so, which holds only strings
+// and so encodes.
 func writeError(w http.ResponseWriter, e *apiError) {
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		Error *apiError `json:"error"`
 	}{e})
+	if err != nil {
+		writeError(w, errInternal("encode the error answer: "+err.Error()))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.status)

@@ -142,22 +142,33 @@ func (lo *layout) param(name string) int {
 // names and shapes, the Config as JSON in the metadata. Equal weights give
 // equal bytes.
 func (m *Model) Marshal() ([]byte, error) {
-	return safetensors.Marshal(m.file())
+	f, err := m.file()
+	if err != nil {
+		return nil, err
+	}
+	return safetensors.Marshal(f)
 }
 
-func (m *Model) file() *safetensors.File {
-	cfg, _ := json.Marshal(m.cfg)
+func (m *Model) file() (*safetensors.File, error) {
+	cfg, err := json.Marshal(m.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode the model config: %w", err)
+	}
 	f := safetensors.NewFile(map[string]string{metaFormat: formatName, metaConfig: string(cfg)})
 	for i := range m.lo.params {
 		p := &m.lo.params[i]
 		f.Tensors[p.name] = safetensors.FromFloat32(p.shape, p.toFile(m.w.flat[p.off:p.off+p.size]))
 	}
-	return f
+	return f, nil
 }
 
 // Save writes the model to path atomically.
 func (m *Model) Save(path string) error {
-	return safetensors.WriteFile(path, m.file())
+	f, err := m.file()
+	if err != nil {
+		return err
+	}
+	return safetensors.WriteFile(path, f)
 }
 
 // Config returns the model's configuration.

@@ -369,7 +369,10 @@ const (
 // and the trainable parameters themselves — to a safetensors file, so that
 // LoadState on a fresh Trainer continues the run bit for bit.
 func (t *Trainer) SaveState(path string) error {
-	cfg, _ := json.Marshal(t.cfg)
+	cfg, err := json.Marshal(t.cfg)
+	if err != nil {
+		return fmt.Errorf("save optimizer state: encode the train config: %w", err)
+	}
 	f := safetensors.NewFile(map[string]string{
 		metaFormat: formatName + "/optimizer",
 		metaStep:   strconv.Itoa(t.step),

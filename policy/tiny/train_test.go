@@ -3,6 +3,7 @@ package tiny
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,22 @@ func TestResume(t *testing.T) {
 				t.Errorf("a full trainer loaded a LoRA state: %v", err)
 			}
 		}
+	}
+}
+
+// A learning rate JSON cannot hold fails SaveState, and no state file is
+// written whose train_config is empty.
+func TestSaveStateNaNLR(t *testing.T) {
+	m := randomModel(t, smallConfig(), 4)
+	tr := newTrainer(t, m, nil, TrainConfig{LR: 1e-2})
+	tr.SetLR(math.NaN())
+	path := filepath.Join(t.TempDir(), "opt.safetensors")
+	err := tr.SaveState(path)
+	if want := "save optimizer state: encode the train config: json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a state file was written: %v", err)
 	}
 }
 

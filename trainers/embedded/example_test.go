@@ -54,6 +54,10 @@ func ExampleTrainer() {
 		b.Prompts = append(b.Prompts, tables.Prompt{PromptID: fmt.Sprint("p", i), Prompt: p.Prompt(), Answer: p.Answer()})
 	}
 	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
+	sampler, err := s.JSON()
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, pr := range b.Prompts {
 		req := policy.PromptRequest(pr, 1)
 		out, err := m.Generate(ctx, nil, []policy.Request{req}, s)
@@ -61,7 +65,7 @@ func ExampleTrainer() {
 			log.Fatal(err)
 		}
 		for j, smp := range out[0] {
-			tr := policy.TrajectoryRow(smp, req, j, policy.RowParams{Iteration: 1}, m.Version(), s.JSON())
+			tr := policy.TrajectoryRow(smp, req, j, policy.RowParams{Iteration: 1}, m.Version(), sampler)
 			r := 0.0
 			if tr.FinishReason == policy.FinishStop && tr.Completion == pr.Answer {
 				r = 1

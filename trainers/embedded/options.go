@@ -149,7 +149,7 @@ func (o Options) Validate() error {
 		return bad("epochs", "%d; it must be ≥ 1", o.Epochs)
 	case o.Minibatches < 1:
 		return bad("minibatches", "%d; it must be ≥ 1", o.Minibatches)
-	case o.EpsLow <= 0 || o.EpsLow >= 1:
+	case !(o.EpsLow > 0 && o.EpsLow < 1):
 		return bad("eps_low", "%g; it must be in (0, 1)", o.EpsLow)
 	case o.EpsHigh <= 0 || !finite(o.EpsHigh):
 		return bad("eps_high", "%g; it must be positive", o.EpsHigh)
@@ -186,15 +186,19 @@ func (o Options) lossOptions() grpo.LossOptions {
 
 // Version is the train task's version for a base model: CodeVersion and a
 // digest of the options (defaults applied) and of the model's version.
-func (o Options) Version(m *tiny.Model) string {
+// It fails on options JSON cannot hold (a NaN), which Validate rejects.
+func (o Options) Version(m *tiny.Model) (string, error) {
 	o.EnsureDefaults()
-	b, _ := json.Marshal(struct {
+	b, err := json.Marshal(struct {
 		Code    string  `json:"code"`
 		Model   string  `json:"model"`
 		Options Options `json:"options"`
 	}{CodeVersion, m.Version(), o})
+	if err != nil {
+		return "", fmt.Errorf("train task version: encode the options: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
+	return CodeVersion + "-" + hex.EncodeToString(sum[:8]), nil
 }
 
 // advantages are the options of the advantages the trainer trains on.

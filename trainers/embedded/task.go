@@ -72,14 +72,18 @@ func Task(m *tiny.Model, o Options) *pipeline.Task {
 
 func newTask(m *tiny.Model, o Options, f faults) *pipeline.Task {
 	o.EnsureDefaults()
+	version, verr := o.Version(m)
 	return &pipeline.Task{
-		Name: "train", Version: o.Version(m), Env: "train", Deterministic: true,
+		Name: "train", Version: version, Env: "train", Deterministic: true,
 		Outputs: []pipeline.Output{
 			{Name: OutAdapter, File: AdapterDir, Dir: true},
 			{Name: OutMetrics, File: MetricsFile, Check: checkMetrics},
 			{Name: OutAdvantages, File: AdvantagesFile, Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }},
 		},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			if verr != nil {
+				return pipeline.Permanent(fmt.Errorf("train stage: %w", verr))
+			}
 			return run(ctx, tc, m, o, f)
 		},
 	}

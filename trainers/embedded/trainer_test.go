@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,10 @@ func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint6
 		reqs[i] = policy.PromptRequest(p, seed)
 	}
 	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
+	sampler, err := s.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := m.Generate(context.Background(), a, reqs, s)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +51,7 @@ func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint6
 	b.Prompts = prompts
 	for i, samples := range out {
 		for j, smp := range samples {
-			tr := policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), s.JSON())
+			tr := policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), sampler)
 			b.Trajectories = append(b.Trajectories, tr)
 			v := 0.0
 			if tr.FinishReason == policy.FinishStop && tr.Completion == prompts[i].Answer {
@@ -81,6 +86,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"epochs", embedded.Options{Epochs: -1}, "epochs"},
 		{"minibatches", embedded.Options{Minibatches: -2}, "minibatches"},
 		{"eps low", embedded.Options{EpsLow: 1.5}, "eps_low"},
+		{"eps low NaN", embedded.Options{EpsLow: math.NaN()}, "eps_low"},
 		{"beta", embedded.Options{Beta: -0.01}, "beta"},
 		{"aggregation", embedded.Options{Aggregation: "batch"}, "aggregation"},
 		{"rank", embedded.Options{LoRA: embedded.LoRAOptions{Rank: -8}}, "lora.rank"},
@@ -106,15 +112,23 @@ func TestVersionDigestsOptionsAndModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := embedded.Options{}.Version(m)
-	if got := (embedded.Options{LR: embedded.DefaultLR, ClipNorm: 1}).Version(m); got != base {
+	version := func(o embedded.Options, m *tiny.Model) string {
+		t.Helper()
+		v, err := o.Version(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	base := version(embedded.Options{}, m)
+	if got := version(embedded.Options{LR: embedded.DefaultLR, ClipNorm: 1}, m); got != base {
 		t.Errorf("explicit defaults give version %s, the zero options %s", got, base)
 	}
 	for name, v := range map[string]string{
-		"lr":         embedded.Options{LR: 3e-3}.Version(m),
-		"beta":       embedded.Options{Beta: 0.01}.Version(m),
-		"lora seed":  embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}.Version(m),
-		"base model": embedded.Options{}.Version(other),
+		"lr":         version(embedded.Options{LR: 3e-3}, m),
+		"beta":       version(embedded.Options{Beta: 0.01}, m),
+		"lora seed":  version(embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}, m),
+		"base model": version(embedded.Options{}, other),
 	} {
 		if v == base {
 			t.Errorf("changing the %s keeps the version %s", name, v)
@@ -122,6 +136,10 @@ func TestVersionDigestsOptionsAndModel(t *testing.T) {
 	}
 	if !strings.HasPrefix(base, embedded.CodeVersion+"-") {
 		t.Errorf("version %s does not start with the code version", base)
+	}
+	_, err = embedded.Options{EpsLow: math.NaN()}.Version(m)
+	if want := "train task version: encode the options: json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Errorf("version of a NaN eps_low: error %v, want %q", err, want)
 	}
 }
 

@@ -114,16 +114,20 @@ func (o Options) Advantages() (advantages.TrainOptions, error) {
 // TaskVersion is the train task's Version: CodeVersion and a digest of
 // the command, the hyperparameters and Version — not Env, which may hold
 // secrets, nor Dir, which changes with where the checkout is and how the
-// config path was typed, not with what is trained.
-func (o Options) TaskVersion() string {
-	b, _ := json.Marshal(struct {
+// config path was typed, not with what is trained. It fails on
+// hyperparameters JSON cannot hold (a NaN), which Validate rejects.
+func (o Options) TaskVersion() (string, error) {
+	b, err := json.Marshal(struct {
 		Code            string         `json:"code"`
 		Command         []string       `json:"command"`
 		Hyperparameters map[string]any `json:"hyperparameters"`
 		Version         string         `json:"version"`
 	}{CodeVersion, o.Command, o.Hyperparameters, o.Version})
+	if err != nil {
+		return "", fmt.Errorf("train task version: encode the command and hyperparameters: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	return CodeVersion + "-" + hex.EncodeToString(sum[:8])
+	return CodeVersion + "-" + hex.EncodeToString(sum[:8]), nil
 }
 
 // secretKey reports whether an environment variable's name looks like it

@@ -68,9 +68,13 @@ func Task(o Options) (*pipeline.Task, error) {
 		return nil, err
 	}
 	adv, _ := o.Advantages()
+	version, err := o.TaskVersion()
+	if err != nil {
+		return nil, err
+	}
 	o.Command = append([]string(nil), o.Command...)
 	return &pipeline.Task{
-		Name: "train", Version: o.TaskVersion(), Env: "train",
+		Name: "train", Version: version, Env: "train",
 		Settings: pipeline.Settings{Timeout: o.Timeout},
 		Outputs: []pipeline.Output{
 			{Name: OutAdapter, File: AdapterDir, Dir: true},

@@ -48,11 +48,19 @@ func TestOptionsValidate(t *testing.T) {
 
 // The version digests what changes training, and not the environment.
 func TestTaskVersion(t *testing.T) {
+	version := func(o Options) string {
+		t.Helper()
+		v, err := o.TaskVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	base := Options{Command: []string{"python3", "t.py"}, Hyperparameters: map[string]any{"lr": 1e-5}}
-	v := base.TaskVersion()
+	v := version(base)
 	withEnv := base
 	withEnv.Env = map[string]string{"HF_TOKEN": "x"}
-	if withEnv.TaskVersion() != v {
+	if version(withEnv) != v {
 		t.Error("the environment changed the version")
 	}
 	for _, o := range []Options{
@@ -60,9 +68,13 @@ func TestTaskVersion(t *testing.T) {
 		{Command: base.Command, Hyperparameters: map[string]any{"lr": 2e-5}},
 		{Command: base.Command, Hyperparameters: base.Hyperparameters, Version: "2"},
 	} {
-		if o.TaskVersion() == v {
+		if version(o) == v {
 			t.Errorf("%+v has the same version as %+v", o, base)
 		}
+	}
+	_, err := Options{Command: base.Command, Hyperparameters: map[string]any{"lr": math.NaN()}}.TaskVersion()
+	if want := "train task version: encode the command and hyperparameters: json: unsupported value: NaN"; err == nil || err.Error() != want {
+		t.Errorf("version with a NaN lr: error %v, want %q", err, want)
 	}
 }
 
