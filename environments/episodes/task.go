@@ -155,7 +155,10 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	}
 	sampler := ro.Sampling
 	sampler.Adapter = ""
-	samplerJSON := sampler.JSON()
+	samplerJSON, err := sampler.JSON()
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("episodes: %w", err))
+	}
 	G := g.o.Episodes
 	rows := make([]tables.Trajectory, len(prompts)*G)
 	// Every environment is made first, in order, so that one that cannot
