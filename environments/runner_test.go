@@ -295,7 +295,7 @@ func TestNewRunnerInvalid(t *testing.T) {
 // than every trajectory carrying an empty sampler.
 func TestNewRunnerNaNTemperature(t *testing.T) {
 	_, err := environments.NewRunner(environments.Scripted(bisect), &environments.RunnerOptions{Sampling: policy.Sampling{Temperature: math.NaN()}})
-	if want := "environments: sampling: encode the sampler column: json: unsupported value: NaN"; err == nil || err.Error() != want {
+	if want := "environments: sampling: temperature is NaN; it must be a number ≥ 0"; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 )
 
 // Message is one turn of a chat transcript.
@@ -201,10 +202,10 @@ func Validate(reqs []Request, s Sampling) error {
 	if s.N < 0 {
 		return fmt.Errorf("sampling: n is %d; it must be at least 1", s.N)
 	}
-	if s.Temperature < 0 {
-		return fmt.Errorf("sampling: temperature is %g; it must be ≥ 0", s.Temperature)
+	if s.Temperature < 0 || math.IsNaN(s.Temperature) || math.IsInf(s.Temperature, 0) {
+		return fmt.Errorf("sampling: temperature is %g; it must be a number ≥ 0", s.Temperature)
 	}
-	if s.TopP < 0 || s.TopP > 1 {
+	if s.TopP < 0 || s.TopP > 1 || math.IsNaN(s.TopP) {
 		return fmt.Errorf("sampling: top_p is %g; it must be in (0, 1]", s.TopP)
 	}
 	if s.MaxTokens < 0 {
