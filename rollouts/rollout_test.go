@@ -256,7 +256,7 @@ func TestRolloutTaskRejectsBadOptions(t *testing.T) {
 		t.Errorf("negative temperature: %v", err)
 	}
 	_, err := rollouts.Task(rollouts.Options{Policy: newSeedPolicy(), Sampling: policy.Sampling{Temperature: math.NaN()}})
-	if want := "rollouts: version of the generate task: encode the sampling parameters: json: unsupported value: NaN"; err == nil || err.Error() != want {
+	if want := "rollouts: sampling: temperature is NaN; it must be a number ≥ 0"; err == nil || err.Error() != want {
 		t.Errorf("NaN temperature: %v, want %q", err, want)
 	}
 }
