@@ -33,9 +33,9 @@
 // (or max_completion_tokens; default: the policy's), stop (a string or a
 // list), logprobs (completions: k from 0 to 20; chat: a boolean),
 // top_logprobs (chat: k from 0 to 20, with logprobs true), echo
-// (completions), return_tokens_as_token_ids and return_token_ids; other
-// fields are ignored, as vLLM does, except stream, which is refused. The
-// policy is called once per HTTP request with one policy.Request per
+// (completions), return_tokens_as_token_ids and return_token_ids, stream
+// and stream_options.include_usage; other fields are ignored, as vLLM
+// does. The policy is called once per HTTP request with one policy.Request per
 // prompt, seeded with seed, so the samples are those the policy gives in
 // process: sample j of prompt i is choice i·n+j.
 //
@@ -72,13 +72,41 @@
 // answers echo with logprobs 400. Text is JSON, so invalid UTF-8 in a
 // sample's text arrives as U+FFFD; token ids are exact.
 //
+// # Streaming
+//
+// With stream: true the answer is text/event-stream: data: {chunk}
+// events, then data: [DONE]. A completions chunk (object
+// text_completion) has choices[i].text, a chat chunk (object
+// chat.completion.chunk) choices[i].delta, whose first for each choice is
+// {"role": "assistant", "content": ""} and the rest {"content"}. Each chunk
+// carries one token of one choice, with that token's logprobs (in the
+// shape above; text_offset still counts into the whole text) and
+// token_ids when asked; with echo a choice's first chunk is the prompt
+// and its logprobs. Chunks of the choices interleave by index, a choice's
+// last carries its finish_reason and stop_reason (null before), and with
+// stream_options.include_usage every chunk has "usage": null but a last one
+// with the usage and no choices. The chunks add up to the non-stream
+// answer exactly. A policy that cannot spell its tokens (no
+// policy.TokenTexter), or returns no token ids, streams each choice's text
+// as one chunk.
+//
+// policy.Policy returns whole samples, so the stream is cut from them once
+// the policy is done: it is there for clients that ask for it, and brings
+// no token sooner. For the same reason every error of the policy comes
+// before the stream starts, as a JSON error with its status (below); a
+// started stream ends early only with an error event, data: {"error":
+// {...}} then data: [DONE], when a chunk cannot be encoded. A client that
+// goes away cancels the request's context, which ends the policy's
+// Generate, and the handler stops writing and returns.
+//
 // # Errors
 //
 // Errors are OpenAI's {"error": {"message", "type", "param", "code"}}:
 // 400 for a malformed body (the byte offset of a JSON syntax error, the
 // field of a value of the wrong type), n < 1, a negative temperature,
 // top_p outside (0, 1], logprobs or top_logprobs past 20, top_logprobs
-// without logprobs, echo on chat or more than Options.MaxSamples samples;
+// without logprobs, echo on chat, stream_options without stream: true or
+// more than Options.MaxSamples samples;
 // 401 for a missing or wrong token (the message says that rlpipe policy
 // serve reads the token from RLPIPE_POLICY_TOKEN and an rlpipe client
 // sends the variable its policy's key_env names); 404 for an unknown model or route; 405 for a

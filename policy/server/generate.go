@@ -33,7 +33,13 @@ type body struct {
 	TokensAsIDs         bool            `json:"return_tokens_as_token_ids"`
 	ReturnTokenIDs      bool            `json:"return_token_ids"`
 	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
 	Echo                bool            `json:"echo"`
+}
+
+// streamOptions are OpenAI's stream_options.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // call is a checked request, ready for the policy.
@@ -44,17 +50,21 @@ type call struct {
 	tokenIDs bool // choices[].token_ids
 	asIDs    bool // logprobs' tokens as "token_id:N"
 	echo     bool // completions: the prompt before the text and its logprobs
+	stream   bool // answer text/event-stream
+	// includeUsage ends a stream with a chunk of usage.
+	includeUsage bool
 }
 
 // parse checks a body and builds the policy call.
 func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
-	if b.Stream {
-		return nil, badRequest("stream", "streaming is not supported; send stream: false")
+	if b.StreamOptions != nil && !b.Stream {
+		return nil, badRequest("stream_options", "stream_options is only allowed with stream: true")
 	}
 	if b.Echo && chat {
 		return nil, badRequest("echo", "echo is for /v1/completions; a chat request cannot echo its messages")
 	}
-	c := &call{tokenIDs: b.ReturnTokenIDs, asIDs: b.TokensAsIDs, echo: b.Echo}
+	c := &call{tokenIDs: b.ReturnTokenIDs, asIDs: b.TokensAsIDs, echo: b.Echo, stream: b.Stream,
+		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage}
 	var e *apiError
 	if c.model, c.sampling.Adapter, e = s.model(b.Model); e != nil {
 		return nil, e
@@ -223,7 +233,10 @@ func logprobs(raw json.RawMessage, top *int, chat bool) (bool, int, *apiError) {
 	return on, k, nil
 }
 
-// generate answers /v1/completions and /v1/chat/completions.
+// generate answers /v1/completions and /v1/chat/completions, as one JSON
+// body or, with stream: true, as an event stream cut from the finished
+// samples (stream.go). Every error comes before the answer starts, so it
+// is a JSON error with its status either way.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	var b body
 	if e := readJSON(w, r, s.opts.MaxBodyBytes, &b); e != nil {
@@ -258,6 +271,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if c.sampling.PromptLogprobs && out[0][0].Prompt == nil {
 		writeError(w, badRequest("echo", "this policy does not return the log-probabilities of prompts; send echo without logprobs, or logprobs without echo"))
+		return
+	}
+	if c.stream {
+		s.stream(w, r, out, c, chat)
 		return
 	}
 	writeJSON(w, s.response(out, c, chat))

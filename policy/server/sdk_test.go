@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"reflect"
 	"testing"
 	"time"
 
@@ -35,9 +36,10 @@ func sdkPython(t *testing.T) string {
 // The official openai Python SDK parses the server's answers into the
 // fields it documents, with the model's numbers: completions with
 // logprobs=3 and echo, chat with top_logprobs=3, stop_reason,
-// finish_reason, and a 401 that names what to set
-// (testdata/openai_sdk.py asserts them; this test compares its numbers
-// with the model's in process).
+// finish_reason, streams of both read by the SDK's iterator (the same
+// text, logprobs, finish reasons and usage as without stream), and a 401
+// that names what to set (testdata/openai_sdk.py asserts them; this test
+// compares its numbers and texts with the model's in process).
 func TestOpenAISDK(t *testing.T) {
 	python := sdkPython(t)
 	m, err := tiny.Embedded()
@@ -82,6 +84,9 @@ func TestOpenAISDK(t *testing.T) {
 			Logprob float64
 			Top     [][2]any
 		}
+		Stream struct {
+			Completions, Chat []string
+		}
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("the script's output %q: %v", stdout.Bytes(), err)
@@ -109,6 +114,29 @@ func TestOpenAISDK(t *testing.T) {
 			}
 			sameTop(t, "chat position", k, tok.Top, smp.TopLogprobs[k], p)
 		}
+	}
+	// The streams' texts, joined by the SDK, are the model's samples.
+	out, err = p.Generate(context.Background(), []policy.Request{{Prompt: "12+30=", Seed: 7}, {Prompt: "7+8=", Seed: 7}},
+		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 6, Logprobs: true, TopLogprobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, ss := range out {
+		for _, smp := range ss {
+			texts = append(texts, smp.Text)
+		}
+	}
+	if !reflect.DeepEqual(got.Stream.Completions, texts) {
+		t.Errorf("the completions stream's texts %q, want the model's %q", got.Stream.Completions, texts)
+	}
+	out, err = p.Generate(context.Background(), []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
+		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5, Logprobs: true, TopLogprobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{out[0][0].Text, out[0][1].Text}; !reflect.DeepEqual(got.Stream.Chat, want) {
+		t.Errorf("the chat stream's texts %q, want the model's %q", got.Stream.Chat, want)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestBadRequests(t *testing.T) {
 		{"chat logprobs a number", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "logprobs": 3}`, 400, "logprobs", "true or false"},
 		{"chat content parts", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}]}`, 400, "messages.content", "string"},
 		{"chat without messages", "POST", "/v1/chat/completions", `{"prompt": "a"}`, 400, "prompt", "messages"},
-		{"stream", "POST", "/v1/completions", `{"prompt": "a", "stream": true}`, 400, "stream", "streaming is not supported"},
+		{"stream_options without stream", "POST", "/v1/completions", `{"prompt": "a", "stream_options": {"include_usage": true}}`, 400, "stream_options", "only allowed with stream: true"},
 		{"logprobs past 20", "POST", "/v1/completions", `{"prompt": "a", "logprobs": 21}`, 400, "logprobs", "from 0 to 20"},
 		{"top_logprobs past 20", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "logprobs": true, "top_logprobs": 21}`, 400, "top_logprobs", "from 0 to 20"},
 		{"top_logprobs without logprobs", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2}`, 400, "top_logprobs", "send logprobs: true"},

@@ -81,6 +81,64 @@ for j, ch in enumerate(r.choices):
     out["chat"].append([{"token": t.token, "logprob": t.logprob,
                          "top": [[a.token, a.logprob] for a in t.top_logprobs]} for t in content])
 
+# Streams, read by the SDK's iterator: per choice the chunks' text joined is
+# the non-stream answer's for the same seed, their logprobs its logprobs, the
+# last carries its finish_reason, and the usage chunk (no choices) its usage.
+kw = dict(model=model, prompt=["12+30=", "7+8="], n=2, max_tokens=6, temperature=1, seed=7, logprobs=1)
+whole = client.completions.create(**kw)
+texts, tokens, logprobs, finish, usage, ids = {}, {}, {}, {}, None, set()
+for chunk in client.completions.create(stream=True, stream_options={"include_usage": True}, **kw):
+    assert chunk.object == "text_completion", chunk.object
+    ids.add(chunk.id)
+    if not chunk.choices:
+        assert usage is None, "two usage chunks"
+        usage = chunk.usage
+        continue
+    assert chunk.usage is None and len(chunk.choices) == 1, chunk
+    ch = chunk.choices[0]
+    assert ch.index not in finish, f"choice {ch.index} streams after its finish_reason"
+    texts[ch.index] = texts.get(ch.index, "") + ch.text
+    tokens.setdefault(ch.index, []).extend(ch.logprobs.tokens)
+    logprobs.setdefault(ch.index, []).extend(ch.logprobs.token_logprobs)
+    if ch.finish_reason is not None:
+        finish[ch.index] = ch.finish_reason
+assert len(whole.choices) == 4 and sorted(texts) == [0, 1, 2, 3], texts
+for c in whole.choices:
+    assert texts[c.index] == c.text, (c.index, texts[c.index], c.text)
+    assert tokens[c.index] == c.logprobs.tokens and logprobs[c.index] == c.logprobs.token_logprobs, (c.index, tokens[c.index], c.logprobs)
+    assert finish[c.index] == c.finish_reason, (c.index, finish[c.index], c.finish_reason)
+assert usage is not None and usage.model_dump() == whole.usage.model_dump(), (usage, whole.usage)
+assert len(ids) == 1, f"chunks of one stream with ids {ids}"
+out["stream"] = {"completions": [texts[k] for k in sorted(texts)]}
+
+kw = dict(model=model, messages=[{"role": "user", "content": "77+642="}], n=2, max_tokens=5, temperature=1, seed=42,
+          logprobs=True, top_logprobs=2)
+whole = client.chat.completions.create(**kw)
+texts, content, finish, usage = {}, {}, {}, None
+with client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw) as stream:
+    for chunk in stream:
+        assert chunk.object == "chat.completion.chunk", chunk.object
+        if not chunk.choices:
+            usage = chunk.usage
+            continue
+        ch = chunk.choices[0]
+        if ch.index not in texts:
+            assert ch.delta.role == "assistant", f"choice {ch.index}: the first delta {ch.delta} has no role"
+            texts[ch.index] = ""
+        else:
+            assert ch.delta.role is None, ch.delta
+        texts[ch.index] += ch.delta.content or ""
+        if ch.logprobs is not None:
+            content.setdefault(ch.index, []).extend(ch.logprobs.content)
+        if ch.finish_reason is not None:
+            finish[ch.index] = ch.finish_reason
+for c in whole.choices:
+    assert texts[c.index] == c.message.content, (c.index, texts[c.index], c.message.content)
+    assert [t.model_dump() for t in content[c.index]] == [t.model_dump() for t in c.logprobs.content], c.index
+    assert finish[c.index] == c.finish_reason, (c.index, finish[c.index], c.finish_reason)
+assert usage is not None and usage.model_dump() == whole.usage.model_dump(), (usage, whole.usage)
+out["stream"]["chat"] = [texts[k] for k in sorted(texts)]
+
 # A wrong token is a 401 that names what to set.
 try:
     openai.OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
