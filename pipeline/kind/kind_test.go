@@ -25,7 +25,7 @@ func TestHintGroupsKindsBySlot(t *testing.T) {
 		fake{"standin", all}, kind.Command, fake{"dataset", []string{"sample"}}, fake{"cel", []string{"reward"}},
 		fake{"rollout", []string{"generate"}}, fake{"grpo", []string{"train"}}, fake{"external", []string{"train"}},
 	}}
-	want := "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or episodes or (train) grpo or external"
+	want := "use standin, command, (sample) dataset, (reward) cel, (generate) rollout or (train) grpo or external"
 	if got := r.Hint(); got != want {
 		t.Errorf("Hint() = %q\nwant      %q", got, want)
 	}
