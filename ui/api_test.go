@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,18 @@ func TestRunsAndRun(t *testing.T) {
 	}
 	if runs.Runs[0].Lock != nil {
 		t.Fatalf("lock = %+v, want none after the run closed", runs.Runs[0].Lock)
+	}
+	if runs.Runs[0].LastReward == nil {
+		t.Errorf("the runs list shows no last reward")
+	}
+	if hl := runs.Runs[0].Heldout; hl == nil || hl.Set != "heldout" || !hl.HasBase || hl.LastCheckpoint != "iteration-000004" || hl.Best < hl.Last ||
+		math.Abs(hl.Gain-100*(hl.Last-hl.Base)) > 1e-9 {
+		t.Errorf("the runs list's held-out figure: %+v", hl)
+	}
+	wantHL := ui.Headline{Set: "heldout", Metric: "exact_pass@1", Base: 0.25, HasBase: true, Last: 0.5, LastCheckpoint: "iteration-000004",
+		Best: 0.5, BestCheckpoint: "iteration-000004", Gain: 25}
+	if *runs.Runs[0].LastReward != 0.166667 || *runs.Runs[0].Heldout != wantHL {
+		t.Errorf("last reward %v, held-out %+v; want 0.166667 and %+v", *runs.Runs[0].LastReward, *runs.Runs[0].Heldout, wantHL)
 	}
 
 	var d ui.RunDetail

@@ -33,6 +33,73 @@ type RunSummary struct {
 	Commit    string    `json:"commit"`
 	Date      time.Time `json:"date"`
 	Lock      *Lock     `json:"lock"`
+	// LastReward is the last iteration's mean reward (its train metrics'
+	// reward.mean), nil when it has none.
+	LastReward *float64 `json:"last_reward"`
+	// Heldout is the headline evaluation figure, nil before any.
+	Heldout *Headline `json:"heldout"`
+}
+
+// Headline is a run's headline evaluation: on its first eval set, the
+// metric alarms follow (exact_pass@1 when every checkpoint has it, else
+// pass@1), at the starting policy, the last checkpoint and the best one.
+type Headline struct {
+	Set    string  `json:"set"`
+	Metric string  `json:"metric"`
+	Base   float64 `json:"base"` // the starting policy (checkpoint 0); 0 with HasBase false
+	// HasBase says whether the starting policy was evaluated: Gain is
+	// over it.
+	HasBase        bool    `json:"has_base"`
+	Last           float64 `json:"last"`
+	LastCheckpoint string  `json:"last_checkpoint"`
+	Best           float64 `json:"best"`
+	BestCheckpoint string  `json:"best_checkpoint"`
+	// Gain is Last − Base, in points (×100), when HasBase.
+	Gain float64 `json:"gain_points"`
+}
+
+// headline picks a run's headline evaluation; nil without evaluations.
+func headline(evals []Eval) *Headline {
+	if len(evals) == 0 {
+		return nil
+	}
+	set := evals[0].Set
+	var cps []Eval
+	for _, e := range evals {
+		if e.Set == set {
+			cps = append(cps, e)
+		}
+	}
+	metric := "exact_pass@1"
+	for _, e := range cps {
+		if _, ok := e.Metrics[metric]; !ok {
+			metric = "pass@1"
+			break
+		}
+	}
+	h := &Headline{Set: set, Metric: metric}
+	seen := false
+	for _, e := range cps {
+		v, ok := e.Metrics[metric]
+		if !ok {
+			continue
+		}
+		if e.Iteration == 0 {
+			h.Base, h.HasBase = v, true
+		}
+		h.Last, h.LastCheckpoint = v, e.Checkpoint
+		if !seen || v > h.Best {
+			h.Best, h.BestCheckpoint = v, e.Checkpoint
+		}
+		seen = true
+	}
+	if !seen {
+		return nil
+	}
+	if h.HasBase {
+		h.Gain = 100 * (h.Last - h.Base)
+	}
+	return h
 }
 
 // Task is one task call of an iteration.
@@ -176,6 +243,23 @@ func listRuns(ctx context.Context, st artifacts.Store) ([]RunSummary, error) {
 		if row.Lock, err = readLock(ctx, st, r.Run); err != nil {
 			return nil, err
 		}
+		if r.Iteration > 0 {
+			tm, err := runs.ReadTrainMetrics(ctx, st, r.Commit, r.Iteration)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", r.Run, err)
+			}
+			for _, k := range []string{"reward.mean", "mean_reward"} {
+				if v, ok := tm.Get(k); ok {
+					row.LastReward = &v
+					break
+				}
+			}
+		}
+		evals, err := runs.ReadEvals(ctx, st, r.Commit)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: evaluations: %w", r.Run, err)
+		}
+		row.Heldout = headline(evals)
 		out = append(out, row)
 	}
 	return out, nil

@@ -171,9 +171,18 @@ async function runsView() {
   if (runs.length === 0) {
     return section('Runs', h('p', {class: 'muted'}, 'No runs yet: `rlpipe run -f pipeline.yaml` starts one.'));
   }
-  return section('Runs', table(['run', 'last iteration', 'commit', 'date', 'state'], runs.map((r) => h('tr', {},
+  const held = (r) => {
+    const x = r.heldout;
+    if (!x) return '–';
+    const gain = x.has_base ? ` (${x.gain_points >= 0 ? '+' : ''}${x.gain_points.toFixed(1)} over base)` : '';
+    return h('span', {title: `${x.set} ${x.metric}: last at ${x.last_checkpoint}, best at ${x.best_checkpoint}`},
+      `${x.last.toFixed(4)} / ${x.best.toFixed(4)}${gain}`);
+  };
+  return section('Runs', table(['run', 'last iteration', 'last reward', 'held-out (last / best)', 'commit', 'date', 'state'], runs.map((r) => h('tr', {},
     h('td', {}, h('a', {href: href.run(r.run)}, r.run)),
     h('td', {class: 'num'}, r.iteration ? h('a', {href: href.iteration(r.run, r.iteration)}, r.iteration) : '–'),
+    h('td', {class: 'num'}, r.last_reward == null ? '–' : r.last_reward.toFixed(3)),
+    h('td', {class: 'num'}, held(r)),
     h('td', {}, h('a', {class: 'mono', href: href.tree(r.commit, '')}, short(r.commit))),
     h('td', {}, fmtDate(r.date)),
     h('td', {}, lockText(r.lock)))), 'runs'));
