@@ -91,12 +91,16 @@ func buildRunStore(t testing.TB, dir string, n int) artifacts.Store {
 }
 
 // extendRun runs (or resumes) the fixture's run up to iteration n.
-func extendRun(t testing.TB, st artifacts.Store, n int) {
+func extendRun(t testing.TB, st artifacts.Store, n int) { runFixture(t, st, testRun, 1, n) }
+
+// runFixture runs (or resumes) a run of the fixture's stages, named name
+// with seed seed, up to iteration n.
+func runFixture(t testing.TB, st artifacts.Store, name string, seed uint64, n int) {
 	t.Helper()
 	ctx := context.Background()
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
 	envs := map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick, "eval": quick}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: testRun, Envs: envs, Seed: 1, ConfigHash: "sha256:test"})
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Seed: seed, ConfigHash: "sha256:test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -312,3 +312,73 @@ func keepScreenshot(ctx context.Context, t *testing.T, p *page, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBrowserCompareRuns ticks runs in the runs list and compares them:
+// their curves are overlaid on one chart per metric, one series per run,
+// and two runs whose curves are equal point for point are drawn once and
+// named together.
+func TestBrowserCompareRuns(t *testing.T) {
+	chromium := findChromium(t)
+	st := newRunStore(t, 4)
+	runFixture(t, st, "other", 7, 3) // another seed, fewer iterations
+	runFixture(t, st, "twin", 1, 4)  // the demo's seed: the same curves
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, l) }()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	b := startBrowser(t, chromium)
+	defer b.close()
+	page := b.newPage(ctx, t)
+	page.viewport(ctx, t, 1360, 900)
+
+	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/")
+	var ready bool
+	page.waitFor(ctx, t, &ready, `document.querySelectorAll('input[data-run]').length === 3 ? true : null`)
+	var hash string
+	page.eval(ctx, t, `(() => {
+		for (const r of ['demo', 'other']) document.querySelector('input[data-run="' + r + '"]').click();
+		document.getElementById('compare').click();
+		return location.hash;
+	})()`, &hash)
+	if hash != "#/compare?runs=demo,other" {
+		t.Fatalf("compare went to %q", hash)
+	}
+	var cmp pageLayout
+	page.waitFor(ctx, t, &cmp, `document.querySelector('.compare figure.chart') ? `+layoutJS+` : null`)
+	checkLayout(t, "compare demo, other", cmp)
+	keepScreenshot(ctx, t, page, "compare-runs.png")
+	reward := findChart(cmp, "reward (mean) by run")
+	held := findChart(cmp, "held-out exact_pass@1 per checkpoint by run")
+	if reward == nil || held == nil {
+		t.Fatalf("compare charts: %+v", cmp.Charts)
+	}
+	if !strings.Contains(reward.Legend, "demo") || !strings.Contains(reward.Legend, "other") || strings.Contains(reward.Legend, "=") || reward.Marks < 7 {
+		t.Errorf("reward chart: legend %q, %d marks; want demo and other, 4 + 3 points", reward.Legend, reward.Marks)
+	}
+	if !strings.Contains(held.Legend, "demo (heldout)") || !strings.Contains(held.Legend, "other (heldout)") {
+		t.Errorf("held-out chart: legend %q", held.Legend)
+	}
+	t.Logf("compare: %d charts; reward legend %q", len(cmp.Charts), reward.Legend)
+
+	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/compare?runs=demo,twin")
+	var twins pageLayout
+	page.waitFor(ctx, t, &twins, `document.querySelector('.compare figure.chart') && document.title.includes('twin') ? `+layoutJS+` : null`)
+	if c := findChart(twins, "reward (mean) by run"); c == nil || !strings.Contains(c.Legend, "demo = twin") || c.Note != "identical series drawn once: demo = twin" {
+		t.Errorf("two runs with the same curves: %+v", c)
+	}
+}

@@ -105,6 +105,7 @@ const href = {
   runs: () => '#/',
   run: (r) => `#/runs/${enc(r)}`,
   iteration: (r, n) => `#/runs/${enc(r)}/iterations/${n}`,
+  compare: (runs) => `#/compare?runs=${runs.map(enc).join(',')}`,
   branches: () => '#/branches',
   log: (ref) => `#/log/${enc(ref)}`,
   tree: (ref, prefix) => `#/tree/${enc(ref)}/${encPath(prefix || '')}`,
@@ -137,6 +138,7 @@ async function route() {
   try {
     if (parts.length === 0 || (parts[0] === 'runs' && parts.length === 1)) view = await runsView();
     else if (parts[0] === 'runs' && parts.length === 2) view = await runView(parts[1], seq);
+    else if (parts[0] === 'compare') view = await compareView((query.get('runs') || '').split(',').filter(Boolean));
     else if (parts[0] === 'runs' && parts[2] === 'iterations' && parts.length === 4) view = await iterationView(parts[1], Number(parts[3]));
     else if (parts[0] === 'branches') view = await branchesView();
     else if (parts[0] === 'log' && parts.length === 2) view = await logView(parts[1]);
@@ -178,7 +180,16 @@ async function runsView() {
     return h('span', {title: `${x.set} ${x.metric}: last at ${x.last_checkpoint}, best at ${x.best_checkpoint}`},
       `${x.last.toFixed(4)} / ${x.best.toFixed(4)}${gain}`);
   };
-  return section('Runs', table(['run', 'last iteration', 'last reward', 'held-out (last / best)', 'commit', 'date', 'state'], runs.map((r) => h('tr', {},
+  const picked = new Set();
+  const go = h('button', {type: 'button', id: 'compare', disabled: true,
+    onclick: () => { location.hash = href.compare([...picked]); }}, 'compare selected runs');
+  const pick = (run) => h('input', {type: 'checkbox', 'aria-label': `compare ${run}`, 'data-run': run, onchange: (ev) => {
+    if (ev.target.checked) picked.add(run); else picked.delete(run);
+    go.disabled = picked.size < 2;
+  }});
+  return section('Runs', h('p', {}, go, ' ', h('span', {class: 'muted'}, 'tick two or more runs (a run and its rescoring branch too) to overlay their curves')),
+    table(['', 'run', 'last iteration', 'last reward', 'held-out (last / best)', 'commit', 'date', 'state'], runs.map((r) => h('tr', {},
+    h('td', {}, pick(r.run)),
     h('td', {}, h('a', {href: href.run(r.run)}, r.run)),
     h('td', {class: 'num'}, r.iteration ? h('a', {href: href.iteration(r.run, r.iteration)}, r.iteration) : '–'),
     h('td', {class: 'num'}, r.last_reward == null ? '–' : r.last_reward.toFixed(3)),
@@ -266,6 +277,38 @@ function renderRun(root, d) {
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
     d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
     section(`Iterations (${its.length})`, iterationTable(d.run, its)));
+}
+
+// compareView overlays the curves of several runs: each train metric of
+// TRAIN_CHARTS and the headline evaluation, one series per run (runs whose
+// curves are equal point for point are drawn once, named together).
+async function compareView(names) {
+  if (names.length < 2) return errorBox('compare needs two or more runs: #/compare?runs=a,b');
+  const ds = await Promise.all(names.map((r) => api(`/api/runs/${enc(r)}`)));
+  document.title = `rlpipe: compare ${names.join(', ')}`;
+  const charts = h('div', {class: 'charts'});
+  for (const c of TRAIN_CHARTS) {
+    const series = [];
+    for (const d of ds) {
+      const key = c.keys.find((k) => d.iterations.some((it) => it.train && typeof it.train[k] === 'number'));
+      if (key) series.push({name: d.run, points: d.iterations.filter((it) => it.train && typeof it.train[key] === 'number').map((it) => [it.iteration, it.train[key]])});
+    }
+    if (series.length) charts.append(lineChart(`${c.title} by run`, series, {xlabel: 'iteration'}));
+  }
+  const heads = ds.map((d) => {
+    const set = d.evals.length ? d.evals[0].set : '';
+    const es = d.evals.filter((e) => e.set === set);
+    const metric = es.length && es.every((e) => 'exact_pass@1' in e.metrics) ? 'exact_pass@1' : 'pass@1';
+    return {run: d.run, set, metric, points: es.filter((e) => metric in e.metrics).map((e) => [e.iteration, e.metrics[metric]])};
+  }).filter((x) => x.points.length);
+  if (heads.length) {
+    const metric = heads.every((x) => x.metric === heads[0].metric) ? heads[0].metric : 'pass@1 / exact_pass@1';
+    charts.append(lineChart(`held-out ${metric} per checkpoint by run`, heads.map((x) => ({name: `${x.run} (${x.set})`, points: x.points})),
+      {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1}));
+  }
+  return h('div', {class: 'compare'},
+    h('h1', {}, 'compare ', names.map((n, i) => [i ? ', ' : '', h('a', {href: href.run(n)}, n)])),
+    section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.')));
 }
 
 // evalCharts draws pass@k (and the other eval metrics) per checkpoint, one
