@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -351,13 +352,35 @@ func TestEventsFollowTheRun(t *testing.T) {
 		}
 		return ui.HeadEvent{}
 	}
-	if ev := next(); ev.Iteration != 1 || ev.Run != testRun || ev.Commit == "" {
-		t.Fatalf("first event = %+v, want iteration 1", ev)
+	if ev := next(); ev.Iteration != 1 || ev.Run != testRun || ev.Commit == "" || ev.Live {
+		t.Fatalf("first event = %+v, want iteration 1, not live", ev)
+	}
+	// until finds the event the stream must come to; the ones on the way
+	// (the driver taking the run, the commit before it lets go) may be
+	// seen or not, depending on the polls.
+	until := func(what string, ok func(ui.HeadEvent) bool) ui.HeadEvent {
+		t.Helper()
+		for {
+			ev := next()
+			if ok(ev) {
+				return ev
+			}
+			if ev.Iteration > 2 {
+				t.Fatalf("waiting for %s: %+v", what, ev)
+			}
+		}
 	}
 	extendRun(t, st, 2)
-	if ev := next(); ev.Iteration != 2 {
-		t.Fatalf("after a commit: %+v, want iteration 2", ev)
+	until("iteration 2, not live", func(ev ui.HeadEvent) bool { return ev.Iteration == 2 && !ev.Live })
+	held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: testRun, ConfigHash: "sha256:test"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	until("live while a driver holds the run", func(ev ui.HeadEvent) bool { return ev.Iteration == 2 && ev.Live })
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	until("not live once it lets go", func(ev ui.HeadEvent) bool { return ev.Iteration == 2 && !ev.Live })
 	cancel()
 }
 

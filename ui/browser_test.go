@@ -14,12 +14,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -119,11 +121,23 @@ func TestBrowser(t *testing.T) {
 	if len(rv.Reward) != 5 || rv.Marker != 7 {
 		t.Fatalf("after iteration 5 committed: %+v, want 5 reward dots on the same page", rv)
 	}
-	var liveText string
-	page.eval(ctx, t, "document.getElementById('live').textContent", &liveText)
-	if liveText != "live · iteration 5" {
-		t.Errorf("live indicator = %q", liveText)
+	// The badge says live only while a driver holds the run: the loop
+	// above has let go of it, a driver that opens it takes it.
+	badge := func(want string) {
+		t.Helper()
+		var got string
+		page.waitFor(ctx, t, &got, `(() => { const t = document.getElementById('live').textContent; return t === `+strconv.Quote(want)+` ? t : null; })()`)
 	}
+	badge("idle · iteration 5")
+	held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: testRun, ConfigHash: "sha256:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	badge("live · iteration 5")
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	badge("idle · iteration 5")
 
 	// The table browser, from the iteration's artifact link.
 	page.navigate(ctx, t, base+"#/table/runs-demo/iterations/000003/trajectories.parquet")

@@ -49,7 +49,9 @@
 // # Live updates
 //
 // /api/events polls the run's branch every Options.PollInterval (1s) and
-// sends a "head" event when it moves; the run view re-fetches
+// sends a "head" event when it moves, or when a driver takes or lets go
+// of the run (HeadEvent.Live: the run's lock is held by a live process,
+// which is what the header's "live" badge shows); the run view re-fetches
 // /api/runs/{run} and redraws. Polling the store rather than hooking the
 // engine means it works across processes and backends alike.
 //

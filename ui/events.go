@@ -23,11 +23,17 @@ type HeadEvent struct {
 	Commit    string    `json:"commit"`
 	Iteration int       `json:"iteration"` // of the head commit; 0 if it is not an iteration
 	Date      time.Time `json:"date"`
+	// Live is true while a driver holds the run (its lock is held by a
+	// process that is alive): the branch may move any moment. A finished,
+	// stopped or crashed run is not live, though the stream still follows
+	// its branch.
+	Live bool `json:"live"`
 }
 
 // apiEvents streams Server-Sent Events for ?run=NAME: a "head" event at
-// once, then one each time the run's branch moves, found by looking at
-// the branch every Options.PollInterval. A branch that disappears gives
+// once, then one each time the run's branch moves or a driver takes or
+// lets go of the run, found by looking at the branch and the run's lock
+// every Options.PollInterval. A branch that disappears gives
 // a "gone" event and ends the stream. Browsers reconnect by themselves
 // (EventSource); the first event tells a reconnected page where the run is.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
@@ -71,15 +77,23 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	head := func(b artifacts.Branch) bool {
-		ev := HeadEvent{Run: run, Branch: branch, Commit: b.CommitID}
+	live := func() bool {
+		l, err := readLock(ctx, s.st, run)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn().Str(logRun, run).Err(err).Msg("read the run's lock")
+		}
+		return l != nil && l.Alive
+	}
+	head := func(b artifacts.Branch, live bool) bool {
+		ev := HeadEvent{Run: run, Branch: branch, Commit: b.CommitID, Live: live}
 		if c, err := s.st.GetCommit(ctx, b.CommitID); err == nil {
 			ev.Date = c.CreationDate.UTC()
 			ev.Iteration, _ = runs.IterationOf(c, run)
 		}
 		return send("head", ev)
 	}
-	if !head(b) {
+	wasLive := live()
+	if !head(b, wasLive) {
 		return
 	}
 	last := b.CommitID
@@ -110,9 +124,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 				s.log.Warn().Str(logRun, run).Err(err).Msg("poll run branch")
 				continue // a busy store; try again on the next tick
 			}
-			if b.CommitID != last {
-				last = b.CommitID
-				if !head(b) {
+			if now := live(); b.CommitID != last || now != wasLive {
+				last, wasLive = b.CommitID, now
+				if !head(b, now) {
 					return
 				}
 			}

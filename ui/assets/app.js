@@ -219,8 +219,12 @@ async function runView(run, seq) {
     es.addEventListener('head', async (ev) => {
       const head = JSON.parse(ev.data);
       live.hidden = false;
-      live.textContent = `live · ${head.iteration ? 'iteration ' + head.iteration : short(head.commit)}`;
-      live.title = `watching ${head.branch}; last change ${fmtDate(head.date)}`;
+      const at = head.iteration ? 'iteration ' + head.iteration : short(head.commit);
+      live.textContent = `${head.live ? 'live' : 'idle'} · ${at}`;
+      live.classList.toggle('idle', !head.live);
+      live.title = head.live
+        ? `a driver holds ${head.branch}; last change ${fmtDate(head.date)}`
+        : `no driver holds ${head.branch}: the page still follows it; last change ${fmtDate(head.date)}`;
       if (head.commit === shown) return;
       shown = head.commit;
       try {
