@@ -2,10 +2,8 @@ package reports
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -42,7 +40,7 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 	oldRef, newRef := ref, other
 	var stored *tables.RescoreReport
 	for _, r := range []string{other, ref} {
-		rep, err := readRescoreReport(ctx, st, r)
+		rep, err := runs.ReadRescoreReport(ctx, st, r)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +92,9 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 			return nil, err
 		}
 		oldSides, newSides = append(oldSides, tables.IterationRewards{Iteration: n, Rows: o}), append(newSides, tables.IterationRewards{Iteration: n, Rows: nw})
-		c.PerIteration = append(c.PerIteration, IterationReward{Iteration: n, Old: meanTotal(o), New: meanTotal(nw)})
+		oldMean, _ := tables.MeanTotal(o)
+		newMean, _ := tables.MeanTotal(nw)
+		c.PerIteration = append(c.PerIteration, IterationReward{Iteration: n, Old: oldMean, New: newMean})
 	}
 	if len(c.PerIteration) == 0 {
 		return nil, fmt.Errorf("compare %s with %s: %w: no iteration has rewards on both sides", oldRef, newRef, artifacts.ErrNotFound)
@@ -105,34 +105,4 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 		c.Result = tables.CompareRewards(oldSides, newSides, 10)
 	}
 	return c, nil
-}
-
-func meanTotal(rows []tables.Reward) float64 {
-	s, n := 0.0, 0
-	for i := range rows {
-		if rows[i].Scored() {
-			s += rows[i].Total
-			n++
-		}
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return s / float64(n)
-}
-
-// readRescoreReport reads reports/rescore.json at ref (nil when absent).
-func readRescoreReport(ctx context.Context, st artifacts.Store, ref string) (*tables.RescoreReport, error) {
-	b, err := readObject(ctx, st, ref, runs.RescoreReportPath)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rep tables.RescoreReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("read %s:%s: %w", ref, runs.RescoreReportPath, err)
-	}
-	return &rep, nil
 }

@@ -151,6 +151,15 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
+func (s *Server) apiRescoring(w http.ResponseWriter, r *http.Request) {
+	d, err := s.rescoreCurves(r.Context(), r.PathValue("run"), r.PathValue("branch"))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
 func (s *Server) apiIteration(w http.ResponseWriter, r *http.Request) {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 1 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -147,6 +148,33 @@ type RunDetail struct {
 	Lock       *Lock              `json:"lock"`
 	Iterations []IterationSummary `json:"iterations"`
 	Evals      []Eval             `json:"evals"`
+	// Rescorings are the branches that rescored this run (runs.Rescorings).
+	Rescorings []Rescoring `json:"rescorings"`
+}
+
+// Rescoring is a branch that rescored a run, as the run view lists it.
+type Rescoring struct {
+	Branch     string `json:"branch"`
+	Commit     string `json:"commit"`
+	SpecDigest string `json:"spec_digest"`
+	Iterations int    `json:"iterations"`
+}
+
+// RescoreCurves is /api/runs/{run}/rescorings/{branch}: the mean total
+// reward of each iteration's rewards table, the run's (old) and the
+// rescoring's (new), over the scored rows; null where an iteration has
+// none.
+type RescoreCurves struct {
+	Run          string          `json:"run"`
+	Branch       string          `json:"branch"`
+	PerIteration []RescoredPoint `json:"per_iteration"`
+}
+
+// RescoredPoint is one iteration of RescoreCurves.
+type RescoredPoint struct {
+	Iteration int      `json:"iteration"`
+	Old       *float64 `json:"old"`
+	New       *float64 `json:"new"`
 }
 
 // Artifact is an object an iteration's commit added or changed.
@@ -329,7 +357,76 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 	if out.Evals, err = runs.ReadEvals(ctx, s.st, b.CommitID); err != nil {
 		return nil, fmt.Errorf("run %s: evaluations: %w", run, err)
 	}
+	out.Rescorings = []Rescoring{}
+	for r, err := range runs.Rescorings(ctx, s.st, run) {
+		if err != nil {
+			return nil, fmt.Errorf("run %s: rescorings: %w", run, err)
+		}
+		out.Rescorings = append(out.Rescorings, Rescoring{Branch: r.Branch, Commit: r.Commit, SpecDigest: r.Report.SpecDigest, Iterations: len(r.Report.Iterations)})
+	}
 	return out, nil
+}
+
+// rescoreCurves compares a run's rewards with a rescoring's, iteration by
+// iteration, over the iterations the rescoring scored.
+func (s *Server) rescoreCurves(ctx context.Context, run, branch string) (*RescoreCurves, error) {
+	rb, err := runBranch(run)
+	if err != nil {
+		return nil, err
+	}
+	head, err := s.st.GetBranch(ctx, rb)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, noRun(run, rb)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.st.GetBranch(ctx, branch)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return nil, kindf(artifacts.ErrNotFound, "no branch %q in this store; /api/runs/%s lists the run's rescorings", branch, run)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep, err := runs.ReadRescoreReport(ctx, s.st, b.CommitID)
+	if err != nil {
+		return nil, err
+	}
+	if rep == nil {
+		return nil, kindf(artifacts.ErrNotFound, "branch %q is not a rescoring: it has no %s", branch, runs.RescoreReportPath)
+	}
+	// The run's side is the commit that was rescored, when the report
+	// names it: iterations committed since are not on the rescoring.
+	from := head.CommitID
+	if rep.FromCommit != "" {
+		from = rep.FromCommit
+	}
+	out := &RescoreCurves{Run: run, Branch: branch, PerIteration: []RescoredPoint{}}
+	for _, n := range rep.Iterations {
+		p := RescoredPoint{Iteration: n}
+		for _, side := range []struct {
+			ref string
+			v   **float64
+		}{{from, &p.Old}, {b.CommitID, &p.New}} {
+			m, _, err := runs.ReadRewardMean(ctx, s.st, side.ref, n)
+			if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
+				return nil, err
+			}
+			if err == nil {
+				*side.v = number(m)
+			}
+		}
+		out.PerIteration = append(out.PerIteration, p)
+	}
+	return out, nil
+}
+
+// number is f, or nil when it is not a finite number (JSON has no NaN).
+func number(f float64) *float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return &f
 }
 
 // iterationSummary reads an iteration's task metrics and train metrics,

@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/runs", s.apiRuns)
 	m.HandleFunc("GET /api/runs/{run}", s.apiRun)
 	m.HandleFunc("GET /api/runs/{run}/iterations/{n}", s.apiIteration)
+	m.HandleFunc("GET /api/runs/{run}/rescorings/{branch}", s.apiRescoring)
 	m.HandleFunc("GET /api/branches", s.apiBranches)
 	m.HandleFunc("GET /api/log", s.apiLog)
 	m.HandleFunc("GET /api/ls", s.apiList)

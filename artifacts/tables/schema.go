@@ -74,8 +74,8 @@ type Trajectory struct {
 	// sequence) and for an episode whose sequence is not known exactly
 	// (the policy returned no prompt token ids, or its prompts did not
 	// extend the previous turn's tokens: then nothing of it is trained).
-	Sequence  []int32
-	Trainable []int32
+	Sequence      []int32
+	Trainable     []int32
 	FinishReason  string
 	NumTokens     int32
 	PolicyVersion string
@@ -164,6 +164,22 @@ type Reward struct {
 // total is a number. Advantages and reward statistics use only scored
 // rows; the others are a failed rollout or a failed reward, never a 0.
 func (r Reward) Scored() bool { return r.Status == StatusOK && !math.IsNaN(r.Total) }
+
+// MeanTotal is the mean total reward over the scored rows, and their
+// number; NaN when none is scored.
+func MeanTotal(rows []Reward) (mean float64, scored int) {
+	s := 0.0
+	for i := range rows {
+		if rows[i].Scored() {
+			s += rows[i].Total
+			scored++
+		}
+	}
+	if scored == 0 {
+		return math.NaN(), 0
+	}
+	return s / float64(scored), scored
+}
 
 // Rewards is the rewards table without components. Use RewardsWith to
 // write a file with r_<component> columns; readers discover them.

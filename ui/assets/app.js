@@ -105,7 +105,7 @@ const href = {
   runs: () => '#/',
   run: (r) => `#/runs/${enc(r)}`,
   iteration: (r, n) => `#/runs/${enc(r)}/iterations/${n}`,
-  compare: (runs) => `#/compare?runs=${runs.map(enc).join(',')}`,
+  compare: (runs, rescored) => `#/compare?runs=${runs.map(enc).join(',')}` + (rescored && rescored.length ? `&rescored=${rescored.map(enc).join(',')}` : ''),
   branches: () => '#/branches',
   log: (ref) => `#/log/${enc(ref)}`,
   tree: (ref, prefix) => `#/tree/${enc(ref)}/${encPath(prefix || '')}`,
@@ -138,7 +138,7 @@ async function route() {
   try {
     if (parts.length === 0 || (parts[0] === 'runs' && parts.length === 1)) view = await runsView();
     else if (parts[0] === 'runs' && parts.length === 2) view = await runView(parts[1], seq);
-    else if (parts[0] === 'compare') view = await compareView((query.get('runs') || '').split(',').filter(Boolean));
+    else if (parts[0] === 'compare') view = await compareView((query.get('runs') || '').split(',').filter(Boolean), (query.get('rescored') || '').split(',').filter(Boolean));
     else if (parts[0] === 'runs' && parts[2] === 'iterations' && parts.length === 4) view = await iterationView(parts[1], Number(parts[3]));
     else if (parts[0] === 'branches') view = await branchesView();
     else if (parts[0] === 'log' && parts.length === 2) view = await logView(parts[1]);
@@ -280,18 +280,42 @@ function renderRun(root, d) {
   root.replaceChildren(head,
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
     d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
+    (d.rescorings || []).length ? section('Rescorings', rescoringTable(d)) : null,
     section(`Iterations (${its.length})`, iterationTable(d.run, its)));
+}
+
+// rescoringTable lists the branches that rescored the run, each with a
+// link to its reward curve overlaid on the run's.
+function rescoringTable(d) {
+  return table(['branch', 'spec', 'iterations', ''], d.rescorings.map((r) => h('tr', {'data-branch': r.branch},
+    h('td', {}, h('a', {href: href.log(r.branch)}, r.branch)),
+    h('td', {class: 'mono', title: r.spec_digest}, short(r.spec_digest.replace(/^sha256:/, ''))),
+    h('td', {class: 'num'}, r.iterations),
+    h('td', {}, h('a', {class: 'compare-rescored', href: href.compare([d.run], [r.branch])}, 'compare with the run')))));
 }
 
 // compareView overlays the curves of several runs: each train metric of
 // TRAIN_CHARTS and the headline evaluation, one series per run (runs whose
 // curves are equal point for point are drawn once, named together).
-async function compareView(names) {
-  if (names.length < 2) return errorBox('compare needs two or more runs: #/compare?runs=a,b');
+async function compareView(names, rescored) {
+  if (names.length < 2 && !(names.length === 1 && rescored.length)) {
+    return errorBox('compare needs two or more runs, or a run and its rescorings: #/compare?runs=a,b or #/compare?runs=a&rescored=rescore-1a2b');
+  }
   const ds = await Promise.all(names.map((r) => api(`/api/runs/${enc(r)}`)));
-  document.title = `rlpipe: compare ${names.join(', ')}`;
+  const rs = await Promise.all(rescored.map((b) => api(`/api/runs/${enc(names[0])}/rescorings/${enc(b)}`)));
+  document.title = `rlpipe: compare ${names.concat(rescored).join(', ')}`;
   const charts = h('div', {class: 'charts'});
-  for (const c of TRAIN_CHARTS) {
+  if (rs.length) {
+    // The run's curve comes from its rewards tables here, as the
+    // rescorings' do, so both sides are the same figure: the mean total
+    // over the scored rows of each iteration.
+    const pts = (r, side) => r.per_iteration.filter((p) => typeof p[side] === 'number').map((p) => [p.iteration, p[side]]);
+    charts.append(lineChart(`reward (mean of the rewards tables): ${names[0]} and its rescorings`,
+      [{name: `${names[0]} (as run)`, points: pts(rs[0], 'old')}, ...rs.map((r) => ({name: r.branch, points: pts(r, 'new')}))],
+      {xlabel: 'iteration'}));
+  }
+  // With one run (and its rescorings) there is nothing else to overlay.
+  for (const c of ds.length > 1 ? TRAIN_CHARTS : []) {
     const series = [];
     for (const d of ds) {
       const key = c.keys.find((k) => d.iterations.some((it) => it.train && typeof it.train[k] === 'number'));
@@ -305,13 +329,14 @@ async function compareView(names) {
     const metric = es.length && es.every((e) => 'exact_pass@1' in e.metrics) ? 'exact_pass@1' : 'pass@1';
     return {run: d.run, set, metric, points: es.filter((e) => metric in e.metrics).map((e) => [e.iteration, e.metrics[metric]])};
   }).filter((x) => x.points.length);
-  if (heads.length) {
+  if (heads.length > 1) {
     const metric = heads.every((x) => x.metric === heads[0].metric) ? heads[0].metric : 'pass@1 / exact_pass@1';
     charts.append(lineChart(`held-out ${metric} per checkpoint by run`, heads.map((x) => ({name: `${x.run} (${x.set})`, points: x.points})),
       {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1}));
   }
   return h('div', {class: 'compare'},
-    h('h1', {}, 'compare ', names.map((n, i) => [i ? ', ' : '', h('a', {href: href.run(n)}, n)])),
+    h('h1', {}, 'compare ', names.map((n, i) => [i ? ', ' : '', h('a', {href: href.run(n)}, n)]),
+      rescored.map((b) => [', ', h('a', {href: href.log(b)}, b)])),
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.')));
 }
 
