@@ -23,7 +23,7 @@ type reportOptions struct {
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.out, "out", "", "HTML file to write (default report-<run>.html in the current directory)")
-	fs.StringVar(&o.compare, "compare", "", "also compare the rewards with this ref (a rescore branch and its source, either way round)")
+	fs.StringVar(&o.compare, "compare", "", "also compare with this run or ref: a rescoring (rewards before and after, either way round) or another run (curves overlaid)")
 	fs.IntVar(&o.window, "window", 0, "iterations the alarm rules average over (default 5; see docs/REPORTS.md)")
 	fs.IntVar(&o.samples, "sample-iterations", 0, "how many of the last iterations show their best and worst samples (default 10)")
 }
@@ -52,14 +52,17 @@ accuracy, loss, KL), pass@k of every evaluated checkpoint, training health
 per iteration computed from the stored tables, reward-hacking alarms with
 their evidence, and the best and worst samples of the last iterations.
 RUN is a run name (its branch is runs-RUN) or any ref holding iterations/
-(a rescore branch, a commit, a tag). --compare adds the reward
-distributions before and after a rescoring. The page loads nothing from
+(a rescore branch, a commit, a tag). --compare REF adds the reward
+distributions before and after a rescoring, when REF or RUN is one;
+otherwise REF is another run (a name or a ref) whose learning curves and
+held-out figures are overlaid on RUN's. The page loads nothing from
 the network and is the same for the same store state.
 The command prints the file's path; -o json prints the path and alarms.
 Health metrics and alarm thresholds: docs/REPORTS.md.`,
 		Example: `  rlpipe report arith
   rlpipe report arith --out /tmp/arith.html -o json
-  rlpipe report arith --compare rescore-1a2b3c4d5e6f`,
+  rlpipe report arith --compare rescore-1a2b3c4d5e6f
+  rlpipe report arith --compare arith-lr2e-3`,
 		Args: exactArgs("RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
@@ -96,6 +99,11 @@ func reportFunc(ctx context.Context, st artifacts.Store, run string, o reportOpt
 	path := o.out
 	if path == "" {
 		path = "report-" + filepath.Base(run) + ".html"
+	}
+	if o.compare != "" {
+		if o.compare, err = runRef(ctx, st, o.compare); err != nil {
+			return err
+		}
 	}
 	opts := &reports.Options{Compare: o.compare, Load: &reports.LoadOptions{SampleIterations: o.samples}}
 	if o.window != 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -21,8 +22,11 @@ import (
 type Options struct {
 	// Title heads the page (default "rlpipe report: <ref>").
 	Title string
-	// Compare, when set, adds a comparison of the rewards at ref with
-	// those at this ref (a rescore branch and its source, either way).
+	// Compare, when set, adds a comparison with this ref. When either
+	// side is a rescoring (it holds reports/rescore.json), the rewards
+	// are compared sample by sample (a rescore branch and its source,
+	// either way round); otherwise Compare is another run, whose learning
+	// curves and held-out figures are overlaid on this run's.
 	Compare string
 	Load    *LoadOptions
 	Alarms  *AlarmOptions
@@ -34,7 +38,10 @@ type Report struct {
 	Run     *Run
 	Alarms  []Alarm
 	Compare *Comparison
-	title   string
+	// Other is the run Options.Compare named when it is not a rescoring:
+	// its curves are overlaid on Run's.
+	Other *Run
+	title string
 }
 
 // Build reads everything a report shows from ref.
@@ -56,8 +63,17 @@ func Build(ctx context.Context, st artifacts.Store, ref string, opts *Options) (
 		r.title = "rlpipe report: " + ref
 	}
 	if o.Compare != "" {
-		if r.Compare, err = Compare(ctx, st, ref, o.Compare); err != nil {
+		rescoring, err := eitherRescored(ctx, st, ref, o.Compare)
+		if err != nil {
 			return nil, err
+		}
+		if rescoring {
+			r.Compare, err = Compare(ctx, st, ref, o.Compare)
+		} else {
+			r.Other, err = Load(ctx, st, o.Compare, &LoadOptions{SampleIterations: -1})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("compare with %s: %w", o.Compare, err)
 		}
 	}
 	return r, nil
@@ -158,7 +174,7 @@ func (r *Report) HTML() []byte {
 	fmt.Fprintf(&b, `<br><span id="iterations">%d iterations (%d–%d)</span>, %d evaluated checkpoints, %d alarms</p>`+"\n",
 		len(h), first, last, len(checkpoints(run.Evals)), len(r.Alarms))
 	b.WriteString(`<nav><a href="#summary">summary</a><a href="#alarms">alarms</a><a href="#learning">learning curves</a><a href="#evals">evaluations</a><a href="#health">health</a><a href="#samples">samples</a><a href="#table">health table</a>`)
-	if r.Compare != nil {
+	if r.Compare != nil || r.Other != nil {
 		b.WriteString(`<a href="#compare">comparison</a>`)
 	}
 	b.WriteString("</nav>\n")
@@ -172,6 +188,9 @@ func (r *Report) HTML() []byte {
 	r.table(&b)
 	if r.Compare != nil {
 		r.compare(&b)
+	}
+	if r.Other != nil {
+		r.overlay(&b)
 	}
 	fmt.Fprintf(&b, "<p class=\"meta\">Written by rlpipe from <code>%s</code> at commit <code>%s</code>. The health metrics and alarm rules are described in docs/REPORTS.md.</p>\n</body></html>\n",
 		esc(run.Ref), esc(run.Commit.ID))
@@ -542,4 +561,77 @@ func (r *Report) compare(b *bytes.Buffer) {
 		}
 		b.WriteString("</table></div>\n")
 	}
+}
+
+// eitherRescored reports whether ref or other holds a rescoring's report.
+func eitherRescored(ctx context.Context, st artifacts.Store, ref, other string) (bool, error) {
+	for _, r := range []string{ref, other} {
+		rep, err := runs.ReadRescoreReport(ctx, st, r)
+		if err != nil {
+			return false, err
+		}
+		if rep != nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// overlay draws this run's curves and the other run's on the same charts:
+// the training reward, the loss, and the held-out headline per checkpoint
+// of each eval set both runs have.
+func (r *Report) overlay(b *bytes.Buffer) {
+	a, o := r.Run, r.Other
+	fmt.Fprintf(b, `<h2 id="compare">Runs compared: %s and %s</h2>`, esc(a.Ref), esc(o.Ref))
+	fmt.Fprintf(b, `<p class="meta"><code>%s</code> at %s (%d iterations), <code>%s</code> at %s (%d iterations).</p>`+"\n",
+		esc(a.Ref), esc(shortCommit(a.Commit.ID)), len(a.Health), esc(o.Ref), esc(shortCommit(o.Commit.ID)), len(o.Health))
+	b.WriteString(`<div class="charts">`)
+	perRun := func(title string, f func(*Health) float64) {
+		var ser []series
+		for _, run := range []*Run{a, o} {
+			s := series{name: run.Ref, points: len(run.Health) <= 30}
+			for i := range run.Health {
+				s.x, s.y = append(s.x, float64(run.Health[i].Iteration)), append(s.y, f(&run.Health[i]))
+			}
+			ser = append(ser, s)
+		}
+		b.WriteString(lineChart{title: title, xLabel: "iteration", series: ser}.html())
+	}
+	perRun("Training reward (mean total) by run", func(h *Health) float64 { return h.Reward.Mean })
+	perRun("Loss by run", func(h *Health) float64 { return h.Loss })
+	for _, set := range evalSets(a.Evals) {
+		ea, eo := evalsOf(a.Evals, set), evalsOf(o.Evals, set)
+		if len(eo) == 0 {
+			continue
+		}
+		metric := headlineMetric(append(slices.Clip(ea), eo...))
+		var ser []series
+		for _, side := range []struct {
+			ref   string
+			evals []Eval
+		}{{a.Ref, ea}, {o.Ref, eo}} {
+			s := series{name: side.ref, points: true}
+			for _, e := range side.evals {
+				if v, ok := e.Metrics[metric]; ok {
+					s.x, s.y = append(s.x, float64(e.Iteration)), append(s.y, v)
+				}
+			}
+			ser = append(ser, s)
+		}
+		b.WriteString(lineChart{title: fmt.Sprintf("%s on %s per checkpoint by run", metric, set), xLabel: "checkpoint (iteration)",
+			series: ser, yFixed: true, yFrom: 0, yTo: 1}.html())
+	}
+	b.WriteString("</div>\n")
+}
+
+// evalsOf keeps the evaluations on set, in checkpoint order.
+func evalsOf(evals []Eval, set string) []Eval {
+	var out []Eval
+	for _, e := range evals {
+		if e.Set == set {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(x, y Eval) int { return x.Iteration - y.Iteration })
+	return out
 }

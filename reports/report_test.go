@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"flag"
 	"math"
 	"os"
@@ -449,5 +450,43 @@ func TestKLNotComputed(t *testing.T) {
 	// The health table's loss column (0.0100), then kl: not computed.
 	if n := strings.Count(page, `<td class="n">0.0100</td><td class="n">–</td>`); n != 4 {
 		t.Errorf("%d of 4 iterations show kl as –", n)
+	}
+}
+
+// TestCompareRuns: --compare with another run (neither side a rescoring)
+// overlays the two runs' curves, each dot at its run's figure.
+func TestCompareRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := newStore(t)
+	writeRun(t, st, "runs-a", 3, lengthHacking, map[int][]tables.EvalSummaryRow{0: summaryRows(0, 0.30, 0.5, 0.3), 2: summaryRows(2, 0.35, 0.6, 0.375)})
+	writeRun(t, st, "runs-b", 2, lengthHacking, map[int][]tables.EvalSummaryRow{0: summaryRows(0, 0.30, 0.5, 0.3), 2: summaryRows(2, 0.45, 0.7, 0.4625)})
+	rep, err := Build(ctx, st, "runs-a", &Options{Compare: "runs-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Compare != nil || rep.Other == nil || rep.Other.Ref != "runs-b" || len(rep.Other.Health) != 2 {
+		t.Fatalf("compare with a run: comparison %v, other %+v", rep.Compare, rep.Other)
+	}
+	page := string(rep.HTML())
+	checkSelfContained(t, page)
+	want := []string{`id="compare"`, "Runs compared: runs-a and runs-b", "Training reward (mean total) by run", "exact_pass@1 on heldout per checkpoint by run",
+		"<title>runs-a at 2: 0.3750</title>", "<title>runs-b at 2: 0.4625</title>", "<title>runs-a at 0: 0.3000</title>"}
+	for _, it := range rep.Run.Health {
+		want = append(want, fmt.Sprintf("<title>runs-a at %d: %.4f</title>", it.Iteration, it.Reward.Mean))
+	}
+	for _, it := range rep.Other.Health {
+		want = append(want, fmt.Sprintf("<title>runs-b at %d: %.4f</title>", it.Iteration, it.Reward.Mean))
+	}
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	if strings.Contains(page, "Comparison:") {
+		t.Error("two runs got a sample-by-sample reward comparison")
+	}
+	if _, err := Build(ctx, st, "runs-a", &Options{Compare: "runs-nope"}); err == nil || !strings.Contains(err.Error(), "compare with runs-nope") {
+		t.Fatalf("compare with a missing run: %v", err)
 	}
 }
