@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -95,29 +96,46 @@ type datasetImportOptions struct {
 	format   string
 	question string
 	answer   string
+	messages string
 	id       string
 	split    string
+	name     string
+	revision string
 }
 
 func (o *datasetImportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.format, "answer-format", "", `"gsm8k" parses "#### n" answers (the reasoning goes to metadata); "" keeps answers as they are`)
 	fs.StringVar(&o.question, "question", "", "the question column (default question)")
 	fs.StringVar(&o.answer, "answer", "", "the answer column (default answer)")
+	fs.StringVar(&o.messages, "messages", "", "a column of chat messages ({role, content} list) to use as the prompt; without --question no question column is read")
 	fs.StringVar(&o.id, "id", "", "an id column (default: a hash of the question)")
-	fs.StringVar(&o.split, "split", "", "the rows' split (default train)")
+	fs.StringVar(&o.split, "split", "", "the rows' split (default train); for a Hugging Face dataset directory, also the split read")
+	fs.StringVar(&o.name, "name", "", "a Hugging Face dataset's name in the rows' source (default: from the directory)")
+	fs.StringVar(&o.revision, "revision", "", "a Hugging Face dataset's revision in the rows' source (default: the snapshot's commit or the saved fingerprint)")
 }
 
 func newDatasetImportCommand(g *rootOptions) *cobra.Command {
 	var o datasetImportOptions
 	cmd := &cobra.Command{
-		Use:   "import FILE REF:PATH [--answer-format gsm8k] [--question COL --answer COL]",
-		Short: "import a question/answer dataset (JSONL or Parquet) as a prompts table",
+		Use:   "import FILE|DIR REF:PATH [--answer-format gsm8k] [--question COL --answer COL | --messages COL]",
+		Short: "import a question/answer dataset (JSONL, Parquet, a Hugging Face dataset) as a prompts table",
 		Long: `Load a dataset in the common question/answer shape from JSONL or Parquet,
 map its columns, parse GSM8K-style "#### n" answers if asked, and commit it
 as a prompts table with the source file's SHA-256 as provenance. Errors name
-the file, the line (JSONL) or row (Parquet) and the column.`,
+the file, the line (JSONL) or row (Parquet) and the column.
+
+DIR is a Hugging Face dataset: a directory written by datasets'
+save_to_disk (a Dataset or a DatasetDict), or a dataset repository
+snapshot (data/<split>-*.parquet, as the hub cache keeps it under
+datasets--ORG--NAME/snapshots/REV). --split picks the split (default
+train). Each row's source is NAME@REVISION: the dataset's name and the
+snapshot's commit, or the fingerprint save_to_disk recorded; the
+provenance holds every data file's SHA-256.`,
 		Example: `  rlpipe dataset import gsm8k-train.jsonl main:data/gsm8k-train.parquet --answer-format gsm8k
-  rlpipe dataset import math.parquet main:data/math.parquet --question problem --answer solution`,
+  rlpipe dataset import math.parquet main:data/math.parquet --question problem --answer solution
+  rlpipe dataset import ./gsm8k-saved main:data/gsm8k-test.parquet --split test --answer-format gsm8k
+  rlpipe dataset import ~/.cache/huggingface/hub/datasets--openai--gsm8k/snapshots/e53f0488… main:data/gsm8k.parquet --answer-format gsm8k
+  rlpipe dataset import ./chat-saved main:data/chat.parquet --messages messages --answer answer`,
 		Args: exactArgs("FILE", "REF:PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			branch, path, err := artifacts.SplitArtifact(args[1])
@@ -125,13 +143,28 @@ the file, the line (JSONL) or row (Parquet) and the column.`,
 				return usagef("dataset import: %q is not BRANCH:PATH", args[1])
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer},
+				lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer, Messages: o.messages},
 					AnswerFormat: o.format, Split: o.split}
+				p := g.printer(cmd)
+				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+					hf := &datasets.HFOptions{Split: o.split, Name: o.name, Revision: o.revision}
+					c, n, d, err := datasets.ImportHF(ctx, st, branch, path, args[0], hf, &datasets.ImportOptions{Load: lo})
+					if err != nil {
+						return failure(err)
+					}
+					if p.json {
+						return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1], "source": d.Source(), "split": d.Split,
+							"layout": d.Layout, "files": d.Files})
+					}
+					return p.Printf("committed %s: %d prompts of %s (split %s, %d files) at %s\n", shortID(c.ID), n, d.Source(), d.Split, len(d.Files), args[1])
+				}
+				if o.name != "" || o.revision != "" {
+					return usagef("dataset import: --name and --revision are for a Hugging Face dataset directory; %s is a file", args[0])
+				}
 				c, n, err := datasets.Import(ctx, st, branch, path, args[0], &datasets.ImportOptions{Load: lo})
 				if err != nil {
 					return failure(err)
 				}
-				p := g.printer(cmd)
 				if p.json {
 					return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1]})
 				}

@@ -19,4 +19,7 @@ fi
 # The notebooks, and the Go test that compares their reader of evaluations with the CLI's, run on
 # a Python with pandas (scripts/notebook-deps.sh).
 ./scripts/notebook-deps.sh >/dev/null
+# The notebooks run on the project's data venv (pyarrow, polars, duckdb), and the Hugging Face
+# dataset import tests write datasets with its `datasets` package (scripts/data-venv.sh).
+./scripts/data-venv.sh >/dev/null
 go mod download

@@ -38,4 +38,18 @@
 //		"gsm8k/train.jsonl", &datasets.ImportOptions{
 //			Load: datasets.Options{AnswerFormat: datasets.AnswerGSM8K, Source: "gsm8k"},
 //		})
+//
+// # Hugging Face datasets
+//
+// OpenHF finds a split of a dataset the Hugging Face datasets package
+// saved (save_to_disk: Arrow stream files, a Dataset or a DatasetDict) or
+// of a dataset repository snapshot (data/<split>-*.parquet); Load maps
+// its columns like any file's, Fields.Messages reading a chat column as
+// the prompt's messages; ImportHF puts it in the store. The rows' source
+// names the dataset and its revision (a snapshot's commit, or the
+// fingerprint save_to_disk recorded):
+//
+//	d, err := datasets.OpenHF("gsm8k-saved", &datasets.HFOptions{Split: "test"})
+//	rows, err := d.Load(&datasets.Options{AnswerFormat: datasets.AnswerGSM8K})
+//	// rows[0].Source == "gsm8k@927e62ed89494b91"
 package datasets

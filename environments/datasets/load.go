@@ -3,6 +3,7 @@ package datasets
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -43,6 +46,10 @@ type Fields struct {
 	ID       string `json:"id,omitempty"`
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// Messages names a column holding the prompt as chat messages (a list
+	// of {role, content}, as chat datasets ship them). With Messages and
+	// no Question, no question column is read: the prompt is the messages.
+	Messages string `json:"messages,omitempty"`
 }
 
 // Common column names, for Fields.
@@ -75,7 +82,7 @@ func (o *Options) withDefaults(name string) (Options, error) {
 	if o != nil {
 		v = *o
 	}
-	if v.Fields.Question == "" {
+	if v.Fields.Question == "" && v.Fields.Messages == "" {
 		v.Fields.Question = DefaultFields.Question
 	}
 	if v.Fields.Answer == "" {
@@ -96,7 +103,8 @@ func (o *Options) withDefaults(name string) (Options, error) {
 			name, v.AnswerFormat, AnswerRaw, AnswerGSM8K, ErrInvalid)
 	}
 	f := v.Fields
-	if f.Question == f.Answer || (f.ID != "" && (f.ID == f.Question || f.ID == f.Answer)) {
+	if slices.ContainsFunc([]string{f.ID, f.Question, f.Messages}, func(c string) bool { return c == f.Answer }) ||
+		(f.ID != "" && (f.ID == f.Question || f.ID == f.Messages)) || (f.Question != "" && f.Question == f.Messages) {
 		return v, fmt.Errorf("load %s: fields %+v name one column twice: %w", name, f, ErrInvalid)
 	}
 	return v, nil
@@ -209,11 +217,8 @@ func ReadParquet(r io.ReaderAt, size int64, name string, opts *Options) ([]table
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	defer f.Close()
-	for _, col := range []string{o.Fields.ID, o.Fields.Question, o.Fields.Answer} {
-		if col != "" && len(f.Schema().FieldIndices(col)) == 0 {
-			return nil, fmt.Errorf("load %s: no column %q (columns: %s): %w",
-				name, col, strings.Join(columnNames(f), ", "), ErrInvalid)
-		}
+	if err := o.Fields.check(name, f.Schema()); err != nil {
+		return nil, err
 	}
 	c := newConverter(name, o)
 	var row int64
@@ -229,12 +234,20 @@ func ReadParquet(r io.ReaderAt, size int64, name string, opts *Options) ([]table
 	return c.rows, nil
 }
 
-func columnNames(f *tables.File) []string {
-	var names []string
-	for _, fl := range f.Schema().Fields() {
-		names = append(names, fl.Name)
+// check reports the first mapped column that schema lacks, naming the
+// columns it has.
+func (f Fields) check(name string, schema *arrow.Schema) error {
+	for _, col := range []string{f.ID, f.Question, f.Answer, f.Messages} {
+		if col != "" && len(schema.FieldIndices(col)) == 0 {
+			var names []string
+			for _, fl := range schema.Fields() {
+				names = append(names, fl.Name)
+			}
+			return fmt.Errorf("load %s: no column %q (columns: %s); map another with --question, --answer, --messages or --id: %w",
+				name, col, strings.Join(names, ", "), ErrInvalid)
+		}
 	}
-	return names
+	return nil
 }
 
 // pos is where a row is: a JSONL line (row -1) or a Parquet row.
@@ -264,9 +277,18 @@ func (c *converter) fail(p pos, col, format string, args ...any) error {
 
 func (c *converter) add(m map[string]any, p pos) error {
 	f := c.o.Fields
-	q, err := c.text(m, f.Question, p, false)
-	if err != nil {
-		return err
+	var q string
+	var err error
+	if f.Question != "" {
+		if q, err = c.text(m, f.Question, p, false); err != nil {
+			return err
+		}
+	}
+	var msgs []tables.Message
+	if f.Messages != "" {
+		if msgs, err = c.messages(m, f.Messages, p); err != nil {
+			return err
+		}
 	}
 	rawAnswer, err := c.text(m, f.Answer, p, true)
 	if err != nil {
@@ -274,7 +296,7 @@ func (c *converter) add(m map[string]any, p pos) error {
 	}
 	meta := map[string]any{}
 	for k, v := range m {
-		if k != f.ID && k != f.Question && k != f.Answer {
+		if k != f.ID && k != f.Question && k != f.Answer && k != f.Messages {
 			meta[k] = v
 		}
 	}
@@ -295,6 +317,11 @@ func (c *converter) add(m map[string]any, p pos) error {
 	} else {
 		h := sha256.New()
 		h.Write([]byte(q))
+		if msgs != nil { // the chat form counts too, after the question
+			b, _ := json.Marshal(msgs) // strings only: cannot fail
+			h.Write([]byte{0})
+			h.Write(b)
+		}
 		h.Write([]byte{0})
 		h.Write([]byte(rawAnswer))
 		id = c.o.IDPrefix + hex.EncodeToString(h.Sum(nil))[:16]
@@ -302,7 +329,7 @@ func (c *converter) add(m map[string]any, p pos) error {
 	if first, dup := c.seen[id]; dup {
 		col := f.ID
 		if col == "" {
-			col = f.Question
+			col = cmp.Or(f.Question, f.Messages)
 			return c.fail(p, col, "same question and answer as %s (id %s)", first, id)
 		}
 		return c.fail(p, col, "id %q already used at %s", id, first)
@@ -312,9 +339,34 @@ func (c *converter) add(m map[string]any, p pos) error {
 	if err != nil {
 		return c.fail(p, "", "metadata: %v", err)
 	}
-	c.rows = append(c.rows, tables.Prompt{PromptID: id, Prompt: q, Answer: answer,
+	c.rows = append(c.rows, tables.Prompt{PromptID: id, Prompt: q, Messages: msgs, Answer: answer,
 		Metadata: string(b), Source: c.o.Source, Split: c.o.Split})
 	return nil
+}
+
+// messages returns column col of row m as chat messages: a non-empty
+// list of objects with a string role and content (other keys are left
+// out).
+func (c *converter) messages(m map[string]any, col string, p pos) ([]tables.Message, error) {
+	v, ok := m[col]
+	if !ok {
+		return nil, c.fail(p, col, "missing (the row has %s)", keys(m))
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, c.fail(p, col, "want a non-empty list of {role, content} messages, found %s", shorten(fmt.Sprint(v)))
+	}
+	out := make([]tables.Message, len(list))
+	for i, e := range list {
+		obj, _ := e.(map[string]any)
+		role, _ := obj["role"].(string)
+		content, isText := obj["content"].(string)
+		if role == "" || !isText {
+			return nil, c.fail(p, col, "message %d: want {role, content} with text values, found %s", i, shorten(fmt.Sprint(e)))
+		}
+		out[i] = tables.Message{Role: role, Content: content}
+	}
+	return out, nil
 }
 
 // text returns column col of row m as text: a string, or a number when
