@@ -2,9 +2,11 @@ package environments
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -194,6 +196,9 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	withTokens, withLogprobs := true, true
 	seq := sequence{}
 	defer func() {
+		if err == nil {
+			recordOutcome(&res)
+		}
 		if res.Unaligned = seq.unaligned; res.Unaligned == "" && len(seq.ids) > 0 {
 			tr.Sequence, tr.Trainable = seq.ids, seq.mask
 		} else if res.Unaligned != "" {
@@ -326,4 +331,28 @@ func mismatch(p, prefix []int32) int {
 		}
 	}
 	return -1
+}
+
+// recordOutcome writes the episode's outcome in its environment (the sum
+// of its step rewards and the merged Info) into the trajectory's
+// env_outcome. Info that JSON cannot hold (a NaN, a channel) makes the
+// episode an env_error naming the cause, rather than a row that cannot
+// be written.
+func recordOutcome(res *Result) {
+	out := struct {
+		Reward *float64       `json:"reward"` // null when not a number
+		Info   map[string]any `json:"info"`
+	}{Info: res.Info}
+	if !math.IsNaN(res.Reward) && !math.IsInf(res.Reward, 0) {
+		out.Reward = &res.Reward
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		out.Info = nil
+		b, _ = json.Marshal(out) // a finite number and null: cannot fail
+		msg := fmt.Sprintf("the environment's step info cannot be recorded as JSON: %v", err)
+		res.Trajectory.Status, res.Trajectory.Error = tables.StatusEnvError, &msg
+	}
+	s := string(b)
+	res.Trajectory.EnvOutcome = &s
 }

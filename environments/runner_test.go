@@ -1,6 +1,7 @@
 package environments_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -93,7 +94,34 @@ func TestGuessEpisodes(t *testing.T) {
 			if tr.PromptID != c.id || tr.GroupID != c.id || tr.PolicyVersion != environments.ScriptedVersion || tr.TokenIDs != nil {
 				t.Fatalf("trajectory %+v", tr)
 			}
+			// The outcome in the environment is in the row, for rewards
+			// and rescoring to read.
+			want := fmt.Sprintf(`{"reward":%v,"info":{"replies":%d,"secret":%d}}`, c.reward, len(c.guesses), c.secret)
+			if tr.EnvOutcome == nil || *tr.EnvOutcome != want {
+				t.Fatalf("env_outcome %s, want %s", deref(tr.EnvOutcome), want)
+			}
 		})
+	}
+}
+
+// Step info JSON cannot hold makes the episode an env_error saying so,
+// and the row can still be written.
+func TestOutcomeThatJSONCannotHold(t *testing.T) {
+	env := &countingEnv{Env: guess.New(nil), step: func(context.Context, string) (environments.Step, error) {
+		return environments.Step{Done: true, Reward: 1, Info: map[string]any{"score": math.NaN()}}, nil
+	}}
+	res, err := newRunner(t, environments.Scripted(bisect), nil).Run(context.Background(), env, environments.Episode{ID: "guess-0001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := res.Trajectory
+	if tr.Status != tables.StatusEnvError || !strings.Contains(deref(tr.Error), "the environment's step info cannot be recorded as JSON: json: unsupported value: NaN") ||
+		deref(tr.EnvOutcome) != `{"reward":1,"info":null}` {
+		t.Fatalf("status %s, error %s, outcome %s", tr.Status, deref(tr.Error), deref(tr.EnvOutcome))
+	}
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Trajectories, []tables.Trajectory{tr}, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

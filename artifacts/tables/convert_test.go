@@ -222,7 +222,7 @@ func TestExport(t *testing.T) {
 	first := strings.SplitN(jl.String(), "\n", 2)[0]
 	wantFirst := `{"prompt_id":"p,1","sample_index":2,"group_id":"","completion":"line1\nline2 \"q\" <b>",` +
 		`"turns":[{"role":"user","content":"hi","tool_calls":"[]"}],"token_ids":[1,2],"logprobs":[-0.1],"finish_reason":"",` +
-		`"num_tokens":0,"policy_version":"","sampler":"","seed":9,"staleness":0,"status":"ok","error":null,"sequence_ids":null,"trainable":null}`
+		`"num_tokens":0,"policy_version":"","sampler":"","seed":9,"staleness":0,"status":"ok","error":null,"sequence_ids":null,"trainable":null,"env_outcome":null}`
 	if first != wantFirst {
 		t.Errorf("jsonl row\n got  %s\n want %s", first, wantFirst)
 	}
@@ -240,7 +240,7 @@ func TestExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(cv.String(), "\n")
-	if lines[0] != "prompt_id,sample_index,group_id,completion,turns,token_ids,logprobs,finish_reason,num_tokens,policy_version,sampler,seed,staleness,status,error,sequence_ids,trainable" {
+	if lines[0] != "prompt_id,sample_index,group_id,completion,turns,token_ids,logprobs,finish_reason,num_tokens,policy_version,sampler,seed,staleness,status,error,sequence_ids,trainable,env_outcome" {
 		t.Errorf("csv header %q", lines[0])
 	}
 	back, err = importText(t, cv.String(), &ImportOptions{Table: TrajectoriesName, Format: CSV})

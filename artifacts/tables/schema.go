@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -74,8 +75,14 @@ type Trajectory struct {
 	// sequence) and for an episode whose sequence is not known exactly
 	// (the policy returned no prompt token ids, or its prompts did not
 	// extend the previous turn's tokens: then nothing of it is trained).
-	Sequence      []int32
-	Trainable     []int32
+	Sequence  []int32
+	Trainable []int32
+	// EnvOutcome is an episode's outcome in its environment, a JSON
+	// object {"reward": …, "info": {…}}: the sum of the environment's step
+	// rewards (a signal the environment gives, not the reward, which the
+	// reward stage computes) and the facts its steps recorded (a
+	// verifier's output on the final state). Nil for a single-turn sample.
+	EnvOutcome    *string
 	FinishReason  string
 	NumTokens     int32
 	PolicyVersion string
@@ -104,7 +111,7 @@ func FirstEpisode(rows []Trajectory) int {
 
 // Trajectories is the trajectories table.
 var Trajectories = func() *Table[Trajectory] {
-	t := newTable(TrajectoriesName, 2, []column[Trajectory]{
+	t := newTable(TrajectoriesName, 3, []column[Trajectory]{
 		strCol("prompt_id", "prompt this sample answers (prompts.prompt_id)", func(r *Trajectory) *string { return &r.PromptID }),
 		i32Col("sample_index", "index of the sample among the prompt's samples, from 0", func(r *Trajectory) *int32 { return &r.SampleIndex }),
 		strCol("group_id", "group for group-relative advantages (usually the prompt and iteration)", func(r *Trajectory) *string { return &r.GroupID }),
@@ -122,6 +129,7 @@ var Trajectories = func() *Table[Trajectory] {
 		optStrCol("error", "error message when status is not ok; null otherwise", func(r *Trajectory) **string { return &r.Error }),
 		since(2, i32ListCol("sequence_ids", "an episode's whole token sequence as the policy saw it (prompt, replies, observations); null for a single-turn sample or when not known exactly", func(r *Trajectory) *[]int32 { return &r.Sequence })),
 		since(2, i32ListCol("trainable", "per token of sequence_ids: 1 for a token the policy sampled, 0 for one it was given; null with sequence_ids", func(r *Trajectory) *[]int32 { return &r.Trainable })),
+		since(3, optStrCol("env_outcome", "an episode's outcome in its environment, a JSON object {reward, info}: the sum of its step rewards (not the reward) and what its steps recorded (a verifier's output); null for a single-turn sample", func(r *Trajectory) **string { return &r.EnvOutcome })),
 	})
 	t.check = func(r *Trajectory) error {
 		if err := checkStatus(r.Status); err != nil {
@@ -129,6 +137,9 @@ var Trajectories = func() *Table[Trajectory] {
 		}
 		if (r.Sequence == nil) != (r.Trainable == nil) || len(r.Sequence) != len(r.Trainable) {
 			return fmt.Errorf("sequence_ids has %d tokens and trainable %d: %w", len(r.Sequence), len(r.Trainable), errInvalid)
+		}
+		if o := r.EnvOutcome; o != nil && (!strings.HasPrefix(*o, "{") || !json.Valid([]byte(*o))) {
+			return fmt.Errorf("env_outcome %.80q is not a JSON object: %w", *o, errInvalid)
 		}
 		return nil
 	}

@@ -8,33 +8,51 @@ import (
 )
 
 // A trajectories file of schema version 1, written before episodes had
-// token sequences, reads with sequence_ids and trainable null; a version 2
-// file without them is refused, naming the column.
+// token sequences, reads with sequence_ids, trainable and env_outcome
+// null; one of version 2 with env_outcome null; a file of a version that
+// has the column but lacks it is refused, naming the column.
 func TestColumnsAddedLaterReadAsNull(t *testing.T) {
-	cols := Trajectories.cols[:len(Trajectories.cols)-2]
-	v1 := newTable(TrajectoriesName, 1, cols)
+	all := Trajectories.cols
 	rows := []Trajectory{{PromptID: "p0", SampleIndex: 1, Completion: "7", TokenIDs: []int32{4, 2}, Logprobs: []float32{-0.5, -0.25}, Status: StatusOK}}
-	var buf bytes.Buffer
-	if err := Write(&buf, v1, rows, nil); err != nil {
-		t.Fatal(err)
+	write := func(version, ncols int) *bytes.Buffer {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := Write(&buf, newTable(TrajectoriesName, version, all[:ncols]), rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		return &buf
 	}
-	got, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "old.parquet", Trajectories)
-	if err != nil {
-		t.Fatal(err)
+	for _, old := range []struct{ version, ncols int }{{1, len(all) - 3}, {2, len(all) - 1}} {
+		buf := write(old.version, old.ncols)
+		got, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "old.parquet", Trajectories)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, rows) || got[0].Sequence != nil || got[0].Trainable != nil || got[0].EnvOutcome != nil {
+			t.Errorf("version %d: read %+v, want %+v with the later columns null", old.version, got, rows)
+		}
 	}
-	if !reflect.DeepEqual(got, rows) || got[0].Sequence != nil || got[0].Trainable != nil {
-		t.Errorf("read %+v, want %+v with null sequence and mask", got, rows)
+	for _, bad := range []struct {
+		version, ncols int
+		missing        string
+	}{{2, len(all) - 3, "sequence_ids"}, {3, len(all) - 1, "env_outcome"}} {
+		buf := write(bad.version, bad.ncols)
+		_, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "new.parquet", Trajectories)
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Column != bad.missing {
+			t.Errorf("a version %d file without %s: %v", bad.version, bad.missing, err)
+		}
 	}
+}
 
-	v2 := newTable(TrajectoriesName, 2, cols)
-	buf.Reset()
-	if err := Write(&buf, v2, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "new.parquet", Trajectories)
-	var se *SchemaError
-	if !errors.As(err, &se) || se.Column != "sequence_ids" {
-		t.Errorf("a version 2 file without sequence_ids: %v", err)
+// env_outcome must be a JSON object.
+func TestEnvOutcomeIsAnObject(t *testing.T) {
+	for _, o := range []string{"[1]", "{", "null"} {
+		var buf bytes.Buffer
+		err := Write(&buf, Trajectories, []Trajectory{{PromptID: "p", Status: StatusOK, EnvOutcome: &o}}, nil)
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("is not a JSON object")) {
+			t.Errorf("env_outcome %s: %v", o, err)
+		}
 	}
 }
 
