@@ -349,7 +349,9 @@ func recordOutcome(res *Result) {
 	b, err := json.Marshal(out)
 	if err != nil {
 		out.Info = nil
-		b, _ = json.Marshal(out) // a finite number and null: cannot fail
+		if b, err = json.Marshal(out); err != nil { // a finite number and null: should not fail
+			b = []byte(`{"reward":null,"info":null}`)
+		}
 		msg := fmt.Sprintf("the environment's step info cannot be recorded as JSON: %v", err)
 		res.Trajectory.Status, res.Trajectory.Error = tables.StatusEnvError, &msg
 	}

@@ -318,7 +318,10 @@ func (c *converter) add(m map[string]any, p pos) error {
 		h := sha256.New()
 		h.Write([]byte(q))
 		if msgs != nil { // the chat form counts too, after the question
-			b, _ := json.Marshal(msgs) // strings only: cannot fail
+			b, err := json.Marshal(msgs)
+			if err != nil {
+				return c.fail(p, f.Messages, "the messages cannot be hashed into an id: %v", err)
+			}
 			h.Write([]byte{0})
 			h.Write(b)
 		}
