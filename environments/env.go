@@ -6,6 +6,8 @@ import (
 	"errors"
 	"hash/fnv"
 	"math/rand/v2"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // Env is a multi-turn environment. It runs one episode at a time: Reset
@@ -26,6 +28,11 @@ type Env interface {
 	// holds (a world copy, a process). End without an episode does nothing.
 	End() error
 }
+
+// Maker makes a fresh environment for an episode of one prompt (the
+// prompt row may carry the problem: a question, an answer, metadata). The
+// Env it returns runs that episode only.
+type Maker func(p tables.Prompt) (Env, error)
 
 // Step is what an action led to.
 type Step struct {

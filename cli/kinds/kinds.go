@@ -8,6 +8,7 @@ package kinds
 import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/evaluators"
@@ -25,12 +26,16 @@ import (
 	_ "github.com/rlpipe/rlpipe/policy/openai"
 )
 
-// Environments are the environments an episodes stage can name (its env
-// key): guess, the number-guessing game with higher/lower feedback
-// (environments/guess), one secret per prompt id.
-func Environments() map[string]episodes.Maker {
-	return map[string]episodes.Maker{
-		"guess": func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil },
+// Environments are the RL environments an episodes stage can name (its
+// rl_env key): guess, the number-guessing game with higher/lower feedback
+// (environments/guess), one secret per episode id; and agent, a coding
+// agent's episodes in a copy-on-write sandboxed world (environments/agent),
+// the task of each episode read from its prompt row, the world from
+// rl_options.
+func Environments() map[string]episodes.RLEnv {
+	return map[string]episodes.RLEnv{
+		"guess": episodes.Func(func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }),
+		"agent": agent.RLEnv{},
 	}
 }
 

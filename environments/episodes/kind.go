@@ -1,6 +1,7 @@
 package episodes
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -14,9 +15,9 @@ import (
 // NewKind returns kind: episodes, the generate stage that runs episodes
 // of the RL environments envs names (its rl_env key) (docs/ROLLOUTS.md). A program registers
 // the environments its pipeline files may name.
-func NewKind(envs map[string]Maker) kind.Kind { return episodesKind{envs: envs} }
+func NewKind(envs map[string]RLEnv) kind.Kind { return episodesKind{envs: envs} }
 
-type episodesKind struct{ envs map[string]Maker }
+type episodesKind struct{ envs map[string]RLEnv }
 
 func (episodesKind) Name() string      { return "episodes" }
 func (episodesKind) Slots() []string   { return []string{pipeline.SlotGenerate} }
@@ -28,6 +29,8 @@ type Stage struct {
 	// registered). Not env: every stage's env key names its task
 	// environment (resources, retries), as for any stage.
 	RLEnv string `yaml:"rl_env"`
+	// RLOptions configure the environment (its RLEnv.Options keys).
+	RLOptions map[string]any `yaml:"rl_options,omitempty"`
 	// Episodes is G, the episodes per prompt.
 	Episodes int `yaml:"episodes"`
 	// MaxTurns is the turn budget (default 16).
@@ -40,7 +43,8 @@ type Stage struct {
 	Concurrency int       `yaml:"concurrency,omitempty"`
 	Sampling    *Sampling `yaml:"sampling,omitempty"`
 
-	envs map[string]Maker
+	envs map[string]RLEnv
+	opts any // RLOptions decoded, by Check
 }
 
 // Sampling is how each turn's reply is sampled.
@@ -77,6 +81,12 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("rl_env", "one of: "+names, "%s: an episodes stage needs rl_env, the RL environment to run", c.Path(""))
 	case s.envs[s.RLEnv] == nil:
 		c.Fail("rl_env", "one of: "+names, "%s: no RL environment %q in this program", c.Path("rl_env"), s.RLEnv)
+	default:
+		opts, err := decodeOptions(s.envs[s.RLEnv], s.RLOptions)
+		if err != nil {
+			c.Fail("rl_options", "", "%s: rl_env %s: %v", c.Path("rl_options"), s.RLEnv, err)
+		}
+		s.opts = opts
 	}
 	switch {
 	case s.Episodes < 1:
@@ -107,8 +117,24 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	if s.Sampling.Temperature != nil {
 		sp.Temperature = *s.Sampling.Temperature
 	}
+	env := s.envs[s.RLEnv]
+	opts := s.opts
+	if opts == nil && env.Options() != nil { // Task without Check: the defaults
+		var err error
+		if opts, err = decodeOptions(env, s.RLOptions); err != nil {
+			return nil, kind.At("rl_options", err)
+		}
+	}
+	mk, version, err := env.Open(opts, b.File.Dir)
+	if err != nil {
+		return nil, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
+	}
+	name := s.RLEnv
+	if version != "" {
+		name += "@" + version
+	}
 	t, err := Task(Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, AdapterRoot: b.Policy.AdapterRoot,
-		EnvName: s.RLEnv, Make: s.envs[s.RLEnv], Episodes: s.Episodes, Concurrency: s.Concurrency, Env: b.Env,
+		EnvName: name, Make: mk, Episodes: s.Episodes, Concurrency: s.Concurrency, Env: b.Env,
 		Runner: environments.RunnerOptions{Sampling: sp, MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}})
 	if err != nil {
 		return nil, err

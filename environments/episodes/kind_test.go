@@ -26,11 +26,17 @@ func TestEpisodesStageKeys(t *testing.T) {
 		t.Fatalf("a valid episodes stage: %v", err)
 	}
 	for _, c := range []struct{ generate, want string }{
-		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: guess)`},
-		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: guess)"},
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, guess)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, guess)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
 		{"{kind: episodes, rl_env: guess, episodes: 2, max_turn: 3, sampling: {max_tokens: 4}}", "max_turn"},
+		{"{kind: episodes, rl_env: guess, rl_options: {max: 10}, episodes: 2, sampling: {max_tokens: 4}}",
+			"pipeline.yaml:7:45: stages.generate.rl_options: rl_env guess: this environment takes no rl_options"},
+		{"{kind: episodes, rl_env: agent, rl_options: {world: w, timeout: 3}, episodes: 2, sampling: {max_tokens: 4}}",
+			`stages.generate.rl_options: rl_env agent: unknown field "timeout" (keys: memory_mb, observation_bytes, procs, timeout_s, world, world_cache)`},
+		{"{kind: episodes, rl_env: agent, rl_options: {world: 3}, episodes: 2, sampling: {max_tokens: 4}}",
+			"stages.generate.rl_options: rl_env agent: cannot unmarshal number into Go struct field PipelineOptions.world of type string"},
 	} {
 		_, err := config.Parse("pipeline.yaml", pipelineFile(c.generate), kinds.Registry())
 		if err == nil || !strings.Contains(err.Error(), c.want) {

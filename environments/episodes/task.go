@@ -22,11 +22,10 @@ import (
 // cache key: bump it when the rows written for the same inputs change.
 const Version = "episodes-1"
 
-// Maker makes a fresh environment for the episodes of one prompt (the
-// prompt row may carry the problem: a question, an answer, metadata).
-// It is called once per episode; the Env it returns runs that episode
-// only.
-type Maker func(p tables.Prompt) (environments.Env, error)
+// Maker makes a fresh environment for the episodes of one prompt
+// (environments.Maker). It is called once per episode; the Env it returns
+// runs that episode only.
+type Maker = environments.Maker
 
 // Options configure an episodes task.
 type Options struct {
