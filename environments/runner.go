@@ -349,7 +349,8 @@ func recordOutcome(res *Result) {
 	b, err := json.Marshal(out)
 	if err != nil {
 		out.Info = nil
-		if b, err = json.Marshal(out); err != nil { // a finite number and null: should not fail
+		var err2 error
+		if b, err2 = json.Marshal(out); err2 != nil { // a finite number and null: should not fail
 			b = []byte(`{"reward":null,"info":null}`)
 		}
 		msg := fmt.Sprintf("the environment's step info cannot be recorded as JSON: %v", err)

@@ -32,8 +32,8 @@ func (p *Policy) Model() *Model { return p.m }
 
 // Generate samples from the base model, or from the adapter s.Adapter
 // names (ErrAdapterNotLoaded if none is loaded under that name); see
-// Model.Generate. Chat requests are served by concatenating their
-// messages' contents.
+// Model.Generate. Chat requests are served as Model.PromptTokens renders
+// them: the messages' contents in order, an EOS after each assistant's.
 func (p *Policy) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
 	a, err := p.adapter(s.Adapter)
 	if err != nil {

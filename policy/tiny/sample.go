@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/rlpipe/rlpipe/policy"
@@ -50,18 +49,29 @@ func (m *Model) getSampler() *sampler {
 		order: make([]int32, V), probs: make([]float64, V)}
 }
 
-// promptText is the text a request asks to continue: its Prompt, or the
-// contents of its Messages concatenated in order, without separators or
-// roles (the tiny model has no chat template).
-func promptText(r policy.Request) string {
+// PromptTokens tokenizes what a request asks the model to continue: its
+// Prompt, or its Messages. The tiny model has no chat template or roles:
+// it reads the messages' contents in order, and an assistant message is
+// followed by EOS, as the model ended the reply it sampled. So the prompt
+// of an episode's next turn begins with the exact tokens of the turns
+// before it, each reply's final EOS included, and the episode's token
+// sequence is known exactly (a reply cut off at max_tokens has no EOS:
+// the next prompt does not extend it, and the episode is not trained on).
+func (m *Model) PromptTokens(r policy.Request) ([]int32, error) {
 	if len(r.Messages) == 0 {
-		return r.Prompt
+		return m.tok.encode(nil, r.Prompt)
 	}
-	var b strings.Builder
-	for _, msg := range r.Messages {
-		b.WriteString(msg.Content)
+	var out []int32
+	for i, msg := range r.Messages {
+		var err error
+		if out, err = m.tok.encode(out, msg.Content); err != nil {
+			return nil, fmt.Errorf("message %d (%s): %w", i+1, msg.Role, err)
+		}
+		if msg.Role == "assistant" {
+			out = append(out, EOS)
+		}
 	}
-	return b.String()
+	return out, nil
 }
 
 // Generate samples s.N completions of every request from the base model (a
@@ -165,7 +175,7 @@ func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, erro
 	if r.Prompt != "" && len(r.Messages) > 0 {
 		return nil, 0, fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
 	}
-	prompt, err := m.Tokenize(promptText(r))
+	prompt, err := m.PromptTokens(r)
 	if err != nil {
 		return nil, 0, fmt.Errorf("request %q: prompt %w", r.ID, err)
 	}

@@ -20,8 +20,8 @@ type Example struct {
 func (m *Model) checkExample(i int, e Example) error {
 	V := int32(m.cfg.VocabSize())
 	for j, t := range e.Prompt {
-		if t < numSpecial || t >= V {
-			return fmt.Errorf("example %d: prompt token %d at %d: %w as prompt text (ids %d..%d)", i, t, j+1, ErrVocabulary, numSpecial, V-1)
+		if (t < numSpecial && t != EOS) || t >= V {
+			return fmt.Errorf("example %d: prompt token %d at %d: %w as prompt text (ids %d..%d, or EOS ending an earlier reply)", i, t, j+1, ErrVocabulary, numSpecial, V-1)
 		}
 	}
 	for j, t := range e.Completion {

@@ -2,10 +2,11 @@ package embedded
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
@@ -29,6 +30,10 @@ type sample struct {
 	ex        tiny.Example
 	old       []float32 // nil: rescore with the policy before the update
 	advantage float64
+	// trainable marks the completion's tokens that enter the loss; nil:
+	// all (a single-turn sample). An episode's completion runs from its
+	// first reply to its end, observations between replies included.
+	trainable []bool
 }
 
 // prepared is a batch joined, masked and tokenized.
@@ -40,6 +45,9 @@ type prepared struct {
 	// scored are the rewards in the same order, with the status of a
 	// failed trajectory or a missing reward not ok.
 	scored []tables.Reward
+	// untrained counts the episodes left out for want of an exact token
+	// sequence.
+	untrained int
 }
 
 // prepare joins the batch's tables, computes group-normalised advantages
@@ -67,6 +75,21 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: trajectory %d of prompt %q has no row in the prompts table", ErrBatch, t.SampleIndex, t.PromptID)
 		}
+		if t.IsEpisode() {
+			if t.Sequence == nil {
+				// Its token sequence is not known exactly (the runner
+				// said why): nothing of it is trained on.
+				p.untrained++
+				continue
+			}
+			smp, err := episode(m, t)
+			if err != nil {
+				return nil, err
+			}
+			smp.advantage = a.Advantage
+			p.samples = append(p.samples, smp)
+			continue
+		}
 		ex, err := example(m, pr, t)
 		if err != nil {
 			return nil, err
@@ -76,21 +99,71 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 	return p, nil
 }
 
-// example rebuilds what the policy saw and produced: the prompt's text
-// tokenized as the embedded sampler does (the prompt, or its messages'
-// contents concatenated) and the sampled token ids, the final EOS
-// included.
+// episode is a multi-turn episode ready to train on: its exact token
+// sequence (sequence_ids) split before its first trainable token, the
+// rest the completion with its trainable mask, and the old logprobs of
+// the trainable tokens in their places (the table's logprobs, the
+// replies' in order). Nothing is re-tokenized: the trainable tokens must
+// be the replies' token ids, in order.
+func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
+	where := fmt.Sprintf("episode %d of prompt %q", t.SampleIndex, t.PromptID)
+	first := slices.Index(t.Trainable, 1)
+	if first < 0 {
+		return sample{}, fmt.Errorf("%w: %s: its trainable mask marks no token of its %d", ErrBatch, where, len(t.Sequence))
+	}
+	if t.Logprobs != nil && len(t.Logprobs) != len(t.TokenIDs) {
+		return sample{}, fmt.Errorf("%w: %s has %d logprobs for %d token ids", ErrBatch, where, len(t.Logprobs), len(t.TokenIDs))
+	}
+	s := sample{ex: tiny.Example{Prompt: t.Sequence[:first], Completion: t.Sequence[first:]}}
+	s.trainable = make([]bool, len(s.ex.Completion))
+	if t.Logprobs != nil {
+		s.old = make([]float32, len(s.ex.Completion))
+	}
+	k := 0 // the next reply token
+	for j, mark := range t.Trainable[first:] {
+		if mark != 1 {
+			continue
+		}
+		if k >= len(t.TokenIDs) || t.TokenIDs[k] != s.ex.Completion[j] {
+			return sample{}, fmt.Errorf("%w: %s: token %d of sequence_ids is trainable but is not reply token %d of token_ids: the mask does not cover exactly the policy's tokens",
+				ErrBatch, where, first+j+1, k+1)
+		}
+		s.trainable[j] = true
+		if s.old != nil {
+			s.old[j] = t.Logprobs[k]
+		}
+		k++
+	}
+	if k != len(t.TokenIDs) {
+		return sample{}, fmt.Errorf("%w: %s: its mask marks %d tokens for %d reply tokens in token_ids", ErrBatch, where, k, len(t.TokenIDs))
+	}
+	cfg := m.Config()
+	V := int32(cfg.VocabSize())
+	for j, id := range t.Sequence {
+		if id < tiny.EOS || id >= V {
+			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d); was it sampled from another model?",
+				ErrBatch, where, id, j+1, m.Version(), tiny.EOS, V-1)
+		}
+	}
+	if n := len(t.Sequence); n > cfg.Context {
+		return sample{}, fmt.Errorf("%w: %s: %d tokens exceed the context of %d", ErrBatch, where, n, cfg.Context)
+	}
+	return s, nil
+}
+
+// example rebuilds what the policy saw and produced: the prompt tokenized
+// as the embedded sampler does (tiny.Model.PromptTokens) and the sampled
+// token ids, the final EOS included.
 func example(m *tiny.Model, pr tables.Prompt, t tables.Trajectory) (tiny.Example, error) {
 	where := fmt.Sprintf("sample %d of prompt %q", t.SampleIndex, t.PromptID)
-	text := pr.Prompt
+	req := policy.Request{Prompt: pr.Prompt}
 	if len(pr.Messages) > 0 {
-		var b strings.Builder
-		for _, msg := range pr.Messages {
-			b.WriteString(msg.Content)
+		req = policy.Request{Messages: make([]policy.Message, len(pr.Messages))}
+		for i, msg := range pr.Messages {
+			req.Messages[i] = policy.Message{Role: msg.Role, Content: msg.Content}
 		}
-		text = b.String()
 	}
-	prompt, err := m.Tokenize(text)
+	prompt, err := m.PromptTokens(req)
 	if err != nil {
 		return tiny.Example{}, fmt.Errorf("%w: %s: the prompt %w", ErrBatch, where, err)
 	}

@@ -33,6 +33,19 @@
 // pipeline.Permanent (the same inputs would fail again), so the loop
 // stops with the previous iteration's adapter still the run's latest.
 //
+// # Episodes
+//
+// A multi-turn episode (a trajectories row with sequence_ids and
+// trainable) trains as one sequence: the tokens before its first
+// trainable one are its prompt, and the loss and the KL are taken over
+// its trainable tokens only — the replies the policy sampled, never the
+// observations between them — with the episode's advantage (one per
+// episode, group-normalised over the prompt's G episodes). A one-turn
+// episode trains exactly as the single-turn sample of the same tokens
+// (TestOneTurnEpisodeTrainsAsItsSample). A mask that does not mark
+// exactly the replies' token ids fails the update (ErrBatch) naming the
+// episode; an episode without an exact sequence is left out and counted.
+//
 // # The adapter directory
 //
 // The stage's adapter output is a PEFT adapter directory that vLLM, PEFT

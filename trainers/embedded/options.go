@@ -15,8 +15,9 @@ import (
 // CodeVersion is the trainer code's version. It enters every train task's
 // Version, so bump it when the same inputs and options would train a
 // different adapter or write different outputs (2: kl is null, not 0,
-// when β = 0 leaves it uncomputed).
-const CodeVersion = "grpo-embedded-2"
+// when β = 0 leaves it uncomputed; 3: episodes train on their trainable
+// tokens, and a prompt's assistant messages are followed by EOS).
+const CodeVersion = "grpo-embedded-3"
 
 // Defaults of Options, chosen on the embedded model (see doc.go for the
 // measurements behind them).

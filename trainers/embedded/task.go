@@ -108,10 +108,6 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if b.Rewards, err = pipeline.ReadInput(tc, "rewards", tables.Rewards); err != nil {
 		return err
 	}
-	if i := tables.FirstEpisode(b.Trajectories); i >= 0 {
-		return pipeline.Permanent(fmt.Errorf("train iteration %d: trajectories row %d (prompt %s) is a multi-turn episode: the grpo trainer trains single-turn samples only, "+
-			"and training an episode's replies as one completion of its prompt would be wrong; its trainable mask (sequence_ids, trainable) is not used yet", p.Iteration, i, b.Trajectories[i].PromptID))
-	}
 	if tc.InputPath(InAdvantages) != "" {
 		if b.Advantages, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {
 			return err

@@ -232,7 +232,7 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 				seqs := make([]grpo.Sequence, len(lps))
 				for i := range lps {
 					s := samples[from+i]
-					seqs[i] = grpo.Sequence{Logprobs: widen(lps[i]), OldLogprobs: s.old, Entropies: widen(ents[i]), Advantage: s.advantage}
+					seqs[i] = grpo.Sequence{Logprobs: widen(lps[i]), OldLogprobs: s.old, Entropies: widen(ents[i]), Advantage: s.advantage, Trainable: s.trainable}
 					if ref != nil {
 						seqs[i].RefLogprobs = ref[from+i]
 					}

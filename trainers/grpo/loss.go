@@ -65,6 +65,29 @@ type Sequence struct {
 	// they only feed the statistics.
 	Entropies []float64
 	Advantage float64
+	// Trainable, when not nil, marks the tokens that enter the loss: an
+	// episode's replies (true) among the observations between them
+	// (false), which the policy was given, not sampled. A token not
+	// trainable has no gradient and counts in no mean; its Logprobs,
+	// OldLogprobs and RefLogprobs entries are not read. Nil: every token.
+	Trainable []bool
+}
+
+// trains reports whether token t of s enters the loss.
+func (s *Sequence) trains(t int) bool { return s.Trainable == nil || s.Trainable[t] }
+
+// tokens is the number of s's tokens that enter the loss.
+func (s *Sequence) tokens() int {
+	if s.Trainable == nil {
+		return len(s.Logprobs)
+	}
+	n := 0
+	for _, ok := range s.Trainable {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // LossStats are the step's health figures, each a mean over the tokens
@@ -113,7 +136,10 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		if s.Entropies != nil && len(s.Entropies) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has %d entropies for %d tokens (give one per token, or none)", i, len(s.Entropies), len(s.Logprobs))
 		}
-		total += len(s.Logprobs)
+		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
+			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
+		}
+		total += s.tokens()
 	}
 	grads := make([][]float64, len(seqs))
 	if total == 0 {
@@ -121,7 +147,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	}
 	nonEmpty := 0
 	for _, s := range seqs {
-		if len(s.Logprobs) > 0 {
+		if s.tokens() > 0 {
 			nonEmpty++
 		}
 	}
@@ -129,16 +155,20 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	for i, s := range seqs {
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
-		if len(g) == 0 {
+		n := s.tokens()
+		if n == 0 {
 			continue
 		}
 		// w is the weight of each of this sequence's tokens in the loss.
 		w := 1 / float64(total)
 		if o.Aggregation == SequenceMean {
-			w = 1 / (float64(nonEmpty) * float64(len(g)))
+			w = 1 / (float64(nonEmpty) * float64(n))
 		}
 		a := s.Advantage
 		for t, lp := range s.Logprobs {
+			if !s.trains(t) {
+				continue
+			}
 			rho := math.Exp(lp - float64(s.OldLogprobs[t]))
 			unclipped := rho * a
 			clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a

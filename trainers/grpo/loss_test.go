@@ -147,3 +147,58 @@ func TestLossShortEntropies(t *testing.T) {
 		t.Fatal("one entropy for two tokens was accepted")
 	}
 }
+
+// Tokens outside the trainable mask (an episode's observations) are as if
+// absent: the loss, its statistics and the other tokens' gradients equal
+// those of the sequence without them, under either aggregation, and
+// their own gradient is 0 whatever their (unread) logprobs hold.
+func TestLossTrainableMask(t *testing.T) {
+	nan := math.NaN()
+	masked := []Sequence{
+		{Logprobs: []float64{-1, nan, -0.5, -2}, OldLogprobs: []float32{-1.2, 7, -0.4, -2}, RefLogprobs: []float64{-1, nan, -0.7, -1},
+			Entropies: []float64{1, nan, 2, 3}, Advantage: 1.5, Trainable: []bool{true, false, true, true}},
+		{Logprobs: []float64{nan, -3}, OldLogprobs: []float32{0, -2.5}, RefLogprobs: []float64{nan, -3.5},
+			Entropies: []float64{nan, 4}, Advantage: -0.5, Trainable: []bool{false, true}},
+		{Logprobs: []float64{nan}, OldLogprobs: []float32{nan32()}, RefLogprobs: []float64{nan}, Entropies: []float64{nan}, Advantage: 2, Trainable: []bool{false}},
+	}
+	plain := []Sequence{
+		{Logprobs: []float64{-1, -0.5, -2}, OldLogprobs: []float32{-1.2, -0.4, -2}, RefLogprobs: []float64{-1, -0.7, -1}, Entropies: []float64{1, 2, 3}, Advantage: 1.5},
+		{Logprobs: []float64{-3}, OldLogprobs: []float32{-2.5}, RefLogprobs: []float64{-3.5}, Entropies: []float64{4}, Advantage: -0.5},
+		{Advantage: 2},
+	}
+	for _, agg := range []Aggregation{TokenMean, SequenceMean} {
+		o := LossOptions{Beta: 0.1, Aggregation: agg}
+		got, gg, err := Loss(masked, o)
+		if err != nil {
+			t.Fatalf("%s: %v", agg, err)
+		}
+		want, wg, err := Loss(plain, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Loss != want.Loss || got.PolicyLoss != want.PolicyLoss || *got.KL != *want.KL || got.Entropy != want.Entropy ||
+			got.ClipLow != want.ClipLow || got.ClipHigh != want.ClipHigh || got.RatioDev != want.RatioDev || got.Tokens != 4 || want.Tokens != 4 {
+			t.Errorf("%s: masked %+v, want %+v", agg, got, want)
+		}
+		for i, s := range masked {
+			k := 0
+			for j, tr := range s.Trainable {
+				switch {
+				case !tr && gg[i][j] != 0:
+					t.Errorf("%s: sequence %d token %d is not trainable but has gradient %v", agg, i, j, gg[i][j])
+				case tr && gg[i][j] != wg[i][k]:
+					t.Errorf("%s: sequence %d token %d: gradient %v, want %v", agg, i, j, gg[i][j], wg[i][k])
+				}
+				if tr {
+					k++
+				}
+			}
+		}
+	}
+	bad := []Sequence{{Logprobs: []float64{-1, -1}, OldLogprobs: []float32{-1, -1}, Trainable: []bool{true}}}
+	if _, _, err := Loss(bad, LossOptions{}); err == nil || err.Error() != "grpo: sequence 0 has a trainable mask of 1 for 2 tokens" {
+		t.Errorf("a mask of the wrong length: %v", err)
+	}
+}
+
+func nan32() float32 { return float32(math.NaN()) }
