@@ -35,6 +35,7 @@ const (
 	vMetadata
 	vVerifiers
 	vJudges
+	vOutcome
 	numVars
 )
 
@@ -72,6 +73,8 @@ var variables = [numVars]variable{
 	vMetadata:      {"metadata", cel.MapType(cel.StringType, cel.DynType), "", "prompt metadata, parsed from its JSON text"},
 	vVerifiers:     {"verifiers", cel.MapType(cel.StringType, verifierType), "", "verifier results by name"},
 	vJudges:        {"judges", cel.MapType(cel.StringType, judgeType), "", "judge results by name"},
+	vOutcome: {"outcome", cel.MapType(cel.StringType, cel.DynType), "env_outcome",
+		"an episode's outcome in its environment, parsed from env_outcome: {reward: its step rewards' sum, info: {…}, e.g. a verifier's verdict}; {} for a single-turn sample"},
 }
 
 func varIndex(name string) int {
@@ -108,6 +111,8 @@ func varIndex(name string) int {
 		return vVerifiers
 	case "judges":
 		return vJudges
+	case "outcome":
+		return vOutcome
 	}
 	return -1
 }

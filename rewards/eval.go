@@ -308,6 +308,18 @@ func turnValue(role, content string, calls *string) ref.Val {
 	return types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)
 }
 
+// outcomeValue is an episode's env_outcome as a map; {} when null (a
+// single-turn sample).
+func outcomeValue(id string, sample int32, text *string) ref.Val {
+	m := map[string]any{}
+	if text != nil {
+		if err := json.Unmarshal([]byte(*text), &m); err != nil {
+			return types.NewErr("env_outcome of sample %d of prompt %q is not a JSON object: %v", sample, id, err)
+		}
+	}
+	return types.NewStringInterfaceMap(types.DefaultTypeAdapter, m)
+}
+
 func missingPrompt(id string) ref.Val {
 	return types.NewErr("prompt %q is not in the prompts table", id)
 }
@@ -351,6 +363,8 @@ func (s *rowSource) value(k, _ int) ref.Val {
 		return s.verifiers
 	case vJudges:
 		return s.judges
+	case vOutcome:
+		return outcomeValue(t.PromptID, t.SampleIndex, t.EnvOutcome)
 	}
 	if s.prompt == nil {
 		return missingPrompt(t.PromptID)

@@ -627,6 +627,7 @@ type batchSource struct {
 	sampleIndex                      []int32
 	turns                            *array.List
 	turnRole, turnContent, turnCalls strArray
+	outcome                          strArray // env_outcome; nil before version 3
 	lastID                           string
 	lastEntry                        *promptEntry
 	verifierVals, judgeVals          ref.Val
@@ -690,6 +691,9 @@ func (s *batchSource) bind(rec arrow.RecordBatch) error {
 				return err
 			}
 		}
+	}
+	if s.outcome, err = strs("env_outcome"); err != nil {
+		return err
 	}
 	s.turns = nil
 	if l, ok := col("turns").(*array.List); ok {
@@ -758,6 +762,8 @@ func (s *batchSource) value(k, i int) ref.Val {
 		return s.verifierVals
 	case vJudges:
 		return s.judgeVals
+	case vOutcome:
+		return outcomeValue(s.promptID.Value(i), s.sampleIndex[i], s.outcomeAt(i))
 	}
 	id := s.promptID.Value(i)
 	e := s.lookup(id)
@@ -765,6 +771,15 @@ func (s *batchSource) value(k, i int) ref.Val {
 		return missingPrompt(id)
 	}
 	return e.value(k)
+}
+
+// outcomeAt is row i's env_outcome, nil when null or absent.
+func (s *batchSource) outcomeAt(i int) *string {
+	if s.outcome == nil || s.outcome.IsNull(i) {
+		return nil
+	}
+	v := s.outcome.Value(i)
+	return &v
 }
 
 func (s *batchSource) turnsAt(i int) ref.Val {
@@ -807,6 +822,7 @@ func (s *batchSource) rowAt(i int) Row {
 	t.PolicyVersion = str(vPolicyVersion)
 	t.Staleness = i32(vStaleness)
 	t.Status = s.status.Value(i)
+	t.EnvOutcome = s.outcomeAt(i)
 	if s.turns != nil {
 		from, to := s.turns.ValueOffsets(i)
 		for j := int(from); j < int(to); j++ {

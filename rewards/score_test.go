@@ -466,3 +466,45 @@ components:
 		t.Errorf("%d rows with the NaN judge, want 1", nan)
 	}
 }
+
+// A spec reads an episode's outcome in its environment (env_outcome, a
+// JSON object) as outcome, in the columnar scorer and row by row alike; a
+// single-turn sample's is {}, and an outcome that is not a JSON object
+// is that row's error, naming it.
+func TestOutcome(t *testing.T) {
+	outcome := func(s string) *string { return &s }
+	rows := []tables.Trajectory{
+		{PromptID: "p0", SampleIndex: 0, Status: tables.StatusOK, EnvOutcome: outcome(`{"reward": 0.75, "info": {"verifier_verdict": "pass", "correct": 3}}`)},
+		{PromptID: "p0", SampleIndex: 1, Status: tables.StatusOK, EnvOutcome: outcome(`{"reward": 0, "info": {"verifier_verdict": "fail: 2 != 3"}}`)},
+		{PromptID: "p0", SampleIndex: 2, Status: tables.StatusOK, EnvOutcome: outcome(`{"reward": null, "info": null}`)},
+		{PromptID: "p0", SampleIndex: 3, Status: tables.StatusOK}, // a single-turn sample
+	}
+	for i := range rows {
+		rows[i].Turns = []tables.Turn{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}
+	}
+	p := mustCompile(t, `
+components:
+  - name: verified
+    expr: 'has(outcome.info) && outcome.info != null && outcome.info.verifier_verdict == "pass" ? 1.0 : 0.0'
+  - name: env
+    expr: 'has(outcome.reward) && outcome.reward != null ? double(outcome.reward) : -1.0'
+`)
+	got, _ := score(t, p, rows, nil)
+	want := []string{"map[env:0.75 verified:1]", "map[env:0 verified:0]", "map[env:-1 verified:0]", "map[env:-1 verified:0]"}
+	for i, r := range got {
+		if r.Status != tables.StatusOK || fmt.Sprint(r.Components) != want[i] {
+			t.Errorf("row %d: %s %v (%s), want %s", i, r.Status, r.Components, deref(r.Error), want[i])
+		}
+		one, err := p.Score(context.Background(), Row{Trajectory: rows[i]}, nil)
+		if err != nil || fmt.Sprint(one.Components) != want[i] {
+			t.Errorf("row %d: Score gives %v, %v; want %s", i, one.Components, err, want[i])
+		}
+	}
+	// Writers refuse such a table; a row handed to Score directly can hold one.
+	bad := rows[0]
+	bad.EnvOutcome = outcome(`[1, 2]`)
+	r, err := p.Score(context.Background(), Row{Trajectory: bad}, nil)
+	if err != nil || r.Status != "error" || !strings.Contains(deref(r.Error), `env_outcome of sample 0 of prompt "p0" is not a JSON object`) {
+		t.Errorf("an outcome that is not an object: %s %s, %v", r.Status, deref(r.Error), err)
+	}
+}
