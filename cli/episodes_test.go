@@ -1,37 +1,94 @@
 package cli
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// An episodes stage runs in `rlpipe run`: its episodes are committed as
-// trajectories rows, and the grpo trainer, which trains single-turn
-// samples only, refuses them by name rather than training an episode's
-// replies as one completion. (The embedded arithmetic model cannot play
-// guess: its first prompt is not in its vocabulary, which the rows record.)
+// chainPipeline is a loop of multi-turn episodes on the embedded model:
+// chain (environments/arith), a running sum over three answers, trained
+// with grpo on the replies' tokens, rewarded by the fraction answered
+// right as the environment recorded it.
+const chainPipeline = `run: chain
+seed: 1
+iterations: 2
+batch_size: 4
+dataset: main:data/arith-train.parquet
+policy: {kind: embedded, model: tiny-arith}
+trainer: {lr: 2.0e-3, keep_zero_std: true}
+stages:
+  sample:   {kind: dataset}
+  generate: {kind: episodes, rl_env: chain, episodes: 4, max_turns: 4, sampling: {temperature: 1.0, max_tokens: 5}}
+  reward:   {kind: cel, spec: chain-reward.yaml}
+  train:    {kind: grpo}
+`
+
+const chainReward = `components:
+  - name: answered
+    expr: 'has(outcome.info) ? double(outcome.info.correct) / double(outcome.info.answers) : 0.0'
+`
+
+// An episodes stage runs in rlpipe run and the grpo trainer learns from
+// it: every episode of the embedded model has its exact token sequence
+// and mask in the committed table, the reward reads the environment's
+// outcome, and the train step's tokens are exactly the episodes' trainable
+// ones.
 func TestEpisodesStageInTheLoop(t *testing.T) {
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "64", "--heldout", "10")
-	src := smallArithConfig(t)
-	old := "generate: {kind: rollout, sampling: {n: 8, temperature: 1.0, max_tokens: 5}}"
-	if !strings.Contains(src, old) {
-		t.Fatalf("the example no longer has %q; update this test", old)
-	}
-	src = strings.Replace(src, old, "generate: {kind: episodes, rl_env: guess, episodes: 2, max_turns: 3, sampling: {temperature: 1.0, max_tokens: 3}}", 1)
-	cfg := h.file("episodes.yaml", src)
-	r := h.run("run", "-f", cfg, "--no-report")
-	if r.code == 0 || !strings.Contains(r.stderr, "is a multi-turn episode: the grpo trainer trains single-turn samples only") {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
-	}
-	// The iteration did not commit; its generate output is staged on the branch.
+	h.file("chain-reward.yaml", chainReward)
+	cfg := h.file("chain.yaml", chainPipeline)
+	h.ok("run", "-f", cfg, "--no-report")
+
 	local := h.dir + "/t.jsonl"
-	h.ok("export", "runs-arith:iterations/000001/trajectories.parquet", local, "--format", "jsonl")
+	h.ok("export", "runs-chain:iterations/000002/trajectories.parquet", local, "--format", "jsonl")
 	lines := strings.Split(strings.TrimSpace(readFile(t, local)), "\n")
+	if len(lines) != 16 {
+		t.Fatalf("%d episodes, want 4 prompts × 4", len(lines))
+	}
+	trainable, ok := 0, 0
+	for i, line := range lines {
+		var row struct {
+			Turns []struct{ Role, Content string }
+			Seq   []int32 `json:"sequence_ids"`
+			Mask  []int32 `json:"trainable"`
+			IDs   []int32 `json:"token_ids"`
+			Out   *string `json:"env_outcome"`
+			Stat  string  `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row.Stat != "ok" {
+			continue
+		}
+		ok++
+		var replies []int32
+		for k, m := range row.Mask {
+			if m == 1 {
+				replies = append(replies, row.Seq[k])
+			}
+		}
+		if len(row.Seq) == 0 || !slices.Equal(replies, row.IDs) || row.Out == nil || !strings.Contains(*row.Out, `"answers":3`) {
+			t.Errorf("episode %d: sequence %v mask %v replies %v outcome %v", i, row.Seq, row.Mask, row.IDs, row.Out)
+		}
+		trainable += len(replies)
+	}
+	if ok == 0 {
+		t.Fatalf("no episode ended ok: %s", lines[0])
+	}
 	t.Logf("first episode: %s", lines[0])
-	if len(lines) != 32 || !strings.Contains(lines[0], `"turns":[{"role":"user","content":"I am thinking of a whole number`) ||
-		!strings.Contains(lines[0], `"status":"env_error","error":"policy failed at turn 0: request \"arith-`) ||
-		!strings.Contains(lines[0], `prompt character 'I' at column 1: not in the vocabulary`) {
-		t.Errorf("%d episodes; first %s", len(lines), lines[0])
+
+	var metrics struct {
+		TrainTokens int `json:"train_tokens"`
+		Used        int `json:"samples_used"`
+	}
+	if err := json.Unmarshal([]byte(h.ok("cat", "runs-chain:iterations/000002/train_metrics.json")), &metrics); err != nil {
+		t.Fatal(err)
+	}
+	if metrics.TrainTokens != trainable || metrics.Used != ok {
+		t.Errorf("trained on %d tokens of %d episodes; the %d ok episodes have %d trainable tokens", metrics.TrainTokens, metrics.Used, ok, trainable)
 	}
 }

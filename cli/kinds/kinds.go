@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/evaluators"
@@ -31,11 +32,13 @@ import (
 // (environments/guess), one secret per episode id; and agent, a coding
 // agent's episodes in a copy-on-write sandboxed world (environments/agent),
 // the task of each episode read from its prompt row, the world from
-// rl_options.
+// rl_options; and chain, a running sum over several turns in the embedded
+// model's vocabulary (environments/arith), from each prompt's problem.
 func Environments() map[string]episodes.RLEnv {
 	return map[string]episodes.RLEnv{
 		"guess": episodes.Func(func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }),
 		"agent": agent.RLEnv{},
+		"chain": arith.ChainEnv{},
 	}
 }
 

@@ -1,6 +1,7 @@
 package episodes
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -129,9 +130,18 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	if err != nil {
 		return nil, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
 	}
+	// The cache key names the environment, what it opened (its version)
+	// and its options: other options are other work.
 	name := s.RLEnv
 	if version != "" {
 		name += "@" + version
+	}
+	if opts != nil {
+		b, err := json.Marshal(opts)
+		if err != nil {
+			return nil, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
+		}
+		name += string(b)
 	}
 	t, err := Task(Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, AdapterRoot: b.Policy.AdapterRoot,
 		EnvName: name, Make: mk, Episodes: s.Episodes, Concurrency: s.Concurrency, Env: b.Env,

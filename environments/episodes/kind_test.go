@@ -26,8 +26,8 @@ func TestEpisodesStageKeys(t *testing.T) {
 		t.Fatalf("a valid episodes stage: %v", err)
 	}
 	for _, c := range []struct{ generate, want string }{
-		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, guess)`},
-		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, guess)"},
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
 		{"{kind: episodes, rl_env: guess, episodes: 2, max_turn: 3, sampling: {max_tokens: 4}}", "max_turn"},
