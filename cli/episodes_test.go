@@ -18,6 +18,7 @@ batch_size: 4
 dataset: main:data/arith-train.parquet
 policy: {kind: embedded, model: tiny-arith}
 trainer: {lr: 2.0e-3, keep_zero_std: true}
+eval: {set: main:data/arith-heldout.parquet, every: 2, n: 4, k: [1, 4], max_tokens: 5, seed: 1}
 stages:
   sample:   {kind: dataset}
   generate: {kind: episodes, rl_env: chain, episodes: 4, max_turns: 4, sampling: {temperature: 1.0, max_tokens: 5}}
@@ -26,6 +27,8 @@ stages:
 `
 
 const chainReward = `components:
+  - name: correct
+    expr: 'has(outcome.info) && outcome.info.solved ? 1.0 : 0.0'
   - name: answered
     expr: 'has(outcome.info) ? double(outcome.info.correct) / double(outcome.info.answers) : 0.0'
 `
@@ -90,5 +93,30 @@ func TestEpisodesStageInTheLoop(t *testing.T) {
 	}
 	if metrics.TrainTokens != trainable || metrics.Used != ok {
 		t.Errorf("trained on %d tokens of %d episodes; the %d ok episodes have %d trainable tokens", metrics.TrainTokens, metrics.Used, ok, trainable)
+	}
+
+	// Checkpoints are evaluated on episodes: n = 4 episodes of each of the
+	// 10 held-out problems, pass@k of the reward's correct (solved), and no
+	// exact pass@1, which measures single-turn sampling.
+	h.ok("export", "runs-chain:evals/000002/heldout/trajectories.parquet", local, "--format", "jsonl")
+	evalLines := strings.Split(strings.TrimSpace(readFile(t, local)), "\n")
+	if len(evalLines) != 40 || !strings.Contains(evalLines[0], `"sequence_ids":[`) || !strings.Contains(evalLines[0], `"group_id":"000002-arith-`) {
+		t.Errorf("%d eval episodes; first %s", len(evalLines), evalLines[0])
+	}
+	h.ok("export", "runs-chain:evals/000002/heldout/summary.parquet", local, "--format", "jsonl")
+	summary := readFile(t, local)
+	for _, want := range []string{`"k":1,"n":4,"metric":"pass@k"`, `"k":4,"n":4,"metric":"pass@k"`, `"checkpoint":"iteration-000002"`, `"num_problems":10`} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("eval summary lacks %s:\n%s", want, summary)
+		}
+	}
+	if strings.Contains(summary, "exact_pass@1") {
+		t.Errorf("the eval of episodes reports the single-turn exact pass@1:\n%s", summary)
+	}
+	// The base model was evaluated on the same draws: the same episodes'
+	// first prompts, in the same order.
+	h.ok("export", "runs-chain:evals/000000/heldout/trajectories.parquet", local, "--format", "jsonl")
+	if base := strings.Split(strings.TrimSpace(readFile(t, local)), "\n"); len(base) != 40 {
+		t.Errorf("%d episodes evaluated at the base model, want 40", len(base))
 	}
 }

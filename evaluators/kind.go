@@ -9,7 +9,8 @@ import (
 
 // Build makes the eval section's tasks (kind.Registry.Eval): the eval set
 // sampled from a checkpoint of the opened policy and scored with the
-// reward stage's program; on the embedded model also the exact pass@1.
+// reward stage's program; on the embedded model also the exact pass@1,
+// unless the generate stage samples the eval set (episodes).
 func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 	var o TaskOptions
 	if e.Policy != nil {
@@ -19,7 +20,7 @@ func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 			// as it does the rollout stage's adapters.
 			o.Adapters = policy.NewAdapters(e.Policy.Policy, e.Policy.Identity, root, 2)
 		}
-		if m, ok := e.Policy.Model.(*tiny.Model); ok {
+		if m, ok := e.Policy.Model.(*tiny.Model); ok && !e.StageGenerates {
 			o.Exact = tiny.ExactPass(m)
 		}
 	}

@@ -118,17 +118,60 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	if s.Sampling.Temperature != nil {
 		sp.Temperature = *s.Sampling.Temperature
 	}
+	o, err := s.options(b)
+	if err != nil {
+		return nil, err
+	}
+	o.Episodes, o.Runner.Sampling = s.Episodes, sp
+	t, err := Task(o)
+	if err != nil {
+		return nil, err
+	}
+	t.Version = b.Versioned(t.Version)
+	return t, nil
+}
+
+// EvalGenerate is the eval section's generate task for this stage: the
+// eval section's n episodes of the same environment per problem, each
+// turn sampled with its temperature and max_tokens (and this stage's
+// top_p and stop), seeded with its seed (kind.EvalGenerator). pass@k is
+// then over episodes, scored by the reward stage.
+func (s *Stage) EvalGenerate(e kind.Eval, b kind.Build) (*pipeline.Task, error) {
+	o, err := s.options(b)
+	if err != nil {
+		return nil, err
+	}
+	sp := e.Sampling
+	sp.N, sp.TopP, sp.Stop = 0, s.Sampling.TopP, s.Sampling.Stop
+	o.Episodes, o.Runner.Sampling, o.Runner.Seed, o.Eval = e.Sampling.Samples(), sp, e.Seed, true
+	if e.Policy != nil {
+		o.Policy, o.Identity, o.AdapterRoot = e.Policy.Policy, e.Policy.Identity, e.Policy.AdapterRoot
+	}
+	t, err := Task(o)
+	if err != nil {
+		return nil, err
+	}
+	t.Version = b.Versioned(t.Version)
+	return t, nil
+}
+
+// options opens the environment and fills what the loop's and the
+// evaluation's tasks share.
+func (s *Stage) options(b kind.Build) (Options, error) {
 	env := s.envs[s.RLEnv]
+	if env == nil {
+		return Options{}, kind.At("rl_env", fmt.Errorf("no RL environment %q in this program", s.RLEnv))
+	}
 	opts := s.opts
 	if opts == nil && env.Options() != nil { // Task without Check: the defaults
 		var err error
 		if opts, err = decodeOptions(env, s.RLOptions); err != nil {
-			return nil, kind.At("rl_options", err)
+			return Options{}, kind.At("rl_options", err)
 		}
 	}
 	mk, version, err := env.Open(opts, b.File.Dir)
 	if err != nil {
-		return nil, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
+		return Options{}, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
 	}
 	// The cache key names the environment, what it opened (its version)
 	// and its options: other options are other work.
@@ -139,16 +182,14 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	if opts != nil {
 		b, err := json.Marshal(opts)
 		if err != nil {
-			return nil, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
+			return Options{}, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
 		}
 		name += string(b)
 	}
-	t, err := Task(Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, AdapterRoot: b.Policy.AdapterRoot,
-		EnvName: name, Make: mk, Episodes: s.Episodes, Concurrency: s.Concurrency, Env: b.Env,
-		Runner: environments.RunnerOptions{Sampling: sp, MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}})
-	if err != nil {
-		return nil, err
+	o := Options{EnvName: name, Make: mk, Concurrency: s.Concurrency, Env: b.Env,
+		Runner: environments.RunnerOptions{MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}}
+	if b.Policy != nil {
+		o.Policy, o.Identity, o.AdapterRoot = b.Policy.Policy, b.Policy.Identity, b.Policy.AdapterRoot
 	}
-	t.Version = b.Versioned(t.Version)
-	return t, nil
+	return o, nil
 }

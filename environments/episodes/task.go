@@ -50,6 +50,12 @@ type Options struct {
 	Concurrency int
 	// Env is the task environment (default "generate").
 	Env string
+	// Eval makes the task an evaluation's generate task (eval-generate):
+	// its episodes are seeded with Runner.Seed, not the call's seed, so
+	// every checkpoint plays the same draws of the environments'
+	// randomness and of its own, and its groups are named by the call's
+	// checkpoint parameter.
+	Eval bool
 }
 
 // Task returns the generate stage that runs episodes: it reads the
@@ -83,8 +89,12 @@ func Task(o Options) (*pipeline.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	name := "generate"
+	if o.Eval {
+		name = "eval-generate"
+	}
 	return &pipeline.Task{
-		Name: "generate", Version: v, Env: o.Env,
+		Name: name, Version: v, Env: o.Env,
 		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
 		Run: g.run,
@@ -102,13 +112,18 @@ func (g *generator) version() (string, error) {
 	r := g.o.Runner
 	s := r.Sampling
 	s.Adapter = ""
+	var evalSeed *int64 // an evaluation's own seed; a loop's is the call's
+	if g.o.Eval {
+		evalSeed = &r.Seed
+	}
 	b, err := json.Marshal(struct {
 		Code, Identity, Env string
 		Episodes, MaxTurns  int
 		Timeout             time.Duration
 		System              string
 		Sampling            policy.Sampling
-	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s})
+		EvalSeed            *int64 `json:",omitempty"`
+	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed})
 	if err != nil {
 		return "", fmt.Errorf("episodes: version: %w", err)
 	}
@@ -116,10 +131,12 @@ func (g *generator) version() (string, error) {
 	return Version + "-" + hex.EncodeToString(sum[:8]), nil
 }
 
-// Params are the loop's parameters of a generate call.
+// Params are the loop's parameters of a generate call, and an
+// evaluation's (Checkpoint).
 type Params struct {
-	Iteration int `json:"iteration"`
-	Staleness int `json:"staleness"`
+	Iteration  int `json:"iteration"`
+	Staleness  int `json:"staleness"`
+	Checkpoint int `json:"checkpoint"`
 }
 
 func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -136,8 +153,14 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 		return pipeline.Permanent(err)
 	}
 	ro := g.o.Runner
-	ro.Seed = int64(tc.Seed)
+	if !g.o.Eval {
+		ro.Seed = int64(tc.Seed)
+	}
 	ro.Logger = tc.Logger()
+	group := p.Iteration
+	if g.o.Eval {
+		group = p.Checkpoint
+	}
 	if dir := tc.InputPath("policy"); dir != "" {
 		name, err := g.adapters.Load(ctx, dir)
 		if errors.Is(err, policy.ErrAdapterInput) {
@@ -176,11 +199,14 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 		for j := 0; j < G; j++ {
 			env := envs[i*G+j]
 			eg.Go(func() error {
-				ep := environments.Episode{ID: pr.PromptID, SampleIndex: int32(j), GroupID: fmt.Sprintf("%06d-%s", p.Iteration, pr.PromptID)}
+				ep := environments.Episode{ID: pr.PromptID, SampleIndex: int32(j), GroupID: fmt.Sprintf("%06d-%s", group, pr.PromptID)}
 				res, err := runner.Run(ectx, env, ep)
 				if err != nil {
 					if errors.Is(err, policy.ErrAdapterNotLoaded) {
 						g.adapters.Forget(ro.Sampling.Adapter)
+					}
+					if g.o.Eval {
+						return fmt.Errorf("episodes of the evaluation of checkpoint %d: %w", p.Checkpoint, err)
 					}
 					return fmt.Errorf("episodes of iteration %d: %w", p.Iteration, err)
 				}

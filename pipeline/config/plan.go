@@ -156,9 +156,25 @@ func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	if e.Temperature != nil {
 		s.Temperature = *e.Temperature
 	}
-	gen, score, err := c.reg.Eval(kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Scorer: scorer})
+	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Scorer: scorer}
+	// A generate stage that samples the eval set its own way (episodes)
+	// makes the generate task, in the eval environment.
+	g := c.Stages.all()[pipeline.SlotGenerate]
+	var eg kind.EvalGenerator
+	if g != nil {
+		eg, _ = g.Options.(kind.EvalGenerator)
+	}
+	stageGenerates := eg != nil
+	ke.StageGenerates = stageGenerates
+	gen, score, err := c.reg.Eval(ke)
 	if err != nil {
 		return fmt.Errorf("%w: eval: %v", pipeline.ErrConfig, err)
+	}
+	if stageGenerates {
+		if gen, err = eg.EvalGenerate(ke, kind.Build{Slot: pipeline.SlotGenerate, Env: score.Env, Version: g.Version, File: c.facts(), Policy: p.Policy}); err != nil {
+			return fmt.Errorf("%w: eval (sampled by stages.generate): %v", pipeline.ErrConfig, err)
+		}
+		gen.Env = score.Env
 	}
 	p.defaultEnv(score.Env)
 	p.Stages.EvalGenerate, p.Stages.Eval = gen, score

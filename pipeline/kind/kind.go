@@ -95,6 +95,13 @@ type (
 	// Sampler is a stage that samples from the policy section; a policy
 	// section that no stage samples from is an error.
 	Sampler interface{ SamplesPolicy() }
+	// EvalGenerator is a generate stage that samples the eval set its own
+	// way (episodes: n episodes of its environment per problem): the
+	// eval section's generate task is its, and the registry's Eval
+	// builder still makes the score task.
+	EvalGenerator interface {
+		EvalGenerate(e Eval, b Build) (*pipeline.Task, error)
+	}
 	// Scoring is a stage whose reward other stages can score with (after
 	// Task has run): the cel reward stage, whose program evaluation reuses.
 	Scoring interface{ Scorer() Scorer }
@@ -169,6 +176,11 @@ type Eval struct {
 	Ks  []int
 	// Scorer is the reward stage's.
 	Scorer Scorer
+	// StageGenerates says the generate stage samples the eval set
+	// (EvalGenerator): the builder's generate task is not used, and
+	// measures of single-turn sampling (the embedded model's exact
+	// pass@1) do not apply.
+	StageGenerates bool
 }
 
 // Registry is what a pipeline file can name: the stage kinds, and the
