@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultChainSteps is how many terms a Chain adds after its problem.
-const DefaultChainSteps = 2
+const DefaultChainSteps = 1
 
 // ChainOptions tune a Chain. A nil *ChainOptions means the defaults.
 type ChainOptions struct {
@@ -25,16 +25,18 @@ type ChainOptions struct {
 // Chain is a multi-turn arithmetic episode in the embedded model's
 // vocabulary: a running sum. It opens with its problem's prompt, "a+b=";
 // each right answer (the sum so far, as the reply's whole text) is
-// followed by the next term, "+d=" or "-d=" (d from 1 to 9, never below
-// 0), until Steps terms are answered. A wrong answer ends the episode.
+// followed by the next problem, the sum plus a term d from 1 to 9, until
+// Steps terms are answered. A wrong answer ends the episode.
 //
-//	123+45=168⏎+7=175⏎-3=172⏎   (⏎: the reply's EOS)
+//	123+45=168⏎168+1=169⏎   (⏎: the reply's EOS; Steps 1)
 //
-// The terms come from the episode id (environments.RNG), so the G
-// episodes of a prompt share one chain. Each right answer's step reward
-// is 1/(Steps+1), so the episode's reward is the fraction answered; the
-// info records "correct" (answers right), "answers" (Steps+1) and
-// "solved" (all right), which a reward spec reads as outcome.info.
+// With operands up to MaxOperand, the default of one term keeps an
+// episode within the embedded model's context of 32 tokens. The terms
+// come from the episode id (environments.RNG), so the G episodes of a
+// prompt share one chain. Each right answer's step reward is
+// 1/(Steps+1), so the episode's reward is the fraction answered; the info
+// records "correct" (answers right), "answers" (Steps+1) and "solved"
+// (all right), which a reward spec reads as outcome.info.
 type Chain struct {
 	p          Problem
 	steps      int
@@ -77,9 +79,6 @@ func (c *Chain) Reset(_ context.Context, id string) (string, error) {
 	sum := c.sum
 	for range c.steps {
 		d := 1 + r.IntN(9)
-		if r.IntN(2) == 1 && sum >= d {
-			d = -d
-		}
 		sum += d
 		c.terms = append(c.terms, d)
 	}
@@ -107,8 +106,9 @@ func (c *Chain) Step(_ context.Context, action string) (environments.Step, error
 		return st, nil
 	}
 	d := c.terms[c.right-1]
+	prev := c.sum
 	c.sum += d
-	return environments.Step{Observation: fmt.Sprintf("%+d=", d), Reward: 1 / float64(answers), Info: info}, nil
+	return environments.Step{Observation: fmt.Sprintf("%d+%d=", prev, d), Reward: 1 / float64(answers), Info: info}, nil
 }
 
 // End ends the episode.

@@ -40,9 +40,9 @@ func solver(wrong int) environments.Scripted {
 	}
 }
 
-func playChain(t *testing.T, row tables.Prompt, p policy.Policy) environments.Result {
+func playChain(t *testing.T, row tables.Prompt, o *arith.ChainOptions, p policy.Policy) environments.Result {
 	t.Helper()
-	c, err := arith.ChainOf(row, nil)
+	c, err := arith.ChainOf(row, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +59,10 @@ func playChain(t *testing.T, row tables.Prompt, p policy.Policy) environments.Re
 
 func TestChain(t *testing.T) {
 	row := arith.Problem{A: 123, B: 45}.Row()
-	res := playChain(t, row, solver(0))
-	want := []tables.Turn{{Role: "user", Content: "123+45="}, {Role: "assistant", Content: "168"}, {Role: "user", Content: "+1="},
-		{Role: "assistant", Content: "169"}, {Role: "user", Content: "-3="}, {Role: "assistant", Content: "166"}}
+	three := &arith.ChainOptions{Steps: 2}
+	res := playChain(t, row, three, solver(0))
+	want := []tables.Turn{{Role: "user", Content: "123+45="}, {Role: "assistant", Content: "168"}, {Role: "user", Content: "168+1="},
+		{Role: "assistant", Content: "169"}, {Role: "user", Content: "169+1="}, {Role: "assistant", Content: "170"}}
 	if !reflect.DeepEqual(res.Trajectory.Turns, want) {
 		t.Errorf("turns %+v\nwant  %+v", res.Trajectory.Turns, want)
 	}
@@ -69,25 +70,40 @@ func TestChain(t *testing.T) {
 		t.Errorf("solved: status %s, reward %v, info %v", res.Status(), res.Reward, res.Info)
 	}
 	// The same episode id, the same chain; the second answer wrong ends it.
-	res = playChain(t, row, solver(2))
-	if n := len(res.Trajectory.Turns); n != 4 || res.Trajectory.Turns[2].Content != "+1=" || res.Reward != 1.0/3 || res.Info["solved"] != false || res.Info["correct"] != 1 {
+	res = playChain(t, row, three, solver(2))
+	if n := len(res.Trajectory.Turns); n != 4 || res.Trajectory.Turns[2].Content != "168+1=" || res.Reward != 1.0/3 || res.Info["solved"] != false || res.Info["correct"] != 1 {
 		t.Errorf("a wrong second answer: %d turns %+v, reward %v, info %v", n, res.Trajectory.Turns, res.Reward, res.Info)
 	}
 	// Another problem, another chain.
-	if other := playChain(t, arith.Problem{A: 7, B: 0}.Row(), solver(0)); reflect.DeepEqual(other.Trajectory.Turns[2:], res.Trajectory.Turns[2:]) {
+	// The default: one more term, two answers.
+	if two := playChain(t, row, nil, solver(0)); len(two.Trajectory.Turns) != 4 || two.Info["answers"] != 2 || two.Reward != 1 {
+		t.Errorf("the default chain: %+v, info %v", two.Trajectory.Turns, two.Info)
+	}
+	// Another problem, other terms.
+	if other := playChain(t, arith.Problem{A: 7, B: 0}.Row(), three, solver(0)); other.Trajectory.Turns[2].Content == "7+1=" && other.Trajectory.Turns[4].Content == "8+1=" {
 		t.Errorf("two problems drew the same terms: %+v", other.Trajectory.Turns)
 	}
 }
 
-// A chain's running sum never goes below 0, and its prompt, replies and
-// terms fit the embedded model's vocabulary.
-func TestChainStaysInVocabulary(t *testing.T) {
+// A chain's prompts and replies fit the embedded model's vocabulary and,
+// for the largest problems, its context of 32 tokens (BOS and each
+// reply's EOS included).
+func TestChainFitsTheEmbeddedModel(t *testing.T) {
 	for a := range 30 {
-		res := playChain(t, arith.Problem{A: a % 3, B: a / 3}.Row(), solver(0))
+		row := arith.Problem{A: arith.MaxOperand - a%3, B: arith.MaxOperand - a/3}.Row()
+		res := playChain(t, row, nil, solver(0))
+		tokens := 1
 		for _, tu := range res.Trajectory.Turns {
-			if strings.Trim(tu.Content, "0123456789+-=") != "" || strings.HasPrefix(tu.Content, "-") && tu.Role == "assistant" {
-				t.Fatalf("problem %d: turn %+v leaves the vocabulary or goes below 0", a, tu)
+			if strings.Trim(tu.Content, "0123456789+=") != "" {
+				t.Fatalf("problem %d: turn %+v leaves the vocabulary", a, tu)
 			}
+			tokens += len(tu.Content)
+			if tu.Role == "assistant" {
+				tokens++
+			}
+		}
+		if tokens > 32 {
+			t.Fatalf("problem %d: %d tokens: %+v", a, tokens, res.Trajectory.Turns)
 		}
 		if res.Info["solved"] != true {
 			t.Fatalf("problem %d: %v", a, res.Info)
