@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,7 +23,16 @@ func (p printer) JSON(v any) error {
 	enc := json.NewEncoder(p.w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		var bad *json.UnsupportedValueError
+		if errors.As(err, &bad) {
+			// JSON has no NaN or infinity: a figure that is not a number
+			// must reach the output as null; one that did not is a bug.
+			return fmt.Errorf("print the JSON output: %w (rlpipe should write a value that is not a number as null: please report this)", err)
+		}
+		return fmt.Errorf("print the JSON output: %w", err)
+	}
+	return nil
 }
 
 // Printf writes text.

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -29,6 +30,36 @@ var Rules = []string{
 type Evidence struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
+}
+
+// evidenceJSON is Evidence as JSON: a value that is not a finite number
+// (a figure the run did not have) is null, since JSON has no NaN and a 0
+// would look measured.
+type evidenceJSON struct {
+	Name  string   `json:"name"`
+	Value *float64 `json:"value"`
+}
+
+// MarshalJSON writes a NaN or infinite value as null.
+func (e Evidence) MarshalJSON() ([]byte, error) {
+	out := evidenceJSON{Name: e.Name}
+	if !math.IsNaN(e.Value) && !math.IsInf(e.Value, 0) {
+		out.Value = &e.Value
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads a null value back as NaN.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	var in evidenceJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	e.Name, e.Value = in.Name, math.NaN()
+	if in.Value != nil {
+		e.Value = *in.Value
+	}
+	return nil
 }
 
 // Alarm is a reward-hacking or health warning: the rule that fired, the

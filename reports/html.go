@@ -319,7 +319,8 @@ func (r *Report) evals(b *bytes.Buffer) {
 	b.WriteString(`<h2 id="evals">Evaluations (pass@k per checkpoint)</h2>`)
 	evals := r.Run.Evals
 	if len(evals) == 0 {
-		b.WriteString(`<p class="empty" id="no-evals">No evaluations yet: the run has no evals/NNNNNN/&lt;set&gt;/summary.parquet. Add an <code>eval</code> section to the pipeline config, or wait for the first evaluated checkpoint.</p>` + "\n")
+		fmt.Fprintf(b, `<p class="empty" id="no-evals">No evaluations yet: the run has no %s. Add an <code>eval</code> section to the pipeline config, or wait for the first evaluated checkpoint.</p>`+"\n",
+			html.EscapeString(runs.EvalPattern(runs.SummaryFile)))
 		return
 	}
 	for _, set := range evalSets(evals) {
@@ -470,7 +471,7 @@ func (r *Report) samples(b *bytes.Buffer) {
 }
 
 func (r *Report) table(b *bytes.Buffer) {
-	b.WriteString(`<h2 id="table">Health table</h2><details><summary>every iteration (also in reports/health.parquet when saved)</summary>` + "\n")
+	fmt.Fprintf(b, `<h2 id="table">Health table</h2><details><summary>every iteration (also in %s when saved)</summary>`+"\n", runs.HealthReportPath)
 	cols := []struct {
 		name string
 		f    func(*Health) string

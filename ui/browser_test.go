@@ -64,13 +64,15 @@ func TestBrowser(t *testing.T) {
 		Tasks     []string
 		Bars      int
 		Artifacts []string
+		Tree      string
 	}
 	page.waitFor(ctx, t, &it, `(() => {
 		const tasks = [...document.querySelectorAll('table.tasks tbody tr')].map((r) => r.dataset.task);
 		if (!tasks.length) return null;
 		return {h1: document.querySelector('h1').textContent, tasks,
 			bars: document.querySelectorAll('svg.gantt rect.task').length,
-			artifacts: [...document.querySelectorAll('table.artifacts td:first-child a')].map((a) => a.textContent)};
+			artifacts: [...document.querySelectorAll('table.artifacts td:first-child a')].map((a) => a.textContent),
+			tree: document.querySelector('dd a.mono').getAttribute('href')};
 	})()`)
 	if it.H1 != "iteration 3" || strings.Join(it.Tasks, " ") != "sample generate reward train" || it.Bars != 4 {
 		t.Fatalf("iteration view: %+v", it)
@@ -79,6 +81,11 @@ func TestBrowser(t *testing.T) {
 		if !slices.Contains(it.Artifacts, p) {
 			t.Errorf("iteration view lists no artifact %s: %v", p, it.Artifacts)
 		}
+	}
+	var d3 ui.IterationDetail
+	get(t, srv, "/api/runs/demo/iterations/3", &d3)
+	if want := "#/tree/" + d3.Commit + "/iterations/000003"; it.Tree != want {
+		t.Errorf("iteration view links its commit to %q, want %q", it.Tree, want)
 	}
 	checkScreenshot(t, page.screenshot(ctx, t), "iteration.png")
 
@@ -92,7 +99,9 @@ func TestBrowser(t *testing.T) {
 		const rows = document.querySelectorAll('table.iterations tbody tr').length;
 		if (!rows) return null;
 		return {rows, reward: dots(chart('reward (mean)'), 'mean_reward'), pass1: dots(chart('pass@k on heldout per checkpoint'), 'pass@1'),
-			bars: document.querySelectorAll('svg.chart g.bars rect').length, marker: window.testMarker || 0};
+			bars: document.querySelectorAll('svg.chart g.bars rect').length, marker: window.testMarker || 0,
+			trees: [...document.querySelectorAll('table.iterations tbody td:nth-child(2) a')].map((a) => a.getAttribute('href')),
+			config: [...document.querySelectorAll('.head dd a')].map((a) => a.getAttribute('href')).find((h) => h.startsWith('#/object/')) || ''};
 	})()`
 	type runView struct {
 		Rows   int
@@ -100,6 +109,8 @@ func TestBrowser(t *testing.T) {
 		Pass1  [][2]float64
 		Bars   int
 		Marker int
+		Trees  []string
+		Config string
 	}
 	var rv runView
 	page.waitFor(ctx, t, &rv, runState)
@@ -110,6 +121,12 @@ func TestBrowser(t *testing.T) {
 	wantPass1 := [][2]float64{{0, evalPass1(0)}, {2, evalPass1(2)}, {4, evalPass1(4)}}
 	if rv.Rows != 4 || fmt.Sprint(rv.Reward) != fmt.Sprint(wantReward) || fmt.Sprint(rv.Pass1) != fmt.Sprint(wantPass1) || rv.Bars != 4*4+3*2 {
 		t.Fatalf("run view: %+v\nwant 4 rows, reward dots %v, pass@1 dots %v, 22 bars (4 stages, and 2 eval tasks in iterations 1, 2 and 4)", rv, wantReward, wantPass1)
+	}
+	if want := "#/tree/" + d.Iterations[3].Commit + "/iterations/000004"; len(rv.Trees) != 4 || rv.Trees[0] != want {
+		t.Errorf("the iterations table links commits to %v, want iteration 4's first: %q", rv.Trees, want)
+	}
+	if want := "#/object/" + d.Commit + "/run/config.yaml"; rv.Config != want {
+		t.Errorf("the config links to %q, want %q", rv.Config, want)
 	}
 	checkScreenshot(t, page.screenshot(ctx, t), "run.png")
 

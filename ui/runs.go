@@ -121,11 +121,14 @@ type Task struct {
 
 // IterationSummary is one iteration in /api/runs/{run}.
 type IterationSummary struct {
-	Iteration int       `json:"iteration"`
-	Commit    string    `json:"commit"`
-	Date      time.Time `json:"date"`
-	Tasks     []Task    `json:"tasks"`
-	Seconds   float64   `json:"seconds"` // time in tasks, summed
+	Iteration int    `json:"iteration"`
+	Commit    string `json:"commit"`
+	// Dir is the iteration's directory on the run branch
+	// (runs.IterationDir): the page links to it, never spells it.
+	Dir     string    `json:"dir"`
+	Date    time.Time `json:"date"`
+	Tasks   []Task    `json:"tasks"`
+	Seconds float64   `json:"seconds"` // time in tasks, summed
 	// Train holds the numbers of iterations/NNNNNN/train_metrics.json,
 	// nested objects flattened with dots ("reward.mean", "loss").
 	Train map[string]float64 `json:"train,omitempty"`
@@ -140,10 +143,12 @@ type Eval = runs.Eval
 
 // RunDetail is /api/runs/{run}.
 type RunDetail struct {
-	Run        string             `json:"run"`
-	Branch     string             `json:"branch"`
-	Commit     string             `json:"commit"`
-	ConfigHash string             `json:"config_hash,omitempty"`
+	Run        string `json:"run"`
+	Branch     string `json:"branch"`
+	Commit     string `json:"commit"`
+	ConfigHash string `json:"config_hash,omitempty"`
+	// ConfigPath is where the run records its config (runs.ConfigPath).
+	ConfigPath string             `json:"config_path"`
 	State      *runs.State        `json:"state"` // nil before the first commit
 	Lock       *Lock              `json:"lock"`
 	Iterations []IterationSummary `json:"iterations"`
@@ -190,6 +195,7 @@ type IterationDetail struct {
 	Run       string             `json:"run"`
 	Iteration int                `json:"iteration"`
 	Commit    string             `json:"commit"`
+	Dir       string             `json:"dir"` // as in IterationSummary
 	Parent    string             `json:"parent,omitempty"`
 	Date      time.Time          `json:"date"`
 	Message   string             `json:"message"`
@@ -330,7 +336,7 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
-	out := &RunDetail{Run: run, Branch: branch, Commit: b.CommitID, Iterations: []IterationSummary{}}
+	out := &RunDetail{Run: run, Branch: branch, Commit: b.CommitID, ConfigPath: runs.ConfigPath, Iterations: []IterationSummary{}}
 	if out.Lock, err = readLock(ctx, s.st, run); err != nil {
 		return nil, err
 	}
@@ -435,7 +441,7 @@ func (s *Server) iterationSummary(ctx context.Context, c artifacts.Commit, n int
 	if v, ok := s.cache.get(c.ID); ok {
 		return v, nil
 	}
-	it := IterationSummary{Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC(), Tasks: []Task{}}
+	it := IterationSummary{Iteration: n, Commit: c.ID, Dir: runs.IterationDir(n), Date: c.CreationDate.UTC(), Tasks: []Task{}}
 	m, err := runs.ReadMetrics(ctx, s.st, c.ID, n)
 	if err != nil {
 		return it, err
@@ -536,7 +542,7 @@ func (s *Server) iterationDetail(ctx context.Context, run string, n int) (*Itera
 	if err != nil {
 		return nil, err
 	}
-	out := &IterationDetail{Run: run, Iteration: n, Commit: c.ID, Date: c.CreationDate.UTC(), Message: c.Message,
+	out := &IterationDetail{Run: run, Iteration: n, Commit: c.ID, Dir: runs.IterationDir(n), Date: c.CreationDate.UTC(), Message: c.Message,
 		Metadata: c.Metadata, Tasks: append([]Task(nil), sum.Tasks...), Seconds: sum.Seconds, Train: sum.Train, NotComputed: sum.NotComputed, Artifacts: []Artifact{}}
 	raw, err := readSmall(ctx, s.st, c.ID, runs.EventsPath(n))
 	if err != nil {

@@ -400,15 +400,15 @@ func testObjectCopy(f *fixture) {
 	c := f.commit("main", "cache entry")
 	f.branch("run", "main")
 	// From a commit to another branch, and from a staged object.
-	got, err := cp.CopyObject(f.ctx, c.ID, "cache/out.parquet", "run", "iterations/000001/out.parquet")
+	got, err := cp.CopyObject(f.ctx, c.ID, "cache/out.parquet", "run", "copies/out.parquet")
 	if err != nil {
 		t.Fatalf("copy from commit: %v", err)
 	}
-	if got.Path != "iterations/000001/out.parquet" || got.Size != src.Size || got.Checksum != src.Checksum {
-		t.Fatalf("copy info = %+v, want path iterations/000001/out.parquet, size %d, checksum %s", got, src.Size, src.Checksum)
+	if got.Path != "copies/out.parquet" || got.Size != src.Size || got.Checksum != src.Checksum {
+		t.Fatalf("copy info = %+v, want path copies/out.parquet, size %d, checksum %s", got, src.Size, src.Checksum)
 	}
-	f.wantContent("run", "iterations/000001/out.parquet", "output bytes")
-	if md := f.stat("run", "iterations/000001/out.parquet").Metadata; md["rlpipe-task"] != "gen" {
+	f.wantContent("run", "copies/out.parquet", "output bytes")
+	if md := f.stat("run", "copies/out.parquet").Metadata; md["rlpipe-task"] != "gen" {
 		t.Fatalf("copied metadata = %v, want rlpipe-task=gen", md)
 	}
 	f.put("run", "staged.txt", "staged")
@@ -416,7 +416,7 @@ func testObjectCopy(f *fixture) {
 		t.Fatalf("copy a staged object: %v", err)
 	}
 	f.wantContent("run", "staged-copy.txt", "staged")
-	f.wantMissing("main", "iterations/000001/out.parquet")
+	f.wantMissing("main", "copies/out.parquet")
 	if _, err := cp.CopyObject(f.ctx, "main", "nope", "run", "x"); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("copy a missing object: got %v, want ErrNotFound", err)
 	}

@@ -93,6 +93,14 @@ func EvalDir(checkpoint int, set string) string { return fmt.Sprintf("evals/%06d
 // EvalPath is a file of an evaluation: "evals/000007/heldout/summary.parquet".
 func EvalPath(checkpoint int, set, file string) string { return EvalDir(checkpoint, set) + "/" + file }
 
+// IterationPattern names file of every iteration, for messages and docs:
+// "iterations/NNNNNN/trajectories.parquet".
+func IterationPattern(file string) string { return IterationsPrefix + "NNNNNN/" + file }
+
+// EvalPattern names file of every evaluation, for messages and docs:
+// "evals/NNNNNN/<set>/summary.parquet".
+func EvalPattern(file string) string { return EvalsPrefix + "NNNNNN/<set>/" + file }
+
 // ParseIterationPath splits a path under IterationsPrefix into its
 // iteration and the rest ("rewards.parquet", "adapter/adapter_config.json");
 // ok is false for any other path.

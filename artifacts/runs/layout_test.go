@@ -23,6 +23,8 @@ func TestPaths(t *testing.T) {
 		runs.IterationPath(2, runs.AdvantagesFile):    "iterations/000002/advantages.parquet",
 		runs.IterationPath(2, runs.TrajectoriesFile):  "iterations/000002/trajectories.parquet",
 		runs.IterationPath(2, runs.HealthFile):        "iterations/000002/health.parquet",
+		runs.IterationPattern(runs.TrajectoriesFile):  "iterations/NNNNNN/trajectories.parquet",
+		runs.EvalPattern(runs.SummaryFile):            "evals/NNNNNN/<set>/summary.parquet",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)

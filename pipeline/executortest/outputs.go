@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -68,7 +69,7 @@ func testOutputsUploaded(t *testing.T, newExecutor NewExecutor) {
 	branch := f.run.Branch()
 	for _, name := range []string{"table", "copy"} {
 		a := f.result(n, name)
-		want := "iterations/000001/" + name + ".csv"
+		want := runs.IterationPath(1, name+".csv")
 		if a.Ref != branch || a.Path != want || a.Dir {
 			t.Fatalf("output %s: %s:%s (dir %v), want %s:%s", name, a.Ref, a.Path, a.Dir, branch, want)
 		}
@@ -78,8 +79,8 @@ func testOutputsUploaded(t *testing.T, newExecutor NewExecutor) {
 		}
 	}
 	a := f.result(n, "adapter")
-	if a.Ref != branch || a.Path != "iterations/000001/adapter" || !a.Dir {
-		t.Fatalf("output adapter: %s:%s (dir %v), want the directory %s:iterations/000001/adapter", a.Ref, a.Path, a.Dir, branch)
+	if a.Ref != branch || a.Path != runs.AdapterPath(1) || !a.Dir {
+		t.Fatalf("output adapter: %s:%s (dir %v), want the directory %s:%s", a.Ref, a.Path, a.Dir, branch, runs.AdapterPath(1))
 	}
 	listed := map[string]string{}
 	for e, err := range f.st.ListObjects(f.ctx, branch, &artifacts.ListOptions{Prefix: a.Path + "/"}) {

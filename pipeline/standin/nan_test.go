@@ -16,7 +16,8 @@ import (
 
 // An iteration whose samples all failed to score (totals NaN) trains on
 // nothing: the adapter records mean reward 0 and the next iteration reads
-// it, where an unchecked encode error once wrote an empty file.
+// it, where an unchecked encode error once wrote an empty file that the
+// next iteration failed to read.
 func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	ctx := context.Background()
 	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "store"), 4)
@@ -68,5 +69,13 @@ func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &a); err != nil || a.Iteration != 1 || a.MeanReward != 0 {
 		t.Fatalf("adapter_model.json = %q (%v), want iteration 1 with mean reward 0", b, err)
+	}
+	// The next iteration reads that adapter as its policy (where the empty
+	// file failed with "read policy: unexpected end of JSON input").
+	next := r.Iteration(2).Go(ctx, train, pipeline.Call{Inputs: map[string]pipeline.Artifact{
+		"rewards": pipeline.StoreArtifact("main", "data/rewards.parquet"), "policy": n.Output(pipeline.OutAdapter)},
+		Params: map[string]int{"iteration": 2}})
+	if err := next.Wait(ctx); err != nil {
+		t.Fatalf("the next iteration's train: %v", err)
 	}
 }

@@ -64,7 +64,7 @@ func Stages(o Options) pipeline.Stages {
 			Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: runs.RewardsFile, Check: check(tables.Rewards)}},
 			Run:     o.reward},
 		Train: &pipeline.Task{Name: pipeline.SlotTrain, Version: "standin-1", Env: env(pipeline.SlotTrain), Deterministic: true,
-			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: "adapter", Dir: true}, {Name: pipeline.OutMetrics, File: runs.TrainMetricsFile}},
+			Outputs: []pipeline.Output{{Name: pipeline.OutAdapter, File: runs.AdapterDir, Dir: true}, {Name: pipeline.OutMetrics, File: runs.TrainMetricsFile}},
 			Run:     o.train},
 	}
 }

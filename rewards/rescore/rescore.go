@@ -67,7 +67,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 		return rep, err
 	}
 	if len(iters) == 0 {
-		return rep, fmt.Errorf("rescore --from %s: %w: no iterations/NNNNNN/trajectories.parquet at %s", opts.From, artifacts.ErrNotFound, from.ID[:12])
+		return rep, fmt.Errorf("rescore --from %s: %w: no %s at %s", opts.From, artifacts.ErrNotFound, runs.IterationPattern(runs.TrajectoriesFile), from.ID[:12])
 	}
 	if b, err := st.GetBranch(ctx, rep.Branch); err == nil {
 		base, err := st.ResolveRef(ctx, rep.Branch+"@")

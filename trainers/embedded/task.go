@@ -27,7 +27,7 @@ const (
 	OutAdvantages = tables.AdvantagesName
 
 	// Files under the iteration's directory.
-	AdapterDir     = "adapter"
+	AdapterDir     = runs.AdapterDir
 	MetricsFile    = runs.TrainMetricsFile
 	AdvantagesFile = runs.AdvantagesFile
 )

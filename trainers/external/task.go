@@ -27,7 +27,7 @@ const (
 	OutMetrics    = pipeline.OutMetrics
 	OutAdvantages = tables.AdvantagesName
 
-	AdapterDir     = "adapter"
+	AdapterDir     = runs.AdapterDir
 	MetricsFile    = runs.TrainMetricsFile
 	AdvantagesFile = runs.AdvantagesFile
 )

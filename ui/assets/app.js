@@ -60,7 +60,6 @@ function section(title, ...children) {
 // ---- formatting ------------------------------------------------------------
 
 const short = (id) => (id || '').slice(0, 12);
-const pad6 = (n) => String(n).padStart(6, '0');
 
 function fmtNum(v, digits) {
   if (typeof v !== 'number') return v === null || v === undefined ? '' : String(v);
@@ -248,7 +247,7 @@ function renderRun(root, d) {
       h('dt', {}, 'branch'), h('dd', {}, h('a', {href: href.log(d.branch)}, d.branch), ' at ', h('a', {class: 'mono', href: href.tree(d.commit, '')}, short(d.commit))),
       h('dt', {}, 'state'), h('dd', {}, d.state ? `iteration ${d.state.iteration}, cursor ${d.state.cursor}, seed ${d.state.seed}` : 'no iteration committed yet'),
       h('dt', {}, 'process'), h('dd', {}, lockText(d.lock)),
-      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, 'run/config.yaml', d.config_hash))] : null,
+      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, d.config_path, d.config_hash))] : null,
       last ? [h('dt', {}, 'last iteration'), h('dd', {}, h('a', {href: href.iteration(d.run, last.iteration)}, last.iteration), ' · ', fmtDate(last.date))] : null));
 
   const charts = h('div', {class: 'charts'});
@@ -378,7 +377,7 @@ function iterationTable(run, its) {
     const reward = it.train && (it.train['reward.mean'] ?? it.train['mean_reward']);
     return h('tr', {},
       h('td', {class: 'num'}, h('a', {href: href.iteration(run, it.iteration)}, it.iteration)),
-      h('td', {}, h('a', {class: 'mono', href: href.tree(it.commit, `iterations/${pad6(it.iteration)}`)}, short(it.commit))),
+      h('td', {}, h('a', {class: 'mono', href: href.tree(it.commit, it.dir)}, short(it.commit))),
       h('td', {}, fmtDate(it.date)),
       names.map((n) => {
         const t = byName[n];
@@ -596,7 +595,7 @@ async function iterationView(run, n) {
         n > 1 ? h('a', {href: href.iteration(run, n - 1)}, '← previous') : null, ' ',
         h('a', {href: href.iteration(run, n + 1)}, 'next →')),
       h('dl', {},
-        h('dt', {}, 'commit'), h('dd', {}, h('a', {class: 'mono', href: href.tree(d.commit, `iterations/${pad6(n)}`)}, short(d.commit)), ' · ', fmtDate(d.date)),
+        h('dt', {}, 'commit'), h('dd', {}, h('a', {class: 'mono', href: href.tree(d.commit, d.dir)}, short(d.commit)), ' · ', fmtDate(d.date)),
         d.parent ? [h('dt', {}, 'parent'), h('dd', {}, h('a', {class: 'mono', href: href.tree(d.parent, '')}, short(d.parent)))] : null,
         h('dt', {}, 'time in tasks'), h('dd', {}, fmtSecs(d.seconds), d.wall_seconds ? ` · ${fmtSecs(d.wall_seconds)} wall` : ''))),
     section('Tasks', d.tasks.length ? gantt(d.tasks, d.wall_seconds) : null,
