@@ -119,4 +119,17 @@ func TestEpisodesStageInTheLoop(t *testing.T) {
 	if base := strings.Split(strings.TrimSpace(readFile(t, local)), "\n"); len(base) != 40 {
 		t.Errorf("%d episodes evaluated at the base model, want 40", len(base))
 	}
+
+	// Over HTTP (the OpenAI API, prompt_token_ids as vLLM returns them)
+	// the episodes are the same, exact sequences and masks included.
+	hh := newStore(t)
+	hh.ok("dataset", "arith", "main", "--train", "64", "--heldout", "10")
+	hh.file("chain-reward.yaml", chainReward)
+	httpCfg := hh.file("chain.yaml", strings.Replace(chainPipeline, "model: tiny-arith}", "model: tiny-arith, serve: http}", 1))
+	hh.ok("run", "-f", httpCfg, "--no-report")
+	overHTTP := hh.dir + "/t.jsonl"
+	hh.ok("export", "runs-chain:iterations/000002/trajectories.parquet", overHTTP, "--format", "jsonl")
+	if got := strings.Split(strings.TrimSpace(readFile(t, overHTTP)), "\n"); !slices.Equal(got, lines) {
+		t.Errorf("episodes over HTTP differ from those in process:\n%s\nwant\n%s", got[0], lines[0])
+	}
 }

@@ -429,3 +429,30 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Errorf("max in flight %d, want 3", m)
 	}
 }
+
+// The prompt's token ids, where vLLM puts them with return_token_ids (a
+// chat answer's top level, a completions choice), become Sample.Prompt;
+// a server that sends none leaves it nil.
+func TestPromptTokenIDs(t *testing.T) {
+	f := newFake(t, func(k int, r seen, w http.ResponseWriter) bool {
+		if strings.HasSuffix(r.Path, "/chat/completions") {
+			writeJSON(w, map[string]any{"prompt_token_ids": []int{7, 8, 9},
+				"choices": []any{map[string]any{"index": 0, "message": map[string]any{"content": "hi"}, "token_ids": []int{3, 2}}}})
+			return true
+		}
+		writeJSON(w, map[string]any{"choices": []any{
+			map[string]any{"index": 0, "text": "a", "token_ids": []int{4}, "prompt_token_ids": []int{5, 6}},
+			map[string]any{"index": 1, "text": "b", "token_ids": []int{4}},
+		}})
+		return true
+	})
+	c, _ := newClient(t, openai.Options{}, f.URL)
+	chat := generate(t, c, []policy.Request{{ID: "c", Messages: []policy.Message{{Role: "user", Content: "x"}}}}, policy.Sampling{N: 1})
+	if p := chat[0][0].Prompt; p == nil || fmt.Sprint(p.TokenIDs) != "[7 8 9]" || fmt.Sprint(chat[0][0].TokenIDs) != "[3 2]" {
+		t.Errorf("chat: prompt %+v, tokens %v", p, chat[0][0].TokenIDs)
+	}
+	comp := generate(t, c, reqs(1), policy.Sampling{N: 2})
+	if p := comp[0][0].Prompt; p == nil || fmt.Sprint(p.TokenIDs) != "[5 6]" || comp[0][1].Prompt != nil {
+		t.Errorf("completions: prompts %+v and %+v", comp[0][0].Prompt, comp[0][1].Prompt)
+	}
+}

@@ -40,7 +40,10 @@
 // PromptTokens from usage.prompt_tokens, and
 // PolicyVersion Options.Model, or Options.Model+"+"+adapter. Servers that
 // do not know the vLLM fields ignore them; TokenIDs then stays nil.
-// Sample.Prompt is never filled: the client does not ask for echo.
+// Sample.Prompt holds the prompt's token ids (without logprobs) when the
+// server returns them (vLLM's prompt_token_ids, with return_token_ids):
+// an episode's exact token sequence is built from them (environments).
+// The client does not ask for echo.
 //
 // # Endpoints, load and failures
 //

@@ -65,6 +65,10 @@ type response struct {
 	Usage   *struct {
 		PromptTokens int `json:"prompt_tokens"`
 	} `json:"usage"`
+	// PromptTokenIDs are the prompt's token ids, as the server's template
+	// and tokenizer made them: vLLM's return_token_ids puts them here in
+	// a chat answer, and in each choice of a completions answer.
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 }
 
 type choice struct {
@@ -93,6 +97,9 @@ type choice struct {
 	// of a stop token (a number, which Sample.StopReason does not keep).
 	StopReason any     `json:"stop_reason"`
 	TokenIDs   []int32 `json:"token_ids"` // vLLM's return_token_ids
+	// PromptTokenIDs: a completions choice's prompt token ids (vLLM's
+	// return_token_ids).
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 }
 
 // apiError is an error body, OpenAI's {"error": {...}} or vLLM's older
@@ -195,6 +202,13 @@ func (r *response) samples(req policy.Request, version string, sp policy.Samplin
 					}
 				}
 			}
+		}
+		ids := c.PromptTokenIDs
+		if ids == nil {
+			ids = r.PromptTokenIDs
+		}
+		if ids != nil {
+			s.Prompt = &policy.PromptLogprobs{TokenIDs: ids}
 		}
 		s.TokenIDs = c.TokenIDs
 		if s.TokenIDs == nil {

@@ -40,7 +40,10 @@
 // process: sample j of prompt i is choice i·n+j.
 //
 // Answers carry usage (prompt tokens from the samples, completion tokens
-// counted from their token ids), token_ids when return_token_ids is set,
+// counted from their token ids), token_ids when return_token_ids is set
+// and, as vLLM answers it then, prompt_token_ids (at the top of a chat
+// answer, in each choice of a completions answer; not in streams) when the
+// policy returns its prompts' tokens (the embedded model does),
 // finish_reason ("stop" for the model's end or a stop string, "length" for
 // max_tokens or the context) and vLLM's stop_reason (the stop string that
 // ended the text; null for the model's end or a length). Logprobs come in

@@ -105,7 +105,9 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 	if c.sampling.Logprobs, c.sampling.TopLogprobs, e = logprobs(b.Logprobs, b.TopLogprobs, chat); e != nil {
 		return nil, e
 	}
-	c.sampling.PromptLogprobs = c.echo && c.sampling.Logprobs
+	// The prompt's logprobs are wanted for echo with logprobs; its token
+	// ids, which come with them, for return_token_ids too.
+	c.sampling.PromptLogprobs = c.echo && c.sampling.Logprobs || c.tokenIDs
 	seed := rand.Int64()
 	if b.Seed != nil {
 		seed = *b.Seed
@@ -269,7 +271,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeError(w, e)
 		return
 	}
-	if c.sampling.PromptLogprobs && out[0][0].Prompt == nil {
+	if c.echo && c.sampling.Logprobs && out[0][0].Prompt == nil {
 		writeError(w, badRequest("echo", "this policy does not return the log-probabilities of prompts; send echo without logprobs, or logprobs without echo"))
 		return
 	}
@@ -335,6 +337,9 @@ type (
 		Model   string   `json:"model"`
 		Choices []choice `json:"choices"`
 		Usage   usage    `json:"usage"`
+		// PromptTokenIDs: a chat prompt's token ids, with return_token_ids
+		// (vLLM's place for them).
+		PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
 	}
 	choice struct {
 		Index        int      `json:"index"`
@@ -344,6 +349,9 @@ type (
 		FinishReason string   `json:"finish_reason"`
 		StopReason   any      `json:"stop_reason"` // vLLM's: the stop string that ended the text, or null
 		TokenIDs     []int32  `json:"token_ids,omitempty"`
+		// PromptTokenIDs: a completions prompt's token ids, with
+		// return_token_ids (vLLM's place for them).
+		PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
 	}
 	message struct {
 		Role    string `json:"role"`
@@ -393,6 +401,13 @@ func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completion
 			}
 			if c.tokenIDs {
 				ch.TokenIDs = smp.TokenIDs
+				if smp.Prompt != nil {
+					if chat {
+						resp.PromptTokenIDs = smp.Prompt.TokenIDs
+					} else {
+						ch.PromptTokenIDs = smp.Prompt.TokenIDs
+					}
+				}
 			}
 			if c.sampling.Logprobs && smp.Logprobs != nil {
 				ps := positions(smp, c.echo)

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -256,5 +257,39 @@ func TestEchoWithoutPromptLogprobs(t *testing.T) {
 	status, body := do(t, "POST", url+"/v1/completions", `{"prompt": "hello ", "echo": true, "logprobs": 1}`)
 	if msg, _ := apiErr(t, body)["message"].(string); status != 400 || !strings.Contains(msg, "send echo without logprobs") {
 		t.Errorf("echo with logprobs from a policy without prompt logprobs: %d %v", status, body)
+	}
+}
+
+// With return_token_ids the answer carries the prompt's token ids where
+// vLLM puts them: in each choice of a completions answer, at the top of a
+// chat answer (the embedded model renders an assistant message followed
+// by EOS, id 2). A policy that does not return its prompts' tokens sends
+// none, and is not refused.
+func TestPromptTokenIDs(t *testing.T) {
+	url, _ := tinyServer(t)
+	var comp struct {
+		Choices []struct {
+			PromptTokenIDs []int32 `json:"prompt_token_ids"`
+		}
+	}
+	if err := json.Unmarshal(post(t, url+"/v1/completions", `{"prompt": "12+3=", "n": 2, "max_tokens": 3, "return_token_ids": true}`), &comp); err != nil {
+		t.Fatal(err)
+	}
+	if len(comp.Choices) != 2 || fmt.Sprint(comp.Choices[0].PromptTokenIDs) != "[4 5 13 6 15]" || fmt.Sprint(comp.Choices[1].PromptTokenIDs) != "[4 5 13 6 15]" {
+		t.Errorf("completions: %+v", comp.Choices)
+	}
+	var chat struct {
+		PromptTokenIDs []int32 `json:"prompt_token_ids"`
+	}
+	body := `{"messages": [{"role": "user", "content": "1+2="}, {"role": "assistant", "content": "3"}, {"role": "user", "content": "3+4="}], "max_tokens": 3, "return_token_ids": true}`
+	if err := json.Unmarshal(post(t, url+"/v1/chat/completions", body), &chat); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(chat.PromptTokenIDs) != "[4 13 5 15 6 2 6 13 7 15]" {
+		t.Errorf("chat: prompt_token_ids %v", chat.PromptTokenIDs)
+	}
+	durl, _ := serve(t, newDetPolicy("det"), &server.Options{Model: "det"})
+	if b := post(t, durl+"/v1/completions", `{"prompt": "hello ", "max_tokens": 3, "seed": 1, "return_token_ids": true}`); strings.Contains(string(b), "prompt_token_ids") {
+		t.Errorf("a policy without prompt tokens: %s", b)
 	}
 }
