@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,6 +37,11 @@ import (
 //
 // The rlimits stay, per process, under the group's limits.
 //
+// bwrap starts in the group (prepare): every process of the sandbox is
+// in it from its first instruction, so a sandbox left running by a
+// killed rlpipe — bwrap's parent-death signal can be lost while it sets
+// up — is in a group too, and the next start kills it (sweepGroups).
+//
 // What is usable is found once per process (detectGroups): cgroup v2
 // first, at this process's own cgroup, when its memory and pids
 // controllers can be given to a child (a delegated cgroup, e.g. a systemd
@@ -52,8 +59,10 @@ const cgroupPoll = 50 * time.Millisecond
 // A group bounds a sandbox as a whole (a cgroup): every process the
 // sandbox starts is in it.
 type group interface {
-	// enter moves the process pid, the sandbox's init, into the group.
-	enter(pid int) error
+	// prepare makes cmd start in the group: bwrap, and so every process
+	// it starts, is in it before it runs. started is called once cmd has
+	// started (or failed to).
+	prepare(cmd *exec.Cmd) (started func(), err error)
 	// memoryExceeded reports whether the group killed a process at its
 	// memory limit.
 	memoryExceeded() bool
@@ -67,6 +76,8 @@ type group interface {
 // groupMaker makes a run's group, or is nil when no cgroup is usable.
 type groupMaker interface {
 	make(lim Limits) (group, error)
+	// dirs are the directories the runs' groups are made in.
+	dirs() []string
 	String() string
 }
 
@@ -136,10 +147,29 @@ func groupName() string {
 }
 
 func detectGroups() detected {
-	own, mounts, err := cgroupsOfSelf()
+	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return detected{why: err.Error()}
+		return detected{why: fmt.Sprintf("read /proc/self/cgroup: %v", err)}
 	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return detected{why: fmt.Sprintf("read /proc/self/mountinfo: %v", err)}
+	}
+	defer f.Close()
+	own := parseOwnCgroups(b)
+	mounts, err := parseCgroupMounts(f)
+	if err != nil {
+		return detected{why: fmt.Sprintf("read /proc/self/mountinfo: %v", err)}
+	}
+	return detectIn(own, mounts)
+}
+
+// detectIn chooses how to bound a sandbox, given this process's cgroup
+// per controller and the hierarchies' mount points: cgroup v2 where its
+// memory and pids controllers are delegated, else cgroup v1, else none
+// (why says what each lacked). It sweeps the groups killed processes
+// left in the chosen directories.
+func detectIn(own, mounts map[string]string) detected {
 	var whys []string
 	if root, ok := mounts["cgroup2"]; ok {
 		dir := filepath.Join(root, own[""])
@@ -163,15 +193,11 @@ func detectGroups() detected {
 	return detected{why: strings.Join(whys, "; ")}
 }
 
-// cgroupsOfSelf reads this process's cgroup per controller from
-// /proc/self/cgroup ("" for v2) and the mount point of each hierarchy
-// from /proc/self/mountinfo ("cgroup2", or a v1 controller's name).
-func cgroupsOfSelf() (own map[string]string, mounts map[string]string, err error) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, nil, fmt.Errorf("read /proc/self/cgroup: %v", err)
-	}
-	own = map[string]string{}
+// parseOwnCgroups reads a process's cgroup per controller from the text
+// of /proc/PID/cgroup ("hierarchy:controllers:path" lines); the key ""
+// is the v2 hierarchy's.
+func parseOwnCgroups(b []byte) map[string]string {
+	own := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
@@ -181,13 +207,15 @@ func cgroupsOfSelf() (own map[string]string, mounts map[string]string, err error
 			own[c] = parts[2]
 		}
 	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, nil, fmt.Errorf("read /proc/self/mountinfo: %v", err)
-	}
-	defer f.Close()
-	mounts = map[string]string{}
-	sc := bufio.NewScanner(f)
+	return own
+}
+
+// parseCgroupMounts reads from /proc/PID/mountinfo the mount point of
+// each cgroup hierarchy mounted at its root: "cgroup2", or a v1
+// controller's name (memory, pids, cpuacct).
+func parseCgroupMounts(r io.Reader) (map[string]string, error) {
+	mounts := map[string]string{}
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
 		if !ok {
@@ -208,7 +236,7 @@ func cgroupsOfSelf() (own map[string]string, mounts map[string]string, err error
 			}
 		}
 	}
-	return own, mounts, sc.Err()
+	return mounts, sc.Err()
 }
 
 // write writes a value to a cgroup file.
@@ -263,16 +291,28 @@ func sweepGroups(dir string) {
 		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		g := filepath.Join(dir, e.Name())
-		_ = write(g, "cgroup.kill", "1") // v2; v1 has no such file
-		if b, err := os.ReadFile(filepath.Join(g, "cgroup.procs")); err == nil {
+		killGroup(filepath.Join(dir, e.Name()))
+	}
+}
+
+// killGroup kills every process in the cgroup dir and removes it. v1 has
+// no cgroup.kill: a process forked after cgroup.procs was read is killed
+// in the next round.
+func killGroup(dir string) {
+	_ = write(dir, "cgroup.kill", "1") // v2
+	for i := 0; i < 50; i++ {
+		if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
 			for _, f := range strings.Fields(string(b)) {
 				if p, err := strconv.Atoi(f); err == nil && p > 1 {
 					_ = syscall.Kill(p, syscall.SIGKILL)
 				}
 			}
 		}
-		removeGroup(g)
+		err := syscall.Rmdir(dir)
+		if err == nil || !errors.Is(err, syscall.EBUSY) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -281,6 +321,8 @@ func sweepGroups(dir string) {
 type v2Maker struct{ parent string }
 
 func (m v2Maker) String() string { return "cgroup v2 (memory, pids, cpu accounting) under " + m.parent }
+
+func (m v2Maker) dirs() []string { return []string{m.parent} }
 
 // probeV2 checks that children of dir can have memory and pids limits,
 // enabling the controllers for dir's children if needed, and that one can
@@ -318,7 +360,7 @@ func (m v2Maker) make(lim Limits) (group, error) {
 		return nil, err
 	}
 	g := &v2Group{dir: dir}
-	limits := [][2]string{{"memory.max", strconv.FormatInt(lim.MemoryBytes, 10)}, {"pids.max", strconv.Itoa(lim.Procs)}}
+	limits := [][2]string{{"memory.max", strconv.FormatInt(lim.MemoryBytes, 10)}, {"pids.max", groupProcs(lim)}}
 	if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
 		limits = append(limits, [2]string{"memory.swap.max", "0"})
 	}
@@ -333,7 +375,17 @@ func (m v2Maker) make(lim Limits) (group, error) {
 
 type v2Group struct{ dir string }
 
-func (g *v2Group) enter(pid int) error { return write(g.dir, "cgroup.procs", strconv.Itoa(pid)) }
+// prepare has the kernel clone bwrap into the group (CLONE_INTO_CGROUP,
+// Linux 5.7).
+func (g *v2Group) prepare(cmd *exec.Cmd) (func(), error) {
+	f, err := os.Open(g.dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(f.Fd())
+	return func() { f.Close() }, nil
+}
 
 func (g *v2Group) memoryExceeded() bool {
 	n, _ := readKey(filepath.Join(g.dir, "memory.events"), "oom_kill")
@@ -349,6 +401,10 @@ func (g *v2Group) remove() {
 	_ = write(g.dir, "cgroup.kill", "1") // anything left (there should be nothing)
 	removeGroup(g.dir)
 }
+
+// groupProcs is a group's process limit: Procs, and bwrap's own process
+// outside the sandbox, which is in the group too.
+func groupProcs(lim Limits) string { return strconv.Itoa(lim.Procs + 1) }
 
 // cgroup v1.
 
@@ -415,7 +471,7 @@ func (m v1Maker) make(lim Limits) (group, error) {
 		}
 	}
 	mem := strconv.FormatInt(lim.MemoryBytes, 10)
-	limits := [][3]string{{g.memory, "memory.limit_in_bytes", mem}, {g.pids, "pids.max", strconv.Itoa(lim.Procs)}}
+	limits := [][3]string{{g.memory, "memory.limit_in_bytes", mem}, {g.pids, "pids.max", groupProcs(lim)}}
 	if _, err := os.Stat(filepath.Join(g.memory, "memory.memsw.limit_in_bytes")); err == nil {
 		// Memory and swap together; set after memory.limit_in_bytes, which it may not be below.
 		limits = append(limits, [3]string{g.memory, "memory.memsw.limit_in_bytes", mem})
@@ -439,13 +495,30 @@ func (g *v1Group) dirs() []string {
 	return out
 }
 
-func (g *v1Group) enter(pid int) error {
+// enterThenExec is a shell that writes its own pid to each file before
+// "--", then executes what follows.
+const enterThenExec = `while [ "$1" != -- ]; do echo $$ >"$1" || exit 125; shift; done; shift; exec "$@"`
+
+// prepare starts bwrap through /bin/sh, which moves itself into the
+// group and then becomes bwrap: v1 cannot clone into a cgroup, and Go
+// runs nothing of the caller's between fork and exec. The shell runs as
+// the sandbox's user, as bwrap does: the group's cgroup.procs are given
+// to that user.
+func (g *v1Group) prepare(cmd *exec.Cmd) (func(), error) {
+	args := []string{"sh", "-c", enterThenExec, "sh"}
+	uid, gid := SandboxUID()
 	for _, d := range g.dirs() {
-		if err := write(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
-			return err
+		procs := filepath.Join(d, "cgroup.procs")
+		if uid != os.Geteuid() {
+			if err := os.Chown(procs, uid, gid); err != nil {
+				return nil, err
+			}
 		}
+		args = append(args, procs)
 	}
-	return nil
+	cmd.Args = append(append(args, "--", cmd.Path), cmd.Args[1:]...)
+	cmd.Path = "/bin/sh"
+	return func() {}, nil
 }
 
 func (g *v1Group) memoryExceeded() bool {

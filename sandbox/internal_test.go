@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestAvailableMissingBinary(t *testing.T) {
@@ -140,5 +144,26 @@ except OSError as e:
 	want := "100 MiB child: 0\n300 MiB child: 3\nforks refused after 6 errno 11\n"
 	if r.Stdout != want {
 		t.Fatalf("got %q (status %s, stderr %q), want %q", r.Stdout, r.Status, r.Stderr, want)
+	}
+}
+
+// Without a cgroup, the first run warns that the limits bind each
+// process, saying which are in force and why there is no cgroup.
+func TestFallbackWarns(t *testing.T) {
+	testNoCgroup = true
+	warnOnce = sync.Once{}
+	defer func() { testNoCgroup = false }()
+	var logs bytes.Buffer
+	ctx := zerolog.New(&logs).WithContext(context.Background())
+	for range 2 {
+		if _, err := Run(ctx, Spec{Command: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"level":"warn","enforcement":"per process only: rlimits (memory: RLIMIT_AS per process, so up to MemoryBytes × Procs per sandbox; ` +
+		`processes: RLIMIT_NPROC; CPU: RLIMIT_CPU per process); no cgroup: turned off by a test",` +
+		`"message":"sandbox: limits bind each process, not each sandbox as a whole"}` + "\n"
+	if logs.String() != want {
+		t.Fatalf("logs:\n%s\nwant once:\n%s", logs.String(), want)
 	}
 }

@@ -248,15 +248,17 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	if err != nil {
 		return Result{}, err
 	}
-	var blockW *os.File
 	if grp != nil {
 		defer grp.remove()
-		var blockR *os.File
-		if blockR, blockW, err = pipe("block"); err != nil {
-			return Result{}, err
-		}
-		args = append(args, "--block-fd", strconv.Itoa(fds.add(blockR)))
 	}
+	// bwrap's child, the sandbox's init, waits on --block-fd until this
+	// process holds it by a pidfd: the pid in bwrap's status could name
+	// another process once the init has ended.
+	blockR, blockW, err := pipe("block")
+	if err != nil {
+		return Result{}, err
+	}
+	args = append(args, "--block-fd", strconv.Itoa(fds.add(blockR)))
 	args = append(args, "--json-status-fd", strconv.Itoa(fds.add(statusW)), "--",
 		t.prlimit,
 		"--cpu="+strconv.FormatInt(lim.cpuSeconds(), 10)+":"+strconv.FormatInt(lim.cpuSeconds()+1, 10),
@@ -307,7 +309,15 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	if err := closeInheritedOnExec(); err != nil {
 		return Result{}, fmt.Errorf("keep inherited files out of the sandbox: %v: %w", err, ErrInfra)
 	}
-	if err := cmd.Start(); err != nil {
+	started := func() {}
+	if grp != nil {
+		if started, err = grp.prepare(cmd); err != nil {
+			return Result{}, fmt.Errorf("start the sandbox in its cgroup: %v: %w", err, ErrInfra)
+		}
+	}
+	err = cmd.Start()
+	started()
+	if err != nil {
 		return Result{}, fmt.Errorf("start %s: %v: %w", t.bwrap, err, ErrInfra)
 	}
 	// The sandbox holds its own copies now.
@@ -326,19 +336,16 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		_ = cmd.Wait() // the outcome is read from bwrap's status and ProcessState
 		close(waited)
 	}()
-	var setupErr error
 	select {
 	case pid := <-childPID:
 		init.open(pid)
+		if testHookInit != nil {
+			testHookInit(pid)
+		}
+		blockW.Write([]byte{1})
+		blockW.Close()
 		if grp != nil {
-			// bwrap's child waits on --block-fd until it is in the group, so
-			// every process of the sandbox is counted.
-			if setupErr = grp.enter(pid); setupErr != nil {
-				_ = kill()
-			}
-			blockW.Write([]byte{1})
-			blockW.Close()
-			if _, ok := grp.cpuUsed(); ok && setupErr == nil {
+			if _, ok := grp.cpuUsed(); ok {
 				go watchCPU(grp, lim.CPUTime, waited, func() {
 					killedCPU.Store(true)
 					_ = kill()
@@ -363,9 +370,6 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		return Result{Status: StatusCanceled, ExitCode: -1, Duration: elapsed,
 			Stdout: stdout.String(), Stderr: stderr.String()}, fmt.Errorf("sandbox run: %w", ctx.Err())
 	}
-	if setupErr != nil {
-		return Result{}, fmt.Errorf("put the sandbox in its cgroup: %v: %w", setupErr, ErrInfra)
-	}
 	if !st.started {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
@@ -388,6 +392,10 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	r.Verdict = <-verdict
 	return r, nil
 }
+
+// testHookInit, when set by a test, is called with the sandbox init's
+// pid while the init waits on --block-fd, in the middle of bwrap's setup.
+var testHookInit func(pid int)
 
 // watchCPU calls over once the group has used budget of CPU time, all its
 // processes together, or returns when done is closed.
