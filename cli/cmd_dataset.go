@@ -98,6 +98,7 @@ type datasetImportOptions struct {
 	answer   string
 	messages string
 	id       string
+	noAnswer bool
 	split    string
 	name     string
 	revision string
@@ -109,6 +110,7 @@ func (o *datasetImportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.answer, "answer", "", "the answer column (default answer)")
 	fs.StringVar(&o.messages, "messages", "", "a column of chat messages ({role, content} list) to use as the prompt; without --question no question column is read")
 	fs.StringVar(&o.id, "id", "", "an id column (default: a hash of the question)")
+	fs.BoolVar(&o.noAnswer, "no-answer", false, "read no answer column: tasks an environment or a verifier judges (an agent's tasks); every other column goes to metadata")
 	fs.StringVar(&o.split, "split", "", "the rows' split (default train); for a Hugging Face dataset directory, also the split read")
 	fs.StringVar(&o.name, "name", "", "a Hugging Face dataset's name in the rows' source (default: from the directory)")
 	fs.StringVar(&o.revision, "revision", "", "a Hugging Face dataset's revision in the rows' source (default: the snapshot's commit or the saved fingerprint)")
@@ -135,7 +137,8 @@ provenance holds every data file's SHA-256.`,
   rlpipe dataset import math.parquet main:data/math.parquet --question problem --answer solution
   rlpipe dataset import ./gsm8k-saved main:data/gsm8k-test.parquet --split test --answer-format gsm8k
   rlpipe dataset import ~/.cache/huggingface/hub/datasets--openai--gsm8k/snapshots/e53f0488… main:data/gsm8k.parquet --answer-format gsm8k
-  rlpipe dataset import ./chat-saved main:data/chat.parquet --messages messages --answer answer`,
+  rlpipe dataset import ./chat-saved main:data/chat.parquet --messages messages --answer answer
+  rlpipe dataset import examples/agent-sandbox/tasks.jsonl main:data/agent-tasks.parquet --id id --question instruction --no-answer`,
 		Args: exactArgs("FILE", "REF:PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			branch, path, err := artifacts.SplitArtifact(args[1])
@@ -143,7 +146,7 @@ provenance holds every data file's SHA-256.`,
 				return usagef("dataset import: %q is not BRANCH:PATH", args[1])
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer, Messages: o.messages},
+				lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer, Messages: o.messages, NoAnswer: o.noAnswer},
 					AnswerFormat: o.format, Split: o.split}
 				p := g.printer(cmd)
 				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {

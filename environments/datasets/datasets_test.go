@@ -133,6 +133,27 @@ func TestFieldMapping(t *testing.T) {
 	}
 }
 
+// Tasks without a reference answer (an agent's, judged by a verifier):
+// every other column is metadata, the answer empty; an answer column
+// named at the same time is an error.
+func TestNoAnswer(t *testing.T) {
+	const tasks = `{"id": "fix", "instruction": "fix it", "verifier": "true", "checks": {"a.txt": "1"}}` + "\n"
+	opts := &datasets.Options{Fields: datasets.Fields{ID: "id", Question: "instruction", NoAnswer: true}}
+	got, err := datasets.ReadJSONL(strings.NewReader(tasks), "tasks.jsonl", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tables.Prompt{{PromptID: "fix", Prompt: "fix it", Metadata: `{"checks":{"a.txt":"1"},"verifier":"true"}`, Source: "tasks", Split: "train"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	opts.Fields.Answer = "verifier"
+	if _, err := datasets.ReadJSONL(strings.NewReader(tasks), "tasks.jsonl", opts); err == nil ||
+		err.Error() != `load tasks.jsonl: an answer column ("verifier") and no answer at once: invalid dataset: invalid argument` {
+		t.Errorf("an answer column with no answer: %v", err)
+	}
+}
+
 func TestRowErrors(t *testing.T) {
 	gsm := &datasets.Options{AnswerFormat: datasets.AnswerGSM8K}
 	withID := &datasets.Options{Fields: datasets.Fields{ID: "id"}}
@@ -144,7 +165,7 @@ func TestRowErrors(t *testing.T) {
 		pq    string // the Parquet error; "" to skip
 	}{
 		{"missing answer", `{"question":"q1","answer":"1"}` + "\n" + `{"question":"q2"}`, nil,
-			`load in.jsonl line 2 column "answer": missing (the row has "question")`,
+			`load in.jsonl line 2 column "answer": missing (the row has "question"); name the answer column with --answer, or read none with --no-answer`,
 			`load in.parquet row 1 column "answer": null`},
 		{"null question", `{"question":null,"answer":"1"}`, nil,
 			`load in.jsonl line 1 column "question": null`, ""},

@@ -50,6 +50,10 @@ type Fields struct {
 	// of {role, content}, as chat datasets ship them). With Messages and
 	// no Question, no question column is read: the prompt is the messages.
 	Messages string `json:"messages,omitempty"`
+	// NoAnswer reads no answer column: the rows are tasks that an
+	// environment or a verifier judges (an agent's tasks), their answer
+	// empty. Answer must then be empty.
+	NoAnswer bool `json:"no_answer,omitempty"`
 }
 
 // Common column names, for Fields.
@@ -85,7 +89,12 @@ func (o *Options) withDefaults(name string) (Options, error) {
 	if v.Fields.Question == "" && v.Fields.Messages == "" {
 		v.Fields.Question = DefaultFields.Question
 	}
-	if v.Fields.Answer == "" {
+	switch {
+	case v.Fields.NoAnswer && v.Fields.Answer != "":
+		return v, fmt.Errorf("load %s: an answer column (%q) and no answer at once: %w", name, v.Fields.Answer, ErrInvalid)
+	case v.Fields.NoAnswer && v.AnswerFormat != AnswerRaw:
+		return v, fmt.Errorf("load %s: answer format %q without an answer column: %w", name, v.AnswerFormat, ErrInvalid)
+	case v.Fields.Answer == "" && !v.Fields.NoAnswer:
 		v.Fields.Answer = DefaultFields.Answer
 	}
 	if v.Split == "" {
@@ -103,7 +112,7 @@ func (o *Options) withDefaults(name string) (Options, error) {
 			name, v.AnswerFormat, AnswerRaw, AnswerGSM8K, ErrInvalid)
 	}
 	f := v.Fields
-	if slices.ContainsFunc([]string{f.ID, f.Question, f.Messages}, func(c string) bool { return c == f.Answer }) ||
+	if (f.Answer != "" && slices.ContainsFunc([]string{f.ID, f.Question, f.Messages}, func(c string) bool { return c == f.Answer })) ||
 		(f.ID != "" && (f.ID == f.Question || f.ID == f.Messages)) || (f.Question != "" && f.Question == f.Messages) {
 		return v, fmt.Errorf("load %s: fields %+v name one column twice: %w", name, f, ErrInvalid)
 	}
@@ -290,9 +299,11 @@ func (c *converter) add(m map[string]any, p pos) error {
 			return err
 		}
 	}
-	rawAnswer, err := c.text(m, f.Answer, p, true)
-	if err != nil {
-		return err
+	var rawAnswer string
+	if !f.NoAnswer {
+		if rawAnswer, err = c.text(m, f.Answer, p, true); err != nil {
+			return err
+		}
 	}
 	meta := map[string]any{}
 	for k, v := range m {
@@ -377,7 +388,11 @@ func (c *converter) messages(m map[string]any, col string, p pos) ([]tables.Mess
 func (c *converter) text(m map[string]any, col string, p pos, numbers bool) (string, error) {
 	v, ok := m[col]
 	if !ok {
-		return "", c.fail(p, col, "missing (the row has %s)", keys(m))
+		hint := ""
+		if col == c.o.Fields.Answer {
+			hint = "; name the answer column with --answer, or read none with --no-answer"
+		}
+		return "", c.fail(p, col, "missing (the row has %s)%s", keys(m), hint)
 	}
 	var s string
 	switch v := v.(type) {

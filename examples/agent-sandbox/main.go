@@ -76,17 +76,50 @@ func defaultWorldCache() string {
 }
 
 func main() {
-	var cfg config
-	fs := flag.NewFlagSet("agent-sandbox", flag.ExitOnError)
-	cfg.addFlags(fs)
-	fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		err = serveMain(ctx, os.Args[2:], os.Stdout)
+	} else {
+		var cfg config
+		fs := flag.NewFlagSet("agent-sandbox", flag.ExitOnError)
+		cfg.addFlags(fs)
+		fs.Parse(os.Args[1:])
+		_, err = run(ctx, cfg, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "agent-sandbox:", err)
 		stop()
 		os.Exit(1)
 	}
+}
+
+// DefaultServeAddr is where `agent-sandbox serve` listens, and what
+// pipeline.yaml's policy endpoint and reward.yaml's judge name.
+const DefaultServeAddr = "127.0.0.1:8642"
+
+// serveMain serves the STAND-IN policy and judge until ctx ends, for
+// `rlpipe run -f examples/agent-sandbox/pipeline.yaml`.
+func serveMain(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("agent-sandbox serve", flag.ContinueOnError)
+	addr := fs.String("addr", DefaultServeAddr, "loopback address to serve on")
+	tasksFile := fs.String("tasks", "", "tasks JSONL file the stand-in plays (default: the tasks.jsonl built into this binary)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tasks, err := loadTasks(*tasksFile)
+	if err != nil {
+		return err
+	}
+	base, stopServe, err := serveStandin(&standin{tasks: tasks}, *addr)
+	if err != nil {
+		return err
+	}
+	printf(out, "policy %s/v1  model %s  [STAND-IN: a scripted agent, not a model]\n", base, standinModel)
+	printf(out, "judge  %s/judge/v1  [STAND-IN: a rule, not a model]\n", base)
+	<-ctx.Done()
+	return stopServe()
 }
 
 // printf writes to the run's output; a failed write is not worth failing

@@ -116,7 +116,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*report, error) {
 	policyURL, policyKey, judgeURL := cfg.Endpoint, "", cfg.JudgeURL
 	judgeModel, judgeKeyEnv := cfg.JudgeModel, cfg.JudgeKeyEnv
 	if policyURL == "" || judgeURL == "" {
-		base, stop, err := serveStandin(&standin{seed: cfg.Seed, tasks: tasks})
+		base, stop, err := serveStandin(&standin{seed: cfg.Seed, tasks: tasks}, "")
 		if err != nil {
 			return nil, err
 		}

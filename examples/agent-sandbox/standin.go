@@ -9,12 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/internal/loopback"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/server"
 )
@@ -79,7 +79,20 @@ type standin struct {
 	tasks []task
 }
 
-var _ policy.Policy = (*standin)(nil)
+var (
+	_ policy.Policy        = (*standin)(nil)
+	_ policy.AdapterLoader = (*standin)(nil)
+)
+
+// LoadAdapter accepts an adapter and uses nothing of it: a script does
+// not change with training, and the example's train stage is a stand-in
+// too. It answers the loop's load as a model server would, so that the
+// run's next iteration goes on (its rows' policy_version names the
+// adapter; the replies are the script's).
+func (s *standin) LoadAdapter(context.Context, string, string) error { return nil }
+
+// UnloadAdapter has nothing to drop.
+func (s *standin) UnloadAdapter(context.Context, string) error { return nil }
 
 func (s *standin) Generate(ctx context.Context, reqs []policy.Request, smp policy.Sampling) ([][]policy.Sample, error) {
 	if err := policy.Validate(reqs, smp); err != nil {
@@ -92,11 +105,53 @@ func (s *standin) Generate(ctx context.Context, reqs []policy.Request, smp polic
 		}
 		text := s.reply(r)
 		for j := range smp.Samples() {
-			out[i] = append(out[i], policy.Sample{RequestID: r.ID, Index: j, Text: text,
-				FinishReason: policy.FinishStop, PolicyVersion: standinModel, Status: policy.StatusOK})
+			sample := policy.Sample{RequestID: r.ID, Index: j, Text: text,
+				FinishReason: policy.FinishStop, PolicyVersion: standinModel, Status: policy.StatusOK}
+			// Its tokens, as a model server returns them: the reply's
+			// and, asked for, the prompt's; logprobs of 0, for a script
+			// that replies with certainty.
+			sample.TokenIDs = append(standinTokens(text), standinEOT)
+			sample.PromptTokens = len(standinPrompt(r))
+			if smp.Logprobs {
+				sample.Logprobs = make([]float32, len(sample.TokenIDs))
+			}
+			if smp.PromptLogprobs {
+				ids := standinPrompt(r)
+				sample.Prompt = &policy.PromptLogprobs{TokenIDs: ids, Logprobs: make([]float32, len(ids))}
+			}
+			out[i] = append(out[i], sample)
 		}
 	}
 	return out, nil
+}
+
+// The stand-in's tokens: a byte-level chat template of its own. Token
+// b+3 is byte b; standinEOT (2) ends every message, the replies included.
+// A conversation is, per message, "<|role|>\n", its content and EOT, then
+// "<|assistant|>\n" to ask for the reply; so each turn's prompt begins
+// with the tokens of the turns before it, replies included, and an
+// episode's token sequence is exact, as with a real model's template that
+// does not rewrite earlier turns.
+const standinEOT int32 = 2
+
+func standinTokens(s string) []int32 {
+	ids := make([]int32, len(s))
+	for i := 0; i < len(s); i++ {
+		ids[i] = int32(s[i]) + 3
+	}
+	return ids
+}
+
+func standinPrompt(r policy.Request) []int32 {
+	if len(r.Messages) == 0 {
+		return standinTokens(r.Prompt)
+	}
+	var out []int32
+	for _, m := range r.Messages {
+		out = append(out, standinTokens("<|"+m.Role+"|>\n"+m.Content)...)
+		out = append(out, standinEOT)
+	}
+	return append(out, standinTokens("<|assistant|>\n")...)
 }
 
 func (s *standin) reply(r policy.Request) string {
@@ -118,7 +173,13 @@ func (s *standin) reply(r policy.Request) string {
 			break
 		}
 		replies := sc.right
-		switch sample := s.sample(t.ID, turn, r.Seed); {
+		sample := s.sample(t.ID, turn, r.Seed)
+		if sample < 0 {
+			// Not this process's seeds (rlpipe run derives each task
+			// call's): the request's seed picks the turn's script.
+			sample = int(uint64(r.Seed) % 4)
+		}
+		switch {
 		case sample == 1:
 			replies = sc.wrong
 		case sample == 3 && sc.dawdle:
@@ -194,9 +255,9 @@ func standinJudge(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveStandin serves the stand-in policy (under /v1) and the stand-in
-// judge (under /judge/v1) on 127.0.0.1:0 until stop is called, and returns
-// the base URL.
-func serveStandin(p policy.Policy) (base string, stop func() error, err error) {
+// judge (under /judge/v1) on addr, a loopback address ("" is
+// 127.0.0.1:0), until stop is called, and returns the base URL.
+func serveStandin(p policy.Policy, addr string) (base string, stop func() error, err error) {
 	srv, err := server.New(p, &server.Options{Model: standinModel})
 	if err != nil {
 		return "", nil, err
@@ -204,7 +265,12 @@ func serveStandin(p policy.Policy) (base string, stop func() error, err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/judge/v1/chat/completions", standinJudge)
 	mux.Handle("/", srv)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := loopback.Listen(context.Background(), addr, false, func(a string) error {
+		return fmt.Errorf("the stand-in serves on loopback only, not %s: use 127.0.0.1:PORT", a)
+	})
 	if err != nil {
 		return "", nil, fmt.Errorf("listen for the stand-in server: %w", err)
 	}
