@@ -24,6 +24,7 @@
 //	/api/ls?ref=&prefix=              one level of a ref's tree
 //	/api/object?ref=&path=            a small object as text (configs, metrics, events)
 //	/api/table?ref=&path=&offset=&limit=   a page of any Parquet table
+//	/api/episode?ref=&path=&row=      a trajectories row as an episode: turns, trainable tokens
 //	/api/events?run=                  Server-Sent Events: "head" when the run's branch moves
 //
 // # Where the numbers come from

@@ -162,6 +162,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/ls", s.apiList)
 	m.HandleFunc("GET /api/object", s.apiObject)
 	m.HandleFunc("GET /api/table", s.apiTable)
+	m.HandleFunc("GET /api/episode", s.apiEpisode)
 	m.HandleFunc("GET /api/events", s.apiEvents)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

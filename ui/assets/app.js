@@ -110,6 +110,7 @@ const href = {
   tree: (ref, prefix) => `#/tree/${enc(ref)}/${encPath(prefix || '')}`,
   table: (ref, path, offset) => `#/table/${enc(ref)}/${encPath(path)}` + (offset ? `?offset=${offset}` : ''),
   object: (ref, path) => `#/object/${enc(ref)}/${encPath(path)}`,
+  episode: (ref, path, row) => `#/episode/${enc(ref)}/${encPath(path)}?row=${row}`,
 };
 
 function artifactLink(ref, path, label) {
@@ -144,6 +145,7 @@ async function route() {
     else if (parts[0] === 'tree' && parts.length >= 2) view = await treeView(parts[1], parts.slice(2).join('/'));
     else if (parts[0] === 'table' && parts.length >= 3) view = await tableView(parts[1], parts.slice(2).join('/'), Number(query.get('offset') || 0), Number(query.get('limit') || 100));
     else if (parts[0] === 'object' && parts.length >= 3) view = await objectView(parts[1], parts.slice(2).join('/'));
+    else if (parts[0] === 'episode' && parts.length >= 3) view = await episodeView(parts[1], parts.slice(2).join('/'), Number(query.get('row') || 0));
     else view = errorBox(`no page ${location.hash}`);
   } catch (e) {
     view = errorBox(e.message);
@@ -675,13 +677,18 @@ async function tableView(ref, path, offset, limit) {
     d.offset > 0 ? h('a', {href: href.table(ref, path, Math.max(0, d.offset - d.limit))}, '← previous') : null, ' ',
     `rows ${d.rows.length ? d.offset + 1 : 0}–${last} of ${d.num_rows}`, ' ',
     last < d.num_rows ? h('a', {href: href.table(ref, path, d.offset + d.limit)}, 'next →') : null);
+  // A trajectories table's rows open as episodes: turn by turn, with
+  // the tokens a trainer learns from marked.
+  const episodes = (d.table || '').startsWith('trajectories ');
   return h('div', {class: 'table-browser'},
     h('h1', {class: 'mono'}, `${ref}:${path}`),
     h('p', {class: 'muted'}, d.table ? `rlpipe table ${d.table} · ` : '', `${d.columns.length} columns · ${d.num_rows} rows`),
     pager,
     h('div', {class: 'scroll'}, h('table', {class: 'rows'},
       h('thead', {}, h('tr', {}, h('th', {}, '#'), d.columns.map((c) => h('th', {title: c.type}, c.name, h('small', {}, c.type))))),
-      h('tbody', {}, d.rows.map((row, i) => h('tr', {}, h('td', {class: 'num muted'}, d.offset + i), row.map(cellView)))))),
+      h('tbody', {}, d.rows.map((row, i) => h('tr', {}, h('td', {class: 'num muted'},
+        episodes ? h('a', {class: 'episode-link', href: href.episode(ref, path, d.offset + i), title: 'turn by turn'}, d.offset + i) : d.offset + i),
+      row.map(cellView)))))),
     d.truncated_cells ? h('p', {class: 'muted'}, `Long values are cut; \`rlpipe cat ${ref}:${path}\` prints them whole.`) : null);
 }
 
@@ -692,6 +699,39 @@ function cellView(v) {
   const td = h('td', {class: 'text', title: 'click to expand'}, text);
   td.addEventListener('click', () => td.classList.toggle('open'));
   return td;
+}
+
+// ---- an episode, turn by turn ----------------------------------------------
+
+async function episodeView(ref, path, row) {
+  const d = await api(`/api/episode?ref=${enc(ref)}&path=${enc(path)}&row=${row}`);
+  document.title = `rlpipe: ${d.prompt_id} #${d.sample_index}`;
+  const pager = h('p', {class: 'pager'},
+    row > 0 ? h('a', {href: href.episode(ref, path, row - 1)}, '← previous') : null, ' ',
+    `row ${row} of ${d.rows}`, ' ',
+    row + 1 < d.rows ? h('a', {href: href.episode(ref, path, row + 1)}, 'next →') : null);
+  const turns = d.turns.map((t) => h('div', {class: `turn ${t.role}`},
+    h('div', {class: 'who'}, t.role,
+      t.tokens !== null && t.tokens !== undefined ? h('span', {class: 'badge trained', title: 'sampled by the policy: trained on'}, `trained · ${t.tokens} tokens`)
+        : t.role === 'assistant' ? null : h('span', {class: 'badge given', title: 'given to the policy: not trained on'}, 'given')),
+    h('pre', {class: 'content'}, t.content),
+    t.tool_calls ? h('pre', {class: 'calls'}, t.tool_calls) : null));
+  const strip = d.exact
+    ? h('div', {class: 'tokens'}, d.segments.map((sg) => h('span', {class: sg.trainable ? 'seg trainable' : 'seg given',
+      title: `${sg.ids.length} ${sg.trainable ? 'trainable' : 'given'} tokens`}, sg.ids.join(' '))))
+    : h('p', {class: 'muted'}, 'No exact token sequence: the policy returned no prompt token ids, or its prompts did not extend the turns before them. Nothing of this episode is trained on.');
+  return h('div', {class: 'episode'},
+    h('h1', {}, h('span', {class: 'mono'}, d.prompt_id), ` · episode ${d.sample_index}`),
+    h('p', {class: 'crumbs'}, artifactLink(ref, path, `${ref}:${path}`)),
+    pager,
+    h('dl', {},
+      h('dt', {}, 'status'), h('dd', {class: d.status === 'ok' ? '' : 'err'}, d.status, d.error ? ` — ${d.error}` : ''),
+      h('dt', {}, 'policy'), h('dd', {class: 'mono'}, d.policy_version),
+      h('dt', {}, 'outcome'), h('dd', {class: 'mono'}, d.env_outcome === null ? '—' : JSON.stringify(d.env_outcome)),
+      h('dt', {}, 'tokens'), h('dd', {}, d.exact ? `${d.tokens}, of which ${d.trainable} trainable (the replies) and ${d.tokens - d.trainable} given` : '—')),
+    section('Turns', turns),
+    section('Token sequence', h('p', {class: 'muted'}, 'Token ids in order; ', h('span', {class: 'seg trainable'}, 'trainable'), ' tokens enter the loss, ',
+      h('span', {class: 'seg given'}, 'given'), ' ones do not.'), strip));
 }
 
 async function objectView(ref, path) {

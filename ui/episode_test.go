@@ -1,0 +1,148 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/ui"
+)
+
+// episodesPath holds two episodes on main: a two-turn one with its exact
+// sequence (prompt 5 6 | reply 7 2 | observation 8 | reply 9 2), and one
+// without a sequence.
+const episodesPath = "data/episodes.parquet"
+
+func putEpisodes(t testing.TB, st artifacts.Store) {
+	t.Helper()
+	calls := `[{"tool":"bash","command":"ls"}]`
+	outcome := `{"reward":1,"info":{"solved":true}}`
+	rows := []tables.Trajectory{
+		{PromptID: "p1", SampleIndex: 0, GroupID: "g", Completion: "9", Status: tables.StatusOK, PolicyVersion: "m",
+			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: &calls}, {Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16"}},
+			TokenIDs: []int32{7, 2, 9, 2}, Sequence: []int32{5, 6, 7, 2, 8, 9, 2}, Trainable: []int32{0, 0, 1, 1, 0, 1, 1}, EnvOutcome: &outcome},
+		{PromptID: "p1", SampleIndex: 1, GroupID: "g", Completion: "x", Status: tables.StatusTruncated, PolicyVersion: "m",
+			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"}}},
+	}
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Trajectories, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := st.PutObject(ctx, "main", episodesPath, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, "main", "two episodes", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// /api/episode shapes a trajectories row as an episode: its turns, each
+// reply with the number of tokens it was sampled as, and the sequence cut
+// where the trainable mask changes.
+func TestEpisodeAPI(t *testing.T) {
+	st := newRunStore(t, 1)
+	putEpisodes(t, st)
+	h := newHandler(t, st, nil)
+	var e ui.Episode
+	if code := get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=0", &e); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	two := func(n int) *int { return &n }
+	wantTurns := []ui.EpisodeTurn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: e.Turns[1].ToolCalls, Tokens: two(2)},
+		{Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16", Tokens: two(2)}}
+	wantSegs := []ui.EpisodeSegment{{IDs: []int32{5, 6}}, {Trainable: true, IDs: []int32{7, 2}}, {IDs: []int32{8}}, {Trainable: true, IDs: []int32{9, 2}}}
+	if !e.Exact || e.Tokens != 7 || e.Trainable != 4 || e.Rows != 2 || !reflect.DeepEqual(e.Turns, wantTurns) || !reflect.DeepEqual(e.Segments, wantSegs) ||
+		string(e.Outcome) != `{"reward":1,"info":{"solved":true}}` || e.Turns[1].ToolCalls == nil {
+		t.Errorf("episode %+v", e)
+	}
+	var loose ui.Episode
+	get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=1", &loose)
+	if loose.Exact || loose.Tokens != 0 || len(loose.Segments) != 0 || loose.Turns[1].Tokens != nil || loose.Status != tables.StatusTruncated || string(loose.Outcome) != "null" {
+		t.Errorf("an episode without a sequence: %+v", loose)
+	}
+	for _, c := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/api/episode?ref=main&path=" + episodesPath + "&row=2", http.StatusNotFound, "has 2 rows; there is no row 2"},
+		{"/api/episode?ref=main&path=data/wide.parquet", http.StatusBadRequest, "main:data/wide.parquet is not a trajectories table"},
+		{"/api/episode?ref=main&path=" + episodesPath + "&row=-1", http.StatusBadRequest, `row="-1"`},
+		{"/api/episode?path=" + episodesPath, http.StatusBadRequest, "missing ref"},
+	} {
+		var ae struct{ Error string }
+		if code := get(t, h, c.path, &ae); code != c.code || !strings.Contains(ae.Error, c.want) {
+			t.Errorf("GET %s: %d %q, want %d and %q", c.path, code, ae.Error, c.code, c.want)
+		}
+	}
+}
+
+// The episode page in a browser: reached from the trajectories table's row
+// link, it shows every turn, marks each reply trained with its token count,
+// and draws the sequence with the trainable tokens apart.
+func TestBrowserEpisode(t *testing.T) {
+	chromium := findChromium(t)
+	st := newRunStore(t, 1)
+	putEpisodes(t, st)
+	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, l) }()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	b := startBrowser(t, chromium)
+	defer b.close()
+	page := b.newPage(ctx, t)
+	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/table/main/"+episodesPath)
+	var link string
+	page.waitFor(ctx, t, &link, `(() => { const a = document.querySelector('a.episode-link'); return a ? a.getAttribute('href') : null; })()`)
+	page.navigate(ctx, t, "http://"+l.Addr().String()+"/"+link)
+	var got struct {
+		Turns    []string
+		Badges   []string
+		Trained  []string
+		Given    []string
+		Tokens   string
+		Headline string
+	}
+	page.waitFor(ctx, t, &got, `document.querySelector('.episode .tokens') ? {
+		turns: [...document.querySelectorAll('.turn pre.content')].map((e) => e.textContent),
+		badges: [...document.querySelectorAll('.turn .badge')].map((e) => e.textContent),
+		trained: [...document.querySelectorAll('.tokens .seg.trainable')].map((e) => e.textContent),
+		given: [...document.querySelectorAll('.tokens .seg.given')].map((e) => e.textContent),
+		tokens: [...document.querySelectorAll('.episode dd')][3].textContent,
+		headline: document.querySelector('.episode h1').textContent,
+	} : null`)
+	want := struct {
+		Turns    []string
+		Badges   []string
+		Trained  []string
+		Given    []string
+		Tokens   string
+		Headline string
+	}{[]string{"12+3=", "15", "15+1=", "16"}, []string{"given", "trained · 2 tokens", "given", "trained · 2 tokens"},
+		[]string{"7 2", "9 2"}, []string{"5 6", "8"}, "7, of which 4 trainable (the replies) and 3 given", "p1 · episode 0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("episode page:\n got %+v\nwant %+v", got, want)
+	}
+}
