@@ -25,7 +25,7 @@ func putEpisodes(t testing.TB, st artifacts.Store) {
 	outcome := `{"reward":1,"info":{"solved":true}}`
 	rows := []tables.Trajectory{
 		{PromptID: "p1", SampleIndex: 0, GroupID: "g", Completion: "9", Status: tables.StatusOK, PolicyVersion: "m",
-			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: &calls}, {Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16"}},
+			Turns:    []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: &calls}, {Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16"}},
 			TokenIDs: []int32{7, 2, 9, 2}, Sequence: []int32{5, 6, 7, 2, 8, 9, 2}, Trainable: []int32{0, 0, 1, 1, 0, 1, 1}, EnvOutcome: &outcome},
 		{PromptID: "p1", SampleIndex: 1, GroupID: "g", Completion: "x", Status: tables.StatusTruncated, PolicyVersion: "m",
 			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"}}},
