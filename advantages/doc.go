@@ -38,7 +38,8 @@
 // constants: Compute sets ReasonRewardStatus and ReasonAlone; Join, which
 // also sees the trajectories, replaces them with ReasonTrajectory or
 // ReasonNoReward when the sample failed earlier, and adds ReasonZeroStd
-// (unless TrainOptions.KeepZeroStd) and ReasonNoTokens for samples no
+// (unless TrainOptions.KeepZeroStd), ReasonNoTokens and ReasonNoSequence
+// (an episode whose exact token sequence is unknown) for samples no
 // trainer can learn from. The same words appear in the trainers'
 // mask_reasons metric.
 //

@@ -44,8 +44,9 @@ type Batch struct {
 // computes the advantages a trainer trains on: those of Compute over the
 // scored samples, with a failed trajectory masked as ReasonTrajectory, a
 // sample without a reward as ReasonNoReward, and, among the rest, a
-// zero-variance group's samples as ReasonZeroStd (unless KeepZeroStd) and
-// samples without token ids as ReasonNoTokens. Such samples stay out of
+// zero-variance group's samples as ReasonZeroStd (unless KeepZeroStd),
+// samples without token ids as ReasonNoTokens and episodes without an
+// exact token sequence as ReasonNoSequence. Such samples stay out of
 // their group's statistics: a failed rollout is never trained on as a
 // reward of 0. A sample that appears twice, or a reward for a sample the
 // trajectories do not hold, is an ErrBatch.
@@ -72,6 +73,8 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
 		case len(t.TokenIDs) == 0:
 			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0
+		case t.IsEpisode() && t.Sequence == nil:
+			a.Mask, a.Reason, a.Advantage = true, ReasonNoSequence, 0
 		}
 	}
 	return Batch{Trajectories: trajs, Scored: scored, Advantages: adv, Stats: st}, nil

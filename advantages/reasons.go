@@ -19,6 +19,12 @@ const (
 	// ReasonNoTokens: the sample has no token ids to train on. Join sets
 	// it.
 	ReasonNoTokens = "no token ids"
+	// ReasonNoSequence: the sample is a multi-turn episode whose exact
+	// token sequence is unknown (sequence_ids is null: the policy
+	// returned no prompt token ids, or a turn's prompt rewrote the turns
+	// before it), so no trainer can know which tokens were its own. Join
+	// sets it.
+	ReasonNoSequence = "no exact token sequence"
 	// ReasonZeroStd: every scored sample of the prompt got the same
 	// reward, so the advantage is 0. Join sets it unless
 	// TrainOptions.KeepZeroStd.

@@ -173,7 +173,7 @@ func TestTrainTaskRejectsInconsistentBatch(t *testing.T) {
 
 func TestTrainOptionsVersion(t *testing.T) {
 	base := advantages.TrainOptions{}
-	if v := base.Version(); v != "join-1 epsilon=1e-06 no_std=false keep_zero_std=false" {
+	if v := base.Version(); v != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false" {
 		t.Errorf("version %q", v)
 	}
 	if (advantages.TrainOptions{Options: advantages.Options{Epsilon: 1e-6}}).Version() != base.Version() {
@@ -205,7 +205,13 @@ func TestParseVersion(t *testing.T) {
 			t.Errorf("epsilon %v came back as %v", o.Epsilon, got.Epsilon)
 		}
 	}
-	for _, v := range []string{"grpo-1", "join-1", "join-1 epsilon=x no_std=false keep_zero_std=false", "join-1 epsilon=1e-06 no_std=false keep_zero_std=false extra", "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"} {
+	// The advantages tables of runs made before episodes were masked
+	// (join-1) are read with the same options.
+	if o, err := advantages.ParseVersion("join-1 epsilon=1e-06 no_std=true keep_zero_std=false"); err != nil || !o.NoStd || o.KeepZeroStd {
+		t.Errorf("a join-1 version: %+v, %v", o, err)
+	}
+	for _, v := range []string{"grpo-1", "join-1", "join-1 epsilon=x no_std=false keep_zero_std=false", "join-1 epsilon=1e-06 no_std=false keep_zero_std=false extra",
+		"join-3 epsilon=1e-06 no_std=false keep_zero_std=false", "join-2 epsilon=1e-06 no_std=maybe keep_zero_std=false"} {
 		if _, err := advantages.ParseVersion(v); err == nil || !strings.Contains(err.Error(), strconv.Quote(v)) {
 			t.Errorf("ParseVersion(%q) = %v, want an error quoting it", v, err)
 		}

@@ -45,9 +45,6 @@ type prepared struct {
 	// scored are the rewards in the same order, with the status of a
 	// failed trajectory or a missing reward not ok.
 	scored []tables.Reward
-	// untrained counts the episodes left out for want of an exact token
-	// sequence.
-	untrained int
 }
 
 // prepare joins the batch's tables, computes group-normalised advantages
@@ -77,10 +74,10 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		}
 		if t.IsEpisode() {
 			if t.Sequence == nil {
-				// Its token sequence is not known exactly (the runner
-				// said why): nothing of it is trained on.
-				p.untrained++
-				continue
+				// Join masks it (ReasonNoSequence); given advantages that
+				// do not were written by other code.
+				return nil, fmt.Errorf("%w: episode %d of prompt %q has no exact token sequence but its advantage is not masked (want reason %q)",
+					ErrBatch, t.SampleIndex, t.PromptID, advantages.ReasonNoSequence)
 			}
 			smp, err := episode(m, t)
 			if err != nil {

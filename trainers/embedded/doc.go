@@ -44,7 +44,8 @@
 // episode trains exactly as the single-turn sample of the same tokens
 // (TestOneTurnEpisodeTrainsAsItsSample). A mask that does not mark
 // exactly the replies' token ids fails the update (ErrBatch) naming the
-// episode; an episode without an exact sequence is left out and counted.
+// episode; an episode without an exact sequence is masked by advantages.Join
+// (advantages.ReasonNoSequence).
 //
 // # The adapter directory
 //

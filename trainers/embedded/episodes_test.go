@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/policy"
@@ -167,9 +168,9 @@ func TestMultiTurnEpisodesTrainOnTheirRepliesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	met := res.Metrics
-	if met.Masked != 0 || len(met.Steps) != 1 || met.TrainTokens != replies || met.Steps[0].Tokens != replies || met.Untrained != 0 {
-		t.Errorf("trained on %d tokens (step: %d), masked %d, untrained %d; want the %d reply tokens of 24 episodes (not the %d given)",
-			met.TrainTokens, met.Steps[0].Tokens, met.Masked, met.Untrained, replies, given)
+	if met.Masked != 0 || len(met.Steps) != 1 || met.TrainTokens != replies || met.Steps[0].Tokens != replies {
+		t.Errorf("trained on %d tokens (step: %d), masked %d; want the %d reply tokens of 24 episodes (not the %d given)",
+			met.TrainTokens, met.Steps[0].Tokens, met.Masked, replies, given)
 	}
 	if met.Steps[0].RatioDev > 1e-3 {
 		t.Errorf("ratio deviation %g: the old logprobs are not the replies' in their places", met.Steps[0].RatioDev)
@@ -214,8 +215,15 @@ func TestEpisodeMasksThatDoNotFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Metrics.Untrained != 1 {
-		t.Errorf("untrained %d, want the 1 episode without a sequence", res.Metrics.Untrained)
+	if a := res.Advantages[1]; !a.Mask || a.Reason != advantages.ReasonNoSequence || res.Metrics.MaskReasons[advantages.ReasonNoSequence] != 1 {
+		t.Errorf("the episode without a sequence: %+v, mask reasons %v; want it masked: %s", a, res.Metrics.MaskReasons, advantages.ReasonNoSequence)
+	}
+	// Given advantages that leave it unmasked (other code wrote them) fail the update.
+	b.Advantages = append([]tables.Advantage(nil), res.Advantages...)
+	b.Advantages[1].Mask, b.Advantages[1].Reason = false, ""
+	if _, err := newTrainer(t, m, embedded.Options{KeepZeroStd: true}).Update(context.Background(), b); !errors.Is(err, embedded.ErrBatch) ||
+		!strings.Contains(err.Error(), `episode 1 of prompt "c0" has no exact token sequence but its advantage is not masked`) {
+		t.Errorf("unmasked given advantages: %v", err)
 	}
 }
 

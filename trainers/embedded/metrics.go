@@ -28,9 +28,6 @@ type Metrics struct {
 	TrainTokens int      `json:"train_tokens"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
-	// Untrained counts the episodes with a reward that were not trained
-	// on: their exact token sequence is unknown (sequence_ids is null).
-	Untrained int `json:"episodes_untrained,omitempty"`
 
 	// Figures are the batch's: rewards per component, groups, samples
 	// used and masked, response lengths, staleness.
@@ -46,7 +43,7 @@ type StepMetrics struct {
 
 // batchMetrics are the figures of a prepared batch, before any step.
 func batchMetrics(p *prepared) Metrics {
-	return Metrics{Figures: grpo.BatchFigures(p.trajs, p.scored, p.advantages, p.stats), Steps: []StepMetrics{}, Untrained: p.untrained}
+	return Metrics{Figures: grpo.BatchFigures(p.trajs, p.scored, p.advantages, p.stats), Steps: []StepMetrics{}}
 }
 
 // addSteps records the optimizer steps and their means.
