@@ -100,3 +100,42 @@ print("ok")
 		t.Fatalf("plan check: %v\n%s", err, out)
 	}
 }
+
+// The reference script takes an episode as its exact sequence, cut before
+// its first trainable token, with the replies' old logprobs in their
+// places; a one-turn episode is the single-turn sample of the same
+// tokens, and a mask that is not the replies' tokens is refused.
+func TestReferenceScriptEpisodes(t *testing.T) {
+	py := python(t)
+	code := `
+import sys
+sys.path.insert(0, sys.argv[1])
+from grpo_train import episode_sample, DataError
+row = lambda seq, marks, ids, lps: {"prompt_id": "p", "sample_index": 3, "sequence_ids": seq, "trainable": marks, "token_ids": ids, "logprobs": lps}
+# One turn: prompt 5 6, reply 7 2.
+assert episode_sample(row([5, 6, 7, 2], [0, 0, 1, 1], [7, 2], [-0.5, -0.25])) == ([5, 6], [7, 2], [1, 1], [-0.5, -0.25])
+# Two turns: the observation 8 between the replies is given, its old logprob unread.
+assert episode_sample(row([5, 6, 7, 2, 8, 9, 2], [0, 0, 1, 1, 0, 1, 1], [7, 2, 9, 2], [-1, -2, -3, -4])) == \
+    ([5, 6], [7, 2, 8, 9, 2], [1, 1, 0, 1, 1], [-1.0, -2.0, 0.0, -3.0, -4.0])
+assert episode_sample(row([5, 7, 2], [0, 1, 1], [7, 2], None)) == ([5], [7, 2], [1, 1], None)
+for bad, want in (
+    (row([5, 6, 7, 2], [1, 0, 1, 1], [7, 2], None), "token 1 of sequence_ids is trainable but is not reply token 1"),
+    (row([5, 6, 7, 2], [0, 0, 1, 0], [7, 2], None), "its mask marks 1 tokens for 2 reply tokens"),
+    (row([5, 6], [0, 0], [], None), "marks no token of its 2"),
+    (row([5, 6, 7], [0, 1], [6], None), "sequence_ids has 3 tokens and trainable 2"),
+):
+    try:
+        episode_sample(bad)
+    except DataError as e:
+        assert want in str(e) and "episode 3 of prompt 'p'" in str(e), (want, str(e))
+    else:
+        raise AssertionError("accepted: " + want)
+print("ok")
+`
+	cmd := exec.Command(py, "-c", code, filepath.Dir(script))
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("episode check: %v\n%s", err, out)
+	}
+}

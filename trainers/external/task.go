@@ -104,10 +104,6 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 	if err != nil {
 		return err
 	}
-	if i := tables.FirstEpisode(trajs); i >= 0 {
-		return pipeline.Permanent(fmt.Errorf("train iteration %d: trajectories row %d (prompt %s) is a multi-turn episode: the external trainer's batch holds single-turn samples only so far; "+
-			"the episode's token sequence and trainable mask (sequence_ids, trainable) are not handed on yet", p.Iteration, i, trajs[i].PromptID))
-	}
 	var given []tables.Advantage
 	if tc.InputPath(InAdvantages) != "" {
 		if given, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {

@@ -269,10 +269,52 @@ class Dist:
 # ---------------------------------------------------------------- inputs
 
 
-def read_rows(path: str, columns: list[str]) -> list[dict]:
+def read_rows(path: str, columns: list[str], optional: tuple[str, ...] = ()) -> list[dict]:
+    """The rows of a Parquet file, with columns and the optional ones the
+    file has (an older table lacks the newer columns: they read as None)."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path, columns=columns).to_pylist()
+    have = set(pq.read_schema(path).names)
+    rows = pq.read_table(path, columns=columns + [c for c in optional if c in have]).to_pylist()
+    for r in rows:
+        for c in optional:
+            r.setdefault(c, None)
+    return rows
+
+
+def episode_sample(t: dict) -> tuple[list[int], list[int], list[int], list[float] | None]:
+    """A multi-turn episode (a row with sequence_ids and trainable) as one
+    sequence: the tokens before its first trainable one are the prompt, the
+    rest the completion, with its mask (1: a reply's token, in the loss; 0:
+    an observation's or the template's, given) and the old logprobs of the
+    replies (the row's logprobs, in order) in the trainable places, 0.0 in
+    the others, which are never read. Nothing is re-tokenized: the
+    trainable tokens must be the replies' token_ids, in order."""
+    where = f"episode {t['sample_index']} of prompt {t['prompt_id']!r}"
+    seq, marks = t["sequence_ids"], t["trainable"]
+    if len(seq) != len(marks):
+        raise DataError(f"{where}: sequence_ids has {len(seq)} tokens and trainable {len(marks)}")
+    if 1 not in marks:
+        raise DataError(f"{where}: its trainable mask marks no token of its {len(seq)}")
+    first = marks.index(1)
+    replies, lps = t["token_ids"] or [], t["logprobs"]
+    if lps is not None and len(lps) != len(replies):
+        raise DataError(f"{where} has {len(lps)} logprobs for {len(replies)} token ids")
+    completion, mask = list(seq[first:]), [int(m) for m in marks[first:]]
+    old = None if lps is None else [0.0] * len(completion)
+    k = 0
+    for j, m in enumerate(mask):
+        if m != 1:
+            continue
+        if k >= len(replies) or replies[k] != completion[j]:
+            raise DataError(f"{where}: token {first + j + 1} of sequence_ids is trainable but is not reply token {k + 1} "
+                            "of token_ids: the mask does not cover exactly the policy's tokens")
+        if old is not None:
+            old[j] = float(lps[k])
+        k += 1
+    if k != len(replies):
+        raise DataError(f"{where}: its mask marks {k} tokens for {len(replies)} reply tokens in token_ids")
+    return list(seq[:first]), completion, mask, old
 
 
 def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
@@ -283,7 +325,8 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
     from transformers import AutoTokenizer
 
     advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
-    trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"])
+    trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"],
+                             optional=("sequence_ids", "trainable"))
     prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
     trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
 
@@ -328,18 +371,23 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
         if not completion:
             skip("no token ids")
             continue
-        prompt = encode_prompt(a["prompt_id"])
+        if t["sequence_ids"] is not None:
+            # A multi-turn episode: its exact sequence, trained on its
+            # replies' tokens only.
+            prompt, completion, mask, old = episode_sample(t)
+        else:
+            prompt, mask, old = encode_prompt(a["prompt_id"]), None, t["logprobs"]
+            if old is not None and len(old) != len(completion):
+                raise DataError(
+                    f"sample {a['sample_index']} of prompt {a['prompt_id']!r} has {len(old)} logprobs for {len(completion)} tokens"
+                )
         if hp["max_length"] and len(prompt) + len(completion) > hp["max_length"]:
             skip("longer than max_length")
             continue
-        old = t["logprobs"]
-        if old is not None and len(old) != len(completion):
-            raise DataError(
-                f"sample {a['sample_index']} of prompt {a['prompt_id']!r} has {len(old)} logprobs for {len(completion)} tokens"
-            )
         samples.append({
             "prompt": prompt,
             "completion": list(completion),
+            "mask": mask or [1] * len(completion),
             "old": None if old is None or hp["recompute_old_logprobs"] else list(old),
             "advantage": float(a["advantage"]),
         })
@@ -539,7 +587,7 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
             for k, mbs in enumerate(micro):
                 size = hp["minibatch_size"] or len(samples)
                 members = range(k * size, min((k + 1) * size, len(samples)))
-                total_tokens = sum(len(samples[i]["completion"]) for i in members)
+                total_tokens = sum(sum(samples[i]["mask"]) for i in members)
                 stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d)
                 clip = hp["clip_norm"] if hp["clip_norm"] > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in params], clip))
@@ -581,32 +629,38 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
             lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True)
             loss = torch.zeros((), device=d.device)
             for s, lp, ent in zip(batch, lps, ents):
+                # Only trainable tokens (an episode's replies) enter the
+                # loss and the figures; an observation's are given.
+                m = torch.tensor(s["mask"], dtype=torch.float32, device=d.device)
+                n = int(sum(s["mask"]))
+                if n == 0:
+                    continue
                 old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
                 a = s["advantage"]
-                ratio = torch.exp(lp - old)
+                ratio = torch.exp(torch.where(m > 0, lp - old, torch.zeros_like(lp)))
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
-                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                pg = torch.maximum(-ratio * a, -clipped * a) * m  # -min(ρA, clip(ρ)A)
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
-                    kl = torch.exp(delta) - delta - 1
+                    kl = (torch.exp(delta) - delta - 1) * m
                     per_token = pg + hp["beta"] * kl
                 if hp["aggregation"] == "token":
                     w = weight / total_tokens
                 else:
-                    w = weight / (n_seqs * len(s["completion"]))
+                    w = weight / (n_seqs * n)
                 loss = loss + w * per_token.sum()
                 if weight:
                     with torch.no_grad():
                         sums["loss"] += float(w * per_token.sum())
                         sums["policy_loss"] += float(w * pg.sum())
                         sums["kl"] += float(kl.sum())
-                        sums["entropy"] += float(ent.sum())
-                        sums["clip_low"] += float((ratio < 1 - hp["eps_low"]).sum()) if a < 0 else 0.0
-                        sums["clip_high"] += float((ratio > 1 + hp["eps_high"]).sum()) if a > 0 else 0.0
-                        sums["ratio_dev"] += float((ratio - 1).abs().sum())
-                        sums["tokens"] += len(s["completion"])
+                        sums["entropy"] += float((ent * m).sum())
+                        sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
+                        sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
+                        sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
+                        sums["tokens"] += n
             # DDP averages gradients over the processes; the loss is a sum
             # of shares of the minibatch's mean, so undo the average.
             (loss * d.world).backward()
