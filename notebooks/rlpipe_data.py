@@ -65,7 +65,8 @@ def _find_binary():
 
 
 def _iteration(path):
-    m = re.search(r"(?:iterations|evals)/(\d+)/", path)
+    """The iteration a run path belongs to: its first directory of six digits (docs/FORMAT.md)."""
+    m = re.search(r"(?:^|/)(\d{6})/", path)
     return int(m.group(1)) if m else None
 
 
