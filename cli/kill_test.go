@@ -140,3 +140,63 @@ func TestKillTrainingAndResume(t *testing.T) {
 		t.Logf("trial %d: %d kills, %d artifacts identical to the uninterrupted run", trial, kills, len(want))
 	}
 }
+
+// TestKillEpisodesAndResume does the same to a loop of multi-turn
+// episodes (the chain environment, trained with grpo on their masks, its
+// checkpoints evaluated on episodes): every table, adapter and evaluation
+// equals an uninterrupted run's, byte for byte.
+func TestKillEpisodesAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the episodes loop several times")
+	}
+	src := strings.Replace(chainPipeline, "iterations: 2", "iterations: 10", 1)
+	setup := func() (*harness, string) {
+		h := newStore(t)
+		h.ok("dataset", "arith", "main", "--train", "64", "--heldout", "10")
+		h.file("chain-reward.yaml", chainReward)
+		return h, h.file("chain.yaml", src)
+	}
+	ref, refCfg := setup()
+	ref.ok("run", "-f", refCfg, "--no-report")
+	want := runSums(t, ref.store, "runs-chain")
+	if len(want) < 40 {
+		t.Fatalf("the reference run holds %d artifacts", len(want))
+	}
+	h, cfg := setup()
+	args, _ := json.Marshal([]string{"--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report"})
+	rng := rand.New(rand.NewPCG(5, 18))
+	kills := 0
+	for leg := 0; ; leg++ {
+		if leg > 30 {
+			t.Fatalf("the run did not finish after %d legs", leg)
+		}
+		cmd, stderr, done := startCLI(t, args)
+		var err error
+		if kills < 3 {
+			select {
+			case err = <-done:
+			case <-time.After(time.Duration(200+rng.IntN(1200)) * time.Millisecond):
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				continue
+			}
+		} else {
+			err = <-done
+		}
+		if err != nil {
+			t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
+		}
+		break
+	}
+	got := runSums(t, h.store, "runs-chain")
+	for p, s := range want {
+		if got[p] != s {
+			t.Errorf("after %d kills: %s differs (%s, want %s)", kills, p, got[p], s)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d artifacts, want %d", len(got), len(want))
+	}
+	t.Logf("%d kills, %d artifacts identical to the uninterrupted run", kills, len(want))
+}
