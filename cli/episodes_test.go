@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -118,6 +119,16 @@ func TestEpisodesStageInTheLoop(t *testing.T) {
 	h.ok("export", "runs-chain:evals/000000/heldout/trajectories.parquet", local, "--format", "jsonl")
 	if base := strings.Split(strings.TrimSpace(readFile(t, local)), "\n"); len(base) != 40 {
 		t.Errorf("%d episodes evaluated at the base model, want 40", len(base))
+	}
+
+	// The report shows the best and worst episodes turn by turn, each
+	// reply marked trained with its token count.
+	report := h.dir + "/report.html"
+	h.ok("report", "chain", "--out", report)
+	page := readFile(t, report)
+	if !strings.Contains(page, `<div class="turn given"><span class="who">user <span class="mark">given</span></span><pre>`) ||
+		!regexp.MustCompile(`<div class="turn trained"><span class="who">assistant <span class="mark">trained · \d+ tokens</span></span><pre>\d+</pre>`).MatchString(page) {
+		t.Errorf("the report shows no episode turn by turn:\n%.2000s", page[strings.Index(page, `id="samples"`):])
 	}
 
 	// Over HTTP (the OpenAI API, prompt_token_ids as vLLM returns them)

@@ -142,7 +142,9 @@ table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px soli
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .alarm td:first-child{font-weight:600;color:#b00020}.ok{color:#1a7f37}
 pre{margin:0;white-space:pre-wrap;word-break:break-word;max-width:520px;font-size:12px}
-details{margin:4px 0}summary{cursor:pointer}.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;padding:8px 12px;border-radius:4px}.card b{display:block;font-size:18px}`
+details{margin:4px 0}summary{cursor:pointer}.cards{display:flex;gap:12px;flex-wrap:wrap}.card{border:1px solid #ddd;padding:8px 12px;border-radius:4px}.card b{display:block;font-size:18px}
+.turn{border-left:3px solid #ddd;padding:1px 6px;margin:2px 0}.turn.trained{border-left-color:#2563eb;background:#eff6ff}.turn.untrained{border-left-color:#b45309}
+.turn .who{font-size:11px;color:#666}.turn .mark{font-style:italic}`
 
 // f4 formats a value with 4 decimals ("–" for NaN).
 func f4(v float64) string {
@@ -457,8 +459,12 @@ func (r *Report) samples(b *bytes.Buffer) {
 			if x.Answer != "" {
 				prompt += "\nanswer: " + x.Answer
 			}
-			fmt.Fprintf(b, `<tr><td>%s</td><td><pre>%s</pre></td><td><pre>%s</pre><span class="meta">#%d, %d tokens, %s</span></td><td class="n">%s</td><td>%s</td></tr>`+"\n",
-				kind, esc(prompt), esc(x.Completion), x.SampleIndex, x.NumTokens, esc(x.FinishReason), f4(x.Total), esc(strings.Join(cs, ", ")))
+			completion := "<pre>" + esc(x.Completion) + "</pre>"
+			if len(x.Turns) > 0 {
+				completion = episodeHTML(x.Turns)
+			}
+			fmt.Fprintf(b, `<tr><td>%s</td><td><pre>%s</pre></td><td>%s<span class="meta">#%d, %d tokens, %s</span></td><td class="n">%s</td><td>%s</td></tr>`+"\n",
+				kind, esc(prompt), completion, x.SampleIndex, x.NumTokens, esc(x.FinishReason), f4(x.Total), esc(strings.Join(cs, ", ")))
 		}
 		for _, x := range s.Best {
 			row("best", x)
@@ -635,4 +641,24 @@ func evalsOf(evals []Eval, set string) []Eval {
 	}
 	slices.SortFunc(out, func(x, y Eval) int { return x.Iteration - y.Iteration })
 	return out
+}
+
+// episodeHTML shows an episode turn by turn: each reply marked trained,
+// with its token count, or not trained when the episode has no exact
+// token sequence; the other turns given.
+func episodeHTML(turns []Turn) string {
+	var b strings.Builder
+	b.WriteString(`<div class="episode">`)
+	for _, t := range turns {
+		mark, cls := "given", "given"
+		switch {
+		case t.Tokens != nil:
+			mark, cls = fmt.Sprintf("trained · %d tokens", *t.Tokens), "trained"
+		case t.Role == "assistant":
+			mark, cls = "not trained: no exact token sequence", "untrained"
+		}
+		fmt.Fprintf(&b, `<div class="turn %s"><span class="who">%s <span class="mark">%s</span></span><pre>%s</pre></div>`, cls, esc(t.Role), mark, esc(t.Content))
+	}
+	b.WriteString(`</div>`)
+	return b.String()
 }

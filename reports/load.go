@@ -28,6 +28,35 @@ type Sample struct {
 	NumTokens    int32              `json:"num_tokens"`
 	Total        float64            `json:"total"`
 	Components   map[string]float64 `json:"components,omitempty"`
+	// Turns are an episode's, each text clipped; none for a single-turn
+	// sample.
+	Turns []Turn `json:"turns,omitempty"`
+}
+
+// Turn is one turn of an episode in a report: a reply of an exact
+// sequence has the number of tokens it was sampled as, trained on.
+type Turn struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	Tokens  *int   `json:"tokens,omitempty"`
+}
+
+// episodeTurns are t's turns for a report, nil for a single-turn sample.
+func episodeTurns(t *tables.Trajectory) []Turn {
+	if !t.IsEpisode() {
+		return nil
+	}
+	replies := t.ReplyTokens()
+	out := make([]Turn, 0, len(t.Turns))
+	for _, tu := range t.Turns {
+		x := Turn{Role: tu.Role, Content: clip(tu.Content, 300)}
+		if tu.Role == "assistant" && len(replies) > 0 {
+			n := replies[0]
+			x.Tokens, replies = &n, replies[1:]
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // IterationSamples are an iteration's best and worst scored samples.
@@ -211,7 +240,7 @@ func pickSamples(n int, trajs []tables.Trajectory, rws []tables.Reward, prompts 
 			continue
 		}
 		s := Sample{Iteration: n, PromptID: t.PromptID, SampleIndex: t.SampleIndex, Completion: clip(t.Completion, 600),
-			FinishReason: t.FinishReason, NumTokens: t.NumTokens, Total: r.Total, Components: r.Components}
+			FinishReason: t.FinishReason, NumTokens: t.NumTokens, Total: r.Total, Components: r.Components, Turns: episodeTurns(t)}
 		if p := pr[t.PromptID]; p != nil {
 			s.Prompt, s.Answer = clip(p.Prompt, 400), clip(p.Answer, 200)
 		}

@@ -69,12 +69,7 @@ func episodeOf(rows []tables.Trajectory, i int) Episode {
 		}
 	}
 	e.Tokens = len(t.Sequence)
-	var replies []int
-	for _, s := range e.Segments {
-		if s.Trainable {
-			replies = append(replies, len(s.IDs))
-		}
-	}
+	replies := t.ReplyTokens()
 	for _, tu := range t.Turns {
 		et := EpisodeTurn{Role: tu.Role, Content: tu.Content, ToolCalls: tu.ToolCalls}
 		if tu.Role == "assistant" && len(replies) > 0 {

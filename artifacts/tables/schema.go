@@ -99,6 +99,25 @@ type Trajectory struct {
 // or a token sequence) rather than a single-turn sample.
 func (t *Trajectory) IsEpisode() bool { return len(t.Turns) > 0 || t.Sequence != nil }
 
+// ReplyTokens are the lengths of an episode's runs of trainable tokens in
+// Sequence, in order: the k-th is the number of tokens the k-th reply was
+// sampled as. Nil when the episode has no exact sequence.
+func (t *Trajectory) ReplyTokens() []int {
+	var out []int
+	in := false
+	for _, m := range t.Trainable {
+		switch {
+		case m == 1 && in:
+			out[len(out)-1]++
+		case m == 1:
+			out, in = append(out, 1), true
+		default:
+			in = false
+		}
+	}
+	return out
+}
+
 // FirstEpisode is the index of the first episode among rows, or -1.
 func FirstEpisode(rows []Trajectory) int {
 	for i := range rows {

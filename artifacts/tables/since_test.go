@@ -63,3 +63,22 @@ func TestEpisodeMaskMustMatchItsSequence(t *testing.T) {
 		t.Errorf("a mask shorter than its sequence: %v", err)
 	}
 }
+
+// ReplyTokens are the runs of trainable tokens of an episode's sequence,
+// one per reply; nil without a sequence.
+func TestReplyTokens(t *testing.T) {
+	for _, c := range []struct {
+		mask []int32
+		want []int
+	}{
+		{nil, nil},
+		{[]int32{0, 0, 1, 1, 0, 1, 1, 1}, []int{2, 3}},
+		{[]int32{1, 0, 0, 1}, []int{1, 1}},
+		{[]int32{0, 0}, nil},
+	} {
+		tr := Trajectory{Trainable: c.mask, Sequence: make([]int32, len(c.mask))}
+		if got := tr.ReplyTokens(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("mask %v: %v, want %v", c.mask, got, c.want)
+		}
+	}
+}
