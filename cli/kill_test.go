@@ -51,6 +51,42 @@ func startCLI(t *testing.T, args []byte) (cmd *exec.Cmd, stderr *bytes.Buffer, d
 	return cmd, stderr, done
 }
 
+// runKilled runs `rlpipe ARGS` in a child process, SIGKILLs it three
+// times at random moments (from minMS to minMS+spanMS after each start),
+// then lets it finish; it fails the test if the last leg fails, and
+// returns the kills.
+func runKilled(t *testing.T, rng *rand.Rand, minMS, spanMS int, args ...string) int {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kills := 0
+	for leg := 0; ; leg++ {
+		if leg > 30 {
+			t.Fatalf("the run did not finish after %d legs", leg)
+		}
+		cmd, stderr, done := startCLI(t, raw)
+		var err error
+		if kills < 3 {
+			select {
+			case err = <-done:
+			case <-time.After(time.Duration(minMS+rng.IntN(spanMS)) * time.Millisecond):
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				continue
+			}
+		} else {
+			err = <-done
+		}
+		if err != nil {
+			t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
+		}
+		return kills
+	}
+}
+
 // runSums maps the run's artifacts (iterations/, evals/, run/) to their
 // checksums: events/ holds timings and is left out.
 func runSums(t *testing.T, store, branch string) map[string]string {
@@ -103,31 +139,7 @@ func TestKillTrainingAndResume(t *testing.T) {
 		h := newStore(t)
 		h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
 		chaosCfg := h.file("pipeline.yaml", src)
-		args, _ := json.Marshal([]string{"--store", h.store, "--log-level", "error", "run", "-f", chaosCfg})
-		kills := 0
-		for leg := 0; ; leg++ {
-			if leg > 30 {
-				t.Fatalf("the run did not finish after %d legs", leg)
-			}
-			cmd, stderr, done := startCLI(t, args)
-			var err error
-			if kills < 3 {
-				select {
-				case err = <-done:
-				case <-time.After(time.Duration(300+rng.IntN(1500)) * time.Millisecond):
-					cmd.Process.Signal(syscall.SIGKILL)
-					<-done
-					kills++
-					continue
-				}
-			} else {
-				err = <-done
-			}
-			if err != nil {
-				t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
-			}
-			break
-		}
+		kills := runKilled(t, rng, 300, 1500, "--store", h.store, "--log-level", "error", "run", "-f", chaosCfg)
 		got := runSums(t, h.store, "runs-arith")
 		for p, s := range want {
 			if got[p] != s {
@@ -163,32 +175,7 @@ func TestKillEpisodesAndResume(t *testing.T) {
 		t.Fatalf("the reference run holds %d artifacts", len(want))
 	}
 	h, cfg := setup()
-	args, _ := json.Marshal([]string{"--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report"})
-	rng := rand.New(rand.NewPCG(5, 18))
-	kills := 0
-	for leg := 0; ; leg++ {
-		if leg > 30 {
-			t.Fatalf("the run did not finish after %d legs", leg)
-		}
-		cmd, stderr, done := startCLI(t, args)
-		var err error
-		if kills < 3 {
-			select {
-			case err = <-done:
-			case <-time.After(time.Duration(200+rng.IntN(1200)) * time.Millisecond):
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-				kills++
-				continue
-			}
-		} else {
-			err = <-done
-		}
-		if err != nil {
-			t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
-		}
-		break
-	}
+	kills := runKilled(t, rand.New(rand.NewPCG(5, 18)), 200, 1200, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
 	got := runSums(t, h.store, "runs-chain")
 	for p, s := range want {
 		if got[p] != s {

@@ -133,6 +133,18 @@ func refParam(r *http.Request) (string, error) {
 	return ref, nil
 }
 
+// objectParams reads the required ref and path parameters of an object.
+func objectParams(r *http.Request) (ref, path string, err error) {
+	if ref, err = refParam(r); err != nil {
+		return "", "", err
+	}
+	path = r.URL.Query().Get("path")
+	if err := artifacts.ValidatePath(path); err != nil {
+		return "", "", err
+	}
+	return ref, path, nil
+}
+
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	runs, err := listRuns(r.Context(), s.st)
 	if err != nil {
@@ -294,13 +306,8 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 // apiObject returns a small non-table object as text (configs, metrics,
 // event logs): the first MiB, and whether it is binary.
 func (s *Server) apiObject(w http.ResponseWriter, r *http.Request) {
-	ref, err := refParam(r)
+	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	path := r.URL.Query().Get("path")
-	if err := artifacts.ValidatePath(path); err != nil {
 		fail(w, r, err)
 		return
 	}
@@ -345,13 +352,8 @@ func trimPartialRune(b []byte) []byte {
 }
 
 func (s *Server) apiTable(w http.ResponseWriter, r *http.Request) {
-	ref, err := refParam(r)
+	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	path := r.URL.Query().Get("path")
-	if err := artifacts.ValidatePath(path); err != nil {
 		fail(w, r, err)
 		return
 	}

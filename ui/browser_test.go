@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/ui"
 )
@@ -32,26 +33,11 @@ import (
 func TestBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	st := newRunStore(t, 4)
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	defer func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	base := "http://" + l.Addr().String() + "/"
+	addr := serveUI(ctx, t, st, 100*time.Millisecond)
+	api := newHandler(t, st, nil) // the same answers, read in process
+	base := "http://" + addr + "/"
 
 	b := startBrowser(t, chromium)
 	defer b.close()
@@ -83,7 +69,7 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	var d3 ui.IterationDetail
-	get(t, srv, "/api/runs/demo/iterations/3", &d3)
+	get(t, api, "/api/runs/demo/iterations/3", &d3)
 	if want := "#/tree/" + d3.Commit + "/iterations/000003"; it.Tree != want {
 		t.Errorf("iteration view links its commit to %q, want %q", it.Tree, want)
 	}
@@ -91,7 +77,7 @@ func TestBrowser(t *testing.T) {
 
 	// The run view: each chart dot carries an exact value from the API.
 	var d ui.RunDetail
-	get(t, srv, "/api/runs/demo", &d)
+	get(t, api, "/api/runs/demo", &d)
 	page.navigate(ctx, t, base+"#/runs/demo")
 	const runState = `(() => {
 		const chart = (title) => [...document.querySelectorAll('figure.chart')].find((f) => f.querySelector('figcaption').textContent === title);
@@ -218,6 +204,30 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// serveUI serves the UI over st on a free loopback port until the test
+// ends, and returns its address (host:port).
+func serveUI(ctx context.Context, t *testing.T, st artifacts.Store, poll time.Duration) string {
+	t.Helper()
+	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: poll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := srv.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, l) }()
+	t.Cleanup(func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return l.Addr().String()
 }
 
 // findChromium returns a headless browser: RLPIPE_CHROMIUM, else one on

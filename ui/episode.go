@@ -84,13 +84,8 @@ func episodeOf(rows []tables.Trajectory, i int) Episode {
 // apiEpisode answers GET /api/episode?ref=&path=&row=: one row of a
 // trajectories table as an episode.
 func (s *Server) apiEpisode(w http.ResponseWriter, r *http.Request) {
-	ref, err := refParam(r)
+	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	path := r.URL.Query().Get("path")
-	if err := artifacts.ValidatePath(path); err != nil {
 		fail(w, r, err)
 		return
 	}

@@ -91,32 +91,16 @@ func TestBrowserEpisode(t *testing.T) {
 	chromium := findChromium(t)
 	st := newRunStore(t, 1)
 	putEpisodes(t, st)
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	defer func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	addr := serveUI(ctx, t, st, time.Hour)
 	b := startBrowser(t, chromium)
 	defer b.close()
 	page := b.newPage(ctx, t)
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/table/main/"+episodesPath)
+	page.navigate(ctx, t, "http://"+addr+"/#/table/main/"+episodesPath)
 	var link string
 	page.waitFor(ctx, t, &link, `(() => { const a = document.querySelector('a.episode-link'); return a ? a.getAttribute('href') : null; })()`)
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/"+link)
+	page.navigate(ctx, t, "http://"+addr+"/"+link)
 	var got struct {
 		Turns    []string
 		Badges   []string

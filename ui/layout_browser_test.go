@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/reports"
-	"github.com/rlpipe/rlpipe/ui"
 )
 
 // layoutOf is a function of a root (the document, or an element) that
@@ -163,23 +162,7 @@ func TestBrowserLayout(t *testing.T) {
 	}))
 	defer reportSrv.Close()
 
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	defer func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	addr := serveUI(ctx, t, st, time.Hour)
 
 	b := startBrowser(t, chromium)
 	defer b.close()
@@ -187,7 +170,7 @@ func TestBrowserLayout(t *testing.T) {
 	page.viewport(ctx, t, 1360, 900)
 
 	// The run view, once its charts and evaluations are drawn.
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/runs/"+testRun)
+	page.navigate(ctx, t, "http://"+addr+"/#/runs/"+testRun)
 	var run pageLayout
 	page.waitFor(ctx, t, &run, `document.querySelector('table.evals tbody tr') && document.querySelector('svg.chart g.bars rect') ? `+layoutJS+` : null`)
 	checkLayout(t, "run view", run)
@@ -326,29 +309,13 @@ func TestBrowserCompareRuns(t *testing.T) {
 	runFixture(t, st, "twin", 1, 4)  // the demo's seed: the same curves
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	defer func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	addr := serveUI(ctx, t, st, time.Hour)
 	b := startBrowser(t, chromium)
 	defer b.close()
 	page := b.newPage(ctx, t)
 	page.viewport(ctx, t, 1360, 900)
 
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/")
+	page.navigate(ctx, t, "http://"+addr+"/#/")
 	var ready bool
 	page.waitFor(ctx, t, &ready, `document.querySelectorAll('input[data-run]').length === 3 ? true : null`)
 	var hash string
@@ -377,7 +344,7 @@ func TestBrowserCompareRuns(t *testing.T) {
 	}
 	t.Logf("compare: %d charts; reward legend %q", len(cmp.Charts), reward.Legend)
 
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/compare?runs=demo,twin")
+	page.navigate(ctx, t, "http://"+addr+"/#/compare?runs=demo,twin")
 	var twins pageLayout
 	page.waitFor(ctx, t, &twins, `document.querySelector('.compare figure.chart') && document.title.includes('twin') ? `+layoutJS+` : null`)
 	if c := findChart(twins, "reward (mean) by run"); c == nil || !strings.Contains(c.Legend, "demo = twin") || c.Note != "identical series drawn once: demo = twin" {

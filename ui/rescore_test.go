@@ -120,31 +120,15 @@ func TestBrowserCompareRescoring(t *testing.T) {
 	branch := rescoreFixture(t, st, "rescore-flat")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveCtx, stopServe := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	defer func() {
-		stopServe()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	addr := serveUI(ctx, t, st, time.Hour)
 	var c ui.RescoreCurves
-	get(t, srv, "/api/runs/demo/rescorings/"+branch, &c)
+	get(t, newHandler(t, st, nil), "/api/runs/demo/rescorings/"+branch, &c)
 
 	b := startBrowser(t, chromium)
 	defer b.close()
 	page := b.newPage(ctx, t)
 	page.viewport(ctx, t, 1360, 900)
-	page.navigate(ctx, t, "http://"+l.Addr().String()+"/#/runs/demo")
+	page.navigate(ctx, t, "http://"+addr+"/#/runs/demo")
 	var hash string
 	page.waitFor(ctx, t, &hash, `(() => {
 		const a = document.querySelector('a.compare-rescored');
