@@ -14,9 +14,11 @@ import (
 )
 
 // The reference script needs torch, transformers, peft and pyarrow, which
-// this machine lacks; these tests check what runs without them: it
-// compiles, parses the contract's flags, checks hyperparameters before
-// importing torch, and plans DDP's micro-batches consistently.
+// make test does not install; these tests check what runs without them:
+// it compiles, parses the contract's flags, checks hyperparameters before
+// importing torch, plans DDP's micro-batches consistently and splits
+// episodes. torch_test.go runs it for real when the project's venv with
+// torch is there (scripts/py-venv.sh).
 
 var script = filepath.Join("..", "python", "grpo_train.py")
 

@@ -1,0 +1,150 @@
+package external_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+)
+
+// torchPython is the project venv's python with torch, transformers and
+// peft (scripts/py-venv.sh, about 6 GB, not made by make test), or
+// $RLPIPE_PY_VENV's; the test is skipped, saying so, without one.
+func torchPython(t *testing.T) string {
+	t.Helper()
+	venv := os.Getenv("RLPIPE_PY_VENV")
+	if venv == "" {
+		venv = filepath.Join("..", "..", ".venv-py")
+	}
+	py, err := filepath.Abs(filepath.Join(venv, "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no venv with torch at %s: run scripts/py-venv.sh (about 6 GB) to run the reference script for real", venv)
+	}
+	return py
+}
+
+// tinyLlamaIDs tokenizes s as scripts/py-smoke/tiny_llama.py's character
+// tokenizer does: <pad> <bos> <eos> <unk>, then one id per character.
+func tinyLlamaIDs(s string) []int32 {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789 +=\n"
+	ids := make([]int32, len(s))
+	for i := range s {
+		ids[i] = int32(4 + strings.IndexByte(chars, s[i]))
+	}
+	return ids
+}
+
+// The reference script, run for real with torch on a tiny random Llama,
+// trains one-turn episodes exactly as the single-turn samples of the same
+// tokens (the same loss and the same adapter bytes), and trains two-turn
+// episodes on their replies' tokens only.
+func TestReferenceScriptEpisodesWithTorch(t *testing.T) {
+	py := torchPython(t)
+	dir := t.TempDir()
+	cmd := exec.Command(py, filepath.Join("..", "..", "scripts", "py-smoke", "tiny_llama.py"), dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tiny_llama.py: %v\n%s", err, out)
+	}
+	const eos = 2
+	prompts := []tables.Prompt{{PromptID: "p0", Prompt: "12+3="}, {PromptID: "p1", Prompt: "7+8="}, {PromptID: "p2", Prompt: "40+2="}}
+	replies := [][]string{{"15", "16"}, {"15", "17"}, {"42", "43"}}
+	var single, oneTurn, twoTurns []tables.Trajectory
+	var adv []tables.Advantage
+	replyTokens := 0
+	for i, p := range prompts {
+		pids := tinyLlamaIDs(p.Prompt)
+		for j, r := range replies[i] {
+			rid := append(tinyLlamaIDs(r), eos)
+			lps := make([]float32, len(rid))
+			for k := range lps {
+				lps[k] = -0.5 - 0.1*float32(k)
+			}
+			base := tables.Trajectory{PromptID: p.PromptID, SampleIndex: int32(j), GroupID: p.PromptID, Completion: r, Status: tables.StatusOK,
+				FinishReason: "stop", TokenIDs: rid, Logprobs: lps, NumTokens: int32(len(rid))}
+			single = append(single, base)
+			ep := base
+			ep.Turns = []tables.Turn{{Role: "user", Content: p.Prompt}, {Role: "assistant", Content: r}}
+			ep.Sequence = append(append([]int32(nil), pids...), rid...)
+			ep.Trainable = append(make([]int32, len(pids)), ones(len(rid))...)
+			oneTurn = append(oneTurn, ep)
+			obs, rid2 := tinyLlamaIDs("+1="), append(tinyLlamaIDs(r+"1"), eos)
+			two := ep
+			two.Turns = append(append([]tables.Turn(nil), ep.Turns...), tables.Turn{Role: "user", Content: "+1="}, tables.Turn{Role: "assistant", Content: r + "1"})
+			two.TokenIDs = append(append([]int32(nil), rid...), rid2...)
+			two.Logprobs = append(append([]float32(nil), lps...), make([]float32, len(rid2))...)
+			two.Sequence = append(append(append([]int32(nil), ep.Sequence...), obs...), rid2...)
+			two.Trainable = append(append(append([]int32(nil), ep.Trainable...), make([]int32, len(obs))...), ones(len(rid2))...)
+			twoTurns = append(twoTurns, two)
+			replyTokens += len(rid) + len(rid2)
+			a := 1.0
+			if j == 1 {
+				a = -1
+			}
+			adv = append(adv, tables.Advantage{PromptID: p.PromptID, SampleIndex: int32(j), Advantage: a, GroupSize: 2})
+		}
+	}
+	write := func(name string, fn func(path string) error) string {
+		path := filepath.Join(dir, name)
+		if err := fn(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	promptsFile := write("prompts.parquet", func(p string) error { return tables.WriteFile(p, tables.Prompts, prompts, nil) })
+	advFile := write("advantages.parquet", func(p string) error { return tables.WriteFile(p, tables.Advantages, adv, nil) })
+	hp := write("hparams.json", func(p string) error {
+		return os.WriteFile(p, []byte(`{"base_model": "`+filepath.Join(dir, "model")+`", "dtype": "float32", "lr": 0.01, "lora": {"rank": 4, "alpha": 8}}`), 0o644)
+	})
+	type result struct {
+		Loss        float64 `json:"loss"`
+		TrainTokens int     `json:"train_tokens"`
+		adapter     []byte
+	}
+	train := func(name string, rows []tables.Trajectory) result {
+		trajs := write(name+".parquet", func(p string) error { return tables.WriteFile(p, tables.Trajectories, rows, nil) })
+		out := filepath.Join(dir, name)
+		cmd := exec.Command(py, script, "--trajectories", trajs, "--advantages", advFile, "--prompts", promptsFile, "--hparams", hp,
+			"--adapter-out", filepath.Join(out, "adapter"), "--optimizer-out", filepath.Join(out, "optimizer"), "--metrics-out", filepath.Join(out, "metrics.json"), "--seed", "3")
+		cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, b)
+		}
+		var r result
+		b, err := os.ReadFile(filepath.Join(out, "metrics.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.adapter, err = os.ReadFile(filepath.Join(out, "adapter", "adapter_model.safetensors")); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	s, e1, e2 := train("single", single), train("one-turn", oneTurn), train("two-turns", twoTurns)
+	t.Logf("loss: samples %.12f, one-turn episodes %.12f, two-turn episodes %.12f (%d tokens)", s.Loss, e1.Loss, e2.Loss, e2.TrainTokens)
+	if s.Loss != e1.Loss || s.TrainTokens != e1.TrainTokens || !bytes.Equal(s.adapter, e1.adapter) {
+		t.Errorf("one-turn episodes: loss %v on %d tokens, want the samples' %v on %d, and the same adapter bytes (%v)",
+			e1.Loss, e1.TrainTokens, s.Loss, s.TrainTokens, bytes.Equal(s.adapter, e1.adapter))
+	}
+	if e2.TrainTokens != replyTokens {
+		t.Errorf("two-turn episodes trained on %d tokens, want their %d reply tokens (no observation's)", e2.TrainTokens, replyTokens)
+	}
+}
+
+func ones(n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
