@@ -46,6 +46,10 @@ chaos: ## run the kill -9 tests with many trials
 demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s)
 	@./scripts/demo.sh
 
+.PHONY: demo-agent
+demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (about a minute)
+	@./scripts/demo-agent.sh
+
 .PHONY: demo-lakefs
 demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in that races reads with commits as lakeFS does
 	@./scripts/demo-lakefs.sh
@@ -83,4 +87,4 @@ cover: ## test coverage report in cover.out
 
 .PHONY: clean
 clean: ## remove build outputs and local stores
-	rm -rf bin cover.out .rlpipe .rlpipe-demo
+	rm -rf bin cover.out .rlpipe .rlpipe-demo .rlpipe-demo-agent

@@ -87,6 +87,7 @@ func policyServe(ctx context.Context, o policyServeOptions, token string, log ze
 }
 
 type policyPretrainOptions struct {
+	model  string
 	out    string
 	steps  int
 	seed   uint64
@@ -95,7 +96,8 @@ type policyPretrainOptions struct {
 
 func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 	d := tiny.DefaultPretrainConfig()
-	fs.StringVar(&o.out, "out", "base.safetensors", "where to write the weights")
+	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, or tiny-chain (half of its examples two-turn running sums, for multi-turn episodes)")
+	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, or chain.safetensors for tiny-chain)")
 	fs.IntVar(&o.steps, "steps", d.Steps, "training steps (the default reproduces the shipped weights)")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
 	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
@@ -104,7 +106,7 @@ func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
 	var o policyPretrainOptions
 	cmd := &cobra.Command{
-		Use:   "pretrain [--out FILE] [--steps N] [--seed S] [--verify]",
+		Use:   "pretrain [--model tiny-arith|tiny-chain] [--out FILE] [--steps N] [--seed S] [--verify]",
 		Short: "reproduce the embedded model's shipped weights from scratch",
 		Long: `Train the embedded model from random weights by supervised learning on
 "a+b=" problems with operands 0–999, never on the held-out split, and write
@@ -112,6 +114,7 @@ the weights as safetensors. With the default steps and seed the result is the
 file the binary ships, byte for byte; --verify checks that. Training is
 deterministic whatever the number of cores; it takes a few minutes on two.`,
 		Example: `  rlpipe policy pretrain --verify
+  rlpipe policy pretrain --model tiny-chain --verify
   rlpipe policy pretrain --seed 3 --out seed3.safetensors`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -123,7 +126,18 @@ deterministic whatever the number of cores; it takes a few minutes on two.`,
 }
 
 func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) error {
-	cfg := tiny.DefaultPretrainConfig()
+	cfg, shipped, out := tiny.DefaultPretrainConfig(), tiny.EmbeddedSHA256(), "base.safetensors"
+	switch o.model {
+	case "tiny-arith":
+	case tiny.ModelTinyChain:
+		cfg, shipped, out = tiny.DefaultChainPretrainConfig(), tiny.EmbeddedChainSHA256(), "chain.safetensors"
+	default:
+		return usagef("policy pretrain: --model %q: use tiny-arith or tiny-chain", o.model)
+	}
+	if o.out != "" {
+		out = o.out
+	}
+	o.out = out
 	cfg.Steps, cfg.Seed = o.steps, o.seed
 	every := max(cfg.Steps/20, 1)
 	m, err := tiny.Pretrain(ctx, cfg, func(pr tiny.PretrainProgress) {
@@ -148,19 +162,19 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 		return err
 	}
 	res := map[string]any{"out": o.out, "sha256": got, "version": m.Version(), "heldout_greedy_accuracy_500": heldout,
-		"shipped_sha256": tiny.EmbeddedSHA256(), "matches_shipped": got == tiny.EmbeddedSHA256()}
+		"shipped_sha256": shipped, "matches_shipped": got == shipped}
 	if p.json {
 		if err := p.JSON(res); err != nil {
 			return err
 		}
 	} else {
 		p.Printf("wrote %s (sha256 %s); greedy accuracy on 500 held-out problems %.3f\n", o.out, got, heldout)
-		if got == tiny.EmbeddedSHA256() {
+		if got == shipped {
 			p.Printf("identical to the shipped weights\n")
 		}
 	}
-	if o.verify && got != tiny.EmbeddedSHA256() {
-		return failure(fmt.Errorf("pretrain: %s differs from the shipped weights (sha256 %s): the training is not reproducible here; report it with `go version` and the machine", o.out, tiny.EmbeddedSHA256()))
+	if o.verify && got != shipped {
+		return failure(fmt.Errorf("pretrain: %s differs from the shipped %s weights (sha256 %s): the training is not reproducible here; report it with `go version` and the machine", o.out, o.model, shipped))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 // chainPipeline is a loop of multi-turn episodes on the embedded model:
@@ -144,3 +146,68 @@ func TestEpisodesStageInTheLoop(t *testing.T) {
 		t.Errorf("episodes over HTTP differ from those in process:\n%s\nwant\n%s", got[0], lines[0])
 	}
 }
+
+// policy pretrain reproduces either shipped base: --model tiny-chain
+// trains the multi-turn one (two steps here: its name, not its bytes);
+// another name is a usage error.
+func TestPretrainTinyChain(t *testing.T) {
+	h := newStore(t)
+	out := h.dir + "/c.safetensors"
+	var res struct {
+		Out            string  `json:"out"`
+		Version        string  `json:"version"`
+		ShippedSHA256  string  `json:"shipped_sha256"`
+		MatchesShipped bool    `json:"matches_shipped"`
+		Heldout        float64 `json:"heldout_greedy_accuracy_500"`
+		SHA256         string  `json:"sha256"`
+	}
+	h.json(&res, "policy", "pretrain", "--model", "tiny-chain", "--steps", "2", "--out", out)
+	if res.Out != out || !strings.HasPrefix(res.Version, "tiny-chain@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedChainSHA256() {
+		t.Errorf("pretrain --model tiny-chain: %+v", res)
+	}
+	h.fails(2, []string{`--model "gpt2": use tiny-arith or tiny-chain`}, "policy", "pretrain", "--model", "gpt2")
+}
+
+// The multi-turn demo learns: 20 iterations of examples/chain as shipped
+// (but evaluating 4 episodes per held-out problem) raise the share of
+// held-out episodes solved, to exact figures, since the run is
+// deterministic. make demo-agent runs all 100 iterations.
+func TestChainLearns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for 20 iterations")
+	}
+	h := newStore(t)
+	h.ok("dataset", "arith", "main")
+	src := readFile(t, "../examples/chain/pipeline.yaml")
+	for old, new := range map[string]string{"iterations: 100": "iterations: 20", "n: 16": "n: 4", "k: [1, 4, 16]": "k: [1, 4]"} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("examples/chain/pipeline.yaml no longer has %q; update this test", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	h.file("reward.yaml", readFile(t, "../examples/chain/reward.yaml"))
+	h.ok("run", "-f", h.file("chain.yaml", src), "--no-report")
+	var st struct {
+		Evals []struct {
+			Iteration int                `json:"iteration"`
+			Metrics   map[string]float64 `json:"metrics"`
+		} `json:"evals"`
+	}
+	if err := json.Unmarshal([]byte(h.ok("status", "chain", "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]float64{}
+	for _, e := range st.Evals {
+		got[e.Iteration] = e.Metrics["pass@1"]
+	}
+	t.Logf("held-out episodes solved, pass@1: base %.4f, iteration 20 %.4f", got[0], got[20])
+	if got[0] != wantChainBase || got[20] != wantChain20 || got[20] <= got[0] {
+		t.Errorf("pass@1 base %.17g → iteration 20 %.17g, want %.17g → %.17g", got[0], got[20], wantChainBase, wantChain20)
+	}
+}
+
+// The figures of TestChainLearns.
+const (
+	wantChainBase = 0.263
+	wantChain20   = 0.3175
+)

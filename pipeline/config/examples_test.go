@@ -17,6 +17,8 @@ import (
 func TestExamplesValidate(t *testing.T) {
 	for _, path := range []string{
 		"../../examples/arithmetic/pipeline.yaml",
+		"../../examples/chain/pipeline.yaml",
+		"../../examples/agent-sandbox/pipeline.yaml",
 		"../../examples/gsm8k-vllm/pipeline.yaml",
 		"../../examples/standin/pipeline.yaml",
 	} {

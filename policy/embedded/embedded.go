@@ -49,8 +49,8 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 	if o.Serve != "" && o.Serve != ServeInProcess && o.Serve != ServeHTTP {
 		c.Fail("serve", "use inprocess or http", "%s: unknown way %q", c.Path("serve"), o.Serve)
 	}
-	if model != "" && model != ModelTinyArith && !strings.HasSuffix(model, ".safetensors") {
-		c.Fail("model", "use tiny-arith or a .safetensors file", "%s: %q is neither a shipped model nor a .safetensors file", c.Path("model"), model)
+	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !strings.HasSuffix(model, ".safetensors") {
+		c.Fail("model", "use tiny-arith, tiny-chain or a .safetensors file", "%s: %q is neither a shipped model nor a .safetensors file", c.Path("model"), model)
 	}
 }
 
@@ -85,9 +85,16 @@ func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
 	return o, nil
 }
 
-// Load loads the shipped weights ("" or ModelTinyArith) or a safetensors
-// file.
+// Load loads the shipped weights ("" or ModelTinyArith, or
+// tiny.ModelTinyChain) or a safetensors file.
 func Load(model string) (*tiny.Model, error) {
+	if model == tiny.ModelTinyChain {
+		m, err := tiny.EmbeddedChain()
+		if err != nil {
+			return nil, fmt.Errorf("policy: the shipped %s weights: %w", tiny.ModelTinyChain, err)
+		}
+		return m, nil
+	}
 	if model == "" || model == ModelTinyArith {
 		m, err := tiny.Embedded()
 		if err != nil {

@@ -82,6 +82,28 @@ func (m *Model) Example(p Problem) (Example, error) {
 	return Example{Prompt: prompt, Completion: append(ans, EOS)}, nil
 }
 
+// ChainExample returns the second turn of a running sum as a training
+// example: prompt "a+b=S", EOS, "S+d=" — the first answer as the model
+// ends it, then the next problem as environments/arith's Chain restates
+// it — and completion S+d and EOS.
+func (m *Model) ChainExample(p Problem, d int) (Example, error) {
+	s := p.A + p.B
+	first, err := m.Tokenize(p.Prompt() + strconv.Itoa(s))
+	if err != nil {
+		return Example{}, err
+	}
+	next, err := m.Tokenize(strconv.Itoa(s) + "+" + strconv.Itoa(d) + "=")
+	if err != nil {
+		return Example{}, err
+	}
+	ans, err := m.Tokenize(strconv.Itoa(s + d))
+	if err != nil {
+		return Example{}, err
+	}
+	prompt := append(append(first, EOS), next...)
+	return Example{Prompt: prompt, Completion: append(ans, EOS)}, nil
+}
+
 // PassProbabilities returns, for each problem, the probability that one
 // sample at temperature 1 (no top-p) is exactly the answer followed by
 // EOS: exp of the sum of the teacher-forced log-probabilities.

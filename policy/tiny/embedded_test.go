@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -50,6 +51,64 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
+// The shipped tiny-chain base: its checksum, version and held-out figures
+// on single problems, pinned as tiny-arith's are.
+const (
+	chainSHA256      = "1e22019125c5a2a1204eda2b3dfbf43d9b336b10e75bb6b9d7a8d2a7b101ebdb"
+	chainGreedyRight = 169
+	chainPass1       = 0.46263421293134976
+)
+
+func TestEmbeddedChain(t *testing.T) {
+	if got := EmbeddedChainSHA256(); got != chainSHA256 {
+		t.Fatalf("weights/chain.safetensors has sha256 %s, want %s", got, chainSHA256)
+	}
+	m, err := EmbeddedChain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := DefaultChainPretrainConfig().Model; m.Config() != want {
+		t.Errorf("config %+v, want %+v", m.Config(), want)
+	}
+	if v := m.Version(); v != ModelTinyChain+"@"+chainSHA256[:12] {
+		t.Errorf("version %s", v)
+	}
+	ctx := context.Background()
+	probs := HeldOutProblems(300)
+	acc, err := m.GreedyAccuracy(ctx, nil, probs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := m.ExpectedPass1(ctx, nil, probs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if right := int(acc*300 + 0.5); right != chainGreedyRight || p1 != chainPass1 {
+		t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", right, p1, chainGreedyRight, chainPass1)
+	}
+}
+
+// ChainExample is the second turn of a running sum as the tokens of an
+// episode of environments/arith's chain: the first answer, its EOS, the
+// restated problem; the completion the new sum and EOS.
+func TestChainExample(t *testing.T) {
+	m, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := m.ChainExample(Problem{12, 3}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := m.Tokenize("12+3=15")
+	rest, _ := m.Tokenize("15+4=")
+	want = append(append(want, EOS), rest...)
+	ans, _ := m.Tokenize("19")
+	if !slices.Equal(ex.Prompt, want) || !slices.Equal(ex.Completion, append(ans, EOS)) {
+		t.Errorf("example %+v", ex)
+	}
+}
+
 // TestPretrainReproducesEmbedded runs the full default pretraining (about
 // a minute on two cores, ten times that under -race) and compares its output with
 // the shipped file. It runs when RLPIPE_SLOW=1.
@@ -57,20 +116,25 @@ func TestPretrainReproducesEmbedded(t *testing.T) {
 	if os.Getenv("RLPIPE_SLOW") == "" || testing.Short() {
 		t.Skip("set RLPIPE_SLOW=1 to run the full pretraining")
 	}
-	m, err := Pretrain(context.Background(), DefaultPretrainConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sha256.Sum256(b)
-	if got := hex.EncodeToString(s[:]); got != embeddedSHA256 {
-		if out := os.Getenv("RLPIPE_WRITE_WEIGHTS"); out != "" {
-			os.WriteFile(out, b, 0o644)
+	for _, c := range []struct {
+		cfg  PretrainConfig
+		want string
+	}{{DefaultPretrainConfig(), embeddedSHA256}, {DefaultChainPretrainConfig(), chainSHA256}} {
+		m, err := Pretrain(context.Background(), c.cfg, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Fatalf("pretraining gives sha256 %s, the shipped file is %s", got, embeddedSHA256)
+		b, err := m.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sha256.Sum256(b)
+		if got := hex.EncodeToString(s[:]); got != c.want {
+			if out := os.Getenv("RLPIPE_WRITE_WEIGHTS"); out != "" {
+				os.WriteFile(out+"."+c.cfg.Model.Name, b, 0o644)
+			}
+			t.Errorf("pretraining %s gives sha256 %s, the shipped file is %s", c.cfg.Model.Name, got, c.want)
+		}
 	}
 }
 

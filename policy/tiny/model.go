@@ -15,6 +15,9 @@ import (
 //go:embed weights/base.safetensors
 var embeddedWeights []byte
 
+//go:embed weights/chain.safetensors
+var embeddedChainWeights []byte
+
 // Metadata keys of the weights file.
 const (
 	metaFormat = "format"
@@ -67,6 +70,25 @@ func Embedded() (*Model, error) {
 // EmbeddedSHA256 returns the hex SHA-256 of the shipped weights file.
 func EmbeddedSHA256() string {
 	s := sha256.Sum256(embeddedWeights)
+	return hex.EncodeToString(s[:])
+}
+
+// EmbeddedChain returns the shipped base for multi-turn episodes
+// (weights/chain.safetensors, ModelTinyChain): the same architecture,
+// pretrained by DefaultChainPretrainConfig on single problems and two-turn
+// running sums alike.
+func EmbeddedChain() (*Model, error) {
+	m, err := Unmarshal(embeddedChainWeights)
+	if err != nil {
+		return nil, fmt.Errorf("embedded tiny-chain weights: %w", err)
+	}
+	return m, nil
+}
+
+// EmbeddedChainSHA256 returns the hex SHA-256 of the shipped tiny-chain
+// weights file.
+func EmbeddedChainSHA256() string {
+	s := sha256.Sum256(embeddedChainWeights)
 	return hex.EncodeToString(s[:])
 }
 

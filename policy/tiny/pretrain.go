@@ -26,6 +26,11 @@ type PretrainConfig struct {
 	// not change the result.
 	Shards  int
 	Workers int
+	// ChainShare is the share of examples that are two-turn running sums,
+	// "a+b=S⏎S+d=" with the completion S+d and EOS (ChainExample): text
+	// after an EOS and at later positions, which multi-turn episodes
+	// need. 0 (the shipped tiny-arith) draws single problems only.
+	ChainShare float64
 }
 
 // DefaultPretrainConfig reproduces weights/base.safetensors byte for byte.
@@ -34,6 +39,19 @@ func DefaultPretrainConfig() PretrainConfig {
 		Model: DefaultConfig(), Seed: 1, Steps: 1800, BatchSize: 64,
 		LR: 3e-3, Warmup: 100, WeightDecay: 0.01, ClipNorm: 1, Shards: 2,
 	}
+}
+
+// ModelTinyChain names the shipped base pretrained for multi-turn episodes
+// (weights/chain.safetensors, EmbeddedChain).
+const ModelTinyChain = "tiny-chain"
+
+// DefaultChainPretrainConfig reproduces weights/chain.safetensors byte for
+// byte: the default pretraining with half of its examples two-turn
+// running sums, named tiny-chain.
+func DefaultChainPretrainConfig() PretrainConfig {
+	c := DefaultPretrainConfig()
+	c.Model.Name, c.ChainShare = ModelTinyChain, 0.5
+	return c
 }
 
 // PretrainProgress reports a step of Pretrain.
@@ -47,7 +65,7 @@ type PretrainProgress struct {
 }
 
 // Pretrain trains a fresh model with plain NLL on the answer and EOS of
-// "a+b=" problems. It is deterministic: the same config gives the same
+// "a+b=" problems (and, with ChainShare, of two-turn running sums). It is deterministic: the same config gives the same
 // weights, byte for byte, whatever the number of workers. progress, if not
 // nil, is called after every step.
 func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainProgress)) (*Model, error) {
@@ -67,7 +85,15 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	start := time.Now()
 	for step := 0; step < cfg.Steps; step++ {
 		for i := range batch {
-			if batch[i], err = m.Example(TrainingProblem(rng)); err != nil {
+			p := TrainingProblem(rng)
+			// A share of 0 draws nothing more: tiny-arith's stream of
+			// problems is unchanged.
+			if cfg.ChainShare > 0 && rng.Float64() < cfg.ChainShare {
+				batch[i], err = m.ChainExample(p, 1+rng.IntN(9))
+			} else {
+				batch[i], err = m.Example(p)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("pretrain: %w", err)
 			}
 		}
