@@ -180,11 +180,11 @@ func (s *Stage) options(b kind.Build) (Options, error) {
 		name += "@" + version
 	}
 	if opts != nil {
-		b, err := json.Marshal(opts)
+		js, err := json.Marshal(opts)
 		if err != nil {
 			return Options{}, kind.At("rl_options", fmt.Errorf("rl_env %s: %w", s.RLEnv, err))
 		}
-		name += string(b)
+		name += string(js)
 	}
 	o := Options{EnvName: name, Make: mk, Concurrency: s.Concurrency, Env: b.Env,
 		Runner: environments.RunnerOptions{MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}}
