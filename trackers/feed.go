@@ -81,13 +81,19 @@ type Feed struct {
 	run     Run
 	o       FeedOptions
 	log     zerolog.Logger
-	jobs    chan runs.Commit
+	jobs    chan job
 	sinks   []*sink
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 	mu      sync.Mutex
 	dropped bool // a commit found the feed's own queue full
 	closed  bool
+}
+
+// job is a committed iteration to read.
+type job struct {
+	iteration int
+	commit    string
 }
 
 // sink is one tracker's queue and counts.
@@ -115,7 +121,7 @@ func NewFeed(ctx context.Context, st artifacts.Store, run Run, trackers []Named,
 	opts := o.withDefaults()
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &Feed{st: st, run: run, o: opts, log: opts.Logger.With().Str(fieldRun, run.Name).Logger(),
-		jobs: make(chan runs.Commit, opts.Queue), cancel: cancel}
+		jobs: make(chan job, opts.Queue), cancel: cancel}
 	for _, t := range trackers {
 		s := &sink{Named: t, q: make(chan []Point, opts.Queue)}
 		f.sinks = append(f.sinks, s)
@@ -133,21 +139,21 @@ func NewFeed(ctx context.Context, st artifacts.Store, run Run, trackers []Named,
 	return f
 }
 
-// Committed queues the points of an iteration's commit for every
-// tracker. It never blocks: when the feed is that far behind, the
-// iteration is dropped with a warning.
-func (f *Feed) Committed(c runs.Commit) {
+// Committed queues the points of iteration n, committed as commit (an
+// id), for every tracker. It never blocks: when the feed is that far
+// behind, the iteration is dropped with a warning.
+func (f *Feed) Committed(n int, commit string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return
 	}
 	select {
-	case f.jobs <- c:
+	case f.jobs <- job{n, commit}:
 	default:
 		if !f.dropped {
 			f.dropped = true
-			f.log.Warn().Int(fieldIter, c.Iteration).Msg("trackers: too far behind, dropping iterations; back-fill them with rlpipe track after the run")
+			f.log.Warn().Int(fieldIter, n).Msg("trackers: too far behind, dropping iterations; back-fill them with rlpipe track after the run")
 		}
 	}
 }
@@ -160,11 +166,15 @@ func (f *Feed) collect(ctx context.Context) {
 			close(s.q)
 		}
 	}()
-	for c := range f.jobs {
-		points, err := Iteration(ctx, f.st, c)
+	for j := range f.jobs {
+		var points []Point
+		c, err := f.st.GetCommit(ctx, j.commit)
+		if err == nil {
+			points, err = Iteration(ctx, f.st, runs.Commit{Commit: c, Iteration: j.iteration})
+		}
 		if err != nil {
 			if ctx.Err() == nil {
-				f.log.Warn().Err(err).Int(fieldIter, c.Iteration).Msg("trackers: cannot read the iteration's figures; they are not sent")
+				f.log.Warn().Err(err).Int(fieldIter, j.iteration).Msg("trackers: cannot read the iteration's figures; they are not sent")
 			}
 			continue
 		}

@@ -45,6 +45,9 @@ func (o *MLflowOptions) Validate() error {
 	return nil
 }
 
+// Where is the server's address.
+func (o *MLflowOptions) Where() string { return o.URI }
+
 type mlflowBackend struct{}
 
 func (mlflowBackend) Options() any { return &MLflowOptions{} }

@@ -27,6 +27,9 @@ func (o *TensorBoardOptions) Validate() error {
 	return nil
 }
 
+// Where is the log directory.
+func (o *TensorBoardOptions) Where() string { return o.Dir }
+
 // Rebase takes a relative Dir from base, the pipeline file's directory.
 func (o *TensorBoardOptions) Rebase(base string) {
 	if o.Dir != "" && !filepath.IsAbs(o.Dir) {

@@ -92,6 +92,15 @@ type Spec struct {
 	Options any
 }
 
+// String is the spec as `rlpipe track --to` takes it ("tensorboard:tb"),
+// when its options say where they point (a Where method), else its kind.
+func (s Spec) String() string {
+	if w, ok := s.Options.(interface{ Where() string }); ok && w.Where() != "" {
+		return s.Kind + ":" + w.Where()
+	}
+	return s.Kind
+}
+
 // Errors of Open and ParseTarget.
 var (
 	// ErrUnknownKind is a tracker kind no backend registered.
