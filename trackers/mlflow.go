@@ -134,7 +134,7 @@ func (m *MLflow) Start(ctx context.Context, r Run) error {
 	}
 	// A parameter is immutable in MLflow: one the run has keeps the value
 	// it was first logged with; the config hash tag tells the configs apart.
-	var params []kv
+	params := []kv{} // never null: the server rejects a null list
 	for k, v := range r.Params {
 		if k = mlflowName(k); !have[k] {
 			params = append(params, kv{k, truncate(v, mlflowParamMax)})
@@ -151,7 +151,7 @@ func (m *MLflow) Start(ctx context.Context, r Run) error {
 		if err := m.call(ctx, http.MethodPost, "runs/log-batch", body, nil); err != nil {
 			return err
 		}
-		params, tags = params[n:], nil
+		params, tags = params[n:], []kv{}
 	}
 	m.runID = run.Info.RunID
 	return nil
@@ -198,7 +198,7 @@ func (m *MLflow) Log(ctx context.Context, points []Point) error {
 		Timestamp int64   `json:"timestamp"`
 		Step      int64   `json:"step"`
 	}
-	var metrics []metric
+	metrics := []metric{} // never null: the server rejects a null list
 	tags := map[string]string{}
 	last := ""
 	for _, p := range points {
@@ -210,7 +210,7 @@ func (m *MLflow) Log(ctx context.Context, points []Point) error {
 			last = c
 		}
 	}
-	var tagList []kv
+	tagList := []kv{}
 	for k, v := range tags {
 		tagList = append(tagList, kv{k, v})
 	}
