@@ -24,7 +24,8 @@ type FeedOptions struct {
 	// CallTimeout bounds one Start or Log (default 30s).
 	CallTimeout time.Duration
 	// Flush bounds how long Close waits for the queues to drain (default
-	// 30s); what is left is dropped.
+	// 10s); what is left is dropped. Once Close is called, a failed call
+	// is not retried.
 	Flush time.Duration
 	// Logger receives the warnings: a tracker that fails or falls behind.
 	Logger zerolog.Logger
@@ -48,7 +49,7 @@ func (o *FeedOptions) withDefaults() FeedOptions {
 		v.CallTimeout = 30 * time.Second
 	}
 	if v.Flush <= 0 {
-		v.Flush = 30 * time.Second
+		v.Flush = 10 * time.Second
 	}
 	return v
 }
@@ -84,6 +85,7 @@ type Feed struct {
 	jobs    chan job
 	sinks   []*sink
 	cancel  context.CancelFunc
+	closing chan struct{} // closed by Close: no more retries
 	done    sync.WaitGroup
 	mu      sync.Mutex
 	dropped bool // a commit found the feed's own queue full
@@ -121,7 +123,7 @@ func NewFeed(ctx context.Context, st artifacts.Store, run Run, trackers []Named,
 	opts := o.withDefaults()
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &Feed{st: st, run: run, o: opts, log: opts.Logger.With().Str(fieldRun, run.Name).Logger(),
-		jobs: make(chan job, opts.Queue), cancel: cancel}
+		jobs: make(chan job, opts.Queue), cancel: cancel, closing: make(chan struct{})}
 	for _, t := range trackers {
 		s := &sink{Named: t, q: make(chan []Point, opts.Queue)}
 		f.sinks = append(f.sinks, s)
@@ -234,7 +236,8 @@ func (f *Feed) start(ctx context.Context, s *sink) bool {
 }
 
 // retry calls fn up to Attempts times, each bounded by CallTimeout,
-// waiting with exponential backoff between them.
+// waiting with exponential backoff between them; once the feed is
+// closing, a failure is final.
 func (f *Feed) retry(ctx context.Context, fn func(context.Context) error) error {
 	wait := f.o.Backoff
 	var err error
@@ -248,6 +251,8 @@ func (f *Feed) retry(ctx context.Context, fn func(context.Context) error) error 
 		f.log.Debug().Err(err).Int("attempt", attempt).Msg("trackers: retrying")
 		select {
 		case <-ctx.Done():
+			return err
+		case <-f.closing:
 			return err
 		case <-time.After(wait):
 		}
@@ -276,6 +281,7 @@ func (f *Feed) Close() []Delivery {
 	if !f.closed {
 		f.closed = true
 		close(f.jobs)
+		close(f.closing)
 	}
 	f.mu.Unlock()
 	finished := make(chan struct{})
