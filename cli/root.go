@@ -203,7 +203,7 @@ main:data/prompts.parquet.`,
 		newFsckCommand(o),
 		newStoreCommand(o),
 		newRunCommand(o), newStatusCommand(o),
-		newRescoreCommand(o), newRewardsCommand(o),
+		newRescoreCommand(o), newRewardsCommand(o), newTrackCommand(o),
 		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newEvalsCommand(o), newUICommand(o), newWorkerCommand(o),
 	)
 	return root

@@ -22,4 +22,7 @@ fi
 # The notebooks run on the project's data venv (pyarrow, polars, duckdb), and the Hugging Face
 # dataset import tests write datasets with its `datasets` package (scripts/data-venv.sh).
 ./scripts/data-venv.sh >/dev/null
+# The tracker tests read TensorBoard event files with TensorBoard's own reader and talk to a real
+# MLflow tracking server (scripts/tracker-venv.sh).
+./scripts/tracker-venv.sh >/dev/null
 go mod download

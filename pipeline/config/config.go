@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // Config is a parsed pipeline.yaml. Zero fields mean "not set": defaults
@@ -38,6 +39,9 @@ type Config struct {
 	Policy *Policy `yaml:"policy,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
+	// Tracking are the experiment trackers that receive the run's figures
+	// as it commits them, several at once (TensorBoard, MLflow).
+	Tracking []Tracker `yaml:"tracking,omitempty"`
 	// Machine is what the local executor hands out; nil means this
 	// machine's cores and memory, no GPU.
 	Machine *Machine `yaml:"machine,omitempty"`
@@ -72,6 +76,20 @@ type Policy struct {
 	// unknown kind.
 	Options any `yaml:"-"`
 }
+
+// Tracker is an entry of the tracking section: a registered tracker
+// backend (trackers.Register) and its own keys.
+type Tracker struct {
+	// Kind names the backend: tensorboard, mlflow, ….
+	Kind string `yaml:"kind"`
+	// Options are the backend's other keys, decoded into the value its
+	// Options method returns (*trackers.TensorBoardOptions, …); nil for an
+	// unknown kind.
+	Options any `yaml:"-"`
+}
+
+// Spec is the tracker to open (trackers.Open).
+func (t Tracker) Spec() trackers.Spec { return trackers.Spec{Kind: t.Kind, Options: t.Options} }
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {
@@ -143,6 +161,12 @@ func Load(path string, reg *kind.Registry) (*Config, error) {
 	}
 	if c.Store != "" && isLocalPath(c.Store) && !filepath.IsAbs(c.Store) {
 		c.Store = filepath.Join(filepath.Dir(path), c.Store)
+	}
+	for _, t := range c.Tracking {
+		// A tracker's relative paths (a TensorBoard dir) are the file's.
+		if r, ok := t.Options.(interface{ Rebase(dir string) }); ok {
+			r.Rebase(filepath.Dir(path))
+		}
 	}
 	return c, nil
 }

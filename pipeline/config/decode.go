@@ -91,6 +91,7 @@ var (
 	configType   = reflect.TypeFor[Config]()
 	stageType    = reflect.TypeFor[Stage]()
 	policyType   = reflect.TypeFor[Policy]()
+	trackerType  = reflect.TypeFor[Tracker]()
 	durationType = reflect.TypeFor[time.Duration]()
 )
 
@@ -249,6 +250,8 @@ func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 		foreign = d.stageKeys(n, path, fields, &names)
 	case policyType:
 		foreign = d.policyKeys(n, fields, &names)
+	case trackerType:
+		foreign = d.trackerKeys(n, fields, &names)
 	case configType:
 		// A kind with a section of its own (grpo: trainer) adds the
 		// section's key to the top level.

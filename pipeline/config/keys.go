@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // The keys a stage or the policy section takes beside the common ones are
@@ -150,6 +151,38 @@ func (d *decoder) policyKeys(n ast.Node, fields map[string]reflect.StructField, 
 			sort.Strings(own)
 			nouns = append(nouns, policy.Noun(k))
 			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys that configure %s: %s", k, policy.Noun(k), strings.Join(own, ", ")))
+		}
+		if len(nouns) == 0 {
+			return "", "", false
+		}
+		return only(nouns, key), strings.Join(hints, "; or "), true
+	}
+}
+
+// trackerKeys adds the tracker backend's keys (every backend's when the
+// kind is unknown) and says which backends take a key it does not.
+func (d *decoder) trackerKeys(n ast.Node, fields map[string]reflect.StructField, names *[]string) foreignFunc {
+	name := scalarValue(n, "kind")
+	b, known := trackers.Lookup(name)
+	if !known {
+		for _, k := range trackers.Kinds() {
+			o, _ := trackers.Lookup(k)
+			addFields(fields, names, o.Options())
+		}
+		return nil
+	}
+	addFields(fields, names, b.Options())
+	return func(key string) (string, string, bool) {
+		var nouns, hints []string
+		for _, k := range trackers.Kinds() {
+			o, _ := trackers.Lookup(k)
+			if k == name || !slices.Contains(keysOf(o.Options()), key) {
+				continue
+			}
+			own := keysOf(o.Options())
+			sort.Strings(own)
+			nouns = append(nouns, k+" trackers")
+			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys of %s trackers: %s", k, k, strings.Join(own, ", ")))
 		}
 		if len(nouns) == 0 {
 			return "", "", false

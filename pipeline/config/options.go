@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // registryKey carries the registry to the unmarshalers below.
@@ -49,6 +50,32 @@ func (p *Policy) UnmarshalYAML(unmarshal func(any) error) error {
 		return nil
 	}
 	return unmarshal(p.Options)
+}
+
+// UnmarshalYAML decodes kind, then the backend's keys into the value its
+// Options method returns.
+func (t *Tracker) UnmarshalYAML(unmarshal func(any) error) error {
+	var k struct {
+		Kind string `yaml:"kind"`
+	}
+	if err := unmarshal(&k); err != nil {
+		return err
+	}
+	t.Kind = k.Kind
+	b, ok := trackers.Lookup(t.Kind)
+	if !ok {
+		return nil
+	}
+	if t.Options = b.Options(); t.Options == nil {
+		return nil
+	}
+	return unmarshal(t.Options)
+}
+
+// MarshalYAML writes kind, then the backend's keys.
+func (t Tracker) MarshalYAML() (any, error) {
+	own, err := ordered(t.Options)
+	return append(yaml.MapSlice{{Key: "kind", Value: t.Kind}}, own...), err
 }
 
 // UnmarshalYAML decodes the file, then the top-level sections of the

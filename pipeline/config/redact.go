@@ -118,10 +118,11 @@ func redact(v any) any {
 // Hash identifies what the config makes a run do: a SHA-256 of the
 // redacted effective config without run and store (which name where the
 // results go, not what they are). Two configs that differ only in
-// formatting, comments, secrets or run name hash the same.
+// formatting, comments, secrets, run name or trackers hash the same
+// (trackers receive the results, they do not change them).
 func (c *Config) Hash() (string, error) {
 	cp := *c
-	cp.Run, cp.Store = "", ""
+	cp.Run, cp.Store, cp.Tracking = "", "", nil
 	b, err := cp.YAML()
 	if err != nil {
 		return "", err

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // at is where path's key is, or its nearest parent's.
@@ -89,6 +90,7 @@ func (c *Config) validate() error {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
+	k.tracking()
 	k.sections()
 	k.eval()
 	return errors.Join(k.errs...)
@@ -155,6 +157,35 @@ func (s stageChecker) Fail(key, hint, format string, a ...any) {
 }
 
 func (s stageChecker) File() kind.File { return s.k.c.facts() }
+
+// tracking checks the tracking section's entries: a known kind, and
+// what each backend's options say of themselves.
+func (k *checker) tracking() {
+	for i, t := range k.c.Tracking {
+		at := fmt.Sprintf("tracking[%d]", i)
+		switch {
+		case t.Kind == "":
+			k.fail(at, "kind: "+strings.Join(trackers.Kinds(), " or kind: "), "%s: missing key kind", at)
+			continue
+		case t.Options == nil:
+			if _, ok := trackers.Lookup(t.Kind); !ok {
+				k.fail(at+".kind", "use "+strings.Join(trackers.Kinds(), " or "), "%s.kind: unknown tracker kind %q", at, t.Kind)
+			}
+			continue
+		}
+		if v, ok := t.Options.(trackers.Validator); ok {
+			if err := v.Validate(); err != nil {
+				// The backend's message starts with its key ("dir: missing").
+				key, _, _ := strings.Cut(err.Error(), ":")
+				path := at + "." + key
+				if !k.set(path) {
+					path = at
+				}
+				k.fail(path, "", "%s.%s", at, err)
+			}
+		}
+	}
+}
 
 // policyChecker is the checker a policy backend's options report to.
 type policyChecker struct{ k *checker }

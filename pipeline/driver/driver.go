@@ -15,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // Options are how Run runs a pipeline. The zero value runs the config's
@@ -41,6 +42,9 @@ type Options struct {
 	// committed on branch: what it does (print, refresh a report) delays
 	// the loop, so slow work belongs on another goroutine.
 	OnCommit func(ctx context.Context, branch string, n int)
+	// Trackers tune how the config's tracking section is fed (nil: the
+	// defaults); their warnings go to Logger.
+	Trackers *trackers.FeedOptions
 }
 
 // Summary is what a run did. Its JSON is `rlpipe run -o json`'s and the
@@ -126,8 +130,32 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	} else if cur != nil && !bytes.Equal(cur, body) {
 		o.Logger.Warn().Str("run", run.Branch()).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
 	}
-	if o.OnCommit != nil {
-		plan.Loop.OnCommit = func(n int) { o.OnCommit(ctx, run.Branch(), n) }
+	feed, err := openTrackers(ctx, st, cfg, name, body, plan.Run.ConfigHash, o)
+	if err != nil {
+		return out, err
+	}
+	if feed != nil {
+		defer func() {
+			for _, d := range feed.Close() {
+				if d.Lost > 0 {
+					o.Logger.Warn().Str("run", name).Str("tracker", d.Name).Int("lost", d.Lost).
+						Msgf("the tracker missed points of the run; back-fill it with: rlpipe track %s --to %s", name, d.Name)
+				}
+			}
+		}()
+	}
+	if o.OnCommit != nil || feed != nil {
+		plan.Loop.OnCommit = func(n int) {
+			if feed != nil {
+				// The head is iteration n's commit until the loop goes on.
+				if br, err := st.GetBranch(ctx, run.Branch()); err == nil {
+					feed.Committed(n, br.CommitID)
+				}
+			}
+			if o.OnCommit != nil {
+				o.OnCommit(ctx, run.Branch(), n)
+			}
+		}
 	}
 	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
 	if err != nil {
@@ -147,6 +175,31 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
 		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown(),
 		Planned: plan.Loop.Iterations}, nil
+}
+
+// openTrackers starts feeding the config's trackers; nil without any.
+func openTrackers(ctx context.Context, st artifacts.Store, cfg *config.Config, name string, body []byte, hash string, o Options) (*trackers.Feed, error) {
+	if len(cfg.Tracking) == 0 {
+		return nil, nil
+	}
+	r, err := trackers.NewRun(name, body, hash)
+	if err != nil {
+		return nil, err
+	}
+	var named []trackers.Named
+	for _, t := range cfg.Tracking {
+		tr, err := trackers.Open(t.Spec())
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", name, err)
+		}
+		named = append(named, trackers.Named{Name: t.Spec().String(), Tracker: tr})
+	}
+	fo := trackers.FeedOptions{}
+	if o.Trackers != nil {
+		fo = *o.Trackers
+	}
+	fo.Logger = o.Logger
+	return trackers.NewFeed(ctx, st, r, named, &fo), nil
 }
 
 // tally counts a run's events.

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/trackers"
+)
+
+type trackOptions struct {
+	to []string
+	at string
+}
+
+func (o *trackOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.to, "to", nil, "a tracker, KIND:TARGET: tensorboard:DIR or mlflow:http://HOST:PORT (repeat for several; default: the run's tracking section)")
+	fs.StringVar(&o.at, "at", "", "the ref to read the run at (default: its branch, runs-RUN)")
+}
+
+func newTrackCommand(g *rootOptions) *cobra.Command {
+	var o trackOptions
+	cmd := &cobra.Command{
+		Use:   "track RUN [--to KIND:TARGET]...",
+		Short: "send a run's figures to experiment trackers (TensorBoard, MLflow)",
+		Long: `Send everything a run recorded to experiment trackers, from the store:
+every iteration's train metrics, reward component means and health figures,
+every evaluation with its interval, the config (secrets redacted), and the
+commit of each step. A run sends these as it goes to the trackers of its
+tracking section; a tracker that was down or slow missed some, and this
+brings it level. Without --to, the trackers are the run's own tracking
+section. TensorBoard gets a new event file that replaces the steps it
+had; MLflow appends to the run's MLflow run (found by its rlpipe.run tag),
+whose steps keep their last values. MLflow credentials come from the
+environment only (MLFLOW_TRACKING_TOKEN).`,
+		Example: `  rlpipe track arith --to tensorboard:tb && tensorboard --logdir tb
+  rlpipe track arith --to mlflow:http://127.0.0.1:5000
+  rlpipe track arith                 # the trackers of the run's tracking section`,
+		Args: exactArgs("RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var specs []trackers.Spec
+			for _, to := range o.to {
+				s, err := trackers.ParseTarget(to)
+				if err != nil {
+					return asUsage(err)
+				}
+				specs = append(specs, s)
+			}
+			if err := artifacts.ValidateBranchName(runs.Branch(args[0])); err != nil {
+				return usagef("track: %q is not a run name", args[0])
+			}
+			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				return trackFunc(ctx, st, args[0], specs, o, g.printer(cmd))
+			})
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// trackOut is the JSON shape of `track`: one entry per tracker.
+type trackOut struct {
+	Tracker string `json:"tracker"`
+	Points  int    `json:"points"`
+}
+
+func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []trackers.Spec, o trackOptions, p printer) error {
+	ref := o.at
+	if ref == "" {
+		ref = runs.Branch(name)
+	}
+	if _, err := st.ResolveRef(ctx, ref); errors.Is(err, artifacts.ErrNotFound) {
+		return explain(err, "track: no run %q in this store: `rlpipe status` lists the runs", name)
+	} else if err != nil {
+		return fmt.Errorf("track %s: %w", name, err)
+	}
+	run, err := trackers.ReadRun(ctx, st, name, ref)
+	if err != nil {
+		return err
+	}
+	if len(specs) == 0 {
+		cfg, err := config.Parse(runs.ConfigPath, run.Config, kinds.Registry())
+		if err != nil {
+			return fmt.Errorf("track %s: read the run's tracking section: %w", name, err)
+		}
+		for _, t := range cfg.Tracking {
+			specs = append(specs, t.Spec())
+		}
+		if len(specs) == 0 {
+			return usagef("track: run %s has no tracking section: name a tracker with --to KIND:TARGET", name)
+		}
+	}
+	var out []trackOut
+	for _, s := range specs {
+		t, err := trackers.Open(s)
+		if err != nil {
+			return asUsage(err)
+		}
+		n, err := trackers.Backfill(ctx, st, run, ref, t)
+		if err != nil {
+			return fmt.Errorf("track %s --to %s: %w", name, s, err)
+		}
+		out = append(out, trackOut{Tracker: s.String(), Points: n})
+		if !p.json {
+			fmt.Fprintf(p.w, "%s: %d points of run %s\n", s, n, name)
+		}
+	}
+	if p.json {
+		return p.JSON(out)
+	}
+	return nil
+}

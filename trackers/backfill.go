@@ -1,0 +1,69 @@
+package trackers
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+)
+
+// NewRun describes run name to trackers from its effective config (YAML,
+// secrets redacted) and the config's hash.
+func NewRun(name string, config []byte, hash string) (Run, error) {
+	params, err := Params(config)
+	if err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", name, err)
+	}
+	return Run{Name: name, Config: config, ConfigHash: hash, Params: params}, nil
+}
+
+// ReadRun describes run name as recorded at ref: its config (runs.ConfigPath)
+// and the hash in the config's header.
+func ReadRun(ctx context.Context, st artifacts.Store, name, ref string) (Run, error) {
+	cfg, err := artifacts.ReadObject(ctx, st, ref, runs.ConfigPath)
+	if err != nil {
+		return Run{}, fmt.Errorf("run %s: read %s: %w", name, runs.ConfigPath, err)
+	}
+	hash := ""
+	sc := bufio.NewScanner(bytes.NewReader(cfg))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		if h, ok := strings.CutPrefix(line, "# config-hash: "); ok {
+			hash = strings.TrimSpace(h)
+		}
+	}
+	return NewRun(name, cfg, hash)
+}
+
+// Backfill sends everything run recorded at ref (History) to t, in
+// batches, and closes t: what `rlpipe track` does after a run whose
+// tracker was down. Points t already has are written again, with the same
+// values. It returns the number of points sent.
+func Backfill(ctx context.Context, st artifacts.Store, run Run, ref string, t Tracker) (n int, err error) {
+	defer func() {
+		if cerr := t.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	points, err := History(ctx, st, run.Name, ref)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.Start(ctx, run); err != nil {
+		return 0, err
+	}
+	const batch = 64
+	for i := 0; i < len(points); i += batch {
+		if err := t.Log(ctx, points[i:min(i+batch, len(points))]); err != nil {
+			return i, err
+		}
+	}
+	return len(points), nil
+}

@@ -1,0 +1,55 @@
+// Package trackers sends a run's figures to the experiment trackers
+// practitioners already keep their curves in: TensorBoard event files and
+// an MLflow tracking server, several at once, while the loop runs or
+// afterwards.
+//
+// # What a tracker gets
+//
+// A Tracker gets a Run (the name, the effective config with secrets
+// redacted, its hash, the config flattened to parameters) and Points: one
+// per committed iteration, at the iteration's step, and one per evaluated
+// checkpoint, at the checkpoint's step (0 for the starting policy). A
+// point's scalars are tagged by where they come from:
+//
+//	train/<metric>          every number of the train stage's metrics file (runs.ReadTrainMetrics)
+//	reward/<component>      each reward component's mean over the scored samples; reward/total
+//	health/<column>         the numeric columns of the iteration's health row
+//	eval/<set>/<metric>     every eval metric (runs.ReadEvals), and …/low and …/high of its 95% interval
+//
+// and its text TagCommit holds the commit that recorded it, so that any
+// point of a tracker leads back to the store (`rlpipe ls COMMIT`). Each
+// point's time is its commit's: a back-fill writes the same times as the
+// live run did.
+//
+// # Backends
+//
+// A backend registers under a kind (Register), the way policy backends
+// and store drivers do, and names its options: the keys of its entry in
+// pipeline.yaml's tracking section, decoded strictly by the pipeline
+// config.
+//
+//	tracking:
+//	  - {kind: tensorboard, dir: tb}
+//	  - {kind: mlflow, uri: "http://127.0.0.1:5000", experiment: rlpipe}
+//
+// TensorBoard writes TFRecord files of Event protocol buffers, encoded by
+// field number (no generated code), which TensorBoard's own reader reads
+// back with the exact float32 values. MLflow speaks the tracking server's
+// REST API: one MLflow run per rlpipe run, found again by its tag TagRun
+// when the run resumes. Credentials come only from the environment.
+//
+// # Never in the loop's way
+//
+// The engine's driver feeds the trackers through a Feed: the loop only
+// queues each committed iteration (Feed.Committed never blocks); a
+// goroutine reads the iteration's points from the store, and one
+// goroutine per tracker sends them with retries and backoff. A tracker
+// that is down or slow loses points, with a warning, never the loop's
+// time; Backfill (`rlpipe track RUN --to KIND:TARGET`) brings it level
+// afterwards from what the store holds:
+//
+//	run, err := trackers.ReadRun(ctx, st, "arith", runs.Branch("arith"))
+//	spec, err := trackers.ParseTarget("tensorboard:tb")
+//	t, err := trackers.Open(spec)
+//	n, err := trackers.Backfill(ctx, st, run, runs.Branch("arith"), t)
+package trackers

@@ -1,0 +1,180 @@
+package trackers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Tracker receives one run's points: an experiment tracker's client
+// (TensorBoard event files, an MLflow server). Its methods are called from
+// one goroutine at a time, never from the loop's path (Feed calls them).
+type Tracker interface {
+	// Start opens the run in the tracker, or finds it again when the run
+	// resumes, and records its config. It is called before any Log, and
+	// again after a failed Start or Log.
+	Start(ctx context.Context, r Run) error
+	// Log records points. A Log that fails may have recorded some of
+	// them; it is retried with the same points, so recording one twice
+	// must do no harm (a tracker keeps a step's last value).
+	Log(ctx context.Context, points []Point) error
+	// Close flushes what Log buffered and releases the tracker.
+	Close() error
+}
+
+// Run is what a tracker knows of the run it records.
+type Run struct {
+	// Name is the run's name (its branch is runs.Branch(Name)).
+	Name string
+	// Config is the run's effective config as YAML, secrets redacted (what
+	// the run records at runs.ConfigPath), and ConfigHash its hash.
+	Config     []byte
+	ConfigHash string
+	// Params is Config flattened to dotted keys ("eval.n": "8",
+	// "stages.train.kind": "grpo"), for trackers that show parameters.
+	Params map[string]string
+}
+
+// Point is what a run recorded at one step: an iteration's figures, or a
+// checkpoint's evaluation.
+type Point struct {
+	// Step is the iteration (0 for the starting policy's evaluation).
+	Step int
+	// Time is when the step was committed.
+	Time time.Time
+	// Scalars are the figures by tag ("train/loss", "reward/correct",
+	// "eval/heldout/pass@1", "eval/heldout/pass@1/low").
+	Scalars map[string]float64
+	// Text are strings by tag: TagCommit holds the commit that recorded
+	// the step, so that a tracker's point leads back to the store.
+	Text map[string]string
+}
+
+// TagCommit is the text tag of the commit that recorded a point.
+const TagCommit = "commit"
+
+// Tags returns p's scalar tags, sorted: the order trackers write them in.
+func (p Point) Tags() []string {
+	out := make([]string, 0, len(p.Scalars))
+	for k := range p.Scalars {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A Backend opens trackers of one kind. Backends register with Register,
+// the way policy backends and store drivers do.
+type Backend interface {
+	// Options returns the backend's options, zero: a pointer to a struct
+	// whose yaml tags are the keys of a tracking entry beside kind. The
+	// pipeline config decodes the entry into it strictly.
+	Options() any
+	// Open makes a tracker from options that Options returned and the
+	// config (or Target) filled in. It does no I/O: Start does.
+	Open(opts any) (Tracker, error)
+	// Target is options whose main key is value: what `rlpipe track
+	// --to KIND:VALUE` names (a directory, a server's URI).
+	Target(value string) any
+}
+
+// Validator is options that check themselves after decoding; the error
+// names the key ("uri: ...").
+type Validator interface{ Validate() error }
+
+// Spec names a tracker and its options: an entry of a tracking section.
+type Spec struct {
+	Kind    string
+	Options any
+}
+
+// String is the spec as `rlpipe track --to` takes it ("tensorboard:tb"),
+// when its options say where they point (a Where method), else its kind.
+func (s Spec) String() string {
+	if w, ok := s.Options.(interface{ Where() string }); ok && w.Where() != "" {
+		return s.Kind + ":" + w.Where()
+	}
+	return s.Kind
+}
+
+// Errors of Open and ParseTarget.
+var (
+	// ErrUnknownKind is a tracker kind no backend registered.
+	ErrUnknownKind = errors.New("unknown tracker kind")
+)
+
+var (
+	backendsMu sync.RWMutex
+	backends   = map[string]Backend{
+		"tensorboard": tensorBoardBackend{},
+		"mlflow":      mlflowBackend{},
+	}
+)
+
+// Register makes a backend available under kind. Registering a kind twice
+// panics.
+func Register(kind string, b Backend) {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if _, dup := backends[kind]; dup {
+		panic("trackers: Register called twice for kind " + kind)
+	}
+	backends[kind] = b
+}
+
+// Kinds lists the registered backends' kinds, sorted.
+func Kinds() []string {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	out := make([]string, 0, len(backends))
+	for k := range backends {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the backend registered under kind.
+func Lookup(kind string) (Backend, bool) {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	b, ok := backends[kind]
+	return b, ok
+}
+
+// Open makes the tracker a spec names.
+func Open(s Spec) (Tracker, error) {
+	b, ok := Lookup(s.Kind)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (use %s)", ErrUnknownKind, s.Kind, strings.Join(Kinds(), " or "))
+	}
+	opts := s.Options
+	if opts == nil {
+		opts = b.Options()
+	}
+	if v, ok := opts.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("tracker %s: %w", s.Kind, err)
+		}
+	}
+	return b.Open(opts)
+}
+
+// ParseTarget reads KIND:VALUE ("tensorboard:tb",
+// "mlflow:http://127.0.0.1:5000") into a spec whose options have the
+// backend's main key set to VALUE.
+func ParseTarget(s string) (Spec, error) {
+	k, v, ok := strings.Cut(s, ":")
+	if !ok || v == "" {
+		return Spec{}, fmt.Errorf("tracker %q: write KIND:TARGET, e.g. tensorboard:DIR or mlflow:http://127.0.0.1:5000", s)
+	}
+	b, known := Lookup(k)
+	if !known {
+		return Spec{}, fmt.Errorf("tracker %q: %w %q (use %s)", s, ErrUnknownKind, k, strings.Join(Kinds(), " or "))
+	}
+	return Spec{Kind: k, Options: b.Target(v)}, nil
+}
