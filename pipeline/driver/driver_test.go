@@ -37,7 +37,7 @@ stages:
 `
 
 // newStore is an embedded store whose main branch holds 16 prompts.
-func newStore(t *testing.T) artifacts.Store {
+func newStore(t testing.TB) artifacts.Store {
 	t.Helper()
 	ctx := context.Background()
 	st, err := artifacts.Create(ctx, filepath.Join(t.TempDir(), "store"), nil)
@@ -51,7 +51,7 @@ func newStore(t *testing.T) artifacts.Store {
 	return st
 }
 
-func parse(t *testing.T, src string) *config.Config {
+func parse(t testing.TB, src string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
 	if err != nil {

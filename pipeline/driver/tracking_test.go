@@ -192,3 +192,58 @@ func objects(t *testing.T, st artifacts.Store) map[string]string {
 	}
 	return out
 }
+
+// BenchmarkTrackersDown runs one loop (stand-in stages of 40 ms, 8
+// iterations) with no tracker, with a TensorBoard tracker, and with an
+// MLflow tracker whose server holds every request until it times out, and
+// reports the mean time between iteration commits of each and their
+// ratios, measured in the same run on the same data: a tracker that is
+// down must not slow the loop (down/plain, target ≤ 1.05); tracked/plain
+// is what reading the store for any tracker costs. The end of the run,
+// when the feed gives up on what it could not send, is not in the figure.
+func BenchmarkTrackersDown(b *testing.B) {
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(hang)
+	src := strings.NewReplacer("iterations: 2", "iterations: 8", "generate: {kind: standin, samples_per_prompt: 2}",
+		"generate: {kind: standin, samples_per_prompt: 2, sleep: 40ms}", "train: {kind: standin, env: train}",
+		"train: {kind: standin, env: train, sleep: 40ms}").Replace(pipelineYAML)
+	if !strings.Contains(src, "sleep: 40ms}\n  reward") {
+		b.Fatalf("the test pipeline changed; update this benchmark:\n%s", src)
+	}
+	section := fmt.Sprintf("tracking:\n  - {kind: mlflow, uri: %q}\n", slow.URL)
+	// run returns the mean time between iteration commits, taken when
+	// each commit returns to the loop.
+	run := func(src string, feed *trackers.FeedOptions) time.Duration {
+		var first, last time.Time
+		n := 0
+		onCommit := func(context.Context, string, int) {
+			if n == 0 {
+				first = time.Now()
+			}
+			last = time.Now()
+			n++
+		}
+		if _, err := driver.Run(context.Background(), newStore(b), parse(b, src), driver.Options{OnCommit: onCommit, Trackers: feed}); err != nil {
+			b.Fatal(err)
+		}
+		return last.Sub(first) / time.Duration(n-1)
+	}
+	var plain, up, down time.Duration
+	for range b.N {
+		plain += run(src, nil)
+		up += run(src+fmt.Sprintf("tracking:\n  - {kind: tensorboard, dir: %q}\n", b.TempDir()), nil)
+		down += run(src+section, &trackers.FeedOptions{Attempts: 3, Backoff: 10 * time.Millisecond, CallTimeout: 200 * time.Millisecond, Flush: 100 * time.Millisecond})
+	}
+	b.ReportMetric(float64(up)/float64(plain), "tracked/plain")
+	b.ReportMetric(float64(down)/float64(up), "down/tracked")
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "ms/iteration-plain")
+	b.ReportMetric(float64(down.Microseconds())/float64(b.N)/1000, "ms/iteration-tracker-down")
+	b.ReportMetric(float64(down)/float64(plain), "down/plain")
+}
