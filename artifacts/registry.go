@@ -3,11 +3,11 @@ package artifacts
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/internal/registry"
 )
 
 // Driver opens and creates repositories of one backend. Backends register
@@ -42,33 +42,14 @@ func (o *Options) EnsureDefaults() {
 // DefaultURI is the embedded store in the working directory.
 const DefaultURI = "./.rlpipe"
 
-var (
-	driversMu sync.RWMutex
-	drivers   = map[string]Driver{}
-)
+var drivers = registry.New[Driver]("artifacts", "scheme")
 
 // Register makes a backend available for URIs of the form scheme://…. The
 // scheme "file" also serves plain paths. Registering a scheme twice panics.
-func Register(scheme string, d Driver) {
-	driversMu.Lock()
-	defer driversMu.Unlock()
-	if _, dup := drivers[scheme]; dup {
-		panic("artifacts: Register called twice for scheme " + scheme)
-	}
-	drivers[scheme] = d
-}
+func Register(scheme string, d Driver) { drivers.Register(scheme, d) }
 
 // Schemes lists the registered URI schemes.
-func Schemes() []string {
-	driversMu.RLock()
-	defer driversMu.RUnlock()
-	var s []string
-	for k := range drivers {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
-}
+func Schemes() []string { return drivers.Names() }
 
 // Scheme returns the scheme of a store URI: the part before "://", or
 // "file" for a plain path.
@@ -84,9 +65,7 @@ func driverFor(uri string) (Driver, error) {
 		uri = DefaultURI
 	}
 	scheme := Scheme(uri)
-	driversMu.RLock()
-	d, ok := drivers[scheme]
-	driversMu.RUnlock()
+	d, ok := drivers.Lookup(scheme)
 	if !ok {
 		return nil, fmt.Errorf("%w: store %q: no backend for scheme %q (known: %s)", ErrInvalid, uri, scheme, strings.Join(Schemes(), ", "))
 	}

@@ -3,11 +3,11 @@ package policy
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/internal/registry"
 )
 
 // Spec says which policy to open: a backend kind and its options, as the
@@ -102,41 +102,17 @@ func Noun(kind string) string {
 	return "a " + kind + " policy"
 }
 
-var (
-	backendsMu sync.RWMutex
-	backends   = map[string]Backend{}
-)
+var backends = registry.New[Backend]("policy", "kind")
 
 // Register makes a backend available under kind. Registering a kind twice
 // panics.
-func Register(kind string, b Backend) {
-	backendsMu.Lock()
-	defer backendsMu.Unlock()
-	if _, dup := backends[kind]; dup {
-		panic("policy: Register called twice for kind " + kind)
-	}
-	backends[kind] = b
-}
+func Register(kind string, b Backend) { backends.Register(kind, b) }
 
 // Kinds lists the registered backends' kinds, sorted.
-func Kinds() []string {
-	backendsMu.RLock()
-	defer backendsMu.RUnlock()
-	out := make([]string, 0, len(backends))
-	for k := range backends {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return backends.Names() }
 
 // Lookup returns the backend registered under kind.
-func Lookup(kind string) (Backend, bool) {
-	backendsMu.RLock()
-	defer backendsMu.RUnlock()
-	b, ok := backends[kind]
-	return b, ok
-}
+func Lookup(kind string) (Backend, bool) { return backends.Lookup(kind) }
 
 // Open opens the policy a spec names with its kind's backend.
 func Open(ctx context.Context, s Spec) (*Opened, error) {

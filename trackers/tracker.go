@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/registry"
 )
 
 // A Tracker receives one run's points: an experiment tracker's client
@@ -107,44 +108,22 @@ var (
 	ErrUnknownKind = errors.New("unknown tracker kind")
 )
 
-var (
-	backendsMu sync.RWMutex
-	backends   = map[string]Backend{
-		"tensorboard": tensorBoardBackend{},
-		"mlflow":      mlflowBackend{},
-	}
-)
+var backends = func() *registry.Registry[Backend] {
+	r := registry.New[Backend]("trackers", "kind")
+	r.Register("tensorboard", tensorBoardBackend{})
+	r.Register("mlflow", mlflowBackend{})
+	return r
+}()
 
 // Register makes a backend available under kind. Registering a kind twice
 // panics.
-func Register(kind string, b Backend) {
-	backendsMu.Lock()
-	defer backendsMu.Unlock()
-	if _, dup := backends[kind]; dup {
-		panic("trackers: Register called twice for kind " + kind)
-	}
-	backends[kind] = b
-}
+func Register(kind string, b Backend) { backends.Register(kind, b) }
 
 // Kinds lists the registered backends' kinds, sorted.
-func Kinds() []string {
-	backendsMu.RLock()
-	defer backendsMu.RUnlock()
-	out := make([]string, 0, len(backends))
-	for k := range backends {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return backends.Names() }
 
 // Lookup returns the backend registered under kind.
-func Lookup(kind string) (Backend, bool) {
-	backendsMu.RLock()
-	defer backendsMu.RUnlock()
-	b, ok := backends[kind]
-	return b, ok
-}
+func Lookup(kind string) (Backend, bool) { return backends.Lookup(kind) }
 
 // Open makes the tracker a spec names.
 func Open(s Spec) (Tracker, error) {
