@@ -124,15 +124,7 @@ func TestRunFeedsTrackers(t *testing.T) {
 // answers: the run finishes with the same artifacts as without trackers,
 // and the warning names the back-fill.
 func TestRunWithTrackersDown(t *testing.T) {
-	hang := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-hang:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	defer close(hang)
+	slow := hangingServer(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -202,15 +194,7 @@ func objects(t *testing.T, st artifacts.Store) map[string]string {
 // is what reading the store for any tracker costs. The end of the run,
 // when the feed gives up on what it could not send, is not in the figure.
 func BenchmarkTrackersDown(b *testing.B) {
-	hang := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-hang:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	defer close(hang)
+	slow := hangingServer(b)
 	src := strings.NewReplacer("iterations: 2", "iterations: 8", "generate: {kind: standin, samples_per_prompt: 2}",
 		"generate: {kind: standin, samples_per_prompt: 2, sleep: 40ms}", "train: {kind: standin, env: train}",
 		"train: {kind: standin, env: train, sleep: 40ms}").Replace(pipelineYAML)
@@ -246,4 +230,21 @@ func BenchmarkTrackersDown(b *testing.B) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "ms/iteration-plain")
 	b.ReportMetric(float64(down.Microseconds())/float64(b.N)/1000, "ms/iteration-tracker-down")
 	b.ReportMetric(float64(down)/float64(plain), "down/plain")
+}
+
+// hangingServer answers no request: each is held until its client gives
+// up, or the test ends.
+func hangingServer(tb testing.TB) *httptest.Server {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	tb.Cleanup(func() {
+		close(hang)
+		srv.Close()
+	})
+	return srv
 }

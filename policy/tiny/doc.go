@@ -116,7 +116,7 @@
 // a running sum, "a+b=S⏎S+d=" then S+d and EOS (ChainExample), so it has
 // read text after an EOS and at later positions, which tiny-arith never
 // did (its answers there are noise). It answers 169 of the 300 problems
-// greedily, exact expected pass@1 0.4626 (TestEmbeddedChain), and solves
+// greedily, exact expected pass@1 0.4626 (TestEmbedded), and solves
 // 25.9% of held-out chain episodes before RL (examples/chain).
 //
 // # Tests

@@ -18,39 +18,6 @@ const (
 	embeddedPass1       = 0.44604182548634108
 )
 
-func TestEmbedded(t *testing.T) {
-	if got := EmbeddedSHA256(); got != embeddedSHA256 {
-		t.Fatalf("weights/base.safetensors has sha256 %s, want %s", got, embeddedSHA256)
-	}
-	m, err := Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Config() != DefaultConfig() {
-		t.Errorf("config %+v", m.Config())
-	}
-	if v := m.Version(); v != "tiny-arith@"+embeddedSHA256[:12] {
-		t.Errorf("version %s", v)
-	}
-	ctx := context.Background()
-	probs := HeldOutProblems(300)
-	acc, err := m.GreedyAccuracy(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err := m.ExpectedPass1(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("held-out greedy accuracy %.4f (%d/300), exact expected pass@1 %.6f", acc, int(acc*300+0.5), p1)
-	if right := int(acc*300 + 0.5); right != embeddedGreedyRight {
-		t.Errorf("greedy: %d of 300 right, want %d", right, embeddedGreedyRight)
-	}
-	if p1 != embeddedPass1 {
-		t.Errorf("expected pass@1 %.17g, want %.17g", p1, embeddedPass1)
-	}
-}
-
 // The shipped tiny-chain base: its checksum, version and held-out figures
 // on single problems, pinned as tiny-arith's are.
 const (
@@ -59,32 +26,50 @@ const (
 	chainPass1       = 0.46263421293134976
 )
 
-func TestEmbeddedChain(t *testing.T) {
-	if got := EmbeddedChainSHA256(); got != chainSHA256 {
-		t.Fatalf("weights/chain.safetensors has sha256 %s, want %s", got, chainSHA256)
-	}
-	m, err := EmbeddedChain()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := DefaultChainPretrainConfig().Model; m.Config() != want {
-		t.Errorf("config %+v, want %+v", m.Config(), want)
-	}
-	if v := m.Version(); v != ModelTinyChain+"@"+chainSHA256[:12] {
-		t.Errorf("version %s", v)
-	}
-	ctx := context.Background()
-	probs := HeldOutProblems(300)
-	acc, err := m.GreedyAccuracy(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err := m.ExpectedPass1(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if right := int(acc*300 + 0.5); right != chainGreedyRight || p1 != chainPass1 {
-		t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", right, p1, chainGreedyRight, chainPass1)
+// TestEmbedded pins each shipped base: its file's checksum, its config
+// and version, and its greedy accuracy and exact expected pass@1 on
+// HeldOutProblems(300).
+func TestEmbedded(t *testing.T) {
+	for _, c := range []struct {
+		load   func() (*Model, error)
+		sha256 func() string
+		want   string
+		cfg    Config
+		right  int
+		pass1  float64
+	}{
+		{Embedded, EmbeddedSHA256, embeddedSHA256, DefaultConfig(), embeddedGreedyRight, embeddedPass1},
+		{EmbeddedChain, EmbeddedChainSHA256, chainSHA256, DefaultChainPretrainConfig().Model, chainGreedyRight, chainPass1},
+	} {
+		t.Run(c.cfg.Name, func(t *testing.T) {
+			if got := c.sha256(); got != c.want {
+				t.Fatalf("the shipped %s weights have sha256 %s, want %s", c.cfg.Name, got, c.want)
+			}
+			m, err := c.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Config() != c.cfg {
+				t.Errorf("config %+v, want %+v", m.Config(), c.cfg)
+			}
+			if v := m.Version(); v != c.cfg.Name+"@"+c.want[:12] {
+				t.Errorf("version %s", v)
+			}
+			ctx := context.Background()
+			probs := HeldOutProblems(300)
+			acc, err := m.GreedyAccuracy(ctx, nil, probs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1, err := m.ExpectedPass1(ctx, nil, probs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("held-out greedy accuracy %.4f (%d/300), exact expected pass@1 %.6f", acc, int(acc*300+0.5), p1)
+			if right := int(acc*300 + 0.5); right != c.right || p1 != c.pass1 {
+				t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", right, p1, c.right, c.pass1)
+			}
+		})
 	}
 }
 
