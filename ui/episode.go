@@ -1,8 +1,9 @@
 package ui
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -48,10 +49,9 @@ type EpisodeSegment struct {
 	IDs       []int32 `json:"ids"`
 }
 
-// episodeOf shapes row i of rows.
-func episodeOf(rows []tables.Trajectory, i int) Episode {
-	t := rows[i]
-	e := Episode{Row: i, Rows: len(rows), PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: t.Status, Error: t.Error,
+// episodeOf shapes t, row i of a table of n rows.
+func episodeOf(t tables.Trajectory, i, n int) Episode {
+	e := Episode{Row: i, Rows: n, PromptID: t.PromptID, SampleIndex: t.SampleIndex, Status: t.Status, Error: t.Error,
 		PolicyVersion: t.PolicyVersion, Outcome: json.RawMessage("null"), Turns: []EpisodeTurn{}, Segments: []EpisodeSegment{}}
 	if t.EnvOutcome != nil && json.Valid([]byte(*t.EnvOutcome)) {
 		e.Outcome = json.RawMessage(*t.EnvOutcome)
@@ -94,19 +94,42 @@ func (s *Server) apiEpisode(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
-	b, err := readAll(r.Context(), s.st, ref, path)
+	e, err := readEpisode(r.Context(), s.st, ref, path, row)
 	if err != nil {
 		fail(w, r, err)
 		return
 	}
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), ref+":"+path, tables.Trajectories)
+	writeJSON(w, http.StatusOK, e)
+}
+
+// readEpisode reads row of a trajectories table, decoding only the row
+// group that holds it.
+func readEpisode(ctx context.Context, st artifacts.Store, ref, path string, row int) (Episode, error) {
+	ra, size, err := openObject(ctx, st, ref, path)
 	if err != nil {
-		fail(w, r, badRequest("%s:%s is not a trajectories table: %v", ref, path, err))
-		return
+		return Episode{}, err
 	}
-	if row >= len(rows) {
-		fail(w, r, kindf(artifacts.ErrNotFound, "%s:%s has %d rows; there is no row %d", ref, path, len(rows), row))
-		return
+	name := ref + ":" + path
+	rd, err := tables.NewReader(ra, size, name, tables.Trajectories, nil)
+	if err != nil {
+		return Episode{}, badRequest("%s is not a trajectories table: %v", name, err)
 	}
-	writeJSON(w, http.StatusOK, episodeOf(rows, row))
+	n := int(rd.NumRows())
+	if row >= n {
+		return Episode{}, kindf(artifacts.ErrNotFound, "%s has %d rows; there is no row %d", name, n, row)
+	}
+	groups, skip := rowGroupsFor(rd.File().ParquetMetadata(), row, 1)
+	if rd, err = tables.NewReader(ra, size, name, tables.Trajectories, &tables.ReadOptions{RowGroups: groups}); err != nil {
+		return Episode{}, err
+	}
+	for t, err := range rd.Rows(ctx) {
+		if err != nil {
+			return Episode{}, fmt.Errorf("read %s row %d: %w", name, row, err)
+		}
+		if skip == 0 {
+			return episodeOf(t, row, n), nil
+		}
+		skip--
+	}
+	return Episode{}, fmt.Errorf("read %s: row %d is not in its row group", name, row)
 }

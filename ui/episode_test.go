@@ -14,9 +14,9 @@ import (
 	"github.com/rlpipe/rlpipe/ui"
 )
 
-// episodesPath holds two episodes on main: a two-turn one with its exact
-// sequence (prompt 5 6 | reply 7 2 | observation 8 | reply 9 2), and one
-// without a sequence.
+// episodesPath holds two episodes on main, each in a row group of its
+// own: a two-turn one with its exact sequence (prompt 5 6 | reply 7 2 |
+// observation 8 | reply 9 2), and one without a sequence.
 const episodesPath = "data/episodes.parquet"
 
 func putEpisodes(t testing.TB, st artifacts.Store) {
@@ -31,7 +31,8 @@ func putEpisodes(t testing.TB, st artifacts.Store) {
 			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"}}},
 	}
 	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Trajectories, rows, nil); err != nil {
+	// A row group a row: an episode is read from its own.
+	if err := tables.Write(&buf, tables.Trajectories, rows, &tables.WriteOptions{RowGroupRows: 1, BatchRows: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

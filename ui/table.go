@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
@@ -51,25 +53,9 @@ type TablePage struct {
 // readTablePage reads rows [offset, offset+limit) of the Parquet object
 // ref:path, decoding only the row groups that hold them.
 func readTablePage(ctx context.Context, st artifacts.Store, ref, path string, offset, limit int) (*TablePage, error) {
-	info, err := st.StatObject(ctx, ref, path)
+	ra, size, err := openObject(ctx, st, ref, path)
 	if err != nil {
-		return nil, readErr(err, ref, path)
-	}
-	var ra io.ReaderAt
-	size := info.Size
-	rr, ranged := st.(artifacts.RangeReader)
-	switch {
-	case size <= inMemoryLimit:
-		b, err := readAll(ctx, st, ref, path)
-		if err != nil {
-			return nil, err
-		}
-		ra, size = bytes.NewReader(b), int64(len(b))
-	case ranged:
-		ra = &rangeReaderAt{ctx: ctx, rr: rr, ref: ref, path: path}
-	default:
-		return nil, kindf(artifacts.ErrInvalid, "%s:%s is %d MiB, too large to browse on this store; use `rlpipe cat -n 100 %s:%s`",
-			ref, path, size>>20, ref, path)
+		return nil, err
 	}
 	name := ref + ":" + path
 	f, err := tables.OpenFile(ra, size, name, nil)
@@ -83,25 +69,7 @@ func readTablePage(ctx context.Context, st artifacts.Store, ref, path string, of
 	if int64(offset) >= f.NumRows() {
 		return page, nil
 	}
-	// Pick the row groups that cover the window; skip rows before it in the
-	// first one.
-	md := f.ParquetMetadata()
-	var groups []int
-	skip, first := int64(offset), int64(-1)
-	var start int64
-	for g := 0; g < f.NumRowGroups(); g++ {
-		n := md.RowGroup(g).NumRows()
-		if start+n > int64(offset) && start < int64(offset+limit) {
-			if first < 0 {
-				first = start
-			}
-			groups = append(groups, g)
-		}
-		start += n
-	}
-	if first >= 0 {
-		skip = int64(offset) - first
-	}
+	groups, skip := rowGroupsFor(f.ParquetMetadata(), offset, limit)
 	f, err = tables.OpenFile(ra, size, name, &tables.ReadOptions{RowGroups: groups, BatchRows: min(limit+int(skip), tables.DefaultReadBatchRows)})
 	if err != nil {
 		return nil, fmt.Errorf("open %s as a table: %w", name, err)
@@ -128,6 +96,50 @@ func readTablePage(ctx context.Context, st artifacts.Store, ref, path string, of
 		}
 	}
 	return page, nil
+}
+
+// openObject reads an object for a table reader: whole into memory when
+// small, in ranges where the store reads them; a large object on a store
+// that cannot is an error that says what to use instead.
+func openObject(ctx context.Context, st artifacts.Store, ref, path string) (io.ReaderAt, int64, error) {
+	info, err := st.StatObject(ctx, ref, path)
+	if err != nil {
+		return nil, 0, readErr(err, ref, path)
+	}
+	rr, ranged := st.(artifacts.RangeReader)
+	switch {
+	case info.Size <= inMemoryLimit:
+		b, err := readAll(ctx, st, ref, path)
+		if err != nil {
+			return nil, 0, err
+		}
+		return bytes.NewReader(b), int64(len(b)), nil
+	case ranged:
+		return &rangeReaderAt{ctx: ctx, rr: rr, ref: ref, path: path}, info.Size, nil
+	}
+	return nil, 0, kindf(artifacts.ErrInvalid, "%s:%s is %d MiB, too large to browse on this store; use `rlpipe cat -n 100 %s:%s`",
+		ref, path, info.Size>>20, ref, path)
+}
+
+// rowGroupsFor picks the row groups that hold rows [offset,
+// offset+limit), and the rows to skip in the first of them.
+func rowGroupsFor(md *metadata.FileMetaData, offset, limit int) (groups []int, skip int64) {
+	skip, first := int64(offset), int64(-1)
+	var start int64
+	for g := 0; g < md.NumRowGroups(); g++ {
+		n := md.RowGroup(g).NumRows()
+		if start+n > int64(offset) && start < int64(offset+limit) {
+			if first < 0 {
+				first = start
+			}
+			groups = append(groups, g)
+		}
+		start += n
+	}
+	if first >= 0 {
+		skip = int64(offset) - first
+	}
+	return groups, skip
 }
 
 // cell makes a table value fit JSON and a browser: NaN and infinities as
