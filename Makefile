@@ -55,13 +55,19 @@ demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in th
 	@./scripts/demo-lakefs.sh
 
 .PHONY: bench
-bench: ## run the benchmarks and print their ratios
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m $$($(GO) list ./artifacts/... ./pipeline/... | grep -v /temporaltests)
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/...
-	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./evaluators/... ./reports/...
-	$(GO) test -run '^$$' -bench 'DemoOverlap|EvalBackfill' -benchtime 1x -timeout 30m ./cli/
-	$(GO) test -run '^$$' -bench Temporal -benchtime 1x -timeout 30m $(TEMPORAL_TESTS)
-	cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .
+# What the benchmarks print, kept for bench/verdict (and to read again).
+BENCH_OUT ?= bench.out
+
+bench: ## run the benchmarks, print their ratios, then each target MET or NOT MET
+	@set -o pipefail; { \
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m $$($(GO) list ./artifacts/... ./pipeline/... | grep -v /temporaltests) && \
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/... && \
+	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./evaluators/... ./reports/... && \
+	$(GO) test -run '^$$' -bench 'DemoOverlap|EvalBackfill' -benchtime 1x -timeout 30m ./cli/ && \
+	$(GO) test -run '^$$' -bench Temporal -benchtime 1x -timeout 30m $(TEMPORAL_TESTS) && \
+	(cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .); \
+	} 2>&1 | tee $(BENCH_OUT)
+	@$(GO) run ./bench/verdict $(BENCH_OUT)
 
 .PHONY: fuzz
 fuzz: ## fuzz every parser for FUZZTIME each
@@ -87,4 +93,4 @@ cover: ## test coverage report in cover.out
 
 .PHONY: clean
 clean: ## remove build outputs and local stores
-	rm -rf bin cover.out .rlpipe .rlpipe-demo .rlpipe-demo-agent
+	rm -rf bin cover.out bench.out .rlpipe .rlpipe-demo .rlpipe-demo-agent

@@ -1,0 +1,121 @@
+// Command verdict reads the output of `go test -bench` (a file, or
+// standard input) and prints, for every benchmark figure that has a
+// target, the figure, the target and MET or NOT MET; a target whose
+// benchmark did not run is listed as NOT RUN. It exits 0 whatever the
+// verdicts: the figures are for reading, never a timed test. `make bench`
+// runs it on what the benchmarks printed.
+//
+//	go run ./bench/verdict bench.out
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// target is a benchmark figure's goal: Value Op Bound.
+type target struct {
+	Bench, Metric string
+	Op            string // "<=" or ">="
+	Bound         float64
+	Why           string
+}
+
+// targets are the goals docs and issues set, by benchmark and figure
+// (bench/README.md; "near 1" there is read as at most 1.5).
+var targets = []target{
+	{"BenchmarkEngineOverhead", "run_us/task", "<=", 200, "engine time per executed no-op task"},
+	{"BenchmarkEngineOverhead", "hit_us/task", "<=", 50, "engine time per cache hit"},
+	{"BenchmarkLoopOverlap", "pipelined/ideal", "<=", 1.03, "overlap of generation with training against its ideal"},
+	{"BenchmarkResume", "resume/iteration", "<=", 1.5, "resuming a 50-iteration run against one iteration"},
+	{"BenchmarkBranchCreate", "large/small", "<=", 1.2, "branch creation in a 1 GiB store against a 1 MiB one"},
+	{"BenchmarkDiff10Changes", "100k/10k", "<=", 10, "a 10-path diff in 100k paths against 10k"},
+	{"BenchmarkEmbeddedHTTPvsInProcess", "http/inprocess", ">=", 0.8, "sampling over HTTP against in process"},
+	{"BenchmarkEvalBackfill", "backfill10/single", "<=", 1.5, "back-filling 10 checkpoints, 9 cached, against the missing one alone"},
+	{"BenchmarkTrackersDown", "down/plain", "<=", 1.05, "a loop with a tracker that is down against none"},
+	{"BenchmarkTemporalTaskOverhead", "temporal/floor", "<=", 1.5, "a task through Temporal against Temporal's own floor"},
+	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
+}
+
+// figure is one value a benchmark line reported.
+type figure struct {
+	Bench, Metric string
+	Value         float64
+}
+
+// benchLine matches "BenchmarkName[/sub]-N  iterations  value unit  value unit …".
+var benchLine = regexp.MustCompile(`^(Benchmark[^\s/-]+)(/\S*?)?(-\d+)?\s+\d+\s+(.*)$`)
+
+// parse reads the figures of every benchmark line.
+func parse(r io.Reader) ([]figure, error) {
+	var out []figure
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[4])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				break
+			}
+			out = append(out, figure{Bench: m[1], Metric: f[i+1], Value: v})
+		}
+	}
+	return out, sc.Err()
+}
+
+// verdicts writes a line per target: its last figure, or NOT RUN.
+func verdicts(w io.Writer, figs []figure) (met, notMet, notRun int) {
+	for _, t := range targets {
+		var v float64
+		found := false
+		for _, f := range figs {
+			if f.Bench == t.Bench && f.Metric == t.Metric {
+				v, found = f.Value, true
+			}
+		}
+		op := map[string]string{"<=": "≤", ">=": "≥"}[t.Op]
+		switch {
+		case !found:
+			notRun++
+			fmt.Fprintf(w, "%-8s %s %s (target %s %g): %s\n", "NOT RUN", t.Bench, t.Metric, op, t.Bound, t.Why)
+		case (t.Op == "<=" && v <= t.Bound) || (t.Op == ">=" && v >= t.Bound):
+			met++
+			fmt.Fprintf(w, "%-8s %s %s %.4g %s %g: %s\n", "MET", t.Bench, t.Metric, v, op, t.Bound, t.Why)
+		default:
+			notMet++
+			fmt.Fprintf(w, "%-8s %s %s %.4g, target %s %g: %s\n", "NOT MET", t.Bench, t.Metric, v, op, t.Bound, t.Why)
+		}
+	}
+	return met, notMet, notRun
+}
+
+func main() {
+	in := io.Reader(os.Stdin)
+	if len(os.Args) > 1 {
+		f, err := os.Open(os.Args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "verdict:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		in = f
+	}
+	figs, err := parse(in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verdict:", err)
+		os.Exit(1)
+	}
+	fmt.Println("\n## Targets")
+	met, notMet, notRun := verdicts(os.Stdout, figs)
+	fmt.Printf("%d met, %d not met, %d not run\n", met, notMet, notRun)
+}
