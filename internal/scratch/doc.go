@@ -25,6 +25,11 @@
 // Sweep unmounts what is mounted below a dead owner's directory (an
 // episode's tmpfs and overlay) before removing it, when it may.
 //
+// Mkdir makes and locks each directory under a hidden name (a leading
+// dot) and only then renames it into place, so a Sweep in another process
+// never sees one of a live owner unlocked. A process killed in that
+// instant leaves its hidden directory behind; Sweep does not touch those.
+//
 // The lock is the authority, not the pid: pids are reused and mean
 // another process in another PID namespace. A lock needs a file system
 // with flock (tmpfs, ext4, XFS, btrfs; not every network file system).

@@ -31,22 +31,45 @@ func Mkdir(parent, prefix string) (*Dir, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	p, err := os.MkdirTemp(parent, prefix+"p"+strconv.Itoa(os.Getpid())+"-")
+	// The directory is made and locked under a name Sweep never matches
+	// (a leading dot), then renamed into place: a Sweep running meanwhile
+	// would otherwise find it unlocked and remove it as a dead owner's.
+	name := prefix + "p" + strconv.Itoa(os.Getpid()) + "-"
+	staged, err := os.MkdirTemp(parent, "."+name)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	p := filepath.Join(parent, strings.TrimPrefix(filepath.Base(staged), "."))
+	f, err := os.Open(staged)
 	if err == nil {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			// The lock is on the directory, not its name: it moves along.
+			err = unix.Renameat2(unix.AT_FDCWD, staged, unix.AT_FDCWD, p, unix.RENAME_NOREPLACE)
+			if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+				err = renameNoReplace(staged, p) // a file system without RENAME_NOREPLACE
+			}
+		}
 		if err != nil {
 			f.Close()
 		}
 	}
 	if err != nil {
-		os.Remove(p)
+		os.Remove(staged)
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
 	return &Dir{path: p, lock: f}, nil
+}
+
+// renameNoReplace renames a directory to a name nobody has: os.Rename
+// would replace an empty directory of that name. The check and the rename
+// are not atomic, which is fine for names that carry the pid and a random
+// suffix.
+func renameNoReplace(from, to string) error {
+	if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("rename %s: %w", to, fs.ErrExist)
+	}
+	return os.Rename(from, to)
 }
 
 // Path returns the directory's path.
@@ -137,12 +160,21 @@ func ownerDead(p string) (bool, error) {
 	defer f.Close()
 	switch err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); {
 	case err == nil:
-		return true, nil
+		// A live owner drops its lock once Remove has removed the
+		// directory: only a directory still at p is a dead owner's.
+		return stillAt(f, p), nil
 	case errors.Is(err, unix.EWOULDBLOCK):
 		return false, nil
 	default:
 		return false, fmt.Errorf("sweep %s: lock: %w", p, err)
 	}
+}
+
+// stillAt reports whether the open directory f is still the one at p.
+func stillAt(f *os.File, p string) bool {
+	open, err1 := f.Stat()
+	now, err2 := os.Lstat(p)
+	return err1 == nil && err2 == nil && os.SameFile(open, now)
 }
 
 // unmountBelow detaches every mount at or below p, deepest first. Without

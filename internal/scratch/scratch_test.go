@@ -2,6 +2,7 @@ package scratch_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,5 +135,42 @@ func TestRemove(t *testing.T) {
 	}
 	if _, err := os.Stat(d.Path()); !os.IsNotExist(err) {
 		t.Fatalf("%s is still there", d.Path())
+	}
+}
+
+// TestMkdirWhileSweeping: a Sweep running while Mkdir makes a directory
+// must not take it for a dead owner's — the window between making it
+// and locking it once lost a live run its task directory.
+func TestMkdirWhileSweeping(t *testing.T) {
+	parent := t.TempDir()
+	stop := make(chan struct{})
+	swept := make(chan error, 1)
+	go func() {
+		var err error
+		for {
+			select {
+			case <-stop:
+				swept <- err
+				return
+			default:
+			}
+			if removed, e := scratch.Sweep(parent, "rlpipe-test-"); e != nil || len(removed) > 0 {
+				err = fmt.Errorf("sweep removed %v of a live owner (%v)", removed, e)
+			}
+		}
+	}()
+	for i := range 3000 {
+		d, err := scratch.Mkdir(parent, "rlpipe-test-")
+		if err != nil {
+			close(stop)
+			t.Fatalf("Mkdir %d: %v", i, err)
+		}
+		if err := d.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if err := <-swept; err != nil {
+		t.Fatal(err)
 	}
 }
