@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -23,8 +24,8 @@ import (
 const policyTokenEnv = "RLPIPE_POLICY_TOKEN"
 
 func newPolicyCommand(g *rootOptions) *cobra.Command {
-	return newGroupCommand("policy", "serve and reproduce the embedded model",
-		newPolicyServeCommand(g), newPolicyPretrainCommand(g))
+	return newGroupCommand("policy", "serve, reproduce and export the embedded model",
+		newPolicyServeCommand(g), newPolicyPretrainCommand(g), newPolicyExportCommand(g))
 }
 
 type policyServeOptions struct {
@@ -98,7 +99,7 @@ func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 	d := tiny.DefaultPretrainConfig()
 	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, or tiny-chain (half of its examples two-turn running sums, for multi-turn episodes)")
 	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, or chain.safetensors for tiny-chain)")
-	fs.IntVar(&o.steps, "steps", d.Steps, "training steps (the default reproduces the shipped weights)")
+	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 4500 for tiny-arith, 4100 for tiny-chain)")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
 	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
 }
@@ -138,7 +139,10 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 		out = o.out
 	}
 	o.out = out
-	cfg.Steps, cfg.Seed = o.steps, o.seed
+	if o.steps > 0 {
+		cfg.Steps = o.steps
+	}
+	cfg.Seed = o.seed
 	every := max(cfg.Steps/20, 1)
 	m, err := tiny.Pretrain(ctx, cfg, func(pr tiny.PretrainProgress) {
 		if pr.Step%every == 0 && !p.json {
@@ -175,6 +179,73 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 	}
 	if o.verify && got != shipped {
 		return failure(fmt.Errorf("pretrain: %s differs from the shipped %s weights (sha256 %s): the training is not reproducible here; report it with `go version` and the machine", o.out, o.model, shipped))
+	}
+	return nil
+}
+
+type policyExportOptions struct {
+	model   string
+	adapter string
+}
+
+func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, a .safetensors file or a model directory")
+	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter directory against the model, and copy it to DIR/adapter")
+}
+
+func newPolicyExportCommand(g *rootOptions) *cobra.Command {
+	var o policyExportOptions
+	cmd := &cobra.Command{
+		Use:   "export DIR [--model tiny-arith|tiny-chain|FILE] [--adapter ADAPTER_DIR]",
+		Short: "write the embedded model as a Hugging Face model directory",
+		Long: `Write the embedded model as a Hugging Face model directory that transformers
+(AutoModelForCausalLM, AutoTokenizer), PEFT and vLLM load as it is: config.json
+(LlamaForCausalLM), model.safetensors, generation_config.json, tokenizer.json
+(a WordLevel tokenizer, one token per character, BOS prepended) and
+tokenizer_config.json (with a chat template that renders conversations as the
+embedded policy does). The adapters a run commits are PEFT directories of
+this model: load them with PeftModel.from_pretrained or vLLM's
+/v1/load_lora_adapter. The embedded policy reads such a directory back
+(policy: {model: DIR}).`,
+		Example: `  rlpipe policy export ./tiny-arith-hf
+  rlpipe policy export ./chain-hf --model tiny-chain
+  rlpipe policy export ./hf --adapter runs/arith/adapters/step-000003`,
+		Args: exactArgs("DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func policyExport(_ context.Context, dir string, o policyExportOptions, p printer) error {
+	m, err := embedded.Load(o.model)
+	if err != nil {
+		return failure(err)
+	}
+	if o.adapter != "" {
+		a, err := m.LoadAdapter(o.adapter)
+		if err != nil {
+			return failure(fmt.Errorf("policy export: %w", err))
+		}
+		if err := a.Save(filepath.Join(dir, "adapter")); err != nil {
+			return failure(fmt.Errorf("policy export: %w", err))
+		}
+	}
+	if err := m.ExportHF(dir); err != nil {
+		return failure(fmt.Errorf("policy export: %w", err))
+	}
+	res := map[string]any{"dir": dir, "version": m.Version(), "architecture": "LlamaForCausalLM", "parameters": m.NumParams()}
+	if o.adapter != "" {
+		res["adapter"] = filepath.Join(dir, "adapter")
+	}
+	if p.json {
+		return p.JSON(res)
+	}
+	p.Printf("wrote %s to %s (LlamaForCausalLM, %d parameters)\n", m.Version(), dir, m.NumParams())
+	if o.adapter != "" {
+		p.Printf("adapter: %s\n", res["adapter"])
 	}
 	return nil
 }

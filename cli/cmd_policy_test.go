@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/policy/embedded"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 func TestPolicyServeRefusesPublicAddressWithoutToken(t *testing.T) {
@@ -59,4 +64,49 @@ func TestPolicyServe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve after cancel: %v", err)
 	}
+}
+
+// TestPolicyExport writes the shipped model as a Hugging Face directory
+// with a run's kind of adapter, serves it back from the directory, and
+// refuses an adapter of another shape by name.
+func TestPolicyExport(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(t.TempDir(), "hf")
+	adapter := filepath.Join(t.TempDir(), "step-000001")
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.NewAdapter(tiny.LoRAConfig{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(adapter); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Dir, Version, Architecture, Adapter string
+		Parameters                          int
+	}
+	h.json(&res, "policy", "export", dir, "--adapter", adapter)
+	if res.Version != m.Version() || res.Architecture != "LlamaForCausalLM" || res.Parameters != m.NumParams() || res.Adapter != filepath.Join(dir, "adapter") {
+		t.Errorf("export said %+v", res)
+	}
+	for _, f := range []string{tiny.HFConfigFile, tiny.HFWeightsFile, tiny.HFTokenizerFile, tiny.HFTokenizerConfigFile, tiny.HFGenerationFile, "adapter/adapter_config.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// The directory is a model the embedded policy runs, the same model.
+	back, err := embedded.Load(dir)
+	if err != nil || back.Version() != m.Version() {
+		t.Fatalf("loaded back %v, %v", back, err)
+	}
+	wide := tiny.DefaultConfig()
+	wide.Hidden = 200
+	other, _ := tiny.New(wide, 1)
+	oa, _ := other.NewAdapter(tiny.LoRAConfig{Targets: []string{"up_proj"}})
+	bad := filepath.Join(t.TempDir(), "wide")
+	oa.Save(bad)
+	h.fails(1, []string{`up_proj.lora_B.weight" has shape [200 8]`}, "policy", "export", t.TempDir(), "--adapter", bad)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,8 +50,9 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 	if o.Serve != "" && o.Serve != ServeInProcess && o.Serve != ServeHTTP {
 		c.Fail("serve", "use inprocess or http", "%s: unknown way %q", c.Path("serve"), o.Serve)
 	}
-	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !strings.HasSuffix(model, ".safetensors") {
-		c.Fail("model", "use tiny-arith, tiny-chain or a .safetensors file", "%s: %q is neither a shipped model nor a .safetensors file", c.Path("model"), model)
+	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !strings.HasSuffix(model, ".safetensors") && !isDir(model) {
+		c.Fail("model", "use tiny-arith, tiny-chain, a .safetensors file or a model directory `rlpipe policy export` wrote",
+			"%s: %q is neither a shipped model, a .safetensors file nor a directory", c.Path("model"), model)
 	}
 }
 
@@ -66,7 +68,7 @@ func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
 		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", po.Serve, ServeInProcess, ServeHTTP)
 	}
 	model := s.Model
-	if strings.HasSuffix(model, ".safetensors") && !filepath.IsAbs(model) && s.Dir != "" {
+	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !filepath.IsAbs(model) && s.Dir != "" {
 		model = filepath.Join(s.Dir, model)
 	}
 	m, err := Load(model)
@@ -86,7 +88,9 @@ func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
 }
 
 // Load loads the shipped weights ("" or ModelTinyArith, or
-// tiny.ModelTinyChain) or a safetensors file.
+// tiny.ModelTinyChain), a safetensors file, or a Hugging Face model
+// directory of a Llama the engine runs (tiny.LoadHF: what `rlpipe policy
+// export` writes).
 func Load(model string) (*tiny.Model, error) {
 	if model == tiny.ModelTinyChain {
 		m, err := tiny.EmbeddedChain()
@@ -102,11 +106,20 @@ func Load(model string) (*tiny.Model, error) {
 		}
 		return m, nil
 	}
-	m, err := tiny.Load(model)
+	load := tiny.Load
+	if isDir(model) {
+		load = tiny.LoadHF
+	}
+	m, err := load(model)
 	if err != nil {
 		return nil, fmt.Errorf("policy: load %s: %w", model, err)
 	}
 	return m, nil
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // ServeLoopback serves p on 127.0.0.1 (a free port) and returns a client

@@ -6,9 +6,11 @@ import (
 	"strings"
 )
 
-// The special tokens, ahead of the vocabulary's characters. The model
-// never produces PAD or BOS: their logits are masked out of every
-// distribution it computes.
+// The special tokens, ahead of the vocabulary's characters. Training
+// never shows the model PAD or BOS as a target, so it learns to give them
+// next to no probability; they stay in its distributions, as in every
+// Hugging Face model, so that log-probabilities agree with transformers
+// and vLLM.
 const (
 	PAD int32 = 0 // padding, for callers that need a rectangular batch
 	BOS int32 = 1 // begins every sequence
@@ -29,22 +31,38 @@ type Config struct {
 	// Vocab lists the characters of the vocabulary, token ids 3, 4, …
 	// after PAD, BOS and EOS. They must be distinct printable ASCII.
 	Vocab string `json:"vocab"`
-	// Dim is the width of the residual stream, Heads the number of
-	// attention heads (Dim must be a multiple), Layers the number of
-	// transformer blocks, Hidden the width of the MLP and Context the
-	// largest number of positions, BOS included.
+	// Dim is the width of the residual stream (hidden_size), Heads the
+	// number of attention heads and HeadDim the width of each (even:
+	// rotary embeddings turn pairs; 0 means Dim/Heads), Layers the number
+	// of blocks, Hidden the width of the SwiGLU MLP (intermediate_size)
+	// and Context the largest number of positions, BOS included
+	// (max_position_embeddings).
 	Dim     int `json:"dim"`
 	Heads   int `json:"heads"`
+	HeadDim int `json:"head_dim,omitempty"`
 	Layers  int `json:"layers"`
 	Hidden  int `json:"hidden"`
 	Context int `json:"context"`
 }
 
 // DefaultConfig is the shipped model's configuration: 16 tokens, d 64,
-// 4 heads, 2 layers, MLP 256, context 32; 104,192 parameters.
+// 4 heads of 32 (a head size vLLM's CPU attention accepts), 2 layers,
+// MLP 176, context 32.
 func DefaultConfig() Config {
-	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, Layers: 2, Hidden: 256, Context: 32}
+	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, HeadDim: 32, Layers: 2, Hidden: 176, Context: 32}
 }
+
+// headDim returns the width of one attention head.
+func (c Config) headDim() int {
+	if c.HeadDim > 0 {
+		return c.HeadDim
+	}
+	return c.Dim / c.Heads
+}
+
+// attnWidth returns the width of the queries, keys and values of all
+// heads together.
+func (c Config) attnWidth() int { return c.Heads * c.headDim() }
 
 // VocabSize returns the number of token ids, special tokens included.
 func (c Config) VocabSize() int { return numSpecial + len(c.Vocab) }
@@ -56,8 +74,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tiny config: name %q must be non-empty, without '@', '+' or spaces", c.Name)
 	case c.Vocab == "":
 		return fmt.Errorf("tiny config: the vocabulary is empty")
-	case c.Dim <= 0 || c.Heads <= 0 || c.Dim%c.Heads != 0:
-		return fmt.Errorf("tiny config: dim %d must be a positive multiple of heads %d", c.Dim, c.Heads)
+	case c.Dim <= 0 || c.Heads <= 0 || c.HeadDim < 0 || c.HeadDim%2 != 0:
+		return fmt.Errorf("tiny config: dim %d, heads %d and head_dim %d must be positive, head_dim even", c.Dim, c.Heads, c.HeadDim)
+	case c.HeadDim == 0 && (c.Dim%c.Heads != 0 || c.Dim/c.Heads%2 != 0):
+		return fmt.Errorf("tiny config: dim %d must be a multiple of heads %d with an even quotient, or head_dim set", c.Dim, c.Heads)
 	case c.Layers <= 0 || c.Hidden <= 0:
 		return fmt.Errorf("tiny config: layers %d and hidden %d must be positive", c.Layers, c.Hidden)
 	case c.Context < 2:

@@ -6,28 +6,36 @@
 //
 // # Architecture
 //
-// A pre-LayerNorm GPT: token and learned position embeddings, Layers
-// blocks of
+// Exactly Hugging Face's LlamaForCausalLM, so that the same weights run
+// in transformers, PEFT and vLLM (ExportHF, `rlpipe policy export`):
+// token embeddings, Layers blocks of
 //
-//	x = x + o_proj(attention(q_proj, k_proj, v_proj)(norm(x)))   causal, Heads heads
-//	x = x + down_proj(relu(up_proj(norm(x))))
+//	h = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n)))   n = rmsnorm(x)
+//	x = h + down_proj(silu(gate_proj(n')) · up_proj(n'))                     n' = rmsnorm(h)
 //
-// then a final norm and lm_head (no bias). DefaultConfig: d 64, 4 heads,
-// 2 layers, MLP 256, context 32, 104,192 parameters. Every matrix product
-// is gonum's float32 Sgemm (blas/gonum); attention, LayerNorm and softmax
-// are plain loops. Everything is deterministic: the same inputs give the
-// same bits, whatever the batch, the number of goroutines or the CPU's
-// features (on amd64 with the default GOAMD64; other architectures may
-// fuse multiply-adds and differ in the last bits).
+// (causal attention over Heads heads of HeadDim, rotary position
+// embeddings with θ 10000 in the "rotate half" layout, RMSNorm with ε
+// 1e-5, no biases), then a final RMSNorm and an untied lm_head.
+// DefaultConfig: d 64, 4 heads of 32 (vLLM's CPU attention takes head
+// sizes 32 and 64, among others), 2 layers, SwiGLU width 176, context 32,
+// 135,488 parameters. Every matrix product is gonum's float32 Sgemm
+// (blas/gonum); attention, RMSNorm, rotary embeddings and softmax are
+// plain loops. Everything is deterministic: the same inputs give the same
+// bits, whatever the batch, the number of goroutines or the CPU's features
+// (on amd64 with the default GOAMD64; other architectures may fuse
+// multiply-adds and differ in the last bits). Per-token log-probabilities
+// agree with transformers' (float32) within a few 1e-6
+// (TestTransformersParity, with and without a LoRA adapter).
 //
 // # Vocabulary
 //
 // Characters, one token each: PAD (0), BOS (1), EOS (2), then
 // Config.Vocab, "0123456789+-=" by default (ids 3..15). Every sequence
 // starts with BOS; completions end with EOS. Tokenize reports a character
-// outside the vocabulary with its column. The model never produces PAD or
-// BOS: they are masked out of every distribution, so log-probabilities sum
-// to one over EOS and the characters.
+// outside the vocabulary with its column. Distributions cover every
+// token, PAD and BOS included, as in transformers and vLLM; training never
+// targets those two, so the shipped models give them next to no
+// probability, and a sampled one spells nothing.
 //
 // # Sampling and scoring
 //
@@ -71,10 +79,12 @@
 // and summed in order, so gradients do not depend on the goroutine count.
 // SaveState and LoadState make a resumed run continue bit for bit.
 //
-// Adapters (LoRA on q_proj, k_proj, v_proj, o_proj, up_proj and down_proj
-// by default; r 8, α 16; A uniform, B zero) are saved and loaded as PEFT
-// adapter directories (see policy/safetensors): tensor names
-// base_model.model.layers.<i>.attn.q_proj.lora_A.weight and so on. An
+// Adapters (LoRA on q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj
+// and down_proj by default; r 8, α 16; A uniform, B zero) are saved and
+// loaded as PEFT adapter directories (see policy/safetensors): tensor
+// names base_model.model.model.layers.<i>.self_attn.q_proj.lora_A.weight
+// and so on, as PEFT names them for a LlamaForCausalLM, so PEFT and vLLM
+// load them and the engine loads theirs. An
 // adapter is applied by merging W + (α/r)·B·A once, so sampling with it
 // costs what sampling the base does.
 //
@@ -89,10 +99,10 @@
 // # The shipped weights
 //
 // weights/base.safetensors (go:embed, returned by Embedded) is a
-// safetensors file: tensors named like a PyTorch model
-// (embed_tokens.weight, layers.0.attn.q_proj.weight [out, in], …,
-// lm_head.weight) and the Config as JSON in the metadata key
-// "tiny.config". It is the output of
+// safetensors file: tensors named as in transformers' LlamaForCausalLM
+// (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight
+// [out, in], …, lm_head.weight) and the Config as JSON in the metadata
+// key "tiny.config". It is the output of
 //
 //	m, err := tiny.Pretrain(ctx, tiny.DefaultPretrainConfig(), nil)
 //	err = m.Save("base.safetensors")

@@ -4,12 +4,12 @@ package tiny
 type span struct{ start, n int }
 
 type layerActs struct {
-	h1, mean1, rstd1 []float32
-	q, k, v, att     []float32
-	probs            []float32 // rows × heads × ctx attention weights
-	x2               []float32 // residual stream after attention
-	h2, mean2, rstd2 []float32
-	r                []float32 // ReLU(up_proj), rows × hidden
+	h1, rstd1    []float32 // input_layernorm
+	q, k, v, att []float32 // q and k after the rotary embedding
+	probs        []float32 // rows × heads × ctx attention weights
+	x2           []float32 // residual stream after attention
+	h2, rstd2    []float32 // post_attention_layernorm
+	g, u, m      []float32 // gate_proj, up_proj, silu(g)·u: rows × hidden
 }
 
 // acts holds a packed batch — the rows of several sequences one after the
@@ -25,10 +25,9 @@ type acts struct {
 	x      [][]float32 // Layers+1 residual streams
 	ls     []layerActs
 	hf     []float32
-	meanf  []float32
 	rstdf  []float32
 	logits []float32
-	logp   []float32 // log-softmax of logits, PAD and BOS at -Inf
+	logp   []float32 // log-softmax of logits
 	ent    []float32 // entropy of each row's distribution
 }
 
@@ -53,7 +52,7 @@ func grow32(s []int32, n int) []int32 {
 // reset sizes the batch for rows rows, keeping its buffers.
 func (a *acts) reset(rows int) {
 	c := a.cfg
-	d, H, V := c.Dim, c.Heads, c.VocabSize()
+	d, A, H, V, F := c.Dim, c.attnWidth(), c.Heads, c.VocabSize(), c.Hidden
 	a.rows = rows
 	a.tokens = grow32(a.tokens, rows)
 	a.pos = grow32(a.pos, rows)
@@ -65,14 +64,14 @@ func (a *acts) reset(rows int) {
 	}
 	for i := range a.ls {
 		l := &a.ls[i]
-		l.h1, l.mean1, l.rstd1 = grow(l.h1, rows*d), grow(l.mean1, rows), grow(l.rstd1, rows)
-		l.q, l.k, l.v, l.att = grow(l.q, rows*d), grow(l.k, rows*d), grow(l.v, rows*d), grow(l.att, rows*d)
+		l.h1, l.rstd1 = grow(l.h1, rows*d), grow(l.rstd1, rows)
+		l.q, l.k, l.v, l.att = grow(l.q, rows*A), grow(l.k, rows*A), grow(l.v, rows*A), grow(l.att, rows*A)
 		l.probs = grow(l.probs, rows*H*c.Context)
 		l.x2 = grow(l.x2, rows*d)
-		l.h2, l.mean2, l.rstd2 = grow(l.h2, rows*d), grow(l.mean2, rows), grow(l.rstd2, rows)
-		l.r = grow(l.r, rows*c.Hidden)
+		l.h2, l.rstd2 = grow(l.h2, rows*d), grow(l.rstd2, rows)
+		l.g, l.u, l.m = grow(l.g, rows*F), grow(l.u, rows*F), grow(l.m, rows*F)
 	}
-	a.hf, a.meanf, a.rstdf = grow(a.hf, rows*d), grow(a.meanf, rows), grow(a.rstdf, rows)
+	a.hf, a.rstdf = grow(a.hf, rows*d), grow(a.rstdf, rows)
 	a.logits, a.logp, a.ent = grow(a.logits, rows*V), grow(a.logp, rows*V), grow(a.ent, rows)
 }
 
@@ -87,8 +86,8 @@ func (a *acts) addSequence(at int, toks []int32) {
 	}
 }
 
-// kvCache holds the keys and values of sequences being sampled: per layer,
-// slots × Context rows of Dim.
+// kvCache holds the keys (rotated) and values of sequences being sampled:
+// per layer, slots × Context rows of Heads·HeadDim.
 type kvCache struct {
 	k, v [][]float32
 }
@@ -96,8 +95,8 @@ type kvCache struct {
 func newKVCache(c Config, slots int) *kvCache {
 	kv := &kvCache{k: make([][]float32, c.Layers), v: make([][]float32, c.Layers)}
 	for l := range kv.k {
-		kv.k[l] = make([]float32, slots*c.Context*c.Dim)
-		kv.v[l] = make([]float32, slots*c.Context*c.Dim)
+		kv.k[l] = make([]float32, slots*c.Context*c.attnWidth())
+		kv.v[l] = make([]float32, slots*c.Context*c.attnWidth())
 	}
 	return kv
 }
@@ -108,57 +107,61 @@ func newKVCache(c Config, slots int) *kvCache {
 // a.pos[r]: its keys and values are stored there and it attends over the
 // slot's positions 0..pos. Both modes compute a row with the same
 // operations, so they agree bit for bit.
+//
+// Each block is Llama's:
+//
+//	h = x + o_proj(attention(rope(q_proj(n)), rope(k_proj(n)), v_proj(n)))   n = rmsnorm(x)
+//	x = h + down_proj(silu(gate_proj(n')) · up_proj(n'))                     n' = rmsnorm(h)
 func (w *weights) forward(a *acts, kv *kvCache) {
 	c := w.cfg
-	d, H, ctx, V := c.Dim, c.Heads, c.Context, c.VocabSize()
+	d, A, H, ctx, V, F := c.Dim, c.attnWidth(), c.Heads, c.Context, c.VocabSize(), c.Hidden
+	rope := w.rope
 	rows := a.rows
 	x := a.x[0]
 	for r := 0; r < rows; r++ {
-		t, p := int(a.tokens[r]), int(a.pos[r])
-		xr, te, pe := x[r*d:(r+1)*d], w.tok[t*d:(t+1)*d], w.pos[p*d:(p+1)*d]
-		for i := range xr {
-			xr[i] = te[i] + pe[i]
-		}
+		t := int(a.tokens[r])
+		copy(x[r*d:(r+1)*d], w.tok[t*d:(t+1)*d])
 	}
 	for l := range w.blocks {
 		b, la := &w.blocks[l], &a.ls[l]
-		layerNorm(rows, d, x, b.ln1g, b.ln1b, la.h1, la.mean1, la.rstd1)
+		rmsNorm(rows, d, x, b.attnNorm, la.h1, la.rstd1)
 		linearForward(rows, &b.q, la.h1, la.q)
 		linearForward(rows, &b.k, la.h1, la.k)
 		linearForward(rows, &b.v, la.h1, la.v)
 		for r := 0; r < rows; r++ {
 			p := int(a.pos[r])
+			rope.rotate(la.q[r*A:(r+1)*A], p, H, false)
+			rope.rotate(la.k[r*A:(r+1)*A], p, H, false)
 			var K, Vs []float32
 			if kv == nil {
-				s := int(a.start[r]) * d
+				s := int(a.start[r]) * A
 				K, Vs = la.k[s:], la.v[s:]
 			} else {
-				s := int(a.slot[r]) * ctx * d
+				s := int(a.slot[r]) * ctx * A
 				K, Vs = kv.k[l][s:], kv.v[l][s:]
-				copy(K[p*d:(p+1)*d], la.k[r*d:(r+1)*d])
-				copy(Vs[p*d:(p+1)*d], la.v[r*d:(r+1)*d])
+				copy(K[p*A:(p+1)*A], la.k[r*A:(r+1)*A])
+				copy(Vs[p*A:(p+1)*A], la.v[r*A:(r+1)*A])
 			}
-			attendRow(la.q[r*d:(r+1)*d], K, Vs, p+1, d, H, ctx, la.att[r*d:(r+1)*d], la.probs[r*H*ctx:(r+1)*H*ctx])
+			attendRow(la.q[r*A:(r+1)*A], K, Vs, p+1, A, H, ctx, la.att[r*A:(r+1)*A], la.probs[r*H*ctx:(r+1)*H*ctx])
 		}
 		linearForward(rows, &b.o, la.att, la.x2)
 		for i, v := range x[:rows*d] {
 			la.x2[i] += v
 		}
-		layerNorm(rows, d, la.x2, b.ln2g, b.ln2b, la.h2, la.mean2, la.rstd2)
-		linearForward(rows, &b.up, la.h2, la.r)
-		for i, v := range la.r[:rows*c.Hidden] {
-			if v < 0 {
-				la.r[i] = 0
-			}
+		rmsNorm(rows, d, la.x2, b.mlpNorm, la.h2, la.rstd2)
+		linearForward(rows, &b.gate, la.h2, la.g)
+		linearForward(rows, &b.up, la.h2, la.u)
+		for i, g := range la.g[:rows*F] {
+			la.m[i] = silu(g) * la.u[i]
 		}
 		xn := a.x[l+1]
-		linearForward(rows, &b.down, la.r, xn)
+		linearForward(rows, &b.down, la.m, xn)
 		for i, v := range la.x2[:rows*d] {
 			xn[i] += v
 		}
 		x = xn
 	}
-	layerNorm(rows, d, x, w.lnfg, w.lnfb, a.hf, a.meanf, a.rstdf)
+	rmsNorm(rows, d, x, w.norm, a.hf, a.rstdf)
 	linearForward(rows, &w.head, a.hf, a.logits)
 	for r := 0; r < rows; r++ {
 		a.ent[r] = logSoftmax(a.logits[r*V:(r+1)*V], a.logp[r*V:(r+1)*V])
@@ -167,14 +170,14 @@ func (w *weights) forward(a *acts, kv *kvCache) {
 
 // gradActs holds the gradient buffers of a backward pass.
 type gradActs struct {
-	dx, dh, datt, dq, dk, dv, dr []float32
+	dx, dh, datt, dq, dk, dv, dg, du []float32
 }
 
 func (g *gradActs) reset(c Config, rows int) {
-	d := c.Dim
-	g.dx, g.dh, g.datt = grow(g.dx, rows*d), grow(g.dh, rows*d), grow(g.datt, rows*d)
-	g.dq, g.dk, g.dv = grow(g.dq, rows*d), grow(g.dk, rows*d), grow(g.dv, rows*d)
-	g.dr = grow(g.dr, rows*c.Hidden)
+	d, A, F := c.Dim, c.attnWidth(), c.Hidden
+	g.dx, g.dh, g.datt = grow(g.dx, rows*d), grow(g.dh, rows*d), grow(g.datt, rows*A)
+	g.dq, g.dk, g.dv = grow(g.dq, rows*A), grow(g.dk, rows*A), grow(g.dv, rows*A)
+	g.dg, g.du = grow(g.dg, rows*F), grow(g.du, rows*F)
 }
 
 // backward back-propagates dlogits (rows × V) through the packed forward
@@ -183,7 +186,7 @@ func (g *gradActs) reset(c Config, rows int) {
 // layers' weights do (what LoRA needs).
 func (w *weights) backward(a *acts, ga *gradActs, g *weights, full bool, dlogits []float32) {
 	c := w.cfg
-	d, H, ctx := c.Dim, c.Heads, c.Context
+	d, A, H, ctx, F := c.Dim, c.attnWidth(), c.Heads, c.Context, c.Hidden
 	rows := a.rows
 	ga.reset(c, rows)
 	dx, dh := ga.dx, ga.dh
@@ -191,59 +194,65 @@ func (w *weights) backward(a *acts, ga *gradActs, g *weights, full bool, dlogits
 	if full {
 		gl = &g.head
 	}
-	linearBackward(rows, &w.head, gl, false, a.hf, dlogits, dh, false)
+	linearBackward(rows, &w.head, gl, a.hf, dlogits, dh, false)
 	clear(dx)
-	var dg, db []float32
+	var dn []float32
 	if full {
-		dg, db = g.lnfg, g.lnfb
+		dn = g.norm
 	}
-	layerNormBackward(rows, d, a.x[c.Layers], w.lnfg, a.meanf, a.rstdf, dh, dx, dg, db)
+	rmsNormBackward(rows, d, a.x[c.Layers], w.norm, a.rstdf, dh, dx, dn)
 	for l := c.Layers - 1; l >= 0; l-- {
 		b, la, gb := &w.blocks[l], &a.ls[l], &g.blocks[l]
-		// x[l+1] = x2 + down(relu(up(norm(x2))))
-		linearBackward(rows, &b.down, &gb.down, full, la.r, dx, ga.dr, false)
-		for i, v := range la.r[:rows*c.Hidden] {
-			if v <= 0 {
-				ga.dr[i] = 0
-			}
+		// x[l+1] = x2 + down(silu(gate(n)) · up(n)), n = norm(x2)
+		linearBackward(rows, &b.down, &gb.down, la.m, dx, ga.du, false)
+		for i, dm := range ga.du[:rows*F] {
+			gv := la.g[i]
+			s := sigmoid(gv)
+			ga.du[i] = dm * gv * s
+			ga.dg[i] = dm * la.u[i] * s * (1 + gv*(1-s))
 		}
-		linearBackward(rows, &b.up, &gb.up, full, la.h2, ga.dr, dh, false)
-		dg, db = nil, nil
+		linearBackward(rows, &b.gate, &gb.gate, la.h2, ga.dg, dh, false)
+		linearBackward(rows, &b.up, &gb.up, la.h2, ga.du, dh, true)
+		dn = nil
 		if full {
-			dg, db = gb.ln2g, gb.ln2b
+			dn = gb.mlpNorm
 		}
-		layerNormBackward(rows, d, la.x2, b.ln2g, la.mean2, la.rstd2, dh, dx, dg, db)
-		// x2 = x[l] + o(attention(q, k, v)(norm(x[l])))
-		linearBackward(rows, &b.o, &gb.o, full, la.att, dx, ga.datt, false)
+		rmsNormBackward(rows, d, la.x2, b.mlpNorm, la.rstd2, dh, dx, dn)
+		// x2 = x[l] + o(attention(rope(q), rope(k), v)(norm(x[l])))
+		linearBackward(rows, &b.o, &gb.o, la.att, dx, ga.datt, false)
 		clear(ga.dq)
 		clear(ga.dk)
 		clear(ga.dv)
 		for _, s := range a.spans {
-			o := s.start * d
-			attendBackward(s.n, d, H, ctx, la.q[o:], la.k[o:], la.v[o:], la.probs[s.start*H*ctx:],
+			o := s.start * A
+			attendBackward(s.n, A, H, ctx, la.q[o:], la.k[o:], la.v[o:], la.probs[s.start*H*ctx:],
 				ga.datt[o:], ga.dq[o:], ga.dk[o:], ga.dv[o:])
 		}
-		linearBackward(rows, &b.q, &gb.q, full, la.h1, ga.dq, dh, false)
-		linearBackward(rows, &b.k, &gb.k, full, la.h1, ga.dk, dh, true)
-		linearBackward(rows, &b.v, &gb.v, full, la.h1, ga.dv, dh, true)
+		for r := 0; r < rows; r++ {
+			p := int(a.pos[r])
+			w.rope.rotate(ga.dq[r*A:(r+1)*A], p, H, true)
+			w.rope.rotate(ga.dk[r*A:(r+1)*A], p, H, true)
+		}
+		linearBackward(rows, &b.q, &gb.q, la.h1, ga.dq, dh, false)
+		linearBackward(rows, &b.k, &gb.k, la.h1, ga.dk, dh, true)
+		linearBackward(rows, &b.v, &gb.v, la.h1, ga.dv, dh, true)
 		if !full && l == 0 {
 			break // nothing below needs a gradient
 		}
-		dg, db = nil, nil
+		dn = nil
 		if full {
-			dg, db = gb.ln1g, gb.ln1b
+			dn = gb.attnNorm
 		}
-		layerNormBackward(rows, d, a.x[l], b.ln1g, la.mean1, la.rstd1, dh, dx, dg, db)
+		rmsNormBackward(rows, d, a.x[l], b.attnNorm, la.rstd1, dh, dx, dn)
 	}
 	if !full {
 		return
 	}
 	for r := 0; r < rows; r++ {
-		t, p := int(a.tokens[r]), int(a.pos[r])
-		dr, gt, gp := dx[r*d:(r+1)*d], g.tok[t*d:(t+1)*d], g.pos[p*d:(p+1)*d]
+		t := int(a.tokens[r])
+		dr, gt := dx[r*d:(r+1)*d], g.tok[t*d:(t+1)*d]
 		for i, v := range dr {
 			gt[i] += v
-			gp[i] += v
 		}
 	}
 }

@@ -30,35 +30,21 @@ func matmulAcc(rows, in, out int, x, w, y []float32) {
 	blasImpl.Sgemm(blas.NoTrans, blas.NoTrans, rows, out, in, 1, x, in, w, out, 1, y, out)
 }
 
-// linearForward computes y = x·w + b (b may be nil).
+// linearForward computes y = x·w.
 func linearForward(rows int, l *linear, x, y []float32) {
 	y = y[:rows*l.out]
-	if l.b != nil {
-		for r := 0; r < rows; r++ {
-			copy(y[r*l.out:(r+1)*l.out], l.b)
-		}
-	} else {
-		clear(y)
-	}
+	clear(y)
 	matmulAcc(rows, l.in, l.out, x, l.w, y)
 }
 
-// linearBackward adds dx (+)= dy·wᵀ and, when g is not nil, g.w += xᵀ·dy
-// and g.b += column sums of dy (when withBias).
-func linearBackward(rows int, l *linear, g *linear, withBias bool, x, dy, dx []float32, accumulate bool) {
+// linearBackward computes dx = dy·wᵀ (or adds it, with accumulate) and,
+// when g is not nil, adds xᵀ·dy to g.w.
+func linearBackward(rows int, l *linear, g *linear, x, dy, dx []float32, accumulate bool) {
 	if rows == 0 {
 		return
 	}
 	if g != nil {
 		blasImpl.Sgemm(blas.Trans, blas.NoTrans, l.in, l.out, rows, 1, x, l.in, dy, l.out, 1, g.w, l.out)
-		if withBias && g.b != nil {
-			for r := 0; r < rows; r++ {
-				row := dy[r*l.out : (r+1)*l.out]
-				for j, v := range row {
-					g.b[j] += v
-				}
-			}
-		}
 	}
 	if dx != nil {
 		beta := float32(0)
@@ -69,59 +55,99 @@ func linearBackward(rows int, l *linear, g *linear, withBias bool, x, dy, dx []f
 	}
 }
 
-const lnEps = 1e-5
+// normEps is the RMSNorm epsilon (rms_norm_eps).
+const normEps = 1e-5
 
-// layerNorm normalises each row of x into y and records its mean and
-// reciprocal standard deviation.
-func layerNorm(rows, d int, x, g, b, y, mean, rstd []float32) {
+// rmsNorm writes x·rsqrt(mean(x²) + ε)·g into y, row by row, and records
+// each row's reciprocal root mean square.
+func rmsNorm(rows, d int, x, g, y, rstd []float32) {
 	inv := 1 / float32(d)
 	for r := 0; r < rows; r++ {
 		xr := x[r*d : (r+1)*d]
 		yr := y[r*d : (r+1)*d]
-		var s float32
+		var ss float32
 		for _, v := range xr {
-			s += v
+			ss += v * v
 		}
-		m := s * inv
-		var vs float32
-		for _, v := range xr {
-			dv := v - m
-			vs += dv * dv
-		}
-		rs := float32(1 / math.Sqrt(float64(vs*inv+lnEps)))
-		mean[r], rstd[r] = m, rs
+		rs := float32(1 / math.Sqrt(float64(ss*inv+normEps)))
+		rstd[r] = rs
 		for i, v := range xr {
-			yr[i] = (v-m)*rs*g[i] + b[i]
+			yr[i] = g[i] * (v * rs)
 		}
 	}
 }
 
-// layerNormBackward adds to dx the gradient through the normalisation of
-// x, given dy; dg and db (nil to skip) accumulate the parameters' grads.
-func layerNormBackward(rows, d int, x, g, mean, rstd, dy, dx, dg, db []float32) {
+// rmsNormBackward adds to dx the gradient through the normalisation of x,
+// given dy; dg (nil to skip) accumulates the gain's gradient.
+func rmsNormBackward(rows, d int, x, g, rstd, dy, dx, dg []float32) {
 	inv := 1 / float32(d)
 	for r := 0; r < rows; r++ {
 		xr := x[r*d : (r+1)*d]
 		dyr := dy[r*d : (r+1)*d]
 		dxr := dx[r*d : (r+1)*d]
-		m, rs := mean[r], rstd[r]
-		var sum1, sum2 float32
+		rs := rstd[r]
+		var dot float32
 		for i, v := range xr {
-			xh := (v - m) * rs
-			dxh := dyr[i] * g[i]
-			sum1 += dxh
-			sum2 += dxh * xh
+			xh := v * rs
+			dot += dyr[i] * g[i] * xh
 			if dg != nil {
 				dg[i] += dyr[i] * xh
-				db[i] += dyr[i]
 			}
 		}
-		sum1 *= inv
-		sum2 *= inv
+		dot *= inv
 		for i, v := range xr {
-			xh := (v - m) * rs
-			dxh := dyr[i] * g[i]
-			dxr[i] += rs * (dxh - sum1 - xh*sum2)
+			dxr[i] += rs * (dyr[i]*g[i] - v*rs*dot)
+		}
+	}
+}
+
+// sigmoid is 1/(1+e^-x); silu is x·sigmoid(x), the SwiGLU gate.
+func sigmoid(x float32) float32 { return 1 / (1 + exp32(-x)) }
+func silu(x float32) float32    { return x * sigmoid(x) }
+
+// ropeTheta is the rotary embedding's base (rope_theta).
+const ropeTheta = 10000
+
+// ropeTable holds cos and sin of the rotary embedding's angles, positions
+// × half a head: the angle of pair i at position p is p·θ^(−2i/headDim),
+// computed in float32 as Hugging Face's LlamaRotaryEmbedding does.
+type ropeTable struct {
+	half     int
+	cos, sin []float32
+}
+
+func newRopeTable(ctx, headDim int) *ropeTable {
+	half := headDim / 2
+	t := &ropeTable{half: half, cos: make([]float32, ctx*half), sin: make([]float32, ctx*half)}
+	for i := 0; i < half; i++ {
+		e := float32(2*i) / float32(headDim)
+		invFreq := 1 / float32(math.Pow(ropeTheta, float64(e)))
+		for p := 0; p < ctx; p++ {
+			ang := float64(float32(p) * invFreq)
+			t.cos[p*half+i] = float32(math.Cos(ang))
+			t.sin[p*half+i] = float32(math.Sin(ang))
+		}
+	}
+	return t
+}
+
+// rotate applies the rotary embedding of position p to each head of row
+// (heads × headDim), in Llama's "rotate half" layout: element i pairs with
+// element i+headDim/2. inverse applies the transpose, which
+// back-propagates the rotation.
+func (t *ropeTable) rotate(row []float32, p, heads int, inverse bool) {
+	h := t.half
+	cs, sn := t.cos[p*h:(p+1)*h], t.sin[p*h:(p+1)*h]
+	for hd := 0; hd < heads; hd++ {
+		x := row[hd*2*h : (hd+1)*2*h]
+		for i := 0; i < h; i++ {
+			c, s := cs[i], sn[i]
+			if inverse {
+				s = -s
+			}
+			a, b := x[i], x[i+h]
+			x[i] = a*c - b*s
+			x[i+h] = b*c + a*s
 		}
 	}
 }
@@ -153,29 +179,23 @@ func exp32(x float32) float32 {
 	return p * math.Float32frombits(uint32(k+127)<<23)
 }
 
-// logSoftmax writes the log-probabilities of logits z into lp, with the
-// special tokens PAD and BOS masked to -Inf, and returns the entropy of the
-// distribution.
+// logSoftmax writes the log-probabilities of logits z into lp and returns
+// the entropy of the distribution.
 func logSoftmax(z, lp []float32) float32 {
 	mx := float32(math.Inf(-1))
-	for i := numSpecial - 1; i < len(z); i++ { // EOS onwards
-		if z[i] > mx {
-			mx = z[i]
+	for _, v := range z {
+		if v > mx {
+			mx = v
 		}
 	}
 	var s float32
-	for i := numSpecial - 1; i < len(z); i++ {
-		s += exp32(z[i] - mx)
+	for _, v := range z {
+		s += exp32(v - mx)
 	}
 	lse := mx + float32(math.Log(float64(s)))
-	negInf := float32(math.Inf(-1))
 	var h float32
-	for i := range z {
-		if i < numSpecial-1 {
-			lp[i] = negInf
-			continue
-		}
-		l := z[i] - lse
+	for i, v := range z {
+		l := v - lse
 		lp[i] = l
 		h -= exp32(l) * l
 	}

@@ -25,7 +25,8 @@ type LoRAConfig struct {
 	Rank  int
 	Alpha float64
 	// Targets lists the module names to adapt, from q_proj, k_proj, v_proj,
-	// o_proj, up_proj and down_proj; nil adapts all of them in every layer.
+	// o_proj, gate_proj, up_proj and down_proj; nil adapts all of them in
+	// every layer.
 	Targets []string
 	// Seed initialises A (uniform in ±1/√in, as PEFT does); B starts at 0,
 	// so a new adapter leaves the model unchanged.
@@ -33,7 +34,7 @@ type LoRAConfig struct {
 }
 
 // Adapter is a LoRA adapter of a Model: for each adapted linear layer y =
-// x·Wᵀ + b it adds (α/r)·x·Aᵀ·Bᵀ, with A [r, in] and B [out, r] as PEFT
+// x·Wᵀ it adds (α/r)·x·Aᵀ·Bᵀ, with A [r, in] and B [out, r] as PEFT
 // stores them. Scoring and sampling with an adapter are safe for
 // concurrent use; training it (a Trainer) is not, with anything.
 type Adapter struct {
@@ -70,7 +71,7 @@ func (a *Adapter) Scaling() float64 { return a.alpha / float64(a.rank) }
 func (a *Adapter) NumParams() int { return len(a.flat) }
 
 // Modules returns the paths of the adapted layers, e.g.
-// "layers.0.attn.q_proj".
+// "model.layers.0.self_attn.q_proj".
 func (a *Adapter) Modules() []string {
 	out := make([]string, len(a.mods))
 	for i, m := range a.mods {
@@ -203,7 +204,7 @@ func (m *Model) loadAdapter(name, dir string) (*Adapter, error) {
 		for _, p := range paths {
 			if !slices.ContainsFunc(m.lo.modules, func(s moduleSpec) bool { return s.path == p }) {
 				an, _ := safetensors.LoRATensorNames(p)
-				return nil, fmt.Errorf("load adapter %q from %s: tensor %q: %s has no module %q (its modules are layers.<0..%d>.attn.{q,k,v,o}_proj and layers.<0..%d>.mlp.{up,down}_proj): %w",
+				return nil, fmt.Errorf("load adapter %q from %s: tensor %q: %s has no module %q (its modules are model.layers.<0..%d>.self_attn.{q,k,v,o}_proj and model.layers.<0..%d>.mlp.{gate,up,down}_proj): %w",
 					name, wpath, an, m.cfg.Name, p, m.cfg.Layers-1, m.cfg.Layers-1, policy.ErrAdapterShape)
 			}
 		}

@@ -22,7 +22,7 @@ var embeddedChainWeights []byte
 const (
 	metaFormat = "format"
 	metaConfig = "tiny.config"
-	formatName = "rlpipe-tiny/1"
+	formatName = "rlpipe-tiny/2"
 )
 
 // Model is the tiny causal transformer: its configuration and base
@@ -116,7 +116,11 @@ func Unmarshal(b []byte) (*Model, error) {
 
 func fromFile(f *safetensors.File) (*Model, error) {
 	if got := f.Metadata[metaFormat]; got != formatName {
-		return nil, fmt.Errorf("metadata %s is %q, want %q", metaFormat, got, formatName)
+		hint := ""
+		if got == "rlpipe-tiny/1" {
+			hint = " (a GPT-style model of an older rlpipe: the embedded model is a Llama now; pretrain it again with `rlpipe policy pretrain`)"
+		}
+		return nil, fmt.Errorf("metadata %s is %q, want %q%s", metaFormat, got, formatName, hint)
 	}
 	var cfg Config
 	if err := json.Unmarshal([]byte(f.Metadata[metaConfig]), &cfg); err != nil {
@@ -126,29 +130,38 @@ func fromFile(f *safetensors.File) (*Model, error) {
 		return nil, err
 	}
 	m := newModel(cfg)
+	if err := m.readTensors(f); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readTensors fills the weights from f's tensors, which must be exactly
+// the model's.
+func (m *Model) readTensors(f *safetensors.File) error {
 	for i := range m.lo.params {
 		p := &m.lo.params[i]
 		t, ok := f.Tensors[p.name]
 		if !ok {
-			return nil, fmt.Errorf("tensor %q is missing", p.name)
+			return fmt.Errorf("tensor %q is missing", p.name)
 		}
 		if !slices.Equal(t.Shape, p.shape) {
-			return nil, fmt.Errorf("tensor %q has shape %v, the config needs %v", p.name, t.Shape, p.shape)
+			return fmt.Errorf("tensor %q has shape %v, the config needs %v", p.name, t.Shape, p.shape)
 		}
 		v, err := t.Float32()
 		if err != nil {
-			return nil, fmt.Errorf("tensor %q: %w", p.name, err)
+			return fmt.Errorf("tensor %q: %w", p.name, err)
 		}
 		p.fromFile(v, m.w.flat[p.off:p.off+p.size])
 	}
 	if len(f.Tensors) != len(m.lo.params) {
 		for _, n := range f.Names() {
 			if m.lo.param(n) < 0 {
-				return nil, fmt.Errorf("tensor %q is not part of the model", n)
+				return fmt.Errorf("tensor %q is not part of the model", n)
 			}
 		}
 	}
-	return m, nil
+	return nil
 }
 
 func (lo *layout) param(name string) int {

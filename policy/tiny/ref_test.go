@@ -52,19 +52,17 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 	return flat
 }
 
-// refLogprobs returns the completion log-probabilities of each example.
+// refLogprobs returns the completion log-probabilities of each example,
+// computed as Hugging Face's LlamaForCausalLM defines them.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 	c := m.cfg
 	P := refParams(m, flat)
 	d, V, H := c.Dim, c.VocabSize(), c.Heads
 	dh := d / H
-	lin := func(x []float64, name string, in, out int, bias bool) []float64 {
+	lin := func(x []float64, name string, in, out int) []float64 {
 		w := P[name+".weight"]
 		y := make([]float64, out)
 		for j := 0; j < out; j++ {
-			if bias {
-				y[j] = P[name+".bias"][j]
-			}
 			for i := 0; i < in; i++ {
 				y[j] += x[i] * w[i*out+j]
 			}
@@ -72,18 +70,28 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		return y
 	}
 	norm := func(x []float64, name string) []float64 {
-		var m, v float64
+		var ss float64
 		for _, a := range x {
-			m += a
+			ss += a * a
 		}
-		m /= float64(len(x))
-		for _, a := range x {
-			v += (a - m) * (a - m)
-		}
-		v /= float64(len(x))
+		r := 1 / math.Sqrt(ss/float64(len(x))+normEps)
 		y := make([]float64, len(x))
 		for i, a := range x {
-			y[i] = (a-m)/math.Sqrt(v+lnEps)*P[name+".weight"][i] + P[name+".bias"][i]
+			y[i] = a * r * P[name+".weight"][i]
+		}
+		return y
+	}
+	// rope rotates each head's pairs (i, i+dh/2) by pos·θ^(-2i/dh).
+	rope := func(x []float64, pos int) []float64 {
+		y := make([]float64, len(x))
+		for hd := 0; hd < H; hd++ {
+			o := hd * dh
+			for i := 0; i < dh/2; i++ {
+				ang := float64(pos) * math.Pow(ropeTheta, -float64(2*i)/float64(dh))
+				a, b := x[o+i], x[o+i+dh/2]
+				y[o+i] = a*math.Cos(ang) - b*math.Sin(ang)
+				y[o+i+dh/2] = b*math.Cos(ang) + a*math.Sin(ang)
+			}
 		}
 		return y
 	}
@@ -94,19 +102,16 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		T := len(toks)
 		x := make([][]float64, T)
 		for t, tok := range toks {
-			x[t] = make([]float64, d)
-			for i := range x[t] {
-				x[t][i] = P["embed_tokens.weight"][int(tok)*d+i] + P["embed_positions.weight"][t*d+i]
-			}
+			x[t] = append([]float64(nil), P["model.embed_tokens.weight"][int(tok)*d:int(tok+1)*d]...)
 		}
 		for l := 0; l < c.Layers; l++ {
-			p := "layers." + string(rune('0'+l)) + "."
+			p := "model.layers." + string(rune('0'+l)) + "."
 			q, k, v := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 			for t := range x {
-				h := norm(x[t], p+"attn_norm")
-				q[t] = lin(h, p+"attn.q_proj", d, d, true)
-				k[t] = lin(h, p+"attn.k_proj", d, d, true)
-				v[t] = lin(h, p+"attn.v_proj", d, d, true)
+				h := norm(x[t], p+"input_layernorm")
+				q[t] = rope(lin(h, p+"self_attn.q_proj", d, d), t)
+				k[t] = rope(lin(h, p+"self_attn.k_proj", d, d), t)
+				v[t] = lin(h, p+"self_attn.v_proj", d, d)
 			}
 			for t := range x {
 				att := make([]float64, d)
@@ -131,16 +136,17 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 						}
 					}
 				}
-				o := lin(att, p+"attn.o_proj", d, d, true)
+				o := lin(att, p+"self_attn.o_proj", d, d)
 				for i := range o {
 					x[t][i] += o[i]
 				}
-				h := norm(x[t], p+"mlp_norm")
-				u := lin(h, p+"mlp.up_proj", d, c.Hidden, true)
+				h := norm(x[t], p+"post_attention_layernorm")
+				g := lin(h, p+"mlp.gate_proj", d, c.Hidden)
+				u := lin(h, p+"mlp.up_proj", d, c.Hidden)
 				for i := range u {
-					u[i] = math.Max(u[i], 0)
+					u[i] *= g[i] / (1 + math.Exp(-g[i]))
 				}
-				dn := lin(u, p+"mlp.down_proj", c.Hidden, d, true)
+				dn := lin(u, p+"mlp.down_proj", c.Hidden, d)
 				for i := range dn {
 					x[t][i] += dn[i]
 				}
@@ -149,15 +155,15 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		out[bi] = make([]float64, len(e.Completion))
 		for j, tok := range e.Completion {
 			t := len(e.Prompt) + j
-			h := norm(x[t], "norm")
-			z := lin(h, "lm_head", d, V, false)
+			h := norm(x[t], "model.norm")
+			z := lin(h, "lm_head", d, V)
 			mx := math.Inf(-1)
-			for i := int(EOS); i < V; i++ {
-				mx = math.Max(mx, z[i])
+			for _, v := range z {
+				mx = math.Max(mx, v)
 			}
 			var s float64
-			for i := int(EOS); i < V; i++ {
-				s += math.Exp(z[i] - mx)
+			for _, v := range z {
+				s += math.Exp(v - mx)
 			}
 			out[bi][j] = z[tok] - mx - math.Log(s)
 		}

@@ -198,7 +198,7 @@ func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, erro
 // run generates the sequences of seqs (at most maxSlots) to completion.
 func (sm *sampler) run(ctx context.Context, w *weights, seqs []*seqState, s policy.Sampling) error {
 	c := w.cfg
-	d, V := c.Dim, c.VocabSize()
+	d, V := c.attnWidth(), c.VocabSize() // d: a key's or value's width
 	// Prefill each distinct prompt once (consecutive sequences of a request
 	// share it) and copy its keys and values to its sequences' slots.
 	a := sm.prefill
@@ -287,7 +287,9 @@ func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, 
 		q.finish = policy.FinishStop
 		return true
 	}
-	q.text = append(q.text, vocab[t-numSpecial]) // pick never draws PAD or BOS
+	if t >= numSpecial { // PAD and BOS, next to impossible, spell nothing
+		q.text = append(q.text, vocab[t-numSpecial])
+	}
 	for _, stop := range s.Stop {
 		if stop != "" && bytes.HasSuffix(q.text, []byte(stop)) {
 			q.text = q.text[:len(q.text)-len(stop)]
@@ -303,12 +305,13 @@ func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, 
 }
 
 // pick draws a token: the argmax at temperature 0, else from softmax(z/T)
-// cut to its top-p nucleus, with one rng.Float64(). PAD and BOS are never
-// drawn.
+// cut to its top-p nucleus, with one rng.Float64(). Every token can be
+// drawn, as in vLLM: the recorded log-probability is that of the
+// distribution the token came from.
 func (sm *sampler) pick(z []float32, temp, topP float64, rng *rand.Rand) int32 {
 	V := len(z)
-	best := EOS
-	for i := EOS + 1; i < int32(V); i++ {
+	best := int32(0)
+	for i := int32(1); i < int32(V); i++ {
 		if z[i] > z[best] {
 			best = i
 		}
@@ -319,12 +322,12 @@ func (sm *sampler) pick(z []float32, temp, topP float64, rng *rand.Rand) int32 {
 	zmax := float64(z[best])
 	p := sm.probs[:V]
 	var total float64
-	for i := int(EOS); i < V; i++ {
+	for i := 0; i < V; i++ {
 		p[i] = float64(exp32(float32((float64(z[i]) - zmax) / temp)))
 		total += p[i]
 	}
 	order := sm.order[:0]
-	for i := EOS; i < int32(V); i++ {
+	for i := int32(0); i < int32(V); i++ {
 		order = append(order, i)
 	}
 	if topP > 0 && topP < 1 {
@@ -371,12 +374,11 @@ func promptLogprobs(prompt []int32, logp []float32, V, k int) *policy.PromptLogp
 }
 
 // topK returns the k most likely tokens of a log-softmax row, most likely
-// first, ties to the lower id. PAD and BOS, never drawn, are left out, so
-// there are at most VocabSize-2.
+// first, ties to the lower id.
 func topK(logp []float32, k int) []policy.TokenLogprob {
-	k = min(k, len(logp)-int(EOS))
+	k = min(k, len(logp))
 	out := make([]policy.TokenLogprob, 0, k)
-	for t := EOS; t < int32(len(logp)); t++ {
+	for t := int32(0); t < int32(len(logp)); t++ {
 		lp := logp[t]
 		if len(out) == k {
 			if !(lp > out[k-1].Logprob) {

@@ -25,8 +25,8 @@ func (m *Model) checkExample(i int, e Example) error {
 		}
 	}
 	for j, t := range e.Completion {
-		if t < EOS || t >= V {
-			return fmt.Errorf("example %d: completion token %d at %d: %w as model output (ids %d..%d)", i, t, j+1, ErrVocabulary, EOS, V-1)
+		if t < 0 || t >= V {
+			return fmt.Errorf("example %d: completion token %d at %d: %w (ids 0..%d)", i, t, j+1, ErrVocabulary, V-1)
 		}
 	}
 	if n := len(e.Prompt) + len(e.Completion); n > m.cfg.Context {

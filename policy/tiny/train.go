@@ -276,7 +276,7 @@ func (s *shard) fillDlogits(grad [][]float32) {
 			r := s.starts[i] + len(e.Prompt) + j
 			lp := a.logp[r*V : (r+1)*V]
 			dl := s.dlogits[r*V : (r+1)*V]
-			for k := numSpecial - 1; k < V; k++ {
+			for k := 0; k < V; k++ {
 				dl[k] -= g * exp32(lp[k])
 			}
 			dl[tok] += g

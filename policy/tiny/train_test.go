@@ -148,7 +148,7 @@ func TestAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Rank() != 8 || a.Scaling() != 2 || len(a.Modules()) != 12 || a.Modules()[0] != "layers.0.attn.q_proj" {
+	if a.Rank() != 8 || a.Scaling() != 2 || len(a.Modules()) != 14 || a.Modules()[0] != "model.layers.0.self_attn.q_proj" {
 		t.Errorf("defaults: rank %d scaling %g modules %v", a.Rank(), a.Scaling(), a.Modules())
 	}
 	fresh, _, _ := m.Score(ctx, a, batch)
@@ -179,7 +179,7 @@ func TestAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.BaseModelNameOrPath != m.Version() || len(mods) != 12 || mods["layers.1.mlp.up_proj"].A.Shape[1] != 64 || mods["layers.1.mlp.up_proj"].B.Shape[0] != 256 {
+	if cfg.BaseModelNameOrPath != m.Version() || len(mods) != 14 || mods["model.layers.1.mlp.up_proj"].A.Shape[1] != 64 || mods["model.layers.1.mlp.up_proj"].B.Shape[0] != 176 {
 		t.Errorf("adapter dir: %+v, %d modules", cfg, len(mods))
 	}
 
@@ -231,7 +231,7 @@ func TestAdapterMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = p.LoadAdapter(ctx, "wide", dir)
-	want := `tensor "base_model.model.layers.0.mlp.up_proj.lora_A.weight" has shape [8 96], the base model needs [8 64]`
+	want := `tensor "base_model.model.model.layers.0.mlp.up_proj.lora_A.weight" has shape [8 96], the base model needs [8 64]`
 	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), want) {
 		t.Errorf("wide adapter: %v", err)
 	}
@@ -244,10 +244,10 @@ func TestAdapterMismatch(t *testing.T) {
 	dir = filepath.Join(t.TempDir(), "deep")
 	a.Save(dir)
 	err = p.LoadAdapter(ctx, "deep", dir)
-	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), `has no module "layers.2.attn.q_proj"`) {
+	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), `has no module "model.layers.2.self_attn.q_proj"`) {
 		t.Errorf("deep adapter: %v", err)
 	}
-	if _, err := m.NewAdapter(LoRAConfig{Targets: []string{"gate_proj"}}); err == nil {
+	if _, err := m.NewAdapter(LoRAConfig{Targets: []string{"c_attn"}}); err == nil {
 		t.Error("an unknown target module was accepted")
 	}
 	if err := p.LoadAdapter(ctx, "none", t.TempDir()); !errors.Is(err, os.ErrNotExist) {

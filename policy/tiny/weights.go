@@ -5,31 +5,30 @@ import (
 	"math/rand/v2"
 )
 
-// linear is one linear layer y = x·w + b. w is stored [in, out] so that the
-// forward product needs no transpose (see kernels.go); files store it the
-// PyTorch way, [out, in].
+// linear is one linear layer y = x·w (no bias, as in Llama). w is stored
+// [in, out] so that the forward product needs no transpose (see
+// kernels.go); files store it the PyTorch way, [out, in].
 type linear struct {
 	in, out int
 	w       []float32
-	b       []float32 // nil for lm_head
 }
 
 type block struct {
-	ln1g, ln1b []float32
-	q, k, v, o linear
-	ln2g, ln2b []float32
-	up, down   linear
+	attnNorm       []float32 // input_layernorm
+	q, k, v, o     linear
+	mlpNorm        []float32 // post_attention_layernorm
+	gate, up, down linear
 }
 
 // weights views one flat parameter vector as the model's tensors.
 type weights struct {
-	cfg        Config
-	flat       []float32
-	tok        []float32 // [V, d]
-	pos        []float32 // [ctx, d]
-	blocks     []block
-	lnfg, lnfb []float32
-	head       linear // [d, V], no bias
+	cfg    Config
+	flat   []float32
+	tok    []float32 // [V, d]
+	blocks []block
+	norm   []float32
+	head   linear     // [d, V]
+	rope   *ropeTable // shared by every view of one layout
 }
 
 // paramKind says how a parameter is initialised and decayed.
@@ -38,7 +37,6 @@ type paramKind int
 const (
 	kindEmbed paramKind = iota
 	kindGain
-	kindBias
 	kindMatrix
 	kindResidual // a matrix writing into the residual stream: smaller init
 )
@@ -54,7 +52,7 @@ type paramSpec struct {
 
 // moduleSpec is one linear layer LoRA can adapt.
 type moduleSpec struct {
-	path    string // "layers.0.attn.q_proj"
+	path    string // "model.layers.0.self_attn.q_proj"
 	in, out int
 	weight  int // index of its weight in the layout
 }
@@ -65,13 +63,17 @@ type layout struct {
 	params  []paramSpec
 	modules []moduleSpec
 	size    int
+	rope    *ropeTable
 }
 
-// Module names, the suffixes LoRA target_modules refer to.
-var moduleNames = []string{"q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj"}
+// Module names, the suffixes LoRA target_modules refer to, in layout
+// order.
+var moduleNames = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
+// newLayout names the tensors exactly as Hugging Face's LlamaForCausalLM
+// does, so a weights file is also a model.safetensors transformers loads.
 func newLayout(c Config) *layout {
-	lo := &layout{}
+	lo := &layout{rope: newRopeTable(c.Context, c.headDim())}
 	add := func(name string, kind paramKind, transposed bool, shape ...int) int {
 		n := 1
 		for _, s := range shape {
@@ -83,64 +85,49 @@ func newLayout(c Config) *layout {
 	}
 	lin := func(path string, in, out int, kind paramKind) {
 		i := add(path+".weight", kind, true, out, in)
-		add(path+".bias", kindBias, false, out)
 		lo.modules = append(lo.modules, moduleSpec{path: path, in: in, out: out, weight: i})
 	}
-	d, V := c.Dim, c.VocabSize()
-	add("embed_tokens.weight", kindEmbed, false, V, d)
-	add("embed_positions.weight", kindEmbed, false, c.Context, d)
+	d, A, V := c.Dim, c.attnWidth(), c.VocabSize()
+	add("model.embed_tokens.weight", kindEmbed, false, V, d)
 	for l := 0; l < c.Layers; l++ {
-		p := fmt.Sprintf("layers.%d.", l)
-		add(p+"attn_norm.weight", kindGain, false, d)
-		add(p+"attn_norm.bias", kindBias, false, d)
-		lin(p+"attn.q_proj", d, d, kindMatrix)
-		lin(p+"attn.k_proj", d, d, kindMatrix)
-		lin(p+"attn.v_proj", d, d, kindMatrix)
-		lin(p+"attn.o_proj", d, d, kindResidual)
-		add(p+"mlp_norm.weight", kindGain, false, d)
-		add(p+"mlp_norm.bias", kindBias, false, d)
+		p := fmt.Sprintf("model.layers.%d.", l)
+		add(p+"input_layernorm.weight", kindGain, false, d)
+		lin(p+"self_attn.q_proj", d, A, kindMatrix)
+		lin(p+"self_attn.k_proj", d, A, kindMatrix)
+		lin(p+"self_attn.v_proj", d, A, kindMatrix)
+		lin(p+"self_attn.o_proj", A, d, kindResidual)
+		add(p+"post_attention_layernorm.weight", kindGain, false, d)
+		lin(p+"mlp.gate_proj", d, c.Hidden, kindMatrix)
 		lin(p+"mlp.up_proj", d, c.Hidden, kindMatrix)
 		lin(p+"mlp.down_proj", c.Hidden, d, kindResidual)
 	}
-	add("norm.weight", kindGain, false, d)
-	add("norm.bias", kindBias, false, d)
+	add("model.norm.weight", kindGain, false, d)
 	add("lm_head.weight", kindMatrix, true, V, d)
 	return lo
 }
 
 // view carves flat (of the layout's size) into tensors.
 func (lo *layout) view(c Config, flat []float32) *weights {
-	w := &weights{cfg: c, flat: flat}
+	w := &weights{cfg: c, flat: flat, rope: lo.rope}
 	i := 0
 	next := func() []float32 {
 		p := lo.params[i]
 		i++
 		return flat[p.off : p.off+p.size : p.off+p.size]
 	}
-	lin := func(in, out int, bias bool) linear {
-		l := linear{in: in, out: out, w: next()}
-		if bias {
-			l.b = next()
-		}
-		return l
-	}
-	d := c.Dim
+	lin := func(in, out int) linear { return linear{in: in, out: out, w: next()} }
+	d, A := c.Dim, c.attnWidth()
 	w.tok = next()
-	w.pos = next()
 	w.blocks = make([]block, c.Layers)
 	for l := range w.blocks {
 		b := &w.blocks[l]
-		b.ln1g, b.ln1b = next(), next()
-		b.q = lin(d, d, true)
-		b.k = lin(d, d, true)
-		b.v = lin(d, d, true)
-		b.o = lin(d, d, true)
-		b.ln2g, b.ln2b = next(), next()
-		b.up = lin(d, c.Hidden, true)
-		b.down = lin(c.Hidden, d, true)
+		b.attnNorm = next()
+		b.q, b.k, b.v, b.o = lin(d, A), lin(d, A), lin(d, A), lin(A, d)
+		b.mlpNorm = next()
+		b.gate, b.up, b.down = lin(d, c.Hidden), lin(d, c.Hidden), lin(c.Hidden, d)
 	}
-	w.lnfg, w.lnfb = next(), next()
-	w.head = lin(d, c.VocabSize(), false)
+	w.norm = next()
+	w.head = lin(d, c.VocabSize())
 	return w
 }
 
@@ -150,14 +137,13 @@ func (w *weights) linears() []*linear {
 	var ls []*linear
 	for l := range w.blocks {
 		b := &w.blocks[l]
-		ls = append(ls, &b.q, &b.k, &b.v, &b.o, &b.up, &b.down)
+		ls = append(ls, &b.q, &b.k, &b.v, &b.o, &b.gate, &b.up, &b.down)
 	}
 	return ls
 }
 
-// initWeights fills flat the GPT-2 way: normal(0, 0.02) matrices and
-// embeddings, residual projections scaled by 1/√(2·layers), zero biases,
-// unit gains.
+// init fills flat the GPT-2 way: normal(0, 0.02) matrices and
+// embeddings, residual projections scaled by 1/√(2·layers), unit gains.
 func (lo *layout) init(c Config, flat []float32, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x74696e79696e6974)) // "tinyinit"
 	resid := 0.02 / sqrtf(2*float64(c.Layers))
@@ -168,8 +154,6 @@ func (lo *layout) init(c Config, flat []float32, seed uint64) {
 			for i := range v {
 				v[i] = 1
 			}
-		case kindBias:
-			clear(v)
 		case kindEmbed, kindMatrix:
 			for i := range v {
 				v[i] = float32(rng.NormFloat64() * 0.02)

@@ -89,7 +89,7 @@ type LoRAOptions struct {
 	Rank  int     `yaml:"rank,omitempty" json:"rank"`
 	Alpha float64 `yaml:"alpha,omitempty" json:"alpha"`
 	// Targets are the adapted module names (nil: all linears, q_proj,
-	// k_proj, v_proj, o_proj, up_proj and down_proj).
+	// k_proj, v_proj, o_proj, gate_proj, up_proj and down_proj).
 	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
 	// Seed initialises A (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed"`
