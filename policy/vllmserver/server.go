@@ -57,14 +57,14 @@ type Options struct {
 
 // Server is a running vLLM server.
 type Server struct {
-	name string
-	url  string
+	name  string
+	url   string
 	argv  []string
 	grace time.Duration
 	cmd   *exec.Cmd
-	log  *tail
-	done chan struct{} // closed when the leader has exited
-	err  error         // the leader's exit, valid after done
+	log   *tail
+	done  chan struct{} // closed when the leader has exited
+	err   error         // the leader's exit, valid after done
 
 	stopOnce sync.Once
 	stopErr  error
