@@ -224,6 +224,9 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 			rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Checkpoint}, version, sampler))
 		}
 	}
+	if err := policy.NoneServed(rows); err != nil {
+		return fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err)
+	}
 	return tables.WriteFile(tc.OutputPath(OutTrajectories), tables.Trajectories, rows, nil)
 }
 

@@ -60,3 +60,32 @@ func TrajectoryRow(s Sample, req Request, j int, p RowParams, version, sampler s
 	}
 	return t
 }
+
+// NoneServed fails a batch in which no sample came back and at least one
+// failed for the servers' sake (infra_error, timeout): the policy's
+// servers are down, and an iteration of nothing but failures would be
+// committed and cached. A generate task that returns the error is
+// retried, and a rerun resumes there once the servers answer. Some samples
+// failing is the servers' passing trouble: those are kept with their
+// status and never trained on.
+func NoneServed(rows []tables.Trajectory) error {
+	var first *tables.Trajectory
+	for i, r := range rows {
+		switch r.Status {
+		case tables.StatusOK:
+			return nil
+		case tables.StatusInfraError, tables.StatusTimeout:
+			if first == nil {
+				first = &rows[i]
+			}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	msg := ""
+	if first.Error != nil {
+		msg = *first.Error
+	}
+	return fmt.Errorf("every one of the %d samples failed, none served (the first, of prompt %q: %s %s): check the policy's servers; the task is retried, and a rerun resumes here", len(rows), first.PromptID, first.Status, msg)
+}

@@ -172,6 +172,9 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 			}
 		}
 	}
+	if err := policy.NoneServed(rows); err != nil {
+		return fmt.Errorf("generate iteration %d: %w", p.Iteration, err)
+	}
 	return writeTrajectories(tc.OutputPath(pipeline.OutTrajectories), rows)
 }
 

@@ -190,6 +190,22 @@ func TestRolloutTaskInLoop(t *testing.T) {
 	}
 }
 
+// A batch none of whose samples the servers served fails the generate
+// task (retried), instead of committing an iteration of failures.
+func TestRolloutTaskFailsWhenNoSampleIsServed(t *testing.T) {
+	pol := newSeedPolicy()
+	for i := range 6 {
+		pol.fail[fmt.Sprintf("p%03d", i)] = true
+	}
+	_, err := runLoop(t, t.TempDir(), pol, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "every one of the 6 samples failed") || !strings.Contains(err.Error(), "infra_error endpoint down") {
+		t.Fatalf("err = %v: want the generate task to fail with the samples' error", err)
+	}
+	if strings.Contains(err.Error(), "after 1 attempt") {
+		t.Errorf("err = %v: want it retried", err)
+	}
+}
+
 func TestRolloutTaskUnloadsOldAdapters(t *testing.T) {
 	pol := newSeedPolicy()
 	if _, err := runLoop(t, t.TempDir(), pol, 5, nil); err != nil {

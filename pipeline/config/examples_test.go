@@ -17,6 +17,7 @@ import (
 func TestExamplesValidate(t *testing.T) {
 	for _, path := range []string{
 		"../../examples/arithmetic/pipeline.yaml",
+		"../../examples/arithmetic-vllm/pipeline.yaml",
 		"../../examples/chain/pipeline.yaml",
 		"../../examples/agent-sandbox/pipeline.yaml",
 		"../../examples/gsm8k-vllm/pipeline.yaml",

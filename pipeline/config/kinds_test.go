@@ -20,6 +20,17 @@ func grpoBase(extra string) string {
 	return strings.Replace(src, "train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1)
 }
 
+// The grpo stage trains the embedded model that a server (vLLM serving its
+// export) samples from, when policy.model names it.
+func TestGRPOWithAServerOfTheEmbeddedModel(t *testing.T) {
+	src := strings.Replace(withRollout(rolloutGen, "policy: {kind: openai, model: tiny-arith, endpoints: ['http://127.0.0.1:8000']}\n"),
+		"train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1)
+	c := mustParse(t, src)
+	if c.Policy.Kind != "openai" || c.Stages.Train.Kind != embedded.GRPOKind.Name() {
+		t.Fatalf("policy %+v, train %+v", c.Policy, c.Stages.Train)
+	}
+}
+
 // The kinds' and backends' own keys and checks report as precisely as the
 // shared sections: the path, the position and the kind that takes a key.
 func TestKindOwnedKeysAndChecks(t *testing.T) {
@@ -35,7 +46,10 @@ func TestKindOwnedKeysAndChecks(t *testing.T) {
 		{"trainer without a grpo stage", base + "trainer: {lr: 0.1}\n",
 			`pipeline.yaml:14:1: trainer: no grpo train stage uses this section (set stages.train to {kind: grpo})`},
 		{"grpo without the embedded policy", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1),
-			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be kind: embedded`},
+			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be it`},
+		{"grpo with a server of another model", strings.Replace(withRollout(rolloutGen, "policy: {kind: openai, model: Qwen/Qwen2.5-0.5B, endpoints: ['http://127.0.0.1:8000']}\n"),
+			"train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1),
+			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain or a .safetensors file (not "Qwen/Qwen2.5-0.5B")`},
 		{"a command key on an external trainer", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], outputs: [{name: adapter}]}", 1),
 			`stages.train.outputs: only command stages take outputs (use kind: command)`},
 		{"a key both command and external take, on a stand-in train stage", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: standin, environment: {A: b}}", 1),

@@ -136,7 +136,7 @@ func (p *Plan) defaultEnv(name string) {
 func (c *Config) facts() kind.File {
 	f := kind.File{Dir: filepath.Dir(c.file), InitialPolicy: c.InitialPolicy != ""}
 	if c.Policy != nil {
-		f.Policy = c.Policy.Kind
+		f.Policy, f.PolicyModel = c.Policy.Kind, c.Policy.Model
 	}
 	return f
 }

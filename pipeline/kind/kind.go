@@ -58,8 +58,9 @@ type Checker interface {
 type File struct {
 	// Dir is the file's directory: relative paths are taken from it.
 	Dir string
-	// Policy is the policy section's kind ("" without one).
-	Policy string
+	// Policy is the policy section's kind ("" without one), and
+	// PolicyModel its model key.
+	Policy, PolicyModel string
 	// InitialPolicy reports whether the run starts from an adapter (the
 	// first iteration then has a policy input).
 	InitialPolicy bool

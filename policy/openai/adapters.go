@@ -9,7 +9,53 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/rlpipe/rlpipe/policy"
 )
+
+// ErrAdapterRefused is the error of a LoadAdapter that a server refused
+// for the adapter itself: a rank above vLLM's --max-lora-rank, files it
+// cannot read, a directory it cannot see. Loading it again cannot succeed,
+// so it also matches policy.ErrAdapterInput.
+var ErrAdapterRefused = fmt.Errorf("%w: a server refused it", policy.ErrAdapterInput)
+
+// refused is a load error that matches ErrAdapterRefused, its message
+// unchanged.
+type refused struct{ err error }
+
+func (r refused) Error() string   { return r.err.Error() }
+func (r refused) Unwrap() []error { return []error{r.err, ErrAdapterRefused} }
+
+// refusedAdapter reports whether a failed load was refused for the
+// adapter: a 4xx other than 408 and 429, or vLLM's 500 from add_lora
+// ("Call to add_lora method failed: Worker failed with error ...").
+func refusedAdapter(ce *callError) bool {
+	if ce == nil || ce.kind != kindStatus {
+		return false
+	}
+	switch s := ce.status; {
+	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests:
+		return false
+	case s >= 400 && s < 500:
+		return true
+	}
+	return ce.status == http.StatusInternalServerError && strings.Contains(ce.msg, "add_lora")
+}
+
+// adapterAdvice is the next step after a server refused the adapter in
+// dir.
+func adapterAdvice(ce *callError, dir string) string {
+	m := ce.msg
+	switch {
+	case strings.Contains(m, "max_lora_rank"):
+		return "the adapter's rank (r in " + dir + "/adapter_config.json) is above the server's limit: restart vLLM with --max-lora-rank at least r (1, 8, 16, 32, 64, …), or train a lower rank"
+	case ce.status == http.StatusNotFound || strings.Contains(m, "No adapter found"):
+		return "the server reads " + dir + " itself and finds no adapter there: give it a path it can read (policy.adapter_root, a shared mount) holding adapter_config.json and adapter_model.safetensors"
+	case strings.Contains(m, "target_modules") || strings.Contains(m, "not supported"):
+		return "the adapter targets modules the server's model cannot take: compare target_modules in " + dir + "/adapter_config.json with the base model"
+	}
+	return "the server could not load " + dir + ": check its adapter_config.json and adapter_model.safetensors (written by a PEFT trainer for this base model) and see the log of the server at " + ce.endpoint
+}
 
 // adapter is a LoRA adapter loaded through the client.
 type adapter struct {
@@ -51,6 +97,9 @@ func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
 		if ce.status == http.StatusBadRequest && strings.Contains(strings.ToLower(ce.msg), "already") {
 			return nil // vLLM: "The lora adapter 'x' has already been loaded."
 		}
+		if refusedAdapter(ce) {
+			ce.advice = adapterAdvice(ce, dir)
+		}
 		return ce
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -61,7 +110,13 @@ func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
 				}
 			}
 		}
-		return fmt.Errorf("openai: load adapter %q from %s: %w", name, dir, err)
+		err = fmt.Errorf("openai: load adapter %q from %s: %w", name, dir, err)
+		for _, e := range errs {
+			if ce := (*callError)(nil); errors.As(e, &ce) && refusedAdapter(ce) {
+				return refused{err} // some endpoint refused the adapter itself
+			}
+		}
+		return err
 	}
 	c.adapters = slices.DeleteFunc(c.adapters, func(a adapter) bool { return a.name == name })
 	c.adapters = append(c.adapters, adapter{name: name, dir: dir})

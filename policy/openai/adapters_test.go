@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -97,6 +98,9 @@ func TestAdapterLoadPartialFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), bad.URL+"/v1/load_lora_adapter") || !strings.Contains(err.Error(), "No adapter found") {
 		t.Fatalf("err = %v, want one naming %s and the server's message", err, bad.URL)
 	}
+	if !errors.Is(err, openai.ErrAdapterRefused) || !errors.Is(err, policy.ErrAdapterInput) || !strings.Contains(err.Error(), "policy.adapter_root") {
+		t.Errorf("err = %v: want ErrAdapterRefused (policy.ErrAdapterInput) and advice on a path the server can read", err)
+	}
 	if got := calls(ok); !reflect.DeepEqual(got, []string{"load step-1 /ckpt/step-1", "unload step-1"}) {
 		t.Errorf("healthy endpoint: %v, want the load undone", got)
 	}
@@ -119,6 +123,33 @@ func TestAdapterLoadPartialFailure(t *testing.T) {
 	}
 	if err := c.UnloadAdapter(ctx, "step-2"); err != nil {
 		t.Fatalf("unload of an absent adapter: %v", err)
+	}
+}
+
+// vLLM's 500 for an adapter it cannot take (a rank above its
+// --max-lora-rank) is refused at once, with the step that fixes it; a 503
+// is the server's passing trouble, retried and not a refusal.
+func TestAdapterRefusedBy500(t *testing.T) {
+	status, msg := http.StatusInternalServerError, `{"error":{"message":"Call to add_lora method failed: Worker failed with error 'LoRA rank 16 is greater than max_lora_rank 8.', please check the stack trace above for the root cause","type":"InternalServerError","param":null,"code":500}}`
+	f := newFake(t, func(k int, r seen, w http.ResponseWriter) bool {
+		w.WriteHeader(status)
+		fmt.Fprint(w, msg)
+		return true
+	})
+	c, _ := newClient(t, openai.Options{Retries: 2}, f.URL)
+	err := c.LoadAdapter(context.Background(), "step-3", "/ckpt/step-3")
+	if !errors.Is(err, openai.ErrAdapterRefused) || !strings.Contains(err.Error(), `"step-3"`) ||
+		!strings.Contains(err.Error(), "LoRA rank 16 is greater than max_lora_rank 8") || !strings.Contains(err.Error(), "restart vLLM with --max-lora-rank") {
+		t.Fatalf("err = %v: want a refusal naming the adapter, the server's message and --max-lora-rank", err)
+	}
+	if n := len(f.Requests()); n != 1 {
+		t.Errorf("%d load attempts, want 1: the same adapter gets the same answer", n)
+	}
+
+	status, msg = http.StatusServiceUnavailable, `{"error":{"message":"busy"}}`
+	err = c.LoadAdapter(context.Background(), "step-4", "/ckpt/step-4")
+	if err == nil || errors.Is(err, openai.ErrAdapterRefused) || !strings.Contains(err.Error(), "gave up after 3 attempts") {
+		t.Fatalf("err = %v: want 3 attempts and no refusal", err)
 	}
 }
 

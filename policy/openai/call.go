@@ -47,6 +47,7 @@ type callError struct {
 	attempts   int
 	keyEnv     string // Options.KeyEnv, for a 401's advice
 	hadKey     bool   // the request carried a key
+	advice     string // replaces next() when set
 }
 
 // describe says what failed, without the advice.
@@ -78,6 +79,8 @@ func (e *callError) Error() string {
 // next is the step that fixes the failure.
 func (e *callError) next() string {
 	switch {
+	case e.advice != "":
+		return e.advice
 	case e.kind == kindConnect:
 		return fmt.Sprintf("start the server at %s (e.g. vllm serve or rlpipe policy serve), or remove it from the endpoints", e.endpoint)
 	case e.kind == kindTimeout:
@@ -300,6 +303,9 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 		ce.msg = strings.TrimSpace(c.redact(excerpt(msg, messageCap)))
 	}
 	switch s := resp.StatusCode; {
+	case ce.path == pathLoad && refusedAdapter(ce):
+		// vLLM answers 500 for an adapter it cannot take (its rank, its
+		// files): another attempt gets the same answer.
 	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
 		ce.retry = true
 		ce.retryAfter = retryAfter(resp.Header, c.now)

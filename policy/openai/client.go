@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -146,17 +147,31 @@ func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampli
 		err := fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
 		return policy.ErrorSamples(r, n, policy.StatusInvalid, err, version), nil
 	}
-	path, body, err := c.encode(r, s, n)
+	// Greedy samples are all the same, and vLLM refuses n > 1 at
+	// temperature 0 ("n must be 1 when using greedy sampling"): ask for
+	// one and repeat it.
+	asked := n
+	if s.Temperature == 0 {
+		asked = 1
+	}
+	path, body, err := c.encode(r, s, asked)
 	if err != nil {
 		return policy.ErrorSamples(r, n, policy.StatusInvalid, fmt.Errorf("encode request %q: %w", r.ID, err), version), nil
 	}
 	var resp response
 	err = c.call(ctx, nil, http.MethodPost, path, body, func(b []byte) error {
 		resp = response{}
-		return decodeResponse(b, n, &resp)
+		return decodeResponse(b, asked, &resp)
 	})
 	if err == nil {
-		return resp.samples(r, version, s), nil
+		out := resp.samples(r, version, s)
+		for j := asked; j < n; j++ {
+			smp := out[0]
+			smp.Index = j
+			smp.TokenIDs, smp.Logprobs = slices.Clone(smp.TokenIDs), slices.Clone(smp.Logprobs)
+			out = append(out, smp)
+		}
+		return out, nil
 	}
 	var ce *callError
 	if !errors.As(err, &ce) {

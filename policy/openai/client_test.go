@@ -77,7 +77,7 @@ func TestRequestAndSamples(t *testing.T) {
 		{ID: "p", Prompt: "2+2=", Seed: 9},
 		{ID: "m", Messages: []policy.Message{{Role: "user", Content: "hi"}}, Seed: -3},
 	}
-	s := policy.Sampling{N: 3, MaxTokens: 5, Stop: []string{"\n"}, Logprobs: true}
+	s := policy.Sampling{N: 3, Temperature: 1, MaxTokens: 5, Stop: []string{"\n"}, Logprobs: true}
 	out := generate(t, c, rs, s)
 	wantStatus(t, out, policy.StatusOK)
 	for i, r := range rs {
@@ -105,7 +105,7 @@ func TestRequestAndSamples(t *testing.T) {
 		want  any
 	}{
 		{comp, "model", "base"}, {comp, "prompt", "2+2="}, {comp, "n", 3.0}, {comp, "seed", 9.0},
-		{comp, "temperature", 0.0}, {comp, "max_tokens", 5.0}, {comp, "stop", []any{"\n"}},
+		{comp, "temperature", 1.0}, {comp, "max_tokens", 5.0}, {comp, "stop", []any{"\n"}},
 		{comp, "logprobs", 1.0}, {comp, "return_tokens_as_token_ids", true}, {comp, "return_token_ids", true},
 		{chat, "seed", -3.0}, {chat, "logprobs", true}, {chat, "top_logprobs", 0.0}, {chat, "return_tokens_as_token_ids", true},
 		{chat, "messages", []any{map[string]any{"role": "user", "content": "hi"}}},
@@ -119,6 +119,25 @@ func TestRequestAndSamples(t *testing.T) {
 	}
 	if comp.Auth != "Bearer sk-test" {
 		t.Errorf("Authorization %q", comp.Auth)
+	}
+}
+
+// Greedy sampling asks for one choice, which vLLM requires ("n must be 1
+// when using greedy sampling"), and repeats it N times.
+func TestGreedyAsksForOne(t *testing.T) {
+	f := newFake(t, nil)
+	c, _ := newClient(t, openai.Options{}, f.URL)
+	out := generate(t, c, []policy.Request{{ID: "p", Prompt: "2+2=", Seed: 9}}, policy.Sampling{N: 3, MaxTokens: 5, Logprobs: true})
+	wantStatus(t, out, policy.StatusOK)
+	if got := f.Requests(); len(got) != 1 || got[0].Num("n") != 1 || got[0].Num("temperature") != 0 {
+		t.Fatalf("requests %+v: want one with n 1 and temperature 0", got)
+	}
+	for j, smp := range out[0] {
+		want := out[0][0]
+		want.Index = j
+		if smp.Index != j || !reflect.DeepEqual(smp, want) {
+			t.Errorf("sample %d = %+v, want the first repeated: %+v", j, smp, want)
+		}
 	}
 }
 
@@ -214,7 +233,7 @@ func TestMalformedJSON(t *testing.T) {
 		writeJSON(w, map[string]any{"choices": []any{map[string]any{"index": 0, "text": "one"}}})
 		return true
 	}, nil, nil)
-	out = generate(t, c, reqs(1), policy.Sampling{N: 2})
+	out = generate(t, c, reqs(1), policy.Sampling{N: 2, Temperature: 1})
 	wantStatus(t, out, policy.StatusInfraError, "1 choice(s) for n=2")
 }
 
@@ -451,7 +470,7 @@ func TestPromptTokenIDs(t *testing.T) {
 	if p := chat[0][0].Prompt; p == nil || fmt.Sprint(p.TokenIDs) != "[7 8 9]" || fmt.Sprint(chat[0][0].TokenIDs) != "[3 2]" {
 		t.Errorf("chat: prompt %+v, tokens %v", p, chat[0][0].TokenIDs)
 	}
-	comp := generate(t, c, reqs(1), policy.Sampling{N: 2})
+	comp := generate(t, c, reqs(1), policy.Sampling{N: 2, Temperature: 1})
 	if p := comp[0][0].Prompt; p == nil || fmt.Sprint(p.TokenIDs) != "[5 6]" || comp[0][1].Prompt != nil {
 		t.Errorf("completions: prompts %+v and %+v", comp[0][0].Prompt, comp[0][1].Prompt)
 	}

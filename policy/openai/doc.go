@@ -19,7 +19,9 @@
 // sends prompts there too, as one user message). The body carries
 //
 //	model         Sampling.Adapter if set, else Options.Model
-//	n             Sampling.N
+//	n             Sampling.N; 1 at temperature 0, the answer repeated N
+//	              times (greedy samples are all alike, and vLLM refuses
+//	              n > 1 when greedy)
 //	seed          Request.Seed
 //	temperature   always sent: 0 is greedy, and the API's default is 1
 //	top_p, max_tokens, stop   when set (vLLM's max_tokens default is 16:

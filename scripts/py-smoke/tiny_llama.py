@@ -22,9 +22,15 @@ def tokenizer():
     # One token per character, newlines included; decode concatenates.
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(
+    fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>",
         eos_token="<eos>", unk_token="<unk>")
+    # Chat: the messages' contents one after another, an assistant's
+    # followed by <eos> (what the exported embedded model's template does).
+    fast.chat_template = ("{% for m in messages %}{{ m['content'] }}"
+                          "{% if m['role'] == 'assistant' %}{{ eos_token }}{% endif %}"
+                          "{% endfor %}")
+    return fast
 
 
 def main():

@@ -3,6 +3,8 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -13,7 +15,11 @@ import (
 
 // GRPOKind is kind: grpo, the train stage that runs GRPO on a LoRA adapter
 // of the embedded model. Its hyperparameters are the file's top-level
-// trainer: section (Options' keys).
+// trainer: section (Options' keys). The policy is the embedded model, or a
+// server (kind: openai, e.g. vLLM) serving the embedded model's export
+// (`rlpipe policy export`) under its name: policy.model then names the
+// embedded model the trainer loads (tiny-arith, tiny-chain or a
+// .safetensors file), and the server must serve those same weights.
 var GRPOKind kind.Kind = grpoKind{}
 
 type grpoKind struct{}
@@ -34,9 +40,9 @@ func (s *GRPOStage) Check(c kind.Checker) {
 	if !kind.OnlyIn(c, pipeline.SlotTrain, "can be grpo") {
 		return
 	}
-	if c.File().Policy != policyembedded.Kind {
-		c.Fail("kind", "set policy: {kind: embedded}, or train with kind: command (the external trainer contract)",
-			"%s: the grpo stage trains the embedded model, so the policy must be kind: embedded", c.Path("kind"))
+	if f := c.File(); f.Policy != policyembedded.Kind && !embeddedModel(f.PolicyModel) {
+		c.Fail("kind", "set policy: {kind: embedded}, serve the embedded model's export (rlpipe policy export) under its name, e.g. policy: {kind: openai, model: tiny-arith}, or train with kind: external",
+			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain or a .safetensors file (not %q)", c.Path("kind"), f.PolicyModel)
 	}
 	o := Options(*s)
 	o.EnsureDefaults()
@@ -46,6 +52,12 @@ func (s *GRPOStage) Check(c kind.Checker) {
 	} else if err != nil {
 		c.Fail("/trainer", "", "trainer: %v", err)
 	}
+}
+
+// embeddedModel reports whether a policy's model key names an embedded
+// model: a shipped one or a .safetensors file.
+func embeddedModel(model string) bool {
+	return model == policyembedded.ModelTinyArith || model == tiny.ModelTinyChain || strings.HasSuffix(model, ".safetensors")
 }
 
 // Advantages are the options of the advantages the stage trains on
@@ -59,8 +71,20 @@ func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 	if b.Policy != nil {
 		m, _ = b.Policy.Model.(*tiny.Model)
 	}
+	if m == nil && embeddedModel(b.File.PolicyModel) {
+		// A server samples from the embedded model's export: train the
+		// embedded weights it was exported from.
+		path := b.File.PolicyModel
+		if strings.HasSuffix(path, ".safetensors") && !filepath.IsAbs(path) {
+			path = filepath.Join(b.File.Dir, path)
+		}
+		var err error
+		if m, err = policyembedded.Load(path); err != nil {
+			return nil, fmt.Errorf("the grpo stage trains the model policy.model names: %w", err)
+		}
+	}
 	if m == nil {
-		return nil, fmt.Errorf("the grpo stage trains the embedded model; set policy: {kind: embedded}")
+		return nil, fmt.Errorf("the grpo stage trains the embedded model; set policy: {kind: embedded}, or policy.model to an embedded model a server serves")
 	}
 	t := Task(m, Options(*s))
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)

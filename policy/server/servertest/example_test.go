@@ -49,7 +49,7 @@ func ExampleParity() {
 func ExampleCompare() {
 	res := testing.Benchmark(func(b *testing.B) {
 		reqs := []policy.Request{{ID: "a", Prompt: "x", Seed: 10}}
-		servertest.Compare(b, count{}, &server.Options{Model: "count"}, nil, reqs, policy.Sampling{N: 4})
+		servertest.Compare(b, count{}, &server.Options{Model: "count"}, nil, reqs, policy.Sampling{N: 4, Temperature: 1})
 	})
 	_, ok := res.Extra["http/inprocess"]
 	fmt.Println(ok)

