@@ -3,7 +3,6 @@ package evaluators
 import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
@@ -14,12 +13,10 @@ import (
 func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 	var o TaskOptions
 	if e.Policy != nil {
-		o = TaskOptions{Policy: e.Policy.Policy, Identity: e.Policy.Identity}
-		if root := e.Policy.AdapterRoot; root != "" {
-			// A remote server reads checkpoints from the shared directory,
-			// as it does the rollout stage's adapters.
-			o.Adapters = policy.NewAdapters(e.Policy.Policy, e.Policy.Identity, root, 2)
-		}
+		// The loader the generate stage uses too: a server holds at most
+		// policy.KeepAdapters of the run's adapters, read from the shared
+		// directory when the backend has one.
+		o = TaskOptions{Policy: e.Policy.Policy, Identity: e.Policy.Identity, Adapters: e.Policy.Adapters()}
 		if m, ok := e.Policy.Model.(*tiny.Model); ok && !e.StageGenerates {
 			o.Exact = tiny.ExactPass(m)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -47,6 +48,25 @@ type Opened struct {
 	// Stop releases what Open started (a server, connections); nil when
 	// nothing needs releasing.
 	Stop func() error
+
+	adaptersOnce sync.Once
+	adapters     *Adapters
+}
+
+// KeepAdapters is how many adapters an opened policy keeps loaded: the
+// checkpoints the generate stage samples from (one per iteration in
+// flight) and the one being evaluated.
+const KeepAdapters = 3
+
+// Adapters returns the opened policy's one adapter loader, shared by
+// every stage that samples from it (generate, episodes, eval), so a
+// server holds at most KeepAdapters of a run's adapters however many
+// stages load them.
+func (o *Opened) Adapters() *Adapters {
+	o.adaptersOnce.Do(func() {
+		o.adapters = NewAdapters(o.Policy, o.Identity, o.AdapterRoot, KeepAdapters)
+	})
+	return o.adapters
 }
 
 // Close calls Stop. It may be called more than once when Stop may, and on

@@ -96,7 +96,7 @@ func (s *RolloutStage) Task(b kind.Build) (*pipeline.Task, error) {
 		sp.Temperature = *s.Sampling.Temperature
 	}
 	o := Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, Sampling: sp, Batch: s.Batch, Env: b.Env,
-		AdapterRoot: b.Policy.AdapterRoot}
+		AdapterRoot: b.Policy.AdapterRoot, Adapters: b.Policy.Adapters()}
 	t, err := Task(o)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,10 @@ type Options struct {
 	// KeepAdapters is how many adapters stay loaded (default 3): older ones
 	// are unloaded when a new one arrives.
 	KeepAdapters int
+	// Adapters, when set, is the loader to use instead of one of the
+	// task's own (AdapterRoot and KeepAdapters are then its): the opened
+	// policy's, shared with the other stages that sample from it.
+	Adapters *policy.Adapters
 	// Env is the task environment (default "generate").
 	Env string
 }
@@ -76,7 +80,11 @@ func Task(o Options) (*pipeline.Task, error) {
 	if o.Env == "" {
 		o.Env = "generate"
 	}
-	g := &generator{o: o, adapters: policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)}
+	adapters := o.Adapters
+	if adapters == nil {
+		adapters = policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)
+	}
+	g := &generator{o: o, adapters: adapters}
 	version, err := g.version()
 	if err != nil {
 		return nil, fmt.Errorf("rollouts: %w", err)

@@ -190,6 +190,7 @@ func (s *Stage) options(b kind.Build) (Options, error) {
 		Runner: environments.RunnerOptions{MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}}
 	if b.Policy != nil {
 		o.Policy, o.Identity, o.AdapterRoot = b.Policy.Policy, b.Policy.Identity, b.Policy.AdapterRoot
+		o.Adapters = b.Policy.Adapters()
 	}
 	return o, nil
 }

@@ -36,6 +36,9 @@ type Options struct {
 	// AdapterRoot and KeepAdapters are as in rollouts.Options.
 	AdapterRoot  string
 	KeepAdapters int
+	// Adapters is as in rollouts.Options: the opened policy's shared
+	// loader, when set.
+	Adapters *policy.Adapters
 	// EnvName names the environment in the cache key; Make makes it.
 	EnvName string
 	Make    Maker
@@ -84,7 +87,11 @@ func Task(o Options) (*pipeline.Task, error) {
 	if o.Env == "" {
 		o.Env = "generate"
 	}
-	g := &generator{o: o, adapters: policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)}
+	adapters := o.Adapters
+	if adapters == nil {
+		adapters = policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)
+	}
+	g := &generator{o: o, adapters: adapters}
 	v, err := g.version()
 	if err != nil {
 		return nil, err
