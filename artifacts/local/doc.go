@@ -4,10 +4,16 @@
 // A store directory holds:
 //
 //	meta.db           bbolt: repository record, branches, tags, commits,
-//	                  ranges and metaranges (the commit trees), and the
-//	                  staging area of every branch
-//	blobs/ab/abcd…    object bytes, named by their SHA-256 (stored once)
+//	                  ranges and metaranges (the commit trees), the
+//	                  staging area of every branch, and the bytes of
+//	                  objects of at most 4 KiB
+//	blobs/ab/abcd…    bytes of larger objects, named by their SHA-256
 //	tmp/              uploads in flight (renamed into blobs/ when complete)
+//
+// A small object (a cache entry, a memo record) is staged with its bytes
+// in one transaction: no file, no rename, no fsync of its own, and a
+// process killed at any moment leaves the bytes and the record together
+// or neither. Identical bytes are stored once either way.
 //
 // Objects are content-addressed: identical bytes are stored once, and a
 // read never hands out a byte that does not match their digest: objects up

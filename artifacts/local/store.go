@@ -131,7 +131,7 @@ func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Sto
 		return nil, err
 	}
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketRepo, bucketBranches, bucketTags, bucketCommits, bucketRanges, bucketMetaRanges, bucketStaging} {
+		for _, b := range [][]byte{bucketRepo, bucketBranches, bucketTags, bucketCommits, bucketRanges, bucketMetaRanges, bucketStaging, bucketInline} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
