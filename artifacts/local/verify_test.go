@@ -149,7 +149,9 @@ func TestVerifyNamesEachKindOfDamage(t *testing.T) {
 	}, {
 		name: "missing blob",
 		// a.txt is small: its bytes are inline in meta.db.
-		damage: func(t *testing.T, f *damageFixture) { f.edit(t, bucketInline, f.small, func([]byte) []byte { return nil }) },
+		damage: func(t *testing.T, f *damageFixture) {
+			f.edit(t, bucketInline, f.small, func([]byte) []byte { return nil })
+		},
 		want: func(f *damageFixture) artifacts.Damage {
 			return artifacts.Damage{Kind: "blob", ID: f.small, Ref: "dev", Commit: f.second.ID, Path: "a.txt", Uses: 2}
 		},
@@ -164,8 +166,10 @@ func TestVerifyNamesEachKindOfDamage(t *testing.T) {
 		problem: "missing from the store",
 		quick:   true,
 	}, {
-		name:   "missing staged blob",
-		damage: func(t *testing.T, f *damageFixture) { f.edit(t, bucketInline, f.st, func([]byte) []byte { return nil }) },
+		name: "missing staged blob",
+		damage: func(t *testing.T, f *damageFixture) {
+			f.edit(t, bucketInline, f.st, func([]byte) []byte { return nil })
+		},
 		want: func(f *damageFixture) artifacts.Damage {
 			return artifacts.Damage{Kind: "blob", ID: f.st, Ref: "dev", Path: "staged.txt", Uses: 1}
 		},
