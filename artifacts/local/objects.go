@@ -146,7 +146,7 @@ func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool)
 		data []byte
 	)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v, err := resolve(tx, ref)
+		v, err := s.resolveHead(tx, ref)
 		if err != nil {
 			return err
 		}

@@ -62,6 +62,7 @@ type Store struct {
 	opts  Options
 	blobs *blobStore
 	cache *treeCache
+	heads headCache
 
 	// The bbolt file is opened per operation and shared by the operations
 	// of this process that overlap, so that other processes (a CLI reading
