@@ -40,6 +40,16 @@ var targets = []target{
 	{"BenchmarkTrackersDown", "down/plain", "<=", 1.05, "a loop with a tracker that is down against none"},
 	{"BenchmarkTemporalTaskOverhead", "temporal/floor", "<=", 1.5, "a task through Temporal against Temporal's own floor"},
 	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
+	{"BenchmarkLongRun", "iteration_ratio", "<=", 1.2, "time per iteration at 2,000 iterations against 20"},
+	{"BenchmarkLongRun", "resume_ratio", "<=", 1.2, "resuming at 2,000 iterations against 20"},
+	{"BenchmarkLongRun", "store_bytes/iteration_ratio", "<=", 1.2, "store bytes per iteration at 2,000 against 20"},
+	{"BenchmarkLongRun", "status_ratio/linear", "<=", 1, "rlpipe status RUN at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "report_ratio/linear", "<=", 1, "rlpipe report RUN at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "ui_run_ratio/linear", "<=", 1, "the UI's run page at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "log_ratio/linear", "<=", 1, "rlpipe log of the run at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "diff_ratio/linear", "<=", 1, "rlpipe diff first..last at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "status_2000_ms", "<=", 1000, "rlpipe status RUN at 2,000 iterations, in ms"},
+	{"BenchmarkLongRun", "ui_run_2000_ms", "<=", 1000, "the UI's run page at 2,000 iterations, in ms"},
 }
 
 // figure is one value a benchmark line reported.
