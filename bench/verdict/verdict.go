@@ -31,7 +31,8 @@ type target struct {
 var targets = []target{
 	{"BenchmarkEngineOverhead", "run_us/task", "<=", 200, "engine time per executed no-op task"},
 	{"BenchmarkEngineOverhead", "hit_us/task", "<=", 50, "engine time per cache hit"},
-	{"BenchmarkLoopOverlap", "pipelined/ideal", "<=", 1.03, "overlap of generation with training against its ideal"},
+	{"BenchmarkLoopOverlap", "pipelined/ideal", "<=", 1.03, "overlap of generation with training against its ideal (which no run reaches: the DAG's floor is 1.05× it)"},
+	{"BenchmarkLoopOverlap", "pipelined/floor", "<=", 1.03, "overlap of generation with training against the DAG's floor"},
 	{"BenchmarkResume", "resume/iteration", "<=", 1.5, "resuming a 50-iteration run against one iteration"},
 	{"BenchmarkBranchCreate", "large/small", "<=", 1.2, "branch creation in a 1 GiB store against a 1 MiB one"},
 	{"BenchmarkDiff10Changes", "100k/10k", "<=", 10, "a 10-path diff in 100k paths against 10k"},
