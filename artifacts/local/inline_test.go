@@ -231,3 +231,27 @@ func TestGCRemovesInlineBytesNothingNames(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseReleasesTheMetadataFileAtOnce: the metadata file stays open a
+// moment after an operation for the next one to reuse, but Close releases
+// it at once, so another opener (here with a lock timeout too short to
+// wait for anyone) gets it on its first try.
+func TestCloseReleasesTheMetadataFileAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newInlineStore(t)
+	if _, err := s.PutObject(ctx, "main", "x", strings.NewReader("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, s, "main", "x")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, s.Dir(), &Options{LockTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatalf("open after Close: %v", err)
+	}
+	defer other.Close()
+	if got := readAll(t, other, "main", "x"); got != "x" {
+		t.Fatalf("read through the second store: %q", got)
+	}
+}

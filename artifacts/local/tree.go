@@ -79,7 +79,7 @@ type treeCache struct {
 	mu     sync.Mutex
 	ranges map[string][]entry
 	metas  map[string]metaRange
-	seen   map[string]struct{} // metaranges a lookup read in place once
+	seen   map[string]struct{} // metaranges and ranges a lookup read in place once
 	size   int
 }
 
@@ -106,8 +106,8 @@ func (c *treeCache) putRange(id string, e []entry) {
 	c.size += len(e)
 }
 
-// again reports whether a lookup read metarange id before without
-// decoding it, and notes that one has now.
+// again reports whether a lookup read the metarange or range id before
+// without decoding it, and notes that one has now.
 func (c *treeCache) again(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,10 +178,11 @@ func (t trees) loadRange(id string) ([]entry, error) {
 	return e, nil
 }
 
-// lookup finds path in the tree, or returns nil. A metarange is decoded
-// and cached the second time a lookup reads it; the first reads it in
-// place (findRange), so reading one file from each of many commits (a
-// run's metrics, iteration by iteration) costs no decode of each tree.
+// lookup finds path in the tree, or returns nil. A metarange or a range
+// is decoded and cached the second time a lookup reads it; the first
+// reads it in place (findRange, findEntry), so reading one file from each
+// of many commits (a run's metrics, iteration by iteration) costs no
+// decode of each tree.
 func (t trees) lookup(metaID, path string) (*entry, error) {
 	var rangeID string
 	if m, ok := t.cache.getMeta(metaID); ok || metaID == emptyMetaRangeID || t.cache.again(metaID) {
@@ -208,6 +209,18 @@ func (t trees) lookup(metaID, path string) (*entry, error) {
 		if rangeID == "" {
 			return nil, nil
 		}
+	}
+	if _, ok := t.cache.getRange(rangeID); !ok && !t.cache.again(rangeID) {
+		// Read once so far: find the entry in place (findEntry).
+		b := t.tx.Bucket(bucketRanges).Get([]byte(rangeID))
+		if b == nil {
+			return nil, fmt.Errorf("%w: range %s is missing from the store", errCorruptMeta, rangeID)
+		}
+		e, err := findEntry(b, path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: range %s: %v", errCorruptMeta, rangeID, err)
+		}
+		return e, nil
 	}
 	es, err := t.loadRange(rangeID)
 	if err != nil {

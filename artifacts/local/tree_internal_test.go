@@ -228,3 +228,60 @@ func FuzzFindRange(f *testing.F) {
 		}
 	})
 }
+
+// TestFindEntryAgreesWithTheDecodedRange: reading a range in place finds
+// the entry decodeEntries decodes, metadata included, and nothing for a
+// path the range does not hold; a malformed record is an error.
+func TestFindEntryAgreesWithTheDecodedRange(t *testing.T) {
+	es := []entry{
+		{Path: "a", Digest: "d1", Size: 3, Mtime: -5},
+		{Path: "b/é", Digest: "d2", Size: 1 << 40, Mtime: 7, ContentType: "text/plain", Metadata: map[string]string{"z": "1", "a": ""}},
+		{Path: "c", Digest: "d3", Size: 0, Mtime: 1, Metadata: map[string]string{"k": "v"}},
+	}
+	raw := encodeEntries(es)
+	for _, want := range es {
+		got, err := findEntry(raw, want.Path)
+		if err != nil || got == nil || got.Digest != want.Digest || got.Size != want.Size || got.Mtime != want.Mtime ||
+			got.ContentType != want.ContentType || len(got.Metadata) != len(want.Metadata) || got.Metadata["z"] != want.Metadata["z"] || got.Metadata["k"] != want.Metadata["k"] {
+			t.Errorf("findEntry(%q) = %+v, %v; want %+v", want.Path, got, err, want)
+		}
+	}
+	for _, p := range []string{"", "0", "aa", "b", "bz", "d"} {
+		if got, err := findEntry(raw, p); got != nil || err != nil {
+			t.Errorf("findEntry(%q) = %+v, %v; want nothing", p, got, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {9}, raw[:len(raw)-1]} {
+		if _, err := findEntry(bad, "c"); err == nil {
+			t.Errorf("findEntry(%x) accepted a malformed record", bad)
+		}
+	}
+}
+
+// FuzzFindEntry: on any bytes findEntry does not panic, and on a record
+// decodeEntries accepts whose paths are in order it finds what the
+// decoded range holds.
+func FuzzFindEntry(f *testing.F) {
+	f.Add(encodeEntries([]entry{{Path: "a", Digest: "d", Size: 1, Mtime: 2, Metadata: map[string]string{"k": "v"}}, {Path: "b", Digest: "e"}}), "b")
+	f.Fuzz(func(t *testing.T, raw []byte, path string) {
+		got, err := findEntry(raw, path)
+		es, derr := decodeEntries(raw)
+		if derr != nil {
+			return
+		}
+		for i := 1; i < len(es); i++ {
+			if es[i-1].Path >= es[i].Path {
+				return
+			}
+		}
+		var want *entry
+		for i := range es {
+			if es[i].Path == path {
+				want = &es[i]
+			}
+		}
+		if err != nil || (got == nil) != (want == nil) || got != nil && (got.Digest != want.Digest || got.Size != want.Size || len(got.Metadata) != len(want.Metadata)) {
+			t.Fatalf("findEntry(%x, %q) = %+v, %v; decoded range holds %+v", raw, path, got, err, want)
+		}
+	})
+}
