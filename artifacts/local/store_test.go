@@ -209,28 +209,10 @@ func putter(dir, name string) int {
 // small object's bytes and the record naming them are one transaction, a
 // large one's blob is synced before its record.
 func TestKillDuringPut(t *testing.T) {
-	trials := 3
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		trials, _ = strconv.Atoi(v)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := range trials {
+	for trial := range chaosTrials() {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := local.Create(context.Background(), dir, "main", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := child(t, "putter", dir, "p")
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			printed := strings.Fields(out.String())
+			s, printed := killMidFlight(t, rng, "putter", "p")
 			if len(printed) < 2 {
 				t.Fatalf("the child reported %d objects before SIGKILL; want a small and a large one at least", len(printed))
 			}
@@ -279,6 +261,39 @@ func committer(dir, name string, n int) int {
 	return 0
 }
 
+// chaosTrials is how many times a kill test kills its child: 3, or
+// $RLPIPE_CHAOS_TRIALS (make chaos).
+func chaosTrials() int {
+	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return 3
+}
+
+// killMidFlight starts a child in role on a fresh store, kills it with
+// SIGKILL after 200 to 1,000 ms, and returns the store and the words the
+// child printed before it died.
+func killMidFlight(t *testing.T, rng *rand.Rand, role, name string) (*local.Store, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := local.Create(context.Background(), dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := child(t, role, dir, name)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	return s, strings.Fields(out.String())
+}
+
 func child(t *testing.T, role, dir, name string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"="+role, envStore+"="+dir, envName+"="+name)
@@ -310,29 +325,11 @@ func checkConsistent(t *testing.T, s artifacts.Store) (commits int) {
 }
 
 func TestKillDuringCommit(t *testing.T) {
-	trials := 3
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		trials, _ = strconv.Atoi(v)
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range trials {
+	for trial := range chaosTrials() {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := local.Create(context.Background(), dir, "main", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := child(t, "committer", dir, "w")
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
 			// Let it commit a few times, then kill it mid-flight.
-			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			printed := strings.Fields(out.String())
+			s, printed := killMidFlight(t, rng, "committer", "w")
 			t.Logf("child made %d commits before SIGKILL", len(printed))
 			n := checkConsistent(t, s)
 			// Every commit the child reported is in history; at most one
