@@ -17,6 +17,10 @@ var rePlaceholder = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\
 // expand fills an argv template. Unknown placeholders are errors that
 // name the argument, so a typo never reaches the command.
 func expand(argv []string, tc *TaskContext) ([]string, error) {
+	dir, err := tc.WorkDir()
+	if err != nil {
+		return nil, err
+	}
 	var params map[string]any
 	_ = tc.Params(&params)
 	out := make([]string, len(argv))
@@ -39,7 +43,7 @@ func expand(argv []string, tc *TaskContext) ([]string, error) {
 			case kind == "iteration" && name == "":
 				return strconv.Itoa(tc.Iteration)
 			case kind == "workdir" && name == "":
-				return tc.WorkDir
+				return dir
 			}
 			if bad == nil {
 				bad = Permanent(fmt.Errorf("%w: task %s: argument %d (%q): unknown placeholder %s (known: inputs.NAME, outputs.NAME, params.NAME, attempt, seed, iteration, workdir)", ErrConfig, tc.Task, i, a, m))
@@ -67,7 +71,9 @@ func runCommand(ctx context.Context, argv []string, tc *TaskContext, s Settings)
 		}
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = tc.WorkDir
+	if cmd.Dir, err = tc.WorkDir(); err != nil {
+		return err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

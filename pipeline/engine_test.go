@@ -377,3 +377,64 @@ func TestMemoReplaysOnRetry(t *testing.T) {
 		t.Fatalf("judge called %d times; want 1 with the replayed score", judged.Load())
 	}
 }
+
+// TestWorkDirIsMadeOnlyWhenAsked: a Go task with no inputs and no outputs
+// makes no work directory unless it calls WorkDir; one that does gets a
+// private, writable directory that is gone once the attempt ends, and a
+// later call fails rather than hand out a removed path.
+func TestWorkDirIsMadeOnlyWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	workDir := t.TempDir()
+	r := openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	entries := func() int {
+		t.Helper()
+		es, err := os.ReadDir(workDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	var during int
+	quiet := &pipeline.Task{Name: "quiet", Version: "1", Deterministic: true,
+		Run: func(context.Context, *pipeline.TaskContext) error { during = entries(); return nil }}
+	var asked string
+	var late *pipeline.TaskContext
+	asks := &pipeline.Task{Name: "asks", Version: "1", Deterministic: true,
+		Run: func(_ context.Context, tc *pipeline.TaskContext) error {
+			dir, err := tc.WorkDir()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, "scratch.txt"), []byte("x"), 0o644); err != nil {
+				return err
+			}
+			again, err := tc.WorkDir()
+			if err != nil || again != dir {
+				return fmt.Errorf("second WorkDir call: %q, %v; want %q", again, err, dir)
+			}
+			asked, late = dir, tc
+			return nil
+		}}
+	it := r.Iteration(1)
+	it.Go(ctx, quiet, pipeline.Call{})
+	if err := it.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if during != 0 {
+		t.Fatalf("a task that never asked for a work directory saw %d entries in the work folder, want 0", during)
+	}
+	it = r.Iteration(2)
+	it.Go(ctx, asks, pipeline.Call{})
+	if err := it.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(asked), "rlpipe-task-") || filepath.Dir(asked) != workDir {
+		t.Fatalf("work directory %q, want rlpipe-task-… in %s", asked, workDir)
+	}
+	if _, err := os.Stat(asked); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("work directory after the attempt: %v, want it removed", err)
+	}
+	if dir, err := late.WorkDir(); err == nil {
+		t.Fatalf("WorkDir after the attempt = %q, want an error", dir)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -139,21 +140,26 @@ func sweepTaskDirs(dir string, log zerolog.Logger) {
 // outputs to the job's branch.
 func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, slot *warmSlot) (map[string]Artifact, error) {
 	s := job.Settings
+	var err error
 	actx := ctx
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
-	wd, err := scratch.Mkdir(a.workDir, taskDirPrefix)
-	if err != nil {
-		return nil, err
+	// A task that has files to read or write, or a command to run in it,
+	// gets its directory now; a Go task with none only if it asks.
+	wd := &workDir{parent: a.workDir}
+	defer wd.remove()
+	var work string
+	if len(job.Inputs) > 0 || len(t.Outputs) > 0 || t.Run == nil {
+		if work, err = wd.path(); err != nil {
+			return nil, err
+		}
 	}
-	defer wd.Remove()
-	work := wd.Path()
 	tc := &TaskContext{
 		Task: job.Call, Group: job.Group, Iteration: job.Iteration, Attempt: attempt,
-		Seed: job.Seed, WorkDir: work,
+		Seed: job.Seed, work: wd,
 		memoCaller: t.Name,
 		inputs:     map[string]string{}, outputs: outputPaths(work, t.Outputs),
 		params: job.Params, memo: a.memo, warm: slot,
@@ -189,6 +195,43 @@ func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, 
 		return nil, err
 	}
 	return a.upload(actx, t, job, tc)
+}
+
+// workDir is an attempt's scratch directory, made on first use and
+// locked by this process (internal/scratch) until the attempt ends.
+type workDir struct {
+	parent string
+
+	mu   sync.Mutex
+	dir  *scratch.Dir
+	err  error
+	done bool
+}
+
+// path makes the directory on the first call and returns it.
+func (w *workDir) path() (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.done:
+		return "", fmt.Errorf("the attempt's work directory is gone: the attempt is over")
+	case w.dir == nil && w.err == nil:
+		w.dir, w.err = scratch.Mkdir(w.parent, taskDirPrefix)
+	}
+	if w.err != nil {
+		return "", w.err
+	}
+	return w.dir.Path(), nil
+}
+
+// remove removes the directory if it was made; later calls of path fail.
+func (w *workDir) remove() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	if w.dir != nil {
+		w.dir.Remove()
+	}
 }
 
 // runFunc runs a Go task body; if it outlives its context the engine stops

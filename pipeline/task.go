@@ -151,8 +151,9 @@ type TaskContext struct {
 	Attempt int
 	// Seed is deterministic per run seed, iteration and call name.
 	Seed uint64
-	// WorkDir is a scratch directory private to this attempt.
-	WorkDir string
+
+	// work is the attempt's scratch directory (see WorkDir).
+	work *workDir
 
 	// memoCaller namespaces Memo's records: the task's name, not its
 	// version, so a new version (a new reward spec) still replays the
@@ -166,6 +167,12 @@ type TaskContext struct {
 	warm    *warmSlot
 	log     zerolog.Logger
 }
+
+// WorkDir returns a scratch directory private to this attempt, removed
+// when the attempt ends. A task with inputs, outputs or a command has it
+// from the start; for a Go task with none of those it is made on the
+// first call, so that a task that needs no files costs no directory.
+func (tc *TaskContext) WorkDir() (string, error) { return tc.work.path() }
 
 // InputPath returns the local path of an input (a directory for
 // directory inputs).

@@ -4,10 +4,16 @@
 // A store directory holds:
 //
 //	meta.db           bbolt: repository record, branches, tags, commits,
-//	                  ranges and metaranges (the commit trees), and the
-//	                  staging area of every branch
-//	blobs/ab/abcd…    object bytes, named by their SHA-256 (stored once)
+//	                  ranges and metaranges (the commit trees), the
+//	                  staging area of every branch, and the bytes of
+//	                  objects of at most 4 KiB
+//	blobs/ab/abcd…    bytes of larger objects, named by their SHA-256
 //	tmp/              uploads in flight (renamed into blobs/ when complete)
+//
+// A small object (a cache entry, a memo record) is staged with its bytes
+// in one transaction: no file, no rename, no fsync of its own, and a
+// process killed at any moment leaves the bytes and the record together
+// or neither. Identical bytes are stored once either way.
 //
 // Objects are content-addressed: identical bytes are stored once, and a
 // read never hands out a byte that does not match their digest: objects up
@@ -29,7 +35,10 @@
 // staged changes survive. The metadata file is locked per operation, not
 // per process: several processes (a running pipeline, a CLI reading it)
 // share a store, their writes serialised; a branch update that finds the
-// branch moved under it fails with artifacts.ErrConcurrentUpdate.
+// branch moved under it fails with artifacts.ErrConcurrentUpdate. (The
+// file stays open half a millisecond after an operation, so that a loop
+// of reads does not reopen it for each; never longer than 100 ms of
+// back-to-back operations, and Close releases it at once.)
 //
 // Use it through artifacts.Open (import this package for its side effect)
 // or directly with Open and Create.

@@ -18,8 +18,9 @@ const defaultGracePeriod = time.Hour
 
 // GC removes commits that no branch or tag reaches, the ranges only they
 // used, and blobs that no remaining commit or staged change references.
-// Blobs younger than the grace period are kept, so a collection never
-// races an upload that has not been staged yet. A store whose commits or
+// Blob files younger than the grace period are kept, so a collection
+// never races an upload that has not been staged yet; inline bytes are
+// staged in the transaction that writes them, so they need no grace. A store whose commits or
 // trees are damaged, or whose blobs are missing or of the wrong size, is
 // refused with an *artifacts.DamagedError (see Verify).
 func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GCResult, error) {
@@ -145,7 +146,10 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		if err := sweep(bucketMetaRanges, liveMeta, nil); err != nil {
 			return err
 		}
-		return sweep(bucketRanges, liveRanges, nil)
+		if err := sweep(bucketRanges, liveRanges, nil); err != nil {
+			return err
+		}
+		return sweepInline(tx, live, o.DryRun, &res)
 	})
 	if err != nil {
 		return res, fmt.Errorf("gc %s: %w", s.root, err)
@@ -184,4 +188,33 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		}
 	}
 	return res, nil
+}
+
+// sweepInline removes the inline bytes that no live entry names, in the
+// collection's metadata transaction.
+func sweepInline(tx *bolt.Tx, live map[string]bool, dryRun bool, res *artifacts.GCResult) error {
+	b := tx.Bucket(bucketInline)
+	if b == nil {
+		return nil
+	}
+	var dead [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if live[string(k)] {
+			res.BlobsKept++
+			return nil
+		}
+		res.BlobsRemoved++
+		res.BytesRemoved += int64(len(v))
+		dead = append(dead, append([]byte(nil), k...))
+		return nil
+	})
+	if err != nil || dryRun {
+		return err
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,12 +68,27 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 	if err := artifacts.ValidatePath(path); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 	}
-	if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
-	}
-	digest, size, err := s.blobs.put(r)
+	// An object of at most inlineMax bytes rides the staging transaction
+	// (inline.go); a larger one is streamed to a blob file first.
+	head, err := io.ReadAll(io.LimitReader(r, inlineMax+1))
 	if err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
+	}
+	var (
+		digest string
+		size   = int64(len(head))
+		inline = size <= inlineMax
+	)
+	if inline {
+		digest = digestHex(head)
+	} else {
+		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
+			return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		}
+		digest, size, err = s.blobs.put(io.MultiReader(bytes.NewReader(head), r))
+		if err != nil {
+			return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		}
 	}
 	e := &entry{Path: path, Digest: digest, Size: size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
 	if len(opts.Metadata) > 0 {
@@ -99,6 +115,11 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 				return fmt.Errorf("%w: %s:%s", artifacts.ErrObjectExists, branch, path)
 			}
 		}
+		if inline {
+			if err := putInline(tx, digest, head); err != nil {
+				return err
+			}
+		}
 		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
 		if err != nil {
 			return err
@@ -112,22 +133,38 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 }
 
 func (s *Store) stat(ctx context.Context, ref, path string) (*entry, error) {
-	var e *entry
+	e, _, err := s.lookupData(ctx, ref, path, false)
+	return e, err
+}
+
+// lookupData finds ref:path and, when withData is set and the object's
+// bytes are inline, returns them checked against its digest (nil when
+// they are in a blob file), all in one read transaction.
+func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool) (*entry, []byte, error) {
+	var (
+		e    *entry
+		data []byte
+	)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v, err := resolve(tx, ref)
+		v, err := s.resolveHead(tx, ref)
 		if err != nil {
 			return err
 		}
-		e, err = s.lookupIn(tx, v, path)
+		if e, err = s.lookupIn(tx, v, path); err != nil || e == nil || !withData {
+			return err
+		}
+		if raw := getInline(tx, e.Digest, e.Size); raw != nil {
+			data, err = checkInline(raw, e.Digest, e.Size, ref+":"+path)
+		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
+		return nil, nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
 	}
 	if e == nil {
-		return nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
+		return nil, nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
 	}
-	return e, nil
+	return e, data, nil
 }
 
 // StatObject describes an object.
@@ -141,9 +178,12 @@ func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.Obj
 
 // GetObject opens an object; the bytes are checked against its digest.
 func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
-	e, err := s.stat(ctx, ref, path)
+	e, data, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
+	}
+	if data != nil {
+		return io.NopCloser(bytes.NewReader(data)), info(e), nil
 	}
 	rc, err := s.blobs.open(ctx, e.Digest, e.Size, ref+":"+path)
 	if err != nil {
@@ -158,7 +198,10 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 	if err := artifacts.ValidatePath(dstPath); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy to %s:%s: %w", dstBranch, dstPath, err)
 	}
-	var e entry
+	var (
+		e      entry
+		inline bool
+	)
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		if err := writableBranch(tx, dstBranch); err != nil {
 			return err
@@ -175,6 +218,7 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 			return fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
 		}
 		e = *src
+		inline = getInline(tx, e.Digest, e.Size) != nil
 		e.Path = dstPath
 		e.Mtime = time.Now().UnixNano()
 		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
@@ -186,20 +230,30 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 	if err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy %s:%s to %s:%s: %w", srcRef, srcPath, dstBranch, dstPath, err)
 	}
-	// The blob must outlive a collection that started before this copy.
-	now := time.Now()
-	_ = os.Chtimes(s.blobs.path(e.Digest), now, now)
+	// A blob file must outlive a collection that started before this
+	// copy; inline bytes are marked live by the entry just staged.
+	if !inline {
+		now := time.Now()
+		_ = os.Chtimes(s.blobs.path(e.Digest), now, now)
+	}
 	return info(&e), nil
 }
 
 // GetObjectRange reads part of an object, unverified.
 func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error) {
-	e, err := s.stat(ctx, ref, path)
+	e, data, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, err
 	}
 	if offset < 0 || offset > e.Size {
 		return nil, fmt.Errorf("%w: read %s:%s: offset %d outside 0..%d", artifacts.ErrInvalid, ref, path, offset, e.Size)
+	}
+	if data != nil {
+		end := e.Size
+		if length >= 0 && offset+length < end {
+			end = offset + length
+		}
+		return io.NopCloser(bytes.NewReader(data[offset:end])), nil
 	}
 	return s.blobs.openRange(e.Digest, offset, length, ref+":"+path)
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -340,4 +342,51 @@ func (s *Store) DeleteTag(ctx context.Context, name string) error {
 		}
 		return tx.Bucket(bucketTags).Delete([]byte(name))
 	})
+}
+
+// headCache keeps the view of each branch head that reads resolved last,
+// with the raw records it was decoded from: a read of a branch whose
+// branch and commit records are byte-for-byte the same reuses it instead
+// of decoding both again (cache lookups read one branch thousands of
+// times between two of its commits).
+type headCache struct {
+	mu    sync.Mutex
+	heads map[string]cachedHead
+}
+
+type cachedHead struct {
+	branch, commit []byte // raw records
+	v              view
+}
+
+// resolveHead is resolve for reads: a plain branch name is served from
+// the head cache when its records are unchanged. The view it returns is
+// shared: its commit must not be modified.
+func (s *Store) resolveHead(tx *bolt.Tx, ref string) (view, error) {
+	if artifacts.ValidateBranchName(ref) != nil {
+		return resolve(tx, ref)
+	}
+	rawBranch := tx.Bucket(bucketBranches).Get([]byte(ref))
+	if rawBranch == nil {
+		return resolve(tx, ref) // a tag or a commit
+	}
+	h := &s.heads
+	h.mu.Lock()
+	c, ok := h.heads[ref]
+	h.mu.Unlock()
+	if ok && bytes.Equal(c.branch, rawBranch) && bytes.Equal(c.commit, tx.Bucket(bucketCommits).Get([]byte(c.v.commit.ID))) {
+		return c.v, nil
+	}
+	v, err := resolve(tx, ref)
+	if err != nil {
+		return v, err
+	}
+	c = cachedHead{branch: bytes.Clone(rawBranch), commit: bytes.Clone(tx.Bucket(bucketCommits).Get([]byte(v.commit.ID))), v: v}
+	h.mu.Lock()
+	if h.heads == nil || len(h.heads) > 1024 {
+		h.heads = map[string]cachedHead{}
+	}
+	h.heads[ref] = c
+	h.mu.Unlock()
+	return v, nil
 }

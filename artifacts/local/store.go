@@ -62,15 +62,34 @@ type Store struct {
 	opts  Options
 	blobs *blobStore
 	cache *treeCache
+	heads headCache
 
 	// The bbolt file is opened per operation and shared by the operations
 	// of this process that overlap, so that other processes (a CLI reading
-	// a running pipeline's store) get their turn between them.
+	// a running pipeline's store) get their turn between them. It stays
+	// open lingerIdle after the last operation ends, unless it has been
+	// open longer than lingerMax (see release).
 	mu     sync.Mutex
 	db     *bolt.DB
 	users  int
 	closed bool
+	opened time.Time   // when db was opened
+	idle   *time.Timer // closes db after lingerIdle without operations
+	gen    int         // counts acquisitions, so a stale idle timer closes nothing
 }
+
+// Opening the metadata file costs a flock, an mmap, reading the free
+// list and faulting in the pages each read touches again: hundreds of
+// microseconds on a large store, more than the read it serves. A command
+// that reads thousands of small objects one after the other (`rlpipe
+// status` of a long run) would reopen it for each. So the file stays open
+// for lingerIdle after an operation, for the next one to reuse; but once
+// it has been open for lingerMax it is closed as soon as no operation
+// holds it, as before, so other processes still get their turn.
+const (
+	lingerIdle = 500 * time.Microsecond
+	lingerMax  = 100 * time.Millisecond
+)
 
 var (
 	_ artifacts.Store       = (*Store)(nil)
@@ -131,7 +150,7 @@ func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Sto
 		return nil, err
 	}
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketRepo, bucketBranches, bucketTags, bucketCommits, bucketRanges, bucketMetaRanges, bucketStaging} {
+		for _, b := range [][]byte{bucketRepo, bucketBranches, bucketTags, bucketCommits, bucketRanges, bucketMetaRanges, bucketStaging, bucketInline} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -183,6 +202,11 @@ func (s *Store) acquire(ctx context.Context) (*bolt.DB, error) {
 	if s.closed {
 		return nil, fmt.Errorf("store %s: %w: closed", s.root, artifacts.ErrInvalid)
 	}
+	s.gen++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
 	if s.db == nil {
 		db, err := bolt.Open(filepath.Join(s.root, dbFile), 0o644, &bolt.Options{Timeout: s.opts.LockTimeout})
 		if err != nil {
@@ -191,7 +215,7 @@ func (s *Store) acquire(ctx context.Context) (*bolt.DB, error) {
 		// Batched staging writes wait this long for company; sequential
 		// writers pay it once per write.
 		db.MaxBatchDelay = 2 * time.Millisecond
-		s.db = db
+		s.db, s.opened = db, time.Now()
 	}
 	s.users++
 	return s.db, nil
@@ -201,12 +225,31 @@ func (s *Store) release() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.users--
-	if s.users == 0 && s.db != nil {
-		db := s.db
-		s.db = nil
-		return db.Close()
+	if s.users > 0 || s.db == nil {
+		return nil
 	}
+	if s.closed || time.Since(s.opened) > lingerMax {
+		return s.closeDB()
+	}
+	gen := s.gen
+	s.idle = time.AfterFunc(lingerIdle, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.gen == gen && s.users == 0 && s.db != nil {
+			s.idle = nil
+			if err := s.closeDB(); err != nil {
+				s.opts.Logger.Debug().Err(err).Str("store", s.root).Msg("close the idle metadata file")
+			}
+		}
+	})
 	return nil
+}
+
+// closeDB closes the metadata file; s.mu is held.
+func (s *Store) closeDB() error {
+	db := s.db
+	s.db = nil
+	return db.Close()
 }
 
 func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
@@ -253,6 +296,13 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	if s.users == 0 && s.db != nil {
+		return s.closeDB()
+	}
 	return nil
 }
 

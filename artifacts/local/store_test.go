@@ -85,11 +85,15 @@ func TestCreateTwiceFails(t *testing.T) {
 	}
 }
 
+// fileSized is a body larger than the objects whose bytes the store keeps
+// in its metadata file, so that it gets a blob file of its own.
+func fileSized(s string) string { return strings.Repeat(s, 8192/len(s)+1) }
+
 func TestIdenticalBytesStoredOnce(t *testing.T) {
 	s := newStore(t)
-	put(t, s, "main", "a", "same bytes")
-	put(t, s, "main", "b", "same bytes")
-	put(t, s, "main", "c", "other bytes")
+	put(t, s, "main", "a", fileSized("same bytes"))
+	put(t, s, "main", "b", fileSized("same bytes"))
+	put(t, s, "main", "c", fileSized("other bytes"))
 	n := 0
 	filepath.WalkDir(filepath.Join(s.Dir(), "blobs"), func(_ string, d os.DirEntry, _ error) error {
 		if !d.IsDir() {
@@ -121,7 +125,7 @@ func corrupt(t *testing.T, s *local.Store, ref, path string) {
 }
 
 func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
-	for _, size := range []int{100, 5 << 20} { // verified up front, and while streaming
+	for _, size := range []int{8 << 10, 5 << 20} { // verified up front, and while streaming
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			s := newStore(t)
 			body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
@@ -143,7 +147,7 @@ func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
 
 func TestMissingBlobIsIntegrityError(t *testing.T) {
 	s := newStore(t)
-	put(t, s, "main", "x", "hello")
+	put(t, s, "main", "x", fileSized("hello"))
 	st, _ := s.StatObject(context.Background(), "main", "x")
 	os.Remove(filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum))
 	if _, err := read(s, "main", "x"); !errors.Is(err, artifacts.ErrIntegrity) {
@@ -167,6 +171,63 @@ func TestMain(m *testing.M) {
 		os.Exit(committer(os.Getenv(envStore), os.Getenv(envName), -1))
 	case "committer10":
 		os.Exit(committer(os.Getenv(envStore), os.Getenv(envName), 10))
+	case "putter":
+		os.Exit(putter(os.Getenv(envStore), os.Getenv(envName)))
+	}
+}
+
+// putterBody is what putter writes at path: small (its bytes ride the
+// staging transaction) for even i, a blob file of its own for odd i.
+func putterBody(path string, i int) string {
+	if i%2 == 0 {
+		return path
+	}
+	return fileSized(path)
+}
+
+// putter puts objects forever, printing each path once PutObject has
+// returned.
+func putter(dir, name string) int {
+	ctx := context.Background()
+	s, err := local.Open(ctx, dir, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := 0; ; i++ {
+		p := fmt.Sprintf("%s/%06d", name, i)
+		if _, err := s.PutObject(ctx, "main", p, strings.NewReader(putterBody(p, i)), nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(p)
+	}
+}
+
+// TestKillDuringPut kills a process that stages objects, small and large,
+// and checks that every object it reported written reads back whole: a
+// small object's bytes and the record naming them are one transaction, a
+// large one's blob is synced before its record.
+func TestKillDuringPut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range chaosTrials() {
+		t.Run(strconv.Itoa(trial), func(t *testing.T) {
+			s, printed := killMidFlight(t, rng, "putter", "p")
+			if len(printed) < 2 {
+				t.Fatalf("the child reported %d objects before SIGKILL; want a small and a large one at least", len(printed))
+			}
+			t.Logf("child reported %d objects before SIGKILL", len(printed))
+			for i, p := range printed {
+				got, err := read(s, "main", p)
+				if err != nil || got != putterBody(p, i) {
+					t.Fatalf("object %s, reported written, after SIGKILL: %d bytes, %v", p, len(got), err)
+				}
+			}
+			res, err := s.Verify(context.Background(), nil)
+			if err != nil || len(res.Damage) != 0 {
+				t.Fatalf("verify after SIGKILL: %v, %v", res.Damage, err)
+			}
+		})
 	}
 }
 
@@ -200,6 +261,39 @@ func committer(dir, name string, n int) int {
 	return 0
 }
 
+// chaosTrials is how many times a kill test kills its child: 3, or
+// $RLPIPE_CHAOS_TRIALS (make chaos).
+func chaosTrials() int {
+	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return 3
+}
+
+// killMidFlight starts a child in role on a fresh store, kills it with
+// SIGKILL after 200 to 1,000 ms, and returns the store and the words the
+// child printed before it died.
+func killMidFlight(t *testing.T, rng *rand.Rand, role, name string) (*local.Store, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := local.Create(context.Background(), dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := child(t, role, dir, name)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	return s, strings.Fields(out.String())
+}
+
 func child(t *testing.T, role, dir, name string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRole+"="+role, envStore+"="+dir, envName+"="+name)
@@ -231,29 +325,11 @@ func checkConsistent(t *testing.T, s artifacts.Store) (commits int) {
 }
 
 func TestKillDuringCommit(t *testing.T) {
-	trials := 3
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		trials, _ = strconv.Atoi(v)
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range trials {
+	for trial := range chaosTrials() {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := local.Create(context.Background(), dir, "main", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := child(t, "committer", dir, "w")
-			var out bytes.Buffer
-			cmd.Stdout = &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
 			// Let it commit a few times, then kill it mid-flight.
-			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			printed := strings.Fields(out.String())
+			s, printed := killMidFlight(t, rng, "committer", "w")
 			t.Logf("child made %d commits before SIGKILL", len(printed))
 			n := checkConsistent(t, s)
 			// Every commit the child reported is in history; at most one

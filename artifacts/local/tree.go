@@ -79,13 +79,14 @@ type treeCache struct {
 	mu     sync.Mutex
 	ranges map[string][]entry
 	metas  map[string]metaRange
+	seen   map[string]struct{} // metaranges and ranges a lookup read in place once
 	size   int
 }
 
 const treeCacheEntries = 1 << 20 // total entries kept decoded
 
 func newTreeCache() *treeCache {
-	return &treeCache{ranges: map[string][]entry{}, metas: map[string]metaRange{}}
+	return &treeCache{ranges: map[string][]entry{}, metas: map[string]metaRange{}, seen: map[string]struct{}{}}
 }
 
 func (c *treeCache) getRange(id string) ([]entry, bool) {
@@ -103,6 +104,21 @@ func (c *treeCache) putRange(id string, e []entry) {
 	}
 	c.ranges[id] = e
 	c.size += len(e)
+}
+
+// again reports whether a lookup read the metarange or range id before
+// without decoding it, and notes that one has now.
+func (c *treeCache) again(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seen[id]; ok {
+		return true
+	}
+	if len(c.seen) > 4096 {
+		c.seen = map[string]struct{}{}
+	}
+	c.seen[id] = struct{}{}
+	return false
 }
 
 func (c *treeCache) getMeta(id string) (metaRange, bool) {
@@ -162,17 +178,51 @@ func (t trees) loadRange(id string) ([]entry, error) {
 	return e, nil
 }
 
-// lookup finds path in the tree, or returns nil.
+// lookup finds path in the tree, or returns nil. A metarange or a range
+// is decoded and cached the second time a lookup reads it; the first
+// reads it in place (findRange, findEntry), so reading one file from each
+// of many commits (a run's metrics, iteration by iteration) costs no
+// decode of each tree.
 func (t trees) lookup(metaID, path string) (*entry, error) {
-	m, err := t.loadMeta(metaID)
-	if err != nil {
-		return nil, err
+	var rangeID string
+	if m, ok := t.cache.getMeta(metaID); ok || metaID == emptyMetaRangeID || t.cache.again(metaID) {
+		if !ok {
+			var err error
+			if m, err = t.loadMeta(metaID); err != nil {
+				return nil, err
+			}
+		}
+		i := sort.Search(len(m), func(i int) bool { return m[i].Max >= path })
+		if i == len(m) || m[i].Min > path {
+			return nil, nil
+		}
+		rangeID = m[i].ID
+	} else {
+		b := t.tx.Bucket(bucketMetaRanges).Get([]byte(metaID))
+		if b == nil {
+			return nil, fmt.Errorf("%w: metarange %s is missing from the store", errCorruptMeta, metaID)
+		}
+		var err error
+		if rangeID, err = findRange(b, path); err != nil {
+			return nil, fmt.Errorf("%w: metarange %s: %v", errCorruptMeta, metaID, err)
+		}
+		if rangeID == "" {
+			return nil, nil
+		}
 	}
-	i := sort.Search(len(m), func(i int) bool { return m[i].Max >= path })
-	if i == len(m) || m[i].Min > path {
-		return nil, nil
+	if _, ok := t.cache.getRange(rangeID); !ok && !t.cache.again(rangeID) {
+		// Read once so far: find the entry in place (findEntry).
+		b := t.tx.Bucket(bucketRanges).Get([]byte(rangeID))
+		if b == nil {
+			return nil, fmt.Errorf("%w: range %s is missing from the store", errCorruptMeta, rangeID)
+		}
+		e, err := findEntry(b, path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: range %s: %v", errCorruptMeta, rangeID, err)
+		}
+		return e, nil
 	}
-	es, err := t.loadRange(m[i].ID)
+	es, err := t.loadRange(rangeID)
 	if err != nil {
 		return nil, err
 	}

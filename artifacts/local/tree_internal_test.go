@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -139,4 +140,148 @@ func TestCodecRoundTripAndCorruption(t *testing.T) {
 			t.Errorf("decodeEntries(%x) accepted a malformed record", bad)
 		}
 	}
+}
+
+// TestFindRangeAgreesWithTheDecodedSearch: reading a metarange in place
+// finds the range a binary search of the decoded metarange finds, for
+// paths before, inside, between, on the edges of and after the ranges;
+// a malformed record is an error, not a wrong answer.
+func TestFindRangeAgreesWithTheDecodedSearch(t *testing.T) {
+	m := metaRange{
+		{ID: "r1", Min: "b", Max: "d", Count: 3},
+		{ID: "r2", Min: "f", Max: "f", Count: 1},
+		{ID: "r3", Min: "iterations/000001/a", Max: "iterations/000002/z", Count: 64},
+	}
+	raw := encodeMeta(m)
+	search := func(path string) string {
+		i := sort.Search(len(m), func(i int) bool { return m[i].Max >= path })
+		if i == len(m) || m[i].Min > path {
+			return ""
+		}
+		return m[i].ID
+	}
+	for _, p := range []string{"", "a", "b", "c", "d", "e", "f", "g", "iterations/000001/a", "iterations/000001/metrics.json", "iterations/000002/z", "iterations/000003", "zz"} {
+		got, err := findRange(raw, p)
+		if err != nil || got != search(p) {
+			t.Errorf("findRange(%q) = %q, %v; the decoded search finds %q", p, got, err, search(p))
+		}
+	}
+	for _, bad := range [][]byte{nil, {9}, raw[:len(raw)-5], {1, 3, 0xff}} {
+		if _, err := findRange(bad, "zz"); err == nil {
+			t.Errorf("findRange(%x) accepted a malformed record", bad)
+		}
+	}
+}
+
+// TestLookupReadsAMetarangeInPlaceOnce: the first lookup in a tree does
+// not decode its metarange; the second decodes and caches it; all find
+// the same entries.
+func TestLookupReadsAMetarangeInPlaceOnce(t *testing.T) {
+	withTx(t, func(tr trees) {
+		chs := testEntries(2000, "v1")
+		id, err := tr.apply(emptyMetaRangeID, chs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr = trees{tx: tr.tx, cache: newTreeCache()} // as a reader in another process
+		for i, ch := range []change{chs[999], chs[0], chs[1999], {Path: "iterations/999999/none"}} {
+			e, err := tr.lookup(id, ch.Path)
+			switch {
+			case err != nil:
+				t.Fatalf("lookup %d, %s: %v", i, ch.Path, err)
+			case ch.Entry == nil && e != nil:
+				t.Fatalf("lookup %d of a missing path found %+v", i, e)
+			case ch.Entry != nil && (e == nil || e.Digest != ch.Entry.Digest):
+				t.Fatalf("lookup %d, %s = %+v, want digest %s", i, ch.Path, e, ch.Entry.Digest)
+			}
+			if _, cached := tr.cache.getMeta(id); cached != (i > 0) {
+				t.Fatalf("after lookup %d the metarange is cached: %v", i, cached)
+			}
+		}
+	})
+}
+
+// FuzzFindRange: on any bytes findRange does not panic, and on a record
+// decodeMeta accepts whose ranges are in order it finds what a search of
+// the decoded ranges finds.
+func FuzzFindRange(f *testing.F) {
+	f.Add(encodeMeta(metaRange{{ID: "r1", Min: "b", Max: "d", Count: 3}, {ID: "r2", Min: "f", Max: "g", Count: 1}}), "c")
+	f.Add([]byte{1, 0}, "a")
+	f.Fuzz(func(t *testing.T, raw []byte, path string) {
+		got, err := findRange(raw, path)
+		m, derr := decodeMeta(raw)
+		if derr != nil {
+			return
+		}
+		for i := range m { // a metarange's ranges are in path order and disjoint
+			if m[i].Min > m[i].Max || i > 0 && m[i-1].Max >= m[i].Min {
+				return
+			}
+		}
+		i := sort.Search(len(m), func(i int) bool { return m[i].Max >= path })
+		want := ""
+		if i < len(m) && m[i].Min <= path {
+			want = m[i].ID
+		}
+		if err != nil || got != want {
+			t.Fatalf("findRange(%x, %q) = %q, %v; decoded search finds %q", raw, path, got, err, want)
+		}
+	})
+}
+
+// TestFindEntryAgreesWithTheDecodedRange: reading a range in place finds
+// the entry decodeEntries decodes, metadata included, and nothing for a
+// path the range does not hold; a malformed record is an error.
+func TestFindEntryAgreesWithTheDecodedRange(t *testing.T) {
+	es := []entry{
+		{Path: "a", Digest: "d1", Size: 3, Mtime: -5},
+		{Path: "b/é", Digest: "d2", Size: 1 << 40, Mtime: 7, ContentType: "text/plain", Metadata: map[string]string{"z": "1", "a": ""}},
+		{Path: "c", Digest: "d3", Size: 0, Mtime: 1, Metadata: map[string]string{"k": "v"}},
+	}
+	raw := encodeEntries(es)
+	for _, want := range es {
+		got, err := findEntry(raw, want.Path)
+		if err != nil || got == nil || got.Digest != want.Digest || got.Size != want.Size || got.Mtime != want.Mtime ||
+			got.ContentType != want.ContentType || len(got.Metadata) != len(want.Metadata) || got.Metadata["z"] != want.Metadata["z"] || got.Metadata["k"] != want.Metadata["k"] {
+			t.Errorf("findEntry(%q) = %+v, %v; want %+v", want.Path, got, err, want)
+		}
+	}
+	for _, p := range []string{"", "0", "aa", "b", "bz", "d"} {
+		if got, err := findEntry(raw, p); got != nil || err != nil {
+			t.Errorf("findEntry(%q) = %+v, %v; want nothing", p, got, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {9}, raw[:len(raw)-1]} {
+		if _, err := findEntry(bad, "c"); err == nil {
+			t.Errorf("findEntry(%x) accepted a malformed record", bad)
+		}
+	}
+}
+
+// FuzzFindEntry: on any bytes findEntry does not panic, and on a record
+// decodeEntries accepts whose paths are in order it finds what the
+// decoded range holds.
+func FuzzFindEntry(f *testing.F) {
+	f.Add(encodeEntries([]entry{{Path: "a", Digest: "d", Size: 1, Mtime: 2, Metadata: map[string]string{"k": "v"}}, {Path: "b", Digest: "e"}}), "b")
+	f.Fuzz(func(t *testing.T, raw []byte, path string) {
+		got, err := findEntry(raw, path)
+		es, derr := decodeEntries(raw)
+		if derr != nil {
+			return
+		}
+		for i := 1; i < len(es); i++ {
+			if es[i-1].Path >= es[i].Path {
+				return
+			}
+		}
+		var want *entry
+		for i := range es {
+			if es[i].Path == path {
+				want = &es[i]
+			}
+		}
+		if err != nil || (got == nil) != (want == nil) || got != nil && (got.Digest != want.Digest || got.Size != want.Size || len(got.Metadata) != len(want.Metadata)) {
+			t.Fatalf("findEntry(%x, %q) = %+v, %v; decoded range holds %+v", raw, path, got, err, want)
+		}
+	})
 }

@@ -29,12 +29,22 @@ func (s *Store) Verify(ctx context.Context, opts *artifacts.VerifyOptions) (arti
 		o = *opts
 	}
 	v := &verifier{seen: map[string]int{}, blobAt: map[string]int{}}
-	if err := s.view(ctx, v.walk); err != nil {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if err := v.walk(tx); err != nil {
+			return err
+		}
+		v.inline(tx, o.Quick)
+		return nil
+	})
+	if err != nil {
 		return v.res, fmt.Errorf("verify %s: %w", s.root, err)
 	}
 	for i := range v.blobs {
 		if err := ctx.Err(); err != nil {
 			return v.res, fmt.Errorf("verify %s: %w", s.root, err)
+		}
+		if v.blobs[i].checked {
+			continue
 		}
 		if err := s.checkBlob(&v.blobs[i], o.Quick, &v.res); err != nil {
 			return v.res, fmt.Errorf("verify %s: %w", s.root, err)
@@ -56,8 +66,9 @@ type verifier struct {
 // blobUse is a blob to check, with its recorded size and the first place
 // that uses it (a Damage waiting for a Problem).
 type blobUse struct {
-	size int64
-	at   artifacts.Damage
+	size    int64
+	at      artifacts.Damage
+	checked bool // inline: checked in the metadata transaction
 }
 
 func (v *verifier) walk(tx *bolt.Tx) error {
@@ -221,6 +232,33 @@ func (v *verifier) use(e entry, ref, commit string) {
 	}
 	v.blobAt[e.Digest] = len(v.blobs)
 	v.blobs = append(v.blobs, blobUse{size: e.Size, at: artifacts.Damage{Kind: artifacts.DamageBlob, ID: e.Digest, Ref: ref, Commit: commit, Path: e.Path, Uses: 1}})
+}
+
+// inline checks, in the metadata transaction, the blobs whose bytes are
+// inline in meta.db (their digest is always checked: they are small).
+func (v *verifier) inline(tx *bolt.Tx, quick bool) {
+	for i := range v.blobs {
+		b := &v.blobs[i]
+		raw := getInline(tx, b.at.ID, b.size)
+		if raw == nil {
+			continue
+		}
+		b.checked = true
+		v.res.Objects++
+		d := b.at
+		switch {
+		case int64(len(raw)) != b.size:
+			d.Problem = fmt.Sprintf("holds %d bytes, recorded as %d (inline in meta.db)", len(raw), b.size)
+		case digestHex(raw) != d.ID:
+			d.Problem = "its content does not match its digest (it reads back as " + digestHex(raw) + ", inline in meta.db)"
+		}
+		if !quick {
+			v.res.Bytes += int64(len(raw))
+		}
+		if d.Problem != "" {
+			v.res.Damage = append(v.res.Damage, d)
+		}
+	}
 }
 
 // checkBlob checks one blob's presence and size and, unless quick, its

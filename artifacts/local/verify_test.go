@@ -137,16 +137,39 @@ func TestVerifyNamesEachKindOfDamage(t *testing.T) {
 		},
 		problem: "its content does not match its digest",
 	}, {
-		name:   "missing blob",
-		damage: func(t *testing.T, f *damageFixture) { os.Remove(f.blob(f.small)) },
+		name: "inline blob content",
+		damage: func(t *testing.T, f *damageFixture) {
+			f.edit(t, bucketInline, f.small, flipMiddle)
+		},
+		want: func(f *damageFixture) artifacts.Damage {
+			return artifacts.Damage{Kind: "blob", ID: f.small, Ref: "dev", Commit: f.second.ID, Path: "a.txt", Uses: 2}
+		},
+		problem: "its content does not match its digest",
+		quick:   true, // inline bytes are small: a quick check reads them too
+	}, {
+		name: "missing blob",
+		// a.txt is small: its bytes are inline in meta.db.
+		damage: func(t *testing.T, f *damageFixture) {
+			f.edit(t, bucketInline, f.small, func([]byte) []byte { return nil })
+		},
 		want: func(f *damageFixture) artifacts.Damage {
 			return artifacts.Damage{Kind: "blob", ID: f.small, Ref: "dev", Commit: f.second.ID, Path: "a.txt", Uses: 2}
 		},
 		problem: "missing from the store",
 		quick:   true,
 	}, {
-		name:   "missing staged blob",
-		damage: func(t *testing.T, f *damageFixture) { os.Remove(f.blob(f.st)) },
+		name:   "missing blob file",
+		damage: func(t *testing.T, f *damageFixture) { os.Remove(f.blob(f.big)) },
+		want: func(f *damageFixture) artifacts.Damage {
+			return artifacts.Damage{Kind: "blob", ID: f.big, Ref: "dev", Commit: f.second.ID, Path: "big.bin", Uses: 2}
+		},
+		problem: "missing from the store",
+		quick:   true,
+	}, {
+		name: "missing staged blob",
+		damage: func(t *testing.T, f *damageFixture) {
+			f.edit(t, bucketInline, f.st, func([]byte) []byte { return nil })
+		},
 		want: func(f *damageFixture) artifacts.Damage {
 			return artifacts.Damage{Kind: "blob", ID: f.st, Ref: "dev", Path: "staged.txt", Uses: 1}
 		},

@@ -299,7 +299,8 @@ func TestStreaming(t *testing.T) {
 func TestIntegrityFailureNeverLooksWhole(t *testing.T) {
 	backing, url, st := served(t)
 	ctx := context.Background()
-	small, large := []byte("a small object"), randomBytes(2, 5<<20)
+	// 8 KiB: a blob file (smaller objects live in the metadata file).
+	small, large := randomBytes(1, 8<<10), randomBytes(2, 5<<20)
 	for path, content := range map[string][]byte{"small": small, "large": large} {
 		info, err := backing.PutObject(ctx, "main", path, bytes.NewReader(content), nil)
 		if err != nil {
@@ -320,7 +321,7 @@ func TestIntegrityFailureNeverLooksWhole(t *testing.T) {
 	}
 
 	status, header, body := do(t, "GET", url+storeserver.APIBasePath+"/repositories/"+testRepo+"/refs/main/objects?path=small", "", nil)
-	want := "integrity check failed: main:small: blob " + sha256Hex(small) + " read back as 14 bytes with digest "
+	want := "integrity check failed: main:small: blob " + sha256Hex(small) + " read back as 8192 bytes with digest "
 	if status != http.StatusInternalServerError || !strings.HasPrefix(messageOf(t, body), want) || header.Get("ETag") != "" {
 		t.Fatalf("GET a corrupted small object: %d %s", status, body)
 	}

@@ -122,7 +122,11 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 	}
 	metrics.Iteration = p.Iteration
 
-	dir := filepath.Join(tc.WorkDir, "trainer")
+	work, err := tc.WorkDir()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(work, "trainer")
 	ps := newPaths(dir)
 	ps.Trajectories, ps.Prompts = tc.InputPath("trajectories"), tc.InputPath("prompts")
 	for _, d := range []string{dir, ps.AdapterOut, ps.OptimizerOut} {
