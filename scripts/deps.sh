@@ -25,4 +25,8 @@ fi
 # The tracker tests read TensorBoard event files with TensorBoard's own reader and talk to a real
 # MLflow tracking server (scripts/tracker-venv.sh).
 ./scripts/tracker-venv.sh >/dev/null
+# The real path on CPU: transformers and PEFT check the embedded model's export and adapters,
+# vLLM's CPU build serves it, torchrun runs the reference trainer (scripts/py-venv.sh: about 3 GB
+# downloaded and 6 GB on disk the first time, a few minutes; reused afterwards).
+./scripts/py-venv.sh >/dev/null
 go mod download

@@ -36,7 +36,7 @@ type PretrainConfig struct {
 // DefaultPretrainConfig reproduces weights/base.safetensors byte for byte.
 func DefaultPretrainConfig() PretrainConfig {
 	return PretrainConfig{
-		Model: DefaultConfig(), Seed: 1, Steps: 4500, BatchSize: 64,
+		Model: DefaultConfig(), Seed: 1, Steps: 2700, BatchSize: 64,
 		LR: 3e-3, Warmup: 100, WeightDecay: 0.01, ClipNorm: 1, Shards: 2,
 	}
 }
