@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
@@ -117,6 +119,30 @@ func TestPipelineWithVLLM(t *testing.T) {
 		}
 		versions[v] = true
 	}
+	// What vLLM sampled is what the embedded engine would score: the
+	// logprobs vLLM returned for its own tokens, from the base
+	// (iteration 1) and from an adapter the embedded trainer wrote
+	// (iteration 16 samples iteration 14's), against the Go model's on the
+	// same token ids.
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ sampled, adapter int }{{1, 0}, {16, 14}} {
+		var a *tiny.Adapter
+		if c.adapter > 0 {
+			if a, err = m.LoadAdapter(fetchAdapter(t, s, c.adapter)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		worst := maxLogprobGap(t, m, a, readTable(t, s, c.sampled, "prompts.parquet", tables.Prompts), readTrajectories(t, s, c.sampled))
+		t.Logf("iteration %d: vLLM's logprobs and the embedded model's on the same %s tokens differ by at most %.2g", c.sampled,
+			map[bool]string{true: "base", false: fmt.Sprintf("iteration-%d-adapter", c.adapter)}[a == nil], worst)
+		if worst > 1e-4 {
+			t.Errorf("iteration %d: vLLM's and the embedded model's logprobs differ by %.3g, want ≤ 1e-4", c.sampled, worst)
+		}
+	}
+
 	// Old adapters were unloaded: vLLM holds the base and at most the
 	// three newest.
 	resp, err := http.Get(srv.URL() + "/v1/models")
@@ -137,38 +163,97 @@ func TestPipelineWithVLLM(t *testing.T) {
 	}
 }
 
+// maxLogprobGap scores every sample's token ids with the embedded model
+// (and adapter a) after its prompt's tokens and returns the largest gap to
+// the logprobs vLLM returned with them.
+func maxLogprobGap(t *testing.T, m *tiny.Model, a *tiny.Adapter, prompts []tables.Prompt, rows []tables.Trajectory) float64 {
+	t.Helper()
+	text := map[string]string{}
+	for _, p := range prompts {
+		text[p.PromptID] = p.Prompt
+	}
+	var batch []tiny.Example
+	for _, r := range rows {
+		ids, err := m.Tokenize(text[r.PromptID])
+		if err != nil {
+			t.Fatalf("prompt %s: %v", r.PromptID, err)
+		}
+		batch = append(batch, tiny.Example{Prompt: ids, Completion: r.TokenIDs})
+	}
+	got, _, err := m.Score(context.Background(), a, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i, r := range rows {
+		for j, lp := range r.Logprobs {
+			worst = max(worst, math.Abs(float64(got[i][j]-lp)))
+		}
+	}
+	return worst
+}
+
+// fetchAdapter copies iteration it's committed adapter out of the store
+// into a PEFT directory.
+func fetchAdapter(t *testing.T, s artifacts.Store, it int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"adapter_config.json", "adapter_model.safetensors"} {
+		path := findObject(t, s, it, "adapter/"+name)
+		if err := os.WriteFile(filepath.Join(dir, name), readObject(t, s, path), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func readTrajectories(t *testing.T, s artifacts.Store, it int) []tables.Trajectory {
 	t.Helper()
-	ctx := context.Background()
-	prefix := "iterations/" + pad(it) + "/"
-	for e, err := range s.ListObjects(ctx, "runs-arith-vllm", &artifacts.ListOptions{Prefix: prefix}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasSuffix(e.Path, "trajectories.parquet") {
-			continue
-		}
-		rc, _, err := s.GetObject(ctx, "runs-arith-vllm", e.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		f := filepath.Join(t.TempDir(), "t.parquet")
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(rc); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tables.ReadFile(f, tables.Trajectories)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rows
+	return readTable(t, s, it, "trajectories.parquet", tables.Trajectories)
+}
+
+// readTable reads the table of iteration it whose path ends with name.
+func readTable[R any](t *testing.T, s artifacts.Store, it int, name string, table *tables.Table[R]) []R {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, readObject(t, s, findObject(t, s, it, name)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no trajectories under %s", prefix)
-	return nil
+	rows, err := tables.ReadFile(f, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// findObject returns the path of iteration it's object ending with /name.
+func findObject(t *testing.T, s artifacts.Store, it int, name string) string {
+	t.Helper()
+	prefix := "iterations/" + pad(it) + "/"
+	for e, err := range s.ListObjects(context.Background(), "runs-arith-vllm", &artifacts.ListOptions{Prefix: prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(e.Path, "/"+name) {
+			return e.Path
+		}
+	}
+	t.Fatalf("no %s under %s", name, prefix)
+	return ""
+}
+
+func readObject(t *testing.T, s artifacts.Store, path string) []byte {
+	t.Helper()
+	rc, _, err := s.GetObject(context.Background(), "runs-arith-vllm", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(rc); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func pad(n int) string { return fmt.Sprintf("%06d", n) }
