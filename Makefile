@@ -47,7 +47,7 @@ demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (ab
 	@./scripts/demo.sh
 
 .PHONY: demo-agent
-demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (about a minute)
+demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (a few minutes)
 	@./scripts/demo-agent.sh
 
 .PHONY: demo-lakefs
