@@ -94,6 +94,10 @@ func (a seccompArch) instructions() []bpf.Instruction {
 		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	}
+	deny := unix.EPERM
+	if testDenyErrno != 0 {
+		deny = testDenyErrno
+	}
 	if a.x32Bit != 0 {
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpBitsNotSet, Val: a.x32Bit, SkipTrue: 1},
@@ -102,7 +106,7 @@ func (a seccompArch) instructions() []bpf.Instruction {
 	for _, d := range a.denied {
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: d.nr, SkipTrue: 1},
-			errno(unix.EPERM))
+			errno(deny))
 	}
 	prog = append(prog,
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: a.clone3, SkipTrue: 1},
@@ -125,6 +129,14 @@ const EnvNoSeccomp = "RLPIPE_SANDBOX_NO_SECCOMP"
 // testWithoutSeccomp turns the filter off, for the test that shows what
 // bwrap's --disable-userns does by itself.
 var testWithoutSeccomp = false
+
+// testDenyErrno, when not 0, is the errno the filter returns for the calls
+// of the denied list instead of EPERM. The kernel refuses some of those
+// calls with EPERM by itself (it checks a capability the sandbox lacks
+// before anything else), so EPERM alone cannot show that the filter
+// caught them; an errno the kernel never returns for them can. The x32
+// and clone rules keep EPERM.
+var testDenyErrno unix.Errno
 
 // seccompFile returns a file holding the filter, for bwrap's --seccomp,
 // or nil when there is no filter for this architecture and EnvNoSeccomp
