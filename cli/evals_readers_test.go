@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -143,5 +145,32 @@ print(json.dumps(rows, default=lambda x: x.item()))`, h.store)
 	sortRows(rows)
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("Run.evals() differs from status's evals:\n got %+v\nwant %+v", rows, want)
+	}
+	// The columns the notebooks pivot by: family and k name the metric
+	// as runs.MetricName does ("pass@k" at 4 is "pass@4"; exact_pass@1 is
+	// itself at 1), and path is the summary table status read.
+	var split []struct {
+		Iteration int    `json:"iteration"`
+		Set       string `json:"set"`
+		Metric    string `json:"metric"`
+		Family    string `json:"family"`
+		K         int    `json:"k"`
+		Path      string `json:"path"`
+	}
+	if err := json.Unmarshal(out, &split); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, e := range status.Evals {
+		paths[strconv.Itoa(e.Iteration)+" "+e.Set] = e.Path
+	}
+	for _, r := range split {
+		atK := r.Metric != "exact_pass@1" // every other metric of the summary is one at k
+		if got := runs.MetricName(r.Family, r.K); got != r.Metric || r.K < 1 || atK == (r.Family == r.Metric) {
+			t.Errorf("Run.evals(): %s split into family %q and k %d, which name %s", r.Metric, r.Family, r.K, got)
+		}
+		if want := paths[strconv.Itoa(r.Iteration)+" "+r.Set]; r.Path != want {
+			t.Errorf("Run.evals(): checkpoint %d on %s read from %q, status from %q", r.Iteration, r.Set, r.Path, want)
+		}
 	}
 }

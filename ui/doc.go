@@ -78,7 +78,9 @@
 // drives headless Chromium over the DevTools protocol on a pipe (no Node,
 // no websocket): it opens hash URLs, waits for the DOM, checks the charts'
 // data points, watches the run view redraw after a new commit, and takes a
-// screenshot. TestBrowserLayout checks the run view's and a report's
+// screenshot. TestBrowserKLNotComputed runs the real GRPO trainer at
+// β = 0, whose metrics hold kl as null, and checks that the KL panel says
+// it was not computed and draws nothing. TestBrowserLayout checks the run view's and a report's
 // geometry at 1360 px: legends clear of titles, marks inside their plots
 // (axes cover the data), equal series drawn once with a note, and wide
 // tables scrolling in their box rather than widening the page. It installs Chromium with scripts/browser-deps.sh when it is

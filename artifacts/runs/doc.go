@@ -30,5 +30,10 @@
 //		fmt.Println(e.Checkpoint, e.Set, e.Metrics["pass@1"], e.Intervals["pass@1"])
 //	}
 //
-// docs/FORMAT.md describes the same layout for readers outside Go.
+// docs/FORMAT.md describes the same layout for readers outside Go. The
+// notebooks' helper, notebooks/rlpipe_data.py, holds its Python copy in one
+// section (constants and builders with the same names, snake-cased), the
+// only Python that spells a run path: TestNotebookLayoutMirrorsRuns
+// compares the two, and TestNoNotebookSpellsARunPath keeps run paths out
+// of the notebooks' cells.
 package runs
