@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,14 +12,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trainers/external"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
@@ -598,5 +607,184 @@ func TestLossParityWithEmbedded(t *testing.T) {
 				t.Errorf("the adapters torch and Go trained score the batch up to %.3g apart", worst)
 			}
 		})
+	}
+}
+
+// TestTorchrunRankDies: a torchrun worker killed mid-call (rank 1, with
+// SIGKILL, once it has loaded the model) fails the train task with an
+// error naming the rank, how it died and its last lines; the task is
+// retried, and what the run commits is the retry's whole output — the
+// failed attempt left nothing behind.
+func TestTorchrunRankDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loop iteration with torchrun twice (about a minute)")
+	}
+	py := torchPython(t)
+	_, model := exportArith(t)
+	mark := t.TempDir() // tells this test's workers from anyone else's
+	hp := torchHparams(model)
+	hp["keep_zero_std"] = true
+	train, err := external.Task(external.Options{Command: torchrunArgv(t, py), Hyperparameters: hp,
+		Env: map[string]string{"PYTHONPYCACHEPREFIX": filepath.Join(mark, "pycache"), "RLPIPE_TEST_MARK": mark}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill rank 1 of the first attempt when it says it is loading the
+	// model, found by its environment.
+	killed := make(chan int, 1)
+	logs := &watchBuffer{on: "[rank1]: grpo_train: rank 1 of 2", fire: func() {
+		pid, err := findProcess(map[string]string{"RLPIPE_TEST_MARK": mark, "RLPIPE_ATTEMPT": "1", "RANK": "1"})
+		if err != nil {
+			t.Errorf("find rank 1: %v", err)
+			return
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Errorf("kill rank 1 (pid %d): %v", pid, err)
+			return
+		}
+		killed <- pid
+	}}
+	var mu sync.Mutex
+	var events []pipeline.Event
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
+	st := newStore(t)
+	run, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: "kill", Seed: 3, WorkDir: t.TempDir(),
+		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
+		Envs:   map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick},
+		OnEvent: func(e pipeline.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if _, err := run.Loop(context.Background(), loopConfig(1), stages(t, train)); err != nil {
+		t.Fatalf("the loop did not recover from the killed rank: %v", err)
+	}
+	var pid int
+	select {
+	case pid = <-killed:
+	default:
+		t.Fatal("rank 1 was never killed")
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var retried []pipeline.Event
+	commits := 0
+	for _, e := range events {
+		switch {
+		case e.Kind == pipeline.EventRetried && e.Stage == "train":
+			retried = append(retried, e)
+		case e.Kind == pipeline.EventCommitted:
+			commits++
+		}
+	}
+	if len(retried) != 1 || commits != 1 {
+		t.Fatalf("%d retried train attempts and %d commits, want 1 and 1", len(retried), commits)
+	}
+	msg := retried[0].Error
+	t.Logf("the failed attempt's error:\n%s", msg)
+	for _, want := range []string{
+		fmt.Sprintf("torchrun rank 1 (local rank 1, pid %d", pid), "was killed by signal SIGKILL",
+		"rank 1's last output:", "grpo_train: rank 1 of 2 (cpu)", "--adapter-out",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q", want)
+		}
+	}
+	// What was committed is the retry's adapter, whole.
+	files := objects(t, st, "runs-kill", "iterations/000001/adapter/")
+	want := []string{"README.md", "adapter_config.json", "adapter_model.safetensors", "optimizer/optimizer.pt", "optimizer/trainer_state.json"}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("committed adapter files %v, want %v", files, want)
+	}
+	var tm struct {
+		OptimizerSteps int `json:"optimizer_steps"`
+		Updates        int `json:"updates"`
+	}
+	if err := json.Unmarshal(readObject(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
+		t.Errorf("committed metrics: %d optimizer steps, %d updates (%v); want 1 and 1", tm.OptimizerSteps, tm.Updates, err)
+	}
+}
+
+// watchBuffer collects a run's log and calls fire, once, when a line
+// holding on is written.
+type watchBuffer struct {
+	syncBuffer
+	on   string
+	once sync.Once
+	fire func()
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if bytes.Contains(p, []byte(w.on)) {
+		w.once.Do(w.fire)
+	}
+	return n, err
+}
+
+// findProcess finds the one process of this user whose environment holds
+// every pair of env.
+func findProcess(env map[string]string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		have := map[string]bool{}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			have[string(kv)] = true
+		}
+		all := true
+		for k, v := range env {
+			all = all && have[k+"="+v]
+		}
+		if all {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%d processes match %v: %v", len(found), env, found)
+	}
+	return found[0], nil
+}
+
+// TestTorchrunConfigErrorIsPermanent: torchrun exits 1 whatever its
+// workers' statuses; rlpipe reads the worker's 78 in torchrun's report
+// and fails at once, without retrying, naming the hyperparameter.
+func TestTorchrunConfigErrorIsPermanent(t *testing.T) {
+	py := torchPython(t)
+	train := trainTask(t, "", func(o *external.Options) {
+		o.Command = torchrunArgv(t, py)
+		o.Hyperparameters = map[string]any{"base_model": "m", "lr": -1}
+		o.Env = map[string]string{"PYTHONPYCACHEPREFIX": t.TempDir()}
+	})
+	_, err := openRun(t, newStore(t), "cfg", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+	var te *pipeline.TaskError
+	var ee *external.ExitError
+	if !errors.As(err, &te) || te.Attempts != 1 || !errors.As(err, &ee) || !errors.Is(err, pipeline.ErrPermanent) {
+		t.Fatalf("err = %v, want the train task's, permanent, after 1 attempt", err)
+	}
+	if ee.Code != 1 || ee.Rank == nil || ee.Rank.ExitCode != external.ExitConfig {
+		t.Fatalf("exit %d, rank %+v: want torchrun's 1 and a rank's 78", ee.Code, ee.Rank)
+	}
+	for _, want := range []string{"exited with status 78 (configuration error", "grpo_train: hyperparameters.lr: -1 must be > 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }
