@@ -252,10 +252,11 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // embedded trainer's (trainers/embedded, the loss of trainers/grpo) within
 // 1e-5 — the same advantages, old log-probabilities that put ratios
 // outside the clip range on both sides, token and sequence aggregation,
-// beta 0 and beta > 0 — and so is the adapter after the step.
+// beta 0 and beta > 0, one process and torchrun's two ranks — and so is
+// the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs torch three times (about a minute)")
+		t.Skip("runs torch four times, once under torchrun (about a minute and a half)")
 	}
 	py := torchPython(t)
 	m, model := torchtest.Export(t)
@@ -276,14 +277,19 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	}
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
 
+	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
 	for _, c := range []struct {
 		name            string
 		agg             string
 		beta, low, high float64
+		argv            []string
 	}{
-		{"token", "token", 0, 0.2, 0.2},
-		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28},
-		{"sequence-beta", "sequence", 0.04, 0.1, 0.3},
+		{"token", "token", 0, 0.2, 0.2, single},
+		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single},
+		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single},
+		// Two ranks each hold half of the sequences: the sequence mean
+		// must still divide by the whole minibatch's count.
+		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true}
@@ -301,7 +307,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			hp := torchtest.Hparams(model)
 			hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
-			py := torchtest.Run(t, []string{py, torchtest.Script(t)}, f, hp, start, "", 1)
+			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
 			em := res.Metrics
 			var clipped string
 			if len(em.Steps) == 1 {
