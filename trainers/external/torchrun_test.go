@@ -102,7 +102,10 @@ json.dump(out, sys.stdout)
 	for i, e := range batch {
 		in[i] = ex{e.Prompt, e.Completion}
 	}
-	b, _ := json.Marshal(in)
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(py, "-c", code, model, adapter)
 	cmd.Stdin = bytes.NewReader(b)
 	var stderr bytes.Buffer

@@ -227,7 +227,10 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 		t.Fatal(err)
 	}
 	r := Result{Dir: dir, Adapter: filepath.Join(dir, "adapter"), Optimizer: filepath.Join(dir, "optimizer")}
-	hb, _ := json.Marshal(hp)
+	hb, err := json.Marshal(hp)
+	if err != nil {
+		t.Fatalf("hyperparameters: %v", err)
+	}
 	hpath := filepath.Join(dir, "hparams.json")
 	if err := os.WriteFile(hpath, hb, 0o644); err != nil {
 		t.Fatal(err)
