@@ -18,6 +18,7 @@ func TestExamplesValidate(t *testing.T) {
 	for _, path := range []string{
 		"../../examples/arithmetic/pipeline.yaml",
 		"../../examples/arithmetic-vllm/pipeline.yaml",
+		"../../examples/arithmetic-torch/pipeline.yaml",
 		"../../examples/chain/pipeline.yaml",
 		"../../examples/agent-sandbox/pipeline.yaml",
 		"../../examples/gsm8k-vllm/pipeline.yaml",
@@ -61,28 +62,33 @@ func TestGSM8KVLLMPlan(t *testing.T) {
 	}
 }
 
-// The example's hyperparameters pass the reference trainer's own checks
-// (its argument parsing needs no torch).
-func TestGSM8KVLLMHyperparametersFitTheReferenceTrainer(t *testing.T) {
+// The external trainers' hyperparameters in the examples pass the
+// reference trainer's own checks (its argument parsing needs no torch).
+func TestExampleHyperparametersFitTheReferenceTrainer(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 is not installed")
 	}
-	c, err := config.Load("../../examples/gsm8k-vllm/pipeline.yaml", kinds.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(c.Stages.Train.Options.(*external.Stage).Hyperparameters)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hp := filepath.Join(t.TempDir(), "hparams.json")
-	if err := os.WriteFile(hp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script, _ := filepath.Abs("../../trainers/python")
-	cmd := exec.Command(py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import grpo_train; grpo_train.load_hparams(sys.argv[2])", script, hp)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the reference trainer rejects the example's hyperparameters: %v\n%s", err, out)
+	for _, path := range []string{"../../examples/gsm8k-vllm/pipeline.yaml", "../../examples/arithmetic-torch/pipeline.yaml"} {
+		t.Run(path, func(t *testing.T) {
+			c, err := config.Load(path, kinds.Registry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(c.Stages.Train.Options.(*external.Stage).Hyperparameters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hp := filepath.Join(t.TempDir(), "hparams.json")
+			if err := os.WriteFile(hp, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script, _ := filepath.Abs("../../trainers/python")
+			cmd := exec.Command(py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import grpo_train; grpo_train.load_hparams(sys.argv[2])", script, hp)
+			cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the reference trainer rejects the example's hyperparameters: %v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -46,6 +46,17 @@
 // stops its workers), SIGKILL after Options.KillGrace, and nothing of it
 // outlives the call.
 //
+// # torchrun
+//
+// torchrun exits 1 whatever its workers did. When the output holds its
+// report of a failed job, the *ExitError's Rank is the worker it blames
+// (RankFailure: the rank, its exit status or signal, pid, host, its
+// recorded traceback) with that worker's last lines, picked out by the
+// "[rankN]:" prefix the reference script writes under torchrun; the
+// worker's status, not torchrun's, decides whether to retry. Package
+// torchtest runs the reference script for real, alone and under
+// torchrun, when the project's venv is there.
+//
 // docs/TRAINERS.md is the full contract, with the reference script
 // trainers/python/grpo_train.py and how to run it on one GPU host or on
 // several with torchrun.

@@ -56,6 +56,11 @@ type ExitError struct {
 	// Tail is the end of the trainer's stderr (its stdout when stderr was
 	// empty), secret values of its environment replaced by <redacted>.
 	Tail string
+	// Rank, when the trainer ran under torchrun and a worker failed, is
+	// the worker torchrun blames, with its own last lines. torchrun
+	// itself exits 1 whatever the worker's status, so Permanent looks at
+	// the worker's.
+	Rank *RankFailure
 }
 
 func (e *ExitError) Error() string {
@@ -64,13 +69,23 @@ func (e *ExitError) Error() string {
 		fmt.Fprintf(&b, "external trainer killed by signal %s", e.Signal)
 	} else {
 		fmt.Fprintf(&b, "external trainer exited with status %d", e.Code)
-		switch e.Code {
-		case ExitUsage:
-			b.WriteString(" (usage: the script rejected the contract's flags)")
-		case ExitDataErr:
-			b.WriteString(" (data error: the batch cannot be trained on)")
-		case ExitConfig:
-			b.WriteString(" (configuration error: check the hyperparameters)")
+		if e.Rank == nil {
+			b.WriteString(statusMeaning(e.Code))
+		}
+	}
+	if f := e.Rank; f != nil {
+		fmt.Fprintf(&b, ": %s", f)
+		if f.Signal == "" {
+			b.WriteString(statusMeaning(f.ExitCode))
+		}
+		if f.Output != "" {
+			fmt.Fprintf(&b, "\nrank %d's last output:\n%s", f.Rank, f.Output)
+		}
+		if f.Traceback != "" {
+			fmt.Fprintf(&b, "\nrank %d's traceback (torchrun):\n%s", f.Rank, f.Traceback)
+		}
+		if f.Signal != "" {
+			b.WriteString("\n(a worker killed by a signal: out of memory, a lost node, or stopped from outside; the call is retried)")
 		}
 	}
 	fmt.Fprintf(&b, "\ncommand: %s", shellJoin(e.Command))
@@ -80,10 +95,28 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
+// statusMeaning says what a contract status means, " (…)", or "".
+func statusMeaning(code int) string {
+	switch code {
+	case ExitUsage:
+		return " (usage: the script rejected the contract's flags)"
+	case ExitDataErr:
+		return " (data error: the batch cannot be trained on)"
+	case ExitConfig:
+		return " (configuration error: check the hyperparameters)"
+	}
+	return ""
+}
+
 // Permanent reports whether retrying cannot help: the status is one of
-// ExitUsage, ExitDataErr and ExitConfig.
+// ExitUsage, ExitDataErr and ExitConfig — the status of the worker
+// torchrun blames, when it ran under torchrun.
 func (e *ExitError) Permanent() bool {
-	return e.Code == ExitUsage || e.Code == ExitDataErr || e.Code == ExitConfig
+	code := e.Code
+	if e.Rank != nil {
+		code = e.Rank.ExitCode
+	}
+	return code == ExitUsage || code == ExitDataErr || code == ExitConfig
 }
 
 // shellJoin quotes an argv for display, as a shell would need it.

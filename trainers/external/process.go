@@ -40,8 +40,8 @@ type process struct {
 func (p process) run(ctx context.Context) error {
 	env := append(os.Environ(), p.env...)
 	redact := redactor(env)
-	stdout := &stream{name: "stdout", log: p.log, redact: redact}
-	stderr := &stream{name: "stderr", log: p.log, redact: redact}
+	stdout := &stream{name: "stdout", log: p.log, redact: redact, ranks: rankTails{}}
+	stderr := &stream{name: "stderr", log: p.log, redact: redact, ranks: rankTails{}}
 	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
 	cmd.Dir, cmd.Env = p.dir, env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -71,9 +71,22 @@ func (p process) run(ctx context.Context) error {
 	if st == nil {
 		return fmt.Errorf("run external trainer: %w", err)
 	}
-	ee := &ExitError{Command: redactAll(p.argv, redact), Code: st.ExitCode(), Tail: stderr.tail()}
-	if ee.Tail == "" {
-		ee.Tail = stdout.tail()
+	ee := &ExitError{Command: redactAll(p.argv, redact), Code: st.ExitCode()}
+	// Under torchrun the status is torchrun's (1 whatever the worker's);
+	// its report names the worker that failed first, and how.
+	ranks := stderr.ranks
+	for r, ls := range stdout.ranks {
+		if len(ranks[r]) == 0 {
+			ranks[r] = ls
+		}
+	}
+	ee.Rank = parseTorchrun(redact(string(stderr.last)), ranks)
+	trim := func(s string) string { return s }
+	if ee.Rank != nil {
+		trim = trimLauncher
+	}
+	if ee.Tail = stderr.tail(trim); ee.Tail == "" {
+		ee.Tail = stdout.tail(trim)
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		ee.Signal = ws.Signal().String()
@@ -129,6 +142,8 @@ type stream struct {
 	redact  func(string) string
 	partial []byte
 	last    []byte
+	// ranks keeps the lines torchrun's workers prefixed with their rank.
+	ranks rankTails
 }
 
 func (s *stream) Write(p []byte) (int, error) {
@@ -162,7 +177,11 @@ func (s *stream) emit(line []byte) {
 	if len(line) > maxLineBytes {
 		line = line[:maxLineBytes]
 	}
-	s.log.Debug().Str("stream", s.name).Msg(s.redact(string(line)))
+	text := s.redact(string(line))
+	s.log.Debug().Str("stream", s.name).Msg(text)
+	if s.ranks != nil {
+		s.ranks.add(text)
+	}
 }
 
 func (s *stream) flush() {
@@ -172,13 +191,16 @@ func (s *stream) flush() {
 	}
 }
 
-// tail returns the last lines of the output, redacted.
-func (s *stream) tail() string {
+// tail returns the last lines of the output, redacted, after trim.
+func (s *stream) tail(trim func(string) string) string {
 	b := s.last
-	if len(b) > tailBytes {
-		b = b[len(b)-tailBytes:]
+	if len(b) > 2*tailBytes {
+		b = b[len(b)-2*tailBytes:]
 	}
-	text := strings.ReplaceAll(s.redact(string(b)), "\r", "\n")
+	text := trim(strings.ReplaceAll(s.redact(string(b)), "\r", "\n"))
+	if len(text) > tailBytes {
+		text = text[len(text)-tailBytes:]
+	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	kept := lines[:0]
 	for _, l := range lines {

@@ -10,26 +10,12 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/trainers/external/torchtest"
 )
 
 // torchPython is the project venv's python with torch, transformers and
-// peft (scripts/py-venv.sh, about 6 GB, not made by make test), or
-// $RLPIPE_PY_VENV's; the test is skipped, saying so, without one.
-func torchPython(t *testing.T) string {
-	t.Helper()
-	venv := os.Getenv("RLPIPE_PY_VENV")
-	if venv == "" {
-		venv = filepath.Join("..", "..", ".venv-py")
-	}
-	py, err := filepath.Abs(filepath.Join(venv, "bin", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no venv with torch at %s: run scripts/py-venv.sh (about 6 GB) to run the reference script for real", venv)
-	}
-	return py
-}
+// peft (torchtest.Python); the test is skipped, saying so, without one.
+func torchPython(t *testing.T) string { return torchtest.Python(t) }
 
 // tinyLlamaIDs tokenizes s as scripts/py-smoke/tiny_llama.py's character
 // tokenizer does: <pad> <bos> <eos> <unk>, then one id per character.

@@ -94,7 +94,7 @@ func TestStreamLinesTailAndRedaction(t *testing.T) {
 		s.Write([]byte(chunk))
 	}
 	s.flush()
-	got := s.tail()
+	got := s.tail(func(s string) string { return s })
 	want := "step 1\nstep 2\ntoken <redacted> ab\nlast line without newline"
 	if got != want {
 		t.Errorf("tail = %q, want %q", got, want)
@@ -107,7 +107,7 @@ func TestStreamLinesTailAndRedaction(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		long.Write([]byte(strings.Repeat("x", 100) + "\n"))
 	}
-	if n := strings.Count(long.tail(), "\n") + 1; n != tailLines {
+	if n := strings.Count(long.tail(func(s string) string { return s }), "\n") + 1; n != tailLines {
 		t.Errorf("tail of a long output has %d lines, want %d", n, tailLines)
 	}
 }
@@ -324,5 +324,70 @@ func TestCheckOutputsNamesTheProblem(t *testing.T) {
 				t.Errorf("err = %v, want ErrContract saying %q", err, tc.says)
 			}
 		})
+	}
+}
+
+// TestParseTorchrun reads torchrun's report of a failed job: the rank it
+// blames, how that rank ended, its traceback and its own last lines; and
+// the worker's status, not torchrun's 1, decides whether to retry.
+func TestParseTorchrun(t *testing.T) {
+	sigkill, err := os.ReadFile(filepath.Join("testdata", "torchrun-sigkill.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A worker that exited 78 with a recorded Python traceback.
+	config := strings.Join([]string{
+		"[rank0]: grpo_train: hyperparameters.lr: -1 must be > 0",
+		"[rank1]: grpo_train: hyperparameters.lr: -1 must be > 0",
+		"torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+		"============================================================",
+		"grpo_train.py FAILED",
+		"------------------------------------------------------------",
+		"Root Cause (first observed failure):",
+		"[0]:",
+		"  time      : 2026-12-05_07:40:01",
+		"  host      : gpu-001",
+		"  rank      : 3 (local_rank: 1)",
+		"  exitcode  : 78 (pid: 4242)",
+		"  error_file: /tmp/torchelastic_x/error.json",
+		"  traceback : Traceback (most recent call last):",
+		`    File "grpo_train.py", line 9, in main`,
+		"      raise ValueError(\"boom\")",
+		"  ValueError: boom",
+		"============================================================",
+	}, "\n")
+	for _, c := range []struct {
+		name      string
+		out       string
+		want      *RankFailure
+		permanent bool
+	}{
+		{"sigkill", string(sigkill), &RankFailure{Rank: 1, LocalRank: 1, ExitCode: -9, Signal: "SIGKILL", PID: 15326, Host: "localhost",
+			Traceback: "Signal 9 (SIGKILL) received by PID 15326",
+			Output:    "grpo_train: rank 1 of 2 (cpu): 12 samples, iteration 1; loading /models/tiny-arith (float32)"}, false},
+		{"config", config, &RankFailure{Rank: 3, LocalRank: 1, ExitCode: 78, PID: 4242, Host: "gpu-001",
+			Traceback: "Traceback (most recent call last):\n    File \"grpo_train.py\", line 9, in main\n      raise ValueError(\"boom\")\n  ValueError: boom"}, true},
+		{"not torchrun", "Traceback (most recent call last):\nValueError: boom\n", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ranks := rankTails{}
+			for _, l := range strings.Split(c.out, "\n") {
+				ranks.add(l)
+			}
+			got := parseTorchrun(c.out, ranks)
+			if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+				t.Fatalf("parseTorchrun = %+v, want %+v", got, c.want)
+			}
+			ee := &ExitError{Command: []string{"torchrun", "grpo_train.py"}, Code: 1, Rank: got}
+			if ee.Permanent() != c.permanent {
+				t.Errorf("Permanent() = %v, want %v", ee.Permanent(), c.permanent)
+			}
+			if got != nil && !strings.Contains(ee.Error(), got.String()) {
+				t.Errorf("error %q does not name the rank", ee.Error())
+			}
+		})
+	}
+	if tail := trimLauncher(string(sigkill)); strings.Contains(tail, "launch_agent") || !strings.Contains(tail, "Root Cause") || !strings.Contains(tail, "[rank1]:") {
+		t.Errorf("trimLauncher kept torchrun's own traceback or dropped the report:\n%s", tail)
 	}
 }

@@ -104,7 +104,11 @@ class DataError(Exception):
 
 
 def log(msg: str) -> None:
-    print(f"grpo_train: {msg}", file=sys.stderr, flush=True)
+    """Writes a line to stderr; under torchrun prefixed "[rankN]: ", as
+    torchrun's own log prefix does, so rlpipe can pick a failed rank's
+    last lines out of the combined output of every worker."""
+    prefix = f"[rank{os.environ.get('RANK', '0')}]: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
+    print(f"{prefix}grpo_train: {msg}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- arguments
@@ -537,6 +541,8 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
         random.seed(seed + d.rank)
         torch.manual_seed(seed + d.rank)
 
+        log(f"rank {d.rank} of {d.world} ({d.device}): {len(samples)} samples, iteration {args.iteration}; "
+            f"loading {hp['base_model']} ({hp['dtype']})")
         model = build_model(hp, inputs, d)
         params = trainable(model)
         if d.dist is not None:
@@ -600,6 +606,8 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                 opt.zero_grad(set_to_none=True)
                 stats["grad_norm"] = grad_norm
                 step_metrics.append(stats)
+                log(f"optimizer step {steps_before + len(step_metrics)} (epoch {epoch + 1}, minibatch {k + 1}): "
+                    f"loss {stats['loss']:.6g}, grad norm {grad_norm:.4g}, {stats['tokens']} tokens")
         seconds = time.monotonic() - started
 
         if d.rank == io_rank:
@@ -761,5 +769,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_DATAERR
 
 
+def entry(argv: list[str] | None = None) -> int:
+    """main, with an unexpected exception recorded for torchrun: its
+    report of the failed rank then carries the Python traceback (what
+    torch.distributed.elastic's @record does, without importing torch
+    before the hyperparameters are checked)."""
+    try:
+        return main(argv)
+    except Exception as e:
+        if os.environ.get("TORCHELASTIC_ERROR_FILE"):
+            from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+
+            handler = get_error_handler()
+            handler.initialize()
+            handler.record_exception(e)
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -1,0 +1,195 @@
+// Package arithmetictorch holds the test of the arithmetic pipeline in the
+// production topology on the CPU — vLLM sampling, the reference PyTorch
+// trainer under torchrun — see pipeline.yaml and README.md.
+package arithmetictorch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/policy/vllmserver"
+	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
+)
+
+// iterations is how far the test runs pipeline.yaml: each iteration's
+// train call starts two torch processes (about 15 s on two busy cores).
+const iterations = 6
+
+// pipeline.yaml as shipped, cut to a few iterations, through `rlpipe run`:
+// vLLM serving the exported tiny-arith on a free loopback port samples
+// every iteration from the previous adapter, hot-loaded, and
+// grpo_train.py under torchrun (two gloo ranks) trains on vLLM's token ids
+// and logprobs. Every iteration commits a PEFT adapter with its optimizer
+// state, and held-out pass@1 rises. Skipped without the venv
+// (scripts/py-venv.sh).
+func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vLLM and runs torchrun for each of 6 iterations")
+	}
+	py := vllmtest.Python(t)
+	bin := filepath.Dir(py)
+	if _, err := os.Stat(filepath.Join(bin, "torchrun")); err != nil {
+		t.Skipf("the venv of %s has no torchrun: run scripts/py-venv.sh", py)
+	}
+	// pipeline.yaml's command is `torchrun …`, found on the PATH as run.sh
+	// puts the venv there.
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	model := vllmtest.Export(t, "tiny-arith")
+	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
+
+	b, err := os.ReadFile("pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	src := string(b)
+	for old, new := range map[string]string{
+		"http://127.0.0.1:8012":               srv.URL(),
+		"spec: ../arithmetic/reward.yaml":     "spec: " + abs("../arithmetic/reward.yaml"),
+		"../../trainers/python/grpo_train.py": abs("../../trainers/python/grpo_train.py"),
+		"base_model: tiny-arith ":             "base_model: " + model + " ",
+		"iterations: 8":                       fmt.Sprintf("iterations: %d", iterations),
+		"every: 4":                            fmt.Sprintf("every: %d", iterations),
+		"n: 16":                               "n: 8",
+		"k: [1, 4, 16]":                       "k: [1, 8]",
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("pipeline.yaml no longer has %q; update this test", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "store")
+	rlpipe := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := cli.Main(append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("rlpipe %s: exit %d\n%s\nvLLM's log ends:\n%s", strings.Join(args, " "), code, errb.String(), srv.LogTail())
+		}
+		return out.String()
+	}
+	rlpipe("init-store")
+	rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
+	start := time.Now()
+	rlpipe("run", "-f", cfg, "--no-report")
+	elapsed := time.Since(start)
+
+	var st struct {
+		Evals []struct {
+			Checkpoint string             `json:"checkpoint"`
+			Iteration  int                `json:"iteration"`
+			Metrics    map[string]float64 `json:"metrics"`
+		} `json:"evals"`
+	}
+	if err := json.Unmarshal([]byte(rlpipe("status", "arith-torch", "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
+		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
+	}
+	base, last := st.Evals[0].Metrics["pass@1"], st.Evals[1].Metrics["pass@1"]
+	t.Logf("%d iterations in %s; held-out pass@1 sampled by vLLM: base %.4f, iteration %d %.4f (%+.2f points); pass@8 %.4f → %.4f",
+		iterations, elapsed.Round(time.Second), base, iterations, last, 100*(last-base), st.Evals[0].Metrics["pass@8"], st.Evals[1].Metrics["pass@8"])
+	for _, v := range []float64{base, last} {
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			t.Errorf("pass@1 %v is not a rate", v)
+		}
+	}
+	// 200 problems × 8 samples: a standard error of about 1.1 points.
+	if last <= base+0.02 {
+		t.Errorf("held-out pass@1 went from %.4f to %.4f: training should raise it by more than 2 points", base, last)
+	}
+
+	// Every iteration committed what torchrun's rank 0 wrote — a PEFT
+	// adapter with AdamW's state, one more step each — and, with overlap
+	// (max_staleness 1), iteration N sampled from iteration N-2's adapter
+	// hot-loaded into vLLM: the first two from the base.
+	ctx := context.Background()
+	s, err := artifacts.Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const branch = "runs-arith-torch"
+	versions := map[string]bool{}
+	for it := 1; it <= iterations; it++ {
+		prefix := fmt.Sprintf("iterations/%06d/", it)
+		var m struct {
+			OptimizerSteps int      `json:"optimizer_steps"`
+			Updates        int      `json:"updates"`
+			Loss           *float64 `json:"loss"`
+			TrainTokens    int      `json:"train_tokens"`
+			Reward         struct {
+				Mean float64 `json:"mean"`
+			} `json:"reward"`
+		}
+		if err := json.Unmarshal(read(t, s, branch, prefix+"train_metrics.json"), &m); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("iteration %d: reward %.3f, loss %v, %d tokens, optimizer step %d", it, m.Reward.Mean, fmtPtr(m.Loss), m.TrainTokens, m.OptimizerSteps)
+		if m.OptimizerSteps != it || m.Updates != it {
+			t.Errorf("iteration %d: %d optimizer steps, %d updates: want %d, continuing from the previous iteration's state", it, m.OptimizerSteps, m.Updates, it)
+		}
+		for _, f := range []string{"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "adapter/optimizer/optimizer.pt"} {
+			read(t, s, branch, prefix+f)
+		}
+		tb := read(t, s, branch, prefix+"trajectories.parquet")
+		rows, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories.parquet", tables.Trajectories)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
+				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
+			}
+		}
+		v := rows[0].PolicyVersion
+		if it > 2 && (!strings.HasPrefix(v, "tiny-arith+adapter-") || versions[v]) {
+			t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
+		}
+		versions[v] = true
+	}
+}
+
+func read(t *testing.T, s artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := s.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%.6g", *p)
+}

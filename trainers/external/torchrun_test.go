@@ -1,0 +1,580 @@
+package external_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trainers/external"
+	"github.com/rlpipe/rlpipe/trainers/external/torchtest"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
+)
+
+// These tests run trainers/python/grpo_train.py for real — one process
+// and under torchrun with two gloo ranks on the CPU — on the embedded
+// tiny-arith exported as a Hugging Face Llama (tiny.ExportHF) and on
+// tables rlpipe wrote, and hold it to the embedded trainer and to the Go
+// engine's LoRA loading. Without the venv (scripts/py-venv.sh) they are
+// skipped, saying so.
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "null"
+	}
+	return strconv.FormatFloat(*p, 'g', 9, 64)
+}
+
+func widen(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// adapterDiff compares two adapters' factors: the largest absolute
+// difference, and how many elements differ by more than tol.
+func adapterDiff(t testing.TB, a, b map[string][]float64, tol float64) (worst float64, over, total int) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("adapters of %d and %d tensors", len(a), len(b))
+	}
+	for name, x := range a {
+		y, ok := b[name]
+		if !ok || len(y) != len(x) {
+			t.Fatalf("tensor %s: %d values against %d", name, len(x), len(y))
+		}
+		for i := range x {
+			d := math.Abs(x[i] - y[i])
+			worst = math.Max(worst, d)
+			if d > tol {
+				over++
+			}
+			total++
+		}
+	}
+	return worst, over, total
+}
+
+// pythonLogprobs scores each example's completion tokens with transformers
+// and PEFT (float32) in the venv.
+func pythonLogprobs(t testing.TB, py, model, adapter string, batch []tiny.Example) [][]float64 {
+	t.Helper()
+	const code = `
+import json, sys
+import torch
+from transformers import AutoModelForCausalLM
+from peft import PeftModel
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32)
+model = PeftModel.from_pretrained(model, sys.argv[2]).eval()
+out = []
+with torch.no_grad():
+    for s in json.load(sys.stdin):
+        ids = [1] + s["prompt"] + s["completion"]
+        lp = model(torch.tensor([ids])).logits[0].float().log_softmax(-1)
+        p = 1 + len(s["prompt"])
+        out.append([lp[i - 1, ids[i]].item() for i in range(p, len(ids))])
+json.dump(out, sys.stdout)
+`
+	type ex struct {
+		Prompt     []int32 `json:"prompt"`
+		Completion []int32 `json:"completion"`
+	}
+	in := make([]ex, len(batch))
+	for i, e := range batch {
+		in[i] = ex{e.Prompt, e.Completion}
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "-c", code, model, adapter)
+	cmd.Stdin = bytes.NewReader(b)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("score with PEFT: %v\n%s", err, stderr.Bytes())
+	}
+	var lps [][]float64
+	if err := json.Unmarshal(out, &lps); err != nil {
+		t.Fatalf("score with PEFT printed %q: %v", out, err)
+	}
+	return lps
+}
+
+// TestReferenceScriptUnderTorchrun runs the script under torchrun, two
+// gloo ranks on the CPU, on rlpipe-written tables and the exported
+// tiny-arith: the adapter it writes loads in the Go engine and scores
+// the batch as PEFT does, and two ranks train what one process trains.
+func TestReferenceScriptUnderTorchrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs torch three times (about a minute)")
+	}
+	py := torchPython(t)
+	ddp := torchtest.TorchrunArgv(t, py, 2)
+	m, model := torchtest.Export(t)
+	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 1, 8, 4, 0)
+	hp := torchtest.Hparams(model)
+
+	two := torchtest.Run(t, ddp, f, hp, "", "", 1)
+	one := torchtest.Run(t, []string{py, torchtest.Script(t)}, f, hp, "", "", 1)
+	t.Logf("loss: 2 ranks %.9f, 1 process %.9f (%d tokens; grad norm %.6f, %.6f; %.1f s, %.1f s)",
+		two.Metrics.Loss, one.Metrics.Loss, two.Metrics.TrainTokens, two.Metrics.GradNorm, one.Metrics.GradNorm,
+		two.Metrics.TrainSeconds, one.Metrics.TrainSeconds)
+	if two.Metrics.TrainTokens != f.Tokens || one.Metrics.TrainTokens != f.Tokens {
+		t.Errorf("trained on %d (2 ranks) and %d (1 process) tokens, want the batch's %d", two.Metrics.TrainTokens, one.Metrics.TrainTokens, f.Tokens)
+	}
+	if d := math.Abs(two.Metrics.Loss - one.Metrics.Loss); d > 1e-6 {
+		t.Errorf("loss differs by %.3g between 2 ranks and 1 process", d)
+	}
+	worst, over, total := adapterDiff(t, torchtest.LoRA(t, two.Adapter), torchtest.LoRA(t, one.Adapter), 1e-6)
+	t.Logf("adapter: largest |2 ranks − 1 process| %.3g; %d of %d values differ by more than 1e-6", worst, over, total)
+	if worst > 1e-6 {
+		t.Errorf("2 ranks and 1 process train adapters up to %.3g apart", worst)
+	}
+
+	// The Go engine loads the adapter torchrun wrote and scores the batch
+	// as transformers with PEFT does.
+	ad, err := m.LoadAdapter(two.Adapter)
+	if err != nil {
+		t.Fatalf("load the torchrun adapter in Go: %v", err)
+	}
+	batch := examples(t, m, f.Batch)
+	want := pythonLogprobs(t, py, model, two.Adapter, batch)
+	got, _, err := m.Score(context.Background(), ad, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst = 0
+	for i := range want {
+		if len(got[i]) != len(want[i]) {
+			t.Fatalf("sequence %d: PEFT scored %d tokens, Go %d", i, len(want[i]), len(got[i]))
+		}
+		for j := range want[i] {
+			worst = math.Max(worst, math.Abs(want[i][j]-float64(got[i][j])))
+		}
+	}
+	t.Logf("torchrun's adapter: largest |Go − PEFT| per-token log-probability over %d sequences: %.3g", len(batch), worst)
+	if worst > 1e-4 {
+		t.Errorf("the Go engine and PEFT score the torchrun adapter up to %.3g apart", worst)
+	}
+}
+
+// examples are the batch's samples as the embedded engine scores them:
+// the prompt as it tokenizes it (BOS implied) and the sampled token ids.
+func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
+	t.Helper()
+	text := map[string]string{}
+	for _, p := range b.Prompts {
+		text[p.PromptID] = p.Prompt
+	}
+	var out []tiny.Example
+	for _, tr := range b.Trajectories {
+		p, err := m.PromptTokens(policy.Request{Prompt: text[tr.PromptID]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tiny.Example{Prompt: p, Completion: tr.TokenIDs})
+	}
+	return out
+}
+
+// TestReferenceScriptContinuesUnderTorchrun: the second iteration under
+// torchrun reads --adapter-in and --optimizer-in and continues AdamW
+// where the first left it: the same loss and adapter as one process
+// continuing from the same files, and not what a fresh AdamW takes.
+func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs torch four times (about a minute)")
+	}
+	py := torchPython(t)
+	ddp := torchtest.TorchrunArgv(t, py, 2)
+	m, model := torchtest.Export(t)
+	f1 := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch1"), 1, 8, 4, 0)
+	f2 := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch2"), 2, 8, 4, 0)
+	hp := torchtest.Hparams(model)
+	first := torchtest.Run(t, []string{py, torchtest.Script(t)}, f1, hp, "", "", 1)
+	if _, err := os.Stat(filepath.Join(first.Optimizer, "optimizer.pt")); err != nil {
+		t.Fatalf("iteration 1 wrote no optimizer state: %v", err)
+	}
+
+	two := torchtest.Run(t, ddp, f2, hp, first.Adapter, first.Optimizer, 2)
+	one := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, first.Optimizer, 2)
+	fresh := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, "", 2)
+	t.Logf("iteration 2 loss: 2 ranks %.9f, 1 process %.9f, fresh AdamW %.9f", two.Metrics.Loss, one.Metrics.Loss, fresh.Metrics.Loss)
+	if two.Metrics.OptimizerSteps != 2 || two.Metrics.Updates != 2 || fresh.Metrics.OptimizerSteps != 1 {
+		t.Errorf("optimizer steps %d, updates %d after continuing (want 2, 2); %d steps from a fresh AdamW (want 1)",
+			two.Metrics.OptimizerSteps, two.Metrics.Updates, fresh.Metrics.OptimizerSteps)
+	}
+	var state struct {
+		OptimizerSteps int `json:"optimizer_steps"`
+		Updates        int `json:"updates"`
+	}
+	b, err := os.ReadFile(filepath.Join(two.Optimizer, "trainer_state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &state); err != nil || state.OptimizerSteps != 2 || state.Updates != 2 {
+		t.Errorf("trainer_state.json %s (%v): want 2 optimizer steps and 2 updates", b, err)
+	}
+	a2, a1 := torchtest.LoRA(t, two.Adapter), torchtest.LoRA(t, one.Adapter)
+	worst, _, _ := adapterDiff(t, a2, a1, 1e-6)
+	t.Logf("iteration 2 adapter: largest |2 ranks − 1 process| %.3g", worst)
+	if d := math.Abs(two.Metrics.Loss - one.Metrics.Loss); d > 1e-6 || worst > 1e-6 {
+		t.Errorf("continuing under torchrun and in one process differ: loss by %.3g, adapter by %.3g", d, worst)
+	}
+	// AdamW's moments came back: a fresh AdamW's first step moves every
+	// factor by about lr, the continued one does not.
+	moved, _, _ := adapterDiff(t, a1, torchtest.LoRA(t, fresh.Adapter), 0)
+	t.Logf("iteration 2 adapter: largest |continued − fresh AdamW| %.3g", moved)
+	if moved < 1e-4 {
+		t.Errorf("the continued and the fresh AdamW train adapters only %.3g apart: --optimizer-in was not used", moved)
+	}
+}
+
+// TestLossParityWithEmbedded: the script's GRPO loss on a batch is the
+// embedded trainer's (trainers/embedded, the loss of trainers/grpo) within
+// 1e-5 — the same advantages, old log-probabilities that put ratios
+// outside the clip range on both sides, token and sequence aggregation,
+// beta 0 and beta > 0, one process and torchrun's two ranks — and so is
+// the adapter after the step.
+func TestLossParityWithEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs torch four times, once under torchrun (about a minute and a half)")
+	}
+	py := torchPython(t)
+	m, model := torchtest.Export(t)
+	ctx := context.Background()
+	// A start adapter with every factor non-zero: one embedded step.
+	o := embedded.Options{LR: 2e-3}
+	tr, err := embedded.New(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "warm"), 3, 8, 4, 0)
+	if _, err := tr.Update(ctx, warm.Batch); err != nil {
+		t.Fatal(err)
+	}
+	start := filepath.Join(t.TempDir(), "start")
+	if err := tr.Adapter().Save(start); err != nil {
+		t.Fatal(err)
+	}
+	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
+
+	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
+	for _, c := range []struct {
+		name            string
+		agg             string
+		beta, low, high float64
+		argv            []string
+	}{
+		{"token", "token", 0, 0.2, 0.2, single},
+		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single},
+		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single},
+		// Two ranks each hold half of the sequences: the sequence mean
+		// must still divide by the whole minibatch's count.
+		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true}
+			et, err := embedded.Load(m, eo, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := et.Update(ctx, f.Batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			goDir := filepath.Join(t.TempDir(), "go")
+			if err := et.Adapter().Save(goDir); err != nil {
+				t.Fatal(err)
+			}
+			hp := torchtest.Hparams(model)
+			hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
+			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
+			em := res.Metrics
+			var clipped string
+			if len(em.Steps) == 1 {
+				s := em.Steps[0]
+				clipped = fmt.Sprintf("clipped low %.3f high %.3f", s.ClipLow, s.ClipHigh)
+			}
+			dl, dp := math.Abs(py.Metrics.Loss-em.Loss), math.Abs(py.Metrics.PolicyLoss-em.PolicyLoss)
+			t.Logf("loss: torch %.9f, Go %.9f (|Δ| %.3g); policy loss |Δ| %.3g; grad norm torch %.6f, Go %.6f; %s",
+				py.Metrics.Loss, em.Loss, dl, dp, py.Metrics.GradNorm, em.GradNorm, clipped)
+			if dl > 1e-5 || dp > 1e-5 {
+				t.Errorf("loss: torch %.9f, Go %.9f; policy loss: torch %.9f, Go %.9f", py.Metrics.Loss, em.Loss, py.Metrics.PolicyLoss, em.PolicyLoss)
+			}
+			if math.Abs(py.Metrics.GradNorm-em.GradNorm) > 1e-4*math.Max(1, em.GradNorm) {
+				t.Errorf("gradient norm: torch %.9f, Go %.9f", py.Metrics.GradNorm, em.GradNorm)
+			}
+			if py.Metrics.SamplesUsed != len(f.Batch.Trajectories) {
+				t.Errorf("torch trained on %d samples, want %d", py.Metrics.SamplesUsed, len(f.Batch.Trajectories))
+			}
+			// The same tokens clip: at most one token apart (a ratio on
+			// the boundary may round either way).
+			one := 1.0 / float64(f.Tokens)
+			s := em.Steps[0]
+			if math.Abs(py.Metrics.ClipLow-s.ClipLow) > one+1e-12 || math.Abs(py.Metrics.ClipHigh-s.ClipHigh) > one+1e-12 {
+				t.Errorf("clip fractions: torch low %.4f high %.4f, Go low %.4f high %.4f", py.Metrics.ClipLow, py.Metrics.ClipHigh, s.ClipLow, s.ClipHigh)
+			}
+			if s.ClipLow == 0 || s.ClipHigh == 0 {
+				t.Errorf("clip fractions low %.4f high %.4f: the batch should clip on both sides", s.ClipLow, s.ClipHigh)
+			}
+			if (c.beta > 0) != (py.Metrics.KL != nil && em.KL != nil) || (c.beta > 0 && math.Abs(*py.Metrics.KL-*em.KL) > 1e-6) {
+				t.Errorf("kl: torch %v, Go %v", fmtPtr(py.Metrics.KL), fmtPtr(em.KL))
+			}
+
+			// The adapters after the step. AdamW's first step moves a
+			// factor by lr·g/(|g|+1e-8): by lr exactly where the gradient
+			// is well above 1e-8, and by a fraction of it, sensitive to
+			// rounding, where it is about 1e-9.
+			st, pa, ga := torchtest.LoRA(t, start), torchtest.LoRA(t, py.Adapter), torchtest.LoRA(t, goDir)
+			var full, fullOver, partial int
+			var worstFull, worstAll float64
+			for name, x := range st {
+				for i := range x {
+					dg, dp := ga[name][i]-x[i], pa[name][i]-x[i]
+					d := math.Abs(dg - dp)
+					worstAll = math.Max(worstAll, d)
+					if math.Abs(dg) < 0.99*eo.LR {
+						partial++
+						continue
+					}
+					full++
+					worstFull = math.Max(worstFull, d)
+					if d > 1e-6 {
+						fullOver++
+					}
+				}
+			}
+			t.Logf("adapter after the step: %d factors moved by lr, largest |torch − Go| %.3g; %d moved by less (|g| near AdamW's eps), largest %.3g",
+				full, worstFull, partial, worstAll)
+			if fullOver > 0 {
+				t.Errorf("%d of the %d factors that moved by lr differ by more than 1e-6 (up to %.3g)", fullOver, full, worstFull)
+			}
+			// Both adapters score the batch alike.
+			at, err := m.LoadAdapter(py.Adapter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := examples(t, m, f.Batch)
+			lt, _, err := m.Score(ctx, at, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lg, _, err := m.Score(ctx, et.Adapter(), batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for i := range lt {
+				for j := range lt[i] {
+					worst = math.Max(worst, math.Abs(float64(lt[i][j]-lg[i][j])))
+				}
+			}
+			t.Logf("the batch scored with the two updated adapters: largest per-token |Δ logprob| %.3g", worst)
+			if worst > 1e-4 {
+				t.Errorf("the adapters torch and Go trained score the batch up to %.3g apart", worst)
+			}
+		})
+	}
+}
+
+// TestTorchrunRankDies: a torchrun worker killed mid-call (rank 1, with
+// SIGKILL, as it loads the model: after the process group formed and
+// rank 0 broadcast the batch) fails the train task with an
+// error naming the rank, how it died and its last lines; the task is
+// retried, and what the run commits is the retry's whole output — the
+// failed attempt left nothing behind.
+func TestTorchrunRankDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a loop iteration with torchrun twice (about a minute)")
+	}
+	py := torchPython(t)
+	_, model := torchtest.Export(t)
+	mark := t.TempDir() // tells this test's workers from anyone else's
+	hp := torchtest.Hparams(model)
+	hp["keep_zero_std"] = true
+	train, err := external.Task(external.Options{Command: torchtest.TorchrunArgv(t, py, 2), Hyperparameters: hp,
+		Env: map[string]string{"PYTHONPYCACHEPREFIX": filepath.Join(mark, "pycache"), "RLPIPE_TEST_MARK": mark}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill rank 1 of the first attempt when it says it is loading the
+	// model, found by its environment.
+	killed := make(chan int, 1)
+	logs := &watchBuffer{on: "[rank1]: grpo_train: rank 1 of 2", fire: func() {
+		pid, err := findProcess(map[string]string{"RLPIPE_TEST_MARK": mark, "RLPIPE_ATTEMPT": "1", "RANK": "1"})
+		if err != nil {
+			t.Errorf("find rank 1: %v", err)
+			return
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Errorf("kill rank 1 (pid %d): %v", pid, err)
+			return
+		}
+		killed <- pid
+	}}
+	var mu sync.Mutex
+	var events []pipeline.Event
+	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
+	st := newStore(t)
+	run, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: "kill", Seed: 3, WorkDir: t.TempDir(),
+		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
+		Envs:   map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick},
+		OnEvent: func(e pipeline.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if _, err := run.Loop(context.Background(), loopConfig(1), stages(t, train)); err != nil {
+		t.Fatalf("the loop did not recover from the killed rank: %v", err)
+	}
+	var pid int
+	select {
+	case pid = <-killed:
+	default:
+		t.Fatal("rank 1 was never killed")
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var retried []pipeline.Event
+	commits := 0
+	for _, e := range events {
+		switch {
+		case e.Kind == pipeline.EventRetried && e.Stage == "train":
+			retried = append(retried, e)
+		case e.Kind == pipeline.EventCommitted:
+			commits++
+		}
+	}
+	if len(retried) != 1 || commits != 1 {
+		t.Fatalf("%d retried train attempts and %d commits, want 1 and 1", len(retried), commits)
+	}
+	msg := retried[0].Error
+	t.Logf("the failed attempt's error:\n%s", msg)
+	for _, want := range []string{
+		fmt.Sprintf("torchrun rank 1 (local rank 1, pid %d", pid), "was killed by signal SIGKILL",
+		"rank 1's last output:", "grpo_train: rank 1 of 2 (cpu)", "--adapter-out",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q", want)
+		}
+	}
+	// What was committed is the retry's adapter, whole.
+	files := objects(t, st, "runs-kill", "iterations/000001/adapter/")
+	want := []string{"README.md", "adapter_config.json", "adapter_model.safetensors", "optimizer/optimizer.pt", "optimizer/trainer_state.json"}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("committed adapter files %v, want %v", files, want)
+	}
+	var tm struct {
+		OptimizerSteps int `json:"optimizer_steps"`
+		Updates        int `json:"updates"`
+	}
+	if err := json.Unmarshal(readObject(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
+		t.Errorf("committed metrics: %d optimizer steps, %d updates (%v); want 1 and 1", tm.OptimizerSteps, tm.Updates, err)
+	}
+}
+
+// watchBuffer collects a run's log and calls fire, once, when a line
+// holding on is written.
+type watchBuffer struct {
+	syncBuffer
+	on   string
+	once sync.Once
+	fire func()
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	n, err := w.syncBuffer.Write(p)
+	if bytes.Contains(p, []byte(w.on)) {
+		w.once.Do(w.fire)
+	}
+	return n, err
+}
+
+// findProcess finds the one process of this user whose environment holds
+// every pair of env.
+func findProcess(env map[string]string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		have := map[string]bool{}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			have[string(kv)] = true
+		}
+		all := true
+		for k, v := range env {
+			all = all && have[k+"="+v]
+		}
+		if all {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%d processes match %v: %v", len(found), env, found)
+	}
+	return found[0], nil
+}
+
+// TestTorchrunConfigErrorIsPermanent: torchrun exits 1 whatever its
+// workers' statuses; rlpipe reads the worker's 78 in torchrun's report
+// and fails at once, without retrying, naming the hyperparameter.
+func TestTorchrunConfigErrorIsPermanent(t *testing.T) {
+	py := torchPython(t)
+	train := trainTask(t, "", func(o *external.Options) {
+		o.Command = torchtest.TorchrunArgv(t, py, 2)
+		o.Hyperparameters = map[string]any{"base_model": "m", "lr": -1}
+		o.Env = map[string]string{"PYTHONPYCACHEPREFIX": t.TempDir()}
+	})
+	_, err := openRun(t, newStore(t), "cfg", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+	var te *pipeline.TaskError
+	var ee *external.ExitError
+	if !errors.As(err, &te) || te.Attempts != 1 || !errors.As(err, &ee) || !errors.Is(err, pipeline.ErrPermanent) {
+		t.Fatalf("err = %v, want the train task's, permanent, after 1 attempt", err)
+	}
+	if ee.Code != 1 || ee.Rank == nil || ee.Rank.ExitCode != external.ExitConfig {
+		t.Fatalf("exit %d, rank %+v: want torchrun's 1 and a rank's 78", ee.Code, ee.Rank)
+	}
+	for _, want := range []string{"exited with status 78 (configuration error", "grpo_train: hyperparameters.lr: -1 must be > 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -1,0 +1,305 @@
+// Package torchtest runs rlpipe's reference PyTorch trainer
+// (trainers/python/grpo_train.py) for real in tests and benchmarks: the
+// project venv's python and torchrun (scripts/py-venv.sh; the test is
+// skipped, saying so, without them), the embedded tiny-arith exported as
+// a Hugging Face Llama, an arithmetic batch written as the train stage
+// hands it over, and one call of the script under the contract's flags.
+package torchtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
+	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
+)
+
+// Root is the repository's top directory: the nearest parent of the
+// working directory with a go.mod.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("torchtest: no go.mod above the working directory")
+		}
+		dir = up
+	}
+}
+
+// Python is the project venv's python with torch, transformers and peft:
+// $RLPIPE_PY_VENV's, or the repository's .venv-py (scripts/py-venv.sh,
+// about 6 GB, not made by make test). The test is skipped, saying so,
+// without one.
+func Python(t testing.TB) string {
+	t.Helper()
+	venv := os.Getenv("RLPIPE_PY_VENV")
+	if venv == "" {
+		venv = filepath.Join(Root(t), ".venv-py")
+	}
+	py, err := filepath.Abs(filepath.Join(venv, "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no venv with torch at %s: run scripts/py-venv.sh (about 6 GB) to run the reference trainer for real", venv)
+	}
+	return py
+}
+
+// Script is the reference trainer's absolute path.
+func Script(t testing.TB) string {
+	return filepath.Join(Root(t), "trainers", "python", "grpo_train.py")
+}
+
+// Torchrun is the venv's torchrun, beside its python; the test is
+// skipped when there is none.
+func Torchrun(t testing.TB, py string) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(py), "torchrun")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("the venv of %s has no torchrun: run scripts/py-venv.sh", py)
+	}
+	return p
+}
+
+// TorchrunArgv is torchrun running the reference script with nproc gloo
+// ranks on this machine (--standalone).
+func TorchrunArgv(t testing.TB, py string, nproc int) []string {
+	return []string{Torchrun(t, py), "--standalone", "--nproc_per_node", strconv.Itoa(nproc), Script(t)}
+}
+
+// Export writes the embedded tiny-arith as a Hugging Face model
+// directory (what `rlpipe policy export` writes) and returns it with the
+// model.
+func Export(t testing.TB) (*tiny.Model, string) {
+	t.Helper()
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny-arith")
+	if err := m.ExportHF(dir); err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
+}
+
+// Files are one iteration's tables, as the train stage hands them to
+// the trainer, and the same batch for the embedded trainer.
+type Files struct {
+	Prompts, Trajectories, Advantages string
+	// Batch is the same batch for the embedded trainer.
+	Batch embedded.Batch
+	// Tokens is the number of completion tokens trained on.
+	Tokens int
+}
+
+// Batch samples n training problems × g completions from the
+// embedded policy (temperature 1, with logprobs; a fixed seed), rewards
+// the right sums, computes the advantages rlpipe hands the trainer, and
+// writes the three tables under dir. shift, when not zero, moves the
+// old log-probabilities of every other token by ±shift, so that ratios
+// leave the clip range on both sides from the first step.
+func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32) Files {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var prompts []tables.Prompt
+	var reqs []policy.Request
+	answers := map[string]string{}
+	for i := 0; i < n; i++ {
+		p := tiny.TrainingProblem(rng)
+		id := fmt.Sprintf("p%03d", i)
+		prompts = append(prompts, tables.Prompt{PromptID: id, Prompt: p.Prompt(), Answer: p.Answer(), Metadata: "{}", Source: "test", Split: "train"})
+		reqs = append(reqs, policy.Request{ID: id, Prompt: p.Prompt(), Seed: int64(seed)*1000 + int64(i)})
+		answers[id] = p.Answer()
+	}
+	out, err := tiny.NewPolicy(m).Generate(context.Background(), reqs, policy.Sampling{N: g, Temperature: 1, MaxTokens: 5, Logprobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trajs []tables.Trajectory
+	var rewards []tables.Reward
+	for i, ss := range out {
+		for j, s := range ss {
+			row := policy.TrajectoryRow(s, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), "{}")
+			if shift != 0 {
+				row.Logprobs = append([]float32(nil), row.Logprobs...)
+				for k := range row.Logprobs {
+					switch (k + j) % 3 {
+					case 0:
+						row.Logprobs[k] += shift
+					case 1:
+						row.Logprobs[k] -= shift
+					}
+				}
+			}
+			trajs = append(trajs, row)
+			r := 0.0
+			if s.Text == answers[reqs[i].ID] {
+				r = 1
+			}
+			rewards = append(rewards, tables.Reward{PromptID: reqs[i].ID, SampleIndex: int32(j), Components: map[string]float64{"correct": r},
+				Total: r, Status: tables.StatusOK})
+		}
+	}
+	// Keep the groups whose rewards are all equal: a batch of a fixed
+	// size whatever the samples.
+	j, err := advantages.Join(trajs, rewards, advantages.TrainOptions{KeepZeroStd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Files{
+		Prompts:      filepath.Join(dir, "prompts.parquet"),
+		Trajectories: filepath.Join(dir, "trajectories.parquet"),
+		Advantages:   filepath.Join(dir, "advantages.parquet"),
+		Batch:        embedded.Batch{Prompts: prompts, Trajectories: trajs, Rewards: rewards, Advantages: j.Advantages},
+	}
+	for i, a := range j.Advantages {
+		if !a.Mask {
+			f.Tokens += len(j.Trajectories[i].TokenIDs)
+		}
+	}
+	if err := tables.WriteFile(f.Prompts, tables.Prompts, prompts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.WriteFile(f.Trajectories, tables.Trajectories, trajs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tables.WriteFile(f.Advantages, tables.Advantages, j.Advantages, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Result is one call of the script: where it wrote, what it measured,
+// and how long the call took.
+type Result struct {
+	Dir, Adapter, Optimizer string
+	Metrics                 Metrics
+	Output                  string
+	Wall                    time.Duration
+}
+
+// Metrics are the script's --metrics-out figures the tests read.
+type Metrics struct {
+	Loss           float64  `json:"loss"`
+	PolicyLoss     float64  `json:"policy_loss"`
+	KL             *float64 `json:"kl"`
+	GradNorm       float64  `json:"grad_norm"`
+	TrainTokens    int      `json:"train_tokens"`
+	OptimizerSteps int      `json:"optimizer_steps"`
+	Updates        int      `json:"updates"`
+	SamplesUsed    int      `json:"samples_used"`
+	TrainSeconds   float64  `json:"train_seconds"`
+	ClipLow        float64  `json:"clip_frac_low"`
+	ClipHigh       float64  `json:"clip_frac_high"`
+}
+
+// Run runs argv (the script, alone or under torchrun) with the
+// contract's flags on f, writing under a new directory of its own.
+func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int) Result {
+	t.Helper()
+	dir, err := os.MkdirTemp(t.TempDir(), "call-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Result{Dir: dir, Adapter: filepath.Join(dir, "adapter"), Optimizer: filepath.Join(dir, "optimizer")}
+	hb, err := json.Marshal(hp)
+	if err != nil {
+		t.Fatalf("hyperparameters: %v", err)
+	}
+	hpath := filepath.Join(dir, "hparams.json")
+	if err := os.WriteFile(hpath, hb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{r.Adapter, r.Optimizer} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append(append([]string(nil), argv[1:]...), "--trajectories", f.Trajectories, "--advantages", f.Advantages, "--prompts", f.Prompts,
+		"--hparams", hpath, "--adapter-out", r.Adapter, "--optimizer-out", r.Optimizer, "--metrics-out", filepath.Join(dir, "metrics.json"),
+		"--iteration", strconv.Itoa(iteration), "--seed", "11")
+	if adapterIn != "" {
+		args = append(args, "--adapter-in", adapterIn)
+	}
+	if optimizerIn != "" {
+		args = append(args, "--optimizer-in", optimizerIn)
+	}
+	cmd := exec.Command(argv[0], args...)
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"), "OMP_NUM_THREADS=1")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r.Wall = time.Since(start)
+	r.Output = string(out)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r.Metrics); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// LoRA reads an adapter directory's factors as float64, by tensor
+// name.
+func LoRA(t testing.TB, dir string) map[string][]float64 {
+	t.Helper()
+	_, mods, err := safetensors.ReadAdapterDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for m, l := range mods {
+		an, bn := safetensors.LoRATensorNames(m)
+		for name, ts := range map[string]safetensors.Tensor{an: l.A, bn: l.B} {
+			v, err := ts.Float32()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := make([]float64, len(v))
+			for i, x := range v {
+				f[i] = float64(x)
+			}
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// Hparams are the hyperparameters of the tests' torch runs: model (the
+// exported tiny-arith) in float32, the embedded trainer's LoRA shape,
+// learning rate and clip.
+func Hparams(model string) map[string]any {
+	return map[string]any{
+		"base_model": model, "dtype": "float32", "lr": 2e-3, "clip_norm": 1.0, "micro_batch_size": 8,
+		"lora": map[string]any{"rank": 8, "alpha": 16, "targets": []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+	}
+}
