@@ -14,26 +14,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
 // torchPython is the project venv's python with torch, transformers and
-// peft (scripts/py-venv.sh, which make test runs), or $RLPIPE_PY_VENV's;
-// the test is skipped, saying so, without one.
+// peft (internal/pyvenv); the test is skipped, saying so, without one.
 func torchPython(t *testing.T) string {
-	t.Helper()
-	venv := os.Getenv("RLPIPE_PY_VENV")
-	if venv == "" {
-		venv = filepath.Join("..", "..", ".venv-py")
-	}
-	py, err := filepath.Abs(filepath.Join(venv, "bin", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no venv with torch at %s: run scripts/py-venv.sh to check the model against transformers", venv)
-	}
-	return py
+	return pyvenv.Python(t, "check the model against transformers")
 }
 
 func TestExportHFRoundTrip(t *testing.T) {

@@ -7,35 +7,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 )
 
-// Root is the repository's top directory: the nearest parent of the
-// working directory with a go.mod.
-func Root(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("vllmtest: no go.mod above the working directory")
-		}
-		dir = up
-	}
-}
+// Root is the repository's top directory.
+func Root(t testing.TB) string { return pyvenv.Root(t) }
 
 // Python is the venv's interpreter; the test is skipped when there is no
 // venv with vLLM, and fails on any other problem.

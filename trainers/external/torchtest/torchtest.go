@@ -20,50 +20,20 @@ import (
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
 
-// Root is the repository's top directory: the nearest parent of the
-// working directory with a go.mod.
-func Root(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("torchtest: no go.mod above the working directory")
-		}
-		dir = up
-	}
-}
+// Root is the repository's top directory.
+func Root(t testing.TB) string { return pyvenv.Root(t) }
 
-// Python is the project venv's python with torch, transformers and peft:
-// $RLPIPE_PY_VENV's, or the repository's .venv-py (scripts/py-venv.sh,
-// about 6 GB, not made by make test). The test is skipped, saying so,
-// without one.
+// Python is the project venv's python with torch, transformers and peft
+// (internal/pyvenv); the test is skipped, saying so, without one.
 func Python(t testing.TB) string {
-	t.Helper()
-	venv := os.Getenv("RLPIPE_PY_VENV")
-	if venv == "" {
-		venv = filepath.Join(Root(t), ".venv-py")
-	}
-	py, err := filepath.Abs(filepath.Join(venv, "bin", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no venv with torch at %s: run scripts/py-venv.sh (about 6 GB) to run the reference trainer for real", venv)
-	}
-	return py
+	return pyvenv.Python(t, "run the reference trainer for real")
 }
 
 // Script is the reference trainer's absolute path.
