@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -211,3 +212,76 @@ const (
 	wantChainBase = 0.4315
 	wantChain20   = 0.498
 )
+
+// An episode past its token budget (max_episode_tokens, the whole
+// sequence) ends truncated and is then handled like one past its turn
+// budget: the reward stage skips it and the trainer masks it, naming the
+// status; every episode trained on fits the budget. tiny-chain's first
+// turn takes 11 or 12 tokens and both take 20 to 22, so a budget of 20
+// cuts some episodes at their second turn and lets others end.
+func TestEpisodesTokenBudgetInTheLoop(t *testing.T) {
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "64", "--heldout", "10")
+	h.file("chain-reward.yaml", chainReward)
+	src := chainPipeline
+	for old, new := range map[string]string{
+		"iterations: 2":      "iterations: 1",
+		"model: tiny-arith}": "model: tiny-chain}",
+		"max_turns: 4,":      "max_turns: 4, max_episode_tokens: 20,",
+	} {
+		if !strings.Contains(src, old) {
+			t.Fatalf("chainPipeline no longer has %q; update this test", old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	src = src[:strings.Index(src, "eval:")] + src[strings.Index(src, "stages:"):]
+	h.ok("run", "-f", h.file("chain.yaml", src), "--no-report")
+
+	rows := func(file string) []map[string]any {
+		local := h.dir + "/" + file + ".jsonl"
+		h.ok("export", "runs-chain:iterations/000001/"+file, local, "--format", "jsonl")
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(readFile(t, local)), "\n") {
+			var r map[string]any
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	key := func(r map[string]any) string { return fmt.Sprintf("%v#%v", r["prompt_id"], r["sample_index"]) }
+	truncated := map[string]bool{}
+	ok := 0
+	for _, r := range rows("trajectories.parquet") {
+		seq, _ := r["sequence_ids"].([]any)
+		switch r["status"] {
+		case "truncated":
+			truncated[key(r)] = true
+			if e, _ := r["error"].(string); !strings.HasPrefix(e, "token budget of 20 tokens passed at turn 1: its prompt held ") || len(seq) <= 20 {
+				t.Errorf("%s: truncated with %q, %d tokens", key(r), e, len(seq))
+			}
+		case "ok":
+			ok++
+			if len(seq) == 0 || len(seq) > 20 {
+				t.Errorf("%s: ended ok with %d tokens, past the budget of 20", key(r), len(seq))
+			}
+		default:
+			t.Errorf("%s: status %v", key(r), r["status"])
+		}
+	}
+	if len(truncated) == 0 || ok == 0 {
+		t.Fatalf("%d truncated and %d ok episodes: the budget should cut some and not others", len(truncated), ok)
+	}
+	for _, r := range rows("rewards.parquet") {
+		if truncated[key(r)] != (r["status"] == "skipped: truncated") {
+			t.Errorf("%s: reward status %v", key(r), r["status"])
+		}
+	}
+	for _, r := range rows("advantages.parquet") {
+		if truncated[key(r)] && (r["mask"] != true || r["reason"] != "trajectory status truncated") {
+			t.Errorf("%s: a truncated episode's advantage: mask %v, reason %v", key(r), r["mask"], r["reason"])
+		}
+	}
+	t.Logf("%d episodes ok, %d truncated by the token budget", ok, len(truncated))
+}

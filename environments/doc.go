@@ -34,8 +34,9 @@
 // messages), until the environment is done or a budget is spent:
 //
 //	r, err := environments.NewRunner(p, &environments.RunnerOptions{
-//		MaxTurns: 10,               // then status "truncated"
-//		Timeout:  30 * time.Second, // then status "timeout"
+//		MaxTurns:         10,               // then status "truncated"
+//		MaxEpisodeTokens: 4096,             // the whole token sequence; then "truncated"
+//		Timeout:          30 * time.Second, // then status "timeout"
 //		Sampling: policy.Sampling{Temperature: 1, MaxTokens: 256, Logprobs: true},
 //	})
 //	res, err := r.Run(ctx, env, environments.Episode{ID: "guess-0001", SampleIndex: 3})
@@ -46,7 +47,8 @@
 // rewards. An episode that did not finish — truncated, timeout, a policy or
 // environment failure — has a status other than ok and its reason in
 // Trajectory.Error: skip it, never train on it as reward 0. Run returns an
-// error only when the whole call failed (ctx ended, Generate failed).
+// error only when the whole call failed (ctx ended, Generate failed, or a
+// token budget was set for a policy that returns no token ids).
 //
 // The episode id fixes the environment; SampleIndex fixes the policy's
 // sampling seeds (policy.RequestSeed of the run seed and

@@ -34,6 +34,17 @@ type RunnerOptions struct {
 	// Timeout is the wall-clock budget of an episode, Reset to the last
 	// Step; the episode is then "timeout". 0 means none.
 	Timeout time.Duration
+	// MaxEpisodeTokens is the token budget: the most tokens the episode's
+	// token sequence may hold — every turn's prompt as the policy
+	// tokenized it (the first observation, the later observations and the
+	// template's markers) and every reply — which is the context the
+	// policy reads at its last turn and what a trainer must fit in one
+	// pass. It is measured after each reply as that turn's prompt tokens
+	// plus its reply's; past the budget the episode is "truncated" at that
+	// turn, its reply kept but not passed to the environment. So an
+	// episode that ends ok always fits. It needs a policy that returns
+	// token ids (Run fails otherwise). 0 means none.
+	MaxEpisodeTokens int
 	// System, when not "", is the transcript's first message (role system).
 	System string
 	// ObservationRole is the role of observations in the transcript; ""
@@ -64,8 +75,8 @@ func NewRunner(p policy.Policy, opts *RunnerOptions) (*Runner, error) {
 	if p == nil {
 		return nil, errors.New("environments: NewRunner needs a policy")
 	}
-	if o.MaxTurns < 0 || o.Timeout < 0 {
-		return nil, fmt.Errorf("environments: negative MaxTurns %d or Timeout %v", o.MaxTurns, o.Timeout)
+	if o.MaxTurns < 0 || o.Timeout < 0 || o.MaxEpisodeTokens < 0 {
+		return nil, fmt.Errorf("environments: negative MaxTurns %d, Timeout %v or MaxEpisodeTokens %d", o.MaxTurns, o.Timeout, o.MaxEpisodeTokens)
 	}
 	if o.Sampling.N > 1 {
 		return nil, fmt.Errorf("environments: sampling n is %d; an episode samples one reply per turn, run %d episodes instead", o.Sampling.N, o.Sampling.N)
@@ -126,15 +137,16 @@ type Result struct {
 func (r Result) Status() string { return r.Trajectory.Status }
 
 // Run runs one episode of env: Reset, then a policy reply and a Step per
-// turn, until the environment is done (status ok), the turn budget is
-// spent (truncated) or the wall-clock budget is (timeout). A reply the
+// turn, until the environment is done (status ok), the turn or the token
+// budget is spent (truncated) or the wall-clock budget is (timeout). A reply the
 // policy could not produce ends the episode with the sample's status, an
 // environment error with env_error or infra_error (ErrInfra). Env.End is
 // called however the episode ends.
 //
-// The returned error is for a failure of the whole call: ctx ended, or
-// the policy's Generate failed (policy.Policy's contract); the Result is
-// then incomplete.
+// The returned error is for a failure of the whole call: ctx ended, the
+// policy's Generate failed (policy.Policy's contract), or a token budget
+// is set and the policy did not say how many tokens a turn took; the
+// Result is then incomplete.
 func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err error) {
 	o := r.o
 	group := ep.GroupID
@@ -242,6 +254,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			}
 			return stop(status, "policy failed at turn %d: %s", turn, s.Error)
 		}
+		// The context this turn took: its prompt and its reply, in tokens.
+		used, counted := contextTokens(s)
+		if o.MaxEpisodeTokens > 0 && !counted {
+			return res, fmt.Errorf("episode %s turn %d: a token budget (%d) is set but the policy returned no token ids for the turn's prompt or reply: use a policy that returns them (vLLM with return_token_ids, the embedded model) or drop the budget", ep.ID, turn, o.MaxEpisodeTokens)
+		}
 		seq.add(turn, s)
 		add("assistant", s.Text)
 		tr.Completion, tr.FinishReason = s.Text, s.FinishReason
@@ -258,6 +275,9 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			tr.Logprobs = append(tr.Logprobs, s.Logprobs...)
 		} else {
 			tr.Logprobs = nil
+		}
+		if o.MaxEpisodeTokens > 0 && used > o.MaxEpisodeTokens {
+			return stop(tables.StatusTruncated, "token budget of %d tokens passed at turn %d: its prompt held %d tokens and its reply %d", o.MaxEpisodeTokens, turn, used-len(s.TokenIDs), len(s.TokenIDs))
 		}
 
 		st, err := env.Step(epCtx, s.Text)
@@ -279,6 +299,20 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		}
 		add(o.ObservationRole, st.Observation)
 	}
+}
+
+// contextTokens is the number of tokens of a turn's context: its prompt
+// as the policy tokenized it (its token ids, else the count it reported)
+// and its reply. counted is false when the policy did not say.
+func contextTokens(s policy.Sample) (n int, counted bool) {
+	prompt := s.PromptTokens
+	if s.Prompt != nil && s.Prompt.TokenIDs != nil {
+		prompt = len(s.Prompt.TokenIDs)
+	}
+	if prompt == 0 || s.TokenIDs == nil {
+		return 0, false
+	}
+	return prompt + len(s.TokenIDs), true
 }
 
 // sequence builds an episode's exact token sequence from what the policy

@@ -12,6 +12,9 @@
 //	    episodes: 8           # G per prompt: the group of group-relative advantages
 //	    max_turns: 8          # the turn budget: then the episode is truncated
 //	    timeout: 30s          # the wall-clock budget of an episode (0: none)
+//	    max_episode_tokens: 4096  # the token budget: the most tokens of the episode's
+//	                          # whole sequence (prompts, observations, replies); past
+//	                          # it the episode is truncated (default: none)
 //	    concurrency: 4        # episodes run at once
 //	    sampling: {temperature: 1.0, max_tokens: 8}
 //

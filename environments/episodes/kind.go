@@ -38,6 +38,11 @@ type Stage struct {
 	MaxTurns int `yaml:"max_turns,omitempty"`
 	// Timeout is an episode's wall-clock budget (default none).
 	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// MaxEpisodeTokens is an episode's token budget: the most tokens its
+	// token sequence (prompts, observations and replies) may hold
+	// (environments.RunnerOptions.MaxEpisodeTokens; default none). A
+	// pointer, so that an explicit 0 is an error, not "none".
+	MaxEpisodeTokens *int `yaml:"max_episode_tokens,omitempty"`
 	// System is the transcript's first message, when set.
 	System string `yaml:"system,omitempty"`
 	// Concurrency is how many episodes run at once (default 4).
@@ -96,6 +101,8 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("max_turns", "", "%s: cannot be negative, got %d", c.Path("max_turns"), s.MaxTurns)
 	case s.Timeout < 0:
 		c.Fail("timeout", "", "%s: cannot be negative, got %v", c.Path("timeout"), s.Timeout)
+	case s.MaxEpisodeTokens != nil && *s.MaxEpisodeTokens < 1:
+		c.Fail("max_episode_tokens", "the most tokens an episode's sequence may hold, e.g. 4096; leave it out for no token budget", "%s: must be at least 1, got %d", c.Path("max_episode_tokens"), *s.MaxEpisodeTokens)
 	case s.Concurrency < 0:
 		c.Fail("concurrency", "", "%s: cannot be negative, got %d", c.Path("concurrency"), s.Concurrency)
 	}
@@ -188,6 +195,12 @@ func (s *Stage) options(b kind.Build) (Options, error) {
 	}
 	o := Options{EnvName: name, Make: mk, Concurrency: s.Concurrency, Env: b.Env,
 		Runner: environments.RunnerOptions{MaxTurns: s.MaxTurns, Timeout: s.Timeout, System: s.System}}
+	if s.MaxEpisodeTokens != nil {
+		if *s.MaxEpisodeTokens < 1 { // Task without Check
+			return Options{}, kind.At("max_episode_tokens", fmt.Errorf("must be at least 1, got %d", *s.MaxEpisodeTokens))
+		}
+		o.Runner.MaxEpisodeTokens = *s.MaxEpisodeTokens
+	}
 	if b.Policy != nil {
 		o.Policy, o.Identity, o.AdapterRoot = b.Policy.Policy, b.Policy.Identity, b.Policy.AdapterRoot
 		o.Adapters = b.Policy.Adapters()

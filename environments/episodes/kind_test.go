@@ -25,11 +25,24 @@ func TestEpisodesStageKeys(t *testing.T) {
 	if _, err := config.Parse("pipeline.yaml", pipelineFile("{kind: episodes, rl_env: guess, episodes: 4, max_turns: 8, timeout: 30s, sampling: {max_tokens: 4}}"), kinds.Registry()); err != nil {
 		t.Fatalf("a valid episodes stage: %v", err)
 	}
+	if _, err := config.Parse("pipeline.yaml", pipelineFile("{kind: episodes, rl_env: guess, episodes: 4, max_episode_tokens: 4096, sampling: {max_tokens: 4}}"), kinds.Registry()); err != nil {
+		t.Fatalf("a token budget: %v", err)
+	}
 	for _, c := range []struct{ generate, want string }{
 		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess)`},
 		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
+		// The token budget: an explicit 0 is not "none" (leave the key
+		// out for that), and it counts whole tokens.
+		{"{kind: episodes, rl_env: guess, episodes: 2, max_episode_tokens: 0, sampling: {max_tokens: 4}}",
+			"pipeline.yaml:7:58: stages.generate.max_episode_tokens: must be at least 1, got 0 (the most tokens an episode's sequence may hold, e.g. 4096; leave it out for no token budget)"},
+		{"{kind: episodes, rl_env: guess, episodes: 2, max_episode_tokens: -512, sampling: {max_tokens: 4}}",
+			"pipeline.yaml:7:58: stages.generate.max_episode_tokens: must be at least 1, got -512"},
+		{"{kind: episodes, rl_env: guess, episodes: 2, max_episode_tokens: 1.5, sampling: {max_tokens: 4}}",
+			"pipeline.yaml:7:78: stages.generate.max_episode_tokens: expected an integer, got 1.5"},
+		{"{kind: episodes, rl_env: guess, episodes: 2, max_episode_tokens: 4k, sampling: {max_tokens: 4}}",
+			`pipeline.yaml:7:78: stages.generate.max_episode_tokens: expected an integer, got "4k"`},
 		{"{kind: episodes, rl_env: guess, episodes: 2, max_turn: 3, sampling: {max_tokens: 4}}", "max_turn"},
 		{"{kind: episodes, rl_env: guess, rl_options: {max: 10}, episodes: 2, sampling: {max_tokens: 4}}",
 			"pipeline.yaml:7:45: stages.generate.rl_options: rl_env guess: this environment takes no rl_options"},

@@ -45,7 +45,7 @@ type Options struct {
 	// Episodes is G, the episodes per prompt.
 	Episodes int
 	// Runner tunes each episode: sampling per turn (N must be 0 or 1),
-	// the turn and wall-clock budgets, the system message. Its Seed is
+	// the turn, token and wall-clock budgets, the system message. Its Seed is
 	// the task call's; prompt logprobs are always asked for, so that
 	// the episode's token sequence is exact.
 	Runner environments.RunnerOptions
@@ -130,7 +130,10 @@ func (g *generator) version() (string, error) {
 		System              string
 		Sampling            policy.Sampling
 		EvalSeed            *int64 `json:",omitempty"`
-	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed})
+		// Omitted when 0, so that tasks without a token budget keep the
+		// versions they had before it existed.
+		MaxEpisodeTokens int `json:",omitempty"`
+	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed, r.MaxEpisodeTokens})
 	if err != nil {
 		return "", fmt.Errorf("episodes: version: %w", err)
 	}

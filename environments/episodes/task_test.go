@@ -236,3 +236,25 @@ func slicesEqual(a, b []int32) bool {
 	}
 	return true
 }
+
+// The token budget enters the task's version, so a cached table played
+// under another budget (or none) is not reused; no budget leaves the
+// version as it was before the budget existed.
+func TestEpisodesVersionHasTheTokenBudget(t *testing.T) {
+	version := func(budget int) string {
+		t.Helper()
+		task, err := episodes.Task(episodes.Options{Policy: bisector{}, Identity: "bisector", EnvName: "guess", Make: guessEnv, Episodes: 4,
+			Runner: environments.RunnerOptions{MaxTurns: 10, MaxEpisodeTokens: budget, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.Version
+	}
+	none, small, large := version(0), version(64), version(65)
+	if none == small || small == large || none == large {
+		t.Errorf("versions without a budget, with 64 and with 65 tokens: %s %s %s", none, small, large)
+	}
+	if want := "episodes-1-64c755e2a0cabb3c"; none != want {
+		t.Errorf("without a budget the version is %s, want %s as before the budget existed", none, want)
+	}
+}

@@ -17,8 +17,9 @@ import (
 // rlpipe runs pipeline.yaml as shipped, against the stand-in served on a
 // free loopback port instead of 127.0.0.1:8642: the tasks are imported
 // as its dataset, each iteration's episodes are committed with their exact
-// token sequences and trainable masks, and the rewards read the verifier's
-// outcome and the stand-in judge.
+// token sequences and trainable masks, the rewards read the verifier's
+// outcome and the stand-in judge, and the UI's episode view serves those
+// episodes with their trainable tokens marked as their masks say.
 func TestPipeline(t *testing.T) {
 	tasks, err := loadTasks("")
 	if err != nil {
@@ -119,4 +120,7 @@ func TestPipeline(t *testing.T) {
 	if passed == 0 || passed == 12 {
 		t.Errorf("%d of 12 episodes passed their verifier: the stand-in's scripts should both pass and fail", passed)
 	}
+	// The UI shows these committed episodes with their trainable tokens
+	// marked exactly as the masks say.
+	checkUIEpisodes(t, st, "runs-agent-sandbox", "iterations/000002/trajectories.parquet", trajs)
 }

@@ -102,8 +102,18 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 // the trainable tokens in their places (the table's logprobs, the
 // replies' in order). Nothing is re-tokenized: the trainable tokens must
 // be the replies' token ids, in order.
+//
+// A sequence may begin with BOS: a server that renders the model's chat
+// template ({{ bos_token }} first, as the exported model's does) returns
+// it in its prompt token ids, as vLLM does. The model prepends its own
+// BOS to whatever it scores, so that one is dropped; the context is the
+// same. Error positions count it.
 func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 	where := fmt.Sprintf("episode %d of prompt %q", t.SampleIndex, t.PromptID)
+	at := 1 // the 1-based position in sequence_ids of t.Sequence[0]
+	if len(t.Sequence) > 0 && len(t.Trainable) == len(t.Sequence) && t.Sequence[0] == tiny.BOS && t.Trainable[0] == 0 {
+		t.Sequence, t.Trainable, at = t.Sequence[1:], t.Trainable[1:], 2
+	}
 	first := slices.Index(t.Trainable, 1)
 	if first < 0 {
 		return sample{}, fmt.Errorf("%w: %s: its trainable mask marks no token of its %d", ErrBatch, where, len(t.Sequence))
@@ -123,7 +133,7 @@ func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 		}
 		if k >= len(t.TokenIDs) || t.TokenIDs[k] != s.ex.Completion[j] {
 			return sample{}, fmt.Errorf("%w: %s: token %d of sequence_ids is trainable but is not reply token %d of token_ids: the mask does not cover exactly the policy's tokens",
-				ErrBatch, where, first+j+1, k+1)
+				ErrBatch, where, first+j+at, k+1)
 		}
 		s.trainable[j] = true
 		if s.old != nil {
@@ -138,8 +148,8 @@ func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 	V := int32(cfg.VocabSize())
 	for j, id := range t.Sequence {
 		if id < tiny.EOS || id >= V {
-			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d); was it sampled from another model?",
-				ErrBatch, where, id, j+1, m.Version(), tiny.EOS, V-1)
+			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d, or BOS first); was it sampled from another model?",
+				ErrBatch, where, id, j+at, m.Version(), tiny.EOS, V-1)
 		}
 	}
 	if n := len(t.Sequence); n > cfg.Context {

@@ -177,6 +177,42 @@ func TestMultiTurnEpisodesTrainOnTheirRepliesOnly(t *testing.T) {
 	}
 }
 
+// An episode whose sequence begins with BOS, as vLLM returns the prompt
+// token ids of the exported model's chat template ({{ bos_token }}
+// first), trains exactly as the same episode without it: the model
+// prepends its own BOS. A BOS anywhere else is another model's token.
+func TestEpisodeWithALeadingBOS(t *testing.T) {
+	ctx := context.Background()
+	m := embeddedModel(t)
+	plain := episodeBatch(t, m, 3, 4)
+	led := episodeBatch(t, m, 3, 4)
+	for i := range led.Trajectories {
+		tr := &led.Trajectories[i]
+		tr.Sequence = append([]int32{tiny.BOS}, tr.Sequence...)
+		tr.Trainable = append([]int32{0}, tr.Trainable...)
+	}
+	a, b := newTrainer(t, m, embedded.Options{KeepZeroStd: true}), newTrainer(t, m, embedded.Options{KeepZeroStd: true})
+	ra, err := a.Update(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.Update(ctx, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Metrics.TrainTokens == 0 || fmt.Sprint(ra.Metrics.Steps) != fmt.Sprint(rb.Metrics.Steps) || ra.Metrics.TrainTokens != rb.Metrics.TrainTokens {
+		t.Errorf("steps\n without BOS %+v\n with BOS    %+v", ra.Metrics.Steps, rb.Metrics.Steps)
+	}
+	if !bytes.Equal(saved(t, a), saved(t, b)) {
+		t.Error("the adapter trained on BOS-led episodes differs from the one trained on the same episodes without BOS")
+	}
+	led.Trajectories[0].Sequence[2] = tiny.BOS
+	if _, err := newTrainer(t, m, embedded.Options{KeepZeroStd: true}).Update(ctx, led); !errors.Is(err, embedded.ErrBatch) ||
+		!strings.Contains(err.Error(), `episode 0 of prompt "c0": token 1 at 3 of sequence_ids is not a token of`) {
+		t.Errorf("a BOS inside the sequence: %v", err)
+	}
+}
+
 // Episodes the trainer cannot take: a mask that does not cover exactly
 // the replies' tokens fails the batch, naming the episode; one without an
 // exact sequence is left out and counted.
