@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/external/torchtest"
 )
 
@@ -133,4 +134,59 @@ func ones(n int) []int32 {
 		out[i] = 1
 	}
 	return out
+}
+
+// An episode's sequence with or without the BOS the exported tokenizer
+// puts first (a vLLM episode has it, an embedded-policy episode leaves it
+// to the engine) trains exactly as the single-turn samples of the same
+// tokens: the script adds the tokenizer's BOS where it is missing.
+func TestReferenceScriptEpisodesWithAndWithoutBOS(t *testing.T) {
+	py := torchPython(t)
+	m, model := torchtest.Export(t)
+	dir := t.TempDir()
+	f := torchtest.Batch(t, m, dir, 5, 4, 4, 0)
+	argv := []string{py, torchtest.Script(t)}
+	hp := torchtest.Hparams(model)
+	single := torchtest.Run(t, argv, f, hp, "", "", 1)
+
+	prompts := map[string]string{}
+	for _, p := range f.Batch.Prompts {
+		prompts[p.PromptID] = p.Prompt
+	}
+	for _, withBOS := range []bool{false, true} {
+		var rows []tables.Trajectory
+		for _, r := range f.Batch.Trajectories {
+			ids, err := m.Tokenize(prompts[r.PromptID])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if withBOS {
+				ids = append([]int32{tiny.BOS}, ids...)
+			}
+			r.Turns = []tables.Turn{{Role: "user", Content: prompts[r.PromptID]}, {Role: "assistant", Content: r.Completion}}
+			r.Sequence = append(append([]int32(nil), ids...), r.TokenIDs...)
+			r.Trainable = append(make([]int32, len(ids)), ones(len(r.TokenIDs))...)
+			rows = append(rows, r)
+		}
+		ep := f
+		ep.Trajectories = filepath.Join(t.TempDir(), "episodes.parquet")
+		if err := tables.WriteFile(ep.Trajectories, tables.Trajectories, rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := torchtest.Run(t, argv, ep, hp, "", "", 1)
+		a, b := readBytes(t, filepath.Join(single.Adapter, "adapter_model.safetensors")), readBytes(t, filepath.Join(got.Adapter, "adapter_model.safetensors"))
+		if got.Metrics.Loss != single.Metrics.Loss || got.Metrics.TrainTokens != single.Metrics.TrainTokens || !bytes.Equal(a, b) {
+			t.Errorf("episodes (BOS in the sequence: %v): loss %v on %d tokens, want the samples' %v on %d and the same adapter bytes (%v)",
+				withBOS, got.Metrics.Loss, got.Metrics.TrainTokens, single.Metrics.Loss, single.Metrics.TrainTokens, bytes.Equal(a, b))
+		}
+	}
+}
+
+func readBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -336,6 +336,13 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 
     tok = AutoTokenizer.from_pretrained(hp["base_model"], trust_remote_code=hp["trust_remote_code"])
     prompt_ids: dict[str, list[int]] = {}
+    # The BOS the tokenizer puts before a text, if any. A server's episode
+    # sequence starts with it (vLLM renders it); rlpipe's embedded policy
+    # leaves it out, as its engine adds its own. An episode without it gets
+    # it, so the model sees what it saw when it sampled, as single-turn
+    # prompts do through add_special_tokens.
+    probe = tok("1", add_special_tokens=True)["input_ids"]
+    bos = tok.bos_token_id if tok.bos_token_id is not None and probe[:1] == [tok.bos_token_id] else None
 
     def encode_prompt(pid: str) -> list[int]:
         if pid in prompt_ids:
@@ -379,6 +386,8 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             # A multi-turn episode: its exact sequence, trained on its
             # replies' tokens only.
             prompt, completion, mask, old = episode_sample(t)
+            if bos is not None and prompt[:1] != [bos]:
+                prompt = [bos] + prompt
         else:
             prompt, mask, old = encode_prompt(a["prompt_id"]), None, t["logprobs"]
             if old is not None and len(old) != len(completion):
