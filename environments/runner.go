@@ -113,9 +113,12 @@ type Episode struct {
 // Result is one episode.
 type Result struct {
 	// Trajectory is the episode as a trajectories-table row: every turn
-	// (system, observations, replies), the last reply as Completion, the
-	// token ids and logprobs of all replies concatenated (nil unless every
-	// reply had them), the status and, when not ok, the reason in Error.
+	// (system, observations, replies; a reply with the token ids and
+	// logprobs the policy returned for it, and each turn with its status:
+	// ok, or the episode's status on the turn that ended it), the last
+	// reply as Completion, the token ids and logprobs of all replies
+	// concatenated (nil unless every reply had them), the status and,
+	// when not ok, the reason in Error.
 	Trajectory tables.Trajectory
 	// TurnTokens is the number of tokens of each reply, to split
 	// Trajectory.TokenIDs by turn; nil when token ids are missing.
@@ -199,7 +202,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	var msgs []policy.Message
 	add := func(role, content string) {
 		msgs = append(msgs, policy.Message{Role: role, Content: content})
-		tr.Turns = append(tr.Turns, tables.Turn{Role: role, Content: content})
+		tr.Turns = append(tr.Turns, tables.Turn{Role: role, Content: content, Status: tables.StatusOK})
 	}
 	if o.System != "" {
 		add("system", o.System)
@@ -210,6 +213,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	defer func() {
 		if err == nil {
 			recordOutcome(&res)
+			markEnding(tr)
 		}
 		if res.Unaligned = seq.unaligned; res.Unaligned == "" && len(seq.ids) > 0 {
 			tr.Sequence, tr.Trainable = seq.ids, seq.mask
@@ -261,6 +265,8 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		}
 		seq.add(turn, s)
 		add("assistant", s.Text)
+		reply := &tr.Turns[len(tr.Turns)-1]
+		reply.TokenIDs, reply.Logprobs = slices.Clone(s.TokenIDs), slices.Clone(s.Logprobs)
 		tr.Completion, tr.FinishReason = s.Text, s.FinishReason
 		withTokens = withTokens && s.TokenIDs != nil
 		withLogprobs = withLogprobs && s.Logprobs != nil
@@ -293,7 +299,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		maps.Copy(res.Info, st.Info)
 		if st.Done {
 			if st.Observation != "" {
-				tr.Turns = append(tr.Turns, tables.Turn{Role: o.ObservationRole, Content: st.Observation})
+				tr.Turns = append(tr.Turns, tables.Turn{Role: o.ObservationRole, Content: st.Observation, Status: tables.StatusOK})
 			}
 			return res, nil
 		}
@@ -365,6 +371,18 @@ func mismatch(p, prefix []int32) int {
 		}
 	}
 	return -1
+}
+
+// markEnding gives the turn at which an episode that did not end ok
+// stopped the episode's status: its last turn, which is the reply that
+// passed the token budget or that the environment failed on, or the
+// observation after which the turn or time budget ran out or the policy
+// could not reply. Every other turn stays ok. (An episode whose Reset
+// failed has no turns.)
+func markEnding(tr *tables.Trajectory) {
+	if n := len(tr.Turns); n > 0 && tr.Status != tables.StatusOK {
+		tr.Turns[n-1].Status = tr.Status
+	}
 }
 
 // recordOutcome writes the episode's outcome in its environment (the sum

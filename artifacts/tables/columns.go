@@ -26,6 +26,16 @@ type Turn struct {
 	Role      string  `json:"role"`
 	Content   string  `json:"content"`
 	ToolCalls *string `json:"tool_calls,omitempty"`
+	// TokenIDs and Logprobs are a policy turn's reply as the policy
+	// returned it; nil for a turn the policy was given (system,
+	// observation, tool result) and where the policy did not return them.
+	// An episode's turns' TokenIDs, concatenated, are its TokenIDs.
+	TokenIDs []int32   `json:"token_ids,omitempty"`
+	Logprobs []float32 `json:"logprobs,omitempty"`
+	// Status is one of Statuses: ok, or for the last turn of an episode
+	// that did not end ok, the episode's status. "" (null) when unknown:
+	// a file written before the column had it.
+	Status string `json:"status,omitempty"`
 }
 
 var (
@@ -37,6 +47,9 @@ var (
 		arrow.Field{Name: "role", Type: arrow.BinaryTypes.String},
 		arrow.Field{Name: "content", Type: arrow.BinaryTypes.String},
 		arrow.Field{Name: "tool_calls", Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: "token_ids", Type: listOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		arrow.Field{Name: "logprobs", Type: listOf(arrow.PrimitiveTypes.Float32), Nullable: true},
+		arrow.Field{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},
 	)
 )
 
@@ -270,7 +283,9 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 	}
 }
 
-// turnsCol is a required list<struct{role, content, tool_calls}>.
+// turnsCol is a required list<struct{role, content, tool_calls, token_ids,
+// logprobs, status}>. Within a turn, a nil slice is null and an empty one
+// an empty list; an empty status is null.
 func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 	return column[T]{
 		field: arrow.Field{Name: name, Type: listOf(turnType)},
@@ -282,6 +297,11 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 			role := sb.FieldBuilder(0).(*array.StringBuilder)
 			content := sb.FieldBuilder(1).(*array.StringBuilder)
 			calls := sb.FieldBuilder(2).(*array.StringBuilder)
+			ids := sb.FieldBuilder(3).(*array.ListBuilder)
+			idVals := ids.ValueBuilder().(*array.Int32Builder)
+			lps := sb.FieldBuilder(4).(*array.ListBuilder)
+			lpVals := lps.ValueBuilder().(*array.Float32Builder)
+			status := sb.FieldBuilder(5).(*array.StringBuilder)
 			return func(r *T) {
 				lb.Append(true)
 				for _, t := range *get(r) {
@@ -293,6 +313,23 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 					} else {
 						calls.AppendNull()
 					}
+					if t.TokenIDs != nil {
+						ids.Append(true)
+						idVals.AppendValues(t.TokenIDs, nil)
+					} else {
+						ids.AppendNull()
+					}
+					if t.Logprobs != nil {
+						lps.Append(true)
+						lpVals.AppendValues(t.Logprobs, nil)
+					} else {
+						lps.AppendNull()
+					}
+					if t.Status != "" {
+						status.Append(t.Status)
+					} else {
+						status.AppendNull()
+					}
 				}
 			}
 		},
@@ -302,6 +339,11 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 			role := st.Field(0).(*array.String)
 			content := st.Field(1).(*array.String)
 			calls := st.Field(2).(*array.String)
+			ids := st.Field(3).(*array.List)
+			idVals := ids.ListValues().(*array.Int32).Int32Values()
+			lps := st.Field(4).(*array.List)
+			lpVals := lps.ListValues().(*array.Float32).Float32Values()
+			status := st.Field(5).(*array.String)
 			return func(i int, r *T) {
 				s, e := la.ValueOffsets(i)
 				if s == e {
@@ -309,13 +351,24 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 					return
 				}
 				out := make([]Turn, e-s)
-				for j := s; j < e; j++ {
-					t := Turn{Role: role.Value(int(j)), Content: content.Value(int(j))}
-					if !calls.IsNull(int(j)) {
-						v := calls.Value(int(j))
+				for j := int(s); j < int(e); j++ {
+					t := Turn{Role: role.Value(j), Content: content.Value(j)}
+					if !calls.IsNull(j) {
+						v := calls.Value(j)
 						t.ToolCalls = &v
 					}
-					out[j-s] = t
+					if !ids.IsNull(j) {
+						from, to := ids.ValueOffsets(j)
+						t.TokenIDs = append(make([]int32, 0, to-from), idVals[from:to]...)
+					}
+					if !lps.IsNull(j) {
+						from, to := lps.ValueOffsets(j)
+						t.Logprobs = append(make([]float32, 0, to-from), lpVals[from:to]...)
+					}
+					if !status.IsNull(j) {
+						t.Status = status.Value(j)
+					}
+					out[j-int(s)] = t
 				}
 				*get(r) = out
 			}

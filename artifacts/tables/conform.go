@@ -54,7 +54,8 @@ func match(f *File, d Definition) (Definition, []int, error) {
 				Hint: "add the column, or check its spelling"}
 		}
 		got := sc.Field(found[0]).Type
-		if path, want, gotS := compatible(c.Name, c.Type, got); path != "" {
+		added := func(path string) bool { v := c.FieldsSince[path]; return v > 1 && fileVersion < v }
+		if path, want, gotS := compatible(c.Name, c.Type, got, added); path != "" {
 			return nil, nil, &SchemaError{File: f.name, Table: d.Name(), Column: path, Want: want, Found: gotS,
 				Hint: castHint(want)}
 		}
@@ -75,9 +76,11 @@ func castHint(want string) string {
 // types (utf8, large_utf8, string_view, dictionary of strings) read as
 // utf8; list types (list, large_list, list views) read as list; structs
 // match by field name, extra fields ignored. Numbers and booleans must
-// match exactly: no silent narrowing or float/int conversion. On a
-// mismatch it returns the column path and both types.
-func compatible(path string, want, got arrow.DataType) (string, string, string) {
+// match exactly: no silent narrowing or float/int conversion. A struct
+// field may be missing only where added(its path) holds: a field added
+// after the file's schema version, which reads as null. On a mismatch it
+// returns the column path and both types.
+func compatible(path string, want, got arrow.DataType, added func(path string) bool) (string, string, string) {
 	bad := func() (string, string, string) { return path, want.String(), got.String() }
 	switch want.ID() {
 	case arrow.STRING:
@@ -90,7 +93,7 @@ func compatible(path string, want, got arrow.DataType) (string, string, string) 
 		if !ok || got.ID() == arrow.FIXED_SIZE_LIST || got.ID() == arrow.MAP {
 			return bad()
 		}
-		return compatible(path+".element", want.(*arrow.ListType).Elem(), ll.Elem())
+		return compatible(path+".element", want.(*arrow.ListType).Elem(), ll.Elem(), added)
 	case arrow.STRUCT:
 		gs, ok := got.(*arrow.StructType)
 		if !ok {
@@ -98,10 +101,13 @@ func compatible(path string, want, got arrow.DataType) (string, string, string) 
 		}
 		for _, wf := range want.(*arrow.StructType).Fields() {
 			gf, ok := gs.FieldByName(wf.Name)
+			if !ok && added(path+"."+wf.Name) {
+				continue
+			}
 			if !ok {
 				return path + "." + wf.Name, wf.Type.String(), ""
 			}
-			if p, w, g := compatible(path+"."+wf.Name, wf.Type, gf.Type); p != "" {
+			if p, w, g := compatible(path+"."+wf.Name, wf.Type, gf.Type, added); p != "" {
 				return p, w, g
 			}
 		}
@@ -183,7 +189,11 @@ func appendFrom(b array.Builder, src arrow.Array, i int) error {
 		wt := bb.Type().(*arrow.StructType)
 		gt := st.DataType().(*arrow.StructType)
 		for k, f := range wt.Fields() {
-			gi, _ := gt.FieldIdx(f.Name)
+			gi, ok := gt.FieldIdx(f.Name)
+			if !ok { // a field added after the file's version (see compatible)
+				bb.FieldBuilder(k).AppendNull()
+				continue
+			}
 			if err := appendFrom(bb.FieldBuilder(k), st.Field(gi), i); err != nil {
 				return err
 			}

@@ -208,7 +208,8 @@ func TestImportStringColumns(t *testing.T) {
 
 func TestExport(t *testing.T) {
 	rows := []Trajectory{
-		{PromptID: "p,1", SampleIndex: 2, Completion: "line1\nline2 \"q\" <b>", Turns: []Turn{{Role: "user", Content: "hi", ToolCalls: ptr(`[]`)}},
+		{PromptID: "p,1", SampleIndex: 2, Completion: "line1\nline2 \"q\" <b>", Turns: []Turn{{Role: "user", Content: "hi", ToolCalls: ptr(`[]`)},
+			{Role: "assistant", Content: "yo", TokenIDs: []int32{1, 2}, Logprobs: []float32{-0.1, -0.2}, Status: StatusOK}},
 			TokenIDs: []int32{1, 2}, Logprobs: []float32{-0.1}, Seed: 9, Status: StatusOK},
 		{PromptID: "p2", Status: StatusTimeout, Error: ptr("slow")},
 	}
@@ -221,7 +222,8 @@ func TestExport(t *testing.T) {
 	}
 	first := strings.SplitN(jl.String(), "\n", 2)[0]
 	wantFirst := `{"prompt_id":"p,1","sample_index":2,"group_id":"","completion":"line1\nline2 \"q\" <b>",` +
-		`"turns":[{"role":"user","content":"hi","tool_calls":"[]"}],"token_ids":[1,2],"logprobs":[-0.1],"finish_reason":"",` +
+		`"turns":[{"role":"user","content":"hi","tool_calls":"[]","token_ids":null,"logprobs":null,"status":null},` +
+		`{"role":"assistant","content":"yo","tool_calls":null,"token_ids":[1,2],"logprobs":[-0.1,-0.2],"status":"ok"}],"token_ids":[1,2],"logprobs":[-0.1],"finish_reason":"",` +
 		`"num_tokens":0,"policy_version":"","sampler":"","seed":9,"staleness":0,"status":"ok","error":null,"sequence_ids":null,"trainable":null,"env_outcome":null}`
 	if first != wantFirst {
 		t.Errorf("jsonl row\n got  %s\n want %s", first, wantFirst)

@@ -71,7 +71,7 @@ func TestParquetGoReadsOurFiles(t *testing.T) {
 	if v, ok := f.Lookup(MetaTable); !ok || v != TrajectoriesName {
 		t.Errorf("parquet-go sees %s = %q", MetaTable, v)
 	}
-	if v, ok := f.Lookup(MetaSchemaVersion); !ok || v != "3" {
+	if v, ok := f.Lookup(MetaSchemaVersion); !ok || v != "4" {
 		t.Errorf("parquet-go sees %s = %q", MetaSchemaVersion, v)
 	}
 	if n := f.NumRows(); n != 3 {

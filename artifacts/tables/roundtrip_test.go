@@ -63,9 +63,12 @@ func TestRoundTrip(t *testing.T) {
 			{
 				PromptID: "p1", SampleIndex: 3, GroupID: "p1/it0", Completion: "The answer is 4.",
 				Turns: []Turn{
-					{Role: "user", Content: "2+2?"},
-					{Role: "assistant", Content: "", ToolCalls: ptr(`[{"name":"calc","arguments":{"x":"2+2"}}]`)},
+					{Role: "user", Content: "2+2?", Status: StatusOK},
+					{Role: "assistant", Content: "", ToolCalls: ptr(`[{"name":"calc","arguments":{"x":"2+2"}}]`),
+						TokenIDs: []int32{1, -2}, Logprobs: []float32{-0.5, 0}, Status: StatusOK},
 					{Role: "tool", Content: "4", ToolCalls: ptr("")},
+					{Role: "assistant", Content: "", TokenIDs: []int32{}, Logprobs: []float32{}, Status: StatusTruncated},
+					{Role: "assistant", Content: "4", TokenIDs: []int32{math.MaxInt32}, Status: StatusEnvError},
 				},
 				TokenIDs: []int32{1, -2, math.MaxInt32}, Logprobs: []float32{-0.5, 0, float32(math.Inf(-1))},
 				FinishReason: "stop", NumTokens: 3, PolicyVersion: "base+sha256:ab", Sampler: `{"temperature":1}`,

@@ -130,12 +130,13 @@ func FirstEpisode(rows []Trajectory) int {
 
 // Trajectories is the trajectories table.
 var Trajectories = func() *Table[Trajectory] {
-	t := newTable(TrajectoriesName, 3, []column[Trajectory]{
+	t := newTable(TrajectoriesName, 4, []column[Trajectory]{
 		strCol("prompt_id", "prompt this sample answers (prompts.prompt_id)", func(r *Trajectory) *string { return &r.PromptID }),
 		i32Col("sample_index", "index of the sample among the prompt's samples, from 0", func(r *Trajectory) *int32 { return &r.SampleIndex }),
 		strCol("group_id", "group for group-relative advantages (usually the prompt and iteration)", func(r *Trajectory) *string { return &r.GroupID }),
 		textCol("completion", "final completion text", func(r *Trajectory) *string { return &r.Completion }),
-		turnsCol("turns", "episode turns (role, content, tool_calls JSON or null); empty for single-turn sampling", func(r *Trajectory) *[]Turn { return &r.Turns }),
+		sinceFields(4, turnsCol("turns", "episode turns (role, content, tool_calls JSON or null, and since version 4 the policy's token_ids and logprobs of a reply and the turn's status); empty for single-turn sampling", func(r *Trajectory) *[]Turn { return &r.Turns }),
+			"element.token_ids", "element.logprobs", "element.status"),
 		i32ListCol("token_ids", "completion token ids; null when the policy does not return them", func(r *Trajectory) *[]int32 { return &r.TokenIDs }),
 		f32ListCol("logprobs", "per-token log probabilities; null when the policy does not return them", func(r *Trajectory) *[]float32 { return &r.Logprobs }),
 		strCol("finish_reason", "why generation stopped: stop, length, tool_calls, …", func(r *Trajectory) *string { return &r.FinishReason }),
@@ -153,6 +154,14 @@ var Trajectories = func() *Table[Trajectory] {
 	t.check = func(r *Trajectory) error {
 		if err := checkStatus(r.Status); err != nil {
 			return err
+		}
+		for i, tu := range r.Turns {
+			if tu.Status == "" {
+				continue
+			}
+			if err := checkStatus(tu.Status); err != nil {
+				return fmt.Errorf("turn %d: %w", i, err)
+			}
 		}
 		if (r.Sequence == nil) != (r.Trainable == nil) || len(r.Sequence) != len(r.Trainable) {
 			return fmt.Errorf("sequence_ids has %d tokens and trainable %d: %w", len(r.Sequence), len(r.Trainable), errInvalid)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // A trajectories file of schema version 1, written before episodes had
@@ -43,6 +46,81 @@ func TestColumnsAddedLaterReadAsNull(t *testing.T) {
 			t.Errorf("a version %d file without %s: %v", bad.version, bad.missing, err)
 		}
 	}
+}
+
+// A trajectories file written before version 4, whose turns have only
+// role, content and tool_calls, reads with each turn's token_ids,
+// logprobs and status null; a version 4 file whose turns lack them is
+// refused, naming the field.
+func TestTurnFieldsAddedLaterReadAsNull(t *testing.T) {
+	oldTurn := arrow.StructOf(turnType.Fields()[:3]...)
+	old := Trajectories.cols
+	cols := append([]column[Trajectory](nil), old...)
+	for i, c := range cols {
+		if c.field.Name == "turns" {
+			cols[i] = oldTurnsCol(oldTurn)
+		}
+	}
+	calls := "[]"
+	rows := []Trajectory{
+		{PromptID: "p0", Turns: []Turn{{Role: "user", Content: "q"}, {Role: "assistant", Content: "7", ToolCalls: &calls}},
+			TokenIDs: []int32{4, 2}, Logprobs: []float32{-0.5, -0.25}, Status: StatusOK},
+		{PromptID: "p1", Status: StatusOK},
+	}
+	write := func(version int) *bytes.Buffer {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := Write(&buf, newTable(TrajectoriesName, version, cols), rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		return &buf
+	}
+	buf := write(3)
+	got, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "old.parquet", Trajectories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rows) {
+		t.Errorf("version 3: read %+v, want %+v with the turns' later fields null", got, rows)
+	}
+	for _, tu := range got[0].Turns {
+		if tu.TokenIDs != nil || tu.Logprobs != nil || tu.Status != "" {
+			t.Errorf("version 3 turn %+v: want token_ids, logprobs and status null", tu)
+		}
+	}
+	for _, v := range []int{4} {
+		buf := write(v)
+		_, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "new.parquet", Trajectories)
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Column != "turns.element.token_ids" {
+			t.Errorf("a version %d file whose turns lack token_ids: %v", v, err)
+		}
+	}
+}
+
+// oldTurnsCol writes turns as a list of typ, a prefix of turnType's
+// fields (role, content, tool_calls): the turns of an older version.
+func oldTurnsCol(typ *arrow.StructType) column[Trajectory] {
+	c := turnsCol("turns", "", func(r *Trajectory) *[]Turn { return &r.Turns })
+	c.field.Type = listOf(typ)
+	c.enc = func(b array.Builder) func(*Trajectory) {
+		lb := b.(*array.ListBuilder)
+		sb := lb.ValueBuilder().(*array.StructBuilder)
+		return func(r *Trajectory) {
+			lb.Append(true)
+			for _, tu := range r.Turns {
+				sb.Append(true)
+				sb.FieldBuilder(0).(*array.StringBuilder).Append(tu.Role)
+				sb.FieldBuilder(1).(*array.StringBuilder).Append(tu.Content)
+				if tu.ToolCalls != nil {
+					sb.FieldBuilder(2).(*array.StringBuilder).Append(*tu.ToolCalls)
+				} else {
+					sb.FieldBuilder(2).AppendNull()
+				}
+			}
+		}
+	}
+	return c
 }
 
 // env_outcome must be a JSON object.

@@ -3,6 +3,7 @@ package tables
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,6 +46,10 @@ type Column struct {
 	Doc      string
 	// Since is the schema version that added the column (1: the first).
 	Since int
+	// FieldsSince maps the path of a nested field added after the column
+	// (e.g. "turns.element.status") to the schema version that added it.
+	// A file of an older version may lack the field: it reads as null.
+	FieldsSince map[string]int
 }
 
 // Table is a typed table: a name, a schema version, the Arrow schema and
@@ -81,6 +86,8 @@ type column[T any] struct {
 	// A file of an older version, or without a version, may lack it: the
 	// column then reads as null (since is only for nullable columns).
 	since int
+	// fieldsSince is Column.FieldsSince.
+	fieldsSince map[string]int
 }
 
 // since marks a nullable column as added in schema version v.
@@ -90,6 +97,48 @@ func since[T any](v int, c column[T]) column[T] {
 	}
 	c.since = v
 	return c
+}
+
+// sinceFields marks nested fields of a column as added in schema version
+// v. Each path is relative to the column ("element.status" for a field of
+// a list of structs) and must name a nullable field.
+func sinceFields[T any](v int, c column[T], paths ...string) column[T] {
+	m := make(map[string]int, len(c.fieldsSince)+len(paths))
+	for k, x := range c.fieldsSince {
+		m[k] = x
+	}
+	for _, p := range paths {
+		if f, ok := nestedField(c.field.Type, strings.Split(p, ".")); !ok || !f.Nullable {
+			panic("tables: a nested field added in a later version must exist and be nullable: " + c.field.Name + "." + p)
+		}
+		m[c.field.Name+"."+p] = v
+	}
+	c.fieldsSince = m
+	return c
+}
+
+// nestedField finds the field at path inside t ("element" steps into a
+// list, a name into a struct).
+func nestedField(t arrow.DataType, path []string) (arrow.Field, bool) {
+	var f arrow.Field
+	for _, step := range path {
+		switch tt := t.(type) {
+		case *arrow.ListType:
+			if step != "element" {
+				return f, false
+			}
+			f = tt.ElemField()
+		case *arrow.StructType:
+			var ok bool
+			if f, ok = tt.FieldByName(step); !ok {
+				return f, false
+			}
+		default:
+			return f, false
+		}
+		t = f.Type
+	}
+	return f, len(path) > 0
 }
 
 // dynamic describes columns whose names are chosen per file: the rewards
@@ -143,7 +192,7 @@ func (t *Table[T]) Schema() *arrow.Schema { return t.schema }
 func (t *Table[T]) Columns() []Column {
 	out := make([]Column, len(t.cols))
 	for i, c := range t.cols {
-		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc, Since: max(c.since, 1)}
+		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc, Since: max(c.since, 1), FieldsSince: c.fieldsSince}
 	}
 	return out
 }

@@ -82,11 +82,11 @@ func TestAgentEpisode(t *testing.T) {
 	}
 	toolCalls := `[{"tool":"bash","command":"sed -i 's/wrld/world/' greet.sh\ncat greet.sh"}]`
 	want := []tables.Turn{
-		{Role: "user", Content: "Make greet.sh print 'hello world'.\n\n" + agent.FormatHelp},
-		{Role: "assistant", Content: fix, ToolCalls: &toolCalls},
-		{Role: "user", Content: "exit status 0 (ok)\nstdout:\necho hello world\nstderr:\n(empty)"},
-		{Role: "assistant", Content: "DONE"},
-		{Role: "user", Content: "verified: reward 1"},
+		{Role: "user", Content: "Make greet.sh print 'hello world'.\n\n" + agent.FormatHelp, Status: tables.StatusOK},
+		{Role: "assistant", Content: fix, ToolCalls: &toolCalls, Status: tables.StatusOK},
+		{Role: "user", Content: "exit status 0 (ok)\nstdout:\necho hello world\nstderr:\n(empty)", Status: tables.StatusOK},
+		{Role: "assistant", Content: "DONE", Status: tables.StatusOK},
+		{Role: "user", Content: "verified: reward 1", Status: tables.StatusOK},
 	}
 	tr := res.Trajectory
 	if tr.Status != tables.StatusOK || res.Reward != 1 || !reflect.DeepEqual(res.StepRewards, []float64{0, 1}) {

@@ -61,8 +61,10 @@ func TestChain(t *testing.T) {
 	row := arith.Problem{A: 123, B: 45}.Row()
 	three := &arith.ChainOptions{Steps: 2}
 	res := playChain(t, row, three, solver(0))
-	want := []tables.Turn{{Role: "user", Content: "123+45="}, {Role: "assistant", Content: "168"}, {Role: "user", Content: "168+1="},
-		{Role: "assistant", Content: "169"}, {Role: "user", Content: "169+1="}, {Role: "assistant", Content: "170"}}
+	ok := tables.StatusOK
+	want := []tables.Turn{{Role: "user", Content: "123+45=", Status: ok}, {Role: "assistant", Content: "168", Status: ok},
+		{Role: "user", Content: "168+1=", Status: ok}, {Role: "assistant", Content: "169", Status: ok},
+		{Role: "user", Content: "169+1=", Status: ok}, {Role: "assistant", Content: "170", Status: ok}}
 	if !reflect.DeepEqual(res.Trajectory.Turns, want) {
 		t.Errorf("turns %+v\nwant  %+v", res.Trajectory.Turns, want)
 	}

@@ -20,7 +20,9 @@ import (
 
 // Version is the episodes code's version; it enters every episodes task's
 // cache key: bump it when the rows written for the same inputs change.
-const Version = "episodes-1"
+// episodes-2: turns hold their reply's token ids and logprobs and a
+// status (trajectories schema version 4).
+const Version = "episodes-2"
 
 // Maker makes a fresh environment for the episodes of one prompt
 // (environments.Maker). It is called once per episode; the Env it returns
