@@ -773,6 +773,32 @@ func (s *batchSource) value(k, i int) ref.Val {
 	return e.value(k)
 }
 
+func (s *batchSource) strVar(k, i int) (string, bool) {
+	switch k {
+	case vCompletion, vPromptID, vGroupID, vFinishReason, vStatus, vPolicyVersion:
+		if s.str[k] == nil {
+			return "", false
+		}
+		return s.str[k].Value(i), true
+	case vPrompt, vAnswer:
+		if e := s.lookup(s.promptID.Value(i)); e != nil {
+			return e.str(k)
+		}
+	}
+	return "", false
+}
+
+func (s *batchSource) intVar(k, i int) (int64, bool) {
+	switch k {
+	case vSampleIndex, vNumTokens, vStaleness:
+		if s.i32[k] == nil {
+			return 0, false
+		}
+		return int64(s.i32[k][i]), true
+	}
+	return 0, false
+}
+
 // outcomeAt is row i's env_outcome, nil when null or absent.
 func (s *batchSource) outcomeAt(i int) *string {
 	if s.outcome == nil || s.outcome.IsNull(i) {
