@@ -367,7 +367,9 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	if err != nil {
 		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows)}, mem)
+	// PreAllocBinaryData sizes each batch's string data from the column
+	// chunk's size before decoding, rather than growing it by copies.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), PreAllocBinaryData: true}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
