@@ -135,6 +135,9 @@ type compileConfig struct {
 	lib       []LibOption
 	env       []cel.EnvOption
 	check     bool
+	// interpretOnly leaves every expression to the CEL interpreter, with
+	// no native plan (for tests that compare the two).
+	interpretOnly bool
 }
 
 // WithVerifier gives the function that runs the spec's verifier name.
@@ -180,6 +183,9 @@ type compiled struct {
 	name   string
 	weight float64
 	prg    cel.Program
+	// native evaluates the expression without the interpreter when it can
+	// (see nativeFn); nil when the expression has no native plan.
+	native nativeFn
 }
 
 type namedVerifier struct {
@@ -296,12 +302,15 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 		p.judges = append(p.judges, namedJudge{r.Name, fn})
 	}
 	for _, comp := range spec.Components {
-		prg, uses, cerrs := compileExpr(env, spec, comp.Name, comp.Expr, comp.ExprPos, runners)
+		prg, native, uses, cerrs := compileExpr(env, spec, comp.Name, comp.Expr, comp.ExprPos, runners)
 		for _, e := range cerrs {
 			add(e)
 		}
 		p.uses |= uses
-		p.comps = append(p.comps, compiled{name: comp.Name, weight: comp.Weight, prg: prg})
+		if c.interpretOnly {
+			native = nil
+		}
+		p.comps = append(p.comps, compiled{name: comp.Name, weight: comp.Weight, prg: prg, native: native})
 	}
 	if spec.Total != "" {
 		var decls []cel.EnvOption
@@ -312,7 +321,7 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 		if err != nil {
 			return nil, fmt.Errorf("build total environment: %w", err)
 		}
-		prg, uses, cerrs := compileExpr(tenv, spec, "total", spec.Total, spec.TotalPos, runners)
+		prg, _, uses, cerrs := compileExpr(tenv, spec, "total", spec.Total, spec.TotalPos, runners)
 		for _, e := range cerrs {
 			add(e)
 		}
@@ -330,9 +339,9 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 	return p, nil
 }
 
-// compileExpr checks one expression and plans it. Errors carry positions
-// in the spec file.
-func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners map[string]map[string]bool) (cel.Program, varSet, []error) {
+// compileExpr checks one expression and plans it, for the interpreter and,
+// when it can, natively. Errors carry positions in the spec file.
+func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners map[string]map[string]bool) (cel.Program, nativeFn, varSet, []error) {
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		var errs []error
@@ -340,7 +349,7 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 			line, col := mapPos(at, expr, e.Location.Line(), e.Location.Column())
 			errs = append(errs, &SpecError{File: spec.Name, Line: line, Column: col, Component: comp, Msg: cleanCELMessage(e.Message)})
 		}
-		return nil, 0, errs
+		return nil, nil, 0, errs
 	}
 	var errs []error
 	switch t := ast.OutputType(); {
@@ -350,9 +359,9 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 		errs = append(errs, &SpecError{File: spec.Name, Line: at.Line, Column: at.Column, Component: comp,
 			Msg: fmt.Sprintf("the expression gives %s, want a number (double, int or bool)", t), Hint: "e.g. cond ? 1.0 : 0.0"})
 	}
-	native := ast.NativeRep()
+	checked := ast.NativeRep()
 	var uses varSet
-	celast.PostOrderVisit(native.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+	celast.PostOrderVisit(checked.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
 		switch e.Kind() {
 		case celast.IdentKind:
 			if i := varIndex(e.AsIdent()); i >= 0 {
@@ -363,7 +372,7 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 			sel := e.AsSelect()
 			if op := sel.Operand(); op.Kind() == celast.IdentKind {
 				if known, ok := runners[op.AsIdent()]; ok && !known[sel.FieldName()] {
-					errs = append(errs, runnerError(spec, comp, expr, at, native, e.ID(), op.AsIdent(), sel.FieldName()))
+					errs = append(errs, runnerError(spec, comp, expr, at, checked, e.ID(), op.AsIdent(), sel.FieldName()))
 				}
 			}
 		case celast.CallKind:
@@ -373,7 +382,7 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 				if op.Kind() == celast.IdentKind && key.Kind() == celast.LiteralKind {
 					if s, ok := key.AsLiteral().(types.String); ok {
 						if known, ok := runners[op.AsIdent()]; ok && !known[string(s)] {
-							errs = append(errs, runnerError(spec, comp, expr, at, native, e.ID(), op.AsIdent(), string(s)))
+							errs = append(errs, runnerError(spec, comp, expr, at, checked, e.ID(), op.AsIdent(), string(s)))
 						}
 					}
 				}
@@ -381,13 +390,13 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 		}
 	}))
 	if len(errs) > 0 {
-		return nil, uses, errs
+		return nil, nil, uses, errs
 	}
 	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, uses, []error{&SpecError{File: spec.Name, Line: at.Line, Column: at.Column, Component: comp, Msg: err.Error()}}
+		return nil, nil, uses, []error{&SpecError{File: spec.Name, Line: at.Line, Column: at.Column, Component: comp, Msg: err.Error()}}
 	}
-	return prg, uses, nil
+	return prg, planNative(checked), uses, nil
 }
 
 func runnerError(spec *Spec, comp, expr string, at Pos, native *celast.AST, id int64, kind, name string) error {

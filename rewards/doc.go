@@ -39,6 +39,12 @@
 // compile. Check does the same without needing the verifier and judge
 // functions.
 //
+// Compile also plans the common idioms (a library call on row variables,
+// a comparison, a condition, arithmetic) as Go closures that skip the CEL
+// interpreter; a row where such a plan cannot be sure of CEL's answer (an
+// overflow, NaN, a missing prompt) is evaluated by CEL, so results are
+// the interpreter's to the bit either way (see nativeFn).
+//
 // Spec.Digest hashes the parsed spec (not its text: comments and layout do
 // not count) together with LibraryVersion. Every reward row carries it in
 // spec_digest, so rewards computed under another spec are never mixed up

@@ -18,9 +18,13 @@ import (
 )
 
 // source gives the value of variable k for row i of whatever is being
-// scored: a record batch's columns, or one Row.
+// scored: a record batch's columns, or one Row. strVar and intVar give the
+// values of string and int variables unboxed, for native plans, with
+// ok = false when value would not be a plain value (a missing prompt).
 type source interface {
 	value(k, i int) ref.Val
+	strVar(k, i int) (string, bool)
+	intVar(k, i int) (int64, bool)
 }
 
 // activation resolves the variables of one row. One is made per worker
@@ -69,6 +73,13 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 func (p *Program) evalRow(a *activation, vals []float64) (total float64, msg string) {
 	for j := range p.comps {
 		c := &p.comps[j]
+		if c.native != nil {
+			if f, ok := c.native(a); ok {
+				vals[j] = f
+				total += c.weight * f
+				continue
+			}
+		}
 		out, _, err := c.prg.Eval(a)
 		if err != nil {
 			return 0, "component " + c.name + ": " + err.Error()
@@ -282,6 +293,17 @@ func (e *promptEntry) value(k int) ref.Val {
 	return types.NewErr("no variable %d", k)
 }
 
+// str is the prompt's text or answer (k is vPrompt or vAnswer).
+func (e *promptEntry) str(k int) (string, bool) {
+	switch k {
+	case vPrompt:
+		return e.p.Prompt, true
+	case vAnswer:
+		return e.p.Answer, true
+	}
+	return "", false
+}
+
 func metadataValue(id, text string) ref.Val {
 	m := map[string]any{}
 	if strings.TrimSpace(text) != "" {
@@ -370,6 +392,42 @@ func (s *rowSource) value(k, _ int) ref.Val {
 		return missingPrompt(t.PromptID)
 	}
 	return s.prompt.value(k)
+}
+
+func (s *rowSource) strVar(k, _ int) (string, bool) {
+	t := &s.row.Trajectory
+	switch k {
+	case vCompletion:
+		return t.Completion, true
+	case vPromptID:
+		return t.PromptID, true
+	case vGroupID:
+		return t.GroupID, true
+	case vFinishReason:
+		return t.FinishReason, true
+	case vStatus:
+		return t.Status, true
+	case vPolicyVersion:
+		return t.PolicyVersion, true
+	case vPrompt, vAnswer:
+		if s.prompt != nil {
+			return s.prompt.str(k)
+		}
+	}
+	return "", false
+}
+
+func (s *rowSource) intVar(k, _ int) (int64, bool) {
+	t := &s.row.Trajectory
+	switch k {
+	case vSampleIndex:
+		return int64(t.SampleIndex), true
+	case vNumTokens:
+		return int64(t.NumTokens), true
+	case vStaleness:
+		return int64(t.Staleness), true
+	}
+	return 0, false
 }
 
 // runnerOutputs holds one row's verifier and judge results.

@@ -6,8 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -72,29 +75,35 @@ func TestRewardsFilePinned(t *testing.T) {
 		opts    ScoreOptions
 		input   string // sha256 of in
 		want    string // sha256 of the rewards file
+		rows    string // sha256 of its rows as read back (rowsDigest)
 		summary string // sha256 of the Summary printed with %+v
 	}{
 		{name: "rescore", spec: rescoreSpec, in: synth, prompts: synthPrompts,
 			input:   "0ec5d14e09ccbcaba75b51b24c92018b5caf7b8483ade84d9e838618e50dcdbd",
-			want:    "6693d07d73e4575573a0c7def563f398cecbaceebed517e195cef296760d714c",
+			want:    "52be050f927fe26d9207ee3293c82e00a908e65ff0a5ae5a1de9f5569276dfa1",
+			rows:    "27068870b65a728fc9560686bef402a73704c2036fcefa2c2e96a672ccfca0b7",
 			summary: "1b818b5204d277d69be73e769ce8f7fb03ee8b1b94e2d8fd323f43b7feb43b4a"},
 		{name: "rescore small batches", spec: rescoreSpec, in: synth, prompts: synthPrompts,
 			opts:    ScoreOptions{BatchRows: 1000, Write: &tables.WriteOptions{RowGroupRows: 5_000}},
 			input:   "0ec5d14e09ccbcaba75b51b24c92018b5caf7b8483ade84d9e838618e50dcdbd",
-			want:    "2be36647524e33711c6c6878791b2ac35145cb423f1ad506d52f21b69cf00ee1",
+			want:    "421964fe2b2581d11ba9f1d6a72e017aac493a522cc584a65818b47e2acaf628",
+			rows:    "27068870b65a728fc9560686bef402a73704c2036fcefa2c2e96a672ccfca0b7",
 			summary: "1b818b5204d277d69be73e769ce8f7fb03ee8b1b94e2d8fd323f43b7feb43b4a"},
 		{name: "rescore limit", spec: rescoreSpec, in: synth, prompts: synthPrompts,
 			opts:    ScoreOptions{Limit: 12_345},
 			input:   "0ec5d14e09ccbcaba75b51b24c92018b5caf7b8483ade84d9e838618e50dcdbd",
-			want:    "85a2484058c9254c2a2f66085fd4aecec1026bc6d2d53686fe3a25571e6312f6",
+			want:    "37adcd1da4c133d5d36c5ca899c9e7f240bc13bffcd4dda68bc6206de5eb8378",
+			rows:    "6adbf88f9e54e5e40fc379cca8ffedb14ebda4d9eafc82c8bb07bdf7f5cefc5e",
 			summary: "00816e6b7264d286060bf2d1b855870e30275f7a549adb7e6a046a1930586f7b"},
 		{name: "mixed", spec: mixedSpec, in: mixed, prompts: mixedPrompts,
 			input:   "cfb997ccaacfb62c317f39d6d1028bdfef7da8d3cf4badc5ad1261db238f0745",
-			want:    "514d086a6671ff150bccb4738a0ce3fabc54628e19e5955d12ca7d586de5e296",
+			want:    "2125aecebaca55013d612afddb1585a568fa5194096316d7eece53a9251a12a2",
+			rows:    "0d1b661d245f2f739caf52d080e58ec93b725af09c52fc07b9a5e036e5cff24d",
 			summary: "e931cf1dbdac20f712887e25b19737c0ba6ddb3a34ad5defe8c4b5e0bc147c83"},
 		{name: "gsm8k", spec: gsm8k, in: mixed, prompts: mixedPrompts,
 			input:   "cfb997ccaacfb62c317f39d6d1028bdfef7da8d3cf4badc5ad1261db238f0745",
-			want:    "32ed0364cd8df216e0f2d240d1eb9c609e348b2db49cf9c0b6f77c8075240b66",
+			want:    "759f6d78080c0a51e6b16dadc1c750afcdc88afbf404c1e8289a30d79c4f4abd",
+			rows:    "67a76eeebe6893e03a52ac89064b9e606343324280d3ca89f8c9f2063d043056",
 			summary: "f3a6bdb25a7822d328c1862fb72208ce252e2a1869e37801a4db799d71b974c8"},
 	}
 	for _, c := range cases {
@@ -125,9 +134,37 @@ func TestRewardsFilePinned(t *testing.T) {
 				if got := digest(out.Bytes()); got != c.want {
 					t.Errorf("concurrency %d: rewards file digest %s, want %s", conc, got, c.want)
 				}
+				if got := rowsDigest(t, out.Bytes()); got != c.rows {
+					t.Errorf("concurrency %d: rewards rows digest %s, want %s", conc, got, c.rows)
+				}
 			}
 		})
 	}
+}
+
+// rowsDigest is the digest of a rewards file's rows as read back, floats
+// to the bit: what the file says, whatever its encoding. (A change of
+// the encoding changes the file's digest, never this one.)
+func rowsDigest(t *testing.T, file []byte) string {
+	t.Helper()
+	rows, err := tables.Read(bytes.NewReader(file), int64(len(file)), "rewards", tables.Rewards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, r := range rows {
+		fmt.Fprintf(h, "%q %d %x %q %q %q %q", r.PromptID, r.SampleIndex, math.Float64bits(r.Total), r.SpecDigest,
+			r.VerifierOutputs, r.JudgeOutputs, r.Status)
+		if r.Error != nil {
+			fmt.Fprintf(h, " error %q", *r.Error)
+		}
+		names := slices.Sorted(maps.Keys(r.Components))
+		for _, n := range names {
+			fmt.Fprintf(h, " %s=%x", n, math.Float64bits(r.Components[n]))
+		}
+		fmt.Fprintln(h)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func digest(b []byte) string {

@@ -367,7 +367,9 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	if err != nil {
 		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows)}, mem)
+	// PreAllocBinaryData sizes each batch's string data from the column
+	// chunk's size before decoding, rather than growing it by copies.
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), PreAllocBinaryData: true}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
@@ -771,6 +773,32 @@ func (s *batchSource) value(k, i int) ref.Val {
 		return missingPrompt(id)
 	}
 	return e.value(k)
+}
+
+func (s *batchSource) strVar(k, i int) (string, bool) {
+	switch k {
+	case vCompletion, vPromptID, vGroupID, vFinishReason, vStatus, vPolicyVersion:
+		if s.str[k] == nil {
+			return "", false
+		}
+		return s.str[k].Value(i), true
+	case vPrompt, vAnswer:
+		if e := s.lookup(s.promptID.Value(i)); e != nil {
+			return e.str(k)
+		}
+	}
+	return "", false
+}
+
+func (s *batchSource) intVar(k, i int) (int64, bool) {
+	switch k {
+	case vSampleIndex, vNumTokens, vStaleness:
+		if s.i32[k] == nil {
+			return 0, false
+		}
+		return int64(s.i32[k][i]), true
+	}
+	return 0, false
 }
 
 // outcomeAt is row i's env_outcome, nil when null or absent.

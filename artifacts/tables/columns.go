@@ -76,7 +76,12 @@ func strCol[T any](name, doc string, get func(*T) *string) column[T] {
 
 // textCol is a strCol for long free text, stored without dictionary encoding.
 func textCol[T any](name, doc string, get func(*T) *string) column[T] {
-	c := strCol(name, doc, get)
+	return noDictionary(strCol(name, doc, get))
+}
+
+// noDictionary marks a column stored without dictionary encoding (see
+// column.plain).
+func noDictionary[T any](c column[T]) column[T] {
 	c.plain = true
 	return c
 }

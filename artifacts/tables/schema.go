@@ -224,7 +224,13 @@ func MeanTotal(rows []Reward) (mean float64, scored int) {
 // write a file with r_<component> columns; readers discover them.
 var Rewards = func() *Table[Reward] {
 	t := newTable(RewardsName, 1, []column[Reward]{
-		strCol("prompt_id", "prompt of the scored sample", func(r *Reward) *string { return &r.PromptID }),
+		// Rewards files are written in the order of their trajectories,
+		// so a prompt's ids come in runs that zstd compresses: a
+		// dictionary of them would only cost a hash per row. (Totals and
+		// components keep theirs: rewards take few values, a dictionary
+		// stores them in a few bits, and one that grows too large falls
+		// back to plain pages.)
+		noDictionary(strCol("prompt_id", "prompt of the scored sample", func(r *Reward) *string { return &r.PromptID })),
 		i32Col("sample_index", "sample index of the scored sample", func(r *Reward) *int32 { return &r.SampleIndex }),
 		f64Col("total", "total reward the trainer uses", func(r *Reward) *float64 { return &r.Total }),
 		strCol("spec_digest", "digest of the reward spec that produced the row", func(r *Reward) *string { return &r.SpecDigest }),

@@ -73,8 +73,8 @@ type column[T any] struct {
 	field arrow.Field
 	doc   string
 	// plain marks mostly unique values (completions, prompts, token ids,
-	// logprobs): Parquet dictionary encoding is turned off for them, as it
-	// would only cost time.
+	// logprobs, a rewards file's prompt ids): Parquet dictionary
+	// encoding is turned off for them, as it would only cost time.
 	plain bool
 	// enc binds a builder of the column's type and returns a function that
 	// appends the column's value of a row.
