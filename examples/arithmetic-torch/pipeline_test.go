@@ -4,11 +4,8 @@
 package arithmetictorch
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
@@ -49,51 +46,22 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 	model := vllmtest.Export(t, "tiny-arith")
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
 
-	b, err := os.ReadFile("pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	src := string(b)
-	for old, new := range map[string]string{
+	src := exampletest.Config(t, "pipeline.yaml", map[string]string{
 		"http://127.0.0.1:8012":               srv.URL(),
-		"spec: ../arithmetic/reward.yaml":     "spec: " + abs("../arithmetic/reward.yaml"),
-		"../../trainers/python/grpo_train.py": abs("../../trainers/python/grpo_train.py"),
+		"spec: ../arithmetic/reward.yaml":     "spec: " + exampletest.Abs(t, "../arithmetic/reward.yaml"),
+		"../../trainers/python/grpo_train.py": exampletest.Abs(t, "../../trainers/python/grpo_train.py"),
 		"base_model: tiny-arith ":             "base_model: " + model + " ",
 		"iterations: 8":                       fmt.Sprintf("iterations: %d", iterations),
 		"every: 4":                            fmt.Sprintf("every: %d", iterations),
 		"n: 16":                               "n: 8",
 		"k: [1, 4, 16]":                       "k: [1, 8]",
-	} {
-		if !strings.Contains(src, old) {
-			t.Fatalf("pipeline.yaml no longer has %q; update this test", old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	store := filepath.Join(dir, "store")
-	rlpipe := func(args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		if code := cli.Main(append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb); code != 0 {
-			t.Fatalf("rlpipe %s: exit %d\n%s\nvLLM's log ends:\n%s", strings.Join(args, " "), code, errb.String(), srv.LogTail())
-		}
-		return out.String()
-	}
-	rlpipe("init-store")
-	rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
+	})
+	e := exampletest.New(t, srv.LogTail)
+	e.Rlpipe("init-store")
+	e.Rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
+	cfg := e.Write("pipeline.yaml", src)
 	start := time.Now()
-	rlpipe("run", "-f", cfg, "--no-report")
+	e.Rlpipe("run", "-f", cfg, "--no-report")
 	elapsed := time.Since(start)
 
 	var st struct {
@@ -103,9 +71,7 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 			Metrics    map[string]float64 `json:"metrics"`
 		} `json:"evals"`
 	}
-	if err := json.Unmarshal([]byte(rlpipe("status", "arith-torch", "-o", "json")), &st); err != nil {
-		t.Fatal(err)
-	}
+	e.JSON(&st, "status", "arith-torch")
 	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
 		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
 	}
@@ -126,16 +92,10 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 	// adapter with AdamW's state, one more step each — and, with overlap
 	// (max_staleness 1), iteration N sampled from iteration N-2's adapter
 	// hot-loaded into vLLM: the first two from the base.
-	ctx := context.Background()
-	s, err := artifacts.Open(ctx, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := e.Open()
 	const branch = "runs-arith-torch"
 	versions := map[string]bool{}
 	for it := 1; it <= iterations; it++ {
-		prefix := fmt.Sprintf("iterations/%06d/", it)
 		var m struct {
 			OptimizerSteps int      `json:"optimizer_steps"`
 			Updates        int      `json:"updates"`
@@ -145,21 +105,17 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 				Mean float64 `json:"mean"`
 			} `json:"reward"`
 		}
-		if err := json.Unmarshal(read(t, s, branch, prefix+"train_metrics.json"), &m); err != nil {
+		if err := json.Unmarshal(exampletest.Read(t, s, branch, runs.IterationPath(it, runs.TrainMetricsFile)), &m); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("iteration %d: reward %.3f, loss %v, %d tokens, optimizer step %d", it, m.Reward.Mean, fmtPtr(m.Loss), m.TrainTokens, m.OptimizerSteps)
 		if m.OptimizerSteps != it || m.Updates != it {
 			t.Errorf("iteration %d: %d optimizer steps, %d updates: want %d, continuing from the previous iteration's state", it, m.OptimizerSteps, m.Updates, it)
 		}
-		for _, f := range []string{"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "adapter/optimizer/optimizer.pt"} {
-			read(t, s, branch, prefix+f)
+		for _, f := range []string{runs.AdapterConfigFile, "adapter_model.safetensors", "optimizer/optimizer.pt"} {
+			exampletest.Read(t, s, branch, runs.IterationPath(it, runs.AdapterDir+"/"+f))
 		}
-		tb := read(t, s, branch, prefix+"trajectories.parquet")
-		rows, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories.parquet", tables.Trajectories)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := exampletest.ReadTable(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 		for _, r := range rows {
 			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
 				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
@@ -171,20 +127,6 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 		}
 		versions[v] = true
 	}
-}
-
-func read(t *testing.T, s artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := s.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func fmtPtr(p *float64) string {

@@ -3,20 +3,18 @@
 package arithmeticvllm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
@@ -35,45 +33,18 @@ func TestPipelineWithVLLM(t *testing.T) {
 	model := vllmtest.Export(t, "tiny-arith")
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
 
-	b, err := os.ReadFile("pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := filepath.Abs("../arithmetic/reward.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	for old, new := range map[string]string{
+	src := exampletest.Config(t, "pipeline.yaml", map[string]string{
 		"http://127.0.0.1:8011":           srv.URL(),
-		"spec: ../arithmetic/reward.yaml": "spec: " + spec,
+		"spec: ../arithmetic/reward.yaml": "spec: " + exampletest.Abs(t, "../arithmetic/reward.yaml"),
 		"iterations: 20":                  "iterations: 16",
 		"every: 5":                        "every: 16",
 		"n: 16":                           "n: 8",
 		"k: [1, 4, 16]":                   "k: [1, 8]",
-	} {
-		if !strings.Contains(src, old) {
-			t.Fatalf("pipeline.yaml no longer has %q; update this test", old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	store := filepath.Join(dir, "store")
-	rlpipe := func(args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		if code := cli.Main(append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb); code != 0 {
-			t.Fatalf("rlpipe %s: exit %d\n%s\nvLLM's log ends:\n%s", strings.Join(args, " "), code, errb.String(), srv.LogTail())
-		}
-		return out.String()
-	}
-	rlpipe("init-store")
-	rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
-	rlpipe("run", "-f", cfg, "--no-report")
+	})
+	e := exampletest.New(t, srv.LogTail)
+	e.Rlpipe("init-store")
+	e.Rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
+	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", src), "--no-report")
 
 	var st struct {
 		Evals []struct {
@@ -82,9 +53,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 			Metrics    map[string]float64 `json:"metrics"`
 		} `json:"evals"`
 	}
-	if err := json.Unmarshal([]byte(rlpipe("status", "arith-vllm", "-o", "json")), &st); err != nil {
-		t.Fatal(err)
-	}
+	e.JSON(&st, "status", "arith-vllm")
 	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != 16 {
 		t.Fatalf("evals %+v: want the base model, then iteration 16", st.Evals)
 	}
@@ -99,12 +68,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 	// of iteration N-2: the first two from the base, every later one from
 	// a new adapter through vLLM, each sample with the ids and logprobs
 	// vLLM returned.
-	ctx := context.Background()
-	s, err := artifacts.Open(ctx, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := e.Open()
 	versions := map[string]bool{}
 	for it := 1; it <= 16; it++ {
 		rows := readTrajectories(t, s, it)
@@ -131,11 +95,12 @@ func TestPipelineWithVLLM(t *testing.T) {
 	for _, c := range []struct{ sampled, adapter int }{{1, 0}, {16, 14}} {
 		var a *tiny.Adapter
 		if c.adapter > 0 {
-			if a, err = m.LoadAdapter(fetchAdapter(t, s, c.adapter)); err != nil {
+			if a, err = m.LoadAdapter(exampletest.Adapter(t, s, branch, c.adapter)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		worst := maxLogprobGap(t, m, a, readTable(t, s, c.sampled, "prompts.parquet", tables.Prompts), readTrajectories(t, s, c.sampled))
+		prompts := exampletest.ReadTable(t, s, branch, runs.IterationPath(c.sampled, runs.PromptsFile), tables.Prompts)
+		worst := maxLogprobGap(t, m, a, prompts, readTrajectories(t, s, c.sampled))
 		t.Logf("iteration %d: vLLM's logprobs and the embedded model's on the same %s tokens differ by at most %.2g", c.sampled,
 			map[bool]string{true: "base", false: fmt.Sprintf("iteration-%d-adapter", c.adapter)}[a == nil], worst)
 		if worst > 1e-4 {
@@ -193,67 +158,10 @@ func maxLogprobGap(t *testing.T, m *tiny.Model, a *tiny.Adapter, prompts []table
 	return worst
 }
 
-// fetchAdapter copies iteration it's committed adapter out of the store
-// into a PEFT directory.
-func fetchAdapter(t *testing.T, s artifacts.Store, it int) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"adapter_config.json", "adapter_model.safetensors"} {
-		path := findObject(t, s, it, "adapter/"+name)
-		if err := os.WriteFile(filepath.Join(dir, name), readObject(t, s, path), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 func readTrajectories(t *testing.T, s artifacts.Store, it int) []tables.Trajectory {
 	t.Helper()
-	return readTable(t, s, it, "trajectories.parquet", tables.Trajectories)
+	return exampletest.ReadTable(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 }
 
-// readTable reads the table of iteration it whose path ends with name.
-func readTable[R any](t *testing.T, s artifacts.Store, it int, name string, table *tables.Table[R]) []R {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(f, readObject(t, s, findObject(t, s, it, name)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.ReadFile(f, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
-// findObject returns the path of iteration it's object ending with /name.
-func findObject(t *testing.T, s artifacts.Store, it int, name string) string {
-	t.Helper()
-	prefix := "iterations/" + pad(it) + "/"
-	for e, err := range s.ListObjects(context.Background(), "runs-arith-vllm", &artifacts.ListOptions{Prefix: prefix}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasSuffix(e.Path, "/"+name) {
-			return e.Path
-		}
-	}
-	t.Fatalf("no %s under %s", name, prefix)
-	return ""
-}
-
-func readObject(t *testing.T, s artifacts.Store, path string) []byte {
-	t.Helper()
-	rc, _, err := s.GetObject(context.Background(), "runs-arith-vllm", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func pad(n int) string { return fmt.Sprintf("%06d", n) }
+// branch is the run's branch.
+const branch = "runs-arith-vllm"

@@ -9,17 +9,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
@@ -46,51 +43,23 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-chain"})
 	t.Logf("vLLM up in %v", time.Since(t0).Round(time.Second))
 
-	b, err := os.ReadFile("pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	eval := strings.Index(src, "eval:")
-	envs := strings.Index(src, "environments:")
+	// No evaluation: it would play 8,000 episodes.
+	src := exampletest.Config(t, "pipeline.yaml", map[string]string{
+		"iterations: 100": fmt.Sprintf("iterations: %d", iterations),
+		"policy: {kind: embedded, model: tiny-chain}": fmt.Sprintf("policy: {kind: openai, model: tiny-chain, endpoints: ['%s'], concurrency: 8}", srv.URL()),
+	})
+	eval, envs := strings.Index(src, "eval:"), strings.Index(src, "environments:")
 	if eval < 0 || envs < eval {
 		t.Fatal("pipeline.yaml no longer has its eval section before environments; update this test")
 	}
-	src = src[:eval] + src[envs:] // no evaluation: it would play 8,000 episodes
-	for old, new := range map[string]string{
-		"iterations: 100": fmt.Sprintf("iterations: %d", iterations),
-		"policy: {kind: embedded, model: tiny-chain}": fmt.Sprintf("policy: {kind: openai, model: tiny-chain, endpoints: ['%s'], concurrency: 8}", srv.URL()),
-	} {
-		if !strings.Contains(src, old) {
-			t.Fatalf("pipeline.yaml no longer has %q; update this test", old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reward, err := os.ReadFile("reward.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), reward, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	store := filepath.Join(dir, "store")
-	rlpipe := func(args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		if code := cli.Main(append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb); code != 0 {
-			t.Fatalf("rlpipe %s: exit %d\n%s\nvLLM's log ends:\n%s", strings.Join(args, " "), code, errb.String(), srv.LogTail())
-		}
-		return out.String()
-	}
-	rlpipe("init-store")
-	rlpipe("dataset", "arith", "main")
+	src = src[:eval] + src[envs:]
+	e := exampletest.New(t, srv.LogTail)
+	cfg := e.Write("pipeline.yaml", src)
+	e.Write("reward.yaml", exampletest.Config(t, "reward.yaml", nil))
+	e.Rlpipe("init-store")
+	e.Rlpipe("dataset", "arith", "main")
 	t1 := time.Now()
-	rlpipe("run", "-f", cfg, "--no-report")
+	e.Rlpipe("run", "-f", cfg, "--no-report")
 	took := time.Since(t1)
 
 	var st struct {
@@ -99,9 +68,7 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 			Commit    string `json:"commit"`
 		} `json:"iterations"`
 	}
-	if err := json.Unmarshal([]byte(rlpipe("status", "chain", "-o", "json")), &st); err != nil {
-		t.Fatal(err)
-	}
+	e.JSON(&st, "status", "chain")
 	committed := 0
 	for _, it := range st.Iterations {
 		if it.Iteration >= 1 && it.Commit != "" {
@@ -109,12 +76,7 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 		}
 	}
 
-	ctx := context.Background()
-	s, err := artifacts.Open(ctx, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := e.Open()
 	m, err := tiny.EmbeddedChain()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +84,7 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 	episodes, solved, turns := 0, 0, 0
 	worstBase, worstAdapter := 0.0, 0.0
 	for it := 1; it <= iterations; it++ {
-		rows := readTable(t, s, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+		rows := exampletest.ReadTable(t, s, "runs-chain", runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 		if len(rows) != 16*8 {
 			t.Fatalf("iteration %d: %d episodes, want 16 prompts × 8", it, len(rows))
 		}
@@ -131,7 +93,7 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 		// here with the same adapter.
 		var a *tiny.Adapter
 		if it > 1 {
-			if a, err = m.LoadAdapter(fetchAdapter(t, s, it-1)); err != nil {
+			if a, err = m.LoadAdapter(exampletest.Adapter(t, s, "runs-chain", it-1)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -293,47 +255,6 @@ func replayPrompts(t *testing.T, url string, rows []tables.Trajectory) {
 	if checked == 0 {
 		t.Error("no turn replayed")
 	}
-}
-
-// fetchAdapter copies iteration it's committed adapter out of the store
-// into a PEFT directory.
-func fetchAdapter(t *testing.T, s artifacts.Store, it int) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{runs.AdapterConfigFile, "adapter_model.safetensors"} {
-		b := readObject(t, s, runs.IterationPath(it, runs.AdapterDir+"/"+name))
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-func readTable[R any](t *testing.T, s artifacts.Store, path string, table *tables.Table[R]) []R {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), filepath.Base(path))
-	if err := os.WriteFile(f, readObject(t, s, path), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.ReadFile(f, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
-func readObject(t *testing.T, s artifacts.Store, path string) []byte {
-	t.Helper()
-	rc, _, err := s.GetObject(context.Background(), "runs-chain", path)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func turnRoles(ts []tables.Turn) string {

@@ -1,0 +1,157 @@
+// Package exampletest runs an example's pipeline.yaml through the rlpipe
+// command line inside a test, in a store of its own, and reads back what
+// the run committed: the scaffolding the examples' tests share.
+//
+//	src := exampletest.Config(t, "pipeline.yaml", map[string]string{"iterations: 20": "iterations: 4"})
+//	e := exampletest.New(t, srv.LogTail)
+//	e.Rlpipe("init-store")
+//	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", src), "--no-report")
+//	rows := exampletest.ReadTable(t, e.Open(), "runs-arith", runs.IterationPath(1, runs.TrajectoriesFile), tables.Trajectories)
+package exampletest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli"
+)
+
+// Config reads an example's config file and applies edits: each key is a
+// text the file must hold, replaced once by its value. A missing text
+// fails the test, naming it, so that a test notices when the example it
+// cuts down has changed.
+func Config(t testing.TB, path string, edits map[string]string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	for old, new := range edits {
+		if !strings.Contains(src, old) {
+			t.Fatalf("%s no longer has %q; update this test", path, old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	return src
+}
+
+// Abs is path made absolute, for a config written to another directory.
+func Abs(t testing.TB, path string) string {
+	t.Helper()
+	a, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Env is a temporary directory holding a store, and the rlpipe command
+// line pointed at it.
+type Env struct {
+	t          testing.TB
+	Dir, Store string
+	// logTail, when set, is shown when a command fails: the log of the
+	// server the run samples from.
+	logTail func() string
+}
+
+// New makes an Env; logTail may be nil.
+func New(t testing.TB, logTail func() string) *Env {
+	dir := t.TempDir()
+	return &Env{t: t, Dir: dir, Store: filepath.Join(dir, "store"), logTail: logTail}
+}
+
+// Write writes a file into the Env's directory and returns its path.
+func (e *Env) Write(name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.Dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// Rlpipe runs the command line on the Env's store and returns its
+// standard output; a non-zero exit fails the test with its standard
+// error (and the server's log tail).
+func (e *Env) Rlpipe(args ...string) string {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	if code := cli.Main(append([]string{"--store", e.Store}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+		msg := errb.String()
+		if e.logTail != nil {
+			msg += "\nthe server's log ends:\n" + e.logTail()
+		}
+		e.t.Fatalf("rlpipe %s: exit %d\n%s", strings.Join(args, " "), code, msg)
+	}
+	return out.String()
+}
+
+// JSON runs the command line with -o json and decodes its output into v.
+func (e *Env) JSON(v any, args ...string) {
+	e.t.Helper()
+	if err := json.Unmarshal([]byte(e.Rlpipe(append(args, "-o", "json")...)), v); err != nil {
+		e.t.Fatalf("rlpipe %s -o json: %v", strings.Join(args, " "), err)
+	}
+}
+
+// Open opens the Env's store, closed when the test ends.
+func (e *Env) Open() artifacts.Store {
+	e.t.Helper()
+	s, err := artifacts.Open(context.Background(), e.Store, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Read is the object at path on ref.
+func Read(t testing.TB, s artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := s.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ReadTable reads the table at path on ref.
+func ReadTable[R any](t testing.TB, s artifacts.Store, ref, path string, table *tables.Table[R]) []R {
+	t.Helper()
+	b := Read(t, s, ref, path)
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// Adapter copies iteration it's committed PEFT adapter on ref into a
+// temporary directory and returns it.
+func Adapter(t testing.TB, s artifacts.Store, ref string, it int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{runs.AdapterConfigFile, "adapter_model.safetensors"} {
+		b := Read(t, s, ref, runs.IterationPath(it, runs.AdapterDir+"/"+name))
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
