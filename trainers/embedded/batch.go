@@ -147,9 +147,12 @@ func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 	cfg := m.Config()
 	V := int32(cfg.VocabSize())
 	for j, id := range t.Sequence {
-		if id < tiny.EOS || id >= V {
-			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d, or BOS first); was it sampled from another model?",
-				ErrBatch, where, id, j+at, m.Version(), tiny.EOS, V-1)
+		// PAD and BOS can be sampled (see example); elsewhere they mean
+		// another model's tokenizer.
+		sampled := t.Trainable[j] == 1 && id >= 0
+		if (id < tiny.EOS && !sampled) || id >= V {
+			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d, or BOS first, or any id below %d in a reply); was it sampled from another model?",
+				ErrBatch, where, id, j+at, m.Version(), tiny.EOS, V-1, V)
 		}
 	}
 	if n := len(t.Sequence); n > cfg.Context {
@@ -160,7 +163,12 @@ func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 
 // example rebuilds what the policy saw and produced: the prompt tokenized
 // as the embedded sampler does (tiny.Model.PromptTokens) and the sampled
-// token ids, the final EOS included.
+// token ids, the final EOS included. Any id of the vocabulary is a
+// completion token, PAD and BOS too: samplers draw from the whole
+// distribution (the embedded one and vLLM alike), where those two have
+// next to no probability but not none, and a completion that holds one is
+// trained on like any other. An EOS before the end, or an id outside the
+// vocabulary, means another model.
 func example(m *tiny.Model, pr tables.Prompt, t tables.Trajectory) (tiny.Example, error) {
 	where := fmt.Sprintf("sample %d of prompt %q", t.SampleIndex, t.PromptID)
 	req := policy.Request{Prompt: pr.Prompt}
@@ -180,9 +188,9 @@ func example(m *tiny.Model, pr tables.Prompt, t tables.Trajectory) (tiny.Example
 	cfg := m.Config()
 	V := int32(cfg.VocabSize())
 	for j, id := range t.TokenIDs {
-		if id < tiny.EOS || id >= V || (id == tiny.EOS && j != len(t.TokenIDs)-1) {
-			return tiny.Example{}, fmt.Errorf("%w: %s: token %d at %d is not a completion token of %s (ids %d..%d, EOS only last); was it sampled from another model?",
-				ErrBatch, where, id, j+1, m.Version(), tiny.EOS, V-1)
+		if id < 0 || id >= V || (id == tiny.EOS && j != len(t.TokenIDs)-1) {
+			return tiny.Example{}, fmt.Errorf("%w: %s: token %d at %d is not a completion token of %s (ids 0..%d, EOS only last); was it sampled from another model?",
+				ErrBatch, where, id, j+1, m.Version(), V-1)
 		}
 	}
 	if n := len(prompt) + len(t.TokenIDs); n > cfg.Context {

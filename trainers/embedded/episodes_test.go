@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,10 +207,18 @@ func TestEpisodeWithALeadingBOS(t *testing.T) {
 	if !bytes.Equal(saved(t, a), saved(t, b)) {
 		t.Error("the adapter trained on BOS-led episodes differs from the one trained on the same episodes without BOS")
 	}
+	// A reply may hold a sampled PAD or BOS (samplers draw from the whole
+	// distribution); the trainer takes it.
+	tr := &led.Trajectories[1]
+	first := slices.Index(tr.Trainable, 1)
+	tr.Sequence[first], tr.TokenIDs[0] = tiny.PAD, tiny.PAD
+	if _, err := newTrainer(t, m, embedded.Options{KeepZeroStd: true}).Update(ctx, led); err != nil {
+		t.Errorf("a PAD sampled in a reply: %v", err)
+	}
 	led.Trajectories[0].Sequence[2] = tiny.BOS
 	if _, err := newTrainer(t, m, embedded.Options{KeepZeroStd: true}).Update(ctx, led); !errors.Is(err, embedded.ErrBatch) ||
 		!strings.Contains(err.Error(), `episode 0 of prompt "c0": token 1 at 3 of sequence_ids is not a token of`) {
-		t.Errorf("a BOS inside the sequence: %v", err)
+		t.Errorf("a BOS inside the sequence, outside the replies: %v", err)
 	}
 }
 

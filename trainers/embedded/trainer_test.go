@@ -33,12 +33,18 @@ func embeddedModel(t testing.TB) *tiny.Model {
 // scores them as the exact-answer reward does.
 func sampleBatch(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint64) embedded.Batch {
 	t.Helper()
+	return sampleBatchAt(t, m, a, n, seed, 1)
+}
+
+// sampleBatchAt is sampleBatch at another temperature.
+func sampleBatchAt(t testing.TB, m *tiny.Model, a *tiny.Adapter, n int, seed uint64, temperature float64) embedded.Batch {
+	t.Helper()
 	prompts := arithPrompts(n)
 	reqs := make([]policy.Request, n)
 	for i, p := range prompts {
 		reqs[i] = policy.PromptRequest(p, seed)
 	}
-	s := policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}
+	s := policy.Sampling{N: 8, Temperature: temperature, MaxTokens: 5, Logprobs: true}
 	sampler, err := s.JSON()
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +210,12 @@ func TestUpdateRejectsInconsistentBatches(t *testing.T) {
 		{"reward of an unknown sample", func(b *embedded.Batch) { b.Rewards[0].SampleIndex = 99 }, "which the trajectories do not hold"},
 		{"twice the same reward", func(b *embedded.Batch) { b.Rewards[1] = b.Rewards[0] }, "twice"},
 		{"token of another vocabulary", func(b *embedded.Batch) { b.Trajectories[5].TokenIDs[0] = 40 }, "token 40 at 1"},
+		{"negative token id", func(b *embedded.Batch) { b.Trajectories[5].TokenIDs[0] = -1 }, "token -1 at 1"},
+		{"EOS before the end", func(b *embedded.Batch) {
+			tr := &b.Trajectories[5]
+			tr.TokenIDs = append([]int32{tiny.EOS}, tr.TokenIDs...)
+			tr.Logprobs = append([]float32{-1}, tr.Logprobs...)
+		}, "token 2 at 1 is not a completion token"},
 		{"logprobs of another length", func(b *embedded.Batch) { b.Trajectories[5].Logprobs = b.Trajectories[5].Logprobs[:0] }, "logprobs for"},
 		{"prompt missing", func(b *embedded.Batch) { b.Prompts = b.Prompts[1:] }, "no row in the prompts table"},
 	}
@@ -219,6 +231,36 @@ func TestUpdateRejectsInconsistentBatches(t *testing.T) {
 				t.Fatalf("error %v, want ErrBatch saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The samplers draw from the whole distribution, PAD and BOS included
+// (the embedded engine as vLLM does): at a high temperature some
+// completions hold them, and the trainer takes them like any other token
+// rather than failing the run's train task.
+func TestUpdateTrainsOnSampledPADAndBOS(t *testing.T) {
+	m := embeddedModel(t)
+	b := sampleBatchAt(t, m, nil, 8, 1, 4)
+	special := map[int32]int{}
+	tokens := 0
+	for _, tr := range b.Trajectories {
+		tokens += len(tr.TokenIDs)
+		for _, id := range tr.TokenIDs {
+			if id == tiny.PAD || id == tiny.BOS {
+				special[id]++
+			}
+		}
+	}
+	if special[tiny.PAD] == 0 || special[tiny.BOS] == 0 {
+		t.Fatalf("no PAD or BOS in %d tokens sampled at temperature 4 (%v): pick another seed", tokens, special)
+	}
+	res, err := newTrainer(t, m, embedded.Options{KeepZeroStd: true}).Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if met := res.Metrics; met.Masked != 0 || met.TrainTokens != tokens {
+		t.Errorf("trained on %d of %d tokens with %d samples masked; want every token of every sample (PAD %d, BOS %d of them)",
+			met.TrainTokens, tokens, met.Masked, special[tiny.PAD], special[tiny.BOS])
 	}
 }
 
