@@ -99,7 +99,7 @@ func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 	d := tiny.DefaultPretrainConfig()
 	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, or tiny-chain (half of its examples two-turn running sums, for multi-turn episodes)")
 	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, or chain.safetensors for tiny-chain)")
-	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2700 for tiny-arith, 4100 for tiny-chain)")
+	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2250 for tiny-arith, 4100 for tiny-chain)")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
 	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
 }

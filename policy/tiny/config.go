@@ -45,11 +45,12 @@ type Config struct {
 	Context int `json:"context"`
 }
 
-// DefaultConfig is the shipped model's configuration: 16 tokens, d 64,
-// 4 heads of 32 (a head size vLLM's CPU attention accepts), 2 layers,
-// MLP 176, context 32.
+// DefaultConfig is the shipped tiny-arith's configuration: 16 tokens,
+// d 64, 4 heads of 32 (a head size vLLM's CPU attention accepts), 3
+// layers, MLP 176, context 32. (tiny-chain has 2 layers: see
+// DefaultChainPretrainConfig.)
 func DefaultConfig() Config {
-	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, HeadDim: 32, Layers: 2, Hidden: 176, Context: 32}
+	return Config{Name: "tiny-arith", Vocab: "0123456789+-=", Dim: 64, Heads: 4, HeadDim: 32, Layers: 3, Hidden: 176, Context: 32}
 }
 
 // headDim returns the width of one attention head.

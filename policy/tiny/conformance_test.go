@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 
 // version is the shipped weights' PolicyVersion (TestEmbedded pins
 // their checksum).
-const version = "tiny-arith@d3c100f698f9"
+const version = "tiny-arith@94322e33363d"
 
 func embedded(t *testing.T) *tiny.Model {
 	t.Helper()
@@ -104,29 +104,29 @@ func tinyBackend(p policy.Policy, dir string) policytest.Backend {
 		AdapterDir: dir,
 		Golden: []policytest.Golden{
 			{Name: "greedy", Requests: sum, Sampling: policy.Sampling{MaxTokens: 6, Logprobs: true},
-				Want: [][]policy.Sample{{ok("sum", 0, "579", []int32{8, 10, 12, 2}, []float32{-0.06996918, -0.4391632, -0.007745743, -4.7683716e-06}, policy.FinishStop, 9)}}},
+				Want: [][]policy.Sample{{ok("sum", 0, "579", []int32{8, 10, 12, 2}, []float32{-0.22945404, -0.1064167, -0.009728432, -0.00012779236}, policy.FinishStop, 9)}}},
 			{Name: "max tokens", Requests: sum, Sampling: policy.Sampling{MaxTokens: 2, Logprobs: true},
-				Want: [][]policy.Sample{{ok("sum", 0, "57", []int32{8, 10}, []float32{-0.06996918, -0.4391632}, policy.FinishLength, 9)}}},
+				Want: [][]policy.Sample{{ok("sum", 0, "57", []int32{8, 10}, []float32{-0.22945404, -0.1064167}, policy.FinishLength, 9)}}},
 			{Name: "stop string", Requests: sum, Sampling: policy.Sampling{MaxTokens: 6, Stop: []string{"9"}},
 				Want: [][]policy.Sample{{stopped(ok("sum", 0, "57", []int32{8, 10, 12}, nil, policy.FinishStop, 9), "9")}}},
 			{Name: "seeded", Requests: []policy.Request{{ID: "a", Prompt: "77+642=", Seed: 42}},
 				Sampling: policy.Sampling{N: 3, Temperature: 1, MaxTokens: 6, Logprobs: true},
 				Want: [][]policy.Sample{{
-					ok("a", 0, "710", []int32{10, 4, 3, 2}, []float32{-0.049925804, -2.203271, -2.5217948, -5.722046e-06}, policy.FinishStop, 8),
-					ok("a", 1, "729", []int32{10, 5, 12, 2}, []float32{-0.049925804, -0.117562294, -0.036613464, -1.04904175e-05}, policy.FinishStop, 8),
-					ok("a", 2, "729", []int32{10, 5, 12, 2}, []float32{-0.049925804, -0.117562294, -0.036613464, -1.04904175e-05}, policy.FinishStop, 8),
+					ok("a", 0, "710", []int32{10, 4, 3, 2}, []float32{-0.58174133, -2.3356476, -1.0121164, -6.866455e-05}, policy.FinishStop, 8),
+					ok("a", 1, "829", []int32{11, 5, 12, 2}, []float32{-0.81860924, -0.12964058, -0.45877552, -7.915497e-05}, policy.FinishStop, 8),
+					ok("a", 2, "729", []int32{10, 5, 12, 2}, []float32{-0.58174133, -0.11196041, -0.3457346, -7.915497e-05}, policy.FinishStop, 8),
 				}}},
 			{Name: "chat", Requests: []policy.Request{{ID: "c", Messages: []policy.Message{{Role: "system", Content: "95+"}, {Role: "user", Content: "406="}}, Seed: 5}},
 				Sampling: policy.Sampling{N: 2, Temperature: 0.7, TopP: 0.9, MaxTokens: 6},
 				Want: [][]policy.Sample{{
-					ok("c", 0, "591", []int32{8, 12, 4, 2}, nil, policy.FinishStop, 8),
-					ok("c", 1, "521", []int32{8, 5, 4, 2}, nil, policy.FinishStop, 8),
+					ok("c", 0, "402", []int32{7, 3, 5, 2}, nil, policy.FinishStop, 8),
+					ok("c", 1, "401", []int32{7, 3, 4, 2}, nil, policy.FinishStop, 8),
 				}}},
 			{Name: "adapter", Requests: []policy.Request{sum[0], {ID: "b", Prompt: "17+25=", Seed: 2}},
 				Sampling: policy.Sampling{MaxTokens: 6, Logprobs: true, Adapter: policytest.AdapterName},
 				Want: [][]policy.Sample{
-					{tuned(ok("sum", 0, "580", []int32{8, 11, 3, 2}, []float32{-0.009054184, -0.0390625, -0.0019741058, -2.861023e-06}, policy.FinishStop, 9))},
-					{tuned(ok("b", 0, "43", []int32{7, 6, 2}, []float32{-0.08348179, -0.054084778, -7.05719e-05}, policy.FinishStop, 7))},
+					{tuned(ok("sum", 0, "580", []int32{8, 11, 3, 2}, []float32{-0.0069332123, -0.003162384, -0.004005432, -0.0045080185}, policy.FinishStop, 9))},
+					{tuned(ok("b", 0, "43", []int32{7, 6, 2}, []float32{-0.013758659, -0.044696808, -0.00076293945}, policy.FinishStop, 7))},
 				}},
 		},
 	}

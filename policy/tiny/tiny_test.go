@@ -49,7 +49,7 @@ func TestTokenize(t *testing.T) {
 }
 
 func TestConfig(t *testing.T) {
-	if n := testModel(t).NumParams(); n != 135488 {
+	if n := testModel(t).NumParams(); n != 202176 {
 		t.Errorf("default model has %d parameters", n)
 	}
 	bad := DefaultConfig()

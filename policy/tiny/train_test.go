@@ -148,7 +148,7 @@ func TestAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Rank() != 8 || a.Scaling() != 2 || len(a.Modules()) != 14 || a.Modules()[0] != "model.layers.0.self_attn.q_proj" {
+	if a.Rank() != 8 || a.Scaling() != 2 || len(a.Modules()) != 21 || a.Modules()[0] != "model.layers.0.self_attn.q_proj" {
 		t.Errorf("defaults: rank %d scaling %g modules %v", a.Rank(), a.Scaling(), a.Modules())
 	}
 	fresh, _, _ := m.Score(ctx, a, batch)
@@ -179,7 +179,7 @@ func TestAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.BaseModelNameOrPath != m.Version() || len(mods) != 14 || mods["model.layers.1.mlp.up_proj"].A.Shape[1] != 64 || mods["model.layers.1.mlp.up_proj"].B.Shape[0] != 176 {
+	if cfg.BaseModelNameOrPath != m.Version() || len(mods) != 21 || mods["model.layers.1.mlp.up_proj"].A.Shape[1] != 64 || mods["model.layers.1.mlp.up_proj"].B.Shape[0] != 176 {
 		t.Errorf("adapter dir: %+v, %d modules", cfg, len(mods))
 	}
 
@@ -238,13 +238,13 @@ func TestAdapterMismatch(t *testing.T) {
 
 	// An adapter of a deeper model names a module this one lacks.
 	deep := DefaultConfig()
-	deep.Layers = 3
+	deep.Layers = 4
 	other, _ = New(deep, 1)
 	a, _ = other.NewAdapter(LoRAConfig{Targets: []string{"q_proj"}})
 	dir = filepath.Join(t.TempDir(), "deep")
 	a.Save(dir)
 	err = p.LoadAdapter(ctx, "deep", dir)
-	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), `has no module "model.layers.2.self_attn.q_proj"`) {
+	if !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), `has no module "model.layers.3.self_attn.q_proj"`) {
 		t.Errorf("deep adapter: %v", err)
 	}
 	if _, err := m.NewAdapter(LoRAConfig{Targets: []string{"c_attn"}}); err == nil {

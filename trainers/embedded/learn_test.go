@@ -37,11 +37,11 @@ func TestLearns(t *testing.T) {
 	}
 }
 
-// The figures of TestLearns: +6.83 points in 20 iterations.
+// The figures of TestLearns: +37.29 points in 20 iterations.
 const (
-	wantBase = 0.217324431867
-	want10   = 0.274489174455
-	want20   = 0.285668679155
+	wantBase = 0.329479498147
+	want10   = 0.654222575089
+	want20   = 0.702357516366
 )
 
 // TestExplore runs the loop with the options of the environment
