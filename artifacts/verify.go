@@ -27,7 +27,7 @@ type VerifyOptions struct {
 // VerifyResult says what Verify checked and what it found damaged.
 type VerifyResult struct {
 	Commits int   `json:"commits"`
-	Trees   int   `json:"trees"`   // metaranges and ranges
+	Trees   int   `json:"trees"`   // metaranges, their chunks and ranges
 	Objects int   `json:"objects"` // distinct blobs
 	Bytes   int64 `json:"bytes"`   // object bytes read (0 when Quick)
 	// Damage lists what is missing or does not match its digest, in the
@@ -39,6 +39,7 @@ type VerifyResult struct {
 const (
 	DamageCommit    = "commit"
 	DamageMetaRange = "metarange" // a commit's list of ranges
+	DamageChunk     = "chunk"     // a node under a large tree's metarange: a list of ranges, or of chunks
 	DamageRange     = "range"     // a sorted run of a tree's entries
 	DamageBlob      = "blob"      // an object's bytes
 	DamageStaged    = "staged"    // a branch's uncommitted change
@@ -53,7 +54,7 @@ type Damage struct {
 	// Ref is a branch or tag that reaches it; Commit the commit that
 	// names it (a commit's child; the commit holding a tree or blob), ""
 	// for a ref's head or a staged change; Path the object path that
-	// uses a blob, or the first path a range covers.
+	// uses a blob, or the first path a range or chunk covers.
 	Ref    string `json:"ref"`
 	Commit string `json:"commit,omitempty"`
 	Path   string `json:"path,omitempty"`

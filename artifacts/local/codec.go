@@ -11,8 +11,20 @@ import (
 // canonical (metadata keys sorted), so equal contents give equal bytes and
 // equal ids, and it decodes several times faster than JSON, which matters
 // because diff and commit cost is mostly decoding the ranges they touch.
+//
+// A range, and a metarange record that lists ranges (a whole small tree,
+// or a chunk of a large one), are version 1. A metarange record that
+// lists other metarange records (the upper levels of a large tree, see
+// tree.go) is version 2: the version byte, its level (2 or more: it lists
+// records of the level below, level 1 being the lists of ranges), a
+// count, then per child its id, first path, last path, number of entries
+// and number of ranges under it.
 
-const codecVersion = 1
+const (
+	codecVersion = 1
+	nodeVersion  = 2
+	maxLevel     = 64 // no store comes near it; bounds what a corrupt record can claim
+)
 
 var errCodec = errors.New("malformed tree record")
 
@@ -221,6 +233,87 @@ func (d *decoder) bytes() []byte {
 	return s
 }
 
+// encodeNode encodes a metarange record of level 2 or more.
+func encodeNode(level int, m metaRange) []byte {
+	e := encoder{b: make([]byte, 0, 170*len(m))}
+	e.b = append(e.b, nodeVersion)
+	e.uvarint(uint64(level))
+	e.uvarint(uint64(len(m)))
+	for _, r := range m {
+		e.str(r.ID)
+		e.str(r.Min)
+		e.str(r.Max)
+		e.uvarint(uint64(r.Count))
+		e.uvarint(uint64(r.Ranges))
+	}
+	return e.b
+}
+
+// nodeHeader reads the version and level of a metarange record of either
+// version (level 1 for version 1).
+func (d *decoder) nodeHeader() int {
+	if len(d.b) == 0 {
+		d.err = errCodec
+		return 0
+	}
+	switch d.b[0] {
+	case codecVersion:
+		d.b = d.b[1:]
+		return 1
+	case nodeVersion:
+		d.b = d.b[1:]
+		l := d.uvarint()
+		if d.err == nil && (l < 2 || l > maxLevel) {
+			d.err = errCodec
+		}
+		return int(l)
+	}
+	d.err = errCodec
+	return 0
+}
+
+// decodeNode decodes a metarange record of either version.
+func decodeNode(b []byte) (node, error) {
+	d := decoder{b: b}
+	level := d.nodeHeader()
+	n := d.count()
+	m := make(metaRange, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		m[i] = rangeRef{ID: d.str(), Min: d.str(), Max: d.str(), Count: int(d.uvarint())}
+		if level > 1 {
+			m[i].Ranges = int(d.uvarint())
+		}
+	}
+	if d.err == nil && (len(d.b) != 0 || level > 1 && n == 0) {
+		d.err = errCodec
+	}
+	return node{level: level, refs: m}, d.err
+}
+
+// findChild is findRange for a metarange record of either version: the
+// id of the child whose span holds path ("" when none does) and the
+// record's level (1: the child is a range).
+func findChild(b []byte, path string) (string, int, error) {
+	d := decoder{b: b}
+	level := d.nodeHeader()
+	n := d.count()
+	for i := 0; i < n && d.err == nil; i++ {
+		id, lo, hi := d.bytes(), d.bytes(), d.bytes()
+		d.uvarint()
+		if level > 1 {
+			d.uvarint()
+		}
+		if d.err == nil && string(hi) >= path {
+			if string(lo) > path {
+				return "", level, nil
+			}
+			return string(id), level, nil
+		}
+	}
+	return "", level, d.err
+}
+
+// decodeMeta decodes a version 1 metarange record (a list of ranges).
 func decodeMeta(b []byte) (metaRange, error) {
 	d := decoder{b: b}
 	d.header()

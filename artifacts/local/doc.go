@@ -21,14 +21,23 @@
 // ones are checked whole by a first pass and handed out by a second, chunk
 // by chunk, each chunk only once it matches what the first pass read. A
 // mismatch is artifacts.ErrIntegrity naming the object and its blob.
-// Verify (`rlpipe fsck`) checks every commit, tree and blob a ref reaches,
-// and GC refuses a store whose metadata or blobs are damaged.
+// Verify (`rlpipe fsck`) checks every commit, tree (root, chunks, ranges)
+// and blob a ref reaches, and GC refuses a store whose metadata or blobs
+// are damaged.
 //
-// A commit's tree is two levels, as in lakeFS: a metarange lists ranges of
-// sorted entries, and range boundaries are chosen by a hash of each path.
-// The tree is therefore a pure function of its entries, and two trees that
-// differ in a few paths share all other ranges: commit, diff and merge read
-// only the ranges that changed, and creating a branch writes one record.
+// A commit's tree is, as in lakeFS, a metarange listing ranges of sorted
+// entries, range boundaries chosen by a hash of each path. A tree of more
+// than 128 ranges has more levels: its list of ranges is cut into chunks
+// (version-1 metarange records, about 16 ranges each) at boundaries chosen
+// by the same hash, the list of chunks into version-2 records, and so on
+// until one record, the root, remains; smaller trees keep the single
+// version-1 list, and stores written before levels existed read unchanged
+// (see docs/FORMAT.md). The tree is therefore a pure function of its
+// entries, and two trees that differ in a few paths share all other
+// records: a commit writes one range and one record a level for each place
+// it changes, whatever the size of the tree; lookups read one record a
+// level; commit, diff and merge read only the ranges and chunks that
+// changed; and creating a branch writes one record.
 //
 // Every change of metadata is one bbolt transaction, so a process killed
 // at any moment leaves each branch at its old commit or its new one, and

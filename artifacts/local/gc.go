@@ -16,8 +16,8 @@ import (
 
 const defaultGracePeriod = time.Hour
 
-// GC removes commits that no branch or tag reaches, the ranges only they
-// used, and blobs that no remaining commit or staged change references.
+// GC removes commits that no branch or tag reaches, the metarange records
+// (roots and the nodes under them) and ranges only they used, and blobs that no remaining commit or staged change references.
 // Blob files younger than the grace period are kept, so a collection
 // never races an upload that has not been staged yet; inline bytes are
 // staged in the transaction that writes them, so they need no grace. A store whose commits or
@@ -79,17 +79,32 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		}
 		liveMeta, liveRanges := map[string]bool{}, map[string]bool{}
 		t := s.trees(tx)
-		for id := range reachable {
-			c, _ := getCommit(tx, id)
-			if liveMeta[c.MetaRangeID] {
-				continue
+		// mark notes a metarange record (a root, or a node under one) and
+		// what it reaches as live; a node shared with a tree marked before
+		// is not read again.
+		var mark func(id string, parent int) error
+		mark = func(id string, parent int) error {
+			if liveMeta[id] {
+				return nil
 			}
-			liveMeta[c.MetaRangeID] = true
-			m, err := t.loadMeta(c.MetaRangeID)
+			liveMeta[id] = true
+			var n node
+			var err error
+			if parent == 0 {
+				n, err = t.loadNode(id)
+			} else {
+				n, err = t.loadChild(id, parent)
+			}
 			if err != nil {
 				return err
 			}
-			for _, r := range m {
+			for _, r := range n.refs {
+				if n.level > 1 {
+					if err := mark(r.ID, n.level); err != nil {
+						return err
+					}
+					continue
+				}
 				if liveRanges[r.ID] {
 					continue
 				}
@@ -101,6 +116,13 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 				for _, e := range es {
 					live[e.Digest] = true
 				}
+			}
+			return nil
+		}
+		for id := range reachable {
+			c, _ := getCommit(tx, id)
+			if err := mark(c.MetaRangeID, 0); err != nil {
+				return err
 			}
 		}
 		if err := tx.Bucket(bucketStaging).ForEachBucket(func(k []byte) error {

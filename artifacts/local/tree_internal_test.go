@@ -78,9 +78,9 @@ func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 		if halves != whole || restored != whole || edited == whole {
 			t.Fatalf("tree ids: whole %s, halves %s, restored %s, edited %s: want the first three equal", whole, halves, restored, edited)
 		}
-		m, _ := tr.loadMeta(whole)
-		if len(m) < 40 || len(m) > 120 {
-			t.Fatalf("5000 entries made %d ranges; want about 5000/64", len(m))
+		m, _ := tr.loadNode(whole)
+		if m.level != 1 || len(m.refs) < 40 || len(m.refs) > 120 {
+			t.Fatalf("5000 entries made %d ranges at level %d; want about 5000/64 at level 1", len(m.refs), m.level)
 		}
 	})
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 )
 
-// Verify checks every commit, metarange, range and blob that a branch, tag
+// Verify checks every commit, metarange (a tree's root and the chunks
+// under it), range and blob that a branch, tag
 // or staged change reaches: each must be present and match the digest it
 // is named by (a commit's id is the digest of its content, a tree's the
 // digest of its encoding, a blob's the SHA-256 of its bytes). The
@@ -164,34 +165,53 @@ func (v *verifier) history(tx *bolt.Tx, ref, head string) {
 	}
 }
 
-// tree checks a commit's metarange and its ranges.
+// tree checks a commit's metarange, the nodes under it and its ranges.
 func (v *verifier) tree(tx *bolt.Tx, ref, commit, id string) {
 	if id == emptyMetaRangeID {
 		return
 	}
-	key := "metarange " + id
+	d := artifacts.Damage{Kind: artifacts.DamageMetaRange, ID: id, Ref: ref, Commit: commit}
+	v.node(tx, d, 0, "the commit's objects are not checked")
+}
+
+// node checks a metarange record, a root (parent 0) or a chunk under a
+// node of level parent, and what it lists; d says where it is used and
+// span what goes unchecked when it is damaged.
+func (v *verifier) node(tx *bolt.Tx, d artifacts.Damage, parent int, span string) {
+	key := "metarange " + d.ID
 	if v.again(key) {
 		return
 	}
 	v.seen[key] = -1
 	v.res.Trees++
-	d := artifacts.Damage{Kind: artifacts.DamageMetaRange, ID: id, Ref: ref, Commit: commit}
-	raw := tx.Bucket(bucketMetaRanges).Get([]byte(id))
+	raw := tx.Bucket(bucketMetaRanges).Get([]byte(d.ID))
 	if raw == nil {
-		v.damaged(key, d, "missing from the store; the commit's objects are not checked")
+		v.damaged(key, d, "missing from the store; "+span)
 		return
 	}
-	if digestOf(raw) != id {
-		v.damaged(key, d, "its content does not match its id; the commit's objects are not checked")
+	if digestOf(raw) != d.ID {
+		v.damaged(key, d, "its content does not match its id; "+span)
 		return
 	}
-	m, err := decodeMeta(raw)
-	if err != nil {
-		v.damaged(key, d, fmt.Sprintf("unreadable (%v); the commit's objects are not checked", err))
+	n, err := decodeNode(raw)
+	switch {
+	case err != nil:
+		v.damaged(key, d, fmt.Sprintf("unreadable (%v); %s", err, span))
+		return
+	case parent > 0 && n.level != parent-1:
+		v.damaged(key, d, fmt.Sprintf("a node of level %d where one of level %d is named; %s", n.level, parent-1, span))
+		return
+	case parent > 0 && len(n.refs) == 0:
+		v.damaged(key, d, "empty; "+span)
 		return
 	}
-	for _, r := range m {
-		v.rangeOf(tx, ref, commit, r)
+	for _, r := range n.refs {
+		if n.level == 1 {
+			v.rangeOf(tx, d.Ref, d.Commit, r)
+			continue
+		}
+		cd := artifacts.Damage{Kind: artifacts.DamageChunk, ID: r.ID, Ref: d.Ref, Commit: d.Commit, Path: r.Min}
+		v.node(tx, cd, n.level, fmt.Sprintf("the objects %s … %s are not checked", r.Min, r.Max))
 	}
 }
 

@@ -43,6 +43,7 @@ var targets = []target{
 	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
 	{"BenchmarkLongRun", "iteration_ratio", "<=", 1.2, "time per iteration at 2,000 iterations against 20"},
 	{"BenchmarkLongRun", "resume_ratio", "<=", 1.2, "resuming at 2,000 iterations against 20"},
+	{"BenchmarkLongRun", "store_bytes/iteration_ratio", "<=", 1.2, "store bytes an iteration adds at 2,000 iterations against 20"},
 	{"BenchmarkLongRun", "status_ratio/linear", "<=", 1, "rlpipe status RUN at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "report_ratio/linear", "<=", 1, "rlpipe report RUN at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "ui_run_ratio/linear", "<=", 1, "the UI's run page at 2,000 against 20, over linear growth"},
