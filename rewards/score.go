@@ -39,7 +39,8 @@ type ScoreOptions struct {
 	// "trajectories").
 	Name string
 	// Prompts is the prompts table, joined by prompt_id. Required when
-	// the spec reads prompt, messages, answer or metadata.
+	// the spec reads prompt, messages, answer or metadata. Prompts from
+	// ReadPromptsAsync are waited for before the first row is evaluated.
 	Prompts *Prompts
 	// Concurrency is how many row groups are scored at once (default
 	// GOMAXPROCS). Output order does not depend on it.
@@ -195,7 +196,8 @@ var baseColumns = []string{"prompt_id", "sample_index", "status", "error"}
 // are decoded. Rows that fail or are skipped get a status and null
 // components (see the package documentation); the returned error is for
 // what stops the whole file: an unreadable input, a failed write, a
-// canceled context, a spec that reads prompts without ScoreOptions.Prompts.
+// canceled context, a spec that reads prompts without ScoreOptions.Prompts,
+// prompts from ReadPromptsAsync that could not be read.
 func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts *ScoreOptions) (Summary, error) {
 	o := opts.withDefaults()
 	var sum Summary
@@ -273,8 +275,8 @@ write:
 			if werr == nil {
 				werr = w.WriteRecord(rec)
 			}
-			rec.Release()
 		}
+		res.release()
 		if werr != nil {
 			break
 		}
@@ -286,12 +288,15 @@ write:
 	}
 	spawn.Wait()
 	err = work.Wait()
+	if err == nil && werr == nil && o.Prompts != nil {
+		// Prompts read in the background fail the call even when no row
+		// needed them, and are read to the end before it returns.
+		err = o.Prompts.wait(ctx)
+	}
 	for _, ch := range results {
 		select {
 		case res := <-ch:
-			for _, rec := range res.recs {
-				rec.Release()
-			}
+			res.release()
 		default:
 		}
 	}
@@ -347,15 +352,21 @@ type rgResult struct {
 	sum  Summary
 }
 
+// release releases the result's record batches.
+func (r *rgResult) release() {
+	for _, rec := range r.recs {
+		rec.Release()
+	}
+	r.recs = nil
+}
+
 // scoreRowGroup reads and scores the first take rows of row group rg,
 // whose first row is row first of the file.
 func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64) (res *rgResult, err error) {
 	res = &rgResult{}
 	defer func() {
 		if r := recover(); r != nil {
-			for _, rec := range res.recs {
-				rec.Release()
-			}
+			res.release()
 			res, err = nil, fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
 		}
 	}()
@@ -384,15 +395,22 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	left := take
 	for left > 0 && rr.Next() {
 		if err := ctx.Err(); err != nil {
+			res.release()
 			return nil, err
+		}
+		// Prompts read in the background are waited for only now, with
+		// the first batch decoded.
+		if o.Prompts != nil {
+			if err := o.Prompts.wait(ctx); err != nil {
+				res.release()
+				return nil, err
+			}
 		}
 		rec := rr.RecordBatch()
 		n := min(rec.NumRows(), left)
 		out, err := s.batch(ctx, rec, int(n), row, &res.sum)
 		if err != nil {
-			for _, r := range res.recs {
-				r.Release()
-			}
+			res.release()
 			return nil, err
 		}
 		res.recs = append(res.recs, out)
@@ -400,9 +418,7 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 		left -= n
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		for _, r := range res.recs {
-			r.Release()
-		}
+		res.release()
 		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
 	}
 	return res, nil

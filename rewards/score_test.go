@@ -428,6 +428,56 @@ func TestReadPrompts(t *testing.T) {
 	}
 }
 
+// TestReadPromptsAsync: prompts read in the background give the rewards
+// file that prompts read first give, and a prompts file that cannot be
+// read fails the scoring with its error.
+func TestReadPromptsAsync(t *testing.T) {
+	ctx := context.Background()
+	rows, prompts := testRows(3_000)
+	in := trajectoriesRG(t, rows, 500)
+	var pf bytes.Buffer
+	if err := tables.Write(&pf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: 700}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustCompile(t, gsm8k)
+	scoreWith := func(idx *Prompts, limit int64) ([]byte, error) {
+		var out bytes.Buffer
+		_, err := p.ScoreFile(ctx, &out, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Prompts: idx, Limit: limit})
+		return out.Bytes(), err
+	}
+	idx, err := NewPrompts(prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := scoreWith(idx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	async := ReadPromptsAsync(ctx, bytes.NewReader(pf.Bytes()), int64(pf.Len()), "prompts")
+	got, err := scoreWith(async, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("rewards file differs with prompts read in the background")
+	}
+	if err := async.Err(); err != nil || async.Len() != len(prompts) {
+		t.Errorf("Err %v, Len %d: want nil, %d", err, async.Len(), len(prompts))
+	}
+
+	bad := pf.Bytes()[:pf.Len()/2]
+	for _, limit := range []int64{0, 1} {
+		broken := ReadPromptsAsync(ctx, bytes.NewReader(bad), int64(len(bad)), "broken prompts")
+		_, err = scoreWith(broken, limit)
+		if err == nil || broken.Err() == nil || err.Error() != broken.Err().Error() {
+			t.Errorf("limit %d: ScoreFile error %v, Err %v: want the reading error from both", limit, err, broken.Err())
+		}
+		if _, ok := broken.Lookup(prompts[0].PromptID); ok || broken.Len() != 0 {
+			t.Errorf("limit %d: a prompts file that failed to read has prompts", limit)
+		}
+	}
+}
+
 // A judge that returns a score JSON cannot hold (NaN) makes its row an
 // error that says so, rather than an empty judge_outputs column.
 func TestJudgeOutputJSONCannotHold(t *testing.T) {
