@@ -38,12 +38,26 @@ type activation struct {
 	// comps and vals are the component values, visible to the total.
 	comps []compiled
 	vals  []float64
+	// marks are the markers of the row's value of variable marked-1
+	// (0: none yet), shared by the native plans that search it.
+	marks  textMarks
+	marked int
 }
 
 var _ interpreter.Activation = (*activation)(nil)
 
 func (a *activation) at(src source, row int) {
-	a.src, a.row, a.valid, a.comps = src, row, 0, nil
+	a.src, a.row, a.valid, a.comps, a.marked = src, row, 0, nil, 0
+}
+
+// marksOf returns the markers of s, the row's value of string variable
+// k, scanning it on first use in the row.
+func (a *activation) marksOf(k int, s string) *textMarks {
+	if a.marked != k+1 {
+		a.marks.scan(s)
+		a.marked = k + 1
+	}
+	return &a.marks
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
