@@ -236,11 +236,11 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 	defer cancel()
 	work, wctx := errgroup.WithContext(ctx)
 	work.SetLimit(o.Concurrency)
-	results := make([]chan *rgResult, len(parts))
-	for i := range results {
-		results[i] = make(chan *rgResult, 1)
+	outs := make([]*rgOut, len(parts))
+	for k, pt := range parts {
+		outs[k] = newRGOut(pt.take, o.BatchRows)
 	}
-	// Finished row groups wait for the writer; tokens bound how many.
+	// Row groups started and not yet written; tokens bound how many.
 	tokens := make(chan struct{}, 2*o.Concurrency)
 	var spawn errgroup.Group
 	spawn.Go(func() error {
@@ -251,36 +251,17 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 				return nil
 			}
 			work.Go(func() error {
-				res, err := p.scoreRowGroup(wctx, in, &o, pt.rg, pt.first, pt.take)
-				if err != nil {
-					return err
-				}
-				results[k] <- res
-				return nil
+				return p.scoreRowGroup(wctx, in, &o, pt.rg, pt.first, pt.take, outs[k])
 			})
 		}
 		return nil
 	})
 	var werr error
-write:
-	for k := range parts {
-		var res *rgResult
-		select {
-		case res = <-results[k]:
-		case <-wctx.Done():
-			werr = wctx.Err()
-			break write
-		}
-		for _, rec := range res.recs {
-			if werr == nil {
-				werr = w.WriteRecord(rec)
-			}
-		}
-		res.release()
-		if werr != nil {
+	for _, out := range outs {
+		if werr = out.writeTo(wctx, w); werr != nil {
 			break
 		}
-		sum.merge(&res.sum)
+		sum.merge(&out.sum)
 		<-tokens
 	}
 	if werr != nil {
@@ -293,15 +274,14 @@ write:
 		// needed them, and are read to the end before it returns.
 		err = o.Prompts.wait(ctx)
 	}
-	for _, ch := range results {
-		select {
-		case res := <-ch:
-			res.release()
-		default:
-		}
+	for _, out := range outs {
+		out.discard()
 	}
 	cerr := w.Close()
 	switch {
+	case werr != nil && !errors.Is(werr, context.Canceled):
+		// The write failed first; the workers stopped for it.
+		return sum, fmt.Errorf("write rewards: %w", werr)
 	case err != nil:
 		return sum, err
 	case werr != nil:
@@ -347,27 +327,72 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 // readAlloc recycles the buffers of decoded batches (see poolAllocator).
 var readAlloc = &poolAllocator{}
 
-type rgResult struct {
-	recs []arrow.RecordBatch
-	sum  Summary
+// rgOut is what scoring a row group gives: its reward batches, handed
+// to the writer as they are made, so that it writes a row group while
+// the row group is being scored; then its summary.
+type rgOut struct {
+	// recs has room for every batch of the row group, so a worker never
+	// waits for the writer; it is closed after the last one.
+	recs chan arrow.RecordBatch
+	// ok and sum are set before recs is closed: ok when every batch was
+	// sent.
+	ok  bool
+	sum Summary
 }
 
-// release releases the result's record batches.
-func (r *rgResult) release() {
-	for _, rec := range r.recs {
-		rec.Release()
+func newRGOut(rows int64, batchRows int) *rgOut {
+	return &rgOut{recs: make(chan arrow.RecordBatch, int(rows)/batchRows+1)}
+}
+
+// writeTo writes the row group's batches as they come, and fails if the
+// row group was not scored to the end or ctx is done first.
+func (r *rgOut) writeTo(ctx context.Context, w *tables.Writer[tables.Reward]) error {
+	for {
+		select {
+		case rec, more := <-r.recs:
+			if !more {
+				if !r.ok {
+					// The worker failed: its error cancels ctx.
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return nil
+			}
+			err := w.WriteRecord(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	r.recs = nil
+}
+
+// discard releases the batches left unwritten. The row group's worker
+// has returned, or was never started.
+func (r *rgOut) discard() {
+	for {
+		select {
+		case rec, more := <-r.recs:
+			if !more {
+				return
+			}
+			rec.Release()
+		default:
+			return
+		}
+	}
 }
 
 // scoreRowGroup reads and scores the first take rows of row group rg,
-// whose first row is row first of the file.
-func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64) (res *rgResult, err error) {
-	res = &rgResult{}
+// whose first row is row first of the file, sending the reward batches
+// to out.
+func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64, out *rgOut) (err error) {
+	defer close(out.recs)
 	defer func() {
 		if r := recover(); r != nil {
-			res.release()
-			res, err = nil, fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
+			err = fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
 		}
 	}()
 	mem := readAlloc
@@ -376,17 +401,17 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	props.BufferSize = 1 << 20
 	pf, err := file.NewParquetReader(io.NewSectionReader(in.r, 0, in.size), file.WithReadProps(props), file.WithMetadata(in.md))
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+		return fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
 	// PreAllocBinaryData sizes each batch's string data from the column
 	// chunk's size before decoding, rather than growing it by copies.
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), PreAllocBinaryData: true}, mem)
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+		return fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
 	rr, err := fr.GetRecordReader(ctx, in.leaves, []int{rg})
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+		return fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
 	}
 	defer rr.Release()
 	s := newScorer(p, o, readAlloc)
@@ -395,33 +420,35 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	left := take
 	for left > 0 && rr.Next() {
 		if err := ctx.Err(); err != nil {
-			res.release()
-			return nil, err
+			return err
 		}
 		// Prompts read in the background are waited for only now, with
 		// the first batch decoded.
 		if o.Prompts != nil {
 			if err := o.Prompts.wait(ctx); err != nil {
-				res.release()
-				return nil, err
+				return err
 			}
 		}
 		rec := rr.RecordBatch()
 		n := min(rec.NumRows(), left)
-		out, err := s.batch(ctx, rec, int(n), row, &res.sum)
+		res, err := s.batch(ctx, rec, int(n), row, &out.sum)
 		if err != nil {
-			res.release()
-			return nil, err
+			return err
 		}
-		res.recs = append(res.recs, out)
+		select {
+		case out.recs <- res:
+		case <-ctx.Done():
+			res.Release()
+			return ctx.Err()
+		}
 		row += n
 		left -= n
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		res.release()
-		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+		return fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
 	}
-	return res, nil
+	out.ok = true
+	return nil
 }
 
 // scorer scores batches for one worker, reusing its activation, batch

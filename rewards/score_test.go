@@ -246,11 +246,52 @@ func TestScoreErrors(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
+	t.Run("failed write", func(t *testing.T) {
+		many, prompts := testRows(20_000)
+		idx, _ := NewPrompts(prompts)
+		in := trajectoriesRG(t, many, 1_000)
+		o := &ScoreOptions{Prompts: idx, Write: &tables.WriteOptions{RowGroupRows: 2_000}}
+		var full bytes.Buffer
+		if _, err := p.ScoreFile(context.Background(), &full, bytes.NewReader(in), int64(len(in)), o); err != nil {
+			t.Fatal(err)
+		}
+		for _, after := range []int{0, full.Len() / 3, full.Len() - 10} {
+			_, err := p.ScoreFile(context.Background(), &failAfter{n: after}, bytes.NewReader(in), int64(len(in)), o)
+			if !errors.Is(err, errDiskFull) {
+				t.Errorf("failing after %d of %d bytes: error %v, want the write's", after, full.Len(), err)
+			}
+		}
+	})
+	t.Run("corrupt row group", func(t *testing.T) {
+		many, prompts := testRows(20_000)
+		idx, _ := NewPrompts(prompts)
+		in := trajectoriesRG(t, many, 1_000)
+		// Zero the middle of the file: pages of the row groups there.
+		bad := bytes.Clone(in)
+		clear(bad[len(bad)/2 : len(bad)/2+4096])
+		_, err := p.ScoreFile(context.Background(), &bytes.Buffer{}, bytes.NewReader(bad), int64(len(bad)), &ScoreOptions{Prompts: idx})
+		if err == nil {
+			t.Fatal("no error")
+		}
+	})
 	t.Run("duplicate prompts", func(t *testing.T) {
 		if _, err := NewPrompts([]tables.Prompt{{PromptID: "a"}, {PromptID: "a"}}); err == nil {
 			t.Fatal("no error")
 		}
 	})
+}
+
+var errDiskFull = errors.New("disk full")
+
+// failAfter is a destination that takes n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		return 0, errDiskFull
+	}
+	f.n -= len(b)
+	return len(b), nil
 }
 
 func TestScoreLimit(t *testing.T) {
