@@ -462,17 +462,31 @@ type scorer struct {
 	vals []float64
 	// stats are the components' statistics of the summary being added to.
 	stats []Stats
+	// runners: the spec has verifiers or judges, whose outputs differ
+	// from row to row.
+	runners bool
 
 	// Output columns.
 	promptID    *array.StringBuilder
 	sampleIndex *array.Int32Builder
 	comps       []*array.Float64Builder
 	total       *array.Float64Builder
-	digest      *array.StringBuilder
-	verifiers   *array.StringBuilder
-	judges      *array.StringBuilder
+	verifiers   *array.StringBuilder // unused without runners
+	judges      *array.StringBuilder // unused without runners
 	status      *array.StringBuilder
 	errCol      *array.StringBuilder
+	// consts are the columns that hold one value on every row, by field
+	// index: the spec digest, and the runners' empty outputs when the spec
+	// has none. Each batch gets a slice of a column made once (see
+	// constant), rather than the value appended row by row.
+	consts map[int]constCol
+	cols   []arrow.Array
+}
+
+// constCol is a column of one value, made for the largest batch yet.
+type constCol struct {
+	v   string
+	arr arrow.Array
 }
 
 func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
@@ -486,17 +500,68 @@ func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
 		s.comps = append(s.comps, field(tables.ComponentPrefix+c.name).(*array.Float64Builder))
 	}
 	s.total = field("total").(*array.Float64Builder)
-	s.digest = field("spec_digest").(*array.StringBuilder)
 	s.verifiers = field("verifier_outputs").(*array.StringBuilder)
 	s.judges = field("judge_outputs").(*array.StringBuilder)
 	s.status = field("status").(*array.StringBuilder)
 	s.errCol = field("error").(*array.StringBuilder)
+	s.runners = len(p.verifiers)+len(p.judges) > 0
+	index := func(name string) int { return sc.FieldIndices(name)[0] }
+	s.consts = map[int]constCol{index("spec_digest"): {v: p.digest}}
+	if !s.runners {
+		s.consts[index("verifier_outputs")] = constCol{}
+		s.consts[index("judge_outputs")] = constCol{}
+	}
 	s.src.p = p
 	s.src.prompts = o.Prompts
 	return s
 }
 
-func (s *scorer) release() { s.b.Release() }
+func (s *scorer) release() {
+	s.b.Release()
+	for _, c := range s.consts {
+		if c.arr != nil {
+			c.arr.Release()
+		}
+	}
+}
+
+// constant returns n rows of field i's one value.
+func (s *scorer) constant(i, n int) arrow.Array {
+	c := s.consts[i]
+	if c.arr == nil || c.arr.Len() < n {
+		if c.arr != nil {
+			c.arr.Release()
+		}
+		b := array.NewStringBuilder(readAlloc)
+		b.Reserve(n)
+		b.ReserveData(n * len(c.v))
+		for range n {
+			b.Append(c.v)
+		}
+		c.arr = b.NewArray()
+		b.Release()
+		s.consts[i] = c
+	}
+	return array.NewSlice(c.arr, 0, int64(n))
+}
+
+// record returns the n rows built as a record batch: the builders'
+// columns and the constant ones.
+func (s *scorer) record(n int) arrow.RecordBatch {
+	s.cols = s.cols[:0]
+	for i, f := range s.b.Fields() {
+		if _, ok := s.consts[i]; ok {
+			s.cols = append(s.cols, s.constant(i, n))
+		} else {
+			s.cols = append(s.cols, f.NewArray())
+		}
+	}
+	rec := array.NewRecordBatch(s.b.Schema(), s.cols, int64(n))
+	for _, c := range s.cols {
+		c.Release()
+	}
+	return rec
+}
 
 // batch scores the first n rows of rec, the first of which is row first
 // of the file, and returns the reward rows as a record batch.
@@ -508,8 +573,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	src := &s.src
 	s.b.Reserve(n)
 	// The string columns' data, sized up front rather than grown by
-	// doubling: the digest on every row, the prompt ids as read.
-	s.digest.ReserveData(n * len(p.digest))
+	// doubling: the prompt ids as read.
 	if ids, ok := src.promptID.(*array.String); ok && n > 0 {
 		s.promptID.ReserveData(ids.ValueOffset(n-1) + ids.ValueLen(n-1) - ids.ValueOffset(0))
 	}
@@ -521,7 +585,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	scored := false
 	var outs []runnerOutputs
 	var msgs []string
-	if len(p.verifiers)+len(p.judges) > 0 {
+	if s.runners {
 		var err error
 		outs, msgs, err = s.runAll(ctx, n)
 		if err != nil {
@@ -532,7 +596,6 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 		st := src.status.Value(i)
 		s.promptID.Append(src.promptID.Value(i))
 		s.sampleIndex.Append(src.sampleIndex[i])
-		s.digest.Append(p.digest)
 		sum.Rows++
 		if !p.scored[st] {
 			s.skip(st, i, sum)
@@ -551,9 +614,6 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			if msg == "" {
 				src.verifierVals, src.judgeVals = p.values(&outs[i])
 			}
-		} else {
-			s.verifiers.AppendEmptyValue()
-			s.judges.AppendEmptyValue()
 		}
 		if msg == "" {
 			s.act.at(src, i)
@@ -592,7 +652,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			sum.Components[c.name] = s.stats[j]
 		}
 	}
-	return s.b.NewRecordBatch(), nil
+	return s.record(n), nil
 }
 
 func (s *scorer) skip(status string, i int, sum *Summary) {
@@ -600,8 +660,10 @@ func (s *scorer) skip(status string, i int, sum *Summary) {
 		c.AppendNull()
 	}
 	s.total.Append(math.NaN())
-	s.verifiers.AppendEmptyValue()
-	s.judges.AppendEmptyValue()
+	if s.runners {
+		s.verifiers.AppendEmptyValue()
+		s.judges.AppendEmptyValue()
+	}
 	s.status.Append(SkippedPrefix + status)
 	if s.src.errCol != nil && !s.src.errCol.IsNull(i) {
 		s.errCol.Append(s.src.errCol.Value(i))
