@@ -16,11 +16,15 @@ import (
 // last "####" up to the end of its line, else the last number (see
 // LastNumber), else "". Surrounding spaces are trimmed. The result is a
 // substring of s: no copy.
-func ExtractAnswer(s string) string {
-	if b, ok := extractBoxed(s); ok {
+func ExtractAnswer(s string) string { return extractAnswer(s, nil) }
+
+// extractAnswer is ExtractAnswer, finding the markers with m (nil: by
+// searching s).
+func extractAnswer(s string, m *textMarks) string {
+	if b, ok := extractBoxed(s, m); ok {
 		return b
 	}
-	if i := lastIndex(s, "####"); i >= 0 {
+	if i := m.lastIndex(s, len(s), "####"); i >= 0 {
 		rest := s[i+4:]
 		if j := strings.IndexByte(rest, '\n'); j >= 0 {
 			rest = rest[:j]
@@ -35,14 +39,14 @@ func ExtractAnswer(s string) string {
 // ExtractBoxed returns the trimmed content of the last \boxed{…} or
 // \fbox{…} of s whose braces balance, or "" when there is none.
 func ExtractBoxed(s string) string {
-	b, _ := extractBoxed(s)
+	b, _ := extractBoxed(s, nil)
 	return b
 }
 
-func extractBoxed(s string) (string, bool) {
+func extractBoxed(s string, m *textMarks) (string, bool) {
 	end := len(s)
 	for end > 0 {
-		i, n := lastBoxMarker(s[:end])
+		i, n := lastBoxMarker(s, end, m)
 		if i < 0 {
 			return "", false
 		}
@@ -60,10 +64,10 @@ func extractBoxed(s string) (string, bool) {
 	return "", false
 }
 
-// lastBoxMarker finds the last \boxed or \fbox in s and its length.
-func lastBoxMarker(s string) (int, int) {
-	i := lastIndex(s, `\boxed`)
-	k := lastIndex(s, `\fbox`)
+// lastBoxMarker finds the last \boxed or \fbox in s[:end] and its length.
+func lastBoxMarker(s string, end int, m *textMarks) (int, int) {
+	i := m.lastIndex(s, end, `\boxed`)
+	k := m.lastIndex(s, end, `\fbox`)
 	if k > i {
 		return k, len(`\fbox`)
 	}
@@ -85,6 +89,80 @@ func lastIndex(s, sub string) int {
 		}
 		i += 1 + j
 	}
+}
+
+// textMarks are the positions of the bytes that begin the markers the
+// answer functions look for (`\` of \boxed and \fbox, `#` of "####"),
+// found in one pass per byte. The functions that read a completion —
+// extract_answer and a contains or two — then look up those positions
+// rather than search the whole text four to five times. A nil *textMarks
+// searches instead.
+type textMarks struct {
+	backslash, hash []int
+}
+
+// scan records the positions in s.
+func (m *textMarks) scan(s string) {
+	m.backslash = positions(m.backslash[:0], s, '\\')
+	m.hash = positions(m.hash[:0], s, '#')
+}
+
+// positions appends the positions of c in s to to.
+func positions(to []int, s string, c byte) []int {
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], c)
+		if j < 0 {
+			return to
+		}
+		to = append(to, i+j)
+		i += j + 1
+	}
+}
+
+// of returns the positions of c, or false when c is not a byte m records.
+func (m *textMarks) of(c byte) ([]int, bool) {
+	switch c {
+	case '\\':
+		return m.backslash, true
+	case '#':
+		return m.hash, true
+	}
+	return nil, false
+}
+
+// lastIndex is strings.LastIndex(s[:end], sub) for a non-empty sub, s
+// the text m was scanned from.
+func (m *textMarks) lastIndex(s string, end int, sub string) int {
+	if m == nil {
+		return lastIndex(s[:end], sub)
+	}
+	at, ok := m.of(sub[0])
+	if !ok {
+		return lastIndex(s[:end], sub)
+	}
+	for k := len(at) - 1; k >= 0; k-- {
+		if i := at[k]; i+len(sub) <= end && s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// contains is strings.Contains(s, sub), s the text m was scanned from.
+func (m *textMarks) contains(s, sub string) bool {
+	if sub == "" {
+		return true
+	}
+	at, ok := m.of(sub[0])
+	if !ok {
+		return strings.Contains(s, sub)
+	}
+	for _, i := range at {
+		if strings.HasPrefix(s[i:], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // balanced returns what lies between s[0] == '{' and its matching brace.

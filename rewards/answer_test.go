@@ -201,6 +201,7 @@ func FuzzExtractAnswer(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		checkMarks(t, s)
 		a := ExtractAnswer(s)
 		if a != "" && !strings.Contains(s, a) {
 			t.Fatalf("ExtractAnswer(%q) = %q, not a part of the input", s, a)
@@ -217,6 +218,48 @@ func FuzzExtractAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkMarks fails t unless the searches through s's markers find what
+// the searches of s find.
+func checkMarks(t *testing.T, s string) {
+	t.Helper()
+	var m textMarks
+	m.scan(s)
+	if got, want := extractAnswer(s, &m), ExtractAnswer(s); got != want {
+		t.Fatalf("extractAnswer(%q) with markers = %q, want %q", s, got, want)
+	}
+	if got, _ := extractBoxed(s, &m); got != ExtractBoxed(s) {
+		t.Fatalf("extractBoxed(%q) with markers = %q, want %q", s, got, ExtractBoxed(s))
+	}
+	for _, sub := range []string{"####", `\boxed{`, `\boxed`, `\fbox`, "#", `\`, "", "12", "x#"} {
+		if got, want := m.contains(s, sub), strings.Contains(s, sub); got != want {
+			t.Fatalf("contains(%q, %q) with markers = %v, want %v", s, sub, got, want)
+		}
+		if sub == "" {
+			continue
+		}
+		for end := 0; end <= len(s); end++ {
+			if got, want := m.lastIndex(s, end, sub), strings.LastIndex(s[:end], sub); got != want {
+				t.Fatalf("lastIndex(%q[:%d], %q) with markers = %d, want %d", s, end, sub, got, want)
+			}
+		}
+	}
+}
+
+// TestMarksAgree: extract_answer, extract_boxed and contains give the
+// same answers through a text's markers as by searching it, on texts
+// made of markers, braces, digits and their fragments.
+func TestMarksAgree(t *testing.T) {
+	parts := []string{`\boxed`, `\fbox`, `\box`, "####", "###", "#", `\`, "{", "}", " ", "\n", "12", "3,456", ".5", "x", "boxed"}
+	r := rand.New(rand.NewPCG(7, 19))
+	for range 20_000 {
+		var b strings.Builder
+		for n := r.IntN(12); n > 0; n-- {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		checkMarks(t, b.String())
+	}
 }
 
 func FuzzParseNumber(f *testing.F) {

@@ -38,12 +38,26 @@ type activation struct {
 	// comps and vals are the component values, visible to the total.
 	comps []compiled
 	vals  []float64
+	// marks are the markers of the row's value of variable marked-1
+	// (0: none yet), shared by the native plans that search it.
+	marks  textMarks
+	marked int
 }
 
 var _ interpreter.Activation = (*activation)(nil)
 
 func (a *activation) at(src source, row int) {
-	a.src, a.row, a.valid, a.comps = src, row, 0, nil
+	a.src, a.row, a.valid, a.comps, a.marked = src, row, 0, nil, 0
+}
+
+// marksOf returns the markers of s, the row's value of string variable
+// k, scanning it on first use in the row.
+func (a *activation) marksOf(k int, s string) *textMarks {
+	if a.marked != k+1 {
+		a.marks.scan(s)
+		a.marked = k + 1
+	}
+	return &a.marks
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -138,6 +152,11 @@ func toFloat(v ref.Val) (float64, string) {
 type Prompts struct {
 	m map[string]*promptEntry
 	n int // rows indexed so far, while indexing
+	// ready is closed once a table read in the background is indexed
+	// (nil when it was indexed before the Prompts was returned); err is
+	// then why reading it failed.
+	ready chan struct{}
+	err   error
 }
 
 type promptEntry struct {
@@ -237,6 +256,49 @@ func ReadPrompts(ctx context.Context, r interface {
 	return indexPrompts(parts...)
 }
 
+// ReadPromptsAsync is ReadPrompts in the background: it returns at once,
+// and every use of the prompts waits until they are indexed. ScoreFile
+// decodes the first row groups of the trajectories meanwhile and returns
+// the error of reading the prompts, if any; Err waits for it too. r must
+// stay open until a use of the prompts has returned.
+func ReadPromptsAsync(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string) *Prompts {
+	p := &Prompts{ready: make(chan struct{})}
+	go func() {
+		defer close(p.ready)
+		idx, err := ReadPrompts(ctx, r, size, name)
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.m, p.n = idx.m, idx.n
+	}()
+	return p
+}
+
+// Err waits until the prompts are indexed and returns why reading them
+// failed (nil for prompts read by ReadPrompts or NewPrompts).
+func (p *Prompts) Err() error {
+	if p.ready != nil {
+		<-p.ready
+	}
+	return p.err
+}
+
+// wait is Err, or the context's error if it is done first.
+func (p *Prompts) wait(ctx context.Context) error {
+	if p.ready == nil {
+		return nil
+	}
+	select {
+	case <-p.ready:
+		return p.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // readPromptEntries reads the rows of rd (the row groups it was opened
 // with) as prompt entries.
 func readPromptEntries(ctx context.Context, rd *tables.Reader[tables.Prompt]) ([]promptEntry, error) {
@@ -256,11 +318,15 @@ func readPromptEntries(ctx context.Context, rd *tables.Reader[tables.Prompt]) ([
 	return entries, nil
 }
 
-// Len returns the number of prompts.
-func (p *Prompts) Len() int { return len(p.m) }
+// Len returns the number of prompts (0 when reading them failed).
+func (p *Prompts) Len() int {
+	p.Err()
+	return len(p.m)
+}
 
 // Lookup returns the prompt with the given id.
 func (p *Prompts) Lookup(id string) (tables.Prompt, bool) {
+	p.Err()
 	if e, ok := p.m[id]; ok {
 		return e.p, true
 	}

@@ -121,8 +121,17 @@ func (n nativePlanner) str(e celast.Expr) textFn {
 		switch ov {
 		case "extract_answer_string":
 			f = ExtractAnswer
+			if k := n.textVar(args[0]); k >= 0 {
+				return marked(k, extractAnswer)
+			}
 		case "extract_boxed_string":
 			f = ExtractBoxed
+			if k := n.textVar(args[0]); k >= 0 {
+				return marked(k, func(s string, m *textMarks) string {
+					b, _ := extractBoxed(s, m)
+					return b
+				})
+			}
 		case "last_number_string":
 			f = LastNumber
 		default:
@@ -138,6 +147,32 @@ func (n nativePlanner) str(e celast.Expr) textFn {
 		}
 	}
 	return nil
+}
+
+// textVar returns the index of the string variable e names, or -1 when e
+// is something else.
+func (n nativePlanner) textVar(e celast.Expr) int {
+	if e.Kind() != celast.IdentKind {
+		return -1
+	}
+	k := varIndex(e.AsIdent())
+	if k < 0 || !variables[k].typ.IsExactType(types.StringType) {
+		return -1
+	}
+	return k
+}
+
+// marked plans f on the row's value of string variable k with its
+// markers, which the row's other searches of it share.
+func marked[R any](k int, f func(string, *textMarks) R) func(*activation) (R, bool) {
+	return func(a *activation) (R, bool) {
+		s, ok := a.src.strVar(k, a.row)
+		if !ok {
+			var zero R
+			return zero, false
+		}
+		return f(s, a.marksOf(k, s)), true
+	}
 }
 
 func (n nativePlanner) int(e celast.Expr) intFn {
@@ -274,6 +309,12 @@ func (n nativePlanner) bool(e celast.Expr) boolFn {
 		}
 		switch ov {
 		case overloads.ContainsString:
+			if k, lit := n.textVar(args[0]), args[1]; k >= 0 && lit.Kind() == celast.LiteralKind {
+				if t, ok := lit.AsLiteral().(types.String); ok {
+					sub := string(t)
+					return marked(k, func(s string, m *textMarks) bool { return m.contains(s, sub) })
+				}
+			}
 			return binary(n.str(args[0]), n.str(args[1]), func(s, t string) (bool, bool) { return strings.Contains(s, t), true })
 		case overloads.StartsWithString:
 			return binary(n.str(args[0]), n.str(args[1]), func(s, t string) (bool, bool) { return strings.HasPrefix(s, t), true })

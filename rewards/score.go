@@ -39,7 +39,8 @@ type ScoreOptions struct {
 	// "trajectories").
 	Name string
 	// Prompts is the prompts table, joined by prompt_id. Required when
-	// the spec reads prompt, messages, answer or metadata.
+	// the spec reads prompt, messages, answer or metadata. Prompts from
+	// ReadPromptsAsync are waited for before the first row is evaluated.
 	Prompts *Prompts
 	// Concurrency is how many row groups are scored at once (default
 	// GOMAXPROCS). Output order does not depend on it.
@@ -195,7 +196,8 @@ var baseColumns = []string{"prompt_id", "sample_index", "status", "error"}
 // are decoded. Rows that fail or are skipped get a status and null
 // components (see the package documentation); the returned error is for
 // what stops the whole file: an unreadable input, a failed write, a
-// canceled context, a spec that reads prompts without ScoreOptions.Prompts.
+// canceled context, a spec that reads prompts without ScoreOptions.Prompts,
+// prompts from ReadPromptsAsync that could not be read.
 func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt, size int64, opts *ScoreOptions) (Summary, error) {
 	o := opts.withDefaults()
 	var sum Summary
@@ -234,11 +236,11 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 	defer cancel()
 	work, wctx := errgroup.WithContext(ctx)
 	work.SetLimit(o.Concurrency)
-	results := make([]chan *rgResult, len(parts))
-	for i := range results {
-		results[i] = make(chan *rgResult, 1)
+	outs := make([]*rgOut, len(parts))
+	for k, pt := range parts {
+		outs[k] = newRGOut(pt.take, o.BatchRows)
 	}
-	// Finished row groups wait for the writer; tokens bound how many.
+	// Row groups started and not yet written; tokens bound how many.
 	tokens := make(chan struct{}, 2*o.Concurrency)
 	var spawn errgroup.Group
 	spawn.Go(func() error {
@@ -249,36 +251,17 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 				return nil
 			}
 			work.Go(func() error {
-				res, err := p.scoreRowGroup(wctx, in, &o, pt.rg, pt.first, pt.take)
-				if err != nil {
-					return err
-				}
-				results[k] <- res
-				return nil
+				return p.scoreRowGroup(wctx, in, &o, pt.rg, pt.first, pt.take, outs[k])
 			})
 		}
 		return nil
 	})
 	var werr error
-write:
-	for k := range parts {
-		var res *rgResult
-		select {
-		case res = <-results[k]:
-		case <-wctx.Done():
-			werr = wctx.Err()
-			break write
-		}
-		for _, rec := range res.recs {
-			if werr == nil {
-				werr = w.WriteRecord(rec)
-			}
-			rec.Release()
-		}
-		if werr != nil {
+	for _, out := range outs {
+		if werr = out.writeTo(wctx, w); werr != nil {
 			break
 		}
-		sum.merge(&res.sum)
+		sum.merge(&out.sum)
 		<-tokens
 	}
 	if werr != nil {
@@ -286,17 +269,19 @@ write:
 	}
 	spawn.Wait()
 	err = work.Wait()
-	for _, ch := range results {
-		select {
-		case res := <-ch:
-			for _, rec := range res.recs {
-				rec.Release()
-			}
-		default:
-		}
+	if err == nil && werr == nil && o.Prompts != nil {
+		// Prompts read in the background fail the call even when no row
+		// needed them, and are read to the end before it returns.
+		err = o.Prompts.wait(ctx)
+	}
+	for _, out := range outs {
+		out.discard()
 	}
 	cerr := w.Close()
 	switch {
+	case werr != nil && !errors.Is(werr, context.Canceled):
+		// The write failed first; the workers stopped for it.
+		return sum, fmt.Errorf("write rewards: %w", werr)
 	case err != nil:
 		return sum, err
 	case werr != nil:
@@ -342,21 +327,72 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 // readAlloc recycles the buffers of decoded batches (see poolAllocator).
 var readAlloc = &poolAllocator{}
 
-type rgResult struct {
-	recs []arrow.RecordBatch
-	sum  Summary
+// rgOut is what scoring a row group gives: its reward batches, handed
+// to the writer as they are made, so that it writes a row group while
+// the row group is being scored; then its summary.
+type rgOut struct {
+	// recs has room for every batch of the row group, so a worker never
+	// waits for the writer; it is closed after the last one.
+	recs chan arrow.RecordBatch
+	// ok and sum are set before recs is closed: ok when every batch was
+	// sent.
+	ok  bool
+	sum Summary
+}
+
+func newRGOut(rows int64, batchRows int) *rgOut {
+	return &rgOut{recs: make(chan arrow.RecordBatch, int(rows)/batchRows+1)}
+}
+
+// writeTo writes the row group's batches as they come, and fails if the
+// row group was not scored to the end or ctx is done first.
+func (r *rgOut) writeTo(ctx context.Context, w *tables.Writer[tables.Reward]) error {
+	for {
+		select {
+		case rec, more := <-r.recs:
+			if !more {
+				if !r.ok {
+					// The worker failed: its error cancels ctx.
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				return nil
+			}
+			err := w.WriteRecord(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// discard releases the batches left unwritten. The row group's worker
+// has returned, or was never started.
+func (r *rgOut) discard() {
+	for {
+		select {
+		case rec, more := <-r.recs:
+			if !more {
+				return
+			}
+			rec.Release()
+		default:
+			return
+		}
+	}
 }
 
 // scoreRowGroup reads and scores the first take rows of row group rg,
-// whose first row is row first of the file.
-func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64) (res *rgResult, err error) {
-	res = &rgResult{}
+// whose first row is row first of the file, sending the reward batches
+// to out.
+func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions, rg int, first, take int64, out *rgOut) (err error) {
+	defer close(out.recs)
 	defer func() {
 		if r := recover(); r != nil {
-			for _, rec := range res.recs {
-				rec.Release()
-			}
-			res, err = nil, fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
+			err = fmt.Errorf("read trajectories file %q row group %d: %w: corrupt data (%v)", in.name, rg, tables.ErrNotParquet, r)
 		}
 	}()
 	mem := readAlloc
@@ -365,17 +401,17 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	props.BufferSize = 1 << 20
 	pf, err := file.NewParquetReader(io.NewSectionReader(in.r, 0, in.size), file.WithReadProps(props), file.WithMetadata(in.md))
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+		return fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
 	// PreAllocBinaryData sizes each batch's string data from the column
 	// chunk's size before decoding, rather than growing it by copies.
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), PreAllocBinaryData: true}, mem)
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
+		return fmt.Errorf("read trajectories file %q: %w: %v", in.name, tables.ErrNotParquet, err)
 	}
 	rr, err := fr.GetRecordReader(ctx, in.leaves, []int{rg})
 	if err != nil {
-		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+		return fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
 	}
 	defer rr.Release()
 	s := newScorer(p, o, readAlloc)
@@ -384,28 +420,35 @@ func (p *Program) scoreRowGroup(ctx context.Context, in *input, o *ScoreOptions,
 	left := take
 	for left > 0 && rr.Next() {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
+		}
+		// Prompts read in the background are waited for only now, with
+		// the first batch decoded.
+		if o.Prompts != nil {
+			if err := o.Prompts.wait(ctx); err != nil {
+				return err
+			}
 		}
 		rec := rr.RecordBatch()
 		n := min(rec.NumRows(), left)
-		out, err := s.batch(ctx, rec, int(n), row, &res.sum)
+		res, err := s.batch(ctx, rec, int(n), row, &out.sum)
 		if err != nil {
-			for _, r := range res.recs {
-				r.Release()
-			}
-			return nil, err
+			return err
 		}
-		res.recs = append(res.recs, out)
+		select {
+		case out.recs <- res:
+		case <-ctx.Done():
+			res.Release()
+			return ctx.Err()
+		}
 		row += n
 		left -= n
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		for _, r := range res.recs {
-			r.Release()
-		}
-		return nil, fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
+		return fmt.Errorf("read trajectories file %q row group %d: %w", in.name, rg, err)
 	}
-	return res, nil
+	out.ok = true
+	return nil
 }
 
 // scorer scores batches for one worker, reusing its activation, batch
@@ -419,17 +462,31 @@ type scorer struct {
 	vals []float64
 	// stats are the components' statistics of the summary being added to.
 	stats []Stats
+	// runners: the spec has verifiers or judges, whose outputs differ
+	// from row to row.
+	runners bool
 
 	// Output columns.
 	promptID    *array.StringBuilder
 	sampleIndex *array.Int32Builder
 	comps       []*array.Float64Builder
 	total       *array.Float64Builder
-	digest      *array.StringBuilder
-	verifiers   *array.StringBuilder
-	judges      *array.StringBuilder
+	verifiers   *array.StringBuilder // unused without runners
+	judges      *array.StringBuilder // unused without runners
 	status      *array.StringBuilder
 	errCol      *array.StringBuilder
+	// consts are the columns that hold one value on every row, by field
+	// index: the spec digest, and the runners' empty outputs when the spec
+	// has none. Each batch gets a slice of a column made once (see
+	// constant), rather than the value appended row by row.
+	consts map[int]constCol
+	cols   []arrow.Array
+}
+
+// constCol is a column of one value, made for the largest batch yet.
+type constCol struct {
+	v   string
+	arr arrow.Array
 }
 
 func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
@@ -443,17 +500,68 @@ func newScorer(p *Program, o *ScoreOptions, mem memory.Allocator) *scorer {
 		s.comps = append(s.comps, field(tables.ComponentPrefix+c.name).(*array.Float64Builder))
 	}
 	s.total = field("total").(*array.Float64Builder)
-	s.digest = field("spec_digest").(*array.StringBuilder)
 	s.verifiers = field("verifier_outputs").(*array.StringBuilder)
 	s.judges = field("judge_outputs").(*array.StringBuilder)
 	s.status = field("status").(*array.StringBuilder)
 	s.errCol = field("error").(*array.StringBuilder)
+	s.runners = len(p.verifiers)+len(p.judges) > 0
+	index := func(name string) int { return sc.FieldIndices(name)[0] }
+	s.consts = map[int]constCol{index("spec_digest"): {v: p.digest}}
+	if !s.runners {
+		s.consts[index("verifier_outputs")] = constCol{}
+		s.consts[index("judge_outputs")] = constCol{}
+	}
 	s.src.p = p
 	s.src.prompts = o.Prompts
 	return s
 }
 
-func (s *scorer) release() { s.b.Release() }
+func (s *scorer) release() {
+	s.b.Release()
+	for _, c := range s.consts {
+		if c.arr != nil {
+			c.arr.Release()
+		}
+	}
+}
+
+// constant returns n rows of field i's one value.
+func (s *scorer) constant(i, n int) arrow.Array {
+	c := s.consts[i]
+	if c.arr == nil || c.arr.Len() < n {
+		if c.arr != nil {
+			c.arr.Release()
+		}
+		b := array.NewStringBuilder(readAlloc)
+		b.Reserve(n)
+		b.ReserveData(n * len(c.v))
+		for range n {
+			b.Append(c.v)
+		}
+		c.arr = b.NewArray()
+		b.Release()
+		s.consts[i] = c
+	}
+	return array.NewSlice(c.arr, 0, int64(n))
+}
+
+// record returns the n rows built as a record batch: the builders'
+// columns and the constant ones.
+func (s *scorer) record(n int) arrow.RecordBatch {
+	s.cols = s.cols[:0]
+	for i, f := range s.b.Fields() {
+		if _, ok := s.consts[i]; ok {
+			s.cols = append(s.cols, s.constant(i, n))
+		} else {
+			s.cols = append(s.cols, f.NewArray())
+		}
+	}
+	rec := array.NewRecordBatch(s.b.Schema(), s.cols, int64(n))
+	for _, c := range s.cols {
+		c.Release()
+	}
+	return rec
+}
 
 // batch scores the first n rows of rec, the first of which is row first
 // of the file, and returns the reward rows as a record batch.
@@ -465,8 +573,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	src := &s.src
 	s.b.Reserve(n)
 	// The string columns' data, sized up front rather than grown by
-	// doubling: the digest on every row, the prompt ids as read.
-	s.digest.ReserveData(n * len(p.digest))
+	// doubling: the prompt ids as read.
 	if ids, ok := src.promptID.(*array.String); ok && n > 0 {
 		s.promptID.ReserveData(ids.ValueOffset(n-1) + ids.ValueLen(n-1) - ids.ValueOffset(0))
 	}
@@ -478,7 +585,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	scored := false
 	var outs []runnerOutputs
 	var msgs []string
-	if len(p.verifiers)+len(p.judges) > 0 {
+	if s.runners {
 		var err error
 		outs, msgs, err = s.runAll(ctx, n)
 		if err != nil {
@@ -489,7 +596,6 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 		st := src.status.Value(i)
 		s.promptID.Append(src.promptID.Value(i))
 		s.sampleIndex.Append(src.sampleIndex[i])
-		s.digest.Append(p.digest)
 		sum.Rows++
 		if !p.scored[st] {
 			s.skip(st, i, sum)
@@ -508,9 +614,6 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			if msg == "" {
 				src.verifierVals, src.judgeVals = p.values(&outs[i])
 			}
-		} else {
-			s.verifiers.AppendEmptyValue()
-			s.judges.AppendEmptyValue()
 		}
 		if msg == "" {
 			s.act.at(src, i)
@@ -549,7 +652,7 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			sum.Components[c.name] = s.stats[j]
 		}
 	}
-	return s.b.NewRecordBatch(), nil
+	return s.record(n), nil
 }
 
 func (s *scorer) skip(status string, i int, sum *Summary) {
@@ -557,8 +660,10 @@ func (s *scorer) skip(status string, i int, sum *Summary) {
 		c.AppendNull()
 	}
 	s.total.Append(math.NaN())
-	s.verifiers.AppendEmptyValue()
-	s.judges.AppendEmptyValue()
+	if s.runners {
+		s.verifiers.AppendEmptyValue()
+		s.judges.AppendEmptyValue()
+	}
 	s.status.Append(SkippedPrefix + status)
 	if s.src.errCol != nil && !s.src.errCol.IsNull(i) {
 		s.errCol.Append(s.src.errCol.Value(i))

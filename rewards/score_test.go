@@ -246,11 +246,52 @@ func TestScoreErrors(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
+	t.Run("failed write", func(t *testing.T) {
+		many, prompts := testRows(20_000)
+		idx, _ := NewPrompts(prompts)
+		in := trajectoriesRG(t, many, 1_000)
+		o := &ScoreOptions{Prompts: idx, Write: &tables.WriteOptions{RowGroupRows: 2_000}}
+		var full bytes.Buffer
+		if _, err := p.ScoreFile(context.Background(), &full, bytes.NewReader(in), int64(len(in)), o); err != nil {
+			t.Fatal(err)
+		}
+		for _, after := range []int{0, full.Len() / 3, full.Len() - 10} {
+			_, err := p.ScoreFile(context.Background(), &failAfter{n: after}, bytes.NewReader(in), int64(len(in)), o)
+			if !errors.Is(err, errDiskFull) {
+				t.Errorf("failing after %d of %d bytes: error %v, want the write's", after, full.Len(), err)
+			}
+		}
+	})
+	t.Run("corrupt row group", func(t *testing.T) {
+		many, prompts := testRows(20_000)
+		idx, _ := NewPrompts(prompts)
+		in := trajectoriesRG(t, many, 1_000)
+		// Zero the middle of the file: pages of the row groups there.
+		bad := bytes.Clone(in)
+		clear(bad[len(bad)/2 : len(bad)/2+4096])
+		_, err := p.ScoreFile(context.Background(), &bytes.Buffer{}, bytes.NewReader(bad), int64(len(bad)), &ScoreOptions{Prompts: idx})
+		if err == nil {
+			t.Fatal("no error")
+		}
+	})
 	t.Run("duplicate prompts", func(t *testing.T) {
 		if _, err := NewPrompts([]tables.Prompt{{PromptID: "a"}, {PromptID: "a"}}); err == nil {
 			t.Fatal("no error")
 		}
 	})
+}
+
+var errDiskFull = errors.New("disk full")
+
+// failAfter is a destination that takes n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		return 0, errDiskFull
+	}
+	f.n -= len(b)
+	return len(b), nil
 }
 
 func TestScoreLimit(t *testing.T) {
@@ -425,6 +466,56 @@ func TestReadPrompts(t *testing.T) {
 				t.Fatalf("error %v, want %v", err, want)
 			}
 		})
+	}
+}
+
+// TestReadPromptsAsync: prompts read in the background give the rewards
+// file that prompts read first give, and a prompts file that cannot be
+// read fails the scoring with its error.
+func TestReadPromptsAsync(t *testing.T) {
+	ctx := context.Background()
+	rows, prompts := testRows(3_000)
+	in := trajectoriesRG(t, rows, 500)
+	var pf bytes.Buffer
+	if err := tables.Write(&pf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: 700}); err != nil {
+		t.Fatal(err)
+	}
+	p := mustCompile(t, gsm8k)
+	scoreWith := func(idx *Prompts, limit int64) ([]byte, error) {
+		var out bytes.Buffer
+		_, err := p.ScoreFile(ctx, &out, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Prompts: idx, Limit: limit})
+		return out.Bytes(), err
+	}
+	idx, err := NewPrompts(prompts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := scoreWith(idx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	async := ReadPromptsAsync(ctx, bytes.NewReader(pf.Bytes()), int64(pf.Len()), "prompts")
+	got, err := scoreWith(async, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("rewards file differs with prompts read in the background")
+	}
+	if err := async.Err(); err != nil || async.Len() != len(prompts) {
+		t.Errorf("Err %v, Len %d: want nil, %d", err, async.Len(), len(prompts))
+	}
+
+	bad := pf.Bytes()[:pf.Len()/2]
+	for _, limit := range []int64{0, 1} {
+		broken := ReadPromptsAsync(ctx, bytes.NewReader(bad), int64(len(bad)), "broken prompts")
+		_, err = scoreWith(broken, limit)
+		if err == nil || broken.Err() == nil || err.Error() != broken.Err().Error() {
+			t.Errorf("limit %d: ScoreFile error %v, Err %v: want the reading error from both", limit, err, broken.Err())
+		}
+		if _, ok := broken.Lookup(prompts[0].PromptID); ok || broken.Len() != 0 {
+			t.Errorf("limit %d: a prompts file that failed to read has prompts", limit)
+		}
 	}
 }
 

@@ -36,11 +36,9 @@ func Task(prog *Program) *pipeline.Task {
 				if err != nil {
 					return err
 				}
-				so.Prompts, err = ReadPrompts(ctx, f, size, runs.PromptsFile)
-				f.Close()
-				if err != nil {
-					return pipeline.Permanent(err)
-				}
+				defer f.Close()
+				// Read while the trajectories are decoded.
+				so.Prompts = ReadPromptsAsync(ctx, f, size, runs.PromptsFile)
 			}
 			src, size, err := openFile(tc.InputPath("trajectories"))
 			if err != nil {
@@ -53,6 +51,9 @@ func Task(prog *Program) *pipeline.Task {
 			}
 			if _, err := prog.ScoreFile(ctx, dst, src, size, so); err != nil {
 				dst.Close()
+				if so.Prompts != nil && so.Prompts.Err() != nil {
+					return pipeline.Permanent(err)
+				}
 				return err
 			}
 			return dst.Close()

@@ -42,7 +42,7 @@ var contenders = []contender{
 }
 
 // runRlpipe does what a rescoring does: load and compile the spec, read
-// and index the prompts table, score the trajectories file.
+// and index the prompts table while scoring the trajectories file.
 func runRlpipe(ctx context.Context, d *dataset, out string) error {
 	spec, err := rewards.LoadSpec(specPath)
 	if err != nil {
@@ -61,10 +61,8 @@ func runRlpipe(ctx context.Context, d *dataset, out string) error {
 	if err != nil {
 		return err
 	}
-	prompts, err := rewards.ReadPrompts(ctx, pf, pst.Size(), "prompts")
-	if err != nil {
-		return err
-	}
+	// Read and indexed while the first row groups are decoded.
+	prompts := rewards.ReadPromptsAsync(ctx, pf, pst.Size(), "prompts")
 	tf, err := os.Open(d.trajectories)
 	if err != nil {
 		return err
