@@ -33,8 +33,24 @@ func longRunIterations(b *testing.B) int {
 	return n
 }
 
-// longRunConfig is the stand-in example without sleeps, run to iterations.
-func longRunConfig(b *testing.B, iterations int) string {
+// longRunLargeIterations is how far BenchmarkLongRunLargeTables takes its
+// run: $RLPIPE_BENCH_LARGE_ITERATIONS, default 200.
+func longRunLargeIterations(b *testing.B) int {
+	b.Helper()
+	n := 200
+	if v := os.Getenv("RLPIPE_BENCH_LARGE_ITERATIONS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 60 {
+			b.Fatalf("RLPIPE_BENCH_LARGE_ITERATIONS=%q: want a number of at least 60", v)
+		}
+	}
+	return n
+}
+
+// longRunConfig is the stand-in example without sleeps, run to
+// iterations, generating samplesPerPrompt trajectories for each of its 8
+// prompts an iteration (the example's 4 when 0).
+func longRunConfig(b *testing.B, iterations, samplesPerPrompt int) string {
 	b.Helper()
 	raw, err := os.ReadFile("../examples/standin/pipeline.yaml")
 	if err != nil {
@@ -46,7 +62,11 @@ func longRunConfig(b *testing.B, iterations int) string {
 	}
 	s = strings.Replace(s, "iterations: 6", "iterations: "+strconv.Itoa(iterations), 1)
 	s = strings.Replace(s, "run: standin", "run: long", 1)
-	if strings.Contains(s, "sleep:") || !strings.Contains(s, "run: long") {
+	if samplesPerPrompt > 0 {
+		s = strings.Replace(s, "samples_per_prompt: 4", "samples_per_prompt: "+strconv.Itoa(samplesPerPrompt), 1)
+	}
+	if strings.Contains(s, "sleep:") || !strings.Contains(s, "run: long") ||
+		(samplesPerPrompt > 0 && !strings.Contains(s, "samples_per_prompt: "+strconv.Itoa(samplesPerPrompt))) {
 		b.Fatalf("the example changed; update this benchmark:\n%s", s)
 	}
 	return s
@@ -167,14 +187,29 @@ type longRunViews struct {
 // ratio/(2000/20) ≤ 1; status and the UI page under a second at 2,000.
 // RLPIPE_BENCH_ITERATIONS sets another end (at least 60).
 func BenchmarkLongRun(b *testing.B) {
-	end := longRunIterations(b)
+	longRun(b, longRunIterations(b), 0)
+}
+
+// BenchmarkLongRunLargeTables is BenchmarkLongRun with 100,000-row
+// trajectories an iteration (8 prompts × 12,500 samples, and as many
+// rewards and advantages), taken to 200 iterations
+// ($RLPIPE_BENCH_LARGE_ITERATIONS): the same figures, at 20 and at 200,
+// with the same targets.
+func BenchmarkLongRunLargeTables(b *testing.B) {
+	longRun(b, longRunLargeIterations(b), 12500)
+}
+
+// longRun is the body of both benchmarks: the stand-in loop with
+// samplesPerPrompt samples a prompt (0: the example's), measured at
+// iteration 20 and at end.
+func longRun(b *testing.B, end, samplesPerPrompt int) {
 	ctx := context.Background()
 	for b.Loop() {
 		h := newStore(b)
 		h.ok("import", "../examples/standin/prompts.jsonl", "main:data/prompts.parquet", "--table", "prompts")
 		h.ok("commit", "main", "-m", "add prompts")
 		runTo := func(n int) time.Duration {
-			cfg := h.file("pipeline-"+strconv.Itoa(n)+".yaml", longRunConfig(b, n))
+			cfg := h.file("pipeline-"+strconv.Itoa(n)+".yaml", longRunConfig(b, n, samplesPerPrompt))
 			start := time.Now()
 			h.ok("run", "-f", cfg, "--no-report")
 			return time.Since(start)

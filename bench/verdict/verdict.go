@@ -51,6 +51,11 @@ var targets = []target{
 	{"BenchmarkLongRun", "diff_ratio/linear", "<=", 1, "rlpipe diff first..last at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "status_2000_ms", "<=", 1000, "rlpipe status RUN at 2,000 iterations, in ms"},
 	{"BenchmarkLongRun", "ui_run_2000_ms", "<=", 1000, "the UI's run page at 2,000 iterations, in ms"},
+	{"BenchmarkLongRunLargeTables", "iteration_ratio", "<=", 1.2, "time per iteration of 100,000 trajectories at 200 iterations against 20"},
+	{"BenchmarkLongRunLargeTables", "resume_ratio", "<=", 1.2, "resuming a run of 100,000-row iterations at 200 against 20"},
+	{"BenchmarkLongRunLargeTables", "store_bytes/iteration_ratio", "<=", 1.2, "store bytes an iteration of 100,000 trajectories adds at 200 against 20"},
+	{"BenchmarkLongRunLargeTables", "status_ratio/linear", "<=", 1, "rlpipe status RUN of 100,000-row iterations at 200 against 20, over linear growth"},
+	{"BenchmarkLongRunLargeTables", "ui_run_ratio/linear", "<=", 1, "the UI's run page of 100,000-row iterations at 200 against 20, over linear growth"},
 }
 
 // figure is one value a benchmark line reported.
