@@ -19,30 +19,17 @@ import (
 	"github.com/rlpipe/rlpipe/ui"
 )
 
-// longRunIterations is how far BenchmarkLongRun takes its run:
-// $RLPIPE_BENCH_ITERATIONS, default 2,000.
-func longRunIterations(b *testing.B) int {
+// benchIterations is how far a long-run benchmark takes its run: the
+// number in the environment variable name, at least 60, or def.
+func benchIterations(b *testing.B, name string, def int) int {
 	b.Helper()
-	n := 2000
-	if v := os.Getenv("RLPIPE_BENCH_ITERATIONS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 60 {
-			b.Fatalf("RLPIPE_BENCH_ITERATIONS=%q: want a number of at least 60", v)
-		}
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	return n
-}
-
-// longRunLargeIterations is how far BenchmarkLongRunLargeTables takes its
-// run: $RLPIPE_BENCH_LARGE_ITERATIONS, default 200.
-func longRunLargeIterations(b *testing.B) int {
-	b.Helper()
-	n := 200
-	if v := os.Getenv("RLPIPE_BENCH_LARGE_ITERATIONS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 60 {
-			b.Fatalf("RLPIPE_BENCH_LARGE_ITERATIONS=%q: want a number of at least 60", v)
-		}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 60 {
+		b.Fatalf("%s=%q: want a number of at least 60", name, v)
 	}
 	return n
 }
@@ -187,7 +174,7 @@ type longRunViews struct {
 // ratio/(2000/20) ≤ 1; status and the UI page under a second at 2,000.
 // RLPIPE_BENCH_ITERATIONS sets another end (at least 60).
 func BenchmarkLongRun(b *testing.B) {
-	longRun(b, longRunIterations(b), 0)
+	longRun(b, benchIterations(b, "RLPIPE_BENCH_ITERATIONS", 2000), 0)
 }
 
 // BenchmarkLongRunLargeTables is BenchmarkLongRun with 100,000-row
@@ -196,7 +183,7 @@ func BenchmarkLongRun(b *testing.B) {
 // ($RLPIPE_BENCH_LARGE_ITERATIONS): the same figures, at 20 and at 200,
 // with the same targets.
 func BenchmarkLongRunLargeTables(b *testing.B) {
-	longRun(b, longRunLargeIterations(b), 12500)
+	longRun(b, benchIterations(b, "RLPIPE_BENCH_LARGE_ITERATIONS", 200), 12500)
 }
 
 // longRun is the body of both benchmarks: the stand-in loop with
