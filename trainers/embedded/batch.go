@@ -149,7 +149,7 @@ func episode(m *tiny.Model, t tables.Trajectory) (sample, error) {
 	for j, id := range t.Sequence {
 		// PAD and BOS can be sampled (see example); elsewhere they mean
 		// another model's tokenizer.
-		sampled := t.Trainable[j] == 1 && id >= 0
+		sampled := j < len(t.Trainable) && t.Trainable[j] == 1 && id >= 0
 		if (id < tiny.EOS && !sampled) || id >= V {
 			return sample{}, fmt.Errorf("%w: %s: token %d at %d of sequence_ids is not a token of %s (ids %d..%d, or BOS first, or any id below %d in a reply); was it sampled from another model?",
 				ErrBatch, where, id, j+at, m.Version(), tiny.EOS, V-1, V)
