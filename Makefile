@@ -58,7 +58,7 @@ demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in th
 # What the benchmarks print, kept for bench/verdict (and to read again).
 BENCH_OUT ?= bench.out
 
-bench: ## run the benchmarks, print their ratios, then each target MET or NOT MET
+bench: deps ## run the benchmarks, print their ratios, then each target MET or NOT MET
 	@set -o pipefail; { \
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m $$($(GO) list ./artifacts/... ./pipeline/... | grep -v /temporaltests) && \
 	$(GO) test -p 1 -run '^$$' -bench . -benchtime 10x -timeout 30m ./policy/... ./rollouts/... ./environments/... ./trainers/... && \
