@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // report runs `rlpipe --store STORE report args...` on a command tree
@@ -91,11 +94,46 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	checkHealthInputs(t, st, "runs-standin", 3)
 	refreshed := filepath.Join(h.dir, "live.html")
 	if err := writeRunReport(context.Background(), st, "standin", refreshed); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(refreshed); err != nil || fi.Size() == 0 {
 		t.Fatalf("refreshed report: %v", err)
+	}
+}
+
+// checkHealthInputs: the health row the loop committed with each of
+// iterations 1..n of ref records the SHA-256 of the tables and metrics
+// it was computed from (docs/REPORTS.md), and these are the checksums
+// the store lists for the committed files: the report reads the row in
+// place of the tables.
+func checkHealthInputs(t *testing.T, st artifacts.Store, ref string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for it := 1; it <= n; it++ {
+		listed := map[string]string{}
+		for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: runs.IterationDir(it) + "/"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed[path.Base(e.Path)] = e.Checksum
+		}
+		hp := runs.IterationPath(it, runs.HealthFile)
+		b, err := artifacts.ReadObject(ctx, st, ref, hp)
+		if err != nil || b == nil {
+			t.Fatalf("%s: %v", hp, err)
+		}
+		f, err := tables.OpenFile(bytes.NewReader(b), int64(len(b)), hp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for input, file := range map[string]string{"trajectories": runs.TrajectoriesFile, "rewards": runs.RewardsFile, "metrics": runs.TrainMetricsFile} {
+			got, ok := f.Metadata("rlpipe.health.from." + input)
+			if !ok || got != listed[file] || (input != "metrics" && got == "") {
+				t.Errorf("%s records %s %q (present %v), the store lists %s %q", hp, input, got, ok, file, listed[file])
+			}
+		}
 	}
 }

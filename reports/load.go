@@ -115,7 +115,7 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 	if err != nil {
 		return nil, fmt.Errorf("report %s: %w", ref, err)
 	}
-	iters, err := Iterations(ctx, st, ref)
+	iters, files, err := listIterations(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 	for i, n := range iters {
 		keep := o.SampleIterations > 0 && i >= len(iters)-o.SampleIterations
 		g.Go(func() error {
-			h, s, err := loadIteration(gctx, st, ref, n, keep, o)
+			h, s, err := loadIteration(gctx, st, ref, n, files[n], keep, o)
 			if err != nil {
 				return err
 			}
@@ -154,20 +154,88 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 // Iterations lists the iterations at ref that have a trajectories table,
 // in order.
 func Iterations(ctx context.Context, st artifacts.Store, ref string) ([]int, error) {
+	iters, _, err := listIterations(ctx, st, ref)
+	return iters, err
+}
+
+// iterationFiles are the checksums of an iteration's files, by file name.
+type iterationFiles map[string]string
+
+// listIterations is Iterations and the checksums of each iteration's
+// files, from one listing.
+func listIterations(ctx context.Context, st artifacts.Store, ref string) ([]int, map[int]iterationFiles, error) {
 	var out []int
+	files := map[int]iterationFiles{}
 	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: runs.IterationsPrefix}) {
 		if err != nil {
-			return nil, fmt.Errorf("list %s:%s: %w", ref, runs.IterationsPrefix, err)
+			return nil, nil, fmt.Errorf("list %s:%s: %w", ref, runs.IterationsPrefix, err)
 		}
-		if n, ok := runs.InIteration(e.Path, runs.TrajectoriesFile); ok {
-			out = append(out, n)
+		for _, in := range healthInputs {
+			if n, ok := runs.InIteration(e.Path, in.file); ok {
+				if files[n] == nil {
+					files[n] = iterationFiles{}
+				}
+				files[n][in.file] = e.Checksum
+				if in.file == runs.TrajectoriesFile {
+					out = append(out, n)
+				}
+			}
+		}
+		if n, ok := runs.InIteration(e.Path, runs.HealthFile); ok {
+			if files[n] == nil {
+				files[n] = iterationFiles{}
+			}
+			files[n][runs.HealthFile] = e.Checksum
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), files, nil
 }
 
-func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, keep bool, o LoadOptions) (Health, *IterationSamples, error) {
+// storedHealth is iteration n's row of its health.parquet when that row
+// was computed, by this version of the health stage, from the very
+// tables and metrics files ref holds (their checksums match); ok false
+// otherwise, and the caller computes the row.
+func storedHealth(ctx context.Context, st artifacts.Store, ref string, n int, files iterationFiles) (Health, bool, error) {
+	if _, ok := files[runs.HealthFile]; !ok {
+		return Health{}, false, nil
+	}
+	path := runs.IterationPath(n, runs.HealthFile)
+	b, err := readObject(ctx, st, ref, path)
+	if err != nil {
+		return Health{}, false, err
+	}
+	f, err := tables.OpenFile(bytes.NewReader(b), int64(len(b)), ref+":"+path, nil)
+	if err != nil {
+		return Health{}, false, nil // not a table this version reads: recompute
+	}
+	if v, _ := f.Metadata(metaHealthTask); v != healthTaskVersion {
+		return Health{}, false, nil
+	}
+	for _, in := range healthInputs {
+		want, ok := f.Metadata(metaHealthFrom + in.name)
+		if !ok || want != files[in.file] {
+			return Health{}, false, nil
+		}
+	}
+	rows, err := readHealth(ctx, f)
+	if err != nil || len(rows) != 1 || rows[0].Iteration != n {
+		return Health{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
+// loadIteration is iteration n's health and, when keep, its samples. An
+// iteration whose samples are not kept reads its stored health row when
+// that is up to date (storedHealth), and its tables only otherwise: the
+// cost of a report then grows with the iterations, not with their rows.
+func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, files iterationFiles, keep bool, o LoadOptions) (Health, *IterationSamples, error) {
+	if !keep && o.Health.withDefaults() == (*HealthOptions)(nil).withDefaults() {
+		h, ok, err := storedHealth(ctx, st, ref, n, files)
+		if err != nil || ok {
+			return h, nil, err
+		}
+	}
 	trajs, err := readTable(ctx, st, ref, runs.IterationPath(n, runs.TrajectoriesFile), tables.Trajectories)
 	if err != nil {
 		return Health{}, nil, err

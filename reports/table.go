@@ -3,11 +3,14 @@ package reports
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,71 +25,82 @@ import (
 // pandas and polars open. docs/REPORTS.md documents the columns.
 const (
 	HealthTableName    = "health"
-	HealthTableVersion = 1
+	HealthTableVersion = 2
 	// HealthPath is where SaveHealth puts the table on a run branch.
 	HealthPath = runs.HealthReportPath
 )
 
+// healthCol is a column of the health table and the Health field it
+// holds: field returns a pointer to it, *int (an Int32 column, required),
+// *float64 (Float64, nullable: NaN is null) or *string (String, required).
 type healthCol struct {
-	name string
-	typ  arrow.DataType // Int32 (required) or Float64 (nullable: NaN is null)
-	get  func(*Health) float64
-}
-
-func f64(name string, get func(*Health) float64) healthCol {
-	return healthCol{name, arrow.PrimitiveTypes.Float64, get}
-}
-
-func i32(name string, get func(*Health) int) healthCol {
-	return healthCol{name, arrow.PrimitiveTypes.Int32, func(h *Health) float64 { return float64(get(h)) }}
+	name  string
+	field func(*Health) any
 }
 
 var healthCols = []healthCol{
-	i32("iteration", func(h *Health) int { return h.Iteration }),
-	i32("samples", func(h *Health) int { return h.Samples }),
-	i32("scored", func(h *Health) int { return h.Scored }),
-	i32("errored", func(h *Health) int { return h.Errored }),
-	i32("timed_out", func(h *Health) int { return h.TimedOut }),
-	i32("truncated", func(h *Health) int { return h.Truncated }),
-	f64("reward_mean", func(h *Health) float64 { return h.Reward.Mean }),
-	f64("reward_std", func(h *Health) float64 { return h.Reward.Std }),
-	f64("reward_min", func(h *Health) float64 { return h.Reward.Min }),
-	f64("reward_max", func(h *Health) float64 { return h.Reward.Max }),
-	i32("groups", func(h *Health) int { return h.Groups }),
-	f64("frac_reward_zero_std", func(h *Health) float64 { return h.FracZeroStd }),
-	f64("frac_solved_all", func(h *Health) float64 { return h.FracSolvedAll }),
-	f64("frac_solved_none", func(h *Health) float64 { return h.FracSolvedNone }),
-	f64("frac_mixed", func(h *Health) float64 { return h.FracMixed }),
-	f64("response_length_mean", func(h *Health) float64 { return h.LengthMean }),
-	i32("response_length_max", func(h *Health) int { return h.LengthMax }),
-	f64("response_chars_mean", func(h *Health) float64 { return h.CharsMean }),
-	f64("frac_finish_length", func(h *Health) float64 { return h.FracLength }),
-	f64("staleness_mean", func(h *Health) float64 { return h.StalenessMean }),
-	f64("top_completion_share", func(h *Health) float64 { return h.TopShare }),
-	i32("top_completion_prompts", func(h *Health) int { return h.TopPrompts }),
-	f64("judge_verifier_disagreement", func(h *Health) float64 { return h.Disagreement }),
-	f64("format_mean", func(h *Health) float64 { return h.FormatMean }),
-	f64("correct_mean", func(h *Health) float64 { return h.CorrectMean }),
-	f64("format_without_correct", func(h *Health) float64 { return h.FormatWithoutCorrect }),
-	f64("loss", func(h *Health) float64 { return h.Loss }),
-	f64("policy_loss", func(h *Health) float64 { return h.PolicyLoss }),
-	f64("kl", func(h *Health) float64 { return h.KL }),
-	f64("entropy", func(h *Health) float64 { return h.Entropy }),
-	f64("clip_frac_low", func(h *Health) float64 { return h.ClipLow }),
-	f64("clip_frac_high", func(h *Health) float64 { return h.ClipHigh }),
-	f64("ratio_dev", func(h *Health) float64 { return h.RatioDev }),
-	f64("grad_norm", func(h *Health) float64 { return h.GradNorm }),
+	{"iteration", func(h *Health) any { return &h.Iteration }},
+	{"samples", func(h *Health) any { return &h.Samples }},
+	{"scored", func(h *Health) any { return &h.Scored }},
+	{"errored", func(h *Health) any { return &h.Errored }},
+	{"timed_out", func(h *Health) any { return &h.TimedOut }},
+	{"truncated", func(h *Health) any { return &h.Truncated }},
+	{"reward_mean", func(h *Health) any { return &h.Reward.Mean }},
+	{"reward_std", func(h *Health) any { return &h.Reward.Std }},
+	{"reward_min", func(h *Health) any { return &h.Reward.Min }},
+	{"reward_max", func(h *Health) any { return &h.Reward.Max }},
+	{"groups", func(h *Health) any { return &h.Groups }},
+	{"frac_reward_zero_std", func(h *Health) any { return &h.FracZeroStd }},
+	{"frac_solved_all", func(h *Health) any { return &h.FracSolvedAll }},
+	{"frac_solved_none", func(h *Health) any { return &h.FracSolvedNone }},
+	{"frac_mixed", func(h *Health) any { return &h.FracMixed }},
+	{"response_length_mean", func(h *Health) any { return &h.LengthMean }},
+	{"response_length_max", func(h *Health) any { return &h.LengthMax }},
+	{"response_chars_mean", func(h *Health) any { return &h.CharsMean }},
+	{"frac_finish_length", func(h *Health) any { return &h.FracLength }},
+	{"staleness_mean", func(h *Health) any { return &h.StalenessMean }},
+	{"top_completion_share", func(h *Health) any { return &h.TopShare }},
+	{"top_completion_prompts", func(h *Health) any { return &h.TopPrompts }},
+	{"top_completion", func(h *Health) any { return &h.TopCompletion }},
+	{"judge_verifier_disagreement", func(h *Health) any { return &h.Disagreement }},
+	{"format_mean", func(h *Health) any { return &h.FormatMean }},
+	{"correct_mean", func(h *Health) any { return &h.CorrectMean }},
+	{"format_without_correct", func(h *Health) any { return &h.FormatWithoutCorrect }},
+	{"loss", func(h *Health) any { return &h.Loss }},
+	{"policy_loss", func(h *Health) any { return &h.PolicyLoss }},
+	{"kl", func(h *Health) any { return &h.KL }},
+	{"entropy", func(h *Health) any { return &h.Entropy }},
+	{"clip_frac_low", func(h *Health) any { return &h.ClipLow }},
+	{"clip_frac_high", func(h *Health) any { return &h.ClipHigh }},
+	{"ratio_dev", func(h *Health) any { return &h.RatioDev }},
+	{"grad_norm", func(h *Health) any { return &h.GradNorm }},
 }
 
-// componentStats are the per-component columns: r_<name>_<stat>.
+// colType is the Arrow type of a column holding *field.
+func colType(field any) arrow.DataType {
+	switch field.(type) {
+	case *int:
+		return arrow.PrimitiveTypes.Int32
+	case *string:
+		return arrow.BinaryTypes.String
+	default:
+		return arrow.PrimitiveTypes.Float64
+	}
+}
+
+// componentStats are the per-component columns: r_<name>_<stat>. Every
+// one is nullable: a row without the component (not in its
+// ComponentNames) has nulls; count 0 and null figures mean the row has
+// the component but no finite value of it.
 var componentStats = []struct {
 	suffix string
-	get    func(Stat) float64
+	field  func(*Stat) any
 }{
-	{"mean", func(s Stat) float64 { return s.Mean }},
-	{"std", func(s Stat) float64 { return s.Std }},
-	{"min", func(s Stat) float64 { return s.Min }},
-	{"max", func(s Stat) float64 { return s.Max }},
+	{"count", func(s *Stat) any { return &s.Count }},
+	{"mean", func(s *Stat) any { return &s.Mean }},
+	{"std", func(s *Stat) any { return &s.Std }},
+	{"min", func(s *Stat) any { return &s.Min }},
+	{"max", func(s *Stat) any { return &s.Max }},
 }
 
 // allComponents is the union of the rows' component names, sorted.
@@ -104,51 +118,59 @@ func allComponents(rows []Health) []string {
 }
 
 // HealthSchema is the health table's Arrow schema for rows with the given
-// reward components: the fixed columns, then r_<component>_mean, _std,
-// _min and _max for each.
-func HealthSchema(components []string) *arrow.Schema {
-	fields := make([]arrow.Field, 0, len(healthCols)+4*len(components))
+// reward components: the fixed columns, then r_<component>_count, _mean,
+// _std, _min and _max for each.
+func HealthSchema(components []string) *arrow.Schema { return healthSchema(components, nil) }
+
+// healthSchema is HealthSchema with more key-value metadata (sorted by
+// key, so that the bytes depend only on its content).
+func healthSchema(components []string, meta map[string]string) *arrow.Schema {
+	fields := make([]arrow.Field, 0, len(healthCols)+len(componentStats)*len(components))
 	for _, c := range healthCols {
-		fields = append(fields, arrow.Field{Name: c.name, Type: c.typ, Nullable: c.typ.ID() == arrow.FLOAT64})
+		typ := colType(c.field(&Health{}))
+		fields = append(fields, arrow.Field{Name: c.name, Type: typ, Nullable: typ.ID() == arrow.FLOAT64})
 	}
 	for _, n := range components {
 		for _, s := range componentStats {
-			fields = append(fields, arrow.Field{Name: tables.ComponentPrefix + n + "_" + s.suffix, Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+			fields = append(fields, arrow.Field{Name: tables.ComponentPrefix + n + "_" + s.suffix, Type: colType(s.field(&Stat{})), Nullable: true})
 		}
 	}
-	md := arrow.NewMetadata([]string{tables.MetaTable, tables.MetaSchemaVersion}, []string{HealthTableName, strconv.Itoa(HealthTableVersion)})
+	keys := []string{tables.MetaTable, tables.MetaSchemaVersion}
+	vals := []string{HealthTableName, strconv.Itoa(HealthTableVersion)}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		keys, vals = append(keys, k), append(vals, meta[k])
+	}
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(fields, &md)
 }
 
 // WriteHealth writes rows (in iteration order) as the health table. NaN
 // values are nulls. The bytes depend only on the rows.
-func WriteHealth(w io.Writer, rows []Health) error {
+func WriteHealth(w io.Writer, rows []Health) error { return writeHealth(w, rows, nil) }
+
+// writeHealth is WriteHealth with more key-value metadata in the file.
+func writeHealth(w io.Writer, rows []Health, meta map[string]string) error {
 	rows = slices.Clone(rows)
 	sortHealth(rows)
 	comps := allComponents(rows)
-	schema := HealthSchema(comps)
+	schema := healthSchema(comps, meta)
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), schema)
 	defer b.Release()
 	for i := range rows {
 		h := &rows[i]
 		for j, c := range healthCols {
-			v := c.get(h)
-			switch fb := b.Field(j).(type) {
-			case *array.Int32Builder:
-				fb.Append(int32(v))
-			case *array.Float64Builder:
-				appendFloat(fb, v)
-			}
+			appendField(b.Field(j), c.field(h), true)
 		}
 		j := len(healthCols)
 		for _, n := range comps {
 			s, ok := h.Components[n]
+			if !ok {
+				// In ComponentNames without a finite value: count 0.
+				s = Stat{Mean: math.NaN(), Std: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+			}
+			has := ok || slices.Contains(h.ComponentNames, n)
 			for _, cs := range componentStats {
-				v := math.NaN()
-				if ok {
-					v = cs.get(s)
-				}
-				appendFloat(b.Field(j).(*array.Float64Builder), v)
+				appendField(b.Field(j), cs.field(&s), has)
 				j++
 			}
 		}
@@ -164,6 +186,111 @@ func WriteHealth(w io.Writer, rows []Health) error {
 	}
 	if err := rw.Close(); err != nil {
 		return fmt.Errorf("write health table: %w", err)
+	}
+	return nil
+}
+
+// appendField appends *field to b, or a null when !valid.
+func appendField(b array.Builder, field any, valid bool) {
+	if !valid {
+		b.AppendNull()
+		return
+	}
+	switch v := field.(type) {
+	case *int:
+		b.(*array.Int32Builder).Append(int32(*v))
+	case *string:
+		b.(*array.StringBuilder).Append(*v)
+	case *float64:
+		appendFloat(b.(*array.Float64Builder), *v)
+	}
+}
+
+// readHealth reads the rows of a health table of this schema version
+// (WriteHealth's), Health for Health: ComponentNames are the components
+// whose count is not null, Reward.Count is Scored.
+func readHealth(ctx context.Context, f *tables.File) ([]Health, error) {
+	if name, v := f.Table(); name != HealthTableName || v != HealthTableVersion {
+		return nil, fmt.Errorf("%s: table %q version %d, not %s version %d", f.Name(), name, v, HealthTableName, HealthTableVersion)
+	}
+	var out []Health
+	for rec, err := range f.Records(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		cols := map[string]arrow.Array{}
+		for i, fd := range rec.Schema().Fields() {
+			cols[fd.Name] = rec.Column(i)
+		}
+		var comps []string
+		for _, fd := range rec.Schema().Fields() {
+			if n, ok := strings.CutPrefix(fd.Name, tables.ComponentPrefix); ok {
+				if n, ok = strings.CutSuffix(n, "_"+componentStats[0].suffix); ok {
+					comps = append(comps, n)
+				}
+			}
+		}
+		slices.Sort(comps)
+		for r := 0; r < int(rec.NumRows()); r++ {
+			var h Health
+			for _, c := range healthCols {
+				if err := readField(cols[c.name], r, c.field(&h)); err != nil {
+					return nil, fmt.Errorf("%s: row %d, column %s: %w", f.Name(), len(out), c.name, err)
+				}
+			}
+			h.Reward.Count = h.Scored
+			for _, n := range comps {
+				if cols[tables.ComponentPrefix+n+"_count"].IsNull(r) {
+					continue
+				}
+				h.ComponentNames = append(h.ComponentNames, n)
+				var s Stat
+				for _, cs := range componentStats {
+					name := tables.ComponentPrefix + n + "_" + cs.suffix
+					if err := readField(cols[name], r, cs.field(&s)); err != nil {
+						return nil, fmt.Errorf("%s: row %d, column %s: %w", f.Name(), len(out), name, err)
+					}
+				}
+				if s.Count > 0 {
+					if h.Components == nil {
+						h.Components = map[string]Stat{}
+					}
+					h.Components[n] = s
+				}
+			}
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// readField sets *field from row r of col; a null float is NaN.
+func readField(col arrow.Array, r int, field any) error {
+	if col == nil {
+		return errors.New("missing")
+	}
+	switch v := field.(type) {
+	case *int:
+		c, ok := col.(*array.Int32)
+		if !ok || c.IsNull(r) {
+			return fmt.Errorf("want a non-null int32, have %s", col.DataType())
+		}
+		*v = int(c.Value(r))
+	case *string:
+		c, ok := col.(*array.String)
+		if !ok || c.IsNull(r) {
+			return fmt.Errorf("want a non-null string, have %s", col.DataType())
+		}
+		*v = c.Value(r)
+	case *float64:
+		c, ok := col.(*array.Float64)
+		if !ok {
+			return fmt.Errorf("want a float64, have %s", col.DataType())
+		}
+		*v = math.NaN()
+		if !c.IsNull(r) {
+			*v = c.Value(r)
+		}
 	}
 	return nil
 }

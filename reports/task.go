@@ -2,8 +2,11 @@ package reports
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -16,14 +19,39 @@ import (
 // health table.
 const OutHealth = "health"
 
+// healthTaskVersion is the health stage's task version, also recorded in
+// the files it writes: bump it when ComputeHealth changes a figure, and
+// Load recomputes the rows the old version wrote.
+const healthTaskVersion = "health-2"
+
+// Key-value metadata of an iteration's health.parquet: the task version
+// and the SHA-256 (hex) of each input the row was computed from, "" for
+// an input the task did not have. Load reads the row in place of the
+// iteration's tables only when these match what the ref holds.
+const (
+	metaHealthTask = "rlpipe.health.task"
+	metaHealthFrom = "rlpipe.health.from." // + input name
+)
+
+// healthInputs are the inputs of the health stage, by the iteration file
+// each is committed as.
+var healthInputs = []struct{ name, file string }{
+	{"trajectories", runs.TrajectoriesFile},
+	{"rewards", runs.RewardsFile},
+	{"metrics", runs.TrainMetricsFile},
+}
+
 // HealthTask is the loop's health stage: from an iteration's trajectories,
 // rewards and train metrics (inputs "trajectories", "rewards", "metrics")
 // it writes health.parquet, the iteration's row of the health table
 // (ComputeHealth), committed with the iteration. A run's rows together
-// are its training-health table.
+// are its training-health table. The file records its inputs' SHA-256,
+// so that a report reads the row instead of the tables while they are
+// the ones it was computed from (a rescoring changes the rewards, and
+// with them the row: the report then recomputes it).
 func HealthTask() *pipeline.Task {
 	return &pipeline.Task{
-		Name: "health", Version: "health-1", Env: "health", Deterministic: true,
+		Name: "health", Version: healthTaskVersion, Env: "health", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: OutHealth, File: runs.HealthFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p struct {
@@ -53,15 +81,44 @@ func HealthTask() *pipeline.Task {
 				}
 			}
 			h := ComputeHealth(p.Iteration, trajs, rewards, tm, nil)
+			meta := map[string]string{metaHealthTask: healthTaskVersion}
+			for _, in := range healthInputs {
+				sum, err := fileSHA256(tc.InputPath(in.name))
+				if err != nil {
+					return err
+				}
+				meta[metaHealthFrom+in.name] = sum
+			}
 			f, err := os.Create(tc.OutputPath(OutHealth))
 			if err != nil {
 				return err
 			}
-			if err := WriteHealth(f, []Health{h}); err != nil {
+			if err := writeHealth(f, []Health{h}, meta); err != nil {
 				f.Close()
 				return err
 			}
 			return f.Close()
 		},
 	}
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path, "" when path is ""
+// or names no file.
+func fileSHA256(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("health: hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
