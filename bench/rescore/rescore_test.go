@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,19 +45,54 @@ func only() map[string]bool {
 	return m
 }
 
-// runAll runs every contender on d (those of RLPIPE_BENCH_ONLY if set),
-// rounds times, keeping each one's best time, and returns the rows each
-// wrote.
-func runAll(tb testing.TB, d *dataset, rounds int, which map[string]bool) (best, cpu []time.Duration, outs [][]result) {
+// benchRounds reads RLPIPE_BENCH_ROUNDS: how many times each contender
+// runs (default 5).
+func benchRounds(tb testing.TB) int {
+	s := os.Getenv("RLPIPE_BENCH_ROUNDS")
+	if s == "" {
+		return 5
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		tb.Fatalf("RLPIPE_BENCH_ROUNDS=%q: want a number of rounds, at least 1", s)
+	}
+	return n
+}
+
+// timings are a contender's runs: their wall and CPU times, in order.
+type timings struct{ wall, cpu []time.Duration }
+
+// best is the fastest run's wall time and its CPU time.
+func (t timings) best() (wall, cpu time.Duration) {
+	k := 0
+	for i, w := range t.wall {
+		if w < t.wall[k] {
+			k = i
+		}
+	}
+	return t.wall[k], t.cpu[k]
+}
+
+// runAll runs every contender on d (those of RLPIPE_BENCH_ONLY if set)
+// rounds times and returns each one's timings and the rows each wrote.
+func runAll(tb testing.TB, d *dataset, rounds int, which map[string]bool) (runs []timings, outs [][]result) {
 	tb.Helper()
 	ctx := context.Background()
-	best = make([]time.Duration, len(contenders))
-	cpu = make([]time.Duration, len(contenders))
+	runs = make([]timings, len(contenders))
 	paths := make([]string, len(contenders))
 	for round := 0; round < rounds; round++ {
 		// Interleaved, so that a slow moment of a shared machine does
-		// not fall on one contender's every run.
-		for k, c := range contenders {
+		// not fall on one contender's every run, and in the other order
+		// every other round, so that none always follows the same one.
+		order := make([]int, len(contenders))
+		for i := range order {
+			order[i] = i
+			if round%2 == 1 {
+				order[i] = len(contenders) - 1 - i
+			}
+		}
+		for _, k := range order {
+			c := contenders[k]
 			if which != nil && !which[c.name] {
 				continue
 			}
@@ -67,13 +103,11 @@ func runAll(tb testing.TB, d *dataset, rounds int, which map[string]bool) (best,
 			if err != nil {
 				tb.Fatalf("%s: %v", c.name, err)
 			}
-			if round == 0 || el < best[k] {
-				best[k], cpu[k] = el, used
-			}
+			runs[k].wall, runs[k].cpu = append(runs[k].wall, el), append(runs[k].cpu, used)
 		}
 	}
 	if which != nil {
-		return best, cpu, nil
+		return runs, nil
 	}
 	for k, c := range contenders {
 		rs, err := readResults(d, paths[k])
@@ -82,7 +116,27 @@ func runAll(tb testing.TB, d *dataset, rounds int, which map[string]bool) (best,
 		}
 		outs = append(outs, rs)
 	}
-	return best, cpu, outs
+	return runs, outs
+}
+
+// roundRatios are b's time over a's in each round: a's speed against
+// b's, measured a few seconds apart.
+func roundRatios(a, b timings) []float64 {
+	out := make([]float64, len(a.wall))
+	for i := range a.wall {
+		out[i] = b.wall[i].Seconds() / a.wall[i].Seconds()
+	}
+	return out
+}
+
+// median of v (v is reordered).
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // agree fails tb unless every contender wrote the same rows as the first
@@ -151,7 +205,7 @@ func TestAgree(t *testing.T) {
 			t.Errorf("no completion with the answer as %s", kindNames[k])
 		}
 	}
-	_, _, outs := runAll(t, d, 1, nil)
+	_, outs := runAll(t, d, 1, nil)
 	sums := agree(t, d, outs)
 	s := sums[0]
 	if s.ok == s.rows || s.ok < s.rows*9/10 {
@@ -171,10 +225,12 @@ func TestAgree(t *testing.T) {
 
 // BenchmarkRescore rescores RLPIPE_BENCH_ROWS generated rollouts (one
 // million by default) with rlpipe, DuckDB and CPython, checks that they
-// agree row by row, and prints each one's best rows/s of two runs and
-// the ratios. Run it once: -benchtime 1x.
+// agree row by row, and prints each one's best rows/s of
+// RLPIPE_BENCH_ROUNDS runs (5 by default) and the ratios: of the best
+// runs, and the median of the rounds' ratios. Run it once: -benchtime 1x.
 func BenchmarkRescore(b *testing.B) {
 	n := benchRows(b)
+	rounds := benchRounds(b)
 	start := time.Now()
 	d := generate(b, b.TempDir(), n)
 	fmt.Printf("rescore: generated %d rollouts (%d prompts × %d, %.0f-character completions, trajectories.parquet %.0f MB) in %.1fs\n",
@@ -182,14 +238,14 @@ func BenchmarkRescore(b *testing.B) {
 	fmt.Printf("rescore: %d cores; DuckDB %s (Go module github.com/duckdb/duckdb-go/v2); %s\n",
 		runtime.NumCPU(), duckVersion(), pythonVersion())
 
-	const rounds = 2
 	which := only()
-	best, cpu, outs := runAll(b, d, rounds, which)
+	runs, outs := runAll(b, d, rounds, which)
 	if which != nil {
 		for k, c := range contenders {
 			if which[c.name] {
+				wall, cpu := runs[k].best()
 				fmt.Printf("rescore: %-8s %6.2fs  %8.0f rows/s  (best of %d; %5.2f CPU-s; alone: no check)\n",
-					c.name, best[k].Seconds(), float64(n)/best[k].Seconds(), rounds, cpu[k].Seconds())
+					c.name, wall.Seconds(), float64(n)/wall.Seconds(), rounds, cpu.Seconds())
 			}
 		}
 		return
@@ -198,14 +254,17 @@ func BenchmarkRescore(b *testing.B) {
 
 	rate := make([]float64, len(contenders))
 	for k, c := range contenders {
-		rate[k] = float64(n) / best[k].Seconds()
+		wall, cpu := runs[k].best()
+		rate[k] = float64(n) / wall.Seconds()
 		fmt.Printf("rescore: %-8s %6.2fs  %8.0f rows/s  (best of %d; %5.2f CPU-s, %8.0f rows per CPU-second)\n",
-			c.name, best[k].Seconds(), rate[k], rounds, cpu[k].Seconds(), float64(n)/cpu[k].Seconds())
+			c.name, wall.Seconds(), rate[k], rounds, cpu.Seconds(), float64(n)/cpu.Seconds())
 		b.ReportMetric(rate[k], c.name+"_rows/s")
 	}
-	fmt.Printf("rescore: rlpipe/duckdb  %.2f×  (target ≥ 1×)\n", rate[0]/rate[1])
+	perRound := roundRatios(runs[0], runs[1])
+	fmt.Printf("rescore: rlpipe/duckdb  %.2f×  (target ≥ 1×; each round: %s)\n", rate[0]/rate[1], ratios(perRound))
 	fmt.Printf("rescore: rlpipe/cpython %.2f×  (target ≥ 5×)\n", rate[0]/rate[2])
 	b.ReportMetric(rate[0]/rate[1], "rlpipe/duckdb")
+	b.ReportMetric(median(perRound), "rlpipe/duckdb_median_round")
 	b.ReportMetric(rate[0]/rate[2], "rlpipe/cpython")
 	for k, c := range contenders {
 		s := sums[k]
@@ -213,4 +272,13 @@ func BenchmarkRescore(b *testing.B) {
 			c.name, s.total, s.ok, s.correct, s.format, s.length)
 	}
 	fmt.Println("rescore: every row agrees across the three")
+}
+
+// ratios prints v as "1.02 0.98 …".
+func ratios(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(s, " ")
 }
