@@ -22,6 +22,7 @@ import (
 // under the environment's resources, retries and timeouts.
 func (n *Node) exec(ctx context.Context) {
 	defer close(n.done)
+	defer n.markStarted()
 	n.err = n.execute(ctx)
 	if n.err != nil && !errors.Is(n.err, ErrUpstream) {
 		var te *TaskError
@@ -94,10 +95,23 @@ func (n *Node) execute(ctx context.Context) error {
 			return nil
 		}
 	}
+	if a := n.call.After; a != nil {
+		select {
+		case <-a.started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	job := Job{Run: r.name, Branch: r.branch, Task: n.task.Name, Version: n.task.Version, Call: n.name,
 		Env: env, Group: n.it.Group, Iteration: n.it.N, Key: n.key, Seed: n.seed(), Dir: dir,
 		Inputs: inputs, Params: params, Settings: s, ConfigHash: r.opts.ConfigHash}
-	out, err := r.executor.Execute(ctx, n.task, job, r.events.emit)
+	report := func(e Event) {
+		if e.Kind == EventStarted {
+			n.markStarted()
+		}
+		r.events.emit(e)
+	}
+	out, err := r.executor.Execute(ctx, n.task, job, report)
 	n.attempts, n.elapsed = out.Attempts, out.Elapsed
 	if err != nil {
 		return err

@@ -248,6 +248,10 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		return false, nil
 	}
 	cursor := state.Cursor
+	// Generations take the generator in iteration order: with overlap,
+	// iteration n+1's prompts can be ready first, and a generation that
+	// jumped the queue would hold up iteration n's training.
+	var prevGen *Node
 	for n := state.Iteration + 1; n <= cfg.Iterations; n++ {
 		it := r.Iteration(n)
 		sample := it.Go(lctx, st.Sample, Call{
@@ -260,8 +264,9 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		if a, ok := policy(pk); ok {
 			genIn["policy"] = a
 		}
-		gen := it.Go(lctx, st.Generate, Call{Inputs: genIn,
+		gen := it.Go(lctx, st.Generate, Call{Inputs: genIn, After: prevGen,
 			Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
+		prevGen = gen
 		rew := it.Go(lctx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
 			Params: map[string]int{"iteration": n}})
 		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories),

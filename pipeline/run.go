@@ -257,6 +257,8 @@ type Node struct {
 	name     string
 	stage    string
 	done     chan struct{}
+	started  chan struct{} // closed at the first attempt, a cache hit or the end
+	once     sync.Once
 	outputs  map[string]Artifact
 	key      string
 	cached   bool
@@ -292,6 +294,10 @@ func (n *Node) Result(name string) (Artifact, error) {
 	return a, nil
 }
 
+// markStarted records that the node started an attempt, hit the cache
+// or ended, releasing the calls ordered After it.
+func (n *Node) markStarted() { n.once.Do(func() { close(n.started) }) }
+
 // Cached reports whether the node reused a cached result; Key is its cache key.
 func (n *Node) Cached() bool { <-n.done; return n.cached }
 func (n *Node) Key() string  { <-n.done; return n.key }
@@ -303,7 +309,7 @@ func (it *Iteration) Go(ctx context.Context, t *Task, c Call) *Node {
 	if name == "" {
 		name = t.Name
 	}
-	n := &Node{it: it, task: t, call: c, name: name, stage: t.Name, done: make(chan struct{})}
+	n := &Node{it: it, task: t, call: c, name: name, stage: t.Name, done: make(chan struct{}), started: make(chan struct{})}
 	it.mu.Lock()
 	it.nodes = append(it.nodes, n)
 	it.mu.Unlock()

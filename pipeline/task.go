@@ -97,6 +97,12 @@ type Call struct {
 	// Name distinguishes two calls of one task in one iteration (default:
 	// the task name); it labels events and the cache key's caller.
 	Name string
+	// After orders the call behind another node: once its inputs are
+	// ready and the cache has missed, it waits until After has started
+	// an attempt, hit the cache or ended before going to the executor.
+	// Loop uses it so that generations take the generator in iteration
+	// order. It does not enter the cache key.
+	After *Node
 }
 
 // Artifact is an object (or directory) in the store, or the promise of

@@ -450,3 +450,59 @@ func normalizeJSON(t *testing.T, s string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// With overlap, iteration 2's prompts can be ready before iteration 1's;
+// its generation must still wait for iteration 1's to take the one
+// generator, or iteration 1's training (which the next generation needs)
+// comes late. Sample 1 here finishes only after sample 2.
+func TestLoopGeneratesInIterationOrder(t *testing.T) {
+	ctx := context.Background()
+	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	stages := standin.Stages(standin.Options{})
+	sample2 := make(chan struct{})
+	var once sync.Once
+	inner := *stages.Sample
+	sample := inner
+	sample.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if tc.Iteration == 1 {
+			select {
+			case <-sample2:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := inner.Run(ctx, tc)
+		if tc.Iteration == 2 {
+			once.Do(func() { close(sample2) })
+		}
+		return err
+	}
+	stages.Sample = &sample
+	e := envs()
+	gen := e["generate"]
+	gen.Concurrency = 1
+	e["generate"] = gen
+	var mu sync.Mutex
+	var order []int
+	onEvent := func(ev pipeline.Event) {
+		if ev.Stage == pipeline.SlotGenerate && ev.Kind == pipeline.EventStarted {
+			mu.Lock()
+			order = append(order, ev.Iteration)
+			mu.Unlock()
+		}
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "order", Envs: e, Seed: 1,
+		Machine: &pipeline.Machine{CPU: 8, MemoryMB: 4096}, OnEvent: onEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Loop(ctx, loopConfig(4, 1), stages); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(order) != "[1 2 3 4]" {
+		t.Fatalf("generations started in iteration order %v, want [1 2 3 4]", order)
+	}
+}
