@@ -102,7 +102,7 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 	so := &rewards.ScoreOptions{Name: a.String(), Limit: rows}
 	pa := artifactArg{ref: a.ref, path: path.Join(path.Dir(a.path), runs.PromptsFile)}
 	if pf, psize, err := download(ctx, st, pa); err == nil {
-		so.Prompts, err = rewards.ReadPrompts(ctx, pf, psize, pa.String())
+		so.Prompts, err = prog.ReadPrompts(ctx, pf, psize, pa.String())
 		pf.Close()
 		if err != nil {
 			return failure(err)

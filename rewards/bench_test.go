@@ -253,7 +253,8 @@ func writePrompts(tb testing.TB, path string, prompts []tables.Prompt) {
 }
 
 // BenchmarkRescore1M is what bench/rescore times for rlpipe, on this
-// package's synthetic rows: load the prompts table with ReadPromptsAsync
+// package's synthetic rows: load the prompts table with the program's
+// ReadPromptsAsync
 // while ScoreFile scores with the comparison's reward. Run it with
 // -benchtime 3x.
 func BenchmarkRescore1M(b *testing.B) {
@@ -284,7 +285,7 @@ func BenchmarkRescore1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		prompts := ReadPromptsAsync(ctx, f, st.Size(), "prompts")
+		prompts := prog.ReadPromptsAsync(ctx, f, st.Size(), "prompts")
 		sum := scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
 		f.Close()
 		elapsed += time.Since(start)
@@ -316,7 +317,8 @@ func readPromptsFile(tb testing.TB, ctx context.Context, path string) *Prompts {
 }
 
 // BenchmarkReadPrompts reads and indexes a prompts table of 125,000
-// prompts (the rescoring comparison's).
+// prompts (the rescoring comparison's): every column, and the two a
+// spec reading answer needs.
 func BenchmarkReadPrompts(b *testing.B) {
 	b.ReportAllocs()
 	var prompts []tables.Prompt
@@ -327,12 +329,37 @@ func BenchmarkReadPrompts(b *testing.B) {
 	pp := filepath.Join(b.TempDir(), "prompts.parquet")
 	writePrompts(b, pp, prompts)
 	ctx := context.Background()
-	b.ResetTimer()
-	for it := 0; it < b.N; it++ {
-		if p := readPromptsFile(b, ctx, pp); p.Len() != len(prompts) {
-			b.Fatalf("%d prompts", p.Len())
-		}
+	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
+	if err != nil {
+		b.Fatal(err)
 	}
+	prog, err := Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			if p := readPromptsFile(b, ctx, pp); p.Len() != len(prompts) {
+				b.Fatalf("%d prompts", p.Len())
+			}
+		}
+	})
+	b.Run("answer", func(b *testing.B) {
+		f, err := os.Open(pp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if p, err := prog.ReadPrompts(ctx, f, st.Size(), "prompts"); err != nil || p.Len() != len(prompts) {
+				b.Fatalf("%v prompts, err %v", p, err)
+			}
+		}
+	})
 }
 
 // BenchmarkScoreBatch scores one decoded batch of 4,096 rows again and

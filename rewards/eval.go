@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -157,6 +158,8 @@ type Prompts struct {
 	// then why reading it failed.
 	ready chan struct{}
 	err   error
+	// cols are the prompts table's columns read (nil: all of them).
+	cols []string
 }
 
 type promptEntry struct {
@@ -214,7 +217,86 @@ func indexPrompts(parts ...[]promptEntry) (*Prompts, error) {
 func ReadPrompts(ctx context.Context, r interface {
 	ReadAt([]byte, int64) (int, error)
 }, size int64, name string) (*Prompts, error) {
-	rd, err := tables.NewReader(r, size, name, tables.Prompts, nil)
+	return readPrompts(ctx, r, size, name, nil)
+}
+
+// ReadPromptsAsync is ReadPrompts in the background: it returns at once,
+// and every use of the prompts waits until they are indexed. ScoreFile
+// decodes the first row groups of the trajectories meanwhile and returns
+// the error of reading the prompts, if any; Err waits for it too. r must
+// stay open until a use of the prompts has returned.
+func ReadPromptsAsync(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string) *Prompts {
+	return readPromptsAsync(ctx, r, size, name, nil)
+}
+
+// ReadPrompts is the package's ReadPrompts decoding only the columns
+// that scoring with p reads (PromptColumns): the others are left empty
+// in the index, which other programs then refuse.
+func (p *Program) ReadPrompts(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string) (*Prompts, error) {
+	return readPrompts(ctx, r, size, name, p.PromptColumns())
+}
+
+// ReadPromptsAsync is the package's ReadPromptsAsync decoding only the
+// columns that scoring with p reads, as Program.ReadPrompts.
+func (p *Program) ReadPromptsAsync(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string) *Prompts {
+	return readPromptsAsync(ctx, r, size, name, p.PromptColumns())
+}
+
+// PromptColumns lists the prompts table's columns that scoring with p
+// reads: prompt_id and those of the prompt variables its expressions
+// use. It is nil (every column) when the spec has verifiers or judges,
+// which are handed whole prompt rows.
+func (p *Program) PromptColumns() []string {
+	if len(p.verifiers)+len(p.judges) > 0 {
+		return nil
+	}
+	cols := []string{"prompt_id"}
+	for _, k := range []int{vPrompt, vMessages, vAnswer, vMetadata} {
+		if p.uses.has(k) {
+			cols = append(cols, variables[k].name)
+		}
+	}
+	return cols
+}
+
+// covers reports whether the prompts hold every column in cols (nil:
+// all of them).
+func (p *Prompts) covers(cols []string) bool {
+	if p.cols == nil {
+		return true
+	}
+	if cols == nil {
+		return false
+	}
+	for _, c := range cols {
+		if !slices.Contains(p.cols, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func readPrompts(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string, cols []string) (*Prompts, error) {
+	p, err := readPromptsIndex(ctx, r, size, name, cols)
+	if err != nil {
+		return nil, err
+	}
+	p.cols = cols
+	return p, nil
+}
+
+func readPromptsIndex(ctx context.Context, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int64, name string, cols []string) (*Prompts, error) {
+	rd, err := tables.NewReader(r, size, name, tables.Prompts, &tables.ReadOptions{Columns: cols})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +314,7 @@ func ReadPrompts(ctx context.Context, r interface {
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for k := range parts {
 		g.Go(func() error {
-			prd, err := tables.NewReader(r, size, name, tables.Prompts, &tables.ReadOptions{RowGroups: []int{k}})
+			prd, err := tables.NewReader(r, size, name, tables.Prompts, &tables.ReadOptions{RowGroups: []int{k}, Columns: cols})
 			if err != nil {
 				return err
 			}
@@ -256,18 +338,13 @@ func ReadPrompts(ctx context.Context, r interface {
 	return indexPrompts(parts...)
 }
 
-// ReadPromptsAsync is ReadPrompts in the background: it returns at once,
-// and every use of the prompts waits until they are indexed. ScoreFile
-// decodes the first row groups of the trajectories meanwhile and returns
-// the error of reading the prompts, if any; Err waits for it too. r must
-// stay open until a use of the prompts has returned.
-func ReadPromptsAsync(ctx context.Context, r interface {
+func readPromptsAsync(ctx context.Context, r interface {
 	ReadAt([]byte, int64) (int, error)
-}, size int64, name string) *Prompts {
-	p := &Prompts{ready: make(chan struct{})}
+}, size int64, name string, cols []string) *Prompts {
+	p := &Prompts{ready: make(chan struct{}), cols: cols}
 	go func() {
 		defer close(p.ready)
-		idx, err := ReadPrompts(ctx, r, size, name)
+		idx, err := readPromptsIndex(ctx, r, size, name, cols)
 		if err != nil {
 			p.err = err
 			return
@@ -340,7 +417,18 @@ func newPromptEntry(p tables.Prompt) *promptEntry {
 }
 
 func (e *promptEntry) set(p tables.Prompt) {
-	e.p, e.prompt, e.answer = p, types.String(p.Prompt), types.String(p.Answer)
+	e.p, e.prompt, e.answer = p, boxString(p.Prompt), boxString(p.Answer)
+}
+
+// emptyString is "" boxed once: the prompt text of a table read without
+// that column, or of a chat prompt, costs no allocation per prompt.
+var emptyString ref.Val = types.String("")
+
+func boxString(s string) ref.Val {
+	if s == "" {
+		return emptyString
+	}
+	return types.String(s)
 }
 
 func (e *promptEntry) value(k int) ref.Val {

@@ -41,6 +41,9 @@ type ScoreOptions struct {
 	// Prompts is the prompts table, joined by prompt_id. Required when
 	// the spec reads prompt, messages, answer or metadata. Prompts from
 	// ReadPromptsAsync are waited for before the first row is evaluated.
+	// Program.ReadPrompts reads only the columns the program needs;
+	// prompts read that way for another program that lack a column this
+	// one reads are an error.
 	Prompts *Prompts
 	// Concurrency is how many row groups are scored at once (default
 	// GOMAXPROCS). Output order does not depend on it.
@@ -203,6 +206,14 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 	var sum Summary
 	if p.UsesPrompts() && o.Prompts == nil {
 		return sum, fmt.Errorf("score %q: %w: pass ScoreOptions.Prompts (the expressions read %v)", o.Name, ErrNoPrompts, p.Variables())
+	}
+	if o.Prompts != nil && !o.Prompts.covers(p.PromptColumns()) {
+		need := p.PromptColumns()
+		if need == nil {
+			need = []string{"every column (the spec has verifiers or judges)"}
+		}
+		return sum, fmt.Errorf("score %q: %w: the prompts were read with columns %v, this spec needs %v: read them with this program's ReadPrompts, or with rewards.ReadPrompts for all columns",
+			o.Name, ErrNoPrompts, o.Prompts.cols, need)
 	}
 	in, err := p.open(src, size, o.Name)
 	if err != nil {

@@ -599,3 +599,79 @@ components:
 		t.Errorf("an outcome that is not an object: %s %s, %v", r.Status, deref(r.Error), err)
 	}
 }
+
+// A program reads only the prompt columns its expressions use, scores
+// with them as with the whole table, and prompts read for one program
+// are refused by a program that needs a column they lack.
+func TestProgramReadsItsPromptColumns(t *testing.T) {
+	ctx := context.Background()
+	rows, prompts := testRows(2_000)
+	in := trajectoriesRG(t, rows, 300)
+	var pf bytes.Buffer
+	if err := tables.Write(&pf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: 200}); err != nil {
+		t.Fatal(err)
+	}
+	src := bytes.NewReader(pf.Bytes())
+	p := mustCompile(t, gsm8k)
+	if got := fmt.Sprint(p.PromptColumns()); got != "[prompt_id answer]" {
+		t.Fatalf("PromptColumns = %s, want [prompt_id answer]", got)
+	}
+	scoreWith := func(p *Program, idx *Prompts) ([]byte, error) {
+		var out bytes.Buffer
+		_, err := p.ScoreFile(ctx, &out, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Prompts: idx})
+		return out.Bytes(), err
+	}
+	all, err := ReadPrompts(ctx, src, int64(pf.Len()), "prompts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := scoreWith(p, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	some, err := p.ReadPrompts(ctx, src, int64(pf.Len()), "prompts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := scoreWith(p, some)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("rewards file with the program's columns differs (err %v)", err)
+	}
+	if got, err := scoreWith(p, p.ReadPromptsAsync(ctx, src, int64(pf.Len()), "prompts")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("rewards file with the program's columns read in the background differs (err %v)", err)
+	}
+	q, _ := some.Lookup(prompts[5].PromptID)
+	if w := (tables.Prompt{PromptID: prompts[5].PromptID, Answer: prompts[5].Answer}); fmt.Sprintf("%#v", q) != fmt.Sprintf("%#v", w) {
+		t.Errorf("prompt read with [prompt_id answer] = %#v, want %#v", q, w)
+	}
+
+	meta := mustCompile(t, `
+components:
+  - name: hard
+    expr: 'metadata.level == 2 ? 1.0 : 0.0'
+`)
+	_, err = scoreWith(meta, some)
+	if !errors.Is(err, ErrNoPrompts) || !strings.Contains(err.Error(), "read with columns [prompt_id answer], this spec needs [prompt_id metadata]") {
+		t.Fatalf("scoring metadata with prompts read for answer: %v, want ErrNoPrompts naming both column lists", err)
+	}
+	if _, err := scoreWith(meta, all); err != nil {
+		t.Fatalf("scoring metadata with every column: %v", err)
+	}
+
+	verify := func(ctx context.Context, r Row, _ Memoizer) (VerifierResult, error) {
+		return VerifierResult{Passed: r.Prompt.Prompt != ""}, nil
+	}
+	runner := mustCompile(t, `
+verifiers:
+  - name: asked
+components:
+  - name: asked
+    expr: 'verifiers.asked.passed ? 1.0 : 0.0'
+`, WithVerifier("asked", verify))
+	if runner.PromptColumns() != nil {
+		t.Fatalf("a spec with a verifier reads prompt columns %v, want all (nil)", runner.PromptColumns())
+	}
+	if _, err := scoreWith(runner, some); !errors.Is(err, ErrNoPrompts) {
+		t.Fatalf("a verifier's spec with prompts read for answer: %v, want ErrNoPrompts", err)
+	}
+}

@@ -38,7 +38,7 @@ func Task(prog *Program) *pipeline.Task {
 				}
 				defer f.Close()
 				// Read while the trajectories are decoded.
-				so.Prompts = ReadPromptsAsync(ctx, f, size, runs.PromptsFile)
+				so.Prompts = prog.ReadPromptsAsync(ctx, f, size, runs.PromptsFile)
 			}
 			src, size, err := openFile(tc.InputPath("trajectories"))
 			if err != nil {

@@ -37,6 +37,12 @@ type ReadOptions struct {
 	// RowGroups restricts reading to these row groups (nil: all), so that
 	// callers can split a file among workers.
 	RowGroups []int
+	// Columns, when set, restricts a Reader to these columns of its
+	// table: the others are not decoded, and read as nulls in Records and
+	// as zero values in Rows. The file must still hold every column (the
+	// schema is checked whole); a name that is not a column of the table
+	// is an error. File ignores it.
+	Columns []string
 }
 
 func (o *ReadOptions) withDefaults() ReadOptions {
@@ -379,6 +385,9 @@ type Reader[T any] struct {
 	// order lists the file fields read, in file order; pos[i] is where
 	// table column i is in a batch read.
 	order, pos []int
+	// skip[i] is set for a table column left out by
+	// ReadOptions.Columns: Rows leaves it zero.
+	skip []bool
 }
 
 // NewReader opens the file held by r (size bytes) as a file of table t.
@@ -395,9 +404,41 @@ func NewReader[T any](r io.ReaderAt, size int64, name string, t *Table[T], opts 
 	if err != nil {
 		return nil, err
 	}
-	rd := &Reader[T]{f: f, t: def.(*Table[T]), idx: idx}
+	rd := &Reader[T]{f: f, t: def.(*Table[T]), idx: idx, skip: make([]bool, len(idx))}
+	if cols := f.opts.Columns; cols != nil {
+		if idx, err = project(rd.t, idx, cols); err != nil {
+			return nil, fmt.Errorf("read %s file %q: %w", t.name, name, err)
+		}
+		for i := range idx {
+			rd.skip[i] = idx[i] < 0 && rd.idx[i] >= 0
+		}
+		rd.idx = idx
+	}
 	rd.order, rd.pos = readOrder(idx)
 	return rd, nil
+}
+
+// project returns idx with the table columns not named in cols marked
+// as not read (-1).
+func project[T any](t *Table[T], idx []int, cols []string) ([]int, error) {
+	want := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		want[c] = true
+	}
+	out := make([]int, len(idx))
+	for i, c := range t.cols {
+		out[i] = -1
+		if want[c.field.Name] {
+			out[i] = idx[i]
+			delete(want, c.field.Name)
+		}
+	}
+	for _, c := range cols {
+		if want[c] {
+			return nil, fmt.Errorf("%w: ReadOptions.Columns names %q, which is not a column of the %s table", errInvalid, c, t.name)
+		}
+	}
+	return out, nil
 }
 
 // readOrder sorts the file field indices and gives each table column its
@@ -523,15 +564,24 @@ func (r *Reader[T]) Rows(ctx context.Context) iter.Seq2[T, error] {
 				return
 			}
 			for i, c := range r.t.cols {
+				if r.skip[i] {
+					decs[i] = nil
+					continue
+				}
 				decs[i] = c.dec(rec.Column(i))
 			}
 			n := int(rec.NumRows())
+			// One row for the batch, reset per row: the decoders take
+			// its address, which would put a fresh one on the heap per row.
+			row := new(T)
 			for i := 0; i < n; i++ {
-				var row T
+				*row = zero
 				for _, d := range decs {
-					d(i, &row)
+					if d != nil {
+						d(i, row)
+					}
 				}
-				if !yield(row, nil) {
+				if !yield(*row, nil) {
 					return
 				}
 			}

@@ -62,7 +62,7 @@ func runRlpipe(ctx context.Context, d *dataset, out string) error {
 		return err
 	}
 	// Read and indexed while the first row groups are decoded.
-	prompts := rewards.ReadPromptsAsync(ctx, pf, pst.Size(), "prompts")
+	prompts := prog.ReadPromptsAsync(ctx, pf, pst.Size(), "prompts")
 	tf, err := os.Open(d.trajectories)
 	if err != nil {
 		return err
