@@ -125,3 +125,74 @@ func TestRunNoOverlap(t *testing.T) {
 		t.Errorf("staleness with overlap, then without: %s, want 1 then 0", got)
 	}
 }
+
+// standinEvalConfig is a stand-in loop of 6 iterations scored by a cel
+// reward and evaluated (start and last checkpoint) on 10 held-out
+// problems: no policy section, the stand-in generate stage samples the
+// eval set itself.
+const standinEvalConfig = `run: ev
+seed: 7
+iterations: 6
+batch_size: 8
+dataset: main:data/prompts.parquet
+overlap: {max_staleness: 1}
+eval: {set: main:data/heldout.parquet, every: 1000, n: 4, k: [1, 4], max_tokens: 8, seed: 3}
+stages:
+  sample:   {kind: standin}
+  generate: {kind: standin, samples_per_prompt: 4}
+  reward:   {kind: cel, spec: reward.yaml}
+  train:    {kind: standin}
+`
+
+// standinHeldout is the first n stand-in prompts renamed, as a held-out set.
+func standinHeldout(t testing.TB, n int) string {
+	t.Helper()
+	b, err := os.ReadFile("../examples/standin/prompts.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")[:n]
+	return strings.ReplaceAll(strings.Join(lines, ""), `"add-`, `"held-`)
+}
+
+func TestEvalStandinRunWithoutPolicy(t *testing.T) {
+	h := newStore(t)
+	h.ok("import", "../examples/standin/prompts.jsonl", "main:data/prompts.parquet", "--table", "prompts")
+	h.ok("import", h.file("heldout.jsonl", standinHeldout(t, 10)), "main:data/heldout.parquet", "--table", "prompts")
+	h.ok("commit", "main", "-m", "add prompts")
+	h.file("reward.yaml", "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'\n")
+	cfg := h.file("pipeline.yaml", standinEvalConfig)
+	h.ok("run", "-f", cfg, "--no-report")
+	var out evalRunOut
+	h.json(&out, "eval", "-f", cfg, "--checkpoints", "all")
+	// The loop evaluated 0 and 6 (4 cached calls); 1 to 5 run now.
+	if fmt.Sprint(out.Checkpoints) != "[0 1 2 3 4 5 6]" || out.Cached != 4 || out.Ran != 10 {
+		t.Fatalf("checkpoints %v, cached %d, ran %d", out.Checkpoints, out.Cached, out.Ran)
+	}
+	var got []string
+	for _, e := range out.Evals {
+		got = append(got, fmt.Sprintf("%s %d×%d pass@1 %.4f pass@4 %.4f", e.Checkpoint, e.Problems, e.N, e.Metrics["pass@1"], e.Metrics["pass@4"]))
+	}
+	want := []string{
+		"base 10×4 pass@1 0.3500 pass@4 0.8000",
+		"iteration-000001 10×4 pass@1 0.2750 pass@4 0.7000",
+		"iteration-000002 10×4 pass@1 0.3750 pass@4 1.0000",
+		"iteration-000003 10×4 pass@1 0.3500 pass@4 0.7000",
+		"iteration-000004 10×4 pass@1 0.3250 pass@4 1.0000",
+		"iteration-000005 10×4 pass@1 0.3750 pass@4 1.0000",
+		"iteration-000006 10×4 pass@1 0.5750 pass@4 0.9000",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("evals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var again evalRunOut
+	h.json(&again, "eval", "-f", cfg, "--checkpoints", "all")
+	if again.Cached != 14 || again.Ran != 0 || again.Commit != out.Commit {
+		t.Fatalf("again: cached %d, ran %d, commit %s (was %s): want everything cached and no commit", again.Cached, again.Ran, again.Commit, out.Commit)
+	}
+
+	// A generate stage that cannot sample the eval set needs a policy.
+	noPolicy := strings.Replace(standinEvalConfig, "  generate: {kind: standin, samples_per_prompt: 4}",
+		"  generate:\n    kind: command\n    command: [cp, \"{{inputs.prompts}}\", \"{{outputs.trajectories}}\"]\n    outputs: [{name: trajectories, file: trajectories.parquet}]", 1)
+	h.fails(ExitFailure, []string{"eval: evaluation samples from the policy section, which is missing"}, "run", "-f", h.file("nopolicy.yaml", noPolicy), "--no-report")
+}

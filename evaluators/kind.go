@@ -1,6 +1,8 @@
 package evaluators
 
 import (
+	"errors"
+
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -20,6 +22,9 @@ func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 		if m, ok := e.Policy.Model.(*tiny.Model); ok && !e.StageGenerates {
 			o.Exact = tiny.ExactPass(m)
 		}
+	}
+	if e.Policy == nil && !e.StageGenerates {
+		return nil, nil, errors.New("evaluation samples from the policy section, which is missing")
 	}
 	o.Sampling, o.Seed, o.Set, o.Ks = e.Sampling, e.Seed, e.Set, e.Ks
 	if e.Scorer != nil {

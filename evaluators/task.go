@@ -106,10 +106,12 @@ type Tasks struct {
 // OutTrajectories is the generate task's output.
 const OutTrajectories = "trajectories"
 
-// NewTasks builds the evaluation's tasks.
+// NewTasks builds the evaluation's tasks. Without a policy it builds
+// Score only (Generate nil), for a generate stage that samples the eval
+// set itself (kind.EvalGenerator).
 func NewTasks(o TaskOptions) (Tasks, error) {
-	if o.Policy == nil || o.Reward == nil {
-		return Tasks{}, errors.New("evaluation: needs a policy and a reward spec")
+	if o.Reward == nil {
+		return Tasks{}, errors.New("evaluation: needs a reward spec")
 	}
 	if o.Set == "" {
 		o.Set = "heldout"
@@ -126,7 +128,7 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 			return Tasks{}, fmt.Errorf("evaluation: %w", err)
 		}
 	}
-	if o.Adapters == nil {
+	if o.Adapters == nil && o.Policy != nil {
 		o.Adapters = policy.NewAdapters(o.Policy, o.Identity, "", 2)
 	}
 	if o.Env == "" {
@@ -148,7 +150,7 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 	if err != nil {
 		return Tasks{}, fmt.Errorf("evaluation: version of the score task (set, reward, ks): %w", err)
 	}
-	return Tasks{
+	t := Tasks{
 		Generate: &pipeline.Task{
 			Name: "eval-generate", Version: "eval-generate-1-" + gen, Env: o.Env, Deterministic: true,
 			Outputs: []pipeline.Output{{Name: OutTrajectories, File: runs.TrajectoriesFile,
@@ -163,7 +165,11 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 			},
 			Run: o.score,
 		},
-	}, nil
+	}
+	if o.Policy == nil {
+		t.Generate = nil
+	}
+	return t, nil
 }
 
 // digest hashes v's JSON; it fails on what JSON cannot hold, such as a

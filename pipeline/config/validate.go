@@ -286,7 +286,10 @@ func (k *checker) eval() {
 			k.fail(fmt.Sprintf("eval.k[%d]", i), "sample at least k per problem (n ≥ 2k is better)", "eval.k[%d]: k=%d but n=%d samples per problem", i, kk, e.N)
 		}
 	}
-	if k.c.Policy == nil {
+	// A generate stage that samples the eval set itself (stand-ins,
+	// episodes) may need no policy section; one that does says so.
+	selfSampling, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.EvalGenerator); return ok })
+	if g := k.c.Stages.Generate; k.c.Policy == nil && (g == nil || !slices.Contains(selfSampling, g.Kind)) {
 		k.fail("eval", "add a policy section", "eval: evaluation samples from the policy section, which is missing")
 	}
 	scoring, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Scoring); return ok })

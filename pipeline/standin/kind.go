@@ -1,8 +1,11 @@
 package standin
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
@@ -56,4 +59,18 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 		pipeline.SlotReward: all.Reward, pipeline.SlotTrain: all.Train}[b.Slot]
 	t.Version = b.Versioned(t.Version)
 	return t, nil
+}
+
+// EvalGenerate is the eval section's generate task for a stand-in
+// generate stage (kind.EvalGenerator): n completions of each problem of
+// the eval set from the checkpoint, made as the stage makes its own and
+// seeded with the section's seed, so that a run of stand-ins can be
+// evaluated and its evaluations benchmarked without a policy.
+func (s *Stage) EvalGenerate(e kind.Eval, b kind.Build) (*pipeline.Task, error) {
+	n := e.Sampling.Samples()
+	o := Options{SamplesPerPrompt: n, GenerateSleep: s.Sleep}
+	return &pipeline.Task{Name: "eval-generate", Version: b.Versioned(fmt.Sprintf("standin-eval-1-n%d-seed%d", n, e.Seed)),
+		Env: b.Env, Deterministic: true,
+		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile, Check: check(tables.Trajectories)}},
+		Run:     o.evalGenerate(e.Seed)}, nil
 }

@@ -165,23 +165,58 @@ func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err != nil {
 		return err
 	}
-	var rows []tables.Trajectory
+	rows := samples(prompts, o.SamplesPerPrompt, tc.Seed, version, skill, p.Iteration, p.Staleness)
+	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+}
+
+// samples makes n completions of each prompt. A completion is right with
+// a probability that grows with the policy's skill, decided by a hash of
+// (seed, prompt, sample, policy).
+func samples(prompts []tables.Prompt, n int, seed uint64, version string, skill, iteration, staleness int) []tables.Trajectory {
+	rows := make([]tables.Trajectory, 0, len(prompts)*n)
 	for _, pr := range prompts {
-		for i := 0; i < o.SamplesPerPrompt; i++ {
-			h := hash64(tc.Seed, pr.PromptID, i, version)
+		for i := 0; i < n; i++ {
+			h := hash64(seed, pr.PromptID, i, version)
 			answer := pr.Answer
 			if int(h%100) >= 30+skill {
 				answer += "0"
 			}
 			c := "The answer is #### " + answer
 			rows = append(rows, tables.Trajectory{
-				PromptID: pr.PromptID, SampleIndex: int32(i), GroupID: fmt.Sprintf("%06d-%s", p.Iteration, pr.PromptID),
+				PromptID: pr.PromptID, SampleIndex: int32(i), GroupID: fmt.Sprintf("%06d-%s", iteration, pr.PromptID),
 				Completion: c, FinishReason: "stop", NumTokens: int32(len(c)), PolicyVersion: version,
-				Sampler: `{"temperature":1}`, Seed: int64(h >> 1), Staleness: int32(p.Staleness), Status: tables.StatusOK,
+				Sampler: `{"temperature":1}`, Seed: int64(h >> 1), Staleness: int32(staleness), Status: tables.StatusOK,
 			})
 		}
 	}
-	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+	return rows
+}
+
+// evalGenerate samples an eval set from a checkpoint as generate does,
+// n completions a problem, with the eval section's seed whatever the
+// checkpoint.
+func (o Options) evalGenerate(seed int64) pipeline.Func {
+	return func(ctx context.Context, tc *pipeline.TaskContext) error {
+		var p struct {
+			Checkpoint int `json:"checkpoint"`
+		}
+		if err := tc.Params(&p); err != nil {
+			return err
+		}
+		if err := o.pause(ctx, pipeline.SlotGenerate, o.GenerateSleep, tc); err != nil {
+			return err
+		}
+		prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
+		if err != nil {
+			return pipeline.Permanent(err)
+		}
+		version, skill, err := policyVersion(tc.InputPath("policy"))
+		if err != nil {
+			return err
+		}
+		rows := samples(prompts, o.SamplesPerPrompt, uint64(seed), version, skill, p.Checkpoint, 0)
+		return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+	}
 }
 
 // reward scores 1 for a completion ending in the prompt's answer — through
