@@ -52,12 +52,20 @@ func longRunConfig(b *testing.B, iterations, samplesPerPrompt int) string {
 	if samplesPerPrompt > 0 {
 		s = strings.Replace(s, "samples_per_prompt: 4", "samples_per_prompt: "+strconv.Itoa(samplesPerPrompt), 1)
 	}
-	if strings.Contains(s, "sleep:") || !strings.Contains(s, "run: long") ||
+	// A cel reward, and an eval section that evaluates the start and the
+	// last iteration of each leg: `rlpipe eval --checkpoints all` then
+	// evaluates the rest.
+	s = strings.Replace(s, "  reward:   {kind: standin}", "  reward:   {kind: cel, spec: reward.yaml}", 1)
+	s += "eval: {set: main:data/heldout.parquet, every: 100000, n: 4, k: [1, 4], max_tokens: 8, seed: 3}\n"
+	if strings.Contains(s, "sleep:") || !strings.Contains(s, "run: long") || !strings.Contains(s, "kind: cel") ||
 		(samplesPerPrompt > 0 && !strings.Contains(s, "samples_per_prompt: "+strconv.Itoa(samplesPerPrompt))) {
 		b.Fatalf("the example changed; update this benchmark:\n%s", s)
 	}
 	return s
 }
+
+// longRunReward is the cel reward of the long-run benchmarks.
+const longRunReward = "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-6) ? 1.0 : 0.0'\n"
 
 // storeUse is what a store holds, in bytes: the keys and values of its
 // metadata records (all buckets, nested ones included), of which its
@@ -151,6 +159,7 @@ type longRunViews struct {
 	resume               time.Duration // a new `rlpipe run` that adds one iteration
 	status, report, log  time.Duration
 	diffFirstLast, uiRun time.Duration
+	evalAll              time.Duration // `rlpipe eval --checkpoints all`, every checkpoint cached
 	// What the store grew by over the 20 iterations after the point, per
 	// iteration: everything, and its metaranges alone.
 	storeBytesPerIteration, metarangeBytesPerIteration float64
@@ -163,14 +172,15 @@ type longRunViews struct {
 // task records, commit), resuming in a new process (`rlpipe run` adding
 // one iteration), `rlpipe status RUN`, `rlpipe report RUN`, the UI's run
 // page API on a fresh server, `rlpipe log` of the run branch, `rlpipe
-// diff` between the first and the last iteration (each of these whole-run
-// views the median of five timings), and the bytes the store grew by per
+// diff` between the first and the last iteration, `rlpipe eval
+// --checkpoints all` with every checkpoint's calls cached (each of these
+// whole-run views the median of five timings), and the bytes the store grew by per
 // iteration over the 20 iterations after the point (all of them, and the
 // metaranges': the trees' roots and the nodes under them). It prints each
 // at 20, at 2,000 and their ratio.
 // Targets: every per-iteration cost (time, store bytes) ≤ 1.2× at 2,000
 // against 20; whole-run
-// views (status, report, UI, log, diff) no faster than linear, so
+// views (status, report, UI, log, diff, eval) no faster than linear, so
 // ratio/(2000/20) ≤ 1; status and the UI page under a second at 2,000.
 // RLPIPE_BENCH_ITERATIONS sets another end (at least 60).
 func BenchmarkLongRun(b *testing.B) {
@@ -194,7 +204,13 @@ func longRun(b *testing.B, end, samplesPerPrompt int) {
 	for b.Loop() {
 		h := newStore(b)
 		h.ok("import", "../examples/standin/prompts.jsonl", "main:data/prompts.parquet", "--table", "prompts")
+		h.ok("import", h.file("heldout.jsonl", standinHeldout(b, 10)), "main:data/heldout.parquet", "--table", "prompts")
 		h.ok("commit", "main", "-m", "add prompts")
+		h.file("reward.yaml", longRunReward)
+		// Each `eval --checkpoints all` that evaluates new checkpoints
+		// commits once, between iterations: the diff's first iteration
+		// is that many commits further back.
+		evalCommits := 0
 		runTo := func(n int) time.Duration {
 			cfg := h.file("pipeline-"+strconv.Itoa(n)+".yaml", longRunConfig(b, n, samplesPerPrompt))
 			start := time.Now()
@@ -207,7 +223,7 @@ func longRun(b *testing.B, end, samplesPerPrompt int) {
 			v.status = timed(func() { h.ok("status", "long") })
 			v.report = timed(func() { h.ok("report", "long", "--out", filepath.Join(h.dir, "report.html")) })
 			v.log = timed(func() { h.ok("log", "runs-long") })
-			first := "runs-long~" + strconv.Itoa(at-1)
+			first := "runs-long~" + strconv.Itoa(at-1+evalCommits)
 			v.diffFirstLast = timed(func() { h.ok("diff", first, "runs-long", "--two-dot") })
 			st, err := local.Open(ctx, h.store, nil)
 			if err != nil {
@@ -225,6 +241,12 @@ func longRun(b *testing.B, end, samplesPerPrompt int) {
 				}
 			})
 			st.Close()
+			// Evaluate the checkpoints the loop did not, then time
+			// evaluating them all again, every call a cache hit.
+			cfg := h.file("pipeline-"+strconv.Itoa(at)+".yaml", longRunConfig(b, at, samplesPerPrompt))
+			h.ok("eval", "-f", cfg, "--checkpoints", "all")
+			evalCommits++
+			v.evalAll = timed(func() { h.ok("eval", "-f", cfg, "--checkpoints", "all") })
 			v.resume = runTo(at + 1)
 			before := measureStore(b, h.store)
 			v.iteration = runTo(at+21) / 20
@@ -255,6 +277,7 @@ func longRun(b *testing.B, end, samplesPerPrompt int) {
 		whole("ui_run", early.uiRun, late.uiRun)
 		whole("log", early.log, late.log)
 		whole("diff", early.diffFirstLast, late.diffFirstLast)
+		whole("eval_all", early.evalAll, late.evalAll)
 		perIter := func(name string, a, z float64) {
 			b.ReportMetric(a, name+"/iteration_20")
 			b.ReportMetric(z, name+"/iteration_"+strconv.Itoa(end))

@@ -5,12 +5,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"golang.org/x/sync/errgroup"
 )
 
 // Eval is one evaluated checkpoint on one eval set, from its
@@ -41,7 +43,8 @@ func MetricName(metric string, k int) string {
 
 // ReadEvals reads every evaluation at ref (every EvalsPrefix
 // NNNNNN/<set>/SummaryFile), the starting policy first, then by
-// checkpoint and set.
+// checkpoint and set. The summaries are read in parallel; an error is
+// the first summary's in that order.
 func ReadEvals(ctx context.Context, st artifacts.Store, ref string) ([]Eval, error) {
 	out := []Eval{}
 	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: EvalsPrefix}) {
@@ -52,12 +55,24 @@ func ReadEvals(ctx context.Context, st artifacts.Store, ref string) ([]Eval, err
 		if !ok || rest != SummaryFile {
 			continue
 		}
-		ev, err := readEval(ctx, st, ref, e.Path)
+		out = append(out, Eval{Iteration: n, Set: set, Path: e.Path})
+	}
+	errs := make([]error, len(out))
+	var g errgroup.Group
+	g.SetLimit(2 * runtime.GOMAXPROCS(0))
+	for i := range out {
+		g.Go(func() error {
+			ev, err := readEval(ctx, st, ref, out[i].Path)
+			ev.Iteration, ev.Set = out[i].Iteration, out[i].Set
+			out[i], errs[i] = ev, err
+			return nil
+		})
+	}
+	g.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		ev.Iteration, ev.Set = n, set
-		out = append(out, ev)
 	}
 	slices.SortStableFunc(out, func(a, b Eval) int {
 		if c := cmp.Compare(a.Iteration, b.Iteration); c != 0 {

@@ -3,10 +3,12 @@ package runs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -114,6 +116,35 @@ func TestReadEvals(t *testing.T) {
 		Path:      "evals/000002/heldout/summary.parquet"}}
 	if !reflect.DeepEqual(evals, want) {
 		t.Errorf("ReadEvals:\n got %+v\nwant %+v", evals, want)
+	}
+
+	// Summaries are read in parallel and come back in checkpoint and set
+	// order; of two corrupt ones, the error names the first.
+	for n := 3; n <= 40; n++ {
+		for _, set := range []string{"b", "a"} {
+			rows[0].Checkpoint = fmt.Sprintf("iteration-%06d", n)
+			buf.Reset()
+			if err := tables.Write(&buf, tables.EvalSummary, rows[:1], nil); err != nil {
+				t.Fatal(err)
+			}
+			put(t, st, "main", runs.EvalPath(n, set, runs.SummaryFile), buf.Bytes())
+		}
+	}
+	evals, err = runs.ReadEvals(ctx, st, "main")
+	if err != nil || len(evals) != 1+38*2 {
+		t.Fatalf("%d evals, %v; want 77", len(evals), err)
+	}
+	for i, e := range evals[1:] {
+		if want := fmt.Sprintf("%d %s iteration-%06d", 3+i/2, []string{"a", "b"}[i%2], 3+i/2); fmt.Sprintf("%d %s %s", e.Iteration, e.Set, e.Checkpoint) != want {
+			t.Fatalf("eval %d: %d %s %s, want %s", i+1, e.Iteration, e.Set, e.Checkpoint, want)
+		}
+	}
+	put(t, st, "main", runs.EvalPath(31, "a", runs.SummaryFile), []byte("not parquet"))
+	put(t, st, "main", runs.EvalPath(17, "b", runs.SummaryFile), []byte("not parquet either"))
+	for range 5 {
+		if _, err := runs.ReadEvals(ctx, st, "main"); err == nil || !strings.Contains(err.Error(), "evals/000017/b/summary.parquet") {
+			t.Fatalf("ReadEvals with corrupt summaries at 17 and 31: %v, want the error of 17's", err)
+		}
 	}
 }
 

@@ -107,7 +107,13 @@ func openFile(r io.ReaderAt, size int64, name, table string, opts *ReadOptions) 
 	if err := checkChunks(pf, size); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(o.BatchRows), Parallel: o.Parallel}, mem)
+	// Builders are sized for a whole batch: a file of fewer rows than the
+	// default batch gets batches of its size.
+	batch := int64(o.BatchRows)
+	if opts == nil || opts.BatchRows <= 0 {
+		batch = max(min(batch, pf.NumRows()), 1)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch, Parallel: o.Parallel}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
