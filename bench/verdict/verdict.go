@@ -49,6 +49,7 @@ var targets = []target{
 	{"BenchmarkLongRun", "ui_run_ratio/linear", "<=", 1, "the UI's run page at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "log_ratio/linear", "<=", 1, "rlpipe log of the run at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "diff_ratio/linear", "<=", 1, "rlpipe diff first..last at 2,000 against 20, over linear growth"},
+	{"BenchmarkLongRun", "eval_all_ratio/linear", "<=", 1, "rlpipe eval --checkpoints all, every call cached, at 2,000 against 20, over linear growth"},
 	{"BenchmarkLongRun", "status_2000_ms", "<=", 1000, "rlpipe status RUN at 2,000 iterations, in ms"},
 	{"BenchmarkLongRun", "ui_run_2000_ms", "<=", 1000, "the UI's run page at 2,000 iterations, in ms"},
 	{"BenchmarkLongRunLargeTables", "iteration_ratio", "<=", 1.2, "time per iteration of 100,000 trajectories at 200 iterations against 20"},
