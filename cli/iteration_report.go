@@ -54,7 +54,11 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 		}
 	}
 	lines := []string{fmt.Sprintf("iteration %d: %s", n, strings.Join(parts, "  "))}
-	evals, err := readEvals(ctx, st, branch)
+	cps := []int{n}
+	if n == 1 {
+		cps = []int{0, 1} // the starting policy is evaluated in iteration 1
+	}
+	evals, err := runs.ReadCheckpointEvals(ctx, st, branch, cps...)
 	if err != nil {
 		return lines
 	}

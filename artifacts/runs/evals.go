@@ -46,16 +46,33 @@ func MetricName(metric string, k int) string {
 // checkpoint and set. The summaries are read in parallel; an error is
 // the first summary's in that order.
 func ReadEvals(ctx context.Context, st artifacts.Store, ref string) ([]Eval, error) {
+	return readEvals(ctx, st, ref, EvalsPrefix)
+}
+
+// ReadCheckpointEvals is ReadEvals for the listed checkpoints only: what
+// a view of one iteration needs, at a cost that does not grow with the
+// run.
+func ReadCheckpointEvals(ctx context.Context, st artifacts.Store, ref string, checkpoints ...int) ([]Eval, error) {
+	prefixes := make([]string, len(checkpoints))
+	for i, c := range checkpoints {
+		prefixes[i] = fmt.Sprintf("%s%06d/", EvalsPrefix, c)
+	}
+	return readEvals(ctx, st, ref, prefixes...)
+}
+
+func readEvals(ctx context.Context, st artifacts.Store, ref string, prefixes ...string) ([]Eval, error) {
 	out := []Eval{}
-	for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: EvalsPrefix}) {
-		if err != nil {
-			return nil, fmt.Errorf("list %s:%s: %w", ref, EvalsPrefix, err)
+	for _, prefix := range prefixes {
+		for e, err := range st.ListObjects(ctx, ref, &artifacts.ListOptions{Prefix: prefix}) {
+			if err != nil {
+				return nil, fmt.Errorf("list %s:%s: %w", ref, prefix, err)
+			}
+			n, set, rest, ok := ParseEvalPath(e.Path)
+			if !ok || rest != SummaryFile {
+				continue
+			}
+			out = append(out, Eval{Iteration: n, Set: set, Path: e.Path})
 		}
-		n, set, rest, ok := ParseEvalPath(e.Path)
-		if !ok || rest != SummaryFile {
-			continue
-		}
-		out = append(out, Eval{Iteration: n, Set: set, Path: e.Path})
 	}
 	errs := make([]error, len(out))
 	var g errgroup.Group

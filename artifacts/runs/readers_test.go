@@ -139,6 +139,14 @@ func TestReadEvals(t *testing.T) {
 			t.Fatalf("eval %d: %d %s %s, want %s", i+1, e.Iteration, e.Set, e.Checkpoint, want)
 		}
 	}
+	some, err := runs.ReadCheckpointEvals(ctx, st, "main", 40, 3, 41)
+	var got []string
+	for _, e := range some {
+		got = append(got, fmt.Sprintf("%d %s", e.Iteration, e.Set))
+	}
+	if err != nil || strings.Join(got, ",") != "3 a,3 b,40 a,40 b" {
+		t.Fatalf("ReadCheckpointEvals(40, 3, 41) = %v, %v; want 3 a, 3 b, 40 a, 40 b", got, err)
+	}
 	put(t, st, "main", runs.EvalPath(31, "a", runs.SummaryFile), []byte("not parquet"))
 	put(t, st, "main", runs.EvalPath(17, "b", runs.SummaryFile), []byte("not parquet either"))
 	for range 5 {
