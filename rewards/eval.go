@@ -401,7 +401,8 @@ func (p *Prompts) Len() int {
 	return len(p.m)
 }
 
-// Lookup returns the prompt with the given id.
+// Lookup returns the prompt with the given id. Prompts read with
+// Program.ReadPrompts hold only the columns that program reads.
 func (p *Prompts) Lookup(id string) (tables.Prompt, bool) {
 	p.Err()
 	if e, ok := p.m[id]; ok {
