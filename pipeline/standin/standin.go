@@ -146,50 +146,13 @@ func policyVersion(dir string) (string, int, error) {
 	return hex.EncodeToString(s[:8]), a.Skill, nil
 }
 
-// generate writes G completions a prompt. A completion is right with a
-// probability that grows with the policy's skill, decided by a hash of
-// (seed, prompt, sample, policy) so it is deterministic.
+// generate writes G completions a prompt of the iteration's batch.
 func (o Options) generate(ctx context.Context, tc *pipeline.TaskContext) error {
 	var p loopParams
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	if err := o.pause(ctx, pipeline.SlotGenerate, o.GenerateSleep, tc); err != nil {
-		return err
-	}
-	prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
-	if err != nil {
-		return pipeline.Permanent(err)
-	}
-	version, skill, err := policyVersion(tc.InputPath("policy"))
-	if err != nil {
-		return err
-	}
-	rows := samples(prompts, o.SamplesPerPrompt, tc.Seed, version, skill, p.Iteration, p.Staleness)
-	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
-}
-
-// samples makes n completions of each prompt. A completion is right with
-// a probability that grows with the policy's skill, decided by a hash of
-// (seed, prompt, sample, policy).
-func samples(prompts []tables.Prompt, n int, seed uint64, version string, skill, iteration, staleness int) []tables.Trajectory {
-	rows := make([]tables.Trajectory, 0, len(prompts)*n)
-	for _, pr := range prompts {
-		for i := 0; i < n; i++ {
-			h := hash64(seed, pr.PromptID, i, version)
-			answer := pr.Answer
-			if int(h%100) >= 30+skill {
-				answer += "0"
-			}
-			c := "The answer is #### " + answer
-			rows = append(rows, tables.Trajectory{
-				PromptID: pr.PromptID, SampleIndex: int32(i), GroupID: fmt.Sprintf("%06d-%s", iteration, pr.PromptID),
-				Completion: c, FinishReason: "stop", NumTokens: int32(len(c)), PolicyVersion: version,
-				Sampler: `{"temperature":1}`, Seed: int64(h >> 1), Staleness: int32(staleness), Status: tables.StatusOK,
-			})
-		}
-	}
-	return rows
+	return o.writeSamples(ctx, tc, tc.Seed, p.Iteration, p.Staleness)
 }
 
 // evalGenerate samples an eval set from a checkpoint as generate does,
@@ -203,20 +166,43 @@ func (o Options) evalGenerate(seed int64) pipeline.Func {
 		if err := tc.Params(&p); err != nil {
 			return err
 		}
-		if err := o.pause(ctx, pipeline.SlotGenerate, o.GenerateSleep, tc); err != nil {
-			return err
-		}
-		prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
-		if err != nil {
-			return pipeline.Permanent(err)
-		}
-		version, skill, err := policyVersion(tc.InputPath("policy"))
-		if err != nil {
-			return err
-		}
-		rows := samples(prompts, o.SamplesPerPrompt, uint64(seed), version, skill, p.Checkpoint, 0)
-		return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+		return o.writeSamples(ctx, tc, uint64(seed), p.Checkpoint, 0)
 	}
+}
+
+// writeSamples writes SamplesPerPrompt completions of each input prompt
+// from the input policy. A completion is right with a probability that
+// grows with the policy's skill, decided by a hash of (seed, prompt,
+// sample, policy) so it is deterministic.
+func (o Options) writeSamples(ctx context.Context, tc *pipeline.TaskContext, seed uint64, iteration, staleness int) error {
+	if err := o.pause(ctx, pipeline.SlotGenerate, o.GenerateSleep, tc); err != nil {
+		return err
+	}
+	prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
+	if err != nil {
+		return pipeline.Permanent(err)
+	}
+	version, skill, err := policyVersion(tc.InputPath("policy"))
+	if err != nil {
+		return err
+	}
+	var rows []tables.Trajectory
+	for _, pr := range prompts {
+		for i := 0; i < o.SamplesPerPrompt; i++ {
+			h := hash64(seed, pr.PromptID, i, version)
+			answer := pr.Answer
+			if int(h%100) >= 30+skill {
+				answer += "0"
+			}
+			c := "The answer is #### " + answer
+			rows = append(rows, tables.Trajectory{
+				PromptID: pr.PromptID, SampleIndex: int32(i), GroupID: fmt.Sprintf("%06d-%s", iteration, pr.PromptID),
+				Completion: c, FinishReason: "stop", NumTokens: int32(len(c)), PolicyVersion: version,
+				Sampler: `{"temperature":1}`, Seed: int64(h >> 1), Staleness: int32(staleness), Status: tables.StatusOK,
+			})
+		}
+	}
+	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
 }
 
 // reward scores 1 for a completion ending in the prompt's answer — through
