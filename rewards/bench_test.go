@@ -298,7 +298,9 @@ func BenchmarkRescore1M(b *testing.B) {
 	b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds(), "rows/cpu_s")
 }
 
-func readPromptsFile(tb testing.TB, ctx context.Context, path string) *Prompts {
+// readPromptsFile reads the prompts file at path: every column, or with
+// prog the columns it reads.
+func readPromptsFile(tb testing.TB, ctx context.Context, path string, prog *Program) *Prompts {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -309,7 +311,11 @@ func readPromptsFile(tb testing.TB, ctx context.Context, path string) *Prompts {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := ReadPrompts(ctx, f, st.Size(), "prompts")
+	read := ReadPrompts
+	if prog != nil {
+		read = prog.ReadPrompts
+	}
+	p, err := read(ctx, f, st.Size(), "prompts")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -337,29 +343,18 @@ func BenchmarkReadPrompts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("all", func(b *testing.B) {
-		for b.Loop() {
-			if p := readPromptsFile(b, ctx, pp); p.Len() != len(prompts) {
-				b.Fatalf("%d prompts", p.Len())
+	for _, c := range []struct {
+		name string
+		prog *Program
+	}{{"all", nil}, {"answer", prog}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if p := readPromptsFile(b, ctx, pp, c.prog); p.Len() != len(prompts) {
+					b.Fatalf("%d prompts", p.Len())
+				}
 			}
-		}
-	})
-	b.Run("answer", func(b *testing.B) {
-		f, err := os.Open(pp)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if p, err := prog.ReadPrompts(ctx, f, st.Size(), "prompts"); err != nil || p.Len() != len(prompts) {
-				b.Fatalf("%v prompts, err %v", p, err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkScoreBatch scores one decoded batch of 4,096 rows again and
