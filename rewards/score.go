@@ -207,8 +207,7 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 	if p.UsesPrompts() && o.Prompts == nil {
 		return sum, fmt.Errorf("score %q: %w: pass ScoreOptions.Prompts (the expressions read %v)", o.Name, ErrNoPrompts, p.Variables())
 	}
-	if o.Prompts != nil && !o.Prompts.covers(p.PromptColumns()) {
-		need := p.PromptColumns()
+	if need := p.PromptColumns(); o.Prompts != nil && !o.Prompts.covers(need) {
 		if need == nil {
 			need = []string{"every column (the spec has verifiers or judges)"}
 		}
