@@ -32,12 +32,18 @@ type Adapters struct {
 
 	mu     sync.Mutex
 	loaded map[string]int // adapter name → load sequence number
+	stuck  []string       // evicted, but the server did not confirm the unload
 	seq    int
 }
 
 // NewAdapters returns a loader for p. root, when set, is a directory the
-// policy's server can read: adapters are copied there before loading.
-// keep (default 3) is how many adapters stay loaded.
+// policy's server can read: adapters are copied there before loading, and
+// a copy is removed only once the server has unloaded it, since a server
+// may read an adapter's files again at any time while it holds it (vLLM
+// reloads an adapter its LoRA cache evicted). Without root the policy is
+// given the caller's directory, which must then outlive every use: right
+// for a policy that reads the files once, in LoadAdapter (the embedded
+// model). keep (default 3) is how many adapters stay loaded.
 func NewAdapters(p Policy, identity, root string, keep int) *Adapters {
 	if keep <= 0 {
 		keep = 3
@@ -87,13 +93,69 @@ func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
 				oldest, at = n, s
 			}
 		}
-		_ = loader.UnloadAdapter(ctx, oldest)
 		delete(g.loaded, oldest)
-		if g.root != "" {
-			_ = os.RemoveAll(filepath.Join(g.root, oldest))
-		}
+		g.unload(ctx, loader, oldest)
 	}
 	return name, nil
+}
+
+// unload unloads name and removes its copy under root once the server has
+// let go of it; a failed unload costs only memory, and Close tries again.
+func (g *Adapters) unload(ctx context.Context, loader AdapterLoader, name string) error {
+	if err := loader.UnloadAdapter(ctx, name); err != nil {
+		g.stuck = append(g.stuck, name)
+		return err
+	}
+	if g.root != "" {
+		return os.RemoveAll(filepath.Join(g.root, name))
+	}
+	return nil
+}
+
+// Close unloads every adapter the loader holds, and those whose unload
+// failed before, removing their copies under root: what a run leaves on
+// a server it shares. An adapter the server does not confirm unloading
+// keeps its copy, so that the server can still read it; a rerun loads it
+// from the same path.
+func (g *Adapters) Close(ctx context.Context) error {
+	loader, ok := g.policy.(AdapterLoader)
+	if !ok {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	names := g.stuck
+	g.stuck = nil
+	for n := range g.loaded {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	clear(g.loaded)
+	var errs []error
+	for _, n := range names {
+		if err := g.unload(ctx, loader, n); err != nil {
+			errs = append(errs, fmt.Errorf("unload adapter %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LocalAdapterRoot is the directory a policy server on this machine reads
+// adapters from when the policy section names no adapter_root: rlpipe's
+// folder in the user's cache directory (~/.cache/rlpipe/adapters), which
+// outlives the tasks that load adapters, as a server that may re-read an
+// adapter needs. A server running as another user must be able to read
+// it, or be given an adapter_root.
+func LocalAdapterRoot() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find a folder for adapters (set adapter_root): %w", err)
+	}
+	dir := filepath.Join(base, "rlpipe", "adapters")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make the folder for adapters (set adapter_root): %w", err)
+	}
+	return dir, nil
 }
 
 // Forget drops name from the loaded set, so the next Load loads it again

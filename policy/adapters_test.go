@@ -15,8 +15,9 @@ import (
 
 // loaderPolicy records the adapters it is asked to load and unload.
 type loaderPolicy struct {
-	shapeErr bool
-	calls    []string
+	shapeErr  bool
+	unloadErr error // what UnloadAdapter returns, after recording the call
+	calls     []string
 }
 
 func (p *loaderPolicy) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
@@ -36,7 +37,7 @@ func (p *loaderPolicy) LoadAdapter(ctx context.Context, name, dir string) error 
 
 func (p *loaderPolicy) UnloadAdapter(ctx context.Context, name string) error {
 	p.calls = append(p.calls, "unload "+name)
-	return nil
+	return p.unloadErr
 }
 
 // basePolicy cannot load adapters.
@@ -97,6 +98,72 @@ func TestAdaptersCopyToRoot(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, name, "adapter_config.json"))
 	if err != nil || string(b) != `{"r":1}` {
 		t.Fatalf("copy in root = %q, %v", b, err)
+	}
+}
+
+// A server may read an adapter's files again while it holds it (vLLM
+// reloads what its LoRA cache evicted): the copy in root outlives the
+// caller's directory, and goes only once the server confirms the unload,
+// at eviction or at Close.
+func TestAdaptersKeepTheirCopyUntilUnloaded(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	p := &loaderPolicy{}
+	a := policy.NewAdapters(p, "test", root, 1)
+	held := func() []string {
+		t.Helper()
+		es, err := os.ReadDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	load := func(config string) string {
+		t.Helper()
+		dir := adapterDir(t, config)
+		name, err := a.Load(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(dir); err != nil { // the task's scratch copy goes with the task
+			t.Fatal(err)
+		}
+		return name
+	}
+	one := load(`{"r":1}`)
+	if got := held(); !slices.Equal(got, []string{one}) {
+		t.Fatalf("root holds %q after the first load, want %q", got, one)
+	}
+	// The server fails to unload one when two evicts it: its copy stays.
+	p.unloadErr = errors.New("connection refused")
+	two := load(`{"r":2}`)
+	if got := held(); !slices.Equal(got, []string{one, two}) {
+		t.Fatalf("root holds %q after a failed unload, want %q", got, []string{one, two})
+	}
+	// Close tries one again and unloads two; the server confirms both.
+	p.unloadErr = nil
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(); len(got) != 0 {
+		t.Fatalf("root holds %q after Close, want nothing", got)
+	}
+	want := []string{"load " + one, "load " + two, "unload " + one, "unload " + one, "unload " + two}
+	if !slices.Equal(p.calls, want) {
+		t.Fatalf("calls = %q, want %q", p.calls, want)
+	}
+	// A server that cannot unload at Close keeps the copy, and Close says so.
+	three := load(`{"r":3}`)
+	p.unloadErr = errors.New("connection refused")
+	if err := a.Close(ctx); err == nil || err.Error() != "unload adapter "+three+": connection refused" {
+		t.Fatalf("Close = %v, want the failed unload of %s", err, three)
+	}
+	if got := held(); !slices.Equal(got, []string{three}) {
+		t.Fatalf("root holds %q after a failed Close, want %q", got, three)
 	}
 }
 

@@ -20,9 +20,13 @@
 // vLLM request names a LoRA module as its model. The Adapters loader is
 // what a stage uses to sample from a checkpoint: it names an adapter
 // directory by its content digest ("adapter-<12 hex>"), loads it once
-// (copying it first to a directory a remote server reads, when given one),
-// and unloads the oldest beyond a limit. Its errors that retrying cannot
-// fix match ErrAdapterInput.
+// (copying it first to a directory the server reads, when given one: a
+// shared mount, or LocalAdapterRoot for a server on this machine), and
+// unloads the oldest beyond a limit. A copy stays until the server has
+// unloaded its adapter, since a server may read the files again whenever
+// it holds it (vLLM reloads what its LoRA cache evicted); Opened.Close
+// unloads what is left. Its errors that retrying cannot fix match
+// ErrAdapterInput.
 //
 // Rows: the generate stage and the eval stage turn prompts into requests
 // and samples into trajectory rows the same way, so a checkpoint evaluated

@@ -2,9 +2,11 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -42,8 +44,9 @@ type Opened struct {
 	// sampling: the embedded trainer, exact pass@1. Nil for servers.
 	Model any
 	// AdapterRoot is a directory the servers read adapters from (a shared
-	// mount), when the backend has one; empty loads them from this
-	// machine's scratch copy.
+	// mount, or LocalAdapterRoot for a server on this machine), for a
+	// backend whose servers read adapter files themselves; empty hands the
+	// policy the task's own copy (a policy in this process).
 	AdapterRoot string
 	// Stop releases what Open started (a server, connections); nil when
 	// nothing needs releasing.
@@ -69,13 +72,28 @@ func (o *Opened) Adapters() *Adapters {
 	return o.adapters
 }
 
-// Close calls Stop. It may be called more than once when Stop may, and on
-// a nil Opened.
+// UnloadTimeout bounds how long Close waits for the servers to unload the
+// adapters the policy loaded.
+const UnloadTimeout = 5 * time.Second
+
+// Close unloads the adapters loaded through Adapters (within
+// UnloadTimeout), then calls Stop. It may be called more than once when
+// Stop may, and on a nil Opened.
 func (o *Opened) Close() error {
-	if o == nil || o.Stop == nil {
+	if o == nil {
 		return nil
 	}
-	return o.Stop()
+	var err error
+	o.adaptersOnce.Do(func() {}) // orders this read after any Adapters call
+	if o.adapters != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), UnloadTimeout)
+		err = o.adapters.Close(ctx)
+		cancel()
+	}
+	if o.Stop != nil {
+		err = errors.Join(err, o.Stop())
+	}
+	return err
 }
 
 // A Backend opens the policies of one kind. Backends register themselves

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,15 +23,22 @@ import (
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
 
-// pipeline.yaml as shipped, cut to 16 iterations, against vLLM serving the
+// pipeline.yaml as shipped, its 20 iterations and its evaluation every 5
+// (8 samples per problem instead of 16), against vLLM serving the
 // exported tiny-arith on a free loopback port: every iteration samples
 // from the previous iteration's adapter hot-loaded into vLLM, with the
 // token ids and logprobs vLLM returned, the embedded trainer trains on
-// them, and held-out pass@1 rises. Skipped without a venv with vLLM.
+// them, and held-out pass@1 rises. vLLM keeps one adapter in its LoRA
+// cache and reads an evicted one again from the path it was loaded from,
+// so the run lives only while those paths do (it stopped at iteration 7
+// when they were the tasks' scratch folders). Skipped without a venv with
+// vLLM.
 func TestPipelineWithVLLM(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts vLLM and trains for 16 iterations")
+		t.Skip("starts vLLM and trains for 20 iterations")
 	}
+	cache := t.TempDir() // rlpipe's copies of the adapters vLLM holds
+	t.Setenv("XDG_CACHE_HOME", cache)
 	py := vllmtest.Python(t)
 	model := vllmtest.Export(t, "tiny-arith")
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
@@ -36,8 +46,6 @@ func TestPipelineWithVLLM(t *testing.T) {
 	src := exampletest.Config(t, "pipeline.yaml", map[string]string{
 		"http://127.0.0.1:8011":           srv.URL(),
 		"spec: ../arithmetic/reward.yaml": "spec: " + exampletest.Abs(t, "../arithmetic/reward.yaml"),
-		"iterations: 20":                  "iterations: 16",
-		"every: 5":                        "every: 16",
 		"n: 16":                           "n: 8",
 		"k: [1, 4, 16]":                   "k: [1, 8]",
 	})
@@ -54,12 +62,17 @@ func TestPipelineWithVLLM(t *testing.T) {
 		} `json:"evals"`
 	}
 	e.JSON(&st, "status", "arith-vllm")
-	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != 16 {
-		t.Fatalf("evals %+v: want the base model, then iteration 16", st.Evals)
+	var evaluated []int
+	for _, e := range st.Evals {
+		evaluated = append(evaluated, e.Iteration)
 	}
-	base, last := st.Evals[0].Metrics["pass@1"], st.Evals[1].Metrics["pass@1"]
-	t.Logf("held-out pass@1 sampled by vLLM: base %.4f, iteration 16 %.4f (%+.2f points); pass@8 %.4f → %.4f",
-		base, last, 100*(last-base), st.Evals[0].Metrics["pass@8"], st.Evals[1].Metrics["pass@8"])
+	if !slices.Equal(evaluated, []int{0, 5, 10, 15, 20}) || st.Evals[0].Checkpoint != "base" {
+		t.Fatalf("evaluated iterations %v (%+v): want the base model, then 5, 10, 15 and 20", evaluated, st.Evals)
+	}
+	first, final := st.Evals[0], st.Evals[len(st.Evals)-1]
+	base, last := first.Metrics["pass@1"], final.Metrics["pass@1"]
+	t.Logf("held-out pass@1 sampled by vLLM: base %.4f, iteration 20 %.4f (%+.2f points); pass@8 %.4f → %.4f",
+		base, last, 100*(last-base), first.Metrics["pass@8"], final.Metrics["pass@8"])
 	if last <= base+0.02 {
 		t.Errorf("held-out pass@1 went from %.4f to %.4f: training should raise it by more than 2 points", base, last)
 	}
@@ -70,7 +83,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 	// vLLM returned.
 	s := e.Open()
 	versions := map[string]bool{}
-	for it := 1; it <= 16; it++ {
+	for it := 1; it <= 20; it++ {
 		rows := readTrajectories(t, s, it)
 		for _, r := range rows {
 			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
@@ -92,7 +105,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ sampled, adapter int }{{1, 0}, {16, 14}} {
+	for _, c := range []struct{ sampled, adapter int }{{1, 0}, {20, 18}} {
 		var a *tiny.Adapter
 		if c.adapter > 0 {
 			if a, err = m.LoadAdapter(exampletest.Adapter(t, s, branch, c.adapter)); err != nil {
@@ -108,8 +121,8 @@ func TestPipelineWithVLLM(t *testing.T) {
 		}
 	}
 
-	// Old adapters were unloaded: vLLM holds the base and at most the
-	// three newest.
+	// The run unloaded its adapters when it ended: vLLM serves the base
+	// alone, and rlpipe's copies of them are gone.
 	resp, err := http.Get(srv.URL() + "/v1/models")
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +136,11 @@ func TestPipelineWithVLLM(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&models); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(models.Data); n < 2 || n > 4 {
-		t.Errorf("vLLM serves %d models (%+v): want the base and 1 to 3 adapters", n, models.Data)
+	if len(models.Data) != 1 || models.Data[0].ID != "tiny-arith" {
+		t.Errorf("vLLM serves %+v after the run: want the base model alone", models.Data)
+	}
+	if es, err := os.ReadDir(filepath.Join(cache, "rlpipe", "adapters")); err != nil || len(es) != 0 {
+		t.Errorf("rlpipe's adapter folder holds %v (%v) after the run: want nothing", es, err)
 	}
 }
 

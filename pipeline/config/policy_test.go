@@ -29,6 +29,9 @@ func TestPolicySection(t *testing.T) {
 		t.Errorf("generate: %+v %+v", g, g.Sampling)
 	}
 	mustParse(t, withRollout(rolloutGen, "policy:\n  kind: openai\n  model: Qwen/Qwen2.5-0.5B-Instruct\n  endpoints: [http://127.0.0.1:8000, http://127.0.0.1:8001]\n  key_env: VLLM_API_KEY\n  timeout: 60s\n"))
+	// Servers elsewhere read adapters from a shared adapter_root; localhost is this machine.
+	mustParse(t, withRollout(rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://gpu-01:8000\"], adapter_root: /shared/adapters}\n"))
+	mustParse(t, withRollout(rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://localhost:8000\", \"http://[::1]:8000\"]}\n"))
 }
 
 func TestPolicyErrors(t *testing.T) {
@@ -46,6 +49,8 @@ func TestPolicyErrors(t *testing.T) {
 		{"openai without endpoints", rolloutGen, "policy: {kind: openai, model: m}\n", "an openai policy needs endpoints"},
 		{"bad endpoint", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"127.0.0.1:8000\"]}\n", `policy.endpoints[0]: "127.0.0.1:8000" is not an http(s) URL`},
 		{"credentials in endpoint", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://me:hunter2@h:1\"]}\n", "policy.endpoints[0]: http://me:xxxxx@h:1 carries credentials"},
+		{"server elsewhere without adapter_root", rolloutGen, "policy: {kind: openai, model: m, endpoints: [\"http://127.0.0.1:8000\", \"https://key:s3cret@gpu-01:8000\"]}\n",
+			"pipeline.yaml:14:71: policy.endpoints[1]: https://gpu-01:8000 is not on this machine, and its server reads each adapter rlpipe trains from a path: policy.adapter_root must name a directory it shares with this machine"},
 		{"endpoints on embedded", rolloutGen, "policy: {kind: embedded, endpoints: [\"http://h:1\"]}\n", "configure an openai policy"},
 		{"unknown model", rolloutGen, "policy: {kind: embedded, model: gpt2}\n", `policy.model: "gpt2" is neither a shipped model`},
 		{"unknown serve", rolloutGen, "policy: {kind: embedded, serve: grpc}\n", `policy.serve: unknown way "grpc"`},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/loopback"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -32,7 +33,11 @@ type PolicyOptions struct {
 	// key itself never enters the config.
 	KeyEnv string `yaml:"key_env,omitempty"`
 	// AdapterRoot is a directory the servers can read adapters from (a
-	// shared mount); empty loads them from this machine's scratch copy.
+	// shared mount). The servers read an adapter's files at load time and
+	// may read them again whenever they like (vLLM reloads an adapter its
+	// LoRA cache evicted), so the copy stays there until it is unloaded.
+	// Empty is policy.LocalAdapterRoot, which only a server on this
+	// machine can read: endpoints elsewhere need adapter_root.
 	AdapterRoot string `yaml:"adapter_root,omitempty"`
 	// Concurrency bounds requests in flight per endpoint.
 	Concurrency int `yaml:"concurrency,omitempty"`
@@ -60,6 +65,17 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 			c.Fail(key, "put the key in a variable and name it in key_env", "%s: %s carries credentials", c.Path(key), u.Redacted())
 		} else if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
 			c.Fail(key, "e.g. http://127.0.0.1:8000", "%s: %q is not an http(s) URL", c.Path(key), e)
+		}
+	}
+	if o.AdapterRoot == "" {
+		for i, e := range o.Endpoints {
+			if !onThisMachine(e) {
+				key := fmt.Sprintf("endpoints[%d]", i)
+				c.Fail(key, "set policy.adapter_root to a directory this machine and the server both mount, at the same path",
+					"%s: %s is not on this machine, and its server reads each adapter rlpipe trains from a path: policy.adapter_root must name a directory it shares with this machine",
+					c.Path(key), shownURL(e))
+				break
+			}
 		}
 	}
 	if o.KeyEnv != "" && !reEnvName.MatchString(o.KeyEnv) {
@@ -91,5 +107,30 @@ func (backend) Open(_ context.Context, s policy.Spec) (*policy.Opened, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	return &policy.Opened{Policy: c, Identity: s.Model, AdapterRoot: o.AdapterRoot, Stop: c.Close}, nil
+	root := o.AdapterRoot
+	if root == "" {
+		for _, e := range o.Endpoints {
+			if !onThisMachine(e) {
+				c.Close()
+				return nil, fmt.Errorf("policy: %s is not on this machine: set adapter_root to a directory its server shares with this machine", shownURL(e))
+			}
+		}
+		if root, err = policy.LocalAdapterRoot(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
+	return &policy.Opened{Policy: c, Identity: s.Model, AdapterRoot: root, Stop: c.Close}, nil
 }
+
+// onThisMachine reports whether endpoint's host is this machine: a
+// loopback address or localhost.
+func onThisMachine(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	return strings.EqualFold(h, "localhost") || loopback.IsLiteral(h)
+}
+

@@ -376,3 +376,77 @@ func (k *killAfter) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// vLLM reads an adapter's files again whenever its LoRA cache reloads an
+// adapter it evicted (the shared server keeps one: --max-loras and
+// --max-cpu-loras default to 1). The adapters the stages load through an
+// opened openai policy come from a task's scratch folder that is gone
+// when the task ends, so the policy keeps its own copy until vLLM has
+// unloaded them: sampling A, B, A again after both scratch folders are
+// gone works, and closing the policy unloads both and removes the copies.
+func TestVLLMReloadsAnEvictedAdapterFromTheCopy(t *testing.T) {
+	v := vllm(t)
+	ctx := context.Background()
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	root := filepath.Join(cache, "rlpipe", "adapters")
+	op, err := policy.Open(ctx, policy.Spec{Kind: openai.Kind, Model: "tiny",
+		Options: &openai.PolicyOptions{Endpoints: []string{v.srv.URL()}, Retries: 1, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if op.AdapterRoot != root {
+		t.Fatalf("adapter root %q, want %q", op.AdapterRoot, root)
+	}
+	load := func(alpha string) string {
+		t.Helper()
+		scratch := filepath.Join(t.TempDir(), "in", "policy")
+		if err := os.CopyFS(scratch, os.DirFS(v.lora)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(scratch, "adapter_config.json")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.Replace(string(b), `"lora_alpha": 16`, `"lora_alpha": `+alpha, 1))
+		if err := os.WriteFile(cfg, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		name, err := op.Adapters().Load(ctx, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(scratch); err != nil { // the task ends
+			t.Fatal(err)
+		}
+		return name
+	}
+	a, b := load("16"), load("4")
+	if a == b {
+		t.Fatalf("both adapters are named %s: the two configs should differ", a)
+	}
+	for _, name := range []string{a, b, a, b} {
+		out, err := op.Policy.Generate(ctx, []policy.Request{{ID: "r", Prompt: "1+1=", Seed: 1}}, policy.Sampling{N: 1, MaxTokens: 2, Adapter: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := out[0][0]; s.Status != policy.StatusOK {
+			t.Fatalf("sampling from %s: %s %s\n%s", name, s.Status, s.Error, v.srv.LogTail())
+		}
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	models, err := op.Policy.(*openai.Client).Models(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := models[v.srv.URL()]; len(got) != 1 || got[0] != "tiny" {
+		t.Errorf("after Close vLLM serves %q, want only the base model", got)
+	}
+	if es, err := os.ReadDir(root); err != nil || len(es) != 0 {
+		t.Errorf("after Close %s holds %v (%v), want nothing", root, es, err)
+	}
+}
