@@ -11,6 +11,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/trackers"
 )
@@ -38,8 +39,11 @@ tracking section; a tracker that was down or slow missed some, and this
 brings it level. Without --to, the trackers are the run's own tracking
 section. TensorBoard gets a new event file that replaces the steps it
 had; MLflow appends to the run's MLflow run (found by its rlpipe.run tag),
-whose steps keep their last values. MLflow credentials come from the
-environment only (MLFLOW_TRACKING_TOKEN).`,
+whose steps keep their last values, and ends it as the run stands:
+FINISHED once it did its last iteration, left RUNNING while a process
+holds it, else FAILED (a run that stopped early; an MLflow run already
+KILLED or FAILED keeps that), at the time of its last commit. MLflow
+credentials come from the environment only (MLFLOW_TRACKING_TOKEN).`,
 		Example: `  rlpipe track arith --to tensorboard:tb && tensorboard --logdir tb
   rlpipe track arith --to mlflow:http://127.0.0.1:5000
   rlpipe track arith                 # the trackers of the run's tracking section`,
@@ -69,6 +73,51 @@ environment only (MLFLOW_TRACKING_TOKEN).`,
 type trackOut struct {
 	Tracker string `json:"tracker"`
 	Points  int    `json:"points"`
+	// Outcome is how the tracker's run was ended (trackOutcome):
+	// "finished", "running" or "stopped".
+	Outcome string `json:"outcome"`
+}
+
+// trackOutcome is how a back-fill ends the trackers' run of run name,
+// judged at the run's branch head whatever --at reads (the tracker's run
+// stands for the whole run): Running while a live process holds the run
+// (that process ends it), Finished once the head has done the iterations
+// its recorded config asks for, else Stopped (the run stopped early and
+// the store does not say why); at the time of the head commit, the run's
+// last.
+func trackOutcome(ctx context.Context, st artifacts.Store, name string) (trackers.Outcome, error) {
+	lock, err := pipeline.ReadLock(ctx, st, name)
+	if err != nil {
+		return trackers.Outcome{}, fmt.Errorf("track %s: %w", name, err)
+	}
+	if lock != nil && lock.Alive {
+		return trackers.Outcome{Status: trackers.Running}, nil
+	}
+	br, err := st.GetBranch(ctx, runs.Branch(name))
+	if err != nil {
+		return trackers.Outcome{}, withOp(err, "track %s", name)
+	}
+	head, err := st.GetCommit(ctx, br.CommitID)
+	if err != nil {
+		return trackers.Outcome{}, withOp(err, "track %s", name)
+	}
+	state, err := runs.ReadState(ctx, st, br.CommitID)
+	if err != nil {
+		return trackers.Outcome{}, withOp(err, "track %s", name)
+	}
+	body, err := artifacts.ReadObject(ctx, st, br.CommitID, runs.ConfigPath)
+	if err != nil {
+		return trackers.Outcome{}, fmt.Errorf("track %s: read %s at %s: %w", name, runs.ConfigPath, runs.Branch(name), err)
+	}
+	cfg, err := config.Parse(runs.ConfigPath, body, kinds.Registry())
+	if err != nil {
+		return trackers.Outcome{}, fmt.Errorf("track %s: read the iterations of the config at %s: %w", name, runs.Branch(name), err)
+	}
+	o := trackers.Outcome{Status: trackers.Stopped, Time: head.CreationDate}
+	if state != nil && state.Iteration >= cfg.Iterations {
+		o.Status = trackers.Finished
+	}
+	return o, nil
 }
 
 func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []trackers.Spec, o trackOptions, p printer) error {
@@ -82,6 +131,10 @@ func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []tra
 		return fmt.Errorf("track %s: %w", name, err)
 	}
 	run, err := trackers.ReadRun(ctx, st, name, ref)
+	if err != nil {
+		return err
+	}
+	end, err := trackOutcome(ctx, st, name)
 	if err != nil {
 		return err
 	}
@@ -103,13 +156,13 @@ func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []tra
 		if err != nil {
 			return asUsage(err)
 		}
-		n, err := trackers.Backfill(ctx, st, run, ref, t)
+		n, err := trackers.Backfill(ctx, st, run, ref, t, end)
 		if err != nil {
 			return fmt.Errorf("track %s --to %s: %w", name, s, err)
 		}
-		out = append(out, trackOut{Tracker: s.String(), Points: n})
+		out = append(out, trackOut{Tracker: s.String(), Points: n, Outcome: end.Status.String()})
 		if !p.json {
-			fmt.Fprintf(p.w, "%s: %d points of run %s\n", s, n, name)
+			fmt.Fprintf(p.w, "%s: %d points of run %s (%s)\n", s, n, name, end.Status)
 		}
 	}
 	if p.json {

@@ -2,10 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/trackers"
+	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
 
 // TestTrack runs a pipeline whose tracking section writes TensorBoard
@@ -72,4 +79,133 @@ func afterStart(t *testing.T, b []byte) []byte {
 		at += 16 + int(binary.LittleEndian.Uint64(b[at:]))
 	}
 	return b[at:]
+}
+
+// TestTrackMLflow runs pipelines with an mlflow tracking entry and
+// back-fills them with `rlpipe track`, against a real MLflow server, and
+// reads the MLflow runs back from its REST API: a finished `rlpipe run`
+// leaves its MLflow run FINISHED with an end time; a back-fill of a
+// finished run ends it FINISHED at the run's last commit, in the same
+// MLflow run each time; a back-fill of a run a process holds leaves it
+// RUNNING; a run that stopped early is FAILED, and its back-fill keeps the
+// live run's end.
+func TestTrackMLflow(t *testing.T) {
+	uri := trackertest.MLflowServer(t)
+	one := func(t *testing.T, exp, run string) trackertest.MLflowRun {
+		t.Helper()
+		found := trackertest.MLflowRuns(t, uri, exp, run)
+		if len(found) != 1 {
+			t.Fatalf("experiment %s holds %d MLflow runs of %s, want 1: %+v", exp, len(found), run, found)
+		}
+		return found[0]
+	}
+	track := func(h *harness, args ...string) trackOut {
+		h.t.Helper()
+		var out []trackOut
+		h.json(&out, append([]string{"track"}, args...)...)
+		if len(out) != 1 {
+			h.t.Fatalf("track %v: %+v", args, out)
+		}
+		return out[0]
+	}
+	section := func(exp string) string {
+		return fmt.Sprintf("tracking: [{kind: mlflow, uri: %q, experiment: %s}]\n", uri, exp)
+	}
+
+	t.Run("finished", func(t *testing.T) {
+		h, _ := newRunHarness(t, "1ms")
+		cfg := h.file("tracked.yaml", examplePipeline(t, "1ms")+section("live"))
+		h.ok("run", "-f", cfg)
+		last := headTime(t, h, "standin")
+		live := one(t, "live", "standin")
+		if live.Status != "FINISHED" || live.EndTime < last {
+			t.Errorf("after rlpipe run: %s, end_time %d; want FINISHED, at or after the last commit %d", live.Status, live.EndTime, last)
+		}
+
+		if got := track(h, "standin", "--to", "mlflow:"+uri); got != (trackOut{Tracker: "mlflow:" + uri, Points: 3, Outcome: "finished"}) {
+			t.Errorf("track --to: %+v", got)
+		}
+		back := one(t, trackers.DefaultExperiment, "standin")
+		if back.Status != "FINISHED" || back.EndTime != last {
+			t.Errorf("back-filled: %s, end_time %d; want FINISHED at the last commit %d", back.Status, back.EndTime, last)
+		}
+		// The run's own section: the live MLflow run, the same one.
+		if got := h.ok("track", "standin"); got != "mlflow:"+uri+": 3 points of run standin (finished)\n" {
+			t.Errorf("track:\n%s", got)
+		}
+		if again := one(t, "live", "standin"); again.ID != live.ID || again.Status != "FINISHED" || again.EndTime != last {
+			t.Errorf("back-filled live run: %+v; want run %s, FINISHED at %d", again, live.ID, last)
+		}
+
+		// Held by a process: left running, in the same MLflow run.
+		ctx := context.Background()
+		st, err := artifacts.Open(ctx, h.store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "standin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := track(h, "standin", "--to", "mlflow:"+uri); got.Outcome != "running" {
+			t.Errorf("track of a held run: %+v", got)
+		}
+		if r := one(t, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "RUNNING" {
+			t.Errorf("back-fill of a held run: %+v; want run %s, RUNNING", r, back.ID)
+		}
+		if err := held.Close(); err != nil {
+			t.Fatal(err)
+		}
+		track(h, "standin", "--to", "mlflow:"+uri)
+		if r := one(t, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "FINISHED" || r.EndTime != last {
+			t.Errorf("back-fill once released: %+v; want run %s, FINISHED at %d", r, back.ID, last)
+		}
+	})
+
+	t.Run("stopped", func(t *testing.T) {
+		h, _ := newRunHarness(t, "1ms")
+		// The sample command fails for good at iteration 3 of 3.
+		src := strings.Replace(examplePipeline(t, "1ms"), `command: [cp, "{{inputs.dataset}}", "{{outputs.prompts}}"]`,
+			`command: [sh, -c, '[ "$2" -lt 3 ] && cp "$0" "$1"', "{{inputs.dataset}}", "{{outputs.prompts}}", "{{iteration}}"]`, 1)
+		src = strings.Replace(src, "run: standin\n", "run: broken\n", 1)
+		if !strings.Contains(src, "{{iteration}}") || !strings.Contains(src, "run: broken") {
+			t.Fatalf("the example changed; update this test:\n%s", src)
+		}
+		cfg := h.file("broken.yaml", src+section("broken"))
+		h.fails(ExitFailure, []string{"run broken: stopped after iteration"}, "run", "-f", cfg)
+		last := headTime(t, h, "broken")
+		live := one(t, "broken", "broken")
+		if live.Status != "FAILED" || live.EndTime < last {
+			t.Errorf("after a failed rlpipe run: %s, end_time %d; want FAILED, at or after the last commit %d", live.Status, live.EndTime, last)
+		}
+
+		// A tracker that never saw the run: failed at its last commit.
+		if got := track(h, "broken", "--to", "mlflow:"+uri); got.Outcome != "stopped" {
+			t.Errorf("track --to: %+v", got)
+		}
+		if r := one(t, trackers.DefaultExperiment, "broken"); r.Status != "FAILED" || r.EndTime != last {
+			t.Errorf("back-filled: %s, end_time %d; want FAILED at the last commit %d", r.Status, r.EndTime, last)
+		}
+		// The live MLflow run keeps how and when it ended.
+		track(h, "broken")
+		if r := one(t, "broken", "broken"); r.ID != live.ID || r.Status != "FAILED" || r.EndTime != live.EndTime {
+			t.Errorf("back-filled live run: %+v; want %+v", r, live)
+		}
+	})
+}
+
+// headTime is the time of run's last commit, in milliseconds, as
+// `rlpipe status RUN` shows it.
+func headTime(t *testing.T, h *harness, run string) int64 {
+	t.Helper()
+	var st runStatusOut
+	h.json(&st, "status", run)
+	for _, it := range st.Iterations {
+		if it.Commit == st.Commit {
+			return it.Date.UnixMilli()
+		}
+	}
+	t.Fatalf("run %s: its head %s is no iteration's commit: %+v", run, st.Commit, st.Iterations)
+	return 0
 }

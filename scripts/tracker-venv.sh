@@ -4,7 +4,8 @@
 # whose own event reader reads rlpipe's event files back in a test, and MLflow,
 # whose tracking server the MLflow tests start on loopback. Only when it is
 # missing or the pins changed; prints its python. About 40 s and 900 MB from
-# PyPI. Safe to run again; scripts/deps.sh runs it, and so do the tests.
+# PyPI. Safe to run again; scripts/deps.sh runs it. The tests never do: they
+# fail, naming this script, when the venv is missing (trackers/trackertest).
 #
 #   scripts/tracker-venv.sh                        # prints …/.venv-tracking/bin/python
 #   RLPIPE_TRACKER_VENV=DIR scripts/tracker-venv.sh  # keep the venv elsewhere

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
@@ -43,13 +44,18 @@ func ReadRun(ctx context.Context, st artifacts.Store, name, ref string) (Run, er
 }
 
 // Backfill sends everything run recorded at ref (History) to t, in
-// batches, and closes t: what `rlpipe track` does after a run whose
-// tracker was down. Points t already has are written again, with the same
-// values. It returns the number of points sent.
-func Backfill(ctx context.Context, st artifacts.Store, run Run, ref string, t Tracker) (n int, err error) {
+// batches, and ends t with o (Tracker.End; a zero Time is now): what
+// `rlpipe track` does after a run whose tracker was down. Points t
+// already has are written again, with the same values. t is ended also
+// when the back-fill fails, so that it is released. It returns the
+// number of points sent.
+func Backfill(ctx context.Context, st artifacts.Store, run Run, ref string, t Tracker, o Outcome) (n int, err error) {
+	if o.Time.IsZero() {
+		o.Time = time.Now()
+	}
 	defer func() {
-		if cerr := t.Close(); cerr != nil && err == nil {
-			err = cerr
+		if eerr := t.End(ctx, o); eerr != nil && err == nil {
+			err = eerr
 		}
 	}()
 	points, err := History(ctx, st, run.Name, ref)

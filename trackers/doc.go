@@ -21,6 +21,17 @@
 // point's time is its commit's: a back-fill writes the same times as the
 // live run did.
 //
+// # How a run ends
+//
+// A tracker's last call is End with the run's Outcome: Finished,
+// Failed (an error stopped the loop), Killed (interrupted: Ctrl-C,
+// SIGTERM, a cancelled context), Running (a back-fill of a run another
+// process holds: left open) or Stopped (a back-fill of a run that stopped
+// early, cause unknown), and when. MLflow sets its run's status and end
+// time; a resumed run's Start re-opens the same MLflow run. TensorBoard
+// has no status to record: End flushes and closes the event file. Every
+// backend runs the contract's suite, trackertest.Run.
+//
 // # Backends
 //
 // A backend registers under a kind (Register), the way policy backends
@@ -51,5 +62,5 @@
 //	run, err := trackers.ReadRun(ctx, st, "arith", runs.Branch("arith"))
 //	spec, err := trackers.ParseTarget("tensorboard:tb")
 //	t, err := trackers.Open(spec)
-//	n, err := trackers.Backfill(ctx, st, run, runs.Branch("arith"), t)
+//	n, err := trackers.Backfill(ctx, st, run, runs.Branch("arith"), t, trackers.Outcome{Status: trackers.Finished})
 package trackers

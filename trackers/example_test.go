@@ -40,7 +40,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	if err := t.Close(); err != nil {
+	if err := t.End(ctx, trackers.Outcome{Status: trackers.Finished}); err != nil {
 		fmt.Println(err)
 		return
 	}

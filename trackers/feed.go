@@ -25,7 +25,9 @@ type FeedOptions struct {
 	CallTimeout time.Duration
 	// Flush bounds how long Close waits for the queues to drain (default
 	// 10s); what is left is dropped. Once Close is called, a failed call
-	// is not retried.
+	// is not retried. Each tracker's End comes after, bounded by Flush
+	// and CallTimeout, whether or not its queue drained: Close takes at
+	// most twice Flush.
 	Flush time.Duration
 	// Logger receives the warnings: a tracker that fails or falls behind.
 	Logger zerolog.Logger
@@ -90,6 +92,7 @@ type Feed struct {
 	mu      sync.Mutex
 	dropped bool // a commit found the feed's own queue full
 	closed  bool
+	outcome Outcome // what the trackers' End records; set by Close
 }
 
 // job is a committed iteration to read.
@@ -103,8 +106,9 @@ type sink struct {
 	Named
 	q         chan []Point
 	started   bool
-	delivered int // points the tracker took
-	lost      int // points dropped: queue full, attempts exhausted, or Close
+	ended     bool // End recorded the outcome of a started tracker
+	delivered int  // points the tracker took
+	lost      int  // points dropped: queue full, attempts exhausted, or Close
 	warned    bool
 }
 
@@ -114,6 +118,9 @@ type Delivery struct {
 	// Delivered and Lost count points; lost ones are back-filled by
 	// `rlpipe track`.
 	Delivered, Lost int
+	// Ended says the tracker started and recorded how the run ended;
+	// `rlpipe track` ends a run that a tracker did not.
+	Ended bool
 }
 
 // NewFeed starts a feed of run's iterations, read from st, to trackers.
@@ -190,13 +197,10 @@ func (f *Feed) collect(ctx context.Context) {
 	}
 }
 
-// send delivers a tracker's queue, starting the tracker first.
+// send delivers a tracker's queue, starting the tracker first, and ends
+// it with the outcome Close names.
 func (f *Feed) send(ctx context.Context, s *sink) {
-	defer func() {
-		if err := s.Tracker.Close(); err != nil {
-			f.log.Warn().Err(err).Str(fieldTracker, s.Name).Msg("trackers: close")
-		}
-	}()
+	defer f.end(ctx, s)
 	f.start(ctx, s)
 	for points := range s.q {
 		if ctx.Err() != nil {
@@ -217,6 +221,24 @@ func (f *Feed) send(ctx context.Context, s *sink) {
 		s.delivered += len(points)
 		f.mu.Unlock()
 	}
+}
+
+// end records the run's outcome in s, once, bounded by CallTimeout and
+// Flush: after its queue is done, even when Close gave up on the queue
+// (ctx is then cancelled, the outcome still worth sending).
+func (f *Feed) end(ctx context.Context, s *sink) {
+	f.mu.Lock()
+	o := f.outcome
+	f.mu.Unlock()
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(f.o.CallTimeout, f.o.Flush))
+	defer cancel()
+	err := s.Tracker.End(ectx, o)
+	if err != nil {
+		f.log.Warn().Err(err).Str(fieldTracker, s.Name).Stringer("outcome", o.Status).Msg("trackers: cannot end the tracker's run")
+	}
+	f.mu.Lock()
+	s.ended = err == nil && s.started
+	f.mu.Unlock()
 }
 
 // start starts s unless it is started; false when it could not be.
@@ -274,12 +296,17 @@ func (f *Feed) lose(s *sink, n int, why string) {
 }
 
 // Close stops taking commits, waits up to FeedOptions.Flush for the
-// trackers to take what is queued, then abandons the rest, and reports
-// what each tracker got.
-func (f *Feed) Close() []Delivery {
+// trackers to take what is queued, then abandons the rest, ends each
+// tracker with o (Tracker.End; a zero Time is now), and reports what each
+// tracker got. Only the first Close of a feed names the outcome.
+func (f *Feed) Close(o Outcome) []Delivery {
 	f.mu.Lock()
 	if !f.closed {
 		f.closed = true
+		if o.Time.IsZero() {
+			o.Time = time.Now()
+		}
+		f.outcome = o
 		close(f.jobs)
 		close(f.closing)
 	}
@@ -300,7 +327,7 @@ func (f *Feed) Close() []Delivery {
 	defer f.mu.Unlock()
 	out := make([]Delivery, len(f.sinks))
 	for i, s := range f.sinks {
-		out[i] = Delivery{Name: s.Name, Delivered: s.delivered, Lost: s.lost}
+		out[i] = Delivery{Name: s.Name, Delivered: s.delivered, Lost: s.lost, Ended: s.ended}
 	}
 	return out
 }

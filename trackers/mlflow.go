@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -71,7 +72,10 @@ func (mlflowBackend) Open(opts any) (Tracker, error) {
 
 // MLflow records a run in an MLflow tracking server through its REST API:
 // one MLflow run per rlpipe run, found again by its tag TagRun when the
-// rlpipe run resumes or is back-filled, so that its points append. Scalars
+// rlpipe run resumes or is back-filled, so that its points append. End
+// sets the MLflow run's status (FINISHED, FAILED or KILLED) and end time;
+// Start re-opens an ended one (RUNNING), so that a resumed run shows as
+// running in the same MLflow run until it ends again. Scalars
 // are metrics at their steps, timestamped with their commit's time; the
 // config's keys are parameters; each step's commit is the tag
 // "rlpipe.commit.NNNNNN", and the config's hash the tag
@@ -86,6 +90,9 @@ type MLflow struct {
 	client     *http.Client
 	env        func(string) string
 	runID      string
+	// found is the MLflow run as Start first found it, before re-opening
+	// it: how an earlier attempt of the run ended.
+	found *mlflowRunInfo
 }
 
 // TagRun is the MLflow tag that names the rlpipe run an MLflow run records.
@@ -99,7 +106,8 @@ const (
 )
 
 // Start finds the MLflow run of r (creating the experiment and the run
-// when missing) and logs the parameters it lacks.
+// when missing), re-opens it (status RUNNING) when it had ended, and logs
+// the parameters it lacks.
 func (m *MLflow) Start(ctx context.Context, r Run) error {
 	expID, err := m.experimentID(ctx)
 	if err != nil {
@@ -127,6 +135,16 @@ func (m *MLflow) Start(ctx context.Context, r Run) error {
 	}
 	if run.Info.RunID == "" {
 		return errors.New("mlflow: the server returned a run without an id")
+	}
+	if m.found == nil {
+		info := run.Info
+		m.found = &info
+	}
+	if run.Info.Status != "" && run.Info.Status != mlflowRunning {
+		// Ended by an earlier attempt of the run: this one goes on in it.
+		if err := m.call(ctx, http.MethodPost, "runs/update", map[string]any{"run_id": run.Info.RunID, "status": mlflowRunning}, nil); err != nil {
+			return err
+		}
 	}
 	have := map[string]bool{}
 	for _, p := range run.Data.Params {
@@ -230,8 +248,44 @@ func (m *MLflow) Log(ctx context.Context, points []Point) error {
 	return nil
 }
 
-// Close releases nothing: the MLflow run stays open for the run to resume.
-func (m *MLflow) Close() error { return nil }
+// MLflow's run statuses (RunStatus).
+const (
+	mlflowRunning  = "RUNNING"
+	mlflowFinished = "FINISHED"
+	mlflowFailed   = "FAILED"
+	mlflowKilled   = "KILLED"
+)
+
+// End sets the MLflow run's status and end time (runs/update): FINISHED,
+// FAILED or KILLED at o's time. Running leaves the run open. Stopped (a
+// back-fill of a run that stopped early, cause unknown) keeps the status
+// and end time of a run Start found FAILED or KILLED, and makes any other
+// FAILED. Without a successful Start there is no run to end: End does
+// nothing.
+func (m *MLflow) End(ctx context.Context, o Outcome) error {
+	if m.runID == "" {
+		return nil
+	}
+	status, end := "", o.EndTime().UnixMilli()
+	switch o.Status {
+	case Running:
+		return nil
+	case Finished:
+		status = mlflowFinished
+	case Failed:
+		status = mlflowFailed
+	case Killed:
+		status = mlflowKilled
+	case Stopped:
+		status = mlflowFailed
+		if f := m.found; f != nil && (f.Status == mlflowFailed || f.Status == mlflowKilled) && f.EndTime > 0 {
+			status, end = f.Status, int64(f.EndTime)
+		}
+	default:
+		return fmt.Errorf("mlflow: end run %s: unknown outcome %v", m.runID, o.Status)
+	}
+	return m.call(ctx, http.MethodPost, "runs/update", map[string]any{"run_id": m.runID, "status": status, "end_time": end}, nil)
+}
 
 // RunID is the MLflow run's id ("" before Start).
 func (m *MLflow) RunID() string { return m.runID }
@@ -242,12 +296,34 @@ type kv struct {
 }
 
 type mlflowRun struct {
-	Info struct {
-		RunID string `json:"run_id"`
-	} `json:"info"`
+	Info mlflowRunInfo `json:"info"`
 	Data struct {
 		Params []kv `json:"params"`
 	} `json:"data"`
+}
+
+// mlflowRunInfo is what Start reads of a run's info.
+type mlflowRunInfo struct {
+	RunID   string      `json:"run_id"`
+	Status  string      `json:"status"`
+	EndTime mlflowInt64 `json:"end_time"`
+}
+
+// mlflowInt64 reads an int64 the server writes as a JSON number or, as
+// protobuf's JSON mapping does, as a string.
+type mlflowInt64 int64
+
+func (n *mlflowInt64) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(strings.Trim(string(b), `"`), 10, 64)
+	if err != nil {
+		return fmt.Errorf("mlflow: %s is not an integer", b)
+	}
+	*n = mlflowInt64(v)
+	return nil
 }
 
 // mlflowError is an error response of the REST API.

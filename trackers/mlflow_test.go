@@ -4,88 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rlpipe/rlpipe/trackers"
 )
-
-// mlflowServer starts a real MLflow tracking server from the project's
-// tracker venv on a loopback port, and stops it when the test ends.
-func mlflowServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(filepath.Dir(trackerPython(t)), "mlflow")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	logPath := filepath.Join(dir, "server.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close() // the child has its own descriptor
-	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	cmd := exec.Command(bin, "server", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--workers", "1",
-		"--backend-store-uri", "sqlite:///"+filepath.Join(dir, "mlflow.db"), "--default-artifact-root", filepath.Join(dir, "artifacts"))
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the server's workers go with it
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mlflow server log:\n%s", lastLines(logs(), 40))
-		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
-	uri := fmt.Sprintf("http://127.0.0.1:%d", port)
-	// Readiness, not timing: the server migrates its database first.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		resp, err := http.Get(uri + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return uri
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("mlflow server exited:\n%s", logs())
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mlflow server not up after 3 minutes:\n%s", logs())
-		}
-	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
 
 func getJSON(t *testing.T, u string, v any) {
 	t.Helper()
@@ -115,13 +41,12 @@ type mlflowRunData struct {
 	} `json:"run"`
 }
 
-// TestMLflowRoundTrip logs a run to a real MLflow server and reads it
+// mlflowRoundTrip logs a run to a real MLflow server and reads it
 // back over the REST API: every metric at its step with its exact value
 // and its commit's time, the parameters, the commit tags; then a second
 // tracker for the same run (a resume) finds the MLflow run by its tag and
 // appends to it.
-func TestMLflowRoundTrip(t *testing.T) {
-	uri := mlflowServer(t)
+func mlflowRoundTrip(t *testing.T, uri string) {
 	ctx := context.Background()
 	run := trackers.Run{Name: "arith", ConfigHash: "sha256:abc",
 		Params: map[string]string{"iterations": "2", "eval.k[0]": "1", "environments.judge.env.API_KEY": "<redacted>"}}

@@ -169,8 +169,11 @@ func (t *TensorBoard) fail(err error) error {
 // Path is the event file being written ("" before Start).
 func (t *TensorBoard) Path() string { return t.path }
 
-// Close flushes and closes the event file.
-func (t *TensorBoard) Close() error {
+// End flushes and closes the event file. TensorBoard has no notion of a
+// run's status, so the outcome is not recorded: an event file holds
+// points only, and a run that finished, failed or was killed looks the
+// same in TensorBoard but for its last step.
+func (t *TensorBoard) End(_ context.Context, _ Outcome) error {
 	if t.f == nil {
 		return nil
 	}

@@ -10,41 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/trackers"
+	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
-
-var (
-	venvOnce   sync.Once
-	venvPython string
-	venvErr    error
-)
-
-// trackerPython is the python of the project's tracker venv, made by
-// scripts/tracker-venv.sh when missing (scripts/deps.sh makes it for
-// `make test`).
-func trackerPython(t *testing.T) string {
-	t.Helper()
-	venvOnce.Do(func() {
-		var stderr bytes.Buffer
-		cmd := exec.Command("sh", "../scripts/tracker-venv.sh")
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			venvErr = err
-			venvPython = stderr.String()
-			return
-		}
-		venvPython = strings.TrimSpace(string(out))
-	})
-	if venvErr != nil {
-		t.Fatalf("scripts/tracker-venv.sh: %v\n%s", venvErr, venvPython)
-	}
-	return venvPython
-}
 
 // tensorBoardRead is what TensorBoard's EventAccumulator reads in a run
 // directory.
@@ -55,7 +26,7 @@ type tensorBoardRead struct {
 
 func readTensorBoard(t *testing.T, dir string) tensorBoardRead {
 	t.Helper()
-	out, err := exec.Command(trackerPython(t), "testdata/read_tensorboard.py", dir).Output()
+	out, err := exec.Command(trackertest.Python(t), "testdata/read_tensorboard.py", dir).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if ok := errorAs(err, &ee); ok {
@@ -100,7 +71,7 @@ func writeTensorBoard(t *testing.T, dir string, run trackers.Run, points []track
 	if err := tr.Log(ctx, points); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Close(); err != nil {
+	if err := tr.End(ctx, trackers.Outcome{Status: trackers.Finished}); err != nil {
 		t.Fatal(err)
 	}
 	return tr.(*trackers.TensorBoard).Path()

@@ -23,8 +23,60 @@ type Tracker interface {
 	// them; it is retried with the same points, so recording one twice
 	// must do no harm (a tracker keeps a step's last value).
 	Log(ctx context.Context, points []Point) error
-	// Close flushes what Log buffered and releases the tracker.
-	Close() error
+	// End records how the run ended (Outcome), flushes what Log buffered
+	// and releases the tracker. It is called once, last, also when Start
+	// failed or was never called: then the tracker has no run to end and
+	// only releases what it holds.
+	End(ctx context.Context, o Outcome) error
+}
+
+// Status is how a run stands when its trackers are ended. The zero value
+// is Running: the tracker's run is left open.
+type Status int
+
+const (
+	// Running: the run goes on, in another process (a back-fill of a run
+	// a live process holds). End leaves the tracker's run open; that
+	// process ends it.
+	Running Status = iota
+	// Finished: the run did its last iteration.
+	Finished
+	// Failed: the run stopped on an error (a task that failed for good,
+	// the store).
+	Failed
+	// Killed: the run was interrupted (Ctrl-C, SIGTERM, a cancelled
+	// context).
+	Killed
+	// Stopped: the run stopped before its last iteration, no process
+	// holds it, and the store does not say why (a back-fill). A tracker
+	// that recorded how it ended (failed or killed) keeps that; else the
+	// run is recorded as failed.
+	Stopped
+)
+
+var statusNames = [...]string{Running: "running", Finished: "finished", Failed: "failed", Killed: "killed", Stopped: "stopped"}
+
+func (s Status) String() string {
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Outcome is what End records: how the run ended, and when.
+type Outcome struct {
+	Status Status
+	// Time is when the run ended: now for a live run, its last commit's
+	// time for a back-fill. Zero is the time End is called.
+	Time time.Time
+}
+
+// EndTime is o.Time, or now when it is zero.
+func (o Outcome) EndTime() time.Time {
+	if o.Time.IsZero() {
+		return time.Now()
+	}
+	return o.Time
 }
 
 // Run is what a tracker knows of the run it records.

@@ -75,7 +75,9 @@ type Summary struct {
 // records at runs.ConfigPath, runs the loop, and returns what it did. Only one process runs a given run at a time: another gets an
 // error that is pipeline.ErrRunLocked. A run that stops (an error, a
 // cancelled ctx) resumes on the next call from its last committed
-// iteration; finished tasks of the interrupted one are cache hits.
+// iteration; finished tasks of the interrupted one are cache hits. The
+// runs of the config's trackers end as the loop does: finished, failed,
+// or killed when ctx was cancelled; a resumed run re-opens them.
 func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options) (out Summary, err error) {
 	start := time.Now()
 	name := o.Name
@@ -134,12 +136,19 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if err != nil {
 		return out, err
 	}
+	// ended is how the trackers' runs end: failed unless the loop says
+	// otherwise (a panic, an error after the loop).
+	ended := trackers.Failed
 	if feed != nil {
 		defer func() {
-			for _, d := range feed.Close() {
-				if d.Lost > 0 {
+			for _, d := range feed.Close(trackers.Outcome{Status: ended}) {
+				switch {
+				case d.Lost > 0:
 					o.Logger.Warn().Str("run", name).Str("tracker", d.Name).Int("lost", d.Lost).
 						Msgf("the tracker missed points of the run; back-fill it with: rlpipe track %s --to %s", name, d.Name)
+				case !d.Ended:
+					o.Logger.Warn().Str("run", name).Str("tracker", d.Name).Stringer("outcome", ended).
+						Msgf("the tracker did not record how the run ended; rlpipe track %s --to %s records it", name, d.Name)
 				}
 			}
 		}()
@@ -160,10 +169,12 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
 	if err != nil {
 		if ctx.Err() != nil {
+			ended = trackers.Killed
 			return out, &explained{msg: fmt.Sprintf("run %s: interrupted after iteration %d; run the same command again to resume", name, state.Iteration), err: err}
 		}
 		return out, fmt.Errorf("run %s: stopped after iteration %d: %w\nhint: fix the cause and run the same command again: it resumes, and finished tasks are cache hits", name, state.Iteration, err)
 	}
+	ended = trackers.Finished
 	br, err := st.GetBranch(ctx, run.Branch())
 	if err != nil {
 		return out, withOp(err, "run", name)

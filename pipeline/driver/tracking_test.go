@@ -3,6 +3,7 @@ package driver_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,16 +22,19 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/trackers"
+	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
 
 // recorder is a tracker that keeps what it is sent, registered as kind
 // "recorder" with the key name: what the driver feeds, seen from the
 // tracker's side.
 type recorder struct {
-	mu     sync.Mutex
-	run    trackers.Run
-	points []trackers.Point
-	closed bool
+	mu      sync.Mutex
+	run     trackers.Run
+	points  []trackers.Point
+	ends    int // calls of End
+	outcome trackers.Outcome
+	o       recorderOptions
 }
 
 func (r *recorder) Start(_ context.Context, run trackers.Run) error {
@@ -40,23 +44,35 @@ func (r *recorder) Start(_ context.Context, run trackers.Run) error {
 	return nil
 }
 
-func (r *recorder) Log(_ context.Context, p []trackers.Point) error {
+func (r *recorder) Log(ctx context.Context, p []trackers.Point) error {
+	if r.o.Hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.points = append(r.points, p...)
 	return nil
 }
 
-func (r *recorder) Close() error {
+func (r *recorder) End(_ context.Context, o trackers.Outcome) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.closed = true
+	r.ends++
+	r.outcome = o
+	if r.o.FailEnd {
+		return errors.New("recorder: end refused")
+	}
 	return nil
 }
 
 type recorderOptions struct {
-	Name string `yaml:"name"`
+	Name    string `yaml:"name"`
+	FailEnd bool   `yaml:"fail_end"` // End records the outcome, then fails
+	Hang    bool   `yaml:"hang"`     // Log waits for its context to end
 }
+
+func (o *recorderOptions) Where() string { return o.Name }
 
 type recorderBackend struct{}
 
@@ -71,8 +87,8 @@ func (recorderBackend) Target(v string) any { return &recorderOptions{Name: v} }
 func (recorderBackend) Open(opts any) (trackers.Tracker, error) {
 	recordersMu.Lock()
 	defer recordersMu.Unlock()
-	r := &recorder{}
-	recorders[opts.(*recorderOptions).Name] = r
+	r := &recorder{o: *opts.(*recorderOptions)}
+	recorders[r.o.Name] = r
 	return r, nil
 }
 
@@ -84,20 +100,21 @@ func recorderNamed(name string) *recorder {
 
 // TestRunFeedsTrackers runs a pipeline with a tracking section: the
 // tracker gets the run's config, and per iteration what a back-fill from
-// the store gives, with the commit of each.
+// the store gives, with the commit of each, and is ended finished.
 func TestRunFeedsTrackers(t *testing.T) {
 	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
 	st := newStore(t)
 	ctx := context.Background()
 	name := t.Name()
 	cfg := parse(t, pipelineYAML+"tracking: [{kind: recorder, name: "+name+"}]\n")
+	before := time.Now()
 	sum, err := driver.Run(ctx, st, cfg, driver.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := recorderNamed(name)
-	if rec == nil || !rec.closed {
-		t.Fatalf("the recorder was not opened and closed: %+v", rec)
+	if rec == nil || rec.ends != 1 || rec.outcome.Status != trackers.Finished || rec.outcome.Time.Before(before) {
+		t.Fatalf("the recorder was not opened and ended once, finished, after the run began: %+v", rec)
 	}
 	if rec.run.Name != "exp1" || !bytes.Contains(rec.run.Config, []byte("tracking:")) || rec.run.Params["iterations"] != "2" || rec.run.ConfigHash != sum.ConfigHash {
 		t.Errorf("run: %+v", rec.run)
@@ -117,6 +134,132 @@ func TestRunFeedsTrackers(t *testing.T) {
 	if c := rec.points[1].Text[trackers.TagCommit]; c != sum.Commit {
 		t.Errorf("the last point's commit is %s, the run's head %s", c, sum.Commit)
 	}
+}
+
+// TestRunEndsTrackers checks the outcome each way a run ends gives its
+// trackers' End: finished, failed (a task that fails for good), killed (a
+// cancelled context); a resumed run starts its tracker again.
+func TestRunEndsTrackers(t *testing.T) {
+	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
+	failing := strings.Replace(pipelineYAML, "train: {kind: standin, env: train}", "train: {kind: standin, env: train, fail_times: 1}", 1)
+	for _, c := range []struct {
+		name   string
+		src    string
+		cancel bool // cancel the context when iteration 1 commits
+		want   trackers.Status
+		points int
+	}{
+		{"finished", pipelineYAML, false, trackers.Finished, 2},
+		{"failed", failing, false, trackers.Failed, 0},
+		{"killed", pipelineYAML, true, trackers.Killed, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := newStore(t)
+			name := t.Name()
+			cfg := parse(t, c.src+"tracking: [{kind: recorder, name: "+name+"}]\n")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := driver.Options{NoCache: true}
+			if c.cancel {
+				o.OnCommit = func(context.Context, string, int) { cancel() }
+			}
+			_, err := driver.Run(ctx, st, cfg, o)
+			if (err == nil) != (c.want == trackers.Finished) {
+				t.Fatalf("run: %v", err)
+			}
+			rec := recorderNamed(name)
+			if rec == nil || rec.ends != 1 || rec.outcome.Status != c.want || rec.outcome.Time.IsZero() || len(rec.points) != c.points {
+				t.Fatalf("recorder: %+v; want ended once, %v, with %d points", rec, c.want, c.points)
+			}
+		})
+	}
+}
+
+// TestRunEndsTrackerFaults checks that a tracker is ended even when the
+// feed gave up on its queue (its Log hangs past FeedOptions.Flush), and
+// that a tracker whose End fails is named with the command that ends it.
+func TestRunEndsTrackerFaults(t *testing.T) {
+	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
+	for _, c := range []struct {
+		name, keys string
+		want       []string // in the logs
+	}{
+		{"hung", "hang: true", []string{"back-fill it with: rlpipe track exp1 --to recorder:TestRunEndsTrackerFaults/hung"}},
+		{"end-fails", "fail_end: true", []string{"recorder: end refused", "the tracker did not record how the run ended; rlpipe track exp1 --to recorder:TestRunEndsTrackerFaults/end-fails records it"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := t.Name()
+			var logs bytes.Buffer
+			_, err := driver.Run(context.Background(), newStore(t), parse(t, pipelineYAML+"tracking: [{kind: recorder, name: "+name+", "+c.keys+"}]\n"),
+				driver.Options{Logger: zerolog.New(zerolog.SyncWriter(&logs)), Trackers: &trackers.FeedOptions{Attempts: 1, CallTimeout: time.Minute, Flush: 50 * time.Millisecond}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec := recorderNamed(name); rec == nil || rec.ends != 1 || rec.outcome.Status != trackers.Finished {
+				t.Errorf("recorder: %+v; want ended once, finished", rec)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("logs lack %q:\n%s", w, logs.String())
+				}
+			}
+		})
+	}
+}
+
+// TestRunEndsMLflowRuns runs pipelines with an mlflow tracking entry
+// against a real MLflow server and reads the runs back from its REST API:
+// a run interrupted after iteration 1 is KILLED with an end time; run
+// again, it resumes in the same MLflow run, which ends FINISHED; a run
+// whose task fails for good is FAILED.
+func TestRunEndsMLflowRuns(t *testing.T) {
+	uri := trackertest.MLflowServer(t)
+	section := func(exp string) string {
+		return fmt.Sprintf("tracking: [{kind: mlflow, uri: %q, experiment: %s}]\n", uri, exp)
+	}
+	one := func(t *testing.T, exp, run string) trackertest.MLflowRun {
+		t.Helper()
+		found := trackertest.MLflowRuns(t, uri, exp, run)
+		if len(found) != 1 {
+			t.Fatalf("experiment %s holds %d MLflow runs of %s, want 1: %+v", exp, len(found), run, found)
+		}
+		return found[0]
+	}
+	t.Run("killed-then-resumed", func(t *testing.T) {
+		st := newStore(t)
+		cfg := parse(t, pipelineYAML+section("resumed"))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		before := time.Now().UnixMilli()
+		if _, err := driver.Run(ctx, st, cfg, driver.Options{OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		killed := one(t, "resumed", "exp1")
+		if killed.Status != "KILLED" || killed.EndTime < before {
+			t.Errorf("interrupted: %s, end_time %d; want KILLED, at or after %d", killed.Status, killed.EndTime, before)
+		}
+		if _, err := driver.Run(context.Background(), st, cfg, driver.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		done := one(t, "resumed", "exp1")
+		if done.ID != killed.ID || done.Status != "FINISHED" || done.EndTime < killed.EndTime {
+			t.Errorf("resumed: run %s, %s, end_time %d; want run %s, FINISHED, at or after %d", done.ID, done.Status, done.EndTime, killed.ID, killed.EndTime)
+		}
+		if done.Tags["rlpipe.commit.000001"] == "" || done.Tags["rlpipe.commit.000002"] == "" {
+			t.Errorf("the resumed MLflow run lacks a step's commit: %v", done.Tags)
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		st := newStore(t)
+		failing := strings.Replace(pipelineYAML, "train: {kind: standin, env: train}", "train: {kind: standin, env: train, fail_times: 1}", 1)
+		before := time.Now().UnixMilli()
+		if _, err := driver.Run(context.Background(), st, parse(t, failing+section("failed")), driver.Options{}); err == nil {
+			t.Fatal("a run whose train task fails for good succeeded")
+		}
+		if r := one(t, "failed", "exp1"); r.Status != "FAILED" || r.EndTime < before {
+			t.Errorf("failed: %s, end_time %d; want FAILED, at or after %d", r.Status, r.EndTime, before)
+		}
+	})
 }
 
 // TestRunWithTrackersDown runs with a TensorBoard dir that cannot be
