@@ -65,7 +65,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			a := tables.Advantage{PromptID: r.PromptID, SampleIndex: r.SampleIndex, GroupMean: mean, GroupStd: std, GroupSize: int32(len(vals))}
 			switch {
 			case !r.Scored():
-				a.Mask, a.Reason = true, ReasonRewardStatus+r.Status
+				a.Mask, a.Reason = true, ReasonRewardStatus+r.Outcome()
 			case len(vals) < 2:
 				a.Mask, a.Reason = true, ReasonAlone
 			default:

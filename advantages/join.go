@@ -162,7 +162,7 @@ func Given(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Adv
 		case !a.Mask && (!scored[i].Scored() || len(trajs[i].TokenIDs) == 0):
 			why := "has no token ids"
 			if !scored[i].Scored() {
-				why = "is not scored (status " + scored[i].Status + ")"
+				why = "is not scored (status " + scored[i].Outcome() + ")"
 			}
 			return Batch{}, fmt.Errorf("%w: row %d trains on sample %d of prompt %q, which %s", ErrRows, r+1, a.SampleIndex, a.PromptID, why)
 		}

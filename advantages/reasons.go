@@ -5,7 +5,8 @@ package advantages
 // ReasonRewardStatus and ReasonTrajectory are followed by the status.
 const (
 	// ReasonRewardStatus: the reward row is not scored ("reward status
-	// error", see tables.Reward.Scored). Compute sets it.
+	// error", "reward status nonfinite": see tables.Reward.Scored and
+	// Outcome). Compute sets it.
 	ReasonRewardStatus = "reward status "
 	// ReasonAlone: no other sample of the prompt was scored. Compute
 	// sets it.

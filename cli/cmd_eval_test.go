@@ -144,6 +144,31 @@ stages:
   train:    {kind: standin}
 `
 
+// TestRunRewardNeverFinite: a reward that is NaN (or +Inf) on every row
+// stops `rlpipe run` at the first iteration, saying so and what to do —
+// where the run once exited 0 printing "reward 0.000", and with an eval
+// section failed with "avg@k: k=1 but only n=0 samples per problem".
+func TestRunRewardNeverFinite(t *testing.T) {
+	for _, tc := range []struct{ name, expr, value string }{
+		{"NaN", "0.0 / (double(sample_index) * 0.0)", "NaN"},
+		{"+Inf", "1.0 / (double(sample_index) * 0.0)", "+Inf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newStore(t)
+			h.ok("import", "../examples/standin/prompts.jsonl", "main:data/prompts.parquet", "--table", "prompts")
+			h.ok("import", h.file("heldout.jsonl", standinHeldout(t, 10)), "main:data/heldout.parquet", "--table", "prompts")
+			h.ok("commit", "main", "-m", "add prompts")
+			h.file("reward.yaml", "components:\n  - name: correct\n    expr: '"+tc.expr+"'\n")
+			cfg := h.file("pipeline.yaml", standinEvalConfig)
+			stderr := h.fails(ExitFailure, []string{"run ev: stopped after iteration 0: ", "no sample has a finite reward (",
+				"component correct: the value is " + tc.value + "): make every component and the total finite on every row"}, "run", "-f", cfg, "--no-report")
+			if strings.Contains(stderr, "avg@k") {
+				t.Errorf("the eval's confusing error is back:\n%s", stderr)
+			}
+		})
+	}
+}
+
 // standinHeldout is the first n stand-in prompts renamed, as a held-out set.
 func standinHeldout(t testing.TB, n int) string {
 	t.Helper()

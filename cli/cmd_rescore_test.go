@@ -52,7 +52,7 @@ func TestRewardsCheck(t *testing.T) {
 		t.Fatalf("check:\n%s", out)
 	}
 	out := h.ok("rewards", "check", spec, "--sample", "runs-standin:iterations/000001/trajectories.parquet", "--rows", "3")
-	if !strings.Contains(out, "PROMPT") || !strings.Contains(out, "3 rows: 3 scored, 0 skipped, 0 errors") {
+	if !strings.Contains(out, "PROMPT") || !strings.Contains(out, "3 rows: 3 scored, 0 skipped, 0 errors, 0 nonfinite\n") {
 		t.Fatalf("sample:\n%s", out)
 	}
 	// Bad specs: an unknown variable, a weight that is not a number, a total naming a missing component.

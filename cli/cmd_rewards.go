@@ -149,5 +149,5 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 	if err := t.write(p.w); err != nil {
 		return err
 	}
-	return p.Printf("%d rows: %d scored, %d skipped, %d errors\n", sum.Rows, sum.Scored, sum.Skipped, sum.Errors)
+	return p.Printf("%d rows: %d scored, %d skipped, %d errors, %d nonfinite\n", sum.Rows, sum.Scored, sum.Skipped, sum.Errors, sum.Nonfinite)
 }

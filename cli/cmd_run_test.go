@@ -173,6 +173,21 @@ func TestRunConfigErrors(t *testing.T) {
 	h.fails(ExitUsage, []string{`unexpected argument "extra"`}, "run", "-f", noName, "extra")
 }
 
+// TestRunBatchLargerThanDataset: 40 prompts cannot make batches of 64
+// without repeating a prompt; `rlpipe run` says so before it starts,
+// at the key, and leaves no run behind.
+func TestRunBatchLargerThanDataset(t *testing.T) {
+	h, _ := newRunHarness(t, "1ms")
+	big := h.file("big.yaml", strings.Replace(examplePipeline(t, "1ms"), "batch_size: 8 ", "batch_size: 64", 1))
+	h.fails(ExitFailure, []string{"big.yaml:13:1: batch_size 64 is more than the 40 prompts of dataset main:data/prompts.parquet, and a batch holds each prompt at most once: lower batch_size to at most 40, or add prompts to the dataset\n"},
+		"run", "-f", big, "--no-report")
+	var list statusListOut
+	h.json(&list, "status")
+	if len(list.Runs) != 0 {
+		t.Errorf("the refused run left runs behind: %+v", list.Runs)
+	}
+}
+
 // TestRunLocked holds a run's lock as another process would and checks
 // that `rlpipe run` refuses, naming the holder, and runs once it is free.
 func TestRunLocked(t *testing.T) {

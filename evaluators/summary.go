@@ -3,6 +3,7 @@ package evaluators
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
@@ -45,7 +46,7 @@ func Summarize(checkpoint, evalset string, problems []Problem, ks []int) ([]tabl
 			for i, p := range problems {
 				v, n, err := problemValue(p, metric, k)
 				if err != nil {
-					return nil, nil, fmt.Errorf("evaluate %s on %s: problem %s: %s: %w", checkpoint, evalset, p.ID, metric, err)
+					return nil, nil, fmt.Errorf("evaluate %s on %s: problem %s: %s: %w%s", checkpoint, evalset, p.ID, metric, err, leftOut(p))
 				}
 				values[i] = v
 				if minN < 0 || n < minN {
@@ -103,4 +104,31 @@ func problemValue(p Problem, metric string, k int) (float64, int, error) {
 		v, err = MajAtK(answers, correct, k)
 	}
 	return v, n, err
+}
+
+// leftOut says which of a problem's samples the metrics left out, by
+// status ("; 4 of its 4 samples were left out: 4 reward_nonfinite"), or
+// "" when none was: so that n=0 reads as what it is.
+func leftOut(p Problem) string {
+	by := map[string]int{}
+	out := 0
+	for _, s := range p.Samples {
+		if s.Status != tables.StatusOK {
+			by[s.Status]++
+			out++
+		}
+	}
+	if out == 0 {
+		return ""
+	}
+	statuses := make([]string, 0, len(by))
+	for st := range by {
+		statuses = append(statuses, st)
+	}
+	sort.Strings(statuses)
+	parts := make([]string, len(statuses))
+	for i, st := range statuses {
+		parts[i] = fmt.Sprintf("%d %s", by[st], st)
+	}
+	return fmt.Sprintf("; %d of its %d samples were left out: %s", out, len(p.Samples), strings.Join(parts, ", "))
 }

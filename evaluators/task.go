@@ -262,6 +262,9 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		hasCorrect = hasCorrect || c == "correct"
 	}
 	rows := make([]tables.EvalSample, 0, len(trajs))
+	// The rewards of the samples that were generated, to tell a set whose
+	// rewards are all NaN or infinite from one that was merely hard.
+	rewarded := make([]tables.Reward, 0, len(trajs))
 	for _, traj := range trajs {
 		i, ok := byID[traj.PromptID]
 		if !ok {
@@ -273,22 +276,29 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		}
 		es := tables.EvalSample{Checkpoint: checkpoint, Evalset: o.Set, ProblemID: traj.PromptID, SampleIndex: traj.SampleIndex,
 			Completion: traj.Completion, Answer: o.answerOf(traj.Completion), Reward: rw.Total, Status: traj.Status}
-		if rw.Status == tables.StatusOK {
+		if traj.Status == tables.StatusOK {
+			rewarded = append(rewarded, rw)
+		}
+		if rw.Scored() {
 			if v, ok := rw.Components["correct"]; hasCorrect && ok {
 				es.Correct = v >= 0.5
 			} else if !hasCorrect {
 				es.Correct = rw.Total > 0
 			}
 		} else if es.Status == tables.StatusOK {
-			// A reward that failed on an ok sample is not a wrong answer
-			// either: leave the sample out of the metrics.
-			es.Status, es.Reward = "reward_"+rw.Status, 0
+			// A reward that failed on an ok sample (an error, a value that
+			// is NaN or infinite) is not a wrong answer either: leave the
+			// sample out of the metrics.
+			es.Status, es.Reward = "reward_"+rw.Outcome(), 0
 		}
 		if es.Status != tables.StatusOK {
 			es.Reward = 0
 		}
 		rows = append(rows, es)
 		problems[i].Samples = append(problems[i].Samples, es)
+	}
+	if err := tables.CheckFinite(rewarded); err != nil {
+		return pipeline.Permanent(fmt.Errorf("evaluate %s on %s: %w", checkpoint, o.Set, err))
 	}
 	summary, _, err := Summarize(checkpoint, o.Set, problems, o.Ks)
 	if err != nil {

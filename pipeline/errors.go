@@ -24,6 +24,9 @@ var (
 	ErrConfig = errors.New("invalid pipeline config")
 	// ErrUpstream: a task did not run because a task it depends on failed.
 	ErrUpstream = errors.New("upstream task failed")
+	// ErrBatchTooLarge: batch_size is larger than the dataset, and a batch
+	// holds each prompt at most once (BatchError says by how much).
+	ErrBatchTooLarge = fmt.Errorf("%w: batch_size is larger than the dataset", ErrConfig)
 )
 
 type permanent struct{ err error }

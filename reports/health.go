@@ -293,7 +293,7 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 		h.Scored++
 		totals = append(totals, r.Total)
 		for n, v := range r.Components {
-			if !math.IsNaN(v) {
+			if tables.Finite(v) {
 				comps[n] = append(comps[n], v)
 			}
 		}

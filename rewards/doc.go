@@ -56,13 +56,16 @@
 // score (by default anything but "ok": timeouts, infrastructure errors) is
 // written with status "skipped: <status>", its error copied, null
 // components and a NaN total. An expression that fails on a row — a
-// missing map key, parse_number of a word, a division giving infinity, a
-// verifier that returned an error, a prompt missing from the prompts
-// table — marks that row "error" with the message "component <name>:
-// <why>", null components and a NaN total; the other rows are scored and
-// the file is complete. A trainer keeps rows whose status is "ok". The
-// Summary counts each kind and keeps the first failures with their row
-// numbers.
+// missing map key, parse_number of a word, a verifier that returned an
+// error, a prompt missing from the prompts table — marks that row "error"
+// with the message "component <name>: <why>", null components and a NaN
+// total; a value that is NaN or infinite (a division giving infinity, a
+// judge's score) marks it "nonfinite" the same way, the message naming
+// the value. The other rows are scored and the file is complete. A
+// trainer keeps rows whose status is "ok". The Summary counts each kind
+// and keeps the first failures with their row numbers; a batch where no
+// row is scored and some are nonfinite has nothing to train on, and
+// Task fails on it (Summary.CheckFinite).
 //
 // # Speed
 //

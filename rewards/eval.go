@@ -82,47 +82,65 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
+// fault is why a row is not scored: its status (StatusError, or
+// StatusNonfinite for a reward that came out NaN or infinite) and a
+// message naming the part that failed and why. The zero fault is none.
+type fault struct{ status, msg string }
+
+func failed(msg string) fault { return fault{StatusError, msg} }
+
+// nonfinite is the fault of a part whose value v is NaN or infinite.
+func nonfinite(part string, v float64) fault {
+	return fault{StatusNonfinite, fmt.Sprintf("%s: the value is %v", part, v)}
+}
+
 // evalRow computes the components and the total of the activation's row.
-// vals receives the component values. On failure msg says which part
+// vals receives the component values. On failure f says which part
 // failed and why.
-func (p *Program) evalRow(a *activation, vals []float64) (total float64, msg string) {
+func (p *Program) evalRow(a *activation, vals []float64) (total float64, f fault) {
 	for j := range p.comps {
 		c := &p.comps[j]
 		if c.native != nil {
-			if f, ok := c.native(a); ok {
-				vals[j] = f
-				total += c.weight * f
+			if v, ok := c.native(a); ok {
+				vals[j] = v
+				total += c.weight * v
 				continue
 			}
 		}
 		out, _, err := c.prg.Eval(a)
 		if err != nil {
-			return 0, "component " + c.name + ": " + err.Error()
+			return 0, failed("component " + c.name + ": " + err.Error())
 		}
-		f, bad := toFloat(out)
-		if bad != "" {
-			return 0, "component " + c.name + ": " + bad
+		v, bad := toFloat(out)
+		switch {
+		case bad != "":
+			return 0, failed("component " + c.name + ": " + bad)
+		case !tables.Finite(v):
+			return 0, nonfinite("component "+c.name, v)
 		}
-		vals[j] = f
-		total += c.weight * f
+		vals[j] = v
+		total += c.weight * v
 	}
 	if p.total == nil {
-		if math.IsNaN(total) || math.IsInf(total, 0) {
-			return 0, "total: the weighted sum is " + fmt.Sprint(total)
+		if !tables.Finite(total) {
+			return 0, fault{StatusNonfinite, "total: the weighted sum is " + fmt.Sprint(total)}
 		}
-		return total, ""
+		return total, fault{}
 	}
 	a.comps, a.vals = p.comps, vals
 	out, _, err := p.total.prg.Eval(a)
 	a.comps = nil
 	if err != nil {
-		return 0, "total: " + err.Error()
+		return 0, failed("total: " + err.Error())
 	}
 	total, bad := toFloat(out)
-	if bad != "" {
-		return 0, "total: " + bad
+	switch {
+	case bad != "":
+		return 0, failed("total: " + bad)
+	case !tables.Finite(total):
+		return 0, nonfinite("total", total)
 	}
-	return total, ""
+	return total, fault{}
 }
 
 // toFloat reads an expression's result as a reward value.
@@ -141,9 +159,6 @@ func toFloat(v ref.Val) (float64, string) {
 		}
 	default:
 		return 0, fmt.Sprintf("the value is a %s, not a number", v.Type().(ref.Type).TypeName())
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Sprintf("the value is %v", f)
 	}
 	return f, ""
 }
@@ -592,13 +607,14 @@ type runnerOutputs struct {
 }
 
 // run calls the verifiers and judges for one row, concurrently, with the
-// scoring call's memo. The message says which one failed.
-func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerOutputs) (msg string, err error) {
+// scoring call's memo. The fault says which one failed, or which judge
+// gave a score that is NaN or infinite.
+func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerOutputs) (f fault, err error) {
 	out.verifiers = make([]VerifierResult, len(p.verifiers))
 	out.judges = make([]JudgeResult, len(p.judges))
 	n := len(p.verifiers) + len(p.judges)
 	if n == 0 {
-		return "", nil
+		return fault{}, nil
 	}
 	msgs := make([]string, n)
 	var g errgroup.Group
@@ -629,14 +645,19 @@ func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerO
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", err
+		return fault{}, err
 	}
 	for _, m := range msgs {
 		if m != "" {
-			return m, nil
+			return failed(m), nil
 		}
 	}
-	return "", nil
+	for i, j := range p.judges {
+		if v := out.judges[i].Score; !tables.Finite(v) {
+			return nonfinite("judge "+j.name+" score", v), nil
+		}
+	}
+	return fault{}, nil
 }
 
 // values turns runner outputs into the verifiers and judges variables.
@@ -703,26 +724,26 @@ func (p *Program) Score(ctx context.Context, row Row, memo Memoizer) (tables.Rew
 		src.prompt = newPromptEntry(row.Prompt)
 	}
 	var outs runnerOutputs
-	msg, err := p.run(ctx, &row, memo, &outs)
+	f, err := p.run(ctx, &row, memo, &outs)
 	if err != nil {
 		return r, err
 	}
 	var encMsg string
 	r.VerifierOutputs, r.JudgeOutputs, encMsg = p.outputsJSON(&outs)
-	if msg == "" {
-		msg = encMsg
+	if f.msg == "" && encMsg != "" {
+		f = failed(encMsg)
 	}
-	if msg != "" {
-		r.Status, r.Error = StatusError, &msg
+	if f.msg != "" {
+		r.Status, r.Error = f.status, &f.msg
 		return r, nil
 	}
 	src.verifiers, src.judges = p.values(&outs)
 	var a activation
 	a.at(src, 0)
 	vals := make([]float64, len(p.comps))
-	total, msg := p.evalRow(&a, vals)
-	if msg != "" {
-		r.Status, r.Error = StatusError, &msg
+	total, f := p.evalRow(&a, vals)
+	if f.msg != "" {
+		r.Status, r.Error = f.status, &f.msg
 		return r, nil
 	}
 	r.Components = make(map[string]float64, len(p.comps))

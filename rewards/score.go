@@ -89,17 +89,52 @@ type Summary struct {
 	// Rows is the number of reward rows written: one per trajectory read.
 	Rows int64
 	// Scored rows have status ok; Skipped rows had a trajectory status the
-	// spec does not score; Errors rows failed (status error).
-	Scored, Skipped, Errors int64
+	// spec does not score; Errors rows failed (status error); Nonfinite
+	// rows have a reward that came out NaN or infinite (status nonfinite).
+	Scored, Skipped, Errors, Nonfinite int64
 	// SkippedBy counts skipped rows by trajectory status.
 	SkippedBy map[string]int64
 	// Components has the statistics of each component over scored rows.
 	Components map[string]Stats
 	// Total has the statistics of the total over scored rows.
 	Total Stats
-	// FirstErrors are the first failed rows, in row order (at most
-	// MaxFirstErrors).
+	// FirstErrors are the first failed rows (error or nonfinite), in row
+	// order (at most MaxFirstErrors).
 	FirstErrors []RowError
+	// FirstNonfinite is the first nonfinite row (nil for none).
+	FirstNonfinite *RowError
+}
+
+// addFailure counts a row that failed with f (e's Message is f's).
+func (s *Summary) addFailure(f fault, e RowError) {
+	e.Status = f.status
+	if f.status == StatusNonfinite {
+		s.Nonfinite++
+	} else {
+		s.Errors++
+	}
+	if len(s.FirstErrors) < MaxFirstErrors || f.status == StatusNonfinite && s.FirstNonfinite == nil {
+		// The prompt id is a view of the batch's buffers, recycled.
+		e.PromptID = strings.Clone(e.PromptID)
+	}
+	if len(s.FirstErrors) < MaxFirstErrors {
+		s.FirstErrors = append(s.FirstErrors, e)
+	}
+	if f.status == StatusNonfinite && s.FirstNonfinite == nil {
+		s.FirstNonfinite = &e
+	}
+}
+
+// CheckFinite returns a *tables.NonfiniteError (tables.ErrNoFiniteReward)
+// when no row was scored and some rewards came out NaN or infinite: the
+// batch has nothing to train on. The reward task fails with it.
+func (s *Summary) CheckFinite() error {
+	if s.Scored > 0 || s.FirstNonfinite == nil {
+		return nil
+	}
+	e := s.FirstNonfinite
+	return &tables.NonfiniteError{Nonfinite: s.Nonfinite, Scorable: s.Rows - s.Skipped,
+		PromptID: e.PromptID, SampleIndex: e.SampleIndex, Reason: e.Message}
 }
 
 // Stats summarises values.
@@ -147,7 +182,9 @@ type RowError struct {
 	Row         int64
 	PromptID    string
 	SampleIndex int32
-	Message     string
+	// Status is the row's: StatusError or StatusNonfinite.
+	Status  string
+	Message string
 }
 
 func (e RowError) String() string {
@@ -159,6 +196,10 @@ func (s *Summary) merge(o *Summary) {
 	s.Scored += o.Scored
 	s.Skipped += o.Skipped
 	s.Errors += o.Errors
+	s.Nonfinite += o.Nonfinite
+	if s.FirstNonfinite == nil {
+		s.FirstNonfinite = o.FirstNonfinite
+	}
 	for k, v := range o.SkippedBy {
 		if s.SkippedBy == nil {
 			s.SkippedBy = map[string]int64{}
@@ -594,10 +635,10 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 	}
 	scored := false
 	var outs []runnerOutputs
-	var msgs []string
+	var faults []fault
 	if s.runners {
 		var err error
-		outs, msgs, err = s.runAll(ctx, n)
+		outs, faults, err = s.runAll(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -611,36 +652,32 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			s.skip(st, i, sum)
 			continue
 		}
-		var msg string
+		var f fault
 		var total float64
 		if outs != nil {
 			v, j, encMsg := p.outputsJSON(&outs[i])
 			s.verifiers.Append(v)
 			s.judges.Append(j)
-			msg = msgs[i]
-			if msg == "" {
-				msg = encMsg
+			f = faults[i]
+			if f.msg == "" && encMsg != "" {
+				f = failed(encMsg)
 			}
-			if msg == "" {
+			if f.msg == "" {
 				src.verifierVals, src.judgeVals = p.values(&outs[i])
 			}
 		}
-		if msg == "" {
+		if f.msg == "" {
 			s.act.at(src, i)
-			total, msg = p.evalRow(&s.act, s.vals)
+			total, f = p.evalRow(&s.act, s.vals)
 		}
-		if msg != "" {
+		if f.msg != "" {
 			for _, c := range s.comps {
 				c.AppendNull()
 			}
 			s.total.Append(math.NaN())
-			s.status.Append(StatusError)
-			s.errCol.Append(msg)
-			sum.Errors++
-			if len(sum.FirstErrors) < MaxFirstErrors {
-				sum.FirstErrors = append(sum.FirstErrors, RowError{Row: first + int64(i),
-					PromptID: strings.Clone(src.promptID.Value(i)), SampleIndex: src.sampleIndex[i], Message: msg})
-			}
+			s.status.Append(f.status)
+			s.errCol.Append(f.msg)
+			sum.addFailure(f, RowError{Row: first + int64(i), PromptID: src.promptID.Value(i), SampleIndex: src.sampleIndex[i], Message: f.msg})
 			continue
 		}
 		for j, c := range s.comps {
@@ -701,9 +738,9 @@ func intern(s string) string {
 
 // runAll runs the verifiers and judges of the scored rows among the first
 // n, RunnerConcurrency rows at a time.
-func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []string, error) {
+func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []fault, error) {
 	outs := make([]runnerOutputs, n)
-	msgs := make([]string, n)
+	faults := make([]fault, n)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.o.RunnerConcurrency)
 	for i := 0; i < n; i++ {
@@ -715,15 +752,15 @@ func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []string, 
 			row.Prompt, row.HasPrompt = e.p, true
 		}
 		g.Go(func() error {
-			m, err := s.p.run(gctx, &row, s.o.Memo, &outs[i])
-			msgs[i] = m
+			f, err := s.p.run(gctx, &row, s.o.Memo, &outs[i])
+			faults[i] = f
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	return outs, msgs, nil
+	return outs, faults, nil
 }
 
 // strArray is a string column: String or LargeString.

@@ -154,8 +154,9 @@ func TestScoreFile(t *testing.T) {
 }
 
 // TestPerRowErrorPolicy: an expression that fails on some rows marks those
-// rows "error" with null components and says which component failed and
-// why; the other rows are scored and the file is complete.
+// rows "error" (or "nonfinite" for a value that is not a number) with
+// null components and says which component failed and why; the other
+// rows are scored and the file is complete.
 func TestPerRowErrorPolicy(t *testing.T) {
 	rows, prompts := testRows(64)
 	rows[5].PromptID = "nowhere"
@@ -185,7 +186,7 @@ components:
 			}
 		case i%4 == 0:
 			// 1/0 is +Inf: a reward must be finite.
-			if r.Status != StatusError || r.Error == nil || *r.Error != "component ratio: the value is +Inf" || len(r.Components) != 0 || !math.IsNaN(r.Total) {
+			if r.Status != StatusNonfinite || r.Error == nil || *r.Error != "component ratio: the value is +Inf" || len(r.Components) != 0 || !math.IsNaN(r.Total) {
 				t.Errorf("row %d: %+v", i, r)
 			}
 		default:
@@ -194,11 +195,21 @@ components:
 			}
 		}
 	}
-	if sum.Errors != 17 || sum.Scored != 31 || len(sum.FirstErrors) != MaxFirstErrors {
-		t.Errorf("summary: %d errors, %d scored, %d first errors", sum.Errors, sum.Scored, len(sum.FirstErrors))
+	if sum.Errors != 1 || sum.Nonfinite != 16 || sum.Scored != 31 || len(sum.FirstErrors) != MaxFirstErrors {
+		t.Errorf("summary: %d errors, %d nonfinite, %d scored, %d first errors", sum.Errors, sum.Nonfinite, sum.Scored, len(sum.FirstErrors))
 	}
-	if e := sum.FirstErrors[0]; e.Row != 0 || e.PromptID != "p0" || !strings.Contains(e.String(), "row 0 (prompt p0, sample 0): component ratio") {
+	if e := sum.FirstErrors[0]; e.Row != 0 || e.PromptID != "p0" || e.Status != StatusNonfinite || !strings.Contains(e.String(), "row 0 (prompt p0, sample 0): component ratio") {
 		t.Errorf("first error %+v", e)
+	}
+	if e := sum.FirstErrors[2]; e.Row != 5 || e.Status != StatusError {
+		t.Errorf("third error %+v, want row 5's", e)
+	}
+	if e := sum.FirstNonfinite; e == nil || e.Row != 0 || e.Message != "component ratio: the value is +Inf" {
+		t.Errorf("first nonfinite %+v", e)
+	}
+	// 31 rows are scored: the batch has something to train on.
+	if err := sum.CheckFinite(); err != nil {
+		t.Errorf("CheckFinite: %v", err)
 	}
 }
 
@@ -519,14 +530,18 @@ func TestReadPromptsAsync(t *testing.T) {
 	}
 }
 
-// A judge that returns a score JSON cannot hold (NaN) makes its row an
-// error that says so, rather than an empty judge_outputs column.
-func TestJudgeOutputJSONCannotHold(t *testing.T) {
+// A judge that returns a score that is not a number (NaN, ±Inf) makes its
+// row nonfinite, naming the judge and the value; judge_outputs is empty,
+// as JSON cannot hold the score.
+func TestJudgeScoreNotFinite(t *testing.T) {
 	rows, prompts := testRows(4)
 	idx, _ := NewPrompts(prompts)
 	judge := func(ctx context.Context, r Row, _ Memoizer) (JudgeResult, error) {
-		if r.Trajectory.SampleIndex == 1 {
+		switch r.Trajectory.SampleIndex {
+		case 1:
 			return JudgeResult{Score: math.NaN(), Status: "ok"}, nil
+		case 2:
+			return JudgeResult{Score: math.Inf(1), Status: "out_of_range"}, nil
 		}
 		return JudgeResult{Score: 0.5, Status: "ok"}, nil
 	}
@@ -538,23 +553,25 @@ components:
   - name: style
     expr: 'judges["style"].score'
 `, WithJudge("style", judge))
-	got, _ := score(t, p, rows, &ScoreOptions{Prompts: idx})
-	nan := 0
+	got, sum := score(t, p, rows, &ScoreOptions{Prompts: idx})
+	want := []struct{ status, err string }{
+		{StatusOK, "<nil>"},
+		{StatusNonfinite, "judge style score: the value is NaN"},
+		{StatusNonfinite, "judge style score: the value is +Inf"},
+		{"skipped: timeout", "sampler timed out"},
+	}
 	for i, r := range got {
-		if rows[i].SampleIndex != 1 {
-			if r.Status == StatusError {
-				t.Errorf("row %d: %s", i, deref(r.Error))
-			}
-			continue
-		}
-		nan++
-		want := "judge outputs: json: unsupported value: NaN (a judge returned a value JSON cannot hold)"
-		if r.Status != StatusError || deref(r.Error) != want || r.JudgeOutputs != "" {
-			t.Errorf("row %d: status %s, error %q, judge outputs %q; want the error %q", i, r.Status, deref(r.Error), r.JudgeOutputs, want)
+		if r.Status != want[i].status || deref(r.Error) != want[i].err || r.Status == StatusNonfinite && r.JudgeOutputs != "" {
+			t.Errorf("row %d: status %s, error %q, judge outputs %q; want %s %q", i, r.Status, deref(r.Error), r.JudgeOutputs, want[i].status, want[i].err)
 		}
 	}
-	if nan != 1 {
-		t.Errorf("%d rows with the NaN judge, want 1", nan)
+	if sum.Nonfinite != 2 || sum.Scored != 1 || sum.Errors != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	// Score, for one row, says the same.
+	r, err := p.Score(context.Background(), Row{Trajectory: rows[1], Prompt: prompts[0], HasPrompt: true}, nil)
+	if err != nil || r.Status != StatusNonfinite || deref(r.Error) != "judge style score: the value is NaN" || !math.IsNaN(r.Total) {
+		t.Errorf("Score = %+v (%s), %v", r, deref(r.Error), err)
 	}
 }
 

@@ -24,7 +24,9 @@ const taskName = "reward"
 // judges record and replay their results through the call's trace. The
 // task's version is "cel-" and the hex of the spec's digest, so a new
 // spec invalidates exactly the reward tasks. The program is compiled
-// once, by the caller; the task never compiles.
+// once, by the caller; the task never compiles. A batch where no sample
+// is scored and some rewards are NaN or infinite fails the task, not
+// retried, with a *tables.NonfiniteError (Summary.CheckFinite).
 func Task(prog *Program) *pipeline.Task {
 	return &pipeline.Task{
 		Name: taskName, Version: "cel-" + strings.TrimPrefix(prog.Digest(), "sha256:"), Deterministic: true,
@@ -49,14 +51,20 @@ func Task(prog *Program) *pipeline.Task {
 			if err != nil {
 				return err
 			}
-			if _, err := prog.ScoreFile(ctx, dst, src, size, so); err != nil {
+			sum, err := prog.ScoreFile(ctx, dst, src, size, so)
+			if err != nil {
 				dst.Close()
 				if so.Prompts != nil && so.Prompts.Err() != nil {
 					return pipeline.Permanent(err)
 				}
 				return err
 			}
-			return dst.Close()
+			if err := dst.Close(); err != nil {
+				return err
+			}
+			// Rewards that are all NaN or infinite leave nothing to train
+			// on; scoring again gives the same values.
+			return pipeline.Permanent(sum.CheckFinite())
 		},
 	}
 }

@@ -31,6 +31,10 @@ const (
 	// StatusError: a component, the total, a verifier or a judge failed on
 	// this row, or the row's prompt is missing; Error says which and why.
 	StatusError = "error"
+	// StatusNonfinite: a component, the total or a judge's score came out
+	// NaN or infinite on this row; Error says which and the value. The
+	// row is not scored (tables.RewardNonfinite).
+	StatusNonfinite = tables.RewardNonfinite
 	// SkippedPrefix starts the status of a trajectory that was not scored
 	// because its own status is not one the spec scores: "skipped: timeout".
 	SkippedPrefix = "skipped: "

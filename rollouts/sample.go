@@ -19,9 +19,11 @@ type SampleParams struct {
 
 // SampleTask returns the sample stage: it takes Count prompts of the
 // "dataset" input starting at Cursor, in order, wrapping around at the
-// end (an epoch), and writes them as the iteration's prompts table. The
-// loop advances the cursor only when an iteration commits, so a resumed
-// run takes every prompt exactly once.
+// end (an epoch), and writes them as the iteration's prompts table
+// (pipeline.TakeBatch). A batch holds each prompt at most once: a Count
+// larger than the dataset fails the task at once (driver.Run refuses the
+// config before it gets here). The loop advances the cursor only when an
+// iteration commits, so a resumed run takes every prompt exactly once.
 func SampleTask() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true,
@@ -39,9 +41,9 @@ func SampleTask() *pipeline.Task {
 			if len(all) == 0 {
 				return pipeline.Permanent(errors.New("the dataset has no prompts; import some with `rlpipe dataset`"))
 			}
-			rows := make([]tables.Prompt, p.Count)
-			for i := range rows {
-				rows[i] = all[(p.Cursor+i)%len(all)]
+			rows, err := pipeline.TakeBatch(all, p.Cursor, p.Count)
+			if err != nil {
+				return pipeline.Permanent(err)
 			}
 			return tables.WriteFile(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows, nil)
 		},

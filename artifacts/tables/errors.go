@@ -21,6 +21,10 @@ var (
 	// ErrBadValue: an imported value does not fit its column; the error is a
 	// *ValueError naming the line and column.
 	ErrBadValue = kind("bad value", artifacts.ErrInvalid)
+	// ErrNoFiniteReward: a batch of rewards has nothing to train on, as no
+	// sample is scored and some rewards are NaN or infinite; the error is
+	// a *NonfiniteError naming the first.
+	ErrNoFiniteReward = kind("no sample has a finite reward", artifacts.ErrInvalid)
 
 	errInvalid = artifacts.ErrInvalid
 )

@@ -50,20 +50,34 @@ func TestSpearmanEdgeCases(t *testing.T) {
 	}
 }
 
+// TestRewardScored: a row counts when it says ok and its total is a
+// finite number; one that says ok over a NaN or infinite total (a
+// command's table) reads as nonfinite.
 func TestRewardScored(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		r    Reward
-		want bool
+		name    string
+		r       Reward
+		want    bool
+		outcome string
 	}{
-		{"ok", Reward{Status: StatusOK, Total: 0}, true},
-		{"ok but NaN", Reward{Status: StatusOK, Total: math.NaN()}, false},
-		{"error", Reward{Status: "error", Total: 1}, false},
-		{"skipped", Reward{Status: "skipped: timeout", Total: math.NaN()}, false},
+		{"ok", Reward{Status: StatusOK, Total: 0}, true, StatusOK},
+		{"ok but NaN", Reward{Status: StatusOK, Total: math.NaN()}, false, RewardNonfinite},
+		{"ok but +Inf", Reward{Status: StatusOK, Total: math.Inf(1)}, false, RewardNonfinite},
+		{"ok but -Inf", Reward{Status: StatusOK, Total: math.Inf(-1)}, false, RewardNonfinite},
+		{"nonfinite", Reward{Status: RewardNonfinite, Total: math.NaN()}, false, RewardNonfinite},
+		{"error", Reward{Status: "error", Total: 1}, false, "error"},
+		{"skipped", Reward{Status: "skipped: timeout", Total: math.NaN()}, false, "skipped: timeout"},
 	} {
 		if got := tc.r.Scored(); got != tc.want {
 			t.Errorf("%s: Scored() = %v, want %v", tc.name, got, tc.want)
 		}
+		if got := tc.r.Outcome(); got != tc.outcome {
+			t.Errorf("%s: Outcome() = %q, want %q", tc.name, got, tc.outcome)
+		}
+	}
+	rows := []Reward{{Status: StatusOK, Total: 1}, {Status: StatusOK, Total: math.Inf(1)}, {Status: StatusOK, Total: 2}}
+	if mean, n := MeanTotal(rows); mean != 1.5 || n != 2 {
+		t.Errorf("MeanTotal = %v over %d, want 1.5 over the 2 finite rows", mean, n)
 	}
 }
 

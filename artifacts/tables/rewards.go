@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -88,4 +89,72 @@ func checkComponents(names map[string]bool, r *Reward) error {
 		}
 	}
 	return nil
+}
+
+// RewardNonfinite is the status of a reward row whose reward came out NaN
+// or infinite (a component, the total, a judge's score): the row is not
+// scored, and never averaged as 0. The error column says which part and
+// which value. A batch where no row is scored and some are non-finite
+// has nothing to train on: CheckFinite.
+const RewardNonfinite = "nonfinite"
+
+// NonfiniteError is a batch of rewards that has nothing to train on: no
+// row is scored, and some rows' rewards came out NaN or infinite. It
+// names the first such row. It matches ErrNoFiniteReward with errors.Is.
+type NonfiniteError struct {
+	// Nonfinite rows of Scorable, the rows whose trajectory was scored
+	// (not skipped).
+	Nonfinite, Scorable int64
+	// The first non-finite row, and which part was not finite with its
+	// value ("component ratio: the value is +Inf").
+	PromptID    string
+	SampleIndex int32
+	Reason      string
+}
+
+func (e *NonfiniteError) Error() string {
+	return fmt.Sprintf("no sample has a finite reward (%d of %d are NaN or infinite; the first, prompt %s sample %d: %s): "+
+		"make every component and the total finite on every row, e.g. guard divisions and logarithms in the reward spec, and check the scores of its judges",
+		e.Nonfinite, e.Scorable, e.PromptID, e.SampleIndex, e.Reason)
+}
+
+func (e *NonfiniteError) Unwrap() error { return ErrNoFiniteReward }
+
+// CheckFinite returns a *NonfiniteError when no row of rows is scored
+// (Reward.Scored) and some row's reward is not finite (Outcome
+// RewardNonfinite); nil otherwise. Rows skipped for their trajectory's
+// status ("skipped: …") do not count as scorable.
+func CheckFinite(rows []Reward) error {
+	var e *NonfiniteError
+	var scorable int64
+	for i := range rows {
+		r := &rows[i]
+		if r.Scored() {
+			return nil
+		}
+		if !strings.HasPrefix(r.Status, "skipped") {
+			scorable++
+		}
+		if r.Outcome() != RewardNonfinite {
+			continue
+		}
+		if e == nil {
+			e = &NonfiniteError{PromptID: r.PromptID, SampleIndex: r.SampleIndex, Reason: nonfiniteReason(r)}
+		}
+		e.Nonfinite++
+	}
+	if e == nil {
+		return nil
+	}
+	e.Scorable = scorable
+	return e
+}
+
+// nonfiniteReason is what a non-finite row says of itself: its error, or
+// the value of its total.
+func nonfiniteReason(r *Reward) string {
+	if r.Error != nil && *r.Error != "" {
+		return *r.Error
+	}
+	return fmt.Sprintf("total: the value is %v", r.Total)
 }

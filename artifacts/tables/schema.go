@@ -200,9 +200,24 @@ type Reward struct {
 }
 
 // Scored reports whether the reward counts: its status is ok and its
-// total is a number. Advantages and reward statistics use only scored
-// rows; the others are a failed rollout or a failed reward, never a 0.
-func (r Reward) Scored() bool { return r.Status == StatusOK && !math.IsNaN(r.Total) }
+// total is a finite number. Advantages and reward statistics use only
+// scored rows; the others are a failed rollout or a failed reward, never
+// a 0.
+func (r Reward) Scored() bool { return r.Status == StatusOK && Finite(r.Total) }
+
+// Outcome is the row's status as the readers of rewards take it: Status,
+// except RewardNonfinite for a row that says ok but whose total is NaN or
+// infinite (as a rewards table a command wrote may hold).
+func (r Reward) Outcome() string {
+	if r.Status == StatusOK && !Finite(r.Total) {
+		return RewardNonfinite
+	}
+	return r.Status
+}
+
+// Finite reports whether v is a number a reward can be: neither NaN nor
+// ±Inf.
+func Finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // MeanTotal is the mean total reward over the scored rows, and their
 // number; NaN when none is scored.

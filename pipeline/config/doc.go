@@ -26,6 +26,7 @@
 // Use it in three steps:
 //
 //	c, err := config.Load("pipeline.yaml", kinds.Registry()) // or Parse(name, bytes, reg)
+//	err = c.CheckDataset(ctx, store)                          // batch_size ≤ the dataset's prompts
 //	plan, err := c.Plan()                                     // RunOptions, LoopConfig, Stages
 //	plan.Run.Name = "exp2"                  // what the command line overrides
 //	run, err := pipeline.Open(ctx, store, plan.Run)

@@ -90,6 +90,11 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if err := artifacts.ValidateBranchName(runs.Branch(name)); err != nil {
 		return out, fmt.Errorf("driver: run name %q: %w", name, err)
 	}
+	// A dataset the loop cannot sample is a config error, told before the
+	// plan opens a policy or the run takes its lock.
+	if err := cfg.CheckDataset(ctx, st); err != nil {
+		return out, err
+	}
 	plan, err := cfg.Plan()
 	if err != nil {
 		return out, err

@@ -211,6 +211,29 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// TestRunRefusesBatchLargerThanDataset: a dataset of 10 prompts cannot
+// give batches of 16 without repeating a prompt. The run is refused at
+// its start, at the batch_size key, before anything is written, where
+// it once failed every time at the reward stage blaming the data.
+func TestRunRefusesBatchLargerThanDataset(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	if err := standin.PutDataset(ctx, st, "main", "data/ten.parquet", 10); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(pipelineYAML, "batch_size: 4", "batch_size: 16", 1)
+	cfg := parse(t, strings.Replace(src, "main:data/prompts.parquet", "main:data/ten.parquet", 1))
+	_, err := driver.Run(ctx, st, cfg, driver.Options{})
+	want := "pipeline.yaml:3:1: batch_size 16 is more than the 10 prompts of dataset main:data/ten.parquet, and a batch holds each prompt at most once: lower batch_size to at most 10, or add prompts to the dataset"
+	var be *pipeline.BatchError
+	if err == nil || err.Error() != want || !errors.Is(err, pipeline.ErrConfig) || !errors.As(err, &be) {
+		t.Fatalf("run = %v\nwant %s", err, want)
+	}
+	if _, err := st.GetBranch(ctx, "runs-exp1"); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("the refused run made its branch: %v", err)
+	}
+}
+
 // TestTemporalRefuses checks the driver worker's permanent errors, which
 // need no Temporal server: they come before the first task.
 func TestTemporalRefuses(t *testing.T) {

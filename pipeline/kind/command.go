@@ -180,9 +180,21 @@ func tableCheck(output string) func(string) error {
 	case pipeline.OutTrajectories:
 		return checkTable(tables.Trajectories)
 	case pipeline.OutRewards:
-		return checkTable(tables.Rewards)
+		return checkRewards
 	}
 	return nil
+}
+
+// checkRewards checks a command's rewards table, and that it leaves
+// something to train on: when no row is scored and some rewards are NaN
+// or infinite, the check fails (tables.CheckFinite), as the reward stage
+// of kind cel does.
+func checkRewards(path string) error {
+	rows, err := tables.ReadFile(path, tables.Rewards)
+	if err != nil {
+		return err
+	}
+	return tables.CheckFinite(rows)
 }
 
 func checkTable[T any](t *tables.Table[T]) func(string) error {

@@ -1,10 +1,14 @@
 package kind_test
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
@@ -94,3 +98,51 @@ func TestCommandTaskRedactsSecretsFromItsVersion(t *testing.T) {
 		t.Errorf("argv = %q", got)
 	}
 }
+
+// A command's rewards table that leaves nothing to train on — no row
+// scored, some totals NaN or infinite — fails its output check, as the
+// cel reward stage fails; a table with one finite row passes.
+func TestCommandRewardsCheckRefusesNoFiniteReward(t *testing.T) {
+	s := &kind.CommandStage{Command: []string{"score"}, Outputs: []kind.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}}}
+	task, err := s.Task(kind.Build{Slot: pipeline.SlotReward, Env: "reward"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := task.Outputs[0].Check
+	skipped := tables.Reward{PromptID: "p0", SampleIndex: 2, Status: "skipped: timeout", Total: math.NaN()}
+	tests := []struct {
+		name string
+		rows []tables.Reward
+		want string // "" for none
+	}{
+		{name: "all +Inf", rows: []tables.Reward{
+			{PromptID: "p0", Status: tables.StatusOK, Total: math.Inf(1)},
+			{PromptID: "p0", SampleIndex: 1, Status: tables.StatusOK, Total: math.Inf(1)}, skipped},
+			want: "no sample has a finite reward (2 of 2 are NaN or infinite; the first, prompt p0 sample 0: total: the value is +Inf): make every component and the total finite on every row, e.g. guard divisions and logarithms in the reward spec, and check the scores of its judges"},
+		{name: "NaN said nonfinite", rows: []tables.Reward{
+			{PromptID: "p0", Status: tables.RewardNonfinite, Total: math.NaN(), Error: ptr("score: the value is NaN")},
+			{PromptID: "p0", SampleIndex: 1, Status: "error", Total: math.NaN(), Error: ptr("timeout")}},
+			want: "no sample has a finite reward (1 of 2 are NaN or infinite; the first, prompt p0 sample 0: score: the value is NaN): make every component and the total finite on every row, e.g. guard divisions and logarithms in the reward spec, and check the scores of its judges"},
+		{name: "one finite row", rows: []tables.Reward{
+			{PromptID: "p0", Status: tables.StatusOK, Total: math.Inf(-1)},
+			{PromptID: "p0", SampleIndex: 1, Status: tables.StatusOK, Total: 0.5}}},
+		{name: "only errors", rows: []tables.Reward{{PromptID: "p0", Status: "error", Total: math.NaN()}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rewards.parquet")
+			if err := tables.WriteFile(path, tables.Rewards, tt.rows, nil); err != nil {
+				t.Fatal(err)
+			}
+			err := check(path)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("check: %v", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want || !errors.Is(err, tables.ErrNoFiniteReward)):
+				t.Errorf("check = %v\nwant the ErrNoFiniteReward %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }

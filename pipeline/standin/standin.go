@@ -106,7 +106,7 @@ type loopParams struct {
 }
 
 // sample takes count prompts from the dataset starting at cursor, wrapping
-// around (an epoch boundary).
+// around (an epoch boundary), as the dataset kind does (pipeline.TakeBatch).
 func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 	var p loopParams
 	if err := tc.Params(&p); err != nil {
@@ -122,9 +122,9 @@ func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 	if len(all) == 0 {
 		return pipeline.Permanent(errors.New("the dataset has no prompts"))
 	}
-	rows := make([]tables.Prompt, p.Count)
-	for i := range rows {
-		rows[i] = all[(p.Cursor+i)%len(all)]
+	rows, err := pipeline.TakeBatch(all, p.Cursor, p.Count)
+	if err != nil {
+		return pipeline.Permanent(err)
 	}
 	return tables.WriteFile(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows, nil)
 }

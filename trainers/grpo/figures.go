@@ -89,7 +89,7 @@ func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []table
 		} else {
 			totals = append(totals, r.Total)
 			for name, v := range r.Components {
-				if !math.IsNaN(v) {
+				if tables.Finite(v) {
 					comps[name] = append(comps[name], v)
 				}
 			}

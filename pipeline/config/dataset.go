@@ -1,0 +1,57 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+)
+
+// CheckDataset checks the file against the store it is about to run on,
+// before anything is written: the dataset must be a prompts table of at
+// least batch_size rows, since a batch holds each prompt at most once
+// (pipeline.TakeBatch). A batch_size too large is an *Error at the
+// batch_size key that is a *pipeline.BatchError (errors.As); a dataset
+// that is missing, not a prompts table or empty is an *Error at the
+// dataset key. Every one is a pipeline.ErrConfig.
+func (c *Config) CheckDataset(ctx context.Context, st artifacts.Store) error {
+	ref, path, err := artifacts.SplitArtifact(c.Dataset)
+	if err != nil {
+		return c.errorAt("dataset", "", nil, "dataset: %v", err)
+	}
+	b, err := artifacts.ReadObject(ctx, st, ref, path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read dataset %s: %w", c.Dataset, err)
+	case b == nil:
+		return c.errorAt("dataset", "import one with `rlpipe dataset import`, or fix the REF:PATH", nil,
+			"dataset: %s does not exist", c.Dataset)
+	}
+	rd, err := tables.NewReader(bytes.NewReader(b), int64(len(b)), c.Dataset, tables.Prompts, nil)
+	if err != nil {
+		return c.errorAt("dataset", "", nil, "dataset: %v", err)
+	}
+	defer rd.Close()
+	be := &pipeline.BatchError{BatchSize: c.BatchSize, Rows: int(rd.NumRows()), Dataset: c.Dataset}
+	switch {
+	case be.Rows == 0:
+		return c.errorAt("dataset", "", be, "%v", be)
+	case c.BatchSize > be.Rows:
+		return c.errorAt("batch_size", "", be, "%v", be)
+	}
+	return nil
+}
+
+// errorAt is an *Error at path's key; cause, when not nil, is a more
+// specific pipeline.ErrConfig it unwraps to.
+func (c *Config) errorAt(path, hint string, cause error, format string, a ...any) error {
+	p := c.at(path)
+	e := &Error{File: c.file, Line: p.line, Column: p.col, Path: path, Msg: fmt.Sprintf(format, a...), Hint: hint}
+	if cause != nil {
+		e.kind = cause
+	}
+	return e
+}
