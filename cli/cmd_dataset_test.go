@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 )
 
 // TestDatasetArithBounds refuses counts it cannot draw, instead of
@@ -26,16 +28,10 @@ func TestDatasetArithBounds(t *testing.T) {
 // snapshot), and refuses a mapping the dataset cannot satisfy, naming
 // the column and the columns present.
 func TestDatasetImportHuggingFace(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is missing: install python3 and python3-venv (scripts/deps.sh does)")
-	}
-	python, err := exec.Command("sh", "../scripts/data-venv.sh").Output()
-	if err != nil {
-		t.Fatalf("scripts/data-venv.sh: %v", err)
-	}
+	python := pyvenv.Data.Python(t, "write Hugging Face datasets with the real package")
 	dir := t.TempDir()
 	var fp map[string]string
-	out, err := exec.Command(strings.TrimSpace(string(python)), "../environments/datasets/testdata/write_hf.py", dir).Output()
+	out, err := exec.Command(python, "../environments/datasets/testdata/write_hf.py", dir).Output()
 	if err != nil {
 		t.Fatalf("write_hf.py: %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -152,21 +154,28 @@ func TestInfiniteLoop(t *testing.T) {
 }
 
 // TestForkBomb checks that a fork bomb stops at Limits.Procs: processes are
-// refused (not merely killed at a timeout), and none outlives the run.
+// refused (not merely killed at a timeout), and none outlives the run. Only
+// each run's own PID namespace is counted, so other sandboxes on the
+// machine, of other tests or users, do not matter.
 func TestForkBomb(t *testing.T) {
 	t.Run("sh", func(t *testing.T) {
-		r := run(t, sandbox.Spec{
+		r, left := runCounted(t, sandbox.Spec{
 			Command: []string{"sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 1"},
 			Limits:  sandbox.Limits{CPUTime: 5 * time.Second, Wall: 20 * time.Second, Procs: 16},
 		})
 		if !strings.Contains(strings.ToLower(r.Stderr), "fork") {
 			t.Fatalf("got %+v, want forks refused", r)
 		}
+		if len(left) > 0 {
+			t.Fatalf("processes of the sandbox outlived it: %v", left)
+		}
 	})
 	t.Run("python3 counts its children", func(t *testing.T) {
 		needPython(t)
 		const procs = 16
-		r := run(t, sandbox.Spec{
+		// The children sleep 30 s: the end of the sandbox's PID namespace
+		// must take them down with it.
+		r, left := runCounted(t, sandbox.Spec{
 			Command: python(`import os, time
 n = 0
 try:
@@ -187,54 +196,95 @@ except OSError as e:
 		if n < 1 || n >= procs || errno != 11 {
 			t.Fatalf("forked %d children before errno %d, want 1 to %d before EAGAIN (11)", n, errno, procs-1)
 		}
-	})
-	t.Run("nothing outlives the run", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			t.Skip("the sandbox runs as the caller; its leftovers cannot be told apart")
+		if len(left) > 0 {
+			t.Fatalf("%d children of the sandbox outlived it: %v", len(left), left)
 		}
-		// The children above slept 30 s; the PID namespace must have taken
-		// them down with it. Teardown is asynchronous: give it a moment.
-		var left []string
-		for range 50 {
-			if left = processesOf(t, 65534); len(left) == 0 {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("processes of uid 65534 outlived their sandbox: %v", left)
 	})
 }
 
-// processesOf lists the live host processes whose real uid is uid.
-func processesOf(t *testing.T, uid int) []string {
+// runCounted runs s like run and returns, with its result, the processes
+// of the sandbox's own PID namespace that outlived it: those there once
+// Run has returned and the namespace's init has exited. The init's exit
+// ends the namespace's other processes first (the kernel waits for them),
+// so a sandbox that keeps to its namespace leaves none. The namespace is
+// held open meanwhile, so its number (what tells its processes) cannot
+// pass to a new one.
+func runCounted(t *testing.T, s sandbox.Spec) (sandbox.Result, []string) {
 	t.Helper()
+	var (
+		initPID int
+		pidfd   = -1
+		ns      *os.File
+		held    error
+	)
+	sandbox.OnInit(t, func(pid int) {
+		if initPID != 0 {
+			return
+		}
+		initPID = pid
+		if pidfd, held = unix.PidfdOpen(pid, 0); held != nil {
+			return
+		}
+		t.Cleanup(func() { unix.Close(pidfd) })
+		if ns, held = os.Open(fmt.Sprintf("/proc/%d/ns/pid", pid)); held == nil {
+			t.Cleanup(func() { ns.Close() })
+		}
+	})
+	r := run(t, s)
+	switch {
+	case initPID == 0:
+		t.Fatalf("the sandbox's init never started: %+v", r)
+	case held != nil:
+		t.Fatalf("hold the sandbox's init %d and its PID namespace: %v", initPID, held)
+	}
+	// A hang guard, not a verdict: Run has already ended the init.
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 10_000)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != 1 {
+			t.Fatalf("the sandbox's init %d still runs 10 s after Run returned (poll: %d, %v)", initPID, n, err)
+		}
+		break
+	}
+	var own, want unix.Stat_t
+	if err := unix.Fstat(int(ns.Fd()), &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat("/proc/self/ns/pid", &own); err != nil {
+		t.Fatal(err)
+	}
+	if own.Dev == want.Dev && own.Ino == want.Ino {
+		t.Fatalf("the sandbox's init %d is in the test's own PID namespace: the sandbox has none of its own", initPID)
+	}
 	dirs, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var left []string
 	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
 			continue
 		}
-		status, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join("/proc", d.Name(), "ns", "pid"), &st) != nil || st.Dev != want.Dev || st.Ino != want.Ino {
+			continue // exited meanwhile, or in another namespace
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
 		if err != nil {
 			continue // exited meanwhile
 		}
-		var zombie, mine bool
-		for _, line := range strings.Split(string(status), "\n") {
-			switch f := strings.Fields(line); {
-			case len(f) > 1 && f[0] == "State:":
-				zombie = f[1] == "Z" // a sandbox's init, exited, left for the host's init to reap
-			case len(f) > 1 && f[0] == "Uid:":
-				mine = f[1] == strconv.Itoa(uid)
-			}
+		stat := string(b)
+		name := stat[strings.IndexByte(stat, '(')+1 : strings.LastIndexByte(stat, ')')]
+		state := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])[0]
+		if pid == initPID && state == "Z" {
+			continue // the init, exited, waiting for the host's init to reap it
 		}
-		if mine && !zombie {
-			out = append(out, d.Name())
-		}
+		left = append(left, fmt.Sprintf("%d %s %s", pid, name, state))
 	}
-	return out
+	return r, left
 }
 
 // TestDiskFill writes "10 GB" and checks that it stops at FileBytes, in the
@@ -399,13 +449,19 @@ func TestConcurrentRunsHaveSeparateWorkspaces(t *testing.T) {
 	}
 }
 
+// The staging directory of a run's files is gone once Run returns. The
+// temporary folder is the test's own: other processes' sandboxes stage
+// theirs in the machine's.
 func TestWorkspaceIsRemoved(t *testing.T) {
-	pattern := filepath.Join(os.TempDir(), "rlpipe-sandbox-*")
-	before, _ := filepath.Glob(pattern)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	run(t, sandbox.Spec{Command: []string{"true"}, Files: map[string][]byte{"a/b": []byte("x")}})
-	after, _ := filepath.Glob(pattern)
-	if len(after) > len(before) {
-		t.Fatalf("workspaces left behind: before %v, after %v", before, after)
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("staging left behind in %s: %v", tmp, left)
 	}
 }
 

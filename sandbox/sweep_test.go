@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,9 +52,9 @@ func sweepHelper(t *testing.T, tmp, what string) *exec.Cmd {
 // threat model in docs/REWARDS.md — and tmp holds n staging directories
 // of the helpers' sleeping runs (those holding the file "a"; TestMain's
 // run has none); it returns them.
-func staging(t *testing.T, tmp, secs string, n int) []string {
+func staging(t *testing.T, tmp string, helper *exec.Cmd, secs string, n int) []string {
 	t.Helper()
-	for !running("sleep\x00" + secs + "\x00") {
+	for !runningBelow(helper.Process.Pid, "sleep\x00"+secs+"\x00") {
 		time.Sleep(20 * time.Millisecond) // waiting for the helper to start, not a verdict
 	}
 	for {
@@ -68,15 +69,38 @@ func staging(t *testing.T, tmp, secs string, n int) []string {
 	}
 }
 
-// running reports whether a process has exactly this command line.
-func running(cmdline string) bool {
+// runningBelow reports whether a process that descends from the process
+// root has exactly this command line: the same sleep of another test's
+// sandbox on the machine does not count.
+func runningBelow(root int, cmdline string) bool {
 	all, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range all {
-		if b, err := os.ReadFile(p); err == nil && string(b) == cmdline {
-			return true
+		if b, err := os.ReadFile(p); err != nil || string(b) != cmdline {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		for pid > 1 {
+			if pid = parent(pid); pid == root {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// parent returns the parent of the process pid, 0 once it has exited.
+func parent(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state, ppid, …
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // A process killed during a run leaves its staging directory; the next
@@ -89,11 +113,11 @@ func TestKilledRunsStagingIsSwept(t *testing.T) {
 	// The live run first: each start sweeps the dead.
 	live := fmt.Sprint(600 + os.Getpid()%1000) // sleep lengths only these helpers use
 	gone := fmt.Sprint(1600 + os.Getpid()%1000)
-	sweepHelper(t, tmp, "sleep "+live)
-	liveDir := staging(t, tmp, live, 1)[0]
+	liveHelper := sweepHelper(t, tmp, "sleep "+live)
+	liveDir := staging(t, tmp, liveHelper, live, 1)[0]
 	dead := sweepHelper(t, tmp, "sleep "+gone)
 	var deadDir string
-	for _, d := range staging(t, tmp, gone, 2) {
+	for _, d := range staging(t, tmp, dead, gone, 2) {
 		if d != liveDir {
 			deadDir = d
 		}

@@ -5,7 +5,8 @@
 # ipykernel; only when it is missing or the pins changed; print its python.
 # The notebooks run on it (scripts/notebooks.sh), and the dataset import test
 # writes Hugging Face datasets with it. About 50 s and 850 MB from PyPI.
-# Safe to run again; scripts/deps.sh runs it.
+# Safe to run again; scripts/deps.sh runs it. The tests never do: they are
+# skipped, naming this script, without the venv (internal/pyvenv).
 #
 #   scripts/data-venv.sh                     # prints …/.venv-data/bin/python
 #   RLPIPE_DATA_VENV=DIR scripts/data-venv.sh  # keep the venv elsewhere

@@ -5,7 +5,7 @@
 # whose tracking server the MLflow tests start on loopback. Only when it is
 # missing or the pins changed; prints its python. About 40 s and 900 MB from
 # PyPI. Safe to run again; scripts/deps.sh runs it. The tests never do: they
-# fail, naming this script, when the venv is missing (trackers/trackertest).
+# are skipped, naming this script, without the venv (internal/pyvenv).
 #
 #   scripts/tracker-venv.sh                        # prints …/.venv-tracking/bin/python
 #   RLPIPE_TRACKER_VENV=DIR scripts/tracker-venv.sh  # keep the venv elsewhere

@@ -231,30 +231,20 @@ func serveUI(ctx context.Context, t *testing.T, st artifacts.Store, poll time.Du
 }
 
 // findChromium returns a headless browser: RLPIPE_CHROMIUM, else one on
-// the PATH, else the one scripts/browser-deps.sh installs. It skips the
-// test only when none can be had.
+// the PATH. `make deps` installs Debian's chromium (so does
+// scripts/browser-deps.sh alone); a test never installs it, and is
+// skipped, saying so, without one.
 func findChromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("RLPIPE_CHROMIUM"); p != "" {
 		return p
 	}
-	look := func() string {
-		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-			if p, err := exec.LookPath(name); err == nil {
-				return p
-			}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
 		}
-		return ""
 	}
-	if p := look(); p != "" {
-		return p
-	}
-	script := filepath.Join("..", "scripts", "browser-deps.sh")
-	out, err := exec.Command("sh", script).CombinedOutput()
-	if p := look(); err == nil && p != "" {
-		return p
-	}
-	t.Skipf("browser test skipped: no chromium on the PATH and %s could not install one (%v):\n%s", script, err, out)
+	t.Skip("no chromium on the PATH: run make deps (scripts/deps.sh installs it) or set RLPIPE_CHROMIUM")
 	return ""
 }
 

@@ -17,31 +17,26 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 )
 
 // hfFixture writes small datasets with the real Hugging Face `datasets`
-// package (testdata/write_hf.py, in the venv scripts/data-venv.sh makes
-// when missing) and returns their directory and fingerprints. It skips
-// only when python3 itself is missing.
+// package (testdata/write_hf.py, in the venv scripts/data-venv.sh makes:
+// `make deps` runs it) and returns their directory and fingerprints. The
+// test is skipped, saying so, without the venv.
 func hfFixture(t *testing.T) (dir string, fp map[string]string) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is missing, so Hugging Face datasets are not written here: install python3 and python3-venv (scripts/deps.sh does)")
-	}
+	python := pyvenv.Data.Python(t, "write Hugging Face datasets with the real package")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	run := func(name string, args ...string) []byte {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
-		}
-		return bytes.TrimSpace(stdout.Bytes())
-	}
-	python := string(run("sh", "../../scripts/data-venv.sh"))
 	dir = t.TempDir()
-	if err := json.Unmarshal(run(python, "testdata/write_hf.py", dir), &fp); err != nil {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, python, "testdata/write_hf.py", dir)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("testdata/write_hf.py: %v\n%s", err, stderr.Bytes())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &fp); err != nil {
 		t.Fatal(err)
 	}
 	return dir, fp

@@ -1,27 +1,92 @@
-// Package pyvenv finds the project's Python venv for the tests that run
-// the real libraries (torch, transformers, PEFT, vLLM, torchrun):
-// $RLPIPE_PY_VENV, or .venv-py at the top of the repository, which
-// scripts/py-venv.sh makes (make test runs it). A test without the venv
-// is skipped, saying how to make it. Test code only: it imports testing
-// (policy/vllmserver finds the same venv by the same rule for programs).
+// Package pyvenv finds the project's Python venvs for the tests that run
+// real Python libraries: torch, transformers, PEFT, vLLM and torchrun
+// (Py), the official openai SDK (SDK), Hugging Face datasets (Data), and
+// TensorBoard and MLflow (Tracker).
+//
+// `make deps` makes every venv (scripts/deps.sh runs each one's script;
+// `make test` runs deps first); a test never makes one, so `go test`
+// never installs from the package index. A test whose venv is absent is
+// skipped with one line naming the script that makes it; a venv that is
+// there but was not made from its pins (an older or interrupted install)
+// fails the test, naming the same script. Test code only: it imports
+// testing (policy/vllmserver finds the venv with vLLM by Py's rule for
+// programs).
 package pyvenv
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// Env names the variable that points at another venv.
-const Env = "RLPIPE_PY_VENV"
+// Venv is one of the project's venvs.
+type Venv struct {
+	// Name is its directory at the top of the repository: ".venv-data".
+	Name string
+	// Env names the variable that points at another directory, which its
+	// script honours too.
+	Env string
+	// Script makes it, from the top of the repository:
+	// "scripts/data-venv.sh".
+	Script string
+	// Requirements are its pins, from the top of the repository. Script
+	// copies them into the venv (.requirements) once they are installed;
+	// the copy tells a venv made from them.
+	Requirements string
+}
 
-// Dir is the venv's directory for the repository at root: $RLPIPE_PY_VENV
-// when set, else root/.venv-py.
-func Dir(root string) string {
-	if v := os.Getenv(Env); v != "" {
-		return v
+// The project's venvs.
+var (
+	// Py has torch, transformers, PEFT, vLLM's CPU build and torchrun:
+	// the real path on CPU (about 6 GB).
+	Py = Venv{Name: ".venv-py", Env: "RLPIPE_PY_VENV", Script: "scripts/py-venv.sh", Requirements: "scripts/py-requirements.txt"}
+	// SDK has the official openai Python SDK.
+	SDK = Venv{Name: ".venv-sdk", Env: "RLPIPE_SDK_VENV", Script: "scripts/sdk-venv.sh", Requirements: "scripts/sdk-requirements.txt"}
+	// Data has Hugging Face datasets, pyarrow, polars and duckdb.
+	Data = Venv{Name: ".venv-data", Env: "RLPIPE_DATA_VENV", Script: "scripts/data-venv.sh", Requirements: "scripts/data-requirements.txt"}
+	// Tracker has TensorBoard and MLflow.
+	Tracker = Venv{Name: ".venv-tracking", Env: "RLPIPE_TRACKER_VENV", Script: "scripts/tracker-venv.sh", Requirements: "scripts/tracker-requirements.txt"}
+)
+
+// Dir is v's directory for the repository at root: $Env when set, else
+// root/Name.
+func (v Venv) Dir(root string) string {
+	if d := os.Getenv(v.Env); d != "" {
+		return d
 	}
-	return filepath.Join(root, ".venv-py")
+	return filepath.Join(root, v.Name)
+}
+
+// Python is v's interpreter as an absolute path. The test is skipped,
+// in one line saying which venv is absent, the script that makes it and
+// what the test wanted it for (why), when there is no interpreter; it
+// fails when the venv was not made from its pins.
+func (v Venv) Python(t testing.TB, why string) string {
+	t.Helper()
+	root := Root(t)
+	venv, err := filepath.Abs(v.Dir(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := filepath.Join(venv, "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s at %s: run make deps (%s) to %s", v.Name, venv, v.Script, why)
+	}
+	want, err := os.ReadFile(filepath.Join(root, v.Requirements))
+	if err != nil {
+		t.Fatalf("pyvenv: read the pins of %s: %v", v.Name, err)
+	}
+	if have, err := os.ReadFile(filepath.Join(venv, ".requirements")); err != nil || !bytes.Equal(have, want) {
+		t.Fatalf("the venv %s was not made from %s (an older or interrupted install): run make deps (%s)", venv, v.Requirements, v.Script)
+	}
+	return py
+}
+
+// Python is Py's interpreter (see Venv.Python).
+func Python(t testing.TB, why string) string {
+	t.Helper()
+	return Py.Python(t, why)
 }
 
 // Root is the repository's top directory: the nearest parent of the
@@ -42,19 +107,4 @@ func Root(t testing.TB) string {
 		}
 		dir = up
 	}
-}
-
-// Python is the venv's interpreter as an absolute path; the test is
-// skipped, saying so and why it wanted it, when there is none.
-func Python(t testing.TB, why string) string {
-	t.Helper()
-	venv, err := filepath.Abs(Dir(Root(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	py := filepath.Join(venv, "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no venv at %s: run scripts/py-venv.sh (about 6 GB; make test runs it) to %s", venv, why)
-	}
-	return py
 }

@@ -125,6 +125,7 @@
 //
 // Besides exact checks in Go, TestOpenAISDK reads a server of the tiny
 // model with the official openai Python SDK, pinned in
-// scripts/sdk-requirements.txt and installed by scripts/sdk-venv.sh into a
-// project-local venv (it skips only without python3).
+// scripts/sdk-requirements.txt and installed by scripts/sdk-venv.sh (which
+// `make deps` runs) into a project-local venv, .venv-sdk; the test is
+// skipped, saying so, without that venv.
 package server

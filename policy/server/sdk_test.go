@@ -9,29 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/server"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
-
-// sdkPython returns the python of the venv with the pinned official openai
-// SDK, made by scripts/sdk-venv.sh when missing. It skips only when
-// python3 itself is missing.
-func sdkPython(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is missing, so the server is not checked against the official openai SDK: install python3 and python3-venv (scripts/deps.sh does)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "sh", "../../scripts/sdk-venv.sh")
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scripts/sdk-venv.sh: %v\n%s", err, stderr.Bytes())
-	}
-	return string(bytes.TrimSpace(stdout.Bytes()))
-}
 
 // The official openai Python SDK parses the server's answers into the
 // fields it documents, with the model's numbers: completions with
@@ -41,7 +23,7 @@ func sdkPython(t *testing.T) string {
 // that names what to set (testdata/openai_sdk.py asserts them; this test
 // compares its numbers and texts with the model's in process).
 func TestOpenAISDK(t *testing.T) {
-	python := sdkPython(t)
+	python := pyvenv.SDK.Python(t, "check the policy server against the official openai SDK")
 	m, err := tiny.Embedded()
 	if err != nil {
 		t.Fatal(err)

@@ -35,5 +35,6 @@
 //
 // The MLflow server (MLflowServer) and TensorBoard's reader run from the
 // project's tracker venv (Python), which scripts/tracker-venv.sh makes
-// (`make deps` runs it); the tests never build it.
+// (`make deps` runs it); the tests never build it, and are skipped, naming
+// the script, without it.
 package trackertest
