@@ -92,6 +92,8 @@ func (p *progress) apply(e pipeline.Event) {
 		row.cached++
 	case pipeline.EventRetried:
 		row.state, row.elapsed, row.started = "retrying", e.Duration, time.Time{}
+	case pipeline.EventCancelled:
+		row.state, row.started = "cancelled", time.Time{}
 	case pipeline.EventFailed:
 		row.state, row.started = "failed", time.Time{}
 		p.note(fmt.Sprintf("%s (iteration %d) failed: %s", e.Task, e.Iteration, e.Error))

@@ -23,6 +23,7 @@ const (
 	EventRetried      EventKind = "task.retried"
 	EventCached       EventKind = "task.cached"
 	EventFailed       EventKind = "task.failed"
+	EventCancelled    EventKind = "task.cancelled" // its context ended first: Ctrl-C, or a failed task (Error) stopped the loop
 	EventMemoRecorded EventKind = "memo.recorded"
 	EventMemoReplayed EventKind = "memo.replayed"
 	EventMemoRerun    EventKind = "memo.rerun_after_crash"

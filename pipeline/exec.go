@@ -29,6 +29,24 @@ func (n *Node) exec(ctx context.Context) {
 		if !errors.As(n.err, &te) {
 			n.err = &TaskError{Task: n.name, Group: n.it.Group, Attempts: 0, Err: n.err}
 		}
+		switch {
+		case n.failed.Load():
+			// The executor reported the failure, and the iteration heard.
+		case ctx.Err() != nil:
+			// Ended after its context was cancelled: stopped, whatever its
+			// error says.
+			n.it.run.events.emit(Event{Kind: EventCancelled, Group: n.it.Group, Stage: n.stage, Iteration: n.it.N,
+				Task: n.name, Env: n.task.Env, Attempt: n.attempts, Duration: n.elapsed, Key: n.key, Error: context.Cause(ctx).Error()})
+		default:
+			n.fail()
+		}
+	}
+}
+
+// fail tells the iteration, once, that n failed on its own.
+func (n *Node) fail() {
+	if n.failed.CompareAndSwap(false, true) && n.it.onFail != nil {
+		n.it.onFail(n)
 	}
 }
 
@@ -102,6 +120,11 @@ func (n *Node) execute(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	// Cancelled while it waited (the loop stopped after a failure):
+	// start no attempt.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	job := Job{Run: r.name, Branch: r.branch, Task: n.task.Name, Version: n.task.Version, Call: n.name,
 		Env: env, Group: n.it.Group, Iteration: n.it.N, Key: n.key, Seed: n.seed(), Dir: dir,
 		Inputs: inputs, Params: params, Settings: s, ConfigHash: r.opts.ConfigHash}
@@ -110,6 +133,11 @@ func (n *Node) execute(ctx context.Context) error {
 			n.markStarted()
 		}
 		r.events.emit(e)
+		// The iteration hears of a failure as the executor reports it,
+		// before the executor frees the task's resources for another.
+		if e.Kind == EventFailed && ctx.Err() == nil {
+			n.fail()
+		}
 	}
 	out, err := r.executor.Execute(ctx, n.task, job, report)
 	n.attempts, n.elapsed = out.Attempts, out.Elapsed

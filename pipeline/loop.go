@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
@@ -197,6 +200,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	// cancelled) before Loop returns: their goroutines write to the store.
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	fails := &failures{cancel: map[int]context.CancelCauseFunc{}}
 	drain := func() {
 		cancel()
 		for _, p := range queue {
@@ -205,6 +209,10 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	}
 	commit := func(p pending) error {
 		if err := p.it.Wait(lctx); err != nil {
+			// The tasks that failed, not those their failure cancelled.
+			if ferr := fails.err(); ferr != nil {
+				return ferr
+			}
 			return err
 		}
 		next := runs.State{Iteration: p.it.N, Cursor: p.cursor, Seed: state.Seed, Adapters: map[string]string{}}
@@ -225,6 +233,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		if _, err := p.it.Commit(lctx, next, nil); err != nil {
 			return err
 		}
+		fails.committed(p.it.N)
 		state = next
 		return nil
 	}
@@ -253,8 +262,12 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	// jumped the queue would hold up iteration n's training.
 	var prevGen *Node
 	for n := state.Iteration + 1; n <= cfg.Iterations; n++ {
+		if fails.any() {
+			break // no iteration from the failed one on can commit
+		}
 		it := r.Iteration(n)
-		sample := it.Go(lctx, st.Sample, Call{
+		ictx := fails.start(lctx, it)
+		sample := it.Go(ictx, st.Sample, Call{
 			Inputs: map[string]Artifact{"dataset": cfg.Dataset},
 			Params: map[string]int{"cursor": cursor, "count": cfg.BatchSize, "iteration": n},
 		})
@@ -264,10 +277,10 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		if a, ok := policy(pk); ok {
 			genIn["policy"] = a
 		}
-		gen := it.Go(lctx, st.Generate, Call{Inputs: genIn, After: prevGen,
+		gen := it.Go(ictx, st.Generate, Call{Inputs: genIn, After: prevGen,
 			Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
 		prevGen = gen
-		rew := it.Go(lctx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
+		rew := it.Go(ictx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
 			Params: map[string]int{"iteration": n}})
 		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories),
 			"prompts": sample.Output(OutPrompts)}
@@ -275,13 +288,13 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 			trainIn["policy"] = a
 		}
 		if st.Advantages != nil {
-			adv := it.Go(lctx, st.Advantages, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
+			adv := it.Go(ictx, st.Advantages, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
 				"rewards": rew.Output(OutRewards)}, Params: map[string]int{"iteration": n}})
 			trainIn[OutAdvantages] = adv.Output(OutAdvantages)
 		}
-		train := it.Go(lctx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
+		train := it.Go(ictx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
 		if st.Health != nil {
-			it.Go(lctx, st.Health, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
+			it.Go(ictx, st.Health, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
 				"rewards": rew.Output(OutRewards), "metrics": train.Output(OutMetrics)}, Params: map[string]int{"iteration": n}})
 		}
 		if ev := cfg.Eval; ev.Every > 0 {
@@ -294,11 +307,11 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 				if a, ok := policy(0); ok {
 					start = &a
 				}
-				Evaluate(lctx, it, st, ev.Set, start, 0, set, "-start")
+				Evaluate(ictx, it, st, ev.Set, start, 0, set, "-start")
 			}
 			if n%ev.Every == 0 || n == cfg.Iterations {
 				a := train.Output(OutAdapter)
-				Evaluate(lctx, it, st, ev.Set, &a, n, set, "")
+				Evaluate(ictx, it, st, ev.Set, &a, n, set, "")
 			}
 		}
 		trains[n] = train
@@ -311,6 +324,83 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	}
 	_, err = commitDownTo(0)
 	return state, err
+}
+
+// errStopped is the cause the loop cancels a task's context with when a
+// task of its iteration, or of an earlier one, failed.
+var errStopped = errors.New("stopped")
+
+// failures stops the loop's work at the first failed task. An iteration
+// with a failed task never commits, and neither does a later one
+// (iterations commit in order), so the moment a task fails — after its
+// retries — the tasks of its iteration and of every later one in flight
+// are cancelled (a running attempt with them: an HTTP request, a
+// command's process group, a Temporal workflow) instead of being waited
+// for. Earlier iterations go on and commit: what they finish is kept.
+type failures struct {
+	mu     sync.Mutex
+	first  int     // the earliest iteration with a failed task; 0: none
+	failed []*Node // in the order they failed
+	cancel map[int]context.CancelCauseFunc
+}
+
+// start makes it report its failures here and returns the context its
+// tasks run under.
+func (f *failures) start(ctx context.Context, it *Iteration) context.Context {
+	ictx, cancel := context.WithCancelCause(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancel[it.N] = cancel
+	it.onFail = f.add
+	return ictx
+}
+
+// add records n's failure and cancels the iterations it stops.
+func (f *failures) add(n *Node) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = append(f.failed, n)
+	if f.first == 0 || n.it.N < f.first {
+		f.first = n.it.N
+	}
+	cause := fmt.Errorf("%w: task %s (%s) failed", errStopped, n.name, n.it.Group)
+	for k, c := range f.cancel {
+		if k >= f.first {
+			c(cause)
+		}
+	}
+}
+
+// committed releases the context of an iteration that committed.
+func (f *failures) committed(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.cancel[n]; ok {
+		c(nil)
+		delete(f.cancel, n)
+	}
+}
+
+// any reports whether a task failed.
+func (f *failures) any() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first > 0
+}
+
+// err joins the failed tasks' errors, the earliest iteration's first,
+// once each has ended; nil when none failed.
+func (f *failures) err() error {
+	f.mu.Lock()
+	nodes := slices.Clone(f.failed)
+	f.mu.Unlock()
+	slices.SortStableFunc(nodes, func(a, b *Node) int { return a.it.N - b.it.N })
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		<-n.done
+		errs[i] = n.err
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Run) putJSON(ctx context.Context, path string, v any) error {

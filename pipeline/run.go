@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -236,6 +237,12 @@ type Iteration struct {
 	Message string
 	mu      sync.Mutex
 	nodes   []*Node
+	// onFail, when set, is called once with each node that fails on its
+	// own (not for a failed input, not once its context is cancelled), as
+	// soon as its executor reports the failure and before the node's Wait
+	// returns — its error may not be set yet: Loop's hook to stop the work
+	// that failure makes useless.
+	onFail func(*Node)
 }
 
 // Iteration starts building iteration n. Several iterations may be in
@@ -265,6 +272,7 @@ type Node struct {
 	attempts int
 	elapsed  time.Duration
 	err      error
+	failed   atomic.Bool // its failure was passed to the iteration (fail)
 }
 
 // Output returns a future for one of the node's outputs, to pass as an

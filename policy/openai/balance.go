@@ -14,6 +14,11 @@ type endpoint struct {
 	inFlight  int
 	coolUntil time.Time // passed over until then while others are healthy
 	served    int       // requests sent, for Stats
+
+	// refused counts the attempts in a row that got no HTTP answer (a
+	// refused or reset connection), the first of them at refusedSince.
+	refused      int
+	refusedSince time.Time
 }
 
 func (e *endpoint) cooling(now time.Time) bool { return now.Before(e.coolUntil) }
@@ -115,4 +120,58 @@ func (c *Client) Stats() []EndpointStats {
 		out[i] = EndpointStats{Endpoint: e.shown, Requests: e.served, InFlight: e.inFlight, Cooling: e.cooling(now)}
 	}
 	return out
+}
+
+// answered records whether an attempt to e got an HTTP answer (ce nil or
+// not a connection error) or none.
+func (c *Client) answered(e *endpoint, ce *callError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ce == nil || ce.kind != kindConnect {
+		e.refused, e.refusedSince = 0, time.Time{}
+		return
+	}
+	if e.refused == 0 {
+		e.refusedSince = c.now()
+	}
+	e.refused++
+}
+
+// refusing is how long every endpoint has refused every connection, when
+// each has refused at least as many as one request's attempts over at
+// least as long as one request's backoff waits (retrySpan): a server that
+// is not there. Another request's connection error is then not retried,
+// so a batch fails in the time one request takes instead of each request
+// waiting out its own retries; the next attempt that gets an answer ends
+// it. Zero otherwise.
+func (c *Client) refusing() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	span := c.retrySpan()
+	var d time.Duration
+	for i, e := range c.eps {
+		since := now.Sub(e.refusedSince)
+		if e.refused < c.opts.Retries+1 || since < span {
+			return 0
+		}
+		if i == 0 || since < d {
+			d = since
+		}
+	}
+	return d
+}
+
+// retrySpan is the least time the backoff waits of one request's retries
+// add up to (each wait is at least half its step, see backoff).
+func (c *Client) retrySpan() time.Duration {
+	var span time.Duration
+	d := c.opts.Backoff
+	for range c.opts.Retries {
+		span += min(d, c.opts.MaxBackoff) / 2
+		if d < c.opts.MaxBackoff {
+			d *= 2
+		}
+	}
+	return max(span, time.Nanosecond)
 }

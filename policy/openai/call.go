@@ -48,6 +48,12 @@ type callError struct {
 	keyEnv     string // Options.KeyEnv, for a 401's advice
 	hadKey     bool   // the request carried a key
 	advice     string // replaces next() when set
+	// foreign: the answer is not the API's JSON (an HTML page, plain
+	// text): the endpoint is some other server.
+	foreign bool
+	// down > 0: not retried, as every endpoint has refused every
+	// connection for that long (Client.refusing).
+	down time.Duration
 }
 
 // describe says what failed, without the advice.
@@ -73,6 +79,9 @@ func (e *callError) Error() string {
 	if e.attempts > 1 {
 		s += fmt.Sprintf(" (gave up after %d attempts)", e.attempts)
 	}
+	if e.down > 0 {
+		s += fmt.Sprintf(" (every endpoint has refused every connection for %v: not retried until one answers)", e.down.Round(100*time.Millisecond))
+	}
 	return s + "; next: " + e.next()
 }
 
@@ -85,6 +94,8 @@ func (e *callError) next() string {
 		return fmt.Sprintf("start the server at %s (e.g. vllm serve or rlpipe policy serve), or remove it from the endpoints", e.endpoint)
 	case e.kind == kindTimeout:
 		return "raise the per-attempt timeout (Options.Timeout) or ask for fewer tokens"
+	case e.kind == kindMalformed && e.foreign:
+		return e.foreignAdvice()
 	case e.kind == kindMalformed:
 		return fmt.Sprintf("check that %s is an OpenAI-compatible server (vLLM, SGLang, llama.cpp, rlpipe policy serve) and see its log", e.endpoint)
 	case e.status == http.StatusTooManyRequests:
@@ -93,12 +104,20 @@ func (e *callError) next() string {
 		return fmt.Sprintf("see the log of the server at %s", e.endpoint)
 	case e.status == http.StatusUnauthorized || e.status == http.StatusForbidden:
 		return e.keyAdvice()
+	case e.foreign:
+		return e.foreignAdvice()
 	case e.status == http.StatusNotFound:
 		return "compare the model name (Options.Model) with what GET /v1/models lists (Client.Models)"
 	case e.invalid():
 		return "the request itself was refused: shorten the prompt, lower max_tokens or fix the sampling parameters"
 	}
 	return "the server refused the request; see its message"
+}
+
+// foreignAdvice is the step for an endpoint that answers, but not as an
+// OpenAI-compatible server does.
+func (e *callError) foreignAdvice() string {
+	return fmt.Sprintf("%s answers, but not with the OpenAI API's JSON: check the endpoint's host and port, and that the server there is OpenAI-compatible (vLLM, SGLang, llama.cpp, rlpipe policy serve) and serves %s", e.endpoint, e.path)
 }
 
 // keyAdvice says where the key a 401 or 403 refused comes from and what
@@ -159,6 +178,7 @@ func (c *Client) call(ctx context.Context, ep *endpoint, method, path string, bo
 			}
 		}
 		ce := c.attempt(ctx, e, method, path, body, decode)
+		c.answered(e, ce)
 		if ep == nil {
 			c.release(e, c.cool(ce))
 		} else {
@@ -175,6 +195,12 @@ func (c *Client) call(ctx context.Context, ep *endpoint, method, path string, bo
 		ce.attempts = attempt
 		if !ce.retry || attempt == attempts {
 			return ce
+		}
+		if ce.kind == kindConnect {
+			if d := c.refusing(); d > 0 {
+				ce.down = d
+				return ce
+			}
 		}
 		// Another healthy endpoint takes the retry at once; otherwise wait.
 		wait := time.Duration(0)
@@ -259,7 +285,17 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, 
 			return nil
 		}
 		if err := decode(b); err != nil {
-			ce.kind, ce.retry, ce.msg = kindMalformed, true, c.redact(err.Error())
+			ce.kind = kindMalformed
+			if notJSON(b) {
+				// Another attempt gets the same page.
+				ce.foreign = true
+				ce.msg = fmt.Sprintf("%s with an empty body, not JSON", resp.Status)
+				if t := strings.TrimSpace(c.redact(excerpt(string(b), messageCap))); t != "" {
+					ce.msg = fmt.Sprintf("%s with %s, not JSON: %s", resp.Status, bodyKind(resp), t)
+				}
+				return ce
+			}
+			ce.retry, ce.msg = true, c.redact(err.Error())
 			return ce
 		}
 		return nil
@@ -295,6 +331,7 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 	if json.Unmarshal(b, &body) == nil {
 		msg, _ = body.message()
 	}
+	ce.foreign = notJSON(b)
 	if msg == "" {
 		msg = string(b)
 	}
@@ -311,6 +348,24 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 		ce.retryAfter = retryAfter(resp.Header, c.now)
 	}
 	return ce
+}
+
+// notJSON reports a body that is not JSON at all (an HTML page, plain
+// text), as opposed to JSON the client cannot read.
+func notJSON(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || (b[0] != '{' && b[0] != '[')
+}
+
+// bodyKind names a body by its Content-Type for an error message.
+func bodyKind(resp *http.Response) string {
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		if i := strings.IndexByte(ct, ';'); i >= 0 {
+			ct = ct[:i]
+		}
+		return "a " + strings.TrimSpace(ct) + " body"
+	}
+	return "a body"
 }
 
 // retryAfter reads Retry-After-Ms or Retry-After (seconds or an HTTP

@@ -177,7 +177,7 @@ func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampli
 	if !errors.As(err, &ce) {
 		return nil, err // ctx ended
 	}
-	if ce.status == http.StatusNotFound && s.Adapter != "" {
+	if ce.status == http.StatusNotFound && s.Adapter != "" && !ce.foreign {
 		return nil, fmt.Errorf("%w: %s: %s: load it on every endpoint with LoadAdapter first", policy.ErrAdapterNotLoaded, s.Adapter, ce.describe())
 	}
 	c.log.Debug().Str(logRequest, r.ID).Str(logError, ce.Error()).Msg("request failed")

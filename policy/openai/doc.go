@@ -56,6 +56,14 @@
 // endpoint is passed over for Options.Cooldown, so the retry goes to
 // another endpoint at once when one is healthy, and otherwise after an
 // exponential backoff with seeded jitter, or the server's Retry-After.
+// Retrying cannot help, so is not done, when a server answers something
+// that is not JSON at all (an HTML page from some other web server: the
+// error says the endpoint is not an OpenAI-compatible server), or when
+// every endpoint has refused every connection (no HTTP answer) at least
+// Retries+1 times over at least as long as one request's backoff waits:
+// the servers are not there, and the other requests' connection errors
+// fail at once instead of each waiting out its own retries, until an
+// endpoint answers again.
 // A request that still fails is not an error but N samples with a status,
 // and an Error naming the endpoint, the HTTP status and what to do:
 //

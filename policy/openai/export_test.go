@@ -23,3 +23,22 @@ func RecordWaits(c *Client) func() []time.Duration {
 		return append([]time.Duration(nil), waits...)
 	}
 }
+
+// FakeTime gives c a clock of its own that only its backoff waits move
+// (call it after RecordWaits, whose waits return at once).
+func FakeTime(c *Client) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	sleep := c.sleep
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+		return sleep(ctx, d)
+	}
+}
