@@ -21,6 +21,11 @@ var (
 	// ErrBadValue: an imported value does not fit its column; the error is a
 	// *ValueError naming the line and column.
 	ErrBadValue = kind("bad value", artifacts.ErrInvalid)
+	// ErrNoRows: an imported file holds no rows (it is empty, holds only
+	// blank lines, or a CSV header alone), or its rows hold no columns.
+	// A table of nothing is refused rather than written: it is almost
+	// always the wrong file.
+	ErrNoRows = kind("no rows", artifacts.ErrInvalid)
 
 	errInvalid = artifacts.ErrInvalid
 )
