@@ -15,7 +15,9 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 )
@@ -211,37 +213,64 @@ func checkpointsOf(ctx context.Context, st artifacts.Store, branch, spec string)
 }
 
 // warnOverlap prints a loud warning when the eval set shares problems with
-// the training dataset: held-out numbers would then measure memory.
+// the training dataset: held-out numbers would then measure memory. A
+// problem is shared when a training prompt has its prompt_id or its
+// prompt text (whitespace normalized: the same questions imported twice
+// get different ids). It reads three columns of each table, once.
 func warnOverlap(ctx context.Context, st artifacts.Store, cfg *config.Config, w io.Writer) error {
-	ids := func(art string) (map[string]bool, error) {
+	open := func(art string) (*tables.Reader[tables.Prompt], error) {
 		ref, path, err := artifacts.SplitArtifact(art)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := readPromptIDs(ctx, st, ref, path)
-		if err != nil {
-			return nil, err
-		}
-		return rows, nil
+		return openPrompts(ctx, st, ref, path, evaluators.OverlapColumns)
 	}
-	train, err := ids(cfg.Dataset)
+	train, err := open(cfg.Dataset)
 	if err != nil {
 		return nil // the run itself reports a missing dataset
 	}
-	eval, err := ids(cfg.Eval.Set)
+	defer train.Close()
+	eval, err := open(cfg.Eval.Set)
 	if err != nil {
 		return failure(fmt.Errorf("eval: eval set %s: %w", cfg.Eval.Set, err))
 	}
-	shared := 0
-	for id := range eval {
-		if train[id] {
-			shared++
+	defer eval.Close()
+	ov, err := evaluators.CompareSets(train.Rows(ctx), eval.Rows(ctx))
+	if err != nil {
+		return failure(fmt.Errorf("eval: compare the eval set %s with the training prompts %s: %w", cfg.Eval.Set, cfg.Dataset, err))
+	}
+	if ov.Shared == 0 {
+		return nil
+	}
+	_, err = io.WriteString(w, overlapWarning(ov, cfg.Eval.Set, cfg.Dataset))
+	return err
+}
+
+// overlapWarning says how many eval problems the training set has, how
+// many under other ids, and names a few.
+func overlapWarning(ov evaluators.Overlap, set, dataset string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "WARNING: %d of %d eval problems (%s) are also training prompts (%s)", ov.Shared, ov.EvalRows, set, dataset)
+	if other := ov.Shared - ov.SameID; other > 0 {
+		fmt.Fprintf(&b, ", %d of them under another prompt_id with the same prompt text", other)
+	}
+	b.WriteString(": held-out figures will overstate what the policy learned\n  shared: ")
+	for i, ex := range ov.Examples {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		switch {
+		case ex.EvalID != ex.TrainID:
+			fmt.Fprintf(&b, "eval %q = train %q (same text)", ex.EvalID, ex.TrainID)
+		case ex.SameText:
+			fmt.Fprintf(&b, "%q (same prompt_id and text)", ex.EvalID)
+		default:
+			fmt.Fprintf(&b, "%q (same prompt_id, other text)", ex.EvalID)
 		}
 	}
-	if shared > 0 {
-		_, err := fmt.Fprintf(w, "WARNING: %d of %d eval problems (%s) are also training prompts (%s): held-out figures will overstate what the policy learned\n",
-			shared, len(eval), cfg.Eval.Set, cfg.Dataset)
-		return err
+	if more := ov.Shared - len(ov.Examples); more > 0 {
+		fmt.Fprintf(&b, "; and %d more", more)
 	}
-	return nil
+	b.WriteString("\n  remove them from the eval set (or from the training set) to measure held-out problems\n")
+	return b.String()
 }

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline/config"
 )
 
 // smallArithRun is a store holding a finished 4-iteration run of the
@@ -98,6 +102,56 @@ func TestEvalBadInput(t *testing.T) {
 	// rlpipe run says it too, on stderr, before running.
 	if r := h.run("run", "-f", ov, "--run", "overlapping", "--no-report"); r.code != 0 || !strings.Contains(r.stderr, "WARNING: 256 of 256 eval problems") {
 		t.Errorf("run: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestOverlapByText: the same questions imported twice, under other ids
+// (as a JSONL file and a Hugging Face folder give them), are found by
+// their text, whitespace aside, and the warning names them; an eval set
+// of other questions gets no warning.
+func TestOverlapByText(t *testing.T) {
+	h := newStore(t)
+	rows := func(ps ...[2]string) string {
+		var b strings.Builder
+		for _, p := range ps {
+			fmt.Fprintf(&b, `{"prompt_id":%q,"prompt":%q,"answer":"1","metadata":"{}","source":"s","split":"test"}`+"\n", p[0], p[1])
+		}
+		return b.String()
+	}
+	put := func(name, content string) {
+		h.ok("import", h.file(name+".jsonl", content), "main:data/"+name+".parquet", "--table", "prompts")
+	}
+	put("train", rows([2]string{"gsm8k-0001", "Natalia sold clips to 48 of her friends.\nHow many clips did she sell?"},
+		[2]string{"gsm8k-0002", "Weng earns $12 an hour."}, [2]string{"gsm8k-0003", "Betty is saving money."}))
+	put("eval", rows([2]string{"hf-gsm8k-a1", "  Natalia sold clips to 48 of her friends. How many clips did she sell?"},
+		[2]string{"hf-gsm8k-b2", "Julie is reading a 120-page book."}, [2]string{"gsm8k-0003", "Betty  is saving money. "},
+		[2]string{"hf-gsm8k-c3", "Weng earns $12 an\thour."}, [2]string{"hf-gsm8k-d4", "Weng earns $12 an hour."}))
+	put("other", rows([2]string{"hf-gsm8k-b2", "Julie is reading a 120-page book."}, [2]string{"hf-gsm8k-e5", "Natalia sold clips to 48 of her friends."}))
+	h.ok("commit", "main", "-m", "train and eval sets")
+
+	ctx := context.Background()
+	st, err := artifacts.Open(ctx, h.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	warning := func(set string) string {
+		var b strings.Builder
+		cfg := &config.Config{Dataset: "main:data/train.parquet", Eval: &config.Eval{Set: set}}
+		if err := warnOverlap(ctx, st, cfg, &b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	want := "WARNING: 4 of 5 eval problems (main:data/eval.parquet) are also training prompts (main:data/train.parquet), " +
+		"3 of them under another prompt_id with the same prompt text: held-out figures will overstate what the policy learned\n" +
+		`  shared: eval "hf-gsm8k-a1" = train "gsm8k-0001" (same text); "gsm8k-0003" (same prompt_id and text); eval "hf-gsm8k-c3" = train "gsm8k-0002" (same text); and 1 more` + "\n" +
+		"  remove them from the eval set (or from the training set) to measure held-out problems\n"
+	if got := warning("main:data/eval.parquet"); got != want {
+		t.Errorf("warning:\n%s\nwant:\n%s", got, want)
+	}
+	if got := warning("main:data/other.parquet"); got != "" {
+		t.Errorf("an eval set of other questions: %q, want no warning", got)
 	}
 }
 

@@ -187,19 +187,24 @@ func convertToParquet(in io.Reader, name string, opts *tables.ImportOptions) (*o
 	if err != nil {
 		return nil, 0, withOp(err, "import %s", name)
 	}
-	fail := func(err error) (*os.File, int64, error) {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, 0, err
-	}
+	// The file goes unless it is handed back, even if the conversion
+	// panics: a failed import leaves nothing behind.
+	kept := false
+	defer func() {
+		if !kept {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
 	rows, err := tables.Import(tmp, in, name, opts)
 	if err != nil {
 		// A bad row is a problem with the file, not with the command line.
-		return fail(failure(withOp(err, "import %s", name)))
+		return nil, 0, failure(withOp(err, "import %s", name))
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return fail(withOp(err, "import %s", name))
+		return nil, 0, withOp(err, "import %s", name)
 	}
+	kept = true
 	return tmp, rows, nil
 }
 
@@ -230,7 +235,21 @@ func checkParquet(ctx context.Context, f *os.File, name, table string) (int64, e
 	if err != nil {
 		return 0, failure(withOp(err, "import %s", name))
 	}
+	if pf.NumRows() == 0 {
+		// As for JSONL and CSV: a table of nothing is almost always the
+		// wrong file.
+		return 0, failure(fmt.Errorf("import %s: %w: the Parquet file holds the columns %s and no row; export the rows again, or check that this is the file you meant",
+			name, tables.ErrNoRows, strings.Join(columnNames(pf), ", ")))
+	}
 	return pf.NumRows(), nil
+}
+
+func columnNames(f *tables.File) []string {
+	var out []string
+	for _, fl := range f.Schema().Fields() {
+		out = append(out, fl.Name)
+	}
+	return out
 }
 
 // conformsTo reads a Parquet file as rows of a known table.

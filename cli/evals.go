@@ -79,8 +79,9 @@ func learningLine(evals []evalOut) string {
 	return ""
 }
 
-// readPromptIDs reads the prompt ids of a prompts table.
-func readPromptIDs(ctx context.Context, st artifacts.Store, ref, path string) (map[string]bool, error) {
+// openPrompts opens the prompts table at ref:path, read whole into
+// memory, restricted to cols (nil: all).
+func openPrompts(ctx context.Context, st artifacts.Store, ref, path string, cols []string) (*tables.Reader[tables.Prompt], error) {
 	raw, err := artifacts.ReadObject(ctx, st, ref, path)
 	if err != nil {
 		return nil, err
@@ -88,15 +89,7 @@ func readPromptIDs(ctx context.Context, st artifacts.Store, ref, path string) (m
 	if raw == nil {
 		return nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrNotFound)
 	}
-	rows, err := tables.Read(bytes.NewReader(raw), int64(len(raw)), path, tables.Prompts)
-	if err != nil {
-		return nil, err
-	}
-	ids := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		ids[r.PromptID] = true
-	}
-	return ids, nil
+	return tables.NewReader(bytes.NewReader(raw), int64(len(raw)), ref+":"+path, tables.Prompts, &tables.ReadOptions{Columns: cols})
 }
 
 func newEvalsCommand(g *rootOptions) *cobra.Command {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // TestExport checks table conversion on export and exporting a prefix
@@ -110,6 +112,79 @@ func TestImportMixedTypes(t *testing.T) {
 		t.Fatalf("cat after import --string score: %v", rows)
 	}
 	h.fails(ExitUsage, []string{"--string applies to an inferred schema"}, "import", src, "main:data/x.parquet", "--string", "score", "--table", "prompts")
+}
+
+// TestImportNoRows imports files without a row (empty, blank lines, a
+// CSV header alone, {} lines, a Parquet file of no rows, an empty Hugging
+// Face split): each fails naming the file and saying what a row looks
+// like, and leaves nothing behind: no temporary file, nothing staged or
+// committed. An empty JSONL file used to panic and leave its temporary
+// Parquet file.
+func TestImportNoRows(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the import's temporary files go
+	h := newStore(t)
+	var empty bytes.Buffer
+	if err := tables.Write(&empty, tables.Prompts, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join("hub", "datasets--org--empty", "snapshots", "0123456789abcdef0123456789abcdef01234567")
+	h.file(filepath.Join(snap, "data", "train-00000-of-00001.parquet"), empty.String())
+	snap = filepath.Join(h.dir, snap)
+	for _, c := range []struct {
+		name, file, content string
+		args                []string
+		want                string
+	}{
+		{"empty jsonl", "empty.jsonl", "", nil,
+			`: no rows: the file is empty or holds only blank lines; write one JSON object per line, e.g. {"prompt_id":"p1","prompt":"2+2="}`},
+		{"empty jsonl onto a branch that does not exist", "empty.jsonl", "", []string{"MAIN:data/x.parquet"}, ": no rows: the file is empty"},
+		{"blank lines", "blank.jsonl", "\n   \n\n", nil, ": no rows: the file is empty or holds only blank lines"},
+		{"blank lines into a table", "blank.jsonl", "\n   \n\n", []string{"main:data/x.parquet", "--table", "prompts"}, ": no rows: the file is empty"},
+		{"empty objects", "objects.jsonl", "{}\n{}\n", nil, ": no rows with a column: every line is an empty JSON object {} (the first at line 1)"},
+		{"csv header alone", "header.csv", "prompt_id,prompt\n", nil, ": no rows: the file holds a header (prompt_id,prompt) and no records below it; add one line of values per row"},
+		{"empty csv", "empty.csv", "", nil, ": no rows: the file is empty or holds only blank lines; write a header line of column names"},
+		{"parquet of no rows", "empty.parquet", empty.String(), nil,
+			": no rows: the Parquet file holds the columns prompt_id, prompt, messages, answer, metadata, source, split and no row"},
+		{"dataset import of an empty jsonl", "empty.jsonl", "", []string{"dataset", "import", "", "main:data/x.parquet"}, ": no rows: the file is empty"},
+		{"dataset import of an empty parquet", "empty.parquet", empty.String(), []string{"dataset", "import", "", "main:data/x.parquet", "--question", "prompt"}, ": no rows: the file is empty"},
+		{"dataset import of an empty hugging face split", "", "", []string{"dataset", "import", snap, "main:data/x.parquet", "--question", "prompt"},
+			`: no rows: the split "train" (data/train-00000-of-00001.parquet) holds none; pick another with --split`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"import", "", "main:data/x.parquet"}
+			if len(c.args) > 0 && c.args[0] == "dataset" {
+				args = c.args
+			} else if c.args != nil {
+				args = append([]string{"import", ""}, c.args...)
+			}
+			name := snap
+			if c.file != "" {
+				name = h.file(c.file, c.content)
+			}
+			for i, a := range args {
+				if a == "" {
+					args[i] = name
+				}
+			}
+			h.fails(ExitFailure, []string{"import " + name + c.want}, args...)
+			left, err := os.ReadDir(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) != 0 {
+				t.Errorf("left in the temporary directory: %v", left)
+			}
+			var unc []artifacts.Change
+			h.json(&unc, "diff", "main")
+			wantChanges(t, "staged", unc, []artifacts.Change{})
+			var log []artifacts.Commit
+			h.json(&log, "log", "main")
+			if len(log) != 1 {
+				t.Errorf("%d commits on main, want the first alone", len(log))
+			}
+		})
+	}
 }
 
 // TestBranchTagRevert covers the remaining verbs that change refs.

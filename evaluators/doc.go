@@ -19,4 +19,10 @@
 // limit); Wilson gives the score interval
 // of a plain proportion. Tests compare every estimator with brute-force
 // enumeration of all k-subsets on random small cases.
+//
+// Held-out figures mean something only if the problems are held out.
+// CompareSets (overlap.go) finds the eval rows a training set has, by
+// prompt_id or by prompt text with whitespace normalized (PromptText):
+// the same questions imported twice get different ids. `rlpipe run` and
+// `rlpipe eval` print its warning before they start.
 package evaluators

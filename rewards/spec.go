@@ -13,10 +13,10 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 )
 
 // LibraryVersion is the version of the function library's semantics. It
@@ -136,7 +136,9 @@ func ParseSpec(name string, data []byte) (s *Spec, err error) {
 			s, err = nil, &SpecError{File: name, Msg: fmt.Sprintf("not valid YAML (%v)", p)}
 		}
 	}()
-	f, err := parser.ParseBytes(data, 0)
+	// Numbers are read by the YAML 1.2 core schema: weight: 1e-3 is a
+	// float, as in a pipeline file.
+	f, err := yamlcore.Parse(data)
 	if err != nil {
 		return nil, yamlError(name, err)
 	}
@@ -516,6 +518,12 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 				r.Name = name
 				continue
 			}
+			// The runner's package decodes its config into typed keys
+			// (runners.decode), which read 1e-3 as a float where one is
+			// wanted; until then a number keeps the text it was written
+			// as, so that a key taking a string (stdin: 1e3) is not
+			// rewritten as the float's "1000".
+			kv.Value = yamlcore.Restore(kv.Value, func(*ast.FloatNode) bool { return true })
 			var v any
 			if err := yaml.NodeToValue(kv.Value, &v); err != nil {
 				d.errorf(kv.Value, "", "", "%s.%s: %s", label, k, firstLine(err.Error()))

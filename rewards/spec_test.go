@@ -58,6 +58,16 @@ func TestBadSpecs(t *testing.T) {
 			want: []string{`spec.yaml:4:13: component "a": weight must be a number, found "high"`},
 		},
 		{
+			name: "weight out of range",
+			src:  "components:\n  - name: a\n    expr: '1.0'\n    weight: 1e400\n",
+			want: []string{`spec.yaml:4:13: component "a": weight must be a finite number`},
+		},
+		{
+			name: "weight quoted",
+			src:  "components:\n  - name: a\n    expr: '1.0'\n    weight: '1e-3'\n",
+			want: []string{`spec.yaml:4:13: component "a": weight must be a number, found "'1e-3'"`},
+		},
+		{
 			name: "total references a missing component",
 			src:  "components:\n  - name: correct\n    expr: '1.0'\ntotal: 'correct * (1.0 + format)'\n",
 			want: []string{`spec.yaml:4:26: total: undeclared reference to 'format'`},
@@ -186,6 +196,27 @@ func TestSpecDefaults(t *testing.T) {
 	}
 }
 
+// TestSpecNumbers: weights are numbers of YAML 1.2, as in a pipeline
+// file: 1e-3, 1E-1, +2e0 and .5 are floats.
+func TestSpecNumbers(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want float64
+	}{
+		{"1e-3", 1e-3}, {"1E-1", 0.1}, {"+2e0", 2}, {".5", 0.5}, {"-2.5e-4", -2.5e-4}, {"3", 3},
+	} {
+		t.Run(c.text, func(t *testing.T) {
+			s, err := ParseSpec("s", []byte("components:\n  - {name: a, expr: '1.0', weight: "+c.text+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Components[0].Weight; got != c.want {
+				t.Errorf("weight: %s read as %g, want %g", c.text, got, c.want)
+			}
+		})
+	}
+}
+
 func TestDigest(t *testing.T) {
 	base := "components:\n  - name: a\n    expr: 'completion.contains(\"x\") ? 1.0 : 0.0'\n    weight: 1\n"
 	same := []string{
@@ -193,6 +224,7 @@ func TestDigest(t *testing.T) {
 		"components:\n- {weight: 1.0, expr: \"completion.contains(\\\"x\\\") ? 1.0 : 0.0\", name: a}\n",
 		"components:\n  - name: a\n    expr: |\n      completion.contains(\"x\") ? 1.0 : 0.0\n",
 		base + "statuses: [ok]\n",
+		strings.Replace(base, "weight: 1", "weight: 1e0", 1),
 	}
 	different := []string{
 		strings.Replace(base, "weight: 1", "weight: 2", 1),
@@ -248,6 +280,7 @@ func FuzzParseSpec(f *testing.F) {
 		"total: &x 'a'\ncomponents: [{name: a, expr: *x}]\n",
 		"components: !!map {}\n",
 		"judges: [{name: j, t: .nan, m: {1: 2}}]\ncomponents: [{name: a, expr: '1.0'}]\n",
+		"judges: [{name: j, temperature: 1e-3, max_tokens: 1E3, x: [+.inf, 1e400]}]\ncomponents: [{name: a, expr: 1e0, weight: 1e-3}]\n",
 		"---\n---\n",
 		"{",
 	} {

@@ -83,6 +83,10 @@ type ImportOptions struct {
 // strings, in the sample or after it) are a *ValueError naming the line,
 // the column, the value and the type seen before, unless the column is one
 // of StringColumns. In CSV an empty cell is null.
+//
+// An input without a row (empty, only blank lines, a CSV header alone) or
+// whose rows hold no columns (only {} lines) fails with ErrNoRows before
+// anything is written to dst.
 func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int64, error) {
 	var o ImportOptions
 	if opts != nil {
@@ -118,7 +122,15 @@ func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int
 		}
 		sample = append(sample, r)
 	}
+	if len(sample) == 0 {
+		return 0, noRows(name, o.Format, rd)
+	}
 	keys := firstSeen(rd, sample)
+	if len(keys) == 0 {
+		// Only JSONL gets here: a CSV row has the header's columns.
+		return 0, fmt.Errorf("import %s: %w with a column: every line is an empty JSON object {} (the first at line %d); give each line the row's keys and values",
+			name, ErrNoRows, sample[0].line)
+	}
 
 	var (
 		schema *arrow.Schema
@@ -229,6 +241,18 @@ func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int
 		return n, fmt.Errorf("import %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// noRows is the error for an input without a row, saying what the file
+// held and what a row looks like.
+func noRows(name string, format Format, rd rowSource) error {
+	what := "the file is empty or holds only blank lines; write one JSON object per line, e.g. {\"prompt_id\":\"p1\",\"prompt\":\"2+2=\"}"
+	if c, ok := rd.(*csvSource); ok && c.header != nil {
+		what = fmt.Sprintf("the file holds a header (%s) and no records below it; add one line of values per row", strings.Join(c.header, ","))
+	} else if format == CSV {
+		what = "the file is empty or holds only blank lines; write a header line of column names, then one line of values per row"
+	}
+	return fmt.Errorf("import %s: %w: %s", name, ErrNoRows, what)
 }
 
 // textColumns lists the columns written without dictionary encoding.

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/rlpipe/rlpipe/artifacts"
 )
 
 func importText(t *testing.T, text string, opts *ImportOptions) ([]byte, error) {
@@ -114,6 +116,50 @@ func TestImportErrors(t *testing.T) {
 	}
 	if _, err := importText(t, "not json\n", nil); !errors.Is(err, ErrBadValue) || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("not JSON: err = %v", err)
+	}
+}
+
+// TestImportNoRows: an input without a row, or whose rows hold no
+// column, is an ErrNoRows naming the input and saying what a row looks
+// like, in every format and with or without a table, and nothing is
+// written (it used to panic on an empty schema).
+func TestImportNoRows(t *testing.T) {
+	const (
+		jsonlHint = `import in: no rows: the file is empty or holds only blank lines; write one JSON object per line, e.g. {"prompt_id":"p1","prompt":"2+2="}`
+		csvHint   = "import in: no rows: the file is empty or holds only blank lines; write a header line of column names, then one line of values per row"
+	)
+	for _, c := range []struct {
+		name string
+		in   string
+		opts ImportOptions
+		want string
+	}{
+		{"empty jsonl", "", ImportOptions{}, jsonlHint},
+		{"blank lines", "\n  \n\t\r\n\n", ImportOptions{}, jsonlHint},
+		{"no final newline", "   ", ImportOptions{}, jsonlHint},
+		{"empty jsonl into a table", "", ImportOptions{Table: PromptsName}, jsonlHint},
+		{"empty objects", "\n{}\n{ }\n", ImportOptions{},
+			"import in: no rows with a column: every line is an empty JSON object {} (the first at line 2); give each line the row's keys and values"},
+		{"empty csv", "", ImportOptions{Format: CSV}, csvHint},
+		{"blank csv", "\n\n", ImportOptions{Format: CSV}, csvHint},
+		{"csv header alone", "prompt_id,prompt\n", ImportOptions{Format: CSV},
+			"import in: no rows: the file holds a header (prompt_id,prompt) and no records below it; add one line of values per row"},
+		{"csv header alone into a table", "prompt_id,prompt,answer,metadata,source,split\n", ImportOptions{Format: CSV, Table: PromptsName},
+			"import in: no rows: the file holds a header (prompt_id,prompt,answer,metadata,source,split) and no records below it; add one line of values per row"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			n, err := Import(&buf, strings.NewReader(c.in), "in", &c.opts)
+			if !errors.Is(err, ErrNoRows) || !errors.Is(err, artifacts.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrNoRows", err)
+			}
+			if err.Error() != c.want {
+				t.Errorf("err = %q\nwant  %q", err, c.want)
+			}
+			if n != 0 || buf.Len() != 0 {
+				t.Errorf("%d rows, %d bytes written; want nothing", n, buf.Len())
+			}
+		})
 	}
 }
 

@@ -25,6 +25,11 @@ var (
 	// sample is scored and some rewards are NaN or infinite; the error is
 	// a *NonfiniteError naming the first.
 	ErrNoFiniteReward = kind("no sample has a finite reward", artifacts.ErrInvalid)
+	// ErrNoRows: an imported file holds no rows (it is empty, holds only
+	// blank lines, or a CSV header alone), or its rows hold no columns.
+	// A table of nothing is refused rather than written: it is almost
+	// always the wrong file.
+	ErrNoRows = kind("no rows", artifacts.ErrInvalid)
 
 	errInvalid = artifacts.ErrInvalid
 )

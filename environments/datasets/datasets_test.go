@@ -297,6 +297,74 @@ func TestImport(t *testing.T) {
 	}
 }
 
+// TestImportNoRows: a file or a Hugging Face split without a row is
+// refused with tables.ErrNoRows naming it, and nothing is put or
+// committed.
+func TestImportNoRows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := local.Create(ctx, filepath.Join(dir, "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var empty bytes.Buffer
+	if err := tables.Write(&empty, tables.Prompts, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	snap := filepath.Dir(filepath.Dir(write("snap/data/train-00000-of-00001.parquet", empty.String())))
+	mapping := &datasets.ImportOptions{Load: datasets.Options{Fields: datasets.Fields{Question: "prompt"}}}
+	fileHint := ": no rows: the file is empty (or holds only blank lines, or a Parquet schema alone); check that this is the dataset you meant"
+	for _, c := range []struct {
+		name string
+		imp  func() (string, error)
+		want string
+	}{
+		{"empty jsonl", func() (string, error) {
+			p := write("empty.jsonl", "")
+			_, _, err := datasets.Import(ctx, st, "main", "data/x.parquet", p, nil)
+			return p, err
+		}, fileHint},
+		{"blank lines", func() (string, error) {
+			p := write("blank.jsonl", "\n  \n")
+			_, _, err := datasets.Import(ctx, st, "main", "data/x.parquet", p, nil)
+			return p, err
+		}, fileHint},
+		{"parquet of no rows", func() (string, error) {
+			p := write("empty.parquet", empty.String())
+			_, _, err := datasets.Import(ctx, st, "main", "data/x.parquet", p, mapping)
+			return p, err
+		}, fileHint},
+		{"empty hugging face split", func() (string, error) {
+			_, _, _, err := datasets.ImportHF(ctx, st, "main", "data/x.parquet", snap, nil, mapping)
+			return snap, err
+		}, `: no rows: the split "train" (data/train-00000-of-00001.parquet) holds none; pick another with --split, or check that this is the dataset you meant`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name, err := c.imp()
+			if !errors.Is(err, tables.ErrNoRows) || !errors.Is(err, datasets.ErrInvalid) {
+				t.Fatalf("err = %v, want tables.ErrNoRows and datasets.ErrInvalid", err)
+			}
+			if want := "import " + name + c.want; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("err = %q\nwant it to start %q", err, want)
+			}
+			if _, err := st.StatObject(ctx, "main", "data/x.parquet"); !errors.Is(err, artifacts.ErrNotFound) {
+				t.Errorf("data/x.parquet after a failed import: %v, want not found", err)
+			}
+		})
+	}
+}
+
 func TestPutRejectsDuplicateIDs(t *testing.T) {
 	ctx := context.Background()
 	st, err := local.Create(ctx, t.TempDir(), "main", nil)

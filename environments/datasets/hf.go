@@ -370,7 +370,8 @@ func (d *HFDataset) loadFile(c *converter, path string) error {
 // then Load) and puts it at branch:path (Put). The provenance records
 // ImportTask, every data file's SHA-256 (under NAME/FILE) and the hash of
 // the options; the rows' source is NAME@REVISION. It returns the commit,
-// the number of rows and the dataset read.
+// the number of rows and the dataset read. A split without a row is an
+// error (tables.ErrNoRows) and nothing is put.
 func ImportHF(ctx context.Context, st artifacts.Store, branch, path, dir string, hf *HFOptions, opts *ImportOptions) (artifacts.Commit, int, *HFDataset, error) {
 	var o ImportOptions
 	if opts != nil {
@@ -383,6 +384,10 @@ func ImportHF(ctx context.Context, st artifacts.Store, branch, path, dir string,
 	rows, err := d.Load(&o.Load)
 	if err != nil {
 		return artifacts.Commit{}, 0, d, err
+	}
+	if len(rows) == 0 {
+		return artifacts.Commit{}, 0, d, fmt.Errorf("import %s: %w: the split %q (%s) holds none; pick another with --split, or check that this is the dataset you meant: %w",
+			dir, tables.ErrNoRows, d.Split, strings.Join(d.Files, ", "), ErrInvalid)
 	}
 	cfg, err := json.Marshal(struct {
 		Load     Options

@@ -102,7 +102,8 @@ type ImportOptions struct {
 // branch:path (see Put). The provenance records ImportTask, the source
 // file's SHA-256 under its base name and the hash of the load options, so
 // the table says which file and which mapping made it. It returns the
-// commit and the number of rows.
+// commit and the number of rows. A file without a row is an error
+// (tables.ErrNoRows) and nothing is put.
 func Import(ctx context.Context, st artifacts.Store, branch, path, src string, opts *ImportOptions) (artifacts.Commit, int, error) {
 	var o ImportOptions
 	if opts != nil {
@@ -115,6 +116,10 @@ func Import(ctx context.Context, st artifacts.Store, branch, path, src string, o
 	rows, err := Load(src, &o.Load)
 	if err != nil {
 		return artifacts.Commit{}, 0, err
+	}
+	if len(rows) == 0 {
+		return artifacts.Commit{}, 0, fmt.Errorf("import %s: %w: the file is empty (or holds only blank lines, or a Parquet schema alone); check that this is the dataset you meant: %w",
+			src, tables.ErrNoRows, ErrInvalid)
 	}
 	cfg, err := json.Marshal(o.Load)
 	if err != nil {

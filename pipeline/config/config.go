@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/ast"
 
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/trackers"
@@ -191,8 +191,9 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 	if reg == nil {
 		reg = &kind.Registry{}
 	}
-	d := &decoder{file: name, pos: map[string]position{}, reg: reg}
-	f, err := parser.ParseBytes(data, 0)
+	d := &decoder{file: name, pos: map[string]position{}, reg: reg, text: map[*ast.FloatNode]bool{}}
+	// Numbers are read by the YAML 1.2 core schema: lr: 1e-3 is a float.
+	f, err := yamlcore.Parse(data)
 	if err != nil {
 		return nil, d.yamlError(err)
 	}
@@ -207,12 +208,15 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	// A key that takes a string keeps "1e3" as written, not the float's
+	// "1000".
+	body = yamlcore.Restore(body, func(n *ast.FloatNode) bool { return d.text[n] })
 	// The walk has reported every unknown key, so the decoding need not be
 	// strict. The stages' kinds and the policy's backend decode their own
 	// keys (UnmarshalYAML).
 	c = &Config{}
 	ctx := context.WithValue(context.Background(), registryKey{}, reg)
-	if err := yaml.UnmarshalContext(ctx, data, c); err != nil {
+	if err := yamlcore.Decode(ctx, body, c); err != nil {
 		return nil, d.yamlError(err)
 	}
 	c.file, c.pos, c.reg = name, d.pos, reg

@@ -36,6 +36,20 @@ func mustParse(t *testing.T, src string) *config.Config {
 	return c
 }
 
+// recorded is c as a run records it (YAML) parsed back, and that YAML.
+func recorded(t *testing.T, c *config.Config) (*config.Config, []byte) {
+	t.Helper()
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := config.Parse("run/config.yaml", b, kinds.Registry())
+	if err != nil {
+		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
+	}
+	return again, b
+}
+
 func TestParseValid(t *testing.T) {
 	c := mustParse(t, base)
 	if c.Run != "exp1" || c.Iterations != 3 || c.BatchSize != 4 || c.Seed != 7 {
@@ -81,14 +95,7 @@ func TestLoadFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The recorded config parses back to the same hash.
-			b, err := c.YAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := config.Parse("run/config.yaml", b, kinds.Registry())
-			if err != nil {
-				t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
-			}
+			again, b := recorded(t, c)
 			h1, _ := c.Hash()
 			h2, _ := again.Hash()
 			if !strings.Contains(string(b), "<redacted>") && h1 != h2 {

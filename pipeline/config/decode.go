@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -73,6 +74,7 @@ type decoder struct {
 	pos  map[string]position
 	errs []error
 	reg  *kind.Registry
+	text map[*ast.FloatNode]bool // numbers yamlcore resolved where a string is wanted
 }
 
 func (d *decoder) add(err error) {
@@ -184,18 +186,22 @@ func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
 func (d *decoder) walkScalar(n ast.Node, t reflect.Type, path string, p position) {
 	var ok bool
 	want := ""
+	hint := ""
 	switch t.Kind() {
 	case reflect.String:
 		_, isScalar := n.(ast.ScalarNode)
 		_, isMap := n.(*ast.MappingNode)
 		_, isSeq := n.(*ast.SequenceNode)
 		ok, want = isScalar && !isMap && !isSeq, "a string"
+		if f, isFloat := n.(*ast.FloatNode); isFloat {
+			d.text[f] = true
+		}
 	case reflect.Bool:
 		_, ok = n.(*ast.BoolNode)
 		want = "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		_, ok = n.(*ast.IntegerNode)
-		want = "an integer"
+		want, hint = "an integer", wholeHint(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		var iv *ast.IntegerNode
 		iv, ok = n.(*ast.IntegerNode)
@@ -204,19 +210,45 @@ func (d *decoder) walkScalar(n ast.Node, t reflect.Type, path string, p position
 				ok = false
 			}
 		}
-		want = "a non-negative integer"
+		want, hint = "a non-negative integer", wholeHint(n)
 	case reflect.Float32, reflect.Float64:
-		switch n.(type) {
-		case *ast.IntegerNode, *ast.FloatNode:
-			ok = true
-		}
+		// Numbers are YAML 1.2's (yamlcore): 1e-3, 1E-3, .5, +1e3.
 		want = "a number"
+		switch v := n.(type) {
+		case *ast.IntegerNode:
+			ok = true
+		case *ast.FloatNode:
+			ok = !math.IsInf(v.Value, 0) && !math.IsNaN(v.Value)
+		}
+		if _, isFloat := n.(*ast.FloatNode); (isFloat && !ok) || isInfOrNaN(n) {
+			want, hint = "a finite number", "no key takes an infinity or NaN; a float is at most about 1.8e308"
+		}
 	default:
 		return
 	}
 	if !ok {
-		d.add(d.errorf(p, path, "", "%s: expected %s, got %s", path, want, describe(n)))
+		d.add(d.errorf(p, path, hint, "%s: expected %s, got %s", path, want, describe(n)))
 	}
+}
+
+func isInfOrNaN(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.InfinityNode, *ast.NanNode:
+		return true
+	}
+	return false
+}
+
+// wholeHint says how to write a float given where an integer is wanted.
+func wholeHint(n ast.Node) string {
+	f, ok := n.(*ast.FloatNode)
+	if !ok {
+		return ""
+	}
+	if f.Value == math.Trunc(f.Value) && math.Abs(f.Value) < 1<<53 {
+		return fmt.Sprintf("write it without a fraction or exponent: %d", int64(f.Value))
+	}
+	return "write a whole number"
 }
 
 // fieldsOf maps yaml key → struct field index for t.
@@ -362,6 +394,12 @@ func scalarText(n ast.Node) string {
 	switch v := n.(type) {
 	case *ast.StringNode:
 		return fmt.Sprintf("%q", v.Value)
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		// As written: 1e3, not 1000; .inf, not +Inf.
+		if tk := v.GetToken(); tk != nil && tk.Value != "" {
+			return tk.Value
+		}
+		return fmt.Sprint(v.(ast.ScalarNode).GetValue())
 	case ast.ScalarNode:
 		return fmt.Sprint(v.GetValue())
 	}

@@ -22,6 +22,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("stages: {sample: &a {kind: standin}, generate: *a}\n"))
 	f.Add([]byte("environments: {x: {<<: {timeout: 1s}}}\n"))
 	f.Add([]byte("iterations: !!str 3\n"))
+	// Numbers of YAML 1.2 (yamlcore): exponents without a dot, infinities,
+	// and a number where a string or an integer is wanted.
+	f.Add([]byte(numbersConfig()))
+	f.Add([]byte(numbersConfig("LR", "+.inf", "BATCH", "1e1", "VERSION", "1e3")))
+	f.Add([]byte("trainer: {lr: 1E-3, epochs: 1e400}\nseed: .5\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Parse("f.yaml", data, kinds.Registry())
 		if err != nil {

@@ -99,14 +99,7 @@ func TestWhitespaceStopSequencesRoundTrip(t *testing.T) {
 		return `generate: {kind: rollout, env: gen, sampling: {n: 2, max_tokens: 4, stop: [` + stop + `, "Question:", " x "]}}`
 	}
 	c := mustParse(t, withRollout(gen(`"\n", "\n\n"`), "policy: {kind: embedded}\n"))
-	b, err := c.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := config.Parse("run/config.yaml", b, kinds.Registry())
-	if err != nil {
-		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
-	}
+	again, _ := recorded(t, c)
 	got := again.Stages.Generate.Options.(*rollouts.RolloutStage).Sampling.Stop
 	if want := []string{"\n", "\n\n", "Question:", " x "}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("stop after the round trip = %q, want %q", got, want)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/trackers"
@@ -143,7 +144,7 @@ func ordered(v any) (yaml.MapSlice, error) {
 		return nil, err
 	}
 	var m yaml.MapSlice
-	if err := yaml.UnmarshalWithOptions(b, &m, yaml.UseOrderedMap()); err != nil {
+	if err := yamlcore.Unmarshal(b, &m, yaml.UseOrderedMap()); err != nil {
 		return nil, err
 	}
 	return m, nil

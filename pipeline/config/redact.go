@@ -9,6 +9,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -20,7 +21,7 @@ func (c *Config) YAML() ([]byte, error) {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	var tree any
-	if err := yaml.UnmarshalWithOptions(b, &tree, yaml.UseOrderedMap()); err != nil {
+	if err := yamlcore.Unmarshal(b, &tree, yaml.UseOrderedMap()); err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	if tree, err = c.withSections(tree); err != nil {
@@ -77,8 +78,10 @@ func (c *Config) set(path string) bool { _, ok := c.pos[path]; return ok }
 // with leading or trailing space, double-quoted: the YAML library would
 // write "\n" (a common stop sequence) as an empty block that reads back
 // as "", and several such strings as YAML it cannot read back at all.
+// So is a string that Parse would read as a float (the library quotes
+// "2.5" but not "1e3").
 var quoteSpace = yaml.CustomMarshaler[string](func(s string) ([]byte, error) {
-	if strings.ContainsAny(s, "\n\r\t") || strings.TrimSpace(s) != s {
+	if strings.ContainsAny(s, "\n\r\t") || strings.TrimSpace(s) != s || yamlcore.IsFloat(s) {
 		return []byte(strconv.Quote(s)), nil
 	}
 	return yaml.Marshal(s)

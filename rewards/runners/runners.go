@@ -50,16 +50,25 @@ package runners
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
 )
 
 // decode re-encodes a runner's config map and decodes it strictly into v,
-// so an unknown key is an error naming the runner.
+// so an unknown key is an error naming the runner. A key that takes an
+// integer must be given one: the YAML library would truncate 2.5 to 2
+// and read 1e3 as 1000.
 func decode(kind string, r rewards.Runner, v any) error {
+	if msg := integers(reflect.TypeOf(v), r.Config, ""); msg != "" {
+		return fmt.Errorf("%s %q (line %d): %s", kind, r.Name, r.Pos.Line, msg)
+	}
 	b, err := yaml.Marshal(r.Config)
 	if err != nil {
 		return err
@@ -119,4 +128,69 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		}))
 	}
 	return opts, nil
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// integers checks that every key of config that t (a struct, a map or a
+// list of them) types as an integer holds an integer, as the pipeline
+// file's keys do: it returns what is wrong, naming the key, or "". A
+// string is left to the YAML library unless it reads as a float (1e3).
+func integers(t reflect.Type, config any, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := config.(map[string]any)
+		if !ok {
+			return ""
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if v, ok := m[name]; ok && name != "" && name != "-" {
+				if msg := integers(f.Type, v, join(path, name)); msg != "" {
+					return msg
+				}
+			}
+		}
+	case reflect.Map:
+		if m, ok := config.(map[string]any); ok {
+			for k, v := range m {
+				if msg := integers(t.Elem(), v, join(path, k)); msg != "" {
+					return msg
+				}
+			}
+		}
+	case reflect.Slice:
+		if l, ok := config.([]any); ok {
+			for i, v := range l {
+				if msg := integers(t.Elem(), v, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+					return msg
+				}
+			}
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if t == durationType {
+			return ""
+		}
+		switch x := config.(type) {
+		case float64:
+			return fmt.Sprintf("%s: expected an integer, got %v", path, x)
+		case string:
+			if yamlcore.IsFloat(x) {
+				return fmt.Sprintf("%s: expected an integer, got %s", path, x)
+			}
+		}
+	}
+	return ""
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
