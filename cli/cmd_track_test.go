@@ -91,14 +91,6 @@ func afterStart(t *testing.T, b []byte) []byte {
 // live run's end.
 func TestTrackMLflow(t *testing.T) {
 	uri := trackertest.MLflowServer(t)
-	one := func(t *testing.T, exp, run string) trackertest.MLflowRun {
-		t.Helper()
-		found := trackertest.MLflowRuns(t, uri, exp, run)
-		if len(found) != 1 {
-			t.Fatalf("experiment %s holds %d MLflow runs of %s, want 1: %+v", exp, len(found), run, found)
-		}
-		return found[0]
-	}
 	track := func(h *harness, args ...string) trackOut {
 		h.t.Helper()
 		var out []trackOut
@@ -117,7 +109,7 @@ func TestTrackMLflow(t *testing.T) {
 		cfg := h.file("tracked.yaml", examplePipeline(t, "1ms")+section("live"))
 		h.ok("run", "-f", cfg)
 		last := headTime(t, h, "standin")
-		live := one(t, "live", "standin")
+		live := trackertest.OneMLflowRun(t, uri, "live", "standin")
 		if live.Status != "FINISHED" || live.EndTime < last {
 			t.Errorf("after rlpipe run: %s, end_time %d; want FINISHED, at or after the last commit %d", live.Status, live.EndTime, last)
 		}
@@ -125,7 +117,7 @@ func TestTrackMLflow(t *testing.T) {
 		if got := track(h, "standin", "--to", "mlflow:"+uri); got != (trackOut{Tracker: "mlflow:" + uri, Points: 3, Outcome: "finished"}) {
 			t.Errorf("track --to: %+v", got)
 		}
-		back := one(t, trackers.DefaultExperiment, "standin")
+		back := trackertest.OneMLflowRun(t, uri, trackers.DefaultExperiment, "standin")
 		if back.Status != "FINISHED" || back.EndTime != last {
 			t.Errorf("back-filled: %s, end_time %d; want FINISHED at the last commit %d", back.Status, back.EndTime, last)
 		}
@@ -133,7 +125,7 @@ func TestTrackMLflow(t *testing.T) {
 		if got := h.ok("track", "standin"); got != "mlflow:"+uri+": 3 points of run standin (finished)\n" {
 			t.Errorf("track:\n%s", got)
 		}
-		if again := one(t, "live", "standin"); again.ID != live.ID || again.Status != "FINISHED" || again.EndTime != last {
+		if again := trackertest.OneMLflowRun(t, uri, "live", "standin"); again.ID != live.ID || again.Status != "FINISHED" || again.EndTime != last {
 			t.Errorf("back-filled live run: %+v; want run %s, FINISHED at %d", again, live.ID, last)
 		}
 
@@ -151,14 +143,14 @@ func TestTrackMLflow(t *testing.T) {
 		if got := track(h, "standin", "--to", "mlflow:"+uri); got.Outcome != "running" {
 			t.Errorf("track of a held run: %+v", got)
 		}
-		if r := one(t, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "RUNNING" {
+		if r := trackertest.OneMLflowRun(t, uri, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "RUNNING" {
 			t.Errorf("back-fill of a held run: %+v; want run %s, RUNNING", r, back.ID)
 		}
 		if err := held.Close(); err != nil {
 			t.Fatal(err)
 		}
 		track(h, "standin", "--to", "mlflow:"+uri)
-		if r := one(t, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "FINISHED" || r.EndTime != last {
+		if r := trackertest.OneMLflowRun(t, uri, trackers.DefaultExperiment, "standin"); r.ID != back.ID || r.Status != "FINISHED" || r.EndTime != last {
 			t.Errorf("back-fill once released: %+v; want run %s, FINISHED at %d", r, back.ID, last)
 		}
 	})
@@ -175,7 +167,7 @@ func TestTrackMLflow(t *testing.T) {
 		cfg := h.file("broken.yaml", src+section("broken"))
 		h.fails(ExitFailure, []string{"run broken: stopped after iteration"}, "run", "-f", cfg)
 		last := headTime(t, h, "broken")
-		live := one(t, "broken", "broken")
+		live := trackertest.OneMLflowRun(t, uri, "broken", "broken")
 		if live.Status != "FAILED" || live.EndTime < last {
 			t.Errorf("after a failed rlpipe run: %s, end_time %d; want FAILED, at or after the last commit %d", live.Status, live.EndTime, last)
 		}
@@ -184,12 +176,12 @@ func TestTrackMLflow(t *testing.T) {
 		if got := track(h, "broken", "--to", "mlflow:"+uri); got.Outcome != "stopped" {
 			t.Errorf("track --to: %+v", got)
 		}
-		if r := one(t, trackers.DefaultExperiment, "broken"); r.Status != "FAILED" || r.EndTime != last {
+		if r := trackertest.OneMLflowRun(t, uri, trackers.DefaultExperiment, "broken"); r.Status != "FAILED" || r.EndTime != last {
 			t.Errorf("back-filled: %s, end_time %d; want FAILED at the last commit %d", r.Status, r.EndTime, last)
 		}
 		// The live MLflow run keeps how and when it ended.
 		track(h, "broken")
-		if r := one(t, "broken", "broken"); r.ID != live.ID || r.Status != "FAILED" || r.EndTime != live.EndTime {
+		if r := trackertest.OneMLflowRun(t, uri, "broken", "broken"); r.ID != live.ID || r.Status != "FAILED" || r.EndTime != live.EndTime {
 			t.Errorf("back-filled live run: %+v; want %+v", r, live)
 		}
 	})

@@ -217,14 +217,6 @@ func TestRunEndsMLflowRuns(t *testing.T) {
 	section := func(exp string) string {
 		return fmt.Sprintf("tracking: [{kind: mlflow, uri: %q, experiment: %s}]\n", uri, exp)
 	}
-	one := func(t *testing.T, exp, run string) trackertest.MLflowRun {
-		t.Helper()
-		found := trackertest.MLflowRuns(t, uri, exp, run)
-		if len(found) != 1 {
-			t.Fatalf("experiment %s holds %d MLflow runs of %s, want 1: %+v", exp, len(found), run, found)
-		}
-		return found[0]
-	}
 	t.Run("killed-then-resumed", func(t *testing.T) {
 		st := newStore(t)
 		cfg := parse(t, pipelineYAML+section("resumed"))
@@ -234,14 +226,14 @@ func TestRunEndsMLflowRuns(t *testing.T) {
 		if _, err := driver.Run(ctx, st, cfg, driver.Options{OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("interrupted run: %v", err)
 		}
-		killed := one(t, "resumed", "exp1")
+		killed := trackertest.OneMLflowRun(t, uri, "resumed", "exp1")
 		if killed.Status != "KILLED" || killed.EndTime < before {
 			t.Errorf("interrupted: %s, end_time %d; want KILLED, at or after %d", killed.Status, killed.EndTime, before)
 		}
 		if _, err := driver.Run(context.Background(), st, cfg, driver.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		done := one(t, "resumed", "exp1")
+		done := trackertest.OneMLflowRun(t, uri, "resumed", "exp1")
 		if done.ID != killed.ID || done.Status != "FINISHED" || done.EndTime < killed.EndTime {
 			t.Errorf("resumed: run %s, %s, end_time %d; want run %s, FINISHED, at or after %d", done.ID, done.Status, done.EndTime, killed.ID, killed.EndTime)
 		}
@@ -256,7 +248,7 @@ func TestRunEndsMLflowRuns(t *testing.T) {
 		if _, err := driver.Run(context.Background(), st, parse(t, failing+section("failed")), driver.Options{}); err == nil {
 			t.Fatal("a run whose train task fails for good succeeded")
 		}
-		if r := one(t, "failed", "exp1"); r.Status != "FAILED" || r.EndTime < before {
+		if r := trackertest.OneMLflowRun(t, uri, "failed", "exp1"); r.Status != "FAILED" || r.EndTime < before {
 			t.Errorf("failed: %s, end_time %d; want FAILED, at or after %d", r.Status, r.EndTime, before)
 		}
 	})

@@ -109,6 +109,17 @@ func (r MLflowRun) Outcome() trackers.Status {
 	return trackers.Running
 }
 
+// OneMLflowRun is the one run of experiment that records rlpipe run name;
+// the test fails when there is none or more than one.
+func OneMLflowRun(t testing.TB, uri, experiment, name string) MLflowRun {
+	t.Helper()
+	found := MLflowRuns(t, uri, experiment, name)
+	if len(found) != 1 {
+		t.Fatalf("experiment %s holds %d MLflow runs of %s, want 1: %+v", experiment, len(found), name, found)
+	}
+	return found[0]
+}
+
 // MLflowRuns reads the runs of experiment (by name) that record rlpipe
 // run name (tag trackers.TagRun) from the server at uri
 // (experiments/get-by-name, runs/search); none when the experiment is
