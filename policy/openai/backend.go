@@ -133,4 +133,3 @@ func onThisMachine(endpoint string) bool {
 	h := u.Hostname()
 	return strings.EqualFold(h, "localhost") || loopback.IsLiteral(h)
 }
-
