@@ -247,7 +247,7 @@ func concurrency(run pipeline.RunOptions, envs []string) map[string]int {
 // newDriver is the driver a driver worker serves: each run's loop,
 // shown as rlpipe run shows it.
 func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) temporalrun.Driver {
-	return driver.Temporal(driver.TemporalOptions{Client: c, Load: loadConfig, Logger: g.logger, Run: d.runner(p)})
+	return temporalDriver(temporalDriverOptions{client: c, load: loadConfig, logger: g.logger, run: d.runner(p)})
 }
 
 // runOnTemporal is `rlpipe run --executor temporal`: start (or attach to)

@@ -25,17 +25,18 @@
 // iteration (to print it, or to refresh a report). The rlpipe command
 // supplies both; a library user may supply neither.
 //
-// Temporal is the same loop as a temporalrun.Driver: a driver worker
-// loads the run's config from the path it was started with (through
-// TemporalOptions.Load), refuses one whose hash differs, and runs Run
-// with the Temporal executor. PipelineID names the pipeline's task
-// queues, the same on the driver and on every worker.
+// On Temporal, a driver worker (the command's `rlpipe worker --driver`)
+// runs the same Run with the Temporal executor as Options.Executor; the
+// package itself never links Temporal: an executor is a value it is
+// given. PipelineID names the pipeline's task queues, the same on the
+// driver and on every worker.
 //
 // Evaluate evaluates chosen checkpoints of a run with the config's eval
 // section, as `rlpipe eval` does, and commits the evaluations on the run
 // branch; checkpoints the loop already evaluated are cache hits.
 //
-// The package imports the engine, the config, the store and temporalrun,
-// never the command or a stage package: the stage kinds a config may name
-// are the registry's that parsed the config (cli/kinds for rlpipe).
+// The package imports the engine, the config and the store, never the
+// command, a stage package or an executor's (internal/layers checks it):
+// the stage kinds a config may name are the registry's that parsed the
+// config (cli/kinds for rlpipe).
 package driver

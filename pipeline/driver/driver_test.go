@@ -18,7 +18,6 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
-	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
 // pipelineYAML is a stand-in pipeline of two iterations of five task
@@ -231,37 +230,6 @@ func TestRunRefusesBatchLargerThanDataset(t *testing.T) {
 	}
 	if _, err := st.GetBranch(ctx, "runs-exp1"); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Errorf("the refused run made its branch: %v", err)
-	}
-}
-
-// TestTemporalRefuses checks the driver worker's permanent errors, which
-// need no Temporal server: they come before the first task.
-func TestTemporalRefuses(t *testing.T) {
-	ctx := context.Background()
-	cfg := parse(t, pipelineYAML)
-	hash, err := cfg.Hash()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := temporalrun.RunInput{Run: "exp1", Repository: "rl", Config: "/src/pipeline.yaml", ConfigHash: hash, Store: "lakefs://rl"}
-
-	missing := driver.Temporal(driver.TemporalOptions{Load: func(path string) (*config.Config, error) {
-		return nil, errors.New(path + ": no such file")
-	}})
-	_, err = missing(ctx, in)
-	if err == nil || err.Error() != "driver: /src/pipeline.yaml: no such file (every driver host needs the pipeline at the path the run was started with)" ||
-		!errors.Is(err, pipeline.ErrPermanent) {
-		t.Errorf("no config: %v", err)
-	}
-
-	other := driver.Temporal(driver.TemporalOptions{Load: func(string) (*config.Config, error) {
-		return parse(t, strings.Replace(pipelineYAML, "batch_size: 4", "batch_size: 2", 1)), nil
-	}})
-	_, err = other(ctx, in)
-	if err == nil || !errors.Is(err, pipeline.ErrConfig) || !errors.Is(err, pipeline.ErrPermanent) ||
-		!strings.Contains(err.Error(), "/src/pipeline.yaml here has config hash ") ||
-		!strings.HasSuffix(err.Error(), "but run exp1 was started with "+hash[:12]+"; run every host from the same checkout") {
-		t.Errorf("another config: %v", err)
 	}
 }
 

@@ -4,16 +4,14 @@
 package vllmtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/cli"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 )
 
@@ -48,19 +46,17 @@ func Model(t testing.TB, py string) (model, lora string) {
 }
 
 // Export writes the embedded model (tiny-arith or tiny-chain) as a
-// Hugging Face model directory with `rlpipe policy export` and returns it:
-// what vLLM serves when it samples for the embedded trainer.
+// Hugging Face model directory, as `rlpipe policy export` does, and
+// returns it: what vLLM serves when it samples for the embedded trainer.
 func Export(t testing.TB, model string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), model)
-	var help, out, errb bytes.Buffer
-	cli.Main([]string{"policy", "--help"}, strings.NewReader(""), &help, &help)
-	if !strings.Contains(help.String(), "export") {
-		// Until the embedded model is a Llama (issue 17's first part).
-		t.Skip("this tree has no `rlpipe policy export` yet: the embedded model cannot be served by vLLM")
+	m, err := embedded.Load(model)
+	if err != nil {
+		t.Fatalf("vllmtest: export %s: %v", model, err)
 	}
-	if code := cli.Main([]string{"policy", "export", dir, "--model", model}, strings.NewReader(""), &out, &errb); code != 0 {
-		t.Fatalf("rlpipe policy export %s --model %s: exit %d\n%s", dir, model, code, errb.String())
+	if err := m.ExportHF(dir); err != nil {
+		t.Fatalf("vllmtest: export %s to %s: %v", model, dir, err)
 	}
 	return dir
 }
