@@ -76,30 +76,42 @@ func (c *Config) Plan() (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
+	// What the loop will need of the opened plug-ins is checked before
+	// any task is built, so that a run that cannot finish never starts.
+	if err := c.needs(&p); err != nil {
+		p.Close()
+		return Plan{}, err
+	}
+	build := func(slot string) kind.Build {
+		s := c.Stages.all()[slot]
+		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy}
+	}
+	// The reward stage's reward is compiled once, here, and handed to its
+	// task and to the eval stage.
+	var scorer kind.Scorer
+	if sc, ok := c.Stages.Reward.Options.(kind.Scoring); ok {
+		if scorer, err = sc.Compile(build(pipeline.SlotReward)); err != nil {
+			p.Close()
+			return Plan{}, stageError(pipeline.SlotReward, err)
+		}
+	}
 	tasks := map[string]*pipeline.Task{}
-	var scorer kind.Scorer // the reward stage's, for the eval stage too
 	for _, slot := range pipeline.SlotNames() {
 		s := c.Stages.all()[slot]
-		t, err := s.Options.Task(kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy})
-		var ke *kind.KeyError
-		switch {
-		case errors.As(err, &ke):
-			err = fmt.Errorf("%w: stages.%s.%s: %v", pipeline.ErrConfig, slot, ke.Key, ke.Err)
-		case err != nil:
-			err = fmt.Errorf("%w: stages.%s: %v", pipeline.ErrConfig, slot, err)
+		b := build(slot)
+		if slot == pipeline.SlotReward {
+			b.Scorer = scorer
 		}
+		t, err := s.Options.Task(b)
 		if err != nil {
 			p.Close()
-			return Plan{}, err
+			return Plan{}, stageError(slot, err)
 		}
 		t.Env = s.Env
 		if s.Settings != nil {
 			t.Settings = *s.Settings
 		}
 		tasks[slot] = t
-		if sc, ok := s.Options.(kind.Scoring); ok && slot == pipeline.SlotReward {
-			scorer = sc.Scorer()
-		}
 	}
 	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
 		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain]}
@@ -124,6 +136,16 @@ func (c *Config) Plan() (Plan, error) {
 	return p, nil
 }
 
+// stageError is a stage's Compile or Task error as a config error that
+// names the stage, and the key when the kind said which (kind.At).
+func stageError(slot string, err error) error {
+	var ke *kind.KeyError
+	if errors.As(err, &ke) {
+		return fmt.Errorf("%w: stages.%s.%s: %v", pipeline.ErrConfig, slot, ke.Key, ke.Err)
+	}
+	return fmt.Errorf("%w: stages.%s: %v", pipeline.ErrConfig, slot, err)
+}
+
 // defaultEnv defines the environment a built-in step runs in (advantages,
 // health, eval) with the engine's defaults, unless the file defines it.
 func (p *Plan) defaultEnv(name string) {
@@ -145,6 +167,12 @@ func (c *Config) facts() kind.File {
 // checkpoint and scored with the reward stage's program.
 func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	e := c.Eval
+	if scorer == nil {
+		// The config's check wants a Scoring reward stage; one that
+		// compiled to nothing is caught here, before any task runs.
+		return c.capabilityError("stages.reward.kind", "", "eval: the reward stage's kind %s compiled no reward to score the eval set with",
+			c.Stages.Reward.Kind)
+	}
 	ref, path, err := artifacts.SplitArtifact(e.Set)
 	if err != nil {
 		return fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
