@@ -8,10 +8,25 @@ import (
 )
 
 var adapterScenarios = []scenario{
+	{"Capability", testAdapterCapability},
 	{"NotLoaded", testAdapterNotLoaded},
 	{"Load", testAdapterLoad},
 	{"Unload", testAdapterUnload},
 	{"LoadMissingDir", testAdapterLoadMissingDir},
+}
+
+// testAdapterCapability: the backend loads adapters
+// (policy.AdapterLoader), which a pipeline needs from its second
+// iteration, or says that it does not (Backend.NoAdapters) — and then
+// does not implement it.
+func testAdapterCapability(f *fixture) {
+	_, ok := f.b.Policy.(policy.AdapterLoader)
+	switch {
+	case !ok && !f.b.NoAdapters:
+		f.t.Fatalf("%T does not implement policy.AdapterLoader: a pipeline samples the adapter it trains from iteration 2, and its plan refuses a policy that cannot load it; implement it, or set Backend.NoAdapters for a backend that samples base models only", f.b.Policy)
+	case ok && f.b.NoAdapters:
+		f.t.Fatalf("%T implements policy.AdapterLoader, but the backend sets NoAdapters: drop NoAdapters", f.b.Policy)
+	}
 }
 
 // notLoaded checks that sampling from adapter fails with
