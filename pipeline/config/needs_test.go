@@ -122,6 +122,9 @@ func TestEvalNeedsScoringReward(t *testing.T) {
 	if err == nil || err.Error() != wantNil || !errors.Is(err, config.ErrCapability) {
 		t.Fatalf("nil scorer:\n got %v\nwant %s", err, wantNil)
 	}
+	if nothing.compiled != 1 || nothing.tasks != 0 {
+		t.Errorf("compiled %d times, built %d tasks; want 1 and none", nothing.compiled, nothing.tasks)
+	}
 }
 
 // TestPlanCompilesRewardOnce: the plan compiles the reward stage's reward
@@ -147,7 +150,7 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if sk.compiled != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
+	if sk.compiled != 1 || sk.tasks != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
 		t.Errorf("compiled %d times; the task got %v, eval got %v, want %v", sk.compiled, sk.taskScorer, evalScorer, sk.scorer)
 	}
 	if p.Stages.Eval == nil || p.Stages.Eval.Version == "" {
@@ -156,10 +159,11 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 }
 
 // scoringKind is a reward kind whose Compile returns scorer (nil: none)
-// and counts its calls; its task records the scorer it was built with.
+// and counts its calls and its tasks; its task records the scorer it was built with.
 type scoringKind struct {
 	scorer     kind.Scorer
 	compiled   int
+	tasks      int
 	taskScorer kind.Scorer
 }
 
@@ -175,6 +179,7 @@ func (s *scoringStage) Compile(kind.Build) (kind.Scorer, error) {
 	return s.k.scorer, nil
 }
 func (s *scoringStage) Task(b kind.Build) (*pipeline.Task, error) {
+	s.k.tasks++
 	s.k.taskScorer = b.Scorer
 	return &pipeline.Task{Name: "reward", Version: "counted-1"}, nil
 }

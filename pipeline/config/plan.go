@@ -33,8 +33,10 @@ func (p *Plan) Close() error { return p.Policy.Close() }
 // Plan builds the engine's inputs from a valid config. RunOptions.Name is
 // the config's run name (override it for --run); ConfigHash is Hash().
 // The policy section is opened (the key of an openai policy is read from
-// the variable key_env names) and each stage's kind builds its task; call
-// Plan.Close when done.
+// the variable key_env names) and checked for what the loop will need of
+// it (an ErrCapability otherwise); the reward stage's reward is compiled
+// once (kind.Scoring) for its task and evaluation; and each stage's kind
+// builds its task. Call Plan.Close when done.
 func (c *Config) Plan() (Plan, error) {
 	hash, err := c.Hash()
 	if err != nil {
@@ -94,6 +96,13 @@ func (c *Config) Plan() (Plan, error) {
 			p.Close()
 			return Plan{}, stageError(pipeline.SlotReward, err)
 		}
+	}
+	// The config's check wants a Scoring reward stage for eval; one whose
+	// reward compiled to nothing is refused before any task is built.
+	if c.Eval != nil && scorer == nil {
+		p.Close()
+		return Plan{}, c.capabilityError("stages.reward.kind", "", "eval: the reward stage's kind %s compiled no reward to score the eval set with",
+			c.Stages.Reward.Kind)
 	}
 	tasks := map[string]*pipeline.Task{}
 	for _, slot := range pipeline.SlotNames() {
@@ -167,12 +176,6 @@ func (c *Config) facts() kind.File {
 // checkpoint and scored with the reward stage's program.
 func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	e := c.Eval
-	if scorer == nil {
-		// The config's check wants a Scoring reward stage; one that
-		// compiled to nothing is caught here, before any task runs.
-		return c.capabilityError("stages.reward.kind", "", "eval: the reward stage's kind %s compiled no reward to score the eval set with",
-			c.Stages.Reward.Kind)
-	}
 	ref, path, err := artifacts.SplitArtifact(e.Set)
 	if err != nil {
 		return fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
