@@ -2,6 +2,7 @@ package policytest
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/policy"
@@ -20,13 +21,21 @@ var adapterScenarios = []scenario{
 // iteration, or says that it does not (Backend.NoAdapters) — and then
 // does not implement it.
 func testAdapterCapability(f *fixture) {
-	_, ok := f.b.Policy.(policy.AdapterLoader)
-	switch {
-	case !ok && !f.b.NoAdapters:
-		f.t.Fatalf("%T does not implement policy.AdapterLoader: a pipeline samples the adapter it trains from iteration 2, and its plan refuses a policy that cannot load it; implement it, or set Backend.NoAdapters for a backend that samples base models only", f.b.Policy)
-	case ok && f.b.NoAdapters:
-		f.t.Fatalf("%T implements policy.AdapterLoader, but the backend sets NoAdapters: drop NoAdapters", f.b.Policy)
+	if msg := adapterCapability(f.b); msg != "" {
+		f.t.Fatal(msg)
 	}
+}
+
+// adapterCapability is what is wrong with b's adapter capability, or "".
+func adapterCapability(b Backend) string {
+	_, ok := b.Policy.(policy.AdapterLoader)
+	switch {
+	case !ok && !b.NoAdapters:
+		return fmt.Sprintf("%T does not implement policy.AdapterLoader: a pipeline samples the adapter it trains from iteration 2, and its plan refuses a policy that cannot load it; implement it, or set Backend.NoAdapters for a backend that samples base models only", b.Policy)
+	case ok && b.NoAdapters:
+		return fmt.Sprintf("%T implements policy.AdapterLoader, but the backend sets NoAdapters: drop NoAdapters", b.Policy)
+	}
+	return ""
 }
 
 // notLoaded checks that sampling from adapter fails with
