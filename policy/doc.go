@@ -15,7 +15,9 @@
 // batching. RequestSeed derives a request's seed from the run seed and the
 // request id.
 //
-// Adapters: policies that hot-load LoRA adapters implement AdapterLoader;
+// Adapters: policies that hot-load LoRA adapters implement AdapterLoader,
+// which a pipeline needs from its second iteration (pipeline/config's
+// plan refuses a policy without it for a loop that would load one);
 // Sampling.Adapter then selects the adapter a batch samples from, the way a
 // vLLM request names a LoRA module as its model. The Adapters loader is
 // what a stage uses to sample from a checkpoint: it names an adapter

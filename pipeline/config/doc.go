@@ -32,6 +32,13 @@
 //	run, err := pipeline.Open(ctx, store, plan.Run)
 //	state, err := run.Loop(ctx, plan.Loop, plan.Stages)
 //
+// Plan checks what the loop will need of the plug-ins it opens before it
+// builds any task: a policy the loop samples from a trained adapter must
+// be a policy.AdapterLoader, and an eval section needs a reward stage
+// whose kind.Scoring compiles a reward. A plug-in that falls short is an
+// ErrCapability naming the key that chose it. The reward is compiled
+// once and handed to the reward task and to evaluation.
+//
 // Durations are Go duration strings ("200ms", "2s", "5m"). Environment
 // settings keep "zero means not set": the engine resolves them
 // environment → stage (settings:) → call over its own defaults.

@@ -33,8 +33,10 @@ func (p *Plan) Close() error { return p.Policy.Close() }
 // Plan builds the engine's inputs from a valid config. RunOptions.Name is
 // the config's run name (override it for --run); ConfigHash is Hash().
 // The policy section is opened (the key of an openai policy is read from
-// the variable key_env names) and each stage's kind builds its task; call
-// Plan.Close when done.
+// the variable key_env names) and checked for what the loop will need of
+// it (an ErrCapability otherwise); the reward stage's reward is compiled
+// once (kind.Scoring) for its task and evaluation; and each stage's kind
+// builds its task. Call Plan.Close when done.
 func (c *Config) Plan() (Plan, error) {
 	hash, err := c.Hash()
 	if err != nil {
@@ -76,30 +78,49 @@ func (c *Config) Plan() (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
+	// What the loop will need of the opened plug-ins is checked before
+	// any task is built, so that a run that cannot finish never starts.
+	if err := c.needs(&p); err != nil {
+		p.Close()
+		return Plan{}, err
+	}
+	build := func(slot string) kind.Build {
+		s := c.Stages.all()[slot]
+		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy}
+	}
+	// The reward stage's reward is compiled once, here, and handed to its
+	// task and to the eval stage.
+	var scorer kind.Scorer
+	if sc, ok := c.Stages.Reward.Options.(kind.Scoring); ok {
+		if scorer, err = sc.Compile(build(pipeline.SlotReward)); err != nil {
+			p.Close()
+			return Plan{}, stageError(pipeline.SlotReward, err)
+		}
+	}
+	// The config's check wants a Scoring reward stage for eval; one whose
+	// reward compiled to nothing is refused before any task is built.
+	if c.Eval != nil && scorer == nil {
+		p.Close()
+		return Plan{}, c.capabilityError("stages.reward.kind", "", "eval: the reward stage's kind %s compiled no reward to score the eval set with",
+			c.Stages.Reward.Kind)
+	}
 	tasks := map[string]*pipeline.Task{}
-	var scorer kind.Scorer // the reward stage's, for the eval stage too
 	for _, slot := range pipeline.SlotNames() {
 		s := c.Stages.all()[slot]
-		t, err := s.Options.Task(kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy})
-		var ke *kind.KeyError
-		switch {
-		case errors.As(err, &ke):
-			err = fmt.Errorf("%w: stages.%s.%s: %v", pipeline.ErrConfig, slot, ke.Key, ke.Err)
-		case err != nil:
-			err = fmt.Errorf("%w: stages.%s: %v", pipeline.ErrConfig, slot, err)
+		b := build(slot)
+		if slot == pipeline.SlotReward {
+			b.Scorer = scorer
 		}
+		t, err := s.Options.Task(b)
 		if err != nil {
 			p.Close()
-			return Plan{}, err
+			return Plan{}, stageError(slot, err)
 		}
 		t.Env = s.Env
 		if s.Settings != nil {
 			t.Settings = *s.Settings
 		}
 		tasks[slot] = t
-		if sc, ok := s.Options.(kind.Scoring); ok && slot == pipeline.SlotReward {
-			scorer = sc.Scorer()
-		}
 	}
 	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
 		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain]}
@@ -122,6 +143,16 @@ func (c *Config) Plan() (Plan, error) {
 		p.defaultEnv(p.Stages.Health.Env)
 	}
 	return p, nil
+}
+
+// stageError is a stage's Compile or Task error as a config error that
+// names the stage, and the key when the kind said which (kind.At).
+func stageError(slot string, err error) error {
+	var ke *kind.KeyError
+	if errors.As(err, &ke) {
+		return fmt.Errorf("%w: stages.%s.%s: %v", pipeline.ErrConfig, slot, ke.Key, ke.Err)
+	}
+	return fmt.Errorf("%w: stages.%s: %v", pipeline.ErrConfig, slot, err)
 }
 
 // defaultEnv defines the environment a built-in step runs in (advantages,

@@ -34,8 +34,9 @@
 // Optional interfaces say more: Nouned (how messages name the kind's
 // stages), Sectioned (the options are a top-level section, as grpo's
 // trainer:), Sampler (the stage samples from the policy section), Scoring
-// (evaluation scores with the stage's reward), Advantaged (the train
-// stage trains on advantages that the loop's advantages step computes).
+// (the plan compiles the stage's reward once and hands it to the stage's
+// task and to evaluation), Advantaged (the train stage trains on
+// advantages that the loop's advantages step computes).
 //
 // Command is the kind the engine itself provides: an external command
 // whose argv is filled from the stage's inputs, outputs and params.

@@ -74,6 +74,10 @@ type Build struct {
 	File               File
 	// Policy is the opened policy section (nil without one).
 	Policy *policy.Opened
+	// Scorer is the reward a Scoring stage's Compile returned, compiled
+	// once by the plan, for the stage's Task to score with (nil for
+	// other stages).
+	Scorer Scorer
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.
@@ -103,9 +107,15 @@ type (
 	EvalGenerator interface {
 		EvalGenerate(e Eval, b Build) (*pipeline.Task, error)
 	}
-	// Scoring is a stage whose reward other stages can score with (after
-	// Task has run): the cel reward stage, whose program evaluation reuses.
-	Scoring interface{ Scorer() Scorer }
+	// Scoring is a reward stage whose reward evaluation scores with too:
+	// the cel reward stage. The plan calls Compile once, before any task
+	// is built, and hands the result to the stage's Task (Build.Scorer)
+	// and to the eval builder (Eval.Scorer); an error about one key
+	// should be made with At. A config with an eval section needs a
+	// Scoring reward stage, and Compile must return a Scorer.
+	Scoring interface {
+		Compile(b Build) (Scorer, error)
+	}
 	// Advantaged is a train stage that trains on GRPO advantages: the
 	// plan adds the loop's advantages step (pipeline.Stages.Advantages,
 	// advantages.TrainTask of these options), which computes them once
@@ -175,7 +185,8 @@ type Eval struct {
 	// Set names the eval set in paths and tables; Ks are the k of pass@k.
 	Set string
 	Ks  []int
-	// Scorer is the reward stage's.
+	// Scorer is the reward stage's, compiled once by the plan (never nil
+	// when a config's plan builds the eval tasks).
 	Scorer Scorer
 	// StageGenerates says the generate stage samples the eval set
 	// (EvalGenerator): the builder's generate task is not used, and

@@ -2,16 +2,40 @@ package policytest
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/policy"
 )
 
 var adapterScenarios = []scenario{
+	{"Capability", testAdapterCapability},
 	{"NotLoaded", testAdapterNotLoaded},
 	{"Load", testAdapterLoad},
 	{"Unload", testAdapterUnload},
 	{"LoadMissingDir", testAdapterLoadMissingDir},
+}
+
+// testAdapterCapability: the backend loads adapters
+// (policy.AdapterLoader), which a pipeline needs from its second
+// iteration, or says that it does not (Backend.NoAdapters) — and then
+// does not implement it.
+func testAdapterCapability(f *fixture) {
+	if msg := adapterCapability(f.b); msg != "" {
+		f.t.Fatal(msg)
+	}
+}
+
+// adapterCapability is what is wrong with b's adapter capability, or "".
+func adapterCapability(b Backend) string {
+	_, ok := b.Policy.(policy.AdapterLoader)
+	switch {
+	case !ok && !b.NoAdapters:
+		return fmt.Sprintf("%T does not implement policy.AdapterLoader: a pipeline samples the adapter it trains from iteration 2, and its plan refuses a policy that cannot load it; implement it, or set Backend.NoAdapters for a backend that samples base models only", b.Policy)
+	case ok && b.NoAdapters:
+		return fmt.Sprintf("%T implements policy.AdapterLoader, but the backend sets NoAdapters: drop NoAdapters", b.Policy)
+	}
+	return ""
 }
 
 // notLoaded checks that sampling from adapter fails with

@@ -26,6 +26,21 @@
 // in parallel, so the function must be safe to call concurrently. Select
 // behaviours with -run, e.g. -run 'TestConformance/Adapters/'.
 //
+// What a backend implements, and what the suite checks of it:
+//
+//   - Required: policy.Policy (Generate), the behaviours below.
+//   - Required for a pipeline, which samples the adapter it trains from
+//     iteration 2 and evaluates each checkpoint's: policy.AdapterLoader.
+//     The suite fails a backend without it unless Backend.NoAdapters says
+//     so (the Capability scenario), and pipeline/config's plan refuses
+//     such a policy before any task runs when the loop would load an
+//     adapter into it.
+//   - Optional: policy.TokenTexter (the policy server spells tokens with
+//     it), policy.Checked options and policy.Nouned (the pipeline config
+//     checks and names the backend's section with them).
+//
+// The behaviours, each a group of subtests:
+//
 //   - Samples: N samples per request (N 0 is one), in index order, each
 //     naming its request and the policy's version; chat transcripts
 //     beside prompts; MaxTokens ends a completion with FinishLength, a
@@ -42,8 +57,9 @@
 //     the call or makes every sample invalid (the embedded model returns
 //     the error, the OpenAI client invalid samples: both are allowed); a
 //     canceled context fails the call with context.Canceled.
-//   - Adapters (a policy.AdapterLoader with Backend.AdapterDir): an
-//     adapter not loaded is policy.ErrAdapterNotLoaded; a loaded one
+//   - Adapters: the policy is a policy.AdapterLoader, or the backend
+//     sets NoAdapters. With Backend.AdapterDir, an adapter not loaded is
+//     policy.ErrAdapterNotLoaded; a loaded one
 //     changes a greedy completion, under a version of its own, and
 //     leaves the base model's samples as they were; unloading it, or a
 //     load from a missing directory, leaves it not loaded.

@@ -33,6 +33,11 @@ type Backend struct {
 	// Version+"+"+AdapterName that of the adapter's; "" checks only that
 	// versions are set and that the adapter's differs from the base's.
 	Version string
+	// NoAdapters says the policy loads no adapters (it is not a
+	// policy.AdapterLoader): it serves a pipeline's first iteration only,
+	// since the plan refuses it for a loop that samples a trained adapter.
+	// Without it the suite requires policy.AdapterLoader.
+	NoAdapters bool
 	// AdapterDir is a PEFT adapter directory the policy reads (on a
 	// server: a path on the server's machine) whose greedy completion of
 	// at least one of Prompts differs from the base model's; "" skips the

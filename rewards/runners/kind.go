@@ -23,8 +23,6 @@ func (celKind) Noun() string    { return "a cel reward stage" }
 type CELStage struct {
 	// Spec is the reward spec file, relative to the pipeline file.
 	Spec string `yaml:"spec,omitempty"`
-
-	prog *rewards.Program // compiled by Task
 }
 
 // Check checks the slot and that there is a spec.
@@ -37,29 +35,46 @@ func (s *CELStage) Check(c kind.Checker) {
 	}
 }
 
-// Task compiles the spec (once: evaluation reuses the program) and is
-// the reward task.
-func (s *CELStage) Task(b kind.Build) (*pipeline.Task, error) {
+// Compile loads and compiles the spec (kind.Scoring): the plan calls it
+// once and hands the program to Task and to evaluation.
+func (s *CELStage) Compile(b kind.Build) (kind.Scorer, error) {
+	prog, err := s.compile(b)
+	if err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
+func (s *CELStage) compile(b kind.Build) (*rewards.Program, error) {
 	path := s.Spec
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(b.File.Dir, path)
 	}
 	spec, err := rewards.LoadSpec(path)
-	if err == nil {
-		s.prog, err = Compile(spec)
-	}
 	if err != nil {
 		return nil, kind.At("spec", err)
 	}
-	t := rewards.Task(s.prog)
+	prog, err := Compile(spec)
+	if err != nil {
+		return nil, kind.At("spec", err)
+	}
+	return prog, nil
+}
+
+// Task is the reward task of the program Compile returned (b.Scorer);
+// without one, as when a program builds the task itself, it compiles the
+// spec.
+func (s *CELStage) Task(b kind.Build) (*pipeline.Task, error) {
+	prog, ok := b.Scorer.(*rewards.Program)
+	if !ok {
+		var err error
+		if prog, err = s.compile(b); err != nil {
+			return nil, err
+		}
+	}
+	t := rewards.Task(prog)
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)
 	return t, nil
 }
 
-// Scorer is the compiled program, once Task has run.
-func (s *CELStage) Scorer() kind.Scorer {
-	if s.prog == nil {
-		return nil
-	}
-	return s.prog
-}
+var _ kind.Scoring = (*CELStage)(nil)

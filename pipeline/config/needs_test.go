@@ -1,0 +1,196 @@
+package config_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/policy"
+)
+
+// samplesOnly is a policy backend whose policies sample but load no
+// adapters (no policy.AdapterLoader): enough for a loop's first
+// iteration only.
+type samplesOnly struct{}
+
+func (samplesOnly) Options() any { return nil }
+func (samplesOnly) Open(context.Context, policy.Spec) (*policy.Opened, error) {
+	return &policy.Opened{Policy: baseOnly{}, Identity: "samplesonly"}, nil
+}
+
+type baseOnly struct{}
+
+func (baseOnly) Generate(context.Context, []policy.Request, policy.Sampling) ([][]policy.Sample, error) {
+	return nil, errors.New("baseOnly: no sampling in this test")
+}
+
+func init() { policy.Register("samplesonly", samplesOnly{}) }
+
+// TestPlanNeedsAdapterLoader: a policy the loop will sample from a
+// trained adapter must load adapters; the plan refuses one that cannot,
+// naming policy.kind's place and the iteration that would fail, and
+// accepts it when no adapter is ever sampled.
+func TestPlanNeedsAdapterLoader(t *testing.T) {
+	const fix = " (use kind embedded or openai, or implement policy.AdapterLoader in the backend)"
+	cases := []struct {
+		name, from, to, policy, want string
+	}{
+		{"iteration 2 samples the trained adapter", "", "", "samplesonly",
+			"pipeline.yaml:14:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which the loop needs from iteration 2 to sample stages.generate from the adapter trained before" + fix},
+		{"initial policy", "iterations: 3", "iterations: 1\ninitial_policy: main:models/sft/", "samplesonly",
+			"pipeline.yaml:15:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which the loop needs from iteration 1 to sample stages.generate from initial_policy" + fix},
+		{"overlap", "iterations: 3", "iterations: 3\noverlap: {max_staleness: 1}", "samplesonly",
+			"pipeline.yaml:15:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which the loop needs from iteration 3 to sample stages.generate from the adapter trained before" + fix},
+		{"eval of checkpoints", "iterations: 3", "iterations: 1\neval: {set: main:data/h.parquet, every: 1, n: 2, max_tokens: 5}", "samplesonly",
+			"pipeline.yaml:15:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which eval needs to sample the eval set from each checkpoint's adapter" + fix},
+		{"one iteration", "iterations: 3", "iterations: 1", "samplesonly", ""},
+		{"overlap past the last iteration", "iterations: 3", "iterations: 2\noverlap: {max_staleness: 1}", "samplesonly", ""},
+		{"a policy that loads adapters", "", "", "embedded", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(base, tc.from, tc.to, 1)
+			src = strings.Replace(src, "reward: {kind: standin}", "reward: {kind: cel, spec: reward.yaml}", 1)
+			src = withRolloutOn(src) + "policy: {kind: " + tc.policy + "}\n"
+			c, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
+			if tc.want == "" {
+				// The check passes; the reward spec is what fails next,
+				// which shows the tasks are built after the check.
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err := c.Plan()
+				if err == nil || !strings.Contains(err.Error(), "stages.reward.spec") {
+					t.Fatalf("plan: %v, want the missing reward spec", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Plan()
+			if err == nil {
+				p.Close()
+				t.Fatal("plan: no error")
+			}
+			if err.Error() != tc.want {
+				t.Fatalf("plan error:\n got %s\nwant %s", err, tc.want)
+			}
+			if !errors.Is(err, config.ErrCapability) || !errors.Is(err, pipeline.ErrConfig) {
+				t.Errorf("%v is not config.ErrCapability and pipeline.ErrConfig", err)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Path != "policy.kind" {
+				t.Errorf("error %#v does not name policy.kind", ce)
+			}
+		})
+	}
+}
+
+// withRolloutOn swaps src's stand-in generate stage for a rollout stage.
+func withRolloutOn(src string) string {
+	return strings.Replace(src, "generate: {kind: standin, env: gen, sleep: 2s, samples_per_prompt: 4}", rolloutGen, 1)
+}
+
+// TestEvalNeedsScoringReward: eval with a reward kind that cannot score
+// is refused before any task runs — by the config's check when the kind
+// lacks kind.Scoring, by the plan when its compiled reward is nil.
+func TestEvalNeedsScoringReward(t *testing.T) {
+	const evalSection = "eval: {set: main:data/h.parquet, every: 1, n: 2, max_tokens: 5}\n"
+	_, err := config.Parse("pipeline.yaml", []byte(base+evalSection), kinds.Registry())
+	const want = "pipeline.yaml:14:1: eval: evaluation scores with the reward stage's spec, so the reward stage must be kind: cel (use stages.reward: {kind: cel, ...})"
+	if err == nil || err.Error() != want {
+		t.Fatalf("standin reward:\n got %v\nwant %s", err, want)
+	}
+
+	reg := kinds.Registry()
+	nothing := &scoringKind{}
+	reg.Kinds = append(reg.Kinds, nothing)
+	src := strings.Replace(base, "reward: {kind: standin}", "reward: {kind: counted}", 1) + evalSection
+	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Plan()
+	const wantNil = "pipeline.yaml:12:12: eval: the reward stage's kind counted compiled no reward to score the eval set with"
+	if err == nil || err.Error() != wantNil || !errors.Is(err, config.ErrCapability) {
+		t.Fatalf("nil scorer:\n got %v\nwant %s", err, wantNil)
+	}
+	if nothing.compiled != 1 || nothing.tasks != 0 {
+		t.Errorf("compiled %d times, built %d tasks; want 1 and none", nothing.compiled, nothing.tasks)
+	}
+}
+
+// TestPlanCompilesRewardOnce: the plan compiles the reward stage's reward
+// once and hands that one value to the stage's task and to evaluation.
+func TestPlanCompilesRewardOnce(t *testing.T) {
+	sk := &scoringKind{scorer: fixedScorer{}}
+	reg := kinds.Registry()
+	reg.Kinds = append(reg.Kinds, sk)
+	var evalScorer kind.Scorer
+	build := reg.Eval
+	reg.Eval = func(e kind.Eval) (*pipeline.Task, *pipeline.Task, error) {
+		evalScorer = e.Scorer
+		return build(e)
+	}
+	src := strings.Replace(base, "reward: {kind: standin}", "reward: {kind: counted}", 1) +
+		"eval: {set: main:data/h.parquet, every: 1, n: 2, max_tokens: 5}\n"
+	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if sk.compiled != 1 || sk.tasks != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
+		t.Errorf("compiled %d times; the task got %v, eval got %v, want %v", sk.compiled, sk.taskScorer, evalScorer, sk.scorer)
+	}
+	if p.Stages.Eval == nil || p.Stages.Eval.Version == "" {
+		t.Errorf("eval task: %+v", p.Stages.Eval)
+	}
+}
+
+// scoringKind is a reward kind whose Compile returns scorer (nil: none)
+// and counts its calls and its tasks; its task records the scorer it was built with.
+type scoringKind struct {
+	scorer     kind.Scorer
+	compiled   int
+	tasks      int
+	taskScorer kind.Scorer
+}
+
+func (k *scoringKind) Name() string    { return "counted" }
+func (k *scoringKind) Slots() []string { return []string{pipeline.SlotReward} }
+func (k *scoringKind) New() kind.Stage { return &scoringStage{k: k} }
+
+type scoringStage struct{ k *scoringKind }
+
+func (s *scoringStage) Check(kind.Checker) {}
+func (s *scoringStage) Compile(kind.Build) (kind.Scorer, error) {
+	s.k.compiled++
+	return s.k.scorer, nil
+}
+func (s *scoringStage) Task(b kind.Build) (*pipeline.Task, error) {
+	s.k.tasks++
+	s.k.taskScorer = b.Scorer
+	return &pipeline.Task{Name: "reward", Version: "counted-1"}, nil
+}
+
+type fixedScorer struct{}
+
+func (fixedScorer) ScoreSample(context.Context, tables.Trajectory, tables.Prompt, pipeline.Memoizer) (tables.Reward, error) {
+	return tables.Reward{}, nil
+}
+func (fixedScorer) Digest() string           { return "sha256:fixed" }
+func (fixedScorer) ComponentNames() []string { return []string{"fixed"} }
+func (fixedScorer) ExtractAnswer(string) string {
+	return ""
+}
