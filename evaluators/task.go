@@ -72,8 +72,6 @@ type Scorer interface {
 	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
 	// Digest identifies the spec (it enters the score task's version).
 	Digest() string
-	// ComponentNames are the spec's components.
-	ComponentNames() []string
 	// Correctness is the spec's rule for a correct sample.
 	Correctness() tables.Correctness
 	// ExtractAnswer is the answer a completion gives ("" when none).
