@@ -48,7 +48,7 @@ func TestRewardsCheck(t *testing.T) {
     expr: 'parse_number(extract_answer(completion)) > 50.0 ? 1.0 : 0.0'
     weight: 1.0
 `)
-	if out := h.ok("rewards", "check", spec); !strings.Contains(out, "ok, 2 components, digest sha256:") {
+	if out := h.ok("rewards", "check", spec); !strings.Contains(out, "ok, 2 components, correct when correct >= 0.5, digest sha256:") {
 		t.Fatalf("check:\n%s", out)
 	}
 	out := h.ok("rewards", "check", spec, "--sample", "runs-standin:iterations/000001/trajectories.parquet", "--rows", "3")

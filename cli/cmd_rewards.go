@@ -60,9 +60,11 @@ print them; nothing is written to the store.`,
 			p := g.printer(cmd)
 			if o.sample == "" {
 				if p.json {
-					return p.JSON(map[string]any{"spec": spec.Name, "digest": spec.Digest(), "components": spec.ComponentNames(), "ok": true})
+					return p.JSON(map[string]any{"spec": spec.Name, "digest": spec.Digest(), "components": spec.ComponentNames(),
+						"correct": spec.Correctness().String(), "ok": true})
 				}
-				return p.Printf("%s: ok, %s, digest %s\n", spec.Name, plural(len(spec.Components), "component"), spec.Digest())
+				return p.Printf("%s: ok, %s, correct when %s, digest %s\n", spec.Name, plural(len(spec.Components), "component"),
+					spec.Correctness(), spec.Digest())
 			}
 			a, err := parseArtifact(o.sample)
 			if err != nil {

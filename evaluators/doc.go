@@ -3,7 +3,9 @@
 // are exact and tested.
 //
 // Metrics (metrics.go), per problem from n ok samples of which c are
-// correct:
+// correct by the reward spec's rule (Scorer.Correctness, a
+// tables.Correctness: the spec's `correct:` key, by default its component
+// "correct" ≥ 0.5 or else a total > 0; the health table uses the same):
 //
 //   - pass@k, the unbiased estimator 1 − C(n−c, k)/C(n, k), computed as a
 //     product so it stays exact for large n;

@@ -41,9 +41,11 @@ type TaskOptions struct {
 	// Seed seeds every problem's samples, the same for every checkpoint, so
 	// checkpoints are compared on the same draws of randomness.
 	Seed int64
-	// Reward scores the samples. A sample is correct when the spec's
-	// component "correct" is ≥ 0.5, or, without one, when its total is > 0.
-	// The reward stage's compiled spec (*rewards.Program) is one.
+	// Reward scores the samples; its Correctness decides which are
+	// correct (the spec's `correct:` key, by default its component
+	// "correct" ≥ 0.5, or without one a total > 0), the same rule the
+	// health table uses. The reward stage's compiled spec
+	// (*rewards.Program) is one.
 	Reward Scorer
 	// Set names the eval set ("heldout").
 	Set string
@@ -70,9 +72,8 @@ type Scorer interface {
 	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
 	// Digest identifies the spec (it enters the score task's version).
 	Digest() string
-	// ComponentNames are the spec's components ("correct" decides
-	// correctness when present).
-	ComponentNames() []string
+	// Correctness is the spec's rule for a correct sample.
+	Correctness() tables.Correctness
 	// ExtractAnswer is the answer a completion gives ("" when none).
 	ExtractAnswer(completion string) string
 }
@@ -257,10 +258,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 		problems[i].ID = pr.PromptID
 	}
 	checkpoint := CheckpointName(p.Checkpoint)
-	hasCorrect := false
-	for _, c := range o.Reward.ComponentNames() {
-		hasCorrect = hasCorrect || c == "correct"
-	}
+	rule := o.Reward.Correctness()
 	rows := make([]tables.EvalSample, 0, len(trajs))
 	// The rewards of the samples that were generated, to tell a set whose
 	// rewards are all NaN or infinite from one that was merely hard.
@@ -280,11 +278,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 			rewarded = append(rewarded, rw)
 		}
 		if rw.Scored() {
-			if v, ok := rw.Components["correct"]; hasCorrect && ok {
-				es.Correct = v >= 0.5
-			} else if !hasCorrect {
-				es.Correct = rw.Total > 0
-			}
+			es.Correct = rule.Correct(rw)
 		} else if es.Status == tables.StatusOK {
 			// A reward that failed on an ok sample (an error, a value that
 			// is NaN or infinite) is not a wrong answer either: leave the

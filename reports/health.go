@@ -97,8 +97,9 @@ type Health struct {
 	Disagreement float64 `json:"judge_verifier_disagreement"`
 	// FormatMean and CorrectMean are the means of the format* and
 	// correct* components (NaN without them); FormatWithoutCorrect the
-	// fraction of scored samples that pass format but not correctness
-	// (NaN unless both exist).
+	// fraction of scored samples that pass format but are not correct by
+	// the spec's rule, among those with both kinds of component (NaN
+	// unless both exist).
 	FormatMean           float64 `json:"format_mean"`
 	CorrectMean          float64 `json:"correct_mean"`
 	FormatWithoutCorrect float64 `json:"format_without_correct"`
@@ -175,9 +176,15 @@ func hasPrefix(name string, prefixes []string) bool {
 
 // HealthOptions tune ComputeHealth. Nil means defaults.
 type HealthOptions struct {
-	// PassThreshold: a component value (or judge score) at or above it
-	// counts as a pass (default 0.5).
+	// PassThreshold: a format, judge or verifier component value (or a
+	// judge score) at or above it counts as a pass (default 0.5). It does
+	// not decide correctness: Correct does.
 	PassThreshold float64
+	// Correct is the reward spec's correctness rule (rewards.Spec's
+	// Correctness), the one evaluation counts pass@k with. Nil means
+	// tables.DefaultCorrectness of the components the rewards have:
+	// component "correct" ≥ 0.5 when there is one, else a total > 0.
+	Correct *tables.Correctness
 }
 
 func (o *HealthOptions) withDefaults() HealthOptions {
@@ -202,9 +209,8 @@ func nan() float64 { return math.NaN() }
 // rewards (matched by prompt_id and sample_index) and its train metrics
 // (nil when there are none). It is a pure function of its arguments.
 //
-// A sample is correct when its component "correct" passes; without one,
-// when the mean of its correct* components passes; without any, when its
-// total is > 0 (the rule evaluators use).
+// A sample is correct by the reward spec's rule (HealthOptions.Correct,
+// tables.Correctness), the rule evaluation uses.
 func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Reward, tm *TrainMetrics, opts *HealthOptions) Health {
 	o := opts.withDefaults()
 	h := Health{Iteration: iteration, Samples: len(trajs), Disagreement: nan(), FormatMean: nan(), CorrectMean: nan(), FormatWithoutCorrect: nan(),
@@ -236,8 +242,12 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 			verifierNames = append(verifierNames, n)
 		}
 	}
-	if names["correct"] {
-		correctNames = []string{"correct"}
+	if names[tables.CorrectComponent] {
+		correctNames = []string{tables.CorrectComponent}
+	}
+	rule := tables.DefaultCorrectness(h.ComponentNames)
+	if o.Correct != nil {
+		rule = *o.Correct
 	}
 
 	type group struct {
@@ -305,15 +315,12 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 		if okC {
 			corrects = append(corrects, cm)
 		}
+		correct := rule.Correct(*r)
 		if okF && okC {
 			both++
-			if fm >= o.PassThreshold && cm < o.PassThreshold {
+			if fm >= o.PassThreshold && !correct {
 				fwc++
 			}
-		}
-		correct := r.Total > 0
-		if okC {
-			correct = cm >= o.PassThreshold
 		}
 		if j, v, ok := verdicts(r, judgeNames, verifierNames, o.PassThreshold); ok {
 			jvBoth++

@@ -140,3 +140,41 @@ func TestComputeHealthEmpty(t *testing.T) {
 		t.Fatalf("empty health = %+v", h)
 	}
 }
+
+// TestComputeHealthCorrectnessRule: the groups split by the spec's rule
+// (HealthOptions.Correct), not by component names. Two groups of two
+// samples with components accuracy (not "correct") and length: p1's
+// samples are right but long (accuracy 1, total 0), p2's one right and
+// short (total 1), one wrong (total 0). The old rule took accuracy ≥ 0.5;
+// the default, as evaluation, takes the total > 0; a declared rule on
+// accuracy gives the old split back, and PassThreshold moves neither.
+func TestComputeHealthCorrectnessRule(t *testing.T) {
+	ok := tables.StatusOK
+	c := func(acc, length float64) map[string]float64 {
+		return map[string]float64{"accuracy": acc, "length": length}
+	}
+	trajs := []tables.Trajectory{traj("p1", 0, ok, "123", 3, "stop", 0), traj("p1", 1, ok, "123", 3, "stop", 0),
+		traj("p2", 0, ok, "12", 2, "stop", 0), traj("p2", 1, ok, "13", 2, "stop", 0)}
+	rws := []tables.Reward{reward("p1", 0, 0, c(1, -1)), reward("p1", 1, 0, c(1, -1)),
+		reward("p2", 0, 1, c(1, 0)), reward("p2", 1, 0, c(0, 0))}
+	accuracy := &tables.Correctness{Component: "accuracy", Threshold: 0.5}
+	tests := []struct {
+		name            string
+		opts            *HealthOptions
+		all, none, some float64
+	}{
+		{name: "default: the total above 0", opts: nil, all: 0, none: 0.5, some: 0.5},
+		{name: "default ignores PassThreshold", opts: &HealthOptions{PassThreshold: 0.99}, all: 0, none: 0.5, some: 0.5},
+		{name: "declared accuracy", opts: &HealthOptions{Correct: accuracy}, all: 0.5, none: 0, some: 0.5},
+		{name: "declared total at least 1", opts: &HealthOptions{Correct: &tables.Correctness{Threshold: 1}}, all: 0, none: 0.5, some: 0.5},
+		{name: "declared total at least -1", opts: &HealthOptions{Correct: &tables.Correctness{Threshold: -1}}, all: 1, none: 0, some: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := ComputeHealth(1, trajs, rws, nil, tc.opts)
+			if h.FracSolvedAll != tc.all || h.FracSolvedNone != tc.none || h.FracMixed != tc.some {
+				t.Errorf("solved all %v, none %v, mixed %v; want %v, %v, %v", h.FracSolvedAll, h.FracSolvedNone, h.FracMixed, tc.all, tc.none, tc.some)
+			}
+		})
+	}
+}

@@ -240,7 +240,7 @@ func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, f
 	if err != nil {
 		return Health{}, nil, err
 	}
-	rws, err := readTable(ctx, st, ref, runs.IterationPath(n, runs.RewardsFile), tables.Rewards)
+	rws, rule, err := readRewards(ctx, st, ref, runs.IterationPath(n, runs.RewardsFile))
 	if err != nil && !errors.Is(err, artifacts.ErrNotFound) {
 		return Health{}, nil, err
 	}
@@ -249,7 +249,11 @@ func loadIteration(ctx context.Context, st artifacts.Store, ref string, n int, f
 		return Health{}, nil, err
 	}
 	tm := trainFigures(rm)
-	h := ComputeHealth(n, trajs, rws, tm, o.Health)
+	ho := o.Health.withDefaults()
+	if ho.Correct == nil {
+		ho.Correct = rule // nil without a rewards file
+	}
+	h := ComputeHealth(n, trajs, rws, tm, &ho)
 	if !keep {
 		return h, nil, nil
 	}
@@ -287,6 +291,20 @@ func readTable[T any](ctx context.Context, st artifacts.Store, ref, path string,
 		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
 	}
 	return rows, nil
+}
+
+// readRewards is a rewards file's rows and its correctness rule (nil
+// when the file holds none: tables.CorrectnessOf).
+func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]tables.Reward, *tables.Correctness, error) {
+	b, err := readObject(ctx, st, ref, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, rule, err := tables.ReadRewards(bytes.NewReader(b), int64(len(b)), ref+":"+path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	return rows, &rule, nil
 }
 
 // pickSamples keeps the k best and k worst scored samples by total; ties

@@ -15,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // TestHealthTableRoundTrip: what WriteHealth writes, readHealth reads back
@@ -198,5 +199,92 @@ func TestLoadReadsStoredHealth(t *testing.T) {
 		if w, g := fmt.Sprintf("%+v", want.Health[i]), fmt.Sprintf("%+v", res.Health[i]); w != g {
 			t.Fatalf("iteration %d recomputed:\n%s\nwant\n%s", i+1, g, w)
 		}
+	}
+}
+
+// TestLoadJudgesByTheRewardsFileRule: a report recomputes health with
+// the correctness rule the rewards file records (a spec's `correct:`
+// key), and without one with the default of its columns; the health
+// stage reads the same rule from the same file.
+func TestLoadJudgesByTheRewardsFileRule(t *testing.T) {
+	ctx := context.Background()
+	ok := tables.StatusOK
+	c := func(acc, odd float64) map[string]float64 { return map[string]float64{"accuracy": acc, "odd": odd} }
+	// p1: both samples right but odd (total 0); p2: one right and even
+	// (total 1), one wrong.
+	trajs := []tables.Trajectory{
+		{PromptID: "p1", SampleIndex: 0, GroupID: "p1", Completion: "13", Status: ok},
+		{PromptID: "p1", SampleIndex: 1, GroupID: "p1", Completion: "13", Status: ok},
+		{PromptID: "p2", SampleIndex: 0, GroupID: "p2", Completion: "12", Status: ok},
+		{PromptID: "p2", SampleIndex: 1, GroupID: "p2", Completion: "10", Status: ok},
+	}
+	rws := []tables.Reward{reward("p1", 0, 0, c(1, -1)), reward("p1", 1, 0, c(1, -1)), reward("p2", 0, 1, c(1, 0)), reward("p2", 1, 0, c(0, 0))}
+	tests := []struct {
+		name      string
+		rule      *tables.Correctness
+		all, none float64
+	}{
+		{name: "no rule recorded: the total above 0", all: 0, none: 0.5},
+		{name: "correct: accuracy recorded", rule: &tables.Correctness{Component: "accuracy", Threshold: 0.5}, all: 0.5, none: 0},
+	}
+	st := newStore(t)
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			branch := fmt.Sprintf("runs-rule%d", i)
+			if _, err := st.CreateBranch(ctx, branch, "main"); err != nil {
+				t.Fatal(err)
+			}
+			tb, err := tables.RewardsWith("accuracy", "odd")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.rule != nil {
+				tb = tb.WithMetadata(tables.MetaCorrect, tc.rule.Meta())
+			}
+			putTable(t, st, branch, runs.IterationPath(1, runs.TrajectoriesFile), tables.Trajectories, trajs)
+			putTable(t, st, branch, runs.IterationPath(1, runs.RewardsFile), tb, rws)
+			commit(t, st, branch, "iteration 1", 1)
+			run, err := Load(ctx, st, branch, &LoadOptions{SampleIterations: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(run.Health) != 1 {
+				t.Fatalf("%d health rows, want 1", len(run.Health))
+			}
+
+			// The loop's health stage, through the engine, on the same files.
+			pr, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: fmt.Sprintf("stage%d", i), Seed: 1, Envs: map[string]pipeline.Settings{"health": {}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			it := pr.Iteration(1)
+			node := it.Go(ctx, HealthTask(), pipeline.Call{Inputs: map[string]pipeline.Artifact{
+				"trajectories": pipeline.StoreArtifact(branch, runs.IterationPath(1, runs.TrajectoriesFile)),
+				"rewards":      pipeline.StoreArtifact(branch, runs.IterationPath(1, runs.RewardsFile))}, Params: map[string]int{"iteration": 1}})
+			if err := node.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := it.Commit(ctx, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			b, err := artifacts.ReadObject(ctx, st, pr.Branch(), runs.IterationPath(1, runs.HealthFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := tables.OpenFile(bytes.NewReader(b), int64(len(b)), "health.parquet", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stage, err := readHealth(ctx, f)
+			if err != nil || len(stage) != 1 {
+				t.Fatalf("health stage wrote %d rows: %v", len(stage), err)
+			}
+			for who, h := range map[string]Health{"report": run.Health[0], "health stage": stage[0]} {
+				if h.FracSolvedAll != tc.all || h.FracSolvedNone != tc.none || h.FracMixed != 0.5 {
+					t.Errorf("%s: solved all %v, none %v, mixed %v; want %v, %v, 0.5", who, h.FracSolvedAll, h.FracSolvedNone, h.FracMixed, tc.all, tc.none)
+				}
+			}
+		})
 	}
 }

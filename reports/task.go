@@ -64,7 +64,9 @@ func HealthTask() *pipeline.Task {
 			if err != nil {
 				return pipeline.Permanent(fmt.Errorf("health: %w", err))
 			}
-			rewards, err := tables.ReadFile(tc.InputPath("rewards"), tables.Rewards)
+			// The rewards file carries its spec's correctness rule, the
+			// one evaluation uses.
+			rewards, rule, err := tables.ReadRewardsFile(tc.InputPath("rewards"))
 			if err != nil {
 				return pipeline.Permanent(fmt.Errorf("health: %w", err))
 			}
@@ -80,7 +82,7 @@ func HealthTask() *pipeline.Task {
 					tm, _ = ParseTrainMetrics(b)
 				}
 			}
-			h := ComputeHealth(p.Iteration, trajs, rewards, tm, nil)
+			h := ComputeHealth(p.Iteration, trajs, rewards, tm, &HealthOptions{Correct: &rule})
 			meta := map[string]string{metaHealthTask: healthTaskVersion}
 			for _, in := range healthInputs {
 				sum, err := fileSHA256(tc.InputPath(in.name))

@@ -335,6 +335,11 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 	if err != nil {
 		return nil, &SpecError{File: spec.Name, Msg: err.Error()}
 	}
+	if spec.Correct != nil {
+		// The rule travels with the rewards it judges: the health stage
+		// and reports read it from the file (tables.CorrectnessOf).
+		t = t.WithMetadata(tables.MetaCorrect, spec.Correct.Meta())
+	}
 	p.table = t
 	return p, nil
 }

@@ -40,6 +40,10 @@ type Spec struct {
 	Statuses  []string
 	Verifiers []Runner
 	Judges    []Runner
+	// Correct is the spec's `correct:` key, the rule that decides which
+	// samples evaluation and the health table count as correct; nil when
+	// the spec has none (Correctness then gives the default).
+	Correct *tables.Correctness
 }
 
 // Component is one named reward component.
@@ -313,7 +317,7 @@ func (d *specDecoder) str(n ast.Node, comp, what string) (string, Pos, bool) {
 	return "", p, false
 }
 
-var knownTop = []string{"components", "total", "statuses", "verifiers", "judges"}
+var knownTop = []string{"components", "total", "statuses", "verifiers", "judges", "correct"}
 
 func (d *specDecoder) top(root ast.Node) {
 	if isNull(unwrap(root)) {
@@ -325,7 +329,7 @@ func (d *specDecoder) top(root ast.Node) {
 		return
 	}
 	seen := map[string]bool{}
-	var comps ast.Node
+	var comps, correct ast.Node
 	for _, kv := range kvs {
 		k := keyOf(kv)
 		if seen[k] {
@@ -354,12 +358,17 @@ func (d *specDecoder) top(root ast.Node) {
 			d.spec.Verifiers = d.runners(kv.Value, "verifiers")
 		case "judges":
 			d.spec.Judges = d.runners(kv.Value, "judges")
+		case "correct":
+			correct = kv.Value
 		default:
 			d.errorf(kv.Key, "", hintFor(k, knownTop), "unknown key %q", k)
 		}
 	}
 	if comps == nil {
 		d.add(&SpecError{File: d.spec.Name, Msg: "no components", Hint: "declare at least one entry under components"})
+	}
+	if correct != nil {
+		d.correct(correct)
 	}
 	if len(d.errs) > 0 {
 		return
@@ -655,6 +664,8 @@ type canonical struct {
 	Statuses   []string        `json:"statuses"`
 	Verifiers  []canonicalRun  `json:"verifiers"`
 	Judges     []canonicalRun  `json:"judges"`
+	// Correct is the declared correctness rule, absent without one.
+	Correct *canonicalCorrect `json:"correct,omitempty"`
 }
 
 type canonicalComp struct {
@@ -672,11 +683,13 @@ type canonicalRun struct {
 // encoding: JSON of the components (name, expression with surrounding
 // space trimmed, weight) in order, the total, the scored statuses (sorted),
 // the verifiers and judges with their configuration (keys sorted), the
+// declared correctness rule (left out without a `correct:` key, so that
+// such a spec's digest is what it was before the key existed), the
 // format name and LibraryVersion. Comments, layout, quoting and key order
 // in the YAML do not change it; any change to what is computed does.
 func (s *Spec) Digest() string {
 	c := canonical{Format: "rlpipe.rewards/v1", Library: LibraryVersion, Total: strings.TrimSpace(s.Total),
-		Components: []canonicalComp{}, Verifiers: []canonicalRun{}, Judges: []canonicalRun{}}
+		Components: []canonicalComp{}, Verifiers: []canonicalRun{}, Judges: []canonicalRun{}, Correct: canonicalCorrectOf(s.Correct)}
 	for _, x := range s.Components {
 		c.Components = append(c.Components, canonicalComp{x.Name, strings.TrimSpace(x.Expr), x.Weight})
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
 // specErr parses and checks src and returns the error text.
@@ -283,6 +284,9 @@ func FuzzParseSpec(f *testing.F) {
 		"judges: [{name: j, temperature: 1e-3, max_tokens: 1E3, x: [+.inf, 1e400]}]\ncomponents: [{name: a, expr: 1e0, weight: 1e-3}]\n",
 		"---\n---\n",
 		"{",
+		"correct: a\ncomponents: [{name: a, expr: '1.0'}]\n",
+		"components: [{name: a, expr: '1.0'}]\ncorrect: {component: a, above: -1e3, at_least: .nan}\n",
+		"correct: {at_least: !!str 1}\ncomponents: [{name: a, expr: '1.0'}]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -296,5 +300,8 @@ func FuzzParseSpec(f *testing.F) {
 		}
 		_ = s.Digest()
 		_ = Check(s)
+		if r := s.Correctness(); !tables.Finite(r.Threshold) {
+			t.Fatalf("rule %+v has a threshold that is not finite", r)
+		}
 	})
 }

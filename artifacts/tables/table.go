@@ -66,6 +66,9 @@ type Table[T any] struct {
 	// dyn describes per-file dynamic columns (rewards components); nil for
 	// tables with a fixed column set.
 	dyn *dynamic[T]
+	// extra is key-value metadata written beside MetaTable and
+	// MetaSchemaVersion (WithMetadata), in order.
+	extra [][2]string
 }
 
 // column binds one Arrow column to a field of T.
@@ -162,20 +165,37 @@ type dynamic[T any] struct {
 
 func newTable[T any](name string, version int, cols []column[T]) *Table[T] {
 	t := &Table[T]{name: name, version: version, cols: cols}
-	t.schema = buildSchema(name, version, cols)
+	t.schema = buildSchema(name, version, cols, nil)
 	return t
 }
 
-func buildSchema[T any](name string, version int, cols []column[T]) *arrow.Schema {
+func buildSchema[T any](name string, version int, cols []column[T], extra [][2]string) *arrow.Schema {
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		fields[i] = c.field
 	}
-	md := arrow.NewMetadata(
-		[]string{MetaTable, MetaSchemaVersion},
-		[]string{name, strconv.Itoa(version)},
-	)
+	keys, vals := []string{MetaTable, MetaSchemaVersion}, []string{name, strconv.Itoa(version)}
+	for _, kv := range extra {
+		keys, vals = append(keys, kv[0]), append(vals, kv[1])
+	}
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(fields, &md)
+}
+
+// WithMetadata returns a copy of t whose files also record key = value
+// in their key-value metadata (File.Metadata reads it back), e.g. a
+// rewards table's MetaCorrect. A key set before is replaced.
+func (t *Table[T]) WithMetadata(key, value string) *Table[T] {
+	nt := *t
+	nt.extra = nil
+	for _, kv := range t.extra {
+		if kv[0] != key {
+			nt.extra = append(nt.extra, kv)
+		}
+	}
+	nt.extra = append(nt.extra, [2]string{key, value})
+	nt.schema = buildSchema(t.name, t.version, t.cols, nt.extra)
+	return &nt
 }
 
 // Name returns the table name (the value of MetaTable).
@@ -244,8 +264,8 @@ func (t *Table[T]) extend(names []string) (*Table[T], error) {
 	dyn := *t.dyn
 	dyn.names = append([]string(nil), names...)
 	dyn.set = seen
-	nt := &Table[T]{name: t.name, version: t.version, cols: cols, dyn: &dyn}
-	nt.schema = buildSchema(t.name, t.version, cols)
+	nt := &Table[T]{name: t.name, version: t.version, cols: cols, dyn: &dyn, extra: t.extra}
+	nt.schema = buildSchema(t.name, t.version, cols, t.extra)
 	nt.check = t.check
 	return nt, nil
 }

@@ -147,7 +147,7 @@ func OnAdvantages(train *pipeline.Task) *pipeline.Task {
 type Scorer interface {
 	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
 	Digest() string
-	ComponentNames() []string
+	Correctness() tables.Correctness
 	ExtractAnswer(completion string) string
 }
 
