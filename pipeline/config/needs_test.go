@@ -190,7 +190,9 @@ func (fixedScorer) ScoreSample(context.Context, tables.Trajectory, tables.Prompt
 	return tables.Reward{}, nil
 }
 func (fixedScorer) Digest() string           { return "sha256:fixed" }
-func (fixedScorer) ComponentNames() []string { return []string{"fixed"} }
+func (fixedScorer) Correctness() tables.Correctness {
+	return tables.DefaultCorrectness([]string{"fixed"})
+}
 func (fixedScorer) ExtractAnswer(string) string {
 	return ""
 }
