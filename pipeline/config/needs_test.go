@@ -189,7 +189,7 @@ type fixedScorer struct{}
 func (fixedScorer) ScoreSample(context.Context, tables.Trajectory, tables.Prompt, pipeline.Memoizer) (tables.Reward, error) {
 	return tables.Reward{}, nil
 }
-func (fixedScorer) Digest() string           { return "sha256:fixed" }
+func (fixedScorer) Digest() string { return "sha256:fixed" }
 func (fixedScorer) Correctness() tables.Correctness {
 	return tables.DefaultCorrectness([]string{"fixed"})
 }
