@@ -146,10 +146,18 @@ func TestReferenceScriptUnderTorchrun(t *testing.T) {
 	if d := math.Abs(two.Metrics.Loss - one.Metrics.Loss); d > 1e-6 {
 		t.Errorf("loss differs by %.3g between 2 ranks and 1 process", d)
 	}
+	// The gradients agree to float32 summation order, which differs
+	// between one process and two all-reduced ranks, and between CPUs
+	// (torch picks its kernels by the instruction set). Adam divides each
+	// gradient by its own magnitude, so a value whose gradient is near
+	// zero can move by a visible fraction of one step (lr 2e-3) on that
+	// noise: on an AVX-512 Xeon one value of 35,712 moved 2.5e-6 apart.
+	// Nearly all must agree within 1e-6, and every one within 1e-5
+	// (0.5% of a step).
 	worst, over, total := adapterDiff(t, torchtest.LoRA(t, two.Adapter), torchtest.LoRA(t, one.Adapter), 1e-6)
 	t.Logf("adapter: largest |2 ranks − 1 process| %.3g; %d of %d values differ by more than 1e-6", worst, over, total)
-	if worst > 1e-6 {
-		t.Errorf("2 ranks and 1 process train adapters up to %.3g apart", worst)
+	if worst > 1e-5 || over > total/1000 {
+		t.Errorf("2 ranks and 1 process train adapters up to %.3g apart, %d of %d values by more than 1e-6: want at most 1e-5, and at most 1 in 1,000 beyond 1e-6", worst, over, total)
 	}
 
 	// The Go engine loads the adapter torchrun wrote and scores the batch
