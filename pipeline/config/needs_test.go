@@ -12,25 +12,10 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/policytest"
 )
 
-// samplesOnly is a policy backend whose policies sample but load no
-// adapters (no policy.AdapterLoader): enough for a loop's first
-// iteration only.
-type samplesOnly struct{}
-
-func (samplesOnly) Options() any { return nil }
-func (samplesOnly) Open(context.Context, policy.Spec) (*policy.Opened, error) {
-	return &policy.Opened{Policy: baseOnly{}, Identity: "samplesonly"}, nil
-}
-
-type baseOnly struct{}
-
-func (baseOnly) Generate(context.Context, []policy.Request, policy.Sampling) ([][]policy.Sample, error) {
-	return nil, errors.New("baseOnly: no sampling in this test")
-}
-
-func init() { policy.Register("samplesonly", samplesOnly{}) }
+func init() { policy.Register("samplesonly", policytest.BaseOnly{}) }
 
 // TestPlanNeedsAdapterLoader: a policy the loop will sample from a
 // trained adapter must load adapters; the plan refuses one that cannot,

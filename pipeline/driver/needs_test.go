@@ -11,24 +11,10 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/policytest"
 )
 
-// samplesOnly is a policy backend whose policies sample the base model
-// and load no adapters (no policy.AdapterLoader).
-type samplesOnly struct{}
-
-func (samplesOnly) Options() any { return nil }
-func (samplesOnly) Open(context.Context, policy.Spec) (*policy.Opened, error) {
-	return &policy.Opened{Policy: baseOnly{}, Identity: "samplesonly"}, nil
-}
-
-type baseOnly struct{}
-
-func (baseOnly) Generate(context.Context, []policy.Request, policy.Sampling) ([][]policy.Sample, error) {
-	return nil, errors.New("baseOnly: the plan should have refused this policy before sampling")
-}
-
-func init() { policy.Register("samplesonly", samplesOnly{}) }
+func init() { policy.Register("samplesonly", policytest.BaseOnly{}) }
 
 // TestRunRefusesPolicyWithoutAdapters: a run whose generate stage would
 // sample the policy from iteration 2's adapter, on a policy that cannot

@@ -4,15 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/policy"
 )
 
-type baseOnly struct{}
-
-func (baseOnly) Generate(context.Context, []policy.Request, policy.Sampling) ([][]policy.Sample, error) {
-	return nil, nil
-}
-
+// baseOnly is BaseOnly's policy (baseonly.go).
 type loads struct{ baseOnly }
 
 func (loads) LoadAdapter(context.Context, string, string) error { return nil }
