@@ -3,7 +3,6 @@ package policytest
 import (
 	"context"
 	"testing"
-
 )
 
 // baseOnly is BaseOnly's policy (baseonly.go).
