@@ -54,8 +54,9 @@ type TaskOptions struct {
 	Ks []int
 	// Exact, when set, returns each problem's exact probability that one
 	// sample is correct, given the adapter directory ("" for the base
-	// model); its mean is reported as MetricExact. tiny.ExactPass is
-	// the embedded model's.
+	// model); its mean is reported as MetricExact. Build sets it to the
+	// opened policy's model's ExactPass when the model is a
+	// policy.ExactScorer (the embedded model).
 	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
 	// Env is the task environment (default "eval").
 	Env string
