@@ -3,7 +3,7 @@
 // are exact and tested.
 //
 // Metrics (metrics.go), per problem from n ok samples of which c are
-// correct by the reward spec's rule (Scorer.Correctness, a
+// correct by the reward spec's rule (kind.Scorer.Correctness, a
 // tables.Correctness: the spec's `correct:` key, by default its component
 // "correct" ≥ 0.5 or else a total > 0; the health table uses the same):
 //

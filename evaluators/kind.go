@@ -5,13 +5,14 @@ import (
 
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/policy"
 )
 
 // Build makes the eval section's tasks (kind.Registry.Eval): the eval set
 // sampled from a checkpoint of the opened policy and scored with the
-// reward stage's program; on the embedded model also the exact pass@1,
-// unless the generate stage samples the eval set (episodes).
+// reward stage's program; on a model that computes it (policy.ExactScorer,
+// the embedded model) also the exact pass@1, unless the generate stage
+// samples the eval set (episodes).
 func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 	var o TaskOptions
 	if e.Policy != nil {
@@ -19,8 +20,8 @@ func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 		// policy.KeepAdapters of the run's adapters, read from the shared
 		// directory when the backend has one.
 		o = TaskOptions{Policy: e.Policy.Policy, Identity: e.Policy.Identity, Adapters: e.Policy.Adapters()}
-		if m, ok := e.Policy.Model.(*tiny.Model); ok && !e.StageGenerates {
-			o.Exact = tiny.ExactPass(m)
+		if x, ok := e.Policy.Model.(policy.ExactScorer); ok && !e.StageGenerates {
+			o.Exact = x.ExactPass
 		}
 	}
 	if e.Policy == nil && !e.StageGenerates {

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -46,36 +47,19 @@ type TaskOptions struct {
 	// "correct" ≥ 0.5, or without one a total > 0), the same rule the
 	// health table uses. The reward stage's compiled spec
 	// (*rewards.Program) is one.
-	Reward Scorer
+	Reward kind.Scorer
 	// Set names the eval set ("heldout").
 	Set string
 	// Ks are the k of the metrics (default 1 and N).
 	Ks []int
 	// Exact, when set, returns each problem's exact probability that one
 	// sample is correct, given the adapter directory ("" for the base
-	// model); its mean is reported as MetricExact. tiny.ExactPass is
-	// the embedded model's.
+	// model); its mean is reported as MetricExact. Build sets it to the
+	// opened policy's model's ExactPass when the model is a
+	// policy.ExactScorer (the embedded model).
 	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
 	// Env is the task environment (default "eval").
 	Env string
-}
-
-// Scorer scores eval samples; the reward stage's compiled spec
-// (*rewards.Program) is one, so that evaluation scores exactly as the
-// loop's reward stage does without this package importing it.
-type Scorer interface {
-	// ScoreSample scores one sample of a problem; the error is for a
-	// canceled context only, a failed row is in the reward's status.
-	// memo is the scoring task call's (its *pipeline.TaskContext): the
-	// judges and verifiers record their calls there, so a retried or
-	// resumed evaluation pays for none twice.
-	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
-	// Digest identifies the spec (it enters the score task's version).
-	Digest() string
-	// Correctness is the spec's rule for a correct sample.
-	Correctness() tables.Correctness
-	// ExtractAnswer is the answer a completion gives ("" when none).
-	ExtractAnswer(completion string) string
 }
 
 // Params are an evaluation call's parameters.

@@ -80,7 +80,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	}
 	tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
 		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t),
-		Ks: []int{1, 4, 8}, Exact: tiny.ExactPass(m)})
+		Ks: []int{1, 4, 8}, Exact: m.ExactPass})
 	if err != nil {
 		t.Fatal(err)
 	}

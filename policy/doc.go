@@ -40,6 +40,14 @@
 //	// …
 //	row := policy.TrajectoryRow(out[0][j], req, j, policy.RowParams{Iteration: 3}, version, sampler)
 //
+// In-process models: an opened policy whose model runs in this process
+// (the embedded backend) sets Opened.Model, a Local. What a stage needs of
+// it beyond sampling is a named interface found by type assertion, never
+// a concrete type: ExactScorer for evaluation's exact pass@1, or one the
+// stage declares beside its code (trainers/embedded.Trainable, the
+// weights the grpo trainer trains). A backend offers only what it can;
+// servers set no Model.
+//
 // Backends: Open(ctx, Spec) opens the policy a pipeline's policy section
 // names with the backend registered for its kind, as artifacts.Open picks a
 // store driver. A backend package registers itself when imported

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/internal/registry"
 )
 
@@ -40,9 +41,11 @@ type Opened struct {
 	// it is served.
 	Addr string
 	// Model is the backend's own model when it runs in this process (the
-	// embedded backend's *tiny.Model), for stages that need more than
-	// sampling: the embedded trainer, exact pass@1. Nil for servers.
-	Model any
+	// embedded backend's *tiny.Model), nil for servers. A stage that needs
+	// more than sampling finds it by type assertion on a named capability:
+	// ExactScorer (evaluation's exact pass@1), or one the stage declares
+	// (trainers/embedded.Trainable, the weights the grpo trainer trains).
+	Model Local
 	// AdapterRoot is a directory the servers read adapters from (a shared
 	// mount, or LocalAdapterRoot for a server on this machine), for a
 	// backend whose servers read adapter files themselves; empty hands the
@@ -54,6 +57,26 @@ type Opened struct {
 
 	adaptersOnce sync.Once
 	adapters     *Adapters
+}
+
+// Local is a model that runs in this process behind an opened policy
+// (Opened.Model). What a stage needs of it beyond sampling is a separate
+// interface found by type assertion (ExactScorer), so a backend offers
+// only what it can.
+type Local interface {
+	// Version names the weights: the Identity of the policy that samples
+	// them.
+	Version() string
+}
+
+// ExactScorer is a Local model that computes the exact pass@1 of an
+// evaluation (evaluators.TaskOptions.Exact) instead of estimating it from
+// samples: for each prompt, the probability that one sample at
+// temperature 1 is exactly its reference answer, with the adapter in
+// adapterDir ("" for the base model). The embedded model is one.
+type ExactScorer interface {
+	Local
+	ExactPass(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
 }
 
 // KeepAdapters is how many adapters an opened policy keeps loaded: the

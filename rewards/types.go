@@ -74,12 +74,14 @@ type JudgeResult struct {
 	Reason string  `cel:"reason" json:"reason"`
 }
 
-// Memoizer records a call's result (or its permanent error) under a key
-// and replays it instead of calling again (pipeline.Memoizer). A task's
-// *pipeline.TaskContext is one: its records live in the store, so a
-// retried task, a resumed run or a rescoring replays them. It is per-call
-// state, given when scoring (ScoreOptions.Memo, Score), never when
-// compiling.
+// Memoizer is pipeline.Memoizer, the one memo contract (an alias, not a
+// second type), named here because the verifier and judge signatures a
+// spec's author writes take it: it records a call's result (or its
+// permanent error) under a key and replays it instead of calling again.
+// A task's *pipeline.TaskContext is one: its records live in the store,
+// so a retried task, a resumed run or a rescoring replays them. It is
+// per-call state, given when scoring (ScoreOptions.Memo, Score), never
+// when compiling.
 type Memoizer = pipeline.Memoizer
 
 // VerifierFunc checks one row, e.g. by running the completion's code in

@@ -8,7 +8,6 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
-	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
@@ -87,7 +86,7 @@ func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
 	}
 	defer p.Close()
 	want := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
-	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(*tiny.Model), want).Version; got != w {
+	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(embedded.Trainable).TinyModel(), want).Version; got != w {
 		t.Errorf("train version %s, want %s", got, w)
 	}
 }

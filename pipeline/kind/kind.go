@@ -142,12 +142,22 @@ func OnAdvantages(train *pipeline.Task) *pipeline.Task {
 }
 
 // Scorer scores samples with a compiled reward: what the reward stage
-// hands evaluation (evaluators.Scorer is the same method set). memo is the
-// scoring task call's, so that its paid calls are made once.
+// hands evaluation (kind.Build.Scorer, kind.Eval.Scorer,
+// evaluators.TaskOptions.Reward), so that evaluation scores exactly as
+// the loop's reward stage does without importing it. The reward stage's
+// compiled spec (*rewards.Program) is one; it is the one Scorer type.
 type Scorer interface {
+	// ScoreSample scores one sample of a problem; the error is for a
+	// canceled context only, a failed row is in the reward's status.
+	// memo is the scoring task call's (its *pipeline.TaskContext): the
+	// judges and verifiers record their calls there, so a retried or
+	// resumed evaluation pays for none twice.
 	ScoreSample(ctx context.Context, traj tables.Trajectory, prompt tables.Prompt, memo pipeline.Memoizer) (tables.Reward, error)
+	// Digest identifies the spec (it enters the score task's version).
 	Digest() string
+	// Correctness is the spec's rule for a correct sample.
 	Correctness() tables.Correctness
+	// ExtractAnswer is the answer a completion gives ("" when none).
 	ExtractAnswer(completion string) string
 }
 

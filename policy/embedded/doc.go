@@ -8,5 +8,9 @@
 //
 //	opened, err := policy.Open(ctx, policy.Spec{Kind: "embedded", Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 //	defer opened.Close()
-//	m := opened.Model.(*tiny.Model) // for the embedded trainer
+//	exact, ok := opened.Model.(policy.ExactScorer) // the in-process model's capabilities
+//
+// Opened.Model is the *tiny.Model: a policy.ExactScorer (evaluation's
+// exact pass@1) and a trainers/embedded.Trainable (the grpo trainer), both
+// found by type assertion.
 package embedded

@@ -56,6 +56,9 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 	}
 }
 
+// The embedded model computes evaluation's exact pass@1 (Opened.Model).
+var _ policy.ExactScorer = (*tiny.Model)(nil)
+
 // Open opens the embedded model a spec names. Served over HTTP, it starts
 // `rlpipe policy serve`'s server on 127.0.0.1 and returns a client of it;
 // Close stops the server.

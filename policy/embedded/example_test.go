@@ -6,7 +6,6 @@ import (
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/embedded"
-	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 // Open the shipped model through the registry, served on loopback, and
@@ -19,13 +18,13 @@ func Example() {
 		return
 	}
 	defer opened.Close()
-	_, isTiny := opened.Model.(*tiny.Model)
+	_, exact := opened.Model.(policy.ExactScorer) // the in-process model computes exact pass@1
 	out, err := opened.Policy.Generate(ctx, []policy.Request{{ID: "p1", Prompt: "12+30=", Seed: 7}},
 		policy.Sampling{N: 1, Temperature: 0, MaxTokens: 6})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(isTiny, len(out), len(out[0]), out[0][0].FinishReason != policy.FinishError)
+	fmt.Println(exact, len(out), len(out[0]), out[0][0].FinishReason != policy.FinishError)
 	// Output: true 1 1 true
 }

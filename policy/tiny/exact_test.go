@@ -19,7 +19,7 @@ func TestExactPass(t *testing.T) {
 	for i, p := range probs {
 		prompts[i] = tables.Prompt{PromptID: p.Prompt(), Prompt: p.Prompt(), Answer: p.Answer()}
 	}
-	exact := ExactPass(m)
+	exact := m.ExactPass
 	got, err := exact(ctx, "", prompts)
 	if err != nil {
 		t.Fatal(err)

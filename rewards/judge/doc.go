@@ -57,7 +57,7 @@
 // # Memoization
 //
 // A judge call costs money and is not deterministic, so Score takes a
-// Memoizer: pass the task's *pipeline.TaskContext. The judgment is keyed
+// pipeline.Memoizer: pass the task's *pipeline.TaskContext. The judgment is keyed
 // by Config.Key (endpoint, model, rubric, parsing and sampling settings;
 // not the name, key, timeouts, retries, concurrency or prices) and by the
 // rendered messages. Its Result is recorded the moment it arrives; a

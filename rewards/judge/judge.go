@@ -49,15 +49,6 @@ type Result struct {
 	Cached bool `json:"-"`
 }
 
-// Memoizer records a call's result (or its permanent error) under a key
-// and replays it instead of calling again. *pipeline.TaskContext satisfies
-// it.
-type Memoizer interface {
-	Memo(ctx context.Context, key any, out any, fn func(ctx context.Context) (any, error)) error
-}
-
-var _ Memoizer = (*pipeline.TaskContext)(nil)
-
 // Options are a Judge's dependencies. A nil *Options means defaults.
 type Options struct {
 	// HTTPClient sends the requests (default: a client whose idle
@@ -135,7 +126,7 @@ type memoKey struct {
 	Messages []message `json:"messages"`
 }
 
-// Score grades one input. With a Memoizer (a task's *pipeline.TaskContext)
+// Score grades one input. With a pipeline.Memoizer (a task's *pipeline.TaskContext)
 // the judgment is recorded under the judge's Config.Key and the rendered
 // rubric, and a retried task, a resumed run or a rescoring that meets the
 // same judgment replays it without a request (Result.Cached).
@@ -152,7 +143,7 @@ type memoKey struct {
 //   - ctx's error.
 //
 // The Result of an error has status error.
-func (j *Judge) Score(ctx context.Context, in Input, memo Memoizer) (Result, error) {
+func (j *Judge) Score(ctx context.Context, in Input, memo pipeline.Memoizer) (Result, error) {
 	res, err := j.score(ctx, in, memo)
 	if err != nil {
 		res = Result{Status: StatusError, Reason: err.Error(), Cached: res.Cached}
@@ -166,7 +157,7 @@ func (j *Judge) Score(ctx context.Context, in Input, memo Memoizer) (Result, err
 	return res, err
 }
 
-func (j *Judge) score(ctx context.Context, in Input, memo Memoizer) (Result, error) {
+func (j *Judge) score(ctx context.Context, in Input, memo pipeline.Memoizer) (Result, error) {
 	var prompt strings.Builder
 	if err := j.cfg.rubric.Execute(&prompt, in); err != nil {
 		return Result{}, pipeline.Permanent(fmt.Errorf("%w: judge %s: %v", ErrInput, j.name, err))

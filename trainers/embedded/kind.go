@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/policy"
 	policyembedded "github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
@@ -65,11 +66,23 @@ func embeddedModel(model string) bool {
 // (kind.Advantaged).
 func (s *GRPOStage) Advantages() advantages.TrainOptions { return Options(*s).advantages() }
 
+// Trainable is what the grpo stage needs of the opened policy's model
+// (policy.Opened.Model), found by type assertion: the embedded engine's
+// weights, whose LoRA adapter it trains. *tiny.Model is one.
+type Trainable interface {
+	policy.Local
+	TinyModel() *tiny.Model
+}
+
+var _ Trainable = (*tiny.Model)(nil)
+
 // Task is the embedded trainer with the options.
 func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 	var m *tiny.Model
 	if b.Policy != nil {
-		m, _ = b.Policy.Model.(*tiny.Model)
+		if t, ok := b.Policy.Model.(Trainable); ok {
+			m = t.TinyModel()
+		}
 	}
 	if m == nil && embeddedModel(b.File.PolicyModel) {
 		// A server samples from the embedded model's export: train the
