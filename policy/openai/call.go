@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
 )
 
 // Caps on what is read and kept of a response.
@@ -219,17 +220,11 @@ func (c *Client) call(ctx context.Context, ep *endpoint, method, path string, bo
 // backoff is the pause before attempt+1: exponential from Backoff with
 // equal jitter, or the server's Retry-After; both capped by MaxBackoff.
 func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return min(retryAfter, c.opts.MaxBackoff)
-	}
-	d := c.opts.Backoff
-	for i := 1; i < attempt && d < c.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.opts.MaxBackoff)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return d/2 + time.Duration(c.rng.Int64N(int64(d/2)+1))
+	return retry.Backoff(attempt, c.opts.Backoff, c.opts.MaxBackoff, retryAfter, func(n int64) int64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.rng.Int64N(n + 1)
+	})
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -285,17 +280,17 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, 
 			return nil
 		}
 		if err := decode(b); err != nil {
-			ce.kind = kindMalformed
-			if notJSON(b) {
+			d := retry.Body(b)
+			ce.kind, ce.retry, ce.foreign = kindMalformed, d.Retry, d.NotJSON
+			if d.NotJSON {
 				// Another attempt gets the same page.
-				ce.foreign = true
 				ce.msg = fmt.Sprintf("%s with an empty body, not JSON", resp.Status)
 				if t := strings.TrimSpace(c.redact(excerpt(string(b), messageCap))); t != "" {
 					ce.msg = fmt.Sprintf("%s with %s, not JSON: %s", resp.Status, bodyKind(resp), t)
 				}
 				return ce
 			}
-			ce.retry, ce.msg = true, c.redact(err.Error())
+			ce.msg = c.redact(err.Error())
 			return ce
 		}
 		return nil
@@ -318,8 +313,9 @@ func (c *Client) transportError(actx context.Context, ce *callError, err error) 
 	return ce
 }
 
-// statusError classifies a non-2xx answer: 429 and 5xx (and 408) may
-// succeed on another attempt; other 4xx never do.
+// statusError classifies a non-2xx answer by the shared rule
+// (retry.Status: 408, 429 and 5xx may succeed on another attempt; other
+// 4xx never do), except a refused adapter load.
 func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *callError {
 	ce.kind, ce.status = kindStatus, resp.StatusCode
 	ce.statusText = resp.Status
@@ -331,7 +327,8 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 	if json.Unmarshal(b, &body) == nil {
 		msg, _ = body.message()
 	}
-	ce.foreign = notJSON(b)
+	d := retry.Status(resp.StatusCode, resp.Header, b, c.now())
+	ce.foreign = d.NotJSON
 	if msg == "" {
 		msg = string(b)
 	}
@@ -339,22 +336,12 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 		// A 401 body may quote part of the key: leave it out.
 		ce.msg = strings.TrimSpace(c.redact(excerpt(msg, messageCap)))
 	}
-	switch s := resp.StatusCode; {
-	case ce.path == pathLoad && refusedAdapter(ce):
-		// vLLM answers 500 for an adapter it cannot take (its rank, its
-		// files): another attempt gets the same answer.
-	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
-		ce.retry = true
-		ce.retryAfter = retryAfter(resp.Header, c.now)
+	if d.Retry && !(ce.path == pathLoad && refusedAdapter(ce)) {
+		// (vLLM answers 500 for an adapter it cannot take, its rank or
+		// its files: another attempt gets the same answer.)
+		ce.retry, ce.retryAfter = true, d.After
 	}
 	return ce
-}
-
-// notJSON reports a body that is not JSON at all (an HTML page, plain
-// text), as opposed to JSON the client cannot read.
-func notJSON(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) == 0 || (b[0] != '{' && b[0] != '[')
 }
 
 // bodyKind names a body by its Content-Type for an error message.
@@ -366,27 +353,6 @@ func bodyKind(resp *http.Response) string {
 		return "a " + strings.TrimSpace(ct) + " body"
 	}
 	return "a body"
-}
-
-// retryAfter reads Retry-After-Ms or Retry-After (seconds or an HTTP
-// date); zero when absent.
-func retryAfter(h http.Header, now func() time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return max(time.Duration(s*float64(time.Second)), 0)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now()), 0)
-	}
-	return 0
 }
 
 // redact removes the API key from text that came from outside.

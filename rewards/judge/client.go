@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
 )
 
 // message is one chat message of a request.
@@ -110,18 +112,11 @@ func (j *Judge) post(ctx context.Context, req chatRequest) (answer, error) {
 	return answer{}, fmt.Errorf("%w: judge %s: POST %s: gave up after %d attempt(s); last: %w", ErrUnavailable, j.name, j.cfg.shown, attempts, last.err)
 }
 
-// wait is the pause before attempt+1: exponential from Backoff with equal
-// jitter, or the server's Retry-After; both capped by MaxBackoff.
+// wait is the pause before attempt+1 (retry.Backoff, as the policy
+// client's): exponential from Backoff with equal jitter, or the server's
+// Retry-After; both capped by MaxBackoff.
 func (j *Judge) wait(attempt int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return min(retryAfter, j.cfg.MaxBackoff)
-	}
-	d := j.cfg.Backoff
-	for i := 1; i < attempt && d < j.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, j.cfg.MaxBackoff)
-	return d/2 + rand.N(d/2+1)
+	return retry.Backoff(attempt, j.cfg.Backoff, j.cfg.MaxBackoff, retryAfter, func(n int64) int64 { return rand.Int64N(n + 1) })
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -167,7 +162,7 @@ func (j *Judge) attempt(ctx context.Context, body []byte) (answer, *attemptError
 		return answer{}, j.transportError(actx, err)
 	}
 	if resp.StatusCode/100 == 2 {
-		return j.decode(b)
+		return j.decode(resp, b)
 	}
 	return answer{}, j.statusError(resp, b)
 }
@@ -186,9 +181,16 @@ func (j *Judge) transportError(actx context.Context, err error) *attemptError {
 	return &attemptError{err: errors.New(j.redact(err.Error())), retry: true}
 }
 
-func (j *Judge) decode(b []byte) (answer, *attemptError) {
+// decode reads a 2xx answer. A body that is not JSON at all (an HTML
+// page) is ErrSetup, not retried (retry.Body): base_url names some other
+// server, and another attempt gets the same page.
+func (j *Judge) decode(resp *http.Response, b []byte) (answer, *attemptError) {
 	var r chatResponse
 	if err := json.Unmarshal(b, &r); err != nil {
+		if d := retry.Body(b); !d.Retry {
+			return answer{}, &attemptError{err: fmt.Errorf("%w: %s with %s, not JSON: %q: check base_url: the server there answers, but not as an OpenAI-compatible API (requests go to BASE_URL/chat/completions)",
+				ErrSetup, statusText(resp), bodyKind(resp), j.redact(excerpt(strings.TrimSpace(string(b)), messageCap)))}
+		}
 		return answer{}, &attemptError{err: fmt.Errorf("malformed response (%v): %q", err, j.redact(excerpt(string(b), messageCap))), retry: true}
 	}
 	if len(r.Choices) == 0 {
@@ -210,10 +212,7 @@ func (j *Judge) statusError(resp *http.Response, b []byte) *attemptError {
 	var body apiError
 	_ = json.Unmarshal(b, &body)
 	code := fmt.Sprint(body.Error.Code)
-	status := resp.Status
-	if status == "" {
-		status = strconv.Itoa(resp.StatusCode)
-	}
+	status := statusText(resp)
 	detail := func() string {
 		msg := body.Error.Message
 		if msg == "" {
@@ -237,36 +236,33 @@ func (j *Judge) statusError(resp *http.Response, b []byte) *attemptError {
 		return &attemptError{err: fmt.Errorf("%w: %s: check base_url (requests go to BASE_URL/chat/completions) and model %q", ErrSetup, detail(), j.cfg.Model)}
 	case s == http.StatusTooManyRequests && (code == "insufficient_quota" || body.Error.Type == "insufficient_quota"):
 		return &attemptError{err: fmt.Errorf("%w: %s: the account's quota is exhausted", ErrSetup, detail())}
-	case s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooEarly ||
-		s == http.StatusTooManyRequests || s >= 500:
-		return &attemptError{err: errors.New(detail()), retry: true, retryAfter: retryAfter(resp.Header)}
-	default:
-		return &attemptError{err: fmt.Errorf("%w: %s", ErrRejected, detail())}
 	}
+	// The rest by the rule the policy client follows too: 408, 429 and 5xx
+	// are retried, any other 4xx is the input's fault.
+	if d := retry.Status(resp.StatusCode, resp.Header, b, time.Now()); d.Retry {
+		return &attemptError{err: errors.New(detail()), retry: true, retryAfter: d.After}
+	}
+	return &attemptError{err: fmt.Errorf("%w: %s", ErrRejected, detail())}
 }
 
-// retryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an
-// HTTP date); zero when absent.
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
+// statusText is resp's status line, e.g. "503 Service Unavailable".
+func statusText(resp *http.Response) string {
+	if resp.Status != "" {
+		return resp.Status
 	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
+	return strconv.Itoa(resp.StatusCode)
+}
+
+// bodyKind names a body by its Content-Type for an error message.
+func bodyKind(resp *http.Response) string {
+	ct := resp.Header.Get("Content-Type")
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
+	if ct = strings.TrimSpace(ct); ct != "" {
+		return "a " + ct + " body"
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	return "a body"
 }
 
 // redact removes the API key from text that came from outside (an error

@@ -59,8 +59,9 @@ type Config struct {
 
 	// Timeout bounds one HTTP request (default 60s).
 	Timeout time.Duration `yaml:"timeout,omitempty"`
-	// Retries is how many times a request is repeated after a 429, a 5xx,
-	// a timeout or a connection error (0: 4; negative: none). Waits grow
+	// Retries is how many times a request is repeated after a 408, a 429,
+	// a 5xx, a timeout, a connection error or unusable JSON (0: 4;
+	// negative: none); see policy/openai/retry. Waits grow
 	// from Backoff (default 500ms) by doubling, with jitter, up to
 	// MaxBackoff (default 30s); a Retry-After from the server replaces the
 	// wait, still capped by MaxBackoff.

@@ -45,12 +45,16 @@
 //
 // # Failures and retries
 //
-// A 429, a 5xx, a request past Config.Timeout or a broken connection is
-// retried with exponential backoff and jitter, honouring the server's
-// Retry-After; after Config.Retries the error is ErrUnavailable. A 4xx
-// that the input caused (400, 413, 422) is ErrRejected, and one that the
-// setup caused (401, 403, 404, an exhausted quota) is ErrSetup: both are
-// permanent (pipeline.ErrPermanent), so the task fails at once. At most
+// The judge retries by the rule the policy client follows too
+// (policy/openai/retry). A 408, a 429, a 5xx, a request past
+// Config.Timeout, a refused or broken connection, or a 2xx of JSON the
+// judge cannot use is retried with exponential backoff and jitter,
+// honouring the server's Retry-After; after Config.Retries the error is
+// ErrUnavailable. Any other 4xx (400, 409, 413, 422, 425, …) is
+// ErrRejected, and an answer the setup caused (401, 403, 404, an exhausted
+// quota, a 2xx page that is not JSON at all: base_url names another
+// server) is ErrSetup: both are permanent (pipeline.ErrPermanent), so the
+// task fails at once. At most
 // Config.Concurrency requests per Judge are in flight; Score may be called
 // from many goroutines.
 //

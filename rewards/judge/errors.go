@@ -17,11 +17,12 @@ var (
 	ErrRejected = errors.New("judge API rejected the request")
 	// ErrSetup: the API refused the judge rather than the input: a wrong
 	// key (401, 403), an unknown model or path (404), an exhausted quota
-	// (429 insufficient_quota). Permanent but never recorded, so a run
+	// (429 insufficient_quota), a 2xx page that is not JSON at all (base_url
+	// names some other server). Permanent but never recorded, so a run
 	// resumed after the fix calls the API again.
 	ErrSetup = errors.New("judge API refused the judge setup")
-	// ErrUnavailable: the API still failed after the retries (429, 5xx,
-	// timeouts, connection errors, malformed responses). Not permanent and
+	// ErrUnavailable: the API still failed after the retries (408, 429,
+	// 5xx, timeouts, connection errors, JSON the judge cannot use). Not permanent and
 	// not recorded: the task's next attempt calls again.
 	ErrUnavailable = errors.New("judge API unavailable")
 )

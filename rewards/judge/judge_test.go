@@ -276,7 +276,7 @@ func TestServerErrorsAreRetriedWithBackoff(t *testing.T) {
 		case 2:
 			return reply{Status: http.StatusBadGateway}
 		case 3:
-			return reply{Body: "<html>not json</html>"} // a proxy's 200: retried too
+			return reply{Body: `{"choices": [`} // JSON cut short: retried too (an HTML page is not: TestRetryPolicy)
 		}
 		return reply{Content: "Score: 0.5"}
 	})
