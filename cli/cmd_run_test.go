@@ -188,20 +188,28 @@ func TestRunBatchLargerThanDataset(t *testing.T) {
 	}
 }
 
+// holdRun takes run name's lock in store as another process would; the
+// caller releases it with Close.
+func holdRun(t *testing.T, store, name string) *pipeline.Run {
+	t.Helper()
+	ctx := context.Background()
+	st, err := artifacts.Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
 // TestRunLocked holds a run's lock as another process would and checks
 // that `rlpipe run` refuses, naming the holder, and runs once it is free.
 func TestRunLocked(t *testing.T) {
 	h, cfg := newRunHarness(t, "1ms")
-	ctx := context.Background()
-	st, err := artifacts.Open(ctx, h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "standin"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := holdRun(t, h.store, "standin")
 	host, _ := os.Hostname()
 	h.fails(ExitFailure, []string{"run is locked by another process: run standin is held by pid " + itoa(os.Getpid()) + " on " + host}, "run", "-f", cfg)
 

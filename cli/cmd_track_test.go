@@ -2,15 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/trackers"
 	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
@@ -130,16 +127,7 @@ func TestTrackMLflow(t *testing.T) {
 		}
 
 		// Held by a process: left running, in the same MLflow run.
-		ctx := context.Background()
-		st, err := artifacts.Open(ctx, h.store, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		held, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "standin"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		held := holdRun(t, h.store, "standin")
 		if got := track(h, "standin", "--to", "mlflow:"+uri); got.Outcome != "running" {
 			t.Errorf("track of a held run: %+v", got)
 		}

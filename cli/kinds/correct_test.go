@@ -3,10 +3,10 @@ package kinds_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"path/filepath"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/arith"
@@ -95,12 +95,7 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			if _, err := it.Commit(ctx, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			rc, _, err := st.GetObject(ctx, run.Branch(), "evals/000000/heldout/samples.parquet")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(rc)
-			rc.Close()
+			b, err := artifacts.ReadObject(ctx, st, run.Branch(), "evals/000000/heldout/samples.parquet")
 			if err != nil {
 				t.Fatal(err)
 			}
