@@ -29,19 +29,15 @@ func (o *branchCreateOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newBranchCreateCommand(g *rootOptions) *cobra.Command {
 	var o branchCreateOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:     "create NAME [--from REF]",
 		Short:   "create a branch at a ref (copies no data)",
 		Example: "  rlpipe branch create try-reward --from main\n  rlpipe branch create replay --from v1.0~2",
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return branchCreateFunc(ctx, st, o, args[0], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return branchCreateFunc(ctx, st, o, args[0], p)
+		}),
+	}, &o)
 }
 
 func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOptions, name string, p printer) error {
@@ -78,11 +74,9 @@ func newBranchListCommand(g *rootOptions) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "list branches and their head commits",
 		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return branchListFunc(ctx, st, g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
+			return branchListFunc(ctx, st, p)
+		}),
 	}
 }
 
@@ -119,11 +113,9 @@ func newBranchDeleteCommand(g *rootOptions) *cobra.Command {
 		Short:   "delete a branch and its uncommitted changes (commits stay reachable from other refs)",
 		Example: "  rlpipe branch delete try-reward",
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return branchDeleteFunc(ctx, st, args[0], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return branchDeleteFunc(ctx, st, args[0], p)
+		}),
 	}
 }
 
@@ -156,19 +148,15 @@ func (o *branchResetOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newBranchResetCommand(g *rootOptions) *cobra.Command {
 	var o branchResetOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:     "reset NAME [--prefix P]",
 		Short:   "discard a branch's uncommitted changes",
 		Example: "  rlpipe branch reset main\n  rlpipe branch reset try-reward --prefix iterations/000003/",
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return branchResetFunc(ctx, st, o, args[0], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return branchResetFunc(ctx, st, o, args[0], p)
+		}),
+	}, &o)
 }
 
 // resetOut is the JSON shape of branch reset.

@@ -22,7 +22,7 @@ func (o *catOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newCatCommand(g *rootOptions) *cobra.Command {
 	var o catOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "cat REF:PATH",
 		Short: "print an object: a Parquet table as rows, anything else as raw bytes",
 		Long: `Print the object at PATH in REF. A Parquet file prints as an aligned table
@@ -30,14 +30,10 @@ func newCatCommand(g *rootOptions) *cobra.Command {
 its bytes unchanged.`,
 		Example: "  rlpipe cat main:data/prompts.parquet\n  rlpipe cat main:data/prompts.parquet -o json --limit 5\n  rlpipe cat v1.0:config/reward.yaml",
 		Args:    exactArgs("REF:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return catFunc(ctx, st, o, args[0], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return catFunc(ctx, st, o, args[0], p)
+		}),
+	}, &o)
 }
 
 func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, p printer) error {

@@ -51,20 +51,16 @@ func (o *commitOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newCommitCommand(g *rootOptions) *cobra.Command {
 	var o commitOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "commit BRANCH -m MSG [--meta k=v]...",
 		Short: "record a branch's uncommitted changes as a commit",
 		Example: `  rlpipe commit main -m "add prompts"
   rlpipe commit runs-exp1 -m "iteration 3" --meta iteration=3`,
 		Args: exactArgs("BRANCH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return commitFunc(ctx, st, o, args[0], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return commitFunc(ctx, st, o, args[0], p)
+		}),
+	}, &o)
 }
 
 func commitFunc(ctx context.Context, st artifacts.Store, o commitOptions, branch string, p printer) error {

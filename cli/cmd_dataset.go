@@ -35,7 +35,7 @@ func (o *datasetArithOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newDatasetArithCommand(g *rootOptions) *cobra.Command {
 	var o datasetArithOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "arith BRANCH [--train N] [--heldout M] [--seed S]",
 		Short: "put the arithmetic task's training and held-out sets on a branch",
 		Long: `Write the "a+b=" task (operands 0–999) as two prompts tables and commit them:
@@ -56,9 +56,7 @@ held-out set is unseen by the shipped weights and disjoint from training.`,
 				return datasetArith(ctx, st, args[0], o, g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func datasetArith(ctx context.Context, st artifacts.Store, branch string, o datasetArithOptions, p printer) error {
@@ -118,7 +116,7 @@ func (o *datasetImportOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newDatasetImportCommand(g *rootOptions) *cobra.Command {
 	var o datasetImportOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "import FILE|DIR REF:PATH [--answer-format gsm8k] [--question COL --answer COL | --messages COL]",
 		Short: "import a question/answer dataset (JSONL, Parquet, a Hugging Face dataset) as a prompts table",
 		Long: `Load a dataset in the common question/answer shape from JSONL or Parquet,
@@ -174,7 +172,5 @@ provenance holds every data file's SHA-256.`,
 				return p.Printf("committed %s: %d prompts at %s\n", shortID(c.ID), n, args[1])
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }

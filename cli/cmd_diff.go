@@ -26,7 +26,7 @@ func (o *diffOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newDiffCommand(g *rootOptions) *cobra.Command {
 	var o diffOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "diff LEFT RIGHT | diff BRANCH",
 		Short: "list the paths that differ between two refs, or a branch's uncommitted changes",
 		Long: `With two refs, list what RIGHT changed since it forked from LEFT (a three-dot
@@ -38,14 +38,10 @@ by a rerun, with a new creation time) is left out and counted on the last
 line; --metadata lists those too, as type metadata.`,
 		Example: "  rlpipe diff main try-reward\n  rlpipe diff main~1 main --two-dot --prefix data/\n  rlpipe diff runs-arith runs-again --two-dot --prefix iterations/ --metadata\n  rlpipe diff try-reward",
 		Args:    rangeArgs(1, "LEFT", "RIGHT"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return diffFunc(ctx, st, o, args, g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return diffFunc(ctx, st, o, args, p)
+		}),
+	}, &o)
 }
 
 func diffFunc(ctx context.Context, st artifacts.Store, o diffOptions, refs []string, p printer) error {

@@ -40,7 +40,7 @@ func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newEvalCommand(g *rootOptions) *cobra.Command {
 	var o evalOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "eval -f pipeline.yaml [--run RUN] [--checkpoints all|N,M] [--n 16] [--k 1,4,8,16]",
 		Short: "evaluate a run's checkpoints on its held-out set, reusing what is cached",
 		Long: `Evaluate checkpoints of a run the way the loop does: n samples per problem of the
@@ -84,9 +84,7 @@ generations without sampling again.`,
 				return evalFunc(ctx, st, cfg, o, g.printer(cmd), g.env.stderr)
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func parseInts(s string) ([]int, error) {

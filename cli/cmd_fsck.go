@@ -20,7 +20,7 @@ func (o *fsckOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newFsckCommand(g *rootOptions) *cobra.Command {
 	var o fsckOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "fsck [--quick]",
 		Short: "check that every commit, tree and object a ref reaches is stored intact (embedded store)",
 		Long: `Check the embedded store: every commit, tree (metarange and range) and object
@@ -32,14 +32,10 @@ checks their sizes). gc runs the same check first and refuses a damaged
 store.`,
 		Example: "  rlpipe fsck\n  rlpipe fsck --quick -o json",
 		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return fsckFunc(ctx, st, g.store, o, g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
+			return fsckFunc(ctx, st, g.store, o, p)
+		}),
+	}, &o)
 }
 
 // fsckOut is the JSON shape of fsck.

@@ -23,7 +23,7 @@ func (o *gcOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newGCCommand(g *rootOptions) *cobra.Command {
 	var o gcOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "gc [--dry-run] [--grace DURATION]",
 		Short: "remove data no branch, tag or uncommitted change can reach (embedded store)",
 		Long: `Remove commits and stored bytes that no branch, tag or uncommitted change
@@ -34,14 +34,10 @@ It first checks the store as fsck does (reading every object once) and
 refuses to collect a damaged store, naming the damage.`,
 		Example: "  rlpipe gc --dry-run\n  rlpipe gc --grace 10m",
 		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return gcFunc(ctx, st, g.store, o, g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
+			return gcFunc(ctx, st, g.store, o, p)
+		}),
+	}, &o)
 }
 
 // gcOut is the JSON shape of gc.

@@ -40,7 +40,7 @@ func tableNames() string {
 
 func newImportCommand(g *rootOptions) *cobra.Command {
 	var o importOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "import FILE BRANCH:PATH [--table NAME | --string COLUMN...] [--format jsonl|csv|parquet]",
 		Short: "import a local dataset as a Parquet table (uncommitted until `rlpipe commit`)",
 		Long: `Import a local file to PATH on a branch. A JSONL or CSV dataset becomes a
@@ -57,14 +57,10 @@ a converted dataset.`,
   rlpipe import labels.jsonl main:data/labels.parquet --string label
   rlpipe import samples.parquet try-reward:iterations/000003/trajectories.parquet`,
 		Args: exactArgs("FILE", "BRANCH:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return importFunc(ctx, st, o, args[0], args[1], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return importFunc(ctx, st, o, args[0], args[1], p)
+		}),
+	}, &o)
 }
 
 // importOut is the JSON shape of import.

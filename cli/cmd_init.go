@@ -33,7 +33,7 @@ func newRepoCommand(g *rootOptions) *cobra.Command {
 
 func newCreateStoreCommand(g *rootOptions, use, short string) *cobra.Command {
 	var o initStoreOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:     use,
 		Short:   short,
 		Example: "  rlpipe init-store\n  rlpipe --store lakefs://my-repo init-store --storage-namespace s3://bucket/rlpipe",
@@ -41,9 +41,7 @@ func newCreateStoreCommand(g *rootOptions, use, short string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return initStoreFunc(cmd.Context(), g, o, g.printer(cmd))
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // initStoreOut is the JSON shape of init-store and repo show.
@@ -86,11 +84,9 @@ func newRepoShowCommand(g *rootOptions) *cobra.Command {
 		Use:   "show",
 		Short: "describe the store: name, default branch, storage namespace",
 		Args:  exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return repoShowFunc(ctx, g.store, st, g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
+			return repoShowFunc(ctx, g.store, st, p)
+		}),
 	}
 }
 

@@ -29,7 +29,7 @@ func (o *logOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newLogCommand(g *rootOptions) *cobra.Command {
 	var o logOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "log [REF]",
 		Short: "show the history of a ref, newest first",
 		Long:  "Show the commits reachable from REF (default: the store's default branch), newest first.",
@@ -46,9 +46,7 @@ func newLogCommand(g *rootOptions) *cobra.Command {
 				return logFunc(ctx, st, o, ref, g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func logFunc(ctx context.Context, st artifacts.Store, o logOptions, ref string, p printer) error {

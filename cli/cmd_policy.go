@@ -40,7 +40,7 @@ func (o *policyServeOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newPolicyServeCommand(g *rootOptions) *cobra.Command {
 	var o policyServeOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:PORT] [--model tiny-arith|FILE.safetensors]",
 		Short: "serve the embedded model over the OpenAI API",
 		Long: `Serve the embedded model behind the OpenAI-compatible endpoints a vLLM server
@@ -61,9 +61,7 @@ their API key. Stop it with Ctrl-C.`,
 			defer stop()
 			return policyServe(ctx, o, g.env.getenv(policyTokenEnv), *zerolog.Ctx(cmd.Context()), g.printer(cmd))
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // policyServe serves until ctx ends.
@@ -106,7 +104,7 @@ func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
 	var o policyPretrainOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "pretrain [--model tiny-arith|tiny-chain] [--out FILE] [--steps N] [--seed S] [--verify]",
 		Short: "reproduce the embedded model's shipped weights from scratch",
 		Long: `Train the embedded model from random weights by supervised learning on
@@ -121,9 +119,7 @@ deterministic whatever the number of cores; it takes a few minutes on two.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return policyPretrain(cmd.Context(), o, g.printer(cmd))
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) error {
@@ -195,7 +191,7 @@ func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newPolicyExportCommand(g *rootOptions) *cobra.Command {
 	var o policyExportOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "export DIR [--model tiny-arith|tiny-chain|FILE] [--adapter ADAPTER_DIR]",
 		Short: "write the embedded model as a Hugging Face model directory",
 		Long: `Write the embedded model as a Hugging Face model directory that transformers
@@ -214,9 +210,7 @@ this model: load them with PeftModel.from_pretrained or vLLM's
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func policyExport(_ context.Context, dir string, o policyExportOptions, p printer) error {

@@ -30,7 +30,7 @@ func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newPutCommand(g *rootOptions) *cobra.Command {
 	var o putOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "put FILE BRANCH:PATH",
 		Short: "upload a local file as is (uncommitted until `rlpipe commit`)",
 		Long: `Upload FILE byte for byte to PATH on a branch. FILE "-" reads standard input.
@@ -44,9 +44,7 @@ dataset into a Parquet table, use ` + "`rlpipe import`" + `.`,
 				return putFunc(ctx, st, o, args[0], args[1], cmd.InOrStdin(), g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // objectOut is the JSON shape of put and import: where the object went
@@ -155,11 +153,9 @@ func newRmCommand(g *rootOptions) *cobra.Command {
 		Short:   "remove an object from a branch (uncommitted until `rlpipe commit`)",
 		Example: "  rlpipe rm try-reward:data/old.parquet\n  rlpipe rm try-reward:iterations/000003/ -r",
 		Args:    exactArgs("BRANCH:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return rmFunc(ctx, st, recursive, args[0], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return rmFunc(ctx, st, recursive, args[0], p)
+		}),
 	}
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove every object under the prefix")
 	return cmd

@@ -44,7 +44,7 @@ type reportOut struct {
 
 func newReportCommand(g *rootOptions) *cobra.Command {
 	var o reportOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "report RUN [--out FILE] [--compare REF]",
 		Short: "write a run's HTML report: learning curves, evals, health, alarms",
 		Long: `Write one self-contained HTML file about a run: learning curves (reward,
@@ -64,14 +64,10 @@ Health metrics and alarm thresholds: docs/REPORTS.md.`,
   rlpipe report arith --compare rescore-1a2b3c4d5e6f
   rlpipe report arith --compare arith-lr2e-3`,
 		Args: exactArgs("RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return reportFunc(ctx, st, args[0], o, g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return reportFunc(ctx, st, args[0], o, p)
+		}),
+	}, &o)
 }
 
 // runRef is the ref of a run: its branch runs-<run> when there is one,

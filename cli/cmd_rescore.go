@@ -36,7 +36,7 @@ func (o *rescoreOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newRescoreCommand(g *rootOptions) *cobra.Command {
 	var o rescoreOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "rescore --from REF --reward SPEC.yaml [--branch NAME]",
 		Short: "try a new reward on stored rollouts, on a branch",
 		Long: `Branch the store at REF and recompute every iteration's rewards from its
@@ -65,9 +65,7 @@ lose reward variance. Compare artifacts with ` + "`rlpipe diff REF BRANCH`" + `.
 				return rescoreFunc(ctx, st, o, prog, g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, prog *rewards.Program, p printer) error {

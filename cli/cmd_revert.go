@@ -23,19 +23,15 @@ func (o *revertOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newRevertCommand(g *rootOptions) *cobra.Command {
 	var o revertOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:     "revert BRANCH REF",
 		Short:   "undo a commit on a branch by committing its inverse",
 		Example: "  rlpipe revert main 3f2a9c0d\n  rlpipe revert main main~1 --parent-number 1",
 		Args:    exactArgs("BRANCH", "REF"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return revertFunc(ctx, st, o, args[0], args[1], g.printer(cmd))
-			})
-		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return revertFunc(ctx, st, o, args[0], args[1], p)
+		}),
+	}, &o)
 }
 
 func revertFunc(ctx context.Context, st artifacts.Store, o revertOptions, branch, ref string, p printer) error {

@@ -38,7 +38,7 @@ func (o *rewardsCheckOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newRewardsCheckCommand(g *rootOptions) *cobra.Command {
 	var o rewardsCheckOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "check SPEC.yaml [--sample REF:PATH]",
 		Short: "validate a reward spec, and optionally score a few stored rows with it",
 		Long: `Parse and type-check a reward spec (components, weights, total,
@@ -74,9 +74,7 @@ print them; nothing is written to the store.`,
 				return rewardsSample(ctx, st, prog, a, o.rows, p)
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // download copies an object into a temporary file (digest-checked).

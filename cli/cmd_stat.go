@@ -17,11 +17,9 @@ func newStatCommand(g *rootOptions) *cobra.Command {
 		Short:   "describe an object: size, checksum, metadata and provenance",
 		Example: "  rlpipe stat main:data/prompts.parquet\n  rlpipe stat runs-exp1:iterations/000003/rewards.parquet -o json",
 		Args:    exactArgs("REF:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return statFunc(ctx, st, args[0], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return statFunc(ctx, st, args[0], p)
+		}),
 	}
 }
 

@@ -40,7 +40,7 @@ func (o *storeServeOptions) AddFlags(fs *pflag.FlagSet) {
 // newStoreServeCommand builds `rlpipe store serve`.
 func newStoreServeCommand(g *rootOptions) *cobra.Command {
 	var o storeServeOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8001] [--repository NAME]",
 		Short: "serve the store over the lakeFS API so that other processes share it",
 		Long: `Serve the store --store names over the part of the lakeFS REST API that rlpipe's
@@ -67,9 +67,7 @@ The values are never printed. Stop it with Ctrl-C.`,
 				return storeServe(ctx, st, g.store, o, creds, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // storeCredentials are the server's; their values are never printed.

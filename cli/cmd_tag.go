@@ -23,11 +23,9 @@ func newTagCreateCommand(g *rootOptions) *cobra.Command {
 		Short:   "point a new tag at the commit REF names",
 		Example: "  rlpipe tag create v1.0 main\n  rlpipe tag create before-rescore runs-exp1~1",
 		Args:    exactArgs("NAME", "REF"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return tagCreateFunc(ctx, st, args[0], args[1], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return tagCreateFunc(ctx, st, args[0], args[1], p)
+		}),
 	}
 }
 
@@ -57,11 +55,9 @@ func newTagListCommand(g *rootOptions) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "list tags and their commits",
 		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return tagListFunc(ctx, st, g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
+			return tagListFunc(ctx, st, p)
+		}),
 	}
 }
 
@@ -90,11 +86,9 @@ func newTagDeleteCommand(g *rootOptions) *cobra.Command {
 		Short:   "delete a tag (the commit stays)",
 		Example: "  rlpipe tag delete v1.0",
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return tagDeleteFunc(ctx, st, args[0], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return tagDeleteFunc(ctx, st, args[0], p)
+		}),
 	}
 }
 

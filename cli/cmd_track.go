@@ -28,7 +28,7 @@ func (o *trackOptions) AddFlags(fs *pflag.FlagSet) {
 
 func newTrackCommand(g *rootOptions) *cobra.Command {
 	var o trackOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "track RUN [--to KIND:TARGET]...",
 		Short: "send a run's figures to experiment trackers (TensorBoard, MLflow)",
 		Long: `Send everything a run recorded to experiment trackers, from the store:
@@ -64,9 +64,7 @@ credentials come from the environment only (MLFLOW_TRACKING_TOKEN).`,
 				return trackFunc(ctx, st, args[0], specs, o, g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // trackOut is the JSON shape of `track`: one entry per tracker.

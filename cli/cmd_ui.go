@@ -25,7 +25,7 @@ func (o *uiOptions) AddFlags(fs *pflag.FlagSet) {
 // newUICommand builds `rlpipe ui`.
 func newUICommand(g *rootOptions) *cobra.Command {
 	var o uiOptions
-	cmd := &cobra.Command{
+	return withFlags(&cobra.Command{
 		Use:   "ui [--addr 127.0.0.1:8080]",
 		Short: "browse runs, iterations, branches and tables in a web page",
 		Long: `Serve a small web UI over the store: the runs with their iterations, task
@@ -50,9 +50,7 @@ Authorization: Bearer TOKEN. Stop it with Ctrl-C. See docs/UI.md.`,
 				return uiServe(ctx, st, o, token, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
 			})
 		},
-	}
-	o.AddFlags(cmd.Flags())
-	return cmd
+	}, &o)
 }
 
 // uiServe serves the UI until ctx ends.

@@ -48,6 +48,9 @@
 // Each command follows one shape: newXCommand builds the cobra command, an
 // xOptions struct with AddFlags holds its flags, and RunE calls xFunc, a
 // plain function that takes the opened store and writes to the command's
-// output. Nothing lives in package variables, so each run builds a fresh
-// tree.
+// output. The plumbing is shared: withFlags adds an options struct's flags
+// to the command it returns, and rootOptions.onStore is the RunE of a
+// store command (open the store, call the body with the arguments and the
+// command's printer, close the store). Nothing lives in package variables,
+// so each run builds a fresh tree.
 package cli

@@ -105,11 +105,9 @@ are one reader's.`,
 		Example: `  rlpipe evals arith
   rlpipe evals rescore-1a2b3c4d5e6f -o json`,
 		Args: exactArgs("RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return evalsFunc(ctx, st, args[0], g.printer(cmd))
-			})
-		},
+		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return evalsFunc(ctx, st, args[0], p)
+		}),
 	}
 }
 

@@ -146,6 +146,29 @@ func (o *rootOptions) withStore(cmd *cobra.Command, fn func(ctx context.Context,
 	return fn(ctx, st)
 }
 
+// onStore is the RunE of a command that works on the store: it opens the
+// store, runs fn with the command's arguments and its printer, and closes
+// the store (withStore).
+func (o *rootOptions) onStore(fn func(ctx context.Context, st artifacts.Store, args []string, p printer) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return o.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return fn(ctx, st, args, o.printer(cmd))
+		})
+	}
+}
+
+// flagAdder is a command's options struct: it adds the command's flags.
+type flagAdder interface {
+	AddFlags(fs *pflag.FlagSet)
+}
+
+// withFlags adds o's flags to cmd and returns cmd, so that a command
+// constructor is one composite literal.
+func withFlags(cmd *cobra.Command, o flagAdder) *cobra.Command {
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
 // printer returns the output for a command: its writer and the format.
 func (o *rootOptions) printer(cmd *cobra.Command) printer {
 	return printer{w: cmd.OutOrStdout(), json: o.json()}
