@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -53,7 +52,7 @@ func openStoredTable(ctx context.Context, st artifacts.Store, a artifactArg, ver
 		}
 		ra, size = bytes.NewReader(buf.Bytes()), int64(buf.Len())
 	case ranged && !verified:
-		ra = &rangeReaderAt{ctx: ctx, rr: rr, ref: a.ref, path: a.path}
+		ra = artifacts.RangeReaderAt(ctx, rr, a.ref, a.path)
 	default:
 		f, err := os.CreateTemp("", "rlpipe-table-*.parquet")
 		if err != nil {
@@ -78,26 +77,6 @@ func openStoredTable(ctx context.Context, st artifacts.Store, a artifactArg, ver
 func (t *storedTable) Close() error {
 	t.close()
 	return t.File.Close()
-}
-
-// rangeReaderAt reads an object in ranges through a RangeReader.
-type rangeReaderAt struct {
-	ctx       context.Context
-	rr        artifacts.RangeReader
-	ref, path string
-}
-
-func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	rc, err := r.rr.GetObjectRange(r.ctx, r.ref, r.path, off, int64(len(p)))
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	n, err := io.ReadFull(rc, p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
-	}
-	return n, err
 }
 
 // maxCellWidth bounds a cell of a printed table; longer values end in "…".

@@ -31,7 +31,7 @@ func TestRangeReaderAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := tables.OpenFile(&rangeReaderAt{ctx: ctx, rr: rr, ref: "main", path: "p.parquet"}, info.Size, "main:p.parquet", nil)
+	f, err := tables.OpenFile(artifacts.RangeReaderAt(ctx, rr, "main", "p.parquet"), info.Size, "main:p.parquet", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

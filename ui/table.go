@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -115,7 +114,7 @@ func openObject(ctx context.Context, st artifacts.Store, ref, path string) (io.R
 		}
 		return bytes.NewReader(b), int64(len(b)), nil
 	case ranged:
-		return &rangeReaderAt{ctx: ctx, rr: rr, ref: ref, path: path}, info.Size, nil
+		return artifacts.RangeReaderAt(ctx, rr, ref, path), info.Size, nil
 	}
 	return nil, 0, kindf(artifacts.ErrInvalid, "%s:%s is %d MiB, too large to browse on this store; use `rlpipe cat -n 100 %s:%s`",
 		ref, path, info.Size>>20, ref, path)
@@ -226,24 +225,4 @@ func readAll(ctx context.Context, st artifacts.Store, ref, path string) ([]byte,
 		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
 	}
 	return b, nil
-}
-
-// rangeReaderAt reads an object in ranges through a RangeReader.
-type rangeReaderAt struct {
-	ctx       context.Context
-	rr        artifacts.RangeReader
-	ref, path string
-}
-
-func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	rc, err := r.rr.GetObjectRange(r.ctx, r.ref, r.path, off, int64(len(p)))
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	n, err := io.ReadFull(rc, p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
-	}
-	return n, err
 }
