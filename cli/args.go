@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -75,14 +74,4 @@ func parseDate(s string) (time.Time, error) {
 		return time.Unix(secs, 0).UTC(), nil
 	}
 	return time.Time{}, usagef("invalid --date %q: use RFC 3339 (2025-01-02T15:04:05Z) or Unix seconds", s)
-}
-
-// sortedKeys returns a map's keys in order, for stable text output.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -119,7 +121,7 @@ func writeCommit(b *strings.Builder, c artifacts.Commit) {
 	}
 	if len(c.Metadata) > 0 {
 		b.WriteByte('\n')
-		for _, k := range sortedKeys(c.Metadata) {
+		for _, k := range slices.Sorted(maps.Keys(c.Metadata)) {
 			fmt.Fprintf(b, "    %s: %s\n", k, c.Metadata[k])
 		}
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +70,7 @@ func writeStat(p printer, s statOut) error {
 		t.add("content type:", s.ContentType)
 	}
 	var user []string
-	for _, k := range sortedKeys(s.Metadata) {
+	for _, k := range slices.Sorted(maps.Keys(s.Metadata)) {
 		if !strings.HasPrefix(k, "rlpipe-") {
 			user = append(user, k)
 		}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,7 +145,7 @@ attempts are cancelled and run again on another worker.`,
 			known := pipelineEnvs(plan)
 			for _, e := range envs {
 				if !known[e] {
-					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(sortedKeys(known), ", "))
+					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 				}
 			}
 			pid, err := driver.PipelineID(cfg)
