@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +11,7 @@ import (
 // and reports the sequential/pipelined wall-time ratio and the mean
 // per-iteration time of each stage.
 func BenchmarkDemoOverlap(b *testing.B) {
-	raw, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	spec, _ := filepath.Abs("../examples/arithmetic/reward.yaml")
-	src := strings.Replace(string(raw), "iterations: 60", "iterations: 20", 1)
-	src = strings.Replace(src, "spec: reward.yaml", "spec: "+spec, 1)
+	src := arithExample(b, map[string]string{"iterations: 60": "iterations: 20"})
 	if i := strings.Index(src, "\neval:"); i >= 0 {
 		j := strings.Index(src[i+1:], "\n\n")
 		src = src[:i+1] + src[i+1+j+2:]

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,22 +27,9 @@ func smallArithRun(t testing.TB) (*harness, string) {
 // evaluated every 2 with 4 samples.
 func smallArithConfig(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := filepath.Abs("../examples/arithmetic/reward.yaml")
-	src := string(b)
-	for old, new := range map[string]string{
+	return arithExample(t, map[string]string{
 		"iterations: 60": "iterations: 4", "every: 10": "every: 2", "n: 16": "n: 4", "k: [1, 4, 8, 16]": "k: [1, 4]",
-		"spec: reward.yaml": "spec: " + spec,
-	} {
-		if !strings.Contains(src, old) {
-			t.Fatalf("the example no longer has %q; update this test", old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	return src
+	})
 }
 
 func TestEvalBackfillsFromCache(t *testing.T) {
@@ -155,15 +141,6 @@ func TestOverlapByText(t *testing.T) {
 	}
 }
 
-func readFile(t testing.TB, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestRunNoOverlap(t *testing.T) {
 	h, cfg := smallArithRun(t)
 	staleness := func(run string) string {
@@ -226,11 +203,7 @@ func TestRunRewardNeverFinite(t *testing.T) {
 // standinHeldout is the first n stand-in prompts renamed, as a held-out set.
 func standinHeldout(t testing.TB, n int) string {
 	t.Helper()
-	b, err := os.ReadFile("../examples/standin/prompts.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(b), "\n")[:n]
+	lines := strings.SplitAfter(readFile(t, "../examples/standin/prompts.jsonl"), "\n")[:n]
 	return strings.ReplaceAll(strings.Join(lines, ""), `"add-`, `"held-`)
 }
 
@@ -261,9 +234,7 @@ func TestEvalStandinRunWithoutPolicy(t *testing.T) {
 		"iteration-000005 10×4 pass@1 0.3750 pass@4 1.0000",
 		"iteration-000006 10×4 pass@1 0.5750 pass@4 0.9000",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("evals:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameLines(t, "evals", got, want, "\n")
 	var again evalRunOut
 	h.json(&again, "eval", "-f", cfg, "--checkpoints", "all")
 	if again.Cached != 14 || again.Ran != 0 || again.Commit != out.Commit {

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,19 +33,10 @@ func TestPolicyServeUnknownModel(t *testing.T) {
 
 // TestPolicyServe serves the embedded model on loopback and lists it.
 func TestPolicyServe(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- policyServe(ctx, policyServeOptions{addr: "127.0.0.1:0", model: "tiny-arith"}, "", zerolog.Nop(), printer{w: pw})
-		pw.Close()
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, pr)
-	url := strings.Fields(line)[3] // "serving VERSION on http://ADDR (...)"
+	// "serving VERSION on http://ADDR (...)"
+	url, stop := serving(t, 3, func(ctx context.Context, p printer) error {
+		return policyServe(ctx, policyServeOptions{addr: "127.0.0.1:0", model: "tiny-arith"}, "", zerolog.Nop(), p)
+	})
 	resp, err := http.Get(url + "/v1/models")
 	if err != nil {
 		t.Fatal(err)
@@ -60,10 +49,7 @@ func TestPolicyServe(t *testing.T) {
 	if err != nil || len(models.Data) != 1 || !strings.HasPrefix(models.Data[0].ID, "tiny-arith@") {
 		t.Fatalf("models %+v, %v", models, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve after cancel: %v", err)
-	}
+	stop()
 }
 
 // TestPolicyExport writes the shipped model as a Hugging Face directory

@@ -89,11 +89,7 @@ func TestReportCommand(t *testing.T) {
 	}
 
 	// The helper the run command calls after each iteration.
-	st, err := artifacts.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := h.openStore()
 	checkHealthInputs(t, st, "runs-standin", 3)
 	refreshed := filepath.Join(h.dir, "live.html")
 	if err := writeRunReport(context.Background(), st, "standin", refreshed); err != nil {

@@ -19,11 +19,7 @@ import (
 // a secret in its environment.
 func examplePipeline(t *testing.T, sleep string) string {
 	t.Helper()
-	b, err := os.ReadFile("../examples/standin/pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
+	s := readFile(t, "../examples/standin/pipeline.yaml")
 	for _, d := range []string{"100ms", "200ms", "1s"} {
 		s = strings.ReplaceAll(s, "sleep: "+d, "sleep: "+sleep)
 	}

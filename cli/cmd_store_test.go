@@ -70,9 +70,7 @@ func TestStoreServe(t *testing.T) {
 		"  export LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY=\"$RLPIPE_STORE_SECRET_ACCESS_KEY\"\n",
 		"(the credentials are the values of RLPIPE_STORE_ACCESS_KEY_ID and RLPIPE_STORE_SECRET_ACCESS_KEY on this machine)\n",
 	}
-	if strings.Join(printed, "") != strings.Join(want, "") {
-		t.Fatalf("printed\n%s\nwant\n%s", strings.Join(printed, ""), strings.Join(want, ""))
-	}
+	sameLines(t, "printed", printed, want, "")
 
 	// A worker.
 	t.Setenv(lakefs.EnvEndpoint, endpoint)

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,27 +14,12 @@ func TestArithmeticDemoLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the embedded model for 16 iterations")
 	}
-	b, err := os.ReadFile("../examples/arithmetic/pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	spec, err := filepath.Abs("../examples/arithmetic/reward.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src = strings.Replace(src, "spec: reward.yaml", "spec: "+spec, 1)
-	for old, new := range map[string]string{
+	src := arithExample(t, map[string]string{
 		"iterations: 60":   "iterations: 16",
 		"every: 10":        "every: 16",
 		"n: 16":            "n: 8",
 		"k: [1, 4, 8, 16]": "k: [1, 8]",
-	} {
-		if !strings.Contains(src, old) {
-			t.Fatalf("the example no longer has %q; update this test", old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
+	})
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
 	cfg := h.file("pipeline.yaml", src)

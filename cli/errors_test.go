@@ -294,23 +294,45 @@ func TestAmbiguousRef(t *testing.T) {
 	}
 }
 
-// TestGCWithoutCollector checks the message on a backend that leaves
-// garbage collection to its server, as lakeFS does.
-func TestGCWithoutCollector(t *testing.T) {
+// TestWithoutVerifierOrCollector checks the messages of fsck and gc on a
+// backend that keeps its own storage and collects its own garbage, as
+// lakeFS does: the embedded store with its Verifier and Collector hidden
+// behind the bare interface.
+func TestWithoutVerifierOrCollector(t *testing.T) {
+	bare := struct{ artifacts.Store }{newLocalStore(t)}
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, st artifacts.Store, p printer) error
+		want string
+	}{
+		{
+			name: "fsck without a Verifier",
+			run: func(ctx context.Context, st artifacts.Store, p printer) error {
+				return fsckFunc(ctx, st, "lakefs://repo", fsckOptions{}, p)
+			},
+			want: "a lakeFS server keeps its own storage",
+		},
+		{
+			name: "gc without a Collector",
+			run: func(ctx context.Context, st artifacts.Store, p printer) error {
+				return gcFunc(ctx, st, "lakefs://repo", gcOptions{}, p)
+			},
+			want: "lakeFS runs its own garbage collection",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			err := tc.run(context.Background(), bare, printer{w: &out})
+			if err == nil || exitCode(err) != ExitFailure || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%s: %v (exit %d)", tc.name, err, exitCode(err))
+			}
+		})
+	}
+}
+
+// TestGCDryRun: the embedded store collects.
+func TestGCDryRun(t *testing.T) {
 	h := newStore(t)
-	st, err := artifacts.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	// Hide the embedded store's Collector behind the bare interface.
-	bare := struct{ artifacts.Store }{st}
-	var out strings.Builder
-	err = gcFunc(context.Background(), bare, "lakefs://repo", gcOptions{}, printer{w: &out})
-	if err == nil || exitCode(err) != ExitFailure || !strings.Contains(err.Error(), "lakeFS runs its own garbage collection") {
-		t.Fatalf("gc without a Collector: %v (exit %d)", err, exitCode(err))
-	}
-	// The embedded store collects.
 	var res gcOut
 	h.json(&res, "gc", "--dry-run")
 	if !res.DryRun {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/rlpipe/rlpipe/artifacts"
 )
 
 // bigBody is an object of several read chunks (1 MiB each), larger than
@@ -175,22 +172,5 @@ func TestFsckNamesTheDamage(t *testing.T) {
 			}
 			h.fails(ExitFailure, []string{"gc " + h.store + ": the store is damaged: " + strings.TrimPrefix(want, "damaged: "), "run `rlpipe fsck`"}, "gc", "--grace", "0")
 		})
-	}
-}
-
-// TestFsckWithoutVerifier checks the message on a backend that keeps its
-// own storage, as lakeFS does.
-func TestFsckWithoutVerifier(t *testing.T) {
-	h := newStore(t)
-	st, err := artifacts.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	bare := struct{ artifacts.Store }{st}
-	var out strings.Builder
-	err = fsckFunc(context.Background(), bare, "lakefs://repo", fsckOptions{}, printer{w: &out})
-	if err == nil || exitCode(err) != ExitFailure || !strings.Contains(err.Error(), "a lakeFS server keeps its own storage") {
-		t.Fatalf("fsck without a Verifier: %v (exit %d)", err, exitCode(err))
 	}
 }

@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/local"
 )
 
 // harness runs the rlpipe command in-process against a store in a
@@ -116,4 +120,105 @@ func promptsJSONL(rows ...[2]int) string {
 		fmt.Fprintf(&b, "{\"prompt_id\":\"p%04d\",\"prompt\":\"%d+%d=\",\"answer\":\"%d\"}\n", i+1, r[0], r[1], r[0]+r[1])
 	}
 	return b.String()
+}
+
+// openStore opens the harness's store directly, for a test that calls a
+// store function or serves the store itself; it is closed when the test
+// ends.
+func (h *harness) openStore() *local.Store {
+	h.t.Helper()
+	st, err := local.Open(context.Background(), h.store, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// newLocalStore is an empty embedded store (init-store's) opened
+// directly; it is closed when the test ends.
+func newLocalStore(t testing.TB) *local.Store {
+	t.Helper()
+	return newStore(t).openStore()
+}
+
+// readFile reads a file (a path relative to cli/) or fails the test.
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// edited returns src with each key of edits replaced, once, by its value.
+// A src that lacks a key fails the test, naming what src is (an example
+// file), so that a change to the example says which test to update.
+func edited(t testing.TB, what, src string, edits map[string]string) string {
+	t.Helper()
+	for old, new := range edits {
+		if !strings.Contains(src, old) {
+			t.Fatalf("%s no longer has %q; update this test", what, old)
+		}
+		src = strings.Replace(src, old, new, 1)
+	}
+	return src
+}
+
+// absPath is path (relative to cli/) made absolute, for a config that a
+// test writes elsewhere and that names a file of the repository.
+func absPath(t testing.TB, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// arithExample is examples/arithmetic/pipeline.yaml with its reward spec
+// named by absolute path and edits applied (see edited).
+func arithExample(t testing.TB, edits map[string]string) string {
+	t.Helper()
+	src := readFile(t, "../examples/arithmetic/pipeline.yaml")
+	src = edited(t, "the example", src, map[string]string{"spec: reward.yaml": "spec: " + absPath(t, "../examples/arithmetic/reward.yaml")})
+	return edited(t, "the example", src, edits)
+}
+
+// serving runs serve in the background until the test calls stop: serve
+// prints a first line that holds its URL as the field'th word (from 0)
+// and then serves until its context ends. stop fails the test unless
+// serve then returns nil.
+func serving(t *testing.T, field int, serve func(ctx context.Context, p printer) error) (url string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, printer{w: pw})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	return strings.Fields(line)[field], func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve after cancel: %v", err)
+		}
+	}
+}
+
+// sameLines fails the test unless got and want, each joined with sep, are
+// the same text; the message shows both, under what.
+func sameLines(t testing.TB, what string, got, want []string, sep string) {
+	t.Helper()
+	if g, w := strings.Join(got, sep), strings.Join(want, sep); g != w {
+		t.Fatalf("%s:\n%s\nwant:\n%s", what, g, w)
+	}
 }

@@ -2,22 +2,15 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rlpipe/rlpipe/artifacts/local"
 )
 
 // The iteration line shows the figures the trainer computed and leaves
 // out the ones it wrote as null: at β = 0 there is no "kl 0.0000".
 func TestIterationLineLeavesOutWhatWasNotComputed(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := newLocalStore(t)
 	for n, metrics := range map[int]string{
 		1: `{"loss": -0.0025, "kl": null, "reward": {"mean": 0.477}, "frac_reward_zero_std": 0.56}`,
 		2: `{"loss": 0.0035, "kl": 0.0123, "reward": {"mean": 0.617}, "frac_reward_zero_std": 0.31}`,

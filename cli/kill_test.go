@@ -57,33 +57,45 @@ func startCLI(t *testing.T, args []byte) (cmd *exec.Cmd, stderr *bytes.Buffer, d
 // returns the kills.
 func runKilled(t *testing.T, rng *rand.Rand, minMS, spanMS int, args ...string) int {
 	t.Helper()
+	return runLegs(t, 30, 3, func(done chan error) bool {
+		select {
+		case err := <-done:
+			done <- err
+			return false
+		case <-time.After(time.Duration(minMS+rng.IntN(spanMS)) * time.Millisecond):
+			return true
+		}
+	}, args...)
+}
+
+// runLegs runs `rlpipe ARGS` in a child process again and again until a
+// leg finishes: while fewer than kills legs were killed, killNow waits
+// for the moment to SIGKILL the leg and says true, or says false when
+// the leg ended first, leaving its result in done. It fails the test if
+// the leg that finishes fails or none does after maxLegs, and returns the
+// kills.
+func runLegs(t *testing.T, maxLegs, kills int, killNow func(done chan error) bool, args ...string) int {
+	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kills := 0
+	killed := 0
 	for leg := 0; ; leg++ {
-		if leg > 30 {
+		if leg > maxLegs {
 			t.Fatalf("the run did not finish after %d legs", leg)
 		}
 		cmd, stderr, done := startCLI(t, raw)
-		var err error
-		if kills < 3 {
-			select {
-			case err = <-done:
-			case <-time.After(time.Duration(minMS+rng.IntN(spanMS)) * time.Millisecond):
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-				kills++
-				continue
-			}
-		} else {
-			err = <-done
+		if killed < kills && killNow(done) {
+			cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+			killed++
+			continue
 		}
-		if err != nil {
+		if err := <-done; err != nil {
 			t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
 		}
-		return kills
+		return killed
 	}
 }
 

@@ -102,11 +102,7 @@ func TestCacheMissesAfterMovingFromTheEmbeddedStoreToAnMD5LakeFS(t *testing.T) {
 	stop()
 	// Run again, the tasks wrote new object versions (their provenance
 	// names MD5 input checksums): the bytes are the same.
-	st, err := local.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := h.openStore()
 	want, got := iterationChecksums(t, st, "arith"), iterationChecksums(t, st, "arith-again")
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d artifacts through lakeFS, %d on the embedded store", len(got), len(want))

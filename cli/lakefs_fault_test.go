@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,11 +38,7 @@ func newLakeFSStandIn(t *testing.T, faults storeserver.Faults) *lakeFSStandIn {
 	t.Helper()
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
-	st, err := local.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := h.openStore()
 	srv, err := storeserver.New(context.Background(), st, &storeserver.Options{Faults: faults})
 	if err != nil {
 		t.Fatal(err)
@@ -126,36 +120,15 @@ func TestKillAndResumeThroughALakeFS(t *testing.T) {
 	src, want := directArith(t)
 	s := newLakeFSStandIn(t, storeserver.Faults{CommitWindow: raceWindow})
 	s.serve(t)
-	args, _ := json.Marshal([]string{"--store", s.remote.store, "--log-level", "error", "run", "-f", s.local.file("pipeline.yaml", src), "--no-report"})
-	kills := 0
-	for leg := 0; ; leg++ {
-		if leg > 20 {
-			t.Fatalf("the run did not finish after %d legs", leg)
-		}
-		cmd, stderr, done := startCLI(t, args)
-		var err error
-		if kills < 2 {
-			// Kill once the run has committed one more iteration than
-			// before: a kill mid-run on any machine, whatever its speed.
-			before, lerr := committedIterations(s.st)
-			if lerr != nil {
-				t.Fatal(lerr)
-			}
-			if waitForCommit(s.st, before, done) {
-				cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-				kills++
-				continue
-			}
-			err = <-done
-		} else {
-			err = <-done
-		}
+	// Kill once the run has committed one more iteration than before: a
+	// kill mid-run on any machine, whatever its speed.
+	kills := runLegs(t, 20, 2, func(done chan error) bool {
+		before, err := committedIterations(s.st)
 		if err != nil {
-			t.Fatalf("leg %d: %v\n%s", leg, err, stderr.String())
+			t.Fatal(err)
 		}
-		break
-	}
+		return waitForCommit(s.st, before, done)
+	}, "--store", s.remote.store, "--log-level", "error", "run", "-f", s.local.file("pipeline.yaml", src), "--no-report")
 	if kills == 0 {
 		t.Fatalf("the run finished before it could be killed")
 	}
@@ -304,11 +277,7 @@ func (r *restarting) close() {
 // the variables to fix and never their values.
 func TestWrongLakeFSCredentials(t *testing.T) {
 	h := newStore(t)
-	st, err := local.Open(context.Background(), h.store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := h.openStore()
 	srv, err := storeserver.New(context.Background(), st, &storeserver.Options{AccessKeyID: "AKIARIGHTKEY00000000", SecretAccessKey: "the-right-secret-value"})
 	if err != nil {
 		t.Fatal(err)

@@ -39,11 +39,7 @@ func benchIterations(b *testing.B, name string, def int) int {
 // prompts an iteration (the example's 4 when 0).
 func longRunConfig(b *testing.B, iterations, samplesPerPrompt int) string {
 	b.Helper()
-	raw, err := os.ReadFile("../examples/standin/pipeline.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(raw)
+	s := readFile(b, "../examples/standin/pipeline.yaml")
 	for _, d := range []string{"100ms", "200ms", "1s"} {
 		s = strings.ReplaceAll(s, ", sleep: "+d, "")
 	}

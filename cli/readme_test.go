@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,10 +11,7 @@ import (
 // small run of the same example gives lines of the same shape (numbers
 // aside: the demo runs longer, on more problems, with more k).
 func TestREADMESampleIsWhatRunPrints(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, "../README.md")
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
 	out := h.ok("run", "-f", h.file("pipeline.yaml", smallArithConfig(t)), "--no-report")
@@ -46,7 +42,7 @@ func TestREADMESampleIsWhatRunPrints(t *testing.T) {
 		{"  eval base on heldout", 2},
 		{"heldout exact_pass@1: ", 0},
 	} {
-		want, got := find(string(readme), c.prefix, c.cut), find(out, c.prefix, c.cut)
+		want, got := find(readme, c.prefix, c.cut), find(out, c.prefix, c.cut)
 		if want == "" || got != want {
 			t.Errorf("README sample line %q\nrlpipe run prints  %q\n(numbers shown as N)", want, got)
 		}

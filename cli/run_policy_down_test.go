@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,18 +20,9 @@ import (
 // text.
 func vllmPipeline(t *testing.T, url string, more map[string]string) string {
 	t.Helper()
-	b, err := os.ReadFile("../examples/arithmetic-vllm/pipeline.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reward, err := filepath.Abs("../examples/arithmetic/reward.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
 	repl := map[string]string{
 		"http://127.0.0.1:8011":           url,
-		"spec: ../arithmetic/reward.yaml": "spec: " + reward,
+		"spec: ../arithmetic/reward.yaml": "spec: " + absPath(t, "../examples/arithmetic/reward.yaml"),
 		"iterations: 20":                  "iterations: 2",
 		"  n: 16":                         "  n: 4",
 		"k: [1, 4, 16]":                   "k: [1, 4]",
@@ -44,13 +33,7 @@ func vllmPipeline(t *testing.T, url string, more map[string]string) string {
 	for k, v := range more {
 		repl[k] = v
 	}
-	for from, to := range repl {
-		if !strings.Contains(s, from) {
-			t.Fatalf("examples/arithmetic-vllm/pipeline.yaml has no %q any more; update this test", from)
-		}
-		s = strings.Replace(s, from, to, 1)
-	}
-	return s
+	return edited(t, "examples/arithmetic-vllm/pipeline.yaml", readFile(t, "../examples/arithmetic-vllm/pipeline.yaml"), repl)
 }
 
 // runEvents are the engine's events in a run's stderr (JSON lines).
