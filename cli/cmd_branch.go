@@ -28,16 +28,14 @@ func (o *branchCreateOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newBranchCreateCommand(g *rootOptions) *cobra.Command {
-	var o branchCreateOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:     "create NAME [--from REF]",
 		Short:   "create a branch at a ref (copies no data)",
 		Example: "  rlpipe branch create try-reward --from main\n  rlpipe branch create replay --from v1.0~2",
 		Args:    exactArgs("NAME"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return branchCreateFunc(ctx, st, o, args[0], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o branchCreateOptions, args []string, p printer) error {
+		return branchCreateFunc(ctx, st, o, args[0], p)
+	})
 }
 
 func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOptions, name string, p printer) error {
@@ -147,16 +145,14 @@ func (o *branchResetOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newBranchResetCommand(g *rootOptions) *cobra.Command {
-	var o branchResetOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:     "reset NAME [--prefix P]",
 		Short:   "discard a branch's uncommitted changes",
 		Example: "  rlpipe branch reset main\n  rlpipe branch reset try-reward --prefix iterations/000003/",
 		Args:    exactArgs("NAME"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return branchResetFunc(ctx, st, o, args[0], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o branchResetOptions, args []string, p printer) error {
+		return branchResetFunc(ctx, st, o, args[0], p)
+	})
 }
 
 // resetOut is the JSON shape of branch reset.

@@ -21,8 +21,7 @@ func (o *catOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newCatCommand(g *rootOptions) *cobra.Command {
-	var o catOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "cat REF:PATH",
 		Short: "print an object: a Parquet table as rows, anything else as raw bytes",
 		Long: `Print the object at PATH in REF. A Parquet file prints as an aligned table
@@ -30,10 +29,9 @@ func newCatCommand(g *rootOptions) *cobra.Command {
 its bytes unchanged.`,
 		Example: "  rlpipe cat main:data/prompts.parquet\n  rlpipe cat main:data/prompts.parquet -o json --limit 5\n  rlpipe cat v1.0:config/reward.yaml",
 		Args:    exactArgs("REF:PATH"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return catFunc(ctx, st, o, args[0], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o catOptions, args []string, p printer) error {
+		return catFunc(ctx, st, o, args[0], p)
+	})
 }
 
 func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, p printer) error {

@@ -50,17 +50,15 @@ func (o *commitOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newCommitCommand(g *rootOptions) *cobra.Command {
-	var o commitOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "commit BRANCH -m MSG [--meta k=v]...",
 		Short: "record a branch's uncommitted changes as a commit",
 		Example: `  rlpipe commit main -m "add prompts"
   rlpipe commit runs-exp1 -m "iteration 3" --meta iteration=3`,
 		Args: exactArgs("BRANCH"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return commitFunc(ctx, st, o, args[0], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o commitOptions, args []string, p printer) error {
+		return commitFunc(ctx, st, o, args[0], p)
+	})
 }
 
 func commitFunc(ctx context.Context, st artifacts.Store, o commitOptions, branch string, p printer) error {

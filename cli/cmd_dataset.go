@@ -34,8 +34,7 @@ func (o *datasetArithOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newDatasetArithCommand(g *rootOptions) *cobra.Command {
-	var o datasetArithOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "arith BRANCH [--train N] [--heldout M] [--seed S]",
 		Short: "put the arithmetic task's training and held-out sets on a branch",
 		Long: `Write the "a+b=" task (operands 0–999) as two prompts tables and commit them:
@@ -46,17 +45,16 @@ held-out set is unseen by the shipped weights and disjoint from training.`,
 		Example: `  rlpipe dataset arith main
   rlpipe dataset arith main --train 20000 --heldout 2000 --seed 7`,
 		Args: exactArgs("BRANCH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// Past the distinct training problems the draw below would never end.
-			maxTrain := (arith.MaxOperand+1)*(arith.MaxOperand+1) - arith.NumHeldOut()
-			if o.train < 1 || o.train > maxTrain || o.heldout < 1 || o.heldout > arith.NumHeldOut() {
-				return usagef("dataset arith: --train must be in 1..%d and --heldout in 1..%d", maxTrain, arith.NumHeldOut())
-			}
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return datasetArith(ctx, st, args[0], o, g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o datasetArithOptions, args []string) error {
+		// Past the distinct training problems the draw below would never end.
+		maxTrain := (arith.MaxOperand+1)*(arith.MaxOperand+1) - arith.NumHeldOut()
+		if o.train < 1 || o.train > maxTrain || o.heldout < 1 || o.heldout > arith.NumHeldOut() {
+			return usagef("dataset arith: --train must be in 1..%d and --heldout in 1..%d", maxTrain, arith.NumHeldOut())
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return datasetArith(ctx, st, args[0], o, g.printer(cmd))
+		})
+	})
 }
 
 func datasetArith(ctx context.Context, st artifacts.Store, branch string, o datasetArithOptions, p printer) error {
@@ -115,8 +113,7 @@ func (o *datasetImportOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newDatasetImportCommand(g *rootOptions) *cobra.Command {
-	var o datasetImportOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "import FILE|DIR REF:PATH [--answer-format gsm8k] [--question COL --answer COL | --messages COL]",
 		Short: "import a question/answer dataset (JSONL, Parquet, a Hugging Face dataset) as a prompts table",
 		Long: `Load a dataset in the common question/answer shape from JSONL or Parquet,
@@ -138,39 +135,38 @@ provenance holds every data file's SHA-256.`,
   rlpipe dataset import ./chat-saved main:data/chat.parquet --messages messages --answer answer
   rlpipe dataset import examples/agent-sandbox/tasks.jsonl main:data/agent-tasks.parquet --id id --question instruction --no-answer`,
 		Args: exactArgs("FILE", "REF:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			branch, path, err := artifacts.SplitArtifact(args[1])
-			if err != nil || path == "" {
-				return usagef("dataset import: %q is not BRANCH:PATH", args[1])
-			}
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer, Messages: o.messages, NoAnswer: o.noAnswer},
-					AnswerFormat: o.format, Split: o.split}
-				p := g.printer(cmd)
-				if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
-					hf := &datasets.HFOptions{Split: o.split, Name: o.name, Revision: o.revision}
-					c, n, d, err := datasets.ImportHF(ctx, st, branch, path, args[0], hf, &datasets.ImportOptions{Load: lo})
-					if err != nil {
-						return failure(err)
-					}
-					if p.json {
-						return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1], "source": d.Source(), "split": d.Split,
-							"layout": d.Layout, "files": d.Files})
-					}
-					return p.Printf("committed %s: %d prompts of %s (split %s, %d files) at %s\n", shortID(c.ID), n, d.Source(), d.Split, len(d.Files), args[1])
-				}
-				if o.name != "" || o.revision != "" {
-					return usagef("dataset import: --name and --revision are for a Hugging Face dataset directory; %s is a file", args[0])
-				}
-				c, n, err := datasets.Import(ctx, st, branch, path, args[0], &datasets.ImportOptions{Load: lo})
+	}, func(cmd *cobra.Command, o datasetImportOptions, args []string) error {
+		branch, path, err := artifacts.SplitArtifact(args[1])
+		if err != nil || path == "" {
+			return usagef("dataset import: %q is not BRANCH:PATH", args[1])
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			lo := datasets.Options{Fields: datasets.Fields{ID: o.id, Question: o.question, Answer: o.answer, Messages: o.messages, NoAnswer: o.noAnswer},
+				AnswerFormat: o.format, Split: o.split}
+			p := g.printer(cmd)
+			if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+				hf := &datasets.HFOptions{Split: o.split, Name: o.name, Revision: o.revision}
+				c, n, d, err := datasets.ImportHF(ctx, st, branch, path, args[0], hf, &datasets.ImportOptions{Load: lo})
 				if err != nil {
 					return failure(err)
 				}
 				if p.json {
-					return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1]})
+					return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1], "source": d.Source(), "split": d.Split,
+						"layout": d.Layout, "files": d.Files})
 				}
-				return p.Printf("committed %s: %d prompts at %s\n", shortID(c.ID), n, args[1])
-			})
-		},
-	}, &o)
+				return p.Printf("committed %s: %d prompts of %s (split %s, %d files) at %s\n", shortID(c.ID), n, d.Source(), d.Split, len(d.Files), args[1])
+			}
+			if o.name != "" || o.revision != "" {
+				return usagef("dataset import: --name and --revision are for a Hugging Face dataset directory; %s is a file", args[0])
+			}
+			c, n, err := datasets.Import(ctx, st, branch, path, args[0], &datasets.ImportOptions{Load: lo})
+			if err != nil {
+				return failure(err)
+			}
+			if p.json {
+				return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1]})
+			}
+			return p.Printf("committed %s: %d prompts at %s\n", shortID(c.ID), n, args[1])
+		})
+	})
 }

@@ -25,8 +25,7 @@ func (o *diffOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newDiffCommand(g *rootOptions) *cobra.Command {
-	var o diffOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "diff LEFT RIGHT | diff BRANCH",
 		Short: "list the paths that differ between two refs, or a branch's uncommitted changes",
 		Long: `With two refs, list what RIGHT changed since it forked from LEFT (a three-dot
@@ -38,10 +37,9 @@ by a rerun, with a new creation time) is left out and counted on the last
 line; --metadata lists those too, as type metadata.`,
 		Example: "  rlpipe diff main try-reward\n  rlpipe diff main~1 main --two-dot --prefix data/\n  rlpipe diff runs-arith runs-again --two-dot --prefix iterations/ --metadata\n  rlpipe diff try-reward",
 		Args:    rangeArgs(1, "LEFT", "RIGHT"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return diffFunc(ctx, st, o, args, p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o diffOptions, args []string, p printer) error {
+		return diffFunc(ctx, st, o, args, p)
+	})
 }
 
 func diffFunc(ctx context.Context, st artifacts.Store, o diffOptions, refs []string, p printer) error {

@@ -39,8 +39,7 @@ func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newEvalCommand(g *rootOptions) *cobra.Command {
-	var o evalOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "eval -f pipeline.yaml [--run RUN] [--checkpoints all|N,M] [--n 16] [--k 1,4,8,16]",
 		Short: "evaluate a run's checkpoints on its held-out set, reusing what is cached",
 		Long: `Evaluate checkpoints of a run the way the loop does: n samples per problem of the
@@ -56,35 +55,34 @@ generations without sampling again.`,
 		Example: `  rlpipe eval -f examples/arithmetic/pipeline.yaml --checkpoints all
   rlpipe eval -f pipeline.yaml --run exp1 --checkpoints 0,30,60 --n 32 --k 1,8,32`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(o.file, kinds.Registry())
+	}, func(cmd *cobra.Command, o evalOptions, _ []string) error {
+		cfg, err := config.Load(o.file, kinds.Registry())
+		if err != nil {
+			return failure(err)
+		}
+		if cfg.Eval == nil {
+			return failure(fmt.Errorf("eval: %s has no eval section (set, n, max_tokens): add one, see docs/PIPELINE.md", o.file))
+		}
+		if o.n > 0 {
+			cfg.Eval.N = o.n
+		}
+		if o.k != "" {
+			ks, err := parseInts(o.k)
 			if err != nil {
-				return failure(err)
+				return usagef("eval: --k %q: %v", o.k, err)
 			}
-			if cfg.Eval == nil {
-				return failure(fmt.Errorf("eval: %s has no eval section (set, n, max_tokens): add one, see docs/PIPELINE.md", o.file))
+			cfg.Eval.K = ks
+		}
+		for _, k := range cfg.Eval.K {
+			if k > cfg.Eval.N {
+				return failure(fmt.Errorf("eval: k=%d but only n=%d samples per problem: sample at least k (--n %d, ideally %d)", k, cfg.Eval.N, k, 2*k))
 			}
-			if o.n > 0 {
-				cfg.Eval.N = o.n
-			}
-			if o.k != "" {
-				ks, err := parseInts(o.k)
-				if err != nil {
-					return usagef("eval: --k %q: %v", o.k, err)
-				}
-				cfg.Eval.K = ks
-			}
-			for _, k := range cfg.Eval.K {
-				if k > cfg.Eval.N {
-					return failure(fmt.Errorf("eval: k=%d but only n=%d samples per problem: sample at least k (--n %d, ideally %d)", k, cfg.Eval.N, k, 2*k))
-				}
-			}
-			cfg.Eval.Every = max(cfg.Eval.Every, 1)
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return evalFunc(ctx, st, cfg, o, g.printer(cmd), g.env.stderr)
-			})
-		},
-	}, &o)
+		}
+		cfg.Eval.Every = max(cfg.Eval.Every, 1)
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return evalFunc(ctx, st, cfg, o, g.printer(cmd), g.env.stderr)
+		})
+	})
 }
 
 func parseInts(s string) ([]int, error) {

@@ -24,8 +24,7 @@ func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newExportCommand(g *rootOptions) *cobra.Command {
-	var o exportOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "export REF:PATH FILE | export REF:PREFIX DIR",
 		Short: "copy an object to a local file, or everything under a prefix to a directory",
 		Long: `Copy the object at PATH in REF to FILE ("-" for standard output). A table
@@ -36,10 +35,9 @@ the prefix; with --format csv or jsonl its Parquet tables are converted on the
 way (x.parquet becomes x.jsonl), for readers without a Parquet library.`,
 		Example: "  rlpipe export main:data/prompts.parquet prompts.jsonl --format jsonl\n  rlpipe export runs-exp1:iterations/000003/ ./it3\n  rlpipe export runs-exp1:iterations/ ./its --format jsonl",
 		Args:    exactArgs("REF:PATH", "FILE"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return exportFunc(ctx, st, o, args[0], args[1], p.w, p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o exportOptions, args []string, p printer) error {
+		return exportFunc(ctx, st, o, args[0], args[1], p.w, p)
+	})
 }
 
 // exportOut is the JSON shape of export: the files written.

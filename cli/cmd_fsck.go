@@ -19,8 +19,7 @@ func (o *fsckOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newFsckCommand(g *rootOptions) *cobra.Command {
-	var o fsckOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "fsck [--quick]",
 		Short: "check that every commit, tree and object a ref reaches is stored intact (embedded store)",
 		Long: `Check the embedded store: every commit, tree (metarange and range) and object
@@ -32,10 +31,9 @@ checks their sizes). gc runs the same check first and refuses a damaged
 store.`,
 		Example: "  rlpipe fsck\n  rlpipe fsck --quick -o json",
 		Args:    exactArgs(),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
-			return fsckFunc(ctx, st, g.store, o, p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o fsckOptions, _ []string, p printer) error {
+		return fsckFunc(ctx, st, g.store, o, p)
+	})
 }
 
 // fsckOut is the JSON shape of fsck.

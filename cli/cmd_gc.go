@@ -22,8 +22,7 @@ func (o *gcOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newGCCommand(g *rootOptions) *cobra.Command {
-	var o gcOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "gc [--dry-run] [--grace DURATION]",
 		Short: "remove data no branch, tag or uncommitted change can reach (embedded store)",
 		Long: `Remove commits and stored bytes that no branch, tag or uncommitted change
@@ -34,10 +33,9 @@ It first checks the store as fsck does (reading every object once) and
 refuses to collect a damaged store, naming the damage.`,
 		Example: "  rlpipe gc --dry-run\n  rlpipe gc --grace 10m",
 		Args:    exactArgs(),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, _ []string, p printer) error {
-			return gcFunc(ctx, st, g.store, o, p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o gcOptions, _ []string, p printer) error {
+		return gcFunc(ctx, st, g.store, o, p)
+	})
 }
 
 // gcOut is the JSON shape of gc.

@@ -39,8 +39,7 @@ func tableNames() string {
 }
 
 func newImportCommand(g *rootOptions) *cobra.Command {
-	var o importOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "import FILE BRANCH:PATH [--table NAME | --string COLUMN...] [--format jsonl|csv|parquet]",
 		Short: "import a local dataset as a Parquet table (uncommitted until `rlpipe commit`)",
 		Long: `Import a local file to PATH on a branch. A JSONL or CSV dataset becomes a
@@ -57,10 +56,9 @@ a converted dataset.`,
   rlpipe import labels.jsonl main:data/labels.parquet --string label
   rlpipe import samples.parquet try-reward:iterations/000003/trajectories.parquet`,
 		Args: exactArgs("FILE", "BRANCH:PATH"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return importFunc(ctx, st, o, args[0], args[1], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o importOptions, args []string, p printer) error {
+		return importFunc(ctx, st, o, args[0], args[1], p)
+	})
 }
 
 // importOut is the JSON shape of import.

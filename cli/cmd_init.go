@@ -32,16 +32,14 @@ func newRepoCommand(g *rootOptions) *cobra.Command {
 }
 
 func newCreateStoreCommand(g *rootOptions, use, short string) *cobra.Command {
-	var o initStoreOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:     use,
 		Short:   short,
 		Example: "  rlpipe init-store\n  rlpipe --store lakefs://my-repo init-store --storage-namespace s3://bucket/rlpipe",
 		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return initStoreFunc(cmd.Context(), g, o, g.printer(cmd))
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o initStoreOptions, _ []string) error {
+		return initStoreFunc(cmd.Context(), g, o, g.printer(cmd))
+	})
 }
 
 // initStoreOut is the JSON shape of init-store and repo show.

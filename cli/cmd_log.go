@@ -30,8 +30,7 @@ func (o *logOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newLogCommand(g *rootOptions) *cobra.Command {
-	var o logOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "log [REF]",
 		Short: "show the history of a ref, newest first",
 		Long:  "Show the commits reachable from REF (default: the store's default branch), newest first.",
@@ -39,16 +38,13 @@ func newLogCommand(g *rootOptions) *cobra.Command {
   rlpipe log runs-exp1 --limit 5 --first-parent
   rlpipe log main --path data/prompts.parquet -o json`,
 		Args: rangeArgs(0, "REF"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				ref := ""
-				if len(args) == 1 {
-					ref = args[0]
-				}
-				return logFunc(ctx, st, o, ref, g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o logOptions, args []string, p printer) error {
+		ref := ""
+		if len(args) == 1 {
+			ref = args[0]
+		}
+		return logFunc(ctx, st, o, ref, p)
+	})
 }
 
 func logFunc(ctx context.Context, st artifacts.Store, o logOptions, ref string, p printer) error {

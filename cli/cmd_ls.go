@@ -20,8 +20,7 @@ func (o *lsOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newLsCommand(g *rootOptions) *cobra.Command {
-	var o lsOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "ls REF:PREFIX [--recursive]",
 		Short: "list the objects and folders a ref holds under a prefix",
 		Long: `List what REF holds under PREFIX, one level at a time (folders end in '/'),
@@ -29,10 +28,9 @@ or every object below it with --recursive. A branch shows its uncommitted
 changes too; REF@ shows only its last commit.`,
 		Example: "  rlpipe ls main:\n  rlpipe ls main:data/\n  rlpipe ls runs-exp1:iterations/ -r -o json",
 		Args:    exactArgs("REF:PREFIX"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return lsFunc(ctx, st, o, args[0], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o lsOptions, args []string, p printer) error {
+		return lsFunc(ctx, st, o, args[0], p)
+	})
 }
 
 // lsEntry is the JSON shape of one row of ls: an object, or a folder

@@ -25,8 +25,7 @@ func (o *mergeOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newMergeCommand(g *rootOptions) *cobra.Command {
-	var o mergeOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "merge SOURCE DEST [--strategy source-wins|dest-wins] [-m MSG]",
 		Short: "merge a ref into a branch (three-way, with conflict detection)",
 		Long: `Merge SOURCE (any ref) into the branch DEST with a three-way merge and
@@ -35,10 +34,9 @@ differently on both sides is a conflict: the merge stops and lists the paths,
 unless --strategy picks a side.`,
 		Example: "  rlpipe merge try-reward main\n  rlpipe merge try-reward main --strategy source-wins -m \"adopt the new reward\"",
 		Args:    exactArgs("SOURCE", "DEST"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return mergeFunc(ctx, st, o, args[0], args[1], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o mergeOptions, args []string, p printer) error {
+		return mergeFunc(ctx, st, o, args[0], args[1], p)
+	})
 }
 
 func mergeFunc(ctx context.Context, st artifacts.Store, o mergeOptions, source, dest string, p printer) error {

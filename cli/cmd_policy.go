@@ -39,8 +39,7 @@ func (o *policyServeOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newPolicyServeCommand(g *rootOptions) *cobra.Command {
-	var o policyServeOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:PORT] [--model tiny-arith|FILE.safetensors]",
 		Short: "serve the embedded model over the OpenAI API",
 		Long: `Serve the embedded model behind the OpenAI-compatible endpoints a vLLM server
@@ -56,12 +55,11 @@ their API key. Stop it with Ctrl-C.`,
   rlpipe policy serve --addr 127.0.0.1:9000 --model weights.safetensors
   RLPIPE_POLICY_TOKEN=$(openssl rand -hex 16) rlpipe policy serve --addr 0.0.0.0:8000`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return policyServe(ctx, o, g.env.getenv(policyTokenEnv), *zerolog.Ctx(cmd.Context()), g.printer(cmd))
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o policyServeOptions, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return policyServe(ctx, o, g.env.getenv(policyTokenEnv), *zerolog.Ctx(cmd.Context()), g.printer(cmd))
+	})
 }
 
 // policyServe serves until ctx ends.
@@ -103,8 +101,7 @@ func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
-	var o policyPretrainOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "pretrain [--model tiny-arith|tiny-chain] [--out FILE] [--steps N] [--seed S] [--verify]",
 		Short: "reproduce the embedded model's shipped weights from scratch",
 		Long: `Train the embedded model from random weights by supervised learning on
@@ -116,10 +113,9 @@ deterministic whatever the number of cores; it takes a few minutes on two.`,
   rlpipe policy pretrain --model tiny-chain --verify
   rlpipe policy pretrain --seed 3 --out seed3.safetensors`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return policyPretrain(cmd.Context(), o, g.printer(cmd))
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o policyPretrainOptions, _ []string) error {
+		return policyPretrain(cmd.Context(), o, g.printer(cmd))
+	})
 }
 
 func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) error {
@@ -190,8 +186,7 @@ func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newPolicyExportCommand(g *rootOptions) *cobra.Command {
-	var o policyExportOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "export DIR [--model tiny-arith|tiny-chain|FILE] [--adapter ADAPTER_DIR]",
 		Short: "write the embedded model as a Hugging Face model directory",
 		Long: `Write the embedded model as a Hugging Face model directory that transformers
@@ -207,10 +202,9 @@ this model: load them with PeftModel.from_pretrained or vLLM's
   rlpipe policy export ./chain-hf --model tiny-chain
   rlpipe policy export ./hf --adapter runs/arith/adapters/step-000003`,
 		Args: exactArgs("DIR"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o policyExportOptions, args []string) error {
+		return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
+	})
 }
 
 func policyExport(_ context.Context, dir string, o policyExportOptions, p printer) error {

@@ -29,8 +29,7 @@ func (o *putOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newPutCommand(g *rootOptions) *cobra.Command {
-	var o putOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "put FILE BRANCH:PATH",
 		Short: "upload a local file as is (uncommitted until `rlpipe commit`)",
 		Long: `Upload FILE byte for byte to PATH on a branch. FILE "-" reads standard input.
@@ -39,12 +38,11 @@ uncommitted until ` + "`rlpipe commit BRANCH -m MSG`" + `. To turn a JSONL or CS
 dataset into a Parquet table, use ` + "`rlpipe import`" + `.`,
 		Example: "  rlpipe put reward.yaml main:config/reward.yaml\n  echo hello | rlpipe put - try-reward:notes/hello.txt",
 		Args:    exactArgs("FILE", "BRANCH:PATH"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return putFunc(ctx, st, o, args[0], args[1], cmd.InOrStdin(), g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o putOptions, args []string) error {
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return putFunc(ctx, st, o, args[0], args[1], cmd.InOrStdin(), g.printer(cmd))
+		})
+	})
 }
 
 // objectOut is the JSON shape of put and import: where the object went

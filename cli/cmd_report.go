@@ -43,8 +43,7 @@ type reportOut struct {
 }
 
 func newReportCommand(g *rootOptions) *cobra.Command {
-	var o reportOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:   "report RUN [--out FILE] [--compare REF]",
 		Short: "write a run's HTML report: learning curves, evals, health, alarms",
 		Long: `Write one self-contained HTML file about a run: learning curves (reward,
@@ -64,10 +63,9 @@ Health metrics and alarm thresholds: docs/REPORTS.md.`,
   rlpipe report arith --compare rescore-1a2b3c4d5e6f
   rlpipe report arith --compare arith-lr2e-3`,
 		Args: exactArgs("RUN"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return reportFunc(ctx, st, args[0], o, p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o reportOptions, args []string, p printer) error {
+		return reportFunc(ctx, st, args[0], o, p)
+	})
 }
 
 // runRef is the ref of a run: its branch runs-<run> when there is one,

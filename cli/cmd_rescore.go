@@ -35,8 +35,7 @@ func (o *rescoreOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newRescoreCommand(g *rootOptions) *cobra.Command {
-	var o rescoreOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "rescore --from REF --reward SPEC.yaml [--branch NAME]",
 		Short: "try a new reward on stored rollouts, on a branch",
 		Long: `Branch the store at REF and recompute every iteration's rewards from its
@@ -49,23 +48,22 @@ lose reward variance. Compare artifacts with ` + "`rlpipe diff REF BRANCH`" + `.
 		Example: `  rlpipe rescore --from runs-exp1 --reward new.yaml
   rlpipe rescore --from runs-exp1~3 --reward strict.yaml --branch try-strict -o json`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.from == "" || o.reward == "" {
-				return usagef("rescore needs --from REF and --reward SPEC.yaml")
-			}
-			spec, err := rewards.LoadSpec(o.reward)
-			var prog *rewards.Program
-			if err == nil {
-				prog, err = runners.Compile(spec) // type errors before touching the store
-			}
-			if err != nil {
-				return failure(err)
-			}
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return rescoreFunc(ctx, st, o, prog, g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o rescoreOptions, _ []string) error {
+		if o.from == "" || o.reward == "" {
+			return usagef("rescore needs --from REF and --reward SPEC.yaml")
+		}
+		spec, err := rewards.LoadSpec(o.reward)
+		var prog *rewards.Program
+		if err == nil {
+			prog, err = runners.Compile(spec) // type errors before touching the store
+		}
+		if err != nil {
+			return failure(err)
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return rescoreFunc(ctx, st, o, prog, g.printer(cmd))
+		})
+	})
 }
 
 func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, prog *rewards.Program, p printer) error {

@@ -22,16 +22,14 @@ func (o *revertOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newRevertCommand(g *rootOptions) *cobra.Command {
-	var o revertOptions
-	return withFlags(&cobra.Command{
+	return storeCommand(g, &cobra.Command{
 		Use:     "revert BRANCH REF",
 		Short:   "undo a commit on a branch by committing its inverse",
 		Example: "  rlpipe revert main 3f2a9c0d\n  rlpipe revert main main~1 --parent-number 1",
 		Args:    exactArgs("BRANCH", "REF"),
-		RunE: g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
-			return revertFunc(ctx, st, o, args[0], args[1], p)
-		}),
-	}, &o)
+	}, func(ctx context.Context, st artifacts.Store, o revertOptions, args []string, p printer) error {
+		return revertFunc(ctx, st, o, args[0], args[1], p)
+	})
 }
 
 func revertFunc(ctx context.Context, st artifacts.Store, o revertOptions, branch, ref string, p printer) error {

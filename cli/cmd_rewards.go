@@ -37,8 +37,7 @@ func (o *rewardsCheckOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newRewardsCheckCommand(g *rootOptions) *cobra.Command {
-	var o rewardsCheckOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "check SPEC.yaml [--sample REF:PATH]",
 		Short: "validate a reward spec, and optionally score a few stored rows with it",
 		Long: `Parse and type-check a reward spec (components, weights, total,
@@ -48,33 +47,32 @@ trajectories table (verifiers and judges run for real, without memo) and
 print them; nothing is written to the store.`,
 		Example: "  rlpipe rewards check reward.yaml\n  rlpipe rewards check reward.yaml --sample runs-exp1:iterations/000003/trajectories.parquet",
 		Args:    exactArgs("SPEC.yaml"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := rewards.LoadSpec(args[0])
-			var prog *rewards.Program
-			if err == nil {
-				prog, err = runners.Compile(spec)
+	}, func(cmd *cobra.Command, o rewardsCheckOptions, args []string) error {
+		spec, err := rewards.LoadSpec(args[0])
+		var prog *rewards.Program
+		if err == nil {
+			prog, err = runners.Compile(spec)
+		}
+		if err != nil {
+			return failure(err)
+		}
+		p := g.printer(cmd)
+		if o.sample == "" {
+			if p.json {
+				return p.JSON(map[string]any{"spec": spec.Name, "digest": spec.Digest(), "components": spec.ComponentNames(),
+					"correct": spec.Correctness().String(), "ok": true})
 			}
-			if err != nil {
-				return failure(err)
-			}
-			p := g.printer(cmd)
-			if o.sample == "" {
-				if p.json {
-					return p.JSON(map[string]any{"spec": spec.Name, "digest": spec.Digest(), "components": spec.ComponentNames(),
-						"correct": spec.Correctness().String(), "ok": true})
-				}
-				return p.Printf("%s: ok, %s, correct when %s, digest %s\n", spec.Name, plural(len(spec.Components), "component"),
-					spec.Correctness(), spec.Digest())
-			}
-			a, err := parseArtifact(o.sample)
-			if err != nil {
-				return err
-			}
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return rewardsSample(ctx, st, prog, a, o.rows, p)
-			})
-		},
-	}, &o)
+			return p.Printf("%s: ok, %s, correct when %s, digest %s\n", spec.Name, plural(len(spec.Components), "component"),
+				spec.Correctness(), spec.Digest())
+		}
+		a, err := parseArtifact(o.sample)
+		if err != nil {
+			return err
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return rewardsSample(ctx, st, prog, a, o.rows, p)
+		})
+	})
 }
 
 // download copies an object into a temporary file (digest-checked).

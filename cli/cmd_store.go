@@ -39,8 +39,7 @@ func (o *storeServeOptions) AddFlags(fs *pflag.FlagSet) {
 
 // newStoreServeCommand builds `rlpipe store serve`.
 func newStoreServeCommand(g *rootOptions) *cobra.Command {
-	var o storeServeOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8001] [--repository NAME]",
 		Short: "serve the store over the lakeFS API so that other processes share it",
 		Long: `Serve the store --store names over the part of the lakeFS REST API that rlpipe's
@@ -59,15 +58,14 @@ The values are never printed. Stop it with Ctrl-C.`,
   export RLPIPE_STORE_ACCESS_KEY_ID=$(openssl rand -hex 8) RLPIPE_STORE_SECRET_ACCESS_KEY=$(openssl rand -hex 16)
   rlpipe store serve --addr 0.0.0.0:8001`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			creds := storeCredentials{key: g.env.getenv(storeserver.EnvAccessKeyID), secret: g.env.getenv(storeserver.EnvSecretAccessKey)}
-			return g.withStore(cmd, func(_ context.Context, st artifacts.Store) error {
-				return storeServe(ctx, st, g.store, o, creds, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o storeServeOptions, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		creds := storeCredentials{key: g.env.getenv(storeserver.EnvAccessKeyID), secret: g.env.getenv(storeserver.EnvSecretAccessKey)}
+		return g.withStore(cmd, func(_ context.Context, st artifacts.Store) error {
+			return storeServe(ctx, st, g.store, o, creds, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
+		})
+	})
 }
 
 // storeCredentials are the server's; their values are never printed.

@@ -27,8 +27,7 @@ func (o *trackOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newTrackCommand(g *rootOptions) *cobra.Command {
-	var o trackOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "track RUN [--to KIND:TARGET]...",
 		Short: "send a run's figures to experiment trackers (TensorBoard, MLflow)",
 		Long: `Send everything a run recorded to experiment trackers, from the store:
@@ -48,23 +47,22 @@ credentials come from the environment only (MLFLOW_TRACKING_TOKEN).`,
   rlpipe track arith --to mlflow:http://127.0.0.1:5000
   rlpipe track arith                 # the trackers of the run's tracking section`,
 		Args: exactArgs("RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var specs []trackers.Spec
-			for _, to := range o.to {
-				s, err := trackers.ParseTarget(to)
-				if err != nil {
-					return asUsage(err)
-				}
-				specs = append(specs, s)
+	}, func(cmd *cobra.Command, o trackOptions, args []string) error {
+		var specs []trackers.Spec
+		for _, to := range o.to {
+			s, err := trackers.ParseTarget(to)
+			if err != nil {
+				return asUsage(err)
 			}
-			if err := artifacts.ValidateBranchName(runs.Branch(args[0])); err != nil {
-				return usagef("track: %q is not a run name", args[0])
-			}
-			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
-				return trackFunc(ctx, st, args[0], specs, o, g.printer(cmd))
-			})
-		},
-	}, &o)
+			specs = append(specs, s)
+		}
+		if err := artifacts.ValidateBranchName(runs.Branch(args[0])); err != nil {
+			return usagef("track: %q is not a run name", args[0])
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			return trackFunc(ctx, st, args[0], specs, o, g.printer(cmd))
+		})
+	})
 }
 
 // trackOut is the JSON shape of `track`: one entry per tracker.

@@ -24,8 +24,7 @@ func (o *uiOptions) AddFlags(fs *pflag.FlagSet) {
 
 // newUICommand builds `rlpipe ui`.
 func newUICommand(g *rootOptions) *cobra.Command {
-	var o uiOptions
-	return withFlags(&cobra.Command{
+	return withOptions(&cobra.Command{
 		Use:   "ui [--addr 127.0.0.1:8080]",
 		Short: "browse runs, iterations, branches and tables in a web page",
 		Long: `Serve a small web UI over the store: the runs with their iterations, task
@@ -42,15 +41,14 @@ Authorization: Bearer TOKEN. Stop it with Ctrl-C. See docs/UI.md.`,
   rlpipe ui --addr 127.0.0.1:9090
   RLPIPE_UI_TOKEN=$(openssl rand -hex 16) rlpipe ui --addr 0.0.0.0:8080`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			token := g.env.getenv(ui.TokenEnv)
-			return g.withStore(cmd, func(_ context.Context, st artifacts.Store) error {
-				return uiServe(ctx, st, o, token, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
-			})
-		},
-	}, &o)
+	}, func(cmd *cobra.Command, o uiOptions, _ []string) error {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		token := g.env.getenv(ui.TokenEnv)
+		return g.withStore(cmd, func(_ context.Context, st artifacts.Store) error {
+			return uiServe(ctx, st, o, token, *zerolog.Ctx(cmd.Context()), g.printer(cmd))
+		})
+	})
 }
 
 // uiServe serves the UI until ctx ends.

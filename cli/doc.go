@@ -48,9 +48,12 @@
 // Each command follows one shape: newXCommand builds the cobra command, an
 // xOptions struct with AddFlags holds its flags, and RunE calls xFunc, a
 // plain function that takes the opened store and writes to the command's
-// output. The plumbing is shared: withFlags adds an options struct's flags
-// to the command it returns, and rootOptions.onStore is the RunE of a
+// output. The plumbing is shared: rootOptions.onStore is the RunE of a
 // store command (open the store, call the body with the arguments and the
-// command's printer, close the store). Nothing lives in package variables,
-// so each run builds a fresh tree.
+// command's printer, close the store); withOptions finishes a command
+// whose flags fill an options struct (it adds AddFlags's flags and hands
+// RunE the parsed options as a value), and storeCommand is both at once,
+// so a store command is its cobra.Command literal plus a function of
+// (ctx, store, options, args, printer). Nothing lives in package
+// variables, so each run builds a fresh tree.
 package cli

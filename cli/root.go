@@ -162,11 +162,33 @@ type flagAdder interface {
 	AddFlags(fs *pflag.FlagSet)
 }
 
-// withFlags adds o's flags to cmd and returns cmd, so that a command
-// constructor is one composite literal.
-func withFlags(cmd *cobra.Command, o flagAdder) *cobra.Command {
-	o.AddFlags(cmd.Flags())
+// withOptions finishes cmd, a command whose flags fill an options struct
+// O: it adds O's flags, and its RunE calls run with the options the flags
+// were parsed into.
+func withOptions[O any, P interface {
+	*O
+	flagAdder
+}](cmd *cobra.Command, run func(cmd *cobra.Command, o O, args []string) error) *cobra.Command {
+	var o O
+	P(&o).AddFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return run(cmd, o, args)
+	}
 	return cmd
+}
+
+// storeCommand is withOptions for a command that works on the store: run
+// gets the opened store, the parsed options, the arguments and the
+// command's printer (onStore).
+func storeCommand[O any, P interface {
+	*O
+	flagAdder
+}](g *rootOptions, cmd *cobra.Command, run func(ctx context.Context, st artifacts.Store, o O, args []string, p printer) error) *cobra.Command {
+	return withOptions[O, P](cmd, func(cmd *cobra.Command, o O, args []string) error {
+		return g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
+			return run(ctx, st, o, args, p)
+		})(cmd, args)
+	})
 }
 
 // printer returns the output for a command: its writer and the format.
