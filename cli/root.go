@@ -162,13 +162,16 @@ type flagAdder interface {
 	AddFlags(fs *pflag.FlagSet)
 }
 
+// options is a pointer to an options struct O, which adds O's flags.
+type options[O any] interface {
+	*O
+	flagAdder
+}
+
 // withOptions finishes cmd, a command whose flags fill an options struct
 // O: it adds O's flags, and its RunE calls run with the options the flags
 // were parsed into.
-func withOptions[O any, P interface {
-	*O
-	flagAdder
-}](cmd *cobra.Command, run func(cmd *cobra.Command, o O, args []string) error) *cobra.Command {
+func withOptions[O any, P options[O]](cmd *cobra.Command, run func(cmd *cobra.Command, o O, args []string) error) *cobra.Command {
 	var o O
 	P(&o).AddFlags(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -180,10 +183,7 @@ func withOptions[O any, P interface {
 // storeCommand is withOptions for a command that works on the store: run
 // gets the opened store, the parsed options, the arguments and the
 // command's printer (onStore).
-func storeCommand[O any, P interface {
-	*O
-	flagAdder
-}](g *rootOptions, cmd *cobra.Command, run func(ctx context.Context, st artifacts.Store, o O, args []string, p printer) error) *cobra.Command {
+func storeCommand[O any, P options[O]](g *rootOptions, cmd *cobra.Command, run func(ctx context.Context, st artifacts.Store, o O, args []string, p printer) error) *cobra.Command {
 	return withOptions[O, P](cmd, func(cmd *cobra.Command, o O, args []string) error {
 		return g.onStore(func(ctx context.Context, st artifacts.Store, args []string, p printer) error {
 			return run(ctx, st, o, args, p)
