@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/configtest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
@@ -179,7 +180,7 @@ func TestChainLearns(t *testing.T) {
 	}
 	h := newStore(t)
 	h.ok("dataset", "arith", "main")
-	src := edited(t, "examples/chain/pipeline.yaml", readFile(t, "../examples/chain/pipeline.yaml"),
+	src := configtest.Edit(t, "examples/chain/pipeline.yaml", readFile(t, "../examples/chain/pipeline.yaml"),
 		map[string]string{"iterations: 100": "iterations: 20", "n: 16": "n: 4", "k: [1, 4, 16]": "k: [1, 4]"})
 	h.file("reward.yaml", readFile(t, "../examples/chain/reward.yaml"))
 	h.ok("run", "-f", h.file("chain.yaml", src), "--no-report")
@@ -218,7 +219,7 @@ func TestEpisodesTokenBudgetInTheLoop(t *testing.T) {
 	h := newStore(t)
 	h.ok("dataset", "arith", "main", "--train", "64", "--heldout", "10")
 	h.file("chain-reward.yaml", chainReward)
-	src := edited(t, "chainPipeline", chainPipeline, map[string]string{
+	src := configtest.Edit(t, "chainPipeline", chainPipeline, map[string]string{
 		"iterations: 2":      "iterations: 1",
 		"model: tiny-arith}": "model: tiny-chain}",
 		"max_turns: 4,":      "max_turns: 4, max_episode_tokens: 20,",

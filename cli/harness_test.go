@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/configtest"
 )
 
 // harness runs the rlpipe command in-process against a store in a
@@ -152,38 +153,13 @@ func readFile(t testing.TB, path string) string {
 	return string(b)
 }
 
-// edited returns src with each key of edits replaced, once, by its value.
-// A src that lacks a key fails the test, naming what src is (an example
-// file), so that a change to the example says which test to update.
-func edited(t testing.TB, what, src string, edits map[string]string) string {
-	t.Helper()
-	for old, new := range edits {
-		if !strings.Contains(src, old) {
-			t.Fatalf("%s no longer has %q; update this test", what, old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	return src
-}
-
-// absPath is path (relative to cli/) made absolute, for a config that a
-// test writes elsewhere and that names a file of the repository.
-func absPath(t testing.TB, path string) string {
-	t.Helper()
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return abs
-}
-
 // arithExample is examples/arithmetic/pipeline.yaml with its reward spec
-// named by absolute path and edits applied (see edited).
+// named by absolute path and edits applied (see configtest.Edit).
 func arithExample(t testing.TB, edits map[string]string) string {
 	t.Helper()
 	src := readFile(t, "../examples/arithmetic/pipeline.yaml")
-	src = edited(t, "the example", src, map[string]string{"spec: reward.yaml": "spec: " + absPath(t, "../examples/arithmetic/reward.yaml")})
-	return edited(t, "the example", src, edits)
+	src = configtest.Edit(t, "the example", src, map[string]string{"spec: reward.yaml": "spec: " + configtest.Abs(t, "../examples/arithmetic/reward.yaml")})
+	return configtest.Edit(t, "the example", src, edits)
 }
 
 // serving runs serve in the background until the test calls stop: serve

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/configtest"
 )
 
 // vllmPipeline is examples/arithmetic-vllm/pipeline.yaml sampling from
@@ -22,7 +24,7 @@ func vllmPipeline(t *testing.T, url string, more map[string]string) string {
 	t.Helper()
 	repl := map[string]string{
 		"http://127.0.0.1:8011":           url,
-		"spec: ../arithmetic/reward.yaml": "spec: " + absPath(t, "../examples/arithmetic/reward.yaml"),
+		"spec: ../arithmetic/reward.yaml": "spec: " + configtest.Abs(t, "../examples/arithmetic/reward.yaml"),
 		"iterations: 20":                  "iterations: 2",
 		"  n: 16":                         "  n: 4",
 		"k: [1, 4, 16]":                   "k: [1, 4]",
@@ -33,7 +35,7 @@ func vllmPipeline(t *testing.T, url string, more map[string]string) string {
 	for k, v := range more {
 		repl[k] = v
 	}
-	return edited(t, "examples/arithmetic-vllm/pipeline.yaml", readFile(t, "../examples/arithmetic-vllm/pipeline.yaml"), repl)
+	return configtest.Edit(t, "examples/arithmetic-vllm/pipeline.yaml", readFile(t, "../examples/arithmetic-vllm/pipeline.yaml"), repl)
 }
 
 // runEvents are the engine's events in a run's stderr (JSON lines).

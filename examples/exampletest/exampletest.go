@@ -23,6 +23,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/internal/configtest"
 )
 
 // Config reads an example's config file and applies edits: each key is a
@@ -35,24 +36,13 @@ func Config(t testing.TB, path string, edits map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := string(b)
-	for old, new := range edits {
-		if !strings.Contains(src, old) {
-			t.Fatalf("%s no longer has %q; update this test", path, old)
-		}
-		src = strings.Replace(src, old, new, 1)
-	}
-	return src
+	return configtest.Edit(t, path, string(b), edits)
 }
 
 // Abs is path made absolute, for a config written to another directory.
 func Abs(t testing.TB, path string) string {
 	t.Helper()
-	a, err := filepath.Abs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return configtest.Abs(t, path)
 }
 
 // Env is a temporary directory holding a store, and the rlpipe command
