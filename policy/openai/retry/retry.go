@@ -23,6 +23,7 @@ package retry
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -107,4 +108,17 @@ func Backoff(attempt int, base, maxWait, after time.Duration, jitter func(n int6
 	}
 	d = min(d, maxWait)
 	return d/2 + time.Duration(jitter(int64(d/2)))
+}
+
+// Sleep is the pause between attempts: it waits d, or returns ctx's cause
+// as soon as ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

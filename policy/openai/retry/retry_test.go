@@ -1,6 +1,8 @@
 package retry_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -96,5 +98,18 @@ func TestBackoff(t *testing.T) {
 				t.Fatalf("Backoff = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSleep: a wait ends early with the context's cause, and a zero wait
+// returns at once without error.
+func TestSleep(t *testing.T) {
+	if err := retry.Sleep(context.Background(), 0); err != nil {
+		t.Errorf("Sleep(0) = %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the run was stopped"))
+	if err := retry.Sleep(ctx, time.Hour); err == nil || err.Error() != "the run was stopped" {
+		t.Errorf("Sleep on an ended context = %v, want its cause", err)
 	}
 }
