@@ -94,6 +94,33 @@ func After(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// Defaults of both clients' retry knobs.
+const (
+	DefaultRetries    = 4
+	DefaultBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// Defaults fills a client's zero retry knobs: retries 0 is
+// DefaultRetries and a negative count none; a zero backoff is
+// DefaultBackoff and a zero max backoff DefaultMaxBackoff, or backoff
+// when that is larger.
+func Defaults(retries int, backoff, maxBackoff time.Duration) (int, time.Duration, time.Duration) {
+	switch {
+	case retries == 0:
+		retries = DefaultRetries
+	case retries < 0:
+		retries = 0
+	}
+	if backoff == 0 {
+		backoff = DefaultBackoff
+	}
+	if maxBackoff == 0 {
+		maxBackoff = max(DefaultMaxBackoff, backoff)
+	}
+	return retries, backoff, maxBackoff
+}
+
 // Backoff is the pause before attempt+1 (attempt counts from 1): the
 // server's wait when it named one, else base doubled per earlier attempt
 // with equal jitter (a value in [d/2, d]); both capped by maxWait. jitter

@@ -113,3 +113,23 @@ func TestSleep(t *testing.T) {
 		t.Errorf("Sleep on an ended context = %v, want its cause", err)
 	}
 }
+
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		retries                  int
+		backoff, maxBackoff      time.Duration
+		wantRetries              int
+		wantBackoff, wantMaxWait time.Duration
+	}{
+		{name: "all zero", wantRetries: 4, wantBackoff: 500 * time.Millisecond, wantMaxWait: 30 * time.Second},
+		{name: "negative retries mean none", retries: -1, wantRetries: 0, wantBackoff: 500 * time.Millisecond, wantMaxWait: 30 * time.Second},
+		{name: "a backoff above the default max raises it", retries: 2, backoff: time.Minute, wantRetries: 2, wantBackoff: time.Minute, wantMaxWait: time.Minute},
+		{name: "set knobs stay", retries: 7, backoff: time.Second, maxBackoff: 5 * time.Second, wantRetries: 7, wantBackoff: time.Second, wantMaxWait: 5 * time.Second},
+	} {
+		r, b, m := retry.Defaults(tc.retries, tc.backoff, tc.maxBackoff)
+		if r != tc.wantRetries || b != tc.wantBackoff || m != tc.wantMaxWait {
+			t.Errorf("%s: Defaults(%d, %v, %v) = %d, %v, %v; want %d, %v, %v", tc.name, tc.retries, tc.backoff, tc.maxBackoff, r, b, m, tc.wantRetries, tc.wantBackoff, tc.wantMaxWait)
+		}
+	}
+}
