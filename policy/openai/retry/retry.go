@@ -1,7 +1,9 @@
 // Package retry is the one retry policy of rlpipe's two OpenAI-compatible
 // clients, the policy client (policy/openai) and the reward judges
 // (rewards/judge): which answers another attempt may fix, how long the
-// server asked to wait, and the backoff between attempts.
+// server asked to wait, the backoff between attempts (Backoff, Sleep) and
+// the default knobs (Defaults). The bodies and the HTTP exchange both
+// clients send are package wire's.
 //
 // The rule:
 //
