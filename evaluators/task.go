@@ -58,6 +58,11 @@ type TaskOptions struct {
 	// opened policy's model's ExactPass when the model is a
 	// policy.ExactScorer (the embedded model).
 	Exact func(ctx context.Context, adapterDir string, prompts []tables.Prompt) ([]float64, error)
+	// Batch is how many problems go to the policy in one Generate call
+	// (default policy.DefaultBatch, as the generate stage's). Every
+	// problem is seeded on its own, so the batch size never changes the
+	// samples and is not part of the task's version.
+	Batch int
 	// Env is the task environment (default "eval").
 	Env string
 }
@@ -171,51 +176,19 @@ func digest(v any) (string, error) {
 // generate samples Sampling.N answers per problem of the eval set from the
 // checkpoint, with seeds that do not depend on the checkpoint.
 func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) error {
-	var p Params
-	if err := tc.Params(&p); err != nil {
+	p, prompts, err := readCall(tc)
+	if err != nil {
 		return err
 	}
-	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
+	// Each problem's seed is its own (policy.PromptRequest), so the batch
+	// a problem lands in never changes its samples.
+	src := policy.Source{Policy: o.Policy, Identity: o.Identity, Adapters: o.Adapters}
+	rows, err := src.Rows(ctx, tc.InputPath("policy"), prompts, policy.RowsOptions{Sampling: o.Sampling,
+		Seed: uint64(o.Seed), Batch: o.Batch, Row: policy.RowParams{Iteration: p.Checkpoint}})
+	if errors.Is(err, policy.ErrAdapterInput) {
+		return pipeline.Permanent(err)
+	}
 	if err != nil {
-		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
-	}
-	s := o.Sampling
-	sampling := s
-	sampling.Adapter = "" // the sampler column records no adapter
-	sampler, err := sampling.JSON()
-	if err != nil {
-		return pipeline.Permanent(fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err))
-	}
-	version := o.Identity
-	if dir := tc.InputPath("policy"); dir != "" {
-		name, err := o.Adapters.Load(ctx, dir)
-		if errors.Is(err, policy.ErrAdapterInput) {
-			return pipeline.Permanent(err)
-		}
-		if err != nil {
-			return err
-		}
-		s.Adapter = name
-		version += "+" + name
-	}
-	reqs := make([]policy.Request, len(prompts))
-	for i, pr := range prompts {
-		reqs[i] = policy.PromptRequest(pr, uint64(o.Seed))
-	}
-	out, err := o.Policy.Generate(ctx, reqs, s)
-	if err != nil {
-		if errors.Is(err, policy.ErrAdapterNotLoaded) {
-			o.Adapters.Forget(s.Adapter)
-		}
-		return fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err)
-	}
-	var rows []tables.Trajectory
-	for i, samples := range out {
-		for j, smp := range samples {
-			rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Checkpoint}, version, sampler))
-		}
-	}
-	if err := policy.NoneServed(rows); err != nil {
 		return fmt.Errorf("evaluate %s: %w", CheckpointName(p.Checkpoint), err)
 	}
 	return tables.WriteFile(tc.OutputPath(OutTrajectories), tables.Trajectories, rows, nil)
@@ -223,13 +196,9 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 
 // score scores the generated answers and summarises them.
 func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error {
-	var p Params
-	if err := tc.Params(&p); err != nil {
-		return err
-	}
-	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
+	p, prompts, err := readCall(tc)
 	if err != nil {
-		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+		return err
 	}
 	trajs, err := readInput(tc.InputPath("trajectories"), tables.Trajectories)
 	if err != nil {
@@ -309,6 +278,20 @@ func (o TaskOptions) answerOf(completion string) string {
 		return a
 	}
 	return strings.TrimSpace(completion)
+}
+
+// readCall reads what both tasks of an evaluation start from: the call's
+// parameters and the eval set.
+func readCall(tc *pipeline.TaskContext) (Params, []tables.Prompt, error) {
+	var p Params
+	if err := tc.Params(&p); err != nil {
+		return p, nil, err
+	}
+	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
+	if err != nil {
+		return p, nil, pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+	}
+	return p, prompts, nil
 }
 
 // readInput reads a task input, which the engine may leave absent.

@@ -30,15 +30,25 @@
 // unloads what is left. Its errors that retrying cannot fix match
 // ErrAdapterInput.
 //
-// Rows: the generate stage and the eval stage turn prompts into requests
-// and samples into trajectory rows the same way, so a checkpoint evaluated
+// One generate path: the generate stage, evaluation and the episodes
+// stage sample from a task's policy input the same way. A Source (the
+// policy, its identity, its Adapters; NewSource) makes a Checkpoint of
+// the input's adapter directory: the sampling that selects it and the
+// version its rows carry. Source.Rows then sends the prompts in batches,
+// checks that every prompt got its samples, turns them into trajectory
+// rows (PromptRequest, TrajectoryRow) and fails a call none of whose
+// samples was served; Checkpoint.Failed forgets an adapter the policy
+// lost, so the task's next attempt loads it again. A checkpoint evaluated
 // samples exactly as the loop would:
 //
-//	req := policy.PromptRequest(prompt, taskSeed)
-//	out, err := p.Generate(ctx, []policy.Request{req}, s)
-//	sampler, err := s.JSON()
-//	// …
-//	row := policy.TrajectoryRow(out[0][j], req, j, policy.RowParams{Iteration: 3}, version, sampler)
+//	src := policy.NewSource(p, "tiny-arith", opened.Adapters(), "", 0)
+//	rows, err := src.Rows(ctx, tc.InputPath("policy"), prompts, policy.RowsOptions{
+//		Sampling: sampling, Seed: seed, Row: policy.RowParams{Iteration: 3}})
+//	// errors.Is(err, policy.ErrAdapterInput): retrying cannot help
+//
+// The episodes stage, which runs its own turns, takes the first step only:
+// src.Checkpoint, then Checkpoint.Sampling for its runner and
+// Checkpoint.Failed on an episode's error.
 //
 // In-process models: an opened policy whose model runs in this process
 // (the embedded backend) sets Opened.Model, a Local. What a stage needs of

@@ -1,10 +1,12 @@
 package policy_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 // A prompt becomes a request, and each of its samples a trajectory row,
@@ -20,4 +22,33 @@ func ExampleTrajectoryRow() {
 	row := policy.TrajectoryRow(sample, req, 0, policy.RowParams{Iteration: 3}, "tiny-arith", sampler)
 	fmt.Println(row.GroupID, row.Completion, row.Status, row.NumTokens, row.Sampler)
 	// Output: 000003-p1 5 ok 1 {"n":1,"temperature":1,"top_p":0,"max_tokens":4}
+}
+
+// A generate task's one path from its policy input to trajectory rows:
+// load the checkpoint (here the base model: no adapter directory), then
+// sample the prompts in batches.
+func ExampleSource_Rows() {
+	ctx := context.Background()
+	m, err := tiny.New(tiny.DefaultConfig(), 7)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := tiny.NewPolicy(m)
+	src := policy.Source{Policy: p, Identity: "tiny", Adapters: policy.NewAdapters(p, "tiny", "", 2)}
+	prompts := []tables.Prompt{{PromptID: "p1", Prompt: "2+3="}, {PromptID: "p2", Prompt: "4+4="}}
+	rows, err := src.Rows(ctx, "", prompts, policy.RowsOptions{Sampling: policy.Sampling{N: 2, Temperature: 1, MaxTokens: 4},
+		Seed: 1, Batch: 1, Row: policy.RowParams{Iteration: 3}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range rows {
+		fmt.Println(r.GroupID, r.SampleIndex, r.Status, r.Sampler)
+	}
+	// Output:
+	// 000003-p1 0 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
+	// 000003-p1 1 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
+	// 000003-p2 0 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
+	// 000003-p2 1 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
 }

@@ -72,19 +72,12 @@ func Task(o Options) (*pipeline.Task, error) {
 		return nil, fmt.Errorf("rollouts: %w", err)
 	}
 	if o.Batch <= 0 {
-		o.Batch = 64
-	}
-	if o.KeepAdapters <= 0 {
-		o.KeepAdapters = 3
+		o.Batch = policy.DefaultBatch
 	}
 	if o.Env == "" {
 		o.Env = "generate"
 	}
-	adapters := o.Adapters
-	if adapters == nil {
-		adapters = policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)
-	}
-	g := &generator{o: o, adapters: adapters}
+	g := &generator{o: o, src: policy.NewSource(o.Policy, o.Identity, o.Adapters, o.AdapterRoot, o.KeepAdapters)}
 	version, err := g.version()
 	if err != nil {
 		return nil, fmt.Errorf("rollouts: %w", err)
@@ -99,11 +92,11 @@ func Task(o Options) (*pipeline.Task, error) {
 	}, nil
 }
 
-// generator holds what calls of one rollout task share: which adapters
-// the policy has loaded.
+// generator holds what calls of one rollout task share: the policy and
+// which adapters it has loaded.
 type generator struct {
-	o        Options
-	adapters *policy.Adapters
+	o   Options
+	src policy.Source
 }
 
 // version is the task's cache version: the code, the policy's identity and
@@ -132,55 +125,12 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
-	s := g.o.Sampling
-	version := g.o.Identity
-	if dir := tc.InputPath("policy"); dir != "" {
-		name, err := g.adapters.Load(ctx, dir)
-		if errors.Is(err, policy.ErrAdapterInput) {
-			return pipeline.Permanent(err)
-		}
-		if err != nil {
-			return err
-		}
-		s.Adapter = name
-		version += "+" + name
-	}
-	n := s.Samples()
-	rows := make([]tables.Trajectory, 0, len(prompts)*n)
-	sampler := s
-	sampler.Adapter = ""
-	samplerJSON, err := sampler.JSON()
-	if err != nil {
+	rows, err := g.src.Rows(ctx, tc.InputPath("policy"), prompts, policy.RowsOptions{Sampling: g.o.Sampling,
+		Seed: tc.Seed, Batch: g.o.Batch, Row: policy.RowParams{Iteration: p.Iteration, Staleness: p.Staleness}})
+	if errors.Is(err, policy.ErrAdapterInput) {
 		return pipeline.Permanent(err)
 	}
-	for start := 0; start < len(prompts); start += g.o.Batch {
-		batch := prompts[start:min(start+g.o.Batch, len(prompts))]
-		reqs := make([]policy.Request, len(batch))
-		for i, pr := range batch {
-			reqs[i] = policy.PromptRequest(pr, tc.Seed)
-		}
-		out, err := g.o.Policy.Generate(ctx, reqs, s)
-		if err != nil {
-			if errors.Is(err, policy.ErrAdapterNotLoaded) {
-				// A server that restarted forgot its adapters: load again
-				// on the next attempt.
-				g.adapters.Forget(s.Adapter)
-			}
-			return fmt.Errorf("generate iteration %d: %w", p.Iteration, err)
-		}
-		if len(out) != len(reqs) {
-			return fmt.Errorf("generate: the policy returned %d results for %d prompts", len(out), len(reqs))
-		}
-		for i, samples := range out {
-			if len(samples) != n {
-				return fmt.Errorf("generate: the policy returned %d samples for prompt %q, want %d", len(samples), reqs[i].ID, n)
-			}
-			for j, smp := range samples {
-				rows = append(rows, policy.TrajectoryRow(smp, reqs[i], j, policy.RowParams{Iteration: p.Iteration, Staleness: p.Staleness}, version, samplerJSON))
-			}
-		}
-	}
-	if err := policy.NoneServed(rows); err != nil {
+	if err != nil {
 		return fmt.Errorf("generate iteration %d: %w", p.Iteration, err)
 	}
 	return writeTrajectories(tc.OutputPath(pipeline.OutTrajectories), rows)

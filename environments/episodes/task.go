@@ -83,17 +83,10 @@ func Task(o Options) (*pipeline.Task, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
-	if o.KeepAdapters <= 0 {
-		o.KeepAdapters = 3
-	}
 	if o.Env == "" {
 		o.Env = "generate"
 	}
-	adapters := o.Adapters
-	if adapters == nil {
-		adapters = policy.NewAdapters(o.Policy, o.Identity, o.AdapterRoot, o.KeepAdapters)
-	}
-	g := &generator{o: o, adapters: adapters}
+	g := &generator{o: o, src: policy.NewSource(o.Policy, o.Identity, o.Adapters, o.AdapterRoot, o.KeepAdapters)}
 	v, err := g.version()
 	if err != nil {
 		return nil, err
@@ -111,8 +104,8 @@ func Task(o Options) (*pipeline.Task, error) {
 }
 
 type generator struct {
-	o        Options
-	adapters *policy.Adapters
+	o   Options
+	src policy.Source
 }
 
 // version is the code, the policy, the environment and what shapes an
@@ -173,23 +166,19 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	if g.o.Eval {
 		group = p.Checkpoint
 	}
-	if dir := tc.InputPath("policy"); dir != "" {
-		name, err := g.adapters.Load(ctx, dir)
-		if errors.Is(err, policy.ErrAdapterInput) {
-			return pipeline.Permanent(err)
-		}
-		if err != nil {
-			return err
-		}
-		ro.Sampling.Adapter = name
+	cp, err := g.src.Checkpoint(ctx, tc.InputPath("policy"), ro.Sampling)
+	if errors.Is(err, policy.ErrAdapterInput) {
+		return pipeline.Permanent(err)
 	}
+	if err != nil {
+		return err
+	}
+	ro.Sampling = cp.Sampling
 	runner, err := environments.NewRunner(g.o.Policy, &ro)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}
-	sampler := ro.Sampling
-	sampler.Adapter = ""
-	samplerJSON, err := sampler.JSON()
+	samplerJSON, err := cp.Sampler()
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("episodes: %w", err))
 	}
@@ -214,9 +203,7 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 				ep := environments.Episode{ID: pr.PromptID, SampleIndex: int32(j), GroupID: fmt.Sprintf("%06d-%s", group, pr.PromptID)}
 				res, err := runner.Run(ectx, env, ep)
 				if err != nil {
-					if errors.Is(err, policy.ErrAdapterNotLoaded) {
-						g.adapters.Forget(ro.Sampling.Adapter)
-					}
+					err = cp.Failed(err)
 					if g.o.Eval {
 						return fmt.Errorf("episodes of the evaluation of checkpoint %d: %w", p.Checkpoint, err)
 					}

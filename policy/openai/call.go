@@ -1,21 +1,18 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai/retry"
+	"github.com/rlpipe/rlpipe/policy/openai/wire"
 )
 
 // Caps on what is read and kept of a response.
@@ -227,66 +224,40 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	})
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-var errAttemptTimeout = errors.New("attempt timed out")
-
 // attempt sends one request to e.
 func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, body []byte, decode func([]byte) error) *callError {
 	ce := &callError{endpoint: e.shown, method: method, path: path, timeout: c.opts.Timeout,
 		keyEnv: c.opts.KeyEnv, hadKey: c.opts.APIKey != ""}
-	actx, cancel := context.WithTimeoutCause(ctx, c.opts.Timeout, errAttemptTimeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(actx, method, e.base+path, rd)
-	if err != nil {
+	r, err := wire.Send(ctx, c.http, wire.Call{Method: method, URL: e.base + path, Body: body,
+		APIKey: c.opts.APIKey, Timeout: c.opts.Timeout, MaxBody: maxBody})
+	var re *wire.RequestError
+	switch {
+	case errors.As(err, &re):
 		ce.kind, ce.msg = kindConnect, c.redact(err.Error())
 		return ce
+	case errors.Is(err, wire.ErrTimeout):
+		ce.kind, ce.retry = kindTimeout, true
+		return ce
+	case err != nil:
+		ce.kind, ce.retry, ce.msg = kindConnect, true, c.redact(err.Error())
+		return ce
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.opts.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return c.transportError(actx, ce, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return c.transportError(actx, ce, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		if len(b) > maxBody {
+	if r.Status/100 == 2 {
+		if len(r.Body) > maxBody {
 			ce.kind, ce.retry, ce.msg = kindMalformed, true, fmt.Sprintf("response larger than %d MiB", maxBody>>20)
 			return ce
 		}
 		if decode == nil {
 			return nil
 		}
-		if err := decode(b); err != nil {
-			d := retry.Body(b)
+		if err := decode(r.Body); err != nil {
+			d := retry.Body(r.Body)
 			ce.kind, ce.retry, ce.foreign = kindMalformed, d.Retry, d.NotJSON
 			if d.NotJSON {
 				// Another attempt gets the same page.
-				ce.msg = fmt.Sprintf("%s with an empty body, not JSON", resp.Status)
-				if t := strings.TrimSpace(c.redact(excerpt(string(b), messageCap))); t != "" {
-					ce.msg = fmt.Sprintf("%s with %s, not JSON: %s", resp.Status, bodyKind(resp), t)
+				ce.msg = fmt.Sprintf("%s with an empty body, not JSON", r.StatusText)
+				if t := strings.TrimSpace(c.redact(excerpt(string(r.Body), messageCap))); t != "" {
+					ce.msg = fmt.Sprintf("%s with %s, not JSON: %s", r.StatusText, r.BodyKind(), t)
 				}
 				return ce
 			}
@@ -295,44 +266,25 @@ func (c *Client) attempt(ctx context.Context, e *endpoint, method, path string, 
 		}
 		return nil
 	}
-	return c.statusError(ce, resp, b)
-}
-
-func (c *Client) transportError(actx context.Context, ce *callError, err error) *callError {
-	ce.retry = true
-	if errors.Is(context.Cause(actx), errAttemptTimeout) {
-		ce.kind = kindTimeout
-		return ce
-	}
-	// The endpoint is named already; net/http's copy would repeat it.
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	ce.kind, ce.msg = kindConnect, c.redact(err.Error())
-	return ce
+	return c.statusError(ce, r)
 }
 
 // statusError classifies a non-2xx answer by the shared rule
 // (retry.Status: 408, 429 and 5xx may succeed on another attempt; other
 // 4xx never do), except a refused adapter load.
-func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *callError {
-	ce.kind, ce.status = kindStatus, resp.StatusCode
-	ce.statusText = resp.Status
-	if ce.statusText == "" {
-		ce.statusText = strconv.Itoa(resp.StatusCode)
-	}
-	var body apiError
+func (c *Client) statusError(ce *callError, r wire.Reply) *callError {
+	ce.kind, ce.status, ce.statusText = kindStatus, r.Status, r.StatusText
+	var body wire.APIError
 	msg := ""
-	if json.Unmarshal(b, &body) == nil {
-		msg, _ = body.message()
+	if json.Unmarshal(r.Body, &body) == nil {
+		msg, _ = body.Text()
 	}
-	d := retry.Status(resp.StatusCode, resp.Header, b, c.now())
+	d := retry.Status(r.Status, r.Header, r.Body, c.now())
 	ce.foreign = d.NotJSON
 	if msg == "" {
-		msg = string(b)
+		msg = string(r.Body)
 	}
-	if s := resp.StatusCode; s != http.StatusUnauthorized && s != http.StatusForbidden {
+	if s := r.Status; s != http.StatusUnauthorized && s != http.StatusForbidden {
 		// A 401 body may quote part of the key: leave it out.
 		ce.msg = strings.TrimSpace(c.redact(excerpt(msg, messageCap)))
 	}
@@ -342,17 +294,6 @@ func (c *Client) statusError(ce *callError, resp *http.Response, b []byte) *call
 		ce.retry, ce.retryAfter = true, d.After
 	}
 	return ce
-}
-
-// bodyKind names a body by its Content-Type for an error message.
-func bodyKind(resp *http.Response) string {
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		if i := strings.IndexByte(ct, ';'); i >= 0 {
-			ct = ct[:i]
-		}
-		return "a " + strings.TrimSpace(ct) + " body"
-	}
-	return "a body"
 }
 
 // redact removes the API key from text that came from outside.

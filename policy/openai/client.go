@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
+	"github.com/rlpipe/rlpipe/policy/openai/wire"
 )
 
 // Log field names.
@@ -71,7 +73,7 @@ func New(opts *Options) (*Client, error) {
 		wake:  make(chan struct{}),
 		rng:   rand.New(rand.NewPCG(o.Seed, 0x726c70697065)),
 		now:   time.Now,
-		sleep: sleep,
+		sleep: retry.Sleep,
 	}
 	for _, e := range o.Endpoints {
 		base, _ := baseURL(e)
@@ -158,13 +160,13 @@ func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampli
 	if err != nil {
 		return policy.ErrorSamples(r, n, policy.StatusInvalid, fmt.Errorf("encode request %q: %w", r.ID, err), version), nil
 	}
-	var resp response
+	var resp wire.Response
 	err = c.call(ctx, nil, http.MethodPost, path, body, func(b []byte) error {
-		resp = response{}
+		resp = wire.Response{}
 		return decodeResponse(b, asked, &resp)
 	})
 	if err == nil {
-		out := resp.samples(r, version, s)
+		out := samples(&resp, r, version, s)
 		for j := asked; j < n; j++ {
 			smp := out[0]
 			smp.Index = j
@@ -195,7 +197,7 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 		if len(msgs) == 0 {
 			msgs = []policy.Message{{Role: "user", Content: r.Prompt}}
 		}
-		body := chatRequest{Model: model, Messages: msgs, N: n, Seed: r.Seed, Temperature: s.Temperature,
+		body := wire.ChatRequest{Model: model, Messages: msgs, N: n, Seed: &r.Seed, Temperature: s.Temperature,
 			TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
 		if s.Logprobs {
 			k := s.TopLogprobs
@@ -204,7 +206,7 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 		b, err := json.Marshal(body)
 		return pathChat, b, err
 	}
-	body := completionRequest{Model: model, Prompt: r.Prompt, N: n, Seed: r.Seed, Temperature: s.Temperature,
+	body := wire.CompletionRequest{Model: model, Prompt: r.Prompt, N: n, Seed: &r.Seed, Temperature: s.Temperature,
 		TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
 	if s.Logprobs {
 		body.Logprobs, body.TokensAsIDs = max(1, s.TopLogprobs), true

@@ -53,7 +53,8 @@
 // turn, at most Options.Concurrency per endpoint. A request that fails
 // with a connection error, a per-attempt timeout (Options.Timeout), a 408,
 // a 429, a 5xx or a malformed answer is retried (the rule of package
-// retry, which the reward judges follow too), up to Options.Retries times; the
+// retry, which the reward judges follow too, as they share package wire's
+// bodies and HTTP exchange), up to Options.Retries times; the
 // endpoint is passed over for Options.Cooldown, so the retry goes to
 // another endpoint at once when one is healthy, and otherwise after an
 // exponential backoff with seeded jitter, or the server's Retry-After.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
 )
 
 // Defaults of the knobs a zero Options leaves unset.
@@ -15,9 +17,9 @@ const (
 	DefaultEndpoint    = "http://127.0.0.1:8000" // vllm serve's address
 	DefaultConcurrency = 8                       // requests in flight per endpoint
 	DefaultTimeout     = 5 * time.Minute
-	DefaultRetries     = 4
-	DefaultBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff  = 30 * time.Second
+	DefaultRetries     = retry.DefaultRetries
+	DefaultBackoff     = retry.DefaultBackoff
+	DefaultMaxBackoff  = retry.DefaultMaxBackoff
 	DefaultCooldown    = 10 * time.Second
 )
 
@@ -101,18 +103,7 @@ func (o Options) withDefaults() Options {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	switch {
-	case o.Retries == 0:
-		o.Retries = DefaultRetries
-	case o.Retries < 0:
-		o.Retries = 0
-	}
-	if o.Backoff == 0 {
-		o.Backoff = DefaultBackoff
-	}
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = max(DefaultMaxBackoff, o.Backoff)
-	}
+	o.Retries, o.Backoff, o.MaxBackoff = retry.Defaults(o.Retries, o.Backoff, o.MaxBackoff)
 	if o.Cooldown == 0 {
 		o.Cooldown = DefaultCooldown
 	}

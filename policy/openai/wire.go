@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai/wire"
 )
 
 // API paths, appended to an endpoint's base URL.
@@ -22,115 +23,16 @@ const (
 	pathUnload      = "/v1/unload_lora_adapter"
 )
 
-// completionRequest is the body of POST /v1/completions.
-type completionRequest struct {
-	Model       string   `json:"model,omitempty"`
-	Prompt      string   `json:"prompt"`
-	N           int      `json:"n"`
-	Seed        int64    `json:"seed"`
-	Temperature float64  `json:"temperature"` // always sent: 0 is greedy, absent is 1
-	TopP        float64  `json:"top_p,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Stop        []string `json:"stop,omitempty"`
-	// Logprobs k asks for the sampled token's log-probability and the k
-	// most likely tokens; 1 when only the sampled one is wanted (llama.cpp
-	// returns none for 0), its alternative then ignored.
-	Logprobs int `json:"logprobs,omitempty"`
-	// vLLM: logprob tokens as "token_id:1234", and the sampled ids in
-	// choices[].token_ids.
-	TokensAsIDs    bool `json:"return_tokens_as_token_ids,omitempty"`
-	ReturnTokenIDs bool `json:"return_token_ids,omitempty"`
-}
-
-// chatRequest is the body of POST /v1/chat/completions.
-type chatRequest struct {
-	Model          string           `json:"model,omitempty"`
-	Messages       []policy.Message `json:"messages"`
-	N              int              `json:"n"`
-	Seed           int64            `json:"seed"`
-	Temperature    float64          `json:"temperature"`
-	TopP           float64          `json:"top_p,omitempty"`
-	MaxTokens      int              `json:"max_tokens,omitempty"`
-	Stop           []string         `json:"stop,omitempty"`
-	Logprobs       bool             `json:"logprobs,omitempty"`
-	TopLogprobs    *int             `json:"top_logprobs,omitempty"`
-	TokensAsIDs    bool             `json:"return_tokens_as_token_ids,omitempty"`
-	ReturnTokenIDs bool             `json:"return_token_ids,omitempty"`
-}
-
-// response is what the client reads of a completions or chat answer.
-type response struct {
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   *struct {
-		PromptTokens int `json:"prompt_tokens"`
-	} `json:"usage"`
-	// PromptTokenIDs are the prompt's token ids, as the server's template
-	// and tokenizer made them: vLLM's return_token_ids puts them here in
-	// a chat answer, and in each choice of a completions answer.
-	PromptTokenIDs []int32 `json:"prompt_token_ids"`
-}
-
-type choice struct {
-	Index   int    `json:"index"`
-	Text    string `json:"text"` // completions
-	Message *struct {
-		Content *string `json:"content"`
-	} `json:"message"` // chat
-	Logprobs *struct {
-		// completions
-		Tokens        []string             `json:"tokens"`
-		TokenLogprobs []*float64           `json:"token_logprobs"`
-		TopLogprobs   []map[string]float64 `json:"top_logprobs"` // up to k+1: the sampled token is added
-		// chat
-		Content []struct {
-			Token       string   `json:"token"`
-			Logprob     *float64 `json:"logprob"`
-			TopLogprobs []struct {
-				Token   string  `json:"token"`
-				Logprob float64 `json:"logprob"`
-			} `json:"top_logprobs"`
-		} `json:"content"`
-	} `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
-	// StopReason is vLLM's: the stop string that ended the text, or the id
-	// of a stop token (a number, which Sample.StopReason does not keep).
-	StopReason any     `json:"stop_reason"`
-	TokenIDs   []int32 `json:"token_ids"` // vLLM's return_token_ids
-	// PromptTokenIDs: a completions choice's prompt token ids (vLLM's
-	// return_token_ids).
-	PromptTokenIDs []int32 `json:"prompt_token_ids"`
-}
-
-// apiError is an error body, OpenAI's {"error": {...}} or vLLM's older
-// flat {"object": "error", "message": ...}.
-type apiError struct {
-	Error *struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Param   any    `json:"param"`
-	} `json:"error"`
-	Message string `json:"message"`
-	Type    string `json:"type"`
-}
-
-func (e apiError) message() (msg, typ string) {
-	if e.Error != nil {
-		return e.Error.Message, e.Error.Type
-	}
-	return e.Message, e.Type
-}
-
 // decodeResponse parses a 2xx body into resp and checks that it holds
 // exactly n choices with indices 0..n-1.
-func decodeResponse(b []byte, n int, resp *response) error {
+func decodeResponse(b []byte, n int, resp *wire.Response) error {
 	if err := json.Unmarshal(b, resp); err != nil {
 		return malformed(b, err)
 	}
 	if len(resp.Choices) != n {
 		return fmt.Errorf("response has %d choice(s) for n=%d", len(resp.Choices), n)
 	}
-	slices.SortFunc(resp.Choices, func(a, b choice) int { return a.Index - b.Index })
+	slices.SortFunc(resp.Choices, func(a, b wire.Choice) int { return a.Index - b.Index })
 	for i, c := range resp.Choices {
 		if c.Index != i {
 			return fmt.Errorf("response choices have indices %v, want 0..%d", indices(resp.Choices), n-1)
@@ -139,7 +41,7 @@ func decodeResponse(b []byte, n int, resp *response) error {
 	return nil
 }
 
-func indices(cs []choice) []int {
+func indices(cs []wire.Choice) []int {
 	out := make([]int, len(cs))
 	for i, c := range cs {
 		out[i] = c.Index
@@ -164,7 +66,7 @@ func malformed(b []byte, err error) error {
 }
 
 // samples turns a checked response into policy samples.
-func (r *response) samples(req policy.Request, version string, sp policy.Sampling) []policy.Sample {
+func samples(r *wire.Response, req policy.Request, version string, sp policy.Sampling) []policy.Sample {
 	out := make([]policy.Sample, len(r.Choices))
 	prompt := 0
 	if r.Usage != nil {

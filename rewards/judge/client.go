@@ -1,60 +1,18 @@
 package judge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlpipe/rlpipe/policy/openai/retry"
+	"github.com/rlpipe/rlpipe/policy/openai/wire"
 )
-
-// message is one chat message of a request.
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// chatRequest is the body of POST /chat/completions.
-type chatRequest struct {
-	Model       string    `json:"model"`
-	Messages    []message `json:"messages"`
-	Temperature float64   `json:"temperature"`
-	MaxTokens   int       `json:"max_tokens,omitempty"`
-	Seed        *int      `json:"seed,omitempty"`
-}
-
-// chatResponse is what the judge reads of an answer.
-type chatResponse struct {
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-}
-
-// apiError is an error body: {"error": {"message": ..., "code": ...}}.
-type apiError struct {
-	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Code    any    `json:"code"`
-	} `json:"error"`
-}
 
 // Caps on what is read and kept of a response.
 const (
@@ -80,7 +38,7 @@ type attemptError struct {
 // post sends one chat request with retries. It returns ErrUnavailable after
 // the retries, ErrRejected or ErrSetup for a 4xx, and ctx's error when ctx
 // ends.
-func (j *Judge) post(ctx context.Context, req chatRequest) (answer, error) {
+func (j *Judge) post(ctx context.Context, req wire.ChatRequest) (answer, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return answer{}, fmt.Errorf("%w: judge %s: encode request: %v", ErrInput, j.name, err)
@@ -119,17 +77,6 @@ func (j *Judge) wait(attempt int, retryAfter time.Duration) time.Duration {
 	return retry.Backoff(attempt, j.cfg.Backoff, j.cfg.MaxBackoff, retryAfter, func(n int64) int64 { return rand.Int64N(n + 1) })
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 // attempt sends one request, holding a concurrency slot while it is in
 // flight.
 func (j *Judge) attempt(ctx context.Context, body []byte) (answer, *attemptError) {
@@ -141,55 +88,37 @@ func (j *Judge) attempt(ctx context.Context, body []byte) (answer, *attemptError
 	defer func() { <-j.slots }()
 	j.usage.request()
 
-	actx, cancel := context.WithTimeoutCause(ctx, j.cfg.Timeout, errRequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, j.cfg.endpoint, bytes.NewReader(body))
-	if err != nil {
+	r, err := wire.Send(ctx, j.client, wire.Call{Method: http.MethodPost, URL: j.cfg.endpoint, Body: body,
+		APIKey: j.apiKey, Timeout: j.cfg.Timeout, MaxBody: maxBody})
+	var re *wire.RequestError
+	switch {
+	case errors.As(err, &re):
 		return answer{}, &attemptError{err: err}
+	case errors.Is(err, wire.ErrTimeout):
+		return answer{}, &attemptError{err: fmt.Errorf("%w after %v", errRequestTimeout, j.cfg.Timeout), retry: true}
+	case err != nil:
+		return answer{}, &attemptError{err: errors.New(j.redact(err.Error())), retry: true}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if j.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+j.apiKey)
+	// What is read of an answer stops at maxBody, as it always has.
+	r.Body = r.Body[:min(len(r.Body), maxBody)]
+	if r.Status/100 == 2 {
+		return j.decode(r)
 	}
-	resp, err := j.client.Do(req)
-	if err != nil {
-		return answer{}, j.transportError(actx, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return answer{}, j.transportError(actx, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return j.decode(resp, b)
-	}
-	return answer{}, j.statusError(resp, b)
+	return answer{}, j.statusError(r)
 }
 
 var errRequestTimeout = errors.New("request timed out")
 
-func (j *Judge) transportError(actx context.Context, err error) *attemptError {
-	if errors.Is(context.Cause(actx), errRequestTimeout) {
-		return &attemptError{err: fmt.Errorf("%w after %v", errRequestTimeout, j.cfg.Timeout), retry: true}
-	}
-	// The caller names the endpoint; net/http's copy would show its query.
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return &attemptError{err: errors.New(j.redact(err.Error())), retry: true}
-}
-
 // decode reads a 2xx answer. A body that is not JSON at all (an HTML
 // page) is ErrSetup, not retried (retry.Body): base_url names some other
 // server, and another attempt gets the same page.
-func (j *Judge) decode(resp *http.Response, b []byte) (answer, *attemptError) {
-	var r chatResponse
+func (j *Judge) decode(rep wire.Reply) (answer, *attemptError) {
+	b := rep.Body
+	var r wire.Response
 	if err := json.Unmarshal(b, &r); err != nil {
 		if d := retry.Body(b); !d.Retry {
 			return answer{}, &attemptError{err: fmt.Errorf("%w: %s with %s, not JSON: %q: check base_url: the server there answers, but not as an OpenAI-compatible API (requests go to BASE_URL/chat/completions)",
-				ErrSetup, statusText(resp), bodyKind(resp), j.redact(excerpt(strings.TrimSpace(string(b)), messageCap)))}
+				ErrSetup, rep.StatusText, rep.BodyKind(), j.redact(excerpt(strings.TrimSpace(string(b)), messageCap)))}
 		}
 		return answer{}, &attemptError{err: fmt.Errorf("malformed response (%v): %q", err, j.redact(excerpt(string(b), messageCap))), retry: true}
 	}
@@ -197,26 +126,36 @@ func (j *Judge) decode(resp *http.Response, b []byte) (answer, *attemptError) {
 		return answer{}, &attemptError{err: fmt.Errorf("response has no choices: %q", j.redact(excerpt(string(b), messageCap))), retry: true}
 	}
 	c := r.Choices[0]
-	a := answer{finish: c.FinishReason, tokensIn: r.Usage.PromptTokens, tokensOut: r.Usage.CompletionTokens}
-	if c.Message.Content != nil {
-		a.content = *c.Message.Content
+	var a answer
+	if c.FinishReason != nil {
+		a.finish = *c.FinishReason
 	}
-	if c.Message.Refusal != nil {
-		a.refusal = *c.Message.Refusal
+	if r.Usage != nil {
+		a.tokensIn, a.tokensOut = r.Usage.PromptTokens, r.Usage.CompletionTokens
+	}
+	if m := c.Message; m != nil && m.Content != nil {
+		a.content = *m.Content
+	}
+	if m := c.Message; m != nil && m.Refusal != nil {
+		a.refusal = *m.Refusal
 	}
 	return a, nil
 }
 
 // statusError classifies a non-2xx answer.
-func (j *Judge) statusError(resp *http.Response, b []byte) *attemptError {
-	var body apiError
-	_ = json.Unmarshal(b, &body)
-	code := fmt.Sprint(body.Error.Code)
-	status := statusText(resp)
+func (j *Judge) statusError(r wire.Reply) *attemptError {
+	var body wire.APIError
+	_ = json.Unmarshal(r.Body, &body)
+	var msg, typ string
+	var code any
+	if e := body.Error; e != nil {
+		msg, typ, code = e.Message, e.Type, e.Code
+	}
+	status := r.StatusText
 	detail := func() string {
-		msg := body.Error.Message
+		msg := msg
 		if msg == "" {
-			msg = string(b)
+			msg = string(r.Body)
 		}
 		msg = strings.TrimSpace(j.redact(excerpt(msg, messageCap)))
 		if msg == "" {
@@ -224,7 +163,7 @@ func (j *Judge) statusError(resp *http.Response, b []byte) *attemptError {
 		}
 		return status + ": " + msg
 	}
-	switch s := resp.StatusCode; {
+	switch s := r.Status; {
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		// The body may quote part of the key: leave it out.
 		hint := "the server needs no key? leave api_key_env empty"
@@ -234,35 +173,15 @@ func (j *Judge) statusError(resp *http.Response, b []byte) *attemptError {
 		return &attemptError{err: fmt.Errorf("%w: %s: %s", ErrSetup, status, hint)}
 	case s == http.StatusNotFound:
 		return &attemptError{err: fmt.Errorf("%w: %s: check base_url (requests go to BASE_URL/chat/completions) and model %q", ErrSetup, detail(), j.cfg.Model)}
-	case s == http.StatusTooManyRequests && (code == "insufficient_quota" || body.Error.Type == "insufficient_quota"):
+	case s == http.StatusTooManyRequests && (fmt.Sprint(code) == "insufficient_quota" || typ == "insufficient_quota"):
 		return &attemptError{err: fmt.Errorf("%w: %s: the account's quota is exhausted", ErrSetup, detail())}
 	}
 	// The rest by the rule the policy client follows too: 408, 429 and 5xx
 	// are retried, any other 4xx is the input's fault.
-	if d := retry.Status(resp.StatusCode, resp.Header, b, time.Now()); d.Retry {
+	if d := retry.Status(r.Status, r.Header, r.Body, time.Now()); d.Retry {
 		return &attemptError{err: errors.New(detail()), retry: true, retryAfter: d.After}
 	}
 	return &attemptError{err: fmt.Errorf("%w: %s", ErrRejected, detail())}
-}
-
-// statusText is resp's status line, e.g. "503 Service Unavailable".
-func statusText(resp *http.Response) string {
-	if resp.Status != "" {
-		return resp.Status
-	}
-	return strconv.Itoa(resp.StatusCode)
-}
-
-// bodyKind names a body by its Content-Type for an error message.
-func bodyKind(resp *http.Response) string {
-	ct := resp.Header.Get("Content-Type")
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	if ct = strings.TrimSpace(ct); ct != "" {
-		return "a " + ct + " body"
-	}
-	return "a body"
 }
 
 // redact removes the API key from text that came from outside (an error

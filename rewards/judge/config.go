@@ -7,14 +7,16 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
 )
 
 // Defaults of the knobs a zero Config leaves unset.
 const (
 	DefaultTimeout     = 60 * time.Second
-	DefaultRetries     = 4
-	DefaultBackoff     = 500 * time.Millisecond
-	DefaultMaxBackoff  = 30 * time.Second
+	DefaultRetries     = retry.DefaultRetries
+	DefaultBackoff     = retry.DefaultBackoff
+	DefaultMaxBackoff  = retry.DefaultMaxBackoff
 	DefaultConcurrency = 8
 )
 
@@ -84,18 +86,7 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	switch {
-	case c.Retries == 0:
-		c.Retries = DefaultRetries
-	case c.Retries < 0:
-		c.Retries = 0
-	}
-	if c.Backoff == 0 {
-		c.Backoff = DefaultBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = max(DefaultMaxBackoff, c.Backoff)
-	}
+	c.Retries, c.Backoff, c.MaxBackoff = retry.Defaults(c.Retries, c.Backoff, c.MaxBackoff)
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}

@@ -45,8 +45,10 @@
 //
 // # Failures and retries
 //
-// The judge retries by the rule the policy client follows too
-// (policy/openai/retry). A 408, a 429, a 5xx, a request past
+// The judge speaks the API through the policy client's own wire
+// (policy/openai/wire: the same request and response bodies, the same
+// HTTP exchange per attempt) and retries by the rule the policy client
+// follows too (policy/openai/retry). A 408, a 429, a 5xx, a request past
 // Config.Timeout, a refused or broken connection, or a 2xx of JSON the
 // judge cannot use is retried with exponential backoff and jitter,
 // honouring the server's Retry-After; after Config.Retries the error is

@@ -12,6 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/openai/retry"
+	"github.com/rlpipe/rlpipe/policy/openai/wire"
 )
 
 // Log field names.
@@ -100,7 +103,7 @@ func New(cfg Config, opts *Options) (*Judge, error) {
 		client: o.HTTPClient,
 		log:    o.Logger,
 		slots:  make(chan struct{}, c.Concurrency),
-		sleep:  sleep,
+		sleep:  retry.Sleep,
 	}
 	if j.name == "" {
 		j.name = c.Model
@@ -122,8 +125,8 @@ func New(cfg Config, opts *Options) (*Judge, error) {
 // messages sent. Keying on the rendered rubric rather than on the Input
 // means metadata the rubric does not use cannot cause a miss.
 type memoKey struct {
-	Judge    any       `json:"judge"`
-	Messages []message `json:"messages"`
+	Judge    any              `json:"judge"`
+	Messages []policy.Message `json:"messages"`
 }
 
 // Score grades one input. With a pipeline.Memoizer (a task's *pipeline.TaskContext)
@@ -162,12 +165,15 @@ func (j *Judge) score(ctx context.Context, in Input, memo pipeline.Memoizer) (Re
 	if err := j.cfg.rubric.Execute(&prompt, in); err != nil {
 		return Result{}, pipeline.Permanent(fmt.Errorf("%w: judge %s: %v", ErrInput, j.name, err))
 	}
-	req := chatRequest{
+	req := wire.ChatRequest{
 		Model:       j.cfg.Model,
-		Messages:    []message{{Role: "user", Content: prompt.String()}},
+		Messages:    []policy.Message{{Role: "user", Content: prompt.String()}},
 		Temperature: j.cfg.Temperature,
 		MaxTokens:   j.cfg.MaxTokens,
-		Seed:        j.cfg.Seed,
+	}
+	if j.cfg.Seed != nil {
+		seed := int64(*j.cfg.Seed)
+		req.Seed = &seed
 	}
 	if memo == nil {
 		return j.call(ctx, req)
@@ -197,7 +203,7 @@ func (j *Judge) score(ctx context.Context, in Input, memo pipeline.Memoizer) (Re
 }
 
 // call makes one judgment: a request with retries, then the parse.
-func (j *Judge) call(ctx context.Context, req chatRequest) (Result, error) {
+func (j *Judge) call(ctx context.Context, req wire.ChatRequest) (Result, error) {
 	a, err := j.post(ctx, req)
 	switch {
 	case err == nil:

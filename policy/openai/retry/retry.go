@@ -1,7 +1,9 @@
 // Package retry is the one retry policy of rlpipe's two OpenAI-compatible
 // clients, the policy client (policy/openai) and the reward judges
 // (rewards/judge): which answers another attempt may fix, how long the
-// server asked to wait, and the backoff between attempts.
+// server asked to wait, the backoff between attempts (Backoff, Sleep) and
+// the default knobs (Defaults). The bodies and the HTTP exchange both
+// clients send are package wire's.
 //
 // The rule:
 //
@@ -23,6 +25,7 @@ package retry
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -93,6 +96,33 @@ func After(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
+// Defaults of both clients' retry knobs.
+const (
+	DefaultRetries    = 4
+	DefaultBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// Defaults fills a client's zero retry knobs: retries 0 is
+// DefaultRetries and a negative count none; a zero backoff is
+// DefaultBackoff and a zero max backoff DefaultMaxBackoff, or backoff
+// when that is larger.
+func Defaults(retries int, backoff, maxBackoff time.Duration) (int, time.Duration, time.Duration) {
+	switch {
+	case retries == 0:
+		retries = DefaultRetries
+	case retries < 0:
+		retries = 0
+	}
+	if backoff == 0 {
+		backoff = DefaultBackoff
+	}
+	if maxBackoff == 0 {
+		maxBackoff = max(DefaultMaxBackoff, backoff)
+	}
+	return retries, backoff, maxBackoff
+}
+
 // Backoff is the pause before attempt+1 (attempt counts from 1): the
 // server's wait when it named one, else base doubled per earlier attempt
 // with equal jitter (a value in [d/2, d]); both capped by maxWait. jitter
@@ -107,4 +137,17 @@ func Backoff(attempt int, base, maxWait, after time.Duration, jitter func(n int6
 	}
 	d = min(d, maxWait)
 	return d/2 + time.Duration(jitter(int64(d/2)))
+}
+
+// Sleep is the pause between attempts: it waits d, or returns ctx's cause
+// as soon as ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

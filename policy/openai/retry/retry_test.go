@@ -1,6 +1,8 @@
 package retry_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -96,5 +98,38 @@ func TestBackoff(t *testing.T) {
 				t.Fatalf("Backoff = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSleep: a wait ends early with the context's cause, and a zero wait
+// returns at once without error.
+func TestSleep(t *testing.T) {
+	if err := retry.Sleep(context.Background(), 0); err != nil {
+		t.Errorf("Sleep(0) = %v, want nil", err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("the run was stopped"))
+	if err := retry.Sleep(ctx, time.Hour); err == nil || err.Error() != "the run was stopped" {
+		t.Errorf("Sleep on an ended context = %v, want its cause", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		retries                  int
+		backoff, maxBackoff      time.Duration
+		wantRetries              int
+		wantBackoff, wantMaxWait time.Duration
+	}{
+		{name: "all zero", wantRetries: 4, wantBackoff: 500 * time.Millisecond, wantMaxWait: 30 * time.Second},
+		{name: "negative retries mean none", retries: -1, wantRetries: 0, wantBackoff: 500 * time.Millisecond, wantMaxWait: 30 * time.Second},
+		{name: "a backoff above the default max raises it", retries: 2, backoff: time.Minute, wantRetries: 2, wantBackoff: time.Minute, wantMaxWait: time.Minute},
+		{name: "set knobs stay", retries: 7, backoff: time.Second, maxBackoff: 5 * time.Second, wantRetries: 7, wantBackoff: time.Second, wantMaxWait: 5 * time.Second},
+	} {
+		r, b, m := retry.Defaults(tc.retries, tc.backoff, tc.maxBackoff)
+		if r != tc.wantRetries || b != tc.wantBackoff || m != tc.wantMaxWait {
+			t.Errorf("%s: Defaults(%d, %v, %v) = %d, %v, %v; want %d, %v, %v", tc.name, tc.retries, tc.backoff, tc.maxBackoff, r, b, m, tc.wantRetries, tc.wantBackoff, tc.wantMaxWait)
+		}
 	}
 }
