@@ -1,6 +1,6 @@
-// Package kinds assembles what a pipeline file can name in this program:
-// the stage kinds in the order messages list them, the eval and health
-// builders, and (registered by import) the policy backends. The command
+// Package kinds assembles what a pipeline file can name in this program,
+// in one registry value: the stage kinds in the order messages list them,
+// the policy and tracker backends, and the eval and health builders. The command
 // line reads every pipeline file with Registry; a program of its own that
 // runs pipelines can use it, or assemble a registry with its own kinds.
 package kinds
@@ -15,16 +15,15 @@ import (
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/embedded"
+	"github.com/rlpipe/rlpipe/policy/openai"
 	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/rollouts"
-	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trackers"
+	grpo "github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/external"
-
-	// The policy backends a policy section can name: the embedded model,
-	// and servers of the OpenAI API.
-	_ "github.com/rlpipe/rlpipe/policy/embedded"
-	_ "github.com/rlpipe/rlpipe/policy/openai"
 )
 
 // Environments are the RL environments an episodes stage can name (its
@@ -52,10 +51,14 @@ func Registry() *kind.Registry {
 			runners.CELKind,
 			rollouts.RolloutKind,
 			episodes.NewKind(Environments()),
-			embedded.GRPOKind,
+			grpo.GRPOKind,
 			external.Kind,
 		},
-		Eval:   evaluators.Build,
-		Health: reports.HealthTask,
+		// The policy backends: the embedded model, and servers of the
+		// OpenAI API.
+		Policies: policy.Backends{embedded.Backend, openai.Backend},
+		Trackers: trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
+		Eval:     evaluators.Build,
+		Health:   reports.HealthTask,
 	}
 }

@@ -62,7 +62,7 @@ type Overlap struct {
 }
 
 // Policy says what generates text for the stages that sample: a
-// registered policy backend (policy.Register) and its own options.
+// registered policy backend (kind.Registry's Policies) and its own options.
 type Policy struct {
 	// Kind names the backend: embedded (the built-in tiny model), openai
 	// (a server of the OpenAI API: vLLM, SGLang, llama.cpp), ….
@@ -78,7 +78,7 @@ type Policy struct {
 }
 
 // Tracker is an entry of the tracking section: a registered tracker
-// backend (trackers.Register) and its own keys.
+// backend (kind.Registry's Trackers) and its own keys.
 type Tracker struct {
 	// Kind names the backend: tensorboard, mlflow, ….
 	Kind string `yaml:"kind"`
@@ -88,7 +88,7 @@ type Tracker struct {
 	Options any `yaml:"-"`
 }
 
-// Spec is the tracker to open (trackers.Open).
+// Spec is the tracker to open (trackers.Backends.Open).
 func (t Tracker) Spec() trackers.Spec { return trackers.Spec{Kind: t.Kind, Options: t.Options} }
 
 // Eval says how checkpoints are evaluated during the run.
@@ -229,6 +229,10 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 
 // File is the name the config was parsed under.
 func (c *Config) File() string { return c.file }
+
+// Registry is the registry the config was parsed with: what opens its
+// trackers and policy.
+func (c *Config) Registry() *kind.Registry { return c.reg }
 
 // applyDefaults fills in what an omitted key means.
 func (c *Config) applyDefaults() {

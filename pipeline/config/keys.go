@@ -11,7 +11,6 @@ import (
 
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // The keys a stage or the policy section takes beside the common ones are
@@ -131,10 +130,10 @@ func (d *decoder) stageKeys(n ast.Node, path string, fields map[string]reflect.S
 // is unknown) and says which backends take a key it does not.
 func (d *decoder) policyKeys(n ast.Node, fields map[string]reflect.StructField, names *[]string) foreignFunc {
 	name := scalarValue(n, "kind")
-	b, known := policy.Lookup(name)
+	backends := d.reg.Policies
+	b, known := backends.Lookup(name)
 	if !known {
-		for _, k := range policy.Kinds() {
-			o, _ := policy.Lookup(k)
+		for _, o := range backends {
 			addFields(fields, names, o.Options())
 		}
 		return nil
@@ -142,15 +141,15 @@ func (d *decoder) policyKeys(n ast.Node, fields map[string]reflect.StructField, 
 	addFields(fields, names, b.Options())
 	return func(key string) (string, string, bool) {
 		var nouns, hints []string
-		for _, k := range policy.Kinds() {
-			o, _ := policy.Lookup(k)
+		for _, k := range backends.Kinds() {
+			o, _ := backends.Lookup(k)
 			if k == name || !slices.Contains(keysOf(o.Options()), key) {
 				continue
 			}
 			own := keysOf(o.Options())
 			sort.Strings(own)
-			nouns = append(nouns, policy.Noun(k))
-			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys that configure %s: %s", k, policy.Noun(k), strings.Join(own, ", ")))
+			nouns = append(nouns, policy.Noun(o))
+			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys that configure %s: %s", k, policy.Noun(o), strings.Join(own, ", ")))
 		}
 		if len(nouns) == 0 {
 			return "", "", false
@@ -163,10 +162,10 @@ func (d *decoder) policyKeys(n ast.Node, fields map[string]reflect.StructField, 
 // kind is unknown) and says which backends take a key it does not.
 func (d *decoder) trackerKeys(n ast.Node, fields map[string]reflect.StructField, names *[]string) foreignFunc {
 	name := scalarValue(n, "kind")
-	b, known := trackers.Lookup(name)
+	backends := d.reg.Trackers
+	b, known := backends.Lookup(name)
 	if !known {
-		for _, k := range trackers.Kinds() {
-			o, _ := trackers.Lookup(k)
+		for _, o := range backends {
 			addFields(fields, names, o.Options())
 		}
 		return nil
@@ -174,8 +173,8 @@ func (d *decoder) trackerKeys(n ast.Node, fields map[string]reflect.StructField,
 	addFields(fields, names, b.Options())
 	return func(key string) (string, string, bool) {
 		var nouns, hints []string
-		for _, k := range trackers.Kinds() {
-			o, _ := trackers.Lookup(k)
+		for _, k := range backends.Kinds() {
+			o, _ := backends.Lookup(k)
 			if k == name || !slices.Contains(keysOf(o.Options()), key) {
 				continue
 			}

@@ -74,7 +74,7 @@ func (c *Config) Plan() (Plan, error) {
 
 	if c.Policy != nil {
 		spec := policy.Spec{Kind: c.Policy.Kind, Model: c.Policy.Model, Options: c.Policy.Options, Dir: filepath.Dir(c.file)}
-		if p.Policy, err = policy.Open(context.Background(), spec); err != nil {
+		if p.Policy, err = c.reg.Policies.Open(context.Background(), spec); err != nil {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}

@@ -165,11 +165,11 @@ func (k *checker) tracking() {
 		at := fmt.Sprintf("tracking[%d]", i)
 		switch {
 		case t.Kind == "":
-			k.fail(at, "kind: "+strings.Join(trackers.Kinds(), " or kind: "), "%s: missing key kind", at)
+			k.fail(at, "kind: "+strings.Join(k.c.reg.Trackers.Kinds(), " or kind: "), "%s: missing key kind", at)
 			continue
 		case t.Options == nil:
-			if _, ok := trackers.Lookup(t.Kind); !ok {
-				k.fail(at+".kind", "use "+strings.Join(trackers.Kinds(), " or "), "%s.kind: unknown tracker kind %q", at, t.Kind)
+			if _, ok := k.c.reg.Trackers.Lookup(t.Kind); !ok {
+				k.fail(at+".kind", "use "+strings.Join(k.c.reg.Trackers.Kinds(), " or "), "%s.kind: unknown tracker kind %q", at, t.Kind)
 			}
 			continue
 		}
@@ -306,14 +306,14 @@ func (k *checker) policy() {
 	}
 	switch {
 	case p.Kind == "":
-		k.fail("policy", "kind: "+strings.Join(policy.Kinds(), " or kind: "), "policy: missing key kind")
+		k.fail("policy", "kind: "+strings.Join(k.c.reg.Policies.Kinds(), " or kind: "), "policy: missing key kind")
 	case p.Options != nil:
 		if c, ok := p.Options.(policy.Checked); ok {
 			c.Check(policyChecker{k}, p.Model)
 		}
 	default:
-		if _, ok := policy.Lookup(p.Kind); !ok {
-			k.fail("policy.kind", "use "+strings.Join(policy.Kinds(), " or "), "policy.kind: unknown kind %q", p.Kind)
+		if _, ok := k.c.reg.Policies.Lookup(p.Kind); !ok {
+			k.fail("policy.kind", "use "+strings.Join(k.c.reg.Policies.Kinds(), " or "), "policy.kind: unknown kind %q", p.Kind)
 		}
 	}
 	samplers, slot := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Sampler); return ok })

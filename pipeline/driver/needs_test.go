@@ -10,11 +10,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
-	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/policy/policytest"
 )
-
-func init() { policy.Register("samplesonly", policytest.BaseOnly{}) }
 
 // TestRunRefusesPolicyWithoutAdapters: a run whose generate stage would
 // sample the policy from iteration 2's adapter, on a policy that cannot

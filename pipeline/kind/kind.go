@@ -10,6 +10,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // A Kind is one kind of stage that pipeline.yaml can name with kind: under
@@ -205,13 +206,18 @@ type Eval struct {
 	StageGenerates bool
 }
 
-// Registry is what a pipeline file can name: the stage kinds, and the
-// builders of the stages every run has (evaluation, training health). The
-// program that reads pipeline files assembles it, as it registers store
-// drivers and policy backends.
+// Registry is what a pipeline file can name: the stage kinds, the other
+// plug-ins (plugins.go), and the builders of the stages every run has
+// (evaluation, training health). The program that reads pipeline files
+// assembles it in one place (cli/kinds.Registry); only store drivers
+// register by import, by URI scheme.
 type Registry struct {
 	// Kinds in the order messages list them.
 	Kinds []Kind
+	// Policies are the policy section's backends; Trackers the tracking
+	// section's.
+	Policies policy.Backends
+	Trackers trackers.Backends
 	// Eval builds the eval section's two tasks (sample a checkpoint, score
 	// the samples).
 	Eval func(Eval) (generate, score *pipeline.Task, err error)
