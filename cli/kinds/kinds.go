@@ -6,6 +6,7 @@
 package kinds
 
 import (
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
@@ -58,7 +59,9 @@ func Registry() *kind.Registry {
 		// OpenAI API.
 		Policies: policy.Backends{embedded.Backend, openai.Backend},
 		Trackers: trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
-		Eval:     evaluators.Build,
-		Health:   reports.HealthTask,
+		// The advantage estimators the advantages section names.
+		Estimators: advantages.Estimators{advantages.GRPO},
+		Eval:       evaluators.Build,
+		Health:     reports.HealthTask,
 	}
 }

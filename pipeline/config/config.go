@@ -37,6 +37,9 @@ type Config struct {
 	Overlap       Overlap `yaml:"overlap"`
 	// Policy is the model a rollout stage samples from.
 	Policy *Policy `yaml:"policy,omitempty"`
+	// Advantages chooses how a train stage that trains on advantages gets
+	// them (nil: GRPO's).
+	Advantages *Advantages `yaml:"advantages,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
 	// Tracking are the experiment trackers that receive the run's figures
@@ -90,6 +93,13 @@ type Tracker struct {
 
 // Spec is the tracker to open (trackers.Backends.Open).
 func (t Tracker) Spec() trackers.Spec { return trackers.Spec{Kind: t.Kind, Options: t.Options} }
+
+// Advantages is the advantages section.
+type Advantages struct {
+	// Estimator names a registered advantage estimator (kind.Registry's
+	// Estimators); empty is grpo.
+	Estimator string `yaml:"estimator,omitempty"`
+}
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {

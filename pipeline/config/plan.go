@@ -127,7 +127,15 @@ func (c *Config) Plan() (Plan, error) {
 	// A train stage that trains on advantages has them computed once per
 	// iteration, by their own task, between reward and train.
 	if a, ok := c.Stages.all()[pipeline.SlotTrain].Options.(kind.Advantaged); ok {
-		p.Stages.Advantages = advantages.TrainTask(a.Advantages())
+		o := a.Advantages()
+		if c.Advantages != nil && c.Advantages.Estimator != "" {
+			// Checked when the file was read: the name is registered.
+			if o.Estimator, err = c.reg.Estimators.Lookup(c.Advantages.Estimator); err != nil {
+				p.Close()
+				return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
+			}
+		}
+		p.Stages.Advantages = advantages.TrainTask(o)
 		p.Stages.Train = kind.OnAdvantages(p.Stages.Train)
 		p.defaultEnv(p.Stages.Advantages.Env)
 	}

@@ -90,6 +90,7 @@ func (c *Config) validate() error {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
+	k.advantages()
 	k.tracking()
 	k.sections()
 	k.eval()
@@ -296,6 +297,26 @@ func (k *checker) eval() {
 	if r := k.c.Stages.Reward; r == nil || !slices.Contains(scoring, r.Kind) {
 		k.fail("eval", fmt.Sprintf("use stages.reward: {kind: %s, ...}", strings.Join(scoring, " or ")),
 			"eval: evaluation scores with the reward stage's spec, so the reward stage must be kind: %s", strings.Join(scoring, " or "))
+	}
+}
+
+// advantages checks that the advantages section names a registered
+// estimator, for a train stage that trains on advantages.
+func (k *checker) advantages() {
+	a := k.c.Advantages
+	if a == nil || a.Estimator == "" {
+		return
+	}
+	if _, err := k.c.reg.Estimators.Lookup(a.Estimator); err != nil {
+		k.fail("advantages.estimator", "use "+strings.Join(k.c.reg.Estimators.Names(), " or "), "advantages.estimator: unknown advantage estimator %q", a.Estimator)
+		return
+	}
+	if t := k.c.Stages.Train; t != nil && t.Options != nil {
+		if _, ok := t.Options.(kind.Advantaged); !ok {
+			trainers, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Advantaged); return ok })
+			k.fail("advantages", "remove it, or use kind: "+strings.Join(trainers, " or kind: ")+" on the train stage",
+				"advantages: the train stage (kind %s) trains on no advantages", t.Kind)
+		}
 	}
 }
 

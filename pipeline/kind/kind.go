@@ -218,6 +218,9 @@ type Registry struct {
 	// section's.
 	Policies policy.Backends
 	Trackers trackers.Backends
+	// Estimators are the advantage estimators the advantages section
+	// names; without the section the loop uses advantages.GRPO.
+	Estimators advantages.Estimators
 	// Eval builds the eval section's two tasks (sample a checkpoint, score
 	// the samples).
 	Eval func(Eval) (generate, score *pipeline.Task, err error)
