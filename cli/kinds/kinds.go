@@ -61,7 +61,9 @@ func Registry() *kind.Registry {
 		Trackers: trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
 		// The advantage estimators the advantages section names.
 		Estimators: advantages.Estimators{advantages.GRPO},
-		Eval:       evaluators.Build,
-		Health:     reports.HealthTask,
+		// The evaluation metrics, each computed at every k of eval.k.
+		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
+		Eval:    evaluators.Build,
+		Health:  reports.HealthTask,
 	}
 }

@@ -195,7 +195,7 @@ func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	if e.Temperature != nil {
 		s.Temperature = *e.Temperature
 	}
-	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Scorer: scorer}
+	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Metrics: c.reg.Metrics, Scorer: scorer}
 	// A generate stage that samples the eval set its own way (episodes)
 	// makes the generate task, in the eval environment.
 	g := c.Stages.all()[pipeline.SlotGenerate]

@@ -196,6 +196,8 @@ type Eval struct {
 	// Set names the eval set in paths and tables; Ks are the k of pass@k.
 	Set string
 	Ks  []int
+	// Metrics are the registry's, computed at every k.
+	Metrics Metrics
 	// Scorer is the reward stage's, compiled once by the plan (never nil
 	// when a config's plan builds the eval tasks).
 	Scorer Scorer
@@ -221,6 +223,8 @@ type Registry struct {
 	// Estimators are the advantage estimators the advantages section
 	// names; without the section the loop uses advantages.GRPO.
 	Estimators advantages.Estimators
+	// Metrics are what evaluation reports at each k (Eval.Metrics).
+	Metrics Metrics
 	// Eval builds the eval section's two tasks (sample a checkpoint, score
 	// the samples).
 	Eval func(Eval) (generate, score *pipeline.Task, err error)
