@@ -7,7 +7,6 @@ package kinds
 
 import (
 	"github.com/rlpipe/rlpipe/advantages"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/environments/arith"
@@ -27,23 +26,17 @@ import (
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
-// Environments are the RL environments an episodes stage can name (its
-// rl_env key): guess, the number-guessing game with higher/lower feedback
-// (environments/guess), one secret per episode id; and agent, a coding
-// agent's episodes in a copy-on-write sandboxed world (environments/agent),
-// the task of each episode read from its prompt row, the world from
-// rl_options; and chain, a running sum over several turns in the embedded
-// model's vocabulary (environments/arith), from each prompt's problem.
-func Environments() map[string]episodes.RLEnv {
-	return map[string]episodes.RLEnv{
-		"guess": episodes.Func(func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }),
-		"agent": agent.RLEnv{},
-		"chain": arith.ChainEnv{},
-	}
-}
-
 // Registry is the stage kinds and builders rlpipe ships.
 func Registry() *kind.Registry {
+	// The RL environments an episodes stage can name (its rl_env key):
+	// guess, the number-guessing game with higher/lower feedback
+	// (environments/guess), one secret per episode id; agent, a coding
+	// agent's episodes in a copy-on-write sandboxed world
+	// (environments/agent), the task of each episode read from its prompt
+	// row, the world from rl_options; and chain, a running sum over
+	// several turns in the embedded model's vocabulary
+	// (environments/arith), from each prompt's problem.
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,
@@ -51,14 +44,15 @@ func Registry() *kind.Registry {
 			rollouts.DatasetKind,
 			runners.CELKind,
 			rollouts.RolloutKind,
-			episodes.NewKind(Environments()),
+			episodes.NewKind(envs),
 			grpo.GRPOKind,
 			external.Kind,
 		},
 		// The policy backends: the embedded model, and servers of the
 		// OpenAI API.
-		Policies: policy.Backends{embedded.Backend, openai.Backend},
-		Trackers: trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
+		Policies:     policy.Backends{embedded.Backend, openai.Backend},
+		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
+		Environments: envs,
 		// The advantage estimators the advantages section names.
 		Estimators: advantages.Estimators{advantages.GRPO},
 		// The evaluation metrics, each computed at every k of eval.k.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/trackers"
@@ -225,6 +226,8 @@ type Registry struct {
 	Estimators advantages.Estimators
 	// Metrics are what evaluation reports at each k (Eval.Metrics).
 	Metrics Metrics
+	// Environments are the RL environments an episodes stage names.
+	Environments environments.RLEnvs
 	// Eval builds the eval section's two tasks (sample a checkpoint, score
 	// the samples).
 	Eval func(Eval) (generate, score *pipeline.Task, err error)
