@@ -220,7 +220,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown kind",
 			src:  strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: python}", 1),
-			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin, command, (sample) dataset, (reward) cel, (generate) rollout or episodes or (train) grpo or external)`},
+			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (` + kinds.Registry().Hint() + `)`},
 		},
 		{
 			name: "command key on a stand-in",

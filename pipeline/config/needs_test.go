@@ -27,7 +27,7 @@ func withSamplesOnly() *kind.Registry {
 // naming policy.kind's place and the iteration that would fail, and
 // accepts it when no adapter is ever sampled.
 func TestPlanNeedsAdapterLoader(t *testing.T) {
-	const fix = " (use kind embedded or openai, or implement policy.AdapterLoader in the backend)"
+	fix := " (use kind " + strings.Join(kinds.Registry().Policies.Kinds(), " or ") + ", or implement policy.AdapterLoader in the backend)"
 	cases := []struct {
 		name, from, to, policy, want string
 	}{
@@ -82,6 +82,8 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 		})
 	}
 }
+
+const rolloutGen = "generate: {kind: rollout, env: gen, sampling: {n: 8, temperature: 1.0, max_tokens: 6}}"
 
 // withRolloutOn swaps src's stand-in generate stage for a rollout stage.
 func withRolloutOn(src string) string {
