@@ -2,7 +2,6 @@ package advantages
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/rlpipe/rlpipe/internal/registry"
 )
@@ -31,16 +30,11 @@ var ErrUnknownEstimator = errors.New("unknown advantage estimator")
 // Estimators are the advantage estimators a program offers.
 type Estimators []Estimator
 
-// Names lists the estimators' names, sorted.
+// Names lists the names, sorted; Lookup finds one by name (an unknown
+// name is an ErrUnknownEstimator that lists them).
 func (es Estimators) Names() []string { return registry.Names(es) }
-
-// Lookup returns the estimator named name; an unknown name is an
-// ErrUnknownEstimator that lists the known ones.
 func (es Estimators) Lookup(name string) (Estimator, error) {
-	if e, ok := registry.Find(es, name); ok {
-		return e, nil
-	}
-	return nil, fmt.Errorf("%w %q: use %s", ErrUnknownEstimator, name, registry.Or(es.Names()))
+	return registry.Lookup(es, name, ErrUnknownEstimator)
 }
 
 // estimator is o's estimator, GRPO when it names none.

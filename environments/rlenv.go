@@ -2,7 +2,6 @@ package environments
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/rlpipe/rlpipe/internal/registry"
 )
@@ -45,14 +44,9 @@ var ErrUnknownRLEnv = errors.New("unknown RL environment")
 // RLEnvs are the RL environments a program offers.
 type RLEnvs []RLEnv
 
-// Names lists the environments' names, sorted.
+// Names lists the names, sorted; Lookup finds one by name (an unknown
+// name is an ErrUnknownRLEnv that lists them).
 func (es RLEnvs) Names() []string { return registry.Names(es) }
-
-// Lookup returns the environment named name; an unknown name is an
-// ErrUnknownRLEnv that lists the known ones.
 func (es RLEnvs) Lookup(name string) (RLEnv, error) {
-	if e, ok := registry.Find(es, name); ok {
-		return e, nil
-	}
-	return nil, fmt.Errorf("%w %q: use %s", ErrUnknownRLEnv, name, registry.Or(es.Names()))
+	return registry.Lookup(es, name, ErrUnknownRLEnv)
 }

@@ -120,3 +120,31 @@ func leftOut(p Problem) string {
 	}
 	return fmt.Sprintf("; %d of its %d samples were left out: %s", out, len(p.Samples), strings.Join(parts, ", "))
 }
+
+// scoredSamples are a problem's scored samples as a metric reads them.
+type scoredSamples = kind.MetricSamples
+
+// metric is a kind.Metric made of its name and its value.
+type metric struct {
+	name  string
+	value func(s scoredSamples, k int) (float64, error)
+}
+
+// newMetric is the metric name whose per-problem value is value.
+func newMetric(name string, value func(s scoredSamples, k int) (float64, error)) kind.Metric {
+	return metric{name, value}
+}
+
+func (m metric) Name() string                                  { return m.name }
+func (m metric) Value(s scoredSamples, k int) (float64, error) { return m.value(s, k) }
+
+// countTrue is how many of b are true: a problem's correct samples.
+func countTrue(b []bool) int {
+	c := 0
+	for _, ok := range b {
+		if ok {
+			c++
+		}
+	}
+	return c
+}

@@ -191,16 +191,26 @@ func digest(v any) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// generate samples Sampling.N answers per problem of the eval set from the
-// checkpoint, with seeds that do not depend on the checkpoint.
-func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) error {
+// evalSet reads a call's parameters and its input "prompts", the eval
+// set.
+func evalSet(tc *pipeline.TaskContext) (Params, []tables.Prompt, error) {
 	var p Params
 	if err := tc.Params(&p); err != nil {
-		return err
+		return p, nil, err
 	}
 	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
 	if err != nil {
-		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+		return p, nil, pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+	}
+	return p, prompts, nil
+}
+
+// generate samples Sampling.N answers per problem of the eval set from the
+// checkpoint, with seeds that do not depend on the checkpoint.
+func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) error {
+	p, prompts, err := evalSet(tc)
+	if err != nil {
+		return err
 	}
 	s := o.Sampling
 	sampling := s
@@ -246,13 +256,9 @@ func (o TaskOptions) generate(ctx context.Context, tc *pipeline.TaskContext) err
 
 // score scores the generated answers and summarises them.
 func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error {
-	var p Params
-	if err := tc.Params(&p); err != nil {
-		return err
-	}
-	prompts, err := readInput(tc.InputPath("prompts"), tables.Prompts)
+	p, prompts, err := evalSet(tc)
 	if err != nil {
-		return pipeline.Permanent(fmt.Errorf("eval set: %w", err))
+		return err
 	}
 	trajs, err := readInput(tc.InputPath("trajectories"), tables.Trajectories)
 	if err != nil {

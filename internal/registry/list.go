@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -19,6 +20,17 @@ func Find[T Named](list []T, name string) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// Lookup returns the value of list named name, or unknown (the plug-in
+// kind's named error) wrapped with the name and the known names:
+// `unknown advantage estimator "x": use grpo`.
+func Lookup[T Named](list []T, name string, unknown error) (T, error) {
+	if v, ok := Find(list, name); ok {
+		return v, nil
+	}
+	var zero T
+	return zero, fmt.Errorf("%w %q: use %s", unknown, name, Or(Names(list)))
 }
 
 // Names lists the names of list, sorted.

@@ -2,7 +2,6 @@ package kind
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/rlpipe/rlpipe/internal/registry"
 )
@@ -37,14 +36,9 @@ var ErrUnknownMetric = errors.New("unknown evaluation metric")
 // Metrics are the evaluation metrics a program offers.
 type Metrics []Metric
 
-// Names lists the metrics' names, sorted: the order of the summary rows.
+// Names lists the names, sorted; Lookup finds one by name (an unknown
+// name is an ErrUnknownMetric that lists them).
 func (ms Metrics) Names() []string { return registry.Names(ms) }
-
-// Lookup returns the metric named name; an unknown name is an
-// ErrUnknownMetric that lists the known ones.
 func (ms Metrics) Lookup(name string) (Metric, error) {
-	if m, ok := registry.Find(ms, name); ok {
-		return m, nil
-	}
-	return nil, fmt.Errorf("%w %q: use %s", ErrUnknownMetric, name, registry.Or(ms.Names()))
+	return registry.Lookup(ms, name, ErrUnknownMetric)
 }
