@@ -95,17 +95,6 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 // MeanStd is the mean and population standard deviation of v (zeros for
 // none), as the groups' statistics use them.
 func MeanStd(v []float64) (float64, float64) {
-	if len(v) == 0 {
-		return 0, 0
-	}
-	m := 0.0
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
-	s := 0.0
-	for _, x := range v {
-		s += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(s / float64(len(v)))
+	m, s2 := tables.MeanVariance(v)
+	return m, math.Sqrt(s2)
 }

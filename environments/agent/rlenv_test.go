@@ -17,13 +17,7 @@ import (
 // rl_options (relative to the pipeline file), the task from each prompt
 // row, and the verifier's outcome in the episode's info.
 func TestRLEnv(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "w"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "w", "greet.sh"), []byte("echo hello wrld\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := greetDir(t)
 	cache := t.TempDir()
 	var env agent.RLEnv
 	for _, c := range []struct {
@@ -96,10 +90,10 @@ func TestRLEnv(t *testing.T) {
 	}
 }
 
-// TestRLEnvSuite runs the agent environment through the environments'
-// suite: a player that fixes greet.sh in one tool call, then answers
-// without one, which ends the episode.
-func TestRLEnvSuite(t *testing.T) {
+// greetDir is a directory holding the world w: a greet.sh that prints
+// "hello wrld".
+func greetDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "w"), 0o755); err != nil {
 		t.Fatal(err)
@@ -107,6 +101,14 @@ func TestRLEnvSuite(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "w", "greet.sh"), []byte("echo hello wrld\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestRLEnvSuite runs the agent environment through the environments'
+// suite: a player that fixes greet.sh in one tool call, then answers
+// without one, which ends the episode.
+func TestRLEnvSuite(t *testing.T) {
+	dir := greetDir(t)
 	envtest.Run(t, envtest.Suite{Env: agent.RLEnv{}, Dir: dir, MaxSteps: 2,
 		Options: &agent.PipelineOptions{World: "w", WorldCache: t.TempDir(), TimeoutS: 10},
 		Prompt: tables.Prompt{PromptID: "greet", Prompt: "Make greet.sh print 'hello world'.",
