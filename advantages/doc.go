@@ -35,7 +35,8 @@
 // file here (see grpo.go), one entry in cli/kinds.Registry, and a test
 // that runs advantages/estimatortest. A TrainTask's version names the
 // estimator unless it is GRPO, so GRPO's cache keys are those of the
-// runs before estimators were values.
+// runs before estimators were values; ParseVersion reads it back given
+// the registry's estimators, as rescoring does (rescore.Options).
 //
 // # A trainer's batch
 //
