@@ -13,6 +13,8 @@ type Options struct {
 	Epsilon float64
 	// NoStd drops the division by the standard deviation (Dr. GRPO).
 	NoStd bool
+	// Estimator computes each group's advantages; nil is GRPO.
+	Estimator Estimator
 }
 
 // Stats count the groups of a batch.
@@ -26,8 +28,9 @@ type Stats struct {
 	Masked int `json:"masked"`
 }
 
-// Compute returns A_i = (r_i − mean(r)) / (std(r) + ε) within each group
-// of samples of one prompt. Samples that are not scored
+// Compute returns the advantages of o's Estimator (GRPO's A_i = (r_i −
+// mean(r)) / (std(r) + ε) by default) within each group of samples of one
+// prompt. Samples that are not scored
 // (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
 // their group's statistics: a failed rollout is never trained on as a
 // reward of 0. A sample whose group has no other scored sample is masked
@@ -36,6 +39,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
 		o.Epsilon = 1e-6
 	}
+	est := o.estimator()
 	groups := map[string][]int{}
 	var order []string
 	for i, r := range rows {
@@ -56,10 +60,15 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			}
 		}
 		mean, std := MeanStd(vals)
+		var adv []float64
+		if len(vals) >= 2 {
+			adv = est.Group(vals, mean, std, o)
+		}
 		st.Groups++
 		if len(vals) > 0 && std == 0 {
 			st.ZeroStd++
 		}
+		scored := 0
 		for _, i := range idx {
 			r := rows[i]
 			a := tables.Advantage{PromptID: r.PromptID, SampleIndex: r.SampleIndex, GroupMean: mean, GroupStd: std, GroupSize: int32(len(vals))}
@@ -69,10 +78,10 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			case len(vals) < 2:
 				a.Mask, a.Reason = true, ReasonAlone
 			default:
-				a.Advantage = r.Total - mean
-				if !o.NoStd {
-					a.Advantage /= std + o.Epsilon
-				}
+				a.Advantage = adv[scored]
+			}
+			if r.Scored() {
+				scored++
 			}
 			if a.Mask {
 				st.Masked++
@@ -86,17 +95,6 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 // MeanStd is the mean and population standard deviation of v (zeros for
 // none), as the groups' statistics use them.
 func MeanStd(v []float64) (float64, float64) {
-	if len(v) == 0 {
-		return 0, 0
-	}
-	m := 0.0
-	for _, x := range v {
-		m += x
-	}
-	m /= float64(len(v))
-	s := 0.0
-	for _, x := range v {
-		s += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(s / float64(len(v)))
+	m, s2 := tables.MeanVariance(v)
+	return m, math.Sqrt(s2)
 }

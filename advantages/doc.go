@@ -24,6 +24,20 @@
 //		}
 //	}
 //
+// # Estimators
+//
+// How a group's scored rewards become advantages is an Estimator, a
+// value with a Name: GRPO (the formula above) is the default and the one
+// rlpipe ships. Options.Estimator chooses another (the pipeline file's
+// advantages.estimator key, looked up in the program's registry,
+// kind.Registry's Estimators); Compute keeps the grouping, the masks, the
+// group statistics and Stats the same for all. A new estimator is one
+// file here (see grpo.go), one entry in cli/kinds.Registry, and a test
+// that runs advantages/estimatortest. A TrainTask's version names the
+// estimator unless it is GRPO, so GRPO's cache keys are those of the
+// runs before estimators were values; ParseVersion reads it back given
+// the registry's estimators, as rescoring does (rescore.Options).
+//
 // # A trainer's batch
 //
 // Join is what both trainers train on: it matches an iteration's rewards

@@ -51,14 +51,21 @@ func (o TrainOptions) Version() string {
 	if eps == 0 {
 		eps = 1e-6
 	}
-	return fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
+	v := fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
+	if e := o.estimator(); e.Name() != GRPO.Name() {
+		// GRPO's versions name no estimator: the cache keys of the runs
+		// before estimators were values stay the same.
+		v += " estimator=" + e.Name()
+	}
+	return v
 }
 
 // ParseVersion reads back the options a TrainTask ran with from its
 // Version (recorded as the rlpipe-task-version of every advantages table
 // it wrote), so that advantages recomputed later (a rescoring) are the
-// ones the run's trainer computed.
-func ParseVersion(v string) (TrainOptions, error) {
+// ones the run's trainer computed. A version that names an estimator
+// other than GRPO needs it among known.
+func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 	var o TrainOptions
 	var code, rest string
 	for _, c := range trainVersions {
@@ -69,6 +76,13 @@ func ParseVersion(v string) (TrainOptions, error) {
 	}
 	if code == "" {
 		return o, fmt.Errorf("advantages task version %q: want %q followed by the options", v, TrainVersion)
+	}
+	if r, name, ok := strings.Cut(rest, " estimator="); ok {
+		e, err := Estimators(known).Lookup(name)
+		if err != nil {
+			return TrainOptions{}, fmt.Errorf("advantages task version %q: %w", v, err)
+		}
+		rest, o.Estimator = r, e
 	}
 	var eps float64
 	if _, err := fmt.Sscanf(rest, "epsilon=%g no_std=%t keep_zero_std=%t", &eps, &o.NoStd, &o.KeepZeroStd); err != nil {

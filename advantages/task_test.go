@@ -76,12 +76,7 @@ func openRun(t *testing.T) (artifacts.Store, *pipeline.Run) {
 
 func readAdvantages(t *testing.T, st artifacts.Store, ref, path string) []tables.Advantage {
 	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
+	b, err := artifacts.ReadObject(context.Background(), st, ref, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
@@ -67,7 +68,8 @@ lose reward variance. Compare artifacts with ` + "`rlpipe diff REF BRANCH`" + `.
 }
 
 func rescoreFunc(ctx context.Context, st artifacts.Store, o rescoreOptions, prog *rewards.Program, p printer) error {
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: o.from, Branch: o.branch, Reward: prog, TopK: o.top, NoCache: o.noCache, Logger: *zerolog.Ctx(ctx)})
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: o.from, Branch: o.branch, Reward: prog, TopK: o.top, NoCache: o.noCache,
+		Estimators: kinds.Registry().Estimators, Logger: *zerolog.Ctx(ctx)})
 	if err != nil {
 		return err
 	}

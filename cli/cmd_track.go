@@ -50,7 +50,7 @@ credentials come from the environment only (MLFLOW_TRACKING_TOKEN).`,
 	}, func(cmd *cobra.Command, o trackOptions, args []string) error {
 		var specs []trackers.Spec
 		for _, to := range o.to {
-			s, err := trackers.ParseTarget(to)
+			s, err := kinds.Registry().Trackers.ParseTarget(to)
 			if err != nil {
 				return asUsage(err)
 			}
@@ -148,7 +148,7 @@ func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []tra
 	}
 	var out []trackOut
 	for _, s := range specs {
-		t, err := trackers.Open(s)
+		t, err := kinds.Registry().Trackers.Open(s)
 		if err != nil {
 			return asUsage(err)
 		}

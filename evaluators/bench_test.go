@@ -45,7 +45,7 @@ func BenchmarkSummarize1M(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, _, err := Summarize("ckpt", "heldout", probs, []int{1, 4, 8, 16}); err != nil {
+		if _, _, err := Summarize("ckpt", "heldout", probs, []int{1, 4, 8, 16}, shipped); err != nil {
 			b.Fatal(err)
 		}
 	}

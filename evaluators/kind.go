@@ -27,7 +27,7 @@ func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 	if e.Policy == nil && !e.StageGenerates {
 		return nil, nil, errors.New("evaluation samples from the policy section, which is missing")
 	}
-	o.Sampling, o.Seed, o.Set, o.Ks = e.Sampling, e.Seed, e.Set, e.Ks
+	o.Sampling, o.Seed, o.Set, o.Ks, o.Metrics = e.Sampling, e.Seed, e.Set, e.Ks, e.Metrics
 	if e.Scorer != nil {
 		o.Reward = e.Scorer
 	}

@@ -3,6 +3,7 @@ package evaluators_test
 import (
 	"testing"
 
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
@@ -26,7 +27,7 @@ func TestBuildFindsExactScorer(t *testing.T) {
 	}
 	prog := arithReward(t)
 	s := policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5}
-	base := evaluators.TaskOptions{Reward: prog, Sampling: s, Set: "heldout", Ks: []int{1, 2}}
+	base := evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Reward: prog, Sampling: s, Set: "heldout", Ks: []int{1, 2}}
 	want := func(exact bool) string {
 		t.Helper()
 		o := base
@@ -58,7 +59,7 @@ func TestBuildFindsExactScorer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			opened := &policy.Opened{Policy: tiny.NewPolicy(m), Identity: m.Version(), Model: c.model}
 			defer opened.Close()
-			_, score, err := evaluators.Build(kind.Eval{Policy: opened, Sampling: s, Set: "heldout", Ks: []int{1, 2}, Scorer: prog, StageGenerates: c.stageGenerates})
+			_, score, err := evaluators.Build(kind.Eval{Policy: opened, Sampling: s, Set: "heldout", Ks: []int{1, 2}, Metrics: kinds.Registry().Metrics, Scorer: prog, StageGenerates: c.stageGenerates})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -47,7 +48,7 @@ func TestEvalNonfiniteRewards(t *testing.T) {
 				t.Fatal(err)
 			}
 			ks := []int{1}
-			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Reward: prog, Sampling: policy.Sampling{N: 2}, Ks: ks})
+			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Reward: prog, Sampling: policy.Sampling{N: 2}, Ks: ks})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,10 +2,12 @@ package evaluators
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
 
 // Problem holds the scored samples of one problem, in sample order.
@@ -25,26 +27,37 @@ type PerProblem struct {
 	Value     float64
 }
 
-// Summarize computes avg@k, pass@k, pass^k and maj@k for every k over
-// problems, each the mean of the per-problem values with a 95% bootstrap
-// interval, as eval_summary rows (sorted by metric, then k), and the
-// per-problem values. Every problem must have at least k ok samples: a
-// k larger than a problem's n is an error naming the problem.
-func Summarize(checkpoint, evalset string, problems []Problem, ks []int) ([]tables.EvalSummaryRow, []PerProblem, error) {
+// Summarize computes each metric (the registry's: avg@k, pass@k, pass^k
+// and maj@k in rlpipe) for every k over problems, each the mean of the
+// per-problem values with a 95% bootstrap interval, as eval_summary rows
+// (sorted by metric name, then k), and the per-problem values. Every
+// problem must have at least k ok samples: a k larger than a problem's n
+// is an error naming the problem.
+func Summarize(checkpoint, evalset string, problems []Problem, ks []int, metrics kind.Metrics) ([]tables.EvalSummaryRow, []PerProblem, error) {
 	if len(problems) == 0 {
 		return nil, nil, fmt.Errorf("evaluate %s on %s: no problems", checkpoint, evalset)
 	}
+	if len(metrics) == 0 {
+		return nil, nil, fmt.Errorf("evaluate %s on %s: no metrics: list them in the registry (kind.Registry's Metrics)", checkpoint, evalset)
+	}
 	ks = append([]int(nil), ks...)
 	sort.Ints(ks)
-	metrics := []string{tables.MetricAvgAtK, tables.MetricMajAtK, tables.MetricPassAtK, tables.MetricPassHatK}
+	metrics = slices.Clone(metrics)
+	slices.SortStableFunc(metrics, func(a, b kind.Metric) int { return strings.Compare(a.Name(), b.Name()) })
+	samples := make([]kind.MetricSamples, len(problems))
+	for i, p := range problems {
+		samples[i] = scored(p)
+	}
 	var rows []tables.EvalSummaryRow
 	var per []PerProblem
-	for _, metric := range metrics {
+	for _, m := range metrics {
+		metric := m.Name()
 		for _, k := range ks {
 			values := make([]float64, len(problems))
 			minN := -1
 			for i, p := range problems {
-				v, n, err := problemValue(p, metric, k)
+				n := len(samples[i].Correct)
+				v, err := m.Value(samples[i], k)
 				if err != nil {
 					return nil, nil, fmt.Errorf("evaluate %s on %s: problem %s: %s: %w%s", checkpoint, evalset, p.ID, metric, err, leftOut(p))
 				}
@@ -67,43 +80,18 @@ func Summarize(checkpoint, evalset string, problems []Problem, ks []int) ([]tabl
 	return rows, per, nil
 }
 
-// problemValue is one problem's metric at k and its number of ok samples.
-func problemValue(p Problem, metric string, k int) (float64, int, error) {
-	var answers []string
-	var correct []bool
-	sum := 0.0
-	for _, s := range p.Samples {
-		if s.Status != tables.StatusOK {
+// scored are p's samples the metrics count: those whose status is ok.
+func scored(p Problem) kind.MetricSamples {
+	var s kind.MetricSamples
+	for _, x := range p.Samples {
+		if x.Status != tables.StatusOK {
 			continue
 		}
-		answers = append(answers, s.Answer)
-		correct = append(correct, s.Correct)
-		sum += s.Reward
+		s.Answers = append(s.Answers, x.Answer)
+		s.Correct = append(s.Correct, x.Correct)
+		s.Rewards = append(s.Rewards, x.Reward)
 	}
-	n := len(answers)
-	c := 0
-	for _, ok := range correct {
-		if ok {
-			c++
-		}
-	}
-	var v float64
-	var err error
-	switch metric {
-	case tables.MetricAvgAtK:
-		// The mean reward of k samples drawn without replacement has the
-		// mean of all n as its unbiased estimate.
-		if err = checkK(n, c, k); err == nil {
-			v = sum / float64(n)
-		}
-	case tables.MetricPassAtK:
-		v, err = PassAtK(n, c, k)
-	case tables.MetricPassHatK:
-		v, err = PassHatK(n, c, k)
-	case tables.MetricMajAtK:
-		v, err = MajAtK(answers, correct, k)
-	}
-	return v, n, err
+	return s
 }
 
 // leftOut says which of a problem's samples the metrics left out, by
@@ -131,4 +119,32 @@ func leftOut(p Problem) string {
 		parts[i] = fmt.Sprintf("%d %s", by[st], st)
 	}
 	return fmt.Sprintf("; %d of its %d samples were left out: %s", out, len(p.Samples), strings.Join(parts, ", "))
+}
+
+// scoredSamples are a problem's scored samples as a metric reads them.
+type scoredSamples = kind.MetricSamples
+
+// metric is a kind.Metric made of its name and its value.
+type metric struct {
+	name  string
+	value func(s scoredSamples, k int) (float64, error)
+}
+
+// newMetric is the metric name whose per-problem value is value.
+func newMetric(name string, value func(s scoredSamples, k int) (float64, error)) kind.Metric {
+	return metric{name, value}
+}
+
+func (m metric) Name() string                                  { return m.name }
+func (m metric) Value(s scoredSamples, k int) (float64, error) { return m.value(s, k) }
+
+// countTrue is how many of b are true: a problem's correct samples.
+func countTrue(b []bool) int {
+	c := 0
+	for _, ok := range b {
+		if ok {
+			c++
+		}
+	}
+	return c
 }

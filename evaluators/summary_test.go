@@ -29,7 +29,7 @@ func TestSummarize(t *testing.T) {
 		{ID: "a", Samples: samples("1122", '1')}, // c=2 of 4
 		{ID: "b", Samples: samples("333x", '4')}, // c=0 of 3 (one infra error left out)
 	}
-	rows, per, err := Summarize("ckpt", "heldout", problems, []int{2, 1})
+	rows, per, err := Summarize("ckpt", "heldout", problems, []int{2, 1}, shipped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestSummarizeKTooLargeNamesProblem(t *testing.T) {
-	_, _, err := Summarize("ckpt", "heldout", []Problem{{ID: "p7", Samples: samples("12", '1')}}, []int{4})
+	_, _, err := Summarize("ckpt", "heldout", []Problem{{ID: "p7", Samples: samples("12", '1')}}, []int{4}, shipped)
 	if !errors.Is(err, ErrKTooLarge) || !strings.Contains(err.Error(), "problem p7") {
 		t.Fatalf("err = %v", err)
 	}

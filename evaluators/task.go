@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/runs"
@@ -52,6 +53,9 @@ type TaskOptions struct {
 	Set string
 	// Ks are the k of the metrics (default 1 and N).
 	Ks []int
+	// Metrics are computed at every k: the registry's (kind.Registry's
+	// Metrics); at least one.
+	Metrics kind.Metrics
 	// Exact, when set, returns each problem's exact probability that one
 	// sample is correct, given the adapter directory ("" for the base
 	// model); its mean is reported as MetricExact. Build sets it to the
@@ -103,6 +107,9 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 	if o.Reward == nil {
 		return Tasks{}, errors.New("evaluation: needs a reward spec")
 	}
+	if len(o.Metrics) == 0 {
+		return Tasks{}, errors.New("evaluation: no metrics: list them in the registry (kind.Registry's Metrics, cli/kinds)")
+	}
 	if o.Set == "" {
 		o.Set = "heldout"
 	}
@@ -136,7 +143,8 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 		Set, Reward string
 		Ks          []int
 		Exact       bool
-	}{o.Set, o.Reward.Digest(), o.Ks, o.Exact != nil})
+		Metrics     []string `json:",omitempty"`
+	}{o.Set, o.Reward.Digest(), o.Ks, o.Exact != nil, metricsKey(o.Metrics)})
 	if err != nil {
 		return Tasks{}, fmt.Errorf("evaluation: version of the score task (set, reward, ks): %w", err)
 	}
@@ -164,6 +172,21 @@ func NewTasks(o TaskOptions) (Tasks, error) {
 
 // digest hashes v's JSON; it fails on what JSON cannot hold, such as a
 // NaN sampling temperature.
+// shippedMetrics are the metrics every score task computed before they
+// were registry values; their versions name none.
+var shippedMetrics = []string{tables.MetricAvgAtK, tables.MetricMajAtK, tables.MetricPassAtK, tables.MetricPassHatK}
+
+// metricsKey is what the score task's version records of its metrics:
+// nothing for the shipped four, so their cache keys stay those of the
+// runs before metrics were values, else their names (sorted), so that a
+// metric added or removed rescores.
+func metricsKey(ms kind.Metrics) []string {
+	if names := ms.Names(); !slices.Equal(names, shippedMetrics) {
+		return names
+	}
+	return nil
+}
+
 func digest(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -247,7 +270,7 @@ func (o TaskOptions) score(ctx context.Context, tc *pipeline.TaskContext) error 
 	if err := tables.CheckFinite(rewarded); err != nil {
 		return pipeline.Permanent(fmt.Errorf("evaluate %s on %s: %w", checkpoint, o.Set, err))
 	}
-	summary, _, err := Summarize(checkpoint, o.Set, problems, o.Ks)
+	summary, _, err := Summarize(checkpoint, o.Set, problems, o.Ks, o.Metrics)
 	if err != nil {
 		return pipeline.Permanent(err)
 	}

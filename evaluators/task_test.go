@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -78,7 +79,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+	tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Policy: tiny.NewPolicy(m), Identity: m.Version(),
 		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t),
 		Ks: []int{1, 4, 8}, Exact: m.ExactPass})
 	if err != nil {
@@ -140,7 +141,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 
 func TestEvalTaskRejectsKAboveN(t *testing.T) {
 	m, _ := tiny.Embedded()
-	_, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
+	_, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Policy: tiny.NewPolicy(m), Reward: arithReward(t),
 		Sampling: policy.Sampling{N: 4}, Ks: []int{1, 8}})
 	if !errors.Is(err, evaluators.ErrKTooLarge) || !strings.Contains(err.Error(), "k=8 but only n=4") {
 		t.Fatalf("err = %v", err)
@@ -151,7 +152,7 @@ func TestEvalTaskRejectsKAboveN(t *testing.T) {
 // was being encoded for, rather than hashing an empty encoding.
 func TestEvalTaskRejectsNaNSampling(t *testing.T) {
 	m, _ := tiny.Embedded()
-	_, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Reward: arithReward(t),
+	_, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Policy: tiny.NewPolicy(m), Reward: arithReward(t),
 		Sampling: policy.Sampling{TopP: math.NaN()}})
 	if want := "evaluation: version of the generate task (identity, sampling, seed): json: unsupported value: NaN"; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)

@@ -58,11 +58,12 @@
 // weights the grpo trainer trains). A backend offers only what it can;
 // servers set no Model.
 //
-// Backends: Open(ctx, Spec) opens the policy a pipeline's policy section
-// names with the backend registered for its kind, as artifacts.Open picks a
-// store driver. A backend package registers itself when imported
-// (policy/embedded as "embedded", policy/openai as "openai"); the CLI
-// imports the shipped ones, so the stages that sample never know a
-// backend's type. A new backend is one package with a Register call, plus
-// one import line in cli/backends.go.
+// Backends: a Backend is a value with a Name (policy/embedded.Backend,
+// "embedded"; policy/openai.Backend, "openai"). The program lists its
+// backends in one registry value (kind.Registry's Policies, assembled by
+// cli/kinds.Registry), and Backends.Open opens the policy a pipeline's
+// policy section names with the backend of its kind, so the stages that
+// sample never know a backend's type. A new backend is one file (or
+// package) with its Backend value, plus one line in cli/kinds.Registry;
+// its test runs policy/policytest.
 package policy

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -119,9 +118,12 @@ func (o *Opened) Close() error {
 	return err
 }
 
-// A Backend opens the policies of one kind. Backends register themselves
-// with Register, the way store drivers do (artifacts.Register).
+// A Backend opens the policies of one kind. The program assembles its
+// backends in one registry value (kind.Registry's Policies, made by
+// cli/kinds.Registry), the list Backends.
 type Backend interface {
+	// Name is the kind the policy section names it by ("embedded").
+	Name() string
 	// Options returns the backend's options, zero: a pointer to a struct
 	// whose yaml tags are the keys of the policy section it takes beside
 	// kind and model (nil when it takes none). The pipeline config decodes
@@ -153,33 +155,33 @@ type Checked interface {
 // model"); without it they are "a KIND policy".
 type Nouned interface{ Noun() string }
 
-// Noun is how messages name kind's policies.
-func Noun(kind string) string {
-	if b, ok := Lookup(kind); ok {
-		if n, ok := b.(Nouned); ok {
-			return n.Noun()
-		}
+// Noun is how messages name b's policies.
+func Noun(b Backend) string {
+	if n, ok := b.(Nouned); ok {
+		return n.Noun()
 	}
-	return "a " + kind + " policy"
+	return "a " + b.Name() + " policy"
 }
 
-var backends = registry.New[Backend]("policy", "kind")
+// ErrUnknownKind is a policy kind no backend of the registry has.
+var ErrUnknownKind = errors.New("unknown policy kind")
 
-// Register makes a backend available under kind. Registering a kind twice
-// panics.
-func Register(kind string, b Backend) { backends.Register(kind, b) }
+// Backends are the policy backends a program offers, in the order
+// messages list them.
+type Backends []Backend
 
-// Kinds lists the registered backends' kinds, sorted.
-func Kinds() []string { return backends.Names() }
+// Kinds lists the backends' names, sorted.
+func (bs Backends) Kinds() []string { return registry.Names(bs) }
 
-// Lookup returns the backend registered under kind.
-func Lookup(kind string) (Backend, bool) { return backends.Lookup(kind) }
+// Lookup returns the backend named kind.
+func (bs Backends) Lookup(kind string) (Backend, bool) { return registry.Find(bs, kind) }
 
-// Open opens the policy a spec names with its kind's backend.
-func Open(ctx context.Context, s Spec) (*Opened, error) {
-	b, ok := Lookup(s.Kind)
+// Open opens the policy a spec names with its kind's backend; an unknown
+// kind is an ErrUnknownKind that lists the known ones.
+func (bs Backends) Open(ctx context.Context, s Spec) (*Opened, error) {
+	b, ok := bs.Lookup(s.Kind)
 	if !ok {
-		return nil, fmt.Errorf("policy: unknown kind %q (use %s)", s.Kind, strings.Join(Kinds(), " or "))
+		return nil, fmt.Errorf("%w %q (use %s)", ErrUnknownKind, s.Kind, registry.Or(bs.Kinds()))
 	}
 	return b.Open(ctx, s)
 }

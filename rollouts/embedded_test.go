@@ -69,7 +69,7 @@ func embeddedRun(t *testing.T, serve string) (map[string]string, []tables.Trajec
 	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
 		t.Fatal(err)
 	}
-	opened, err := policy.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: serve}})
+	opened, err := embedded.Backend.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: serve}})
 	if err != nil {
 		t.Fatal(err)
 	}

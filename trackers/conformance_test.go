@@ -69,7 +69,7 @@ func TestMLflow(t *testing.T) {
 
 func open(t *testing.T, s trackers.Spec) trackers.Tracker {
 	t.Helper()
-	tr, err := trackers.Open(s)
+	tr, err := trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend}.Open(s)
 	if err != nil {
 		t.Fatal(err)
 	}

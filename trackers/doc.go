@@ -34,8 +34,9 @@
 //
 // # Backends
 //
-// A backend registers under a kind (Register), the way policy backends
-// and store drivers do, and names its options: the keys of its entry in
+// A backend is a value with a Name (TensorBoardBackend, MLflowBackend)
+// that the program lists in its one registry value (kind.Registry's
+// Trackers, assembled by cli/kinds.Registry), and names its options: the keys of its entry in
 // pipeline.yaml's tracking section, decoded strictly by the pipeline
 // config.
 //
@@ -60,7 +61,8 @@
 // afterwards from what the store holds:
 //
 //	run, err := trackers.ReadRun(ctx, st, "arith", runs.Branch("arith"))
-//	spec, err := trackers.ParseTarget("tensorboard:tb")
-//	t, err := trackers.Open(spec)
+//	backends := kinds.Registry().Trackers // the program's tracker backends
+//	spec, err := backends.ParseTarget("tensorboard:tb")
+//	t, err := backends.Open(spec)
 //	n, err := trackers.Backfill(ctx, st, run, runs.Branch("arith"), t, trackers.Outcome{Status: trackers.Finished})
 package trackers

@@ -17,12 +17,13 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "tb")
 	defer os.RemoveAll(dir)
 
-	spec, err := trackers.ParseTarget("tensorboard:" + dir)
+	backends := trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend}
+	spec, err := backends.ParseTarget("tensorboard:" + dir)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	t, err := trackers.Open(spec)
+	t, err := backends.Open(spec)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -51,9 +52,10 @@ func Example() {
 }
 
 // ParseTarget reads what `rlpipe track --to` takes.
-func ExampleParseTarget() {
+func ExampleBackends_ParseTarget() {
+	backends := trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend}
 	for _, s := range []string{"tensorboard:tb", "mlflow:http://127.0.0.1:5000", "wandb:x"} {
-		spec, err := trackers.ParseTarget(s)
+		spec, err := backends.ParseTarget(s)
 		if err != nil {
 			fmt.Println(err)
 			continue

@@ -49,7 +49,13 @@ func (o *MLflowOptions) Validate() error {
 // Where is the server's address.
 func (o *MLflowOptions) Where() string { return o.URI }
 
+// MLflowBackend records runs in an MLflow server: the value cli/kinds registers
+// as kind mlflow.
+var MLflowBackend Backend = mlflowBackend{}
+
 type mlflowBackend struct{}
+
+func (mlflowBackend) Name() string { return "mlflow" }
 
 func (mlflowBackend) Options() any { return &MLflowOptions{} }
 

@@ -51,7 +51,7 @@ func mlflowRoundTrip(t *testing.T, uri string) {
 	run := trackers.Run{Name: "arith", ConfigHash: "sha256:abc",
 		Params: map[string]string{"iterations": "2", "eval.k[0]": "1", "environments.judge.env.API_KEY": "<redacted>"}}
 	open := func() *trackers.MLflow {
-		tr, err := trackers.Open(trackers.Spec{Kind: "mlflow", Options: &trackers.MLflowOptions{URI: uri, Experiment: "rl"}})
+		tr, err := trackers.Open(trackers.MLflowBackend, &trackers.MLflowOptions{URI: uri, Experiment: "rl"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestMLflowCredentials(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tr, err := trackers.Open(trackers.Spec{Kind: "mlflow", Options: &trackers.MLflowOptions{URI: srv.URL}})
+	tr, err := trackers.Open(trackers.MLflowBackend, &trackers.MLflowOptions{URI: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,13 @@ func (o *TensorBoardOptions) Rebase(base string) {
 	}
 }
 
+// TensorBoardBackend writes TensorBoard event files: the value cli/kinds
+// registers as kind tensorboard.
+var TensorBoardBackend Backend = tensorBoardBackend{}
+
 type tensorBoardBackend struct{}
+
+func (tensorBoardBackend) Name() string { return "tensorboard" }
 
 func (tensorBoardBackend) Options() any { return &TensorBoardOptions{} }
 

@@ -60,7 +60,7 @@ func tbPoints() []trackers.Point {
 
 func writeTensorBoard(t *testing.T, dir string, run trackers.Run, points []trackers.Point) string {
 	t.Helper()
-	tr, err := trackers.Open(trackers.Spec{Kind: "tensorboard", Options: &trackers.TensorBoardOptions{Dir: dir}})
+	tr, err := trackers.Open(trackers.TensorBoardBackend, &trackers.TensorBoardOptions{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestTensorBoardUnwritableDir(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := trackers.Open(trackers.Spec{Kind: "tensorboard", Options: &trackers.TensorBoardOptions{Dir: blocker}})
+	tr, err := trackers.Open(trackers.TensorBoardBackend, &trackers.TensorBoardOptions{Dir: blocker})
 	if err != nil {
 		t.Fatal(err)
 	}

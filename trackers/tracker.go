@@ -120,9 +120,12 @@ func (p Point) Tags() []string {
 	return out
 }
 
-// A Backend opens trackers of one kind. Backends register with Register,
-// the way policy backends and store drivers do.
+// A Backend opens trackers of one kind. The program assembles its
+// backends in one registry value (kind.Registry's Trackers, made by
+// cli/kinds.Registry), the list Backends.
 type Backend interface {
+	// Name is the kind a tracking entry names it by ("tensorboard").
+	Name() string
 	// Options returns the backend's options, zero: a pointer to a struct
 	// whose yaml tags are the keys of a tracking entry beside kind. The
 	// pipeline config decodes the entry into it strictly.
@@ -160,36 +163,34 @@ var (
 	ErrUnknownKind = errors.New("unknown tracker kind")
 )
 
-var backends = func() *registry.Registry[Backend] {
-	r := registry.New[Backend]("trackers", "kind")
-	r.Register("tensorboard", tensorBoardBackend{})
-	r.Register("mlflow", mlflowBackend{})
-	return r
-}()
+// Backends are the tracker backends a program offers.
+type Backends []Backend
 
-// Register makes a backend available under kind. Registering a kind twice
-// panics.
-func Register(kind string, b Backend) { backends.Register(kind, b) }
+// Kinds lists the backends' names, sorted.
+func (bs Backends) Kinds() []string { return registry.Names(bs) }
 
-// Kinds lists the registered backends' kinds, sorted.
-func Kinds() []string { return backends.Names() }
+// Lookup returns the backend named kind.
+func (bs Backends) Lookup(kind string) (Backend, bool) { return registry.Find(bs, kind) }
 
-// Lookup returns the backend registered under kind.
-func Lookup(kind string) (Backend, bool) { return backends.Lookup(kind) }
-
-// Open makes the tracker a spec names.
-func Open(s Spec) (Tracker, error) {
-	b, ok := Lookup(s.Kind)
+// Open makes the tracker a spec names; an unknown kind is an
+// ErrUnknownKind that lists the known ones.
+func (bs Backends) Open(s Spec) (Tracker, error) {
+	b, ok := bs.Lookup(s.Kind)
 	if !ok {
-		return nil, fmt.Errorf("%w %q (use %s)", ErrUnknownKind, s.Kind, strings.Join(Kinds(), " or "))
+		return nil, fmt.Errorf("%w %q (use %s)", ErrUnknownKind, s.Kind, registry.Or(bs.Kinds()))
 	}
-	opts := s.Options
+	return Open(b, s.Options)
+}
+
+// Open makes a tracker of backend b from options its Options or Target
+// returned (nil: its defaults), after their Validate.
+func Open(b Backend, opts any) (Tracker, error) {
 	if opts == nil {
 		opts = b.Options()
 	}
 	if v, ok := opts.(Validator); ok {
 		if err := v.Validate(); err != nil {
-			return nil, fmt.Errorf("tracker %s: %w", s.Kind, err)
+			return nil, fmt.Errorf("tracker %s: %w", b.Name(), err)
 		}
 	}
 	return b.Open(opts)
@@ -198,14 +199,14 @@ func Open(s Spec) (Tracker, error) {
 // ParseTarget reads KIND:VALUE ("tensorboard:tb",
 // "mlflow:http://127.0.0.1:5000") into a spec whose options have the
 // backend's main key set to VALUE.
-func ParseTarget(s string) (Spec, error) {
+func (bs Backends) ParseTarget(s string) (Spec, error) {
 	k, v, ok := strings.Cut(s, ":")
 	if !ok || v == "" {
 		return Spec{}, fmt.Errorf("tracker %q: write KIND:TARGET, e.g. tensorboard:DIR or mlflow:http://127.0.0.1:5000", s)
 	}
-	b, known := Lookup(k)
+	b, known := bs.Lookup(k)
 	if !known {
-		return Spec{}, fmt.Errorf("tracker %q: %w %q (use %s)", s, ErrUnknownKind, k, strings.Join(Kinds(), " or "))
+		return Spec{}, fmt.Errorf("tracker %q: %w %q (use %s)", s, ErrUnknownKind, k, registry.Or(bs.Kinds()))
 	}
 	return Spec{Kind: k, Options: b.Target(v)}, nil
 }

@@ -204,16 +204,24 @@ func variance(v []float64) float64 {
 	if len(v) < 2 {
 		return 0
 	}
-	m := 0.0
-	for _, x := range v {
-		m += x
+	_, s2 := MeanVariance(v)
+	return s2
+}
+
+// MeanVariance is the mean and population variance of v (zeros for
+// none): advantages' group statistics and the rescore report's.
+func MeanVariance(v []float64) (mean, variance float64) {
+	if len(v) == 0 {
+		return 0, 0
 	}
-	m /= float64(len(v))
-	s := 0.0
 	for _, x := range v {
-		s += (x - m) * (x - m)
+		mean += x
 	}
-	return s / float64(len(v))
+	mean /= float64(len(v))
+	for _, x := range v {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / float64(len(v))
 }
 
 // ranks gives average ranks (ties share the mean of their positions).

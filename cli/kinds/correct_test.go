@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -79,7 +80,7 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Policy: tiny.NewPolicy(m), Identity: m.Version(),
 				Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: prog, Ks: []int{1, 8}})
 			if err != nil {
 				t.Fatal(err)

@@ -1,12 +1,12 @@
-// Package kinds assembles what a pipeline file can name in this program:
-// the stage kinds in the order messages list them, the eval and health
-// builders, and (registered by import) the policy backends. The command
+// Package kinds assembles what a pipeline file can name in this program,
+// in one registry value: the stage kinds in the order messages list them,
+// the policy and tracker backends, and the eval and health builders. The command
 // line reads every pipeline file with Registry; a program of its own that
 // runs pipelines can use it, or assemble a registry with its own kinds.
 package kinds
 
 import (
-	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/environments/arith"
@@ -15,35 +15,28 @@ import (
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/embedded"
+	"github.com/rlpipe/rlpipe/policy/openai"
 	"github.com/rlpipe/rlpipe/reports"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/rollouts"
-	"github.com/rlpipe/rlpipe/trainers/embedded"
+	"github.com/rlpipe/rlpipe/trackers"
+	grpo "github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/external"
-
-	// The policy backends a policy section can name: the embedded model,
-	// and servers of the OpenAI API.
-	_ "github.com/rlpipe/rlpipe/policy/embedded"
-	_ "github.com/rlpipe/rlpipe/policy/openai"
 )
-
-// Environments are the RL environments an episodes stage can name (its
-// rl_env key): guess, the number-guessing game with higher/lower feedback
-// (environments/guess), one secret per episode id; and agent, a coding
-// agent's episodes in a copy-on-write sandboxed world (environments/agent),
-// the task of each episode read from its prompt row, the world from
-// rl_options; and chain, a running sum over several turns in the embedded
-// model's vocabulary (environments/arith), from each prompt's problem.
-func Environments() map[string]episodes.RLEnv {
-	return map[string]episodes.RLEnv{
-		"guess": episodes.Func(func(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }),
-		"agent": agent.RLEnv{},
-		"chain": arith.ChainEnv{},
-	}
-}
 
 // Registry is the stage kinds and builders rlpipe ships.
 func Registry() *kind.Registry {
+	// The RL environments an episodes stage can name (its rl_env key):
+	// guess, the number-guessing game with higher/lower feedback
+	// (environments/guess), one secret per episode id; agent, a coding
+	// agent's episodes in a copy-on-write sandboxed world
+	// (environments/agent), the task of each episode read from its prompt
+	// row, the world from rl_options; and chain, a running sum over
+	// several turns in the embedded model's vocabulary
+	// (environments/arith), from each prompt's problem.
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,
@@ -51,11 +44,20 @@ func Registry() *kind.Registry {
 			rollouts.DatasetKind,
 			runners.CELKind,
 			rollouts.RolloutKind,
-			episodes.NewKind(Environments()),
-			embedded.GRPOKind,
+			episodes.NewKind(envs),
+			grpo.GRPOKind,
 			external.Kind,
 		},
-		Eval:   evaluators.Build,
-		Health: reports.HealthTask,
+		// The policy backends: the embedded model, and servers of the
+		// OpenAI API.
+		Policies:     policy.Backends{embedded.Backend, openai.Backend},
+		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
+		Environments: envs,
+		// The advantage estimators the advantages section names.
+		Estimators: advantages.Estimators{advantages.GRPO},
+		// The evaluation metrics, each computed at every k of eval.k.
+		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
+		Eval:    evaluators.Build,
+		Health:  reports.HealthTask,
 	}
 }

@@ -84,6 +84,11 @@ func TaskOf(p tables.Prompt) (Task, error) {
 // to read.
 type RLEnv struct{}
 
+var _ environments.RLEnv = RLEnv{}
+
+// Name is what rl_env says.
+func (RLEnv) Name() string { return "agent" }
+
 // Options returns a fresh PipelineOptions.
 func (RLEnv) Options() any { return &PipelineOptions{} }
 

@@ -10,19 +10,14 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/environments/envtest"
 )
 
 // The agent environment as an episodes stage's rl_env: the world from
 // rl_options (relative to the pipeline file), the task from each prompt
 // row, and the verifier's outcome in the episode's info.
 func TestRLEnv(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "w"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "w", "greet.sh"), []byte("echo hello wrld\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := greetDir(t)
 	cache := t.TempDir()
 	var env agent.RLEnv
 	for _, c := range []struct {
@@ -93,4 +88,40 @@ func TestRLEnv(t *testing.T) {
 	if tr.EnvOutcome == nil || !strings.Contains(*tr.EnvOutcome, `"reward":1`) || !strings.Contains(*tr.EnvOutcome, `"verifier_verdict":"pass"`) {
 		t.Errorf("env_outcome %v: want the verifier's verdict", deref(tr.EnvOutcome))
 	}
+}
+
+// greetDir is a directory holding the world w: a greet.sh that prints
+// "hello wrld".
+func greetDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "w"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "w", "greet.sh"), []byte("echo hello wrld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestRLEnvSuite runs the agent environment through the environments'
+// suite: a player that fixes greet.sh in one tool call, then answers
+// without one, which ends the episode.
+func TestRLEnvSuite(t *testing.T) {
+	dir := greetDir(t)
+	envtest.Run(t, envtest.Suite{Env: agent.RLEnv{}, Dir: dir, MaxSteps: 2,
+		Options: &agent.PipelineOptions{World: "w", WorldCache: t.TempDir(), TimeoutS: 10},
+		Prompt: tables.Prompt{PromptID: "greet", Prompt: "Make greet.sh print 'hello world'.",
+			Metadata: `{"run": "bash greet.sh", "checks": {"want.txt": "hello world\n"}, ` +
+				`"verifier": "cmp -s /candidate/stdout /check/want.txt && printf pass > \"$RLPIPE_VERDICT\""}`},
+		Player: func() func(string) string {
+			turn := 0
+			return func(string) string {
+				turn++
+				if turn == 1 {
+					return "```bash\nsed -i 's/wrld/world/' greet.sh\n```"
+				}
+				return "Done."
+			}
+		}})
 }

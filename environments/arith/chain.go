@@ -122,6 +122,11 @@ func (c *Chain) End() error {
 // problem (ChainOf).
 type ChainEnv struct{}
 
+var _ environments.RLEnv = ChainEnv{}
+
+// Name is what rl_env says.
+func (ChainEnv) Name() string { return "chain" }
+
 // Options returns a fresh ChainOptions.
 func (ChainEnv) Options() any { return &ChainOptions{} }
 

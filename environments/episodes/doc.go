@@ -8,7 +8,7 @@
 //	    kind: episodes
 //	    rl_env: guess         # an RL environment the program registers (NewKind);
 //	                          # env, as on every stage, is its task environment
-//	    rl_options: {}        # the environment's own options (RLEnv.Options)
+//	    rl_options: {}        # the environment's own options (environments.RLEnv.Options)
 //	    episodes: 8           # G per prompt: the group of group-relative advantages
 //	    max_turns: 8          # the turn budget: then the episode is truncated
 //	    timeout: 30s          # the wall-clock budget of an episode (0: none)

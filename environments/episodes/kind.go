@@ -3,7 +3,6 @@ package episodes
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,11 +13,12 @@ import (
 )
 
 // NewKind returns kind: episodes, the generate stage that runs episodes
-// of the RL environments envs names (its rl_env key) (docs/ROLLOUTS.md). A program registers
-// the environments its pipeline files may name.
-func NewKind(envs map[string]RLEnv) kind.Kind { return episodesKind{envs: envs} }
+// of the RL environments of envs (its rl_env key names one)
+// (docs/ROLLOUTS.md): the registry's Environments, so the program lists
+// the environments its pipeline files may name once.
+func NewKind(envs environments.RLEnvs) kind.Kind { return episodesKind{envs: envs} }
 
-type episodesKind struct{ envs map[string]RLEnv }
+type episodesKind struct{ envs environments.RLEnvs }
 
 func (episodesKind) Name() string      { return "episodes" }
 func (episodesKind) Slots() []string   { return []string{pipeline.SlotGenerate} }
@@ -49,7 +49,7 @@ type Stage struct {
 	Concurrency int       `yaml:"concurrency,omitempty"`
 	Sampling    *Sampling `yaml:"sampling,omitempty"`
 
-	envs map[string]RLEnv
+	envs environments.RLEnvs
 	opts any // RLOptions decoded, by Check
 }
 
@@ -64,13 +64,10 @@ type Sampling struct {
 // SamplesPolicy marks the stage as the policy section's user.
 func (*Stage) SamplesPolicy() {}
 
-func (s *Stage) names() []string {
-	var out []string
-	for n := range s.envs {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+// env is the environment rl_env names, nil for none.
+func (s *Stage) env() environments.RLEnv {
+	e, _ := s.envs.Lookup(s.RLEnv)
+	return e
 }
 
 // Check checks the slot, the environment, the budgets and the sampling.
@@ -81,14 +78,14 @@ func (s *Stage) Check(c kind.Checker) {
 	if c.File().Policy == "" {
 		c.Fail("", "add a policy section, e.g. policy: {kind: embedded, model: tiny-arith}", "%s: an episodes stage acts with the policy section, which is missing", c.Path(""))
 	}
-	names := strings.Join(s.names(), ", ")
+	names := strings.Join(s.envs.Names(), ", ")
 	switch {
 	case s.RLEnv == "":
 		c.Fail("rl_env", "one of: "+names, "%s: an episodes stage needs rl_env, the RL environment to run", c.Path(""))
-	case s.envs[s.RLEnv] == nil:
+	case s.env() == nil:
 		c.Fail("rl_env", "one of: "+names, "%s: no RL environment %q in this program", c.Path("rl_env"), s.RLEnv)
 	default:
-		opts, err := decodeOptions(s.envs[s.RLEnv], s.RLOptions)
+		opts, err := decodeOptions(s.env(), s.RLOptions)
 		if err != nil {
 			c.Fail("rl_options", "", "%s: rl_env %s: %v", c.Path("rl_options"), s.RLEnv, err)
 		}
@@ -165,7 +162,7 @@ func (s *Stage) EvalGenerate(e kind.Eval, b kind.Build) (*pipeline.Task, error) 
 // options opens the environment and fills what the loop's and the
 // evaluation's tasks share.
 func (s *Stage) options(b kind.Build) (Options, error) {
-	env := s.envs[s.RLEnv]
+	env := s.env()
 	if env == nil {
 		return Options{}, kind.At("rl_env", fmt.Errorf("no RL environment %q in this program", s.RLEnv))
 	}

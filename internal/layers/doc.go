@@ -11,16 +11,19 @@
 //  2. store: artifacts (the store contract, its backends, the table
 //     schemas, the run layout)
 //  3. floors: policy, sandbox, trackers
-//  4. engine: pipeline (the engine, its executor contract and executors:
+//  4. environment contract: environments (Env, the runner, RLEnv), so
+//     that the registry holds RL environments as typed values
+//  5. engine: pipeline (the engine, its executor contract and executors:
 //     executortest, temporalrun)
-//  5. advantages
-//  6. kind contract: pipeline/kind
-//  7. config: pipeline/config
-//  8. loop: rollouts, rewards, trainers, evaluators, reports,
-//     environments, pipeline/standin, pipeline/driver
-//  9. assembly: cli/kinds (the registry), ui
-//  10. command: cli (and cli/rlpipe, its main)
-//  11. examples: examples, bench
+//  6. advantages
+//  7. kind contract: pipeline/kind
+//  8. config: pipeline/config
+//  9. loop: rollouts, rewards, trainers, evaluators, reports, the
+//     environments (environments/agent, arith, datasets, episodes,
+//     guess), pipeline/standin, pipeline/driver
+//  10. assembly: cli/kinds (the registry), ui
+//  11. command: cli (and cli/rlpipe, its main)
+//  12. examples: examples, bench
 //
 // A package imports only its own unit, other units of lower layers, and
 // packages outside the module. Units of one layer sit side by side and
@@ -32,8 +35,10 @@
 // Tests are held to the same order, with two allowances: a test may use
 // another unit of its own layer (the trainers' tests generate their input
 // with rollouts), and any test may import the fixtures, pipeline/standin
-// (the engine's tests run loops of stand-in stages) and cli/kinds (a test
-// that needs every kind reads the registry). A helper package for tests,
+// (the engine's tests run loops of stand-in stages), cli/kinds (a test
+// that needs every kind reads the registry) and the toy environments
+// environments/arith and environments/guess (the runner's tests play
+// them). A helper package for tests,
 // such as policy/vllmserver/vllmtest, is a package like any other, held
 // to its unit's layer.
 //

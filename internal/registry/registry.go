@@ -1,12 +1,17 @@
-// Package registry is the one shape of rlpipe's registries by name, as
-// database/sql registers drivers: store drivers by URI scheme
-// (artifacts), policy backends and experiment trackers by kind. A
-// registry is safe for concurrent use; registering a name twice is a
-// programming error and panics.
+// Package registry is how rlpipe finds plug-ins by name. Registry is
+// the map store drivers register into by URI scheme (artifacts), as
+// database/sql registers drivers: the one registration left in init. It
+// is safe for concurrent use; registering a name twice is a programming
+// error and panics.
 //
-//	var backends = registry.New[Backend]("policy", "kind")
-//	backends.Register("embedded", embeddedBackend{})
-//	b, ok := backends.Lookup("embedded")
+//	var drivers = registry.New[Driver]("artifacts", "scheme")
+//	drivers.Register("file", fileDriver{})
+//	d, ok := drivers.Lookup("file")
+//
+// Every other plug-in kind (policy and tracker backends, RL environments,
+// metrics, advantage estimators) is a list of Named values in the one
+// registry value the program assembles (kind.Registry); Find, Names and
+// Lookup search such a list.
 package registry
 
 import (
@@ -22,7 +27,7 @@ type Registry[T any] struct {
 }
 
 // New returns an empty registry; owner and noun name it in the panic of a
-// second registration ("policy: Register called twice for kind x").
+// second registration ("artifacts: Register called twice for scheme x").
 func New[T any](owner, noun string) *Registry[T] {
 	return &Registry[T]{owner: owner, noun: noun, m: map[string]T{}}
 }

@@ -37,6 +37,9 @@ type Config struct {
 	Overlap       Overlap `yaml:"overlap"`
 	// Policy is the model a rollout stage samples from.
 	Policy *Policy `yaml:"policy,omitempty"`
+	// Advantages chooses how a train stage that trains on advantages gets
+	// them (nil: GRPO's).
+	Advantages *Advantages `yaml:"advantages,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
 	// Tracking are the experiment trackers that receive the run's figures
@@ -62,7 +65,7 @@ type Overlap struct {
 }
 
 // Policy says what generates text for the stages that sample: a
-// registered policy backend (policy.Register) and its own options.
+// registered policy backend (kind.Registry's Policies) and its own options.
 type Policy struct {
 	// Kind names the backend: embedded (the built-in tiny model), openai
 	// (a server of the OpenAI API: vLLM, SGLang, llama.cpp), ….
@@ -78,7 +81,7 @@ type Policy struct {
 }
 
 // Tracker is an entry of the tracking section: a registered tracker
-// backend (trackers.Register) and its own keys.
+// backend (kind.Registry's Trackers) and its own keys.
 type Tracker struct {
 	// Kind names the backend: tensorboard, mlflow, ….
 	Kind string `yaml:"kind"`
@@ -88,8 +91,15 @@ type Tracker struct {
 	Options any `yaml:"-"`
 }
 
-// Spec is the tracker to open (trackers.Open).
+// Spec is the tracker to open (trackers.Backends.Open).
 func (t Tracker) Spec() trackers.Spec { return trackers.Spec{Kind: t.Kind, Options: t.Options} }
+
+// Advantages is the advantages section.
+type Advantages struct {
+	// Estimator names a registered advantage estimator (kind.Registry's
+	// Estimators); empty is grpo.
+	Estimator string `yaml:"estimator,omitempty"`
+}
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {
@@ -229,6 +239,10 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 
 // File is the name the config was parsed under.
 func (c *Config) File() string { return c.file }
+
+// Registry is the registry the config was parsed with: what opens its
+// trackers and policy.
+func (c *Config) Registry() *kind.Registry { return c.reg }
 
 // applyDefaults fills in what an omitted key means.
 func (c *Config) applyDefaults() {

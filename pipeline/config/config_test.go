@@ -9,45 +9,15 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/config/configtest"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 )
 
-const base = `run: exp1
-seed: 7
-iterations: 3
-batch_size: 4
-dataset: main:data/prompts.parquet
-environments:
-  gen:
-    retries: {attempts: 3, backoff: 200ms}
-stages:
-  sample: {kind: standin}
-  generate: {kind: standin, env: gen, sleep: 2s, samples_per_prompt: 4}
-  reward: {kind: standin}
-  train: {kind: standin, sleep: 1s}
-`
+const base = configtest.Base
 
 func mustParse(t *testing.T, src string) *config.Config {
 	t.Helper()
-	c, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
-	if err != nil {
-		t.Fatalf("parse:\n%s\n%v", src, err)
-	}
-	return c
-}
-
-// recorded is c as a run records it (YAML) parsed back, and that YAML.
-func recorded(t *testing.T, c *config.Config) (*config.Config, []byte) {
-	t.Helper()
-	b, err := c.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := config.Parse("run/config.yaml", b, kinds.Registry())
-	if err != nil {
-		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
-	}
-	return again, b
+	return configtest.MustParse(t, src, kinds.Registry())
 }
 
 func TestParseValid(t *testing.T) {
@@ -95,7 +65,7 @@ func TestLoadFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The recorded config parses back to the same hash.
-			again, b := recorded(t, c)
+			again, b := configtest.Recorded(t, c, kinds.Registry())
 			h1, _ := c.Hash()
 			h2, _ := again.Hash()
 			if !strings.Contains(string(b), "<redacted>") && h1 != h2 {
@@ -220,7 +190,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown kind",
 			src:  strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: python}", 1),
-			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (use standin, command, (sample) dataset, (reward) cel, (generate) rollout or episodes or (train) grpo or external)`},
+			want: []string{`pipeline.yaml:12:12: stages.reward.kind: unknown kind "python" (` + kinds.Registry().Hint() + `)`},
 		},
 		{
 			name: "command key on a stand-in",

@@ -21,7 +21,7 @@
 // The walk over the YAML tree learns a kind's keys from that value, so an
 // unknown key still gets "did you mean", and a key of another kind says
 // which kind takes it ("only rollout stages or episodes stages take sampling"). The policy
-// section works the same way with the backends of policy.Register.
+// section works the same way with the backends of the registry's Policies.
 //
 // Use it in three steps:
 //

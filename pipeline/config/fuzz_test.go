@@ -24,8 +24,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("iterations: !!str 3\n"))
 	// Numbers of YAML 1.2 (yamlcore): exponents without a dot, infinities,
 	// and a number where a string or an integer is wanted.
-	f.Add([]byte(numbersConfig()))
-	f.Add([]byte(numbersConfig("LR", "+.inf", "BATCH", "1e1", "VERSION", "1e3")))
+	f.Add([]byte("batch_size: 2\ntrainer: {lr: 1e-3}\neval: {set: main:data/h.parquet, every: 1, n: 4, max_tokens: 5, temperature: 1.0}\n"))
+	f.Add([]byte("batch_size: 1e1\ntrainer: {lr: +.inf}\nstages: {reward: {kind: standin, version: 1e3}}\n"))
 	f.Add([]byte("trainer: {lr: 1E-3, epochs: 1e400}\nseed: .5\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Parse("f.yaml", data, kinds.Registry())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/rlpipe/rlpipe/internal/registry"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/trackers"
@@ -130,43 +131,29 @@ func (d *decoder) stageKeys(n ast.Node, path string, fields map[string]reflect.S
 // policyKeys adds the policy backend's keys (every backend's when the kind
 // is unknown) and says which backends take a key it does not.
 func (d *decoder) policyKeys(n ast.Node, fields map[string]reflect.StructField, names *[]string) foreignFunc {
-	name := scalarValue(n, "kind")
-	b, known := policy.Lookup(name)
-	if !known {
-		for _, k := range policy.Kinds() {
-			o, _ := policy.Lookup(k)
-			addFields(fields, names, o.Options())
-		}
-		return nil
-	}
-	addFields(fields, names, b.Options())
-	return func(key string) (string, string, bool) {
-		var nouns, hints []string
-		for _, k := range policy.Kinds() {
-			o, _ := policy.Lookup(k)
-			if k == name || !slices.Contains(keysOf(o.Options()), key) {
-				continue
-			}
-			own := keysOf(o.Options())
-			sort.Strings(own)
-			nouns = append(nouns, policy.Noun(k))
-			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys that configure %s: %s", k, policy.Noun(k), strings.Join(own, ", ")))
-		}
-		if len(nouns) == 0 {
-			return "", "", false
-		}
-		return only(nouns, key), strings.Join(hints, "; or "), true
-	}
+	return backendKeys(scalarValue(n, "kind"), d.reg.Policies, fields, names, policy.Noun, "the keys that configure ")
 }
 
-// trackerKeys adds the tracker backend's keys (every backend's when the
-// kind is unknown) and says which backends take a key it does not.
+// trackerKeys is policyKeys for an entry of the tracking section.
 func (d *decoder) trackerKeys(n ast.Node, fields map[string]reflect.StructField, names *[]string) foreignFunc {
-	name := scalarValue(n, "kind")
-	b, known := trackers.Lookup(name)
+	noun := func(b trackers.Backend) string { return b.Name() + " trackers" }
+	return backendKeys(scalarValue(n, "kind"), d.reg.Trackers, fields, names, noun, "the keys of ")
+}
+
+// backend is what a section names by kind and decodes its own keys into.
+type backend interface {
+	Name() string
+	Options() any
+}
+
+// backendKeys adds the keys of the backend named name to fields (every
+// backend's when none is) and says which other backends take a key it
+// does not: noun names a backend's sections in messages, keysOfNoun leads
+// the list of its keys.
+func backendKeys[B backend](name string, backends []B, fields map[string]reflect.StructField, names *[]string, noun func(B) string, keysOfNoun string) foreignFunc {
+	b, known := registry.Find(backends, name)
 	if !known {
-		for _, k := range trackers.Kinds() {
-			o, _ := trackers.Lookup(k)
+		for _, o := range backends {
 			addFields(fields, names, o.Options())
 		}
 		return nil
@@ -174,15 +161,15 @@ func (d *decoder) trackerKeys(n ast.Node, fields map[string]reflect.StructField,
 	addFields(fields, names, b.Options())
 	return func(key string) (string, string, bool) {
 		var nouns, hints []string
-		for _, k := range trackers.Kinds() {
-			o, _ := trackers.Lookup(k)
-			if k == name || !slices.Contains(keysOf(o.Options()), key) {
+		for _, k := range registry.Names(backends) {
+			o, _ := registry.Find(backends, k)
+			own := keysOf(o.Options())
+			if k == name || !slices.Contains(own, key) {
 				continue
 			}
-			own := keysOf(o.Options())
 			sort.Strings(own)
-			nouns = append(nouns, k+" trackers")
-			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; the keys of %s trackers: %s", k, k, strings.Join(own, ", ")))
+			nouns = append(nouns, noun(o))
+			hints = append(hints, fmt.Sprintf("remove it, or use kind: %s; %s%s: %s", k, keysOfNoun, noun(o), strings.Join(own, ", ")))
 		}
 		if len(nouns) == 0 {
 			return "", "", false

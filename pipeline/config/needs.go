@@ -30,7 +30,7 @@ func (c *Config) needs(p *Plan) error {
 	if why == "" {
 		return nil
 	}
-	others := slices.DeleteFunc(policy.Kinds(), func(k string) bool { return k == c.Policy.Kind })
+	others := slices.DeleteFunc(c.reg.Policies.Kinds(), func(k string) bool { return k == c.Policy.Kind })
 	hint := "implement policy.AdapterLoader in the backend"
 	if len(others) > 0 {
 		hint = "use kind " + strings.Join(others, " or ") + ", or " + hint

@@ -11,18 +11,23 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/policytest"
 )
 
-func init() { policy.Register("samplesonly", policytest.BaseOnly{}) }
+// withSamplesOnly is the shipped registry and a policy backend that
+// cannot load adapters, kind samplesonly.
+func withSamplesOnly() *kind.Registry {
+	reg := kinds.Registry()
+	reg.Policies = append(reg.Policies, policytest.BaseOnly{})
+	return reg
+}
 
 // TestPlanNeedsAdapterLoader: a policy the loop will sample from a
 // trained adapter must load adapters; the plan refuses one that cannot,
 // naming policy.kind's place and the iteration that would fail, and
 // accepts it when no adapter is ever sampled.
 func TestPlanNeedsAdapterLoader(t *testing.T) {
-	const fix = " (use kind embedded or openai, or implement policy.AdapterLoader in the backend)"
+	fix := " (use kind " + strings.Join(kinds.Registry().Policies.Kinds(), " or ") + ", or implement policy.AdapterLoader in the backend)"
 	cases := []struct {
 		name, from, to, policy, want string
 	}{
@@ -43,7 +48,7 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 			src := strings.Replace(base, tc.from, tc.to, 1)
 			src = strings.Replace(src, "reward: {kind: standin}", "reward: {kind: cel, spec: reward.yaml}", 1)
 			src = withRolloutOn(src) + "policy: {kind: " + tc.policy + "}\n"
-			c, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
+			c, err := config.Parse("pipeline.yaml", []byte(src), withSamplesOnly())
 			if tc.want == "" {
 				// The check passes; the reward spec is what fails next,
 				// which shows the tasks are built after the check.
@@ -77,6 +82,8 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 		})
 	}
 }
+
+const rolloutGen = "generate: {kind: rollout, env: gen, sampling: {n: 8, temperature: 1.0, max_tokens: 6}}"
 
 // withRolloutOn swaps src's stand-in generate stage for a rollout stage.
 func withRolloutOn(src string) string {

@@ -8,12 +8,18 @@ import (
 
 	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // registryKey carries the registry to the unmarshalers below.
 type registryKey struct{}
+
+// registryOf is the registry ctx carries, or an empty one.
+func registryOf(ctx context.Context) *kind.Registry {
+	if reg, _ := ctx.Value(registryKey{}).(*kind.Registry); reg != nil {
+		return reg
+	}
+	return &kind.Registry{}
+}
 
 // UnmarshalYAML decodes the keys every stage has, then the kind's own
 // into the value its New returns (a kind with a section of its own gets
@@ -23,8 +29,7 @@ func (s *Stage) UnmarshalYAML(ctx context.Context, unmarshal func(any) error) er
 	if err := unmarshal((*plain)(s)); err != nil {
 		return err
 	}
-	reg, _ := ctx.Value(registryKey{}).(*kind.Registry)
-	k, ok := reg.Lookup(s.Kind)
+	k, ok := registryOf(ctx).Lookup(s.Kind)
 	if !ok {
 		return nil
 	}
@@ -38,12 +43,12 @@ func (s *Stage) UnmarshalYAML(ctx context.Context, unmarshal func(any) error) er
 
 // UnmarshalYAML decodes kind and model, then the backend's keys into the
 // value its Options method returns.
-func (p *Policy) UnmarshalYAML(unmarshal func(any) error) error {
+func (p *Policy) UnmarshalYAML(ctx context.Context, unmarshal func(any) error) error {
 	type plain Policy
 	if err := unmarshal((*plain)(p)); err != nil {
 		return err
 	}
-	b, ok := policy.Lookup(p.Kind)
+	b, ok := registryOf(ctx).Policies.Lookup(p.Kind)
 	if !ok {
 		return nil
 	}
@@ -55,7 +60,7 @@ func (p *Policy) UnmarshalYAML(unmarshal func(any) error) error {
 
 // UnmarshalYAML decodes kind, then the backend's keys into the value its
 // Options method returns.
-func (t *Tracker) UnmarshalYAML(unmarshal func(any) error) error {
+func (t *Tracker) UnmarshalYAML(ctx context.Context, unmarshal func(any) error) error {
 	var k struct {
 		Kind string `yaml:"kind"`
 	}
@@ -63,7 +68,7 @@ func (t *Tracker) UnmarshalYAML(unmarshal func(any) error) error {
 		return err
 	}
 	t.Kind = k.Kind
-	b, ok := trackers.Lookup(t.Kind)
+	b, ok := registryOf(ctx).Trackers.Lookup(t.Kind)
 	if !ok {
 		return nil
 	}

@@ -74,7 +74,7 @@ func (c *Config) Plan() (Plan, error) {
 
 	if c.Policy != nil {
 		spec := policy.Spec{Kind: c.Policy.Kind, Model: c.Policy.Model, Options: c.Policy.Options, Dir: filepath.Dir(c.file)}
-		if p.Policy, err = policy.Open(context.Background(), spec); err != nil {
+		if p.Policy, err = c.reg.Policies.Open(context.Background(), spec); err != nil {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
@@ -127,7 +127,15 @@ func (c *Config) Plan() (Plan, error) {
 	// A train stage that trains on advantages has them computed once per
 	// iteration, by their own task, between reward and train.
 	if a, ok := c.Stages.all()[pipeline.SlotTrain].Options.(kind.Advantaged); ok {
-		p.Stages.Advantages = advantages.TrainTask(a.Advantages())
+		o := a.Advantages()
+		if c.Advantages != nil && c.Advantages.Estimator != "" {
+			// Checked when the file was read: the name is registered.
+			if o.Estimator, err = c.reg.Estimators.Lookup(c.Advantages.Estimator); err != nil {
+				p.Close()
+				return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
+			}
+		}
+		p.Stages.Advantages = advantages.TrainTask(o)
 		p.Stages.Train = kind.OnAdvantages(p.Stages.Train)
 		p.defaultEnv(p.Stages.Advantages.Env)
 	}
@@ -187,7 +195,7 @@ func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
 	if e.Temperature != nil {
 		s.Temperature = *e.Temperature
 	}
-	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Scorer: scorer}
+	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Metrics: c.reg.Metrics, Scorer: scorer}
 	// A generate stage that samples the eval set its own way (episodes)
 	// makes the generate task, in the eval environment.
 	g := c.Stages.all()[pipeline.SlotGenerate]

@@ -48,7 +48,7 @@ func TestTrackingErrors(t *testing.T) {
 	}{
 		{"unknown key", "  - {kind: tensorboard, dri: tb}\n", []string{`pipeline.yaml:15:25: unknown key "dri" in tracking[0] (did you mean "dir"?)`}},
 		{"another backend's key", "  - {kind: tensorboard, dir: tb, uri: x}\n", []string{`pipeline.yaml:15:34: tracking[0].uri: only mlflow trackers take uri`}},
-		{"unknown kind", "  - {kind: wandb, dir: x}\n", []string{`pipeline.yaml:15:6: tracking[0].kind: unknown tracker kind "wandb" (use mlflow or tensorboard)`}},
+		{"unknown kind", "  - {kind: wandb, dir: x}\n", []string{`pipeline.yaml:15:6: tracking[0].kind: unknown tracker kind "wandb" (use ` + strings.Join(kinds.Registry().Trackers.Kinds(), " or ") + `)`}},
 		{"missing kind", "  - {dir: x}\n", []string{`tracking[0]: missing key kind`}},
 		{"missing dir", "  - {kind: tensorboard}\n", []string{`pipeline.yaml:15:5: tracking[0].dir: missing`}},
 		{"bad uri", "  - {kind: mlflow, uri: \"ftp://h\"}\n", []string{`pipeline.yaml:15:20: tracking[0].uri: "ftp://h" is not an http:// or https:// address`}},

@@ -90,6 +90,7 @@ func (c *Config) validate() error {
 		k.stage(name, c.Stages.all()[name])
 	}
 	k.policy()
+	k.advantages()
 	k.tracking()
 	k.sections()
 	k.eval()
@@ -165,11 +166,11 @@ func (k *checker) tracking() {
 		at := fmt.Sprintf("tracking[%d]", i)
 		switch {
 		case t.Kind == "":
-			k.fail(at, "kind: "+strings.Join(trackers.Kinds(), " or kind: "), "%s: missing key kind", at)
+			k.fail(at, "kind: "+strings.Join(k.c.reg.Trackers.Kinds(), " or kind: "), "%s: missing key kind", at)
 			continue
 		case t.Options == nil:
-			if _, ok := trackers.Lookup(t.Kind); !ok {
-				k.fail(at+".kind", "use "+strings.Join(trackers.Kinds(), " or "), "%s.kind: unknown tracker kind %q", at, t.Kind)
+			if _, ok := k.c.reg.Trackers.Lookup(t.Kind); !ok {
+				k.fail(at+".kind", "use "+strings.Join(k.c.reg.Trackers.Kinds(), " or "), "%s.kind: unknown tracker kind %q", at, t.Kind)
 			}
 			continue
 		}
@@ -299,6 +300,26 @@ func (k *checker) eval() {
 	}
 }
 
+// advantages checks that the advantages section names a registered
+// estimator, for a train stage that trains on advantages.
+func (k *checker) advantages() {
+	a := k.c.Advantages
+	if a == nil || a.Estimator == "" {
+		return
+	}
+	if _, err := k.c.reg.Estimators.Lookup(a.Estimator); err != nil {
+		k.fail("advantages.estimator", "use "+strings.Join(k.c.reg.Estimators.Names(), " or "), "advantages.estimator: unknown advantage estimator %q", a.Estimator)
+		return
+	}
+	if t := k.c.Stages.Train; t != nil && t.Options != nil {
+		if _, ok := t.Options.(kind.Advantaged); !ok {
+			trainers, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Advantaged); return ok })
+			k.fail("advantages", "remove it, or use kind: "+strings.Join(trainers, " or kind: ")+" on the train stage",
+				"advantages: the train stage (kind %s) trains on no advantages", t.Kind)
+		}
+	}
+}
+
 func (k *checker) policy() {
 	p := k.c.Policy
 	if p == nil {
@@ -306,14 +327,14 @@ func (k *checker) policy() {
 	}
 	switch {
 	case p.Kind == "":
-		k.fail("policy", "kind: "+strings.Join(policy.Kinds(), " or kind: "), "policy: missing key kind")
+		k.fail("policy", "kind: "+strings.Join(k.c.reg.Policies.Kinds(), " or kind: "), "policy: missing key kind")
 	case p.Options != nil:
 		if c, ok := p.Options.(policy.Checked); ok {
 			c.Check(policyChecker{k}, p.Model)
 		}
 	default:
-		if _, ok := policy.Lookup(p.Kind); !ok {
-			k.fail("policy.kind", "use "+strings.Join(policy.Kinds(), " or "), "policy.kind: unknown kind %q", p.Kind)
+		if _, ok := k.c.reg.Policies.Lookup(p.Kind); !ok {
+			k.fail("policy.kind", "use "+strings.Join(k.c.reg.Policies.Kinds(), " or "), "policy.kind: unknown kind %q", p.Kind)
 		}
 	}
 	samplers, slot := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Sampler); return ok })

@@ -204,7 +204,7 @@ func openTrackers(ctx context.Context, st artifacts.Store, cfg *config.Config, n
 	}
 	var named []trackers.Named
 	for _, t := range cfg.Tracking {
-		tr, err := trackers.Open(t.Spec())
+		tr, err := cfg.Registry().Trackers.Open(t.Spec())
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", name, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/policy/policytest"
 )
 
 // pipelineYAML is a stand-in pipeline of two iterations of five task
@@ -50,9 +51,14 @@ func newStore(t testing.TB) artifacts.Store {
 	return st
 }
 
+// parse reads src with the shipped kinds, a policy backend that cannot
+// load adapters (samplesonly) and the recorder tracker.
 func parse(t testing.TB, src string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
+	reg := kinds.Registry()
+	reg.Policies = append(reg.Policies, policytest.BaseOnly{})
+	reg.Trackers = append(reg.Trackers, recorderBackend{})
+	cfg, err := config.Parse("pipeline.yaml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

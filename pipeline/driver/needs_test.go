@@ -7,14 +7,11 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
-	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/policy/policytest"
 )
-
-func init() { policy.Register("samplesonly", policytest.BaseOnly{}) }
 
 // TestRunRefusesPolicyWithoutAdapters: a run whose generate stage would
 // sample the policy from iteration 2's adapter, on a policy that cannot
@@ -27,7 +24,8 @@ func TestRunRefusesPolicyWithoutAdapters(t *testing.T) {
 	cfg := parse(t, src)
 	var events []pipeline.Event
 	_, err := driver.Run(ctx, st, cfg, driver.Options{OnEvent: func(e pipeline.Event) { events = append(events, e) }})
-	const want = "pipeline.yaml:12:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which the loop needs from iteration 2 to sample stages.generate from the adapter trained before (use kind embedded or openai, or implement policy.AdapterLoader in the backend)"
+	want := "pipeline.yaml:12:10: policy.kind: policy kind samplesonly cannot load adapters (policy.AdapterLoader), which the loop needs from iteration 2 to sample stages.generate from the adapter trained before (use kind " +
+		strings.Join(kinds.Registry().Policies.Kinds(), " or ") + ", or implement policy.AdapterLoader in the backend)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("run:\n got %v\nwant %s", err, want)
 	}

@@ -79,9 +79,9 @@ type recorderBackend struct{}
 var (
 	recordersMu sync.Mutex
 	recorders   = map[string]*recorder{}
-	registerRec sync.Once
 )
 
+func (recorderBackend) Name() string        { return "recorder" }
 func (recorderBackend) Options() any        { return &recorderOptions{} }
 func (recorderBackend) Target(v string) any { return &recorderOptions{Name: v} }
 func (recorderBackend) Open(opts any) (trackers.Tracker, error) {
@@ -102,7 +102,6 @@ func recorderNamed(name string) *recorder {
 // tracker gets the run's config, and per iteration what a back-fill from
 // the store gives, with the commit of each, and is ended finished.
 func TestRunFeedsTrackers(t *testing.T) {
-	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
 	st := newStore(t)
 	ctx := context.Background()
 	name := t.Name()
@@ -140,7 +139,6 @@ func TestRunFeedsTrackers(t *testing.T) {
 // trackers' End: finished, failed (a task that fails for good), killed (a
 // cancelled context); a resumed run starts its tracker again.
 func TestRunEndsTrackers(t *testing.T) {
-	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
 	failing := strings.Replace(pipelineYAML, "train: {kind: standin, env: train}", "train: {kind: standin, env: train, fail_times: 1}", 1)
 	for _, c := range []struct {
 		name   string
@@ -179,7 +177,6 @@ func TestRunEndsTrackers(t *testing.T) {
 // feed gave up on its queue (its Log hangs past FeedOptions.Flush), and
 // that a tracker whose End fails is named with the command that ends it.
 func TestRunEndsTrackerFaults(t *testing.T) {
-	registerRec.Do(func() { trackers.Register("recorder", recorderBackend{}) })
 	for _, c := range []struct {
 		name, keys string
 		want       []string // in the logs

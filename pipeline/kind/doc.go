@@ -40,4 +40,18 @@
 //
 // Command is the kind the engine itself provides: an external command
 // whose argv is filled from the stage's inputs, outputs and params.
+//
+// # The registry
+//
+// Registry is one value with a typed slot per plug-in kind: Kinds (stage
+// kinds), Policies (policy.Backend), Trackers (trackers.Backend),
+// Environments (environments.RLEnv), Metrics (Metric, declared here so
+// that the registry can hold it), Estimators (advantages.Estimator), and
+// the Eval and Health builders. Every value has a Name; each list's Lookup
+// (or the config's walk, for stage kinds and backends) fails on an unknown
+// name with the names it has. The program assembles the value in one
+// place (cli/kinds.Registry) and hands it to config.Parse; nothing
+// registers into a global, so a test adds a kind of its own to its own
+// copy. docs/ARCHITECTURE.md ("Where to add X") gives, for each slot, the
+// one file, the one line and the suite a new value runs.
 package kind

@@ -8,8 +8,10 @@ import (
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // A Kind is one kind of stage that pipeline.yaml can name with kind: under
@@ -195,6 +197,8 @@ type Eval struct {
 	// Set names the eval set in paths and tables; Ks are the k of pass@k.
 	Set string
 	Ks  []int
+	// Metrics are the registry's, computed at every k.
+	Metrics Metrics
 	// Scorer is the reward stage's, compiled once by the plan (never nil
 	// when a config's plan builds the eval tasks).
 	Scorer Scorer
@@ -205,13 +209,25 @@ type Eval struct {
 	StageGenerates bool
 }
 
-// Registry is what a pipeline file can name: the stage kinds, and the
-// builders of the stages every run has (evaluation, training health). The
-// program that reads pipeline files assembles it, as it registers store
-// drivers and policy backends.
+// Registry is what a pipeline file can name: the stage kinds, the other
+// plug-ins (plugins.go), and the builders of the stages every run has
+// (evaluation, training health). The program that reads pipeline files
+// assembles it in one place (cli/kinds.Registry); only store drivers
+// register by import, by URI scheme.
 type Registry struct {
 	// Kinds in the order messages list them.
 	Kinds []Kind
+	// Policies are the policy section's backends; Trackers the tracking
+	// section's.
+	Policies policy.Backends
+	Trackers trackers.Backends
+	// Estimators are the advantage estimators the advantages section
+	// names; without the section the loop uses advantages.GRPO.
+	Estimators advantages.Estimators
+	// Metrics are what evaluation reports at each k (Eval.Metrics).
+	Metrics Metrics
+	// Environments are the RL environments an episodes stage names.
+	Environments environments.RLEnvs
 	// Eval builds the eval section's two tasks (sample a checkpoint, score
 	// the samples).
 	Eval func(Eval) (generate, score *pipeline.Task, err error)

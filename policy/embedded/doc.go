@@ -6,7 +6,7 @@
 //
 //	import _ "github.com/rlpipe/rlpipe/policy/embedded"
 //
-//	opened, err := policy.Open(ctx, policy.Spec{Kind: "embedded", Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
+//	opened, err := embedded.Backend.Open(ctx, policy.Spec{Kind: "embedded", Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 //	defer opened.Close()
 //	exact, ok := opened.Model.(policy.ExactScorer) // the in-process model's capabilities
 //

@@ -29,9 +29,12 @@ const (
 // ModelTinyArith names the weights the binary ships.
 const ModelTinyArith = "tiny-arith"
 
-func init() { policy.Register(Kind, backend{}) }
+// Backend opens embedded policies: the value cli/kinds registers.
+var Backend policy.Backend = backend{}
 
 type backend struct{}
+
+func (backend) Name() string { return Kind }
 
 func (backend) Options() any { return &PolicyOptions{} }
 func (backend) Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {

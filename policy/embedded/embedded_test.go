@@ -17,13 +17,14 @@ func TestOpenErrors(t *testing.T) {
 		spec policy.Spec
 		want string
 	}{
-		{policy.Spec{Kind: "torch"}, `unknown kind "torch"`},
+		{policy.Spec{Kind: "torch"}, `unknown policy kind "torch" (use embedded or openai)`},
 		{policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: "grpc"}}, `unknown way of serving "grpc"`},
 		{policy.Spec{Kind: embedded.Kind, Model: filepath.Join(t.TempDir(), "missing.safetensors")}, "missing.safetensors"},
 		{policy.Spec{Kind: openai.Kind}, "needs a model and endpoints"},
 	}
+	backends := policy.Backends{embedded.Backend, openai.Backend}
 	for _, tc := range cases {
-		if _, err := policy.Open(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := backends.Open(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
 		}
 	}
@@ -32,7 +33,7 @@ func TestOpenErrors(t *testing.T) {
 // Closing an embedded policy served over HTTP twice (a deferred Close after
 // an explicit one) returns instead of waiting forever.
 func TestOpenedCloseTwice(t *testing.T) {
-	opened, err := policy.Open(context.Background(), policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
+	opened, err := embedded.Backend.Open(context.Background(), policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 	if err != nil {
 		t.Fatal(err)
 	}

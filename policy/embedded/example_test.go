@@ -12,7 +12,7 @@ import (
 // sample one completion over HTTP.
 func Example() {
 	ctx := context.Background()
-	opened, err := policy.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
+	opened, err := embedded.Backend.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: embedded.ServeHTTP}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,9 +18,12 @@ import (
 // of the OpenAI API (vLLM, SGLang, llama.cpp).
 const Kind = "openai"
 
-func init() { policy.Register(Kind, backend{}) }
+// Backend opens openai policies: the value cli/kinds registers.
+var Backend policy.Backend = backend{}
 
 type backend struct{}
+
+func (backend) Name() string { return Kind }
 
 func (backend) Options() any { return &PolicyOptions{} }
 func (backend) Noun() string { return "an openai policy" }

@@ -390,7 +390,7 @@ func TestVLLMReloadsAnEvictedAdapterFromTheCopy(t *testing.T) {
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	root := filepath.Join(cache, "rlpipe", "adapters")
-	op, err := policy.Open(ctx, policy.Spec{Kind: openai.Kind, Model: "tiny",
+	op, err := openai.Backend.Open(ctx, policy.Spec{Kind: openai.Kind, Model: "tiny",
 		Options: &openai.PolicyOptions{Endpoints: []string{v.srv.URL()}, Retries: 1, Timeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,12 @@ import (
 
 // BaseOnly is a policy backend without the optional capabilities: its
 // policies implement policy.Policy alone (no policy.AdapterLoader), and
-// their Generate fails. Register it under a kind of the test's choosing
+// their Generate fails. Put it in a test's registry (kind "samplesonly")
 // to check what a plan refuses of such a backend.
 type BaseOnly struct{}
+
+// Name is the kind a test's pipeline file names it by.
+func (BaseOnly) Name() string { return "samplesonly" }
 
 // Options takes no keys.
 func (BaseOnly) Options() any { return nil }

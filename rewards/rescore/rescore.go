@@ -36,8 +36,12 @@ type Options struct {
 	TopK int
 	// NoCache rescores even iterations already rescored with this spec.
 	NoCache bool
-	Logger  zerolog.Logger
-	OnEvent func(pipeline.Event)
+	// Estimators are the advantage estimators a run's recorded advantages
+	// step may name (the registry's, kind.Registry.Estimators); GRPO's
+	// steps name none.
+	Estimators advantages.Estimators
+	Logger     zerolog.Logger
+	OnEvent    func(pipeline.Event)
 }
 
 // Run branches the store at opts.From, recomputes the rewards (and, where
@@ -83,7 +87,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 	advs := make([]*pipeline.Task, len(iters))
 	envs := map[string]pipeline.Settings{}
 	for i, n := range iters {
-		if advs[i], err = advantagesTask(ctx, st, from.ID, n); err != nil {
+		if advs[i], err = advantagesTask(ctx, st, from.ID, n, opts.Estimators); err != nil {
 			return rep, err
 		}
 		if advs[i] != nil && advs[i].Env != "" {
@@ -166,7 +170,7 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 // ref as the run computed them: the advantages step with the options its
 // recorded task version names (advantages.ParseVersion), or the older
 // rewards-only task. nil when the iteration has no advantages table.
-func advantagesTask(ctx context.Context, st artifacts.Store, ref string, n int) (*pipeline.Task, error) {
+func advantagesTask(ctx context.Context, st artifacts.Store, ref string, n int, ests advantages.Estimators) (*pipeline.Task, error) {
 	path := runs.IterationPath(n, runs.AdvantagesFile)
 	info, err := st.StatObject(ctx, ref, path)
 	if errors.Is(err, artifacts.ErrNotFound) {
@@ -179,7 +183,10 @@ func advantagesTask(ctx context.Context, st artifacts.Store, ref string, n int) 
 	if legacy := advantages.Task(); v == legacy.Version {
 		return legacy, nil
 	}
-	o, err := advantages.ParseVersion(v)
+	o, err := advantages.ParseVersion(v, ests...)
+	if errors.Is(err, advantages.ErrUnknownEstimator) {
+		return nil, fmt.Errorf("rescore: %s:%s: %w; rescore with a program that registers it", ref[:min(12, len(ref))], path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rescore: %s:%s was not written by the advantages step (%s %q): rescoring cannot recompute it as the run did; rescore a ref whose advantages the loop wrote, or delete the table on a branch first: %w",
 			ref[:min(12, len(ref))], path, artifacts.MetaTaskVersion, v, artifacts.ErrInvalid)

@@ -270,6 +270,42 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	}
 }
 
+// halfGRPO is GRPO's advantages halved: an estimator of the test's own.
+type halfGRPO struct{}
+
+func (halfGRPO) Name() string { return "half" }
+func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []float64 {
+	out := advantages.GRPO.Group(r, mean, std, o)
+	for i := range out {
+		out[i] /= 2
+	}
+	return out
+}
+
+// A run whose advantages step used an estimator other than GRPO is
+// rescored with it when the program registers it (the run's reward gives
+// the run's advantages byte for byte), and refused, naming the estimator
+// and the known ones, when it does not.
+func TestRescoreWithTheRunsEstimator(t *testing.T) {
+	ctx := context.Background()
+	st := runLoopWithAdvantages(t, advantages.TrainOptions{Options: advantages.Options{Estimator: halfGRPO{}}})
+	same := program(t, "components:\n  - name: correct\n    expr: 'completion.endsWith(\"0\") ? 0.0 : 1.0'\n    weight: 1.0\n")
+	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-half", Reward: same,
+		Estimators: advantages.Estimators{advantages.GRPO, halfGRPO{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := runs.IterationPath(1, runs.AdvantagesFile)
+	if !bytes.Equal(readBytes(t, st, rep.Branch, path), readBytes(t, st, "runs-r", path)) {
+		t.Errorf("%s rescored with the run's reward and estimator differs from the run's", path)
+	}
+	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-grpo-only", Reward: same,
+		Estimators: advantages.Estimators{advantages.GRPO}})
+	if !errors.Is(err, advantages.ErrUnknownEstimator) || !strings.Contains(err.Error(), `unknown advantage estimator "half": use grpo; rescore with a program that registers it`) {
+		t.Errorf("without the estimator: %v", err)
+	}
+}
+
 // An advantages table the loop did not write cannot be recomputed as the
 // run did: the rescoring stops and names it, before anything runs.
 func TestRescoreRefusesForeignAdvantages(t *testing.T) {

@@ -19,7 +19,7 @@ func ExampleRun() {
 			return trackertest.Backend{
 				Statuses: true,
 				Open: func(t *testing.T) trackers.Tracker {
-					tr, err := trackers.Open(trackers.Spec{Kind: "mlflow", Options: &trackers.MLflowOptions{URI: uri, Experiment: exp}})
+					tr, err := trackers.Open(trackers.MLflowBackend, &trackers.MLflowOptions{URI: uri, Experiment: exp})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package config_test
+package kinds_test
 
 import (
 	"strings"
@@ -9,15 +9,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/rollouts"
 )
-
-// withRollout swaps base's stand-in generate stage for a rollout stage and
-// appends a policy section.
-func withRollout(gen, pol string) string {
-	src := strings.Replace(base, "generate: {kind: standin, env: gen, sleep: 2s, samples_per_prompt: 4}", gen, 1)
-	return src + pol
-}
-
-const rolloutGen = "generate: {kind: rollout, env: gen, sampling: {n: 8, temperature: 1.0, max_tokens: 6}}"
 
 func TestPolicySection(t *testing.T) {
 	c := mustParse(t, withRollout(rolloutGen, "policy: {kind: embedded, model: tiny-arith, serve: http}\n"))

@@ -1,4 +1,4 @@
-package config_test
+package kinds_test
 
 import (
 	"encoding/json"

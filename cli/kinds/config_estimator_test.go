@@ -1,0 +1,74 @@
+package kinds_test
+
+import (
+	"testing"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
+)
+
+// halved is an estimator of the test's own: half the distance to the
+// group's mean.
+type halved struct{}
+
+func (halved) Name() string { return "halved" }
+func (halved) Group(r []float64, mean, _ float64, _ advantages.Options) []float64 {
+	out := make([]float64, len(r))
+	for i, x := range r {
+		out[i] = (x - mean) / 2
+	}
+	return out
+}
+
+// advantagesVersion is the version of the advantages step that src
+// plans with reg.
+func advantagesVersion(src string, reg *kind.Registry) (string, error) {
+	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
+	if err != nil {
+		return "", err
+	}
+	p, err := c.Plan()
+	if err != nil {
+		return "", err
+	}
+	p.Close()
+	return p.Stages.Advantages.Version, nil
+}
+
+// TestAdvantagesEstimator: the advantages section names an estimator of
+// the registry, which the plan hands the advantages step (its version
+// names it); without the section the step is GRPO's, its version what it
+// was before estimators were values. An unknown name, or the section with
+// a train stage that trains on no advantages, fails at its key.
+func TestAdvantagesEstimator(t *testing.T) {
+	reg := kinds.Registry()
+	reg.Estimators = append(reg.Estimators, halved{})
+	const grpo = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"
+	for _, tc := range []struct {
+		name, src, version, err string
+	}{
+		{name: "no section: grpo", src: grpoBase(""), version: grpo},
+		{name: "grpo by name", src: grpoBase("advantages: {estimator: grpo}\n"), version: grpo},
+		{name: "a registered estimator", src: grpoBase("advantages: {estimator: halved}\n"), version: grpo + " estimator=halved"},
+		{name: "an unknown estimator", src: grpoBase("advantages: {estimator: rloo}\n"),
+			err: `pipeline.yaml:15:14: advantages.estimator: unknown advantage estimator "rloo" (use grpo or halved)`},
+		{name: "a train stage without advantages", src: base + "advantages: {estimator: halved}\n",
+			err: "pipeline.yaml:14:1: advantages: the train stage (kind standin) trains on no advantages (remove it, or use kind: grpo or kind: external on the train stage)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := advantagesVersion(tc.src, reg)
+			if got := errString(err); v != tc.version || got != tc.err {
+				t.Errorf("version %q, error %q\nwant %q, %q", v, got, tc.version, tc.err)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
