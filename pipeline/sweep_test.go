@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 const sweepHelperEnv = "RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR"
@@ -25,7 +26,7 @@ func TestSweepHelper(t *testing.T) {
 	if workDir == "" {
 		t.Skip("a subprocess of TestKilledEnginesWorkDirsAreSwept")
 	}
-	r := openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	task := &pipeline.Task{Name: "long", Command: []string{"sh", "-c", "(pwd; echo $$) > $0.tmp && mv $0.tmp $0 && exec sleep 600",
 		os.Getenv(sweepHelperEnv + "_MARKER")}}
 	n := r.Iteration(1).Go(context.Background(), task, pipeline.Call{})
@@ -86,7 +87,7 @@ func TestKilledEnginesWorkDirsAreSwept(t *testing.T) {
 	if _, err := os.Stat(deadDir); err != nil {
 		t.Fatalf("the killed engine's work directory should be there before the sweep: %v", err)
 	}
-	openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	if _, err := os.Stat(deadDir); !os.IsNotExist(err) {
 		t.Fatalf("%s of the killed engine is still there after Open (%v)", deadDir, err)
 	}

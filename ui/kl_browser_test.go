@@ -3,15 +3,14 @@ package ui_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
@@ -28,14 +27,7 @@ import (
 func betaZeroRun(t *testing.T) artifacts.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 12); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 12)
 	m, err := tiny.Embedded()
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +22,9 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -37,23 +36,6 @@ func newServer(t *testing.T) (*temporaltest.TestServer, client.Client) {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	return ts, ts.GetDefaultClient()
-}
-
-// newStore creates an embedded store whose main branch holds n prompts.
-func newStore(t *testing.T, n int) artifacts.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if n > 0 {
-		if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return st
 }
 
 // serve runs in-process workers for envs until the test ends.
@@ -121,21 +103,6 @@ func standinEnvs() map[string]pipeline.Settings {
 	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
 }
 
-// sums maps a run's artifacts (iterations/ and run/) to their checksums.
-func sums(t *testing.T, st artifacts.Store, ref string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "evals/") || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
-}
-
 func sameSums(t *testing.T, want, got map[string]string) {
 	t.Helper()
 	if len(want) == 0 {
@@ -162,7 +129,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 	cfg := pipeline.LoopConfig{Iterations: 4, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
 
-	ref := newStore(t, 10)
+	ref := standintest.NewStore(t, 10)
 	lr, err := pipeline.Open(ctx, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +140,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	lr.Close()
 
 	_, c := newServer(t)
-	st := newStore(t, 10)
+	st := standintest.NewStore(t, 10)
 	serve(t, c, st, stages.Tasks(), standinEnvs(), "sample", "generate", "reward", "train")
 	x := newExecutor(t, c, st, zerolog.Nop())
 	var finished atomic.Int32
@@ -194,7 +161,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	if state.Iteration != 4 || state.Cursor != 12 {
 		t.Fatalf("state %+v, want iteration 4 and cursor 12", state)
 	}
-	sameSums(t, sums(t, ref, "runs-s"), sums(t, st, "runs-s"))
+	sameSums(t, standintest.Sums(t, ref, "runs-s"), standintest.Sums(t, st, "runs-s"))
 	// 4 iterations × 4 stages, each a completed workflow.
 	if len(x.ids) != 16 || finished.Load() != 16 {
 		t.Fatalf("%d task workflows and %d finished events, want 16 each", len(x.ids), finished.Load())
@@ -210,25 +177,11 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, st artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 // TestCancelReachesWorker cancels a run while a task runs on a worker:
 // the task's context is cancelled there and its workflow ends cancelled.
 func TestCancelReachesWorker(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	started, stopped := make(chan struct{}), make(chan struct{})
 	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -302,7 +255,7 @@ func (s *syncBuffer) String() string {
 // and the task runs as soon as a worker starts.
 func TestQueueWithoutWorkerWaits(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	task := &pipeline.Task{Name: "lonely", Env: "gpu", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			return os.WriteFile(tc.OutputPath("out"), []byte("done"), 0o644)
@@ -333,7 +286,7 @@ func TestQueueWithoutWorkerWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := node.Result("out")
-	if got := readAll(t, st, a.Ref, a.Path); string(got) != "done" {
+	if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != "done" {
 		t.Fatalf("output %q", got)
 	}
 }
@@ -351,7 +304,7 @@ func doneCh(n *pipeline.Node) <-chan struct{} {
 // task workflow is not replayed to the next run.
 func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	mk := func(name string) *pipeline.Task {
 		return &pipeline.Task{Name: name, Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -406,7 +359,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			t.Fatalf("task %s run again with the right worker: %v", tc.task, err)
 		}
 		a, _ := n.Result("out")
-		if got := readAll(t, st, a.Ref, a.Path); string(got) != tc.task {
+		if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != tc.task {
 			t.Fatalf("task %s wrote %q", tc.task, got)
 		}
 	}
@@ -418,7 +371,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 // a stopped worker is not a failed task.
 func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	var runs atomic.Int32
 	started := make(chan struct{}, 2)
 	task := &pipeline.Task{Name: "long", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
@@ -490,7 +443,7 @@ func (s *syncEvents) retried() string {
 // workers of its own pipeline.
 func TestPipelinesShareARepository(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	mk := func(body string) *pipeline.Task {
 		return &pipeline.Task{Name: "gen", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -531,7 +484,7 @@ func TestPipelinesShareARepository(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, _ := n.Result("out")
-		if got := readAll(t, st, a.Ref, a.Path); string(got) != "from "+p {
+		if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != "from "+p {
 			t.Fatalf("pipeline %s's call ran as %q", p, got)
 		}
 	}
