@@ -18,23 +18,12 @@ import (
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox/sandboxtest"
 )
 
-// TestMain fails at once, saying how to install bubblewrap, when no sandbox
-// can start here; RLPIPE_SKIP_SANDBOX=1 skips the package instead.
-func TestMain(m *testing.M) {
-	if os.Getenv("RLPIPE_SKIP_SANDBOX") == "1" {
-		fmt.Println("examples/agent-sandbox: skipped: RLPIPE_SKIP_SANDBOX=1")
-		os.Exit(0)
-	}
-	if err := sandbox.Available(); err != nil {
-		fmt.Fprintf(os.Stderr, "examples/agent-sandbox: the test needs a working bubblewrap sandbox: %v\n"+
-			"Install it with `sudo apt-get install bubblewrap` or `make deps`, or set RLPIPE_SKIP_SANDBOX=1.\n", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+// TestMain fails the package at once, saying how to install bubblewrap, when
+// no sandbox can start here; RLPIPE_SKIP_SANDBOX=1 skips the package instead.
+func TestMain(m *testing.M) { sandboxtest.Main(m, "examples/agent-sandbox") }
 
 func testConfig(t *testing.T) config {
 	t.Helper()
