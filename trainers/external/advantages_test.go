@@ -57,7 +57,7 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 // file and the row, before the trainer starts.
 func TestMismatchedAdvantagesFailBeforeTheTrainer(t *testing.T) {
 	st := standintest.NewStore(t, 12)
-	logs := &syncBuffer{}
+	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 3, logs)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
 	s.Advantages = standintest.EditedAdvantages(func(rows []tables.Advantage) []tables.Advantage {

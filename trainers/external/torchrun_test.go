@@ -517,14 +517,14 @@ func TestTorchrunRankDies(t *testing.T) {
 // watchBuffer collects a run's log and calls fire, once, when a line
 // holding on is written.
 type watchBuffer struct {
-	syncBuffer
+	standintest.LogBuffer
 	on   string
 	once sync.Once
 	fire func()
 }
 
 func (w *watchBuffer) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.LogBuffer.Write(p)
 	if bytes.Contains(p, []byte(w.on)) {
 		w.once.Do(w.fire)
 	}

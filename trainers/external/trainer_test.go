@@ -1,7 +1,6 @@
 package external_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -333,24 +331,6 @@ func trainTask(t testing.TB, mode string, edit func(*external.Options)) *pipelin
 	return task
 }
 
-// syncBuffer collects a run's log lines from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func openRun(t testing.TB, st artifacts.Store, name string, attempts int, logs io.Writer) *pipeline.Run {
 	t.Helper()
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: attempts, Backoff: time.Millisecond}}
@@ -403,7 +383,7 @@ type trainMetrics struct {
 func TestLoopRunsExternalTrainer(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
-	logs := &syncBuffer{}
+	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 1, logs)
 	state, err := run.Loop(ctx, loopConfig(3), stages(t, trainTask(t, "ok", nil)))
 	if err != nil {
@@ -543,7 +523,7 @@ func TestTrainerFaults(t *testing.T) {
 		{"nan", 1, []error{external.ErrContract}, []string{`lora_B.weight" holds a NaN or infinite value at element 3`}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &standintest.LogBuffer{}
 			_, err := openRun(t, standintest.NewStore(t, 12), "f", 2, logs).Loop(context.Background(), loopConfig(1), stages(t, trainTask(t, tc.mode, nil)))
 			var te *pipeline.TaskError
 			if !errors.As(err, &te) || te.Task != "train" {

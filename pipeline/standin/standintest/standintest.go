@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -133,4 +134,24 @@ func EditedAdvantages(edit func([]tables.Advantage) []tables.Advantage) *pipelin
 		return tables.WriteFile(path, tables.Advantages, edit(rows), nil)
 	}
 	return &edited
+}
+
+// LogBuffer collects a run's log lines from its goroutines: a log sink
+// safe for concurrent writes.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

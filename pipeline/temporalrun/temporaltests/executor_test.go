@@ -6,7 +6,6 @@
 package temporaltests_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -232,24 +231,6 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestQueueWithoutWorkerWaits dispatches a task whose environment no
 // worker serves: the driver warns, naming the command that serves it,
 // and the task runs as soon as a worker starts.
@@ -261,7 +242,7 @@ func TestQueueWithoutWorkerWaits(t *testing.T) {
 			return os.WriteFile(tc.OutputPath("out"), []byte("done"), 0o644)
 		}}
 	envs := map[string]pipeline.Settings{"gpu": {}}
-	var logs syncBuffer
+	var logs standintest.LogBuffer
 	x := newExecutor(t, c, st, zerolog.New(&logs))
 	ctx := context.Background()
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x})

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr standintest.LogBuffer
 	exited         chan struct{} // closed when the process exited
 	err            error         // its exit error, once exited
 }
@@ -142,7 +142,7 @@ func rlpipe(t *testing.T, dir string, env []string, args ...string) string {
 	cmd := exec.Command(rlpipeBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var stderr syncBuffer
+	var stderr standintest.LogBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
