@@ -78,9 +78,7 @@ func TestBrowserKLNotComputed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := "http://" + serveUI(ctx, t, st, time.Second) + "/"
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 
 	page.navigate(ctx, t, base+"#/runs/beta0")
 	var kl struct {

@@ -110,9 +110,7 @@ func TestBrowserCompareRescoring(t *testing.T) {
 	var c ui.RescoreCurves
 	get(t, newHandler(t, st, nil), "/api/runs/demo/rescorings/"+branch, &c)
 
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 	page.viewport(ctx, t, 1360, 900)
 	page.navigate(ctx, t, "http://"+addr+"/#/runs/demo")
 	var hash string
