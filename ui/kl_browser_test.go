@@ -26,7 +26,6 @@ import (
 // stand-in reward (1 unless the completion ends in 0).
 func betaZeroRun(t *testing.T) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
 	m, err := tiny.Embedded()
 	if err != nil {
@@ -40,16 +39,9 @@ func betaZeroRun(t *testing.T) artifacts.Store {
 	s := standin.Stages(standin.Options{})
 	stages := pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: s.Reward, Train: embedded.Task(m, embedded.Options{Beta: 0})}
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "beta0", Seed: 1, WorkDir: t.TempDir(), ConfigHash: "sha256:test",
-		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cfg := pipeline.LoopConfig{Iterations: 2, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
-	if _, err := r.Loop(ctx, cfg, stages); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipeline.LoopConfig{Iterations: 2, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
+	standintest.Loop(t, st, pipeline.RunOptions{Name: "beta0", Seed: 1, WorkDir: t.TempDir(), ConfigHash: "sha256:test",
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}}, cfg, stages)
 	return st
 }
 

@@ -40,14 +40,7 @@ func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 
 	direct := standintest.NewStore(t, 10)
-	ref, err := pipeline.Open(ctx, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(4, 1), stages); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
+	standintest.Loop(t, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3}, loopConfig(4, 1), stages)
 
 	served := standintest.NewStore(t, 10)
 	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: faults})

@@ -80,14 +80,7 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 	// Reference: uninterrupted, caching off so nothing is borrowed.
-	ref, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ref", Envs: envs(), Seed: 9, NoCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(5, 1), stages); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
+	ref, _ := standintest.Loop(t, st, pipeline.RunOptions{Name: "ref", Envs: envs(), Seed: 9, NoCache: true}, loopConfig(5, 1), stages)
 	// Interrupted after iteration 2, then resumed.
 	cfg := loopConfig(5, 1)
 	cfg.Stop = func(i int) bool { return i == 2 }
@@ -284,14 +277,7 @@ func TestKillDriverAndResume(t *testing.T) {
 	// the reference's judge calls).
 	refStore := standintest.NewStore(t, 10)
 	refJudge := startJudge(t)
-	ref, err := pipeline.Open(ctx, refStore, pipeline.RunOptions{Name: "reference", Envs: envs(), Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(killIterations, 1), killStages(refJudge.url)); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
+	ref, _ := standintest.Loop(t, refStore, pipeline.RunOptions{Name: "reference", Envs: envs(), Seed: 3}, loopConfig(killIterations, 1), killStages(refJudge.url))
 	want := standintest.Sums(t, refStore, ref.Branch())
 	rng := rand.New(rand.NewPCG(7, uint64(trials)))
 	for trial := 0; trial < trials; trial++ {

@@ -31,18 +31,10 @@ import (
 // runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
 func runLoop(t *testing.T) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
 	st := standintest.NewStore(t, 6)
 	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "train": {}}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
-	if _, err := r.Loop(ctx, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4})); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
+	standintest.Loop(t, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs}, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4}))
 	return st
 }
 

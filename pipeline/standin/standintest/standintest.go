@@ -155,3 +155,21 @@ func (l *LogBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Loop opens the run opts names on st, runs the loop cfg describes with
+// stages to its end and closes the run; an error fails the test. It
+// returns the closed run (for its Branch) and the loop's last state.
+func Loop(t testing.TB, st artifacts.Store, opts pipeline.RunOptions, cfg pipeline.LoopConfig, stages pipeline.Stages) (*pipeline.Run, runs.State) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := pipeline.Open(ctx, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	state, err := r.Loop(ctx, cfg, stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, state
+}

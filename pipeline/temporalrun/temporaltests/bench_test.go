@@ -62,26 +62,14 @@ func runNoops(b *testing.B, st artifacts.Store, name string, x pipeline.Executor
 	return time.Since(start)
 }
 
-// startWorkers starts k in-process workers on env x's queue, each
+// startBenchWorkers starts k in-process workers on env x's queue, each
 // running one attempt at a time, as k single-slot hosts would.
-func startWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[string]pipeline.Settings, k int) {
+func startBenchWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[string]pipeline.Settings, k int) {
 	b.Helper()
 	for i := 0; i < k; i++ {
-		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w,
-			Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, x := range ws {
-			if err := x.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(x.Stop)
-		}
+		b.Cleanup(startWorkers(b, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"},
+				Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)}))
 	}
 }
 
@@ -98,7 +86,7 @@ func BenchmarkTemporalTaskOverhead(b *testing.B) {
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
 		st := benchStore(b)
-		startWorkers(b, c, st, envs, 1)
+		startBenchWorkers(b, c, st, envs, 1)
 		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
@@ -166,7 +154,7 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
 		st := benchStore(b)
-		startWorkers(b, c, st, envs, 4)
+		startBenchWorkers(b, c, st, envs, 4)
 		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)

@@ -47,24 +47,41 @@ func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.
 // test ends.
 func servePipeline(t *testing.T, c client.Client, p string, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
 	t.Helper()
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	conc := map[string]int{}
 	for _, e := range serveEnvs {
 		conc[e] = 2
 	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: serveEnvs, Worker: w, Concurrency: conc})
+	t.Cleanup(startWorkers(t, st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: serveEnvs, Concurrency: conc}))
+}
+
+// startWorkers starts the Temporal workers of wo running a worker of po's
+// tasks (wo.Worker is set here) and returns what stops them.
+func startWorkers(t testing.TB, st artifacts.Store, po pipeline.WorkerOptions, wo temporalrun.WorkerOptions) (stop func()) {
+	t.Helper()
+	w, err := pipeline.NewWorker(st, po)
 	if err != nil {
 		t.Fatal(err)
 	}
+	wo.Worker = w
+	ws, err := temporalrun.Workers(wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	stop = func() {
+		for _, x := range ws[:n] {
+			x.Stop()
+		}
+	}
 	for _, x := range ws {
 		if err := x.Start(); err != nil {
+			stop()
 			t.Fatal(err)
 		}
-		t.Cleanup(x.Stop)
+		n++
 	}
+	return stop
 }
 
 // recorder is an executor that remembers the workflow id of every job.
@@ -129,14 +146,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	cfg := pipeline.LoopConfig{Iterations: 4, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
 
 	ref := standintest.NewStore(t, 10)
-	lr, err := pipeline.Open(ctx, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lr.Loop(ctx, cfg, stages); err != nil {
-		t.Fatal(err)
-	}
-	lr.Close()
+	standintest.Loop(t, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5}, cfg, stages)
 
 	_, c := newServer(t)
 	st := standintest.NewStore(t, 10)
@@ -293,19 +303,8 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			}}
 	}
 	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 3}}}
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("known")}, Envs: envs, ConfigHashes: []string{"aaaaaaaaaaaaaaaa"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range ws {
-		if err := x.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stop := startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("known")}, Envs: envs, ConfigHashes: []string{"aaaaaaaaaaaaaaaa"}},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		task, hash, want string
@@ -324,9 +323,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			t.Errorf("task %s with config %s: %v; want one permanent attempt saying %q", tc.task, tc.hash, err, tc.want)
 		}
 	}
-	for _, x := range ws {
-		x.Stop()
-	}
+	stop()
 	serve(t, c, st, []*pipeline.Task{mk("known"), mk("unknown")}, envs, "x")
 	for _, tc := range []struct{ task, hash string }{{"unknown", "aaaaaaaaaaaaaaaa"}, {"known", "bbbbbbbbbbbbbbbb"}} {
 		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "w" + tc.task, Envs: envs, ConfigHash: tc.hash, Executor: newExecutor(t, c, st, zerolog.Nop())})
@@ -365,19 +362,8 @@ func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 			return os.WriteFile(tc.OutputPath("out"), []byte("second"), 0o644)
 		}}
 	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 1}}}
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{task}, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w, Name: "first"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range ws {
-		if err := x.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stop := startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{task}, Envs: envs},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Name: "first"})
 	ctx := context.Background()
 	var evs syncEvents
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "stop", Envs: envs, Executor: newExecutor(t, c, st, zerolog.Nop()), OnEvent: evs.add})
@@ -387,9 +373,7 @@ func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 	defer r.Close()
 	n := r.Iteration(1).Go(ctx, task, pipeline.Call{})
 	waitFor(t, started, "the attempt to start on the first worker")
-	for _, x := range ws {
-		x.Stop()
-	}
+	stop()
 	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
 	if err := n.Wait(ctx); err != nil {
 		t.Fatalf("the task failed after its worker stopped: %v", err)
@@ -434,20 +418,8 @@ func TestPipelinesShareARepository(t *testing.T) {
 	envs := map[string]pipeline.Settings{"x": {}}
 	ctx := context.Background()
 	for _, p := range []string{"pa", "pb"} {
-		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("from " + p)}, Envs: envs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: []string{"x"}, Worker: w})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, x := range ws {
-			if err := x.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(x.Stop)
-		}
+		t.Cleanup(startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("from " + p)}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: []string{"x"}}))
 	}
 	for _, p := range []string{"pa", "pb", "pa", "pb"} {
 		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: p, Store: st})
