@@ -208,19 +208,7 @@ func TestImportHuggingFace(t *testing.T) {
 	if prov.Task != datasets.ImportTask || prov.Inputs["gsm8k/train/data-00000-of-00001.arrow"] != d.Digests["train/data-00000-of-00001.arrow"] || len(prov.Inputs) != 1 {
 		t.Fatalf("provenance: %+v", prov)
 	}
-	rc, _, err := st.GetObject(ctx, "main", "data/gsm8k.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "gsm8k.parquet", tables.Prompts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := standintest.ReadRows(t, st, "main", "data/gsm8k.parquet", tables.Prompts)
 	if len(rows) != 3 || rows[2].Answer != "3" || rows[2].Source != "gsm8k@"+d.Revision {
 		t.Fatalf("stored rows: %+v", rows)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/sandbox/sandboxtest"
 )
@@ -127,8 +128,8 @@ func TestRun(t *testing.T) {
 	if err != nil || head.ID != rep.Commit.ID {
 		t.Fatalf("branch %s is at %s (%v), want the run's commit %s", cfg.Branch, head.ID, err, rep.Commit.ID)
 	}
-	trs := readTable(t, store, head.ID, storeDir+"trajectories.parquet", tables.Trajectories)
-	rws := readTable(t, store, head.ID, storeDir+"rewards.parquet", tables.Rewards)
+	trs := standintest.ReadRows(t, store, head.ID, storeDir+"trajectories.parquet", tables.Trajectories)
+	rws := standintest.ReadRows(t, store, head.ID, storeDir+"rewards.parquet", tables.Rewards)
 	if len(trs) != 12 || len(rws) != 12 {
 		t.Fatalf("read back %d trajectories and %d rewards, want 12 and 12", len(trs), len(rws))
 	}
@@ -262,22 +263,4 @@ func longTasks(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func readTable[T any](t *testing.T, store artifacts.Store, ref, path string, table *tables.Table[T]) []T {
-	t.Helper()
-	rc, info, err := store.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }
