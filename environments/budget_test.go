@@ -64,14 +64,8 @@ func TestTokenBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := res.Trajectory
-			var replies []string
-			for _, turn := range tr.Turns {
-				if turn.Role == "assistant" {
-					replies = append(replies, turn.Content)
-				}
-			}
-			if tr.Status != c.status || deref(tr.Error) != deref(strPtrOrNil(c.reason)) || !reflect.DeepEqual(replies, c.replies) {
-				t.Fatalf("status %s (%s), replies %q; want %s (%s), %q", tr.Status, deref(tr.Error), replies, c.status, c.reason, c.replies)
+			if got := replies(tr); tr.Status != c.status || deref(tr.Error) != deref(strPtrOrNil(c.reason)) || !reflect.DeepEqual(got, c.replies) {
+				t.Fatalf("status %s (%s), replies %q; want %s (%s), %q", tr.Status, deref(tr.Error), got, c.status, c.reason, c.replies)
 			}
 			if res.Unaligned != "" || !reflect.DeepEqual(tr.Sequence, c.seq) || !reflect.DeepEqual(tr.Trainable, c.mask) {
 				t.Errorf("sequence %v\n    mask %v (%s)\nwant     %v\n    mask %v", tr.Sequence, tr.Trainable, res.Unaligned, c.seq, c.mask)

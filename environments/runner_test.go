@@ -76,12 +76,7 @@ func TestGuessEpisodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := res.Trajectory
-			var guesses []string
-			for _, turn := range tr.Turns {
-				if turn.Role == "assistant" {
-					guesses = append(guesses, turn.Content)
-				}
-			}
+			guesses := replies(tr)
 			if tr.Status != tables.StatusOK || tr.Error != nil || res.Info["secret"] != c.secret ||
 				!reflect.DeepEqual(guesses, c.guesses) || res.Reward != c.reward {
 				t.Fatalf("status %s, secret %v, guesses %q, reward %v; want ok, %d, %q, %v",
@@ -245,20 +240,25 @@ func TestEndings(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := res.Trajectory
-			replies := 0
-			for _, turn := range tr.Turns {
-				if turn.Role == "assistant" {
-					replies++
-				}
-			}
-			if tr.Status != c.status || tr.Error == nil || *tr.Error != c.reason || replies != c.replies {
-				t.Fatalf("status %q, error %v, %d replies; want %q, %q, %d", tr.Status, deref(tr.Error), replies, c.status, c.reason, c.replies)
+			if n := len(replies(tr)); tr.Status != c.status || tr.Error == nil || *tr.Error != c.reason || n != c.replies {
+				t.Fatalf("status %q, error %v, %d replies; want %q, %q, %d", tr.Status, deref(tr.Error), n, c.status, c.reason, c.replies)
 			}
 			if n := env.ends.Load(); n != 1 {
 				t.Fatalf("End called %d times, want 1", n)
 			}
 		})
 	}
+}
+
+// replies are the contents of the assistant turns of tr, in order.
+func replies(tr tables.Trajectory) []string {
+	var out []string
+	for _, turn := range tr.Turns {
+		if turn.Role == "assistant" {
+			out = append(out, turn.Content)
+		}
+	}
+	return out
 }
 
 func deref(s *string) string {

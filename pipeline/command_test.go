@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 func TestCommandTaskTemplates(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	if _, err := st.PutObject(ctx, "main", "data/in.txt", strings.NewReader("hello"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestCommandTaskTemplates(t *testing.T) {
 
 func TestCommandUnknownPlaceholder(t *testing.T) {
 	ctx := context.Background()
-	r := openRun(t, newStore(t), pipeline.RunOptions{Envs: map[string]pipeline.Settings{"e": {Retry: pipeline.Retry{Attempts: 3}}}})
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{Envs: map[string]pipeline.Settings{"e": {Retry: pipeline.Retry{Attempts: 3}}}})
 	task := &pipeline.Task{Name: "typo", Env: "e", Command: []string{"cat", "{{inputs.trajectoreis}}"}}
 	err := r.Iteration(1).Go(ctx, task, pipeline.Call{}).Wait(ctx)
 	var te *pipeline.TaskError
@@ -55,7 +56,7 @@ func TestCommandUnknownPlaceholder(t *testing.T) {
 }
 
 func TestCancelKillsCommand(t *testing.T) {
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{})
 	marker := filepath.Join(t.TempDir(), "started")
 	task := &pipeline.Task{Name: "long", Command: []string{"sh", "-c", "touch " + marker + "; sleep 60"}}
@@ -81,7 +82,7 @@ func TestCancelKillsCommand(t *testing.T) {
 func TestSettingsResolveEnvTaskCall(t *testing.T) {
 	ctx := context.Background()
 	reuse := true
-	r := openRun(t, newStore(t), pipeline.RunOptions{Envs: map[string]pipeline.Settings{
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{Envs: map[string]pipeline.Settings{
 		"gen": {Timeout: time.Hour, Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}, Reuse: &reuse},
 	}})
 	var attempts int
@@ -106,7 +107,7 @@ func TestSettingsResolveEnvTaskCall(t *testing.T) {
 func TestWarmStateIsReused(t *testing.T) {
 	ctx := context.Background()
 	reuse := true
-	r := openRun(t, newStore(t), pipeline.RunOptions{Envs: map[string]pipeline.Settings{
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{Envs: map[string]pipeline.Settings{
 		"gpu": {Reuse: &reuse, Concurrency: 1, Cache: pipeline.Cache{Mode: pipeline.CacheDisable}},
 	}})
 	loads := 0

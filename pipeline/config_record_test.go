@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // The engine records the run's config, whoever drives it: a library user
@@ -17,7 +18,7 @@ import (
 // the config is unchanged.
 func TestEngineRecordsTheConfig(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	cfg := []byte("# effective config\niterations: 2\n")
 	r := openRun(t, st, pipeline.RunOptions{Name: "lib", Config: cfg})
 	var n atomic.Int32

@@ -12,18 +12,9 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
-
-func newStore(t *testing.T) artifacts.Store {
-	t.Helper()
-	s, err := local.Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func openRun(t *testing.T, st artifacts.Store, opts pipeline.RunOptions) *pipeline.Run {
 	t.Helper()
@@ -43,30 +34,7 @@ func openRun(t *testing.T, st artifacts.Store, opts pipeline.RunOptions) *pipeli
 
 func readAll(t *testing.T, st artifacts.Store, ref, path string) string {
 	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b := new(strings.Builder)
-	if _, err := fmt.Fprint(b, mustRead(t, rc)); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
-}
-
-func mustRead(t *testing.T, rc interface{ Read([]byte) (int, error) }) string {
-	t.Helper()
-	var sb strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := rc.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	return sb.String()
+	return string(standintest.Read(t, st, ref, path))
 }
 
 // write is a task that writes its "text" param (plus its input, if any)
@@ -96,7 +64,7 @@ func writeTask(name string, runs *atomic.Int32) *pipeline.Task {
 
 func TestDAGCacheAndInvalidation(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	var ra, rb, rc atomic.Int32
 	a, b, c := writeTask("a", &ra), writeTask("b", &rb), writeTask("c", &rc)
 	build := func(r *pipeline.Run, n int, textA string) (*pipeline.Node, *pipeline.Node, *pipeline.Node) {
@@ -171,7 +139,7 @@ func TestDAGCacheAndInvalidation(t *testing.T) {
 
 func TestRetriesBackoffAndPermanent(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	var events []pipeline.Event
 	r := openRun(t, st, pipeline.RunOptions{
 		Envs:    map[string]pipeline.Settings{"cpu": {Retry: pipeline.Retry{Attempts: 5, Backoff: 10 * time.Millisecond, Factor: 2}}},
@@ -227,7 +195,7 @@ func TestRetryWait(t *testing.T) {
 
 func TestTimeoutKillsProcessTree(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{
@@ -263,7 +231,7 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 
 func TestDeadlineEndsRetries(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{
 		"e": {Deadline: 200 * time.Millisecond, Retry: pipeline.Retry{Attempts: 1000, Backoff: 50 * time.Millisecond, Factor: 1}},
 	}})
@@ -280,7 +248,7 @@ func TestDeadlineEndsRetries(t *testing.T) {
 
 func TestMissingAndInvalidOutputs(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{})
 	missing := &pipeline.Task{Name: "lazy", Outputs: []pipeline.Output{{Name: "table", File: "t.parquet"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error { return nil }}
@@ -301,7 +269,7 @@ func TestMissingAndInvalidOutputs(t *testing.T) {
 
 func TestUnschedulableFailsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{"gpu": {Resources: pipeline.Resources{GPU: 8, GPUType: "H100"}}}})
 	task := &pipeline.Task{Name: "train", Env: "gpu", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -314,7 +282,7 @@ func TestUnschedulableFailsAtOnce(t *testing.T) {
 
 func TestConcurrencyLimit(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{"one": {Concurrency: 1, Cache: pipeline.Cache{Mode: pipeline.CacheDisable}}}})
 	var running, peak atomic.Int32
 	task := &pipeline.Task{Name: "t", Env: "one", Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -342,7 +310,7 @@ func TestConcurrencyLimit(t *testing.T) {
 }
 
 func TestSecondRunIsRefused(t *testing.T) {
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	openRun(t, st, pipeline.RunOptions{Name: "exp"})
 	_, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: "exp"})
 	host, _ := os.Hostname()
@@ -353,7 +321,7 @@ func TestSecondRunIsRefused(t *testing.T) {
 
 func TestMemoReplaysOnRetry(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{"e": {Retry: pipeline.Retry{Attempts: 3, Backoff: time.Millisecond}}}})
 	var judged atomic.Int32
 	task := &pipeline.Task{Name: "judge", Env: "e", Outputs: []pipeline.Output{{Name: "out"}},
@@ -385,7 +353,7 @@ func TestMemoReplaysOnRetry(t *testing.T) {
 func TestWorkDirIsMadeOnlyWhenAsked(t *testing.T) {
 	ctx := context.Background()
 	workDir := t.TempDir()
-	r := openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	entries := func() int {
 		t.Helper()
 		es, err := os.ReadDir(workDir)

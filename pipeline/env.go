@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -84,51 +85,21 @@ var defaultSettings = Settings{
 
 // Merge returns s with every non-zero field of o applied over it.
 func (s Settings) Merge(o Settings) Settings {
-	if o.Resources.CPU != 0 {
-		s.Resources.CPU = o.Resources.CPU
-	}
-	if o.Resources.MemoryMB != 0 {
-		s.Resources.MemoryMB = o.Resources.MemoryMB
-	}
-	if o.Resources.GPU != 0 {
-		s.Resources.GPU = o.Resources.GPU
-	}
-	if o.Resources.GPUType != "" {
-		s.Resources.GPUType = o.Resources.GPUType
-	}
-	if o.Retry.Attempts != 0 {
-		s.Retry.Attempts = o.Retry.Attempts
-	}
-	if o.Retry.Backoff != 0 {
-		s.Retry.Backoff = o.Retry.Backoff
-	}
-	if o.Retry.Factor != 0 {
-		s.Retry.Factor = o.Retry.Factor
-	}
-	if o.Retry.MaxBackoff != 0 {
-		s.Retry.MaxBackoff = o.Retry.MaxBackoff
-	}
-	if o.Timeout != 0 {
-		s.Timeout = o.Timeout
-	}
-	if o.Deadline != 0 {
-		s.Deadline = o.Deadline
-	}
-	if o.Cache.Mode != "" {
-		s.Cache.Mode = o.Cache.Mode
-	}
-	if o.Cache.Version != "" {
-		s.Cache.Version = o.Cache.Version
-	}
-	if o.Cache.Salt != "" {
-		s.Cache.Salt = o.Cache.Salt
-	}
-	if o.Concurrency != 0 {
-		s.Concurrency = o.Concurrency
-	}
-	if o.Reuse != nil {
-		s.Reuse = o.Reuse
-	}
+	s.Resources.CPU = cmp.Or(o.Resources.CPU, s.Resources.CPU)
+	s.Resources.MemoryMB = cmp.Or(o.Resources.MemoryMB, s.Resources.MemoryMB)
+	s.Resources.GPU = cmp.Or(o.Resources.GPU, s.Resources.GPU)
+	s.Resources.GPUType = cmp.Or(o.Resources.GPUType, s.Resources.GPUType)
+	s.Retry.Attempts = cmp.Or(o.Retry.Attempts, s.Retry.Attempts)
+	s.Retry.Backoff = cmp.Or(o.Retry.Backoff, s.Retry.Backoff)
+	s.Retry.Factor = cmp.Or(o.Retry.Factor, s.Retry.Factor)
+	s.Retry.MaxBackoff = cmp.Or(o.Retry.MaxBackoff, s.Retry.MaxBackoff)
+	s.Timeout = cmp.Or(o.Timeout, s.Timeout)
+	s.Deadline = cmp.Or(o.Deadline, s.Deadline)
+	s.Cache.Mode = cmp.Or(o.Cache.Mode, s.Cache.Mode)
+	s.Cache.Version = cmp.Or(o.Cache.Version, s.Cache.Version)
+	s.Cache.Salt = cmp.Or(o.Cache.Salt, s.Cache.Salt)
+	s.Concurrency = cmp.Or(o.Concurrency, s.Concurrency)
+	s.Reuse = cmp.Or(o.Reuse, s.Reuse)
 	return s
 }
 

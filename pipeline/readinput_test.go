@@ -9,13 +9,14 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // TestReadInput checks how ReadInput classifies what goes wrong: a
 // missing input or an unreadable table is permanent; a table it reads is
 // its rows.
 func TestReadInput(t *testing.T) {
-	st := newStore(t)
+	st := standintest.NewStore(t, 0)
 	ctx := context.Background()
 	put := func(path string, b []byte) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // missing answers "not found" for the first misses reads of each object
@@ -58,7 +59,7 @@ func (m *missing) readsOf(suffix string) int {
 func TestStagedInputReadRacingACommitIsReadAgain(t *testing.T) {
 	defer pipeline.SetStagedReadWait(time.Millisecond)()
 	ctx := context.Background()
-	st := &missing{Store: newStore(t), suffix: "a.txt", misses: 3, reads: map[string]int{}}
+	st := &missing{Store: standintest.NewStore(t, 0), suffix: "a.txt", misses: 3, reads: map[string]int{}}
 	var ra, rb atomic.Int32
 	a, b := writeTask("a", &ra), writeTask("b", &rb)
 	r := openRun(t, st, pipeline.RunOptions{})
@@ -89,7 +90,7 @@ func TestStagedInputReadRacingACommitIsReadAgain(t *testing.T) {
 func TestMissingInputsFailClearly(t *testing.T) {
 	defer pipeline.SetStagedReadWait(time.Millisecond)()
 	ctx := context.Background()
-	st := &missing{Store: newStore(t), suffix: ".txt", misses: 1 << 30, reads: map[string]int{}}
+	st := &missing{Store: standintest.NewStore(t, 0), suffix: ".txt", misses: 1 << 30, reads: map[string]int{}}
 	var ra, rb atomic.Int32
 	a, b := writeTask("a", &ra), writeTask("b", &rb)
 	r := openRun(t, st, pipeline.RunOptions{})

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/testproc"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 const sweepHelperEnv = "RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR"
@@ -21,11 +23,8 @@ const sweepHelperEnv = "RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR"
 // task that writes its work directory's path to the file named by its
 // first argument and sleeps, and waits to be killed.
 func TestSweepHelper(t *testing.T) {
-	workDir := os.Getenv(sweepHelperEnv)
-	if workDir == "" {
-		t.Skip("a subprocess of TestKilledEnginesWorkDirsAreSwept")
-	}
-	r := openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	workDir := testproc.Role(t, sweepHelperEnv, "TestKilledEnginesWorkDirsAreSwept")
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	task := &pipeline.Task{Name: "long", Command: []string{"sh", "-c", "(pwd; echo $$) > $0.tmp && mv $0.tmp $0 && exec sleep 600",
 		os.Getenv(sweepHelperEnv + "_MARKER")}}
 	n := r.Iteration(1).Go(context.Background(), task, pipeline.Call{})
@@ -37,8 +36,7 @@ func TestSweepHelper(t *testing.T) {
 func startEngine(t *testing.T, workDir string) (*exec.Cmd, <-chan struct{}, string) {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "workdir")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), sweepHelperEnv+"="+workDir, sweepHelperEnv+"_MARKER="+marker)
+	cmd := testproc.Command("TestSweepHelper", sweepHelperEnv+"="+workDir, sweepHelperEnv+"_MARKER="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the task's sh and sleep are killed with it
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -86,7 +84,7 @@ func TestKilledEnginesWorkDirsAreSwept(t *testing.T) {
 	if _, err := os.Stat(deadDir); err != nil {
 		t.Fatalf("the killed engine's work directory should be there before the sweep: %v", err)
 	}
-	openRun(t, newStore(t), pipeline.RunOptions{WorkDir: workDir})
+	openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	if _, err := os.Stat(deadDir); !os.IsNotExist(err) {
 		t.Fatalf("%s of the killed engine is still there after Open (%v)", deadDir, err)
 	}

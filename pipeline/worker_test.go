@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // wireExecutor is a remote executor without the network: each job goes
@@ -48,14 +47,7 @@ func (x wireExecutor) Execute(ctx context.Context, _ *pipeline.Task, job pipelin
 func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 	ctx := context.Background()
 	mk := func() (artifacts.Store, pipeline.Stages, map[string]pipeline.Settings) {
-		st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 10); err != nil {
-			t.Fatal(err)
-		}
+		st := standintest.NewStore(t, 10)
 		stages := standin.Stages(standin.Options{SamplesPerPrompt: 2,
 			FailTimes: map[string]int{"sample": 1, "generate": 1, "reward": 1, "train": 1}})
 		retry := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2}}
@@ -63,25 +55,13 @@ func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 		return st, stages, envs
 	}
 	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
-	sums := func(st artifacts.Store) map[string]string {
-		m := map[string]string{}
-		for e, err := range st.ListObjects(ctx, "runs-w", nil) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
-				m[e.Path] = e.Checksum
-			}
-		}
-		return m
-	}
 
 	ref, stages, envs := mk()
 	r := openRun(t, ref, pipeline.RunOptions{Name: "w", Envs: envs, Seed: 3})
 	if _, err := r.Loop(ctx, cfg, stages); err != nil {
 		t.Fatal(err)
 	}
-	want := sums(ref)
+	want := standintest.Sums(t, ref, "runs-w")
 
 	st, stages, envs := mk()
 	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: stages.Tasks(), Envs: envs, ConfigHashes: []string{"cfg-1"}})
@@ -95,7 +75,7 @@ func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 	if _, err := r2.Loop(ctx, cfg, stages); err != nil {
 		t.Fatal(err)
 	}
-	got := sums(st)
+	got := standintest.Sums(t, st, "runs-w")
 	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("artifacts through the worker differ from the local executor's:\n got %v\nwant %v", got, want)
 	}
@@ -106,7 +86,7 @@ func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 func TestWorkerRejectsTwoTasksOfOneName(t *testing.T) {
 	a := &pipeline.Task{Name: "gen", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
 	b := &pipeline.Task{Name: "gen", Run: func(context.Context, *pipeline.TaskContext) error { return nil }}
-	_, err := pipeline.NewWorker(newStore(t), pipeline.WorkerOptions{Tasks: []*pipeline.Task{a, b}})
+	_, err := pipeline.NewWorker(standintest.NewStore(t, 0), pipeline.WorkerOptions{Tasks: []*pipeline.Task{a, b}})
 	if !errors.Is(err, pipeline.ErrConfig) || !strings.Contains(err.Error(), "two tasks are named gen") {
 		t.Fatalf("err = %v", err)
 	}

@@ -374,12 +374,7 @@ func (d detector) rewardVsHeldout(evals []Eval) []Alarm {
 	}
 	var out []Alarm
 	for _, set := range evalSets(evals) {
-		var cps []Eval
-		for _, e := range evals {
-			if e.Set == set {
-				cps = append(cps, e)
-			}
-		}
+		cps := setEvals(evals, set)
 		metric := headlineMetric(cps)
 		var ts []trigger
 		for j := d.o.EvalLag; j < len(cps); j++ {

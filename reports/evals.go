@@ -27,6 +27,17 @@ func evalSets(evals []Eval) []string {
 	return sets
 }
 
+// setEvals keeps the evaluations on set, in the order of evals.
+func setEvals(evals []Eval, set string) []Eval {
+	var out []Eval
+	for _, e := range evals {
+		if e.Set == set {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // passKs lists the k of the pass@k metrics in evals, ascending.
 func passKs(evals []Eval) []int {
 	var ks []int

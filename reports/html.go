@@ -229,12 +229,7 @@ func (r *Report) summary(b *bytes.Buffer) {
 		card(fmt.Sprintf("accuracy, iteration %d", lastH.Iteration), f4(s.Mean))
 	}
 	for _, set := range evalSets(r.Run.Evals) {
-		var cps []Eval
-		for _, e := range r.Run.Evals {
-			if e.Set == set {
-				cps = append(cps, e)
-			}
-		}
+		cps := setEvals(r.Run.Evals, set)
 		m := headlineMetric(cps)
 		a, z := cps[0], cps[len(cps)-1]
 		if len(cps) == 1 {
@@ -326,12 +321,7 @@ func (r *Report) evals(b *bytes.Buffer) {
 		return
 	}
 	for _, set := range evalSets(evals) {
-		var cps []Eval
-		for _, e := range evals {
-			if e.Set == set {
-				cps = append(cps, e)
-			}
-		}
+		cps := setEvals(evals, set)
 		ks := passKs(cps)
 		var ser []series
 		metrics := make([]string, 0, len(ks)+1)
@@ -633,12 +623,7 @@ func (r *Report) overlay(b *bytes.Buffer) {
 
 // evalsOf keeps the evaluations on set, in checkpoint order.
 func evalsOf(evals []Eval, set string) []Eval {
-	var out []Eval
-	for _, e := range evals {
-		if e.Set == set {
-			out = append(out, e)
-		}
-	}
+	out := setEvals(evals, set)
 	slices.SortFunc(out, func(x, y Eval) int { return x.Iteration - y.Iteration })
 	return out
 }

@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // epoch dates every test commit, so reports are byte-identical.
@@ -22,11 +21,7 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newStore(t testing.TB) artifacts.Store {
 	t.Helper()
-	st, err := local.Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := standintest.NewStore(t, 0)
 	return st
 }
 

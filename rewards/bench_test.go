@@ -168,20 +168,23 @@ func BenchmarkScore1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec, err := ParseSpec("bench.yaml", []byte(benchSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	prog, err := Compile(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prog := mustCompile(b, benchSpec)
 	ctx := context.Background()
+	timeScoring(b, total, func() Summary {
+		return scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
+	})
+}
+
+// timeScoring runs score b.N times, checks that each scored total rows
+// with 1% skipped and no error, and reports the rows scored per second of
+// wall time and per second of CPU time: the machine may be shared, and
+// rows per CPU-second does not depend on what else runs.
+func timeScoring(b *testing.B, total int64, score func() Summary) {
 	var elapsed, cpu time.Duration
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		start, cpu0 := time.Now(), cpuTime()
-		sum := scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
+		sum := score()
 		elapsed += time.Since(start)
 		cpu += cpuTime() - cpu0
 		if sum.Rows != total || sum.Skipped != total/100 || sum.Errors != 0 {
@@ -189,8 +192,6 @@ func BenchmarkScore1M(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(total)*float64(b.N)/elapsed.Seconds(), "rows/s")
-	// The machine may be shared: rows per CPU-second does not depend on
-	// what else runs.
 	b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds(), "rows/cpu_s")
 }
 
@@ -264,38 +265,21 @@ func BenchmarkRescore1M(b *testing.B) {
 	in := filepath.Join(dir, "trajectories.parquet")
 	pp := filepath.Join(dir, "prompts.parquet")
 	writePrompts(b, pp, writeSynth(b, in, total))
-	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	prog, err := Compile(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prog := mustCompile(b, rescoreSpec)
 	ctx := context.Background()
-	var elapsed, cpu time.Duration
-	b.ResetTimer()
-	for it := 0; it < b.N; it++ {
-		start, cpu0 := time.Now(), cpuTime()
+	timeScoring(b, total, func() Summary {
 		f, err := os.Open(pp)
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer f.Close()
 		st, err := f.Stat()
 		if err != nil {
 			b.Fatal(err)
 		}
 		prompts := prog.ReadPromptsAsync(ctx, f, st.Size(), "prompts")
-		sum := scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
-		f.Close()
-		elapsed += time.Since(start)
-		cpu += cpuTime() - cpu0
-		if sum.Rows != total || sum.Skipped != total/100 || sum.Errors != 0 {
-			b.Fatalf("summary %+v", sum)
-		}
-	}
-	b.ReportMetric(float64(total)*float64(b.N)/elapsed.Seconds(), "rows/s")
-	b.ReportMetric(float64(total)*float64(b.N)/cpu.Seconds(), "rows/cpu_s")
+		return scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
+	})
 }
 
 // readPromptsFile reads the prompts file at path: every column, or with
@@ -335,14 +319,7 @@ func BenchmarkReadPrompts(b *testing.B) {
 	pp := filepath.Join(b.TempDir(), "prompts.parquet")
 	writePrompts(b, pp, prompts)
 	ctx := context.Background()
-	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	prog, err := Compile(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prog := mustCompile(b, rescoreSpec)
 	for _, c := range []struct {
 		name string
 		prog *Program
@@ -388,14 +365,7 @@ func BenchmarkScoreBatch(b *testing.B) {
 		break
 	}
 	defer rec.Release()
-	spec, err := ParseSpec("bench.yaml", []byte(rescoreSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	prog, err := Compile(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	prog := mustCompile(b, rescoreSpec)
 	o := (&ScoreOptions{Prompts: prompts}).withDefaults()
 	s := newScorer(prog, &o, readAlloc)
 	defer s.release()

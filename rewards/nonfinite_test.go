@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -25,11 +24,7 @@ import (
 func rewardIteration(t *testing.T, spec string) ([]tables.Trajectory, []tables.Reward, error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := standintest.NewStore(t, 0)
 	var trajs []tables.Trajectory
 	for _, pid := range []string{"p0", "p1"} {
 		for i := range 4 {

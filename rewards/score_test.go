@@ -61,7 +61,7 @@ func testRows(n int) ([]tables.Trajectory, []tables.Prompt) {
 	return rows, prompts
 }
 
-func mustCompile(t *testing.T, src string, opts ...Option) *Program {
+func mustCompile(t testing.TB, src string, opts ...Option) *Program {
 	t.Helper()
 	s, err := ParseSpec("spec.yaml", []byte(src))
 	if err != nil {

@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 )
@@ -33,10 +32,7 @@ components:
 func iterationsStore(t *testing.T, n, k int) artifacts.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 0)
 	if _, err := st.CreateBranch(ctx, "runs-r", "main"); err != nil {
 		t.Fatal(err)
 	}

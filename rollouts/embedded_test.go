@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -62,13 +62,7 @@ func sftTrain(m *tiny.Model) *pipeline.Task {
 func embeddedRun(t *testing.T, serve string) (map[string]string, []tables.Trajectory) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 6)
 	opened, err := embedded.Backend.Open(ctx, policy.Spec{Kind: embedded.Kind, Options: &embedded.PolicyOptions{Serve: serve}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,9 @@
 package rollouts_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/rollouts"
 )
@@ -130,17 +129,7 @@ func trajectories(t *testing.T, st artifacts.Store, ref string, iteration int) [
 		if !strings.HasSuffix(e.Path, "trajectories.parquet") {
 			continue
 		}
-		rc, info, err := st.GetObject(ctx, ref, e.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		rows, err := tables.Read(bytes.NewReader(b), info.Size, e.Path, tables.Trajectories)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rows
+		return standintest.ReadRows(t, st, ref, e.Path, tables.Trajectories)
 	}
 	t.Fatalf("no trajectories under %s", prefix)
 	return nil

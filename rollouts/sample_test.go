@@ -5,16 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rollouts"
 )
 
@@ -24,14 +23,7 @@ import (
 func sampleLoop(t *testing.T, sample *pipeline.Task, n, batch, iterations int) ([][]string, error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, n)
 	retry := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: time.Millisecond}}
 	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "s",
 		Envs: map[string]pipeline.Settings{"sample": retry, "generate": retry, "reward": retry, "train": retry}})

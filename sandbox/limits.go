@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -51,24 +52,12 @@ type Limits struct {
 
 // withDefaults returns l with each zero field set to its default.
 func (l Limits) withDefaults() Limits {
-	if l.CPUTime == 0 {
-		l.CPUTime = DefaultCPUTime
-	}
-	if l.Wall == 0 {
-		l.Wall = DefaultWall
-	}
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = DefaultMemoryBytes
-	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = DefaultOutputBytes
-	}
-	if l.FileBytes == 0 {
-		l.FileBytes = DefaultFileBytes
-	}
-	if l.Procs == 0 {
-		l.Procs = DefaultProcs
-	}
+	l.CPUTime = cmp.Or(l.CPUTime, DefaultCPUTime)
+	l.Wall = cmp.Or(l.Wall, DefaultWall)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, DefaultMemoryBytes)
+	l.OutputBytes = cmp.Or(l.OutputBytes, DefaultOutputBytes)
+	l.FileBytes = cmp.Or(l.FileBytes, DefaultFileBytes)
+	l.Procs = cmp.Or(l.Procs, DefaultProcs)
 	return l
 }
 

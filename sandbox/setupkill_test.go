@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
 const setupKillHelperEnv = "RLPIPE_SANDBOX_TEST_SETUP_KILL"
@@ -25,10 +26,7 @@ const setupKillHelperEnv = "RLPIPE_SANDBOX_TEST_SETUP_KILL"
 // the init's pid and waits to be killed. With "true" it is the next
 // start: it runs true.
 func TestSetupKillHelper(t *testing.T) {
-	what := os.Getenv(setupKillHelperEnv)
-	if what == "" {
-		t.Skip("runs as TestKillDuringSetupLeavesNothingRunning's subprocess")
-	}
+	what := testproc.Role(t, setupKillHelperEnv, "TestKillDuringSetupLeavesNothingRunning")
 	command := []string{"true"}
 	if secs, ok := strings.CutPrefix(what, "sleep "); ok {
 		command = []string{"sleep", secs}
@@ -54,8 +52,7 @@ func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 		t.Skip("no cgroup bounds a sandbox here (" + Enforcement() + "): a sandbox left by a kill during its setup runs until its CPU limit, see docs/REWARDS.md")
 	}
 	secs := strconv.Itoa(3600 + os.Getpid()%1000) // a sleep only this test's helper runs
-	helper := exec.Command(os.Args[0], "-test.run=^TestSetupKillHelper$", "-test.count=1")
-	helper.Env = append(os.Environ(), setupKillHelperEnv+"=sleep "+secs)
+	helper := testproc.Command("TestSetupKillHelper", setupKillHelperEnv+"=sleep "+secs)
 	out, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +92,7 @@ func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper.Wait()
-	next := exec.Command(os.Args[0], "-test.run=^TestSetupKillHelper$", "-test.count=1")
-	next.Env = append(os.Environ(), setupKillHelperEnv+"=true")
+	next := testproc.Command("TestSetupKillHelper", setupKillHelperEnv+"=true")
 	if b, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("the next start: %v\n%s", err, b)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/testproc"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -20,10 +21,7 @@ const sweepHelperEnv = "RLPIPE_SANDBOX_TEST_SWEEP"
 // TestSweepHelper runs one sandbox with $TMPDIR as the temporary folder:
 // "sleep" sleeps until killed, "true" returns at once.
 func TestSweepHelper(t *testing.T) {
-	what := os.Getenv(sweepHelperEnv)
-	if what == "" {
-		t.Skip("a subprocess of TestKilledRunsStagingIsSwept")
-	}
+	what := testproc.Role(t, sweepHelperEnv, "TestKilledRunsStagingIsSwept")
 	command := []string{"true"}
 	if secs, ok := strings.CutPrefix(what, "sleep "); ok {
 		command = []string{"sleep", secs}
@@ -37,8 +35,7 @@ func TestSweepHelper(t *testing.T) {
 // helper starts TestSweepHelper in a process group of its own.
 func sweepHelper(t *testing.T, tmp, what string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), sweepHelperEnv+"="+what, "TMPDIR="+tmp)
+	cmd := testproc.Command("TestSweepHelper", sweepHelperEnv+"="+what, "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -127,8 +124,7 @@ func TestKilledRunsStagingIsSwept(t *testing.T) {
 	if _, err := os.Stat(deadDir); err != nil {
 		t.Fatalf("the killed run's staging should be there before the sweep: %v", err)
 	}
-	next := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
-	next.Env = append(os.Environ(), sweepHelperEnv+"=true", "TMPDIR="+tmp)
+	next := testproc.Command("TestSweepHelper", sweepHelperEnv+"=true", "TMPDIR="+tmp)
 	if out, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("a new start: %v\n%s", err, out)
 	}

@@ -23,23 +23,10 @@ for b in chromium chromium-browser google-chrome; do
 	fi
 done
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "browser-deps: no chromium and no apt-get: install Chromium or Chrome and set RLPIPE_CHROMIUM to it" >&2
-	exit 1
-fi
-
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then
-		sudo="sudo"
-	else
-		echo "browser-deps: installing chromium needs root (or sudo): apt-get install -y chromium" >&2
-		exit 1
-	fi
-fi
-
-echo "browser-deps: installing chromium with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+name=browser-deps
+no_apt="no chromium and no apt-get: install Chromium or Chrome and set RLPIPE_CHROMIUM to it"
+no_root="installing chromium needs root (or sudo): apt-get install -y chromium"
+installing=chromium
+. "$(dirname "$0")/apt-get.sh"
 $sudo apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
 command -v chromium

@@ -4,12 +4,8 @@
 # afresh each run and kept to explore), then its held-out gain.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${RLPIPE:-$root/bin/rlpipe}"
-if [ ! -x "$bin" ]; then
-  echo "demo-agent: $bin is missing: run \`make build\` (or \`make demo-agent\`, which builds it)" >&2
-  exit 1
-fi
+name=demo-agent build='`make build` (or `make demo-agent`, which builds it)'
+. "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
 dir="${RLPIPE_DEMO_AGENT_DIR:-$root/.rlpipe-demo-agent}"
 marker="$dir/MADE-BY-RLPIPE-DEMO"
 if [ -e "$dir" ] && [ ! -e "$marker" ]; then

@@ -6,12 +6,8 @@
 # figures of the demo on the embedded store; `make test` runs it (QUIET=1).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${RLPIPE:-$root/bin/rlpipe}"
-if [ ! -x "$bin" ]; then
-  echo "demo-lakefs: $bin is missing: run \`make build\`" >&2
-  exit 1
-fi
+name=demo-lakefs build='`make build`'
+. "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
 faults="${FAULTS:-commit-window=250ms,md5-checksums}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/rlpipe-demo-lakefs.XXXXXX")"

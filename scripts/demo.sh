@@ -8,12 +8,8 @@
 # directory there that this script did not make is never removed.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${RLPIPE:-$root/bin/rlpipe}"
-if [ ! -x "$bin" ]; then
-  echo "demo: $bin is missing: run \`make build\` (or \`make demo\`, which builds it)" >&2
-  exit 1
-fi
+name=demo build='`make build` (or `make demo`, which builds it)'
+. "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/rlpipe-demo.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -28,23 +28,11 @@ if [ -x /usr/bin/python3 ] && check /usr/bin/python3; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "notebook-deps: no apt-get: pip install $mods, then set RLPIPE_PYTHON to that python" >&2
-	exit 1
-fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then
-		sudo="sudo"
-	else
-		echo "notebook-deps: installing needs root (or sudo): apt-get install -y python3 jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib" >&2
-		exit 1
-	fi
-fi
-
-echo "notebook-deps: installing jupyter-nbconvert, python3-ipykernel, python3-pandas, python3-matplotlib with apt-get"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
+name=notebook-deps
+no_apt="no apt-get: pip install $mods, then set RLPIPE_PYTHON to that python"
+no_root="installing needs root (or sudo): apt-get install -y python3 jupyter-nbconvert python3-ipykernel python3-pandas python3-matplotlib"
+installing="jupyter-nbconvert, python3-ipykernel, python3-pandas, python3-matplotlib"
+. "$(dirname "$0")/apt-get.sh"
 # python3-nbconvert is the library; jupyter-nbconvert adds the command. Older
 # releases ship only python3-nbconvert, so fall back to it.
 pkgs="python3 python3-ipykernel python3-pandas python3-matplotlib"

@@ -10,20 +10,9 @@ set -eu
 venv=$1 req=$2 what=$3
 name=$(basename "$venv")
 stamp=$venv/.requirements
+. "$(dirname "$0")/venv.sh"
 
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
-	echo "$venv/bin/python"
-	exit 0
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-	echo "$name: python3 is missing: apt-get install python3 python3-venv (scripts/deps.sh does)" >&2
-	exit 1
-fi
-echo "$name: creating $venv with $(python3 --version 2>&1) and $what" >&2
-if ! python3 -m venv --clear "$venv" >&2; then
-	echo "$name: python3 -m venv failed: apt-get install python3-venv (scripts/deps.sh does)" >&2
-	exit 1
-fi
+venv_current
+venv_create " and $what"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary :all: -r "$req" >&2
-cp "$req" "$stamp"
-echo "$venv/bin/python"
+venv_stamp

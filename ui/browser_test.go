@@ -39,9 +39,7 @@ func TestBrowser(t *testing.T) {
 	api := newHandler(t, st, nil) // the same answers, read in process
 	base := "http://" + addr + "/"
 
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 
 	// The iteration view, straight from its URL.
 	page.navigate(ctx, t, base+"#/runs/demo/iterations/3")
@@ -269,6 +267,15 @@ type cdpReply struct {
 	Error  *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// openPage starts the browser at path with a blank page, closed when the
+// test ends.
+func openPage(ctx context.Context, t *testing.T, path string) *page {
+	t.Helper()
+	b := startBrowser(t, path)
+	t.Cleanup(b.close)
+	return b.newPage(ctx, t)
 }
 
 func startBrowser(t *testing.T, path string) *browser {

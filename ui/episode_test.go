@@ -95,9 +95,7 @@ func TestBrowserEpisode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := serveUI(ctx, t, st, time.Hour)
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 	page.navigate(ctx, t, "http://"+addr+"/#/table/main/"+episodesPath)
 	var link string
 	page.waitFor(ctx, t, &link, `(() => { const a = document.querySelector('a.episode-link'); return a ? a.getAttribute('href') : null; })()`)

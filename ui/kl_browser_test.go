@@ -3,15 +3,14 @@ package ui_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
@@ -27,15 +26,7 @@ import (
 // stand-in reward (1 unless the completion ends in 0).
 func betaZeroRun(t *testing.T) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 12); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 12)
 	m, err := tiny.Embedded()
 	if err != nil {
 		t.Fatal(err)
@@ -48,16 +39,9 @@ func betaZeroRun(t *testing.T) artifacts.Store {
 	s := standin.Stages(standin.Options{})
 	stages := pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: s.Reward, Train: embedded.Task(m, embedded.Options{Beta: 0})}
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "beta0", Seed: 1, WorkDir: t.TempDir(), ConfigHash: "sha256:test",
-		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cfg := pipeline.LoopConfig{Iterations: 2, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
-	if _, err := r.Loop(ctx, cfg, stages); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipeline.LoopConfig{Iterations: 2, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
+	standintest.Loop(t, st, pipeline.RunOptions{Name: "beta0", Seed: 1, WorkDir: t.TempDir(), ConfigHash: "sha256:test",
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}}, cfg, stages)
 	return st
 }
 
@@ -86,9 +70,7 @@ func TestBrowserKLNotComputed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := "http://" + serveUI(ctx, t, st, time.Second) + "/"
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 
 	page.navigate(ctx, t, base+"#/runs/beta0")
 	var kl struct {

@@ -164,9 +164,7 @@ func TestBrowserLayout(t *testing.T) {
 
 	addr := serveUI(ctx, t, st, time.Hour)
 
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 	page.viewport(ctx, t, 1360, 900)
 
 	// The run view, once its charts and evaluations are drawn.
@@ -310,9 +308,7 @@ func TestBrowserCompareRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := serveUI(ctx, t, st, time.Hour)
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 	page.viewport(ctx, t, 1360, 900)
 
 	page.navigate(ctx, t, "http://"+addr+"/#/")

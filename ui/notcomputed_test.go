@@ -4,13 +4,12 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -19,11 +18,7 @@ import (
 // iteration's directory and the config's path rather than spelling them.
 func TestNotComputedMetrics(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "beta0", Envs: map[string]pipeline.Settings{"train": {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,8 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
@@ -42,20 +41,7 @@ func rescoreFixture(t testing.TB, st artifacts.Store, branch string) string {
 // rewards table at ref, read here independently of the UI.
 func meanReward(t testing.TB, st artifacts.Store, ref string, n int) float64 {
 	t.Helper()
-	path := runs.IterationPath(n, runs.RewardsFile)
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := standintest.ReadRows(t, st, ref, runs.IterationPath(n, runs.RewardsFile), tables.Rewards)
 	s, k := 0.0, 0
 	for _, r := range rows {
 		if r.Scored() {
@@ -124,9 +110,7 @@ func TestBrowserCompareRescoring(t *testing.T) {
 	var c ui.RescoreCurves
 	get(t, newHandler(t, st, nil), "/api/runs/demo/rescorings/"+branch, &c)
 
-	b := startBrowser(t, chromium)
-	defer b.close()
-	page := b.newPage(ctx, t)
+	page := openPage(ctx, t, chromium)
 	page.viewport(ctx, t, 1360, 900)
 	page.navigate(ctx, t, "http://"+addr+"/#/runs/demo")
 	var hash string

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -86,15 +87,9 @@ func (o Options) String() string {
 func (o Options) GoString() string { return o.String() }
 
 func (o Options) withDefaults() Options {
-	if o.Addr == "" {
-		o.Addr = DefaultAddr
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.ShutdownTimeout == 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
-	}
+	o.Addr = cmp.Or(o.Addr, DefaultAddr)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, DefaultShutdownTimeout)
 	return o
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
 const sweepHelperEnv = "RLPIPE_AGENT_TEST_SWEEP_SCRATCH"
@@ -19,10 +20,7 @@ const sweepHelperEnv = "RLPIPE_AGENT_TEST_SWEEP_SCRATCH"
 // $RLPIPE_AGENT_TEST_SWEEP_SCRATCH, prints its root and waits to be killed
 // or for stdin to close.
 func TestSweepHelper(t *testing.T) {
-	dir := os.Getenv(sweepHelperEnv)
-	if dir == "" {
-		t.Skip("a subprocess of TestKilledEpisodesAreSwept")
-	}
+	dir := testproc.Role(t, sweepHelperEnv, "TestKilledEpisodesAreSwept")
 	_, w := newWorld(t)
 	ws, err := w.NewWorkspace(context.Background(), &agent.WorkspaceOptions{ScratchDir: dir})
 	if err != nil {
@@ -35,8 +33,7 @@ func TestSweepHelper(t *testing.T) {
 
 func startEpisode(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), sweepHelperEnv+"="+dir)
+	cmd := testproc.Command("TestSweepHelper", sweepHelperEnv+"="+dir)
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	var stderr strings.Builder

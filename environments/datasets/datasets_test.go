@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // GSM8K-shaped lines, written for these tests.
@@ -242,11 +243,7 @@ func TestFileErrors(t *testing.T) {
 
 func TestImport(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	src := filepath.Join(t.TempDir(), "train.jsonl")
 	if err := os.WriteFile(src, []byte(gsm8kLines), 0o644); err != nil {
 		t.Fatal(err)
@@ -367,13 +364,9 @@ func TestImportNoRows(t *testing.T) {
 
 func TestPutRejectsDuplicateIDs(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	rows := []tables.Prompt{{PromptID: "a", Prompt: "1+1=", Answer: "2"}, {PromptID: "a", Prompt: "1+2=", Answer: "3"}}
-	_, err = datasets.Put(ctx, st, "main", "p.parquet", rows, nil)
+	_, err := datasets.Put(ctx, st, "main", "p.parquet", rows, nil)
 	if !errors.Is(err, datasets.ErrInvalid) || !strings.Contains(err.Error(), `rows 0 and 1 share the id "a"`) {
 		t.Fatalf("Put = %v", err)
 	}

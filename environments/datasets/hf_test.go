@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // hfFixture writes small datasets with the real Hugging Face `datasets`
@@ -188,11 +188,7 @@ func TestHuggingFaceFaults(t *testing.T) {
 func TestImportHuggingFace(t *testing.T) {
 	dir, fp := hfFixture(t)
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	c, n, d, err := datasets.ImportHF(ctx, st, "main", "data/gsm8k.parquet", filepath.Join(dir, "dict"), &datasets.HFOptions{Name: "gsm8k"},
 		&datasets.ImportOptions{Load: datasets.Options{AnswerFormat: datasets.AnswerGSM8K}})
 	if err != nil {
@@ -212,19 +208,7 @@ func TestImportHuggingFace(t *testing.T) {
 	if prov.Task != datasets.ImportTask || prov.Inputs["gsm8k/train/data-00000-of-00001.arrow"] != d.Digests["train/data-00000-of-00001.arrow"] || len(prov.Inputs) != 1 {
 		t.Fatalf("provenance: %+v", prov)
 	}
-	rc, _, err := st.GetObject(ctx, "main", "data/gsm8k.parquet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "gsm8k.parquet", tables.Prompts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := standintest.ReadRows(t, st, "main", "data/gsm8k.parquet", tables.Prompts)
 	if len(rows) != 3 || rows[2].Answer != "3" || rows[2].Source != "gsm8k@"+d.Revision {
 		t.Fatalf("stored rows: %+v", rows)
 	}

@@ -17,24 +17,14 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox/sandboxtest"
 )
 
-// TestMain fails at once, saying how to install bubblewrap, when no sandbox
-// can start here; RLPIPE_SKIP_SANDBOX=1 skips the package instead.
-func TestMain(m *testing.M) {
-	if os.Getenv("RLPIPE_SKIP_SANDBOX") == "1" {
-		fmt.Println("examples/agent-sandbox: skipped: RLPIPE_SKIP_SANDBOX=1")
-		os.Exit(0)
-	}
-	if err := sandbox.Available(); err != nil {
-		fmt.Fprintf(os.Stderr, "examples/agent-sandbox: the test needs a working bubblewrap sandbox: %v\n"+
-			"Install it with `sudo apt-get install bubblewrap` or `make deps`, or set RLPIPE_SKIP_SANDBOX=1.\n", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+// TestMain fails the package at once, saying how to install bubblewrap, when
+// no sandbox can start here; RLPIPE_SKIP_SANDBOX=1 skips the package instead.
+func TestMain(m *testing.M) { sandboxtest.Main(m, "examples/agent-sandbox") }
 
 func testConfig(t *testing.T) config {
 	t.Helper()
@@ -138,8 +128,8 @@ func TestRun(t *testing.T) {
 	if err != nil || head.ID != rep.Commit.ID {
 		t.Fatalf("branch %s is at %s (%v), want the run's commit %s", cfg.Branch, head.ID, err, rep.Commit.ID)
 	}
-	trs := readTable(t, store, head.ID, storeDir+"trajectories.parquet", tables.Trajectories)
-	rws := readTable(t, store, head.ID, storeDir+"rewards.parquet", tables.Rewards)
+	trs := standintest.ReadRows(t, store, head.ID, storeDir+"trajectories.parquet", tables.Trajectories)
+	rws := standintest.ReadRows(t, store, head.ID, storeDir+"rewards.parquet", tables.Rewards)
 	if len(trs) != 12 || len(rws) != 12 {
 		t.Fatalf("read back %d trajectories and %d rewards, want 12 and 12", len(trs), len(rws))
 	}
@@ -273,22 +263,4 @@ func longTasks(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func readTable[T any](t *testing.T, store artifacts.Store, ref, path string, table *tables.Table[T]) []T {
-	t.Helper()
-	rc, info, err := store.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

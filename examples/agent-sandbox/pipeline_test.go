@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // rlpipe runs pipeline.yaml as shipped, against the stand-in served on a
@@ -69,25 +70,12 @@ func TestPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	read := func(path string) []byte {
-		t.Helper()
-		rc, _, err := st.GetObject(ctx, "runs-agent-sandbox", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		var b bytes.Buffer
-		if _, err := b.ReadFrom(rc); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	tb := read("iterations/000002/trajectories.parquet")
+	tb := standintest.Read(t, st, "runs-agent-sandbox", "iterations/000002/trajectories.parquet")
 	trajs, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories", tables.Trajectories)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := read("iterations/000002/rewards.parquet")
+	rb := standintest.Read(t, st, "runs-agent-sandbox", "iterations/000002/rewards.parquet")
 	rewards, err := tables.Read(bytes.NewReader(rb), int64(len(rb)), "rewards", tables.Rewards)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
@@ -105,7 +106,7 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 				Mean float64 `json:"mean"`
 			} `json:"reward"`
 		}
-		if err := json.Unmarshal(exampletest.Read(t, s, branch, runs.IterationPath(it, runs.TrainMetricsFile)), &m); err != nil {
+		if err := json.Unmarshal(standintest.Read(t, s, branch, runs.IterationPath(it, runs.TrainMetricsFile)), &m); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("iteration %d: reward %.3f, loss %v, %d tokens, optimizer step %d", it, m.Reward.Mean, fmtPtr(m.Loss), m.TrainTokens, m.OptimizerSteps)
@@ -113,9 +114,9 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 			t.Errorf("iteration %d: %d optimizer steps, %d updates: want %d, continuing from the previous iteration's state", it, m.OptimizerSteps, m.Updates, it)
 		}
 		for _, f := range []string{runs.AdapterConfigFile, "adapter_model.safetensors", "optimizer/optimizer.pt"} {
-			exampletest.Read(t, s, branch, runs.IterationPath(it, runs.AdapterDir+"/"+f))
+			standintest.Read(t, s, branch, runs.IterationPath(it, runs.AdapterDir+"/"+f))
 		}
-		rows := exampletest.ReadTable(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+		rows := standintest.ReadRows(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 		for _, r := range rows {
 			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
 				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))

@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
 	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
@@ -112,7 +113,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		prompts := exampletest.ReadTable(t, s, branch, runs.IterationPath(c.sampled, runs.PromptsFile), tables.Prompts)
+		prompts := standintest.ReadRows(t, s, branch, runs.IterationPath(c.sampled, runs.PromptsFile), tables.Prompts)
 		worst := maxLogprobGap(t, m, a, prompts, readTrajectories(t, s, c.sampled))
 		t.Logf("iteration %d: vLLM's logprobs and the embedded model's on the same %s tokens differ by at most %.2g", c.sampled,
 			map[bool]string{true: "base", false: fmt.Sprintf("iteration-%d-adapter", c.adapter)}[a == nil], worst)
@@ -176,7 +177,7 @@ func maxLogprobGap(t *testing.T, m *tiny.Model, a *tiny.Adapter, prompts []table
 
 func readTrajectories(t *testing.T, s artifacts.Store, it int) []tables.Trajectory {
 	t.Helper()
-	return exampletest.ReadTable(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+	return standintest.ReadRows(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 }
 
 // branch is the run's branch.

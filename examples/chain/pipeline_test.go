@@ -17,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
@@ -84,7 +85,7 @@ func TestChainEpisodesWithVLLM(t *testing.T) {
 	episodes, solved, turns := 0, 0, 0
 	worstBase, worstAdapter := 0.0, 0.0
 	for it := 1; it <= iterations; it++ {
-		rows := exampletest.ReadTable(t, s, "runs-chain", runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+		rows := standintest.ReadRows(t, s, "runs-chain", runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 		if len(rows) != 16*8 {
 			t.Fatalf("iteration %d: %d episodes, want 16 prompts × 8", it, len(rows))
 		}

@@ -1,19 +1,19 @@
 // Package exampletest runs an example's pipeline.yaml through the rlpipe
-// command line inside a test, in a store of its own, and reads back what
-// the run committed: the scaffolding the examples' tests share.
+// command line inside a test, in a store of its own, and opens that store
+// to read back what the run committed (with the readers of
+// pipeline/standin/standintest): the scaffolding the examples' tests share.
 //
 //	src := exampletest.Config(t, "pipeline.yaml", map[string]string{"iterations: 20": "iterations: 4"})
 //	e := exampletest.New(t, srv.LogTail)
 //	e.Rlpipe("init-store")
 //	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", src), "--no-report")
-//	rows := exampletest.ReadTable(t, e.Open(), "runs-arith", runs.IterationPath(1, runs.TrajectoriesFile), tables.Trajectories)
+//	rows := standintest.ReadRows(t, e.Open(), "runs-arith", runs.IterationPath(1, runs.TrajectoriesFile), tables.Trajectories)
 package exampletest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,9 +21,9 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
 	"github.com/rlpipe/rlpipe/internal/configtest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // Config reads an example's config file and applies edits: each key is a
@@ -106,39 +106,13 @@ func (e *Env) Open() artifacts.Store {
 	return s
 }
 
-// Read is the object at path on ref.
-func Read(t testing.TB, s artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := s.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// ReadTable reads the table at path on ref.
-func ReadTable[R any](t testing.TB, s artifacts.Store, ref, path string, table *tables.Table[R]) []R {
-	t.Helper()
-	b := Read(t, s, ref, path)
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // Adapter copies iteration it's committed PEFT adapter on ref into a
 // temporary directory and returns it.
 func Adapter(t testing.TB, s artifacts.Store, ref string, it int) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{runs.AdapterConfigFile, "adapter_model.safetensors"} {
-		b := Read(t, s, ref, runs.IterationPath(it, runs.AdapterDir+"/"+name))
+		b := standintest.Read(t, s, ref, runs.IterationPath(it, runs.AdapterDir+"/"+name))
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}

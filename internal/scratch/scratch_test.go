@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/internal/scratch"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
 const helperEnv = "RLPIPE_SCRATCH_TEST_HELPER"
@@ -20,10 +21,7 @@ const helperEnv = "RLPIPE_SCRATCH_TEST_HELPER"
 // makes two directories in $RLPIPE_SCRATCH_TEST_HELPER, prints their
 // paths and waits to be killed (or for stdin to close).
 func TestHelperProcess(t *testing.T) {
-	parent := os.Getenv(helperEnv)
-	if parent == "" {
-		t.Skip("a subprocess of the sweep tests")
-	}
+	parent := testproc.Role(t, helperEnv, "the sweep tests")
 	for range 2 {
 		d, err := scratch.Mkdir(parent, "rlpipe-test-")
 		if err != nil {
@@ -42,8 +40,7 @@ func TestHelperProcess(t *testing.T) {
 // returns it with their paths once they exist.
 func startOwner(t *testing.T, parent string) (*exec.Cmd, []string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+parent)
+	cmd := testproc.Command("TestHelperProcess", helperEnv+"="+parent)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

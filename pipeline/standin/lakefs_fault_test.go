@@ -3,7 +3,6 @@ package standin_test
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // An overlapped loop through the lakeFS backend, against a store server
@@ -39,17 +39,10 @@ func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 	noRetry := map[string]pipeline.Settings{"sample": once, "generate": once, "reward": once, "advantages": once, "train": once}
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 
-	direct := newStoreWithDataset(t, filepath.Join(t.TempDir(), "direct"), 10)
-	ref, err := pipeline.Open(ctx, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(4, 1), stages); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
+	direct := standintest.NewStore(t, 10)
+	standintest.Loop(t, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3}, loopConfig(4, 1), stages)
 
-	served := newStoreWithDataset(t, filepath.Join(t.TempDir(), "served"), 10)
+	served := standintest.NewStore(t, 10)
 	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: faults})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +79,7 @@ func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 		t.Errorf("iteration %d, %d retries, %d failures; want 4, 0, 0", state.Iteration, retries.Load(), failures.Load())
 	}
 	t.Logf("%d reads missed (%v)", srv.FaultMisses(), faults)
-	want, got := artifactSums(t, direct, runs.Branch("race")), artifactSums(t, served, runs.Branch("race"))
+	want, got := standintest.Sums(t, direct, runs.Branch("race")), standintest.Sums(t, served, runs.Branch("race"))
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d artifacts through lakeFS, %d direct", len(got), len(want))
 	}

@@ -27,21 +27,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
-
-// newStoreWithDataset creates a store whose main branch holds n prompts.
-func newStoreWithDataset(t testing.TB, dir string, n int) artifacts.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, dir, "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func loopConfig(iterations, staleness int) pipeline.LoopConfig {
 	return pipeline.LoopConfig{Iterations: iterations, BatchSize: 3, MaxStaleness: staleness, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
@@ -52,43 +39,9 @@ func envs() map[string]pipeline.Settings {
 	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick}
 }
 
-func readRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
-	t.Helper()
-	rc, info, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	b, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
-// artifactSums maps every artifact path of a run (iterations/ and run/) to
-// its checksum; events/ is operational and left out.
-func artifactSums(t testing.TB, st artifacts.Store, ref string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
-}
-
 func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -103,10 +56,10 @@ func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
 	}
 	var ids []string
 	for n := 1; n <= 4; n++ {
-		for _, p := range readRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/prompts.parquet", n), tables.Prompts) {
+		for _, p := range standintest.ReadRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/prompts.parquet", n), tables.Prompts) {
 			ids = append(ids, p.PromptID)
 		}
-		trajs := readRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/trajectories.parquet", n), tables.Trajectories)
+		trajs := standintest.ReadRows(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/trajectories.parquet", n), tables.Trajectories)
 		// Staleness 1: iteration n samples with the policy of n-2 (the base
 		// model for n ≤ 2).
 		wantStale := min(n-1, 1)
@@ -124,17 +77,10 @@ func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
 
 func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 	// Reference: uninterrupted, caching off so nothing is borrowed.
-	ref, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ref", Envs: envs(), Seed: 9, NoCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(5, 1), stages); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
+	ref, _ := standintest.Loop(t, st, pipeline.RunOptions{Name: "ref", Envs: envs(), Seed: 9, NoCache: true}, loopConfig(5, 1), stages)
 	// Interrupted after iteration 2, then resumed.
 	cfg := loopConfig(5, 1)
 	cfg.Stop = func(i int) bool { return i == 2 }
@@ -154,7 +100,7 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 	if s, err := r.Loop(ctx, loopConfig(5, 1), stages); err != nil || s.Iteration != 5 {
 		t.Fatalf("resumed leg: %+v, %v", s, err)
 	}
-	want, got := artifactSums(t, st, ref.Branch()), artifactSums(t, st, r.Branch())
+	want, got := standintest.Sums(t, st, ref.Branch()), standintest.Sums(t, st, r.Branch())
 	if len(want) == 0 || fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Fatalf("artifacts differ:\nuninterrupted %v\nresumed       %v", want, got)
 	}
@@ -167,7 +113,7 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 // A train task that declares the same file is refused.
 func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	var mu sync.Mutex
 	var events []pipeline.Event
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: func(e pipeline.Event) {
@@ -210,13 +156,13 @@ func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 			t.Errorf("iteration %d: tasks ran in the order %v", n, order)
 		}
 		dir := fmt.Sprintf("iterations/%06d/", n)
-		trajs := readRows(t, st, r.Branch(), dir+"trajectories.parquet", tables.Trajectories)
-		rewards := readRows(t, st, r.Branch(), dir+"rewards.parquet", tables.Rewards)
+		trajs := standintest.ReadRows(t, st, r.Branch(), dir+"trajectories.parquet", tables.Trajectories)
+		rewards := standintest.ReadRows(t, st, r.Branch(), dir+"rewards.parquet", tables.Rewards)
 		j, err := advantages.Join(trajs, rewards, advantages.TrainOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := readRows(t, st, r.Branch(), dir+"advantages.parquet", tables.Advantages); fmt.Sprint(got) != fmt.Sprint(j.Advantages) {
+		if got := standintest.ReadRows(t, st, r.Branch(), dir+"advantages.parquet", tables.Advantages); fmt.Sprint(got) != fmt.Sprint(j.Advantages) {
 			t.Errorf("iteration %d: advantages.parquet %v, want %v", n, got, j.Advantages)
 		}
 		_, info, err := st.GetObject(ctx, r.Branch(), dir+"train_metrics.json")
@@ -329,24 +275,23 @@ func TestKillDriverAndResume(t *testing.T) {
 	// The uninterrupted reference, in this process, with its own store and
 	// judge (memo records are repository-wide: a shared store would replay
 	// the reference's judge calls).
-	refStore := newStoreWithDataset(t, filepath.Join(dir, "ref"), 10)
+	refStore := standintest.NewStore(t, 10)
 	refJudge := startJudge(t)
-	ref, err := pipeline.Open(ctx, refStore, pipeline.RunOptions{Name: "reference", Envs: envs(), Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ref.Loop(ctx, loopConfig(killIterations, 1), killStages(refJudge.url)); err != nil {
-		t.Fatal(err)
-	}
-	ref.Close()
-	want := artifactSums(t, refStore, ref.Branch())
+	ref, _ := standintest.Loop(t, refStore, pipeline.RunOptions{Name: "reference", Envs: envs(), Seed: 3}, loopConfig(killIterations, 1), killStages(refJudge.url))
+	want := standintest.Sums(t, refStore, ref.Branch())
 	rng := rand.New(rand.NewPCG(7, uint64(trials)))
 	for trial := 0; trial < trials; trial++ {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
 			j := startJudge(t)
 			run := "chaos"
 			storeDir := filepath.Join(dir, fmt.Sprintf("store%d", trial))
-			st := newStoreWithDataset(t, storeDir, 10)
+			st, err := local.Create(ctx, storeDir, "main", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := standin.PutDataset(ctx, st, "main", standintest.DatasetPath, 10); err != nil {
+				t.Fatal(err)
+			}
 			kills := 0
 			for leg := 0; ; leg++ {
 				if leg > 40 {
@@ -380,7 +325,7 @@ func TestKillDriverAndResume(t *testing.T) {
 				}
 				break
 			}
-			got := artifactSums(t, st, runs.Branch(run))
+			got := standintest.Sums(t, st, runs.Branch(run))
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("after %d kills the artifacts differ from the uninterrupted run:\nwant %v\ngot  %v", kills, want, got)
 			}
@@ -457,7 +402,7 @@ func normalizeJSON(t *testing.T, s string) string {
 // comes late. Sample 1 here finishes only after sample 2.
 func TestLoopGeneratesInIterationOrder(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{})
 	sample2 := make(chan struct{})
 	var once sync.Once

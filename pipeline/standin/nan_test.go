@@ -3,7 +3,6 @@ package standin_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // An iteration whose samples all failed to score (totals NaN) trains on
@@ -20,7 +20,7 @@ import (
 // next iteration failed to read.
 func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "store"), 4)
+	st := standintest.NewStore(t, 4)
 	rt, err := tables.RewardsWith("correct")
 	if err != nil {
 		t.Fatal(err)
@@ -54,15 +54,7 @@ func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _, err := st.GetObject(ctx, out.Ref, out.Path+"/adapter_model.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := standintest.Read(t, st, out.Ref, out.Path+"/adapter_model.json")
 	var a struct {
 		Iteration  int     `json:"iteration"`
 		MeanReward float64 `json:"mean_reward"`

@@ -2,7 +2,6 @@ package standin_test
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // The engine's loop records the run's config and state on the branch by
@@ -17,7 +17,7 @@ import (
 // leaves a run that every reader of runs can read.
 func TestLoopRecordsConfigAndState(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	cfg := []byte("# the effective config\niterations: 3\n")
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "lib", Envs: envs(), Seed: 5, Config: cfg})
 	if err != nil {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // eventRecorder keeps a run's events.
@@ -89,7 +89,7 @@ func blockingEval(started chan<- struct{}, cause chan<- error) (gen, score *pipe
 // running.
 func TestLoopStopsAtFirstFailure(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{FailTimes: map[string]int{pipeline.SlotGenerate: 99}})
 	evalStarted, evalCause := make(chan struct{}), make(chan error, 1)
 	stages.EvalGenerate, stages.Eval = blockingEval(evalStarted, evalCause)
@@ -178,7 +178,7 @@ func TestLoopStopsAtFirstFailure(t *testing.T) {
 // and reuses what iteration 2 had finished.
 func TestLaterFailureKeepsEarlierIterations(t *testing.T) {
 	ctx := context.Background()
-	st := newStoreWithDataset(t, filepath.Join(t.TempDir(), "s"), 10)
+	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{})
 	var down atomic.Bool
 	down.Store(true)

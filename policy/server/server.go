@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -80,21 +81,11 @@ func (o Options) String() string {
 func (o Options) GoString() string { return o.String() }
 
 func (o Options) withDefaults() Options {
-	if o.Model == "" {
-		o.Model = DefaultModel
-	}
-	if o.Addr == "" {
-		o.Addr = DefaultAddr
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.MaxSamples == 0 {
-		o.MaxSamples = DefaultMaxSamples
-	}
-	if o.ShutdownTimeout == 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
-	}
+	o.Model = cmp.Or(o.Model, DefaultModel)
+	o.Addr = cmp.Or(o.Addr, DefaultAddr)
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes)
+	o.MaxSamples = cmp.Or(o.MaxSamples, DefaultMaxSamples)
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, DefaultShutdownTimeout)
 	return o
 }
 

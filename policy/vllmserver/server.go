@@ -1,6 +1,7 @@
 package vllmserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,18 +85,10 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 	if _, err := os.Stat(opts.Model + "/config.json"); err != nil {
 		return nil, fmt.Errorf("vllmserver: model directory %s: %w (write one with `rlpipe policy export DIR`)", opts.Model, err)
 	}
-	if opts.Name == "" {
-		opts.Name = DefaultName
-	}
-	if opts.MaxLoRARank == 0 {
-		opts.MaxLoRARank = DefaultMaxLoRARank
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	if opts.Grace == 0 {
-		opts.Grace = DefaultGrace
-	}
+	opts.Name = cmp.Or(opts.Name, DefaultName)
+	opts.MaxLoRARank = cmp.Or(opts.MaxLoRARank, DefaultMaxLoRARank)
+	opts.StartTimeout = cmp.Or(opts.StartTimeout, DefaultStartTimeout)
+	opts.Grace = cmp.Or(opts.Grace, DefaultGrace)
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("vllmserver: pick a port on 127.0.0.1: %w", err)

@@ -3,13 +3,12 @@ package rescore_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 )
 
@@ -18,11 +17,7 @@ import (
 // masks are left as they were.
 func TestRescoreEpisodes(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	if _, err := st.CreateBranch(ctx, runs.Branch("ep"), "main"); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +47,7 @@ func TestRescoreEpisodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := readBytes(t, st, rep.Branch, runs.IterationPath(1, runs.RewardsFile))
+	b := standintest.Read(t, st, rep.Branch, runs.IterationPath(1, runs.RewardsFile))
 	got, err := tables.Read(bytes.NewReader(b), int64(len(b)), "rewards", tables.Rewards)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +55,7 @@ func TestRescoreEpisodes(t *testing.T) {
 	if len(got) != 3 || got[0].Total != 1 || got[1].Total != 0.5 || got[2].Scored() {
 		t.Fatalf("rewards %+v: want 1, 0.5 and the truncated episode unscored", got)
 	}
-	tb := readBytes(t, st, rep.Branch, runs.IterationPath(1, runs.TrajectoriesFile))
+	tb := standintest.Read(t, st, rep.Branch, runs.IterationPath(1, runs.TrajectoriesFile))
 	back, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories", tables.Trajectories)
 	if err != nil || len(back[0].Trainable) != 7 || back[0].Trainable[4] != 1 {
 		t.Errorf("the episodes' masks after rescoring: %+v, %v", back, err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,11 +18,11 @@ import (
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
 	"github.com/rlpipe/rlpipe/rewards/runners"
@@ -32,24 +31,10 @@ import (
 // runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
 func runLoop(t *testing.T) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 6)
 	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "train": {}}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
-	if _, err := r.Loop(ctx, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4})); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
+	standintest.Loop(t, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs}, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4}))
 	return st
 }
 
@@ -179,13 +164,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 func runLoopWithAdvantages(t *testing.T, o advantages.TrainOptions) artifacts.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 6)
 	envs := map[string]pipeline.Settings{"sample": {}, "generate": {}, "reward": {}, "advantages": {}, "train": {}}
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs})
 	if err != nil {
@@ -199,20 +178,6 @@ func runLoopWithAdvantages(t *testing.T, o advantages.TrainOptions) artifacts.St
 		t.Fatal(err)
 	}
 	return st
-}
-
-func readBytes(t *testing.T, st artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // Rescored advantages are the run's: with the run's own reward they are
@@ -230,7 +195,7 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	}
 	for n := 1; n <= 3; n++ {
 		path := runs.IterationPath(n, runs.AdvantagesFile)
-		if !bytes.Equal(readBytes(t, st, rep.Branch, path), readBytes(t, st, "runs-r", path)) {
+		if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
 			t.Errorf("%s rescored with the run's reward differs from the run's", path)
 		}
 	}
@@ -244,7 +209,9 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 		t.Fatal("the fixed reward changed nothing: the test shows nothing")
 	}
 	for n := 1; n <= 3; n++ {
-		read := func(ref, file string, tb any) []byte { return readBytes(t, st, ref, runs.IterationPath(n, file)) }
+		read := func(ref, file string, tb any) []byte {
+			return standintest.Read(t, st, ref, runs.IterationPath(n, file))
+		}
 		tb := read("runs-r", runs.TrajectoriesFile, nil)
 		trajs, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories", tables.Trajectories)
 		if err != nil {
@@ -296,7 +263,7 @@ func TestRescoreWithTheRunsEstimator(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := runs.IterationPath(1, runs.AdvantagesFile)
-	if !bytes.Equal(readBytes(t, st, rep.Branch, path), readBytes(t, st, "runs-r", path)) {
+	if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
 		t.Errorf("%s rescored with the run's reward and estimator differs from the run's", path)
 	}
 	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-grpo-only", Reward: same,

@@ -11,7 +11,9 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
@@ -19,22 +21,6 @@ import (
 
 // The fault tests run small loops: 4 prompts × 8 samples an iteration.
 const faultBatch = 4
-
-// sums maps every object under iterations/ and run/ at ref to its
-// checksum (events/ holds timings and is left out).
-func sums(t testing.TB, st artifacts.Store, ref string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
-}
 
 // adapterSums keeps the adapter files of sums.
 func adapterSums(all map[string]string) map[string]string {
@@ -50,7 +36,7 @@ func adapterSums(all map[string]string) map[string]string {
 func loopState(t testing.TB, st artifacts.Store, ref string) runs.State {
 	t.Helper()
 	var s runs.State
-	if err := json.Unmarshal(readObject(t, st, ref, runs.StatePath), &s); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, ref, runs.StatePath), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -95,14 +81,14 @@ func TestCrashMidWriteIsRetried(t *testing.T) {
 		t.Fatalf("%d planned crashes happened, want 1", crashes)
 	}
 	var im runs.IterationMetrics
-	if err := json.Unmarshal(readObject(t, st, r.Branch(), "events/000002.metrics.json"), &im); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, r.Branch(), "events/000002.metrics.json"), &im); err != nil {
 		t.Fatal(err)
 	}
 	if a := im.Tasks["train"].Attempts; a != 2 {
 		t.Fatalf("train of iteration 2 took %d attempts, want 2", a)
 	}
-	want := sums(t, cleanSt, clean.Branch()+"@")
-	if got := sums(t, st, r.Branch()+"@"); fmt.Sprint(got) != fmt.Sprint(want) {
+	want := standintest.Sums(t, cleanSt, clean.Branch()+"@")
+	if got := standintest.Sums(t, st, r.Branch()+"@"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("artifacts differ from the clean run's:\nclean   %v\ncrashed %v", want, got)
 	}
 	wantAd := adapterSums(want)
@@ -115,7 +101,7 @@ func TestCrashMidWriteIsRetried(t *testing.T) {
 			t.Fatal(err)
 		}
 		commits++
-		for p, s := range adapterSums(sums(t, st, c.ID)) {
+		for p, s := range adapterSums(standintest.Sums(t, st, c.ID)) {
 			if wantAd[p] != s {
 				t.Errorf("commit %s (%q) holds %s with checksum %s; the clean run wrote %s", c.ID[:12], c.Message, p, s, wantAd[p])
 			}
@@ -155,7 +141,7 @@ func TestNaNLossFailsPermanently(t *testing.T) {
 		t.Fatalf("committed state %+v, want iteration 2 with its adapter current", s)
 	}
 	var paths []string
-	for p := range sums(t, st, head) {
+	for p := range standintest.Sums(t, st, head) {
 		if strings.HasPrefix(p, "iterations/000003/") {
 			paths = append(paths, p)
 		}
@@ -166,12 +152,12 @@ func TestNaNLossFailsPermanently(t *testing.T) {
 	}
 	// Iteration 2's adapter still loads and its trainer state says two
 	// updates.
-	dir := fetchDir(t, st, head, "iterations/000002/adapter")
+	dir := standintest.Fetch(t, st, head, "iterations/000002/adapter")
 	if _, err := m.LoadAdapter(dir); err != nil {
 		t.Fatal(err)
 	}
 	var ts embedded.State
-	if err := json.Unmarshal(readObject(t, st, head, "iterations/000002/adapter/"+embedded.StateFile), &ts); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, head, "iterations/000002/adapter/"+embedded.StateFile), &ts); err != nil {
 		t.Fatal(err)
 	}
 	if ts.Updates != 2 || ts.OptimizerSteps != 2 {
@@ -205,7 +191,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 	if s, err := r.Loop(ctx, loopConfig(4, faultBatch), stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != 4 {
 		t.Fatalf("resumed leg: %+v, %v", s, err)
 	}
-	want, got := sums(t, straightSt, straight.Branch()+"@"), sums(t, st, r.Branch()+"@")
+	want, got := standintest.Sums(t, straightSt, straight.Branch()+"@"), standintest.Sums(t, st, r.Branch()+"@")
 	if fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Fatalf("artifacts differ:\nstraight %v\nresumed  %v", want, got)
 	}
@@ -215,7 +201,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 		}
 	}
 	var ts embedded.State
-	if err := json.Unmarshal(readObject(t, st, r.Branch()+"@", "iterations/000004/adapter/"+embedded.StateFile), &ts); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, r.Branch()+"@", "iterations/000004/adapter/"+embedded.StateFile), &ts); err != nil {
 		t.Fatal(err)
 	}
 	if ts.Updates != 4 || ts.OptimizerSteps != 4 {
@@ -239,7 +225,7 @@ func TestOverlapTrainsOffPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var met embedded.Metrics
-	raw := readObject(t, st, r.Branch()+"@", "iterations/000003/"+embedded.MetricsFile)
+	raw := standintest.Read(t, st, r.Branch()+"@", "iterations/000003/"+embedded.MetricsFile)
 	if err := json.Unmarshal(raw, &met); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +233,7 @@ func TestOverlapTrainsOffPolicy(t *testing.T) {
 	if met.Iteration != 3 || met.StalenessMean != 1 || met.Updates != 3 || met.Used == 0 || !(met.RatioDev > 1e-4) {
 		t.Fatalf("iteration 3 metrics %+v: want staleness 1, 3 updates and a ratio away from 1", met)
 	}
-	adv := readRows(t, st, r.Branch()+"@", "iterations/000003/"+embedded.AdvantagesFile)
+	adv := standintest.ReadRows(t, st, r.Branch()+"@", "iterations/000003/"+embedded.AdvantagesFile, tables.Advantages)
 	if len(adv) != faultBatch*8 {
 		t.Fatalf("%d advantage rows, want %d", len(adv), faultBatch*8)
 	}

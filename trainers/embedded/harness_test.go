@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -65,11 +64,11 @@ func rewardTask() *pipeline.Task {
 	return &pipeline.Task{Name: "reward", Version: "exact-answer-1", Env: "reward", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: "rewards.parquet"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			prompts, err := readLocal(tc.InputPath("prompts"), tables.Prompts)
+			prompts, err := tables.ReadFile(tc.InputPath("prompts"), tables.Prompts)
 			if err != nil {
 				return pipeline.Permanent(err)
 			}
-			trajs, err := readLocal(tc.InputPath("trajectories"), tables.Trajectories)
+			trajs, err := tables.ReadFile(tc.InputPath("trajectories"), tables.Trajectories)
 			if err != nil {
 				return pipeline.Permanent(err)
 			}
@@ -108,19 +107,6 @@ func rewardTask() *pipeline.Task {
 		}}
 }
 
-func readLocal[T any](path string, t *tables.Table[T]) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
-}
-
 // stages are the loop's stages around a train task: the stand-in sampler,
 // the real rollout stage sampling the embedded model (8 samples, T 1, at
 // most 5 tokens, with logprobs) and the exact-answer reward.
@@ -150,54 +136,4 @@ func openRun(t testing.TB, st artifacts.Store, name string, seed uint64) *pipeli
 
 func loopConfig(iterations, batch int) pipeline.LoopConfig {
 	return pipeline.LoopConfig{Iterations: iterations, BatchSize: batch, Dataset: pipeline.StoreArtifact("main", datasetPath)}
-}
-
-// readObject returns the bytes of ref:path.
-func readObject(t testing.TB, st artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// fetchDir copies every object under ref:prefix/ into a local directory.
-func fetchDir(t testing.TB, st artifacts.Store, ref, prefix string) string {
-	t.Helper()
-	dir := t.TempDir()
-	n := 0
-	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: prefix + "/"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel := e.Path[len(prefix)+1:]
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, rel), readObject(t, st, ref, e.Path), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if n == 0 {
-		t.Fatalf("no objects under %s:%s/", ref, prefix)
-	}
-	return dir
-}
-
-// readRows reads the advantages table at ref:path.
-func readRows(t testing.TB, st artifacts.Store, ref, path string) []tables.Advantage {
-	t.Helper()
-	b := readObject(t, st, ref, path)
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tables.Advantages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
@@ -106,7 +107,7 @@ func learningCurve(t testing.TB, o embedded.Options, seed uint64, batch int, mar
 		t.Fatal(err)
 	}
 	for _, k := range marks {
-		a, err := m.LoadAdapter(fetchDir(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/adapter", k)))
+		a, err := m.LoadAdapter(standintest.Fetch(t, st, r.Branch(), fmt.Sprintf("iterations/%06d/adapter", k)))
 		if err != nil {
 			t.Fatal(err)
 		}

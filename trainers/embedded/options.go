@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -97,39 +98,17 @@ type LoRAOptions struct {
 
 // EnsureDefaults fills in the zero fields.
 func (o *Options) EnsureDefaults() {
-	if o.LR == 0 {
-		o.LR = DefaultLR
-	}
-	if o.ClipNorm == 0 {
-		o.ClipNorm = DefaultClipNorm
-	}
-	if o.Epochs == 0 {
-		o.Epochs = DefaultEpochs
-	}
-	if o.Minibatches == 0 {
-		o.Minibatches = DefaultMinibatches
-	}
-	if o.EpsLow == 0 {
-		o.EpsLow = 0.2
-	}
-	if o.EpsHigh == 0 {
-		o.EpsHigh = 0.2
-	}
-	if o.Aggregation == "" {
-		o.Aggregation = grpo.TokenMean
-	}
-	if o.Shards == 0 {
-		o.Shards = DefaultShards
-	}
-	if o.LoRA.Rank == 0 {
-		o.LoRA.Rank = DefaultRank
-	}
-	if o.LoRA.Alpha == 0 {
-		o.LoRA.Alpha = DefaultAlpha
-	}
-	if o.LoRA.Seed == 0 {
-		o.LoRA.Seed = DefaultLoRASeed
-	}
+	o.LR = cmp.Or(o.LR, DefaultLR)
+	o.ClipNorm = cmp.Or(o.ClipNorm, DefaultClipNorm)
+	o.Epochs = cmp.Or(o.Epochs, DefaultEpochs)
+	o.Minibatches = cmp.Or(o.Minibatches, DefaultMinibatches)
+	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
+	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
+	o.Aggregation = cmp.Or(o.Aggregation, grpo.TokenMean)
+	o.Shards = cmp.Or(o.Shards, DefaultShards)
+	o.LoRA.Rank = cmp.Or(o.LoRA.Rank, DefaultRank)
+	o.LoRA.Alpha = cmp.Or(o.LoRA.Alpha, DefaultAlpha)
+	o.LoRA.Seed = cmp.Or(o.LoRA.Seed, DefaultLoRASeed)
 }
 
 // Validate reports the first option that cannot work, naming its JSON

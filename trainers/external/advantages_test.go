@@ -8,28 +8,12 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/advantages"
-	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
-
-// branchSums maps every object under iterations/ and run/ at ref to its
-// checksum.
-func branchSums(t *testing.T, st artifacts.Store, ref string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
-}
 
 // TestAdvantagesStepFeedsTheTrainer: with the loop's advantages step, the
 // trainer reads the step's advantages.parquet as --advantages, and the
@@ -38,12 +22,12 @@ func branchSums(t *testing.T, st artifacts.Store, ref string) map[string]string 
 // the step's options.
 func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 	ctx := context.Background()
-	wantSt := newStore(t)
+	wantSt := standintest.NewStore(t, 12)
 	want := openRun(t, wantSt, "ext", 1, nil)
 	if _, err := want.Loop(ctx, loopConfig(2), stages(t, trainTask(t, "ok", nil))); err != nil {
 		t.Fatal(err)
 	}
-	st := newStore(t)
+	st := standintest.NewStore(t, 12)
 	run := openRun(t, st, "ext", 1, nil)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
 	stage := &external.Stage{Hyperparameters: map[string]any{"keep_zero_std": false}}
@@ -51,7 +35,7 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 	if _, err := run.Loop(ctx, loopConfig(2), s); err != nil {
 		t.Fatal(err)
 	}
-	w, g := branchSums(t, wantSt, want.Branch()+"@"), branchSums(t, st, run.Branch()+"@")
+	w, g := standintest.Sums(t, wantSt, want.Branch()+"@"), standintest.Sums(t, st, run.Branch()+"@")
 	if w["iterations/000002/"+external.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
 		t.Fatalf("artifacts differ:\ncomputed by train %v\nadvantages step  %v", w, g)
 	}
@@ -72,24 +56,13 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 // does not fit the trajectories fails the call permanently, naming the
 // file and the row, before the trainer starts.
 func TestMismatchedAdvantagesFailBeforeTheTrainer(t *testing.T) {
-	st := newStore(t)
-	logs := &syncBuffer{}
+	st := standintest.NewStore(t, 12)
+	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 3, logs)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
-	good := advantages.TrainTask(advantages.TrainOptions{})
-	wrong := *good
-	wrong.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
-		if err := good.Run(ctx, tc); err != nil {
-			return err
-		}
-		path := tc.OutputPath(advantages.OutAdvantages)
-		rows, err := tables.ReadFile(path, tables.Advantages)
-		if err != nil {
-			return err
-		}
-		return tables.WriteFile(path, tables.Advantages, rows[1:], nil)
-	}
-	s.Advantages = &wrong
+	s.Advantages = standintest.EditedAdvantages(func(rows []tables.Advantage) []tables.Advantage {
+		return rows[1:]
+	})
 	_, err := run.Loop(context.Background(), loopConfig(1), s)
 	want := "train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: none of the 11 rows is sample 0 of prompt"
 	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, external.ErrBatch) || !strings.Contains(err.Error(), want) {

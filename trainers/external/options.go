@@ -1,6 +1,7 @@
 package external
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -62,9 +63,7 @@ type Options struct {
 
 // EnsureDefaults fills in the zero fields that have defaults.
 func (o *Options) EnsureDefaults() {
-	if o.KillGrace == 0 {
-		o.KillGrace = DefaultKillGrace
-	}
+	o.KillGrace = cmp.Or(o.KillGrace, DefaultKillGrace)
 }
 
 // Validate reports the first option that cannot work.

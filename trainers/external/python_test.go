@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
@@ -61,7 +62,7 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 				o.Hyperparameters = tc.hp
 				o.Env = map[string]string{"PYTHONPYCACHEPREFIX": t.TempDir()}
 			})
-			_, err := openRun(t, newStore(t), "py", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+			_, err := openRun(t, standintest.NewStore(t, 12), "py", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
 			var ee *external.ExitError
 			if !errors.As(err, &ee) || ee.Code != external.ExitConfig || !errors.Is(err, pipeline.ErrPermanent) {
 				t.Fatalf("err = %v, want exit status %d, not retried", err, external.ExitConfig)

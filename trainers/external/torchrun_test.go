@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
@@ -450,7 +451,7 @@ func TestTorchrunRankDies(t *testing.T) {
 	var mu sync.Mutex
 	var events []pipeline.Event
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
-	st := newStore(t)
+	st := standintest.NewStore(t, 12)
 	run, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: "kill", Seed: 3, WorkDir: t.TempDir(),
 		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
 		Envs:   map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick},
@@ -508,7 +509,7 @@ func TestTorchrunRankDies(t *testing.T) {
 		OptimizerSteps int `json:"optimizer_steps"`
 		Updates        int `json:"updates"`
 	}
-	if err := json.Unmarshal(readObject(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
+	if err := json.Unmarshal(standintest.Read(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
 		t.Errorf("committed metrics: %d optimizer steps, %d updates (%v); want 1 and 1", tm.OptimizerSteps, tm.Updates, err)
 	}
 }
@@ -516,14 +517,14 @@ func TestTorchrunRankDies(t *testing.T) {
 // watchBuffer collects a run's log and calls fire, once, when a line
 // holding on is written.
 type watchBuffer struct {
-	syncBuffer
+	standintest.LogBuffer
 	on   string
 	once sync.Once
 	fire func()
 }
 
 func (w *watchBuffer) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.LogBuffer.Write(p)
 	if bytes.Contains(p, []byte(w.on)) {
 		w.once.Do(w.fire)
 	}
@@ -575,7 +576,7 @@ func TestTorchrunConfigErrorIsPermanent(t *testing.T) {
 		o.Hyperparameters = map[string]any{"base_model": "m", "lr": -1}
 		o.Env = map[string]string{"PYTHONPYCACHEPREFIX": t.TempDir()}
 	})
-	_, err := openRun(t, newStore(t), "cfg", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+	_, err := openRun(t, standintest.NewStore(t, 12), "cfg", 2, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
 	var te *pipeline.TaskError
 	var ee *external.ExitError
 	if !errors.As(err, &te) || te.Attempts != 1 || !errors.As(err, &ee) || !errors.Is(err, pipeline.ErrPermanent) {

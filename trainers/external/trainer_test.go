@@ -1,7 +1,6 @@
 package external_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +24,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -144,15 +142,15 @@ func hang(ignoreTerm bool) int {
 }
 
 func update(a contractArgs, mode string) error {
-	adv, err := readFile(a.advantages, tables.Advantages)
+	adv, err := tables.ReadFile(a.advantages, tables.Advantages)
 	if err != nil {
 		return err
 	}
-	trajs, err := readFile(a.trajectories, tables.Trajectories)
+	trajs, err := tables.ReadFile(a.trajectories, tables.Trajectories)
 	if err != nil {
 		return err
 	}
-	prompts, err := readFile(a.prompts, tables.Prompts)
+	prompts, err := tables.ReadFile(a.prompts, tables.Prompts)
 	if err != nil {
 		return err
 	}
@@ -289,37 +287,11 @@ func update(a contractArgs, mode string) error {
 	return os.WriteFile(a.metricsOut, mb, 0o644)
 }
 
-func readFile[T any](path string, t *tables.Table[T]) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return tables.Read(f, fi.Size(), filepath.Base(path), t)
-}
-
 // The loop around the trainer: the stand-in sampler and reward, and the
 // real rollout stage sampling the embedded model with the adapters the
 // trainer writes (4 samples, at most 5 tokens, with logprobs).
 
-const datasetPath = "data/prompts.parquet"
-
-func newStore(t testing.TB) artifacts.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", datasetPath, 12); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+const datasetPath = standintest.DatasetPath
 
 func stages(t testing.TB, train *pipeline.Task) pipeline.Stages {
 	t.Helper()
@@ -359,24 +331,6 @@ func trainTask(t testing.TB, mode string, edit func(*external.Options)) *pipelin
 	return task
 }
 
-// syncBuffer collects a run's log lines from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func openRun(t testing.TB, st artifacts.Store, name string, attempts int, logs io.Writer) *pipeline.Run {
 	t.Helper()
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: attempts, Backoff: time.Millisecond}}
@@ -397,30 +351,6 @@ func loopConfig(iterations int) pipeline.LoopConfig {
 	return pipeline.LoopConfig{Iterations: iterations, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", datasetPath)}
 }
 
-func readObject(t testing.TB, st artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func readRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
-	t.Helper()
-	b := readObject(t, st, ref, path)
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // objects lists the paths under ref:prefix.
 func objects(t testing.TB, st artifacts.Store, ref, prefix string) []string {
 	t.Helper()
@@ -432,22 +362,6 @@ func objects(t testing.TB, st artifacts.Store, ref, prefix string) []string {
 		out = append(out, strings.TrimPrefix(e.Path, prefix))
 	}
 	return out
-}
-
-// fetchDir copies every object under ref:prefix/ into a local directory.
-func fetchDir(t testing.TB, st artifacts.Store, ref, prefix string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, rel := range objects(t, st, ref, prefix+"/") {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, readObject(t, st, ref, prefix+"/"+rel), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 type trainMetrics struct {
@@ -468,8 +382,8 @@ type trainMetrics struct {
 // stage is the stand-in trainer behind the contract.
 func TestLoopRunsExternalTrainer(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	logs := &syncBuffer{}
+	st := standintest.NewStore(t, 12)
+	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 1, logs)
 	state, err := run.Loop(ctx, loopConfig(3), stages(t, trainTask(t, "ok", nil)))
 	if err != nil {
@@ -493,7 +407,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			t.Errorf("iteration %d: adapter files %v, want %v", n, files, want)
 		}
 		var tm trainMetrics
-		if err := json.Unmarshal(readObject(t, st, branch, it+external.MetricsFile), &tm); err != nil {
+		if err := json.Unmarshal(standintest.Read(t, st, branch, it+external.MetricsFile), &tm); err != nil {
 			t.Fatal(err)
 		}
 		r := tm.Received
@@ -519,15 +433,15 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 				t.Errorf("iteration %d: --adapter-in is not iteration %d's adapter", n, n-1)
 			}
 		}
-		prevAdapter = readObject(t, st, branch, it+"adapter/adapter_model.safetensors")
+		prevAdapter = standintest.Read(t, st, branch, it+"adapter/adapter_model.safetensors")
 
 		// The batch's figures come from rlpipe, the step's from the
 		// trainer, which overrides samples_used.
 		if tm.Loss == nil || tm.Reward == nil || tm.Reward.Count != tm.Samples || tm.Samples != 12 || tm.Used != r.Unmasked {
 			t.Errorf("iteration %d: metrics %+v", n, tm)
 		}
-		trajs := readRows(t, st, branch, it+"trajectories.parquet", tables.Trajectories)
-		adv := readRows(t, st, branch, it+external.AdvantagesFile, tables.Advantages)
+		trajs := standintest.ReadRows(t, st, branch, it+"trajectories.parquet", tables.Trajectories)
+		adv := standintest.ReadRows(t, st, branch, it+external.AdvantagesFile, tables.Advantages)
 		if len(adv) != len(trajs) || r.Advantages != len(adv) || r.Trajectories != len(trajs) || r.Prompts != 3 {
 			t.Errorf("iteration %d: %d advantages, %d trajectories; the trainer read %d and %d", n, len(adv), len(trajs), r.Advantages, r.Trajectories)
 		}
@@ -537,7 +451,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			}
 		}
 		// The rollout stage of the next iteration loads the adapter.
-		if _, err := m.LoadAdapter(fetchDir(t, st, branch, it+"adapter")); err != nil {
+		if _, err := m.LoadAdapter(standintest.Fetch(t, st, branch, it+"adapter")); err != nil {
 			t.Errorf("iteration %d: the embedded model cannot load the adapter: %v", n, err)
 		}
 		if n > 1 {
@@ -561,7 +475,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 // contract, and the run branch keeps the previous iteration's adapter.
 func TestNoOutputKeepsPreviousAdapter(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := standintest.NewStore(t, 12)
 	first := openRun(t, st, "f", 3, nil)
 	if _, err := first.Loop(ctx, loopConfig(1), stages(t, trainTask(t, "ok", nil))); err != nil {
 		t.Fatal(err)
@@ -582,7 +496,7 @@ func TestNoOutputKeepsPreviousAdapter(t *testing.T) {
 		}
 	}
 	var state runs.State
-	if err := json.Unmarshal(readObject(t, st, "runs-f", "run/state.json"), &state); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, "runs-f", "run/state.json"), &state); err != nil {
 		t.Fatal(err)
 	}
 	if state.Iteration != 1 || len(state.Adapters) != 1 || state.Adapters["1"] != "iterations/000001/adapter" {
@@ -609,8 +523,8 @@ func TestTrainerFaults(t *testing.T) {
 		{"nan", 1, []error{external.ErrContract}, []string{`lora_B.weight" holds a NaN or infinite value at element 3`}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			logs := &syncBuffer{}
-			_, err := openRun(t, newStore(t), "f", 2, logs).Loop(context.Background(), loopConfig(1), stages(t, trainTask(t, tc.mode, nil)))
+			logs := &standintest.LogBuffer{}
+			_, err := openRun(t, standintest.NewStore(t, 12), "f", 2, logs).Loop(context.Background(), loopConfig(1), stages(t, trainTask(t, tc.mode, nil)))
 			var te *pipeline.TaskError
 			if !errors.As(err, &te) || te.Task != "train" {
 				t.Fatalf("err = %v, want the train task's", err)
@@ -649,7 +563,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 				o.Timeout, o.KillGrace = 3*time.Second, 200*time.Millisecond
 				o.Env[pidFileEnv] = pidFile
 			})
-			_, err := openRun(t, newStore(t), "h", 1, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
+			_, err := openRun(t, standintest.NewStore(t, 12), "h", 1, nil).Loop(context.Background(), loopConfig(1), stages(t, train))
 			if !errors.Is(err, pipeline.ErrTimeout) {
 				t.Fatalf("err = %v, want ErrTimeout", err)
 			}

@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -30,15 +31,9 @@ type LossOptions struct {
 }
 
 func (o *LossOptions) defaults() error {
-	if o.EpsLow == 0 {
-		o.EpsLow = 0.2
-	}
-	if o.EpsHigh == 0 {
-		o.EpsHigh = 0.2
-	}
-	if o.Aggregation == "" {
-		o.Aggregation = TokenMean
-	}
+	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
+	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
+	o.Aggregation = cmp.Or(o.Aggregation, TokenMean)
 	switch {
 	case o.EpsLow < 0 || o.EpsLow >= 1 || o.EpsHigh < 0:
 		return fmt.Errorf("grpo: clip range [1-%g, 1+%g] is not a range around 1", o.EpsLow, o.EpsHigh)

@@ -62,26 +62,27 @@ func runNoops(b *testing.B, st artifacts.Store, name string, x pipeline.Executor
 	return time.Since(start)
 }
 
-// startWorkers starts k in-process workers on env x's queue, each
+// benchRig makes a bench store served by k workers (startBenchWorkers)
+// and the Temporal executor that sends them its calls.
+func benchRig(b *testing.B, c client.Client, envs map[string]pipeline.Settings, k int) (artifacts.Store, *temporalrun.Executor) {
+	b.Helper()
+	st := benchStore(b)
+	startBenchWorkers(b, c, st, envs, k)
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, x
+}
+
+// startBenchWorkers starts k in-process workers on env x's queue, each
 // running one attempt at a time, as k single-slot hosts would.
-func startWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[string]pipeline.Settings, k int) {
+func startBenchWorkers(b *testing.B, c client.Client, st artifacts.Store, envs map[string]pipeline.Settings, k int) {
 	b.Helper()
 	for i := 0; i < k; i++ {
-		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w,
-			Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, x := range ws {
-			if err := x.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(x.Stop)
-		}
+		b.Cleanup(startWorkers(b, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"},
+				Concurrency: map[string]int{"x": 1}, Name: fmt.Sprintf("bench-%d", i)}))
 	}
 }
 
@@ -97,12 +98,7 @@ func BenchmarkTemporalTaskOverhead(b *testing.B) {
 	defer ts.Stop()
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
-		st := benchStore(b)
-		startWorkers(b, c, st, envs, 1)
-		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, x := benchRig(b, c, envs, 1)
 		runNoops(b, st, fmt.Sprintf("warm%d", i), x, envs, 5, 1) // first workflow of a queue pays setup
 		localT := runNoops(b, st, fmt.Sprintf("local%d", i), nil, envs, n, 1)
 		tempT := runNoops(b, st, fmt.Sprintf("temporal%d", i), x, envs, n, 1)
@@ -165,12 +161,7 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 	defer ts.Stop()
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
-		st := benchStore(b)
-		startWorkers(b, c, st, envs, 4)
-		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, x := benchRig(b, c, envs, 4)
 		runNoops(b, st, fmt.Sprintf("warm%d", i), x, envs, 8, 4)
 		localT := runNoops(b, st, fmt.Sprintf("local%d", i), nil, envs, n, inflight)
 		tempT := runNoops(b, st, fmt.Sprintf("temporal%d", i), x, envs, n, inflight)

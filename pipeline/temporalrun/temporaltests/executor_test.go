@@ -6,11 +6,9 @@
 package temporaltests_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +21,9 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -39,23 +37,6 @@ func newServer(t *testing.T) (*temporaltest.TestServer, client.Client) {
 	return ts, ts.GetDefaultClient()
 }
 
-// newStore creates an embedded store whose main branch holds n prompts.
-func newStore(t *testing.T, n int) artifacts.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if n > 0 {
-		if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return st
-}
-
 // serve runs in-process workers for envs until the test ends.
 func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
 	t.Helper()
@@ -66,24 +47,41 @@ func serve(t *testing.T, c client.Client, st artifacts.Store, tasks []*pipeline.
 // test ends.
 func servePipeline(t *testing.T, c client.Client, p string, st artifacts.Store, tasks []*pipeline.Task, envs map[string]pipeline.Settings, serveEnvs ...string) {
 	t.Helper()
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	conc := map[string]int{}
 	for _, e := range serveEnvs {
 		conc[e] = 2
 	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: serveEnvs, Worker: w, Concurrency: conc})
+	t.Cleanup(startWorkers(t, st, pipeline.WorkerOptions{Tasks: tasks, Envs: envs},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: serveEnvs, Concurrency: conc}))
+}
+
+// startWorkers starts the Temporal workers of wo running a worker of po's
+// tasks (wo.Worker is set here) and returns what stops them.
+func startWorkers(t testing.TB, st artifacts.Store, po pipeline.WorkerOptions, wo temporalrun.WorkerOptions) (stop func()) {
+	t.Helper()
+	w, err := pipeline.NewWorker(st, po)
 	if err != nil {
 		t.Fatal(err)
 	}
+	wo.Worker = w
+	ws, err := temporalrun.Workers(wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	stop = func() {
+		for _, x := range ws[:n] {
+			x.Stop()
+		}
+	}
 	for _, x := range ws {
 		if err := x.Start(); err != nil {
+			stop()
 			t.Fatal(err)
 		}
-		t.Cleanup(x.Stop)
+		n++
 	}
+	return stop
 }
 
 // recorder is an executor that remembers the workflow id of every job.
@@ -121,21 +119,6 @@ func standinEnvs() map[string]pipeline.Settings {
 	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
 }
 
-// sums maps a run's artifacts (iterations/ and run/) to their checksums.
-func sums(t *testing.T, st artifacts.Store, ref string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "evals/") || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
-}
-
 func sameSums(t *testing.T, want, got map[string]string) {
 	t.Helper()
 	if len(want) == 0 {
@@ -162,18 +145,11 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
 	cfg := pipeline.LoopConfig{Iterations: 4, BatchSize: 3, MaxStaleness: 1, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
 
-	ref := newStore(t, 10)
-	lr, err := pipeline.Open(ctx, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lr.Loop(ctx, cfg, stages); err != nil {
-		t.Fatal(err)
-	}
-	lr.Close()
+	ref := standintest.NewStore(t, 10)
+	standintest.Loop(t, ref, pipeline.RunOptions{Name: "s", Envs: standinEnvs(), Seed: 5}, cfg, stages)
 
 	_, c := newServer(t)
-	st := newStore(t, 10)
+	st := standintest.NewStore(t, 10)
 	serve(t, c, st, stages.Tasks(), standinEnvs(), "sample", "generate", "reward", "train")
 	x := newExecutor(t, c, st, zerolog.Nop())
 	var finished atomic.Int32
@@ -194,7 +170,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	if state.Iteration != 4 || state.Cursor != 12 {
 		t.Fatalf("state %+v, want iteration 4 and cursor 12", state)
 	}
-	sameSums(t, sums(t, ref, "runs-s"), sums(t, st, "runs-s"))
+	sameSums(t, standintest.Sums(t, ref, "runs-s"), standintest.Sums(t, st, "runs-s"))
 	// 4 iterations × 4 stages, each a completed workflow.
 	if len(x.ids) != 16 || finished.Load() != 16 {
 		t.Fatalf("%d task workflows and %d finished events, want 16 each", len(x.ids), finished.Load())
@@ -210,25 +186,11 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 	}
 }
 
-func readAll(t *testing.T, st artifacts.Store, ref, path string) []byte {
-	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 // TestCancelReachesWorker cancels a run while a task runs on a worker:
 // the task's context is cancelled there and its workflow ends cancelled.
 func TestCancelReachesWorker(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	started, stopped := make(chan struct{}), make(chan struct{})
 	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -279,36 +241,18 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestQueueWithoutWorkerWaits dispatches a task whose environment no
 // worker serves: the driver warns, naming the command that serves it,
 // and the task runs as soon as a worker starts.
 func TestQueueWithoutWorkerWaits(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	task := &pipeline.Task{Name: "lonely", Env: "gpu", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			return os.WriteFile(tc.OutputPath("out"), []byte("done"), 0o644)
 		}}
 	envs := map[string]pipeline.Settings{"gpu": {}}
-	var logs syncBuffer
+	var logs standintest.LogBuffer
 	x := newExecutor(t, c, st, zerolog.New(&logs))
 	ctx := context.Background()
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x})
@@ -333,7 +277,7 @@ func TestQueueWithoutWorkerWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := node.Result("out")
-	if got := readAll(t, st, a.Ref, a.Path); string(got) != "done" {
+	if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != "done" {
 		t.Fatalf("output %q", got)
 	}
 }
@@ -351,7 +295,7 @@ func doneCh(n *pipeline.Node) <-chan struct{} {
 // task workflow is not replayed to the next run.
 func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	mk := func(name string) *pipeline.Task {
 		return &pipeline.Task{Name: name, Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -359,19 +303,8 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			}}
 	}
 	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 3}}}
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("known")}, Envs: envs, ConfigHashes: []string{"aaaaaaaaaaaaaaaa"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range ws {
-		if err := x.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stop := startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("known")}, Envs: envs, ConfigHashes: []string{"aaaaaaaaaaaaaaaa"}},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		task, hash, want string
@@ -390,9 +323,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			t.Errorf("task %s with config %s: %v; want one permanent attempt saying %q", tc.task, tc.hash, err, tc.want)
 		}
 	}
-	for _, x := range ws {
-		x.Stop()
-	}
+	stop()
 	serve(t, c, st, []*pipeline.Task{mk("known"), mk("unknown")}, envs, "x")
 	for _, tc := range []struct{ task, hash string }{{"unknown", "aaaaaaaaaaaaaaaa"}, {"known", "bbbbbbbbbbbbbbbb"}} {
 		r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "w" + tc.task, Envs: envs, ConfigHash: tc.hash, Executor: newExecutor(t, c, st, zerolog.Nop())})
@@ -406,7 +337,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 			t.Fatalf("task %s run again with the right worker: %v", tc.task, err)
 		}
 		a, _ := n.Result("out")
-		if got := readAll(t, st, a.Ref, a.Path); string(got) != tc.task {
+		if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != tc.task {
 			t.Fatalf("task %s wrote %q", tc.task, got)
 		}
 	}
@@ -418,7 +349,7 @@ func TestWorkerRefusesAnotherPipeline(t *testing.T) {
 // a stopped worker is not a failed task.
 func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	var runs atomic.Int32
 	started := make(chan struct{}, 2)
 	task := &pipeline.Task{Name: "long", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
@@ -431,19 +362,8 @@ func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 			return os.WriteFile(tc.OutputPath("out"), []byte("second"), 0o644)
 		}}
 	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 1}}}
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{task}, Envs: envs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Worker: w, Name: "first"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range ws {
-		if err := x.Start(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stop := startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{task}, Envs: envs},
+		temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Name: "first"})
 	ctx := context.Background()
 	var evs syncEvents
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "stop", Envs: envs, Executor: newExecutor(t, c, st, zerolog.Nop()), OnEvent: evs.add})
@@ -453,9 +373,7 @@ func TestStoppedWorkerHandsItsAttemptOver(t *testing.T) {
 	defer r.Close()
 	n := r.Iteration(1).Go(ctx, task, pipeline.Call{})
 	waitFor(t, started, "the attempt to start on the first worker")
-	for _, x := range ws {
-		x.Stop()
-	}
+	stop()
 	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
 	if err := n.Wait(ctx); err != nil {
 		t.Fatalf("the task failed after its worker stopped: %v", err)
@@ -490,7 +408,7 @@ func (s *syncEvents) retried() string {
 // workers of its own pipeline.
 func TestPipelinesShareARepository(t *testing.T) {
 	_, c := newServer(t)
-	st := newStore(t, 0)
+	st := standintest.NewStore(t, 0)
 	mk := func(body string) *pipeline.Task {
 		return &pipeline.Task{Name: "gen", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 			Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -500,20 +418,8 @@ func TestPipelinesShareARepository(t *testing.T) {
 	envs := map[string]pipeline.Settings{"x": {}}
 	ctx := context.Background()
 	for _, p := range []string{"pa", "pb"} {
-		w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("from " + p)}, Envs: envs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := temporalrun.Workers(temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: []string{"x"}, Worker: w})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, x := range ws {
-			if err := x.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(x.Stop)
-		}
+		t.Cleanup(startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{mk("from " + p)}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: p, Envs: []string{"x"}}))
 	}
 	for _, p := range []string{"pa", "pb", "pa", "pb"} {
 		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: p, Store: st})
@@ -531,7 +437,7 @@ func TestPipelinesShareARepository(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, _ := n.Result("out")
-		if got := readAll(t, st, a.Ref, a.Path); string(got) != "from "+p {
+		if got := standintest.Read(t, st, a.Ref, a.Path); string(got) != "from "+p {
 			t.Fatalf("pipeline %s's call ran as %q", p, got)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	_ "github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr standintest.LogBuffer
 	exited         chan struct{} // closed when the process exited
 	err            error         // its exit error, once exited
 }
@@ -141,7 +142,7 @@ func rlpipe(t *testing.T, dir string, env []string, args ...string) string {
 	cmd := exec.Command(rlpipeBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var stderr syncBuffer
+	var stderr standintest.LogBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -209,7 +210,7 @@ func (c *cluster) storeSums(run string) (map[string]string, []string) {
 		c.t.Fatal(err)
 	}
 	defer st.Close()
-	return sums(c.t, st, "runs-"+run), events(c.t, st, "runs-"+run)
+	return standintest.Sums(c.t, st, "runs-"+run), events(c.t, st, "runs-"+run)
 }
 
 // events returns the run's event lines.
@@ -220,7 +221,7 @@ func events(t *testing.T, st artifacts.Store, ref string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(strings.NewReader(string(readAll(t, st, ref, e.Path))))
+		sc := bufio.NewScanner(strings.NewReader(string(standintest.Read(t, st, ref, e.Path))))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			out = append(out, sc.Text())
@@ -242,7 +243,7 @@ func localSums(t *testing.T, setup func(dir, store string), cfg, run string) map
 		t.Fatal(err)
 	}
 	defer st.Close()
-	return sums(t, st, "runs-"+run)
+	return standintest.Sums(t, st, "runs-"+run)
 }
 
 // standinConfig writes the stand-in example with the generate stage

@@ -1,0 +1,175 @@
+// Package standintest is what the tests of runs share beside the stand-in
+// stages: a store holding the stand-in dataset, and readers of a run's
+// objects that fail the test on an error instead of returning it.
+//
+// It sits in the unit pipeline/standin, a fixture every test may import
+// (internal/layers); only tests import it, so "testing" never links into
+// the command.
+package standintest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
+)
+
+// DatasetPath is where NewStore puts the stand-in prompts on main.
+const DatasetPath = "data/prompts.parquet"
+
+// NewStore creates an embedded store in a fresh t.TempDir() whose main
+// branch holds standin.Prompts(n) at DatasetPath (nothing when n is 0).
+// The store is closed when the test ends.
+func NewStore(t testing.TB, n int) artifacts.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if n > 0 {
+		if err := standin.PutDataset(ctx, st, "main", DatasetPath, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// Read returns the bytes of ref:path; a missing object fails the test.
+func Read(t testing.TB, st artifacts.Store, ref, path string) []byte {
+	t.Helper()
+	rc, _, err := st.GetObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	return b
+}
+
+// ReadRows reads the table tb stored at ref:path.
+func ReadRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
+	t.Helper()
+	b := Read(t, st, ref, path)
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// Sums maps every artifact of the run at ref — the paths under
+// iterations/, evals/ and run/ — to its checksum, for comparing two runs
+// byte for byte; events/ holds timings and is left out.
+func Sums(t testing.TB, st artifacts.Store, ref string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for e, err := range st.ListObjects(context.Background(), ref, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(e.Path, runs.IterationsPrefix) || strings.HasPrefix(e.Path, runs.EvalsPrefix) || strings.HasPrefix(e.Path, "run/") {
+			m[e.Path] = e.Checksum
+		}
+	}
+	return m
+}
+
+// Fetch copies every object under ref:prefix/ into a fresh t.TempDir() and
+// returns it, as a task's input directory; no object there fails the test.
+func Fetch(t testing.TB, st artifacts.Store, ref, prefix string) string {
+	t.Helper()
+	dir := t.TempDir()
+	n := 0
+	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: prefix + "/"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, e.Path[len(prefix)+1:])
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, Read(t, st, ref, e.Path), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("no objects under %s:%s/", ref, prefix)
+	}
+	return dir
+}
+
+// EditedAdvantages is the loop's advantages step (default options) whose
+// table edit rewrites before the step ends: a step that hands the train
+// stage rows that do not fit the trajectories.
+func EditedAdvantages(edit func([]tables.Advantage) []tables.Advantage) *pipeline.Task {
+	good := advantages.TrainTask(advantages.TrainOptions{})
+	edited := *good
+	edited.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if err := good.Run(ctx, tc); err != nil {
+			return err
+		}
+		path := tc.OutputPath(advantages.OutAdvantages)
+		rows, err := tables.ReadFile(path, tables.Advantages)
+		if err != nil {
+			return err
+		}
+		return tables.WriteFile(path, tables.Advantages, edit(rows), nil)
+	}
+	return &edited
+}
+
+// LogBuffer collects a run's log lines from its goroutines: a log sink
+// safe for concurrent writes.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Loop opens the run opts names on st, runs the loop cfg describes with
+// stages to its end and closes the run; an error fails the test. It
+// returns the closed run (for its Branch) and the loop's last state.
+func Loop(t testing.TB, st artifacts.Store, opts pipeline.RunOptions, cfg pipeline.LoopConfig, stages pipeline.Stages) (*pipeline.Run, runs.State) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := pipeline.Open(ctx, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	state, err := r.Loop(ctx, cfg, stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, state
+}
