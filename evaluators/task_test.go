@@ -90,7 +90,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	}
 	defer run.Close()
 	it := run.Iteration(1)
-	pipeline.Evaluate(ctx, it, pipeline.Stages{EvalGenerate: tasks.Generate, Eval: tasks.Score},
+	pipeline.Evaluate(ctx, it, tasks.Generate, tasks.Score,
 		pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
 	if _, err := it.Commit(ctx, nil, nil); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,12 @@
 // Package kinds assembles what a pipeline file can name in this program:
-// the stage kinds in the order messages list them, the eval and health
-// builders, and (registered by import) the policy backends. The command
+// the stage kinds in the order messages list them, the sources of the
+// iteration's health and evaluation steps, and (registered by import) the policy backends. The command
 // line reads every pipeline file with Registry; a program of its own that
 // runs pipelines can use it, or assemble a registry with its own kinds.
 package kinds
 
 import (
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
@@ -13,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/evaluators"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/reports"
@@ -42,7 +44,7 @@ func Environments() map[string]episodes.RLEnv {
 	}
 }
 
-// Registry is the stage kinds and builders rlpipe ships.
+// Registry is the stage kinds and step sources rlpipe ships.
 func Registry() *kind.Registry {
 	return &kind.Registry{
 		Kinds: []kind.Kind{
@@ -55,7 +57,17 @@ func Registry() *kind.Registry {
 			embedded.GRPOKind,
 			external.Kind,
 		},
-		Eval:   evaluators.Build,
-		Health: reports.HealthTask,
+		Steps: []kind.StepSource{reports.HealthSteps, evaluators.Steps},
 	}
+}
+
+// TaskOrder is the order in which the task calls of this program's runs
+// are listed (pipeline.TaskOrder of the steps its kinds and registry can
+// add): the slots with the advantages step between reward and train,
+// then the health step, then the evaluations of the starting policy and
+// of a checkpoint. The steps are the shipped ones' shapes; their tasks
+// are not built.
+func TaskOrder() []string {
+	steps := []pipeline.Step{advantages.Step(advantages.TrainOptions{}), reports.HealthStep()}
+	return pipeline.TaskOrder(append(steps, pipeline.EvalSteps(pipeline.EvalConfig{}, nil, nil)...))
 }

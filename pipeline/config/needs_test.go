@@ -50,7 +50,7 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err := c.Plan()
+				_, err := c.Plan(context.Background())
 				if err == nil || !strings.Contains(err.Error(), "stages.reward.spec") {
 					t.Fatalf("plan: %v, want the missing reward spec", err)
 				}
@@ -59,7 +59,7 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := c.Plan()
+			p, err := c.Plan(context.Background())
 			if err == nil {
 				p.Close()
 				t.Fatal("plan: no error")
@@ -102,7 +102,7 @@ func TestEvalNeedsScoringReward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Plan()
+	_, err = c.Plan(context.Background())
 	const wantNil = "pipeline.yaml:12:12: eval: the reward stage's kind counted compiled no reward to score the eval set with"
 	if err == nil || err.Error() != wantNil || !errors.Is(err, config.ErrCapability) {
 		t.Fatalf("nil scorer:\n got %v\nwant %s", err, wantNil)
@@ -119,18 +119,17 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 	reg := kinds.Registry()
 	reg.Kinds = append(reg.Kinds, sk)
 	var evalScorer kind.Scorer
-	build := reg.Eval
-	reg.Eval = func(e kind.Eval) (*pipeline.Task, *pipeline.Task, error) {
-		evalScorer = e.Scorer
-		return build(e)
-	}
+	reg.Steps = append(reg.Steps, func(b kind.StepBuild) ([]pipeline.Step, error) {
+		evalScorer = b.Eval.Scorer
+		return nil, nil
+	})
 	src := strings.Replace(base, "reward: {kind: standin}", "reward: {kind: counted}", 1) +
 		"eval: {set: main:data/h.parquet, every: 1, n: 2, max_tokens: 5}\n"
 	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +137,8 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 	if sk.compiled != 1 || sk.tasks != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
 		t.Errorf("compiled %d times; the task got %v, eval got %v, want %v", sk.compiled, sk.taskScorer, evalScorer, sk.scorer)
 	}
-	if p.Stages.Eval == nil || p.Stages.Eval.Version == "" {
-		t.Errorf("eval task: %+v", p.Stages.Eval)
+	if s := step(p, "eval"); s == nil || s.Task.Version == "" {
+		t.Errorf("eval step: %+v", s)
 	}
 }
 

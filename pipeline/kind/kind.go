@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -116,29 +115,21 @@ type (
 	Scoring interface {
 		Compile(b Build) (Scorer, error)
 	}
-	// Advantaged is a train stage that trains on GRPO advantages: the
-	// plan adds the loop's advantages step (pipeline.Stages.Advantages,
-	// advantages.TrainTask of these options), which computes them once
-	// per iteration and hands them to the train task as its "advantages"
-	// input, and builds the train task with OnAdvantages.
-	Advantaged interface {
-		Advantages() advantages.TrainOptions
+	// Stepped is a stage that adds steps to the iteration (a train
+	// stage that trains on advantages adds the advantages step between
+	// reward and train, advantages.Step): the plan builds them with the
+	// stage's Build, after its task, and drops from a slot's task the
+	// outputs of the steps that feed it (pipeline.Feeding).
+	Stepped interface {
+		Steps(b Build) ([]pipeline.Step, error)
 	}
 )
 
-// OnAdvantages is train as the loop runs it after an advantages step: a
-// copy without the advantages output (pipeline.OutAdvantages), which the
-// step writes to the same file. A trainer given the "advantages" input
-// trains on those rows and writes no advantages of its own.
+// OnAdvantages is train as the loop runs it after an advantages step
+// (pipeline.Feeding): a copy without the advantages output
+// (pipeline.OutAdvantages), which the step writes to the same file.
 func OnAdvantages(train *pipeline.Task) *pipeline.Task {
-	t := *train
-	t.Outputs = nil
-	for _, o := range train.Outputs {
-		if o.Name != pipeline.OutAdvantages {
-			t.Outputs = append(t.Outputs, o)
-		}
-	}
-	return &t
+	return pipeline.Feeding(train, pipeline.SlotTrain, []pipeline.Step{{Before: pipeline.SlotTrain, Outputs: []string{pipeline.OutAdvantages}}})
 }
 
 // Scorer scores samples with a compiled reward: what the reward stage
@@ -203,21 +194,36 @@ type Eval struct {
 	// measures of single-turn sampling (the embedded model's exact
 	// pass@1) do not apply.
 	StageGenerates bool
+	// Loop is when and on what the loop evaluates (every, the eval set).
+	Loop pipeline.EvalConfig
+	// Generate, set with StageGenerates, is the generate stage's eval
+	// task (EvalGenerator) in environment env, the score task's.
+	Generate func(env string) (*pipeline.Task, error)
+}
+
+// StepSource makes the steps a registry adds to every run's iteration
+// (the training health, the evaluation); it returns none when the file
+// asks for nothing it adds (no eval section). An error is a config error.
+type StepSource func(StepBuild) ([]pipeline.Step, error)
+
+// StepBuild is what a StepSource builds its steps from.
+type StepBuild struct {
+	// Policy is the opened policy section (nil without one).
+	Policy *policy.Opened
+	// Eval is the eval section (nil without one).
+	Eval *Eval
 }
 
 // Registry is what a pipeline file can name: the stage kinds, and the
-// builders of the stages every run has (evaluation, training health). The
+// steps every run's iteration may have (training health, evaluation). The
 // program that reads pipeline files assembles it, as it registers store
 // drivers and policy backends.
 type Registry struct {
 	// Kinds in the order messages list them.
 	Kinds []Kind
-	// Eval builds the eval section's two tasks (sample a checkpoint, score
-	// the samples).
-	Eval func(Eval) (generate, score *pipeline.Task, err error)
-	// Health builds the task that records every iteration's training
-	// health; nil records none.
-	Health func() *pipeline.Task
+	// Steps add iteration steps after the stages' own, in this order
+	// (reports.HealthSteps, evaluators.Steps).
+	Steps []StepSource
 }
 
 // Lookup returns the kind named name. A nil registry has no kinds.
