@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -158,5 +160,14 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			}
 			t.Logf("rule %v: %d of 320 correct; solved all %d, none %d of 40", rule, correct, all, none)
 		})
+	}
+}
+
+// TestTaskOrder: the command lists an iteration's calls in loop order,
+// the shipped steps where they run.
+func TestTaskOrder(t *testing.T) {
+	want := []string{"sample", "generate", "reward", "advantages", "train", "health", "eval-generate-start", "eval-start", "eval-generate", "eval"}
+	if got := kinds.TaskOrder(); !slices.Equal(got, want) {
+		t.Errorf("TaskOrder %v, want %v", got, want)
 	}
 }

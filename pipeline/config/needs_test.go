@@ -180,3 +180,40 @@ func (fixedScorer) Correctness() tables.Correctness {
 func (fixedScorer) ExtractAnswer(string) string {
 	return ""
 }
+
+// TestPlanChecksSteps: a step a registry adds that cannot be wired (an
+// input its producer does not declare, a name used twice, an error of
+// its source) fails the plan with the step named, before any task runs.
+func TestPlanChecksSteps(t *testing.T) {
+	task := &pipeline.Task{Name: "x", Version: "1", Env: "x", Outputs: []pipeline.Output{{Name: "x", File: "x.parquet"}}}
+	for _, tc := range []struct {
+		name  string
+		steps []pipeline.Step
+		err   error
+		want  string
+	}{
+		{"undeclared input", []pipeline.Step{{Name: "x", Task: task, After: pipeline.SlotReward,
+			Inputs: []pipeline.StepInput{pipeline.From(pipeline.SlotReward, "scores")}}}, nil,
+			"invalid pipeline config: step x reads its input scores from output scores of reward, which declares only [rewards]"},
+		{"health twice", []pipeline.Step{{Name: "health", Task: task, After: pipeline.SlotTrain}}, nil,
+			"invalid pipeline config: two steps are named health; name each step once"},
+		{"the source fails", nil, errors.New("filter: threshold missing"),
+			"invalid pipeline config: filter: threshold missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := kinds.Registry()
+			reg.Steps = append(reg.Steps, func(kind.StepBuild) ([]pipeline.Step, error) { return tc.steps, tc.err })
+			c, err := config.Parse("pipeline.yaml", []byte(base), reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Plan(context.Background())
+			if err == nil {
+				p.Close()
+			}
+			if !errors.Is(err, pipeline.ErrConfig) || err == nil || err.Error() != tc.want {
+				t.Fatalf("plan: %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
