@@ -109,7 +109,7 @@ type (
 	// Scoring is a reward stage whose reward evaluation scores with too:
 	// the cel reward stage. The plan calls Compile once, before any task
 	// is built, and hands the result to the stage's Task (Build.Scorer)
-	// and to the eval builder (Eval.Scorer); an error about one key
+	// and to the eval step source (Eval.Scorer); an error about one key
 	// should be made with At. A config with an eval section needs a
 	// Scoring reward stage, and Compile must return a Scorer.
 	Scoring interface {
