@@ -59,6 +59,11 @@ func evalPair(gen, score *Task, c EvalConfig, suffix string, policy StepInput, c
 		Inputs: []StepInput{prompts, policy}, Outputs: []string{OutTrajectories}, Params: params, Dir: dir}
 	s := Step{Name: StepEval + suffix, Task: score, After: g.Name,
 		Inputs: []StepInput{prompts, From(g.Name, OutTrajectories), policy}, Params: params, Dir: dir}
+	if score != nil {
+		for _, o := range score.Outputs {
+			s.Outputs = append(s.Outputs, o.Name)
+		}
+	}
 	return []Step{g, s}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Store is a fresh embedded store whose main branch holds a stand-in
-// prompts table of 12 prompts at data/prompts.parquet.
+// prompts table of 12 prompts at Dataset.
 func Store(t testing.TB) artifacts.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -20,7 +20,7 @@ func Store(t testing.TB) artifacts.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := standin.PutDataset(ctx, st, "main", dataset, 12); err != nil {
+	if err := standin.PutDataset(ctx, st, "main", Dataset, 12); err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -16,8 +16,9 @@ import (
 // Iterations is how many iterations each scenario's loop runs.
 const Iterations = 2
 
-// dataset is where the scenarios' prompts table is, on main.
-const dataset = "data/prompts.parquet"
+// Dataset is where the scenarios' prompts table is, on main: a step
+// that reads a fixed artifact (an eval set) may read it.
+const Dataset = "data/prompts.parquet"
 
 // Run runs every scenario on the step step returns; before, if any, are
 // steps the step reads from, placed ahead of it.
@@ -190,7 +191,7 @@ func (l *loop) run(t testing.TB, st pipeline.Stages, stop func(int) bool) ([]pip
 		t.Fatal(err)
 	}
 	defer r.Close()
-	cfg := pipeline.LoopConfig{Iterations: Iterations, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", dataset), Stop: stop}
+	cfg := pipeline.LoopConfig{Iterations: Iterations, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", Dataset), Stop: stop}
 	_, err = r.Loop(ctx, cfg, st)
 	return events.All(), err
 }
