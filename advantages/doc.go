@@ -63,8 +63,9 @@
 //
 // # The tasks
 //
-// TrainTask is the loop's advantages step (pipeline.Stages.Advantages):
-// Join's rows for an iteration's trajectories and rewards, written once
+// Step is the loop's advantages step (a pipeline.Step between reward and
+// train that the grpo and external train kinds add); its task, TrainTask,
+// writes Join's rows for an iteration's trajectories and rewards, written once
 // to advantages.parquet for the train task to read. Task writes
 // advantages.parquet from rewards.parquet alone; rescoring runs it on
 // every iteration that had advantages, so training on a rescored branch

@@ -95,7 +95,21 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 	return o, nil
 }
 
-// TrainTask is the loop's advantages step: the advantages a trainer
+// StepName names the loop's advantages step and its calls.
+const StepName = "advantages"
+
+// Step is the loop's advantages step: TrainTask(o) between reward and
+// train, reading the iteration's trajectories and rewards and feeding its
+// "advantages" output to the train task (which then writes no
+// advantages.parquet of its own). A train stage kind that trains on
+// advantages adds it (kind.Stepped).
+func Step(o TrainOptions) pipeline.Step {
+	return pipeline.Step{Name: StepName, Task: TrainTask(o), After: pipeline.SlotReward, Before: pipeline.SlotTrain,
+		Inputs:  []pipeline.StepInput{pipeline.From(pipeline.SlotGenerate, pipeline.OutTrajectories), pipeline.From(pipeline.SlotReward, pipeline.OutRewards)},
+		Outputs: []string{OutAdvantages}}
+}
+
+// TrainTask is the task of the loop's advantages step: the advantages a trainer
 // trains on, computed once per iteration for the train task to read.
 // Inputs "trajectories" and "rewards" (the ones the train task gets),
 // output "advantages" (advantages.parquet): Join's rows, one per
@@ -105,7 +119,7 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 // Permanently.
 func TrainTask(o TrainOptions) *pipeline.Task {
 	return &pipeline.Task{
-		Name: pipeline.TaskAdvantages, Version: o.Version(), Env: "advantages", Deterministic: true,
+		Name: StepName, Version: o.Version(), Env: "advantages", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: OutAdvantages, File: runs.AdvantagesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {

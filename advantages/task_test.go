@@ -19,6 +19,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 )
 
 // handBatch is a small iteration: prompt a has a failed sample, b a group
@@ -264,6 +265,16 @@ func TestGivenErrors(t *testing.T) {
 			if !errors.Is(err, advantages.ErrRows) || !errors.Is(err, advantages.ErrBatch) || err.Error() != want {
 				t.Fatalf("err = %v\nwant ErrRows %q", err, want)
 			}
+		})
+	}
+}
+
+// TestStepConformance: the advantages step passes the shared step suite,
+// with the options of both trainers' hyperparameters.
+func TestStepConformance(t *testing.T) {
+	for _, o := range []advantages.TrainOptions{{}, {Options: advantages.Options{NoStd: true}, KeepZeroStd: true}} {
+		t.Run(fmt.Sprintf("no_std=%v keep_zero_std=%v", o.NoStd, o.KeepZeroStd), func(t *testing.T) {
+			steptest.Run(t, func(testing.TB) pipeline.Step { return advantages.Step(o) })
 		})
 	}
 }

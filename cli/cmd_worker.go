@@ -137,7 +137,7 @@ attempts are cancelled and run again on another worker.`,
 			if gpus < -1 {
 				return usagef("worker: --gpus %d: use 0 or more (the GPUs this host hands to tasks)", gpus)
 			}
-			plan, err := cfg.Plan()
+			plan, err := cfg.Plan(cmd.Context())
 			if err != nil {
 				return failure(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -75,5 +76,8 @@ func iterationReport(ctx context.Context, st artifacts.Store, branch string, n i
 	return lines
 }
 
-// stageOrder sorts task names in loop order.
-func stageOrder(name string) int { return pipeline.TaskRank(name) }
+// stageOrder sorts task names in loop order: the slots and the steps
+// this program's kinds and registry add (kinds.TaskOrder).
+func stageOrder(name string) int { return pipeline.TaskRank(taskOrder, name) }
+
+var taskOrder = kinds.TaskOrder()

@@ -2,13 +2,37 @@ package evaluators
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-// Build makes the eval section's tasks (kind.Registry.Eval): the eval set
+// Steps are the eval section's steps (a kind.StepSource for
+// kind.Registry.Steps; none without an eval section): the tasks Build
+// makes, the generate task the generate stage's own when it samples the
+// eval set (kind.Eval.Generate, in the score task's environment), as the
+// loop's pipeline.EvalSteps.
+func Steps(b kind.StepBuild) ([]pipeline.Step, error) {
+	e := b.Eval
+	if e == nil {
+		return nil, nil
+	}
+	gen, score, err := Build(*e)
+	if err != nil {
+		return nil, fmt.Errorf("eval: %v", err)
+	}
+	if e.Generate != nil {
+		if gen, err = e.Generate(score.Env); err != nil {
+			return nil, fmt.Errorf("eval (sampled by stages.generate): %v", err)
+		}
+		gen.Env = score.Env
+	}
+	return pipeline.EvalSteps(e.Loop, gen, score), nil
+}
+
+// Build makes the eval section's tasks (Steps): the eval set
 // sampled from a checkpoint of the opened policy and scored with the
 // reward stage's program; on a model that computes it (policy.ExactScorer,
 // the embedded model) also the exact pass@1, unless the generate stage

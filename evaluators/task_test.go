@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rewards"
@@ -91,7 +92,7 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	}
 	defer run.Close()
 	it := run.Iteration(1)
-	pipeline.Evaluate(ctx, it, pipeline.Stages{EvalGenerate: tasks.Generate, Eval: tasks.Score},
+	pipeline.Evaluate(ctx, it, tasks.Generate, tasks.Score,
 		pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
 	if _, err := it.Commit(ctx, nil, nil); err != nil {
 		t.Fatal(err)
@@ -157,4 +158,23 @@ func TestEvalTaskRejectsNaNSampling(t *testing.T) {
 	if want := "evaluation: version of the generate task (identity, sampling, seed): json: unsupported value: NaN"; err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
+}
+
+// TestEvalStepsConformance: the evaluation of the starting policy passes
+// the shared step suite: eval-start after eval-generate-start, in the
+// first iteration only, on the base model.
+func TestEvalStepsConformance(t *testing.T) {
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func(t testing.TB) []pipeline.Step {
+		tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+			Sampling: policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t), Ks: []int{1, 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pipeline.EvalSteps(pipeline.EvalConfig{Every: 1, Set: pipeline.StoreArtifact("main", steptest.Dataset)}, tasks.Generate, tasks.Score)
+	}
+	steptest.Run(t, func(t testing.TB) pipeline.Step { return steps(t)[1] }, steps(t)[0])
 }

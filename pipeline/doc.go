@@ -13,6 +13,12 @@
 //	rew := it.Go(ctx, reward, pipeline.Call{Inputs: map[string]pipeline.Artifact{"trajectories": gen.Output("trajectories")}})
 //	commit, err := it.Commit(ctx, state, nil)
 //
+// Run.Loop wires the RL iteration: the four slots of Stages (sample,
+// generate, reward, train) and its Steps, task values placed after a slot
+// or a step, with inputs named by the outputs they read (Step: the
+// advantages a trainer trains on, the training health, the evaluation of
+// checkpoints). TaskOrder lists them; CheckSteps says whether they fit.
+//
 // A task is a Go function (Task.Run) or an external command (Task.Command,
 // whose arguments may hold {{inputs.NAME}} and {{outputs.NAME}}). It reads
 // its inputs from local files and writes its declared outputs to local

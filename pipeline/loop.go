@@ -14,79 +14,39 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 )
 
-// Stages are the tasks of one RL iteration, wired by Loop:
+// Stages are the tasks of one RL iteration, wired by Loop: the four
+// slots, and the steps around them.
 //
 //	sample:   dataset            → prompts         params {cursor, count, iteration}
 //	generate: prompts, policy    → trajectories    params {iteration, policy_iteration, staleness}
 //	reward:   trajectories, prompts → rewards      params {iteration}
-//	advantages (optional): trajectories, rewards → advantages   params {iteration}
-//	train:    rewards, trajectories, prompts, policy[, advantages] → adapter (directory), metrics
-//
-//	eval-generate: prompts (the eval set), policy → trajectories      params {checkpoint}
-//	eval:          prompts, trajectories, policy → samples, summary   params {checkpoint}
+//	train:    rewards, trajectories, prompts, policy[, what steps before train write] → adapter (directory), metrics
 //
 // The policy input is the adapter directory of an earlier iteration, or
-// Loop.InitialPolicy (absent when that is nil: the base model). Eval is
-// optional: with LoopConfig.Eval.Every > 0 it evaluates the starting
-// policy in the first iteration and every Every-th checkpoint (and the
-// last), writing to evals/NNNNNN/<set>/ (000000 is the starting policy).
+// Loop.InitialPolicy (absent when that is nil: the base model). Steps
+// (the advantages a trainer trains on, the training health, the
+// evaluation of checkpoints, see Step) are wired from what they declare.
 type Stages struct {
 	Sample, Generate, Reward, Train *Task
-	// Advantages, optional, computes what the train task trains on
-	// between reward and train: inputs trajectories and rewards (those
-	// the train task gets), output "advantages" (OutAdvantages), handed
-	// to the train task as its "advantages" input. The train task must
-	// then not declare an output of the same file.
-	Advantages *Task
-	// EvalGenerate samples the eval set from a checkpoint; Eval scores and
-	// summarises the samples. They are separate so that a new metric or
-	// reward reuses stored generations.
-	EvalGenerate, Eval *Task
-	// Health, optional, summarises each iteration's training health:
-	// inputs trajectories, rewards and the train stage's metrics.
-	Health *Task
+	// Steps are the iteration's other tasks, placed by their After and
+	// Before (TaskOrder).
+	Steps []Step
 }
 
-// Tasks lists the stages' tasks that are set, in stage order: what a
-// Worker needs to run any of the loop's calls.
+// Tasks lists the stages' tasks that are set, in TaskOrder, each once:
+// what a Worker needs to run any of the loop's calls.
 func (s Stages) Tasks() []*Task {
 	var out []*Task
-	for _, t := range []*Task{s.Sample, s.Generate, s.Reward, s.Advantages, s.Train, s.EvalGenerate, s.Eval, s.Health} {
-		if t != nil {
+	for _, name := range TaskOrder(s.Steps) {
+		t := s.slot(name)
+		if i := slices.IndexFunc(s.Steps, func(x Step) bool { return x.Name == name }); i >= 0 {
+			t = s.Steps[i].Task
+		}
+		if t != nil && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
 	return out
-}
-
-// EvalConfig says when and on what the loop evaluates checkpoints.
-type EvalConfig struct {
-	// Every evaluates every Every-th iteration's adapter; 0 turns
-	// evaluation off.
-	Every int
-	// Set is the eval set, a prompts table; Name names it ("heldout").
-	Set  Artifact
-	Name string
-}
-
-// Evaluate adds a checkpoint's evaluation to an iteration: the generate
-// and score calls of st on the eval set, with the checkpoint's adapter
-// (nil: the base model), writing to EvalDir(checkpoint, set). suffix
-// distinguishes call names within one iteration ("-start" for the
-// starting policy). It returns the score call.
-func Evaluate(ctx context.Context, it *Iteration, st Stages, evalSet Artifact, adapter *Artifact, checkpoint int, set, suffix string) *Node {
-	in := map[string]Artifact{"prompts": evalSet}
-	if adapter != nil {
-		in["policy"] = *adapter
-	}
-	params := map[string]int{"checkpoint": checkpoint}
-	dir := runs.EvalDir(checkpoint, set)
-	gen := it.Go(ctx, st.EvalGenerate, Call{Name: "eval-generate" + suffix, Inputs: in, Params: params, Dir: dir})
-	scoreIn := map[string]Artifact{"prompts": evalSet, "trajectories": gen.Output("trajectories")}
-	if adapter != nil {
-		scoreIn["policy"] = *adapter
-	}
-	return it.Go(ctx, st.Eval, Call{Name: "eval" + suffix, Inputs: scoreIn, Params: params, Dir: dir})
 }
 
 // Output names the stages must declare.
@@ -113,8 +73,6 @@ type LoopConfig struct {
 	Dataset Artifact
 	// InitialPolicy is the adapter to start from; nil means the base model.
 	InitialPolicy *Artifact
-	// Eval evaluates checkpoints (Stages.Eval must be set when Every > 0).
-	Eval EvalConfig
 	// OnCommit, when set, is called after each iteration commits (to
 	// report it); it must not block for long.
 	OnCommit func(iteration int)
@@ -133,26 +91,8 @@ func (c LoopConfig) validate(s Stages) error {
 		return fmt.Errorf("%w: the loop needs sample, generate, reward and train stages", ErrConfig)
 	case c.Dataset.Path == "":
 		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
-	case s.Advantages != nil && clash(s.Advantages, s.Train) != "":
-		return fmt.Errorf("%w: the advantages task and the train task both write %s; the train task reads the advantages as its %q input", ErrConfig, clash(s.Advantages, s.Train), OutAdvantages)
-	case c.Eval.Every < 0:
-		return fmt.Errorf("%w: eval.every must be ≥ 0", ErrConfig)
-	case c.Eval.Every > 0 && (s.Eval == nil || s.EvalGenerate == nil || c.Eval.Set.Path == ""):
-		return fmt.Errorf("%w: evaluating every %d iterations needs the eval stages and an eval set", ErrConfig, c.Eval.Every)
 	}
-	return nil
-}
-
-// clash is a file that both a and b declare as an output ("" for none).
-func clash(a, b *Task) string {
-	for _, x := range a.Outputs {
-		for _, y := range b.Outputs {
-			if x.file() == y.file() {
-				return x.file()
-			}
-		}
-	}
-	return ""
+	return CheckSteps(s)
 }
 
 // Loop runs (or resumes) the RL loop up to cfg.Iterations. It returns the
@@ -257,6 +197,11 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		return false, nil
 	}
 	cursor := state.Cursor
+	order := TaskOrder(st.Steps)
+	steps := map[string]Step{}
+	for _, s := range st.Steps {
+		steps[s.Name] = s
+	}
 	// Generations take the generator in iteration order: with overlap,
 	// iteration n+1's prompts can be ready first, and a generation that
 	// jumped the queue would hold up iteration n's training.
@@ -267,53 +212,55 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		}
 		it := r.Iteration(n)
 		ictx := fails.start(lctx, it)
-		sample := it.Go(ictx, st.Sample, Call{
-			Inputs: map[string]Artifact{"dataset": cfg.Dataset},
-			Params: map[string]int{"cursor": cursor, "count": cfg.BatchSize, "iteration": n},
-		})
-		cursor += cfg.BatchSize
-		pk := n - 1 - cfg.MaxStaleness
-		genIn := map[string]Artifact{"prompts": sample.Output(OutPrompts)}
-		if a, ok := policy(pk); ok {
-			genIn["policy"] = a
-		}
-		gen := it.Go(ictx, st.Generate, Call{Inputs: genIn, After: prevGen,
-			Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
-		prevGen = gen
-		rew := it.Go(ictx, st.Reward, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories), "prompts": sample.Output(OutPrompts)},
-			Params: map[string]int{"iteration": n}})
-		trainIn := map[string]Artifact{"rewards": rew.Output(OutRewards), "trajectories": gen.Output(OutTrajectories),
-			"prompts": sample.Output(OutPrompts)}
-		if a, ok := policy(n - 1); ok {
-			trainIn["policy"] = a
-		}
-		if st.Advantages != nil {
-			adv := it.Go(ictx, st.Advantages, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
-				"rewards": rew.Output(OutRewards)}, Params: map[string]int{"iteration": n}})
-			trainIn[OutAdvantages] = adv.Output(OutAdvantages)
-		}
-		train := it.Go(ictx, st.Train, Call{Inputs: trainIn, Params: map[string]int{"iteration": n}})
-		if st.Health != nil {
-			it.Go(ictx, st.Health, Call{Inputs: map[string]Artifact{"trajectories": gen.Output(OutTrajectories),
-				"rewards": rew.Output(OutRewards), "metrics": train.Output(OutMetrics)}, Params: map[string]int{"iteration": n}})
-		}
-		if ev := cfg.Eval; ev.Every > 0 {
-			set := ev.Name
-			if set == "" {
-				set = "heldout"
-			}
-			if n == 1 {
-				var start *Artifact
-				if a, ok := policy(0); ok {
-					start = &a
+		// The slots and the steps start in TaskOrder; a step reads the
+		// outputs of the slots and steps before it, and a slot also gets
+		// the outputs of the steps that feed it.
+		u := upstream{nodes: map[string]*Node{}, start: cfg.InitialPolicy}
+		feed := func(slot string, in map[string]Artifact) map[string]Artifact {
+			for _, s := range st.Steps {
+				if node, ok := u.nodes[s.Name]; ok && s.Before == slot {
+					for _, o := range s.Outputs {
+						in[o] = node.Output(o)
+					}
 				}
-				Evaluate(ictx, it, st, ev.Set, start, 0, set, "-start")
 			}
-			if n%ev.Every == 0 || n == cfg.Iterations {
-				a := train.Output(OutAdapter)
-				Evaluate(ictx, it, st, ev.Set, &a, n, set, "")
+			return in
+		}
+		for _, name := range order {
+			switch name {
+			case SlotSample:
+				u.nodes[name] = it.Go(ictx, st.Sample, Call{
+					Inputs: feed(name, map[string]Artifact{"dataset": cfg.Dataset}),
+					Params: map[string]int{"cursor": cursor, "count": cfg.BatchSize, "iteration": n},
+				})
+			case SlotGenerate:
+				pk := n - 1 - cfg.MaxStaleness
+				genIn := map[string]Artifact{"prompts": u.nodes[SlotSample].Output(OutPrompts)}
+				if a, ok := policy(pk); ok {
+					genIn["policy"] = a
+				}
+				prevGen = it.Go(ictx, st.Generate, Call{Inputs: feed(name, genIn), After: prevGen,
+					Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
+				u.nodes[name] = prevGen
+			case SlotReward:
+				u.nodes[name] = it.Go(ictx, st.Reward, Call{Inputs: feed(name, map[string]Artifact{
+					"trajectories": u.nodes[SlotGenerate].Output(OutTrajectories), "prompts": u.nodes[SlotSample].Output(OutPrompts)}),
+					Params: map[string]int{"iteration": n}})
+			case SlotTrain:
+				trainIn := map[string]Artifact{"rewards": u.nodes[SlotReward].Output(OutRewards),
+					"trajectories": u.nodes[SlotGenerate].Output(OutTrajectories), "prompts": u.nodes[SlotSample].Output(OutPrompts)}
+				if a, ok := policy(n - 1); ok {
+					trainIn["policy"] = a
+				}
+				u.nodes[name] = it.Go(ictx, st.Train, Call{Inputs: feed(name, trainIn), Params: map[string]int{"iteration": n}})
+			default:
+				if s := steps[name]; s.When == nil || s.When(n, cfg.Iterations) {
+					u.goStep(ictx, it, s, n)
+				}
 			}
 		}
+		cursor += cfg.BatchSize
+		train := u.nodes[SlotTrain]
 		trains[n] = train
 		delete(trains, n-cfg.MaxStaleness-2) // no later iteration reads it
 		queue = append(queue, pending{it: it, cursor: cursor, train: train})

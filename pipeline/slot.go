@@ -25,11 +25,6 @@ const (
 	SlotTrain    = "train"
 )
 
-// TaskAdvantages is the name of the calls of Stages.Advantages: an
-// iteration's step, not a slot (pipeline.yaml does not configure it; the
-// train stage's kind brings it).
-const TaskAdvantages = "advantages"
-
 // Slots are the four stages of an iteration in loop order, as Loop wires
 // them (see Stages).
 var Slots = []Slot{
@@ -56,21 +51,4 @@ func SlotByName(name string) (Slot, bool) {
 		}
 	}
 	return Slot{}, false
-}
-
-// TaskOrder is the order in which the task calls of one iteration are
-// listed to users: the four slots (with the advantages step, when the
-// loop has one, between reward and train), then the health summary, then
-// the evaluations (of the starting policy first). Names not listed sort
-// last.
-var TaskOrder = []string{SlotSample, SlotGenerate, SlotReward, TaskAdvantages, SlotTrain, "health", "eval-generate-start", "eval-start", "eval-generate", "eval"}
-
-// TaskRank is a task name's place in TaskOrder (len(TaskOrder) when absent).
-func TaskRank(name string) int {
-	for i, s := range TaskOrder {
-		if s == name {
-			return i
-		}
-	}
-	return len(TaskOrder)
 }

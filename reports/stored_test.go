@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 )
 
 // TestHealthTableRoundTrip: what WriteHealth writes, readHealth reads back
@@ -287,4 +288,10 @@ func TestLoadJudgesByTheRewardsFileRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHealthStepConformance: the health step passes the shared step
+// suite.
+func TestHealthStepConformance(t *testing.T) {
+	steptest.Run(t, func(testing.TB) pipeline.Step { return HealthStep() })
 }

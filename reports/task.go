@@ -13,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
 
 // OutHealth is the health task's output: the iteration's row of the
@@ -41,7 +42,22 @@ var healthInputs = []struct{ name, file string }{
 	{"metrics", runs.TrainMetricsFile},
 }
 
-// HealthTask is the loop's health stage: from an iteration's trajectories,
+// HealthSteps adds the health step to every run (a kind.StepSource for
+// kind.Registry.Steps).
+func HealthSteps(kind.StepBuild) ([]pipeline.Step, error) {
+	return []pipeline.Step{HealthStep()}, nil
+}
+
+// HealthStep is the loop's health step: HealthTask after train, on the
+// iteration's trajectories, rewards and the train task's metrics.
+func HealthStep() pipeline.Step {
+	return pipeline.Step{Name: "health", Task: HealthTask(), After: pipeline.SlotTrain,
+		Inputs: []pipeline.StepInput{pipeline.From(pipeline.SlotGenerate, pipeline.OutTrajectories),
+			pipeline.From(pipeline.SlotReward, pipeline.OutRewards), pipeline.From(pipeline.SlotTrain, pipeline.OutMetrics)},
+		Outputs: []string{OutHealth}}
+}
+
+// HealthTask is the task of the loop's health step: from an iteration's trajectories,
 // rewards and train metrics (inputs "trajectories", "rewards", "metrics")
 // it writes health.parquet, the iteration's row of the health table
 // (ComputeHealth), committed with the iteration. A run's rows together

@@ -106,9 +106,9 @@ func runFixture(t testing.TB, st artifacts.Store, name string, seed uint64, n in
 	}
 	defer r.Close()
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
-	stages.EvalGenerate, stages.Eval = evalStages()
-	cfg := pipeline.LoopConfig{Iterations: n, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet"),
-		Eval: pipeline.EvalConfig{Every: 2, Set: pipeline.StoreArtifact("main", "data/heldout.parquet"), Name: "heldout"}}
+	gen, score := evalStages()
+	stages.Steps = pipeline.EvalSteps(pipeline.EvalConfig{Every: 2, Set: pipeline.StoreArtifact("main", "data/heldout.parquet"), Name: "heldout"}, gen, score)
+	cfg := pipeline.LoopConfig{Iterations: n, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
 	if _, err := r.Loop(ctx, cfg, stages); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -29,12 +30,12 @@ func advantagesVersion(src string, reg *kind.Registry) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		return "", err
 	}
 	p.Close()
-	return p.Stages.Advantages.Version, nil
+	return p.Stages.Step("advantages").Task.Version, nil
 }
 
 // TestAdvantagesEstimator: the advantages section names an estimator of

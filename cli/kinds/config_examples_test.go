@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -44,20 +45,21 @@ func TestGSM8KVLLMPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.Stages.Train.Name != "train" || p.Stages.Generate.Name != "generate" || p.Stages.Eval == nil || p.Loop.Eval.Every != 10 {
-		t.Errorf("plan: train %q generate %q eval %v every %d", p.Stages.Train.Name, p.Stages.Generate.Name, p.Stages.Eval != nil, p.Loop.Eval.Every)
+	eval := p.Stages.Step("eval")
+	if p.Stages.Train.Name != "train" || p.Stages.Generate.Name != "generate" || eval == nil || eval.When(9, 20) || !eval.When(10, 20) {
+		t.Errorf("plan: train %q generate %q eval step %+v, want one every 10 iterations", p.Stages.Train.Name, p.Stages.Generate.Name, eval)
 	}
 	if p.Policy.Identity != "Qwen/Qwen2.5-1.5B-Instruct" {
 		t.Errorf("identity %q", p.Policy.Identity)
 	}
 	// Without the key the plan says which variable to export.
 	t.Setenv("VLLM_API_KEY", "")
-	if _, err := c.Plan(); err == nil {
+	if _, err := c.Plan(context.Background()); err == nil {
 		t.Error("a missing API key was accepted")
 	}
 }

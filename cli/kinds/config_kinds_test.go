@@ -1,6 +1,7 @@
 package kinds_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
 	if !ok || o.LR != 0.002 || o.LoRA.Rank != 4 || o.Epochs != 0 {
 		t.Fatalf("train options = %#v", c.Stages.Train.Options)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +127,16 @@ func TestAdvantagedTrainStageBringsTheAdvantagesStep(t *testing.T) {
 			advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := mustParse(t, tc.src).Plan()
+			p, err := mustParse(t, tc.src).Plan(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			a := p.Stages.Advantages
+			s := p.Stages.Step("advantages")
+			if s == nil || s.After != pipeline.SlotReward || s.Before != pipeline.SlotTrain {
+				t.Fatalf("advantages step %+v, want one between reward and train", s)
+			}
+			a := s.Task
 			if a == nil || a.Name != "advantages" || a.Version != tc.want.Version() || a.Env != "advantages" {
 				t.Fatalf("advantages task %+v, want version %s", a, tc.want.Version())
 			}
@@ -149,12 +154,12 @@ func TestAdvantagedTrainStageBringsTheAdvantagesStep(t *testing.T) {
 			}
 		})
 	}
-	p, err := mustParse(t, base).Plan()
+	p, err := mustParse(t, base).Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if p.Stages.Advantages != nil {
+	if p.Stages.Step("advantages") != nil {
 		t.Errorf("a stand-in train stage got an advantages step")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -91,7 +92,7 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			}
 			defer run.Close()
 			it := run.Iteration(1)
-			pipeline.Evaluate(ctx, it, pipeline.Stages{EvalGenerate: tasks.Generate, Eval: tasks.Score},
+			pipeline.Evaluate(ctx, it, tasks.Generate, tasks.Score,
 				pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
 			if _, err := it.Commit(ctx, nil, nil); err != nil {
 				t.Fatal(err)
@@ -159,5 +160,14 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			}
 			t.Logf("rule %v: %d of 320 correct; solved all %d, none %d of 40", rule, correct, all, none)
 		})
+	}
+}
+
+// TestTaskOrder: the command lists an iteration's calls in loop order,
+// the shipped steps where they run.
+func TestTaskOrder(t *testing.T) {
+	want := []string{"sample", "generate", "reward", "advantages", "train", "health", "eval-generate-start", "eval-start", "eval-generate", "eval"}
+	if got := kinds.TaskOrder(); !slices.Equal(got, want) {
+		t.Errorf("TaskOrder %v, want %v", got, want)
 	}
 }

@@ -62,7 +62,7 @@ stages:
 	if err != nil {
 		panic(err)
 	}
-	plan, err := c.Plan()
+	plan, err := c.Plan(context.Background())
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,8 @@
 // Package kinds assembles what a pipeline file can name in this program,
 // in one registry value: the stage kinds in the order messages list them,
-// the policy and tracker backends, and the eval and health builders. The command
+// the policy and tracker backends, the RL environments, the advantage
+// estimators, the evaluation metrics, and the sources of the iteration's
+// health and evaluation steps. The command
 // line reads every pipeline file with Registry; a program of its own that
 // runs pipelines can use it, or assemble a registry with its own kinds.
 package kinds
@@ -13,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/evaluators"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/policy"
@@ -26,7 +29,7 @@ import (
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
-// Registry is the stage kinds and builders rlpipe ships.
+// Registry is the stage kinds, plug-ins and step sources rlpipe ships.
 func Registry() *kind.Registry {
 	// The RL environments an episodes stage can name (its rl_env key):
 	// guess, the number-guessing game with higher/lower feedback
@@ -57,7 +60,18 @@ func Registry() *kind.Registry {
 		Estimators: advantages.Estimators{advantages.GRPO},
 		// The evaluation metrics, each computed at every k of eval.k.
 		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
-		Eval:    evaluators.Build,
-		Health:  reports.HealthTask,
+		// The steps every iteration may have beyond the stages' own.
+		Steps: []kind.StepSource{reports.HealthSteps, evaluators.Steps},
 	}
+}
+
+// TaskOrder is the order in which the task calls of this program's runs
+// are listed (pipeline.TaskOrder of the steps its kinds and registry can
+// add): the slots with the advantages step between reward and train,
+// then the health step, then the evaluations of the starting policy and
+// of a checkpoint. The steps are the shipped ones' shapes; their tasks
+// are not built.
+func TaskOrder() []string {
+	steps := []pipeline.Step{advantages.Step(advantages.TrainOptions{}), reports.HealthStep()}
+	return pipeline.TaskOrder(append(steps, pipeline.EvalSteps(pipeline.EvalConfig{}, nil, nil)...))
 }

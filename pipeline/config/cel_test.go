@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func TestCELRewardStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestCELRewardStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Plan(); err == nil || !strings.Contains(err.Error(), "stages.reward.spec") || !strings.Contains(err.Error(), "reward.yaml:3") {
+	if _, err := c.Plan(context.Background()); err == nil || !strings.Contains(err.Error(), "stages.reward.spec") || !strings.Contains(err.Error(), "reward.yaml:3") {
 		t.Fatalf("bad spec: %v", err)
 	}
 }

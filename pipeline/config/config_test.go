@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestParseValid(t *testing.T) {
 	if _, ok := c.Environments["train"]; !ok {
 		t.Errorf("environment train not defaulted: %v", c.Environments)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestLoadFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Plan(); err != nil {
+			if _, err := c.Plan(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			// The recorded config parses back to the same hash.
@@ -83,7 +84,7 @@ func TestCommandStage(t *testing.T) {
 	if c.Store != "testdata/store" {
 		t.Errorf("store %q: a relative store is taken from the config's directory", c.Store)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestCommandStage(t *testing.T) {
 	// The version follows the command, not the secret.
 	version := func(src string) string {
 		c := mustParse(t, src)
-		p, err := c.Plan()
+		p, err := c.Plan(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

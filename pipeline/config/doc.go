@@ -27,7 +27,7 @@
 //
 //	c, err := config.Load("pipeline.yaml", kinds.Registry()) // or Parse(name, bytes, reg)
 //	err = c.CheckDataset(ctx, store)                          // batch_size ≤ the dataset's prompts
-//	plan, err := c.Plan()                                     // RunOptions, LoopConfig, Stages
+//	plan, err := c.Plan(ctx)                                  // RunOptions, LoopConfig, Stages (with their steps)
 //	plan.Run.Name = "exp2"                  // what the command line overrides
 //	run, err := pipeline.Open(ctx, store, plan.Run)
 //	state, err := run.Loop(ctx, plan.Loop, plan.Stages)

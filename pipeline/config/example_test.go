@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rlpipe/rlpipe/cli/kinds"
@@ -36,7 +37,7 @@ stages:
 	if err != nil {
 		panic(err)
 	}
-	plan, err := c.Plan()
+	plan, err := c.Plan(context.Background())
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -35,7 +36,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if _, err := c.Plan(); err != nil {
+		if _, err := c.Plan(context.Background()); err != nil {
 			t.Fatalf("an accepted config does not plan: %v", err)
 		}
 		if _, err := c.YAML(); err != nil {

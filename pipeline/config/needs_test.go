@@ -55,7 +55,7 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err := c.Plan()
+				_, err := c.Plan(context.Background())
 				if err == nil || !strings.Contains(err.Error(), "stages.reward.spec") {
 					t.Fatalf("plan: %v, want the missing reward spec", err)
 				}
@@ -64,7 +64,7 @@ func TestPlanNeedsAdapterLoader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := c.Plan()
+			p, err := c.Plan(context.Background())
 			if err == nil {
 				p.Close()
 				t.Fatal("plan: no error")
@@ -109,7 +109,7 @@ func TestEvalNeedsScoringReward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Plan()
+	_, err = c.Plan(context.Background())
 	const wantNil = "pipeline.yaml:12:12: eval: the reward stage's kind counted compiled no reward to score the eval set with"
 	if err == nil || err.Error() != wantNil || !errors.Is(err, config.ErrCapability) {
 		t.Fatalf("nil scorer:\n got %v\nwant %s", err, wantNil)
@@ -126,18 +126,17 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 	reg := kinds.Registry()
 	reg.Kinds = append(reg.Kinds, sk)
 	var evalScorer kind.Scorer
-	build := reg.Eval
-	reg.Eval = func(e kind.Eval) (*pipeline.Task, *pipeline.Task, error) {
-		evalScorer = e.Scorer
-		return build(e)
-	}
+	reg.Steps = append(reg.Steps, func(b kind.StepBuild) ([]pipeline.Step, error) {
+		evalScorer = b.Eval.Scorer
+		return nil, nil
+	})
 	src := strings.Replace(base, "reward: {kind: standin}", "reward: {kind: counted}", 1) +
 		"eval: {set: main:data/h.parquet, every: 1, n: 2, max_tokens: 5}\n"
 	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan()
+	p, err := c.Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +144,8 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 	if sk.compiled != 1 || sk.tasks != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
 		t.Errorf("compiled %d times; the task got %v, eval got %v, want %v", sk.compiled, sk.taskScorer, evalScorer, sk.scorer)
 	}
-	if p.Stages.Eval == nil || p.Stages.Eval.Version == "" {
-		t.Errorf("eval task: %+v", p.Stages.Eval)
+	if s := p.Stages.Step("eval"); s == nil || s.Task.Version == "" {
+		t.Errorf("eval step: %+v", s)
 	}
 }
 
@@ -187,4 +186,41 @@ func (fixedScorer) Correctness() tables.Correctness {
 }
 func (fixedScorer) ExtractAnswer(string) string {
 	return ""
+}
+
+// TestPlanChecksSteps: a step a registry adds that cannot be wired (an
+// input its producer does not declare, a name used twice, an error of
+// its source) fails the plan with the step named, before any task runs.
+func TestPlanChecksSteps(t *testing.T) {
+	task := &pipeline.Task{Name: "x", Version: "1", Env: "x", Outputs: []pipeline.Output{{Name: "x", File: "x.parquet"}}}
+	for _, tc := range []struct {
+		name  string
+		steps []pipeline.Step
+		err   error
+		want  string
+	}{
+		{"undeclared input", []pipeline.Step{{Name: "x", Task: task, After: pipeline.SlotReward,
+			Inputs: []pipeline.StepInput{pipeline.From(pipeline.SlotReward, "scores")}}}, nil,
+			"invalid pipeline config: step x reads its input scores from output scores of reward, which declares only [rewards]"},
+		{"health twice", []pipeline.Step{{Name: "health", Task: task, After: pipeline.SlotTrain}}, nil,
+			"invalid pipeline config: two steps are named health; name each step once"},
+		{"the source fails", nil, errors.New("filter: threshold missing"),
+			"invalid pipeline config: filter: threshold missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := kinds.Registry()
+			reg.Steps = append(reg.Steps, func(kind.StepBuild) ([]pipeline.Step, error) { return tc.steps, tc.err })
+			c, err := config.Parse("pipeline.yaml", []byte(base), reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := c.Plan(context.Background())
+			if err == nil {
+				p.Close()
+			}
+			if !errors.Is(err, pipeline.ErrConfig) || err == nil || err.Error() != tc.want {
+				t.Fatalf("plan: %v\nwant %s", err, tc.want)
+			}
+		})
+	}
 }

@@ -32,12 +32,16 @@ func (p *Plan) Close() error { return p.Policy.Close() }
 
 // Plan builds the engine's inputs from a valid config. RunOptions.Name is
 // the config's run name (override it for --run); ConfigHash is Hash().
-// The policy section is opened (the key of an openai policy is read from
-// the variable key_env names) and checked for what the loop will need of
-// it (an ErrCapability otherwise); the reward stage's reward is compiled
-// once (kind.Scoring) for its task and evaluation; and each stage's kind
-// builds its task. Call Plan.Close when done.
-func (c *Config) Plan() (Plan, error) {
+// The policy section is opened under ctx (the key of an openai policy is
+// read from the variable key_env names; a backend may dial its server)
+// and checked for what the loop will need of it (an ErrCapability
+// otherwise); the reward stage's reward is compiled once (kind.Scoring)
+// for its task and evaluation; each stage's kind builds its task and the
+// steps it adds (kind.Stepped), then the registry's step sources add
+// theirs (health, evaluation); and the steps are checked to fit together
+// (pipeline.CheckSteps). Every check fails before any task runs. Call
+// Plan.Close when done.
+func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	hash, err := c.Hash()
 	if err != nil {
 		return Plan{}, err
@@ -74,7 +78,7 @@ func (c *Config) Plan() (Plan, error) {
 
 	if c.Policy != nil {
 		spec := policy.Spec{Kind: c.Policy.Kind, Model: c.Policy.Model, Options: c.Policy.Options, Dir: filepath.Dir(c.file)}
-		if p.Policy, err = c.reg.Policies.Open(context.Background(), spec); err != nil {
+		if p.Policy, err = c.reg.Policies.Open(ctx, spec); err != nil {
 			return Plan{}, fmt.Errorf("%w: policy: %v", pipeline.ErrConfig, err)
 		}
 	}
@@ -84,9 +88,18 @@ func (c *Config) Plan() (Plan, error) {
 		p.Close()
 		return Plan{}, err
 	}
+	// The advantages section's estimator (checked when the file was read:
+	// the name is registered); nil is the default, GRPO.
+	var estimator advantages.Estimator
+	if c.Advantages != nil && c.Advantages.Estimator != "" {
+		if estimator, err = c.reg.Estimators.Lookup(c.Advantages.Estimator); err != nil {
+			p.Close()
+			return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
+		}
+	}
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
-		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy}
+		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.
@@ -122,33 +135,51 @@ func (c *Config) Plan() (Plan, error) {
 		}
 		tasks[slot] = t
 	}
-	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
-		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain]}
-	// A train stage that trains on advantages has them computed once per
-	// iteration, by their own task, between reward and train.
-	if a, ok := c.Stages.all()[pipeline.SlotTrain].Options.(kind.Advantaged); ok {
-		o := a.Advantages()
-		if c.Advantages != nil && c.Advantages.Estimator != "" {
-			// Checked when the file was read: the name is registered.
-			if o.Estimator, err = c.reg.Estimators.Lookup(c.Advantages.Estimator); err != nil {
+	// The stages' kinds add their steps (the advantages a trainer trains
+	// on), then the registry's sources (health, evaluation).
+	var steps []pipeline.Step
+	for _, slot := range pipeline.SlotNames() {
+		if sk, ok := c.Stages.all()[slot].Options.(kind.Stepped); ok {
+			more, err := sk.Steps(build(slot))
+			if err != nil {
 				p.Close()
-				return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
+				return Plan{}, stageError(slot, err)
 			}
+			steps = append(steps, more...)
 		}
-		p.Stages.Advantages = advantages.TrainTask(o)
-		p.Stages.Train = kind.OnAdvantages(p.Stages.Train)
-		p.defaultEnv(p.Stages.Advantages.Env)
 	}
-	if c.Eval != nil {
-		if err := c.planEval(&p, scorer); err != nil {
+	sb, err := c.stepBuild(&p, scorer)
+	if err != nil {
+		p.Close()
+		return Plan{}, err
+	}
+	for _, src := range c.reg.Steps {
+		more, err := src(sb)
+		if err != nil {
 			p.Close()
-			return Plan{}, err
+			return Plan{}, fmt.Errorf("%w: %v", pipeline.ErrConfig, err)
 		}
+		steps = append(steps, more...)
 	}
-	// Every iteration records its training health (docs/REPORTS.md).
-	if c.reg.Health != nil {
-		p.Stages.Health = c.reg.Health()
-		p.defaultEnv(p.Stages.Health.Env)
+	if _, _, _, ok := pipeline.EvalTasks(steps); c.Eval != nil && !ok {
+		p.Close()
+		return Plan{}, fmt.Errorf("%w: eval: this program cannot evaluate (no step source of its registry adds the eval steps)", pipeline.ErrConfig)
+	}
+	// A slot's task leaves the files of the steps that feed it to them
+	// (the train task, advantages.parquet).
+	for _, slot := range pipeline.SlotNames() {
+		tasks[slot] = pipeline.Feeding(tasks[slot], slot, steps)
+	}
+	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
+		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain], Steps: steps}
+	if err := pipeline.CheckSteps(p.Stages); err != nil {
+		p.Close()
+		return Plan{}, err
+	}
+	// A step runs in its environment with the engine's defaults unless
+	// the file defines it (docs/CONFIG.md, environments).
+	for _, s := range steps {
+		p.defaultEnv(s.Task.Env)
 	}
 	return p, nil
 }
@@ -180,43 +211,35 @@ func (c *Config) facts() kind.File {
 	return f
 }
 
-// planEval adds the evaluation stage: the eval set sampled from each
-// checkpoint and scored with the reward stage's program.
-func (c *Config) planEval(p *Plan, scorer kind.Scorer) error {
+// stepBuild is what the registry's step sources build from: the opened
+// policy, and the eval section with the reward stage's compiled scorer
+// (and the generate stage's own eval task when it samples the eval set).
+func (c *Config) stepBuild(p *Plan, scorer kind.Scorer) (kind.StepBuild, error) {
+	sb := kind.StepBuild{Policy: p.Policy}
 	e := c.Eval
+	if e == nil {
+		return sb, nil
+	}
 	ref, path, err := artifacts.SplitArtifact(e.Set)
 	if err != nil {
-		return fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
-	}
-	if c.reg.Eval == nil {
-		return fmt.Errorf("%w: eval: this program cannot evaluate (no eval builder is registered)", pipeline.ErrConfig)
+		return sb, fmt.Errorf("%w: eval.set: %v", pipeline.ErrConfig, err)
 	}
 	s := policy.Sampling{N: e.N, Temperature: 1, MaxTokens: e.MaxTokens, Logprobs: true}
 	if e.Temperature != nil {
 		s.Temperature = *e.Temperature
 	}
-	ke := kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Metrics: c.reg.Metrics, Scorer: scorer}
+	ke := &kind.Eval{Policy: p.Policy, Sampling: s, Seed: e.Seed, Set: e.Name, Ks: e.K, Metrics: c.reg.Metrics, Scorer: scorer,
+		Loop: pipeline.EvalConfig{Every: e.Every, Set: pipeline.StoreArtifact(ref, path), Name: e.Name}}
 	// A generate stage that samples the eval set its own way (episodes)
 	// makes the generate task, in the eval environment.
-	g := c.Stages.all()[pipeline.SlotGenerate]
-	var eg kind.EvalGenerator
-	if g != nil {
-		eg, _ = g.Options.(kind.EvalGenerator)
-	}
-	stageGenerates := eg != nil
-	ke.StageGenerates = stageGenerates
-	gen, score, err := c.reg.Eval(ke)
-	if err != nil {
-		return fmt.Errorf("%w: eval: %v", pipeline.ErrConfig, err)
-	}
-	if stageGenerates {
-		if gen, err = eg.EvalGenerate(ke, kind.Build{Slot: pipeline.SlotGenerate, Env: score.Env, Version: g.Version, File: c.facts(), Policy: p.Policy}); err != nil {
-			return fmt.Errorf("%w: eval (sampled by stages.generate): %v", pipeline.ErrConfig, err)
+	if g := c.Stages.all()[pipeline.SlotGenerate]; g != nil {
+		if eg, ok := g.Options.(kind.EvalGenerator); ok {
+			ke.StageGenerates = true
+			ke.Generate = func(env string) (*pipeline.Task, error) {
+				return eg.EvalGenerate(*ke, kind.Build{Slot: pipeline.SlotGenerate, Env: env, Version: g.Version, File: c.facts(), Policy: p.Policy})
+			}
 		}
-		gen.Env = score.Env
 	}
-	p.defaultEnv(score.Env)
-	p.Stages.EvalGenerate, p.Stages.Eval = gen, score
-	p.Loop.Eval = pipeline.EvalConfig{Every: e.Every, Set: pipeline.StoreArtifact(ref, path), Name: e.Name}
-	return nil
+	sb.Eval = ke
+	return sb, nil
 }

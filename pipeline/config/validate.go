@@ -301,7 +301,8 @@ func (k *checker) eval() {
 }
 
 // advantages checks that the advantages section names a registered
-// estimator, for a train stage that trains on advantages.
+// estimator, for a train stage that trains on advantages (one that adds
+// the advantages step: kind.Stepped).
 func (k *checker) advantages() {
 	a := k.c.Advantages
 	if a == nil || a.Estimator == "" {
@@ -312,8 +313,8 @@ func (k *checker) advantages() {
 		return
 	}
 	if t := k.c.Stages.Train; t != nil && t.Options != nil {
-		if _, ok := t.Options.(kind.Advantaged); !ok {
-			trainers, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Advantaged); return ok })
+		if _, ok := t.Options.(kind.Stepped); !ok {
+			trainers, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Stepped); return ok })
 			k.fail("advantages", "remove it, or use kind: "+strings.Join(trainers, " or kind: ")+" on the train stage",
 				"advantages: the train stage (kind %s) trains on no advantages", t.Kind)
 		}

@@ -95,7 +95,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if err := cfg.CheckDataset(ctx, st); err != nil {
 		return out, err
 	}
-	plan, err := cfg.Plan()
+	plan, err := cfg.Plan(ctx)
 	if err != nil {
 		return out, err
 	}

@@ -49,7 +49,7 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		return out, fmt.Errorf("%w: eval: %s has no eval section", pipeline.ErrConfig, cfg.File())
 	}
 	branch := runs.Branch(name)
-	plan, err := cfg.Plan()
+	plan, err := cfg.Plan(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -67,6 +67,10 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		return out, withOp(err, "eval", name)
 	}
 	defer run.Close()
+	gen, score, set, ok := pipeline.EvalTasks(plan.Stages.Steps)
+	if !ok {
+		return out, fmt.Errorf("%w: eval: the plan of %s has no eval steps", pipeline.ErrConfig, cfg.File())
+	}
 	out.Set = cfg.Eval.Name
 	if out.Set == "" {
 		out.Set = "heldout"
@@ -80,7 +84,7 @@ func Evaluate(ctx context.Context, st artifacts.Store, cfg *config.Config, o Eva
 		} else if plan.Loop.InitialPolicy != nil {
 			adapter = plan.Loop.InitialPolicy
 		}
-		pipeline.Evaluate(ctx, it, plan.Stages, plan.Loop.Eval.Set, adapter, c, out.Set, "")
+		pipeline.Evaluate(ctx, it, gen, score, set, adapter, c, out.Set, "")
 		if err := it.Wait(ctx); err != nil {
 			return out, fmt.Errorf("eval %s: checkpoint %d: %w", name, c, err)
 		}

@@ -35,8 +35,12 @@
 // stages), Sectioned (the options are a top-level section, as grpo's
 // trainer:), Sampler (the stage samples from the policy section), Scoring
 // (the plan compiles the stage's reward once and hands it to the stage's
-// task and to evaluation), Advantaged (the train stage trains on
-// advantages that the loop's advantages step computes).
+// task and to evaluation), Stepped (the stage adds iteration steps: the
+// grpo and external train stages add the advantages step).
+//
+// A Registry holds the kinds and the step sources every run's iteration
+// may have (StepSource: the training health, the evaluation), so adding a
+// step is one file and one registration line.
 //
 // Command is the kind the engine itself provides: an external command
 // whose argv is filled from the stage's inputs, outputs and params.

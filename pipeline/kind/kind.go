@@ -80,6 +80,10 @@ type Build struct {
 	// once by the plan, for the stage's Task to score with (nil for
 	// other stages).
 	Scorer Scorer
+	// Estimator is the advantages section's estimator (nil: the default,
+	// advantages.GRPO): a Stepped train stage builds its advantages step
+	// with it.
+	Estimator advantages.Estimator
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.
@@ -112,35 +116,27 @@ type (
 	// Scoring is a reward stage whose reward evaluation scores with too:
 	// the cel reward stage. The plan calls Compile once, before any task
 	// is built, and hands the result to the stage's Task (Build.Scorer)
-	// and to the eval builder (Eval.Scorer); an error about one key
+	// and to the eval step source (Eval.Scorer); an error about one key
 	// should be made with At. A config with an eval section needs a
 	// Scoring reward stage, and Compile must return a Scorer.
 	Scoring interface {
 		Compile(b Build) (Scorer, error)
 	}
-	// Advantaged is a train stage that trains on GRPO advantages: the
-	// plan adds the loop's advantages step (pipeline.Stages.Advantages,
-	// advantages.TrainTask of these options), which computes them once
-	// per iteration and hands them to the train task as its "advantages"
-	// input, and builds the train task with OnAdvantages.
-	Advantaged interface {
-		Advantages() advantages.TrainOptions
+	// Stepped is a stage that adds steps to the iteration (a train
+	// stage that trains on advantages adds the advantages step between
+	// reward and train, advantages.Step): the plan builds them with the
+	// stage's Build, after its task, and drops from a slot's task the
+	// outputs of the steps that feed it (pipeline.Feeding).
+	Stepped interface {
+		Steps(b Build) ([]pipeline.Step, error)
 	}
 )
 
-// OnAdvantages is train as the loop runs it after an advantages step: a
-// copy without the advantages output (pipeline.OutAdvantages), which the
-// step writes to the same file. A trainer given the "advantages" input
-// trains on those rows and writes no advantages of its own.
+// OnAdvantages is train as the loop runs it after an advantages step
+// (pipeline.Feeding): a copy without the advantages output
+// (pipeline.OutAdvantages), which the step writes to the same file.
 func OnAdvantages(train *pipeline.Task) *pipeline.Task {
-	t := *train
-	t.Outputs = nil
-	for _, o := range train.Outputs {
-		if o.Name != pipeline.OutAdvantages {
-			t.Outputs = append(t.Outputs, o)
-		}
-	}
-	return &t
+	return pipeline.Feeding(train, pipeline.SlotTrain, []pipeline.Step{{Before: pipeline.SlotTrain, Outputs: []string{pipeline.OutAdvantages}}})
 }
 
 // Scorer scores samples with a compiled reward: what the reward stage
@@ -207,11 +203,30 @@ type Eval struct {
 	// measures of single-turn sampling (the embedded model's exact
 	// pass@1) do not apply.
 	StageGenerates bool
+	// Loop is when and on what the loop evaluates (every, the eval set).
+	Loop pipeline.EvalConfig
+	// Generate, set with StageGenerates, is the generate stage's eval
+	// task (EvalGenerator) in environment env, the score task's.
+	Generate func(env string) (*pipeline.Task, error)
+}
+
+// StepSource makes the steps a registry adds to every run's iteration
+// (the training health, the evaluation); it returns none when the file
+// asks for nothing it adds (no eval section). An error is a config error.
+type StepSource func(StepBuild) ([]pipeline.Step, error)
+
+// StepBuild is what a StepSource builds its steps from.
+type StepBuild struct {
+	// Policy is the opened policy section (nil without one).
+	Policy *policy.Opened
+	// Eval is the eval section (nil without one).
+	Eval *Eval
 }
 
 // Registry is what a pipeline file can name: the stage kinds, the other
-// plug-ins (plugins.go), and the builders of the stages every run has
-// (evaluation, training health). The program that reads pipeline files
+// plug-ins (policy and tracker backends, advantage estimators, evaluation
+// metrics, RL environments), and the steps every run's iteration may have
+// (training health, evaluation). The program that reads pipeline files
 // assembles it in one place (cli/kinds.Registry); only store drivers
 // register by import, by URI scheme.
 type Registry struct {
@@ -228,12 +243,9 @@ type Registry struct {
 	Metrics Metrics
 	// Environments are the RL environments an episodes stage names.
 	Environments environments.RLEnvs
-	// Eval builds the eval section's two tasks (sample a checkpoint, score
-	// the samples).
-	Eval func(Eval) (generate, score *pipeline.Task, err error)
-	// Health builds the task that records every iteration's training
-	// health; nil records none.
-	Health func() *pipeline.Task
+	// Steps add iteration steps after the stages' own, in this order
+	// (reports.HealthSteps, evaluators.Steps).
+	Steps []StepSource
 }
 
 // Lookup returns the kind named name. A nil registry has no kinds.

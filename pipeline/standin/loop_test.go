@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 	}
 }
 
-// TestLoopRunsAdvantagesBetweenRewardAndTrain: with Stages.Advantages,
+// TestLoopRunsAdvantagesBetweenRewardAndTrain: with the advantages step,
 // every iteration runs it once the reward task has finished, writes
 // advantages.parquet in the iteration's directory, and starts train only
 // after it, with its output as the "advantages" input; with overlap too.
@@ -114,28 +115,21 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 10)
-	var mu sync.Mutex
-	var events []pipeline.Event
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: func(e pipeline.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}})
+	var events standin.Events
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: events.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 2})
-	stages.Advantages = advantages.TrainTask(advantages.TrainOptions{})
-	if ts := stages.Tasks(); len(ts) != 5 || ts[3] != stages.Advantages || ts[4] != stages.Train {
+	stages.Steps = []pipeline.Step{advantages.Step(advantages.TrainOptions{})}
+	if ts := stages.Tasks(); len(ts) != 5 || ts[3] != stages.Steps[0].Task || ts[4] != stages.Train {
 		t.Fatalf("Tasks() does not list the advantages task before train")
 	}
 	if _, err := r.Loop(ctx, loopConfig(3, 1), stages); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	seen := append([]pipeline.Event(nil), events...)
-	mu.Unlock()
+	seen := events.All()
 	for n := 1; n <= 3; n++ {
 		var order []string
 		for _, e := range seen {
@@ -173,12 +167,12 @@ func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 			t.Errorf("iteration %d: the train task's inputs %s have no advantages", n, in)
 		}
 	}
-	if rank := pipeline.TaskRank("advantages"); rank != pipeline.TaskRank("reward")+1 || rank != pipeline.TaskRank("train")-1 {
-		t.Errorf("TaskOrder %v does not put advantages between reward and train", pipeline.TaskOrder)
+	if order := pipeline.TaskOrder(stages.Steps); !slices.Equal(order, []string{"sample", "generate", "reward", "advantages", "train"}) {
+		t.Errorf("TaskOrder %v does not put advantages between reward and train", order)
 	}
 
 	clash := standin.Stages(standin.Options{})
-	clash.Advantages = advantages.TrainTask(advantages.TrainOptions{})
+	clash.Steps = []pipeline.Step{advantages.Step(advantages.TrainOptions{})}
 	clash.Train.Outputs = append(clash.Train.Outputs, pipeline.Output{Name: "advantages", File: "advantages.parquet"})
 	r2, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "clash", Envs: envs()})
 	if err != nil {
@@ -207,7 +201,7 @@ const killIterations = 6
 func killStages(judge string) pipeline.Stages {
 	s := standin.Stages(standin.Options{SamplesPerPrompt: 2, JudgeURL: judge,
 		GenerateSleep: 40 * time.Millisecond, TrainSleep: 20 * time.Millisecond, RewardSleep: 10 * time.Millisecond})
-	s.Advantages = advantages.TrainTask(advantages.TrainOptions{})
+	s.Steps = []pipeline.Step{advantages.Step(advantages.TrainOptions{})}
 	return s
 }
 
@@ -427,17 +421,9 @@ func TestLoopGeneratesInIterationOrder(t *testing.T) {
 	gen := e["generate"]
 	gen.Concurrency = 1
 	e["generate"] = gen
-	var mu sync.Mutex
-	var order []int
-	onEvent := func(ev pipeline.Event) {
-		if ev.Stage == pipeline.SlotGenerate && ev.Kind == pipeline.EventStarted {
-			mu.Lock()
-			order = append(order, ev.Iteration)
-			mu.Unlock()
-		}
-	}
+	var events standin.Events
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "order", Envs: e, Seed: 1,
-		Machine: &pipeline.Machine{CPU: 8, MemoryMB: 4096}, OnEvent: onEvent})
+		Machine: &pipeline.Machine{CPU: 8, MemoryMB: 4096}, OnEvent: events.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +431,12 @@ func TestLoopGeneratesInIterationOrder(t *testing.T) {
 	if _, err := r.Loop(ctx, loopConfig(4, 1), stages); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var order []int
+	for _, ev := range events.All() {
+		if ev.Stage == pipeline.SlotGenerate && ev.Kind == pipeline.EventStarted {
+			order = append(order, ev.Iteration)
+		}
+	}
 	if fmt.Sprint(order) != "[1 2 3 4]" {
 		t.Fatalf("generations started in iteration order %v, want [1 2 3 4]", order)
 	}

@@ -13,24 +13,6 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
-// eventRecorder keeps a run's events.
-type eventRecorder struct {
-	mu  sync.Mutex
-	evs []pipeline.Event
-}
-
-func (r *eventRecorder) add(e pipeline.Event) {
-	r.mu.Lock()
-	r.evs = append(r.evs, e)
-	r.mu.Unlock()
-}
-
-func (r *eventRecorder) all() []pipeline.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]pipeline.Event(nil), r.evs...)
-}
-
 // running lists the calls whose last event is not one that ends a call:
 // what was still running when the loop returned.
 func running(evs []pipeline.Event) []string {
@@ -92,7 +74,7 @@ func TestLoopStopsAtFirstFailure(t *testing.T) {
 	st := standintest.NewStore(t, 10)
 	stages := standin.Stages(standin.Options{FailTimes: map[string]int{pipeline.SlotGenerate: 99}})
 	evalStarted, evalCause := make(chan struct{}), make(chan error, 1)
-	stages.EvalGenerate, stages.Eval = blockingEval(evalStarted, evalCause)
+	evalGen, evalScore := blockingEval(evalStarted, evalCause)
 	gen2Started, gen2Cause := make(chan struct{}), make(chan error, 1)
 	var mu sync.Mutex
 	generations := map[int]int{} // attempts of generate by iteration
@@ -116,16 +98,16 @@ func TestLoopStopsAtFirstFailure(t *testing.T) {
 	stages.Generate = &gen
 	e := envs()
 	e["eval"] = e["generate"]
-	var rec eventRecorder
+	var rec standin.Events
 	// Room for every task at once: the admission order must not matter.
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "stop", Envs: e, Seed: 1, OnEvent: rec.add,
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "stop", Envs: e, Seed: 1, OnEvent: rec.Add,
 		Machine: &pipeline.Machine{CPU: 16, MemoryMB: 16384}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	cfg := loopConfig(3, 1)
-	cfg.Eval = pipeline.EvalConfig{Every: 10, Set: cfg.Dataset}
+	stages.Steps = pipeline.EvalSteps(pipeline.EvalConfig{Every: 10, Set: cfg.Dataset}, evalGen, evalScore)
 	state, err := r.Loop(ctx, cfg, stages)
 
 	const want = "task generate (iteration 000001) failed after 3 attempt(s): stand-in generate: planned failure of attempt 3 of 99"
@@ -150,7 +132,7 @@ func TestLoopStopsAtFirstFailure(t *testing.T) {
 			t.Errorf("the context of %s ended with cause %v: want %q", name, c, stopped)
 		}
 	}
-	evs := rec.all()
+	evs := rec.All()
 	if left := running(evs); len(left) > 0 {
 		t.Errorf("still running after the loop returned: %v", left)
 	}
@@ -202,9 +184,9 @@ func TestLaterFailureKeepsEarlierIterations(t *testing.T) {
 		return innerTrain.Run(ctx, tc)
 	}
 	stages.Generate, stages.Train = &gen, &train
-	var rec eventRecorder
+	var rec standin.Events
 	onEvent := func(e pipeline.Event) {
-		rec.add(e)
+		rec.Add(e)
 		if e.Kind == pipeline.EventFailed && e.Task == "generate" && e.Iteration == 2 {
 			close(gen2Failed)
 		}
@@ -223,7 +205,7 @@ func TestLaterFailureKeepsEarlierIterations(t *testing.T) {
 	if state.Iteration != 1 {
 		t.Errorf("state %+v: want iteration 1 committed", state)
 	}
-	evs := rec.all()
+	evs := rec.All()
 	if left := running(evs); len(left) > 0 {
 		t.Errorf("still running after the loop returned: %v", left)
 	}
@@ -237,8 +219,8 @@ func TestLaterFailureKeepsEarlierIterations(t *testing.T) {
 	}
 
 	down.Store(false)
-	rec = eventRecorder{}
-	r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: "later", Envs: envs(), Seed: 1, OnEvent: rec.add, Machine: machine})
+	rec = standin.Events{}
+	r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: "later", Envs: envs(), Seed: 1, OnEvent: rec.Add, Machine: machine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +229,7 @@ func TestLaterFailureKeepsEarlierIterations(t *testing.T) {
 	if err != nil || state.Iteration != 3 {
 		t.Fatalf("resumed: %+v, %v", state, err)
 	}
-	evs = rec.all()
+	evs = rec.All()
 	if len(evs) == 0 || evs[0].Kind != pipeline.EventResumed || evs[0].Iteration != 2 {
 		t.Errorf("first event %+v: want run.resumed at iteration 2", evs[0])
 	}

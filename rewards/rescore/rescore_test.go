@@ -172,7 +172,7 @@ func runLoopWithAdvantages(t *testing.T, o advantages.TrainOptions) artifacts.St
 	}
 	defer r.Close()
 	stages := standin.Stages(standin.Options{SamplesPerPrompt: 4})
-	stages.Advantages = advantages.TrainTask(o)
+	stages.Steps = []pipeline.Step{advantages.Step(o)}
 	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}
 	if _, err := r.Loop(ctx, cfg, stages); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
 
@@ -32,7 +33,11 @@ func TestAdvantagesStepTrainsTheSameBytes(t *testing.T) {
 			st := newStore(t, 64)
 			r := openRun(t, st, "f", 5)
 			s := stages(t, m, kind.OnAdvantages(embedded.Task(m, o)))
-			s.Advantages = advantages.TrainTask((*embedded.GRPOStage)(&o).Advantages())
+			steps, err := (*embedded.GRPOStage)(&o).Steps(kind.Build{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Steps = steps
 			if _, err := r.Loop(context.Background(), loopConfig(3, faultBatch), s); err != nil {
 				t.Fatal(err)
 			}
@@ -85,10 +90,8 @@ func TestMismatchedAdvantagesFailTheTrainCall(t *testing.T) {
 	st := newStore(t, 64)
 	r := openRun(t, st, "f", 5)
 	s := stages(t, m, kind.OnAdvantages(embedded.Task(m, embedded.Options{})))
-	s.Advantages = standintest.EditedAdvantages(func(rows []tables.Advantage) []tables.Advantage {
-		rows[2].PromptID = "nowhere"
-		return rows
-	})
+	s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
+		func(rows []tables.Advantage) []tables.Advantage { rows[2].PromptID = "nowhere"; return rows })}
 	_, err := r.Loop(context.Background(), loopConfig(1, faultBatch), s)
 	want := `train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: row 3 is sample 2 of prompt "nowhere", which the trajectories do not hold`
 	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, embedded.ErrBatch) || !strings.Contains(err.Error(), want) {

@@ -34,7 +34,7 @@ func (grpoKind) Section() string { return "trainer" }
 // at their defaults.
 type GRPOStage Options
 
-var _ kind.Advantaged = (*GRPOStage)(nil)
+var _ kind.Stepped = (*GRPOStage)(nil)
 
 // Check checks the slot, the policy and the options (defaults applied).
 func (s *GRPOStage) Check(c kind.Checker) {
@@ -61,10 +61,14 @@ func embeddedModel(model string) bool {
 	return model == policyembedded.ModelTinyArith || model == tiny.ModelTinyChain || strings.HasSuffix(model, ".safetensors")
 }
 
-// Advantages are the options of the advantages the stage trains on
-// (no_std, keep_zero_std): the loop computes them in their own step
-// (kind.Advantaged).
-func (s *GRPOStage) Advantages() advantages.TrainOptions { return Options(*s).advantages() }
+// Steps are the advantages step (advantages.Step) with the options of
+// the advantages the stage trains on (no_std, keep_zero_std): the loop
+// computes them in their own step, between reward and train.
+func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
+	o := Options(*s).advantages()
+	o.Estimator = b.Estimator
+	return []pipeline.Step{advantages.Step(o)}, nil
+}
 
 // Trainable is what the grpo stage needs of the opened policy's model
 // (policy.Opened.Model), found by type assertion: the embedded engine's

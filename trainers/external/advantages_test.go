@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
@@ -31,7 +32,11 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 	run := openRun(t, st, "ext", 1, nil)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
 	stage := &external.Stage{Hyperparameters: map[string]any{"keep_zero_std": false}}
-	s.Advantages = advantages.TrainTask(stage.Advantages())
+	steps, err := stage.Steps(kind.Build{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Steps = steps
 	if _, err := run.Loop(ctx, loopConfig(2), s); err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +51,9 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 		{nil, advantages.TrainOptions{}},
 		{map[string]any{"no_std": true, "keep_zero_std": true, "lr": 1e-5}, advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}},
 	} {
-		if got := (&external.Stage{Hyperparameters: tc.hp}).Advantages(); got != tc.want {
-			t.Errorf("hyperparameters %v: advantages options %+v, want %+v", tc.hp, got, tc.want)
+		steps, err := (&external.Stage{Hyperparameters: tc.hp}).Steps(kind.Build{})
+		if err != nil || len(steps) != 1 || steps[0].Name != advantages.StepName || steps[0].Task.Version != tc.want.Version() {
+			t.Errorf("hyperparameters %v: steps %+v (%v), want the advantages step of %+v", tc.hp, steps, err, tc.want)
 		}
 	}
 }
@@ -60,9 +66,8 @@ func TestMismatchedAdvantagesFailBeforeTheTrainer(t *testing.T) {
 	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 3, logs)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
-	s.Advantages = standintest.EditedAdvantages(func(rows []tables.Advantage) []tables.Advantage {
-		return rows[1:]
-	})
+	s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
+		func(rows []tables.Advantage) []tables.Advantage { return rows[1:] })}
 	_, err := run.Loop(context.Background(), loopConfig(1), s)
 	want := "train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: none of the 11 rows is sample 0 of prompt"
 	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, external.ErrBatch) || !strings.Contains(err.Error(), want) {

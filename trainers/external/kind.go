@@ -26,7 +26,7 @@ type Stage struct {
 	Environment map[string]string `yaml:"environment,omitempty"`
 }
 
-var _ kind.Advantaged = (*Stage)(nil)
+var _ kind.Stepped = (*Stage)(nil)
 
 // Check checks the slot, the command and the variable names.
 func (s *Stage) Check(c kind.Checker) {
@@ -39,13 +39,15 @@ func (s *Stage) Check(c kind.Checker) {
 	kind.CheckEnvironment(c, s.Environment)
 }
 
-// Advantages are the options of the advantages the trainer trains on,
-// from the hyperparameters no_std and keep_zero_std: the loop computes
-// them in their own step (kind.Advantaged). A hyperparameter that is not
-// a bool fails Task, so it is read as false here.
-func (s *Stage) Advantages() advantages.TrainOptions {
+// Steps are the advantages step (advantages.Step) with the options of
+// the advantages the trainer trains on, from the hyperparameters no_std
+// and keep_zero_std: the loop computes them in their own step, between
+// reward and train. A hyperparameter that is not a bool fails Task, so
+// it is read as false here.
+func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
-	return a
+	a.Estimator = b.Estimator
+	return []pipeline.Step{advantages.Step(a)}, nil
 }
 
 // Task is the external trainer; relative paths in the command resolve

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -448,18 +449,13 @@ func TestTorchrunRankDies(t *testing.T) {
 		}
 		killed <- pid
 	}}
-	var mu sync.Mutex
-	var events []pipeline.Event
+	var events standin.Events
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
 	st := standintest.NewStore(t, 12)
 	run, err := pipeline.Open(context.Background(), st, pipeline.RunOptions{Name: "kill", Seed: 3, WorkDir: t.TempDir(),
-		Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
-		Envs:   map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick},
-		OnEvent: func(e pipeline.Event) {
-			mu.Lock()
-			events = append(events, e)
-			mu.Unlock()
-		}})
+		Logger:  zerolog.New(logs).Level(zerolog.DebugLevel),
+		Envs:    map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "advantages": quick, "train": quick},
+		OnEvent: events.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,11 +470,9 @@ func TestTorchrunRankDies(t *testing.T) {
 		t.Fatal("rank 1 was never killed")
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
 	var retried []pipeline.Event
 	commits := 0
-	for _, e := range events {
+	for _, e := range events.All() {
 		switch {
 		case e.Kind == pipeline.EventRetried && e.Stage == "train":
 			retried = append(retried, e)

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
@@ -114,26 +113,6 @@ func Fetch(t testing.TB, st artifacts.Store, ref, prefix string) string {
 		t.Fatalf("no objects under %s:%s/", ref, prefix)
 	}
 	return dir
-}
-
-// EditedAdvantages is the loop's advantages step (default options) whose
-// table edit rewrites before the step ends: a step that hands the train
-// stage rows that do not fit the trajectories.
-func EditedAdvantages(edit func([]tables.Advantage) []tables.Advantage) *pipeline.Task {
-	good := advantages.TrainTask(advantages.TrainOptions{})
-	edited := *good
-	edited.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
-		if err := good.Run(ctx, tc); err != nil {
-			return err
-		}
-		path := tc.OutputPath(advantages.OutAdvantages)
-		rows, err := tables.ReadFile(path, tables.Advantages)
-		if err != nil {
-			return err
-		}
-		return tables.WriteFile(path, tables.Advantages, edit(rows), nil)
-	}
-	return &edited
 }
 
 // LogBuffer collects a run's log lines from its goroutines: a log sink
