@@ -169,7 +169,7 @@ func TestEvalStepsConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := func(t testing.TB) []pipeline.Step {
-		tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Policy: tiny.NewPolicy(m), Identity: m.Version(),
+		tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Policy: tiny.NewPolicy(m), Identity: m.Version(),
 			Sampling: policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5}, Seed: 3, Reward: arithReward(t), Ks: []int{1, 2}})
 		if err != nil {
 			t.Fatal(err)
