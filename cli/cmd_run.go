@@ -34,9 +34,37 @@ type runOptions struct {
 	// storeDir is the embedded store's directory ("" for other backends):
 	// the default report goes to storeDir/reports/RUN.html.
 	storeDir string
-	// executor is "local" or "temporal"; temporal its connection flags.
-	executor string
-	temporal temporalOptions
+	// executor names an executor kind of the registry (local, temporal);
+	// temporal is the Temporal mode's connection flags; executorOf is the
+	// run's executor the named kind opened (nil: this process).
+	executor   string
+	temporal   temporalOptions
+	executorOf pipeline.Executor
+}
+
+// temporalMode is --executor temporal: not an executor kind of the
+// registry but the command's own mode, in which the loop itself runs as a
+// Temporal workflow that driver workers serve (runOnTemporal,
+// docs/DEPLOY.md). It needs the command's workers and Temporal's SDK,
+// which only pipeline/temporalrun and the command link; the executor
+// kinds of the registry run the loop in this process.
+const temporalMode = "temporal"
+
+// openExecutor opens the run's executor of kind k.
+func openExecutor(ctx context.Context, k pipeline.ExecutorKind, st artifacts.Store, cfg *config.Config, g *rootOptions) (pipeline.Executor, error) {
+	repo, err := st.Repository(ctx)
+	if err != nil {
+		return nil, failure(withOp(err, "open store %s", g.store))
+	}
+	pid, err := driver.PipelineID(cfg)
+	if err != nil {
+		return nil, failure(err)
+	}
+	x, err := k.Open(ctx, pipeline.ExecutorEnv{Store: st, Repository: repo.Name, Pipeline: pid, Logger: g.logger, Getenv: g.env.getenv})
+	if err != nil {
+		return nil, failure(fmt.Errorf("run: --executor %s: %w", k.Name(), err))
+	}
+	return x, nil
 }
 
 func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
@@ -91,14 +119,18 @@ worker serves it (docs/DEPLOY.md).`,
 			}
 			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
 				verbose: cmd.Flags().Changed("log-level") || g.verbose}
-			switch o.executor {
-			case "local":
-			case "temporal":
+			if o.executor == temporalMode {
 				return runOnTemporal(cmd, g, cfg, o, d)
-			default:
-				return usagef("run: --executor %q: use local or temporal", o.executor)
+			}
+			reg := kinds.Registry()
+			ek, err := reg.Executors.Lookup(o.executor)
+			if err != nil {
+				return usagef("run: --executor %q: use %s or %s", o.executor, strings.Join(reg.Executors.Names(), ", "), temporalMode)
 			}
 			return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+				if o.executorOf, err = openExecutor(ctx, ek, st, cfg, g); err != nil {
+					return err
+				}
 				return runFunc(ctx, st, cfg, o, d, g.printer(cmd))
 			})
 		},
@@ -167,7 +199,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		reportPath = "report-" + name + ".html"
 	}
 	onCommit, stopRefresh := refreshReport(ctx, st, name, reportPath, d.logger)
-	sum, err := d.runner(p)(ctx, st, cfg, driver.Options{Name: name, NoCache: o.noCache, OnCommit: onCommit})
+	sum, err := d.runner(p)(ctx, st, cfg, driver.Options{Name: name, NoCache: o.noCache, OnCommit: onCommit, Executor: o.executorOf})
 	stopRefresh()
 	if err != nil {
 		return err

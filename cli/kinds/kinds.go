@@ -60,6 +60,10 @@ func Registry() *kind.Registry {
 		Estimators: advantages.Estimators{advantages.GRPO},
 		// The evaluation metrics, each computed at every k of eval.k.
 		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
+		// Where a run's task calls run under a driver in this process
+		// (rlpipe run --executor NAME): this process. Temporal is the
+		// command's own mode, not an entry (cli/cmd_run.go, temporalMode).
+		Executors: pipeline.ExecutorKinds{pipeline.Local},
 		// The steps every iteration may have beyond the stages' own.
 		Steps: []kind.StepSource{reports.HealthSteps, evaluators.Steps},
 	}

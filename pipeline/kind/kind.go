@@ -243,6 +243,9 @@ type Registry struct {
 	Metrics Metrics
 	// Environments are the RL environments an episodes stage names.
 	Environments environments.RLEnvs
+	// Executors are what `rlpipe run --executor NAME` names: where the
+	// task calls of a run driven in this process run (pipeline.Local).
+	Executors pipeline.ExecutorKinds
 	// Steps add iteration steps after the stages' own, in this order
 	// (reports.HealthSteps, evaluators.Steps).
 	Steps []StepSource
