@@ -59,19 +59,37 @@ func listOf(t arrow.DataType) *arrow.ListType {
 	return arrow.ListOfField(arrow.Field{Name: "element", Type: t})
 }
 
-func strCol[T any](name, doc string, get func(*T) *string) column[T] {
+// valueBuilder is the Arrow builder of one value type V.
+type valueBuilder[V any] interface {
+	array.Builder
+	Append(V)
+}
+
+// valueArray is the Arrow array of one value type V.
+type valueArray[V any] interface {
+	arrow.Array
+	Value(int) V
+}
+
+// valueCol is a required column of one Arrow value type: B builds it, A
+// reads it, and a row's field is a V.
+func valueCol[T, V any, B valueBuilder[V], A valueArray[V]](typ arrow.DataType, name, doc string, get func(*T) *V) column[T] {
 	return column[T]{
-		field: arrow.Field{Name: name, Type: arrow.BinaryTypes.String},
+		field: arrow.Field{Name: name, Type: typ},
 		doc:   doc,
 		enc: func(b array.Builder) func(*T) {
-			sb := b.(*array.StringBuilder)
-			return func(r *T) { sb.Append(*get(r)) }
+			vb := b.(B)
+			return func(r *T) { vb.Append(*get(r)) }
 		},
 		dec: func(a arrow.Array) func(int, *T) {
-			sa := a.(*array.String)
-			return func(i int, r *T) { *get(r) = sa.Value(i) }
+			va := a.(A)
+			return func(i int, r *T) { *get(r) = va.Value(i) }
 		},
 	}
+}
+
+func strCol[T any](name, doc string, get func(*T) *string) column[T] {
+	return valueCol[T, string, *array.StringBuilder, *array.String](arrow.BinaryTypes.String, name, doc, get)
 }
 
 // textCol is a strCol for long free text, stored without dictionary encoding.
@@ -92,13 +110,7 @@ func optStrCol[T any](name, doc string, get func(*T) **string) column[T] {
 		doc:   doc,
 		enc: func(b array.Builder) func(*T) {
 			sb := b.(*array.StringBuilder)
-			return func(r *T) {
-				if p := *get(r); p != nil {
-					sb.Append(*p)
-				} else {
-					sb.AppendNull()
-				}
-			}
+			return func(r *T) { appendOptStr(sb, *get(r)) }
 		},
 		dec: func(a arrow.Array) func(int, *T) {
 			sa := a.(*array.String)
@@ -115,131 +127,103 @@ func optStrCol[T any](name, doc string, get func(*T) **string) column[T] {
 }
 
 func i32Col[T any](name, doc string, get func(*T) *int32) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int32},
-		doc:   doc,
-		enc: func(b array.Builder) func(*T) {
-			ib := b.(*array.Int32Builder)
-			return func(r *T) { ib.Append(*get(r)) }
-		},
-		dec: func(a arrow.Array) func(int, *T) {
-			v := a.(*array.Int32).Int32Values()
-			return func(i int, r *T) { *get(r) = v[i] }
-		},
-	}
+	return valueCol[T, int32, *array.Int32Builder, *array.Int32](arrow.PrimitiveTypes.Int32, name, doc, get)
 }
 
 func i64Col[T any](name, doc string, get func(*T) *int64) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Int64},
-		doc:   doc,
-		enc: func(b array.Builder) func(*T) {
-			ib := b.(*array.Int64Builder)
-			return func(r *T) { ib.Append(*get(r)) }
-		},
-		dec: func(a arrow.Array) func(int, *T) {
-			v := a.(*array.Int64).Int64Values()
-			return func(i int, r *T) { *get(r) = v[i] }
-		},
-	}
+	return valueCol[T, int64, *array.Int64Builder, *array.Int64](arrow.PrimitiveTypes.Int64, name, doc, get)
 }
 
 func f64Col[T any](name, doc string, get func(*T) *float64) column[T] {
+	return valueCol[T, float64, *array.Float64Builder, *array.Float64](arrow.PrimitiveTypes.Float64, name, doc, get)
+}
+
+func boolCol[T any](name, doc string, get func(*T) *bool) column[T] {
+	return valueCol[T, bool, *array.BooleanBuilder, *array.Boolean](arrow.FixedWidthTypes.Boolean, name, doc, get)
+}
+
+// listValues is the Arrow builder of a list's values of type V.
+type listValues[V any] interface {
+	array.Builder
+	AppendValues([]V, []bool)
+}
+
+// valuesArray is the Arrow array of a list's values of type V.
+type valuesArray[V any] interface {
+	arrow.Array
+	Values() []V
+}
+
+// listCol is a nullable list of one Arrow value type: B builds the
+// values, A reads them.
+func listCol[T, V any, B listValues[V], A valuesArray[V]](typ arrow.DataType, name, doc string, get func(*T) *[]V) column[T] {
 	return column[T]{
-		field: arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64},
+		field: arrow.Field{Name: name, Type: listOf(typ), Nullable: true},
 		doc:   doc,
+		plain: true,
 		enc: func(b array.Builder) func(*T) {
-			fb := b.(*array.Float64Builder)
-			return func(r *T) { fb.Append(*get(r)) }
+			lb := b.(*array.ListBuilder)
+			vb := lb.ValueBuilder().(B)
+			return func(r *T) { appendList(lb, vb, *get(r)) }
 		},
 		dec: func(a arrow.Array) func(int, *T) {
-			v := a.(*array.Float64).Float64Values()
-			return func(i int, r *T) { *get(r) = v[i] }
+			la := a.(*array.List)
+			vals := la.ListValues().(A).Values()
+			return func(i int, r *T) { *get(r) = listAt(la, vals, i) }
 		},
 	}
 }
 
-func boolCol[T any](name, doc string, get func(*T) *bool) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: arrow.FixedWidthTypes.Boolean},
-		doc:   doc,
-		enc: func(b array.Builder) func(*T) {
-			bb := b.(*array.BooleanBuilder)
-			return func(r *T) { bb.Append(*get(r)) }
-		},
-		dec: func(a arrow.Array) func(int, *T) {
-			ba := a.(*array.Boolean)
-			return func(i int, r *T) { *get(r) = ba.Value(i) }
-		},
+// appendList appends v to a list column: nil as null, otherwise a list
+// (empty for an empty slice).
+func appendList[V any, B listValues[V]](lb *array.ListBuilder, vb B, v []V) {
+	if v == nil {
+		lb.AppendNull()
+		return
 	}
+	lb.Append(true)
+	vb.AppendValues(v, nil)
+}
+
+// listAt is the list at row i of la, whose values are vals: nil when
+// null, otherwise a copy (empty, not nil, for an empty list).
+func listAt[V any](la *array.List, vals []V, i int) []V {
+	if la.IsNull(i) {
+		return nil
+	}
+	s, e := la.ValueOffsets(i)
+	return append(make([]V, 0, e-s), vals[s:e]...)
+}
+
+// appendOptStr appends *p, or null when p is nil.
+func appendOptStr(sb *array.StringBuilder, p *string) {
+	if p != nil {
+		sb.Append(*p)
+	} else {
+		sb.AppendNull()
+	}
+}
+
+// roleContentBuilders are the builders of the fields a message and a turn
+// begin with: role and content.
+func roleContentBuilders(sb *array.StructBuilder) (role, content *array.StringBuilder) {
+	return sb.FieldBuilder(0).(*array.StringBuilder), sb.FieldBuilder(1).(*array.StringBuilder)
+}
+
+// roleContentArrays are the role and content fields of a message or a
+// turn struct array.
+func roleContentArrays(st *array.Struct) (role, content *array.String) {
+	return st.Field(0).(*array.String), st.Field(1).(*array.String)
 }
 
 // i32ListCol is a nullable list<int32>.
 func i32ListCol[T any](name, doc string, get func(*T) *[]int32) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: listOf(arrow.PrimitiveTypes.Int32), Nullable: true},
-		doc:   doc,
-		plain: true,
-		enc: func(b array.Builder) func(*T) {
-			lb := b.(*array.ListBuilder)
-			vb := lb.ValueBuilder().(*array.Int32Builder)
-			return func(r *T) {
-				v := *get(r)
-				if v == nil {
-					lb.AppendNull()
-					return
-				}
-				lb.Append(true)
-				vb.AppendValues(v, nil)
-			}
-		},
-		dec: func(a arrow.Array) func(int, *T) {
-			la := a.(*array.List)
-			vals := la.ListValues().(*array.Int32).Int32Values()
-			return func(i int, r *T) {
-				if la.IsNull(i) {
-					*get(r) = nil
-					return
-				}
-				s, e := la.ValueOffsets(i)
-				*get(r) = append(make([]int32, 0, e-s), vals[s:e]...)
-			}
-		},
-	}
+	return listCol[T, int32, *array.Int32Builder, *array.Int32](arrow.PrimitiveTypes.Int32, name, doc, get)
 }
 
 // f32ListCol is a nullable list<float32>.
 func f32ListCol[T any](name, doc string, get func(*T) *[]float32) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: listOf(arrow.PrimitiveTypes.Float32), Nullable: true},
-		doc:   doc,
-		plain: true,
-		enc: func(b array.Builder) func(*T) {
-			lb := b.(*array.ListBuilder)
-			vb := lb.ValueBuilder().(*array.Float32Builder)
-			return func(r *T) {
-				v := *get(r)
-				if v == nil {
-					lb.AppendNull()
-					return
-				}
-				lb.Append(true)
-				vb.AppendValues(v, nil)
-			}
-		},
-		dec: func(a arrow.Array) func(int, *T) {
-			la := a.(*array.List)
-			vals := la.ListValues().(*array.Float32).Float32Values()
-			return func(i int, r *T) {
-				if la.IsNull(i) {
-					*get(r) = nil
-					return
-				}
-				s, e := la.ValueOffsets(i)
-				*get(r) = append(make([]float32, 0, e-s), vals[s:e]...)
-			}
-		},
-	}
+	return listCol[T, float32, *array.Float32Builder, *array.Float32](arrow.PrimitiveTypes.Float32, name, doc, get)
 }
 
 // messagesCol is a nullable list<struct{role, content}>.
@@ -251,8 +235,7 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			sb := lb.ValueBuilder().(*array.StructBuilder)
-			role := sb.FieldBuilder(0).(*array.StringBuilder)
-			content := sb.FieldBuilder(1).(*array.StringBuilder)
+			role, content := roleContentBuilders(sb)
 			return func(r *T) {
 				v := *get(r)
 				if v == nil {
@@ -270,8 +253,7 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 		dec: func(a arrow.Array) func(int, *T) {
 			la := a.(*array.List)
 			st := la.ListValues().(*array.Struct)
-			role := st.Field(0).(*array.String)
-			content := st.Field(1).(*array.String)
+			role, content := roleContentArrays(st)
 			return func(i int, r *T) {
 				if la.IsNull(i) {
 					*get(r) = nil
@@ -299,8 +281,7 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 		enc: func(b array.Builder) func(*T) {
 			lb := b.(*array.ListBuilder)
 			sb := lb.ValueBuilder().(*array.StructBuilder)
-			role := sb.FieldBuilder(0).(*array.StringBuilder)
-			content := sb.FieldBuilder(1).(*array.StringBuilder)
+			role, content := roleContentBuilders(sb)
 			calls := sb.FieldBuilder(2).(*array.StringBuilder)
 			ids := sb.FieldBuilder(3).(*array.ListBuilder)
 			idVals := ids.ValueBuilder().(*array.Int32Builder)
@@ -313,23 +294,9 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 					sb.Append(true)
 					role.Append(t.Role)
 					content.Append(t.Content)
-					if t.ToolCalls != nil {
-						calls.Append(*t.ToolCalls)
-					} else {
-						calls.AppendNull()
-					}
-					if t.TokenIDs != nil {
-						ids.Append(true)
-						idVals.AppendValues(t.TokenIDs, nil)
-					} else {
-						ids.AppendNull()
-					}
-					if t.Logprobs != nil {
-						lps.Append(true)
-						lpVals.AppendValues(t.Logprobs, nil)
-					} else {
-						lps.AppendNull()
-					}
+					appendOptStr(calls, t.ToolCalls)
+					appendList(ids, idVals, t.TokenIDs)
+					appendList(lps, lpVals, t.Logprobs)
 					if t.Status != "" {
 						status.Append(t.Status)
 					} else {
@@ -341,8 +308,7 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 		dec: func(a arrow.Array) func(int, *T) {
 			la := a.(*array.List)
 			st := la.ListValues().(*array.Struct)
-			role := st.Field(0).(*array.String)
-			content := st.Field(1).(*array.String)
+			role, content := roleContentArrays(st)
 			calls := st.Field(2).(*array.String)
 			ids := st.Field(3).(*array.List)
 			idVals := ids.ListValues().(*array.Int32).Int32Values()
@@ -362,14 +328,8 @@ func turnsCol[T any](name, doc string, get func(*T) *[]Turn) column[T] {
 						v := calls.Value(j)
 						t.ToolCalls = &v
 					}
-					if !ids.IsNull(j) {
-						from, to := ids.ValueOffsets(j)
-						t.TokenIDs = append(make([]int32, 0, to-from), idVals[from:to]...)
-					}
-					if !lps.IsNull(j) {
-						from, to := lps.ValueOffsets(j)
-						t.Logprobs = append(make([]float32, 0, to-from), lpVals[from:to]...)
-					}
+					t.TokenIDs = listAt(ids, idVals, j)
+					t.Logprobs = listAt(lps, lpVals, j)
 					if !status.IsNull(j) {
 						t.Status = status.Value(j)
 					}
