@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 )
@@ -134,14 +132,10 @@ func ReadRewards(r io.ReaderAt, size int64, name string) ([]Reward, Correctness,
 // ReadRewardsFile is ReadRewards of the local file at path, named by its
 // base name in errors.
 func ReadRewardsFile(path string) ([]Reward, Correctness, error) {
-	f, err := os.Open(path)
+	f, size, name, err := openLocal(path)
 	if err != nil {
 		return nil, Correctness{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, Correctness{}, err
-	}
-	return ReadRewards(f, fi.Size(), filepath.Base(path))
+	return ReadRewards(f, size, name)
 }

@@ -8,16 +8,27 @@ import (
 // ReadFile reads every row of the table t from the local file at path,
 // named by its base name in errors: what a task does with its inputs.
 func ReadFile[T any](path string, t *Table[T]) ([]T, error) {
-	f, err := os.Open(path)
+	f, size, name, err := openLocal(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return Read(f, size, name, t)
+}
+
+// openLocal opens the local file at path to read it as a table: the file,
+// its size, and the name errors give it (its base name).
+func openLocal(path string) (*os.File, int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, "", err
+	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		f.Close()
+		return nil, 0, "", err
 	}
-	return Read(f, fi.Size(), filepath.Base(path), t)
+	return f, fi.Size(), filepath.Base(path), nil
 }
 
 // WriteFile writes rows as the table t to a new local file at path: what a

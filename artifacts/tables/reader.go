@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -615,16 +613,12 @@ func Read[T any](r io.ReaderAt, size int64, name string, t *Table[T]) ([]T, erro
 // CheckFile reports whether the file at path is a valid table t: it opens
 // the file and checks its schema, as NewReader does, without reading rows.
 func CheckFile[T any](path string, t *Table[T]) error {
-	f, err := os.Open(path)
+	f, size, name, err := openLocal(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	rd, err := NewReader(f, fi.Size(), filepath.Base(path), t, nil)
+	rd, err := NewReader(f, size, name, t, nil)
 	if err != nil {
 		return err
 	}
