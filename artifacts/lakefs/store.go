@@ -33,11 +33,7 @@ var (
 type driver struct{}
 
 func (driver) Open(ctx context.Context, uri string, opts *artifacts.Options) (artifacts.Store, error) {
-	repo, err := ParseURI(uri)
-	if err != nil {
-		return nil, err
-	}
-	c, err := NewClient(ConfigFromEnv())
+	c, repo, err := clientFor(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -45,15 +41,25 @@ func (driver) Open(ctx context.Context, uri string, opts *artifacts.Options) (ar
 }
 
 func (driver) Create(ctx context.Context, uri string, opts *artifacts.Options) (artifacts.Store, error) {
-	repo, err := ParseURI(uri)
-	if err != nil {
-		return nil, err
-	}
-	c, err := NewClient(ConfigFromEnv())
+	c, repo, err := clientFor(uri)
 	if err != nil {
 		return nil, err
 	}
 	return Create(ctx, c, repo, opts)
+}
+
+// clientFor is the repository a lakefs:// URI names and a client
+// configured from the environment.
+func clientFor(uri string) (*Client, string, error) {
+	repo, err := ParseURI(uri)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := NewClient(ConfigFromEnv())
+	if err != nil {
+		return nil, "", err
+	}
+	return c, repo, nil
 }
 
 // ParseURI returns the repository a lakefs://<repository> URI names.
