@@ -42,33 +42,41 @@ type decoder struct {
 	err error
 }
 
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
+// fail marks the record corrupt and drops what is left of it.
+func (d *decoder) fail() {
+	d.err = errCodec
+	d.b = nil
+}
+
+// took drops the n bytes a varint was read from; n <= 0 (binary.Uvarint's
+// and binary.Varint's "could not read one") fails the record.
+func (d *decoder) took(n int) bool {
 	if n <= 0 {
-		d.err = errCodec
-		d.b = nil
-		return 0
+		d.fail()
+		return false
 	}
 	d.b = d.b[n:]
-	return v
+	return true
+}
+
+func (d *decoder) uvarint() uint64 {
+	if v, n := binary.Uvarint(d.b); d.took(n) {
+		return v
+	}
+	return 0
 }
 
 func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errCodec
-		d.b = nil
-		return 0
+	if v, n := binary.Varint(d.b); d.took(n) {
+		return v
 	}
-	d.b = d.b[n:]
-	return v
+	return 0
 }
 
 func (d *decoder) str() string {
 	n := d.uvarint()
 	if n > uint64(len(d.b)) {
-		d.err = errCodec
-		d.b = nil
+		d.fail()
 		return ""
 	}
 	s := string(d.b[:n])
