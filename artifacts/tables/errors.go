@@ -12,36 +12,27 @@ import (
 var (
 	// ErrNotParquet: the bytes are not a readable Parquet file (another
 	// format, a truncated file, a corrupt footer or page).
-	ErrNotParquet = kind("not a readable parquet file", artifacts.ErrInvalid)
+	ErrNotParquet = artifacts.NamedError("not a readable parquet file", artifacts.ErrInvalid)
 	// ErrSchemaMismatch: the file is Parquet but does not hold the expected
 	// table: it names another table, lacks a column, has a column of the
 	// wrong type, or nulls in a required column. The error is a
 	// *SchemaError.
-	ErrSchemaMismatch = kind("schema mismatch", artifacts.ErrInvalid)
+	ErrSchemaMismatch = artifacts.NamedError("schema mismatch", artifacts.ErrInvalid)
 	// ErrBadValue: an imported value does not fit its column; the error is a
 	// *ValueError naming the line and column.
-	ErrBadValue = kind("bad value", artifacts.ErrInvalid)
+	ErrBadValue = artifacts.NamedError("bad value", artifacts.ErrInvalid)
 	// ErrNoFiniteReward: a batch of rewards has nothing to train on, as no
 	// sample is scored and some rewards are NaN or infinite; the error is
 	// a *NonfiniteError naming the first.
-	ErrNoFiniteReward = kind("no sample has a finite reward", artifacts.ErrInvalid)
+	ErrNoFiniteReward = artifacts.NamedError("no sample has a finite reward", artifacts.ErrInvalid)
 	// ErrNoRows: an imported file holds no rows (it is empty, holds only
 	// blank lines, or a CSV header alone), or its rows hold no columns.
 	// A table of nothing is refused rather than written: it is almost
 	// always the wrong file.
-	ErrNoRows = kind("no rows", artifacts.ErrInvalid)
+	ErrNoRows = artifacts.NamedError("no rows", artifacts.ErrInvalid)
 
 	errInvalid = artifacts.ErrInvalid
 )
-
-type kindError struct {
-	msg    string
-	parent error
-}
-
-func kind(msg string, parent error) error { return &kindError{msg: msg, parent: parent} }
-func (e *kindError) Error() string        { return e.msg }
-func (e *kindError) Unwrap() error        { return e.parent }
 
 // SchemaError says which file, table and column do not match, and how.
 // It matches ErrSchemaMismatch with errors.Is.
