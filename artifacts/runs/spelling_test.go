@@ -2,14 +2,14 @@ package runs_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/gosource"
 )
 
 // runPath matches a run-branch path spelled in a string: the config, the
@@ -74,24 +74,7 @@ func TestNoOtherPackageSpellsARunPath(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	var found []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p == own || p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
+	err = gosource.Parse(root, fset, func(dir string) bool { return dir == own }, func(_ string, f *ast.File) error {
 		for _, at := range spelled(fset, f) {
 			rel, _ := filepath.Rel(root, at)
 			found = append(found, filepath.ToSlash(rel))

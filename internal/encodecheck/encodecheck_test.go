@@ -3,13 +3,13 @@ package encodecheck
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/gosource"
 )
 
 // debt counts, by file, the dropped encode errors still allowed. It is
@@ -72,24 +72,7 @@ func TestNoDroppedEncodeErrors(t *testing.T) {
 	}
 	found := map[string][]string{}
 	fset := token.NewFileSet()
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
+	err = gosource.Parse(root, fset, nil, func(p string, f *ast.File) error {
 		if at := dropped(fset, f); len(at) > 0 {
 			rel, _ := filepath.Rel(root, p)
 			found[filepath.ToSlash(rel)] = at
