@@ -29,11 +29,7 @@ const copyBufferSize = 32 << 10
 // application/octet-stream (see isDefaultContentType). If-None-Match: *
 // uploads only to a free path and is checked before the body is read.
 func (s *Server) uploadObject(c *call) error {
-	branch, err := c.branch("branch")
-	if err != nil {
-		return err
-	}
-	path, err := c.required("path")
+	branch, path, err := c.branchPath()
 	if err != nil {
 		return err
 	}
@@ -449,11 +445,7 @@ func (s *Server) listObjects(c *call) error {
 }
 
 func (s *Server) deleteObject(c *call) error {
-	branch, err := c.branch("branch")
-	if err != nil {
-		return err
-	}
-	path, err := c.required("path")
+	branch, path, err := c.branchPath()
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,18 @@ func (c *call) branch(name string) (string, error) {
 	return b, nil
 }
 
+// branchPath is the {branch} of an object endpoint and its required
+// path query parameter, in that order of checks.
+func (c *call) branchPath() (branch, path string, err error) {
+	if branch, err = c.branch("branch"); err != nil {
+		return "", "", err
+	}
+	if path, err = c.required("path"); err != nil {
+		return "", "", err
+	}
+	return branch, path, nil
+}
+
 // route is one endpoint: a method and a path template under /api/v1 whose
 // {name} segments each match one path segment.
 type route struct {
