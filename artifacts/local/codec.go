@@ -37,6 +37,15 @@ func (e *encoder) str(s string) {
 	e.b = append(e.b, s...)
 }
 
+// rangeRef encodes what every metarange record holds of a range: its id,
+// its first and last paths and its object count.
+func (e *encoder) rangeRef(r rangeRef) {
+	e.str(r.ID)
+	e.str(r.Min)
+	e.str(r.Max)
+	e.uvarint(uint64(r.Count))
+}
+
 type decoder struct {
 	b   []byte
 	err error
@@ -159,10 +168,7 @@ func encodeMeta(m metaRange) []byte {
 	e.b = append(e.b, codecVersion)
 	e.uvarint(uint64(len(m)))
 	for _, r := range m {
-		e.str(r.ID)
-		e.str(r.Min)
-		e.str(r.Max)
-		e.uvarint(uint64(r.Count))
+		e.rangeRef(r)
 	}
 	return e.b
 }
@@ -248,10 +254,7 @@ func encodeNode(level int, m metaRange) []byte {
 	e.uvarint(uint64(level))
 	e.uvarint(uint64(len(m)))
 	for _, r := range m {
-		e.str(r.ID)
-		e.str(r.Min)
-		e.str(r.Max)
-		e.uvarint(uint64(r.Count))
+		e.rangeRef(r)
 		e.uvarint(uint64(r.Ranges))
 	}
 	return e.b
