@@ -7,6 +7,7 @@ package configtest
 import (
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
@@ -46,7 +47,7 @@ func Recorded(t testing.TB, c *config.Config, reg *kind.Registry) (*config.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := config.Parse("run/config.yaml", b, reg)
+	again, err := config.Parse(runs.ConfigPath, b, reg)
 	if err != nil {
 		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
 	}
