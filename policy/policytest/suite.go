@@ -82,11 +82,36 @@ func Run(t *testing.T, newBackend NewBackend) {
 		name      string
 		scenarios []scenario
 	}{
-		{"Samples", sampleScenarios},
-		{"Seeds", seedScenarios},
-		{"Logprobs", logprobScenarios},
-		{"Errors", errorScenarios},
-		{"Adapters", adapterScenarios},
+		{"Samples", []scenario{
+			{"N", testN},
+			{"NZeroMeansOne", testNZero},
+			{"Chat", testChat},
+			{"MaxTokens", testMaxTokens},
+			{"Stop", testStop},
+		}},
+		{"Seeds", []scenario{
+			{"Deterministic", testDeterministic},
+			{"Batching", testBatching},
+			{"SeedsDiffer", testSeedsDiffer},
+			{"Greedy", testGreedy},
+		}},
+		{"Logprobs", []scenario{
+			{"OnePerToken", testLogprobsPerToken},
+			{"OnlyWhenAsked", testLogprobsOnlyWhenAsked},
+		}},
+		{"Errors", []scenario{
+			{"InvalidPrompt", testInvalidPrompt},
+			{"PromptAndMessages", testPromptAndMessages},
+			{"BadSampling", testBadSampling},
+			{"Canceled", testCanceled},
+		}},
+		{"Adapters", []scenario{
+			{"Capability", testAdapterCapability},
+			{"NotLoaded", testAdapterNotLoaded},
+			{"Load", testAdapterLoad},
+			{"Unload", testAdapterUnload},
+			{"LoadMissingDir", testAdapterLoadMissingDir},
+		}},
 		{"Golden", []scenario{{"Exact", testGolden}}},
 	}
 	for _, g := range groups {
