@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -106,14 +106,7 @@ json.dump(out, sys.stdout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, "-c", code, model, adapter)
-	cmd.Stdin = bytes.NewReader(b)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("score with PEFT: %v\n%s", err, stderr.Bytes())
-	}
+	out := pyvenv.Run(t, "score with PEFT", b, py, "-c", code, model, adapter)
 	var lps [][]float64
 	if err := json.Unmarshal(out, &lps); err != nil {
 		t.Fatalf("score with PEFT printed %q: %v", out, err)
