@@ -267,18 +267,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	ctx := context.Background()
 	// A start adapter with every factor non-zero: one embedded step.
 	o := embedded.Options{LR: 2e-3}
-	tr, err := embedded.New(m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "warm"), 3, 8, 4, 0)
-	if _, err := tr.Update(ctx, warm.Batch); err != nil {
-		t.Fatal(err)
-	}
-	start := filepath.Join(t.TempDir(), "start")
-	if err := tr.Adapter().Save(start); err != nil {
-		t.Fatal(err)
-	}
+	start := torchtest.StartAdapter(t, m, o, 3, 8, 4)
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
 
 	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
