@@ -103,16 +103,23 @@ func iterationPoint(ctx context.Context, st artifacts.Store, c runs.Commit) (Poi
 	return p, nil
 }
 
+// iterationObject reads file of iteration n at ref, and returns it with
+// its path; nil, and no error, when the iteration has no such file.
+func iterationObject(ctx context.Context, st artifacts.Store, ref string, n int, file string) ([]byte, string, error) {
+	path := runs.IterationPath(n, file)
+	raw, err := artifacts.ReadObject(ctx, st, ref, path)
+	if err != nil {
+		return nil, path, fmt.Errorf("read %s:%s: %w", ref, path, err)
+	}
+	return raw, path, nil
+}
+
 // rewardMeans adds the mean of each reward component and of the total
 // over the iteration's scored samples.
 func rewardMeans(ctx context.Context, st artifacts.Store, ref string, n int, into map[string]float64) error {
-	path := runs.IterationPath(n, runs.RewardsFile)
-	raw, err := artifacts.ReadObject(ctx, st, ref, path)
-	if err != nil {
-		return fmt.Errorf("read %s:%s: %w", ref, path, err)
-	}
-	if raw == nil {
-		return nil
+	raw, path, err := iterationObject(ctx, st, ref, n, runs.RewardsFile)
+	if err != nil || raw == nil {
+		return err
 	}
 	rows, err := tables.Read(bytes.NewReader(raw), int64(len(raw)), ref+":"+path, tables.Rewards)
 	if err != nil {
@@ -143,13 +150,9 @@ func rewardMeans(ctx context.Context, st artifacts.Store, ref string, n int, int
 // health stage's table, read by column name so that a new column needs no
 // change here).
 func healthRow(ctx context.Context, st artifacts.Store, ref string, n int, into map[string]float64) error {
-	path := runs.IterationPath(n, runs.HealthFile)
-	raw, err := artifacts.ReadObject(ctx, st, ref, path)
-	if err != nil {
-		return fmt.Errorf("read %s:%s: %w", ref, path, err)
-	}
-	if raw == nil {
-		return nil
+	raw, path, err := iterationObject(ctx, st, ref, n, runs.HealthFile)
+	if err != nil || raw == nil {
+		return err
 	}
 	f, err := tables.OpenFile(bytes.NewReader(raw), int64(len(raw)), ref+":"+path, nil)
 	if err != nil {

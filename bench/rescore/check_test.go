@@ -100,16 +100,12 @@ type strColumn interface {
 }
 
 func readParquet(d *dataset, path string) ([]result, error) {
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := tables.OpenFile(f, st.Size(), path, &tables.ReadOptions{BatchRows: 65536})
+	pf, err := tables.OpenFile(f, size, path, &tables.ReadOptions{BatchRows: 65536})
 	if err != nil {
 		return nil, err
 	}

@@ -52,33 +52,25 @@ func runRlpipe(ctx context.Context, d *dataset, out string) error {
 	if err != nil {
 		return err
 	}
-	pf, err := os.Open(d.promptsTable)
+	pf, psize, err := openSized(d.promptsTable)
 	if err != nil {
 		return err
 	}
 	defer pf.Close()
-	pst, err := pf.Stat()
-	if err != nil {
-		return err
-	}
 	// Read and indexed while the first row groups are decoded.
-	prompts := prog.ReadPromptsAsync(ctx, pf, pst.Size(), "prompts")
-	tf, err := os.Open(d.trajectories)
+	prompts := prog.ReadPromptsAsync(ctx, pf, psize, "prompts")
+	tf, tsize, err := openSized(d.trajectories)
 	if err != nil {
 		return err
 	}
 	defer tf.Close()
-	tst, err := tf.Stat()
-	if err != nil {
-		return err
-	}
 	wf, err := os.Create(out)
 	if err != nil {
 		return err
 	}
 	defer wf.Close()
 	bw := bufio.NewWriterSize(wf, 1<<20)
-	sum, err := prog.ScoreFile(ctx, bw, tf, tst.Size(), &rewards.ScoreOptions{Name: "trajectories", Prompts: prompts})
+	sum, err := prog.ScoreFile(ctx, bw, tf, tsize, &rewards.ScoreOptions{Name: "trajectories", Prompts: prompts})
 	if err != nil {
 		return err
 	}
@@ -161,4 +153,18 @@ func pythonVersion() string {
 		return "?"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// openSized opens path for reading and returns it with its size.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }

@@ -26,18 +26,7 @@ func BenchmarkTorchStepVsEmbedded(b *testing.B) {
 	o := embedded.Options{LR: 2e-3, KeepZeroStd: true}
 	ctx := context.Background()
 	// The start adapter: one embedded step on another batch.
-	tr, err := embedded.New(m, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	warm := torchtest.Batch(b, m, filepath.Join(b.TempDir(), "warm"), 6, 16, 8, 0)
-	if _, err := tr.Update(ctx, warm.Batch); err != nil {
-		b.Fatal(err)
-	}
-	start := filepath.Join(b.TempDir(), "start")
-	if err := tr.Adapter().Save(start); err != nil {
-		b.Fatal(err)
-	}
+	start := torchtest.StartAdapter(b, m, o, 6, 16, 8)
 	hp := torchtest.Hparams(model)
 	hp["micro_batch_size"] = 16
 	embeddedStep := func() time.Duration {

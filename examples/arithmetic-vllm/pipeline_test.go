@@ -4,10 +4,8 @@ package arithmeticvllm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,21 +122,8 @@ func TestPipelineWithVLLM(t *testing.T) {
 
 	// The run unloaded its adapters when it ended: vLLM serves the base
 	// alone, and rlpipe's copies of them are gone.
-	resp, err := http.Get(srv.URL() + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var models struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&models); err != nil {
-		t.Fatal(err)
-	}
-	if len(models.Data) != 1 || models.Data[0].ID != "tiny-arith" {
-		t.Errorf("vLLM serves %+v after the run: want the base model alone", models.Data)
+	if models := vllmtest.Models(t, srv.URL()); len(models) != 1 || models[0].ID != "tiny-arith" {
+		t.Errorf("vLLM serves %+v after the run: want the base model alone", models)
 	}
 	if es, err := os.ReadDir(filepath.Join(cache, "rlpipe", "adapters")); err != nil || len(es) != 0 {
 		t.Errorf("rlpipe's adapter folder holds %v (%v) after the run: want nothing", es, err)

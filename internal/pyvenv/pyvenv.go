@@ -8,7 +8,8 @@
 // never installs from the package index. A test whose venv is absent is
 // skipped with one line naming the script that makes it; a venv that is
 // there but was not made from its pins (an older or interrupted install)
-// fails the test, naming the same script. Test code only: it imports
+// fails the test, naming the same script. Run runs a script and fails
+// the test with its standard error. Test code only: it imports
 // testing (policy/vllmserver finds the venv with vLLM by Py's rule for
 // programs).
 package pyvenv
@@ -16,6 +17,7 @@ package pyvenv
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -107,4 +109,21 @@ func Root(t testing.TB) string {
 		}
 		dir = up
 	}
+}
+
+// Run runs py (a venv's python, or any program) with args, feeding it
+// stdin, and returns what it wrote to standard output. When it fails, the
+// test fails with what (the script it ran, or what it was for), the error
+// and the program's standard error.
+func Run(t testing.TB, what string, stdin []byte, py string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(py, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, stderr.Bytes())
+	}
+	return out
 }

@@ -111,6 +111,30 @@ func TestVenvPython(t *testing.T) {
 	}
 }
 
+// Run returns the program's standard output for its standard input, and
+// fails the test with what, the exit status and the standard error when
+// the program fails.
+func TestRun(t *testing.T) {
+	for _, c := range []struct {
+		name, script   string
+		stdin          string
+		stdout, failed string
+	}{
+		{name: "stdin to stdout", script: "tr a-z A-Z", stdin: "hi", stdout: "HI"},
+		{name: "fails", script: "echo oops >&2; exit 3", failed: "the script: exit status 3\noops\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &outcome{TB: t}
+			got := o.call(func(tb testing.TB) string {
+				return string(pyvenv.Run(tb, "the script", []byte(c.stdin), "sh", "-c", c.script))
+			})
+			if got != c.stdout || o.failed != c.failed {
+				t.Errorf("got %q, failed with %q; want %q, %q", got, o.failed, c.stdout, c.failed)
+			}
+		})
+	}
+}
+
 // Every venv a test looks for is made by `make deps`, which `make test`
 // runs first: scripts/deps.sh runs its script, which exists, as do its
 // pins. A venv left out of deps.sh would skip its tests in CI, silently.

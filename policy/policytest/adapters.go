@@ -8,14 +8,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-var adapterScenarios = []scenario{
-	{"Capability", testAdapterCapability},
-	{"NotLoaded", testAdapterNotLoaded},
-	{"Load", testAdapterLoad},
-	{"Unload", testAdapterUnload},
-	{"LoadMissingDir", testAdapterLoadMissingDir},
-}
-
 // testAdapterCapability: the backend loads adapters
 // (policy.AdapterLoader), which a pipeline needs from its second
 // iteration, or says that it does not (Backend.NoAdapters) — and then

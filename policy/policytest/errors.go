@@ -8,13 +8,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-var errorScenarios = []scenario{
-	{"InvalidPrompt", testInvalidPrompt},
-	{"PromptAndMessages", testPromptAndMessages},
-	{"BadSampling", testBadSampling},
-	{"Canceled", testCanceled},
-}
-
 // testInvalidPrompt: a prompt the policy cannot serve gives samples with
 // StatusInvalid, and the other requests of the batch are served.
 func testInvalidPrompt(f *fixture) {

@@ -7,11 +7,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-var logprobScenarios = []scenario{
-	{"OnePerToken", testLogprobsPerToken},
-	{"OnlyWhenAsked", testLogprobsOnlyWhenAsked},
-}
-
 // testLogprobsPerToken: asked for, every sample carries one finite
 // log-probability ≤ 0 per token id, at any temperature.
 func testLogprobsPerToken(f *fixture) {

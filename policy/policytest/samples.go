@@ -7,14 +7,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-var sampleScenarios = []scenario{
-	{"N", testN},
-	{"NZeroMeansOne", testNZero},
-	{"Chat", testChat},
-	{"MaxTokens", testMaxTokens},
-	{"Stop", testStop},
-}
-
 // testN: N samples per request, in index order, each naming its
 // request, finished as stop or length within MaxTokens, and versioned.
 func testN(f *fixture) {

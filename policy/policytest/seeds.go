@@ -7,13 +7,6 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 )
 
-var seedScenarios = []scenario{
-	{"Deterministic", testDeterministic},
-	{"Batching", testBatching},
-	{"SeedsDiffer", testSeedsDiffer},
-	{"Greedy", testGreedy},
-}
-
 // testDeterministic: the same requests, seeds and sampling give the same
 // samples, byte for byte, call after call.
 func testDeterministic(f *fixture) {

@@ -3,6 +3,7 @@ package policytest
 import (
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/suite"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -66,10 +67,7 @@ type Golden struct {
 type NewBackend = func(t *testing.T) Backend
 
 // scenario is one behaviour checked against a fresh backend.
-type scenario struct {
-	name string
-	run  func(f *fixture)
-}
+type scenario = suite.Scenario[*fixture]
 
 // Run checks that the policies newBackend returns behave as the
 // policy.Policy contract says: N samples per request, seeded
@@ -78,25 +76,38 @@ type scenario struct {
 // backend's golden samples. Each behaviour is a subtest with a backend
 // of its own, and subtests run in parallel.
 func Run(t *testing.T, newBackend NewBackend) {
-	groups := []struct {
-		name      string
-		scenarios []scenario
-	}{
-		{"Samples", sampleScenarios},
-		{"Seeds", seedScenarios},
-		{"Logprobs", logprobScenarios},
-		{"Errors", errorScenarios},
-		{"Adapters", adapterScenarios},
-		{"Golden", []scenario{{"Exact", testGolden}}},
+	groups := []suite.Group[*fixture]{
+		{Name: "Samples", Scenarios: []scenario{
+			{Name: "N", Run: testN},
+			{Name: "NZeroMeansOne", Run: testNZero},
+			{Name: "Chat", Run: testChat},
+			{Name: "MaxTokens", Run: testMaxTokens},
+			{Name: "Stop", Run: testStop},
+		}},
+		{Name: "Seeds", Scenarios: []scenario{
+			{Name: "Deterministic", Run: testDeterministic},
+			{Name: "Batching", Run: testBatching},
+			{Name: "SeedsDiffer", Run: testSeedsDiffer},
+			{Name: "Greedy", Run: testGreedy},
+		}},
+		{Name: "Logprobs", Scenarios: []scenario{
+			{Name: "OnePerToken", Run: testLogprobsPerToken},
+			{Name: "OnlyWhenAsked", Run: testLogprobsOnlyWhenAsked},
+		}},
+		{Name: "Errors", Scenarios: []scenario{
+			{Name: "InvalidPrompt", Run: testInvalidPrompt},
+			{Name: "PromptAndMessages", Run: testPromptAndMessages},
+			{Name: "BadSampling", Run: testBadSampling},
+			{Name: "Canceled", Run: testCanceled},
+		}},
+		{Name: "Adapters", Scenarios: []scenario{
+			{Name: "Capability", Run: testAdapterCapability},
+			{Name: "NotLoaded", Run: testAdapterNotLoaded},
+			{Name: "Load", Run: testAdapterLoad},
+			{Name: "Unload", Run: testAdapterUnload},
+			{Name: "LoadMissingDir", Run: testAdapterLoadMissingDir},
+		}},
+		{Name: "Golden", Scenarios: []scenario{{Name: "Exact", Run: testGolden}}},
 	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, s := range g.scenarios {
-				t.Run(s.name, func(t *testing.T) {
-					t.Parallel()
-					s.run(newFixture(t, newBackend))
-				})
-			}
-		})
-	}
+	suite.Run(t, groups, func(t *testing.T) *fixture { return newFixture(t, newBackend) })
 }

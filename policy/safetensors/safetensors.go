@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -115,14 +116,7 @@ func NewFile(metadata map[string]string) *File {
 }
 
 // Names returns the tensor names in sorted order.
-func (f *File) Names() []string {
-	names := make([]string, 0, len(f.Tensors))
-	for n := range f.Tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (f *File) Names() []string { return slices.Sorted(maps.Keys(f.Tensors)) }
 
 // Float32 returns the F32 tensor name as a new slice, with an error naming
 // the tensor when it is missing or not F32.
@@ -152,11 +146,7 @@ func Marshal(f *File) ([]byte, error) {
 	h.WriteByte('{')
 	first := true
 	if len(f.Metadata) > 0 {
-		keys := make([]string, 0, len(f.Metadata))
-		for k := range f.Metadata {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(f.Metadata))
 		h.WriteString(`"__metadata__":{`)
 		for i, k := range keys {
 			if i > 0 {

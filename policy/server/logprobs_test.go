@@ -64,13 +64,20 @@ func orderedKeys(t *testing.T, raw json.RawMessage) []string {
 	return keys
 }
 
+// inProcess is the first sample p generates in process for req.
 func inProcess(t *testing.T, p policy.Policy, req policy.Request, s policy.Sampling) policy.Sample {
 	t.Helper()
-	out, err := p.Generate(context.Background(), []policy.Request{req}, s)
+	return inProcessAll(t, p, []policy.Request{req}, s)[0][0]
+}
+
+// inProcessAll is what p generates in process for reqs.
+func inProcessAll(t *testing.T, p policy.Policy, reqs []policy.Request, s policy.Sampling) [][]policy.Sample {
+	t.Helper()
+	out, err := p.Generate(context.Background(), reqs, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out[0][0]
+	return out
 }
 
 // Completions with logprobs: k and echo answer OpenAI's shape with the
@@ -184,11 +191,8 @@ func TestChatTopLogprobs(t *testing.T) {
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Generate(context.Background(), []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
+	out := inProcessAll(t, p, []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
 		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 2, Logprobs: true, TopLogprobs: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for j, ch := range resp.Choices {
 		want := out[0][j]
 		if ch.Message.Content != want.Text || ch.FinishReason != "length" || ch.StopReason != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/server"
+	"github.com/rlpipe/rlpipe/policy/server/servertest"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
@@ -30,29 +31,12 @@ func TestOpenAISDK(t *testing.T) {
 	}
 	p := tiny.NewPolicy(m)
 	const token = "sdk-test-token"
-	srv, err := server.New(p, &server.Options{Model: "tiny", Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	l, err := srv.Listen(ctx)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("policy server: %v", err)
-		}
-	})
+	_, url := servertest.Serve(t, p, &server.Options{Model: "tiny", Token: token})
 
 	run, stop := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer stop()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(run, python, "testdata/openai_sdk.py", "http://"+l.Addr().String(), "tiny", token)
+	cmd := exec.CommandContext(run, python, "testdata/openai_sdk.py", url, "tiny", token)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("testdata/openai_sdk.py: %v\n%s", err, stderr.Bytes())
@@ -83,11 +67,8 @@ func TestOpenAISDK(t *testing.T) {
 	for k, alts := range want.TopLogprobs {
 		sameTop(t, "completion position", k, tops[8+k], alts, p)
 	}
-	out, err := p.Generate(context.Background(), []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
+	out := inProcessAll(t, p, []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
 		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 2, Logprobs: true, TopLogprobs: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for j, content := range got.Chat {
 		smp := out[0][j]
 		for k, tok := range content {
@@ -98,11 +79,8 @@ func TestOpenAISDK(t *testing.T) {
 		}
 	}
 	// The streams' texts, joined by the SDK, are the model's samples.
-	out, err = p.Generate(context.Background(), []policy.Request{{Prompt: "12+30=", Seed: 7}, {Prompt: "7+8=", Seed: 7}},
+	out = inProcessAll(t, p, []policy.Request{{Prompt: "12+30=", Seed: 7}, {Prompt: "7+8=", Seed: 7}},
 		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 6, Logprobs: true, TopLogprobs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var texts []string
 	for _, ss := range out {
 		for _, smp := range ss {
@@ -112,11 +90,8 @@ func TestOpenAISDK(t *testing.T) {
 	if !reflect.DeepEqual(got.Stream.Completions, texts) {
 		t.Errorf("the completions stream's texts %q, want the model's %q", got.Stream.Completions, texts)
 	}
-	out, err = p.Generate(context.Background(), []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
+	out = inProcessAll(t, p, []policy.Request{{Messages: []policy.Message{{Role: "user", Content: "77+642="}}, Seed: 42}},
 		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5, Logprobs: true, TopLogprobs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if want := []string{out[0][0].Text, out[0][1].Text}; !reflect.DeepEqual(got.Stream.Chat, want) {
 		t.Errorf("the chat stream's texts %q, want the model's %q", got.Stream.Chat, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,11 +54,11 @@ func TestPieces(t *testing.T) {
 		{"", nil, []string{""}},
 	} {
 		got := pieces(tc.text, tc.ids, spell)
-		if strings.Join(got, "") != tc.text || !equal(got, tc.want) {
+		if strings.Join(got, "") != tc.text || !slices.Equal(got, tc.want) {
 			t.Errorf("pieces(%q, %v) = %q, want %q", tc.text, tc.ids, got, tc.want)
 		}
 	}
-	if got := pieces("abc", []int32{1, 2}, nil); !equal(got, []string{"abc"}) {
+	if got := pieces("abc", []int32{1, 2}, nil); !slices.Equal(got, []string{"abc"}) {
 		t.Errorf("without a TokenTexter: %q", got)
 	}
 }
@@ -65,15 +66,3 @@ func TestPieces(t *testing.T) {
 type texter map[int32]string
 
 func (t texter) TokenText(id int32) string { return t[id] }
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -164,14 +164,10 @@ func benchTrain(b *testing.B, lora bool) {
 		rows += inputRows(batch[i])
 		comp += len(batch[i].Completion)
 	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := tr.Step(ctx, batch, NLL); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func(ctx context.Context) error {
+		_, err := tr.Step(ctx, batch, NLL)
+		return err
+	})
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(rows*b.N)/sec, "train-tok/s")
 	b.ReportMetric(float64(comp*b.N)/sec, "completion-tok/s")
@@ -183,13 +179,22 @@ func BenchmarkTrainLoRA(b *testing.B) { benchTrain(b, true) }
 func BenchmarkScore(b *testing.B) {
 	m := benchModel(b)
 	probs := HeldOutProblems(500)
+	benchLoop(b, func(ctx context.Context) error {
+		_, err := m.ExpectedPass1(ctx, nil, probs)
+		return err
+	})
+	b.ReportMetric(float64(500*b.N)/b.Elapsed().Seconds(), "problems/s")
+}
+
+// benchLoop reports allocations and times b.N calls of op, failing the
+// benchmark on the first error.
+func benchLoop(b *testing.B, op func(ctx context.Context) error) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := m.ExpectedPass1(ctx, nil, probs); err != nil {
+		if err := op(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(500*b.N)/b.Elapsed().Seconds(), "problems/s")
 }

@@ -57,17 +57,26 @@ func testBatch(t testing.TB, m *Model, n int, seed uint64) []Example {
 // weightedLoss is Σ c·logprob with fixed pseudo-random weights c, so that
 // every token's gradient differs.
 func weightedLoss(logprobs, _, grad [][]float32) (float64, error) {
+	return weightedSum(logprobs, func(i, j int, c float32) { grad[i][j] = c }), nil
+}
+
+// weightedSum is Σ c·v over the rows of lp in order, the k-th value
+// (counted across rows) weighted by c = sin(1.7k) − 0.2 in float32; each,
+// when not nil, is told every row i, column j and its weight.
+func weightedSum[F float32 | float64](lp [][]F, each func(i, j int, c float32)) float64 {
 	var s float64
 	k := 0
-	for i, l := range logprobs {
+	for i, l := range lp {
 		for j, v := range l {
 			c := float32(math.Sin(float64(k)*1.7)) - 0.2
 			k++
 			s += float64(c) * float64(v)
-			grad[i][j] = c
+			if each != nil {
+				each(i, j, c)
+			}
 		}
 	}
-	return s, nil
+	return s
 }
 
 // checkGrads compares grad, the analytic gradient with respect to params
@@ -129,16 +138,24 @@ func paramName(m *Model, a *Adapter, i int) string {
 	return "?"
 }
 
-func TestGradientsFull(t *testing.T) {
-	m := randomModel(t, smallConfig(), 1)
-	batch := testBatch(t, m, 5, 1)
-	tr, err := NewTrainer(m, nil, TrainConfig{LR: 1e-3})
+// weightedGradients returns a trainer of m (and a, when not nil) that has
+// computed the gradients of weightedLoss on batch.
+func weightedGradients(t *testing.T, m *Model, a *Adapter, batch []Example) *Trainer {
+	t.Helper()
+	tr, err := NewTrainer(m, a, TrainConfig{LR: 1e-3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
 		t.Fatal(err)
 	}
+	return tr
+}
+
+func TestGradientsFull(t *testing.T) {
+	m := randomModel(t, smallConfig(), 1)
+	batch := testBatch(t, m, 5, 1)
+	tr := weightedGradients(t, m, nil, batch)
 	// Every parameter tensor, a few entries each.
 	rng := rand.New(rand.NewPCG(3, 3))
 	var idx []int
@@ -162,13 +179,7 @@ func TestGradientsLoRA(t *testing.T) {
 	}
 	a.changed()
 	batch := testBatch(t, m, 5, 2)
-	tr, err := NewTrainer(m, a, TrainConfig{LR: 1e-3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
-		t.Fatal(err)
-	}
+	tr := weightedGradients(t, m, a, batch)
 	rng = rand.New(rand.NewPCG(3, 3))
 	var idx []int
 	for k := 0; k < 60; k++ {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,14 +153,7 @@ func TestTransformersParity(t *testing.T) {
 
 	run := func(args ...string) (lps [][]float64, encoded [][]int32, chatIDs []int32) {
 		in, _ := json.Marshal(map[string]any{"sequences": seqs, "texts": texts, "chat": chat})
-		cmd := exec.Command(py, append([]string{filepath.Join("testdata", "hf_logprobs.py"), model}, args...)...)
-		cmd.Stdin = bytes.NewReader(in)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("hf_logprobs.py: %v\n%s", err, stderr.Bytes())
-		}
+		out := pyvenv.Run(t, "hf_logprobs.py", in, py, append([]string{filepath.Join("testdata", "hf_logprobs.py"), model}, args...)...)
 		var res struct {
 			Logprobs [][]float64
 			Encoded  [][]int32

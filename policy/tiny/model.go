@@ -59,36 +59,34 @@ func newModel(cfg Config) *Model {
 
 // Embedded returns the shipped base model (weights/base.safetensors), warm
 // started on addition; see the package documentation for how it was made.
-func Embedded() (*Model, error) {
-	m, err := Unmarshal(embeddedWeights)
-	if err != nil {
-		return nil, fmt.Errorf("embedded tiny weights: %w", err)
-	}
-	return m, nil
-}
+func Embedded() (*Model, error) { return unmarshalEmbedded(embeddedWeights, "tiny") }
 
 // EmbeddedSHA256 returns the hex SHA-256 of the shipped weights file.
-func EmbeddedSHA256() string {
-	s := sha256.Sum256(embeddedWeights)
-	return hex.EncodeToString(s[:])
-}
+func EmbeddedSHA256() string { return hexSHA256(embeddedWeights) }
 
 // EmbeddedChain returns the shipped base for multi-turn episodes
 // (weights/chain.safetensors, ModelTinyChain): the same architecture,
 // pretrained by DefaultChainPretrainConfig on single problems and two-turn
 // running sums alike.
-func EmbeddedChain() (*Model, error) {
-	m, err := Unmarshal(embeddedChainWeights)
+func EmbeddedChain() (*Model, error) { return unmarshalEmbedded(embeddedChainWeights, "tiny-chain") }
+
+// EmbeddedChainSHA256 returns the hex SHA-256 of the shipped tiny-chain
+// weights file.
+func EmbeddedChainSHA256() string { return hexSHA256(embeddedChainWeights) }
+
+// unmarshalEmbedded decodes shipped weights; name (tiny, tiny-chain) is
+// what an error calls them.
+func unmarshalEmbedded(b []byte, name string) (*Model, error) {
+	m, err := Unmarshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("embedded tiny-chain weights: %w", err)
+		return nil, fmt.Errorf("embedded %s weights: %w", name, err)
 	}
 	return m, nil
 }
 
-// EmbeddedChainSHA256 returns the hex SHA-256 of the shipped tiny-chain
-// weights file.
-func EmbeddedChainSHA256() string {
-	s := sha256.Sum256(embeddedChainWeights)
+// hexSHA256 is the hex SHA-256 of b.
+func hexSHA256(b []byte) string {
+	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
 

@@ -24,22 +24,8 @@ func TestStartServesAndStops(t *testing.T) {
 	if !strings.HasPrefix(s.URL(), "http://127.0.0.1:") {
 		t.Fatalf("URL %s: want the loopback", s.URL())
 	}
-	resp, err := http.Get(s.URL() + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var list struct {
-		Data []struct {
-			ID   string `json:"id"`
-			Root string `json:"root"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Data) != 1 || list.Data[0].ID != "tiny" || list.Data[0].Root != model {
-		t.Fatalf("/v1/models = %+v; want one model tiny with root %s", list.Data, model)
+	if list := vllmtest.Models(t, s.URL()); len(list) != 1 || list[0].ID != "tiny" || list[0].Root != model {
+		t.Fatalf("/v1/models = %+v; want one model tiny with root %s", list, model)
 	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
@@ -108,14 +108,7 @@ json.dump(out, sys.stdout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, "-c", code, model, adapter)
-	cmd.Stdin = bytes.NewReader(b)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("score with PEFT: %v\n%s", err, stderr.Bytes())
-	}
+	out := pyvenv.Run(t, "score with PEFT", b, py, "-c", code, model, adapter)
 	var lps [][]float64
 	if err := json.Unmarshal(out, &lps); err != nil {
 		t.Fatalf("score with PEFT printed %q: %v", out, err)
@@ -276,18 +269,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	ctx := context.Background()
 	// A start adapter with every factor non-zero: one embedded step.
 	o := embedded.Options{LR: 2e-3}
-	tr, err := embedded.New(m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "warm"), 3, 8, 4, 0)
-	if _, err := tr.Update(ctx, warm.Batch); err != nil {
-		t.Fatal(err)
-	}
-	start := filepath.Join(t.TempDir(), "start")
-	if err := tr.Adapter().Save(start); err != nil {
-		t.Fatal(err)
-	}
+	start := torchtest.StartAdapter(t, m, o, 3, 8, 4)
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
 
 	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)

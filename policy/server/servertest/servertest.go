@@ -1,7 +1,8 @@
 // Package servertest runs a policy behind a real policy server on
-// loopback, for tests and benchmarks of any policy.Policy: Loopback gives a
-// client of it, Parity checks that the client returns what the policy
-// returns in process, and Compare measures what the HTTP hop costs.
+// loopback, for tests and benchmarks of any policy.Policy: Serve runs the
+// server, Loopback gives a client of it too, Parity checks that the
+// client returns what the policy returns in process, and Compare
+// measures what the HTTP hop costs.
 package servertest
 
 import (
@@ -16,11 +17,11 @@ import (
 	"github.com/rlpipe/rlpipe/policy/server"
 )
 
-// Loopback serves p on a free loopback port and returns an openai.Client
-// of it and the Server. sopts and copts may be nil; the client's Endpoints
-// and Model are set to the server's. The server stops, and the test fails
-// if it did not stop cleanly, when tb's test ends.
-func Loopback(tb testing.TB, p policy.Policy, sopts *server.Options, copts *openai.Options) (*openai.Client, *server.Server) {
+// Serve serves p on a free loopback port and returns the Server and its
+// base URL (http://127.0.0.1:PORT). sopts may be nil; its Addr is
+// replaced. The server stops, and the test fails if it did not stop
+// cleanly, when tb's test ends.
+func Serve(tb testing.TB, p policy.Policy, sopts *server.Options) (*server.Server, string) {
 	tb.Helper()
 	var so server.Options
 	if sopts != nil {
@@ -39,27 +40,36 @@ func Loopback(tb testing.TB, p policy.Policy, sopts *server.Options, copts *open
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
-	var co openai.Options
-	if copts != nil {
-		co = *copts
-	}
-	co.Endpoints = []string{"http://" + l.Addr().String()}
-	co.Model = srv.Model()
-	if co.APIKey == "" {
-		co.APIKey = so.Token
-	}
-	c, err := openai.New(&co)
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
 	tb.Cleanup(func() {
-		c.Close()
 		cancel()
 		if err := <-done; err != nil {
 			tb.Errorf("policy server on %s: %v", l.Addr(), err)
 		}
 	})
+	return srv, "http://" + l.Addr().String()
+}
+
+// Loopback serves p as Serve does and returns an openai.Client of it and
+// the Server. sopts and copts may be nil; the client's Endpoints and Model
+// are set to the server's, its APIKey (when empty) to the server's Token.
+// The client is closed before the server stops.
+func Loopback(tb testing.TB, p policy.Policy, sopts *server.Options, copts *openai.Options) (*openai.Client, *server.Server) {
+	tb.Helper()
+	srv, url := Serve(tb, p, sopts)
+	var co openai.Options
+	if copts != nil {
+		co = *copts
+	}
+	co.Endpoints = []string{url}
+	co.Model = srv.Model()
+	if co.APIKey == "" && sopts != nil {
+		co.APIKey = sopts.Token
+	}
+	c, err := openai.New(&co)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
 	return c, srv
 }
 

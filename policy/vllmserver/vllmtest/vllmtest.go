@@ -5,7 +5,9 @@ package vllmtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -74,4 +76,28 @@ func Start(t testing.TB, o vllmserver.Options) *vllmserver.Server {
 	}
 	t.Cleanup(func() { _ = s.Stop() })
 	return s
+}
+
+// Served is a model a server lists at GET /v1/models: the base model, or
+// a LoRA adapter whose Root is the base's path.
+type Served struct {
+	ID   string `json:"id"`
+	Root string `json:"root"`
+}
+
+// Models lists what the server at url (http://127.0.0.1:PORT) serves.
+func Models(t testing.TB, url string) []Served {
+	t.Helper()
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []Served `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatalf("vllmtest: list the models of %s: %v", url, err)
+	}
+	return list.Data
 }

@@ -84,6 +84,27 @@ type Files struct {
 	Tokens int
 }
 
+// StartAdapter takes one embedded step with o on a Batch (seed, n, g, no
+// shift) and saves the adapter under a temporary directory, which it
+// returns: a start adapter whose factors are all non-zero, so that a
+// step from it moves every one.
+func StartAdapter(t testing.TB, m *tiny.Model, o embedded.Options, seed uint64, n, g int) string {
+	t.Helper()
+	tr, err := embedded.New(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := Batch(t, m, filepath.Join(t.TempDir(), "warm"), seed, n, g, 0)
+	if _, err := tr.Update(context.Background(), warm.Batch); err != nil {
+		t.Fatal(err)
+	}
+	start := filepath.Join(t.TempDir(), "start")
+	if err := tr.Adapter().Save(start); err != nil {
+		t.Fatal(err)
+	}
+	return start
+}
+
 // Batch samples n training problems × g completions from the
 // embedded policy (temperature 1, with logprobs; a fixed seed), rewards
 // the right sums, computes the advantages rlpipe hands the trainer, and
