@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config/kindtest"
 )
 
@@ -45,4 +46,12 @@ func TestStageKindsConform(t *testing.T) {
 			kindtest.Run(t, kindtest.Case{Kind: k, Registry: reg, Slot: c.slot, Keys: c.keys, Sections: c.sections, Others: c.others, BadKey: c.bad})
 		})
 	}
+}
+
+// A program's own kind (the Example's constant reward) runs the same
+// suite, in its own copy of the registry.
+func TestAProgramsOwnKindConforms(t *testing.T) {
+	reg := kinds.Registry()
+	reg.Kinds = append(reg.Kinds, constantKind{})
+	kindtest.Run(t, kindtest.Case{Kind: constantKind{}, Registry: reg, Slot: pipeline.SlotReward, Keys: "score: 0.5", BadKey: "scroe"})
 }
