@@ -70,4 +70,13 @@
 // advantages.parquet from rewards.parquet alone; rescoring runs it on
 // every iteration that had advantages, so training on a rescored branch
 // sees the new reward.
+//
+// # Checklist for an advantage estimator
+//
+//   - Required: Estimator (Name, Group), deterministic, one advantage per
+//     reward, keeping nothing of its input.
+//   - Optional: none; Compute does the grouping, masking and statistics.
+//   - Its test: advantages/estimatortest.Run with a group worked out by
+//     hand; one entry in cli/kinds.Registry's Estimators, selected by the
+//     file's advantages.estimator.
 package advantages

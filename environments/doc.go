@@ -58,4 +58,14 @@
 //
 // Scripted turns a Go function of the transcript into a policy: for
 // rule-based baselines, examples and tests.
+//
+// # Checklist for an RL environment
+//
+//   - Required: Env (Reset, Step, End), its randomness from the episode id,
+//     and an RLEnv (Name, Options, Open → Maker) that an episodes stage
+//     names by rl_env.
+//   - Optional: Func(name, maker) for an environment without options;
+//     wrapping ErrInfra for machinery that failed.
+//   - Its test: environments/envtest.Run; one entry in the envs list of
+//     cli/kinds.Registry.
 package environments

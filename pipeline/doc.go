@@ -45,4 +45,16 @@
 // task's cache key. The commit is the durability point: a resumed run
 // loads the state of the last committed iteration, and the tasks of the
 // interrupted one are cache hits if they finished.
+//
+// # Checklist for an executor and for a step
+//
+//   - An executor: required, an Executor (Execute: retries, timeouts, the
+//     deadline, declared outputs staged on the job's branch) and an
+//     ExecutorKind (Name, Open) that --executor names; its test is
+//     pipeline/executortest.Run on what Open returns, and it is one entry
+//     in cli/kinds.Registry's Executors.
+//   - A step: required, a Step with Name, Task, After, Inputs and Outputs;
+//     optional Before (the slot it feeds), Params, When, Dir; its test is
+//     pipeline/standin/steptest.Run, and it is added by one line (a stage's
+//     Steps, or a kind.StepSource in the registry's Steps).
 package pipeline

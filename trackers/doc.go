@@ -65,4 +65,13 @@
 //	spec, err := backends.ParseTarget("tensorboard:tb")
 //	t, err := backends.Open(spec)
 //	n, err := trackers.Backfill(ctx, st, run, runs.Branch("arith"), t, trackers.Outcome{Status: trackers.Finished})
+//
+// # Checklist for a tracker backend
+//
+//   - Required: Backend (Name, Options, Open, Target) and the Tracker it
+//     opens (Start, Log, End), with Log idempotent per step.
+//   - Optional, on the options value: Validate (Validator), Where (the
+//     target --to names), Rebase (relative paths).
+//   - Its test: trackers/trackertest.Run, reading back with the tracker's
+//     own reader or server; one entry in cli/kinds.Registry's Trackers.
 package trackers

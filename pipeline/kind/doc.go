@@ -50,12 +50,24 @@
 // Registry is one value with a typed slot per plug-in kind: Kinds (stage
 // kinds), Policies (policy.Backend), Trackers (trackers.Backend),
 // Environments (environments.RLEnv), Metrics (Metric, declared here so
-// that the registry can hold it), Estimators (advantages.Estimator), and
-// the Eval and Health builders. Every value has a Name; each list's Lookup
+// that the registry can hold it), Estimators (advantages.Estimator),
+// Executors (pipeline.ExecutorKind), and Steps (StepSource: the health and
+// eval steps). Every value has a Name; each list's Lookup
 // (or the config's walk, for stage kinds and backends) fails on an unknown
 // name with the names it has. The program assembles the value in one
 // place (cli/kinds.Registry) and hands it to config.Parse; nothing
 // registers into a global, so a test adds a kind of its own to its own
 // copy. docs/ARCHITECTURE.md ("Where to add X") gives, for each slot, the
 // one file, the one line and the suite a new value runs.
+//
+// # Checklist for a stage kind
+//
+//   - Required: Kind (Name, Slots, New) and its Stage (Check, Task); Task
+//     declares the outputs its slot needs (pipeline.Slots).
+//   - Optional: Nouned, Sectioned, Sampler (required to sample the policy
+//     section), Scoring (required of a reward kind a config with eval:
+//     uses), Stepped, EvalGenerator.
+//   - Its test: pipeline/config/kindtest.Run with a valid stage and a bad
+//     key; one entry in cli/kinds.Registry's Kinds.
+//   - A Metric: Name and Value; its test evaluators/metrictest.Run.
 package kind
