@@ -44,11 +44,11 @@ func Build(e kind.Eval) (generate, score *pipeline.Task, err error) {
 		// policy.KeepAdapters of the run's adapters, read from the shared
 		// directory when the backend has one.
 		o = TaskOptions{Policy: e.Policy.Policy, Identity: e.Policy.Identity, Adapters: e.Policy.Adapters()}
-		if x, ok := e.Policy.Model.(policy.ExactScorer); ok && !e.StageGenerates {
+		if x, ok := e.Policy.Model.(policy.ExactScorer); ok && !e.StageGenerates() {
 			o.Exact = x.ExactPass
 		}
 	}
-	if e.Policy == nil && !e.StageGenerates {
+	if e.Policy == nil && !e.StageGenerates() {
 		return nil, nil, errors.New("evaluation samples from the policy section, which is missing")
 	}
 	o.Sampling, o.Seed, o.Set, o.Ks, o.Metrics = e.Sampling, e.Seed, e.Set, e.Ks, e.Metrics

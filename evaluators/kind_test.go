@@ -5,6 +5,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/evaluators"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -59,7 +60,11 @@ func TestBuildFindsExactScorer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			opened := &policy.Opened{Policy: tiny.NewPolicy(m), Identity: m.Version(), Model: c.model}
 			defer opened.Close()
-			_, score, err := evaluators.Build(kind.Eval{Policy: opened, Sampling: s, Set: "heldout", Ks: []int{1, 2}, Metrics: kinds.Registry().Metrics, Scorer: prog, StageGenerates: c.stageGenerates})
+			e := kind.Eval{Policy: opened, Sampling: s, Set: "heldout", Ks: []int{1, 2}, Metrics: kinds.Registry().Metrics, Scorer: prog}
+			if c.stageGenerates {
+				e.Generate = func(string) (*pipeline.Task, error) { return nil, nil }
+			}
+			_, score, err := evaluators.Build(e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -234,7 +234,6 @@ func (c *Config) stepBuild(p *Plan, scorer kind.Scorer) (kind.StepBuild, error) 
 	// makes the generate task, in the eval environment.
 	if g := c.Stages.all()[pipeline.SlotGenerate]; g != nil {
 		if eg, ok := g.Options.(kind.EvalGenerator); ok {
-			ke.StageGenerates = true
 			ke.Generate = func(env string) (*pipeline.Task, error) {
 				return eg.EvalGenerate(*ke, kind.Build{Slot: pipeline.SlotGenerate, Env: env, Version: g.Version, File: c.facts(), Policy: p.Policy})
 			}

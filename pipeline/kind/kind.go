@@ -198,17 +198,19 @@ type Eval struct {
 	// Scorer is the reward stage's, compiled once by the plan (never nil
 	// when a config's plan builds the eval tasks).
 	Scorer Scorer
-	// StageGenerates says the generate stage samples the eval set
-	// (EvalGenerator): the builder's generate task is not used, and
-	// measures of single-turn sampling (the embedded model's exact
-	// pass@1) do not apply.
-	StageGenerates bool
 	// Loop is when and on what the loop evaluates (every, the eval set).
 	Loop pipeline.EvalConfig
-	// Generate, set with StageGenerates, is the generate stage's eval
-	// task (EvalGenerator) in environment env, the score task's.
+	// Generate, set when the generate stage samples the eval set its own
+	// way (EvalGenerator), is that stage's eval task in environment env,
+	// the score task's.
 	Generate func(env string) (*pipeline.Task, error)
 }
+
+// StageGenerates says the generate stage samples the eval set
+// (EvalGenerator, Generate set): the builder's generate task is not used,
+// and measures of single-turn sampling (the embedded model's exact
+// pass@1) do not apply.
+func (e Eval) StageGenerates() bool { return e.Generate != nil }
 
 // StepSource makes the steps a registry adds to every run's iteration
 // (the training health, the evaluation); it returns none when the file
