@@ -43,10 +43,7 @@ func TestRescoreEpisodes(t *testing.T) {
 	}
 	// Fewer turns score higher: 1 for one guess, 0.5 for two.
 	spec := program(t, "components:\n  - name: quick\n    expr: '2.0 / double(size(turns) - 1)'\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: runs.Branch("ep"), Reward: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := rescored(ctx, t, st, rescore.Options{From: runs.Branch("ep"), Reward: spec})
 	b := standintest.Read(t, st, rep.Branch, runs.IterationPath(1, runs.RewardsFile))
 	got, err := tables.Read(bytes.NewReader(b), int64(len(b)), "rewards", tables.Rewards)
 	if err != nil {
