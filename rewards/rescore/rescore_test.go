@@ -23,9 +23,8 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
-	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
-	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
@@ -36,21 +35,6 @@ func runLoop(t *testing.T) artifacts.Store {
 	cfg := pipeline.LoopConfig{Iterations: 3, BatchSize: 4, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
 	standintest.Loop(t, st, pipeline.RunOptions{Name: "r", Seed: 4, Envs: envs}, cfg, standin.Stages(standin.Options{SamplesPerPrompt: 4}))
 	return st
-}
-
-// program compiles a spec as the command does, with its verifiers and
-// judges.
-func program(t *testing.T, text string) *rewards.Program {
-	t.Helper()
-	s, err := rewards.ParseSpec("new.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := runners.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // runsReward is the stand-in's own (buggy) reward as a spec: 1 unless the
@@ -74,7 +58,7 @@ func rescored(ctx context.Context, t *testing.T, st artifacts.Store, opts rescor
 func TestRescoreSameRewardChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: program(t, runsReward)})
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: rewardstest.Program(t, "new.yaml", runsReward)})
 	c := rep.Comparison
 	if len(rep.Iterations) != 3 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 || c.Spearman < 0.999 {
 		t.Fatalf("report = %+v", rep)
@@ -84,7 +68,7 @@ func TestRescoreSameRewardChangesNothing(t *testing.T) {
 func TestRescoreFixesARewardBug(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: program(t, fixedReward+"    weight: 1.0\n")})
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward+"    weight: 1.0\n")})
 	// Every change is a right answer ending in 0 that the old reward failed.
 	c := rep.Comparison
 	if c.Changed == 0 || c.ZeroToNonzeroGroups == 0 {
@@ -105,7 +89,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stricter reward: half credit for correct answers over 8 characters.
-	strict := program(t, `components:
+	strict := rewardstest.Program(t, "new.yaml", `components:
   - name: correct
     expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
     weight: 1.0
@@ -188,7 +172,7 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	ctx := context.Background()
 	opts := advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}
 	st := runLoopWithAdvantages(t, opts)
-	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: program(t, runsReward)})
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: rewardstest.Program(t, "new.yaml", runsReward)})
 	for n := 1; n <= 3; n++ {
 		path := runs.IterationPath(n, runs.AdvantagesFile)
 		if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
@@ -196,7 +180,7 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 		}
 	}
 
-	rep = rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: program(t, fixedReward)})
+	rep = rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward)})
 	if rep.Comparison.Changed == 0 {
 		t.Fatal("the fixed reward changed nothing: the test shows nothing")
 	}
@@ -233,7 +217,7 @@ func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []fl
 func TestRescoreWithTheRunsEstimator(t *testing.T) {
 	ctx := context.Background()
 	st := runLoopWithAdvantages(t, advantages.TrainOptions{Options: advantages.Options{Estimator: halfGRPO{}}})
-	same := program(t, runsReward)
+	same := rewardstest.Program(t, "new.yaml", runsReward)
 	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-half", Reward: same,
 		Estimators: advantages.Estimators{advantages.GRPO, halfGRPO{}}})
 	path := runs.IterationPath(1, runs.AdvantagesFile)
@@ -265,7 +249,7 @@ func TestRescoreRefusesForeignAdvantages(t *testing.T) {
 	if _, err := st.Commit(ctx, "runs-r", "advantages", nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: program(t, fixedReward)})
+	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward)})
 	if err == nil || !errors.Is(err, artifacts.ErrInvalid) || !strings.Contains(err.Error(), "iterations/000002/advantages.parquet was not written by the advantages step") {
 		t.Fatalf("err = %v", err)
 	}
@@ -296,7 +280,7 @@ func TestRescoreReplaysJudgments(t *testing.T) {
 		fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"Score: %d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, score)
 	}))
 	defer api.Close()
-	judged := program(t, `judges:
+	judged := rewardstest.Program(t, "new.yaml", `judges:
   - name: grader
     base_url: `+api.URL+`/v1
     model: grader
@@ -323,7 +307,7 @@ components:
 func TestRescoreErrors(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	s := program(t, "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
+	s := rewardstest.Program(t, "new.yaml", "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
 	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r"}); !errors.Is(err, artifacts.ErrInvalid) {
 		t.Fatalf("no reward: %v", err)
 	}
