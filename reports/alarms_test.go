@@ -11,6 +11,16 @@ import (
 // planted is a run of n iterations, healthy unless set changes it: reward
 // 0.5 (with a little alternating noise), length 10, entropy 1, KL 0.01,
 // top share 0.05.
+// from sets what set sets on the iterations from index at on (iteration
+// at+1): a change planted at one iteration.
+func from(at int, set func(h *Health)) func(int, *Health) {
+	return func(i int, h *Health) {
+		if i >= at {
+			set(h)
+		}
+	}
+}
+
 func planted(n int, set func(i int, h *Health)) []Health {
 	out := make([]Health, n)
 	for i := range out {
@@ -61,22 +71,14 @@ func TestAlarmRules(t *testing.T) {
 			evals:  evalsAt("heldout", "pass@1", map[int]float64{0: 0.40, 10: 0.45, 20: 0.5, 30: 0.55}),
 		},
 		{
-			name: "length drifts up",
-			health: planted(20, func(i int, h *Health) {
-				if i >= 10 {
-					h.LengthMean = 30
-				}
-			}),
+			name:   "length drifts up",
+			health: planted(20, from(10, func(h *Health) { h.LengthMean = 30 })),
 			// Window 11-15 has mean (10+10+10+30+30)/5 = 18 = 1.8 × 10.
 			want: []Alarm{{Rule: RuleLengthDriftUp, Iteration: 12, LastIteration: 20}},
 		},
 		{
-			name: "length collapses",
-			health: planted(20, func(i int, h *Health) {
-				if i >= 10 {
-					h.LengthMean = 2
-				}
-			}),
+			name:   "length collapses",
+			health: planted(20, from(10, func(h *Health) { h.LengthMean = 2 })),
 			// Window 10-14: (10+2+2+2+2)/5 = 3.6 ≤ 5.
 			want: []Alarm{{Rule: RuleLengthCollapse, Iteration: 14, LastIteration: 20}},
 		},
@@ -107,12 +109,8 @@ func TestAlarmRules(t *testing.T) {
 			want: []Alarm{{Rule: RuleJudgeVerifierDisagreement, Iteration: 14, LastIteration: 20}},
 		},
 		{
-			name: "entropy collapses",
-			health: planted(20, func(i int, h *Health) {
-				if i >= 10 {
-					h.Entropy = 0.05
-				}
-			}),
+			name:   "entropy collapses",
+			health: planted(20, from(10, func(h *Health) { h.Entropy = 0.05 })),
 			// Window 10-14 has mean (1+0.05·4)/5 = 0.24 ≤ 0.3 (9-13: 0.43).
 			want: []Alarm{{Rule: RuleEntropyCollapse, Iteration: 14, LastIteration: 20}},
 		},
@@ -133,12 +131,8 @@ func TestAlarmRules(t *testing.T) {
 			}),
 		},
 		{
-			name: "a completion dominates",
-			health: planted(12, func(i int, h *Health) {
-				if i >= 6 {
-					h.TopShare, h.TopPrompts, h.TopCompletion = 0.9, 12, "I cannot answer."
-				}
-			}),
+			name:   "a completion dominates",
+			health: planted(12, from(6, func(h *Health) { h.TopShare, h.TopPrompts, h.TopCompletion = 0.9, 12, "I cannot answer." })),
 			// Window 4-8: (0.05·2+0.9·3)/5 = 0.56.
 			want: []Alarm{{Rule: RuleCompletionsDominate, Iteration: 9, LastIteration: 12}},
 		},
@@ -197,11 +191,7 @@ func TestAlarmEvidence(t *testing.T) {
 }
 
 func TestAlarmOptions(t *testing.T) {
-	h := planted(20, func(i int, h *Health) {
-		if i >= 10 {
-			h.LengthMean, h.Entropy = 30, 0.05
-		}
-	})
+	h := planted(20, from(10, func(h *Health) { h.LengthMean, h.Entropy = 30, 0.05 }))
 	all, err := Detect(h, nil, nil)
 	if err != nil || len(all) != 2 {
 		t.Fatalf("alarms = %+v, %v", all, err)

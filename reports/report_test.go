@@ -33,16 +33,32 @@ func checkSelfContained(t *testing.T, page string) {
 	}
 }
 
-func TestEndToEndLengthHack(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	st := newStore(t)
-	writeRun(t, st, "runs-hack", 20, lengthHacking, lengthHackingEvals())
-
-	rep, err := Build(ctx, st, "runs-hack", nil)
+// buildReport is the report of ref, which must build.
+func buildReport(t *testing.T, st artifacts.Store, ref string, opts *Options) *Report {
+	t.Helper()
+	rep, err := Build(context.Background(), st, ref, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// renderHTML is the HTML report of ref, which must render.
+func renderHTML(t *testing.T, st artifacts.Store, ref string, opts *Options) []byte {
+	t.Helper()
+	page, err := HTML(context.Background(), st, ref, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+func TestEndToEndLengthHack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := lengthHackStore(t, "runs-hack", 20, lengthHackingEvals())
+
+	rep := buildReport(t, st, "runs-hack", nil)
 	var rules []string
 	for _, a := range rep.Alarms {
 		rules = append(rules, a.Rule+"@"+strconv.Itoa(a.Iteration)+"-"+strconv.Itoa(a.LastIteration))
@@ -161,8 +177,7 @@ func TestLoadErrors(t *testing.T) {
 func TestCompare(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := newStore(t)
-	writeRun(t, st, "runs-a", 4, lengthHacking, nil)
+	st := lengthHackStore(t, "runs-a", 4, nil)
 	src, err := st.ResolveRef(ctx, "runs-a")
 	if err != nil {
 		t.Fatal(err)
@@ -212,10 +227,7 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("comparison from the stored report = %+v", c)
 	}
 
-	page, err := HTML(ctx, st, "runs-a", &Options{Compare: "rescore-x"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := renderHTML(t, st, "runs-a", &Options{Compare: "rescore-x"})
 	checkSelfContained(t, string(page))
 	for _, want := range []string{"No alarm", `id="compare"`, "Comparison: rescore-x (new) against runs-a (old)", "length (old)", "correct (new)", "Most changed samples", "<td>total</td>"} {
 		if !bytes.Contains(page, []byte(want)) {
@@ -230,8 +242,7 @@ func TestCompare(t *testing.T) {
 func TestHealthTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := newStore(t)
-	writeRun(t, st, "runs-h", 3, lengthHacking, nil)
+	st := lengthHackStore(t, "runs-h", 3, nil)
 	run, err := Load(ctx, st, "runs-h", &LoadOptions{SampleIterations: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -408,13 +419,8 @@ func TestIdenticalSeriesDrawnOnce(t *testing.T) {
 // does not widen the page.
 func TestReportTablesScroll(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := newStore(t)
-	writeRun(t, st, "runs-hack", 4, lengthHacking, lengthHackingEvals())
-	page, err := HTML(ctx, st, "runs-hack", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := lengthHackStore(t, "runs-hack", 4, lengthHackingEvals())
+	page := renderHTML(t, st, "runs-hack", nil)
 	tables := strings.Count(string(page), "<table")
 	if tables < 3 || strings.Count(string(page), `<div class="scroll"><table`) != tables || strings.Count(string(page), `</table></div>`) != tables {
 		t.Errorf("%d tables, %d in a scroll box", tables, strings.Count(string(page), `<div class="scroll"><table`))
@@ -427,17 +433,13 @@ func TestReportTablesScroll(t *testing.T) {
 // A trainer at β = 0 writes kl as null: the health table holds null, the
 // KL panel says it was not computed, and its cells show –, not 0.
 func TestKLNotComputed(t *testing.T) {
-	ctx := context.Background()
 	st := newStore(t)
 	writeRun(t, st, "runs-beta0", 4, func(it int) iteration {
 		x := lengthHacking(it)
 		x.metrics = map[string]any{"loss": 0.01, "kl": nil, "entropy": 1.0}
 		return x
 	}, nil)
-	rep, err := Build(ctx, st, "runs-beta0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := buildReport(t, st, "runs-beta0", nil)
 	for _, h := range rep.Run.Health {
 		if !math.IsNaN(h.KL) {
 			t.Errorf("iteration %d: kl %v, want not computed (NaN in memory, null in the table)", h.Iteration, h.KL)
@@ -461,10 +463,7 @@ func TestCompareRuns(t *testing.T) {
 	st := newStore(t)
 	writeRun(t, st, "runs-a", 3, lengthHacking, map[int][]tables.EvalSummaryRow{0: summaryRows(0, 0.30, 0.5, 0.3), 2: summaryRows(2, 0.35, 0.6, 0.375)})
 	writeRun(t, st, "runs-b", 2, lengthHacking, map[int][]tables.EvalSummaryRow{0: summaryRows(0, 0.30, 0.5, 0.3), 2: summaryRows(2, 0.45, 0.7, 0.4625)})
-	rep, err := Build(ctx, st, "runs-a", &Options{Compare: "runs-b"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := buildReport(t, st, "runs-a", &Options{Compare: "runs-b"})
 	if rep.Compare != nil || rep.Other == nil || rep.Other.Ref != "runs-b" || len(rep.Other.Health) != 2 {
 		t.Fatalf("compare with a run: comparison %v, other %+v", rep.Compare, rep.Other)
 	}

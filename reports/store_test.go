@@ -58,6 +58,15 @@ type iteration struct {
 	metrics map[string]any
 }
 
+// lengthHackStore is a store holding a length-hacking run on branch:
+// iterations 1..n of lengthHacking, with evals at the checkpoints given.
+func lengthHackStore(t testing.TB, branch string, n int, evals map[int][]tables.EvalSummaryRow) artifacts.Store {
+	t.Helper()
+	st := newStore(t)
+	writeRun(t, st, branch, n, lengthHacking, evals)
+	return st
+}
+
 // writeRun commits iterations 1..n on branch (created from main), one
 // commit each as the loop does, with evals at the checkpoints given.
 func writeRun(t testing.TB, st artifacts.Store, branch string, n int, gen func(it int) iteration, evals map[int][]tables.EvalSummaryRow) {

@@ -135,8 +135,7 @@ func putHealth(t *testing.T, st artifacts.Store, branch string, n int, version s
 func TestLoadReadsStoredHealth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := newStore(t)
-	writeRun(t, st, "runs-a", 12, lengthHacking, lengthHackingEvals())
+	st := lengthHackStore(t, "runs-a", 12, lengthHackingEvals())
 	want, err := Load(ctx, st, "runs-a", &LoadOptions{SampleIterations: 3})
 	if err != nil {
 		t.Fatal(err)

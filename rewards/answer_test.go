@@ -9,8 +9,22 @@ import (
 	"unicode/utf8"
 )
 
+// textCase is a named case of a function from text to text.
+type textCase struct{ name, in, want string }
+
+// testText runs f, named fn in the messages, on each case.
+func testText(t *testing.T, fn string, f func(string) string, tests []textCase) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := f(tt.in); got != tt.want {
+				t.Errorf("%s(%q) = %q, want %q", fn, tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestExtractAnswer(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	testText(t, "ExtractAnswer", ExtractAnswer, []textCase{
 		{"boxed", `so the answer is \boxed{42}.`, "42"},
 		{"boxed nested braces", `\boxed{\frac{1}{2}}`, `\frac{1}{2}`},
 		{"last boxed wins", `\boxed{1} then \boxed{2}`, "2"},
@@ -26,36 +40,22 @@ func TestExtractAnswer(t *testing.T) {
 		{"last number", "I think 3 then 17.", "17"},
 		{"nothing", "no idea", ""},
 		{"empty", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ExtractAnswer(tt.in); got != tt.want {
-				t.Errorf("ExtractAnswer(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestExtractBoxed(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	testText(t, "ExtractBoxed", ExtractBoxed, []textCase{
 		{"simple", `\boxed{x+1}`, "x+1"},
 		{"deep", `\boxed{a{b{c}}d}`, "a{b{c}}d"},
 		{"trimmed", `\boxed{ 5 }`, "5"},
 		{"empty", `\boxed{}`, ""},
 		{"none", `boxed{5}`, ""},
 		{"no brace", `\boxed 5`, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ExtractBoxed(tt.in); got != tt.want {
-				t.Errorf("ExtractBoxed(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestLastNumber(t *testing.T) {
-	tests := []struct{ name, in, want string }{
+	testText(t, "LastNumber", LastNumber, []textCase{
 		{"integer", "a 12 b", "12"},
 		{"negative", "x is -3", "-3"},
 		{"hyphen is not minus", "pages 3-5", "5"},
@@ -67,14 +67,7 @@ func TestLastNumber(t *testing.T) {
 		{"leading dot", "about .5", ".5"},
 		{"word digits", "x2", "2"},
 		{"none", "none", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := LastNumber(tt.in); got != tt.want {
-				t.Errorf("LastNumber(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseNumber(t *testing.T) {

@@ -3,7 +3,7 @@ package rewards
 import (
 	"bufio"
 	"context"
-
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -122,33 +122,22 @@ func writeSynth(tb testing.TB, path string, n int) []tables.Prompt {
 // writeSynthWith is writeSynth with write options (row group size).
 func writeSynthWith(tb testing.TB, path string, n int, opts *tables.WriteOptions) []tables.Prompt {
 	tb.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := tables.NewWriter(bw, tables.Trajectories, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := newSynth()
-	rows := make([]tables.Trajectory, 4096)
-	for first := 0; first < n; first += len(rows) {
-		m := min(len(rows), n-first)
-		s.fill(rows[:m], first)
-		if err := w.Write(rows[:m]...); err != nil {
-			tb.Fatal(err)
+	writeBuffered(tb, path, func(bw io.Writer) error {
+		w, err := tables.NewWriter(bw, tables.Trajectories, opts)
+		if err != nil {
+			return err
 		}
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := bw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+		s := newSynth()
+		rows := make([]tables.Trajectory, 4096)
+		for first := 0; first < n; first += len(rows) {
+			m := min(len(rows), n-first)
+			s.fill(rows[:m], first)
+			if err := w.Write(rows[:m]...); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	})
 	var prompts []tables.Prompt
 	for p := 0; p < (n+7)/8; p++ {
 		prompts = append(prompts, tables.Prompt{PromptID: "p" + strconv.Itoa(p), Prompt: "Solve problem " + strconv.Itoa(p), Answer: promptAnswer(p)})
@@ -207,42 +196,42 @@ func cpuTime() time.Duration {
 // scoreFile scores the file at in into a new file at out.
 func scoreFile(tb testing.TB, ctx context.Context, p *Program, in, out string, o *ScoreOptions) Summary {
 	tb.Helper()
-	rf, err := os.Open(in)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	rf, size := openSized(tb, in)
 	defer rf.Close()
-	st, err := rf.Stat()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wf, err := os.Create(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bw := bufio.NewWriterSize(wf, 1<<20)
-	sum, err := p.ScoreFile(ctx, bw, rf, st.Size(), o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := bw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := wf.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	var sum Summary
+	writeBuffered(tb, out, func(bw io.Writer) (err error) {
+		sum, err = p.ScoreFile(ctx, bw, rf, size, o)
+		return err
+	})
 	return sum
 }
 
-// writePrompts writes prompts as a prompts table at path.
-func writePrompts(tb testing.TB, path string, prompts []tables.Prompt) {
+// openSized opens the file at path, which the caller closes, and returns
+// its size.
+func openSized(tb testing.TB, path string) (*os.File, int64) {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		tb.Fatal(err)
+	}
+	return f, st.Size()
+}
+
+// writeBuffered creates the file at path and writes it with write
+// through a 1 MiB buffer.
+func writeBuffered(tb testing.TB, path string, write func(w io.Writer) error) {
 	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := tables.Write(bw, tables.Prompts, prompts, nil); err != nil {
+	if err := write(bw); err != nil {
 		tb.Fatal(err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -251,6 +240,12 @@ func writePrompts(tb testing.TB, path string, prompts []tables.Prompt) {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// writePrompts writes prompts as a prompts table at path.
+func writePrompts(tb testing.TB, path string, prompts []tables.Prompt) {
+	tb.Helper()
+	writeBuffered(tb, path, func(w io.Writer) error { return tables.Write(w, tables.Prompts, prompts, nil) })
 }
 
 // BenchmarkRescore1M is what bench/rescore times for rlpipe, on this
@@ -268,16 +263,9 @@ func BenchmarkRescore1M(b *testing.B) {
 	prog := mustCompile(b, rescoreSpec)
 	ctx := context.Background()
 	timeScoring(b, total, func() Summary {
-		f, err := os.Open(pp)
-		if err != nil {
-			b.Fatal(err)
-		}
+		f, size := openSized(b, pp)
 		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			b.Fatal(err)
-		}
-		prompts := prog.ReadPromptsAsync(ctx, f, st.Size(), "prompts")
+		prompts := prog.ReadPromptsAsync(ctx, f, size, "prompts")
 		return scoreFile(b, ctx, prog, in, filepath.Join(dir, "rewards.parquet"), &ScoreOptions{Prompts: prompts})
 	})
 }
@@ -286,20 +274,13 @@ func BenchmarkRescore1M(b *testing.B) {
 // prog the columns it reads.
 func readPromptsFile(tb testing.TB, ctx context.Context, path string, prog *Program) *Prompts {
 	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	f, size := openSized(tb, path)
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	read := ReadPrompts
 	if prog != nil {
 		read = prog.ReadPrompts
 	}
-	p, err := read(ctx, f, st.Size(), "prompts")
+	p, err := read(ctx, f, size, "prompts")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -344,13 +325,9 @@ func BenchmarkScoreBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, err := os.Open(in)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f, size := openSized(b, in)
 	defer f.Close()
-	st, _ := f.Stat()
-	rd, err := tables.NewReader(f, st.Size(), "in", tables.Trajectories, nil)
+	rd, err := tables.NewReader(f, size, "in", tables.Trajectories, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

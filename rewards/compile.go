@@ -1,6 +1,7 @@
 package rewards
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -173,8 +174,8 @@ type Program struct {
 	total  *compiled // nil: the weighted sum
 	// uses are the variables any expression reads.
 	uses      varSet
-	verifiers []namedVerifier
-	judges    []namedJudge
+	verifiers []runner[VerifierFunc]
+	judges    []runner[JudgeFunc]
 	scored    map[string]bool
 	table     *tables.Table[tables.Reward]
 }
@@ -188,14 +189,30 @@ type compiled struct {
 	native nativeFn
 }
 
-type namedVerifier struct {
+// runner is a verifier or a judge of a program: its name in the spec and
+// the function that runs it.
+type runner[F any] struct {
 	name string
-	fn   VerifierFunc
+	fn   F
 }
 
-type namedJudge struct {
-	name string
-	fn   JudgeFunc
+// bind pairs each runner the spec declares (noun "verifier" or "judge")
+// with its function in impls, noting its name in seen; one without a
+// function is an ErrNoRunner, the option that gives one as the hint,
+// unless the compile only checks.
+func bind[F ~func(context.Context, Row, Memoizer) (R, error), R any](c *compileConfig, spec *Spec, declared []Runner,
+	impls map[string]F, noun, option string, seen map[string]bool, add func(error)) []runner[F] {
+	var out []runner[F]
+	for _, r := range declared {
+		seen[r.Name] = true
+		fn := impls[r.Name]
+		if fn == nil && !c.check {
+			add(&SpecError{File: spec.Name, Line: r.Pos.Line, Column: r.Pos.Column, kind: ErrNoRunner,
+				Msg: fmt.Sprintf("%s %q has no implementation", noun, r.Name), Hint: "pass " + option})
+		}
+		out = append(out, runner[F]{r.Name, fn})
+	}
+	return out
 }
 
 // NewEnv returns the CEL environment reward expressions are checked in:
@@ -283,24 +300,8 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 		}
 	}
 	runners := map[string]map[string]bool{"verifiers": {}, "judges": {}}
-	for _, r := range spec.Verifiers {
-		runners["verifiers"][r.Name] = true
-		fn := c.verifiers[r.Name]
-		if fn == nil && !c.check {
-			add(&SpecError{File: spec.Name, Line: r.Pos.Line, Column: r.Pos.Column, kind: ErrNoRunner,
-				Msg: fmt.Sprintf("verifier %q has no implementation", r.Name), Hint: "pass rewards.WithVerifier"})
-		}
-		p.verifiers = append(p.verifiers, namedVerifier{r.Name, fn})
-	}
-	for _, r := range spec.Judges {
-		runners["judges"][r.Name] = true
-		fn := c.judges[r.Name]
-		if fn == nil && !c.check {
-			add(&SpecError{File: spec.Name, Line: r.Pos.Line, Column: r.Pos.Column, kind: ErrNoRunner,
-				Msg: fmt.Sprintf("judge %q has no implementation", r.Name), Hint: "pass rewards.WithJudge"})
-		}
-		p.judges = append(p.judges, namedJudge{r.Name, fn})
-	}
+	p.verifiers = bind(c, spec, spec.Verifiers, c.verifiers, "verifier", "rewards.WithVerifier", runners["verifiers"], add)
+	p.judges = bind(c, spec, spec.Judges, c.judges, "judge", "rewards.WithJudge", runners["judges"], add)
 	for _, comp := range spec.Components {
 		prg, native, uses, cerrs := compileExpr(env, spec, comp.Name, comp.Expr, comp.ExprPos, runners)
 		for _, e := range cerrs {

@@ -526,31 +526,19 @@ type rowSource struct {
 
 func (s *rowSource) value(k, _ int) ref.Val {
 	t := &s.row.Trajectory
+	if v, ok := trajectoryStr(t, k); ok {
+		return types.String(v)
+	}
+	if v, ok := trajectoryInt(t, k); ok {
+		return types.Int(v)
+	}
 	switch k {
-	case vCompletion:
-		return types.String(t.Completion)
-	case vPromptID:
-		return types.String(t.PromptID)
-	case vSampleIndex:
-		return types.Int(t.SampleIndex)
-	case vGroupID:
-		return types.String(t.GroupID)
 	case vTurns:
 		out := make([]ref.Val, len(t.Turns))
 		for i, tu := range t.Turns {
 			out[i] = turnValue(tu.Role, tu.Content, tu.ToolCalls)
 		}
 		return types.NewRefValList(types.DefaultTypeAdapter, out)
-	case vNumTokens:
-		return types.Int(t.NumTokens)
-	case vFinishReason:
-		return types.String(t.FinishReason)
-	case vStatus:
-		return types.String(t.Status)
-	case vPolicyVersion:
-		return types.String(t.PolicyVersion)
-	case vStaleness:
-		return types.Int(t.Staleness)
 	case vVerifiers:
 		return s.verifiers
 	case vJudges:
@@ -565,7 +553,21 @@ func (s *rowSource) value(k, _ int) ref.Val {
 }
 
 func (s *rowSource) strVar(k, _ int) (string, bool) {
-	t := &s.row.Trajectory
+	if v, ok := trajectoryStr(&s.row.Trajectory, k); ok {
+		return v, true
+	}
+	if (k == vPrompt || k == vAnswer) && s.prompt != nil {
+		return s.prompt.str(k)
+	}
+	return "", false
+}
+
+func (s *rowSource) intVar(k, _ int) (int64, bool) {
+	return trajectoryInt(&s.row.Trajectory, k)
+}
+
+// trajectoryStr is t's string variable k; false for any other variable.
+func trajectoryStr(t *tables.Trajectory, k int) (string, bool) {
 	switch k {
 	case vCompletion:
 		return t.Completion, true
@@ -579,16 +581,12 @@ func (s *rowSource) strVar(k, _ int) (string, bool) {
 		return t.Status, true
 	case vPolicyVersion:
 		return t.PolicyVersion, true
-	case vPrompt, vAnswer:
-		if s.prompt != nil {
-			return s.prompt.str(k)
-		}
 	}
 	return "", false
 }
 
-func (s *rowSource) intVar(k, _ int) (int64, bool) {
-	t := &s.row.Trajectory
+// trajectoryInt is t's int variable k; false for any other variable.
+func trajectoryInt(t *tables.Trajectory, k int) (int64, bool) {
 	switch k {
 	case vSampleIndex:
 		return int64(t.SampleIndex), true
@@ -618,32 +616,8 @@ func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerO
 	}
 	msgs := make([]string, n)
 	var g errgroup.Group
-	for i, v := range p.verifiers {
-		g.Go(func() error {
-			res, err := v.fn(ctx, *row, memo)
-			if err != nil {
-				if isCanceled(ctx, err) {
-					return err
-				}
-				msgs[i] = named("verifier "+v.name, err)
-			}
-			out.verifiers[i] = res
-			return nil
-		})
-	}
-	for i, j := range p.judges {
-		g.Go(func() error {
-			res, err := j.fn(ctx, *row, memo)
-			if err != nil {
-				if isCanceled(ctx, err) {
-					return err
-				}
-				msgs[len(p.verifiers)+i] = named("judge "+j.name, err)
-			}
-			out.judges[i] = res
-			return nil
-		})
-	}
+	start(ctx, &g, p.verifiers, "verifier ", row, memo, out.verifiers, msgs)
+	start(ctx, &g, p.judges, "judge ", row, memo, out.judges, msgs[len(p.verifiers):])
 	if err := g.Wait(); err != nil {
 		return fault{}, err
 	}
@@ -660,18 +634,48 @@ func (p *Program) run(ctx context.Context, row *Row, memo Memoizer, out *runnerO
 	return fault{}, nil
 }
 
+// start calls each of rs on row in g, putting its result in out and the
+// message of its error, named with noun, in msgs; only a canceled context
+// ends g with an error.
+func start[F ~func(context.Context, Row, Memoizer) (R, error), R any](ctx context.Context, g *errgroup.Group, rs []runner[F],
+	noun string, row *Row, memo Memoizer, out []R, msgs []string) {
+	for i, r := range rs {
+		g.Go(func() error {
+			res, err := r.fn(ctx, *row, memo)
+			if err != nil {
+				if isCanceled(ctx, err) {
+					return err
+				}
+				msgs[i] = named(noun+r.name, err)
+			}
+			out[i] = res
+			return nil
+		})
+	}
+}
+
 // values turns runner outputs into the verifiers and judges variables.
 func (p *Program) values(o *runnerOutputs) (verifiers, judges ref.Val) {
 	ad := p.env.CELTypeAdapter()
-	vm := make(map[ref.Val]ref.Val, len(p.verifiers))
-	for i, v := range p.verifiers {
-		vm[types.String(v.name)] = ad.NativeToValue(o.verifiers[i])
+	return refMap(ad, p.verifiers, o.verifiers), refMap(ad, p.judges, o.judges)
+}
+
+// refMap is the CEL map from each runner's name to its result.
+func refMap[F, R any](ad types.Adapter, rs []runner[F], results []R) ref.Val {
+	m := make(map[ref.Val]ref.Val, len(rs))
+	for i, r := range rs {
+		m[types.String(r.name)] = ad.NativeToValue(results[i])
 	}
-	jm := make(map[ref.Val]ref.Val, len(p.judges))
-	for i, j := range p.judges {
-		jm[types.String(j.name)] = ad.NativeToValue(o.judges[i])
+	return types.NewRefValMap(ad, m)
+}
+
+// byName maps each runner's name to its result.
+func byName[F, R any](rs []runner[F], results []R) map[string]R {
+	m := make(map[string]R, len(rs))
+	for i, r := range rs {
+		m[r.name] = results[i]
 	}
-	return types.NewRefValMap(ad, vm), types.NewRefValMap(ad, jm)
+	return m
 }
 
 // outputsJSON encodes runner outputs for the verifier_outputs and
@@ -680,22 +684,14 @@ func (p *Program) values(o *runnerOutputs) (verifiers, judges ref.Val) {
 // error message for the row: the column is left empty, never silently.
 func (p *Program) outputsJSON(o *runnerOutputs) (verifiers, judges, msg string) {
 	if len(p.verifiers) > 0 && o.verifiers != nil {
-		m := make(map[string]VerifierResult, len(p.verifiers))
-		for i, v := range p.verifiers {
-			m[v.name] = o.verifiers[i]
-		}
-		b, err := json.Marshal(m)
+		b, err := json.Marshal(byName(p.verifiers, o.verifiers))
 		if err != nil {
 			return "", "", "verifier outputs: " + err.Error()
 		}
 		verifiers = string(b)
 	}
 	if len(p.judges) > 0 && o.judges != nil {
-		m := make(map[string]JudgeResult, len(p.judges))
-		for i, j := range p.judges {
-			m[j.name] = o.judges[i]
-		}
-		b, err := json.Marshal(m)
+		b, err := json.Marshal(byName(p.judges, o.judges))
 		if err != nil {
 			return verifiers, "", "judge outputs: " + err.Error() + " (a judge returned a value JSON cannot hold)"
 		}

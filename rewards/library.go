@@ -202,50 +202,59 @@ const (
 func (l *lib) ProgramOptions() []cel.ProgramOption {
 	opts := []cel.ProgramOption{
 		cel.OptimizeRegex(
-			&interpreter.RegexOptimization{
-				Function: "regex_find", OverloadID: regexFindID, RegexIndex: 1,
-				Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
-					re, err := regexp.Compile(pattern)
-					if err != nil {
-						return nil, fmt.Errorf("regex_find: %w", err)
+			compiledRegex("regex_find", regexFindID, nil, func(re *regexp.Regexp, args []ref.Val) ref.Val {
+				s, ok := str(args[0])
+				if !ok {
+					return types.NoSuchOverloadErr()
+				}
+				return types.String(re.FindString(s))
+			}),
+			compiledRegex("regex_extract", regexExtractID, func(re *regexp.Regexp, call interpreter.InterpretableCall, pattern string) error {
+				if c, ok := call.Args()[2].(interpreter.InterpretableConst); ok {
+					if g, ok := c.Value().(types.Int); ok && (g < 0 || int(g) > re.NumSubexp()) {
+						return fmt.Errorf("regex_extract: group %d out of range: the pattern %q has %d groups", int64(g), pattern, re.NumSubexp())
 					}
-					return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
-						s, ok := str(args[0])
-						if !ok {
-							return types.NoSuchOverloadErr()
-						}
-						return types.String(re.FindString(s))
-					}), nil
-				},
-			},
-			&interpreter.RegexOptimization{
-				Function: "regex_extract", OverloadID: regexExtractID, RegexIndex: 1,
-				Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
-					re, err := regexp.Compile(pattern)
-					if err != nil {
-						return nil, fmt.Errorf("regex_extract: %w", err)
-					}
-					if c, ok := call.Args()[2].(interpreter.InterpretableConst); ok {
-						if g, ok := c.Value().(types.Int); ok && (g < 0 || int(g) > re.NumSubexp()) {
-							return nil, fmt.Errorf("regex_extract: group %d out of range: the pattern %q has %d groups", int64(g), pattern, re.NumSubexp())
-						}
-					}
-					return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
-						s, ok1 := str(args[0])
-						g, ok2 := args[2].(types.Int)
-						if !ok1 || !ok2 {
-							return types.NoSuchOverloadErr()
-						}
-						return regexExtract(re, s, g)
-					}), nil
-				},
-			},
+				}
+				return nil
+			}, func(re *regexp.Regexp, args []ref.Val) ref.Val {
+				s, ok1 := str(args[0])
+				g, ok2 := args[2].(types.Int)
+				if !ok1 || !ok2 {
+					return types.NoSuchOverloadErr()
+				}
+				return regexExtract(re, s, g)
+			}),
 		),
 	}
 	if !l.planned {
 		opts = append(opts, cel.CustomDecoratorV2(decorateNumEqual))
 	}
 	return opts
+}
+
+// compiledRegex plans the calls of fn (overload id overload) whose
+// pattern, argument 1, is a constant: the pattern is compiled once, an
+// error naming fn; check (when set) vets the compiled pattern against the
+// call's other arguments, and eval evaluates a row's arguments.
+func compiledRegex(fn, overload string, check func(re *regexp.Regexp, call interpreter.InterpretableCall, pattern string) error,
+	eval func(re *regexp.Regexp, args []ref.Val) ref.Val) *interpreter.RegexOptimization {
+	return &interpreter.RegexOptimization{
+		Function: fn, OverloadID: overload, RegexIndex: 1,
+		Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
+			re, err := regexp.Compile(pattern)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", fn, err)
+			}
+			if check != nil {
+				if err := check(re, call, pattern); err != nil {
+					return nil, err
+				}
+			}
+			return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
+				return eval(re, args)
+			}), nil
+		},
+	}
 }
 
 // decorateNumEqual plans num_equal(a, b, tol) as a numEqualCall.

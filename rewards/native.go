@@ -104,8 +104,7 @@ func (n nativePlanner) str(e celast.Expr) textFn {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if s, ok := e.AsLiteral().(types.String); ok {
-			v := string(s)
-			return func(*activation) (string, bool) { return v, true }
+			return literal(string(s))
 		}
 	case celast.IdentKind:
 		k := varIndex(e.AsIdent())
@@ -137,14 +136,7 @@ func (n nativePlanner) str(e celast.Expr) textFn {
 		default:
 			return nil
 		}
-		x := n.str(args[0])
-		if x == nil {
-			return nil
-		}
-		return func(a *activation) (string, bool) {
-			s, ok := x(a)
-			return f(s), ok
-		}
+		return unary(n.str(args[0]), func(s string) (string, bool) { return f(s), true })
 	}
 	return nil
 }
@@ -179,8 +171,7 @@ func (n nativePlanner) int(e celast.Expr) intFn {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if i, ok := e.AsLiteral().(types.Int); ok {
-			v := int64(i)
-			return func(*activation) (int64, bool) { return v, true }
+			return literal(int64(i))
 		}
 	case celast.IdentKind:
 		k := varIndex(e.AsIdent())
@@ -194,14 +185,7 @@ func (n nativePlanner) int(e celast.Expr) intFn {
 		}
 		switch ov {
 		case overloads.NegateInt64:
-			x := n.int(args[0])
-			if x == nil {
-				return nil
-			}
-			return func(a *activation) (int64, bool) {
-				v, ok := x(a)
-				return -v, ok && v != math.MinInt64
-			}
+			return unary(n.int(args[0]), func(v int64) (int64, bool) { return -v, v != math.MinInt64 })
 		case overloads.AddInt64:
 			return binary(n.int(args[0]), n.int(args[1]), func(x, y int64) (int64, bool) {
 				return x + y, !(y > 0 && x > math.MaxInt64-y || y < 0 && x < math.MinInt64-y)
@@ -225,8 +209,7 @@ func (n nativePlanner) dbl(e celast.Expr) dblFn {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if d, ok := e.AsLiteral().(types.Double); ok {
-			v := float64(d)
-			return func(*activation) (float64, bool) { return v, true }
+			return literal(float64(d))
 		}
 	case celast.CallKind:
 		fn, args, ov := n.call(e)
@@ -235,23 +218,9 @@ func (n nativePlanner) dbl(e celast.Expr) dblFn {
 		}
 		switch ov {
 		case overloads.IntToDouble:
-			x := n.int(args[0])
-			if x == nil {
-				return nil
-			}
-			return func(a *activation) (float64, bool) {
-				v, ok := x(a)
-				return float64(v), ok
-			}
+			return unary(n.int(args[0]), func(v int64) (float64, bool) { return float64(v), true })
 		case overloads.NegateDouble:
-			x := n.dbl(args[0])
-			if x == nil {
-				return nil
-			}
-			return func(a *activation) (float64, bool) {
-				v, ok := x(a)
-				return -v, ok
-			}
+			return unary(n.dbl(args[0]), func(v float64) (float64, bool) { return -v, true })
 		// Each result is converted explicitly, which forbids the compiler
 		// to fuse a multiplication and an addition: CEL rounds each.
 		case overloads.AddDouble:
@@ -271,8 +240,7 @@ func (n nativePlanner) bool(e celast.Expr) boolFn {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if b, ok := e.AsLiteral().(types.Bool); ok {
-			v := bool(b)
-			return func(*activation) (bool, bool) { return v, true }
+			return literal(bool(b))
 		}
 	case celast.CallKind:
 		fn, args, ov := n.call(e)
@@ -294,14 +262,7 @@ func (n nativePlanner) bool(e celast.Expr) boolFn {
 				return y(a)
 			}
 		case operators.LogicalNot:
-			x := n.bool(args[0])
-			if x == nil {
-				return nil
-			}
-			return func(a *activation) (bool, bool) {
-				v, ok := x(a)
-				return !v, ok
-			}
+			return unary(n.bool(args[0]), func(v bool) (bool, bool) { return !v, true })
 		case operators.Equals, operators.NotEquals:
 			return n.equals(args[0], args[1], fn == operators.NotEquals)
 		case operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
@@ -321,15 +282,10 @@ func (n nativePlanner) bool(e celast.Expr) boolFn {
 		case overloads.EndsWithString:
 			return binary(n.str(args[0]), n.str(args[1]), func(s, t string) (bool, bool) { return strings.HasSuffix(s, t), true })
 		case "is_number_string":
-			x := n.str(args[0])
-			if x == nil {
-				return nil
-			}
-			return func(a *activation) (bool, bool) {
-				s, ok := x(a)
+			return unary(n.str(args[0]), func(s string) (bool, bool) {
 				_, num := ParseNumber(s)
-				return num, ok
-			}
+				return num, true
+			})
 		case "num_equal_dyn_dyn":
 			return n.numEqual(args[0], args[1], func(*activation) (float64, bool) { return DefaultTolerance, true })
 		case numEqualTolID:
@@ -445,6 +401,23 @@ func cond[T any](c boolFn, x, y func(*activation) (T, bool)) func(*activation) (
 			return x(a)
 		}
 		return y(a)
+	}
+}
+
+// literal plans a constant.
+func literal[T any](v T) func(*activation) (T, bool) {
+	return func(*activation) (T, bool) { return v, true }
+}
+
+// unary plans op(x).
+func unary[X, R any](x func(*activation) (X, bool), op func(X) (R, bool)) func(*activation) (R, bool) {
+	if x == nil {
+		return nil
+	}
+	return func(a *activation) (R, bool) {
+		xv, ok1 := x(a)
+		r, ok := op(xv)
+		return r, ok && ok1
 	}
 }
 

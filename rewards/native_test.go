@@ -50,19 +50,15 @@ func (g exprGen) int(d int) string {
 			`9223372036854775807`, `(-9223372036854775807 - 1)`)
 	}
 	a, b := g.int(d-1), g.int(d-1)
-	switch g.r.IntN(8) {
-	case 0:
-		return "(" + a + " + " + b + ")"
-	case 1:
-		return "(" + a + " - " + b + ")"
-	case 2:
-		return "(" + a + " * " + b + ")"
+	switch n := g.r.IntN(8); n {
+	case 0, 1, 2:
+		return arith(n, a, b)
 	case 3:
 		return "-(" + a + ")"
 	case 4:
 		return "(" + g.bool(d-1) + " ? " + a + " : " + b + ")"
 	case 5:
-		return "(" + a + " / " + b + ")" // not native
+		return arith(3, a, b) // not native
 	case 6:
 		return "size(" + g.str(d-1) + ")" // not native
 	}
@@ -74,15 +70,9 @@ func (g exprGen) dbl(d int) string {
 		return g.pick(`1.0`, `0.0`, `-0.001`, `0.2`, `1e308`, `-1e308`, `2.5`, `-0.0`, `(0.0 / 0.0)`, `(1e308 * 10.0)`)
 	}
 	a, b := g.dbl(d-1), g.dbl(d-1)
-	switch g.r.IntN(10) {
-	case 0:
-		return "(" + a + " + " + b + ")"
-	case 1:
-		return "(" + a + " - " + b + ")"
-	case 2:
-		return "(" + a + " * " + b + ")"
-	case 3:
-		return "(" + a + " / " + b + ")"
+	switch n := g.r.IntN(10); n {
+	case 0, 1, 2, 3:
+		return arith(n, a, b)
 	case 4:
 		return "-(" + a + ")"
 	case 5:
@@ -97,15 +87,13 @@ func (g exprGen) dbl(d int) string {
 	return "(0.0 / 0.0)"
 }
 
-func (g exprGen) num(d int) string {
-	switch g.r.IntN(3) {
-	case 0:
-		return g.str(d)
-	case 1:
-		return g.int(d)
-	}
-	return g.dbl(d)
-}
+// arith is (a op b) for op the n-th of +, -, * and /.
+func arith(n int, a, b string) string { return "(" + a + " " + "+-*/"[n:n+1] + " " + b + ")" }
+
+// oneOf is what one of gens, picked at random, makes at depth d.
+func (g exprGen) oneOf(d int, gens ...func(int) string) string { return gens[g.r.IntN(len(gens))](d) }
+
+func (g exprGen) num(d int) string { return g.oneOf(d, g.str, g.int, g.dbl) }
 
 func (g exprGen) bool(d int) string {
 	if d <= 0 || g.r.IntN(4) == 0 {
@@ -143,15 +131,7 @@ func (g exprGen) bool(d int) string {
 	return g.str(d-1) + `.matches("[0-9]+")` // not native
 }
 
-func (g exprGen) component(d int) string {
-	switch g.r.IntN(3) {
-	case 0:
-		return g.int(d)
-	case 1:
-		return g.bool(d)
-	}
-	return g.dbl(d)
-}
+func (g exprGen) component(d int) string { return g.oneOf(d, g.int, g.bool, g.dbl) }
 
 // nativeRows are rows with the values that test the edges: numbers with
 // separators, boxes, "####" lines, no answer, "nan", the extremes of

@@ -15,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
@@ -42,14 +43,7 @@ func rewardIteration(t *testing.T, spec string) ([]tables.Trajectory, []tables.R
 	if _, err := st.Commit(ctx, "main", "trajectories", nil); err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := rewards.ParseSpec("reward.yaml", []byte(spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := rewards.Compile(parsed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := rewardstest.Program(t, "reward.yaml", spec)
 	retry := pipeline.Settings{Retry: pipeline.Retry{Attempts: 3, Backoff: time.Millisecond}}
 	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "r", Envs: map[string]pipeline.Settings{"": retry}})
 	if err != nil {

@@ -30,6 +30,16 @@ func trajectoriesRG(t *testing.T, rows []tables.Trajectory, rowGroup int) []byte
 	return buf.Bytes()
 }
 
+// promptsRG is prompts as a prompts table in row groups of rowGroup.
+func promptsRG(t *testing.T, prompts []tables.Prompt, rowGroup int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: rowGroup}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // testRows makes n trajectories over n/4 prompts: correct, wrong, boxed
 // and timed-out samples.
 func testRows(n int) ([]tables.Trajectory, []tables.Prompt) {
@@ -443,13 +453,7 @@ func TestReadPrompts(t *testing.T) {
 	_, prompts := testRows(4_000)
 	prompts[7].Messages = []tables.Message{{Role: "user", Content: "hi"}}
 	prompts[500].Metadata = `{"level": 9}`
-	write := func(ps []tables.Prompt) []byte {
-		var buf bytes.Buffer
-		if err := tables.Write(&buf, tables.Prompts, ps, &tables.WriteOptions{RowGroupRows: 128}); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
+	write := func(ps []tables.Prompt) []byte { return promptsRG(t, ps, 128) }
 	for _, procs := range []int{1, 3} {
 		t.Run(fmt.Sprint("procs ", procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -487,10 +491,7 @@ func TestReadPromptsAsync(t *testing.T) {
 	ctx := context.Background()
 	rows, prompts := testRows(3_000)
 	in := trajectoriesRG(t, rows, 500)
-	var pf bytes.Buffer
-	if err := tables.Write(&pf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: 700}); err != nil {
-		t.Fatal(err)
-	}
+	pf := promptsRG(t, prompts, 700)
 	p := mustCompile(t, gsm8k)
 	scoreWith := func(idx *Prompts, limit int64) ([]byte, error) {
 		var out bytes.Buffer
@@ -505,7 +506,7 @@ func TestReadPromptsAsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	async := ReadPromptsAsync(ctx, bytes.NewReader(pf.Bytes()), int64(pf.Len()), "prompts")
+	async := ReadPromptsAsync(ctx, bytes.NewReader(pf), int64(len(pf)), "prompts")
 	got, err := scoreWith(async, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +518,7 @@ func TestReadPromptsAsync(t *testing.T) {
 		t.Errorf("Err %v, Len %d: want nil, %d", err, async.Len(), len(prompts))
 	}
 
-	bad := pf.Bytes()[:pf.Len()/2]
+	bad := pf[:len(pf)/2]
 	for _, limit := range []int64{0, 1} {
 		broken := ReadPromptsAsync(ctx, bytes.NewReader(bad), int64(len(bad)), "broken prompts")
 		_, err = scoreWith(broken, limit)
@@ -624,11 +625,8 @@ func TestProgramReadsItsPromptColumns(t *testing.T) {
 	ctx := context.Background()
 	rows, prompts := testRows(2_000)
 	in := trajectoriesRG(t, rows, 300)
-	var pf bytes.Buffer
-	if err := tables.Write(&pf, tables.Prompts, prompts, &tables.WriteOptions{RowGroupRows: 200}); err != nil {
-		t.Fatal(err)
-	}
-	src := bytes.NewReader(pf.Bytes())
+	pf := promptsRG(t, prompts, 200)
+	src := bytes.NewReader(pf)
 	p := mustCompile(t, gsm8k)
 	if got := fmt.Sprint(p.PromptColumns()); got != "[prompt_id answer]" {
 		t.Fatalf("PromptColumns = %s, want [prompt_id answer]", got)
@@ -638,7 +636,7 @@ func TestProgramReadsItsPromptColumns(t *testing.T) {
 		_, err := p.ScoreFile(ctx, &out, bytes.NewReader(in), int64(len(in)), &ScoreOptions{Prompts: idx})
 		return out.Bytes(), err
 	}
-	all, err := ReadPrompts(ctx, src, int64(pf.Len()), "prompts")
+	all, err := ReadPrompts(ctx, src, int64(len(pf)), "prompts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +644,7 @@ func TestProgramReadsItsPromptColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	some, err := p.ReadPrompts(ctx, src, int64(pf.Len()), "prompts")
+	some, err := p.ReadPrompts(ctx, src, int64(len(pf)), "prompts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +652,7 @@ func TestProgramReadsItsPromptColumns(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("rewards file with the program's columns differs (err %v)", err)
 	}
-	if got, err := scoreWith(p, p.ReadPromptsAsync(ctx, src, int64(pf.Len()), "prompts")); err != nil || !bytes.Equal(got, want) {
+	if got, err := scoreWith(p, p.ReadPromptsAsync(ctx, src, int64(len(pf)), "prompts")); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("rewards file with the program's columns read in the background differs (err %v)", err)
 	}
 	q, _ := some.Lookup(prompts[5].PromptID)

@@ -316,6 +316,18 @@ func killGroup(dir string) {
 	}
 }
 
+// tryMake returns m once it has made, limited and removed a group with
+// the default limits; else the zero maker and why not.
+func tryMake[M groupMaker](m M) (M, error) {
+	g, err := m.make(Limits{MemoryBytes: DefaultMemoryBytes, Procs: DefaultProcs})
+	if err != nil {
+		var zero M
+		return zero, err
+	}
+	g.remove()
+	return m, nil
+}
+
 // cgroup v2.
 
 type v2Maker struct{ parent string }
@@ -345,13 +357,7 @@ func probeV2(dir string) (v2Maker, error) {
 				"run rlpipe in a delegated cgroup of its own, e.g. systemd-run --scope -p Delegate=yes)", err)
 		}
 	}
-	m := v2Maker{parent: dir}
-	g, err := m.make(Limits{MemoryBytes: DefaultMemoryBytes, Procs: DefaultProcs})
-	if err != nil {
-		return v2Maker{}, err
-	}
-	g.remove()
-	return m, nil
+	return tryMake(v2Maker{parent: dir})
 }
 
 func (m v2Maker) make(lim Limits) (group, error) {
@@ -450,12 +456,7 @@ func probeV1(own, mounts map[string]string) (v1Maker, error) {
 			syscall.Rmdir(probe)
 		}
 	}
-	g, err := m.make(Limits{MemoryBytes: DefaultMemoryBytes, Procs: DefaultProcs})
-	if err != nil {
-		return v1Maker{}, err
-	}
-	g.remove()
-	return m, nil
+	return tryMake(m)
 }
 
 func (m v1Maker) make(lim Limits) (group, error) {

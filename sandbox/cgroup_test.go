@@ -79,6 +79,14 @@ func fakeFiles(t *testing.T, root string, files map[string]string) {
 func TestDetectInFakeHierarchies(t *testing.T) {
 	v1 := map[string]string{"memory/job/x": "", "pids/x": "", "cpuacct/x": ""}
 	v1Own := map[string]string{"memory": "/job", "pids": "/", "cpuacct": "/", "": "/"}
+	// v2In is a v2 maker in the cgroup dir below the fake root; v1Job the
+	// v1 maker of the v1 files' own groups.
+	v2In := func(dir string) func(root string) detected {
+		return func(root string) detected { return detected{maker: v2Maker{parent: filepath.Join(root, dir)}} }
+	}
+	v1Job := func(root string) detected {
+		return detected{maker: v1Maker{memory: filepath.Join(root, "memory/job"), pids: filepath.Join(root, "pids"), cpuacct: filepath.Join(root, "cpuacct")}}
+	}
 	for _, c := range []struct {
 		name  string
 		files map[string]string
@@ -94,17 +102,13 @@ func TestDetectInFakeHierarchies(t *testing.T) {
 			files: map[string]string{"unified/app.scope/cgroup.controllers": "cpuset cpu io memory pids\n",
 				"unified/app.scope/cgroup.subtree_control": ""},
 			own: map[string]string{"": "/app.scope"}, v2: true,
-			want: func(root string) detected {
-				return detected{maker: v2Maker{parent: filepath.Join(root, "unified/app.scope")}}
-			},
+			want:    v2In("unified/app.scope"),
 			subtree: "+memory +pids"},
 		{name: "v2 delegated, controllers already given",
 			files: map[string]string{"unified/app.scope/cgroup.controllers": "memory pids\n",
 				"unified/app.scope/cgroup.subtree_control": "memory pids\n"},
 			own: map[string]string{"": "/app.scope"}, v2: true,
-			want: func(root string) detected {
-				return detected{maker: v2Maker{parent: filepath.Join(root, "unified/app.scope")}}
-			},
+			want:    v2In("unified/app.scope"),
 			subtree: "memory pids\n"},
 		{name: "v2 that cannot give controllers to children",
 			files: map[string]string{"unified/cgroup.controllers": "memory pids\n"},
@@ -119,15 +123,11 @@ func TestDetectInFakeHierarchies(t *testing.T) {
 		{name: "v2 without pids delegated, v1 usable",
 			files: merge(v1, map[string]string{"unified/cgroup.controllers": "cpu memory\n"}),
 			own:   merge(v1Own, map[string]string{"": "/"}), v2: true, v1: true,
-			want: func(root string) detected {
-				return detected{maker: v1Maker{memory: filepath.Join(root, "memory/job"), pids: filepath.Join(root, "pids"), cpuacct: filepath.Join(root, "cpuacct")}}
-			}},
+			want: v1Job},
 		{name: "hybrid: v2 without controllers, v1 usable",
 			files: merge(v1, map[string]string{"unified/cgroup.controllers": ""}),
 			own:   v1Own, v2: true, v1: true,
-			want: func(root string) detected {
-				return detected{maker: v1Maker{memory: filepath.Join(root, "memory/job"), pids: filepath.Join(root, "pids"), cpuacct: filepath.Join(root, "cpuacct")}}
-			}},
+			want: v1Job},
 		{name: "none",
 			own: map[string]string{"": "/"},
 			want: func(string) detected {
@@ -227,17 +227,7 @@ func TestV2GroupStartsTheProcessInIt(t *testing.T) {
 		t.Skipf("cannot make a cgroup v2 here: %v", err)
 	}
 	defer g.remove()
-	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	started, err := g.prepare(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.Output()
-	started()
-	if err != nil {
-		t.Fatalf("start in %s: %v", g.dir, err)
-	}
+	out := outputIn(t, g, "/bin/cat", "/proc/self/cgroup")
 	if want := "0::" + strings.TrimPrefix(g.dir, root) + "\n"; !strings.Contains(string(out), want) {
 		t.Fatalf("the process's cgroups:\n%s\nwant the line %q", out, want)
 	}
@@ -250,7 +240,20 @@ func TestV1GroupStartsTheProcessInIt(t *testing.T) {
 	root := t.TempDir()
 	g := &v1Group{memory: filepath.Join(root, "memory"), pids: filepath.Join(root, "pids")}
 	fakeFiles(t, root, map[string]string{"memory/cgroup.procs": "", "pids/cgroup.procs": ""})
-	cmd := exec.Command("/bin/sh", "-c", "echo $$")
+	out := outputIn(t, g, "/bin/sh", "-c", "echo $$")
+	for _, d := range g.dirs() {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if string(b) != string(out) || len(out) < 2 {
+			t.Errorf("%s/cgroup.procs holds %q; the command's pid is %q", d, b, out)
+		}
+	}
+}
+
+// outputIn runs the command args started as the group g starts a sandbox
+// and returns its standard output.
+func outputIn(t *testing.T, g group, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	started, err := g.prepare(cmd)
 	if err != nil {
@@ -259,12 +262,7 @@ func TestV1GroupStartsTheProcessInIt(t *testing.T) {
 	out, err := cmd.Output()
 	started()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s in the group: %v", args[0], err)
 	}
-	for _, d := range g.dirs() {
-		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if string(b) != string(out) || len(out) < 2 {
-			t.Errorf("%s/cgroup.procs holds %q; the command's pid is %q", d, b, out)
-		}
-	}
+	return out
 }

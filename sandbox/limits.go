@@ -62,19 +62,21 @@ func (l Limits) withDefaults() Limits {
 }
 
 func (l Limits) validate() error {
-	switch {
-	case l.CPUTime < 0:
-		return fmt.Errorf("limits: negative CPUTime %v: %w", l.CPUTime, ErrInvalid)
-	case l.Wall < 0:
-		return fmt.Errorf("limits: negative Wall %v: %w", l.Wall, ErrInvalid)
-	case l.MemoryBytes < 0:
-		return fmt.Errorf("limits: negative MemoryBytes %d: %w", l.MemoryBytes, ErrInvalid)
-	case l.OutputBytes < 0:
-		return fmt.Errorf("limits: negative OutputBytes %d: %w", l.OutputBytes, ErrInvalid)
-	case l.FileBytes < 0:
-		return fmt.Errorf("limits: negative FileBytes %d: %w", l.FileBytes, ErrInvalid)
-	case l.Procs < 0:
-		return fmt.Errorf("limits: negative Procs %d: %w", l.Procs, ErrInvalid)
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any // a time.Duration prints as one
+	}{
+		{"CPUTime", l.CPUTime < 0, l.CPUTime},
+		{"Wall", l.Wall < 0, l.Wall},
+		{"MemoryBytes", l.MemoryBytes < 0, l.MemoryBytes},
+		{"OutputBytes", l.OutputBytes < 0, l.OutputBytes},
+		{"FileBytes", l.FileBytes < 0, l.FileBytes},
+		{"Procs", l.Procs < 0, l.Procs},
+	} {
+		if f.negative {
+			return fmt.Errorf("limits: negative %s %v: %w", f.name, f.value, ErrInvalid)
+		}
 	}
 	return nil
 }

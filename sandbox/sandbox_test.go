@@ -467,6 +467,15 @@ func TestWorkspaceIsRemoved(t *testing.T) {
 
 func TestInvalidSpec(t *testing.T) {
 	ok := []string{"true"}
+	// What the error says, for the cases that pin it.
+	says := map[string]string{
+		"negative CPU time":  "limits: negative CPUTime -1s: invalid sandbox spec",
+		"negative wall time": "limits: negative Wall -1.5s: invalid sandbox spec",
+		"negative memory":    "limits: negative MemoryBytes -1: invalid sandbox spec",
+		"negative output":    "limits: negative OutputBytes -2: invalid sandbox spec",
+		"negative file size": "limits: negative FileBytes -3: invalid sandbox spec",
+		"negative procs":     "limits: negative Procs -4: invalid sandbox spec",
+	}
 	for _, c := range []struct {
 		name string
 		spec sandbox.Spec
@@ -484,11 +493,11 @@ func TestInvalidSpec(t *testing.T) {
 		{"env name with =", sandbox.Spec{Command: ok, Env: map[string]string{"A=B": "c"}}},
 		{"empty env name", sandbox.Spec{Command: ok, Env: map[string]string{"": "c"}}},
 		{"negative CPU time", sandbox.Spec{Command: ok, Limits: sandbox.Limits{CPUTime: -time.Second}}},
-		{"negative wall time", sandbox.Spec{Command: ok, Limits: sandbox.Limits{Wall: -time.Second}}},
+		{"negative wall time", sandbox.Spec{Command: ok, Limits: sandbox.Limits{Wall: -1500 * time.Millisecond}}},
 		{"negative memory", sandbox.Spec{Command: ok, Limits: sandbox.Limits{MemoryBytes: -1}}},
-		{"negative output", sandbox.Spec{Command: ok, Limits: sandbox.Limits{OutputBytes: -1}}},
-		{"negative file size", sandbox.Spec{Command: ok, Limits: sandbox.Limits{FileBytes: -1}}},
-		{"negative procs", sandbox.Spec{Command: ok, Limits: sandbox.Limits{Procs: -1}}},
+		{"negative output", sandbox.Spec{Command: ok, Limits: sandbox.Limits{OutputBytes: -2}}},
+		{"negative file size", sandbox.Spec{Command: ok, Limits: sandbox.Limits{FileBytes: -3}}},
+		{"negative procs", sandbox.Spec{Command: ok, Limits: sandbox.Limits{Procs: -4}}},
 		{"relative bind", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"opt"}}},
 		{"bind of /", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"/"}}},
 		{"bind over /work", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"/work"}}},
@@ -498,6 +507,9 @@ func TestInvalidSpec(t *testing.T) {
 			_, err := sandbox.Run(context.Background(), c.spec)
 			if !errors.Is(err, sandbox.ErrInvalid) || errors.Is(err, sandbox.ErrInfra) {
 				t.Fatalf("Run = %v, want ErrInvalid (and not ErrInfra)", err)
+			}
+			if !strings.Contains(err.Error(), says[c.name]) {
+				t.Fatalf("Run = %v, want it to say %q", err, says[c.name])
 			}
 		})
 	}

@@ -68,6 +68,19 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, err.Error())
 }
 
+// answer is a JSON endpoint: its value is written with 200 OK, its error
+// with the status fail picks.
+type answer func(r *http.Request) (any, error)
+
+func (a answer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v, err := a(r)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 // kindError is a message for the user that matches a store error kind
 // (artifacts.ErrNotFound, artifacts.ErrInvalid) without repeating its text.
 type kindError struct {
@@ -145,45 +158,28 @@ func objectParams(r *http.Request) (ref, path string, err error) {
 	return ref, path, nil
 }
 
-func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiRuns(r *http.Request) (any, error) {
 	runs, err := listRuns(r.Context(), s.st)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	return map[string]any{"runs": runs}, nil
 }
 
-func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
-	d, err := s.runDetail(r.Context(), r.PathValue("run"))
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+func (s *Server) apiRun(r *http.Request) (any, error) {
+	return s.runDetail(r.Context(), r.PathValue("run"))
 }
 
-func (s *Server) apiRescoring(w http.ResponseWriter, r *http.Request) {
-	d, err := s.rescoreCurves(r.Context(), r.PathValue("run"), r.PathValue("branch"))
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+func (s *Server) apiRescoring(r *http.Request) (any, error) {
+	return s.rescoreCurves(r.Context(), r.PathValue("run"), r.PathValue("branch"))
 }
 
-func (s *Server) apiIteration(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiIteration(r *http.Request) (any, error) {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 1 {
-		fail(w, r, badRequest("iteration %q: use a number from 1", r.PathValue("n")))
-		return
+		return nil, badRequest("iteration %q: use a number from 1", r.PathValue("n"))
 	}
-	d, err := s.iterationDetail(r.Context(), r.PathValue("run"), n)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
+	return s.iterationDetail(r.Context(), r.PathValue("run"), n)
 }
 
 // BranchOut is one branch of /api/branches with its head commit.
@@ -195,12 +191,11 @@ type BranchOut struct {
 	Default bool      `json:"default,omitempty"`
 }
 
-func (s *Server) apiBranches(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiBranches(r *http.Request) (any, error) {
 	ctx := r.Context()
 	repo, err := s.st.Repository(ctx)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	out := struct {
 		Repository artifacts.Repository `json:"repository"`
@@ -209,8 +204,7 @@ func (s *Server) apiBranches(w http.ResponseWriter, r *http.Request) {
 	}{Repository: repo, Branches: []BranchOut{}, Tags: []artifacts.Tag{}}
 	for b, err := range s.st.ListBranches(ctx) {
 		if err != nil {
-			fail(w, r, fmt.Errorf("list branches: %w", err))
-			return
+			return nil, fmt.Errorf("list branches: %w", err)
 		}
 		row := BranchOut{Name: b.Name, Commit: b.CommitID, Default: b.Name == repo.DefaultBranch}
 		if c, err := s.st.GetCommit(ctx, b.CommitID); err == nil {
@@ -220,12 +214,11 @@ func (s *Server) apiBranches(w http.ResponseWriter, r *http.Request) {
 	}
 	for t, err := range s.st.ListTags(ctx) {
 		if err != nil {
-			fail(w, r, fmt.Errorf("list tags: %w", err))
-			return
+			return nil, fmt.Errorf("list tags: %w", err)
 		}
 		out.Tags = append(out.Tags, t)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 func firstLine(s string) string {
@@ -235,16 +228,14 @@ func firstLine(s string) string {
 
 // apiLog pages through history from ref, newest first: ?offset= skips
 // commits, ?limit= caps the page; next_offset is set when more follow.
-func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiLog(r *http.Request) (any, error) {
 	ref, err := refParam(r)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	offset, limit, err := pageParams(r, defaultLogLimit, maxLogLimit)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	out := struct {
 		Ref        string             `json:"ref"`
@@ -255,8 +246,7 @@ func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
 	i := 0
 	for c, err := range s.st.Log(r.Context(), ref, &artifacts.LogOptions{Limit: offset + limit + 1}) {
 		if err != nil {
-			fail(w, r, fmt.Errorf("log %s: %w", ref, err))
-			return
+			return nil, fmt.Errorf("log %s: %w", ref, err)
 		}
 		switch {
 		case i < offset:
@@ -269,15 +259,14 @@ func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
 		}
 		i++
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // apiList lists one level of a ref's tree: ?ref=&prefix=dir/.
-func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiList(r *http.Request) (any, error) {
 	ref, err := refParam(r)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	prefix := r.URL.Query().Get("prefix")
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -291,8 +280,7 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 	}{Ref: ref, Prefix: prefix, Entries: []artifacts.Entry{}}
 	for e, err := range s.st.ListObjects(r.Context(), ref, &artifacts.ListOptions{Prefix: prefix, Delimiter: "/", Limit: maxListEntries + 1}) {
 		if err != nil {
-			fail(w, r, fmt.Errorf("list %s:%s: %w", ref, prefix, err))
-			return
+			return nil, fmt.Errorf("list %s:%s: %w", ref, prefix, err)
 		}
 		if len(out.Entries) == maxListEntries {
 			out.Truncated = true
@@ -300,27 +288,24 @@ func (s *Server) apiList(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Entries = append(out.Entries, e)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // apiObject returns a small non-table object as text (configs, metrics,
 // event logs): the first MiB, and whether it is binary.
-func (s *Server) apiObject(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiObject(r *http.Request) (any, error) {
 	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	rc, info, err := s.st.GetObject(r.Context(), ref, path)
 	if err != nil {
-		fail(w, r, readErr(err, ref, path))
-		return
+		return nil, readErr(err, ref, path)
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, maxObjectText))
 	if err != nil {
-		fail(w, r, fmt.Errorf("read %s:%s: %w", ref, path, err))
-		return
+		return nil, fmt.Errorf("read %s:%s: %w", ref, path, err)
 	}
 	out := struct {
 		Ref         string `json:"ref"`
@@ -337,7 +322,7 @@ func (s *Server) apiObject(w http.ResponseWriter, r *http.Request) {
 	} else {
 		out.Text = string(b)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // trimPartialRune drops a UTF-8 sequence cut by the read limit.
@@ -351,23 +336,20 @@ func trimPartialRune(b []byte) []byte {
 	return b
 }
 
-func (s *Server) apiTable(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiTable(r *http.Request) (any, error) {
 	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	offset, limit, err := pageParams(r, defaultTableLimit, maxTableLimit)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	page, err := readTablePage(r.Context(), s.st, ref, path, offset, limit)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, page)
+	return page, nil
 }
 
 // tableName is the rlpipe table recorded in a Parquet file, for display.

@@ -83,23 +83,20 @@ func episodeOf(t tables.Trajectory, i, n int) Episode {
 
 // apiEpisode answers GET /api/episode?ref=&path=&row=: one row of a
 // trajectories table as an episode.
-func (s *Server) apiEpisode(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiEpisode(r *http.Request) (any, error) {
 	ref, path, err := objectParams(r)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	row, err := intParam(r, "row", 0, 0)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
 	e, err := readEpisode(r.Context(), s.st, ref, path, row)
 	if err != nil {
-		fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, e)
+	return e, nil
 }
 
 // readEpisode reads row of a trajectories table, decoding only the row

@@ -85,6 +85,16 @@ func TestEpisodeAPI(t *testing.T) {
 	}
 }
 
+// episodePage is what TestBrowserEpisode reads off the episode page.
+type episodePage struct {
+	Turns    []string
+	Badges   []string
+	Trained  []string
+	Given    []string
+	Tokens   string
+	Headline string
+}
+
 // The episode page in a browser: reached from the trajectories table's row
 // link, it shows every turn, marks each reply trained with its token count,
 // and draws the sequence with the trainable tokens apart.
@@ -100,14 +110,7 @@ func TestBrowserEpisode(t *testing.T) {
 	var link string
 	page.waitFor(ctx, t, &link, `(() => { const a = document.querySelector('a.episode-link'); return a ? a.getAttribute('href') : null; })()`)
 	page.navigate(ctx, t, "http://"+addr+"/"+link)
-	var got struct {
-		Turns    []string
-		Badges   []string
-		Trained  []string
-		Given    []string
-		Tokens   string
-		Headline string
-	}
+	var got episodePage
 	page.waitFor(ctx, t, &got, `document.querySelector('.episode .tokens') ? {
 		turns: [...document.querySelectorAll('.turn pre.content')].map((e) => e.textContent),
 		badges: [...document.querySelectorAll('.turn .badge')].map((e) => e.textContent),
@@ -116,14 +119,7 @@ func TestBrowserEpisode(t *testing.T) {
 		tokens: [...document.querySelectorAll('.episode dd')][3].textContent,
 		headline: document.querySelector('.episode h1').textContent,
 	} : null`)
-	want := struct {
-		Turns    []string
-		Badges   []string
-		Trained  []string
-		Given    []string
-		Tokens   string
-		Headline string
-	}{[]string{"12+3=", "15", "15+1=", "16"}, []string{"given", "trained · 2 tokens", "given", "trained · 2 tokens"},
+	want := episodePage{[]string{"12+3=", "15", "15+1=", "16"}, []string{"given", "trained · 2 tokens", "given", "trained · 2 tokens"},
 		[]string{"7 2", "9 2"}, []string{"5 6", "8"}, "7, of which 4 trainable (the replies) and 3 given", "p1 · episode 0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("episode page:\n got %+v\nwant %+v", got, want)

@@ -42,17 +42,8 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, badRequest("missing run: add ?run=NAME"))
 		return
 	}
-	branch, err := runBranch(run)
-	if err != nil {
-		fail(w, r, err)
-		return
-	}
 	ctx := r.Context()
-	b, err := s.st.GetBranch(ctx, branch)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		fail(w, r, noRun(run, branch))
-		return
-	}
+	branch, b, err := s.runHead(ctx, run, false)
 	if err != nil {
 		fail(w, r, err)
 		return

@@ -12,9 +12,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
-	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
-	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -22,14 +21,7 @@ import (
 // every scored sample, on branch, and returns the branch.
 func rescoreFixture(t testing.TB, st artifacts.Store, branch string) string {
 	t.Helper()
-	spec, err := rewards.ParseSpec("flat.yaml", []byte("components:\n  - name: flat\n    expr: '0.75'\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := rewardstest.Program(t, "flat.yaml", "components:\n  - name: flat\n    expr: '0.75'\n")
 	rep, err := rescore.Run(context.Background(), st, rescore.Options{From: runs.Branch(testRun), Branch: branch, Reward: prog})
 	if err != nil {
 		t.Fatal(err)

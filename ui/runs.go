@@ -308,6 +308,24 @@ func runBranch(run string) (string, error) {
 	return branch, nil
 }
 
+// runHead checks a run name and reads its branch: a bad name is
+// ErrInvalid, a missing branch noRun, and a failed read the store's error,
+// prefixed with the run when wrap is set.
+func (s *Server) runHead(ctx context.Context, run string, wrap bool) (string, artifacts.Branch, error) {
+	branch, err := runBranch(run)
+	if err != nil {
+		return "", artifacts.Branch{}, err
+	}
+	b, err := s.st.GetBranch(ctx, branch)
+	switch {
+	case errors.Is(err, artifacts.ErrNotFound):
+		return "", artifacts.Branch{}, noRun(run, branch)
+	case err != nil && wrap:
+		return "", artifacts.Branch{}, fmt.Errorf("run %s: %w", run, err)
+	}
+	return branch, b, err
+}
+
 // runCommits walks a run's iteration commits, newest first
 // (runs.History), calling fn with each commit and its iteration number;
 // fn returns false to stop.
@@ -325,16 +343,9 @@ func runCommits(ctx context.Context, st artifacts.Store, run, head string, fn fu
 
 // runDetail reads a run: state, lock, iterations and evaluations.
 func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) {
-	branch, err := runBranch(run)
+	branch, b, err := s.runHead(ctx, run, true)
 	if err != nil {
 		return nil, err
-	}
-	b, err := s.st.GetBranch(ctx, branch)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, noRun(run, branch)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
 	out := &RunDetail{Run: run, Branch: branch, Commit: b.CommitID, ConfigPath: runs.ConfigPath, Iterations: []IterationSummary{}}
 	if out.Lock, err = readLock(ctx, s.st, run); err != nil {
@@ -376,14 +387,7 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 // rescoreCurves compares a run's rewards with a rescoring's, iteration by
 // iteration, over the iterations the rescoring scored.
 func (s *Server) rescoreCurves(ctx context.Context, run, branch string) (*RescoreCurves, error) {
-	rb, err := runBranch(run)
-	if err != nil {
-		return nil, err
-	}
-	head, err := s.st.GetBranch(ctx, rb)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, noRun(run, rb)
-	}
+	_, head, err := s.runHead(ctx, run, false)
 	if err != nil {
 		return nil, err
 	}
@@ -499,16 +503,9 @@ func stageRank(name string) int {
 
 // findIteration returns the commit of iteration n of a run.
 func (s *Server) findIteration(ctx context.Context, run string, n int) (artifacts.Commit, error) {
-	branch, err := runBranch(run)
+	_, b, err := s.runHead(ctx, run, true)
 	if err != nil {
 		return artifacts.Commit{}, err
-	}
-	b, err := s.st.GetBranch(ctx, branch)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return artifacts.Commit{}, noRun(run, branch)
-	}
-	if err != nil {
-		return artifacts.Commit{}, fmt.Errorf("run %s: %w", run, err)
 	}
 	var found *artifacts.Commit
 	last := 0

@@ -148,16 +148,16 @@ func needToken(addr string) error {
 
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /api/runs", s.apiRuns)
-	m.HandleFunc("GET /api/runs/{run}", s.apiRun)
-	m.HandleFunc("GET /api/runs/{run}/iterations/{n}", s.apiIteration)
-	m.HandleFunc("GET /api/runs/{run}/rescorings/{branch}", s.apiRescoring)
-	m.HandleFunc("GET /api/branches", s.apiBranches)
-	m.HandleFunc("GET /api/log", s.apiLog)
-	m.HandleFunc("GET /api/ls", s.apiList)
-	m.HandleFunc("GET /api/object", s.apiObject)
-	m.HandleFunc("GET /api/table", s.apiTable)
-	m.HandleFunc("GET /api/episode", s.apiEpisode)
+	m.Handle("GET /api/runs", answer(s.apiRuns))
+	m.Handle("GET /api/runs/{run}", answer(s.apiRun))
+	m.Handle("GET /api/runs/{run}/iterations/{n}", answer(s.apiIteration))
+	m.Handle("GET /api/runs/{run}/rescorings/{branch}", answer(s.apiRescoring))
+	m.Handle("GET /api/branches", answer(s.apiBranches))
+	m.Handle("GET /api/log", answer(s.apiLog))
+	m.Handle("GET /api/ls", answer(s.apiList))
+	m.Handle("GET /api/object", answer(s.apiObject))
+	m.Handle("GET /api/table", answer(s.apiTable))
+	m.Handle("GET /api/episode", answer(s.apiEpisode))
 	m.HandleFunc("GET /api/events", s.apiEvents)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -10,6 +10,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // Rescoring works on a run of episodes as on one of completions: the new
@@ -42,11 +43,8 @@ func TestRescoreEpisodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fewer turns score higher: 1 for one guess, 0.5 for two.
-	spec := program(t, "components:\n  - name: quick\n    expr: '2.0 / double(size(turns) - 1)'\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: runs.Branch("ep"), Reward: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := rewardstest.Program(t, "new.yaml", "components:\n  - name: quick\n    expr: '2.0 / double(size(turns) - 1)'\n")
+	rep := rescored(ctx, t, st, rescore.Options{From: runs.Branch("ep"), Reward: spec})
 	b := standintest.Read(t, st, rep.Branch, runs.IterationPath(1, runs.RewardsFile))
 	got, err := tables.Read(bytes.NewReader(b), int64(len(b)), "rewards", tables.Rewards)
 	if err != nil {

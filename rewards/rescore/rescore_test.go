@@ -23,9 +23,8 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
-	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/rescore"
-	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // runLoop makes a store with a 3-iteration stand-in run on branch runs-r.
@@ -38,35 +37,28 @@ func runLoop(t *testing.T) artifacts.Store {
 	return st
 }
 
-// program compiles a spec as the command does, with its verifiers and
-// judges.
-func program(t *testing.T, text string) *rewards.Program {
+// runsReward is the stand-in's own (buggy) reward as a spec: 1 unless the
+// completion ends in "0", which also fails right answers such as 10.
+// fixedReward is the fixed one, without a weight (1 by default).
+const (
+	runsReward  = "components:\n  - name: correct\n    expr: 'completion.endsWith(\"0\") ? 0.0 : 1.0'\n    weight: 1.0\n"
+	fixedReward = "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n"
+)
+
+// rescored is the report of a rescoring that must succeed.
+func rescored(ctx context.Context, t *testing.T, st artifacts.Store, opts rescore.Options) tables.RescoreReport {
 	t.Helper()
-	s, err := rewards.ParseSpec("new.yaml", []byte(text))
+	rep, err := rescore.Run(ctx, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := runners.Compile(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return rep
 }
 
 func TestRescoreSameRewardChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	// The stand-in's own (buggy) reward: 1 unless the completion ends in
-	// "0" — which also fails right answers such as 10.
-	same := program(t, `components:
-  - name: correct
-    expr: 'completion.endsWith("0") ? 0.0 : 1.0'
-    weight: 1.0
-`)
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: same})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: rewardstest.Program(t, "new.yaml", runsReward)})
 	c := rep.Comparison
 	if len(rep.Iterations) != 3 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 || c.Spearman < 0.999 {
 		t.Fatalf("report = %+v", rep)
@@ -76,15 +68,7 @@ func TestRescoreSameRewardChangesNothing(t *testing.T) {
 func TestRescoreFixesARewardBug(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	fixed := program(t, `components:
-  - name: correct
-    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
-    weight: 1.0
-`)
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward+"    weight: 1.0\n")})
 	// Every change is a right answer ending in 0 that the old reward failed.
 	c := rep.Comparison
 	if c.Changed == 0 || c.ZeroToNonzeroGroups == 0 {
@@ -105,7 +89,7 @@ func TestRescoreNewRewardOnABranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A stricter reward: half credit for correct answers over 8 characters.
-	strict := program(t, `components:
+	strict := rewardstest.Program(t, "new.yaml", `components:
   - name: correct
     expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'
     weight: 1.0
@@ -188,11 +172,7 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	ctx := context.Background()
 	opts := advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}
 	st := runLoopWithAdvantages(t, opts)
-	same := program(t, "components:\n  - name: correct\n    expr: 'completion.endsWith(\"0\") ? 0.0 : 1.0'\n    weight: 1.0\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: same})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-same", Reward: rewardstest.Program(t, "new.yaml", runsReward)})
 	for n := 1; n <= 3; n++ {
 		path := runs.IterationPath(n, runs.AdvantagesFile)
 		if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
@@ -200,37 +180,18 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 		}
 	}
 
-	fixed := program(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
-	rep, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = rescored(ctx, t, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward)})
 	if rep.Comparison.Changed == 0 {
 		t.Fatal("the fixed reward changed nothing: the test shows nothing")
 	}
 	for n := 1; n <= 3; n++ {
-		read := func(ref, file string, tb any) []byte {
-			return standintest.Read(t, st, ref, runs.IterationPath(n, file))
-		}
-		tb := read("runs-r", runs.TrajectoriesFile, nil)
-		trajs, err := tables.Read(bytes.NewReader(tb), int64(len(tb)), "trajectories", tables.Trajectories)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb := read(rep.Branch, runs.RewardsFile, nil)
-		rws, err := tables.Read(bytes.NewReader(rb), int64(len(rb)), "rewards", tables.Rewards)
-		if err != nil {
-			t.Fatal(err)
-		}
+		trajs := standintest.ReadRows(t, st, "runs-r", runs.IterationPath(n, runs.TrajectoriesFile), tables.Trajectories)
+		rws := standintest.ReadRows(t, st, rep.Branch, runs.IterationPath(n, runs.RewardsFile), tables.Rewards)
 		want, err := advantages.Join(trajs, rws, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ab := read(rep.Branch, runs.AdvantagesFile, nil)
-		got, err := tables.Read(bytes.NewReader(ab), int64(len(ab)), "advantages", tables.Advantages)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := standintest.ReadRows(t, st, rep.Branch, runs.IterationPath(n, runs.AdvantagesFile), tables.Advantages)
 		if !reflect.DeepEqual(got, want.Advantages) {
 			t.Errorf("iteration %d: rescored advantages are not the run's step on the new rewards:\n got %+v\nwant %+v", n, got[:2], want.Advantages[:2])
 		}
@@ -256,17 +217,14 @@ func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []fl
 func TestRescoreWithTheRunsEstimator(t *testing.T) {
 	ctx := context.Background()
 	st := runLoopWithAdvantages(t, advantages.TrainOptions{Options: advantages.Options{Estimator: halfGRPO{}}})
-	same := program(t, "components:\n  - name: correct\n    expr: 'completion.endsWith(\"0\") ? 0.0 : 1.0'\n    weight: 1.0\n")
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-half", Reward: same,
+	same := rewardstest.Program(t, "new.yaml", runsReward)
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-half", Reward: same,
 		Estimators: advantages.Estimators{advantages.GRPO, halfGRPO{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := runs.IterationPath(1, runs.AdvantagesFile)
 	if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
 		t.Errorf("%s rescored with the run's reward and estimator differs from the run's", path)
 	}
-	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-grpo-only", Reward: same,
+	_, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "rescore-grpo-only", Reward: same,
 		Estimators: advantages.Estimators{advantages.GRPO}})
 	if !errors.Is(err, advantages.ErrUnknownEstimator) || !strings.Contains(err.Error(), `unknown advantage estimator "half": use grpo; rescore with a program that registers it`) {
 		t.Errorf("without the estimator: %v", err)
@@ -291,8 +249,7 @@ func TestRescoreRefusesForeignAdvantages(t *testing.T) {
 	if _, err := st.Commit(ctx, "runs-r", "advantages", nil); err != nil {
 		t.Fatal(err)
 	}
-	fixed := program(t, "components:\n  - name: correct\n    expr: 'num_equal(extract_answer(completion), answer, 1e-9) ? 1.0 : 0.0'\n")
-	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: fixed})
+	_, err = rescore.Run(ctx, st, rescore.Options{From: "runs-r", Reward: rewardstest.Program(t, "new.yaml", fixedReward)})
 	if err == nil || !errors.Is(err, artifacts.ErrInvalid) || !strings.Contains(err.Error(), "iterations/000002/advantages.parquet was not written by the advantages step") {
 		t.Fatalf("err = %v", err)
 	}
@@ -323,7 +280,7 @@ func TestRescoreReplaysJudgments(t *testing.T) {
 		fmt.Fprintf(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"Score: %d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, score)
 	}))
 	defer api.Close()
-	judged := program(t, `judges:
+	judged := rewardstest.Program(t, "new.yaml", `judges:
   - name: grader
     base_url: `+api.URL+`/v1
     model: grader
@@ -334,15 +291,9 @@ components:
     expr: 'judges.grader.score'
     weight: 1.0
 `)
-	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged})
 	first := requests.Load()
-	again, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged, NoCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "judged", Reward: judged, NoCache: true})
 	for _, r := range []tables.RescoreReport{rep, again} {
 		if c := r.Comparison; r.Cached != 0 || c.Samples != 48 || c.Scored != 48 || c.Changed != 0 {
 			t.Fatalf("report = %+v", r)
@@ -356,7 +307,7 @@ components:
 func TestRescoreErrors(t *testing.T) {
 	ctx := context.Background()
 	st := runLoop(t)
-	s := program(t, "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
+	s := rewardstest.Program(t, "new.yaml", "components:\n  - name: c\n    expr: '1.0'\n    weight: 1.0\n")
 	if _, err := rescore.Run(ctx, st, rescore.Options{From: "runs-r"}); !errors.Is(err, artifacts.ErrInvalid) {
 		t.Fatalf("no reward: %v", err)
 	}

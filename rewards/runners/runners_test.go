@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
@@ -71,15 +72,7 @@ func compile(t *testing.T, text string) *rewards.Program {
 	if err := sandbox.Available(); err != nil {
 		t.Fatalf("the sandbox is needed: %v", err)
 	}
-	spec, err := rewards.ParseSpec("spec.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prog
+	return rewardstest.Program(t, "spec.yaml", text)
 }
 
 type scored struct {
