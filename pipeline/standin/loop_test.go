@@ -40,17 +40,8 @@ func envs() map[string]pipeline.Settings {
 }
 
 func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
-	ctx := context.Background()
 	st := standintest.NewStore(t, 10)
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	state, err := r.Loop(ctx, loopConfig(4, 1), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, state := standintest.Loop(t, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1}, loopConfig(4, 1), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
 	if state.Iteration != 4 || state.Cursor != 12 {
 		t.Fatalf("state = %+v, want iteration 4, cursor 12", state)
 	}

@@ -19,15 +19,7 @@ func TestLoopRecordsConfigAndState(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 10)
 	cfg := []byte("# the effective config\niterations: 3\n")
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "lib", Envs: envs(), Seed: 5, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	state, err := r.Loop(ctx, loopConfig(3, 0), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, state := standintest.Loop(t, st, pipeline.RunOptions{Name: "lib", Envs: envs(), Seed: 5, Config: cfg}, loopConfig(3, 0), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
 	got, err := runs.ReadState(ctx, st, runs.Branch("lib"))
 	if err != nil {
 		t.Fatal(err)
