@@ -62,12 +62,9 @@ func newTagListCommand(g *rootOptions) *cobra.Command {
 }
 
 func tagListFunc(ctx context.Context, st artifacts.Store, p printer) error {
-	tags := []artifacts.Tag{}
-	for t, err := range st.ListTags(ctx) {
-		if err != nil {
-			return withOp(err, "list tags")
-		}
-		tags = append(tags, t)
+	tags, err := collect(st.ListTags(ctx), "list tags")
+	if err != nil {
+		return err
 	}
 	if p.json {
 		return p.JSON(tags)
