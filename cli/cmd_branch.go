@@ -57,10 +57,7 @@ func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOpt
 	case err != nil:
 		return withOp(err, "create branch %s from %s", name, from)
 	}
-	if p.json {
-		return p.JSON(b)
-	}
-	return p.Printf("created branch %s at %s (from %s)\n", b.Name, shortID(b.CommitID), from)
+	return p.Result(b, "created branch %s at %s (from %s)\n", b.Name, shortID(b.CommitID), from)
 }
 
 // orDefaultBranch returns ref, or the store's default branch when ref is
@@ -150,10 +147,7 @@ func branchDeleteFunc(ctx context.Context, st artifacts.Store, name string, p pr
 	case err != nil:
 		return withOp(err, "delete branch %s", name)
 	}
-	if p.json {
-		return p.JSON(deletedOut{Deleted: name})
-	}
-	return p.Printf("deleted branch %s\n", name)
+	return p.Result(deletedOut{Deleted: name}, "deleted branch %s\n", name)
 }
 
 type branchResetOptions struct {

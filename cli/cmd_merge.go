@@ -84,10 +84,7 @@ func mergeFunc(ctx context.Context, st artifacts.Store, o mergeOptions, source, 
 	case err != nil:
 		return withOp(err, "merge %s into %s", source, dest)
 	}
-	if p.json {
-		return p.JSON(c)
-	}
-	return p.Printf("merged %s into %s: commit %s\n", source, dest, shortID(c.ID))
+	return p.Result(c, "merged %s into %s: commit %s\n", source, dest, shortID(c.ID))
 }
 
 // explainConflict lists every conflicting path and how to resolve them.

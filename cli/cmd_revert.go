@@ -56,8 +56,5 @@ func revertFunc(ctx context.Context, st artifacts.Store, o revertOptions, branch
 	case err != nil:
 		return withOp(err, "revert %s on %s", ref, branch)
 	}
-	if p.json {
-		return p.JSON(c)
-	}
-	return p.Printf("reverted %s on %s: commit %s\n", ref, branch, shortID(c.ID))
+	return p.Result(c, "reverted %s on %s: commit %s\n", ref, branch, shortID(c.ID))
 }

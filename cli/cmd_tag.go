@@ -43,10 +43,7 @@ func tagCreateFunc(ctx context.Context, st artifacts.Store, name, ref string, p 
 	case err != nil:
 		return withOp(err, "create tag %s at %s", name, ref)
 	}
-	if p.json {
-		return p.JSON(t)
-	}
-	return p.Printf("created tag %s at %s\n", t.Name, shortID(t.CommitID))
+	return p.Result(t, "created tag %s at %s\n", t.Name, shortID(t.CommitID))
 }
 
 func newTagListCommand(g *rootOptions) *cobra.Command {
@@ -93,8 +90,5 @@ func tagDeleteFunc(ctx context.Context, st artifacts.Store, name string, p print
 	if err := st.DeleteTag(ctx, name); err != nil {
 		return withOp(err, "delete tag %s", name)
 	}
-	if p.json {
-		return p.JSON(deletedOut{Deleted: name})
-	}
-	return p.Printf("deleted tag %s\n", name)
+	return p.Result(deletedOut{Deleted: name}, "deleted tag %s\n", name)
 }
