@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,28 @@ func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
 	want := "p000 p001 p002 p003 p004 p005 p006 p007 p008 p009 p000 p001"
 	if strings.Join(ids, " ") != want {
 		t.Fatalf("prompts consumed = %s, want %s", strings.Join(ids, " "), want)
+	}
+}
+
+// The engine's loop records the run's config and state on the branch by
+// itself: a library user who drives pipeline.Loop (no CLI, no driver)
+// leaves a run that every reader of runs can read.
+func TestLoopRecordsConfigAndState(t *testing.T) {
+	ctx := context.Background()
+	st := standintest.NewStore(t, 10)
+	cfg := []byte("# the effective config\niterations: 3\n")
+	_, state := standintest.Loop(t, st, pipeline.RunOptions{Name: "lib", Envs: envs(), Seed: 5, Config: cfg}, loopConfig(3, 0), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
+	got, err := runs.ReadState(ctx, st, runs.Branch("lib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runs.State{Iteration: 3, Cursor: 9, Seed: 5, Adapters: map[string]string{"2": runs.AdapterPath(2), "3": runs.AdapterPath(3)}}
+	if got == nil || !reflect.DeepEqual(*got, want) || !reflect.DeepEqual(state, want) {
+		t.Fatalf("%s = %+v, Loop returned %+v; want %+v", runs.StatePath, got, state, want)
+	}
+	b, err := artifacts.ReadObject(ctx, st, runs.Branch("lib"), runs.ConfigPath)
+	if err != nil || string(b) != string(cfg) {
+		t.Fatalf("%s = %q (%v), want %q", runs.ConfigPath, b, err, cfg)
 	}
 }
 
@@ -233,11 +256,7 @@ type judge struct {
 func startJudge(t *testing.T) *judge {
 	t.Helper()
 	j := &judge{calls: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var in struct{ Completion string }
 		json.Unmarshal(b, &in)
@@ -249,10 +268,9 @@ func startJudge(t *testing.T) *judge {
 			score = 1
 		}
 		fmt.Fprintf(w, `{"score": %g}`, score)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	j.url = "http://" + ln.Addr().String()
+	}))
+	t.Cleanup(srv.Close)
+	j.url = srv.URL
 	return j
 }
 
