@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,13 +128,8 @@ func TestResumeGivesIdenticalArtifacts(t *testing.T) {
 func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 10)
-	var mu sync.Mutex
-	var events []pipeline.Event
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: func(e pipeline.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	}})
+	var rec eventRecorder
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "adv", Envs: envs(), Seed: 1, OnEvent: rec.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +142,7 @@ func TestLoopRunsAdvantagesBetweenRewardAndTrain(t *testing.T) {
 	if _, err := r.Loop(ctx, loopConfig(3, 1), stages); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	seen := append([]pipeline.Event(nil), events...)
-	mu.Unlock()
+	seen := rec.all()
 	for n := 1; n <= 3; n++ {
 		var order []string
 		for _, e := range seen {
@@ -256,7 +249,11 @@ type judge struct {
 func startJudge(t *testing.T) *judge {
 	t.Helper()
 	j := &judge{calls: map[string]int{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var in struct{ Completion string }
 		json.Unmarshal(b, &in)
@@ -268,9 +265,10 @@ func startJudge(t *testing.T) *judge {
 			score = 1
 		}
 		fmt.Fprintf(w, `{"score": %g}`, score)
-	}))
-	t.Cleanup(srv.Close)
-	j.url = srv.URL
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	j.url = "http://" + ln.Addr().String()
 	return j
 }
 
