@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"iter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -42,13 +43,9 @@ func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOpt
 	if err := artifacts.ValidateBranchName(name); err != nil {
 		return asUsage(err)
 	}
-	from := o.from
-	if from == "" {
-		repo, err := st.Repository(ctx)
-		if err != nil {
-			return withOp(err, "describe store")
-		}
-		from = repo.DefaultBranch
+	from, err := orDefaultBranch(ctx, st, o.from)
+	if err != nil {
+		return err
 	}
 	if err := parseRef(from); err != nil {
 		return err
@@ -60,10 +57,33 @@ func branchCreateFunc(ctx context.Context, st artifacts.Store, o branchCreateOpt
 	case err != nil:
 		return withOp(err, "create branch %s from %s", name, from)
 	}
-	if p.json {
-		return p.JSON(b)
+	return p.Result(b, "created branch %s at %s (from %s)\n", b.Name, shortID(b.CommitID), from)
+}
+
+// orDefaultBranch returns ref, or the store's default branch when ref is
+// empty.
+func orDefaultBranch(ctx context.Context, st artifacts.Store, ref string) (string, error) {
+	if ref != "" {
+		return ref, nil
 	}
-	return p.Printf("created branch %s at %s (from %s)\n", b.Name, shortID(b.CommitID), from)
+	repo, err := st.Repository(ctx)
+	if err != nil {
+		return "", withOp(err, "describe store")
+	}
+	return repo.DefaultBranch, nil
+}
+
+// collect gathers what a store listing yields, never nil (JSON prints
+// an empty listing as []); an error is returned with what was listed.
+func collect[T any](seq iter.Seq2[T, error], format string, a ...any) ([]T, error) {
+	all := []T{}
+	for v, err := range seq {
+		if err != nil {
+			return nil, withOp(err, format, a...)
+		}
+		all = append(all, v)
+	}
+	return all, nil
 }
 
 func newBranchListCommand(g *rootOptions) *cobra.Command {
@@ -83,12 +103,9 @@ func branchListFunc(ctx context.Context, st artifacts.Store, p printer) error {
 	if err != nil {
 		return withOp(err, "describe store")
 	}
-	branches := []artifacts.Branch{}
-	for b, err := range st.ListBranches(ctx) {
-		if err != nil {
-			return withOp(err, "list branches")
-		}
-		branches = append(branches, b)
+	branches, err := collect(st.ListBranches(ctx), "list branches")
+	if err != nil {
+		return err
 	}
 	if p.json {
 		return p.JSON(branches)
@@ -130,10 +147,7 @@ func branchDeleteFunc(ctx context.Context, st artifacts.Store, name string, p pr
 	case err != nil:
 		return withOp(err, "delete branch %s", name)
 	}
-	if p.json {
-		return p.JSON(deletedOut{Deleted: name})
-	}
-	return p.Printf("deleted branch %s\n", name)
+	return p.Result(deletedOut{Deleted: name}, "deleted branch %s\n", name)
 }
 
 type branchResetOptions struct {

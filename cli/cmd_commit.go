@@ -78,10 +78,7 @@ func commitFunc(ctx context.Context, st artifacts.Store, o commitOptions, branch
 	case err != nil:
 		return withOp(err, "commit %s", branch)
 	}
-	if p.json {
-		return p.JSON(c)
-	}
-	return p.Printf("committed %s on %s: %s\n", shortID(c.ID), branch, firstLine(c.Message))
+	return p.Result(c, "committed %s on %s: %s\n", shortID(c.ID), branch, firstLine(c.Message))
 }
 
 func firstLine(s string) string {

@@ -163,10 +163,7 @@ provenance holds every data file's SHA-256.`,
 			if err != nil {
 				return failure(err)
 			}
-			if p.json {
-				return p.JSON(map[string]any{"commit": c.ID, "rows": n, "path": args[1]})
-			}
-			return p.Printf("committed %s: %d prompts at %s\n", shortID(c.ID), n, args[1])
+			return p.Result(map[string]any{"commit": c.ID, "rows": n, "path": args[1]}, "committed %s: %d prompts at %s\n", shortID(c.ID), n, args[1])
 		})
 	})
 }

@@ -248,25 +248,29 @@ func columnNames(f *tables.File) []string {
 
 // conformsTo reads a Parquet file as rows of a known table.
 func conformsTo(ctx context.Context, r io.ReaderAt, size int64, name, table string) error {
-	switch table {
-	case tables.PromptsName:
-		return readAll(tables.NewReader(r, size, name, tables.Prompts, nil))(ctx)
-	case tables.TrajectoriesName:
-		return readAll(tables.NewReader(r, size, name, tables.Trajectories, nil))(ctx)
-	case tables.RewardsName:
-		return readAll(tables.NewReader(r, size, name, tables.Rewards, nil))(ctx)
-	case tables.AdvantagesName:
-		return readAll(tables.NewReader(r, size, name, tables.Advantages, nil))(ctx)
-	case tables.EvalSamplesName:
-		return readAll(tables.NewReader(r, size, name, tables.EvalSamples, nil))(ctx)
-	case tables.EvalSummaryName:
-		return readAll(tables.NewReader(r, size, name, tables.EvalSummary, nil))(ctx)
+	if read, ok := tableReaders[table]; ok {
+		return read(ctx, r, size, name)
 	}
 	return fmt.Errorf("%w: unknown table %q (known: %s)", artifacts.ErrInvalid, table, tableNames())
 }
 
-// readAll reads every row of a table reader (it takes NewReader's results
-// whole, hence the returned function).
+// tableReaders reads a Parquet file as rows of each known table, by name.
+var tableReaders = map[string]func(ctx context.Context, r io.ReaderAt, size int64, name string) error{
+	tables.PromptsName:      readsAs(tables.Prompts),
+	tables.TrajectoriesName: readsAs(tables.Trajectories),
+	tables.RewardsName:      readsAs(tables.Rewards),
+	tables.AdvantagesName:   readsAs(tables.Advantages),
+	tables.EvalSamplesName:  readsAs(tables.EvalSamples),
+	tables.EvalSummaryName:  readsAs(tables.EvalSummary),
+}
+
+// readsAs reads every row of a Parquet file as a row of tb.
+func readsAs[T any](tb *tables.Table[T]) func(ctx context.Context, r io.ReaderAt, size int64, name string) error {
+	return func(ctx context.Context, r io.ReaderAt, size int64, name string) error {
+		return readAll(tables.NewReader(r, size, name, tb, nil))(ctx)
+	}
+}
+
 func readAll[T any](r *tables.Reader[T], err error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err != nil {

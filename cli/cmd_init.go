@@ -71,10 +71,7 @@ func initStoreFunc(ctx context.Context, g *rootOptions, o initStoreOptions, p pr
 	if err != nil {
 		return withOp(err, "describe store %s", g.store)
 	}
-	if p.json {
-		return p.JSON(initStoreOut{Store: g.store, Repository: repo})
-	}
-	return p.Printf("created store %s with branch %s\n", g.store, repo.DefaultBranch)
+	return p.Result(initStoreOut{Store: g.store, Repository: repo}, "created store %s with branch %s\n", g.store, repo.DefaultBranch)
 }
 
 func newRepoShowCommand(g *rootOptions) *cobra.Command {

@@ -51,12 +51,9 @@ func logFunc(ctx context.Context, st artifacts.Store, o logOptions, ref string, 
 	if o.limit < 0 {
 		return usagef("invalid --limit %d: use 0 (all) or more", o.limit)
 	}
-	if ref == "" {
-		repo, err := st.Repository(ctx)
-		if err != nil {
-			return withOp(err, "describe store")
-		}
-		ref = repo.DefaultBranch
+	ref, err := orDefaultBranch(ctx, st, ref)
+	if err != nil {
+		return err
 	}
 	if err := parseRef(ref); err != nil {
 		return err

@@ -76,10 +76,7 @@ func mergeFunc(ctx context.Context, st artifacts.Store, o mergeOptions, source, 
 	case errors.As(err, &conflict):
 		return explainConflict(err, conflict, source, dest)
 	case errors.Is(err, artifacts.ErrDirtyBranch):
-		return explain(err, "merge %s into %s: %s has uncommitted changes\n"+
-			"commit them first:  rlpipe commit %s -m MSG\n"+
-			"or discard them:    rlpipe branch reset %s\n"+
-			"(`rlpipe diff %s` lists them)", source, dest, dest, dest, dest, dest)
+		return explainDirty(err, fmt.Sprintf("merge %s into %s", source, dest), dest, fmt.Sprintf("(`rlpipe diff %s` lists them)", dest))
 	case errors.Is(err, artifacts.ErrNoChanges):
 		return explain(err, "nothing to merge: %s already has everything %s committed (pass --allow-empty to record a merge commit anyway)", dest, source)
 	case errors.Is(err, artifacts.ErrReadOnlyRef):
@@ -87,10 +84,7 @@ func mergeFunc(ctx context.Context, st artifacts.Store, o mergeOptions, source, 
 	case err != nil:
 		return withOp(err, "merge %s into %s", source, dest)
 	}
-	if p.json {
-		return p.JSON(c)
-	}
-	return p.Printf("merged %s into %s: commit %s\n", source, dest, shortID(c.ID))
+	return p.Result(c, "merged %s into %s: commit %s\n", source, dest, shortID(c.ID))
 }
 
 // explainConflict lists every conflicting path and how to resolve them.

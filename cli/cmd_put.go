@@ -115,10 +115,7 @@ func putObject(ctx context.Context, st artifacts.Store, a artifactArg, r io.Read
 }
 
 func printPut(p printer, verb, ref string, info artifacts.ObjectInfo) error {
-	if p.json {
-		return p.JSON(objectOut{Ref: ref, ObjectInfo: info})
-	}
-	return p.Printf("%s %s:%s (%s), uncommitted: `rlpipe commit %s -m MSG` records it\n",
+	return p.Result(objectOut{Ref: ref, ObjectInfo: info}, "%s %s:%s (%s), uncommitted: `rlpipe commit %s -m MSG` records it\n",
 		verb, ref, info.Path, humanBytes(info.Size), ref)
 }
 
@@ -195,9 +192,6 @@ func rmFunc(ctx context.Context, st artifacts.Store, recursive bool, arg string,
 			return withOp(err, "rm %s:%s", a.ref, path)
 		}
 	}
-	if p.json {
-		return p.JSON(rmOut{Branch: a.ref, Removed: paths})
-	}
-	return p.Printf("removed %s from %s, uncommitted: `rlpipe commit %s -m MSG` records it\n",
+	return p.Result(rmOut{Branch: a.ref, Removed: paths}, "removed %s from %s, uncommitted: `rlpipe commit %s -m MSG` records it\n",
 		plural(len(paths), "object"), a.ref, a.ref)
 }

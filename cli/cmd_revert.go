@@ -50,16 +50,11 @@ func revertFunc(ctx context.Context, st artifacts.Store, o revertOptions, branch
 	c, err := r.Revert(ctx, branch, ref, o.parentNumber, opts)
 	switch {
 	case errors.Is(err, artifacts.ErrDirtyBranch):
-		return explain(err, "revert %s on %s: %s has uncommitted changes\n"+
-			"commit them first:  rlpipe commit %s -m MSG\n"+
-			"or discard them:    rlpipe branch reset %s", ref, branch, branch, branch, branch)
+		return explainDirty(err, fmt.Sprintf("revert %s on %s", ref, branch), branch, "")
 	case errors.Is(err, artifacts.ErrMergeConflict):
 		return explain(err, "revert %s on %s: later commits changed the same paths: %v", ref, branch, err)
 	case err != nil:
 		return withOp(err, "revert %s on %s", ref, branch)
 	}
-	if p.json {
-		return p.JSON(c)
-	}
-	return p.Printf("reverted %s on %s: commit %s\n", ref, branch, shortID(c.ID))
+	return p.Result(c, "reverted %s on %s: commit %s\n", ref, branch, shortID(c.ID))
 }

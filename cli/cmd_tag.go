@@ -43,10 +43,7 @@ func tagCreateFunc(ctx context.Context, st artifacts.Store, name, ref string, p 
 	case err != nil:
 		return withOp(err, "create tag %s at %s", name, ref)
 	}
-	if p.json {
-		return p.JSON(t)
-	}
-	return p.Printf("created tag %s at %s\n", t.Name, shortID(t.CommitID))
+	return p.Result(t, "created tag %s at %s\n", t.Name, shortID(t.CommitID))
 }
 
 func newTagListCommand(g *rootOptions) *cobra.Command {
@@ -62,12 +59,9 @@ func newTagListCommand(g *rootOptions) *cobra.Command {
 }
 
 func tagListFunc(ctx context.Context, st artifacts.Store, p printer) error {
-	tags := []artifacts.Tag{}
-	for t, err := range st.ListTags(ctx) {
-		if err != nil {
-			return withOp(err, "list tags")
-		}
-		tags = append(tags, t)
+	tags, err := collect(st.ListTags(ctx), "list tags")
+	if err != nil {
+		return err
 	}
 	if p.json {
 		return p.JSON(tags)
@@ -96,8 +90,5 @@ func tagDeleteFunc(ctx context.Context, st artifacts.Store, name string, p print
 	if err := st.DeleteTag(ctx, name); err != nil {
 		return withOp(err, "delete tag %s", name)
 	}
-	if p.json {
-		return p.JSON(deletedOut{Deleted: name})
-	}
-	return p.Printf("deleted tag %s\n", name)
+	return p.Result(deletedOut{Deleted: name}, "deleted tag %s\n", name)
 }

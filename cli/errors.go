@@ -62,6 +62,19 @@ func explain(err error, format string, a ...any) error {
 	return &explained{msg: fmt.Sprintf(format, a...), err: err}
 }
 
+// explainDirty explains that op stopped because branch has uncommitted
+// changes, with the commands that commit or discard them, then more (a
+// line of its own) when it is not empty.
+func explainDirty(err error, op, branch, more string) error {
+	msg := fmt.Sprintf("%s: %s has uncommitted changes\n"+
+		"commit them first:  rlpipe commit %s -m MSG\n"+
+		"or discard them:    rlpipe branch reset %s", op, branch, branch, branch)
+	if more != "" {
+		msg += "\n" + more
+	}
+	return &explained{msg: msg, err: err}
+}
+
 // errorMessage is the text a user sees for err: the message, and for the
 // common store errors that were not explained at the call site, a hint on
 // what to do next.
@@ -77,26 +90,31 @@ func errorMessage(err error) string {
 	return msg
 }
 
+// storeHints pairs the store's named errors with the next step each
+// suggests, the first that matches winning (a missing branch is also a
+// missing ref, and says which command lists branches).
+var storeHints = []struct {
+	err  error
+	hint string
+}{
+	{artifacts.ErrAmbiguousRef, "hint: the commit-id prefix matches several commits; use a longer prefix (`rlpipe log REF` shows full ids)"},
+	{artifacts.ErrReadOnlyRef, "hint: writes go to a branch; make one with `rlpipe branch create NAME --from REF`"},
+	{artifacts.ErrBranchNotFound, "hint: `rlpipe branch list` shows the branches"},
+	{artifacts.ErrTagNotFound, "hint: `rlpipe tag list` shows the tags"},
+	{artifacts.ErrRefNotFound, "hint: a ref is a branch, a tag or a commit id (`rlpipe branch list`, `rlpipe tag list`, `rlpipe log REF`)"},
+	{artifacts.ErrObjectNotFound, "hint: `rlpipe ls REF:PREFIX` lists what a ref holds"},
+	{artifacts.ErrConcurrentUpdate, "hint: another writer moved the branch first; run the command again"},
+	{artifacts.ErrUnauthorized, "hint: check LAKECTL_CREDENTIALS_ACCESS_KEY_ID and LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY"},
+}
+
 // hintFor suggests a next step for an error from the store.
 func hintFor(err error) string {
-	switch {
-	case errors.Is(err, artifacts.ErrAmbiguousRef):
-		return "hint: the commit-id prefix matches several commits; use a longer prefix (`rlpipe log REF` shows full ids)"
-	case errors.Is(err, artifacts.ErrReadOnlyRef):
-		return "hint: writes go to a branch; make one with `rlpipe branch create NAME --from REF`"
-	case errors.Is(err, artifacts.ErrBranchNotFound):
-		return "hint: `rlpipe branch list` shows the branches"
-	case errors.Is(err, artifacts.ErrTagNotFound):
-		return "hint: `rlpipe tag list` shows the tags"
-	case errors.Is(err, artifacts.ErrRefNotFound):
-		return "hint: a ref is a branch, a tag or a commit id (`rlpipe branch list`, `rlpipe tag list`, `rlpipe log REF`)"
-	case errors.Is(err, artifacts.ErrObjectNotFound):
-		return "hint: `rlpipe ls REF:PREFIX` lists what a ref holds"
-	case errors.Is(err, artifacts.ErrConcurrentUpdate):
-		return "hint: another writer moved the branch first; run the command again"
-	case errors.Is(err, artifacts.ErrUnauthorized):
-		return "hint: check LAKECTL_CREDENTIALS_ACCESS_KEY_ID and LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY"
-	case errors.Is(err, artifacts.ErrIntegrity) && !strings.Contains(err.Error(), "rlpipe fsck"):
+	for _, h := range storeHints {
+		if errors.Is(err, h.err) {
+			return h.hint
+		}
+	}
+	if errors.Is(err, artifacts.ErrIntegrity) && !strings.Contains(err.Error(), "rlpipe fsck") {
 		return "hint: the store is damaged; `rlpipe fsck` lists what is damaged and the refs that reach it"
 	}
 	return ""

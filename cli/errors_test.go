@@ -367,3 +367,33 @@ func TestCredentialsRedacted(t *testing.T) {
 		}
 	}
 }
+
+// The dirty-branch explanation of merge and revert reads exactly as it did
+// when each command spelled it, and still wraps the store's error.
+func TestExplainDirty(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		op, branch, more string
+		want             string
+	}{
+		{"merge", "merge b into main", "main", "(`rlpipe diff main` lists them)",
+			"merge b into main: main has uncommitted changes\n" +
+				"commit them first:  rlpipe commit main -m MSG\n" +
+				"or discard them:    rlpipe branch reset main\n" +
+				"(`rlpipe diff main` lists them)"},
+		{"revert", "revert v1 on main", "main", "",
+			"revert v1 on main: main has uncommitted changes\n" +
+				"commit them first:  rlpipe commit main -m MSG\n" +
+				"or discard them:    rlpipe branch reset main"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := explainDirty(artifacts.ErrDirtyBranch, tc.op, tc.branch, tc.more)
+			if got := err.Error(); got != tc.want {
+				t.Fatalf("message = %q, want %q", got, tc.want)
+			}
+			if e, ok := err.(*explained); !ok || e.Unwrap() != artifacts.ErrDirtyBranch {
+				t.Fatalf("%#v does not wrap ErrDirtyBranch", err)
+			}
+		})
+	}
+}

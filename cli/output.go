@@ -35,6 +35,15 @@ func (p printer) JSON(v any) error {
 	return nil
 }
 
+// Result prints a command's one result: v as JSON with -o json, else
+// the line format and a describe.
+func (p printer) Result(v any, format string, a ...any) error {
+	if p.json {
+		return p.JSON(v)
+	}
+	return p.Printf(format, a...)
+}
+
 // Printf writes text.
 func (p printer) Printf(format string, a ...any) error {
 	_, err := fmt.Fprintf(p.w, format, a...)

@@ -101,19 +101,32 @@ type cache struct {
 func manifestPath(key string) string { return "cache/" + key[:2] + "/" + key + ".json" }
 
 func (c *cache) lookup(ctx context.Context, key string) (*manifest, error) {
-	rc, _, err := c.store.GetObject(ctx, CacheBranch, manifestPath(key))
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
+	var m manifest
+	found, decoded, err := getJSON(ctx, c.store, CacheBranch, manifestPath(key), &m)
 	if err != nil {
 		return nil, fmt.Errorf("cache lookup %s: %w", key[:12], err)
 	}
-	defer rc.Close()
-	var m manifest
-	if err := json.NewDecoder(rc).Decode(&m); err != nil {
+	if !found || !decoded {
 		return nil, nil // an unreadable entry is a miss; it will be rewritten
 	}
 	return &m, nil
+}
+
+// getJSON decodes the JSON object at ref:path of st into v, for the
+// engine's own records (cache manifests, memo records, the run lock).
+// found is false when there is no such object; decoded is false when it
+// is not JSON of v's shape, which each caller treats in its own way (a
+// miss, a stale lock). A store error is returned as it is.
+func getJSON(ctx context.Context, st artifacts.Store, ref, path string, v any) (found, decoded bool, err error) {
+	rc, _, err := st.GetObject(ctx, ref, path)
+	if errors.Is(err, artifacts.ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	defer rc.Close()
+	return true, json.NewDecoder(rc).Decode(v) == nil, nil
 }
 
 func (c *cache) record(ctx context.Context, m *manifest) error {

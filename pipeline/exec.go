@@ -178,17 +178,22 @@ func sweepTaskDirs(dir string, log zerolog.Logger) {
 	}
 }
 
+// withLimit is ctx ended after d, or ctx itself when d is 0 (no limit):
+// an attempt's timeout, a call's deadline over all its attempts.
+func withLimit(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return ctx, func() {}
+}
+
 // attempt runs the task once in a fresh work directory and uploads its
 // outputs to the job's branch.
 func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, slot *warmSlot) (map[string]Artifact, error) {
 	s := job.Settings
 	var err error
-	actx := ctx
-	if s.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, s.Timeout)
-		defer cancel()
-	}
+	actx, cancel := withLimit(ctx, s.Timeout)
+	defer cancel()
 	// A task that has files to read or write, or a command to run in it,
 	// gets its directory now; a Go task with none only if it asks.
 	wd := &workDir{parent: a.workDir}

@@ -97,12 +97,8 @@ func (x localExecutor) Execute(ctx context.Context, t *Task, job Job, report fun
 		}
 	}
 	defer done()
-	dctx := ctx
-	if s.Deadline > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeout(ctx, s.Deadline)
-		defer cancel()
-	}
+	dctx, cancel := withLimit(ctx, s.Deadline)
+	defer cancel()
 	ev := job.Event()
 	for attempt := 1; ; attempt++ {
 		start := time.Now()

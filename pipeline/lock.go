@@ -101,16 +101,12 @@ func (l *runLock) write(ctx context.Context, ifAbsent bool) error {
 }
 
 func (l *runLock) read(ctx context.Context) (*holder, error) {
-	rc, _, err := l.st.GetObject(ctx, LockBranch, l.path)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
 	var h holder
-	if err := json.NewDecoder(rc).Decode(&h); err != nil {
+	found, decoded, err := getJSON(ctx, l.st, LockBranch, l.path, &h)
+	switch {
+	case err != nil || !found:
+		return nil, err
+	case !decoded:
 		return &holder{}, nil // unreadable: treat as stale
 	}
 	return &h, nil

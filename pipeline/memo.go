@@ -108,33 +108,28 @@ func (m *memoizer) call(ctx context.Context, tc *TaskContext, key any, out any, 
 }
 
 func (m *memoizer) loadIntent(ctx context.Context, path string) (*memoIntent, error) {
-	rc, _, err := m.store.GetObject(ctx, CacheBranch, path)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
+	var in memoIntent
+	found, decoded, err := getJSON(ctx, m.store, CacheBranch, path, &in)
 	if err != nil {
 		return nil, fmt.Errorf("memo intent: %w", err)
 	}
-	defer rc.Close()
-	var in memoIntent
-	if err := json.NewDecoder(rc).Decode(&in); err != nil || in.Started < 1 {
+	if !found {
+		return nil, nil
+	}
+	if !decoded || in.Started < 1 {
 		in.Started = 1 // unreadable: a call was started at least once
 	}
 	return &in, nil
 }
 
 func (m *memoizer) load(ctx context.Context, path string) (*memoRecord, error) {
-	rc, _, err := m.store.GetObject(ctx, CacheBranch, path)
-	if errors.Is(err, artifacts.ErrNotFound) {
-		return nil, nil
-	}
+	var r memoRecord
+	found, decoded, err := getJSON(ctx, m.store, CacheBranch, path, &r)
 	if err != nil {
 		return nil, fmt.Errorf("memo lookup: %w", err)
 	}
-	defer rc.Close()
-	var r memoRecord
-	if err := json.NewDecoder(rc).Decode(&r); err != nil {
-		return nil, nil
+	if !found || !decoded {
+		return nil, nil // an unreadable record is no record: the call runs again
 	}
 	return &r, nil
 }

@@ -16,17 +16,17 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
-const sweepHelperEnv = "RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR"
+var sweeper = testproc.Helper{Test: "TestSweepHelper", Env: "RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR", Parent: "TestKilledEnginesWorkDirsAreSwept"}
 
 // TestSweepHelper is an engine in the middle of a task: it opens a run
 // with $RLPIPE_PIPELINE_TEST_SWEEP_WORKDIR as WorkDir, starts a command
 // task that writes its work directory's path to the file named by its
 // first argument and sleeps, and waits to be killed.
 func TestSweepHelper(t *testing.T) {
-	workDir := testproc.Role(t, sweepHelperEnv, "TestKilledEnginesWorkDirsAreSwept")
+	workDir := sweeper.Role(t)
 	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
 	task := &pipeline.Task{Name: "long", Command: []string{"sh", "-c", "(pwd; echo $$) > $0.tmp && mv $0.tmp $0 && exec sleep 600",
-		os.Getenv(sweepHelperEnv + "_MARKER")}}
+		os.Getenv(sweeper.Env + "_MARKER")}}
 	n := r.Iteration(1).Go(context.Background(), task, pipeline.Call{})
 	n.Wait(context.Background()) // killed before it returns
 }
@@ -36,7 +36,7 @@ func TestSweepHelper(t *testing.T) {
 func startEngine(t *testing.T, workDir string) (*exec.Cmd, <-chan struct{}, string) {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "workdir")
-	cmd := testproc.Command("TestSweepHelper", sweepHelperEnv+"="+workDir, sweepHelperEnv+"_MARKER="+marker)
+	cmd := sweeper.Command(workDir, sweeper.Env+"_MARKER="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the task's sh and sleep are killed with it
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,13 +15,13 @@ import (
 	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
-const helperEnv = "RLPIPE_SCRATCH_TEST_HELPER"
+var owner = testproc.Helper{Test: "TestHelperProcess", Env: "RLPIPE_SCRATCH_TEST_HELPER", Parent: "the sweep tests"}
 
 // TestHelperProcess is the process whose directories the tests sweep: it
 // makes two directories in $RLPIPE_SCRATCH_TEST_HELPER, prints their
 // paths and waits to be killed (or for stdin to close).
 func TestHelperProcess(t *testing.T) {
-	parent := testproc.Role(t, helperEnv, "the sweep tests")
+	parent := owner.Role(t)
 	for range 2 {
 		d, err := scratch.Mkdir(parent, "rlpipe-test-")
 		if err != nil {
@@ -40,7 +40,7 @@ func TestHelperProcess(t *testing.T) {
 // returns it with their paths once they exist.
 func startOwner(t *testing.T, parent string) (*exec.Cmd, []string) {
 	t.Helper()
-	cmd := testproc.Command("TestHelperProcess", helperEnv+"="+parent)
+	cmd := owner.Command(parent)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

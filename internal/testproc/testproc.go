@@ -9,6 +9,15 @@
 //	}
 //
 //	cmd := testproc.Command("TestSweepHelper", sweepEnv+"="+dir)
+//
+// A Helper value names the three once, for a test file that starts its
+// helper in several places:
+//
+//	var sweeper = testproc.Helper{Test: "TestSweepHelper", Env: "RLPIPE_X_SWEEP", Parent: "TestKilledRunsAreSwept"}
+//
+//	func TestSweepHelper(t *testing.T) { dir := sweeper.Role(t); … }
+//
+//	cmd := sweeper.Command(dir)
 package testproc
 
 import (
@@ -35,4 +44,25 @@ func Command(test string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
+}
+
+// Helper is one helper process: the test function that is the helper,
+// the environment variable that carries its role, and the test (or the
+// tests) that start it, named when the helper skips.
+type Helper struct {
+	Test   string
+	Env    string
+	Parent string
+}
+
+// Role is Role(t, h.Env, h.Parent): the helper's role, or a skip.
+func (h Helper) Role(t *testing.T) string {
+	t.Helper()
+	return Role(t, h.Env, h.Parent)
+}
+
+// Command is Command(h.Test, …): the helper with role in h.Env and env
+// ("KEY=value" pairs) added.
+func (h Helper) Command(role string, env ...string) *exec.Cmd {
+	return Command(h.Test, append([]string{h.Env + "=" + role}, env...)...)
 }

@@ -88,6 +88,21 @@ func (f *fixture) callEvents(name string) []pipeline.Event {
 	return slices.Clone(f.events[name])
 }
 
+// outTask is a task of the suite's environment with one output, out,
+// whose attempts run body.
+func outTask(name string, settings pipeline.Settings, body pipeline.Func) *pipeline.Task {
+	return &pipeline.Task{Name: name, Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: settings, Run: body}
+}
+
+// callAlone opens the run named run for task alone and calls task once,
+// as call does.
+func callAlone(t *testing.T, newExecutor NewExecutor, run string, task *pipeline.Task) (*fixture, *pipeline.Node, error) {
+	t.Helper()
+	f := open(t, newExecutor, run, task)
+	n, err := f.call(f.ctx, task, pipeline.Call{})
+	return f, n, err
+}
+
 // call runs task once in iteration 1 under ctx and waits for it.
 func (f *fixture) call(ctx context.Context, task *pipeline.Task, c pipeline.Call) (*pipeline.Node, error) {
 	f.t.Helper()

@@ -19,15 +19,13 @@ var retryScenarios = []scenario{
 // attempts, succeeds on the third, and its output is the third's.
 func testTransient(t *testing.T, newExecutor NewExecutor) {
 	var s seen
-	task := &pipeline.Task{Name: "flaky", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: retrying(3),
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			if n := s.add(tc); n < 3 {
-				return fmt.Errorf("transient failure %d", n)
-			}
-			return write(tc, "out", "ok flaky")
-		}}
-	f := open(t, newExecutor, "retries-transient", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("flaky", retrying(3), func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if n := s.add(tc); n < 3 {
+			return fmt.Errorf("transient failure %d", n)
+		}
+		return write(tc, "out", "ok flaky")
+	})
+	f, n, err := callAlone(t, newExecutor, "retries-transient", task)
 	if err != nil {
 		t.Fatalf("call flaky: %v", err)
 	}
@@ -46,13 +44,11 @@ func testTransient(t *testing.T, newExecutor NewExecutor) {
 // although three are allowed.
 func testPermanent(t *testing.T, newExecutor NewExecutor) {
 	var s seen
-	task := &pipeline.Task{Name: "permanent", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: retrying(3),
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			s.add(tc)
-			return pipeline.Permanent(errors.New("bad prompt file row 3"))
-		}}
-	f := open(t, newExecutor, "retries-permanent", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("permanent", retrying(3), func(ctx context.Context, tc *pipeline.TaskContext) error {
+		s.add(tc)
+		return pipeline.Permanent(errors.New("bad prompt file row 3"))
+	})
+	f, n, err := callAlone(t, newExecutor, "retries-permanent", task)
 	wantFailure(t, "permanent", err, failure{attempts: 1, permanent: true, msg: "bad prompt file row 3"})
 	s.want(t, "permanent", 1)
 	f.wantEvents(n, "permanent", ended{end: pipeline.EventFailed, attempts: 1})
@@ -62,12 +58,10 @@ func testPermanent(t *testing.T, newExecutor NewExecutor) {
 // with the second attempt's error; the failure is not Permanent.
 func testExhausted(t *testing.T, newExecutor NewExecutor) {
 	var s seen
-	task := &pipeline.Task{Name: "exhausted", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: retrying(2),
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			return fmt.Errorf("still down (attempt %d)", s.add(tc))
-		}}
-	f := open(t, newExecutor, "retries-exhausted", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("exhausted", retrying(2), func(ctx context.Context, tc *pipeline.TaskContext) error {
+		return fmt.Errorf("still down (attempt %d)", s.add(tc))
+	})
+	f, n, err := callAlone(t, newExecutor, "retries-exhausted", task)
 	wantFailure(t, "exhausted", err, failure{attempts: 2, msg: "still down (attempt 2)"})
 	s.want(t, "exhausted", 1, 2)
 	f.wantEvents(n, "exhausted", ended{retried: []string{"still down (attempt 1)"}, end: pipeline.EventFailed, attempts: 2})

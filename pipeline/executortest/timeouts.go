@@ -28,14 +28,12 @@ func testPerAttemptTimeout(t *testing.T, newExecutor NewExecutor) {
 	var s seen
 	settings := retrying(2)
 	settings.Timeout = attemptTimeout
-	task := &pipeline.Task{Name: "slow", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: settings,
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			s.add(tc)
-			<-ctx.Done()
-			return ctx.Err()
-		}}
-	f := open(t, newExecutor, "timeouts-per-attempt", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("slow", settings, func(ctx context.Context, tc *pipeline.TaskContext) error {
+		s.add(tc)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	f, n, err := callAlone(t, newExecutor, "timeouts-per-attempt", task)
 	wantFailure(t, "slow", err, failure{attempts: 2, is: []error{pipeline.ErrTimeout},
 		msg: fmt.Sprintf("attempt timed out after %s (attempt 2", attemptTimeout)})
 	s.want(t, "slow", 1, 2)
@@ -50,16 +48,14 @@ func testDeadlineWhileRunning(t *testing.T, newExecutor NewExecutor) {
 	var s seen
 	settings := retrying(50)
 	settings.Deadline = deadline
-	task := &pipeline.Task{Name: "late", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: settings,
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			if s.add(tc) == 1 {
-				return errors.New("first attempt fails")
-			}
-			<-ctx.Done()
-			return ctx.Err()
-		}}
-	f := open(t, newExecutor, "timeouts-deadline-running", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("late", settings, func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if s.add(tc) == 1 {
+			return errors.New("first attempt fails")
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	f, n, err := callAlone(t, newExecutor, "timeouts-deadline-running", task)
 	wantFailure(t, "late", err, failure{attempts: 2, is: []error{pipeline.ErrDeadline},
 		msg: fmt.Sprintf("task deadline passed (%s over all attempts)", deadline)})
 	s.want(t, "late", 1, 2)
@@ -72,13 +68,11 @@ func testDeadlineWhileRunning(t *testing.T, newExecutor NewExecutor) {
 func testDeadlineWhileWaiting(t *testing.T, newExecutor NewExecutor) {
 	var s seen
 	settings := pipeline.Settings{Deadline: deadline, Retry: pipeline.Retry{Attempts: 50, Backoff: time.Hour, Factor: 1}}
-	task := &pipeline.Task{Name: "patient", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: settings,
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			s.add(tc)
-			return errors.New("no luck yet")
-		}}
-	f := open(t, newExecutor, "timeouts-deadline-waiting", task)
-	n, err := f.call(f.ctx, task, pipeline.Call{})
+	task := outTask("patient", settings, func(ctx context.Context, tc *pipeline.TaskContext) error {
+		s.add(tc)
+		return errors.New("no luck yet")
+	})
+	f, n, err := callAlone(t, newExecutor, "timeouts-deadline-waiting", task)
 	wantFailure(t, "patient", err, failure{attempts: 1, is: []error{pipeline.ErrDeadline},
 		msg: fmt.Sprintf("task deadline passed (%s over all attempts)", deadline)})
 	if !strings.Contains(err.Error(), "no luck yet") {
@@ -106,16 +100,15 @@ func testDeadlineWhileWaiting(t *testing.T, newExecutor NewExecutor) {
 func testCancelRunContext(t *testing.T, newExecutor NewExecutor) {
 	var s seen
 	started, stopped := make(chan struct{}), make(chan struct{})
-	task := &pipeline.Task{Name: "wait", Env: env, Outputs: []pipeline.Output{{Name: "out"}}, Settings: retrying(3),
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			if s.add(tc) > 1 {
-				return errors.New("a cancelled call was retried")
-			}
-			close(started)
-			<-ctx.Done()
-			close(stopped)
-			return ctx.Err()
-		}}
+	task := outTask("wait", retrying(3), func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if s.add(tc) > 1 {
+			return errors.New("a cancelled call was retried")
+		}
+		close(started)
+		<-ctx.Done()
+		close(stopped)
+		return ctx.Err()
+	})
 	f := open(t, newExecutor, "cancel-run-context", task)
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,17 +42,8 @@ func envs() map[string]pipeline.Settings {
 }
 
 func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
-	ctx := context.Background()
 	st := standintest.NewStore(t, 10)
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	state, err := r.Loop(ctx, loopConfig(4, 1), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, state := standintest.Loop(t, st, pipeline.RunOptions{Name: "ov", Envs: envs(), Seed: 1}, loopConfig(4, 1), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
 	if state.Iteration != 4 || state.Cursor != 12 {
 		t.Fatalf("state = %+v, want iteration 4, cursor 12", state)
 	}
@@ -73,6 +65,28 @@ func TestLoopOverlapCursorAndPolicyVersions(t *testing.T) {
 	want := "p000 p001 p002 p003 p004 p005 p006 p007 p008 p009 p000 p001"
 	if strings.Join(ids, " ") != want {
 		t.Fatalf("prompts consumed = %s, want %s", strings.Join(ids, " "), want)
+	}
+}
+
+// The engine's loop records the run's config and state on the branch by
+// itself: a library user who drives pipeline.Loop (no CLI, no driver)
+// leaves a run that every reader of runs can read.
+func TestLoopRecordsConfigAndState(t *testing.T) {
+	ctx := context.Background()
+	st := standintest.NewStore(t, 10)
+	cfg := []byte("# the effective config\niterations: 3\n")
+	_, state := standintest.Loop(t, st, pipeline.RunOptions{Name: "lib", Envs: envs(), Seed: 5, Config: cfg}, loopConfig(3, 0), standin.Stages(standin.Options{SamplesPerPrompt: 2}))
+	got, err := runs.ReadState(ctx, st, runs.Branch("lib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runs.State{Iteration: 3, Cursor: 9, Seed: 5, Adapters: map[string]string{"2": runs.AdapterPath(2), "3": runs.AdapterPath(3)}}
+	if got == nil || !reflect.DeepEqual(*got, want) || !reflect.DeepEqual(state, want) {
+		t.Fatalf("%s = %+v, Loop returned %+v; want %+v", runs.StatePath, got, state, want)
+	}
+	b, err := artifacts.ReadObject(ctx, st, runs.Branch("lib"), runs.ConfigPath)
+	if err != nil || string(b) != string(cfg) {
+		t.Fatalf("%s = %q (%v), want %q", runs.ConfigPath, b, err, cfg)
 	}
 }
 

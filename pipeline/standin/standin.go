@@ -88,6 +88,16 @@ func (o Options) pause(ctx context.Context, stage string, d time.Duration, tc *p
 	return nil
 }
 
+// begin reads a loop task's parameters and pauses as stage does: the
+// start of the sample and train tasks.
+func (o Options) begin(ctx context.Context, stage string, d time.Duration, tc *pipeline.TaskContext) (loopParams, error) {
+	var p loopParams
+	if err := tc.Params(&p); err != nil {
+		return p, err
+	}
+	return p, o.pause(ctx, stage, d, tc)
+}
+
 // hash64 is a deterministic 64-bit value of its parts.
 func hash64(parts ...any) uint64 {
 	h := sha256.New()
@@ -108,11 +118,8 @@ type loopParams struct {
 // sample takes count prompts from the dataset starting at cursor, wrapping
 // around (an epoch boundary), as the dataset kind does (pipeline.TakeBatch).
 func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
-	var p loopParams
-	if err := tc.Params(&p); err != nil {
-		return err
-	}
-	if err := o.pause(ctx, pipeline.SlotSample, o.SampleSleep, tc); err != nil {
+	p, err := o.begin(ctx, pipeline.SlotSample, o.SampleSleep, tc)
+	if err != nil {
 		return err
 	}
 	all, err := tables.ReadFile(tc.InputPath("dataset"), tables.Prompts)
@@ -127,6 +134,14 @@ func (o Options) sample(ctx context.Context, tc *pipeline.TaskContext) error {
 		return pipeline.Permanent(err)
 	}
 	return tables.WriteFile(tc.OutputPath(pipeline.OutPrompts), tables.Prompts, rows, nil)
+}
+
+// adapter is the stand-in's "weights": a skill level and a lineage.
+type adapter struct {
+	Iteration  int     `json:"iteration"`
+	Skill      int     `json:"skill"`
+	MeanReward float64 `json:"mean_reward"`
+	Parent     string  `json:"parent"`
 }
 
 // policyVersion is the adapter's digest, or "base".
@@ -269,21 +284,10 @@ func (o Options) score(ctx context.Context, tc *pipeline.TaskContext, tr tables.
 	return score, err
 }
 
-// adapter is the stand-in's "weights": a skill level and a lineage.
-type adapter struct {
-	Iteration  int     `json:"iteration"`
-	Skill      int     `json:"skill"`
-	MeanReward float64 `json:"mean_reward"`
-	Parent     string  `json:"parent"`
-}
-
 // train derives the next adapter from the previous one and the rewards.
 func (o Options) train(ctx context.Context, tc *pipeline.TaskContext) error {
-	var p loopParams
-	if err := tc.Params(&p); err != nil {
-		return err
-	}
-	if err := o.pause(ctx, pipeline.SlotTrain, o.TrainSleep, tc); err != nil {
+	p, err := o.begin(ctx, pipeline.SlotTrain, o.TrainSleep, tc)
+	if err != nil {
 		return err
 	}
 	rt, err := tables.RewardsWith("correct")

@@ -196,6 +196,19 @@ func (c *cluster) worker(name, cfg string, extra ...string) *proc {
 }
 
 // stopServer stops the store server so the test can open the store.
+// runResult waits (up to ten minutes) for the result of run's workflow;
+// a workflow that ends without one fails the test, saying when.
+func (c *cluster) runResult(t *testing.T, run, when string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.ts.GetDefaultClient().GetWorkflow(ctx, temporalrun.RunID(c.repo, run), "").Get(ctx, &raw); err != nil {
+		t.Fatalf("the run workflow did not finish %s: %v", when, err)
+	}
+	return raw
+}
+
 func (c *cluster) stopServer() {
 	_ = syscall.Kill(-c.server.cmd.Process.Pid, syscall.SIGTERM)
 	<-c.server.exited
@@ -349,12 +362,7 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	first.waitOutput(t, "iteration 2:")
 	first.kill()
 	c.worker("driver", cfg, "--driver")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var raw json.RawMessage
-	if err := c.ts.GetDefaultClient().GetWorkflow(ctx, temporalrun.RunID(c.repo, "standin"), "").Get(ctx, &raw); err != nil {
-		t.Fatalf("the run workflow did not finish after its driver was killed: %v", err)
-	}
+	raw := c.runResult(t, "standin", "after its driver was killed")
 	var out runJSON
 	if err := json.Unmarshal(raw, &out); err != nil || out.Iterations != 6 || out.NewIterations < 1 || out.NewIterations > 4 {
 		t.Fatalf("workflow result %s: want 6 iterations, the last 1–4 committed by the new driver", raw)
@@ -451,12 +459,7 @@ func TestDetachedDriverHandsOver(t *testing.T) {
 		t.Fatalf("the run did not say it detached:\n%s", first.stderr.String())
 	}
 	standby := c.worker("driver", cfg, "--driver")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	var raw json.RawMessage
-	if err := c.ts.GetDefaultClient().GetWorkflow(ctx, temporalrun.RunID(c.repo, "standin"), "").Get(ctx, &raw); err != nil {
-		t.Fatalf("the run workflow did not finish after its driver detached: %v", err)
-	}
+	raw := c.runResult(t, "standin", "after its driver detached")
 	var out runJSON
 	if err := json.Unmarshal(raw, &out); err != nil || out.Iterations != 6 {
 		t.Fatalf("workflow result %s: want 6 iterations", raw)
