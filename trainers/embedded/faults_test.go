@@ -225,15 +225,15 @@ func TestOverlapTrainsOffPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var met embedded.Metrics
-	raw := standintest.Read(t, st, r.Branch()+"@", "iterations/000003/"+embedded.MetricsFile)
+	raw := standintest.Read(t, st, r.Branch()+"@", "iterations/000003/"+grpo.MetricsFile)
 	if err := json.Unmarshal(raw, &met); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("iteration 3's %s:\n%s", embedded.MetricsFile, raw)
+	t.Logf("iteration 3's %s:\n%s", grpo.MetricsFile, raw)
 	if met.Iteration != 3 || met.StalenessMean != 1 || met.Updates != 3 || met.Used == 0 || !(met.RatioDev > 1e-4) {
 		t.Fatalf("iteration 3 metrics %+v: want staleness 1, 3 updates and a ratio away from 1", met)
 	}
-	adv := standintest.ReadRows(t, st, r.Branch()+"@", "iterations/000003/"+embedded.AdvantagesFile, tables.Advantages)
+	adv := standintest.ReadRows(t, st, r.Branch()+"@", "iterations/000003/"+grpo.AdvantagesFile, tables.Advantages)
 	if len(adv) != faultBatch*8 {
 		t.Fatalf("%d advantage rows, want %d", len(adv), faultBatch*8)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/trainers/external"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // TestAdvantagesStepFeedsTheTrainer: with the loop's advantages step, the
@@ -36,7 +37,7 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, g := standintest.Sums(t, wantSt, want.Branch()+"@"), standintest.Sums(t, st, run.Branch()+"@")
-	if w["iterations/000002/"+external.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
+	if w["iterations/000002/"+grpo.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
 		t.Fatalf("artifacts differ:\ncomputed by train %v\nadvantages step  %v", w, g)
 	}
 	for _, tc := range []struct {

@@ -509,7 +509,7 @@ func TestTorchrunRankDies(t *testing.T) {
 		OptimizerSteps int `json:"optimizer_steps"`
 		Updates        int `json:"updates"`
 	}
-	if err := json.Unmarshal(standintest.Read(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
+	if err := json.Unmarshal(standintest.Read(t, st, "runs-kill", "iterations/000001/"+grpo.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
 		t.Errorf("committed metrics: %d optimizer steps, %d updates (%v); want 1 and 1", tm.OptimizerSteps, tm.Updates, err)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/external"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // The test binary doubles as the external trainer: run with trainerEnv
@@ -407,7 +408,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			t.Errorf("iteration %d: adapter files %v, want %v", n, files, want)
 		}
 		var tm trainMetrics
-		if err := json.Unmarshal(standintest.Read(t, st, branch, it+external.MetricsFile), &tm); err != nil {
+		if err := json.Unmarshal(standintest.Read(t, st, branch, it+grpo.MetricsFile), &tm); err != nil {
 			t.Fatal(err)
 		}
 		r := tm.Received
@@ -441,7 +442,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			t.Errorf("iteration %d: metrics %+v", n, tm)
 		}
 		trajs := standintest.ReadRows(t, st, branch, it+"trajectories.parquet", tables.Trajectories)
-		adv := standintest.ReadRows(t, st, branch, it+external.AdvantagesFile, tables.Advantages)
+		adv := standintest.ReadRows(t, st, branch, it+grpo.AdvantagesFile, tables.Advantages)
 		if len(adv) != len(trajs) || r.Advantages != len(adv) || r.Trajectories != len(trajs) || r.Prompts != 3 {
 			t.Errorf("iteration %d: %d advantages, %d trajectories; the trainer read %d and %d", n, len(adv), len(trajs), r.Advantages, r.Trajectories)
 		}
