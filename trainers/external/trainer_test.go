@@ -348,6 +348,17 @@ func openRun(t testing.TB, st artifacts.Store, name string, attempts int, logs i
 	return r
 }
 
+// loopOK runs r's loop to iterations with stages s; an error fails the
+// test.
+func loopOK(t testing.TB, r *pipeline.Run, iterations int, s pipeline.Stages) runs.State {
+	t.Helper()
+	state, err := r.Loop(context.Background(), loopConfig(iterations), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
 func loopConfig(iterations int) pipeline.LoopConfig {
 	return pipeline.LoopConfig{Iterations: iterations, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", datasetPath)}
 }
@@ -382,14 +393,10 @@ type trainMetrics struct {
 // rollouts of the embedded model with each new adapter — whose train
 // stage is the stand-in trainer behind the contract.
 func TestLoopRunsExternalTrainer(t *testing.T) {
-	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
 	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 1, logs)
-	state, err := run.Loop(ctx, loopConfig(3), stages(t, trainTask(t, "ok", nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := loopOK(t, run, 3, stages(t, trainTask(t, "ok", nil)))
 	const branch = "runs-ext"
 	if state.Iteration != 3 || state.Adapters["3"] != "iterations/000003/adapter" {
 		t.Fatalf("state %+v", state)
@@ -478,9 +485,7 @@ func TestNoOutputKeepsPreviousAdapter(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
 	first := openRun(t, st, "f", 3, nil)
-	if _, err := first.Loop(ctx, loopConfig(1), stages(t, trainTask(t, "ok", nil))); err != nil {
-		t.Fatal(err)
-	}
+	loopOK(t, first, 1, stages(t, trainTask(t, "ok", nil)))
 	first.Close()
 	run := openRun(t, st, "f", 3, nil)
 	_, err := run.Loop(ctx, loopConfig(2), stages(t, trainTask(t, "no-output", nil)))
