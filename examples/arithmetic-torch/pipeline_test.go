@@ -9,12 +9,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/runs"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
@@ -116,17 +114,7 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 		for _, f := range []string{runs.AdapterConfigFile, "adapter_model.safetensors", "optimizer/optimizer.pt"} {
 			standintest.Read(t, s, branch, runs.IterationPath(it, runs.AdapterDir+"/"+f))
 		}
-		rows := standintest.ReadRows(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
-		for _, r := range rows {
-			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
-				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
-			}
-		}
-		v := rows[0].PolicyVersion
-		if it > 2 && (!strings.HasPrefix(v, "tiny-arith+adapter-") || versions[v]) {
-			t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
-		}
-		versions[v] = true
+		exampletest.SampledFromNewAdapters(t, s, branch, it, "tiny-arith", versions)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -85,17 +84,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 	s := e.Open()
 	versions := map[string]bool{}
 	for it := 1; it <= 20; it++ {
-		rows := readTrajectories(t, s, it)
-		for _, r := range rows {
-			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
-				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
-			}
-		}
-		v := rows[0].PolicyVersion
-		if it > 2 && (!strings.HasPrefix(v, "tiny-arith+adapter-") || versions[v]) {
-			t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
-		}
-		versions[v] = true
+		exampletest.SampledFromNewAdapters(t, s, branch, it, "tiny-arith", versions)
 	}
 	// What vLLM sampled is what the embedded engine would score: the
 	// logprobs vLLM returned for its own tokens, from the base

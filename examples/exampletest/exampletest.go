@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
 	"github.com/rlpipe/rlpipe/internal/configtest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
@@ -118,4 +119,27 @@ func Adapter(t testing.TB, s artifacts.Store, ref string, it int) string {
 		}
 	}
 	return dir
+}
+
+// SampledFromNewAdapters reads iteration it's trajectories on ref and fails
+// the test unless every sample is ok, with token ids and a logprob for
+// each. With overlap (max_staleness 1) iteration it samples from
+// iteration it-2's adapter: from iteration 3 on, the policy version must
+// be an adapter of model ("MODEL+adapter-…") that versions, the ones seen
+// so far, does not hold; SampledFromNewAdapters adds it. It returns the
+// rows.
+func SampledFromNewAdapters(t testing.TB, s artifacts.Store, ref string, it int, model string, versions map[string]bool) []tables.Trajectory {
+	t.Helper()
+	rows := standintest.ReadRows(t, s, ref, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+	for _, r := range rows {
+		if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
+			t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
+		}
+	}
+	v := rows[0].PolicyVersion
+	if it > 2 && (!strings.HasPrefix(v, model+"+adapter-") || versions[v]) {
+		t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
+	}
+	versions[v] = true
+	return rows
 }
