@@ -63,20 +63,13 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 	e.Rlpipe("run", "-f", cfg, "--no-report")
 	elapsed := time.Since(start)
 
-	var st struct {
-		Evals []struct {
-			Checkpoint string             `json:"checkpoint"`
-			Iteration  int                `json:"iteration"`
-			Metrics    map[string]float64 `json:"metrics"`
-		} `json:"evals"`
+	evals := e.Evals("arith-torch")
+	if len(evals) != 2 || evals[0].Checkpoint != "base" || evals[1].Iteration != iterations {
+		t.Fatalf("evals %+v: want the base model, then iteration %d", evals, iterations)
 	}
-	e.JSON(&st, "status", "arith-torch")
-	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
-		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
-	}
-	base, last := st.Evals[0].Metrics["pass@1"], st.Evals[1].Metrics["pass@1"]
+	base, last := evals[0].Metrics["pass@1"], evals[1].Metrics["pass@1"]
 	t.Logf("%d iterations in %s; held-out pass@1 sampled by vLLM: base %.4f, iteration %d %.4f (%+.2f points); pass@8 %.4f → %.4f",
-		iterations, elapsed.Round(time.Second), base, iterations, last, 100*(last-base), st.Evals[0].Metrics["pass@8"], st.Evals[1].Metrics["pass@8"])
+		iterations, elapsed.Round(time.Second), base, iterations, last, 100*(last-base), evals[0].Metrics["pass@8"], evals[1].Metrics["pass@8"])
 	for _, v := range []float64{base, last} {
 		if math.IsNaN(v) || v < 0 || v > 1 {
 			t.Errorf("pass@1 %v is not a rate", v)

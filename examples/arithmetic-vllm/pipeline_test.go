@@ -54,22 +54,15 @@ func TestPipelineWithVLLM(t *testing.T) {
 	e.Rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
 	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", src), "--no-report")
 
-	var st struct {
-		Evals []struct {
-			Checkpoint string             `json:"checkpoint"`
-			Iteration  int                `json:"iteration"`
-			Metrics    map[string]float64 `json:"metrics"`
-		} `json:"evals"`
-	}
-	e.JSON(&st, "status", "arith-vllm")
+	evals := e.Evals("arith-vllm")
 	var evaluated []int
-	for _, e := range st.Evals {
+	for _, e := range evals {
 		evaluated = append(evaluated, e.Iteration)
 	}
-	if !slices.Equal(evaluated, []int{0, 5, 10, 15, 20}) || st.Evals[0].Checkpoint != "base" {
-		t.Fatalf("evaluated iterations %v (%+v): want the base model, then 5, 10, 15 and 20", evaluated, st.Evals)
+	if !slices.Equal(evaluated, []int{0, 5, 10, 15, 20}) || evals[0].Checkpoint != "base" {
+		t.Fatalf("evaluated iterations %v (%+v): want the base model, then 5, 10, 15 and 20", evaluated, evals)
 	}
-	first, final := st.Evals[0], st.Evals[len(st.Evals)-1]
+	first, final := evals[0], evals[len(evals)-1]
 	base, last := first.Metrics["pass@1"], final.Metrics["pass@1"]
 	t.Logf("held-out pass@1 sampled by vLLM: base %.4f, iteration 20 %.4f (%+.2f points); pass@8 %.4f → %.4f",
 		base, last, 100*(last-base), first.Metrics["pass@8"], final.Metrics["pass@8"])

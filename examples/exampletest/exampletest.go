@@ -96,6 +96,23 @@ func (e *Env) JSON(v any, args ...string) {
 	}
 }
 
+// Eval is one evaluation in `rlpipe status -o json`.
+type Eval struct {
+	Checkpoint string             `json:"checkpoint"`
+	Iteration  int                `json:"iteration"`
+	Metrics    map[string]float64 `json:"metrics"`
+}
+
+// Evals are the evaluations `rlpipe status RUN` lists, oldest first.
+func (e *Env) Evals(run string) []Eval {
+	e.t.Helper()
+	var st struct {
+		Evals []Eval `json:"evals"`
+	}
+	e.JSON(&st, "status", run)
+	return st.Evals
+}
+
 // Open opens the Env's store, closed when the test ends.
 func (e *Env) Open() artifacts.Store {
 	e.t.Helper()
