@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,7 +155,7 @@ func TestEpisodesTask(t *testing.T) {
 				policyTokens = append(policyTokens, r.Sequence[k])
 			}
 		}
-		if !slicesEqual(policyTokens, r.TokenIDs) {
+		if !slices.Equal(policyTokens, r.TokenIDs) {
 			t.Errorf("row %d: masked tokens %v, replies %v", i, policyTokens, r.TokenIDs)
 		}
 		firsts[r.PromptID+"/"+r.Turns[1].Content] = true
@@ -211,18 +212,6 @@ func TestEpisodesFaults(t *testing.T) {
 	if err == nil || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), "environment mixed for prompt g1: no world for it") {
 		t.Errorf("a maker that fails: %v", err)
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The token budget enters the task's version, so a cached table played
