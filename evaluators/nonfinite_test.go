@@ -13,7 +13,6 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/rewards"
 )
 
 // TestEvalNonfiniteRewards scores two problems × two samples whose
@@ -39,14 +38,7 @@ func TestEvalNonfiniteRewards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := rewards.ParseSpec("reward.yaml", []byte("components:\n  - name: correct\n    expr: '"+tt.expr+"'\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			prog, err := rewards.Compile(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			prog := rewardProgram(t, "components:\n  - name: correct\n    expr: '"+tt.expr+"'\n")
 			ks := []int{1}
 			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Reward: prog, Sampling: policy.Sampling{N: 2}, Ks: ks})
 			if err != nil {

@@ -24,9 +24,12 @@ const arithSpec = `components:
     weight: 1.0
 `
 
-func arithReward(t testing.TB) *rewards.Program {
+func arithReward(t testing.TB) *rewards.Program { return rewardProgram(t, arithSpec) }
+
+// rewardProgram compiles the reward spec text as reward.yaml.
+func rewardProgram(t testing.TB, text string) *rewards.Program {
 	t.Helper()
-	spec, err := rewards.ParseSpec("reward.yaml", []byte(arithSpec))
+	spec, err := rewards.ParseSpec("reward.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
