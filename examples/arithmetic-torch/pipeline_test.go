@@ -31,10 +31,7 @@ const iterations = 6
 // state, and held-out pass@1 rises. Skipped without the venv
 // (scripts/py-venv.sh).
 func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts vLLM and runs torchrun for each of 6 iterations")
-	}
-	py := vllmtest.Python(t)
+	py := exampletest.VLLMPython(t, "starts vLLM and runs torchrun for each of 6 iterations")
 	bin := filepath.Dir(py)
 	if _, err := os.Stat(filepath.Join(bin, "torchrun")); err != nil {
 		t.Skipf("the venv of %s has no torchrun: run scripts/py-venv.sh", py)

@@ -34,12 +34,9 @@ import (
 // when they were the tasks' scratch folders). Skipped without a venv with
 // vLLM.
 func TestPipelineWithVLLM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts vLLM and trains for 20 iterations")
-	}
+	py := exampletest.VLLMPython(t, "starts vLLM and trains for 20 iterations")
 	cache := t.TempDir() // rlpipe's copies of the adapters vLLM holds
 	t.Setenv("XDG_CACHE_HOME", cache)
-	py := vllmtest.Python(t)
 	model := vllmtest.Export(t, "tiny-arith")
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
 

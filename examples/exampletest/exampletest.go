@@ -25,7 +25,19 @@ import (
 	"github.com/rlpipe/rlpipe/cli"
 	"github.com/rlpipe/rlpipe/internal/configtest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
+
+// VLLMPython is the Python of the venv with vLLM (vllmtest.Python) for a
+// test that runs vLLM, which takes long: with -short, or without the venv,
+// it skips the test, saying what it would run with -short.
+func VLLMPython(t *testing.T, runs string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(runs)
+	}
+	return vllmtest.Python(t)
+}
 
 // Config reads an example's config file and applies edits: each key is a
 // text the file must hold, replaced once by its value. A missing text
