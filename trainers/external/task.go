@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -132,11 +133,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 		"RLPIPE_TASK=" + tc.Task, "RLPIPE_ATTEMPT=" + strconv.Itoa(tc.Attempt),
 		"RLPIPE_ITERATION=" + strconv.Itoa(p.Iteration), "RLPIPE_SEED=" + strconv.FormatUint(tc.Seed, 10),
 	}
-	keys := make([]string, 0, len(o.Env))
-	for k := range o.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(o.Env))
 	for _, k := range keys {
 		env = append(env, k+"="+o.Env[k])
 	}

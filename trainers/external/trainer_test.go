@@ -9,12 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -220,11 +221,7 @@ func update(a contractArgs, mode string) error {
 		meanAbs /= float64(r.Unmasked)
 	}
 	delta := float32(1e-3 * (1 + meanAbs))
-	names := make([]string, 0, len(mods))
-	for m := range mods {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	for k, name := range names {
 		l := mods[name]
 		b, err := l.B.Float32()

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 )
@@ -62,11 +63,7 @@ func checkAdapter(dir string) error {
 	if len(mods) == 0 {
 		return fmt.Errorf("%w: --adapter-out %s: %s holds no LoRA tensors", ErrContract, dir, safetensors.AdapterWeightsFile)
 	}
-	names := make([]string, 0, len(mods))
-	for m := range mods {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	wpath := filepath.Join(dir, safetensors.AdapterWeightsFile)
 	for _, m := range names {
 		an, bn := safetensors.LoRATensorNames(m)
