@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
-	"github.com/rlpipe/rlpipe/rewards"
 )
 
 // TestEvalNonfiniteRewards scores two problems × two samples whose
@@ -39,14 +38,7 @@ func TestEvalNonfiniteRewards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := rewards.ParseSpec("reward.yaml", []byte("components:\n  - name: correct\n    expr: '"+tt.expr+"'\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			prog, err := rewards.Compile(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			prog := rewardProgram(t, "components:\n  - name: correct\n    expr: '"+tt.expr+"'\n")
 			ks := []int{1}
 			tasks, err := evaluators.NewTasks(evaluators.TaskOptions{Metrics: kinds.Registry().Metrics, Reward: prog, Sampling: policy.Sampling{N: 2}, Ks: ks})
 			if err != nil {
@@ -77,11 +69,7 @@ func TestEvalNonfiniteRewards(t *testing.T) {
 func evalScore(t *testing.T, score *pipeline.Task) ([]tables.EvalSummaryRow, error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := standintest.NewStore(t, 0)
 	putTable(t, st, "data/heldout.parquet", tables.Prompts, []tables.Prompt{{PromptID: "q0", Prompt: "1+1=", Answer: "2"}, {PromptID: "q1", Prompt: "2+2=", Answer: "4"}})
 	var trajs []tables.Trajectory
 	for _, id := range []string{"q0", "q1"} {
@@ -108,7 +96,7 @@ func evalScore(t *testing.T, score *pipeline.Task) ([]tables.EvalSummaryRow, err
 	if err != nil {
 		t.Fatal(err)
 	}
-	return readObject(t, st, out.Ref, out.Path, tables.EvalSummary), nil
+	return standintest.ReadRows(t, st, out.Ref, out.Path, tables.EvalSummary), nil
 }
 
 func putTable[T any](t *testing.T, st artifacts.Store, path string, tb *tables.Table[T], rows []T) {

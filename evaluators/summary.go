@@ -2,6 +2,7 @@ package evaluators
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -109,11 +110,7 @@ func leftOut(p Problem) string {
 	if out == 0 {
 		return ""
 	}
-	statuses := make([]string, 0, len(by))
-	for st := range by {
-		statuses = append(statuses, st)
-	}
-	sort.Strings(statuses)
+	statuses := slices.Sorted(maps.Keys(by))
 	parts := make([]string, len(statuses))
 	for i, st := range statuses {
 		parts[i] = fmt.Sprintf("%d %s", by[st], st)

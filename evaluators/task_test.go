@@ -1,22 +1,19 @@
 package evaluators_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rewards"
@@ -28,9 +25,12 @@ const arithSpec = `components:
     weight: 1.0
 `
 
-func arithReward(t testing.TB) *rewards.Program {
+func arithReward(t testing.TB) *rewards.Program { return rewardProgram(t, arithSpec) }
+
+// rewardProgram compiles the reward spec text as reward.yaml.
+func rewardProgram(t testing.TB, text string) *rewards.Program {
 	t.Helper()
-	spec, err := rewards.ParseSpec("reward.yaml", []byte(arithSpec))
+	spec, err := rewards.ParseSpec("reward.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,38 +41,14 @@ func arithReward(t testing.TB) *rewards.Program {
 	return p
 }
 
-func readObject[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
-	t.Helper()
-	rc, info, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	rows, err := tables.Read(bytes.NewReader(b), info.Size, path, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // TestEvalTaskOnEmbeddedModel evaluates the shipped model on 40 held-out
 // problems with 8 samples each, through the engine, and checks the
 // summary against the samples it wrote and the exact pass@1 against the
 // model's own computation.
 func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Prompts, arith.Rows(arith.HeldOutSet(40)), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", "data/heldout.parquet", &buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 0)
+	putTable(t, st, "data/heldout.parquet", tables.Prompts, arith.Rows(arith.HeldOutSet(40)))
 	if _, err := st.Commit(ctx, "main", "eval set", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +73,8 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	if _, err := it.Commit(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	samples := readObject(t, st, run.Branch(), "evals/000000/heldout/samples.parquet", tables.EvalSamples)
-	summary := readObject(t, st, run.Branch(), "evals/000000/heldout/summary.parquet", tables.EvalSummary)
+	samples := standintest.ReadRows(t, st, run.Branch(), "evals/000000/heldout/samples.parquet", tables.EvalSamples)
+	summary := standintest.ReadRows(t, st, run.Branch(), "evals/000000/heldout/summary.parquet", tables.EvalSummary)
 	if len(samples) != 320 {
 		t.Fatalf("%d samples, want 40 × 8", len(samples))
 	}

@@ -4,7 +4,7 @@
 # checkout), rlpipe (the command: $RLPIPE, or bin/rlpipe in the checkout),
 # venv and py (the venv of scripts/py-venv.sh: $RLPIPE_PY_VENV or .venv-py),
 # exits 1 when the command is missing, and stops the server serve_vllm
-# starts when the script ends.
+# starts when the script ends; run_pipeline then runs pipeline.yaml.
 root=$(cd "$here/../.." && pwd)
 rlpipe=${RLPIPE:-$root/bin/rlpipe}
 venv=${RLPIPE_PY_VENV:-$root/.venv-py}
@@ -37,4 +37,16 @@ serve_vllm() {
 		sleep 1
 	done
 	echo "$name: vLLM up after $(($(date +%s) - start)) s"
+}
+
+# run_pipeline runs $here/pipeline.yaml, whose run is named $1, in a fresh
+# store under $work with the arithmetic dataset, prints the run's status
+# and says where the store and vLLM's log are.
+run_pipeline() {
+	export RLPIPE_STORE="$work/store"
+	"$rlpipe" init-store
+	"$rlpipe" dataset arith main --heldout 200
+	"$rlpipe" run -f "$here/pipeline.yaml" --no-report
+	"$rlpipe" status "$1"
+	echo "$name: store in $RLPIPE_STORE, vLLM's log in $work/vllm.log"
 }

@@ -84,16 +84,9 @@ func embeddedRun(t *testing.T, serve string) (map[string]string, []tables.Trajec
 	}
 	stages.Train = sftTrain(m)
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
-	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "e", Seed: 11,
-		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	if _, err := run.Loop(ctx, pipeline.LoopConfig{Iterations: 3, BatchSize: 2,
-		Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}, stages); err != nil {
-		t.Fatal(err)
-	}
+	standintest.Loop(t, st, pipeline.RunOptions{Name: "e", Seed: 11,
+		Envs: map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}},
+		pipeline.LoopConfig{Iterations: 3, BatchSize: 2, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}, stages)
 	sums := map[string]string{}
 	for e, err := range st.ListObjects(ctx, "runs-e", nil) {
 		if err != nil {

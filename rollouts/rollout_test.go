@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -86,16 +85,13 @@ func newSeedPolicy() *seedPolicy {
 	return &seedPolicy{adapters: map[string]string{}, fail: map[string]bool{}}
 }
 
-func runLoop(t *testing.T, dir string, pol policy.Policy, iterations int, mutate func(*rollouts.Options)) (artifacts.Store, error) {
+// runLoop runs iterations of the stand-in loop on 6 prompts with a
+// rollout task of pol (its options changed by mutate, when not nil) as the
+// generate stage, and returns the store and the loop's error.
+func runLoop(t *testing.T, pol policy.Policy, iterations int, mutate func(*rollouts.Options)) (artifacts.Store, error) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := local.Create(ctx, dir, "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 6); err != nil {
-		t.Fatal(err)
-	}
+	st := standintest.NewStore(t, 6)
 	o := rollouts.Options{Policy: pol, Identity: "seed", Sampling: policy.Sampling{N: 3, Temperature: 1, MaxTokens: 8}, KeepAdapters: 2}
 	if mutate != nil {
 		mutate(&o)
@@ -114,7 +110,7 @@ func runLoop(t *testing.T, dir string, pol policy.Policy, iterations int, mutate
 	}
 	defer run.Close()
 	_, err = run.Loop(ctx, pipeline.LoopConfig{Iterations: iterations, BatchSize: 2,
-		Dataset: pipeline.StoreArtifact("main", "data/prompts.parquet")}, stages)
+		Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}, stages)
 	return st, err
 }
 
@@ -138,7 +134,7 @@ func trajectories(t *testing.T, st artifacts.Store, ref string, iteration int) [
 func TestRolloutTaskInLoop(t *testing.T) {
 	pol := newSeedPolicy()
 	pol.fail["p003"] = true
-	st, err := runLoop(t, t.TempDir(), pol, 3, nil)
+	st, err := runLoop(t, pol, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +182,7 @@ func TestRolloutTaskFailsWhenNoSampleIsServed(t *testing.T) {
 	for i := range 6 {
 		pol.fail[fmt.Sprintf("p%03d", i)] = true
 	}
-	_, err := runLoop(t, t.TempDir(), pol, 1, nil)
+	_, err := runLoop(t, pol, 1, nil)
 	if err == nil || !strings.Contains(err.Error(), "every one of the 6 samples failed") || !strings.Contains(err.Error(), "infra_error endpoint down") {
 		t.Fatalf("err = %v: want the generate task to fail with the samples' error", err)
 	}
@@ -197,7 +193,7 @@ func TestRolloutTaskFailsWhenNoSampleIsServed(t *testing.T) {
 
 func TestRolloutTaskUnloadsOldAdapters(t *testing.T) {
 	pol := newSeedPolicy()
-	if _, err := runLoop(t, t.TempDir(), pol, 5, nil); err != nil {
+	if _, err := runLoop(t, pol, 5, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(pol.loads) != 4 || len(pol.unloads) != 2 || pol.unloads[0] != pol.loads[0] || pol.unloads[1] != pol.loads[1] {
@@ -209,11 +205,11 @@ func TestRolloutTaskUnloadsOldAdapters(t *testing.T) {
 }
 
 func TestRolloutTaskDeterministic(t *testing.T) {
-	a, err := runLoop(t, t.TempDir(), newSeedPolicy(), 2, nil)
+	a, err := runLoop(t, newSeedPolicy(), 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := runLoop(t, t.TempDir(), newSeedPolicy(), 2, nil)
+	b, err := runLoop(t, newSeedPolicy(), 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +224,7 @@ func TestRolloutTaskDeterministic(t *testing.T) {
 func TestRolloutTaskAdapterShapeIsPermanent(t *testing.T) {
 	pol := newSeedPolicy()
 	pol.shapeErr = true
-	_, err := runLoop(t, t.TempDir(), pol, 2, nil)
+	_, err := runLoop(t, pol, 2, nil)
 	if err == nil || !errors.Is(err, policy.ErrAdapterShape) || !strings.Contains(err.Error(), "layers.0.q_proj.lora_A") {
 		t.Fatalf("err = %v, want the adapter shape error naming the tensor", err)
 	}
@@ -237,7 +233,7 @@ func TestRolloutTaskAdapterShapeIsPermanent(t *testing.T) {
 func TestRolloutTaskCopiesAdaptersToRoot(t *testing.T) {
 	root := t.TempDir()
 	pol := newSeedPolicy()
-	if _, err := runLoop(t, t.TempDir(), pol, 2, func(o *rollouts.Options) { o.AdapterRoot = root }); err != nil {
+	if _, err := runLoop(t, pol, 2, func(o *rollouts.Options) { o.AdapterRoot = root }); err != nil {
 		t.Fatal(err)
 	}
 	if len(pol.loads) != 1 {

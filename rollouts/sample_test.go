@@ -1,7 +1,6 @@
 package rollouts_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
@@ -38,7 +36,7 @@ func sampleLoop(t *testing.T, sample *pipeline.Task, n, batch, iterations int) (
 	var batches [][]string
 	for i := 1; i <= state.Iteration; i++ {
 		var ids []string
-		for _, p := range readTable(t, st, run.Branch(), fmt.Sprintf("iterations/%06d/prompts.parquet", i), tables.Prompts) {
+		for _, p := range standintest.ReadRows(t, st, run.Branch(), fmt.Sprintf("iterations/%06d/prompts.parquet", i), tables.Prompts) {
 			ids = append(ids, p.PromptID)
 		}
 		batches = append(batches, ids)
@@ -81,17 +79,4 @@ func TestSampleBatches(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readTable[T any](t *testing.T, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
-	t.Helper()
-	b, err := artifacts.ReadObject(context.Background(), st, ref, path)
-	if err != nil || b == nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

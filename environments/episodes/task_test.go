@@ -4,19 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -77,26 +77,16 @@ func (bisector) Generate(ctx context.Context, reqs []policy.Request, s policy.Sa
 
 func setup(t *testing.T) (artifacts.Store, pipeline.Artifact) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	var buf bytes.Buffer
+	st := standintest.NewStore(t, 0)
 	rows := []tables.Prompt{{PromptID: "g1", Prompt: "play", Answer: "-"}, {PromptID: "g2", Prompt: "play", Answer: "-"}, {PromptID: "g3", Prompt: "play", Answer: "-"}}
-	if err := tables.Write(&buf, tables.Prompts, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", "data/games.parquet", &buf, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Commit(ctx, "main", "games", nil); err != nil {
+	if _, err := datasets.Put(context.Background(), st, "main", "data/games.parquet", rows, nil); err != nil {
 		t.Fatal(err)
 	}
 	return st, pipeline.StoreArtifact("main", "data/games.parquet")
 }
 
+// runEpisodes runs o's task on prompts as iteration 1 of run name and
+// returns the bytes of its trajectories, or the call's error.
 func runEpisodes(t *testing.T, st artifacts.Store, prompts pipeline.Artifact, name string, o episodes.Options) ([]byte, error) {
 	t.Helper()
 	ctx := context.Background()
@@ -118,12 +108,17 @@ func runEpisodes(t *testing.T, st artifacts.Store, prompts pipeline.Artifact, na
 	if err != nil {
 		return nil, err
 	}
-	rc, _, err := st.GetObject(ctx, art.Ref, art.Path)
+	return standintest.Read(t, st, art.Ref, art.Path), nil
+}
+
+// trajectories is the table in b; an error fails the test.
+func trajectories(t *testing.T, b []byte) []tables.Trajectory {
+	t.Helper()
+	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories", tables.Trajectories)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
-	return io.ReadAll(rc)
+	return rows
 }
 
 func guessEnv(tables.Prompt) (environments.Env, error) { return guess.New(nil), nil }
@@ -139,10 +134,7 @@ func TestEpisodesTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories", tables.Trajectories)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := trajectories(t, b)
 	if len(rows) != 12 {
 		t.Fatalf("%d rows, want 3 prompts × 4 episodes", len(rows))
 	}
@@ -163,7 +155,7 @@ func TestEpisodesTask(t *testing.T) {
 				policyTokens = append(policyTokens, r.Sequence[k])
 			}
 		}
-		if !slicesEqual(policyTokens, r.TokenIDs) {
+		if !slices.Equal(policyTokens, r.TokenIDs) {
 			t.Errorf("row %d: masked tokens %v, replies %v", i, policyTokens, r.TokenIDs)
 		}
 		firsts[r.PromptID+"/"+r.Turns[1].Content] = true
@@ -204,10 +196,7 @@ func TestEpisodesFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories", tables.Trajectories)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := trajectories(t, b)
 	for _, r := range rows {
 		switch {
 		case r.PromptID == "g2":
@@ -223,18 +212,6 @@ func TestEpisodesFaults(t *testing.T) {
 	if err == nil || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), "environment mixed for prompt g1: no world for it") {
 		t.Errorf("a maker that fails: %v", err)
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The token budget enters the task's version, so a cached table played

@@ -9,12 +9,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/runs"
-	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/vllmserver"
@@ -33,10 +31,7 @@ const iterations = 6
 // state, and held-out pass@1 rises. Skipped without the venv
 // (scripts/py-venv.sh).
 func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts vLLM and runs torchrun for each of 6 iterations")
-	}
-	py := vllmtest.Python(t)
+	py := exampletest.VLLMPython(t, "starts vLLM and runs torchrun for each of 6 iterations")
 	bin := filepath.Dir(py)
 	if _, err := os.Stat(filepath.Join(bin, "torchrun")); err != nil {
 		t.Skipf("the venv of %s has no torchrun: run scripts/py-venv.sh", py)
@@ -65,20 +60,13 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 	e.Rlpipe("run", "-f", cfg, "--no-report")
 	elapsed := time.Since(start)
 
-	var st struct {
-		Evals []struct {
-			Checkpoint string             `json:"checkpoint"`
-			Iteration  int                `json:"iteration"`
-			Metrics    map[string]float64 `json:"metrics"`
-		} `json:"evals"`
+	evals := e.Evals("arith-torch")
+	if len(evals) != 2 || evals[0].Checkpoint != "base" || evals[1].Iteration != iterations {
+		t.Fatalf("evals %+v: want the base model, then iteration %d", evals, iterations)
 	}
-	e.JSON(&st, "status", "arith-torch")
-	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
-		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
-	}
-	base, last := st.Evals[0].Metrics["pass@1"], st.Evals[1].Metrics["pass@1"]
+	base, last := evals[0].Metrics["pass@1"], evals[1].Metrics["pass@1"]
 	t.Logf("%d iterations in %s; held-out pass@1 sampled by vLLM: base %.4f, iteration %d %.4f (%+.2f points); pass@8 %.4f → %.4f",
-		iterations, elapsed.Round(time.Second), base, iterations, last, 100*(last-base), st.Evals[0].Metrics["pass@8"], st.Evals[1].Metrics["pass@8"])
+		iterations, elapsed.Round(time.Second), base, iterations, last, 100*(last-base), evals[0].Metrics["pass@8"], evals[1].Metrics["pass@8"])
 	for _, v := range []float64{base, last} {
 		if math.IsNaN(v) || v < 0 || v > 1 {
 			t.Errorf("pass@1 %v is not a rate", v)
@@ -116,17 +104,7 @@ func TestPipelineWithTorchrunAndVLLM(t *testing.T) {
 		for _, f := range []string{runs.AdapterConfigFile, "adapter_model.safetensors", "optimizer/optimizer.pt"} {
 			standintest.Read(t, s, branch, runs.IterationPath(it, runs.AdapterDir+"/"+f))
 		}
-		rows := standintest.ReadRows(t, s, branch, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
-		for _, r := range rows {
-			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
-				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
-			}
-		}
-		v := rows[0].PolicyVersion
-		if it > 2 && (!strings.HasPrefix(v, "tiny-arith+adapter-") || versions[v]) {
-			t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
-		}
-		versions[v] = true
+		exampletest.SampledFromNewAdapters(t, s, branch, it, "tiny-arith", versions)
 	}
 }
 

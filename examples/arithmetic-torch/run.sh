@@ -22,9 +22,4 @@ serve_vllm "$here/tiny-arith"
 
 # pipeline.yaml runs `torchrun`: the venv's, first on the PATH.
 export PATH="$venv/bin:$PATH"
-export RLPIPE_STORE="$work/store"
-"$rlpipe" init-store
-"$rlpipe" dataset arith main --heldout 200
-"$rlpipe" run -f "$here/pipeline.yaml" --no-report
-"$rlpipe" status arith-torch
-echo "arithmetic-torch: store in $RLPIPE_STORE, vLLM's log in $work/vllm.log"
+run_pipeline arith-torch

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -33,12 +32,9 @@ import (
 // when they were the tasks' scratch folders). Skipped without a venv with
 // vLLM.
 func TestPipelineWithVLLM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts vLLM and trains for 20 iterations")
-	}
+	py := exampletest.VLLMPython(t, "starts vLLM and trains for 20 iterations")
 	cache := t.TempDir() // rlpipe's copies of the adapters vLLM holds
 	t.Setenv("XDG_CACHE_HOME", cache)
-	py := vllmtest.Python(t)
 	model := vllmtest.Export(t, "tiny-arith")
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-arith"})
 
@@ -53,22 +49,15 @@ func TestPipelineWithVLLM(t *testing.T) {
 	e.Rlpipe("dataset", "arith", "main", "--train", "1024", "--heldout", "200")
 	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", src), "--no-report")
 
-	var st struct {
-		Evals []struct {
-			Checkpoint string             `json:"checkpoint"`
-			Iteration  int                `json:"iteration"`
-			Metrics    map[string]float64 `json:"metrics"`
-		} `json:"evals"`
-	}
-	e.JSON(&st, "status", "arith-vllm")
+	evals := e.Evals("arith-vllm")
 	var evaluated []int
-	for _, e := range st.Evals {
+	for _, e := range evals {
 		evaluated = append(evaluated, e.Iteration)
 	}
-	if !slices.Equal(evaluated, []int{0, 5, 10, 15, 20}) || st.Evals[0].Checkpoint != "base" {
-		t.Fatalf("evaluated iterations %v (%+v): want the base model, then 5, 10, 15 and 20", evaluated, st.Evals)
+	if !slices.Equal(evaluated, []int{0, 5, 10, 15, 20}) || evals[0].Checkpoint != "base" {
+		t.Fatalf("evaluated iterations %v (%+v): want the base model, then 5, 10, 15 and 20", evaluated, evals)
 	}
-	first, final := st.Evals[0], st.Evals[len(st.Evals)-1]
+	first, final := evals[0], evals[len(evals)-1]
 	base, last := first.Metrics["pass@1"], final.Metrics["pass@1"]
 	t.Logf("held-out pass@1 sampled by vLLM: base %.4f, iteration 20 %.4f (%+.2f points); pass@8 %.4f → %.4f",
 		base, last, 100*(last-base), first.Metrics["pass@8"], final.Metrics["pass@8"])
@@ -83,17 +72,7 @@ func TestPipelineWithVLLM(t *testing.T) {
 	s := e.Open()
 	versions := map[string]bool{}
 	for it := 1; it <= 20; it++ {
-		rows := readTrajectories(t, s, it)
-		for _, r := range rows {
-			if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
-				t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
-			}
-		}
-		v := rows[0].PolicyVersion
-		if it > 2 && (!strings.HasPrefix(v, "tiny-arith+adapter-") || versions[v]) {
-			t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
-		}
-		versions[v] = true
+		exampletest.SampledFromNewAdapters(t, s, branch, it, "tiny-arith", versions)
 	}
 	// What vLLM sampled is what the embedded engine would score: the
 	// logprobs vLLM returned for its own tokens, from the base

@@ -18,9 +18,4 @@ mkdir -p "$work"
 "$rlpipe" policy export "$work/model" --model tiny-arith
 serve_vllm "$work/model"
 
-export RLPIPE_STORE="$work/store"
-"$rlpipe" init-store
-"$rlpipe" dataset arith main --heldout 200
-"$rlpipe" run -f "$here/pipeline.yaml" --no-report
-"$rlpipe" status arith-vllm
-echo "arithmetic-vllm: store in $RLPIPE_STORE, vLLM's log in $work/vllm.log"
+run_pipeline arith-vllm

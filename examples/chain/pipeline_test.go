@@ -35,10 +35,7 @@ const iterations = 5
 // trainable mask over exactly its replies, and replies whose logprobs are
 // the embedded model's on the same ids. Skipped without a venv with vLLM.
 func TestChainEpisodesWithVLLM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts vLLM and runs episodes for a few iterations")
-	}
-	py := vllmtest.Python(t)
+	py := exampletest.VLLMPython(t, "starts vLLM and runs episodes for a few iterations")
 	model := vllmtest.Export(t, "tiny-chain")
 	t0 := time.Now()
 	srv := vllmtest.Start(t, vllmserver.Options{Python: py, Model: model, Name: "tiny-chain"})

@@ -21,10 +21,23 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli"
 	"github.com/rlpipe/rlpipe/internal/configtest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/policy/vllmserver/vllmtest"
 )
+
+// VLLMPython is the Python of the venv with vLLM (vllmtest.Python) for a
+// test that runs vLLM, which takes long: with -short, or without the venv,
+// it skips the test, saying what it would run with -short.
+func VLLMPython(t *testing.T, runs string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(runs)
+	}
+	return vllmtest.Python(t)
+}
 
 // Config reads an example's config file and applies edits: each key is a
 // text the file must hold, replaced once by its value. A missing text
@@ -95,6 +108,23 @@ func (e *Env) JSON(v any, args ...string) {
 	}
 }
 
+// Eval is one evaluation in `rlpipe status -o json`.
+type Eval struct {
+	Checkpoint string             `json:"checkpoint"`
+	Iteration  int                `json:"iteration"`
+	Metrics    map[string]float64 `json:"metrics"`
+}
+
+// Evals are the evaluations `rlpipe status RUN` lists, oldest first.
+func (e *Env) Evals(run string) []Eval {
+	e.t.Helper()
+	var st struct {
+		Evals []Eval `json:"evals"`
+	}
+	e.JSON(&st, "status", run)
+	return st.Evals
+}
+
 // Open opens the Env's store, closed when the test ends.
 func (e *Env) Open() artifacts.Store {
 	e.t.Helper()
@@ -118,4 +148,27 @@ func Adapter(t testing.TB, s artifacts.Store, ref string, it int) string {
 		}
 	}
 	return dir
+}
+
+// SampledFromNewAdapters reads iteration it's trajectories on ref and fails
+// the test unless every sample is ok, with token ids and a logprob for
+// each. With overlap (max_staleness 1) iteration it samples from
+// iteration it-2's adapter: from iteration 3 on, the policy version must
+// be an adapter of model ("MODEL+adapter-…") that versions, the ones seen
+// so far, does not hold; SampledFromNewAdapters adds it. It returns the
+// rows.
+func SampledFromNewAdapters(t testing.TB, s artifacts.Store, ref string, it int, model string, versions map[string]bool) []tables.Trajectory {
+	t.Helper()
+	rows := standintest.ReadRows(t, s, ref, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
+	for _, r := range rows {
+		if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
+			t.Fatalf("iteration %d sample %s/%d: status %s, %d token ids, %d logprobs", it, r.PromptID, r.SampleIndex, r.Status, len(r.TokenIDs), len(r.Logprobs))
+		}
+	}
+	v := rows[0].PolicyVersion
+	if it > 2 && (!strings.HasPrefix(v, model+"+adapter-") || versions[v]) {
+		t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
+	}
+	versions[v] = true
+	return rows
 }

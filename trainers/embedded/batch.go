@@ -8,22 +8,12 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
-// Batch is what one update trains on: an iteration's prompts, the
-// trajectories sampled for them and the rewards of those trajectories.
-// Order does not matter: rows are matched by prompt id and sample index.
-type Batch struct {
-	Prompts      []tables.Prompt
-	Trajectories []tables.Trajectory
-	Rewards      []tables.Reward
-	// Advantages, when not nil, are the batch's advantages as the loop's
-	// advantages step wrote them (advantages.TrainTask, with the
-	// trainer's NoStd and KeepZeroStd): one row per trajectory, trained
-	// on as they are (advantages.Given). Nil computes them
-	// (advantages.Join).
-	Advantages []tables.Advantage
-}
+// Batch is what one update trains on (grpo.Batch): nil Advantages
+// computes them.
+type Batch = grpo.Batch
 
 // sample is one trajectory ready to train on.
 type sample struct {

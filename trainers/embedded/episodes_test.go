@@ -52,32 +52,42 @@ func saved(t *testing.T, tr *embedded.Trainer) []byte {
 	return readFile(t, dir, "adapter_model.safetensors")
 }
 
+// trainsTheSame updates two fresh trainers with o, one on x and one on y
+// (named xName and yName in its messages), and fails the test unless both
+// took steps on the same tokens with the same figures and loss, and
+// saved the same adapter bytes.
+func trainsTheSame(t *testing.T, m *tiny.Model, o embedded.Options, xName string, x embedded.Batch, yName string, y embedded.Batch) {
+	t.Helper()
+	ctx := context.Background()
+	a, b := newTrainer(t, m, o), newTrainer(t, m, o)
+	ra, err := a.Update(ctx, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.Update(ctx, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ra.Metrics.Steps) == 0 || ra.Metrics.TrainTokens == 0 || fmt.Sprint(ra.Metrics.Steps) != fmt.Sprint(rb.Metrics.Steps) ||
+		ra.Metrics.Loss != rb.Metrics.Loss || ra.Metrics.TrainTokens != rb.Metrics.TrainTokens {
+		t.Errorf("steps\n %s %+v\n %s %+v", xName, ra.Metrics.Steps, yName, rb.Metrics.Steps)
+	}
+	if !bytes.Equal(saved(t, a), saved(t, b)) {
+		t.Errorf("the adapter trained on %s differs from the one trained on %s", yName, xName)
+	}
+}
+
 // An episode of one turn trains exactly as the single-turn sample of the
 // same tokens: the same loss and figures of every step, the same adapter
 // bytes.
 func TestOneTurnEpisodeTrainsAsItsSample(t *testing.T) {
-	ctx := context.Background()
 	m := embeddedModel(t)
 	samples := sampleBatch(t, m, nil, 8, 4)
 	eps := asEpisodes(t, m, samples)
 	if tables.FirstEpisode(eps.Trajectories) != 0 {
 		t.Fatal("the episodes batch holds no episode")
 	}
-	a, b := newTrainer(t, m, embedded.Options{}), newTrainer(t, m, embedded.Options{})
-	ra, err := a.Update(ctx, samples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := b.Update(ctx, eps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ra.Metrics.Steps) == 0 || fmt.Sprint(ra.Metrics.Steps) != fmt.Sprint(rb.Metrics.Steps) || ra.Metrics.Loss != rb.Metrics.Loss || ra.Metrics.TrainTokens != rb.Metrics.TrainTokens {
-		t.Errorf("steps\n sample  %+v\n episode %+v", ra.Metrics.Steps, rb.Metrics.Steps)
-	}
-	if !bytes.Equal(saved(t, a), saved(t, b)) {
-		t.Error("the adapter trained on one-turn episodes differs from the one trained on their samples")
-	}
+	trainsTheSame(t, m, embedded.Options{}, "their samples", samples, "one-turn episodes", eps)
 }
 
 // chain is a running sum over three turns: "12+3=", then "+4=" and "-5=",
@@ -192,21 +202,7 @@ func TestEpisodeWithALeadingBOS(t *testing.T) {
 		tr.Sequence = append([]int32{tiny.BOS}, tr.Sequence...)
 		tr.Trainable = append([]int32{0}, tr.Trainable...)
 	}
-	a, b := newTrainer(t, m, embedded.Options{KeepZeroStd: true}), newTrainer(t, m, embedded.Options{KeepZeroStd: true})
-	ra, err := a.Update(ctx, plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := b.Update(ctx, led)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ra.Metrics.TrainTokens == 0 || fmt.Sprint(ra.Metrics.Steps) != fmt.Sprint(rb.Metrics.Steps) || ra.Metrics.TrainTokens != rb.Metrics.TrainTokens {
-		t.Errorf("steps\n without BOS %+v\n with BOS    %+v", ra.Metrics.Steps, rb.Metrics.Steps)
-	}
-	if !bytes.Equal(saved(t, a), saved(t, b)) {
-		t.Error("the adapter trained on BOS-led episodes differs from the one trained on the same episodes without BOS")
-	}
+	trainsTheSame(t, m, embedded.Options{KeepZeroStd: true}, "the same episodes without BOS", plain, "BOS-led episodes", led)
 	// A reply may hold a sampled PAD or BOS (samplers draw from the whole
 	// distribution); the trainer takes it.
 	tr := &led.Trajectories[1]

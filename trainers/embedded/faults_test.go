@@ -56,10 +56,7 @@ func runLoop(t *testing.T, m *tiny.Model, train *pipeline.Task, iterations int) 
 // with the same bytes as a run without the crash, and no commit of the
 // run branch ever holds an adapter that differs from the clean run's.
 func TestCrashMidWriteIsRetried(t *testing.T) {
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	o := embedded.Options{}
 	cleanSt, clean, err := runLoop(t, m, embedded.Task(m, o), 3)
 	if err != nil {
@@ -116,10 +113,7 @@ func TestCrashMidWriteIsRetried(t *testing.T) {
 // stage at once (no retry) with an error wrapping grpo.ErrNonFinite, and
 // the run branch keeps iteration 2's adapter as its latest.
 func TestNaNLossFailsPermanently(t *testing.T) {
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	nan := func(iteration int) bool { return iteration == 3 }
 	st, r, err := runLoop(t, m, embedded.TaskWithFaults(m, embedded.Options{}, nil, nan), 4)
 	if err == nil {
@@ -170,10 +164,7 @@ func TestNaNLossFailsPermanently(t *testing.T) {
 // adapters, optimizer state and trainer state included.
 func TestResumeContinuesExactly(t *testing.T) {
 	ctx := context.Background()
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	o := embedded.Options{}
 	straightSt, straight, err := runLoop(t, m, embedded.Task(m, o), 4)
 	if err != nil {
@@ -213,10 +204,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 // samples of iteration 1's adapter while starting from iteration 2's, so
 // the ratio moves away from 1; the metrics say so.
 func TestOverlapTrainsOffPolicy(t *testing.T) {
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	st := newStore(t, 64)
 	r := openRun(t, st, "f", 5)
 	cfg := loopConfig(3, faultBatch)
@@ -225,15 +213,15 @@ func TestOverlapTrainsOffPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var met embedded.Metrics
-	raw := standintest.Read(t, st, r.Branch()+"@", "iterations/000003/"+embedded.MetricsFile)
+	raw := standintest.Read(t, st, r.Branch()+"@", "iterations/000003/"+grpo.MetricsFile)
 	if err := json.Unmarshal(raw, &met); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("iteration 3's %s:\n%s", embedded.MetricsFile, raw)
+	t.Logf("iteration 3's %s:\n%s", grpo.MetricsFile, raw)
 	if met.Iteration != 3 || met.StalenessMean != 1 || met.Updates != 3 || met.Used == 0 || !(met.RatioDev > 1e-4) {
 		t.Fatalf("iteration 3 metrics %+v: want staleness 1, 3 updates and a ratio away from 1", met)
 	}
-	adv := standintest.ReadRows(t, st, r.Branch()+"@", "iterations/000003/"+embedded.AdvantagesFile, tables.Advantages)
+	adv := standintest.ReadRows(t, st, r.Branch()+"@", "iterations/000003/"+grpo.AdvantagesFile, tables.Advantages)
 	if len(adv) != faultBatch*8 {
 		t.Fatalf("%d advantage rows, want %d", len(adv), faultBatch*8)
 	}

@@ -1,20 +1,19 @@
 package embedded_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
@@ -39,19 +38,8 @@ func arithPrompts(n int) []tables.Prompt {
 // prompts at datasetPath.
 func newStore(t testing.TB, n int) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Prompts, arithPrompts(n), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", datasetPath, &buf, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Commit(ctx, "main", "arithmetic prompts", nil); err != nil {
+	st := standintest.NewStore(t, 0)
+	if _, err := datasets.Put(context.Background(), st, "main", datasetPath, arithPrompts(n), &datasets.PutOptions{Message: "arithmetic prompts"}); err != nil {
 		t.Fatal(err)
 	}
 	return st

@@ -19,10 +19,7 @@ func (plainModel) Version() string { return "plain@0" }
 // embedded.Trainable; any other model, behind a server whose model key
 // names no embedded model, is refused with what to set.
 func TestGRPOStageFindsTrainable(t *testing.T) {
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	opts := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
 	want := embedded.Task(m, opts).Version
 	const refused = "the grpo stage trains the embedded model; set policy: {kind: embedded}, or policy.model to an embedded model a server serves"

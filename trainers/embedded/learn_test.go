@@ -90,10 +90,7 @@ func TestExplore(t *testing.T) {
 func learningCurve(t testing.TB, o embedded.Options, seed uint64, batch int, marks []int, evalN int) (base float64, curve []float64, elapsed time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := embeddedModel(t)
 	iterations := marks[len(marks)-1]
 	st := newStore(t, iterations*batch)
 	r := openRun(t, st, "learn", seed)
@@ -103,6 +100,7 @@ func learningCurve(t testing.TB, o embedded.Options, seed uint64, batch int, mar
 	}
 	elapsed = time.Since(start)
 	problems := tiny.HeldOutProblems(evalN)
+	var err error
 	if base, err = m.ExpectedPass1(ctx, nil, problems); err != nil {
 		t.Fatal(err)
 	}

@@ -9,33 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/advantages"
-	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
-
-// Names of the train stage's outputs: the two the loop needs and the
-// advantages table; InAdvantages is the optional input of the loop's
-// advantages step.
-const (
-	InAdvantages = pipeline.OutAdvantages
-
-	OutAdapter    = pipeline.OutAdapter
-	OutMetrics    = pipeline.OutMetrics
-	OutAdvantages = tables.AdvantagesName
-
-	// Files under the iteration's directory.
-	AdapterDir     = runs.AdapterDir
-	MetricsFile    = runs.TrainMetricsFile
-	AdvantagesFile = runs.AdvantagesFile
-)
-
-// Params are the loop's parameters of a train call.
-type Params struct {
-	Iteration int `json:"iteration"`
-}
 
 // faults make a task fail on purpose, for tests.
 type faults struct {
@@ -75,11 +53,7 @@ func newTask(m *tiny.Model, o Options, f faults) *pipeline.Task {
 	version, verr := o.Version(m)
 	return &pipeline.Task{
 		Name: "train", Version: version, Env: "train", Deterministic: true,
-		Outputs: []pipeline.Output{
-			{Name: OutAdapter, File: AdapterDir, Dir: true},
-			{Name: OutMetrics, File: MetricsFile, Check: checkMetrics},
-			{Name: OutAdvantages, File: AdvantagesFile, Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }},
-		},
+		Outputs: grpo.Outputs(checkMetrics),
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			if verr != nil {
 				return pipeline.Permanent(fmt.Errorf("train stage: %w", verr))
@@ -90,31 +64,16 @@ func newTask(m *tiny.Model, o Options, f faults) *pipeline.Task {
 }
 
 func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options, f faults) error {
-	var p Params
+	var p grpo.Params
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return pipeline.Permanent(fmt.Errorf("train stage: %w", err))
 	}
-	var b Batch
-	var err error
-	if b.Prompts, err = pipeline.ReadInput(tc, "prompts", tables.Prompts); err != nil {
+	b, err := grpo.ReadBatch(tc)
+	if err != nil {
 		return err
-	}
-	if b.Trajectories, err = pipeline.ReadInput(tc, "trajectories", tables.Trajectories); err != nil {
-		return err
-	}
-	if b.Rewards, err = pipeline.ReadInput(tc, "rewards", tables.Rewards); err != nil {
-		return err
-	}
-	if tc.InputPath(InAdvantages) != "" {
-		if b.Advantages, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {
-			return err
-		}
-		if b.Advantages == nil {
-			b.Advantages = []tables.Advantage{} // given, and empty
-		}
 	}
 	var t *Trainer
 	if dir := tc.InputPath("policy"); dir != "" {
@@ -129,7 +88,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	res, err := t.Update(ctx, b)
 	if err != nil {
 		if errors.Is(err, advantages.ErrRows) {
-			err = fmt.Errorf("%s: %w", AdvantagesFile, err)
+			err = fmt.Errorf("%s: %w", grpo.AdvantagesFile, err)
 		}
 		err = fmt.Errorf("train iteration %d: %w", p.Iteration, err)
 		if errors.Is(err, grpo.ErrNonFinite) || errors.Is(err, ErrBatch) || errors.Is(err, tiny.ErrVocabulary) {
@@ -142,7 +101,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	log := tc.Logger()
 	log.Debug().Int("samples_used", res.Metrics.Used).Float64("loss", res.Metrics.Loss).
 		Float64("reward_mean", res.Metrics.Reward.Mean).Msg("train update")
-	dir := tc.OutputPath(OutAdapter)
+	dir := tc.OutputPath(grpo.OutAdapter)
 	if f.crash != nil && f.crash(p.Iteration, tc.Attempt) {
 		return crashMidWrite(t, dir, p.Iteration, tc.Attempt)
 	}
@@ -153,10 +112,10 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if err != nil {
 		return fmt.Errorf("train iteration %d: metrics: %w", p.Iteration, err)
 	}
-	if err := os.WriteFile(tc.OutputPath(OutMetrics), append(mb, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tc.OutputPath(grpo.OutMetrics), append(mb, '\n'), 0o644); err != nil {
 		return err
 	}
-	if path := tc.OutputPath(OutAdvantages); path != "" {
+	if path := tc.OutputPath(grpo.OutAdvantages); path != "" {
 		if err := tables.WriteFile(path, tables.Advantages, res.Advantages, nil); err != nil {
 			return fmt.Errorf("write advantages: %w", err)
 		}

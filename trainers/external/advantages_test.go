@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 	"github.com/rlpipe/rlpipe/trainers/external"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // TestAdvantagesStepFeedsTheTrainer: with the loop's advantages step, the
@@ -22,12 +23,9 @@ import (
 // task computes the advantages itself. The stage's hyperparameters name
 // the step's options.
 func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
-	ctx := context.Background()
 	wantSt := standintest.NewStore(t, 12)
 	want := openRun(t, wantSt, "ext", 1, nil)
-	if _, err := want.Loop(ctx, loopConfig(2), stages(t, trainTask(t, "ok", nil))); err != nil {
-		t.Fatal(err)
-	}
+	loopOK(t, want, 2, stages(t, trainTask(t, "ok", nil)))
 	st := standintest.NewStore(t, 12)
 	run := openRun(t, st, "ext", 1, nil)
 	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
@@ -37,11 +35,9 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Steps = steps
-	if _, err := run.Loop(ctx, loopConfig(2), s); err != nil {
-		t.Fatal(err)
-	}
+	loopOK(t, run, 2, s)
 	w, g := standintest.Sums(t, wantSt, want.Branch()+"@"), standintest.Sums(t, st, run.Branch()+"@")
-	if w["iterations/000002/"+external.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
+	if w["iterations/000002/"+grpo.AdvantagesFile] == "" || fmt.Sprint(w) != fmt.Sprint(g) {
 		t.Fatalf("artifacts differ:\ncomputed by train %v\nadvantages step  %v", w, g)
 	}
 	for _, tc := range []struct {

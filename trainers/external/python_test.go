@@ -32,6 +32,18 @@ func python(t *testing.T) string {
 	return p
 }
 
+// checkScript runs the Python code with the script's folder as its
+// argument (for `import grpo_train`); it must print "ok" alone.
+func checkScript(t *testing.T, py, what, code string) {
+	t.Helper()
+	cmd := exec.Command(py, "-c", code, filepath.Dir(script))
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("%s: %v\n%s", what, err, out)
+	}
+}
+
 func TestReferenceScriptCompiles(t *testing.T) {
 	py := python(t)
 	cmd := exec.Command(py, "-m", "py_compile", script)
@@ -96,12 +108,7 @@ for n in (0, 1, 5, 16, 37):
                 assert all(len(m) <= micro for p in plans for m in p[k])
 print("ok")
 `
-	cmd := exec.Command(py, "-c", code, filepath.Dir(script))
-	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("plan check: %v\n%s", err, out)
-	}
+	checkScript(t, py, "plan check", code)
 }
 
 // The reference script takes an episode as its exact sequence, cut before
@@ -135,10 +142,5 @@ for bad, want in (
         raise AssertionError("accepted: " + want)
 print("ok")
 `
-	cmd := exec.Command(py, "-c", code, filepath.Dir(script))
-	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "ok" {
-		t.Fatalf("episode check: %v\n%s", err, out)
-	}
+	checkScript(t, py, "episode check", code)
 }

@@ -5,37 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/rlpipe/rlpipe/advantages"
-	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
-
-// Names of the train stage's outputs — the two the loop needs and the
-// advantages table — and their files under the iteration's directory,
-// as the embedded trainer names them; InAdvantages is the optional input
-// of the loop's advantages step.
-const (
-	InAdvantages = pipeline.OutAdvantages
-
-	OutAdapter    = pipeline.OutAdapter
-	OutMetrics    = pipeline.OutMetrics
-	OutAdvantages = tables.AdvantagesName
-
-	AdapterDir     = runs.AdapterDir
-	MetricsFile    = runs.TrainMetricsFile
-	AdvantagesFile = runs.AdvantagesFile
-)
-
-// Params are the loop's parameters of a train call.
-type Params struct {
-	Iteration int `json:"iteration"`
-}
 
 // Task returns the train stage that runs an external trainer: Name
 // "train", Env "train" (change the fields to run elsewhere), and a
@@ -76,11 +56,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	return &pipeline.Task{
 		Name: "train", Version: version, Env: "train",
 		Settings: pipeline.Settings{Timeout: o.Timeout},
-		Outputs: []pipeline.Output{
-			{Name: OutAdapter, File: AdapterDir, Dir: true},
-			{Name: OutMetrics, File: MetricsFile, Check: checkMetricsFile},
-			{Name: OutAdvantages, File: AdvantagesFile, Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }},
-		},
+		Outputs:  grpo.Outputs(checkMetricsFile),
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			return run(ctx, tc, o, adv)
 		},
@@ -88,34 +64,18 @@ func Task(o Options) (*pipeline.Task, error) {
 }
 
 func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages.TrainOptions) error {
-	p := Params{Iteration: tc.Iteration}
+	p := grpo.Params{Iteration: tc.Iteration}
 	if err := tc.Params(&p); err != nil {
 		return err
 	}
-	prompts, err := pipeline.ReadInput(tc, "prompts", tables.Prompts)
+	b, err := grpo.ReadBatch(tc)
 	if err != nil {
 		return err
 	}
-	trajs, err := pipeline.ReadInput(tc, "trajectories", tables.Trajectories)
-	if err != nil {
-		return err
-	}
-	rewards, err := pipeline.ReadInput(tc, "rewards", tables.Rewards)
-	if err != nil {
-		return err
-	}
-	var given []tables.Advantage
-	if tc.InputPath(InAdvantages) != "" {
-		if given, err = pipeline.ReadInput(tc, InAdvantages, tables.Advantages); err != nil {
-			return err
-		}
-		if given == nil {
-			given = []tables.Advantage{} // given, and empty
-		}
-	}
-	adv, metrics, err := prepare(prompts, trajs, rewards, given, ao)
+	given := b.Advantages
+	adv, metrics, err := prepare(b.Prompts, b.Trajectories, b.Rewards, given, ao)
 	if errors.Is(err, advantages.ErrRows) {
-		err = fmt.Errorf("%s: %w", AdvantagesFile, err)
+		err = fmt.Errorf("%s: %w", grpo.AdvantagesFile, err)
 	}
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
@@ -136,15 +96,15 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 	}
 	// The trainer reads the advantages the call outputs, or the given
 	// file when the call outputs none.
-	if out := tc.OutputPath(OutAdvantages); out != "" {
+	if out := tc.OutputPath(grpo.OutAdvantages); out != "" {
 		if err := tables.WriteFile(out, tables.Advantages, adv, nil); err != nil {
 			return fmt.Errorf("write advantages: %w", err)
 		}
 		ps.Advantages = out
 	} else if given != nil {
-		ps.Advantages = tc.InputPath(InAdvantages)
+		ps.Advantages = tc.InputPath(grpo.InAdvantages)
 	} else {
-		ps.Advantages = filepath.Join(dir, AdvantagesFile)
+		ps.Advantages = filepath.Join(dir, grpo.AdvantagesFile)
 		if err := tables.WriteFile(ps.Advantages, tables.Advantages, adv, nil); err != nil {
 			return fmt.Errorf("write advantages: %w", err)
 		}
@@ -173,11 +133,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 		"RLPIPE_TASK=" + tc.Task, "RLPIPE_ATTEMPT=" + strconv.Itoa(tc.Attempt),
 		"RLPIPE_ITERATION=" + strconv.Itoa(p.Iteration), "RLPIPE_SEED=" + strconv.FormatUint(tc.Seed, 10),
 	}
-	keys := make([]string, 0, len(o.Env))
-	for k := range o.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(o.Env))
 	for _, k := range keys {
 		env = append(env, k+"="+o.Env[k])
 	}
@@ -194,12 +150,12 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}
-	if err := ps.assemble(tc.OutputPath(OutAdapter)); err != nil {
+	if err := ps.assemble(tc.OutputPath(grpo.OutAdapter)); err != nil {
 		return err
 	}
 	mb, err := mergeMetrics(metrics, trainerMetrics)
 	if err != nil {
 		return fmt.Errorf("train iteration %d: metrics: %w", p.Iteration, err)
 	}
-	return os.WriteFile(tc.OutputPath(OutMetrics), mb, 0o644)
+	return os.WriteFile(tc.OutputPath(grpo.OutMetrics), mb, 0o644)
 }

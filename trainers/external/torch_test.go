@@ -18,6 +18,16 @@ import (
 // peft (torchtest.Python); the test is skipped, saying so, without one.
 func torchPython(t *testing.T) string { return torchtest.Python(t) }
 
+// slowTorchPython is torchPython for a test that takes long: with -short
+// it skips the test, saying what it would run.
+func slowTorchPython(t *testing.T, runs string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(runs)
+	}
+	return torchPython(t)
+}
+
 // tinyLlamaIDs tokenizes s as scripts/py-smoke/tiny_llama.py's character
 // tokenizer does: <pad> <bos> <eos> <unk>, then one id per character.
 func tinyLlamaIDs(s string) []int32 {

@@ -121,10 +121,7 @@ json.dump(out, sys.stdout)
 // tiny-arith: the adapter it writes loads in the Go engine and scores
 // the batch as PEFT does, and two ranks train what one process trains.
 func TestReferenceScriptUnderTorchrun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs torch three times (about a minute)")
-	}
-	py := torchPython(t)
+	py := slowTorchPython(t, "runs torch three times (about a minute)")
 	ddp := torchtest.TorchrunArgv(t, py, 2)
 	m, model := torchtest.Export(t)
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 1, 8, 4, 0)
@@ -206,10 +203,7 @@ func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
 // where the first left it: the same loss and adapter as one process
 // continuing from the same files, and not what a fresh AdamW takes.
 func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs torch four times (about a minute)")
-	}
-	py := torchPython(t)
+	py := slowTorchPython(t, "runs torch four times (about a minute)")
 	ddp := torchtest.TorchrunArgv(t, py, 2)
 	m, model := torchtest.Export(t)
 	f1 := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch1"), 1, 8, 4, 0)
@@ -261,10 +255,7 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // beta 0 and beta > 0, one process and torchrun's two ranks — and so is
 // the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs torch four times, once under torchrun (about a minute and a half)")
-	}
-	py := torchPython(t)
+	py := slowTorchPython(t, "runs torch four times, once under torchrun (about a minute and a half)")
 	m, model := torchtest.Export(t)
 	ctx := context.Background()
 	// A start adapter with every factor non-zero: one embedded step.
@@ -402,10 +393,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 // retried, and what the run commits is the retry's whole output — the
 // failed attempt left nothing behind.
 func TestTorchrunRankDies(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a loop iteration with torchrun twice (about a minute)")
-	}
-	py := torchPython(t)
+	py := slowTorchPython(t, "runs a loop iteration with torchrun twice (about a minute)")
 	_, model := torchtest.Export(t)
 	mark := t.TempDir() // tells this test's workers from anyone else's
 	hp := torchtest.Hparams(model)
@@ -485,7 +473,7 @@ func TestTorchrunRankDies(t *testing.T) {
 		OptimizerSteps int `json:"optimizer_steps"`
 		Updates        int `json:"updates"`
 	}
-	if err := json.Unmarshal(standintest.Read(t, st, "runs-kill", "iterations/000001/"+external.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
+	if err := json.Unmarshal(standintest.Read(t, st, "runs-kill", "iterations/000001/"+grpo.MetricsFile), &tm); err != nil || tm.OptimizerSteps != 1 || tm.Updates != 1 {
 		t.Errorf("committed metrics: %d optimizer steps, %d updates (%v); want 1 and 1", tm.OptimizerSteps, tm.Updates, err)
 	}
 }

@@ -9,12 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ import (
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/external"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // The test binary doubles as the external trainer: run with trainerEnv
@@ -219,11 +221,7 @@ func update(a contractArgs, mode string) error {
 		meanAbs /= float64(r.Unmasked)
 	}
 	delta := float32(1e-3 * (1 + meanAbs))
-	names := make([]string, 0, len(mods))
-	for m := range mods {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	for k, name := range names {
 		l := mods[name]
 		b, err := l.B.Float32()
@@ -347,6 +345,17 @@ func openRun(t testing.TB, st artifacts.Store, name string, attempts int, logs i
 	return r
 }
 
+// loopOK runs r's loop to iterations with stages s; an error fails the
+// test.
+func loopOK(t testing.TB, r *pipeline.Run, iterations int, s pipeline.Stages) runs.State {
+	t.Helper()
+	state, err := r.Loop(context.Background(), loopConfig(iterations), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
 func loopConfig(iterations int) pipeline.LoopConfig {
 	return pipeline.LoopConfig{Iterations: iterations, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", datasetPath)}
 }
@@ -381,14 +390,10 @@ type trainMetrics struct {
 // rollouts of the embedded model with each new adapter — whose train
 // stage is the stand-in trainer behind the contract.
 func TestLoopRunsExternalTrainer(t *testing.T) {
-	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
 	logs := &standintest.LogBuffer{}
 	run := openRun(t, st, "ext", 1, logs)
-	state, err := run.Loop(ctx, loopConfig(3), stages(t, trainTask(t, "ok", nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := loopOK(t, run, 3, stages(t, trainTask(t, "ok", nil)))
 	const branch = "runs-ext"
 	if state.Iteration != 3 || state.Adapters["3"] != "iterations/000003/adapter" {
 		t.Fatalf("state %+v", state)
@@ -407,7 +412,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			t.Errorf("iteration %d: adapter files %v, want %v", n, files, want)
 		}
 		var tm trainMetrics
-		if err := json.Unmarshal(standintest.Read(t, st, branch, it+external.MetricsFile), &tm); err != nil {
+		if err := json.Unmarshal(standintest.Read(t, st, branch, it+grpo.MetricsFile), &tm); err != nil {
 			t.Fatal(err)
 		}
 		r := tm.Received
@@ -441,7 +446,7 @@ func TestLoopRunsExternalTrainer(t *testing.T) {
 			t.Errorf("iteration %d: metrics %+v", n, tm)
 		}
 		trajs := standintest.ReadRows(t, st, branch, it+"trajectories.parquet", tables.Trajectories)
-		adv := standintest.ReadRows(t, st, branch, it+external.AdvantagesFile, tables.Advantages)
+		adv := standintest.ReadRows(t, st, branch, it+grpo.AdvantagesFile, tables.Advantages)
 		if len(adv) != len(trajs) || r.Advantages != len(adv) || r.Trajectories != len(trajs) || r.Prompts != 3 {
 			t.Errorf("iteration %d: %d advantages, %d trajectories; the trainer read %d and %d", n, len(adv), len(trajs), r.Advantages, r.Trajectories)
 		}
@@ -477,9 +482,7 @@ func TestNoOutputKeepsPreviousAdapter(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 12)
 	first := openRun(t, st, "f", 3, nil)
-	if _, err := first.Loop(ctx, loopConfig(1), stages(t, trainTask(t, "ok", nil))); err != nil {
-		t.Fatal(err)
-	}
+	loopOK(t, first, 1, stages(t, trainTask(t, "ok", nil)))
 	first.Close()
 	run := openRun(t, st, "f", 3, nil)
 	_, err := run.Loop(ctx, loopConfig(2), stages(t, trainTask(t, "no-output", nil)))

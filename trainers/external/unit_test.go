@@ -1,6 +1,7 @@
 package external
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -113,22 +114,33 @@ func TestStreamLinesTailAndRedaction(t *testing.T) {
 }
 
 func TestFirstNonFinite(t *testing.T) {
-	f32 := safetensors.FromFloat32([]int{3}, []float32{1, float32(math.Inf(-1)), 2})
-	if i, ok := firstNonFinite(f32); ok || i != 1 {
-		t.Errorf("F32: %d %v", i, ok)
+	f64 := func(v ...float64) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+		return b
 	}
 	// bfloat16 1.0 = 0x3f80, NaN = 0x7fc0; float16 1.0 = 0x3c00, +Inf = 0x7c00.
-	bf := safetensors.Tensor{DType: safetensors.BF16, Shape: []int{2}, Data: []byte{0x80, 0x3f, 0xc0, 0x7f}}
-	if i, ok := firstNonFinite(bf); ok || i != 1 {
-		t.Errorf("BF16: %d %v", i, ok)
-	}
-	h := safetensors.Tensor{DType: safetensors.F16, Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0x3c}}
-	if _, ok := firstNonFinite(h); !ok {
-		t.Error("F16 ones are finite")
-	}
-	h.Data[3] = 0x7c
-	if i, ok := firstNonFinite(h); ok || i != 1 {
-		t.Errorf("F16 inf: %d %v", i, ok)
+	for _, c := range []struct {
+		name   string
+		tensor safetensors.Tensor
+		at     int
+		finite bool
+	}{
+		{"F32 -inf", safetensors.FromFloat32([]int{3}, []float32{1, float32(math.Inf(-1)), 2}), 1, false},
+		{"BF16 NaN", safetensors.Tensor{DType: safetensors.BF16, Shape: []int{2}, Data: []byte{0x80, 0x3f, 0xc0, 0x7f}}, 1, false},
+		{"F16 ones", safetensors.Tensor{DType: safetensors.F16, Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0x3c}}, 0, true},
+		{"F16 inf", safetensors.Tensor{DType: safetensors.F16, Shape: []int{2}, Data: []byte{0x00, 0x3c, 0x00, 0x7c}}, 1, false},
+		{"F64 finite", safetensors.Tensor{DType: safetensors.F64, Shape: []int{2}, Data: f64(1, -2.5)}, 0, true},
+		{"F64 NaN", safetensors.Tensor{DType: safetensors.F64, Shape: []int{3}, Data: f64(1, 2, math.NaN())}, 2, false},
+		{"I64 is not a float", safetensors.Tensor{DType: safetensors.I64, Shape: []int{1}, Data: []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x7f}}, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if i, ok := firstNonFinite(c.tensor); ok != c.finite || i != c.at {
+				t.Errorf("firstNonFinite = %d, %v; want %d, %v", i, ok, c.at, c.finite)
+			}
+		})
 	}
 }
 

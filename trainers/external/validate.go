@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 )
@@ -62,11 +63,7 @@ func checkAdapter(dir string) error {
 	if len(mods) == 0 {
 		return fmt.Errorf("%w: --adapter-out %s: %s holds no LoRA tensors", ErrContract, dir, safetensors.AdapterWeightsFile)
 	}
-	names := make([]string, 0, len(mods))
-	for m := range mods {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(mods))
 	wpath := filepath.Join(dir, safetensors.AdapterWeightsFile)
 	for _, m := range names {
 		an, bn := safetensors.LoRATensorNames(m)
@@ -85,31 +82,34 @@ func checkAdapter(dir string) error {
 // firstNonFinite finds the first NaN or infinity of a floating-point
 // tensor; ok is true when there is none (or the dtype is not a float).
 func firstNonFinite(t safetensors.Tensor) (int, bool) {
-	d := t.Data
 	switch t.DType {
 	case safetensors.F32:
-		for i := 0; i+4 <= len(d); i += 4 {
-			if binary.LittleEndian.Uint32(d[i:])&0x7f800000 == 0x7f800000 {
-				return i / 4, false
-			}
-		}
+		return firstExponentAllOnes(t.Data, 4, 0x7f800000)
 	case safetensors.F64:
-		for i := 0; i+8 <= len(d); i += 8 {
-			if binary.LittleEndian.Uint64(d[i:])&0x7ff0000000000000 == 0x7ff0000000000000 {
-				return i / 8, false
-			}
-		}
+		return firstExponentAllOnes(t.Data, 8, 0x7ff0000000000000)
 	case safetensors.F16:
-		for i := 0; i+2 <= len(d); i += 2 {
-			if binary.LittleEndian.Uint16(d[i:])&0x7c00 == 0x7c00 {
-				return i / 2, false
-			}
-		}
+		return firstExponentAllOnes(t.Data, 2, 0x7c00)
 	case safetensors.BF16:
-		for i := 0; i+2 <= len(d); i += 2 {
-			if binary.LittleEndian.Uint16(d[i:])&0x7f80 == 0x7f80 {
-				return i / 2, false
-			}
+		return firstExponentAllOnes(t.Data, 2, 0x7f80)
+	}
+	return 0, true
+}
+
+// firstExponentAllOnes finds the first little-endian value of size bytes
+// in d whose exponent bits (mask) are all set: a NaN or an infinity.
+func firstExponentAllOnes(d []byte, size int, mask uint64) (int, bool) {
+	for i := 0; i+size <= len(d); i += size {
+		var v uint64
+		switch size {
+		case 2:
+			v = uint64(binary.LittleEndian.Uint16(d[i:]))
+		case 4:
+			v = uint64(binary.LittleEndian.Uint32(d[i:]))
+		default:
+			v = binary.LittleEndian.Uint64(d[i:])
+		}
+		if v&mask == mask {
+			return i / size, false
 		}
 	}
 	return 0, true

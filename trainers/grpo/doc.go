@@ -19,4 +19,9 @@
 // before any step (reward summaries per component, groups, samples used
 // and masked by reason, response lengths, staleness), under the same JSON
 // names whichever trainer wrote them.
+//
+// Both trainers' train tasks share their shape: the names of the outputs
+// and files (OutAdapter, MetricsFile, …), Params, Outputs, and ReadBatch,
+// which reads a call's prompts, trajectories, rewards and the optional
+// advantages input into a Batch.
 package grpo

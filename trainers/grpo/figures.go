@@ -1,8 +1,9 @@
 package grpo
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -109,11 +110,7 @@ func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []table
 	f.Reward = Summarize(totals)
 	if len(comps) > 0 {
 		f.Components = map[string]Summary{}
-		names := make([]string, 0, len(comps))
-		for n := range comps {
-			names = append(names, n)
-		}
-		sort.Strings(names)
+		names := slices.Sorted(maps.Keys(comps))
 		for _, n := range names {
 			f.Components[n] = Summarize(comps[n])
 		}

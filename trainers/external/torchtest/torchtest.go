@@ -27,9 +27,6 @@ import (
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
 
-// Root is the repository's top directory.
-func Root(t testing.TB) string { return pyvenv.Root(t) }
-
 // Python is the project venv's python with torch, transformers and peft
 // (internal/pyvenv); the test is skipped, saying so, without one.
 func Python(t testing.TB) string {
@@ -38,7 +35,7 @@ func Python(t testing.TB) string {
 
 // Script is the reference trainer's absolute path.
 func Script(t testing.TB) string {
-	return filepath.Join(Root(t), "trainers", "python", "grpo_train.py")
+	return filepath.Join(pyvenv.Root(t), "trainers", "python", "grpo_train.py")
 }
 
 // Torchrun is the venv's torchrun, beside its python; the test is
