@@ -17,14 +17,7 @@ var noGrace = &artifacts.GCOptions{GracePeriod: -1}
 // collector returns the store's Collector or skips the test; a store that
 // implements it but answers ErrNotSupported (a lakeFS server, which
 // collects on its own schedule) is skipped too.
-func collector(f *fixture) artifacts.Collector {
-	f.t.Helper()
-	c, ok := f.st.(artifacts.Collector)
-	if !ok {
-		f.t.Skip("store does not implement artifacts.Collector")
-	}
-	return c
-}
+func collector(f *fixture) artifacts.Collector { return ability[artifacts.Collector](f) }
 
 func (f *fixture) gc(c artifacts.Collector, opts *artifacts.GCOptions) artifacts.GCResult {
 	f.t.Helper()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -307,15 +308,19 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 func itoa(i int) string { return fmt.Sprint(i) }
 
-// merger returns the store's Merger or skips the test.
-func merger(f *fixture) artifacts.Merger {
+// ability returns the store as the optional interface A, or skips the
+// test when the store does not implement it.
+func ability[A any](f *fixture) A {
 	f.t.Helper()
-	m, ok := f.st.(artifacts.Merger)
+	a, ok := f.st.(A)
 	if !ok {
-		f.t.Skip("store does not implement artifacts.Merger")
+		f.t.Skip("store does not implement " + reflect.TypeFor[A]().String())
 	}
-	return m
+	return a
 }
+
+// merger returns the store's Merger or skips the test.
+func merger(f *fixture) artifacts.Merger { return ability[artifacts.Merger](f) }
 
 // wantSet fails unless got and want hold the same elements, in any order.
 func wantSet(t *testing.T, step string, got, want []string) {

@@ -11,14 +11,7 @@ var revertScenarios = []scenario{
 }
 
 // reverter returns the store's Reverter or skips the test.
-func reverter(f *fixture) artifacts.Reverter {
-	f.t.Helper()
-	r, ok := f.st.(artifacts.Reverter)
-	if !ok {
-		f.t.Skip("store does not implement artifacts.Reverter")
-	}
-	return r
-}
+func reverter(f *fixture) artifacts.Reverter { return ability[artifacts.Reverter](f) }
 
 func testRevertCommit(f *fixture) {
 	t := f.t

@@ -5,11 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
@@ -26,12 +26,7 @@ const (
 // newLocal creates a fresh embedded store named testRepo.
 func newLocal(t *testing.T) *local.Store {
 	t.Helper()
-	st, err := local.Create(context.Background(), filepath.Join(t.TempDir(), testRepo), "main", nil)
-	if err != nil {
-		t.Fatalf("create embedded store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return artifactstest.NewLocalNamed(t, testRepo)
 }
 
 // serve runs a Server over st on a loopback listener with the test
