@@ -340,3 +340,27 @@ type testingT interface {
 	Helper()
 	Fatalf(format string, args ...any)
 }
+
+// puts stages each path, content pair on branch, in order.
+func (f *fixture) puts(branch string, pathContent ...string) {
+	f.t.Helper()
+	f.eachPair("puts on "+branch, pathContent, func(path, content string) { f.put(branch, path, content) })
+}
+
+// wantContents checks each path, content pair at ref, in order.
+func (f *fixture) wantContents(ref string, pathContent ...string) {
+	f.t.Helper()
+	f.eachPair("want contents at "+ref, pathContent, func(path, content string) { f.wantContent(ref, path, content) })
+}
+
+// eachPair calls do with each path, content pair of pc; an odd count is
+// a mistake in the test and fails it.
+func (f *fixture) eachPair(step string, pc []string, do func(path, content string)) {
+	f.t.Helper()
+	if len(pc)%2 != 0 {
+		f.t.Fatalf("%s: %d arguments %q, want path, content pairs", step, len(pc), pc)
+	}
+	for i := 0; i < len(pc); i += 2 {
+		do(pc[i], pc[i+1])
+	}
+}
