@@ -101,6 +101,21 @@ func (f *fixture) del(branch, path string) {
 	}
 }
 
+// deleteBranch deletes branch; an error fails the test as step.
+func (f *fixture) deleteBranch(step, branch string) {
+	f.t.Helper()
+	if err := f.st.DeleteBranch(f.ctx, branch); err != nil {
+		f.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// wantNoBranch checks that getting branch answers ErrBranchNotFound.
+func (f *fixture) wantNoBranch(step, branch string) {
+	f.t.Helper()
+	_, err := f.st.GetBranch(f.ctx, branch)
+	wantErr(f.t, step, err, artifacts.ErrBranchNotFound)
+}
+
 func (f *fixture) stat(ref, path string) artifacts.ObjectInfo {
 	f.t.Helper()
 	info, err := f.st.StatObject(f.ctx, ref, path)
