@@ -43,7 +43,7 @@
 // PutTable (stage bytes or a Parquet table), Read and ReadTable (an object
 // or a table back), Sums (a ref's objects by checksum, to compare two
 // runs), ServeLakeFS (a store served as a lakeFS and opened with the
-// lakefs:// backend), and SHA256Hex and MD5Hex (the checksums the two
+// lakefs:// backend, or either half: Serve and OpenLakeFS), and SHA256Hex and MD5Hex (the checksums the two
 // backends report). Each takes t and fails the test at once, naming what
 // it was doing.
 package artifactstest

@@ -1,10 +1,8 @@
 package storeserver_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -36,28 +34,14 @@ func serve(t *testing.T, st artifacts.Store, opts *storeserver.Options) string {
 	if opts == nil {
 		opts = &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret}
 	}
-	srv, err := storeserver.New(context.Background(), st, opts)
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return hs.URL
+	_, url := artifactstest.Serve(t, st, opts)
+	return url
 }
 
 // open opens the served repository with the lakefs:// backend's client.
 func open(t *testing.T, url, key, secret string) *lakefs.Store {
 	t.Helper()
-	c, err := lakefs.NewClient(lakefs.Config{Endpoint: url, AccessKeyID: key, SecretAccessKey: secret})
-	if err != nil {
-		t.Fatalf("new client: %v", err)
-	}
-	st, err := lakefs.Open(context.Background(), c, testRepo, nil)
-	if err != nil {
-		t.Fatalf("open lakefs://%s at %s: %v", testRepo, url, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return artifactstest.OpenLakeFS(t, url, testRepo, key, secret)
 }
 
 // served is a fresh embedded store, its server, and a client store on it.
