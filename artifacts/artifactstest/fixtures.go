@@ -129,3 +129,14 @@ func Open(t testing.TB, uri string) artifacts.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// Stat returns what st says of the object at ref:path; a missing object
+// or an error fails the test.
+func Stat(t testing.TB, st artifacts.Store, ref, path string) artifacts.ObjectInfo {
+	t.Helper()
+	info, err := st.StatObject(context.Background(), ref, path)
+	if err != nil {
+		t.Fatalf("stat %s:%s: %v", ref, path, err)
+	}
+	return info
+}

@@ -66,19 +66,13 @@ func TestRecordedSHA256(t *testing.T) {
 			t.Errorf("put from a %s: %+v, want checksum %s, %d bytes, metadata %v", name, put, want, len(content), meta)
 		}
 		// lakeFS keeps the SHA-256 as user metadata; its checksum is the MD5.
-		in, err := backing.StatObject(ctx, "main", path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := artifactstest.Stat(t, backing, "main", path)
 		if in.Metadata[lakefs.MetaSHA256] != want || len(in.Metadata) != 3 {
 			t.Errorf("put from a %s: stored metadata %v, want %v and %s=%s", name, in.Metadata, meta, lakefs.MetaSHA256, want)
 		}
 	}
 
-	stat, err := st.StatObject(ctx, "main", "put/file")
-	if err != nil {
-		t.Fatal(err)
-	}
+	stat := artifactstest.Stat(t, st, "main", "put/file")
 	rc, got, err := st.GetObject(ctx, "main", "put/file")
 	if err != nil {
 		t.Fatal(err)
@@ -149,10 +143,7 @@ func TestLakeFSChecksumWithoutARecordedSHA256(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, meta := range map[string]map[string]string{"piped": {"owner": "rl"}, "other": nil, "malformed": {"owner": "rl"}} {
-		info, err := st.StatObject(ctx, "main", path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		info := artifactstest.Stat(t, st, "main", path)
 		if info.Checksum != wantMD5 || !maps.Equal(info.Metadata, meta) {
 			t.Errorf("stat %s: checksum %s, metadata %v; want the MD5 %s, %v", path, info.Checksum, info.Metadata, wantMD5, meta)
 		}

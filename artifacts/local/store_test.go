@@ -98,10 +98,7 @@ func TestIdenticalBytesStoredOnce(t *testing.T) {
 // corrupt flips one byte of the blob behind ref:path.
 func corrupt(t *testing.T, s *local.Store, ref, path string) {
 	t.Helper()
-	st, err := s.StatObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := artifactstest.Stat(t, s, ref, path)
 	f := filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum)
 	b, err := os.ReadFile(f)
 	if err != nil {

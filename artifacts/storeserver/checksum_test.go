@@ -44,10 +44,7 @@ func TestRecordedSHA256IsNotKeptByDefault(t *testing.T) {
 	if _, err := st.PutObject(ctx, "main", "through.txt", bytes.NewReader(content), &artifacts.PutOptions{Metadata: meta}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := backing.StatObject(ctx, "main", "through.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := artifactstest.Stat(t, backing, "main", "through.txt")
 	if in.Checksum != artifactstest.SHA256Hex(content) || !maps.Equal(in.Metadata, meta) {
 		t.Errorf("put through the server: stored %+v, want checksum %s and metadata %v", in, artifactstest.SHA256Hex(content), meta)
 	}
@@ -57,10 +54,7 @@ func TestRecordedSHA256IsNotKeptByDefault(t *testing.T) {
 	if _, err := backing.PutObject(ctx, "main", "direct.txt", bytes.NewReader(content), &artifacts.PutOptions{Metadata: lie}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := st.StatObject(ctx, "main", "direct.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := artifactstest.Stat(t, st, "main", "direct.txt")
 	if info.Checksum != artifactstest.SHA256Hex(content) || !maps.Equal(info.Metadata, meta) {
 		t.Errorf("stat through the server: %+v, want the store's checksum %s and metadata %v", info, artifactstest.SHA256Hex(content), meta)
 	}

@@ -49,14 +49,8 @@ func TestChecksumsAreTheStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inStore, err := backing.StatObject(ctx, "main", "runs/r1/rollouts.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stat, err := st.StatObject(ctx, "main", "direct.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inStore := artifactstest.Stat(t, backing, "main", "runs/r1/rollouts.jsonl")
+	stat := artifactstest.Stat(t, st, "main", "direct.jsonl")
 	rc, got, err := st.GetObject(ctx, "main", "runs/r1/rollouts.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +84,7 @@ func TestMetadataAndContentType(t *testing.T) {
 		t.Fatalf("upload: %d %s", status, body)
 	}
 	wantMeta := map[string]string{"rlpipe-task": "prompts", "owner": "rl-team"}
-	info, err := backing.StatObject(context.Background(), "main", "data/p.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := artifactstest.Stat(t, backing, "main", "data/p.jsonl")
 	if info.ContentType != "application/x-ndjson" || !maps.Equal(info.Metadata, wantMeta) || info.Size != 16 {
 		t.Fatalf("in the store: %+v, want content type application/x-ndjson, 16 bytes, metadata %v", info, wantMeta)
 	}
