@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 )
 
 // TestRead reads one stored object whole (ReadObject) and in ranges
 // (RangeReaderAt, through the embedded store's GetObjectRange).
 func TestRead(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := artifactstest.NewLocal(t)
 	if _, err := st.PutObject(ctx, "main", "a.txt", strings.NewReader("hello world"), nil); err != nil {
 		t.Fatal(err)
 	}

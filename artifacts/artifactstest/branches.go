@@ -77,8 +77,7 @@ func testBranchUnknownSource(f *fixture) {
 		_, err := f.st.CreateBranch(f.ctx, "dev", from)
 		wantErr(t, "create branch from "+from, err, artifacts.ErrNotFound)
 	}
-	_, err := f.st.GetBranch(f.ctx, "dev")
-	wantErr(t, "get a branch whose creation failed", err, artifacts.ErrBranchNotFound)
+	f.wantNoBranch("get a branch whose creation failed", "dev")
 }
 
 func testBranchList(f *fixture) {
@@ -101,12 +100,9 @@ func testBranchDelete(f *fixture) {
 	f.putCommit("main", "a", "1")
 	f.branch("dev", "main")
 	f.putCommit("dev", "committed", "c")
-	if err := f.st.DeleteBranch(f.ctx, "dev"); err != nil {
-		t.Fatalf("delete dev: %v", err)
-	}
-	_, err := f.st.GetBranch(f.ctx, "dev")
-	wantErr(t, "get a deleted branch", err, artifacts.ErrBranchNotFound)
-	_, _, err = readObject(f.ctx, f.st, "dev", "a")
+	f.deleteBranch("delete dev", "dev")
+	f.wantNoBranch("get a deleted branch", "dev")
+	_, _, err := readObject(f.ctx, f.st, "dev", "a")
 	wantErr(t, "read through a deleted branch", err, artifacts.ErrNotFound)
 	wantErr(t, "delete a deleted branch", f.st.DeleteBranch(f.ctx, "dev"), artifacts.ErrBranchNotFound)
 	wantSlice(t, "list after delete", branchNames(f), []string{"main"})
@@ -120,15 +116,11 @@ func testBranchDelete(f *fixture) {
 // testBranchDeleteStaged deletes a branch with staged changes, which
 // lakeFS allows: the staged changes go with it.
 func testBranchDeleteStaged(f *fixture) {
-	t := f.t
 	f.putCommit("main", "a", "1")
 	f.branch("dev", "main")
 	f.put("dev", "staged", "s")
-	if err := f.st.DeleteBranch(f.ctx, "dev"); err != nil {
-		t.Fatalf("delete a branch with staged changes: %v", err)
-	}
-	_, err := f.st.GetBranch(f.ctx, "dev")
-	wantErr(t, "get a deleted branch", err, artifacts.ErrBranchNotFound)
+	f.deleteBranch("delete a branch with staged changes", "dev")
+	f.wantNoBranch("get a deleted branch", "dev")
 	f.branch("dev", "main")
 	f.wantMissing("dev", "staged")
 	f.wantChanges("diff uncommitted of the new dev", f.st.DiffUncommitted(f.ctx, "dev"))

@@ -16,8 +16,7 @@ var twoDot = &artifacts.DiffOptions{TwoDot: true}
 
 func testDiffDots(f *fixture) {
 	t := f.t
-	f.put("main", "x", "x0")
-	f.put("main", "y", "y0")
+	f.puts("main", "x", "x0", "y", "y0")
 	f.commit("main", "base")
 	f.branch("b", "main")
 	f.putCommit("main", "x", "x1")
@@ -46,13 +45,10 @@ func testDiffDots(f *fixture) {
 }
 
 func testDiffTypes(f *fixture) {
-	f.put("main", "keep", "k")
-	f.put("main", "change", "c0")
-	f.put("main", "remove", "r")
+	f.puts("main", "keep", "k", "change", "c0", "remove", "r")
 	base := f.commit("main", "base")
 	f.branch("b", "main")
-	f.put("b", "add", "a")
-	f.put("b", "change", "c1")
+	f.puts("b", "add", "a", "change", "c1")
 	f.del("b", "remove")
 	c := f.commit("b", "work")
 
@@ -75,17 +71,13 @@ func testDiffTypes(f *fixture) {
 // testDiffSameBytes writes the committed bytes back: lakeFS compares
 // entries by size, checksum, metadata and content type, so nothing changed.
 func testDiffSameBytes(f *fixture) {
-	f.put("main", "keep", "k")
-	f.put("main", "change", "c0")
-	f.put("main", "remove", "r")
+	f.puts("main", "keep", "k", "change", "c0", "remove", "r")
 	f.commit("main", "base")
 	f.branch("b", "main")
-	f.put("b", "add", "a")
-	f.put("b", "change", "c1")
+	f.puts("b", "add", "a", "change", "c1")
 	f.del("b", "remove")
 	f.commit("b", "work")
-	f.put("b", "change", "c0")
-	f.put("b", "remove", "r")
+	f.puts("b", "change", "c0", "remove", "r")
 	f.del("b", "add")
 	f.commit("b", "undo")
 	f.wantChanges("diff main..b after undoing", f.st.Diff(f.ctx, "main", "b", twoDot))
@@ -93,14 +85,10 @@ func testDiffSameBytes(f *fixture) {
 }
 
 func testDiffPrefix(f *fixture) {
-	f.put("main", "dir1/a", "a0")
-	f.put("main", "dir2/b", "b0")
+	f.puts("main", "dir1/a", "a0", "dir2/b", "b0")
 	f.commit("main", "base")
 	f.branch("b", "main")
-	f.put("b", "dir1/a", "a1")
-	f.put("b", "dir1/sub/c", "c")
-	f.put("b", "dir2/b", "b1")
-	f.put("b", "dir10/d", "d")
+	f.puts("b", "dir1/a", "a1", "dir1/sub/c", "c", "dir2/b", "b1", "dir10/d", "d")
 	f.commit("b", "work")
 
 	f.wantChanges("diff main..b under dir1/", f.st.Diff(f.ctx, "main", "b", &artifacts.DiffOptions{TwoDot: true, Prefix: "dir1/"}),

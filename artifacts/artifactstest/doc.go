@@ -35,4 +35,15 @@
 // reverts (artifacts.Reverter), partial reads (artifacts.RangeReader) and
 // garbage collection (artifacts.Collector; also skipped when it answers
 // artifacts.ErrNotSupported, as on a lakeFS server).
+//
+// The package also holds the store fixtures other packages' tests share,
+// so that none writes its own: NewLocal and NewLocalNamed (a fresh
+// embedded store that closes with the test, the second named by its
+// directory) and Open (an existing one, by URI), Put and
+// PutTable (stage bytes or a Parquet table), Read and ReadTable (an object
+// or a table back), Stat (an object's info), Sums (a ref's objects by checksum, to compare two
+// runs), ServeLakeFS (a store served as a lakeFS and opened with the
+// lakefs:// backend, or either half: Serve and OpenLakeFS), and SHA256Hex and MD5Hex (the checksums the two
+// backends report). Each takes t and fails the test at once, naming what
+// it was doing.
 package artifactstest

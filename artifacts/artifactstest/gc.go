@@ -17,14 +17,7 @@ var noGrace = &artifacts.GCOptions{GracePeriod: -1}
 // collector returns the store's Collector or skips the test; a store that
 // implements it but answers ErrNotSupported (a lakeFS server, which
 // collects on its own schedule) is skipped too.
-func collector(f *fixture) artifacts.Collector {
-	f.t.Helper()
-	c, ok := f.st.(artifacts.Collector)
-	if !ok {
-		f.t.Skip("store does not implement artifacts.Collector")
-	}
-	return c
-}
+func collector(f *fixture) artifacts.Collector { return ability[artifacts.Collector](f) }
 
 func (f *fixture) gc(c artifacts.Collector, opts *artifacts.GCOptions) artifacts.GCResult {
 	f.t.Helper()
@@ -46,9 +39,7 @@ func unreachable(f *fixture) artifacts.Commit {
 	f.branch("scratch", "main")
 	f.put("scratch", "scratch/unique.bin", "only the deleted branch had these bytes")
 	c := f.commit("scratch", "scratch work")
-	if err := f.st.DeleteBranch(f.ctx, "scratch"); err != nil {
-		f.t.Fatalf("delete scratch: %v", err)
-	}
+	f.deleteBranch("delete scratch", "scratch")
 	return c
 }
 
@@ -82,9 +73,7 @@ func testGCKeepsReachable(f *fixture) {
 	if _, err := f.st.CreateTag(f.ctx, "keep", "tagged"); err != nil {
 		t.Fatalf("create tag: %v", err)
 	}
-	if err := f.st.DeleteBranch(f.ctx, "tagged"); err != nil {
-		t.Fatalf("delete tagged: %v", err)
-	}
+	f.deleteBranch("delete tagged", "tagged")
 	// Reachable from an old commit of a live branch only.
 	f.putCommit("main", "history.bin", "in history")
 	f.del("main", "history.bin")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +99,21 @@ func (f *fixture) del(branch, path string) {
 	if err := f.st.DeleteObject(f.ctx, branch, path); err != nil {
 		f.t.Fatalf("delete %s:%s: %v", branch, path, err)
 	}
+}
+
+// deleteBranch deletes branch; an error fails the test as step.
+func (f *fixture) deleteBranch(step, branch string) {
+	f.t.Helper()
+	if err := f.st.DeleteBranch(f.ctx, branch); err != nil {
+		f.t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// wantNoBranch checks that getting branch answers ErrBranchNotFound.
+func (f *fixture) wantNoBranch(step, branch string) {
+	f.t.Helper()
+	_, err := f.st.GetBranch(f.ctx, branch)
+	wantErr(f.t, step, err, artifacts.ErrBranchNotFound)
 }
 
 func (f *fixture) stat(ref, path string) artifacts.ObjectInfo {
@@ -307,15 +323,19 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 func itoa(i int) string { return fmt.Sprint(i) }
 
-// merger returns the store's Merger or skips the test.
-func merger(f *fixture) artifacts.Merger {
+// ability returns the store as the optional interface A, or skips the
+// test when the store does not implement it.
+func ability[A any](f *fixture) A {
 	f.t.Helper()
-	m, ok := f.st.(artifacts.Merger)
+	a, ok := f.st.(A)
 	if !ok {
-		f.t.Skip("store does not implement artifacts.Merger")
+		f.t.Skip("store does not implement " + reflect.TypeFor[A]().String())
 	}
-	return m
+	return a
 }
+
+// merger returns the store's Merger or skips the test.
+func merger(f *fixture) artifacts.Merger { return ability[artifacts.Merger](f) }
 
 // wantSet fails unless got and want hold the same elements, in any order.
 func wantSet(t *testing.T, step string, got, want []string) {
@@ -334,4 +354,28 @@ func mapKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }
 type testingT interface {
 	Helper()
 	Fatalf(format string, args ...any)
+}
+
+// puts stages each path, content pair on branch, in order.
+func (f *fixture) puts(branch string, pathContent ...string) {
+	f.t.Helper()
+	f.eachPair("puts on "+branch, pathContent, func(path, content string) { f.put(branch, path, content) })
+}
+
+// wantContents checks each path, content pair at ref, in order.
+func (f *fixture) wantContents(ref string, pathContent ...string) {
+	f.t.Helper()
+	f.eachPair("want contents at "+ref, pathContent, func(path, content string) { f.wantContent(ref, path, content) })
+}
+
+// eachPair calls do with each path, content pair of pc; an odd count is
+// a mistake in the test and fails it.
+func (f *fixture) eachPair(step string, pc []string, do func(path, content string)) {
+	f.t.Helper()
+	if len(pc)%2 != 0 {
+		f.t.Fatalf("%s: %d arguments %q, want path, content pairs", step, len(pc), pc)
+	}
+	for i := 0; i < len(pc); i += 2 {
+		do(pc[i], pc[i+1])
+	}
 }

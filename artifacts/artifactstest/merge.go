@@ -34,8 +34,7 @@ func testMergeClean(f *fixture) {
 	t := f.t
 	m := merger(f)
 	forked(f, map[string]string{"a": "a0", "b": "b0", "c": "c0"})
-	f.put("feature", "a", "a1")
-	f.put("feature", "new/from-feature", "f")
+	f.puts("feature", "a", "a1", "new/from-feature", "f")
 	f.del("feature", "c")
 	src := f.commit("feature", "feature work")
 	dst := f.putCommit("main", "b", "b1")
@@ -55,8 +54,7 @@ func testMergeClean(f *fixture) {
 	got := f.resolve(merge.ID)
 	wantSlice(t, "resolved merge commit parents", got.Parents, []string{dst.ID, src.ID})
 
-	f.wantContent("main", "a", "a1")
-	f.wantContent("main", "b", "b1")
+	f.wantContents("main", "a", "a1", "b", "b1")
 	f.wantMissing("main", "c")
 	f.wantContent("main", "new/from-feature", "f")
 	f.wantChanges("diff uncommitted after merge", f.st.DiffUncommitted(f.ctx, "main"))
@@ -74,14 +72,10 @@ func testMergeConflict(f *fixture) {
 	t := f.t
 	m := merger(f)
 	forked(f, map[string]string{"x": "0", "y": "0", "d": "0", "z": "0"})
-	f.put("main", "x", "main")
-	f.put("main", "y", "main")
+	f.puts("main", "x", "main", "y", "main")
 	f.del("main", "d")
 	dst := f.commit("main", "main work")
-	f.put("feature", "x", "feature")
-	f.put("feature", "y", "feature")
-	f.put("feature", "d", "feature")
-	f.put("feature", "z", "feature only")
+	f.puts("feature", "x", "feature", "y", "feature", "d", "feature", "z", "feature only")
 	f.commit("feature", "feature work")
 
 	_, err := m.Merge(f.ctx, "feature", "main", nil)
@@ -112,19 +106,16 @@ func testMergeStrategies(f *fixture) {
 	forked(f, map[string]string{"x": "0"})
 	f.branch("other", "main")
 	f.putCommit("main", "x", "main")
-	f.put("feature", "x", "feature")
-	f.put("feature", "from-feature", "f")
+	f.puts("feature", "x", "feature", "from-feature", "f")
 	src := f.commit("feature", "feature work")
-	f.put("other", "x", "other")
-	f.put("other", "from-other", "o")
+	f.puts("other", "x", "other", "from-other", "o")
 	f.commit("other", "other work")
 
 	merge, err := m.Merge(f.ctx, "feature", "main", &artifacts.MergeOptions{Strategy: artifacts.StrategySourceWins})
 	if err != nil {
 		t.Fatalf("merge feature into main, source wins: %v", err)
 	}
-	f.wantContent("main", "x", "feature")
-	f.wantContent("main", "from-feature", "f")
+	f.wantContents("main", "x", "feature", "from-feature", "f")
 	if len(merge.Parents) != 2 || merge.Parents[1] != src.ID {
 		t.Fatalf("source-wins merge parents: got %v, want second parent %s", merge.Parents, src.ID)
 	}
@@ -133,9 +124,7 @@ func testMergeStrategies(f *fixture) {
 	if err != nil {
 		t.Fatalf("merge other into main, destination wins: %v", err)
 	}
-	f.wantContent("main", "x", "feature")
-	f.wantContent("main", "from-other", "o")
-	f.wantContent("main", "from-feature", "f")
+	f.wantContents("main", "x", "feature", "from-other", "o", "from-feature", "f")
 }
 
 func testMergeSameChange(f *fixture) {
@@ -173,16 +162,14 @@ func testMergeDirty(f *fixture) {
 	_, err := m.Merge(f.ctx, "feature", "main", nil)
 	wantErr(t, "merge into a branch with staged changes", err, artifacts.ErrDirtyBranch, artifacts.ErrConflict)
 	wantEqual(t, "main head after a refused merge", f.head("main"), dst)
-	f.wantContent("main", "wip", "staged")
-	f.wantContent("main", "a", "0")
+	f.wantContents("main", "wip", "staged", "a", "0")
 
 	// Committing the staged change lets the merge through.
 	f.commit("main", "wip")
 	if _, err := m.Merge(f.ctx, "feature", "main", nil); err != nil {
 		t.Fatalf("merge after committing: %v", err)
 	}
-	f.wantContent("main", "a", "feature")
-	f.wantContent("main", "wip", "staged")
+	f.wantContents("main", "a", "feature", "wip", "staged")
 }
 
 func testMergeNothing(f *fixture) {

@@ -274,10 +274,7 @@ func testObjectLarge(f *fixture) {
 
 func testObjectRange(f *fixture) {
 	t := f.t
-	rr, ok := f.st.(artifacts.RangeReader)
-	if !ok {
-		t.Skip("store does not implement artifacts.RangeReader")
-	}
+	rr := ability[artifacts.RangeReader](f)
 	content := randomBytes(2, 1000)
 	f.putWith("main", "table.parquet", content, nil)
 	check := func(ref string) {
@@ -392,10 +389,7 @@ func head(b []byte) []byte { return b[:min(len(b), 8)] }
 
 func testObjectCopy(f *fixture) {
 	t := f.t
-	cp, ok := f.st.(artifacts.Copier)
-	if !ok {
-		t.Skip("store does not implement artifacts.Copier")
-	}
+	cp := ability[artifacts.Copier](f)
 	src := f.putWith("main", "cache/out.parquet", []byte("output bytes"), &artifacts.PutOptions{Metadata: map[string]string{"rlpipe-task": "gen"}})
 	c := f.commit("main", "cache entry")
 	f.branch("run", "main")

@@ -118,8 +118,7 @@ func testRefPrecedence(f *fixture) {
 	_, err = f.st.CreateBranch(f.ctx, "rel", c1.ID)
 	wantErr(t, "create branch rel beside tag rel", err, artifacts.ErrTagExists)
 	wantNames(t, "create branch rel beside tag rel", err, "tag")
-	_, err = f.st.GetBranch(f.ctx, "rel")
-	wantErr(t, "get the refused branch rel", err, artifacts.ErrBranchNotFound)
+	f.wantNoBranch("get the refused branch rel", "rel")
 	f.wantResolve("rel", c2.ID)
 	f.wantContent("rel", "a", "2")
 	if tags := collect(t, "list tags", f.st.ListTags(f.ctx)); len(tags) != 1 || tags[0].Name != "rel" {
@@ -127,9 +126,7 @@ func testRefPrecedence(f *fixture) {
 	}
 
 	// A name is free again once the ref holding it is deleted.
-	if err := f.st.DeleteBranch(f.ctx, "dup"); err != nil {
-		t.Fatalf("delete branch dup: %v", err)
-	}
+	f.deleteBranch("delete branch dup", "dup")
 	if _, err := f.st.CreateTag(f.ctx, "dup", c2.ID); err != nil {
 		t.Fatalf("create tag dup after deleting branch dup: %v", err)
 	}

@@ -11,23 +11,14 @@ var revertScenarios = []scenario{
 }
 
 // reverter returns the store's Reverter or skips the test.
-func reverter(f *fixture) artifacts.Reverter {
-	f.t.Helper()
-	r, ok := f.st.(artifacts.Reverter)
-	if !ok {
-		f.t.Skip("store does not implement artifacts.Reverter")
-	}
-	return r
-}
+func reverter(f *fixture) artifacts.Reverter { return ability[artifacts.Reverter](f) }
 
 func testRevertCommit(f *fixture) {
 	t := f.t
 	r := reverter(f)
-	f.put("main", "model.bin", "v1")
-	f.put("main", "old.txt", "old")
+	f.puts("main", "model.bin", "v1", "old.txt", "old")
 	f.commit("main", "v1")
-	f.put("main", "model.bin", "v2")
-	f.put("main", "added.txt", "added")
+	f.puts("main", "model.bin", "v2", "added.txt", "added")
 	f.del("main", "old.txt")
 	bad := f.commit("main", "v2")
 	f.putCommit("main", "later.txt", "later")
@@ -39,8 +30,7 @@ func testRevertCommit(f *fixture) {
 	}
 	wantSlice(t, "revert commit parents", c.Parents, []string{head})
 	wantEqual(t, "main head after revert", f.head("main"), c.ID)
-	f.wantContent("main", "model.bin", "v1")
-	f.wantContent("main", "old.txt", "old")
+	f.wantContents("main", "model.bin", "v1", "old.txt", "old")
 	f.wantMissing("main", "added.txt")
 	f.wantContent("main", "later.txt", "later")
 	f.wantChanges("diff uncommitted after revert", f.st.DiffUncommitted(f.ctx, "main"))
@@ -51,8 +41,7 @@ func testRevertCommit(f *fixture) {
 	if _, err := r.Revert(f.ctx, "main", "main", 1, nil); err != nil {
 		t.Fatalf("revert main: %v", err)
 	}
-	f.wantContent("main", "model.bin", "v2")
-	f.wantContent("main", "added.txt", "added")
+	f.wantContents("main", "model.bin", "v2", "added.txt", "added")
 	f.wantMissing("main", "old.txt")
 }
 
@@ -64,8 +53,7 @@ func testRevertDirty(f *fixture) {
 	_, err := r.Revert(f.ctx, "main", c.ID, 0, nil)
 	wantErr(t, "revert on a branch with staged changes", err, artifacts.ErrDirtyBranch, artifacts.ErrConflict)
 	wantEqual(t, "main head after a refused revert", f.head("main"), c.ID)
-	f.wantContent("main", "a", "1")
-	f.wantContent("main", "wip", "staged")
+	f.wantContents("main", "a", "1", "wip", "staged")
 
 	_, err = r.Revert(f.ctx, "main", "no-such-ref", 0, nil)
 	wantErr(t, "revert a missing ref", err, artifacts.ErrNotFound, artifacts.ErrConflict)

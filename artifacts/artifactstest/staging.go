@@ -20,12 +20,9 @@ var stagingScenarios = []scenario{
 // then stages an addition, a change and a removal on top.
 func stageOverCommitted(f *fixture) artifacts.Commit {
 	f.t.Helper()
-	f.put("main", "keep.txt", "keep")
-	f.put("main", "change.txt", "v1")
-	f.put("main", "gone.txt", "gone")
+	f.puts("main", "keep.txt", "keep", "change.txt", "v1", "gone.txt", "gone")
 	c := f.commit("main", "base")
-	f.put("main", "new.txt", "new")
-	f.put("main", "change.txt", "v2")
+	f.puts("main", "new.txt", "new", "change.txt", "v2")
 	f.del("main", "gone.txt")
 	return c
 }
@@ -36,16 +33,14 @@ func testStagingVisibility(f *fixture) {
 	f.branch("other", "main")
 
 	// The branch sees its staged changes.
-	f.wantContent("main", "new.txt", "new")
-	f.wantContent("main", "change.txt", "v2")
+	f.wantContents("main", "new.txt", "new", "change.txt", "v2")
 	f.wantMissing("main", "gone.txt")
 	wantSlice(t, "list main", f.listPaths("main", nil), []string{"change.txt", "keep.txt", "new.txt"})
 
 	// Its last commit, another branch and the commit id do not.
 	for _, ref := range []string{"main@", "other", c.ID} {
 		f.wantMissing(ref, "new.txt")
-		f.wantContent(ref, "change.txt", "v1")
-		f.wantContent(ref, "gone.txt", "gone")
+		f.wantContents(ref, "change.txt", "v1", "gone.txt", "gone")
 		wantSlice(t, "list "+ref, f.listPaths(ref, nil), []string{"change.txt", "gone.txt", "keep.txt"})
 	}
 	// Staging does not move the head.
@@ -64,10 +59,7 @@ func testStagingVisibility(f *fixture) {
 // a new one appears, on the branch but not at its last commit.
 func testStagingDelimitedListing(f *fixture) {
 	t := f.t
-	f.put("main", "a/only", "a")
-	f.put("main", "b/one", "b")
-	f.put("main", "b/two", "b")
-	f.put("main", "c", "c")
+	f.puts("main", "a/only", "a", "b/one", "b", "b/two", "b", "c", "c")
 	f.commit("main", "base")
 	f.del("main", "a/only")
 	f.del("main", "b/one")
@@ -102,16 +94,11 @@ func testStagingDiffUncommitted(f *fixture) {
 
 func testStagingResetPrefix(f *fixture) {
 	t := f.t
-	f.put("main", "dir/old", "committed")
-	f.put("main", "dir/removed", "committed")
-	f.put("main", "dirty", "committed")
+	f.puts("main", "dir/old", "committed", "dir/removed", "committed", "dirty", "committed")
 	c := f.commit("main", "base")
-	f.put("main", "dir/a", "a")
-	f.put("main", "dir/b/c", "c")
-	f.put("main", "dir/old", "changed")
+	f.puts("main", "dir/a", "a", "dir/b/c", "c", "dir/old", "changed")
 	f.del("main", "dir/removed")
-	f.put("main", "dirty", "changed")
-	f.put("main", "other/d", "d")
+	f.puts("main", "dirty", "changed", "other/d", "d")
 
 	if err := f.st.ResetBranch(f.ctx, "main", "dir/"); err != nil {
 		t.Fatalf("reset main dir/: %v", err)
@@ -120,10 +107,7 @@ func testStagingResetPrefix(f *fixture) {
 		"changed dirty", "added other/d")
 	f.wantMissing("main", "dir/a")
 	f.wantMissing("main", "dir/b/c")
-	f.wantContent("main", "dir/old", "committed")
-	f.wantContent("main", "dir/removed", "committed")
-	f.wantContent("main", "dirty", "changed")
-	f.wantContent("main", "other/d", "d")
+	f.wantContents("main", "dir/old", "committed", "dir/removed", "committed", "dirty", "changed", "other/d", "d")
 	wantEqual(t, "head after reset", f.head("main"), c.ID)
 }
 
@@ -137,8 +121,7 @@ func testStagingResetAll(f *fixture) {
 	f.wantChanges("diff uncommitted after reset", f.st.DiffUncommitted(f.ctx, "main"))
 	f.wantMissing("main", "new.txt")
 	f.wantMissing("main", "deep/er/x")
-	f.wantContent("main", "change.txt", "v1")
-	f.wantContent("main", "gone.txt", "gone")
+	f.wantContents("main", "change.txt", "v1", "gone.txt", "gone")
 	wantSlice(t, "list after reset", f.listPaths("main", nil), []string{"change.txt", "gone.txt", "keep.txt"})
 	wantEqual(t, "head after reset", f.head("main"), c.ID)
 
@@ -157,8 +140,7 @@ func testStagingCommitClears(f *fixture) {
 	wantEqual(t, "head after commit", f.head("main"), c.ID)
 	wantSlice(t, "commit parents", c.Parents, []string{base.ID})
 	for _, ref := range []string{"main", "main@", c.ID} {
-		f.wantContent(ref, "new.txt", "new")
-		f.wantContent(ref, "change.txt", "v2")
+		f.wantContents(ref, "new.txt", "new", "change.txt", "v2")
 		f.wantMissing(ref, "gone.txt")
 		f.wantContent(ref, "keep.txt", "keep")
 	}

@@ -89,8 +89,7 @@ func testTagDelete(f *fixture) {
 
 func testTagReadThrough(f *fixture) {
 	t := f.t
-	f.put("main", "data/a", "a1")
-	f.put("main", "data/b", "b1")
+	f.puts("main", "data/a", "a1", "data/b", "b1")
 	c := f.commit("main", "v1 data")
 	if _, err := f.st.CreateTag(f.ctx, "v1", "main"); err != nil {
 		t.Fatalf("create tag: %v", err)
@@ -101,8 +100,7 @@ func testTagReadThrough(f *fixture) {
 	f.commit("main", "v2 data")
 	f.put("main", "data/d", "staged")
 
-	f.wantContent("v1", "data/a", "a1")
-	f.wantContent("v1", "data/b", "b1")
+	f.wantContents("v1", "data/a", "a1", "data/b", "b1")
 	f.wantMissing("v1", "data/c")
 	f.wantMissing("v1", "data/d")
 	wantSlice(t, "list v1", f.listPaths("v1", &artifacts.ListOptions{Prefix: "data/"}), []string{"data/a", "data/b"})

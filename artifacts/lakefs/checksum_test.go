@@ -3,73 +3,30 @@ package lakefs_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 )
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-func md5Hex(b []byte) string {
-	s := md5.Sum(b)
-	return hex.EncodeToString(s[:])
-}
 
 // md5LakeFS is an embedded store served as a lakeFS whose checksums are
 // MD5s (storeserver.Faults.MD5Checksums), the client store on it, and the
 // server's base URL.
 func md5LakeFS(t *testing.T) (backing *local.Store, client *lakefs.Store, url string) {
 	t.Helper()
-	ctx := context.Background()
-	backing, err := local.Create(ctx, filepath.Join(t.TempDir(), "md5"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backing.Close() })
-	srv, err := storeserver.New(ctx, backing, &storeserver.Options{Faults: storeserver.Faults{MD5Checksums: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	c, err := lakefs.NewClient(lakefs.Config{Endpoint: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err = lakefs.Open(ctx, c, srv.Repository(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	return backing, client, hs.URL + storeserver.APIBasePath + "/repositories/" + srv.Repository()
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
+	backing = artifactstest.NewLocalNamed(t, "md5")
+	client, srv, base := artifactstest.ServeLakeFS(t, backing, &storeserver.Options{Faults: storeserver.Faults{MD5Checksums: true}})
+	return backing, client, base + storeserver.APIBasePath + "/repositories/" + srv.Repository()
 }
 
 // TestRecordedSHA256 puts objects through a lakeFS that reports MD5
@@ -81,7 +38,7 @@ func TestRecordedSHA256(t *testing.T) {
 	ctx := context.Background()
 	backing, st, url := md5LakeFS(t)
 	content := []byte("rollouts of iteration 3\n")
-	want := sha256Hex(content)
+	want := artifactstest.SHA256Hex(content)
 	meta := map[string]string{"rlpipe-task": "gen", "owner": "rl"}
 
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
@@ -105,23 +62,17 @@ func TestRecordedSHA256(t *testing.T) {
 		if err != nil {
 			t.Fatalf("put from a %s: %v", name, err)
 		}
-		if put.Checksum != want || put.Size != int64(len(content)) || !equalMaps(put.Metadata, meta) {
+		if put.Checksum != want || put.Size != int64(len(content)) || !maps.Equal(put.Metadata, meta) {
 			t.Errorf("put from a %s: %+v, want checksum %s, %d bytes, metadata %v", name, put, want, len(content), meta)
 		}
 		// lakeFS keeps the SHA-256 as user metadata; its checksum is the MD5.
-		in, err := backing.StatObject(ctx, "main", path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := artifactstest.Stat(t, backing, "main", path)
 		if in.Metadata[lakefs.MetaSHA256] != want || len(in.Metadata) != 3 {
 			t.Errorf("put from a %s: stored metadata %v, want %v and %s=%s", name, in.Metadata, meta, lakefs.MetaSHA256, want)
 		}
 	}
 
-	stat, err := st.StatObject(ctx, "main", "put/file")
-	if err != nil {
-		t.Fatal(err)
-	}
+	stat := artifactstest.Stat(t, st, "main", "put/file")
 	rc, got, err := st.GetObject(ctx, "main", "put/file")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +96,7 @@ func TestRecordedSHA256(t *testing.T) {
 	for step, info := range map[string]artifacts.ObjectInfo{
 		"stat": stat, "get": got, "copy": cp, "list": listed["put/file"], "list the copy": listed["copied"],
 	} {
-		if info.Checksum != want || !equalMaps(info.Metadata, meta) {
+		if info.Checksum != want || !maps.Equal(info.Metadata, meta) {
 			t.Errorf("%s: checksum %s, metadata %v; want %s, %v", step, info.Checksum, info.Metadata, want, meta)
 		}
 	}
@@ -155,8 +106,8 @@ func TestRecordedSHA256(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if etag := resp.Header.Get("ETag"); etag != `"`+md5Hex(content)+`"` {
-		t.Errorf("ETag %s, want the MD5 %q", etag, md5Hex(content))
+	if etag := resp.Header.Get("ETag"); etag != `"`+artifactstest.MD5Hex(content)+`"` {
+		t.Errorf("ETag %s, want the MD5 %q", etag, artifactstest.MD5Hex(content))
 	}
 }
 
@@ -168,7 +119,7 @@ func TestLakeFSChecksumWithoutARecordedSHA256(t *testing.T) {
 	ctx := context.Background()
 	backing, st, _ := md5LakeFS(t)
 	content := []byte("a body read once\n")
-	wantMD5 := md5Hex(content)
+	wantMD5 := artifactstest.MD5Hex(content)
 
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeAll(pw, content)) }()
@@ -176,7 +127,7 @@ func TestLakeFSChecksumWithoutARecordedSHA256(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if put.Checksum != wantMD5 || !equalMaps(put.Metadata, map[string]string{"owner": "rl"}) {
+	if put.Checksum != wantMD5 || !maps.Equal(put.Metadata, map[string]string{"owner": "rl"}) {
 		t.Errorf("put from a pipe: %+v, want the MD5 %s", put, wantMD5)
 	}
 	if in, err := backing.StatObject(ctx, "main", "piped"); err != nil || len(in.Metadata) != 1 {
@@ -187,16 +138,13 @@ func TestLakeFSChecksumWithoutARecordedSHA256(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Upper-case hex: not what rlpipe writes, so not taken for a SHA-256.
-	bad := map[string]string{lakefs.MetaSHA256: strings.ToUpper(sha256Hex(content)), "owner": "rl"}
+	bad := map[string]string{lakefs.MetaSHA256: strings.ToUpper(artifactstest.SHA256Hex(content)), "owner": "rl"}
 	if _, err := backing.PutObject(ctx, "main", "malformed", bytes.NewReader(content), &artifacts.PutOptions{Metadata: bad}); err != nil {
 		t.Fatal(err)
 	}
 	for path, meta := range map[string]map[string]string{"piped": {"owner": "rl"}, "other": nil, "malformed": {"owner": "rl"}} {
-		info, err := st.StatObject(ctx, "main", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Checksum != wantMD5 || !equalMaps(info.Metadata, meta) {
+		info := artifactstest.Stat(t, st, "main", path)
+		if info.Checksum != wantMD5 || !maps.Equal(info.Metadata, meta) {
 			t.Errorf("stat %s: checksum %s, metadata %v; want the MD5 %s, %v", path, info.Checksum, info.Metadata, wantMD5, meta)
 		}
 		rc, got, err := st.GetObject(ctx, "main", path)
@@ -221,7 +169,7 @@ func TestReservedSHA256Key(t *testing.T) {
 	ctx := context.Background()
 	_, st, _ := md5LakeFS(t)
 	for _, key := range []string{"rlpipe-sha256", "Rlpipe-SHA256"} {
-		_, err := st.PutObject(ctx, "main", "x", strings.NewReader("x"), &artifacts.PutOptions{Metadata: map[string]string{key: sha256Hex([]byte("x"))}})
+		_, err := st.PutObject(ctx, "main", "x", strings.NewReader("x"), &artifacts.PutOptions{Metadata: map[string]string{key: artifactstest.SHA256Hex([]byte("x"))}})
 		want := `lakefs: put main:x: invalid argument: metadata key "` + key + `" is reserved: the store records the object's SHA-256 under it; name your key otherwise`
 		if !errors.Is(err, artifacts.ErrInvalid) || err.Error() != want {
 			t.Errorf("put with metadata %s: %v, want %q", key, err, want)
@@ -255,8 +203,8 @@ func TestBodyChangedDuringUpload(t *testing.T) {
 	_, st, _ := md5LakeFS(t)
 	before, sent := []byte("version 1"), []byte("version 2")
 	_, err := st.PutObject(ctx, "main", "iterations/000001/x.parquet", &changingBody{Reader: bytes.NewReader(before), then: sent}, nil)
-	want := "lakefs: put main:iterations/000001/x.parquet: integrity check failed: the body changed while it was sent (SHA-256 " + sha256Hex(before) +
-		" before the upload, " + sha256Hex(sent) + " as sent), so main:iterations/000001/x.parquet holds bytes that do not match the SHA-256 recorded with them: put it again from a body that does not change"
+	want := "lakefs: put main:iterations/000001/x.parquet: integrity check failed: the body changed while it was sent (SHA-256 " + artifactstest.SHA256Hex(before) +
+		" before the upload, " + artifactstest.SHA256Hex(sent) + " as sent), so main:iterations/000001/x.parquet holds bytes that do not match the SHA-256 recorded with them: put it again from a body that does not change"
 	if !errors.Is(err, artifacts.ErrIntegrity) || err.Error() != want {
 		t.Fatalf("put of a changing body: %v, want %q", err, want)
 	}
@@ -266,9 +214,9 @@ func TestBodyChangedDuringUpload(t *testing.T) {
 	}
 	b, err := io.ReadAll(rc)
 	rc.Close()
-	wantRead := "integrity check failed: read main:iterations/000001/x.parquet: its bytes have SHA-256 " + sha256Hex(sent) + ", not the " + sha256Hex(before) +
+	wantRead := "integrity check failed: read main:iterations/000001/x.parquet: its bytes have SHA-256 " + artifactstest.SHA256Hex(sent) + ", not the " + artifactstest.SHA256Hex(before) +
 		" recorded under rlpipe-sha256 when it was written (changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): write the object again"
-	if info.Checksum != sha256Hex(before) || !errors.Is(err, artifacts.ErrIntegrity) || err.Error() != wantRead || string(b) != string(sent) {
+	if info.Checksum != artifactstest.SHA256Hex(before) || !errors.Is(err, artifacts.ErrIntegrity) || err.Error() != wantRead || string(b) != string(sent) {
 		t.Fatalf("read back: %q, checksum %s, %v; want %q", b, info.Checksum, err, wantRead)
 	}
 	// Written again, it reads clean.
@@ -281,7 +229,7 @@ func TestBodyChangedDuringUpload(t *testing.T) {
 	}
 	b, err = io.ReadAll(rc)
 	rc.Close()
-	if err != nil || string(b) != string(sent) || info.Checksum != sha256Hex(sent) {
+	if err != nil || string(b) != string(sent) || info.Checksum != artifactstest.SHA256Hex(sent) {
 		t.Fatalf("rewritten: %q, checksum %s, %v", b, info.Checksum, err)
 	}
 }

@@ -8,5 +8,5 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	artifactstest.Run(t, func(t *testing.T) artifacts.Store { return newStore(t) })
+	artifactstest.Run(t, func(t *testing.T) artifacts.Store { return artifactstest.NewLocal(t) })
 }

@@ -17,24 +17,13 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 )
 
-func newStore(t *testing.T) *local.Store {
-	t.Helper()
-	s, err := local.Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatalf("create store: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func put(t *testing.T, s artifacts.Store, branch, path, body string) {
 	t.Helper()
-	if _, err := s.PutObject(context.Background(), branch, path, strings.NewReader(body), nil); err != nil {
-		t.Fatalf("put %s:%s: %v", branch, path, err)
-	}
+	artifactstest.Put(t, s, branch, path, []byte(body))
 }
 
 func read(s artifacts.Store, ref, path string) (string, error) {
@@ -58,7 +47,7 @@ func TestOpenMissingStoreSaysHowToCreate(t *testing.T) {
 // ref named like one of the other kind: they name the ref that holds the
 // name, and the error is that ref's exists error.
 func TestNameClashSaysWhatIsInTheWay(t *testing.T) {
-	s := newStore(t)
+	s := artifactstest.NewLocal(t)
 	ctx := context.Background()
 	if _, err := s.CreateTag(ctx, "v1", "main"); err != nil {
 		t.Fatal(err)
@@ -90,7 +79,7 @@ func TestCreateTwiceFails(t *testing.T) {
 func fileSized(s string) string { return strings.Repeat(s, 8192/len(s)+1) }
 
 func TestIdenticalBytesStoredOnce(t *testing.T) {
-	s := newStore(t)
+	s := artifactstest.NewLocal(t)
 	put(t, s, "main", "a", fileSized("same bytes"))
 	put(t, s, "main", "b", fileSized("same bytes"))
 	put(t, s, "main", "c", fileSized("other bytes"))
@@ -109,10 +98,7 @@ func TestIdenticalBytesStoredOnce(t *testing.T) {
 // corrupt flips one byte of the blob behind ref:path.
 func corrupt(t *testing.T, s *local.Store, ref, path string) {
 	t.Helper()
-	st, err := s.StatObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := artifactstest.Stat(t, s, ref, path)
 	f := filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum)
 	b, err := os.ReadFile(f)
 	if err != nil {
@@ -127,7 +113,7 @@ func corrupt(t *testing.T, s *local.Store, ref, path string) {
 func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
 	for _, size := range []int{8 << 10, 5 << 20} { // verified up front, and while streaming
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
-			s := newStore(t)
+			s := artifactstest.NewLocal(t)
 			body := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 			if _, err := s.PutObject(context.Background(), "main", "x.bin", bytes.NewReader(body), nil); err != nil {
 				t.Fatal(err)
@@ -146,7 +132,7 @@ func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
 }
 
 func TestMissingBlobIsIntegrityError(t *testing.T) {
-	s := newStore(t)
+	s := artifactstest.NewLocal(t)
 	put(t, s, "main", "x", fileSized("hello"))
 	st, _ := s.StatObject(context.Background(), "main", "x")
 	os.Remove(filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum))
@@ -398,7 +384,7 @@ func TestTwoProcessesCommitToOneBranch(t *testing.T) {
 // saying it was the commit's encoding, and leaves the branch where it was.
 func TestCommitDateOutOfRange(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := artifactstest.NewLocal(t)
 	put(t, s, "main", "a.txt", "a")
 	before, err := s.GetBranch(ctx, "main")
 	if err != nil {

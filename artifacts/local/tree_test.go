@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 )
 
 func collect[T any](t *testing.T, seq func(func(T, error) bool)) []T {
@@ -27,7 +28,7 @@ func collect[T any](t *testing.T, seq func(func(T, error) bool)) []T {
 // the changed paths, and that listings merge staged and committed entries.
 func TestTreesAreCanonical(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := artifactstest.NewLocal(t)
 	const n = 1000
 	for i := range n {
 		put(t, s, "main", fmt.Sprintf("d/%05d", i), "v1")

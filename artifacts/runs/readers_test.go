@@ -5,34 +5,16 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
-
-func newStore(t *testing.T) artifacts.Store {
-	t.Helper()
-	st, err := local.Create(context.Background(), filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-func put(t *testing.T, st artifacts.Store, branch, path string, b []byte) {
-	t.Helper()
-	if _, err := st.PutObject(context.Background(), branch, path, bytes.NewReader(b), nil); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func commit(t *testing.T, st artifacts.Store, branch string, md map[string]string) artifacts.Commit {
 	t.Helper()
@@ -69,10 +51,10 @@ func TestParseTrainMetrics(t *testing.T) {
 
 func TestReadTrainMetrics(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	put(t, st, "main", runs.IterationPath(1, runs.TrainMetricsFile), []byte(`{"loss": 1.5}`))
-	put(t, st, "main", runs.IterationPath(2, "trainer_metrics.json"), []byte(`{"loss": 2.5}`)) // another trainer's name
-	put(t, st, "main", runs.IterationPath(3, runs.TrainMetricsFile), []byte(`not json`))
+	st := artifactstest.NewLocal(t)
+	artifactstest.Put(t, st, "main", runs.IterationPath(1, runs.TrainMetricsFile), []byte(`{"loss": 1.5}`))
+	artifactstest.Put(t, st, "main", runs.IterationPath(2, "trainer_metrics.json"), []byte(`{"loss": 2.5}`)) // another trainer's name
+	artifactstest.Put(t, st, "main", runs.IterationPath(3, runs.TrainMetricsFile), []byte(`not json`))
 	for n, want := range map[int]float64{1: 1.5, 2: 2.5} {
 		m, err := runs.ReadTrainMetrics(ctx, st, "main", n)
 		if v, ok := m.Get("loss"); err != nil || !ok || v != want {
@@ -90,7 +72,7 @@ func TestReadTrainMetrics(t *testing.T) {
 // pass^k holding the last; a metric no problem could score is left out.
 func TestReadEvals(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := artifactstest.NewLocal(t)
 	rows := []tables.EvalSummaryRow{
 		{Checkpoint: "iteration-000002", Evalset: "heldout", K: 1, N: 4, Metric: tables.MetricPassAtK, Value: 0.4, CILow: 0.3, CIHigh: 0.5, NumProblems: 50},
 		{Checkpoint: "iteration-000002", Evalset: "heldout", K: 4, N: 4, Metric: tables.MetricPassAtK, Value: 0.6, CILow: 0.5, CIHigh: 0.7, NumProblems: 50},
@@ -103,9 +85,9 @@ func TestReadEvals(t *testing.T) {
 	if err := tables.Write(&buf, tables.EvalSummary, rows, nil); err != nil {
 		t.Fatal(err)
 	}
-	put(t, st, "main", runs.EvalPath(2, "heldout", runs.SummaryFile), buf.Bytes())
-	put(t, st, "main", runs.EvalPath(2, "heldout", runs.SamplesFile), []byte("not read"))
-	put(t, st, "main", "evals/notes.txt", []byte("not an evaluation"))
+	artifactstest.Put(t, st, "main", runs.EvalPath(2, "heldout", runs.SummaryFile), buf.Bytes())
+	artifactstest.Put(t, st, "main", runs.EvalPath(2, "heldout", runs.SamplesFile), []byte("not read"))
+	artifactstest.Put(t, st, "main", "evals/notes.txt", []byte("not an evaluation"))
 	evals, err := runs.ReadEvals(ctx, st, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +109,7 @@ func TestReadEvals(t *testing.T) {
 			if err := tables.Write(&buf, tables.EvalSummary, rows[:1], nil); err != nil {
 				t.Fatal(err)
 			}
-			put(t, st, "main", runs.EvalPath(n, set, runs.SummaryFile), buf.Bytes())
+			artifactstest.Put(t, st, "main", runs.EvalPath(n, set, runs.SummaryFile), buf.Bytes())
 		}
 	}
 	evals, err = runs.ReadEvals(ctx, st, "main")
@@ -147,8 +129,8 @@ func TestReadEvals(t *testing.T) {
 	if err != nil || strings.Join(got, ",") != "3 a,3 b,40 a,40 b" {
 		t.Fatalf("ReadCheckpointEvals(40, 3, 41) = %v, %v; want 3 a, 3 b, 40 a, 40 b", got, err)
 	}
-	put(t, st, "main", runs.EvalPath(31, "a", runs.SummaryFile), []byte("not parquet"))
-	put(t, st, "main", runs.EvalPath(17, "b", runs.SummaryFile), []byte("not parquet either"))
+	artifactstest.Put(t, st, "main", runs.EvalPath(31, "a", runs.SummaryFile), []byte("not parquet"))
+	artifactstest.Put(t, st, "main", runs.EvalPath(17, "b", runs.SummaryFile), []byte("not parquet either"))
 	for range 5 {
 		if _, err := runs.ReadEvals(ctx, st, "main"); err == nil || !strings.Contains(err.Error(), "evals/000017/b/summary.parquet") {
 			t.Fatalf("ReadEvals with corrupt summaries at 17 and 31: %v, want the error of 17's", err)
@@ -162,13 +144,13 @@ func TestReadEvals(t *testing.T) {
 // evaluation's commit.
 func TestHistoryAndList(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := artifactstest.NewLocal(t)
 	commit(t, st, "main", map[string]string{"note": "the dataset"})
 	if _, err := st.CreateBranch(ctx, runs.Branch("a"), "main"); err != nil {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 3; n++ {
-		put(t, st, runs.Branch("a"), runs.StatePath, []byte(`{"iteration": `+strconv.Itoa(n)+`, "cursor": 4, "adapters": {}, "seed": 9}`))
+		artifactstest.Put(t, st, runs.Branch("a"), runs.StatePath, []byte(`{"iteration": `+strconv.Itoa(n)+`, "cursor": 4, "adapters": {}, "seed": 9}`))
 		commit(t, st, runs.Branch("a"), map[string]string{runs.MetaRun: "a", runs.MetaIteration: strconv.Itoa(n), runs.MetaConfigHash: "h"})
 	}
 	commit(t, st, runs.Branch("a"), map[string]string{runs.MetaRun: "a", runs.MetaEval: "heldout"})
@@ -214,7 +196,7 @@ func TestHistoryAndList(t *testing.T) {
 	if s, err := runs.ReadState(ctx, st, "main"); s != nil || err != nil {
 		t.Errorf("ReadState of main = %+v, %v; want none", s, err)
 	}
-	put(t, st, "main", runs.StatePath, []byte("{"))
+	artifactstest.Put(t, st, "main", runs.StatePath, []byte("{"))
 	if _, err := runs.ReadState(ctx, st, "main"); err == nil || !bytes.Contains([]byte(err.Error()), []byte("main:run/state.json is not a run record")) {
 		t.Errorf("a broken state: %v", err)
 	}

@@ -3,22 +3,17 @@ package storeserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 )
-
-func md5Hex(b []byte) string {
-	s := md5.Sum(b)
-	return hex.EncodeToString(s[:])
-}
 
 // objectStats is the part of lakeFS's ObjectStats these tests read.
 type objectStats struct {
@@ -49,29 +44,23 @@ func TestRecordedSHA256IsNotKeptByDefault(t *testing.T) {
 	if _, err := st.PutObject(ctx, "main", "through.txt", bytes.NewReader(content), &artifacts.PutOptions{Metadata: meta}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := backing.StatObject(ctx, "main", "through.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in.Checksum != sha256Hex(content) || !equalMaps(in.Metadata, meta) {
-		t.Errorf("put through the server: stored %+v, want checksum %s and metadata %v", in, sha256Hex(content), meta)
+	in := artifactstest.Stat(t, backing, "main", "through.txt")
+	if in.Checksum != artifactstest.SHA256Hex(content) || !maps.Equal(in.Metadata, meta) {
+		t.Errorf("put through the server: stored %+v, want checksum %s and metadata %v", in, artifactstest.SHA256Hex(content), meta)
 	}
 
 	// A value that is not the content's SHA-256, put directly.
-	lie := map[string]string{lakefsapi.MetaSHA256: sha256Hex([]byte("other bytes")), "rlpipe-task": "gen"}
+	lie := map[string]string{lakefsapi.MetaSHA256: artifactstest.SHA256Hex([]byte("other bytes")), "rlpipe-task": "gen"}
 	if _, err := backing.PutObject(ctx, "main", "direct.txt", bytes.NewReader(content), &artifacts.PutOptions{Metadata: lie}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := st.StatObject(ctx, "main", "direct.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Checksum != sha256Hex(content) || !equalMaps(info.Metadata, meta) {
-		t.Errorf("stat through the server: %+v, want the store's checksum %s and metadata %v", info, sha256Hex(content), meta)
+	info := artifactstest.Stat(t, st, "main", "direct.txt")
+	if info.Checksum != artifactstest.SHA256Hex(content) || !maps.Equal(info.Metadata, meta) {
+		t.Errorf("stat through the server: %+v, want the store's checksum %s and metadata %v", info, artifactstest.SHA256Hex(content), meta)
 	}
 	_, _, body := do(t, "GET", url+storeserver.APIBasePath+"/repositories/"+testRepo+"/refs/main/objects/stat?path=direct.txt", "", nil)
-	if got := decodeStats(t, body); got.Checksum != sha256Hex(content) || !equalMaps(got.Metadata, meta) {
-		t.Errorf("stat answer %s: want checksum %s and metadata %v", body, sha256Hex(content), meta)
+	if got := decodeStats(t, body); got.Checksum != artifactstest.SHA256Hex(content) || !maps.Equal(got.Metadata, meta) {
+		t.Errorf("stat answer %s: want checksum %s and metadata %v", body, artifactstest.SHA256Hex(content), meta)
 	}
 }
 
@@ -83,10 +72,10 @@ func TestMD5Checksums(t *testing.T) {
 	url := serve(t, backing, &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret, Faults: storeserver.Faults{MD5Checksums: true}})
 	repo := url + storeserver.APIBasePath + "/repositories/" + testRepo
 	content := "0123456789 trajectories\n"
-	want := md5Hex([]byte(content))
+	want := artifactstest.MD5Hex([]byte(content))
 
-	status, _, body := do(t, "POST", repo+"/branches/main/objects?path=up.txt", content, http.Header{"X-Lakefs-Meta-Rlpipe-Sha256": {sha256Hex([]byte(content))}})
-	if got := decodeStats(t, body); status != http.StatusCreated || got.Checksum != want || got.Metadata[lakefsapi.MetaSHA256] != sha256Hex([]byte(content)) {
+	status, _, body := do(t, "POST", repo+"/branches/main/objects?path=up.txt", content, http.Header{"X-Lakefs-Meta-Rlpipe-Sha256": {artifactstest.SHA256Hex([]byte(content))}})
+	if got := decodeStats(t, body); status != http.StatusCreated || got.Checksum != want || got.Metadata[lakefsapi.MetaSHA256] != artifactstest.SHA256Hex([]byte(content)) {
 		t.Fatalf("upload: %d %s, want checksum %s and the SHA-256 kept as metadata", status, body, want)
 	}
 	if _, err := backing.PutObject(context.Background(), "main", "direct.txt", strings.NewReader(content), nil); err != nil {

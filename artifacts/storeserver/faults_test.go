@@ -3,7 +3,6 @@ package storeserver_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +51,8 @@ func TestCommitWindowMissesStagedReadsDuringACommit(t *testing.T) {
 	put(backing, "other", "staged.txt")
 
 	held := &heldCommit{Store: backing, entered: make(chan struct{}), release: make(chan struct{})}
-	srv, err := storeserver.New(ctx, held, &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret,
+	srv, url := artifactstest.Serve(t, held, &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret,
 		Faults: storeserver.Faults{CommitWindow: time.Nanosecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	url := hs.URL
 	st := open(t, url, testKey, testSecret)
 
 	committed := make(chan error, 1)

@@ -1,15 +1,13 @@
 package storeserver_test
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
@@ -26,12 +24,7 @@ const (
 // newLocal creates a fresh embedded store named testRepo.
 func newLocal(t *testing.T) *local.Store {
 	t.Helper()
-	st, err := local.Create(context.Background(), filepath.Join(t.TempDir(), testRepo), "main", nil)
-	if err != nil {
-		t.Fatalf("create embedded store: %v", err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return artifactstest.NewLocalNamed(t, testRepo)
 }
 
 // serve runs a Server over st on a loopback listener with the test
@@ -41,28 +34,14 @@ func serve(t *testing.T, st artifacts.Store, opts *storeserver.Options) string {
 	if opts == nil {
 		opts = &storeserver.Options{AccessKeyID: testKey, SecretAccessKey: testSecret}
 	}
-	srv, err := storeserver.New(context.Background(), st, opts)
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return hs.URL
+	_, url := artifactstest.Serve(t, st, opts)
+	return url
 }
 
 // open opens the served repository with the lakefs:// backend's client.
 func open(t *testing.T, url, key, secret string) *lakefs.Store {
 	t.Helper()
-	c, err := lakefs.NewClient(lakefs.Config{Endpoint: url, AccessKeyID: key, SecretAccessKey: secret})
-	if err != nil {
-		t.Fatalf("new client: %v", err)
-	}
-	st, err := lakefs.Open(context.Background(), c, testRepo, nil)
-	if err != nil {
-		t.Fatalf("open lakefs://%s at %s: %v", testRepo, url, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return artifactstest.OpenLakeFS(t, url, testRepo, key, secret)
 }
 
 // served is a fresh embedded store, its server, and a client store on it.

@@ -3,12 +3,11 @@ package storeserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"mime/multipart"
 	"net/http"
@@ -20,13 +19,9 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 )
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
 
 // randomBytes returns n bytes from a fixed seed.
 func randomBytes(seed uint64, n int) []byte {
@@ -44,7 +39,7 @@ func TestChecksumsAreTheStores(t *testing.T) {
 	backing, url, st := served(t)
 	ctx := context.Background()
 	content := []byte("rollouts of iteration 3\n")
-	want := sha256Hex(content)
+	want := artifactstest.SHA256Hex(content)
 
 	put, err := st.PutObject(ctx, "main", "runs/r1/rollouts.jsonl", bytes.NewReader(content), nil)
 	if err != nil {
@@ -54,14 +49,8 @@ func TestChecksumsAreTheStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inStore, err := backing.StatObject(ctx, "main", "runs/r1/rollouts.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stat, err := st.StatObject(ctx, "main", "direct.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inStore := artifactstest.Stat(t, backing, "main", "runs/r1/rollouts.jsonl")
+	stat := artifactstest.Stat(t, st, "main", "direct.jsonl")
 	rc, got, err := st.GetObject(ctx, "main", "runs/r1/rollouts.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -95,11 +84,8 @@ func TestMetadataAndContentType(t *testing.T) {
 		t.Fatalf("upload: %d %s", status, body)
 	}
 	wantMeta := map[string]string{"rlpipe-task": "prompts", "owner": "rl-team"}
-	info, err := backing.StatObject(context.Background(), "main", "data/p.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.ContentType != "application/x-ndjson" || !equalMaps(info.Metadata, wantMeta) || info.Size != 16 {
+	info := artifactstest.Stat(t, backing, "main", "data/p.jsonl")
+	if info.ContentType != "application/x-ndjson" || !maps.Equal(info.Metadata, wantMeta) || info.Size != 16 {
 		t.Fatalf("in the store: %+v, want content type application/x-ndjson, 16 bytes, metadata %v", info, wantMeta)
 	}
 	stat := url + storeserver.APIBasePath + "/repositories/" + testRepo + "/refs/main/objects/stat?path=data/p.jsonl"
@@ -121,22 +107,10 @@ func TestMetadataAndContentType(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st.Path != "data/p.jsonl" || st.PathType != "object" || st.Checksum != info.Checksum || st.Size != 16 ||
-			st.Mtime != info.Mtime.Unix() || st.ContentType != "application/x-ndjson" || !equalMaps(st.Metadata, c.meta) {
+			st.Mtime != info.Mtime.Unix() || st.ContentType != "application/x-ndjson" || !maps.Equal(st.Metadata, c.meta) {
 			t.Fatalf("stat%s: %s", c.query, body)
 		}
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestRange reads parts of an object with Range requests.
@@ -176,7 +150,7 @@ func TestRange(t *testing.T) {
 		}
 	}
 	status, header, body := do(t, "HEAD", obj+"t", "", nil)
-	if status != http.StatusOK || body != "" || header.Get("Content-Length") != "10" || header.Get("ETag") != `"`+sha256Hex([]byte("0123456789"))+`"` {
+	if status != http.StatusOK || body != "" || header.Get("Content-Length") != "10" || header.Get("ETag") != `"`+artifactstest.SHA256Hex([]byte("0123456789"))+`"` {
 		t.Errorf("HEAD: %d %q %v", status, body, header)
 	}
 }
@@ -258,7 +232,7 @@ func TestStreaming(t *testing.T) {
 		t.Fatalf("upload: %v", err)
 	}
 	info, err := backing.StatObject(context.Background(), "main", "big.bin")
-	if err != nil || info.Size != 1<<20 || info.Checksum != sha256Hex(content) {
+	if err != nil || info.Size != 1<<20 || info.Checksum != artifactstest.SHA256Hex(content) {
 		t.Fatalf("uploaded object: %+v, %v", info, err)
 	}
 
@@ -321,12 +295,12 @@ func TestIntegrityFailureNeverLooksWhole(t *testing.T) {
 	}
 
 	status, header, body := do(t, "GET", url+storeserver.APIBasePath+"/repositories/"+testRepo+"/refs/main/objects?path=small", "", nil)
-	want := "integrity check failed: main:small: blob " + sha256Hex(small) + " read back as 8192 bytes with digest "
+	want := "integrity check failed: main:small: blob " + artifactstest.SHA256Hex(small) + " read back as 8192 bytes with digest "
 	if status != http.StatusInternalServerError || !strings.HasPrefix(messageOf(t, body), want) || header.Get("ETag") != "" {
 		t.Fatalf("GET a corrupted small object: %d %s", status, body)
 	}
 	status, _, body = do(t, "GET", url+storeserver.APIBasePath+"/repositories/"+testRepo+"/refs/main/objects?path=large", "", nil)
-	if status != http.StatusInternalServerError || !strings.Contains(messageOf(t, body), "main:large: blob "+sha256Hex(large)) {
+	if status != http.StatusInternalServerError || !strings.Contains(messageOf(t, body), "main:large: blob "+artifactstest.SHA256Hex(large)) {
 		t.Fatalf("GET a corrupted large object: %d %.200s", status, body)
 	}
 	for _, path := range []string{"small", "large"} {

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/lakefs"
-	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 )
 
@@ -429,11 +429,7 @@ func TestWithoutCredentials(t *testing.T) {
 func TestNew(t *testing.T) {
 	ctx := context.Background()
 	backing := newLocal(t)
-	dotted, err := local.Create(ctx, filepath.Join(t.TempDir(), ".rlpipe"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dotted.Close()
+	dotted := artifactstest.NewLocalNamed(t, ".rlpipe")
 	cases := []struct {
 		name string
 		st   artifacts.Store

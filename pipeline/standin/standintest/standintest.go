@@ -1,6 +1,10 @@
 // Package standintest is what the tests of runs share beside the stand-in
 // stages: a store holding the stand-in dataset, and readers of a run's
-// objects that fail the test on an error instead of returning it.
+// objects that fail the test on an error instead of returning it. The
+// store and the readers are artifactstest's fixtures (NewLocal, Read,
+// ReadTable, Sums) under the names the tests of runs use; only what is
+// about runs (the dataset, the run's artifact prefixes, Fetch, Loop) is
+// written here.
 //
 // It sits in the unit pipeline/standin, a fixture every test may import
 // (internal/layers); only tests import it, so "testing" never links into
@@ -10,15 +14,13 @@ package standintest
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -28,19 +30,14 @@ import (
 // DatasetPath is where NewStore puts the stand-in prompts on main.
 const DatasetPath = "data/prompts.parquet"
 
-// NewStore creates an embedded store in a fresh t.TempDir() whose main
+// NewStore creates an embedded store (artifactstest.NewLocal) whose main
 // branch holds standin.Prompts(n) at DatasetPath (nothing when n is 0).
 // The store is closed when the test ends.
 func NewStore(t testing.TB, n int) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := artifactstest.NewLocal(t)
 	if n > 0 {
-		if err := standin.PutDataset(ctx, st, "main", DatasetPath, n); err != nil {
+		if err := standin.PutDataset(context.Background(), st, "main", DatasetPath, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,29 +45,16 @@ func NewStore(t testing.TB, n int) artifacts.Store {
 }
 
 // Read returns the bytes of ref:path; a missing object fails the test.
+// It is artifactstest.Read, kept under this name for the tests of runs.
 func Read(t testing.TB, st artifacts.Store, ref, path string) []byte {
 	t.Helper()
-	rc, _, err := st.GetObject(context.Background(), ref, path)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("read %s:%s: %v", ref, path, err)
-	}
-	return b
+	return artifactstest.Read(t, st, ref, path)
 }
 
-// ReadRows reads the table tb stored at ref:path.
+// ReadRows reads the table tb stored at ref:path (artifactstest.ReadTable).
 func ReadRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {
 	t.Helper()
-	b := Read(t, st, ref, path)
-	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), path, tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
+	return artifactstest.ReadTable(t, st, ref, path, tb)
 }
 
 // Sums maps every artifact of the run at ref — the paths under
@@ -78,16 +62,7 @@ func ReadRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tab
 // byte for byte; events/ holds timings and is left out.
 func Sums(t testing.TB, st artifacts.Store, ref string) map[string]string {
 	t.Helper()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(context.Background(), ref, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, runs.IterationsPrefix) || strings.HasPrefix(e.Path, runs.EvalsPrefix) || strings.HasPrefix(e.Path, "run/") {
-			m[e.Path] = e.Checksum
-		}
-	}
-	return m
+	return artifactstest.Sums(t, st, ref, runs.IterationsPrefix, runs.EvalsPrefix, "run/")
 }
 
 // Fetch copies every object under ref:prefix/ into a fresh t.TempDir() and
