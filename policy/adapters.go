@@ -240,3 +240,22 @@ func copyDir(src, dst string) error {
 	}
 	return nil
 }
+
+// LoadedAdapter is an adapter a client or server has loaded: the name it
+// is served as and the directory it was loaded from.
+type LoadedAdapter struct {
+	Name, Dir string
+}
+
+// LoadedAdapters is the adapters a client or server has loaded, oldest
+// first.
+type LoadedAdapters []LoadedAdapter
+
+// Names lists the adapters' names, oldest first.
+func (l LoadedAdapters) Names() []string {
+	out := make([]string, len(l))
+	for i, a := range l {
+		out[i] = a.Name
+	}
+	return out
+}

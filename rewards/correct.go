@@ -32,18 +32,8 @@ func (d *specDecoder) correct(n ast.Node) {
 		if !ok {
 			return
 		}
-		for _, kv := range kvs {
-			switch k := keyOf(kv); k {
-			case "component":
-				compNode = kv.Value
-			case "at_least":
-				atLeast = kv.Value
-			case "above":
-				above = kv.Value
-			default:
-				d.errorf(kv.Key, "", hintFor(k, knownCorrect), "correct: unknown key %q", k)
-				return
-			}
+		if !d.fields(kvs, what, knownCorrect, true, &compNode, &atLeast, &above) {
+			return
 		}
 		if len(kvs) == 0 {
 			d.errorf(n, "", "e.g. correct: {component: correct, at_least: 0.5}", "correct is empty")

@@ -265,6 +265,28 @@ func describe(n ast.Node) string {
 	return fmt.Sprintf("%q", clip(strings.TrimSpace(n.String()), 40))
 }
 
+// fields sets dst[i] to the value of the key known[i] in kvs (a key
+// given twice: its last value) and reports each other key as unknown,
+// under label; with stop it reports only the first. It returns whether
+// every key was known.
+func (d *specDecoder) fields(kvs []*ast.MappingValueNode, label string, known []string, stop bool, dst ...*ast.Node) bool {
+	ok := true
+	for _, kv := range kvs {
+		k := keyOf(kv)
+		i := slices.Index(known, k)
+		if i >= 0 {
+			*dst[i] = kv.Value
+			continue
+		}
+		d.errorf(kv.Key, "", hintFor(k, known), "%s: unknown key %q", label, k)
+		if stop {
+			return false
+		}
+		ok = false
+	}
+	return ok
+}
+
 func keyOf(kv *ast.MappingValueNode) string {
 	if kv.Key == nil {
 		return ""
@@ -406,18 +428,7 @@ func (d *specDecoder) components(n, key ast.Node) {
 		}
 		c := Component{Weight: 1, Pos: posOf(it)}
 		var nameNode, exprNode, weightNode ast.Node
-		for _, kv := range kvs {
-			switch k := keyOf(kv); k {
-			case "name":
-				nameNode = kv.Value
-			case "expr":
-				exprNode = kv.Value
-			case "weight":
-				weightNode = kv.Value
-			default:
-				d.errorf(kv.Key, "", hintFor(k, knownComponent), "%s: unknown key %q", label, k)
-			}
-		}
+		d.fields(kvs, label, knownComponent, false, &nameNode, &exprNode, &weightNode)
 		if len(kvs) > 0 {
 			c.Pos = posOf(kvs[0].Key)
 		}

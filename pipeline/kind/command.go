@@ -17,13 +17,7 @@ import (
 // Command is the kind of a stage that is an external command: the engine
 // runs its argv with the inputs, outputs and params filled in
 // ({{inputs.NAME}}, …) and checks the tables it writes (docs/PIPELINE.md).
-var Command Kind = commandKind{}
-
-type commandKind struct{}
-
-func (commandKind) Name() string    { return "command" }
-func (commandKind) Slots() []string { return pipeline.SlotNames() }
-func (commandKind) New() Stage      { return &CommandStage{} }
+var Command = Of[CommandStage]("command", pipeline.SlotNames()...)
 
 // CommandStage is a command stage's keys.
 type CommandStage struct {

@@ -16,13 +16,7 @@
 // A new kind is one file in the package that implements it, plus one line
 // in the registry the program assembles (cli/kinds):
 //
-//	var Kind kind.Kind = echoKind{}
-//
-//	type echoKind struct{}
-//
-//	func (echoKind) Name() string    { return "echo" }
-//	func (echoKind) Slots() []string { return []string{pipeline.SlotReward} }
-//	func (echoKind) New() kind.Stage { return &Echo{} }
+//	var Kind = kind.Of[Echo]("echo", pipeline.SlotReward)
 //
 //	type Echo struct {
 //		Score float64 `yaml:"score"`
@@ -31,12 +25,14 @@
 //	func (e *Echo) Check(c kind.Checker) { kind.OnlyIn(c, pipeline.SlotReward, "can be an echo") }
 //	func (e *Echo) Task(b kind.Build) (*pipeline.Task, error) { ... }
 //
-// Optional interfaces say more: Nouned (how messages name the kind's
-// stages), Sectioned (the options are a top-level section, as grpo's
-// trainer:), Sampler (the stage samples from the policy section), Scoring
-// (the plan compiles the stage's reward once and hands it to the stage's
-// task and to evaluation), Stepped (the stage adds iteration steps: the
-// grpo and external train stages add the advantages step).
+// Of makes the Kind of a name, its slots and the options struct; a kind
+// with more to say implements Kind itself. Optional interfaces say more:
+// Nouned (how messages name the kind's stages), Sectioned (the options
+// are a top-level section, as grpo's trainer:, which InSection adds),
+// Sampler (the stage samples from the policy section), Scoring (the plan
+// compiles the stage's reward once and hands it to the stage's task and
+// to evaluation), Stepped (the stage adds iteration steps: the grpo and
+// external train stages add the advantages step).
 //
 // A Registry holds the kinds and the step sources every run's iteration
 // may have (StepSource: the training health, the evaluation), so adding a

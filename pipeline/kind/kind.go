@@ -29,6 +29,39 @@ type Kind interface {
 	New() Stage
 }
 
+// Of is the kind named name whose stages are *S, filling slots: the
+// whole of most kinds, which differ only in their stages. S's pointer
+// must be a Stage; New returns a zero *S.
+func Of[S any, P interface {
+	*S
+	Stage
+}](name string, slots ...string) Kind {
+	return &of[S, P]{name: name, slots: slots}
+}
+
+type of[S any, P interface {
+	*S
+	Stage
+}] struct {
+	name  string
+	slots []string
+}
+
+func (k *of[S, P]) Name() string    { return k.name }
+func (k *of[S, P]) Slots() []string { return slices.Clone(k.slots) }
+func (k *of[S, P]) New() Stage      { return P(new(S)) }
+
+// InSection is k with its options in the file's top-level section
+// (Sectioned).
+func InSection(k Kind, section string) Kind { return sectioned{k, section} }
+
+type sectioned struct {
+	Kind
+	section string
+}
+
+func (s sectioned) Section() string { return s.section }
+
 // A Stage is one configured stage: a kind's decoded options.
 type Stage interface {
 	// Check reports what the types alone cannot (ranges, keys that go

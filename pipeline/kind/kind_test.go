@@ -146,3 +146,41 @@ func TestCommandRewardsCheckRefusesNoFiniteReward(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestOf: a kind made by Of has its name and slots, a fresh zero stage
+// from each New, and slots a caller cannot change; InSection adds only
+// the section.
+func TestOf(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		k       kind.Kind
+		slots   []string
+		section string // "" for not Sectioned
+	}{
+		{"every slot", kind.Of[kind.CommandStage]("c", pipeline.SlotNames()...), pipeline.SlotNames(), ""},
+		{"one slot", kind.Of[kind.CommandStage]("c", pipeline.SlotTrain), []string{pipeline.SlotTrain}, ""},
+		{"in a section", kind.InSection(kind.Of[kind.CommandStage]("c", pipeline.SlotTrain), "trainer"), []string{pipeline.SlotTrain}, "trainer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.k.Name(); got != "c" {
+				t.Errorf("Name() = %q, want c", got)
+			}
+			got := tc.k.Slots()
+			if strings.Join(got, ",") != strings.Join(tc.slots, ",") {
+				t.Errorf("Slots() = %v, want %v", got, tc.slots)
+			}
+			got[0] = "changed"
+			if again := tc.k.Slots(); again[0] != tc.slots[0] {
+				t.Errorf("Slots()[0] = %q after a caller changed its copy, want %q", again[0], tc.slots[0])
+			}
+			a, b := tc.k.New().(*kind.CommandStage), tc.k.New().(*kind.CommandStage)
+			if a == b || len(a.Command) != 0 {
+				t.Errorf("New() = %p %+v and %p: want two distinct zero stages", a, *a, b)
+			}
+			s, ok := tc.k.(kind.Sectioned)
+			if ok != (tc.section != "") || ok && s.Section() != tc.section {
+				t.Errorf("Sectioned = %v, want section %q", ok, tc.section)
+			}
+		})
+	}
+}

@@ -11,13 +11,7 @@ import (
 )
 
 // Kind is the stand-ins' stage kind, kind: standin, for any slot.
-var Kind kind.Kind = standinKind{}
-
-type standinKind struct{}
-
-func (standinKind) Name() string    { return "standin" }
-func (standinKind) Slots() []string { return pipeline.SlotNames() }
-func (standinKind) New() kind.Stage { return &Stage{} }
+var Kind = kind.Of[Stage]("standin", pipeline.SlotNames()...)
 
 // Stage is a stand-in stage's keys.
 type Stage struct {

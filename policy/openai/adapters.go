@@ -57,11 +57,6 @@ func adapterAdvice(ce *callError, dir string) string {
 	return "the server could not load " + dir + ": check its adapter_config.json and adapter_model.safetensors (written by a PEFT trainer for this base model) and see the log of the server at " + ce.endpoint
 }
 
-// adapter is a LoRA adapter loaded through the client.
-type adapter struct {
-	name, dir string
-}
-
 // LoadAdapter loads the PEFT adapter directory dir as name on every
 // endpoint, with vLLM's POST /v1/load_lora_adapter {"lora_name": name,
 // "lora_path": dir}. The servers read dir themselves: it must be a path
@@ -118,8 +113,8 @@ func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
 		}
 		return err
 	}
-	c.adapters = slices.DeleteFunc(c.adapters, func(a adapter) bool { return a.name == name })
-	c.adapters = append(c.adapters, adapter{name: name, dir: dir})
+	c.adapters = slices.DeleteFunc(c.adapters, func(a policy.LoadedAdapter) bool { return a.Name == name })
+	c.adapters = append(c.adapters, policy.LoadedAdapter{Name: name, Dir: dir})
 	c.log.Info().Str(logAdapter, name).Int("endpoints", len(c.eps)).Msg("adapter loaded")
 	return nil
 }
@@ -151,7 +146,7 @@ func (c *Client) unload(ctx context.Context, name string) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("openai: unload adapter %q: %w", name, err)
 	}
-	c.adapters = slices.DeleteFunc(c.adapters, func(a adapter) bool { return a.name == name })
+	c.adapters = slices.DeleteFunc(c.adapters, func(a policy.LoadedAdapter) bool { return a.Name == name })
 	c.log.Info().Str(logAdapter, name).Msg("adapter unloaded")
 	return nil
 }
@@ -164,7 +159,7 @@ func (c *Client) PruneAdapters(ctx context.Context, keep int) ([]string, error) 
 	defer c.amu.Unlock()
 	var done []string
 	for len(c.adapters) > max(keep, 0) {
-		name := c.adapters[0].name
+		name := c.adapters[0].Name
 		if err := c.unload(ctx, name); err != nil {
 			return done, err
 		}
@@ -177,11 +172,7 @@ func (c *Client) PruneAdapters(ctx context.Context, keep int) ([]string, error) 
 func (c *Client) Adapters() []string {
 	c.amu.Lock()
 	defer c.amu.Unlock()
-	out := make([]string, len(c.adapters))
-	for i, a := range c.adapters {
-		out[i] = a.name
-	}
-	return out
+	return c.adapters.Names()
 }
 
 // onEvery posts body to path on every endpoint at once, with retries, and

@@ -42,8 +42,8 @@ type Client struct {
 	wake chan struct{}
 	rng  *rand.Rand
 
-	amu      sync.Mutex // guards adapters and serializes adapter calls
-	adapters []adapter  // loaded through this client, oldest first
+	amu      sync.Mutex            // guards adapters and serializes adapter calls
+	adapters policy.LoadedAdapters // loaded through this client, oldest first
 
 	// Test hooks.
 	now   func() time.Time

@@ -31,7 +31,7 @@ func (s *Server) models(w http.ResponseWriter) {
 	s.amu.RLock()
 	data := []model{{ID: s.opts.Model, Object: "model", Created: s.created, OwnedBy: "rlpipe", Root: s.opts.Model}}
 	for _, a := range s.adapters {
-		data = append(data, model{ID: a.name, Object: "model", Created: s.created, OwnedBy: "rlpipe", Root: a.dir, Parent: &s.opts.Model})
+		data = append(data, model{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "rlpipe", Root: a.Dir, Parent: &s.opts.Model})
 	}
 	s.amu.RUnlock()
 	writeJSON(w, struct {
@@ -65,7 +65,7 @@ func (s *Server) loadAdapter(w http.ResponseWriter, r *http.Request) {
 	s.amu.Lock()
 	defer s.amu.Unlock()
 	for _, a := range s.adapters {
-		if a.name == b.Name {
+		if a.Name == b.Name {
 			writeError(w, badRequest("lora_name", "The lora adapter '%s' has already been loaded.", b.Name))
 			return
 		}
@@ -80,7 +80,7 @@ func (s *Server) loadAdapter(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.adapters = append(s.adapters, served{name: b.Name, dir: b.Path})
+	s.adapters = append(s.adapters, policy.LoadedAdapter{Name: b.Name, Dir: b.Path})
 	s.log.Info().Str(logAdapter, b.Name).Str("dir", b.Path).Msg("adapter loaded")
 	writeText(w, fmt.Sprintf("Success: LoRA adapter '%s' added successfully.", b.Name))
 }
@@ -98,7 +98,7 @@ func (s *Server) unloadAdapter(w http.ResponseWriter, r *http.Request) {
 	}
 	s.amu.Lock()
 	defer s.amu.Unlock()
-	i := slices.IndexFunc(s.adapters, func(a served) bool { return a.name == b.Name })
+	i := slices.IndexFunc(s.adapters, func(a policy.LoadedAdapter) bool { return a.Name == b.Name })
 	if i < 0 || s.loader == nil {
 		writeError(w, &apiError{status: http.StatusNotFound, Type: "not_found_error", Param: "lora_name",
 			Message: fmt.Sprintf("The lora adapter '%s' cannot be found.", b.Name)})

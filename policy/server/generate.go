@@ -156,7 +156,7 @@ func (s *Server) model(name string) (shown, adapter string, e *apiError) {
 	s.amu.RLock()
 	defer s.amu.RUnlock()
 	for _, a := range s.adapters {
-		if a.name == name {
+		if a.Name == name {
 			return name, name, nil
 		}
 	}
@@ -167,7 +167,7 @@ func (s *Server) model(name string) (shown, adapter string, e *apiError) {
 func (s *Server) servedList() string {
 	names := []string{strconv.Quote(s.opts.Model)}
 	for _, a := range s.adapters {
-		names = append(names, strconv.Quote(a.name))
+		names = append(names, strconv.Quote(a.Name))
 	}
 	return strings.Join(names, ", ")
 }

@@ -102,16 +102,11 @@ type Server struct {
 	log    zerolog.Logger
 	token  [sha256.Size]byte
 
-	amu      sync.RWMutex // guards adapters; held by loads and unloads
-	adapters []served     // loaded through the server, oldest first
+	amu      sync.RWMutex          // guards adapters; held by loads and unloads
+	adapters policy.LoadedAdapters // loaded through the server, oldest first
 
 	ids     atomic.Uint64 // response ids
 	created int64         // the models' creation time, Unix seconds
-}
-
-// served is an adapter the server holds.
-type served struct {
-	name, dir string
 }
 
 // New returns a Server for p; if p is also a policy.AdapterLoader the
@@ -156,11 +151,7 @@ func (s *Server) Model() string { return s.opts.Model }
 func (s *Server) Adapters() []string {
 	s.amu.RLock()
 	defer s.amu.RUnlock()
-	out := make([]string, len(s.adapters))
-	for i, a := range s.adapters {
-		out[i] = a.name
-	}
-	return out
+	return s.adapters.Names()
 }
 
 // ServeHTTP answers the OpenAI API: POST /v1/completions,

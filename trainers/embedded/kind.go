@@ -21,14 +21,7 @@ import (
 // (`rlpipe policy export`) under its name: policy.model then names the
 // embedded model the trainer loads (tiny-arith, tiny-chain or a
 // .safetensors file), and the server must serve those same weights.
-var GRPOKind kind.Kind = grpoKind{}
-
-type grpoKind struct{}
-
-func (grpoKind) Name() string    { return "grpo" }
-func (grpoKind) Slots() []string { return []string{pipeline.SlotTrain} }
-func (grpoKind) New() kind.Stage { return &GRPOStage{} }
-func (grpoKind) Section() string { return "trainer" }
+var GRPOKind = kind.InSection(kind.Of[GRPOStage]("grpo", pipeline.SlotTrain), "trainer")
 
 // GRPOStage is a grpo stage: the trainer section's options, zero fields
 // at their defaults.

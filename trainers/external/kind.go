@@ -8,13 +8,7 @@ import (
 
 // Kind is kind: external, the train stage that runs an external trainer
 // behind the file contract (docs/TRAINERS.md).
-var Kind kind.Kind = externalKind{}
-
-type externalKind struct{}
-
-func (externalKind) Name() string    { return "external" }
-func (externalKind) Slots() []string { return []string{pipeline.SlotTrain} }
-func (externalKind) New() kind.Stage { return &Stage{} }
+var Kind = kind.Of[Stage]("external", pipeline.SlotTrain)
 
 // Stage is an external train stage's keys.
 type Stage struct {
