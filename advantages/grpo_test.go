@@ -38,7 +38,7 @@ func TestEstimatorsLookup(t *testing.T) {
 // back with it when it is known, and fails naming the known ones when
 // not; GRPO's versions name none.
 func TestParseVersionEstimator(t *testing.T) {
-	half := halfGRPO{}
+	half := estimatortest.Half
 	o := advantages.TrainOptions{Options: advantages.Options{Epsilon: 1e-6, Estimator: half}, KeepZeroStd: true}
 	const v = "join-2 epsilon=1e-06 no_std=false keep_zero_std=true estimator=half"
 	if got := o.Version(); got != v {
@@ -58,14 +58,3 @@ func TestParseVersionEstimator(t *testing.T) {
 	}
 }
 
-// halfGRPO is GRPO's advantages halved: an estimator of the test's own.
-type halfGRPO struct{}
-
-func (halfGRPO) Name() string { return "half" }
-func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []float64 {
-	out := advantages.GRPO.Group(r, mean, std, o)
-	for i := range out {
-		out[i] /= 2
-	}
-	return out
-}

@@ -156,3 +156,19 @@ func Run(t *testing.T, s Suite) {
 		}
 	})
 }
+
+// Half is GRPO's advantages halved, named "half": an estimator other than
+// the shipped one, for tests that check an estimator reaches the code
+// that uses it (the version, rescoring) and that the suite accepts one.
+var Half advantages.Estimator = half{}
+
+type half struct{}
+
+func (half) Name() string { return "half" }
+func (half) Group(r []float64, mean, std float64, o advantages.Options) []float64 {
+	out := advantages.GRPO.Group(r, mean, std, o)
+	for i := range out {
+		out[i] /= 2
+	}
+	return out
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/advantages/estimatortest"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -198,17 +199,6 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	}
 }
 
-// halfGRPO is GRPO's advantages halved: an estimator of the test's own.
-type halfGRPO struct{}
-
-func (halfGRPO) Name() string { return "half" }
-func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []float64 {
-	out := advantages.GRPO.Group(r, mean, std, o)
-	for i := range out {
-		out[i] /= 2
-	}
-	return out
-}
 
 // A run whose advantages step used an estimator other than GRPO is
 // rescored with it when the program registers it (the run's reward gives
@@ -216,10 +206,10 @@ func (halfGRPO) Group(r []float64, mean, std float64, o advantages.Options) []fl
 // and the known ones, when it does not.
 func TestRescoreWithTheRunsEstimator(t *testing.T) {
 	ctx := context.Background()
-	st := runLoopWithAdvantages(t, advantages.TrainOptions{Options: advantages.Options{Estimator: halfGRPO{}}})
+	st := runLoopWithAdvantages(t, advantages.TrainOptions{Options: advantages.Options{Estimator: estimatortest.Half}})
 	same := rewardstest.Program(t, "new.yaml", runsReward)
 	rep := rescored(ctx, t, st, rescore.Options{From: "runs-r", Branch: "rescore-half", Reward: same,
-		Estimators: advantages.Estimators{advantages.GRPO, halfGRPO{}}})
+		Estimators: advantages.Estimators{advantages.GRPO, estimatortest.Half}})
 	path := runs.IterationPath(1, runs.AdvantagesFile)
 	if !bytes.Equal(standintest.Read(t, st, rep.Branch, path), standintest.Read(t, st, "runs-r", path)) {
 		t.Errorf("%s rescored with the run's reward and estimator differs from the run's", path)
