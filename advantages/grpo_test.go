@@ -57,4 +57,3 @@ func TestParseVersionEstimator(t *testing.T) {
 		t.Errorf("GRPO's version %q names an estimator", got)
 	}
 }
-

@@ -199,7 +199,6 @@ func TestRescoreRecomputesAdvantages(t *testing.T) {
 	}
 }
 
-
 // A run whose advantages step used an estimator other than GRPO is
 // rescored with it when the program registers it (the run's reward gives
 // the run's advantages byte for byte), and refused, naming the estimator
