@@ -88,10 +88,7 @@ type ImportOptions struct {
 // whose rows hold no columns (only {} lines) fails with ErrNoRows before
 // anything is written to dst.
 func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int64, error) {
-	var o ImportOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := valueOf(opts)
 	if o.Format == "" {
 		o.Format = JSONL
 	}

@@ -44,10 +44,7 @@ type ReadOptions struct {
 }
 
 func (o *ReadOptions) withDefaults() ReadOptions {
-	var v ReadOptions
-	if o != nil {
-		v = *o
-	}
+	v := valueOf(o)
 	if v.BatchRows <= 0 {
 		v.BatchRows = DefaultReadBatchRows
 	}

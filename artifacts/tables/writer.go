@@ -39,11 +39,18 @@ type WriteOptions struct {
 	ZstdLevel int
 }
 
-func (o *WriteOptions) withDefaults() WriteOptions {
-	var v WriteOptions
-	if o != nil {
-		v = *o
+// valueOf returns *p, or the zero T when p is nil: how a function reads
+// its optional options struct before filling in defaults.
+func valueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
+	return *p
+}
+
+func (o *WriteOptions) withDefaults() WriteOptions {
+	v := valueOf(o)
 	if v.RowGroupRows <= 0 {
 		v.RowGroupRows = DefaultRowGroupRows
 	}
