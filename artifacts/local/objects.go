@@ -302,12 +302,7 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 		o = *opts
 	}
 	return func(yield func(artifacts.Entry, error) bool) {
-		var v view
-		err := s.view(ctx, func(tx *bolt.Tx) error {
-			var err error
-			v, err = resolve(tx, ref)
-			return err
-		})
+		v, err := viewGet(s, ctx, func(tx *bolt.Tx) (view, error) { return resolve(tx, ref) })
 		if err != nil {
 			yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
 			return
@@ -319,11 +314,8 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 		emitted := 0
 		lastCP := ""
 		for {
-			var page []entry
-			err := s.view(ctx, func(tx *bolt.Tx) error {
-				var err error
-				page, err = s.listPage(tx, v, o.Prefix, from, listPageSize)
-				return err
+			page, err := viewGet(s, ctx, func(tx *bolt.Tx) ([]entry, error) {
+				return s.listPage(tx, v, o.Prefix, from, listPageSize)
 			})
 			if err != nil {
 				yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
