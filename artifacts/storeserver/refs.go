@@ -115,12 +115,8 @@ func (s *Server) deleteBranch(c *call) error {
 // resetBranch answers PUT …/branches/{branch}: discard staged changes,
 // all of them (type reset) or under a prefix (type common_prefix).
 func (s *Server) resetBranch(c *call) error {
-	name, err := c.branch("branch")
+	name, body, err := branchBody[lakefsapi.ResetCreation](s, c)
 	if err != nil {
-		return err
-	}
-	var body lakefsapi.ResetCreation
-	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
 	prefix := ""
@@ -205,12 +201,8 @@ func (s *Server) getCommit(c *call) error {
 }
 
 func (s *Server) commit(c *call) error {
-	branch, err := c.branch("branch")
+	branch, body, err := branchBody[lakefsapi.CommitCreation](s, c)
 	if err != nil {
-		return err
-	}
-	var body lakefsapi.CommitCreation
-	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
 	opts := &artifacts.CommitOptions{Metadata: body.Metadata, AllowEmpty: body.AllowEmpty}
