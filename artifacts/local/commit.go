@@ -300,26 +300,35 @@ func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.Di
 	}
 }
 
+// reachableFrom returns the ids of the commits roots hold and all their
+// ancestors.
+func reachableFrom(tx *bolt.Tx, roots []string) (map[string]bool, error) {
+	reachable := map[string]bool{}
+	for len(roots) > 0 {
+		id := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if reachable[id] {
+			continue
+		}
+		reachable[id] = true
+		c, err := getCommit(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		roots = append(roots, c.Parents...)
+	}
+	return reachable, nil
+}
+
 // mergeBase finds the best common ancestor: walking b's history newest
 // generation first, the first commit that is also an ancestor of a.
 func mergeBase(tx *bolt.Tx, a, b artifacts.Commit) (artifacts.Commit, error) {
 	if a.ID == b.ID {
 		return a, nil
 	}
-	ancestors := map[string]bool{}
-	stack := []string{a.ID}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if ancestors[id] {
-			continue
-		}
-		ancestors[id] = true
-		c, err := getCommit(tx, id)
-		if err != nil {
-			return artifacts.Commit{}, err
-		}
-		stack = append(stack, c.Parents...)
+	ancestors, err := reachableFrom(tx, []string{a.ID})
+	if err != nil {
+		return artifacts.Commit{}, err
 	}
 	h := &genHeap{b}
 	seen := map[string]bool{b.ID: true}
