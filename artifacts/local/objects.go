@@ -39,7 +39,20 @@ func stagingOf(tx *bolt.Tx, branch string) *bolt.Bucket {
 	return tx.Bucket(bucketStaging).Bucket([]byte(branch))
 }
 
+// lookupOnBranch is lookupIn on a branch that writableBranch accepted
+// (its head commit with its staged changes); it returns the head too.
+func (s *Store) lookupOnBranch(tx *bolt.Tx, branch, path string) (artifacts.Commit, *entry, error) {
+	b, _ := getBranch(tx, branch)
+	c, err := getCommit(tx, b.CommitID)
+	if err != nil {
+		return c, nil, err
+	}
+	e, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+	return c, e, err
+}
+
 // lookupIn finds path as seen through v (staged changes first).
+
 func (s *Store) lookupIn(tx *bolt.Tx, v view, path string) (*entry, error) {
 	if v.branch != "" {
 		if st := stagingOf(tx, v.branch); st != nil {
@@ -102,12 +115,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 			return err
 		}
 		if opts.IfAbsent {
-			b, _ := getBranch(tx, branch)
-			c, err := getCommit(tx, b.CommitID)
-			if err != nil {
-				return err
-			}
-			old, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+			_, old, err := s.lookupOnBranch(tx, branch, path)
 			if err != nil {
 				return err
 			}
@@ -264,12 +272,7 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 		if err := writableBranch(tx, branch); err != nil {
 			return err
 		}
-		b, _ := getBranch(tx, branch)
-		c, err := getCommit(tx, b.CommitID)
-		if err != nil {
-			return err
-		}
-		cur, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+		c, cur, err := s.lookupOnBranch(tx, branch, path)
 		if err != nil {
 			return err
 		}
