@@ -93,11 +93,18 @@ func Create(ctx context.Context, uri string, opts *Options) (Store, error) {
 	return d.Create(ctx, uri, withDefaults(opts))
 }
 
-func withDefaults(opts *Options) *Options {
-	var o Options
-	if opts != nil {
-		o = *opts
+// ValueOf returns *p, or the zero T when p is nil: how a function reads
+// its optional options struct (nil means defaults) before filling them in.
+func ValueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
+	return *p
+}
+
+func withDefaults(opts *Options) *Options {
+	o := ValueOf(opts)
 	o.EnsureDefaults()
 	return &o
 }

@@ -306,10 +306,7 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			yield(artifacts.Commit{}, err)
 			return
 		}
-		var o artifacts.LogOptions
-		if opts != nil {
-			o = *opts
-		}
+		o := artifacts.ValueOf(opts)
 		q := url.Values{}
 		if len(o.Paths) > 0 {
 			q["objects"] = o.Paths
@@ -327,18 +324,6 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			amount = o.Limit
 			q.Set("limit", "true")
 		}
-		n := 0
-		for c, err := range paginate[lakefsapi.Commit](ctx, s.c, s.repoPath("refs", arg, "commits"), q, amount) {
-			if err != nil {
-				yield(artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
-				return
-			}
-			if !yield(commitFromWire(c), nil) {
-				return
-			}
-			if n++; o.Limit > 0 && n >= o.Limit {
-				return
-			}
-		}
+		yieldPages(ctx, s, s.repoPath("refs", arg, "commits"), q, amount, o.Limit, what, commitFromWire, yield)
 	}
 }

@@ -142,10 +142,7 @@ func (h *commitHeap) Pop() any {
 // Log walks history newest first. Each batch of commits is read in its own
 // short transaction so a long walk does not hold the store.
 func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions) iter.Seq2[artifacts.Commit, error] {
-	var o artifacts.LogOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	filtered := len(o.Paths) > 0 || len(o.Prefixes) > 0
 	return func(yield func(artifacts.Commit, error) bool) {
 		h := &commitHeap{}
@@ -258,10 +255,7 @@ func (s *Store) touches(tx *bolt.Tx, c artifacts.Commit, paths, prefixes []strin
 
 // Diff lists changes between two refs (three-dot unless opts.TwoDot).
 func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.DiffOptions) iter.Seq2[artifacts.Change, error] {
-	var o artifacts.DiffOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	return func(yield func(artifacts.Change, error) bool) {
 		var out []artifacts.Change
 		err := s.view(ctx, func(tx *bolt.Tx) error {

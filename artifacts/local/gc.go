@@ -24,10 +24,7 @@ const defaultGracePeriod = time.Hour
 // trees are damaged, or whose blobs are missing or of the wrong size, is
 // refused with an *artifacts.DamagedError (see Verify).
 func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GCResult, error) {
-	var o artifacts.GCOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	grace := o.GracePeriod
 	if grace == 0 {
 		grace = defaultGracePeriod

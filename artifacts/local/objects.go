@@ -300,10 +300,7 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 
 // ListObjects lists objects under a prefix, folding on a delimiter.
 func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.ListOptions) iter.Seq2[artifacts.Entry, error] {
-	var o artifacts.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	return func(yield func(artifacts.Entry, error) bool) {
 		v, err := viewGet(s, ctx, func(tx *bolt.Tx) (view, error) { return resolve(tx, ref) })
 		if err != nil {

@@ -181,10 +181,7 @@ func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Sto
 }
 
 func newStore(dir string, opts *Options) *Store {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	o.ensureDefaults()
 	return &Store{root: dir, opts: o, blobs: &blobStore{root: filepath.Join(dir, blobsDir), tmp: filepath.Join(dir, tmpDir)}, cache: newTreeCache()}
 }

@@ -25,10 +25,7 @@ import (
 // that other processes are not locked out of the store while gigabytes
 // are read.
 func (s *Store) Verify(ctx context.Context, opts *artifacts.VerifyOptions) (artifacts.VerifyResult, error) {
-	var o artifacts.VerifyOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	v := &verifier{seen: map[string]int{}, blobAt: map[string]int{}}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if err := v.walk(tx); err != nil {

@@ -88,7 +88,10 @@ type ImportOptions struct {
 // whose rows hold no columns (only {} lines) fails with ErrNoRows before
 // anything is written to dst.
 func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int64, error) {
-	o := valueOf(opts)
+	var o ImportOptions
+	if opts != nil {
+		o = *opts
+	}
 	if o.Format == "" {
 		o.Format = JSONL
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/rlpipe/rlpipe/artifacts"
 )
 
 // Defaults for WriteOptions.
@@ -39,18 +40,8 @@ type WriteOptions struct {
 	ZstdLevel int
 }
 
-// valueOf returns *p, or the zero T when p is nil: how a function reads
-// its optional options struct before filling in defaults.
-func valueOf[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
-}
-
 func (o *WriteOptions) withDefaults() WriteOptions {
-	v := valueOf(o)
+	v := artifacts.ValueOf(o)
 	if v.RowGroupRows <= 0 {
 		v.RowGroupRows = DefaultRowGroupRows
 	}
