@@ -71,8 +71,7 @@ func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifa
 		if err := writableBranch(tx, branch); err != nil {
 			return err
 		}
-		b, _ := getBranch(tx, branch)
-		head, err := getCommit(tx, b.CommitID)
+		head, err := branchHead(tx, branch)
 		if err != nil {
 			return err
 		}
@@ -283,14 +282,9 @@ func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.Di
 			})
 		})
 		if err != nil {
-			yield(artifacts.Change{}, fmt.Errorf("diff %s %s: %w", left, right, err))
-			return
+			err = fmt.Errorf("diff %s %s: %w", left, right, err)
 		}
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		yieldAll(yield, out, err)
 	}
 }
 
@@ -428,11 +422,7 @@ func cleanHead(tx *bolt.Tx, branch string) (artifacts.Commit, error) {
 	if err := requireClean(tx, branch); err != nil {
 		return artifacts.Commit{}, err
 	}
-	b, err := getBranch(tx, branch)
-	if err != nil {
-		return artifacts.Commit{}, err
-	}
-	return getCommit(tx, b.CommitID)
+	return branchHead(tx, branch)
 }
 
 // threeWayCommit describes a merge-like commit: what source changed since

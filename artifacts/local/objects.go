@@ -42,8 +42,7 @@ func stagingOf(tx *bolt.Tx, branch string) *bolt.Bucket {
 // lookupOnBranch is lookupIn on a branch that writableBranch accepted
 // (its head commit with its staged changes); it returns the head too.
 func (s *Store) lookupOnBranch(tx *bolt.Tx, branch, path string) (artifacts.Commit, *entry, error) {
-	b, _ := getBranch(tx, branch)
-	c, err := getCommit(tx, b.CommitID)
+	c, err := branchHead(tx, branch)
 	if err != nil {
 		return c, nil, err
 	}
@@ -444,11 +443,7 @@ func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[ar
 	return func(yield func(artifacts.Change, error) bool) {
 		var out []artifacts.Change
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			b, err := getBranch(tx, branch)
-			if err != nil {
-				return err
-			}
-			c, err := getCommit(tx, b.CommitID)
+			c, err := branchHead(tx, branch)
 			if err != nil {
 				return err
 			}
@@ -469,14 +464,9 @@ func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[ar
 			return nil
 		})
 		if err != nil {
-			yield(artifacts.Change{}, fmt.Errorf("diff uncommitted %s: %w", branch, err))
-			return
+			err = fmt.Errorf("diff uncommitted %s: %w", branch, err)
 		}
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		yieldAll(yield, out, err)
 	}
 }
 

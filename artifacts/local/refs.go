@@ -48,6 +48,15 @@ func getCommit(tx *bolt.Tx, id string) (artifacts.Commit, error) {
 	return c, nil
 }
 
+// branchHead returns the commit a branch points at.
+func branchHead(tx *bolt.Tx, name string) (artifacts.Commit, error) {
+	b, err := getBranch(tx, name)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	return getCommit(tx, b.CommitID)
+}
+
 func getBranch(tx *bolt.Tx, name string) (artifacts.Branch, error) {
 	var b artifacts.Branch
 	ok, err := getJSON(tx.Bucket(bucketBranches), []byte(name), &b)
@@ -312,15 +321,22 @@ func listBucket[T any](s *Store, ctx context.Context, bucket []byte, decode func
 				return nil
 			})
 		})
-		if err != nil {
-			var zero T
-			yield(zero, err)
+		yieldAll(yield, all, err)
+	}
+}
+
+// yieldAll yields err alone when it is not nil, else each of all until
+// the caller stops: how a listing read whole in one transaction is
+// handed out after the transaction has closed.
+func yieldAll[T any](yield func(T, error) bool, all []T, err error) {
+	if err != nil {
+		var zero T
+		yield(zero, err)
+		return
+	}
+	for _, e := range all {
+		if !yield(e, nil) {
 			return
-		}
-		for _, e := range all {
-			if !yield(e, nil) {
-				return
-			}
 		}
 	}
 }
