@@ -60,48 +60,51 @@ func Scheme(uri string) string {
 	return "file"
 }
 
-func driverFor(uri string) (Driver, error) {
+// driverFor returns the backend of a store URI and the URI itself, ""
+// read as DefaultURI.
+func driverFor(uri string) (Driver, string, error) {
 	if uri == "" {
 		uri = DefaultURI
 	}
 	scheme := Scheme(uri)
 	d, ok := drivers.Lookup(scheme)
 	if !ok {
-		return nil, fmt.Errorf("%w: store %q: no backend for scheme %q (known: %s)", ErrInvalid, uri, scheme, strings.Join(Schemes(), ", "))
+		return nil, uri, fmt.Errorf("%w: store %q: no backend for scheme %q (known: %s)", ErrInvalid, uri, scheme, strings.Join(Schemes(), ", "))
 	}
-	return d, nil
+	return d, uri, nil
 }
 
 // Open opens the repository a store URI names: a path for the embedded
 // store ("" means DefaultURI), or lakefs://<repo> for a lakeFS server.
 func Open(ctx context.Context, uri string, opts *Options) (Store, error) {
-	d, err := driverFor(uri)
+	d, uri, err := driverFor(uri)
 	if err != nil {
 		return nil, err
-	}
-	if uri == "" {
-		uri = DefaultURI
 	}
 	return d.Open(ctx, uri, withDefaults(opts))
 }
 
 // Create creates the repository a store URI names and opens it.
 func Create(ctx context.Context, uri string, opts *Options) (Store, error) {
-	d, err := driverFor(uri)
+	d, uri, err := driverFor(uri)
 	if err != nil {
 		return nil, err
-	}
-	if uri == "" {
-		uri = DefaultURI
 	}
 	return d.Create(ctx, uri, withDefaults(opts))
 }
 
-func withDefaults(opts *Options) *Options {
-	var o Options
-	if opts != nil {
-		o = *opts
+// ValueOf returns *p, or the zero T when p is nil: how a function reads
+// its optional options struct (nil means defaults) before filling them in.
+func ValueOf[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
 	}
+	return *p
+}
+
+func withDefaults(opts *Options) *Options {
+	o := ValueOf(opts)
 	o.EnsureDefaults()
 	return &o
 }

@@ -124,16 +124,10 @@ func classify(ae *apiError, k kinds) error {
 		case names(msg, "commit"):
 			return artifacts.ErrCommitNotFound
 		}
-		if k.notFound != nil {
-			return k.notFound
-		}
-		return artifacts.ErrNotFound
+		return orDefault(k.notFound, artifacts.ErrNotFound)
 	case http.StatusGone:
 		// An expired object: its data is gone although its entry remains.
-		if k.notFound != nil {
-			return k.notFound
-		}
-		return artifacts.ErrNotFound
+		return orDefault(k.notFound, artifacts.ErrNotFound)
 	case http.StatusConflict:
 		// Before the dirty check: a tag named "dirty" clashing with a
 		// branch is still a clash.
@@ -143,15 +137,9 @@ func classify(ae *apiError, k kinds) error {
 		if isDirty(msg) {
 			return artifacts.ErrDirtyBranch
 		}
-		if k.conflict != nil {
-			return k.conflict
-		}
-		return artifacts.ErrConflict
+		return orDefault(k.conflict, artifacts.ErrConflict)
 	case http.StatusPreconditionFailed:
-		if k.precondition != nil {
-			return k.precondition
-		}
-		return artifacts.ErrConflict
+		return orDefault(k.precondition, artifacts.ErrConflict)
 	case http.StatusLocked, http.StatusTooManyRequests:
 		// A branch update that lost to other writers too often: lakeFS
 		// answered 423 before, 429 ("too many attempts") since.
@@ -230,4 +218,12 @@ func (c *Client) redactErr(err error) error {
 		return &redactedError{msg: msg, err: err}
 	}
 	return err
+}
+
+// orDefault is kind, the error a call site named, or def when it named none.
+func orDefault(kind, def error) error {
+	if kind != nil {
+		return kind
+	}
+	return def
 }

@@ -19,10 +19,7 @@ import (
 func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.DiffOptions) iter.Seq2[artifacts.Change, error] {
 	return func(yield func(artifacts.Change, error) bool) {
 		what := fmt.Sprintf("diff %s...%s", left, right)
-		var o artifacts.DiffOptions
-		if opts != nil {
-			o = *opts
-		}
+		o := artifacts.ValueOf(opts)
 		typ := "three_dot"
 		if o.TwoDot {
 			typ = "two_dot"

@@ -42,10 +42,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 	if err := artifacts.ValidatePath(path); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
-	var o artifacts.PutOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	h := http.Header{}
 	ct := o.ContentType
 	if ct == "" {
@@ -318,10 +315,7 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 			yield(artifacts.Entry{}, fmt.Errorf("lakefs: %s: %w", what, err))
 			return
 		}
-		var o artifacts.ListOptions
-		if opts != nil {
-			o = *opts
-		}
+		o := artifacts.ValueOf(opts)
 		if o.Prefix != "" {
 			what = fmt.Sprintf("list %s:%s", ref, o.Prefix)
 		}
@@ -339,18 +333,26 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 		if o.Limit > 0 && o.Limit < maxPageSize {
 			amount = o.Limit
 		}
-		n := 0
-		for st, err := range paginate[lakefsapi.ObjectStats](ctx, s.c, s.repoPath("refs", arg, "objects", "ls"), q, amount) {
-			if err != nil {
-				yield(artifacts.Entry{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
-				return
-			}
-			if !yield(entryFromWire(st), nil) {
-				return
-			}
-			if n++; o.Limit > 0 && n >= o.Limit {
-				return
-			}
+		yieldPages(ctx, s, s.repoPath("refs", arg, "objects", "ls"), q, amount, o.Limit, what, entryFromWire, yield)
+	}
+}
+
+// yieldPages yields what the pages of a ref's listing at path hold, as
+// conv makes them, until limit (0: no limit) or the caller stops; an
+// error is yielded alone, a 404 as ErrRefNotFound.
+func yieldPages[W, T any](ctx context.Context, s *Store, path string, q url.Values, amount, limit int, what string, conv func(W) T, yield func(T, error) bool) {
+	n := 0
+	for w, err := range paginate[W](ctx, s.c, path, q, amount) {
+		if err != nil {
+			var zero T
+			yield(zero, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
+			return
+		}
+		if !yield(conv(w), nil) {
+			return
+		}
+		if n++; limit > 0 && n >= limit {
+			return
 		}
 	}
 }

@@ -55,16 +55,26 @@ func (s *Store) onWrite(ctx context.Context, branch string, err error) error {
 	return err
 }
 
+// newRefArg checks a new ref's name with check and returns the API's
+// form of the ref it will point at; what names the operation in errors.
+func newRefArg(what, name, ref string, check func(string) error) (string, error) {
+	if err := check(name); err != nil {
+		return "", fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	r, err := refArg(ref)
+	if err != nil {
+		return "", fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	return r, nil
+}
+
 // CreateBranch creates branch name at the commit from resolves to. A
 // name a tag holds is refused by lakeFS, and reported as ErrTagExists.
 func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
 	what := fmt.Sprintf("create branch %q from %q", name, from)
-	if err := artifacts.ValidateBranchName(name); err != nil {
-		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
-	}
-	src, err := refArg(from)
+	src, err := newRefArg(what, name, from, artifacts.ValidateBranchName)
 	if err != nil {
-		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		return artifacts.Branch{}, err
 	}
 	// The answer is the new branch's commit id as text, not JSON.
 	req, err := jsonRequest(http.MethodPost, s.repoPath("branches"), lakefsapi.BranchCreation{Name: name, Source: src})
@@ -85,30 +95,58 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 
 // GetBranch returns the branch and its head commit.
 func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, error) {
-	what := fmt.Sprintf("get branch %q", name)
-	if err := checkBranch(name); err != nil {
-		return artifacts.Branch{}, fmt.Errorf("lakefs: %s: %w", what, err)
-	}
-	var r lakefsapi.Ref
-	if err := s.c.call(ctx, http.MethodGet, s.repoPath("branches", name), nil, nil, &r); err != nil {
-		return artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrBranchNotFound}, what)
-	}
-	return artifacts.Branch{Name: r.ID, CommitID: r.CommitID}, nil
+	return getRef(s, ctx, "branch", name, checkBranch, artifacts.ErrBranchNotFound, branchOf)
 }
 
-// ListBranches lists branches in name order.
-func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
-	return func(yield func(artifacts.Branch, error) bool) {
-		for r, err := range paginate[lakefsapi.Ref](ctx, s.c, s.repoPath("branches"), nil, maxPageSize) {
+func branchOf(r lakefsapi.Ref) artifacts.Branch {
+	return artifacts.Branch{Name: r.ID, CommitID: r.CommitID}
+}
+
+func tagOf(r lakefsapi.Ref) artifacts.Tag { return artifacts.Tag{Name: r.ID, CommitID: r.CommitID} }
+
+// getRef reads one ref of kind ("branch" or "tag") after check accepts
+// its name; a 404 is notFound.
+func getRef[T any](s *Store, ctx context.Context, kind, name string, check func(string) error, notFound error, conv func(lakefsapi.Ref) T) (T, error) {
+	var zero T
+	what := fmt.Sprintf("get %s %q", kind, name)
+	if err := check(name); err != nil {
+		return zero, fmt.Errorf("lakefs: %s: %w", what, err)
+	}
+	var r lakefsapi.Ref
+	if err := s.c.call(ctx, http.MethodGet, s.repoPath(refsPath(kind), name), nil, nil, &r); err != nil {
+		return zero, s.c.translate(err, kinds{notFound: notFound}, what)
+	}
+	return conv(r), nil
+}
+
+// refsPath is the plural of a ref kind: the API's path segment of
+// those refs, and the noun of a listing's error.
+func refsPath(kind string) string {
+	if kind == "branch" {
+		return "branches"
+	}
+	return kind + "s"
+}
+
+// listRefs lists the refs of kind ("branch" or "tag") in name order.
+func listRefs[T any](s *Store, ctx context.Context, kind string, conv func(lakefsapi.Ref) T) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for r, err := range paginate[lakefsapi.Ref](ctx, s.c, s.repoPath(refsPath(kind)), nil, maxPageSize) {
 			if err != nil {
-				yield(artifacts.Branch{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list branches"))
+				var zero T
+				yield(zero, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list "+refsPath(kind)))
 				return
 			}
-			if !yield(artifacts.Branch{Name: r.ID, CommitID: r.CommitID}, nil) {
+			if !yield(conv(r), nil) {
 				return
 			}
 		}
 	}
+}
+
+// ListBranches lists branches in name order.
+func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
+	return listRefs(s, ctx, "branch", branchOf)
 }
 
 // DeleteBranch deletes a branch and its staged changes. The repository's
@@ -145,47 +183,26 @@ func (s *Store) ResetBranch(ctx context.Context, name, prefix string) error {
 // with a message that names the branch.
 func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag, error) {
 	what := fmt.Sprintf("create tag %q at %q", name, ref)
-	if err := artifacts.ValidateTagName(name); err != nil {
-		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
-	}
-	target, err := refArg(ref)
+	target, err := newRefArg(what, name, ref, artifacts.ValidateTagName)
 	if err != nil {
-		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
+		return artifacts.Tag{}, err
 	}
 	var r lakefsapi.Ref
 	err = s.c.call(ctx, http.MethodPost, s.repoPath("tags"), nil, lakefsapi.TagCreation{ID: name, Ref: target}, &r)
 	if err != nil {
 		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound, conflict: artifacts.ErrTagExists, clash: &nameClash{holder: "branch", name: name}}, what)
 	}
-	return artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil
+	return tagOf(r), nil
 }
 
 // GetTag returns a tag.
 func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) {
-	what := fmt.Sprintf("get tag %q", name)
-	if err := artifacts.ValidateTagName(name); err != nil {
-		return artifacts.Tag{}, fmt.Errorf("lakefs: %s: %w", what, err)
-	}
-	var r lakefsapi.Ref
-	if err := s.c.call(ctx, http.MethodGet, s.repoPath("tags", name), nil, nil, &r); err != nil {
-		return artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrTagNotFound}, what)
-	}
-	return artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil
+	return getRef(s, ctx, "tag", name, artifacts.ValidateTagName, artifacts.ErrTagNotFound, tagOf)
 }
 
 // ListTags lists tags in name order.
 func (s *Store) ListTags(ctx context.Context) iter.Seq2[artifacts.Tag, error] {
-	return func(yield func(artifacts.Tag, error) bool) {
-		for r, err := range paginate[lakefsapi.Ref](ctx, s.c, s.repoPath("tags"), nil, maxPageSize) {
-			if err != nil {
-				yield(artifacts.Tag{}, s.c.translate(err, kinds{notFound: artifacts.ErrRepositoryNotFound}, "list tags"))
-				return
-			}
-			if !yield(artifacts.Tag{Name: r.ID, CommitID: r.CommitID}, nil) {
-				return
-			}
-		}
-	}
+	return listRefs(s, ctx, "tag", tagOf)
 }
 
 // DeleteTag deletes a tag.
@@ -289,10 +306,7 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			yield(artifacts.Commit{}, err)
 			return
 		}
-		var o artifacts.LogOptions
-		if opts != nil {
-			o = *opts
-		}
+		o := artifacts.ValueOf(opts)
 		q := url.Values{}
 		if len(o.Paths) > 0 {
 			q["objects"] = o.Paths
@@ -310,18 +324,6 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			amount = o.Limit
 			q.Set("limit", "true")
 		}
-		n := 0
-		for c, err := range paginate[lakefsapi.Commit](ctx, s.c, s.repoPath("refs", arg, "commits"), q, amount) {
-			if err != nil {
-				yield(artifacts.Commit{}, s.c.translate(err, kinds{notFound: artifacts.ErrRefNotFound}, what))
-				return
-			}
-			if !yield(commitFromWire(c), nil) {
-				return
-			}
-			if n++; o.Limit > 0 && n >= o.Limit {
-				return
-			}
-		}
+		yieldPages(ctx, s, s.repoPath("refs", arg, "commits"), q, amount, o.Limit, what, commitFromWire, yield)
 	}
 }

@@ -109,10 +109,7 @@ func Create(ctx context.Context, c *Client, repo string, opts *artifacts.Options
 	if err := artifacts.ValidateRepositoryName(repo); err != nil {
 		return nil, err
 	}
-	var o artifacts.Options
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	o.EnsureDefaults()
 	if err := artifacts.ValidateBranchName(o.DefaultBranch); err != nil {
 		return nil, fmt.Errorf("lakefs: create repository %q: default %w", repo, err)

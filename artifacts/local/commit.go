@@ -71,8 +71,7 @@ func (s *Store) Commit(ctx context.Context, branch, message string, opts *artifa
 		if err := writableBranch(tx, branch); err != nil {
 			return err
 		}
-		b, _ := getBranch(tx, branch)
-		head, err := getCommit(tx, b.CommitID)
+		head, err := branchHead(tx, branch)
 		if err != nil {
 			return err
 		}
@@ -142,10 +141,7 @@ func (h *commitHeap) Pop() any {
 // Log walks history newest first. Each batch of commits is read in its own
 // short transaction so a long walk does not hold the store.
 func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions) iter.Seq2[artifacts.Commit, error] {
-	var o artifacts.LogOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	filtered := len(o.Paths) > 0 || len(o.Prefixes) > 0
 	return func(yield func(artifacts.Commit, error) bool) {
 		h := &commitHeap{}
@@ -258,10 +254,7 @@ func (s *Store) touches(tx *bolt.Tx, c artifacts.Commit, paths, prefixes []strin
 
 // Diff lists changes between two refs (three-dot unless opts.TwoDot).
 func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.DiffOptions) iter.Seq2[artifacts.Change, error] {
-	var o artifacts.DiffOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	return func(yield func(artifacts.Change, error) bool) {
 		var out []artifacts.Change
 		err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -289,15 +282,30 @@ func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.Di
 			})
 		})
 		if err != nil {
-			yield(artifacts.Change{}, fmt.Errorf("diff %s %s: %w", left, right, err))
-			return
+			err = fmt.Errorf("diff %s %s: %w", left, right, err)
 		}
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		yieldAll(yield, out, err)
 	}
+}
+
+// reachableFrom returns the ids of the commits roots hold and all their
+// ancestors.
+func reachableFrom(tx *bolt.Tx, roots []string) (map[string]bool, error) {
+	reachable := map[string]bool{}
+	for len(roots) > 0 {
+		id := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if reachable[id] {
+			continue
+		}
+		reachable[id] = true
+		c, err := getCommit(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		roots = append(roots, c.Parents...)
+	}
+	return reachable, nil
 }
 
 // mergeBase finds the best common ancestor: walking b's history newest
@@ -306,20 +314,9 @@ func mergeBase(tx *bolt.Tx, a, b artifacts.Commit) (artifacts.Commit, error) {
 	if a.ID == b.ID {
 		return a, nil
 	}
-	ancestors := map[string]bool{}
-	stack := []string{a.ID}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if ancestors[id] {
-			continue
-		}
-		ancestors[id] = true
-		c, err := getCommit(tx, id)
-		if err != nil {
-			return artifacts.Commit{}, err
-		}
-		stack = append(stack, c.Parents...)
+	ancestors, err := reachableFrom(tx, []string{a.ID})
+	if err != nil {
+		return artifacts.Commit{}, err
 	}
 	h := &genHeap{b}
 	seen := map[string]bool{b.ID: true}
@@ -425,11 +422,7 @@ func cleanHead(tx *bolt.Tx, branch string) (artifacts.Commit, error) {
 	if err := requireClean(tx, branch); err != nil {
 		return artifacts.Commit{}, err
 	}
-	b, err := getBranch(tx, branch)
-	if err != nil {
-		return artifacts.Commit{}, err
-	}
-	return getCommit(tx, b.CommitID)
+	return branchHead(tx, branch)
 }
 
 // threeWayCommit describes a merge-like commit: what source changed since

@@ -24,10 +24,7 @@ const defaultGracePeriod = time.Hour
 // trees are damaged, or whose blobs are missing or of the wrong size, is
 // refused with an *artifacts.DamagedError (see Verify).
 func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GCResult, error) {
-	var o artifacts.GCOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	grace := o.GracePeriod
 	if grace == 0 {
 		grace = defaultGracePeriod
@@ -46,7 +43,6 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 	// Metadata is marked and swept in one transaction; blobs after it,
 	// guarded by the grace period.
 	err = s.update(ctx, func(tx *bolt.Tx) error {
-		reachable := map[string]bool{}
 		var roots []string
 		if err := tx.Bucket(bucketBranches).ForEach(func(_, v []byte) error {
 			var b artifacts.Branch
@@ -64,18 +60,9 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		}); err != nil {
 			return err
 		}
-		for len(roots) > 0 {
-			id := roots[len(roots)-1]
-			roots = roots[:len(roots)-1]
-			if reachable[id] {
-				continue
-			}
-			reachable[id] = true
-			c, err := getCommit(tx, id)
-			if err != nil {
-				return err
-			}
-			roots = append(roots, c.Parents...)
+		reachable, err := reachableFrom(tx, roots)
+		if err != nil {
+			return err
 		}
 		liveMeta, liveRanges := map[string]bool{}, map[string]bool{}
 		t := s.trees(tx)

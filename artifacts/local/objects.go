@@ -39,7 +39,19 @@ func stagingOf(tx *bolt.Tx, branch string) *bolt.Bucket {
 	return tx.Bucket(bucketStaging).Bucket([]byte(branch))
 }
 
+// lookupOnBranch is lookupIn on a branch that writableBranch accepted
+// (its head commit with its staged changes); it returns the head too.
+func (s *Store) lookupOnBranch(tx *bolt.Tx, branch, path string) (artifacts.Commit, *entry, error) {
+	c, err := branchHead(tx, branch)
+	if err != nil {
+		return c, nil, err
+	}
+	e, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+	return c, e, err
+}
+
 // lookupIn finds path as seen through v (staged changes first).
+
 func (s *Store) lookupIn(tx *bolt.Tx, v view, path string) (*entry, error) {
 	if v.branch != "" {
 		if st := stagingOf(tx, v.branch); st != nil {
@@ -102,12 +114,7 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 			return err
 		}
 		if opts.IfAbsent {
-			b, _ := getBranch(tx, branch)
-			c, err := getCommit(tx, b.CommitID)
-			if err != nil {
-				return err
-			}
-			old, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+			_, old, err := s.lookupOnBranch(tx, branch, path)
 			if err != nil {
 				return err
 			}
@@ -264,12 +271,7 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 		if err := writableBranch(tx, branch); err != nil {
 			return err
 		}
-		b, _ := getBranch(tx, branch)
-		c, err := getCommit(tx, b.CommitID)
-		if err != nil {
-			return err
-		}
-		cur, err := s.lookupIn(tx, view{commit: c, branch: branch}, path)
+		c, cur, err := s.lookupOnBranch(tx, branch, path)
 		if err != nil {
 			return err
 		}
@@ -297,17 +299,9 @@ func (s *Store) DeleteObject(ctx context.Context, branch, path string) error {
 
 // ListObjects lists objects under a prefix, folding on a delimiter.
 func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.ListOptions) iter.Seq2[artifacts.Entry, error] {
-	var o artifacts.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	return func(yield func(artifacts.Entry, error) bool) {
-		var v view
-		err := s.view(ctx, func(tx *bolt.Tx) error {
-			var err error
-			v, err = resolve(tx, ref)
-			return err
-		})
+		v, err := viewGet(s, ctx, func(tx *bolt.Tx) (view, error) { return resolve(tx, ref) })
 		if err != nil {
 			yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
 			return
@@ -319,11 +313,8 @@ func (s *Store) ListObjects(ctx context.Context, ref string, opts *artifacts.Lis
 		emitted := 0
 		lastCP := ""
 		for {
-			var page []entry
-			err := s.view(ctx, func(tx *bolt.Tx) error {
-				var err error
-				page, err = s.listPage(tx, v, o.Prefix, from, listPageSize)
-				return err
+			page, err := viewGet(s, ctx, func(tx *bolt.Tx) ([]entry, error) {
+				return s.listPage(tx, v, o.Prefix, from, listPageSize)
 			})
 			if err != nil {
 				yield(artifacts.Entry{}, fmt.Errorf("list %s:%s: %w", ref, o.Prefix, err))
@@ -452,11 +443,7 @@ func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[ar
 	return func(yield func(artifacts.Change, error) bool) {
 		var out []artifacts.Change
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			b, err := getBranch(tx, branch)
-			if err != nil {
-				return err
-			}
-			c, err := getCommit(tx, b.CommitID)
+			c, err := branchHead(tx, branch)
 			if err != nil {
 				return err
 			}
@@ -477,14 +464,9 @@ func (s *Store) DiffUncommitted(ctx context.Context, branch string) iter.Seq2[ar
 			return nil
 		})
 		if err != nil {
-			yield(artifacts.Change{}, fmt.Errorf("diff uncommitted %s: %w", branch, err))
-			return
+			err = fmt.Errorf("diff uncommitted %s: %w", branch, err)
 		}
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		yieldAll(yield, out, err)
 	}
 }
 

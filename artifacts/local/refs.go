@@ -48,6 +48,15 @@ func getCommit(tx *bolt.Tx, id string) (artifacts.Commit, error) {
 	return c, nil
 }
 
+// branchHead returns the commit a branch points at.
+func branchHead(tx *bolt.Tx, name string) (artifacts.Commit, error) {
+	b, err := getBranch(tx, name)
+	if err != nil {
+		return artifacts.Commit{}, err
+	}
+	return getCommit(tx, b.CommitID)
+}
+
 func getBranch(tx *bolt.Tx, name string) (artifacts.Branch, error) {
 	var b artifacts.Branch
 	ok, err := getJSON(tx.Bucket(bucketBranches), []byte(name), &b)
@@ -144,24 +153,13 @@ func short(id string) string {
 
 // ResolveRef returns the commit a ref names.
 func (s *Store) ResolveRef(ctx context.Context, ref string) (artifacts.Commit, error) {
-	var v view
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		v, err = resolve(tx, ref)
-		return err
-	})
+	v, err := viewGet(s, ctx, func(tx *bolt.Tx) (view, error) { return resolve(tx, ref) })
 	return v.commit, err
 }
 
 // GetCommit returns a commit by its full id.
 func (s *Store) GetCommit(ctx context.Context, id string) (artifacts.Commit, error) {
-	var c artifacts.Commit
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		c, err = getCommit(tx, id)
-		return err
-	})
-	return c, err
+	return viewGet(s, ctx, func(tx *bolt.Tx) (artifacts.Commit, error) { return getCommit(tx, id) })
 }
 
 // clashError is the refusal of a ref whose name another kind of ref
@@ -189,6 +187,27 @@ func nameTaken(creating, holder, name string) error {
 	}
 }
 
+// newRefTarget checks that a new ref of kind ("branch" or "tag") may
+// take name — exists when a ref of its own kind holds it, a clash error
+// when the other kind does — and returns the commit id ref resolves to.
+func newRefTarget(tx *bolt.Tx, kind, name, ref string, exists error) (string, error) {
+	own, other, otherKind := bucketBranches, bucketTags, "tag"
+	if kind == "tag" {
+		own, other, otherKind = bucketTags, bucketBranches, "branch"
+	}
+	if tx.Bucket(own).Get([]byte(name)) != nil {
+		return "", exists
+	}
+	if tx.Bucket(other).Get([]byte(name)) != nil {
+		return "", nameTaken(kind, otherKind, name)
+	}
+	v, err := resolve(tx, ref)
+	if err != nil {
+		return "", fmt.Errorf("create %s %q: %w", kind, name, err)
+	}
+	return v.commit.ID, nil
+}
+
 // CreateBranch points a new branch at the commit from resolves to. A
 // name a tag holds is refused with ErrTagExists.
 func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.Branch, error) {
@@ -197,17 +216,12 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 	}
 	var b artifacts.Branch
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketBranches).Get([]byte(name)) != nil {
-			return fmt.Errorf("create branch %q: %w (delete it first, or pick another name)", name, artifacts.ErrBranchExists)
-		}
-		if tx.Bucket(bucketTags).Get([]byte(name)) != nil {
-			return nameTaken("branch", "tag", name)
-		}
-		v, err := resolve(tx, from)
+		id, err := newRefTarget(tx, "branch", name, from,
+			fmt.Errorf("create branch %q: %w (delete it first, or pick another name)", name, artifacts.ErrBranchExists))
 		if err != nil {
-			return fmt.Errorf("create branch %q: %w", name, err)
+			return err
 		}
-		b = artifacts.Branch{Name: name, CommitID: v.commit.ID}
+		b = artifacts.Branch{Name: name, CommitID: id}
 		return putJSON(tx.Bucket(bucketBranches), []byte(name), b)
 	})
 	return b, err
@@ -215,39 +229,16 @@ func (s *Store) CreateBranch(ctx context.Context, name, from string) (artifacts.
 
 // GetBranch returns a branch.
 func (s *Store) GetBranch(ctx context.Context, name string) (artifacts.Branch, error) {
-	var b artifacts.Branch
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		b, err = getBranch(tx, name)
-		return err
-	})
-	return b, err
+	return viewGet(s, ctx, func(tx *bolt.Tx) (artifacts.Branch, error) { return getBranch(tx, name) })
 }
 
 // ListBranches lists branches in name order.
 func (s *Store) ListBranches(ctx context.Context) iter.Seq2[artifacts.Branch, error] {
-	return func(yield func(artifacts.Branch, error) bool) {
-		var all []artifacts.Branch
-		err := s.view(ctx, func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketBranches).ForEach(func(k, v []byte) error {
-				var b artifacts.Branch
-				if err := json.Unmarshal(v, &b); err != nil {
-					return err
-				}
-				all = append(all, b)
-				return nil
-			})
-		})
-		if err != nil {
-			yield(artifacts.Branch{}, err)
-			return
-		}
-		for _, b := range all {
-			if !yield(b, nil) {
-				return
-			}
-		}
-	}
+	return listBucket(s, ctx, bucketBranches, func(_, v []byte) (artifacts.Branch, error) {
+		var b artifacts.Branch
+		err := json.Unmarshal(v, &b)
+		return b, err
+	})
 }
 
 // DeleteBranch deletes a branch and its staged changes.
@@ -282,18 +273,12 @@ func (s *Store) CreateTag(ctx context.Context, name, ref string) (artifacts.Tag,
 	}
 	var t artifacts.Tag
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketTags).Get([]byte(name)) != nil {
-			return fmt.Errorf("create tag %q: %w", name, artifacts.ErrTagExists)
-		}
-		if tx.Bucket(bucketBranches).Get([]byte(name)) != nil {
-			return nameTaken("tag", "branch", name)
-		}
-		v, err := resolve(tx, ref)
+		id, err := newRefTarget(tx, "tag", name, ref, fmt.Errorf("create tag %q: %w", name, artifacts.ErrTagExists))
 		if err != nil {
-			return fmt.Errorf("create tag %q: %w", name, err)
+			return err
 		}
-		t = artifacts.Tag{Name: name, CommitID: v.commit.ID}
-		return tx.Bucket(bucketTags).Put([]byte(name), []byte(v.commit.ID))
+		t = artifacts.Tag{Name: name, CommitID: id}
+		return tx.Bucket(bucketTags).Put([]byte(name), []byte(id))
 	})
 	return t, err
 }
@@ -314,22 +299,44 @@ func (s *Store) GetTag(ctx context.Context, name string) (artifacts.Tag, error) 
 
 // ListTags lists tags in name order.
 func (s *Store) ListTags(ctx context.Context) iter.Seq2[artifacts.Tag, error] {
-	return func(yield func(artifacts.Tag, error) bool) {
-		var all []artifacts.Tag
+	return listBucket(s, ctx, bucketTags, func(k, v []byte) (artifacts.Tag, error) {
+		return artifacts.Tag{Name: string(k), CommitID: string(v)}, nil
+	})
+}
+
+// listBucket reads every entry of a bucket in key order in one read
+// transaction, decoding each with decode, and then yields them: the
+// transaction is closed before the caller sees the first one. A read or
+// decode error is yielded alone.
+func listBucket[T any](s *Store, ctx context.Context, bucket []byte, decode func(k, v []byte) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var all []T
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketTags).ForEach(func(k, v []byte) error {
-				all = append(all, artifacts.Tag{Name: string(k), CommitID: string(v)})
+			return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+				e, err := decode(k, v)
+				if err != nil {
+					return err
+				}
+				all = append(all, e)
 				return nil
 			})
 		})
-		if err != nil {
-			yield(artifacts.Tag{}, err)
+		yieldAll(yield, all, err)
+	}
+}
+
+// yieldAll yields err alone when it is not nil, else each of all until
+// the caller stops: how a listing read whole in one transaction is
+// handed out after the transaction has closed.
+func yieldAll[T any](yield func(T, error) bool, all []T, err error) {
+	if err != nil {
+		var zero T
+		yield(zero, err)
+		return
+	}
+	for _, e := range all {
+		if !yield(e, nil) {
 			return
-		}
-		for _, t := range all {
-			if !yield(t, nil) {
-				return
-			}
 		}
 	}
 }

@@ -181,10 +181,7 @@ func Create(ctx context.Context, dir, defaultBranch string, opts *Options) (*Sto
 }
 
 func newStore(dir string, opts *Options) *Store {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	o.ensureDefaults()
 	return &Store{root: dir, opts: o, blobs: &blobStore{root: filepath.Join(dir, blobsDir), tmp: filepath.Join(dir, tmpDir)}, cache: newTreeCache()}
 }
@@ -252,41 +249,50 @@ func (s *Store) closeDB() error {
 	return db.Close()
 }
 
-func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+// withDB runs fn on the open database, holding the store's use of it
+// for the call; a release error joins fn's.
+func (s *Store) withDB(ctx context.Context, fn func(db *bolt.DB) error) (err error) {
 	db, err := s.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.release()) }()
-	return db.View(fn)
+	return fn(db)
 }
 
-func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
-	db, err := s.acquire(ctx)
-	if err != nil {
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.withDB(ctx, func(db *bolt.DB) error { return db.View(fn) })
+}
+
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.withDB(ctx, func(db *bolt.DB) error { return db.Update(fn) })
+}
+
+// viewGet returns what get reads in one read transaction.
+func viewGet[T any](s *Store, ctx context.Context, get func(tx *bolt.Tx) (T, error)) (T, error) {
+	var v T
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		v, err = get(tx)
 		return err
-	}
-	defer func() { err = errors.Join(err, s.release()) }()
-	return db.Update(fn)
+	})
+	return v, err
 }
 
 // batch is update for small independent writes (staging one object):
 // when other operations of this process are in flight, concurrent calls
 // share one transaction and one fsync; a lone writer does not wait for
 // company.
-func (s *Store) batch(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
-	db, err := s.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, s.release()) }()
-	s.mu.Lock()
-	alone := s.users == 1
-	s.mu.Unlock()
-	if alone {
-		return db.Update(fn)
-	}
-	return db.Batch(fn)
+func (s *Store) batch(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.withDB(ctx, func(db *bolt.DB) error {
+		s.mu.Lock()
+		alone := s.users == 1
+		s.mu.Unlock()
+		if alone {
+			return db.Update(fn)
+		}
+		return db.Batch(fn)
+	})
 }
 
 func (s *Store) trees(tx *bolt.Tx) trees { return trees{tx: tx, cache: s.cache} }
@@ -308,13 +314,7 @@ func (s *Store) Close() error {
 
 // Repository describes the store.
 func (s *Store) Repository(ctx context.Context) (artifacts.Repository, error) {
-	var r artifacts.Repository
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		r, err = repoInfo(tx)
-		return err
-	})
-	return r, err
+	return viewGet(s, ctx, repoInfo)
 }
 
 func repoInfo(tx *bolt.Tx) (artifacts.Repository, error) {

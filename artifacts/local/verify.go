@@ -25,10 +25,7 @@ import (
 // that other processes are not locked out of the store while gigabytes
 // are read.
 func (s *Store) Verify(ctx context.Context, opts *artifacts.VerifyOptions) (artifacts.VerifyResult, error) {
-	var o artifacts.VerifyOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	v := &verifier{seen: map[string]int{}, blobAt: map[string]int{}}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if err := v.walk(tx); err != nil {
@@ -177,20 +174,31 @@ func (v *verifier) tree(tx *bolt.Tx, ref, commit, id string) {
 // node checks a metarange record, a root (parent 0) or a chunk under a
 // node of level parent, and what it lists; d says where it is used and
 // span what goes unchecked when it is damaged.
-func (v *verifier) node(tx *bolt.Tx, d artifacts.Damage, parent int, span string) {
-	key := "metarange " + d.ID
+// treeBytes reads the tree node d names from bucket, once per key: it
+// counts the node, and reports it damaged (false) when it is missing or
+// its bytes do not hash to its id; span says what goes unchecked then.
+func (v *verifier) treeBytes(tx *bolt.Tx, bucket []byte, key string, d artifacts.Damage, span string) ([]byte, bool) {
 	if v.again(key) {
-		return
+		return nil, false
 	}
 	v.seen[key] = -1
 	v.res.Trees++
-	raw := tx.Bucket(bucketMetaRanges).Get([]byte(d.ID))
+	raw := tx.Bucket(bucket).Get([]byte(d.ID))
 	if raw == nil {
 		v.damaged(key, d, "missing from the store; "+span)
-		return
+		return nil, false
 	}
 	if digestOf(raw) != d.ID {
 		v.damaged(key, d, "its content does not match its id; "+span)
+		return nil, false
+	}
+	return raw, true
+}
+
+func (v *verifier) node(tx *bolt.Tx, d artifacts.Damage, parent int, span string) {
+	key := "metarange " + d.ID
+	raw, ok := v.treeBytes(tx, bucketMetaRanges, key, d, span)
+	if !ok {
 		return
 	}
 	n, err := decodeNode(raw)
@@ -217,20 +225,10 @@ func (v *verifier) node(tx *bolt.Tx, d artifacts.Damage, parent int, span string
 
 func (v *verifier) rangeOf(tx *bolt.Tx, ref, commit string, r rangeRef) {
 	key := "range " + r.ID
-	if v.again(key) {
-		return
-	}
-	v.seen[key] = -1
-	v.res.Trees++
 	d := artifacts.Damage{Kind: artifacts.DamageRange, ID: r.ID, Ref: ref, Commit: commit, Path: r.Min}
 	span := fmt.Sprintf("the objects %s … %s are not checked", r.Min, r.Max)
-	raw := tx.Bucket(bucketRanges).Get([]byte(r.ID))
-	if raw == nil {
-		v.damaged(key, d, "missing from the store; "+span)
-		return
-	}
-	if digestOf(raw) != r.ID {
-		v.damaged(key, d, "its content does not match its id; "+span)
+	raw, ok := v.treeBytes(tx, bucketRanges, key, d, span)
+	if !ok {
 		return
 	}
 	es, err := decodeEntries(raw)

@@ -123,12 +123,8 @@ func (s *Server) findMergeBase(c *call) error {
 // revert answers POST …/branches/{branch}/revert with the store's
 // Reverter; like lakeFS, with no body.
 func (s *Server) revert(c *call) error {
-	branch, err := c.branch("branch")
+	branch, body, err := branchBody[lakefsapi.RevertCreation](s, c)
 	if err != nil {
-		return err
-	}
-	var body lakefsapi.RevertCreation
-	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
 	if body.Ref == "" {

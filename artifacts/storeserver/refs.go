@@ -1,7 +1,9 @@
 package storeserver
 
 import (
+	"context"
 	"errors"
+	"iter"
 	"net/http"
 	"time"
 
@@ -40,14 +42,17 @@ func (s *Server) deleteRepository(c *call) error {
 }
 
 func (s *Server) listBranches(c *call) error {
+	return writeRefs(c, s.st.ListBranches, func(b artifacts.Branch) lakefsapi.Ref { return lakefsapi.Ref{ID: b.Name, CommitID: b.CommitID} })
+}
+
+// writeRefs answers a listing of branches or tags: a page of refs in
+// name order after the query's after, of its amount.
+func writeRefs[T any](c *call, list func(context.Context) iter.Seq2[T, error], ref func(T) lakefsapi.Ref) error {
 	amount, err := c.amount()
 	if err != nil {
 		return err
 	}
-	return writePage(c, s.st.ListBranches(c.ctx()),
-		func(b artifacts.Branch) string { return b.Name },
-		func(b artifacts.Branch) lakefsapi.Ref { return lakefsapi.Ref{ID: b.Name, CommitID: b.CommitID} },
-		c.q.Get("after"), amount)
+	return writePage(c, list(c.ctx()), func(r T) string { return ref(r).ID }, ref, c.q.Get("after"), amount)
 }
 
 // nameClash is the answer to creating a ref under a name that a ref of
@@ -58,6 +63,17 @@ func (s *Server) listBranches(c *call) error {
 // left out: after lakeFS's they would only say it again.
 func nameClash(holder, name string) error {
 	return errorf(http.StatusConflict, "%s %s: conflict found", holder, name)
+}
+
+// createRef creates ref name at target with create; a refusal because a
+// ref of the other kind holds the name (clash) is answered as nameClash
+// with holder, lakeFS's words for that kind.
+func createRef[T any](c *call, create func(context.Context, string, string) (T, error), name, target string, clash error, holder string) (T, error) {
+	r, err := create(c.ctx(), name, target)
+	if errors.Is(err, clash) {
+		return r, nameClash(holder, name)
+	}
+	return r, err
 }
 
 // createBranch answers POST …/branches with the new branch's commit id
@@ -73,10 +89,7 @@ func (s *Server) createBranch(c *call) error {
 	if body.Source == "" {
 		return errorf(http.StatusBadRequest, "create branch %q: the body names no source (a branch, tag or commit)", body.Name)
 	}
-	b, err := s.st.CreateBranch(c.ctx(), body.Name, body.Source)
-	if errors.Is(err, artifacts.ErrTagExists) {
-		return nameClash("tag ID", body.Name)
-	}
+	b, err := createRef(c, s.st.CreateBranch, body.Name, body.Source, artifacts.ErrTagExists, "tag ID")
 	if err != nil {
 		return err
 	}
@@ -115,12 +128,8 @@ func (s *Server) deleteBranch(c *call) error {
 // resetBranch answers PUT …/branches/{branch}: discard staged changes,
 // all of them (type reset) or under a prefix (type common_prefix).
 func (s *Server) resetBranch(c *call) error {
-	name, err := c.branch("branch")
+	name, body, err := branchBody[lakefsapi.ResetCreation](s, c)
 	if err != nil {
-		return err
-	}
-	var body lakefsapi.ResetCreation
-	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
 	prefix := ""
@@ -144,14 +153,7 @@ func (s *Server) resetBranch(c *call) error {
 }
 
 func (s *Server) listTags(c *call) error {
-	amount, err := c.amount()
-	if err != nil {
-		return err
-	}
-	return writePage(c, s.st.ListTags(c.ctx()),
-		func(t artifacts.Tag) string { return t.Name },
-		func(t artifacts.Tag) lakefsapi.Ref { return lakefsapi.Ref{ID: t.Name, CommitID: t.CommitID} },
-		c.q.Get("after"), amount)
+	return writeRefs(c, s.st.ListTags, func(t artifacts.Tag) lakefsapi.Ref { return lakefsapi.Ref{ID: t.Name, CommitID: t.CommitID} })
 }
 
 func (s *Server) createTag(c *call) error {
@@ -165,10 +167,7 @@ func (s *Server) createTag(c *call) error {
 	if body.Ref == "" {
 		return errorf(http.StatusBadRequest, "create tag %q: the body names no ref to tag", body.ID)
 	}
-	t, err := s.st.CreateTag(c.ctx(), body.ID, body.Ref)
-	if errors.Is(err, artifacts.ErrBranchExists) {
-		return nameClash("branch name", body.ID)
-	}
+	t, err := createRef(c, s.st.CreateTag, body.ID, body.Ref, artifacts.ErrBranchExists, "branch name")
 	if err != nil {
 		return err
 	}
@@ -205,12 +204,8 @@ func (s *Server) getCommit(c *call) error {
 }
 
 func (s *Server) commit(c *call) error {
-	branch, err := c.branch("branch")
+	branch, body, err := branchBody[lakefsapi.CommitCreation](s, c)
 	if err != nil {
-		return err
-	}
-	var body lakefsapi.CommitCreation
-	if err := decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false); err != nil {
 		return err
 	}
 	opts := &artifacts.CommitOptions{Metadata: body.Metadata, AllowEmpty: body.AllowEmpty}

@@ -73,6 +73,18 @@ func (c *call) branch(name string) (string, error) {
 	return b, nil
 }
 
+// branchBody reads a request's {branch} path parameter, then its JSON
+// body as a T, in that order: a bad branch name is answered first.
+func branchBody[T any](s *Server, c *call) (string, T, error) {
+	var body T
+	branch, err := c.branch("branch")
+	if err != nil {
+		return "", body, err
+	}
+	err = decodeJSON(c.r, s.opts.MaxJSONBytes, &body, false)
+	return branch, body, err
+}
+
 // branchPath is the {branch} of an object endpoint and its required
 // path query parameter, in that order of checks.
 func (c *call) branchPath() (branch, path string, err error) {

@@ -226,10 +226,7 @@ func New(ctx context.Context, st artifacts.Store, opts *Options) (*Server, error
 	if st == nil {
 		return nil, errors.New("storeserver: store is nil")
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+	o := artifacts.ValueOf(opts)
 	o = o.withDefaults()
 	if o.MaxJSONBytes < 0 || o.ShutdownTimeout < 0 {
 		return nil, errors.New("storeserver: max JSON bytes and shutdown timeout cannot be negative")

@@ -157,20 +157,26 @@ type valuesArray[V any] interface {
 // listCol is a nullable list of one Arrow value type: B builds the
 // values, A reads them.
 func listCol[T, V any, B listValues[V], A valuesArray[V]](typ arrow.DataType, name, doc string, get func(*T) *[]V) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: listOf(typ), Nullable: true},
-		doc:   doc,
-		plain: true,
-		enc: func(b array.Builder) func(*T) {
-			lb := b.(*array.ListBuilder)
+	return plainList(typ, true, name, doc,
+		func(lb *array.ListBuilder) func(*T) {
 			vb := lb.ValueBuilder().(B)
 			return func(r *T) { appendList(lb, vb, *get(r)) }
 		},
-		dec: func(a arrow.Array) func(int, *T) {
-			la := a.(*array.List)
+		func(la *array.List) func(int, *T) {
 			vals := la.ListValues().(A).Values()
 			return func(i int, r *T) { *get(r) = listAt(la, vals, i) }
-		},
+		})
+}
+
+// plainList is a plain column of list<elem> whose encoder and decoder
+// work on the list builder and the list array.
+func plainList[T any](elem arrow.DataType, nullable bool, name, doc string, enc func(*array.ListBuilder) func(*T), dec func(*array.List) func(int, *T)) column[T] {
+	return column[T]{
+		field: arrow.Field{Name: name, Type: listOf(elem), Nullable: nullable},
+		doc:   doc,
+		plain: true,
+		enc:   func(b array.Builder) func(*T) { return enc(b.(*array.ListBuilder)) },
+		dec:   func(a arrow.Array) func(int, *T) { return dec(a.(*array.List)) },
 	}
 }
 
@@ -228,12 +234,8 @@ func f32ListCol[T any](name, doc string, get func(*T) *[]float32) column[T] {
 
 // messagesCol is a nullable list<struct{role, content}>.
 func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
-	return column[T]{
-		field: arrow.Field{Name: name, Type: listOf(messageType), Nullable: true},
-		doc:   doc,
-		plain: true,
-		enc: func(b array.Builder) func(*T) {
-			lb := b.(*array.ListBuilder)
+	return plainList(messageType, true, name, doc,
+		func(lb *array.ListBuilder) func(*T) {
 			sb := lb.ValueBuilder().(*array.StructBuilder)
 			role, content := roleContentBuilders(sb)
 			return func(r *T) {
@@ -250,8 +252,7 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 				}
 			}
 		},
-		dec: func(a arrow.Array) func(int, *T) {
-			la := a.(*array.List)
+		func(la *array.List) func(int, *T) {
 			st := la.ListValues().(*array.Struct)
 			role, content := roleContentArrays(st)
 			return func(i int, r *T) {
@@ -266,8 +267,7 @@ func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 				}
 				*get(r) = out
 			}
-		},
-	}
+		})
 }
 
 // turnsCol is a required list<struct{role, content, tool_calls, token_ids,

@@ -657,29 +657,13 @@ func appendIn(b array.Builder, f arrow.Field, v any, strict bool) error {
 			bb.Append(strconv.FormatBool(v))
 		}
 	case *array.Int32Builder:
-		n, err := jsonInt(v, 32)
-		if err != nil {
-			return err
-		}
-		bb.Append(int32(n))
+		return appendNumber(v, 32, jsonInt, func(n int64) { bb.Append(int32(n)) })
 	case *array.Int64Builder:
-		n, err := jsonInt(v, 64)
-		if err != nil {
-			return err
-		}
-		bb.Append(n)
+		return appendNumber(v, 64, jsonInt, bb.Append)
 	case *array.Float64Builder:
-		x, err := jsonFloat(v, 64)
-		if err != nil {
-			return err
-		}
-		bb.Append(x)
+		return appendNumber(v, 64, jsonFloat, bb.Append)
 	case *array.Float32Builder:
-		x, err := jsonFloat(v, 32)
-		if err != nil {
-			return err
-		}
-		bb.Append(float32(x))
+		return appendNumber(v, 32, jsonFloat, func(x float64) { bb.Append(float32(x)) })
 	case *array.BooleanBuilder:
 		x, ok := v.(bool)
 		if !ok {
@@ -718,6 +702,17 @@ func appendIn(b array.Builder, f arrow.Field, v any, strict bool) error {
 	default:
 		return fmt.Errorf("cannot import into %s", f.Type)
 	}
+	return nil
+}
+
+// appendNumber parses the JSON number v as a number of bits with parse
+// and appends it with add.
+func appendNumber[N any](v any, bits int, parse func(any, int) (N, error), add func(N)) error {
+	n, err := parse(v, bits)
+	if err != nil {
+		return err
+	}
+	add(n)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/rlpipe/rlpipe/artifacts"
 )
 
 // DefaultBatchRows is the default number of rows in a record batch read.
@@ -44,10 +45,7 @@ type ReadOptions struct {
 }
 
 func (o *ReadOptions) withDefaults() ReadOptions {
-	var v ReadOptions
-	if o != nil {
-		v = *o
-	}
+	v := artifacts.ValueOf(o)
 	if v.BatchRows <= 0 {
 		v.BatchRows = DefaultReadBatchRows
 	}

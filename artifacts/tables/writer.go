@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/rlpipe/rlpipe/artifacts"
 )
 
 // Defaults for WriteOptions.
@@ -40,10 +41,7 @@ type WriteOptions struct {
 }
 
 func (o *WriteOptions) withDefaults() WriteOptions {
-	var v WriteOptions
-	if o != nil {
-		v = *o
-	}
+	v := artifacts.ValueOf(o)
 	if v.RowGroupRows <= 0 {
 		v.RowGroupRows = DefaultRowGroupRows
 	}
