@@ -11,7 +11,8 @@ venv=${RLPIPE_PY_VENV:-$root/.venv-py}
 py=$venv/bin/python
 [ -x "$rlpipe" ] || { echo "$name: $rlpipe is missing: run make build" >&2; exit 1; }
 server=
-cleanup() { [ -n "$server" ] && kill -TERM -- "-$server" 2>/dev/null; wait 2>/dev/null || true; }
+# dash's kill takes no "--": a negative pid names the process group.
+cleanup() { [ -n "$server" ] && kill -TERM "-$server" 2>/dev/null; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
 # serve_vllm serves the Hugging Face model in directory $1 as tiny-arith on
@@ -19,14 +20,13 @@ trap cleanup EXIT INT TERM
 # to 300 s for it to answer /health; a server that ends or does not answer
 # in time makes the script exit 1 with the log's tail.
 serve_vllm() {
-	# Its own process group, so that cleanup stops vLLM's engine and worker too.
-	set -m
+	# Its own process group, so that cleanup stops vLLM's engine and worker
+	# too: setsid, since set -m needs a terminal.
 	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 \
-		"$py" -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" \
+		setsid "$py" -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" \
 		--model "$1" --served-model-name tiny-arith --dtype float32 \
 		--enable-lora --max-lora-rank 8 >"$work/vllm.log" 2>&1 &
 	server=$!
-	set +m
 	start=$(date +%s)
 	until "$py" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null; do
 		if ! kill -0 "$server" 2>/dev/null || [ $(($(date +%s) - start)) -gt 300 ]; then
