@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/config/configtest"
 	"github.com/rlpipe/rlpipe/trainers/external"
 )
 
@@ -45,11 +46,7 @@ func TestGSM8KVLLMPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := configtest.MustPlan(t, c)
 	eval := p.Stages.Step("eval")
 	if p.Stages.Train.Name != "train" || p.Stages.Generate.Name != "generate" || eval == nil || eval.When(9, 20) || !eval.When(10, 20) {
 		t.Errorf("plan: train %q generate %q eval step %+v, want one every 10 iterations", p.Stages.Train.Name, p.Stages.Generate.Name, eval)

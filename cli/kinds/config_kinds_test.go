@@ -9,6 +9,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/config/configtest"
 	"github.com/rlpipe/rlpipe/rollouts"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 )
@@ -81,11 +82,7 @@ func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
 	if !ok || o.LR != 0.002 || o.LoRA.Rank != 4 || o.Epochs != 0 {
 		t.Fatalf("train options = %#v", c.Stages.Train.Options)
 	}
-	p, err := c.Plan(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := configtest.MustPlan(t, c)
 	want := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
 	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(embedded.Trainable).TinyModel(), want).Version; got != w {
 		t.Errorf("train version %s, want %s", got, w)

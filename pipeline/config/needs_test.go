@@ -10,6 +10,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/config/configtest"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy/policytest"
 )
@@ -136,11 +137,7 @@ func TestPlanCompilesRewardOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.Plan(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := configtest.MustPlan(t, c)
 	if sk.compiled != 1 || sk.tasks != 1 || sk.taskScorer != sk.scorer || evalScorer != sk.scorer {
 		t.Errorf("compiled %d times; the task got %v, eval got %v, want %v", sk.compiled, sk.taskScorer, evalScorer, sk.scorer)
 	}

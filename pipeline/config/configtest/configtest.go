@@ -5,6 +5,7 @@
 package configtest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/runs"
@@ -52,4 +53,16 @@ func Recorded(t testing.TB, c *config.Config, reg *kind.Registry) (*config.Confi
 		t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
 	}
 	return again, b
+}
+
+// MustPlan is c's plan, failing the test when it cannot be made; the plan
+// is closed when the test ends.
+func MustPlan(t testing.TB, c *config.Config) config.Plan {
+	t.Helper()
+	p, err := c.Plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
