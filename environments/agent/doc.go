@@ -71,7 +71,7 @@
 // workspace it can rewrite to exit 0, a program whose output the verifier
 // reads that prints "reward: 1". The Task's judgement keeps the rules of
 // the reward verifiers (docs/REWARDS.md, "Verifiers that cannot be
-// gamed"), in three steps after the final answer:
+// gamed"), in four steps after the final answer:
 //
 //  1. Protected: the paths the agent must not change (the tests, their
 //     data) are compared with the world; any change, removal or addition
@@ -81,7 +81,17 @@
 //     tests that call it) in the final workspace, in a sandbox without the
 //     checks and without a verdict channel. What it writes to protected
 //     paths is tampering too.
-//  3. Verifier: a bash script, in a sandbox of its own on the workspace,
+//  3. Paths: the verifier opens paths of the workspace the agent made, so
+//     before it runs, the workspace is walked: a symlink the episode made
+//     that does not resolve beneath the workspace (openat2 with
+//     RESOLVE_BENEATH and RESOLVE_NO_MAGICLINKS: an absolute target, ".."
+//     out of it, /proc/self/…) and a FIFO, socket or device it made score
+//     0 with status "unsafe_path", the paths named in verifier_reason, and
+//     the verifier does not run. A link to /check/rows.txt named
+//     report.txt would otherwise hand the verifier its own answer, and a
+//     FIFO would hold it until its wall limit. Entries the world holds as
+//     they are pass.
+//  4. Verifier: a bash script, in a sandbox of its own on the workspace,
 //     with Checks (the expected outputs) read-only at /check, Run's stdout,
 //     stderr, exit_code and status read-only at /candidate, and
 //     $RLPIPE_VERDICT, a pipe only it has. Its verdict is what it writes
@@ -93,8 +103,8 @@
 // status. That is what Run is for.
 //
 // Env.Step records the outcome in Step.Info, so the runner's Result keeps
-// it: verifier_status (the verifier's sandbox status, "tampered" or
-// "bad_verdict"), verifier_exit_code, verifier_stdout, verifier_verdict,
+// it: verifier_status (the verifier's sandbox status, "tampered",
+// "unsafe_path" or "bad_verdict"), verifier_exit_code, verifier_stdout, verifier_verdict,
 // verifier_reason, tampered, and run_status and run_exit_code when the
 // task has a Run.
 //

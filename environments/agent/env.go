@@ -14,7 +14,7 @@ import (
 
 // Task is what an agent must do in a world, and how its work is judged.
 //
-// When the agent answers, the Env judges the final workspace in three
+// When the agent answers, the Env judges the final workspace in four
 // steps, none of which the agent's tool calls can reach or fake:
 //
 //  1. Protected paths are compared with the world. Any change scores 0,
@@ -22,7 +22,10 @@ import (
 //  2. Run, when set, runs the agent's work in the workspace: the candidate
 //     phase, without the checks or a verdict channel. (Protected paths are
 //     compared again after it.)
-//  3. Verifier judges, in a sandbox of its own, with Checks and Run's
+//  3. The workspace is walked: a symlink the episode (or Run) made that
+//     leads out of it, and a FIFO, socket or device it made, score 0 with
+//     status StatusUnsafePath, and the verifier does not run.
+//  4. Verifier judges, in a sandbox of its own, with Checks and Run's
 //     outcome read-only and a verdict channel that only it has.
 //
 // The verifier must never run the workspace's code itself (source or
@@ -88,10 +91,12 @@ type Options struct {
 type Verdict struct {
 	Reward float64
 	// Status says how the judgement ended: the verifier's sandbox status
-	// (ok, failed, timeout, …), StatusTampered or StatusBadVerdict.
+	// (ok, failed, timeout, …), StatusTampered, StatusUnsafePath or
+	// StatusBadVerdict.
 	Status string
 	// Reason says more when there is more to say: the verifier's reason
-	// after pass: or fail:, the changed paths, the bad verdict.
+	// after pass: or fail:, the changed paths, the unsafe paths, the bad
+	// verdict.
 	Reason string
 	// Tampered lists the protected paths the episode or Run changed,
 	// removed or added, in path order; under a path removed or added, only
@@ -223,7 +228,7 @@ func (e *Env) finish(ctx context.Context, info map[string]any) (environments.Ste
 		return environments.Step{}, fmt.Errorf("verifier: %v: %w", err, ErrInfra)
 	}
 	obs := fmt.Sprintf("verified: reward %g", v.Reward)
-	if v.Status == StatusTampered {
+	if v.Status == StatusTampered || v.Status == StatusUnsafePath {
 		obs += " (" + v.Reason + ")"
 	}
 	return environments.Step{Observation: obs, Reward: v.Reward, Done: true, Info: info}, nil

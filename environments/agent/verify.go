@@ -26,6 +26,11 @@ const (
 	// StatusBadVerdict: the verifier wrote something other than pass,
 	// fail or a number to its verdict channel; the reward is 0.
 	StatusBadVerdict = "bad_verdict"
+	// StatusUnsafePath: the final workspace holds a path the verifier
+	// must not open: a symlink that leads out of the workspace, a FIFO, a
+	// socket or a device the episode made. The reward is 0 and the
+	// verifier did not run.
+	StatusUnsafePath = "unsafe_path"
 )
 
 // Where the verifier finds what it judges with, in its sandbox.
@@ -248,6 +253,14 @@ func (e *Env) judge(ctx context.Context) (Verdict, error) {
 		given[CandidateDir+"/stderr"] = []byte(r.Stderr)
 		given[CandidateDir+"/exit_code"] = []byte(strconv.Itoa(r.ExitCode) + "\n")
 		given[CandidateDir+"/status"] = []byte(string(r.Status) + "\n")
+	}
+	unsafe, err := unsafePaths(e.ws.root, e.world.Dir)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("%v: %w", err, ErrInfra)
+	}
+	if len(unsafe) > 0 {
+		v.Reward, v.Status, v.Reason = 0, StatusUnsafePath, unsafeReason(unsafe)
+		return v, nil
 	}
 	r, err := e.ws.run(ctx, sandbox.Spec{
 		Command:       []string{"bash", "-c", e.task.Verifier},
