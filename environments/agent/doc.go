@@ -24,9 +24,15 @@
 //     Setup is two mount calls whatever the world's size (under 2 ms for
 //     100 MB, about 270 times faster than a copy; see BenchmarkEpisodeSetup),
 //     and the episode cannot write more than SizeBytes.
-//   - ModeCopy, the fallback: `cp --reflink=auto -a` of the world, instant
-//     on btrfs or XFS, a full copy elsewhere. Workspace.Mode says which ran
-//     and Workspace.Fallback why.
+//   - ModeCopy, the fallback: `cp -a` of the world onto a tmpfs of its own,
+//     the world's size plus SizeBytes, so that the episode cannot write
+//     more than SizeBytes here either (a copy on the scratch directory let
+//     one tool call put 360 MiB there; the tmpfs stops it at 64 MiB, the
+//     default, as the overlay does). Where mounting is refused altogether,
+//     the copy goes to the scratch directory (`cp --reflink=auto`, instant
+//     on btrfs or XFS), each file bounded by the sandbox's FileBytes but
+//     not the whole. Workspace.Mode says which mode ran and
+//     Workspace.Fallback why, and whether the copy is unbounded.
 //
 // (bubblewrap 0.9 can mount overlays itself, --overlay-src; Debian
 // bookworm's 0.8 cannot, hence the mounts on the host.)

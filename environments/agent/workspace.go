@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +29,12 @@ const (
 	// its own. Setup takes the same time whatever the world's size. It
 	// needs the right to mount (root, or CAP_SYS_ADMIN).
 	ModeOverlay Mode = "overlay"
-	// ModeCopy copies the world with `cp --reflink=auto -a`: instant on
-	// file systems that share blocks (btrfs, XFS), a full copy elsewhere.
+	// ModeCopy copies the world with `cp -a` onto a tmpfs of its own, as
+	// big as the world and SizeBytes: the episode's writes are bounded as
+	// in ModeOverlay, and the copy is in memory. Without the right to
+	// mount, the copy goes to ScratchDir (`cp --reflink=auto`, instant on
+	// file systems that share blocks), bounded per file only, and
+	// Fallback says so.
 	ModeCopy Mode = "copy"
 )
 
@@ -41,10 +46,11 @@ type WorkspaceOptions struct {
 	// directory down to it must be searchable by the sandbox's user
 	// (o+x when running as root).
 	ScratchDir string
-	// SizeBytes bounds what an episode may write, in ModeOverlay (the size
-	// of the tmpfs holding its upper layer); 0 means
-	// sandbox.DefaultFileBytes. ModeCopy bounds each file only, by the
-	// sandbox's FileBytes.
+	// SizeBytes bounds what an episode may write: the size of the tmpfs
+	// holding an overlay's upper layer, or of a copy beyond the world's
+	// own files; 0 means sandbox.DefaultFileBytes. A write past it fails
+	// with ENOSPC ("No space left on device"), a tool call's status
+	// file_limit.
 	SizeBytes int64
 }
 
@@ -111,7 +117,7 @@ func (w *World) NewWorkspace(ctx context.Context, opts *WorkspaceOptions) (*Work
 		ws.fallback = err.Error()
 		ws.unmount()
 	}
-	if err := ws.copy(ctx); err != nil {
+	if err := ws.copy(ctx, o.SizeBytes); err != nil {
 		ws.Close()
 		return nil, fmt.Errorf("workspace of world %q: copy: %v: %w", w.Name, err, ErrInfra)
 	}
@@ -162,14 +168,66 @@ func (ws *Workspace) overlay(size int64) error {
 	return nil
 }
 
-func (ws *Workspace) copy(ctx context.Context) error {
+// copy copies the world to base/m/root, on a tmpfs of the world's size
+// and size more mounted on base/m, or, where mounting is refused, to
+// base/root, unbounded.
+func (ws *Workspace) copy(ctx context.Context, size int64) error {
 	root := filepath.Join(ws.base, "root")
+	if err := ws.copyTmpfs(size); err != nil {
+		ws.unmount()
+		if ws.fallback != "" {
+			ws.fallback += "; "
+		}
+		ws.fallback += "the copy is bounded per file only, not to SizeBytes: " + err.Error()
+	} else {
+		root = filepath.Join(ws.base, "m", "root")
+	}
 	out, err := exec.CommandContext(ctx, "cp", "--reflink=auto", "-a", "--", ws.world.Dir, root).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cp: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	ws.root, ws.mode = root, ModeCopy
 	return nil
+}
+
+// copyTmpfs mounts on base/m a tmpfs for a copy of the world and size
+// bytes of the episode's writes.
+func (ws *Workspace) copyTmpfs(size int64) error {
+	held, err := tmpfsBytes(ws.world.Dir)
+	if err != nil {
+		return fmt.Errorf("measure the world: %w", err)
+	}
+	m := filepath.Join(ws.base, "m")
+	if err := os.Mkdir(m, 0o711); err != nil && !os.IsExist(err) {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", m, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+		"size="+strconv.FormatInt(held+size, 10)+",mode=0711"); err != nil {
+		return fmt.Errorf("mount tmpfs: %w", err)
+	}
+	ws.mounts = append(ws.mounts, m)
+	return nil
+}
+
+// tmpfsBytes bounds what a copy of dir takes of a tmpfs: each regular
+// file's and long symlink's size rounded up to whole pages.
+func tmpfsBytes(dir string) (int64, error) {
+	page := int64(os.Getpagesize())
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			n += (fi.Size() + page - 1) / page * page
+		}
+		return nil
+	})
+	return n, err
 }
 
 // Mode returns how the world was copied: ModeOverlay or ModeCopy.
