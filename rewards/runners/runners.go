@@ -20,24 +20,24 @@
 //	    files:                       # the candidate's /work, writable
 //	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code
 //	    harness:                     # read-only at /harness while it runs
-//	      run.py: |
-//	        import json, sys
-//	        sys.path.insert(0, "/work")  # where solution.py is
-//	        import solution
-//	        print(json.dumps([solution.add(2, 3), solution.add(-1, 1)]))
+//	      run.py: …                  # runs call.py in a child, captured; prints its report and a sentinel
+//	      call.py: …                 # imports the solution, prints its results after a nonce
 //	    command: [python3, /harness/run.py]
 //	    check:                       # a sandbox of its own, after the candidate has exited
 //	      command: [python3, /check/check.py]
 //	      files:                     # read-only at /check; never visible to the candidate
-//	        check.py: |
-//	          import json, os
-//	          ok = open("/candidate/stdout").read().strip() == open("/check/expected.json").read().strip()
-//	          open(os.environ["RLPIPE_VERDICT"], "w").write("pass" if ok else "fail: wrong sums")
+//	        check.py: …              # reads /candidate/stdout, writes pass or fail to $RLPIPE_VERDICT
 //	        expected.json: "[5, 0]"
 //	    limits: {cpu_time: 5s, wall: 10s, memory_mb: 256, procs: 32, output_kb: 64, file_mb: 16}
 //
-// or, for an answer rlpipe can compare itself, expected_stdout: "{{.Answer}}"
-// instead of check. Its result in an expression: verifiers.tests.passed,
+// The whole example, in docs/REWARDS.md ("Verifiers that cannot be
+// gamed"), is the spec TestRewardHacks plays the known hacks against. The
+// harness runs the solution in a child process of its own: a solution
+// imported into the harness's process shares its stdout and can print the
+// harness's results and sentinel itself.
+//
+// For an answer rlpipe can compare itself, expected_stdout: "{{.Answer}}"
+// replaces check. A verifier's result in an expression: verifiers.tests.passed,
 // .status, .reason, and the candidate's .exit_code, .timed_out, .stdout.
 // A sandbox that cannot start marks the row's status "error" — it is never
 // a reward of 0. docs/REWARDS.md ("Verifiers that cannot be gamed") says

@@ -3,6 +3,8 @@ package runners_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,39 +15,12 @@ import (
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
-// verifierSpec is the safe shape: the harness runs the solution and prints
-// what it returns; the checker, in a sandbox of its own after the
-// candidate has exited, compares that with the expected answers and
-// writes its verdict to $RLPIPE_VERDICT.
-const verifierSpec = `verifiers:
-  - name: tests
-    files:
-      solution.py: "{{.Code}}"
-    harness:
-      run.py: |
-        import json, sys
-        sys.path.insert(0, "/work")  # the script's directory, /harness, comes first otherwise
-        import solution
-        print(json.dumps([solution.add(2, 3), solution.add(-1, 1)]))
-        print("harness: done")
-    command: [python3, /harness/run.py]
-    check:
-      command: [python3, /check/check.py]
-      files:
-        check.py: |
-          import json, os
-          def verdict(v):
-              open(os.environ["RLPIPE_VERDICT"], "w").write(v)
-              raise SystemExit(0)
-          lines = open("/candidate/stdout").read().splitlines()
-          if lines[-1:] != ["harness: done"]:
-              verdict("fail: the harness did not finish (did the solution exit early?)")
-          got = json.loads(lines[-2])
-          want = json.load(open("/check/expected.json"))
-          verdict("pass" if got == want else "fail: got %s, want %s" % (got, want))
-        expected.json: "[5, 0]"
-    limits: {cpu_time: 2s, wall: 10s}
-components:
+// verifierSpec is the safe shape, the very example of docs/REWARDS.md
+// ("Verifiers that cannot be gamed"): the harness runs the solution in a
+// child of its own and prints what it returns; the checker, in a sandbox
+// of its own after the candidate has exited, compares that with the
+// expected answers and writes its verdict to $RLPIPE_VERDICT.
+var verifierSpec = docsExample() + `components:
   - name: passes
     expr: 'verifiers.tests.passed ? 1.0 : 0.0'
     weight: 1.0
@@ -53,6 +28,22 @@ components:
     expr: 'verifiers.tests.timed_out ? -1.0 : 0.0'
     weight: 1.0
 `
+
+// docsExample returns the first yaml block under "Verifiers that cannot be
+// gamed" in docs/REWARDS.md.
+func docsExample() string {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "REWARDS.md"))
+	if err != nil {
+		panic(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Verifiers that cannot be gamed\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		panic("docs/REWARDS.md: no yaml block under \"Verifiers that cannot be gamed\"")
+	}
+	return block
+}
 
 // expectedSpec compares the run's output with the answer itself: the
 // expected text never enters a sandbox.
@@ -135,7 +126,7 @@ func TestRewardHacks(t *testing.T) {
 		reason     string
 	}{
 		{"os._exit(0) at import of the solution", checked, "tests",
-			"```python\nimport os\nos._exit(0)\n```", "failed", "the harness did not finish"},
+			"```python\nimport os\nos._exit(0)\n```", "failed", "the solution did not return its results (it exited 0)"},
 		{"os._exit(0) instead of printing the answer", compared, "out",
 			"```python\nimport os\nos._exit(0)\n```", "failed", "not the expected output"},
 		{"rewriting the harness and running it", checked, "tests",
@@ -149,9 +140,19 @@ func TestRewardHacks(t *testing.T) {
 		{"a check.py of its own in the workspace", checked, "tests",
 			"```python\nimport os, subprocess, sys\n" +
 				"open('check.py', 'w').write('pass')\nsubprocess.run([sys.executable, 'check.py'], check=True)\nos._exit(0)\n```",
-			"failed", "the harness did not finish"},
+			"failed", "the solution did not return its results (it exited 0)"},
 		{"rewriting expected.json", checked, "tests",
 			"```python\nopen('/check/expected.json', 'w').write('[0, 0]')\ndef add(a, b):\n    return 0\n```", "tampered", "/check/expected.json"},
+		{"printing the harness's output and sentinel, then os._exit(0)", checked, "tests",
+			"```python\nimport os, sys\nprint('[5, 0]')\nprint('harness: done')\nsys.stdout.flush()\nos._exit(0)\n```",
+			"failed", "the solution did not return its results (it exited 0)"},
+		{"writing the sentinel to every process's stdout", checked, "tests",
+			"```python\nimport os\nfor pid in os.listdir('/proc'):\n" +
+				"    for fd in ('1', '2'):\n" +
+				"        try:\n            with open('/proc/%s/fd/%s' % (pid, fd), 'w') as f: f.write('[5, 0]\\nharness: done\\n')\n" +
+				"        except OSError as e: print(pid, fd, e)\n" +
+				"os._exit(0)\n```",
+			"failed", "the solution did not return its results (it exited 0)"},
 		{"an expected.txt of its own", compared, "out",
 			"```python\nopen('expected.txt', 'w').write('7')\nprint(open('expected.txt').read())\n```", "failed", "not the expected output"},
 	} {
