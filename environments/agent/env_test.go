@@ -44,15 +44,8 @@ var fixTask = agent.Task{
 
 func greetWorld(t testing.TB) *agent.World {
 	t.Helper()
-	c, err := agent.NewCache(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.World(context.Background(), agent.WorldSpec{Name: "greet",
+	_, w := cachedWorld(t, agent.WorldSpec{Name: "greet",
 		Files: map[string][]byte{"greet.sh": []byte("echo hello wrld\n")}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return w
 }
 

@@ -19,11 +19,17 @@ var worldFiles = map[string][]byte{
 // newWorld builds the test world in a fresh cache.
 func newWorld(t testing.TB) (*agent.Cache, *agent.World) {
 	t.Helper()
+	return cachedWorld(t, agent.WorldSpec{Name: "abc", Files: worldFiles})
+}
+
+// cachedWorld builds spec in a fresh cache, or fails t.
+func cachedWorld(t testing.TB, spec agent.WorldSpec) (*agent.Cache, *agent.World) {
+	t.Helper()
 	c, err := agent.NewCache(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.World(context.Background(), agent.WorldSpec{Name: "abc", Files: worldFiles})
+	w, err := c.World(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
