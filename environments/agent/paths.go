@@ -38,6 +38,21 @@ func unsafePaths(root, world string) ([]string, error) {
 	defer unix.Close(rootFd)
 	var found []string
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil && p != root {
+			// A directory the episode made unreadable (mode 000, when
+			// rlpipe is not root) could hide anything: it counts too.
+			rel, _ := filepath.Rel(root, p)
+			why := err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				why = pe.Err
+			}
+			found = append(found, filepath.ToSlash(rel)+" cannot be checked ("+why.Error()+")")
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}
