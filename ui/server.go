@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
@@ -101,7 +102,9 @@ type Server struct {
 	token  loopback.Digest
 	mux    *http.ServeMux
 	static http.Handler
-	cache  *commitCache
+	// cache keeps what was read from immutable commits (an iteration's
+	// metrics), so that a page polled every second reads each commit once.
+	cache *bounded.Map[string, IterationSummary]
 	// closing is closed when Serve begins to shut down, ending event streams
 	// (which would otherwise hold the shutdown for its whole timeout).
 	closing   chan struct{}
@@ -136,7 +139,7 @@ func New(st artifacts.Store, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: embedded assets: %w", err)
 	}
-	s := &Server{st: st, opts: o, ep: ep, log: o.Logger, token: loopback.DigestOf(o.Token), static: http.FileServerFS(static), cache: newCommitCache(4096), closing: make(chan struct{})}
+	s := &Server{st: st, opts: o, ep: ep, log: o.Logger, token: loopback.DigestOf(o.Token), static: http.FileServerFS(static), cache: bounded.NewMap[string, IterationSummary](4096), closing: make(chan struct{})}
 	s.routes()
 	return s, nil
 }
