@@ -11,7 +11,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -209,34 +208,6 @@ type IterationDetail struct {
 	// Wall is the time from the iteration's first event to its last, in
 	// seconds (0 without events).
 	Wall float64 `json:"wall_seconds"`
-}
-
-// commitCache keeps what was read from immutable commits (an iteration's
-// metrics), so that a page polled every second reads each commit once.
-type commitCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]IterationSummary
-}
-
-func newCommitCache(max int) *commitCache {
-	return &commitCache{max: max, m: map[string]IterationSummary{}}
-}
-
-func (c *commitCache) get(id string) (IterationSummary, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[id]
-	return v, ok
-}
-
-func (c *commitCache) put(id string, v IterationSummary) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		clear(c.m) // crude but bounded; a refill costs one read per commit
-	}
-	c.m[id] = v
 }
 
 // readSmall reads an object of at most maxJSONObject bytes; a missing
@@ -442,7 +413,7 @@ func number(f float64) *float64 {
 // iterationSummary reads an iteration's task metrics and train metrics,
 // once per commit.
 func (s *Server) iterationSummary(ctx context.Context, c artifacts.Commit, n int) (IterationSummary, error) {
-	if v, ok := s.cache.get(c.ID); ok {
+	if v, ok := s.cache.Get(c.ID); ok {
 		return v, nil
 	}
 	it := IterationSummary{Iteration: n, Commit: c.ID, Dir: runs.IterationDir(n), Date: c.CreationDate.UTC(), Tasks: []Task{}}
@@ -463,7 +434,7 @@ func (s *Server) iterationSummary(ctx context.Context, c artifacts.Commit, n int
 	if tm != nil {
 		it.Train, it.NotComputed = tm.Values, tm.NotComputed
 	}
-	s.cache.put(c.ID, it)
+	s.cache.Put(c.ID, it)
 	return it, nil
 }
 

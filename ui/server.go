@@ -3,8 +3,6 @@ package ui
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,13 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
@@ -99,11 +97,14 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	st     artifacts.Store
 	opts   Options
+	ep     loopback.Endpoint
 	log    zerolog.Logger
-	token  [sha256.Size]byte
+	token  loopback.Digest
 	mux    *http.ServeMux
 	static http.Handler
-	cache  *commitCache
+	// cache keeps what was read from immutable commits (an iteration's
+	// metrics), so that a page polled every second reads each commit once.
+	cache *bounded.Map[string, IterationSummary]
 	// closing is closed when Serve begins to shut down, ending event streams
 	// (which would otherwise hold the shutdown for its whole timeout).
 	closing   chan struct{}
@@ -125,19 +126,20 @@ func New(st artifacts.Store, opts *Options) (*Server, error) {
 	if o.PollInterval < 0 || o.ShutdownTimeout < 0 {
 		return nil, errors.New("ui: poll interval and shutdown timeout cannot be negative")
 	}
-	if o.Token == "" {
-		if loopback.PlainlyPublic(o.Addr) {
-			return nil, needToken(o.Addr)
+	ep := loopback.Endpoint{Name: "ui", Addr: o.Addr, HasSecret: o.Token != "", Refuse: needToken, ShutdownTimeout: o.ShutdownTimeout}
+	if err := ep.Check(); err != nil {
+		return nil, err
+	}
+	if o.Token != "" {
+		if err := loopback.CheckToken(TokenEnv, o.Token); err != nil {
+			return nil, fmt.Errorf("ui: %w", err)
 		}
-	} else if err := loopback.CheckToken(TokenEnv, o.Token); err != nil {
-		return nil, fmt.Errorf("ui: %w", err)
 	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("ui: embedded assets: %w", err)
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, static: http.FileServerFS(static), cache: newCommitCache(4096), closing: make(chan struct{})}
-	s.token = sha256.Sum256([]byte(o.Token))
+	s := &Server{st: st, opts: o, ep: ep, log: o.Logger, token: loopback.DigestOf(o.Token), static: http.FileServerFS(static), cache: bounded.NewMap[string, IterationSummary](4096), closing: make(chan struct{})}
 	s.routes()
 	return s, nil
 }
@@ -217,22 +219,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // page on another site whose name resolves to 127.0.0.1 sends its own
 // name as Host, which is refused. With a token, the token is the guard.
 func (s *Server) hostAllowed(r *http.Request) bool {
-	if s.opts.Token != "" {
-		return true
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	return host == "" || strings.EqualFold(host, "localhost") || loopback.IsLiteral(host)
+	return s.opts.Token != "" || loopback.LoopbackHost(r.Host)
 }
 
 // acceptToken checks a ?token= and, if right, sets the cookie and
 // redirects to the same URL without it, so the token does not stay in the
 // address bar or the history.
 func (s *Server) acceptToken(w http.ResponseWriter, r *http.Request, tok string) {
-	if !s.tokenMatches(tok) {
+	if !s.token.Matches(tok) {
 		writeError(w, http.StatusUnauthorized, "wrong token: use the value of "+TokenEnv+" the server was started with")
 		return
 	}
@@ -245,31 +239,20 @@ func (s *Server) acceptToken(w http.ResponseWriter, r *http.Request, tok string)
 
 // authorized accepts the bearer header or the cookie.
 func (s *Server) authorized(r *http.Request) bool {
-	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return s.tokenMatches(strings.TrimSpace(got))
+	if got, ok := loopback.Bearer(r); ok {
+		return s.token.Matches(got)
 	}
 	if c, err := r.Cookie(tokenCookie); err == nil {
-		return s.tokenMatches(c.Value)
+		return s.token.Matches(c.Value)
 	}
 	return false
-}
-
-// tokenMatches compares digests in constant time, so that neither the
-// token nor its length leaks through timing.
-func (s *Server) tokenMatches(tok string) bool {
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
 // (after resolving a host name, and again on the bound socket) unless
 // Options.Token is set.
 func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
-	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.Token != "", needToken)
-	if err != nil && !errors.Is(err, ErrNeedToken) {
-		err = fmt.Errorf("ui: %w", err)
-	}
-	return l, err
+	return s.ep.Listen(ctx)
 }
 
 // Serve answers requests on l until ctx ends, then ends event streams,
@@ -285,12 +268,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	hs.RegisterOnShutdown(func() { s.closeOnce.Do(func() { close(s.closing) }) })
 	s.log.Info().Str(logAddr, l.Addr().String()).Bool("token", s.opts.Token != "").Msg("ui listening")
-	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
-	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+	return s.ep.Serve(ctx, hs, l, func() {
 		s.log.Info().Str(logAddr, l.Addr().String()).Msg("ui stopped")
-	}
-	if err != nil {
-		return fmt.Errorf("ui: %w", err)
-	}
-	return nil
+	})
 }

@@ -115,12 +115,9 @@ func copyMeta(m map[string]string) map[string]string {
 	return out
 }
 
-// commitHeap orders commits newest first (date, then generation, then id).
-type commitHeap []artifacts.Commit
-
-func (h commitHeap) Len() int { return len(h) }
-func (h commitHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
+// newestFirst orders commits for Log: by date, then generation, then id,
+// the highest first.
+func newestFirst(a, b artifacts.Commit) bool {
 	if !a.CreationDate.Equal(b.CreationDate) {
 		return a.CreationDate.After(b.CreationDate)
 	}
@@ -129,13 +126,58 @@ func (h commitHeap) Less(i, j int) bool {
 	}
 	return a.ID > b.ID
 }
-func (h commitHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *commitHeap) Push(x any)   { *h = append(*h, x.(artifacts.Commit)) }
+
+// highestGeneration orders commits for mergeBase: by generation, the
+// highest first.
+func highestGeneration(a, b artifacts.Commit) bool { return a.Generation > b.Generation }
+
+// commitHeap is a container/heap of commits in the order less gives.
+type commitHeap struct {
+	commits []artifacts.Commit
+	less    func(a, b artifacts.Commit) bool
+}
+
+func (h *commitHeap) Len() int           { return len(h.commits) }
+func (h *commitHeap) Less(i, j int) bool { return h.less(h.commits[i], h.commits[j]) }
+func (h *commitHeap) Swap(i, j int)      { h.commits[i], h.commits[j] = h.commits[j], h.commits[i] }
+func (h *commitHeap) Push(x any)         { h.commits = append(h.commits, x.(artifacts.Commit)) }
 func (h *commitHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
+	c := h.commits[len(h.commits)-1]
+	h.commits = h.commits[:len(h.commits)-1]
 	return c
+}
+
+// commitWalk walks history from one commit, in the order less gives:
+// Log's and mergeBase's walk. Each commit is queued once.
+type commitWalk struct {
+	h    commitHeap
+	seen map[string]bool // ids queued so far
+}
+
+func newCommitWalk(start artifacts.Commit, less func(a, b artifacts.Commit) bool) *commitWalk {
+	return &commitWalk{h: commitHeap{commits: []artifacts.Commit{start}, less: less}, seen: map[string]bool{start.ID: true}}
+}
+
+// more reports whether commits are left to visit.
+func (w *commitWalk) more() bool { return w.h.Len() > 0 }
+
+// next returns the first commit left to visit.
+func (w *commitWalk) next() artifacts.Commit { return heap.Pop(&w.h).(artifacts.Commit) }
+
+// queue reads and queues the commits of ids not queued before, in order.
+func (w *commitWalk) queue(tx *bolt.Tx, ids []string) error {
+	for _, id := range ids {
+		if w.seen[id] {
+			continue
+		}
+		w.seen[id] = true
+		c, err := getCommit(tx, id)
+		if err != nil {
+			return err
+		}
+		heap.Push(&w.h, c)
+	}
+	return nil
 }
 
 // Log walks history newest first. Each batch of commits is read in its own
@@ -144,15 +186,13 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 	o := artifacts.ValueOf(opts)
 	filtered := len(o.Paths) > 0 || len(o.Prefixes) > 0
 	return func(yield func(artifacts.Commit, error) bool) {
-		h := &commitHeap{}
-		seen := map[string]bool{}
+		var w *commitWalk
 		err := s.view(ctx, func(tx *bolt.Tx) error {
 			v, err := resolve(tx, ref)
 			if err != nil {
 				return err
 			}
-			heap.Push(h, v.commit)
-			seen[v.commit.ID] = true
+			w = newCommitWalk(v.commit, newestFirst)
 			return nil
 		})
 		if err != nil {
@@ -160,25 +200,17 @@ func (s *Store) Log(ctx context.Context, ref string, opts *artifacts.LogOptions)
 			return
 		}
 		emitted := 0
-		for h.Len() > 0 {
+		for w.more() {
 			var batch []artifacts.Commit
 			err := s.view(ctx, func(tx *bolt.Tx) error {
-				for h.Len() > 0 && len(batch) < 256 {
-					c := heap.Pop(h).(artifacts.Commit)
+				for w.more() && len(batch) < 256 {
+					c := w.next()
 					parents := c.Parents
 					if o.FirstParent && len(parents) > 1 {
 						parents = parents[:1]
 					}
-					for _, p := range parents {
-						if seen[p] {
-							continue
-						}
-						seen[p] = true
-						pc, err := getCommit(tx, p)
-						if err != nil {
-							return err
-						}
-						heap.Push(h, pc)
+					if err := w.queue(tx, parents); err != nil {
+						return err
 					}
 					if filtered {
 						ok, err := s.touches(tx, c, o.Paths, o.Prefixes)
@@ -258,11 +290,7 @@ func (s *Store) Diff(ctx context.Context, left, right string, opts *artifacts.Di
 	return func(yield func(artifacts.Change, error) bool) {
 		var out []artifacts.Change
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			l, err := resolve(tx, left)
-			if err != nil {
-				return err
-			}
-			r, err := resolve(tx, right)
+			l, r, err := resolvePair(tx, left, right)
 			if err != nil {
 				return err
 			}
@@ -318,61 +346,43 @@ func mergeBase(tx *bolt.Tx, a, b artifacts.Commit) (artifacts.Commit, error) {
 	if err != nil {
 		return artifacts.Commit{}, err
 	}
-	h := &genHeap{b}
-	seen := map[string]bool{b.ID: true}
-	for h.Len() > 0 {
-		c := heap.Pop(h).(artifacts.Commit)
+	w := newCommitWalk(b, highestGeneration)
+	for w.more() {
+		c := w.next()
 		if ancestors[c.ID] {
 			return c, nil
 		}
-		for _, p := range c.Parents {
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			pc, err := getCommit(tx, p)
-			if err != nil {
-				return artifacts.Commit{}, err
-			}
-			heap.Push(h, pc)
+		if err := w.queue(tx, c.Parents); err != nil {
+			return artifacts.Commit{}, err
 		}
 	}
 	return artifacts.Commit{}, fmt.Errorf("%w: commits %s and %s share no history", artifacts.ErrNotFound, short(a.ID), short(b.ID))
 }
 
-// genHeap orders commits by generation, highest first.
-type genHeap []artifacts.Commit
-
-func (h genHeap) Len() int           { return len(h) }
-func (h genHeap) Less(i, j int) bool { return h[i].Generation > h[j].Generation }
-func (h genHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *genHeap) Push(x any)        { *h = append(*h, x.(artifacts.Commit)) }
-func (h *genHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
-}
-
 // MergeBase returns the best common ancestor of two refs.
 func (s *Store) MergeBase(ctx context.Context, left, right string) (artifacts.Commit, error) {
-	var c artifacts.Commit
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		l, err := resolve(tx, left)
+	c, err := viewGet(s, ctx, func(tx *bolt.Tx) (artifacts.Commit, error) {
+		l, r, err := resolvePair(tx, left, right)
 		if err != nil {
-			return err
+			return artifacts.Commit{}, err
 		}
-		r, err := resolve(tx, right)
-		if err != nil {
-			return err
-		}
-		c, err = mergeBase(tx, l.commit, r.commit)
-		return err
+		return mergeBase(tx, l.commit, r.commit)
 	})
 	if err != nil {
 		return c, fmt.Errorf("merge base %s %s: %w", left, right, err)
 	}
 	return c, nil
+}
+
+// resolvePair resolves the two refs of a diff or a merge base, left first.
+func resolvePair(tx *bolt.Tx, left, right string) (l, r view, err error) {
+	if l, err = resolve(tx, left); err != nil {
+		return view{}, view{}, err
+	}
+	if r, err = resolve(tx, right); err != nil {
+		return view{}, view{}, err
+	}
+	return l, r, nil
 }
 
 // threeWay applies what source changed since base onto dest's tree. It
@@ -465,6 +475,35 @@ func (s *Store) commitThreeWay(tx *bolt.Tx, w threeWayCommit) (artifacts.Commit,
 	return c, moveBranch(tx, w.branch, w.head.ID, c.ID)
 }
 
+// updateThreeWay is the transaction of Merge and Revert: on branch, which
+// must have no staged changes, it commits the three-way merge plan
+// describes (plan is given the branch's head; branch and head are filled
+// in). A conflict is returned as the *artifacts.MergeConflictError it is;
+// any other error is prefixed with what ("merge a into b").
+func (s *Store) updateThreeWay(ctx context.Context, what, branch string, plan func(tx *bolt.Tx, head artifacts.Commit) (threeWayCommit, error)) (artifacts.Commit, error) {
+	var c artifacts.Commit
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		head, err := cleanHead(tx, branch)
+		if err != nil {
+			return err
+		}
+		w, err := plan(tx, head)
+		if err != nil {
+			return err
+		}
+		w.branch, w.head = branch, head
+		c, err = s.commitThreeWay(tx, w)
+		return err
+	})
+	if err != nil {
+		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
+			return artifacts.Commit{}, err
+		}
+		return artifacts.Commit{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return c, nil
+}
+
 func requireClean(tx *bolt.Tx, branch string) error {
 	st := stagingOf(tx, branch)
 	if st == nil {
@@ -486,40 +525,27 @@ func (s *Store) Merge(ctx context.Context, source, destination string, opts *art
 	default:
 		return artifacts.Commit{}, fmt.Errorf("merge %s into %s: %w: strategy %q (use source-wins or dest-wins)", source, destination, artifacts.ErrInvalid, opts.Strategy)
 	}
-	var c artifacts.Commit
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		dest, err := cleanHead(tx, destination)
-		if err != nil {
-			return err
-		}
+	return s.updateThreeWay(ctx, "merge "+source+" into "+destination, destination, func(tx *bolt.Tx, dest artifacts.Commit) (threeWayCommit, error) {
 		src, err := resolve(tx, source)
 		if err != nil {
-			return err
+			return threeWayCommit{}, err
 		}
 		base, err := mergeBase(tx, src.commit, dest)
 		if err != nil {
-			return err
+			return threeWayCommit{}, err
 		}
 		msg := opts.Message
 		if msg == "" {
 			msg = fmt.Sprintf("Merge '%s' into '%s'", source, destination)
 		}
-		c, err = s.commitThreeWay(tx, threeWayCommit{
-			branch: destination, head: dest, base: base.MetaRangeID, source: src.commit.MetaRangeID,
+		return threeWayCommit{
+			base: base.MetaRangeID, source: src.commit.MetaRangeID,
 			strategy: opts.Strategy, conflictSource: source, allowEmpty: opts.AllowEmpty,
 			noChanges: fmt.Sprintf("%s brings nothing new to %s", source, destination),
 			parents:   []string{dest.ID, src.commit.ID},
 			message:   msg, committer: opts.Committer, date: opts.Date, meta: opts.Metadata,
-		})
-		return err
+		}, nil
 	})
-	if err != nil {
-		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
-			return artifacts.Commit{}, err
-		}
-		return artifacts.Commit{}, fmt.Errorf("merge %s into %s: %w", source, destination, err)
-	}
-	return c, nil
 }
 
 // Revert commits the inverse of the commit ref names onto branch: a
@@ -531,37 +557,24 @@ func (s *Store) Revert(ctx context.Context, branch, ref string, parentNumber int
 	if parentNumber <= 0 {
 		parentNumber = 1
 	}
-	var c artifacts.Commit
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		head, err := cleanHead(tx, branch)
-		if err != nil {
-			return err
-		}
+	return s.updateThreeWay(ctx, "revert "+ref+" on "+branch, branch, func(tx *bolt.Tx, head artifacts.Commit) (threeWayCommit, error) {
 		target, err := resolve(tx, ref)
 		if err != nil {
-			return err
+			return threeWayCommit{}, err
 		}
 		if parentNumber > len(target.commit.Parents) {
-			return fmt.Errorf("%w: commit %s has %d parent(s); cannot revert against parent %d", artifacts.ErrInvalid, short(target.commit.ID), len(target.commit.Parents), parentNumber)
+			return threeWayCommit{}, fmt.Errorf("%w: commit %s has %d parent(s); cannot revert against parent %d", artifacts.ErrInvalid, short(target.commit.ID), len(target.commit.Parents), parentNumber)
 		}
 		parent, err := getCommit(tx, target.commit.Parents[parentNumber-1])
 		if err != nil {
-			return err
+			return threeWayCommit{}, err
 		}
-		c, err = s.commitThreeWay(tx, threeWayCommit{
-			branch: branch, head: head, base: target.commit.MetaRangeID, source: parent.MetaRangeID,
+		return threeWayCommit{
+			base: target.commit.MetaRangeID, source: parent.MetaRangeID,
 			conflictSource: "revert " + short(target.commit.ID), allowEmpty: opts.AllowEmpty,
 			noChanges: fmt.Sprintf("reverting %s changes nothing on %s", short(target.commit.ID), branch),
 			parents:   []string{head.ID},
 			message:   "Revert " + target.commit.ID, committer: opts.Committer, date: opts.Date, meta: opts.Metadata,
-		})
-		return err
+		}, nil
 	})
-	if err != nil {
-		if conflict := (*artifacts.MergeConflictError)(nil); errors.As(err, &conflict) {
-			return artifacts.Commit{}, err
-		}
-		return artifacts.Commit{}, fmt.Errorf("revert %s on %s: %w", ref, branch, err)
-	}
-	return c, nil
 }

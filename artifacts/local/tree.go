@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/rlpipe/rlpipe/internal/bounded"
 )
 
 // A commit's contents are a tree, as in lakeFS: ranges hold sorted runs
@@ -122,15 +124,18 @@ var emptyMetaRangeID = digestOf(encodeMeta(nil))
 type treeCache struct {
 	mu     sync.Mutex
 	ranges map[string][]entry
-	metas  map[string]node
-	seen   map[string]struct{} // metarange records and ranges a lookup read in place once
 	size   int
+	metas  *bounded.Map[string, node]
+	seen   *bounded.Map[string, struct{}] // metarange records and ranges a lookup read in place once
 }
 
-const treeCacheEntries = 1 << 20 // total entries kept decoded
+const (
+	treeCacheEntries = 1 << 20 // total entries of ranges kept decoded
+	treeCacheRecords = 4096    // metarange records kept decoded, and ids kept seen
+)
 
 func newTreeCache() *treeCache {
-	return &treeCache{ranges: map[string][]entry{}, metas: map[string]node{}, seen: map[string]struct{}{}}
+	return &treeCache{ranges: map[string][]entry{}, metas: bounded.NewMap[string, node](treeCacheRecords), seen: bounded.NewMap[string, struct{}](treeCacheRecords)}
 }
 
 func (c *treeCache) getRange(id string) ([]entry, bool) {
@@ -152,34 +157,7 @@ func (c *treeCache) putRange(id string, e []entry) {
 
 // again reports whether a lookup read the metarange record or range id
 // before without decoding it, and notes that one has now.
-func (c *treeCache) again(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.seen[id]; ok {
-		return true
-	}
-	if len(c.seen) > 4096 {
-		c.seen = map[string]struct{}{}
-	}
-	c.seen[id] = struct{}{}
-	return false
-}
-
-func (c *treeCache) getMeta(id string) (node, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok := c.metas[id]
-	return m, ok
-}
-
-func (c *treeCache) putMeta(id string, m node) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.metas) > 4096 {
-		c.metas = map[string]node{}
-	}
-	c.metas[id] = m
-}
+func (c *treeCache) again(id string) bool { return !c.seen.Add(id, struct{}{}) }
 
 // trees reads and writes ranges and metarange records inside one
 // transaction.
@@ -193,7 +171,7 @@ func (t trees) loadNode(id string) (node, error) {
 	if id == emptyMetaRangeID {
 		return node{level: 1}, nil
 	}
-	if m, ok := t.cache.getMeta(id); ok {
+	if m, ok := t.cache.metas.Get(id); ok {
 		return m, nil
 	}
 	b := t.tx.Bucket(bucketMetaRanges).Get([]byte(id))
@@ -204,7 +182,7 @@ func (t trees) loadNode(id string) (node, error) {
 	if err != nil {
 		return node{}, fmt.Errorf("%w: metarange %s: %v", errCorruptMeta, id, err)
 	}
-	t.cache.putMeta(id, m)
+	t.cache.metas.Put(id, m)
 	return m, nil
 }
 
@@ -249,7 +227,7 @@ func (t trees) lookup(metaID, path string) (*entry, error) {
 	for rangeID == "" {
 		var child string
 		level := 0
-		if m, ok := t.cache.getMeta(id); ok || id == emptyMetaRangeID || t.cache.again(id) {
+		if m, ok := t.cache.metas.Get(id); ok || id == emptyMetaRangeID || t.cache.again(id) {
 			if !ok {
 				var err error
 				if m, err = t.loadNode(id); err != nil {

@@ -194,7 +194,7 @@ func TestLookupReadsAMetarangeInPlaceOnce(t *testing.T) {
 			case ch.Entry != nil && (e == nil || e.Digest != ch.Entry.Digest):
 				t.Fatalf("lookup %d, %s = %+v, want digest %s", i, ch.Path, e, ch.Entry.Digest)
 			}
-			if _, cached := tr.cache.getMeta(id); cached != (i > 0) {
+			if _, cached := tr.cache.metas.Get(id); cached != (i > 0) {
 				t.Fatalf("after lookup %d the metarange is cached: %v", i, cached)
 			}
 		}

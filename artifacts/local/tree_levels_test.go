@@ -215,8 +215,8 @@ func TestALargeTreeHasLevels(t *testing.T) {
 				t.Fatalf("lookup of the changed path = %+v, %v", got, err)
 			}
 		}
-		if len(fresh.cache.metas) != level || len(fresh.cache.ranges) != 1 {
-			t.Fatalf("two lookups of a path decoded %d metarange records and %d ranges; want %d and 1", len(fresh.cache.metas), len(fresh.cache.ranges), level)
+		if fresh.cache.metas.Len() != level || len(fresh.cache.ranges) != 1 {
+			t.Fatalf("two lookups of a path decoded %d metarange records and %d ranges; want %d and 1", fresh.cache.metas.Len(), len(fresh.cache.ranges), level)
 		}
 		// A diff skips the nodes both trees share: it reads the records
 		// on the way to the change on each side, and its range on each.
@@ -228,8 +228,8 @@ func TestALargeTreeHasLevels(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if len(changed) != 1 || changed[0] != e.Path || len(fresh.cache.metas) != 2*level || len(fresh.cache.ranges) != 2 {
-			t.Fatalf("diff found %v reading %d metarange records and %d ranges; want %s reading %d and 2", changed, len(fresh.cache.metas), len(fresh.cache.ranges), e.Path, 2*level)
+		if len(changed) != 1 || changed[0] != e.Path || fresh.cache.metas.Len() != 2*level || len(fresh.cache.ranges) != 2 {
+			t.Fatalf("diff found %v reading %d metarange records and %d ranges; want %s reading %d and 2", changed, fresh.cache.metas.Len(), len(fresh.cache.ranges), e.Path, 2*level)
 		}
 	})
 }

@@ -2,8 +2,6 @@ package storeserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -196,12 +194,13 @@ func (o Options) hasCredentials() bool { return o.AccessKeyID != "" }
 type Server struct {
 	st   artifacts.Store
 	opts Options
+	ep   loopback.Endpoint
 	log  zerolog.Logger
 	// repo is the name the repository is served under, defaultBranch its
 	// first branch; both are fixed for the life of a store.
 	repo          string
 	defaultBranch string
-	key, secret   [sha256.Size]byte
+	key, secret   loopback.Digest
 
 	missedMu sync.Mutex
 	missed   map[string]bool // ref, path and checksum of staged reads that missed
@@ -234,8 +233,9 @@ func New(ctx context.Context, st artifacts.Store, opts *Options) (*Server, error
 	if (o.AccessKeyID == "") != (o.SecretAccessKey == "") {
 		return nil, fmt.Errorf("storeserver: %w: set both the access key id and the secret access key (%s and %s), or neither", artifacts.ErrInvalid, EnvAccessKeyID, EnvSecretAccessKey)
 	}
-	if !o.hasCredentials() && loopback.PlainlyPublic(o.Addr) {
-		return nil, needCredentials(o.Addr)
+	ep := loopback.Endpoint{Name: "storeserver", Addr: o.Addr, HasSecret: o.hasCredentials(), Refuse: needCredentials, ShutdownTimeout: o.ShutdownTimeout}
+	if err := ep.Check(); err != nil {
+		return nil, err
 	}
 	info, err := st.Repository(ctx)
 	if err != nil {
@@ -248,9 +248,9 @@ func New(ctx context.Context, st artifacts.Store, opts *Options) (*Server, error
 	if err := artifacts.ValidateRepositoryName(name); err != nil {
 		return nil, fmt.Errorf("storeserver: serve the store as repository %q: %w (name it with Options.Repository, `rlpipe store serve --repository NAME`)", name, err)
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, repo: name, defaultBranch: info.DefaultBranch}
-	s.key = sha256.Sum256([]byte(o.AccessKeyID))
-	s.secret = sha256.Sum256([]byte(o.SecretAccessKey))
+	s := &Server{st: st, opts: o, ep: ep, log: o.Logger, repo: name, defaultBranch: info.DefaultBranch}
+	s.key = loopback.DigestOf(o.AccessKeyID)
+	s.secret = loopback.DigestOf(o.SecretAccessKey)
 	return s, nil
 }
 
@@ -314,19 +314,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a web page on another site whose name resolves to 127.0.0.1 sends its
 // own name as Host, which is refused. With credentials, they are the guard.
 func (s *Server) hostAllowed(r *http.Request) bool {
-	if s.opts.hasCredentials() {
-		return true
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	return host == "" || strings.EqualFold(host, "localhost") || loopback.IsLiteral(host)
+	return s.opts.hasCredentials() || loopback.LoopbackHost(r.Host)
 }
 
-// authorized checks HTTP Basic credentials, comparing digests in constant
-// time so that neither the values nor their lengths leak through timing.
+// authorized checks HTTP Basic credentials, comparing both in constant
+// time (loopback.Digest), the second even when the first is wrong.
 func (s *Server) authorized(r *http.Request) bool {
 	if !s.opts.hasCredentials() {
 		return true
@@ -335,19 +327,15 @@ func (s *Server) authorized(r *http.Request) bool {
 	if !ok {
 		return false
 	}
-	k, sec := sha256.Sum256([]byte(key)), sha256.Sum256([]byte(secret))
-	return subtle.ConstantTimeCompare(k[:], s.key[:])&subtle.ConstantTimeCompare(sec[:], s.secret[:]) == 1
+	k, sec := s.key.Matches(key), s.secret.Matches(secret)
+	return k && sec
 }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
 // (after resolving a host name, and again on the bound socket) unless the
 // server has credentials.
 func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
-	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.hasCredentials(), needCredentials)
-	if err != nil && !errors.Is(err, ErrNeedCredentials) {
-		err = fmt.Errorf("storeserver: %w", err)
-	}
-	return l, err
+	return s.ep.Listen(ctx)
 }
 
 // Serve answers requests on l until ctx ends, then stops taking new ones
@@ -362,16 +350,11 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	s.log.Info().Str(logAddr, l.Addr().String()).Str(logRepository, s.repo).Bool("auth", s.opts.hasCredentials()).Msg("store server listening")
-	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
-	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+	return s.ep.Serve(ctx, hs, l, func() {
 		ev := s.log.Info().Str(logAddr, l.Addr().String())
 		if s.opts.Faults != (Faults{}) {
 			ev = ev.Str("faults", s.opts.Faults.String()).Int64("fault_misses", s.FaultMisses())
 		}
 		ev.Msg("store server stopped")
-	}
-	if err != nil {
-		return fmt.Errorf("storeserver: %w", err)
-	}
-	return nil
+	})
 }

@@ -2,7 +2,10 @@
 // rlpipe's servers (the policy server, the UI, the store server) listen
 // on loopback by default and need a token or credentials for any other
 // address. Listen binds such a server; Serve runs it until its context
-// ends and shuts it down within a timeout; Recorder wraps its response
+// ends and shuts it down within a timeout; an Endpoint holds a server's
+// address, secret and name and does both for it. Digest compares a token
+// or credentials in constant time, Bearer reads a bearer token and
+// LoopbackHost checks a request's Host. Recorder wraps a server's response
 // writer to note the status each request was answered with, for its
 // request log and its panic recovery.
 package loopback

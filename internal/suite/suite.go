@@ -1,7 +1,8 @@
 // Package suite runs a contract's shared test suite, the one body every
-// backend of the contract runs (policytest for policies): named groups of
-// named scenarios, each scenario a parallel subtest with a fresh fixture
-// of its own. Test code only: it imports testing.
+// backend of the contract runs (policytest for policies, executortest for
+// executors): named groups of named scenarios, each scenario a parallel
+// subtest with a fresh fixture of its own. Test code only: it imports
+// testing.
 package suite
 
 import "testing"

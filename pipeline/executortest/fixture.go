@@ -49,10 +49,11 @@ type fixture struct {
 	events map[string][]pipeline.Event // by call name
 }
 
-// open creates the scenario's store, asks newExecutor for an executor
-// that runs tasks, and opens a run with it. Every call runs (NoCache),
-// so a scenario sees its attempts, not a cache hit.
-func open(t *testing.T, newExecutor NewExecutor, name string, tasks ...*pipeline.Task) *fixture {
+// open creates the scenario's store, asks the executor under test for an
+// executor that runs tasks, and opens a run with it. Every call runs
+// (NoCache), so a scenario sees its attempts, not a cache hit.
+func open(sub subject, name string, tasks ...*pipeline.Task) *fixture {
+	t := sub.t
 	t.Helper()
 	ctx := t.Context()
 	st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
@@ -61,7 +62,7 @@ func open(t *testing.T, newExecutor NewExecutor, name string, tasks ...*pipeline
 	}
 	t.Cleanup(func() { st.Close() })
 	envs := map[string]pipeline.Settings{env: {}}
-	x := newExecutor(t, Setup{Name: name, Store: st, Tasks: tasks, Envs: envs})
+	x := sub.newExecutor(t, Setup{Name: name, Store: st, Tasks: tasks, Envs: envs})
 	f := &fixture{t: t, ctx: ctx, st: st, events: map[string][]pipeline.Event{}}
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x, NoCache: true, OnEvent: f.record})
 	if err != nil {
@@ -96,9 +97,9 @@ func outTask(name string, settings pipeline.Settings, body pipeline.Func) *pipel
 
 // callAlone opens the run named run for task alone and calls task once,
 // as call does.
-func callAlone(t *testing.T, newExecutor NewExecutor, run string, task *pipeline.Task) (*fixture, *pipeline.Node, error) {
-	t.Helper()
-	f := open(t, newExecutor, run, task)
+func callAlone(sub subject, run string, task *pipeline.Task) (*fixture, *pipeline.Node, error) {
+	sub.t.Helper()
+	f := open(sub, run, task)
 	n, err := f.call(f.ctx, task, pipeline.Call{})
 	return f, n, err
 }

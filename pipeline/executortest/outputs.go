@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
@@ -15,15 +14,16 @@ import (
 )
 
 var outputScenarios = []scenario{
-	{"Uploaded", testOutputsUploaded},
-	{"Missing", testOutputsMissing},
+	{Name: "Uploaded", Run: testOutputsUploaded},
+	{Name: "Missing", Run: testOutputsMissing},
 }
 
 // testOutputsUploaded: a task's declared outputs — two files with the
 // same bytes and a directory — are staged on the run's branch under the
 // call's directory, each result carrying the store's checksum of its
 // bytes; a downstream call reads them as its inputs.
-func testOutputsUploaded(t *testing.T, newExecutor NewExecutor) {
+func testOutputsUploaded(x subject) {
+	t := x.t
 	const table, config, weights = "prompt,answer\n2+2,4\n", `{"r": 8}`, "\x00\x01\x02 weights"
 	produce := &pipeline.Task{Name: "produce", Env: env,
 		Outputs: []pipeline.Output{{Name: "table", File: "table.csv"}, {Name: "copy", File: "copy.csv"}, {Name: "adapter", Dir: true}},
@@ -56,7 +56,7 @@ func testOutputsUploaded(t *testing.T, newExecutor NewExecutor) {
 			}
 			return write(tc, "seen", strings.Join(parts, "|"))
 		}}
-	f := open(t, newExecutor, "outputs-uploaded", produce, consume)
+	f := open(x, "outputs-uploaded", produce, consume)
 	ref, err := f.st.PutObject(f.ctx, "main", "ref/table.csv", strings.NewReader(table), nil)
 	if err != nil {
 		t.Fatalf("put main:ref/table.csv: %v", err)
@@ -120,7 +120,8 @@ func (f *fixture) result(n *pipeline.Node, name string) pipeline.Artifact {
 // testOutputsMissing: an output the task did not write, an empty output
 // directory and an output its Check refuses each fail the call at once
 // with ErrOutput, Permanent, although three attempts are allowed.
-func testOutputsMissing(t *testing.T, newExecutor NewExecutor) {
+func testOutputsMissing(x subject) {
+	t := x.t
 	cases := []struct {
 		task *pipeline.Task
 		msg  string
@@ -148,7 +149,7 @@ func testOutputsMissing(t *testing.T, newExecutor NewExecutor) {
 		ran[c.task.Name] = s
 		tasks = append(tasks, c.task)
 	}
-	f := open(t, newExecutor, "outputs-missing", tasks...)
+	f := open(x, "outputs-missing", tasks...)
 	for _, c := range cases {
 		name := c.task.Name
 		n, err := f.call(f.ctx, c.task, pipeline.Call{})

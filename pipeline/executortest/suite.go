@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/suite"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -34,11 +35,15 @@ type Setup struct {
 // and stops them with t.Cleanup. It is called from parallel tests.
 type NewExecutor = func(t *testing.T, s Setup) pipeline.Executor
 
-// scenario is one behaviour checked with an executor of its own.
-type scenario struct {
-	name string
-	run  func(t *testing.T, newExecutor NewExecutor)
+// subject is what a scenario runs against: its own subtest and the
+// constructor of the executor under test.
+type subject struct {
+	t           *testing.T
+	newExecutor NewExecutor
 }
+
+// scenario is one behaviour checked with an executor of its own.
+type scenario = suite.Scenario[subject]
 
 // Run checks that the executors newExecutor returns run the attempts of
 // task calls as the pipeline.Executor contract says: retries, permanent
@@ -46,23 +51,11 @@ type scenario struct {
 // cancellation, and declared outputs. Each behaviour is a subtest with a
 // store, a run and an executor of its own, and subtests run in parallel.
 func Run(t *testing.T, newExecutor NewExecutor) {
-	groups := []struct {
-		name      string
-		scenarios []scenario
-	}{
-		{"Retries", retryScenarios},
-		{"Timeouts", timeoutScenarios},
-		{"Cancel", cancelScenarios},
-		{"Outputs", outputScenarios},
+	groups := []suite.Group[subject]{
+		{Name: "Retries", Scenarios: retryScenarios},
+		{Name: "Timeouts", Scenarios: timeoutScenarios},
+		{Name: "Cancel", Scenarios: cancelScenarios},
+		{Name: "Outputs", Scenarios: outputScenarios},
 	}
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, s := range g.scenarios {
-				t.Run(s.name, func(t *testing.T) {
-					t.Parallel()
-					s.run(t, newExecutor)
-				})
-			}
-		})
-	}
+	suite.Run(t, groups, func(t *testing.T) subject { return subject{t: t, newExecutor: newExecutor} })
 }

@@ -5,26 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 var timeoutScenarios = []scenario{
-	{"PerAttempt", testPerAttemptTimeout},
-	{"DeadlineWhileRunning", testDeadlineWhileRunning},
-	{"DeadlineWhileWaiting", testDeadlineWhileWaiting},
+	{Name: "PerAttempt", Run: testPerAttemptTimeout},
+	{Name: "DeadlineWhileRunning", Run: testDeadlineWhileRunning},
+	{Name: "DeadlineWhileWaiting", Run: testDeadlineWhileWaiting},
 }
 
 var cancelScenarios = []scenario{
-	{"RunContext", testCancelRunContext},
+	{Name: "RunContext", Run: testCancelRunContext},
 }
 
 // testPerAttemptTimeout: a body that never returns on its own is stopped
 // at the per-attempt timeout, each of its two attempts, and the call
 // fails with ErrTimeout, not Permanent.
-func testPerAttemptTimeout(t *testing.T, newExecutor NewExecutor) {
+func testPerAttemptTimeout(x subject) {
+	t := x.t
 	var s seen
 	settings := retrying(2)
 	settings.Timeout = attemptTimeout
@@ -33,7 +33,7 @@ func testPerAttemptTimeout(t *testing.T, newExecutor NewExecutor) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	f, n, err := callAlone(t, newExecutor, "timeouts-per-attempt", task)
+	f, n, err := callAlone(x, "timeouts-per-attempt", task)
 	wantFailure(t, "slow", err, failure{attempts: 2, is: []error{pipeline.ErrTimeout},
 		msg: fmt.Sprintf("attempt timed out after %s (attempt 2", attemptTimeout)})
 	s.want(t, "slow", 1, 2)
@@ -44,7 +44,8 @@ func testPerAttemptTimeout(t *testing.T, newExecutor NewExecutor) {
 // runs until the deadline over all attempts stops it. The call fails
 // with ErrDeadline after exactly two attempts, although fifty are
 // allowed, and the first attempt's retry is reported.
-func testDeadlineWhileRunning(t *testing.T, newExecutor NewExecutor) {
+func testDeadlineWhileRunning(x subject) {
+	t := x.t
 	var s seen
 	settings := retrying(50)
 	settings.Deadline = deadline
@@ -55,7 +56,7 @@ func testDeadlineWhileRunning(t *testing.T, newExecutor NewExecutor) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	f, n, err := callAlone(t, newExecutor, "timeouts-deadline-running", task)
+	f, n, err := callAlone(x, "timeouts-deadline-running", task)
 	wantFailure(t, "late", err, failure{attempts: 2, is: []error{pipeline.ErrDeadline},
 		msg: fmt.Sprintf("task deadline passed (%s over all attempts)", deadline)})
 	s.want(t, "late", 1, 2)
@@ -65,14 +66,15 @@ func testDeadlineWhileRunning(t *testing.T, newExecutor NewExecutor) {
 // testDeadlineWhileWaiting: the first attempt fails and the pause before
 // the second is longer than the deadline: the call fails with
 // ErrDeadline after one attempt, naming the attempt's error.
-func testDeadlineWhileWaiting(t *testing.T, newExecutor NewExecutor) {
+func testDeadlineWhileWaiting(x subject) {
+	t := x.t
 	var s seen
 	settings := pipeline.Settings{Deadline: deadline, Retry: pipeline.Retry{Attempts: 50, Backoff: time.Hour, Factor: 1}}
 	task := outTask("patient", settings, func(ctx context.Context, tc *pipeline.TaskContext) error {
 		s.add(tc)
 		return errors.New("no luck yet")
 	})
-	f, n, err := callAlone(t, newExecutor, "timeouts-deadline-waiting", task)
+	f, n, err := callAlone(x, "timeouts-deadline-waiting", task)
 	wantFailure(t, "patient", err, failure{attempts: 1, is: []error{pipeline.ErrDeadline},
 		msg: fmt.Sprintf("task deadline passed (%s over all attempts)", deadline)})
 	if !strings.Contains(err.Error(), "no luck yet") {
@@ -97,7 +99,8 @@ func testDeadlineWhileWaiting(t *testing.T, newExecutor NewExecutor) {
 // attempt runs cancels the attempt's context wherever it runs, and the
 // call ends with context.Canceled: no retry although three attempts are
 // allowed, and neither a finished nor a failed event.
-func testCancelRunContext(t *testing.T, newExecutor NewExecutor) {
+func testCancelRunContext(x subject) {
+	t := x.t
 	var s seen
 	started, stopped := make(chan struct{}), make(chan struct{})
 	task := outTask("wait", retrying(3), func(ctx context.Context, tc *pipeline.TaskContext) error {
@@ -109,7 +112,7 @@ func testCancelRunContext(t *testing.T, newExecutor NewExecutor) {
 		close(stopped)
 		return ctx.Err()
 	})
-	f := open(t, newExecutor, "cancel-run-context", task)
+	f := open(x, "cancel-run-context", task)
 	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	n := f.run.Iteration(1).Go(ctx, task, pipeline.Call{})

@@ -3,14 +3,11 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,8 +96,9 @@ type Server struct {
 	p      policy.Policy
 	loader policy.AdapterLoader // nil: the policy loads no adapters
 	opts   Options
+	ep     loopback.Endpoint
 	log    zerolog.Logger
-	token  [sha256.Size]byte
+	token  loopback.Digest
 
 	amu      sync.RWMutex          // guards adapters; held by loads and unloads
 	adapters policy.LoadedAdapters // loaded through the server, oldest first
@@ -124,14 +122,12 @@ func New(p policy.Policy, opts *Options) (*Server, error) {
 	if o.MaxBodyBytes < 0 || o.MaxSamples < 0 || o.ShutdownTimeout < 0 {
 		return nil, errors.New("server: max body bytes, max samples and shutdown timeout cannot be negative")
 	}
-	if o.Token == "" {
-		if loopback.PlainlyPublic(o.Addr) {
-			return nil, needToken(o.Addr)
-		}
+	ep := loopback.Endpoint{Name: "server", Addr: o.Addr, HasSecret: o.Token != "", Refuse: needToken, ShutdownTimeout: o.ShutdownTimeout}
+	if err := ep.Check(); err != nil {
+		return nil, err
 	}
-	s := &Server{p: p, opts: o, log: o.Logger, created: time.Now().Unix()}
+	s := &Server{p: p, opts: o, ep: ep, log: o.Logger, token: loopback.DigestOf(o.Token), created: time.Now().Unix()}
 	s.loader, _ = p.(policy.AdapterLoader)
-	s.token = sha256.Sum256([]byte(o.Token))
 	return s, nil
 }
 
@@ -218,29 +214,20 @@ func method(w http.ResponseWriter, r *http.Request, want string) bool {
 	return false
 }
 
-// authorized compares the bearer token in constant time (of equal-length
-// digests, so its length does not leak either).
+// authorized compares the bearer token in constant time (loopback.Digest).
 func (s *Server) authorized(r *http.Request) bool {
 	if s.opts.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
+	got, ok := loopback.Bearer(r)
+	return ok && s.token.Matches(got)
 }
 
 // Listen binds Options.Addr. It refuses an address that is not loopback
 // (after resolving a host name, and again on the bound socket) unless
 // Options.Token is set.
 func (s *Server) Listen(ctx context.Context) (net.Listener, error) {
-	l, err := loopback.Listen(ctx, s.opts.Addr, s.opts.Token != "", needToken)
-	if err != nil && !errors.Is(err, ErrNeedToken) {
-		err = fmt.Errorf("server: %w", err)
-	}
-	return l, err
+	return s.ep.Listen(ctx)
 }
 
 // Serve answers requests on l until ctx ends, then stops taking new ones,
@@ -253,12 +240,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		ReadHeaderTimeout: 30 * time.Second,
 	}
 	s.log.Info().Str(logAddr, l.Addr().String()).Str("model", s.opts.Model).Bool("token", s.opts.Token != "").Msg("policy server listening")
-	err := loopback.Serve(ctx, hs, l, s.opts.ShutdownTimeout)
-	if err == nil || errors.Is(err, loopback.ErrCutOff) { // shut down, not a failed listener
+	return s.ep.Serve(ctx, hs, l, func() {
 		s.log.Info().Str(logAddr, l.Addr().String()).Msg("policy server stopped")
-	}
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	return nil
+	})
 }
