@@ -204,7 +204,14 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"}
 	args = append(args, t.binds...)
-	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	args = append(args, "--proc", "/proc")
+	masks, maskFiles, err := procMaskArgs(fds)
+	toClose = append(toClose, maskFiles...)
+	if err != nil {
+		return Result{}, err
+	}
+	args = append(args, masks...)
+	args = append(args, "--dev", "/dev")
 	size := strconv.FormatInt(lim.FileBytes, 10)
 	for _, dir := range tmpfs {
 		args = append(args, "--size", size, "--tmpfs", dir)
@@ -500,6 +507,35 @@ func readOnlyFileArgs(files map[string][]byte, fds *fdSet) ([]string, []*os.File
 			args = append(args, "--perms", "0755", "--dir", dirs[i])
 		}
 		f, err := memFile(path.Base(p), files[p])
+		if err != nil {
+			return nil, opened, err
+		}
+		opened = append(opened, f)
+		args = append(args, "--perms", "0444", "--ro-bind-data", strconv.Itoa(fds.add(f)), p)
+	}
+	return args, opened, nil
+}
+
+// maskedProc are the files of /proc that a sandbox sees empty: the
+// kernel's symbols (addresses are hidden from the sandbox's user by
+// kptr_restrict, but not the names, which say what code is loaded) and
+// its build configuration (which says which bugs it has). Each is masked
+// only where the host has it: a bind needs its target to exist. Host
+// paths in /proc/self/mountinfo cannot be masked this way, see the threat
+// model in docs/REWARDS.md.
+var maskedProc = []string{"/proc/kallsyms", "/proc/config.gz"}
+
+// procMaskArgs returns the bwrap arguments that bind an empty read-only
+// file over each of maskedProc the host has, after --proc /proc, and the
+// files holding the empty data, numbered in fds.
+func procMaskArgs(fds *fdSet) ([]string, []*os.File, error) {
+	var args []string
+	var opened []*os.File
+	for _, p := range maskedProc {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		f, err := memFile(path.Base(p), nil)
 		if err != nil {
 			return nil, opened, err
 		}

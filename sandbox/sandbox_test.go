@@ -573,3 +573,20 @@ func TestInheritedDescriptorsStayOut(t *testing.T) {
 		t.Fatalf("fd %d inside the sandbox: %q", fd, r.Stdout)
 	}
 }
+
+// The kernel's symbols and build configuration read empty in a sandbox:
+// bound over with an empty file, each where the host has it.
+func TestProcMasked(t *testing.T) {
+	for _, p := range []string{"/proc/kallsyms", "/proc/config.gz"} {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) == 0 {
+				t.Skipf("the host has no %s to mask (%d bytes, %v)", p, len(b), err)
+			}
+			r := run(t, sandbox.Spec{Command: []string{"sh", "-c", "wc -c < " + p + " && cat " + p}})
+			if !r.Passed() || r.Stdout != "0\n" {
+				t.Fatalf("got %+v, want %s empty in the sandbox (%d bytes on the host)", r, p, len(b))
+			}
+		})
+	}
+}
