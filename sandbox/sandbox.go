@@ -391,9 +391,13 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		stdout:       stdout.String(),
 		stderr:       stderr.String(),
 	}
+	var used time.Duration
+	counted := false
 	if grp != nil {
 		o.oomKilled = grp.memoryExceeded()
+		used, counted = grp.cpuUsed()
 	}
+	o.cpuLimitReachable = cpuLimitReachable(lim, elapsed, used, counted)
 	r := classify(o)
 	r.Duration = elapsed
 	r.Verdict = <-verdict
