@@ -282,9 +282,16 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = fds.files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownPIDNS := os.Geteuid() == 0
+	if ownPIDNS {
+		// bwrap runs as PID 1 of a PID namespace of its own: when it
+		// dies, however early, the kernel kills everything in it, the
+		// sandbox included. See pidNamespace.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
+	} else {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	var init sandboxInit
 	// Killing the sandbox's init ends its PID namespace, every process in
@@ -345,6 +352,9 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}()
 	select {
 	case pid := <-childPID:
+		if ownPIDNS {
+			pid = hostPID(cmd.Process.Pid, pid)
+		}
 		init.open(pid)
 		if testHookInit != nil {
 			testHookInit(pid)
@@ -404,6 +414,63 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	return r, nil
 }
 
+// pidNamespace: why bwrap runs as PID 1 of a PID namespace of its own
+// when rlpipe is root.
+//
+// rlpipe can be killed (kill -9) at any moment, also while bwrap sets a
+// sandbox up. bwrap's --die-with-parent arms the sandbox init's
+// parent-death signal only after the setup, which goes on once rlpipe is
+// gone (its --block-fd then reads end-of-file), and bwrap itself dies
+// with rlpipe: a kill in that window left a sandbox running with no
+// parent (about 1 in 45 kills during setup). Now bwrap is the first
+// process of a new PID namespace, and the sandbox's init is in it:
+//
+//   - bwrap arms its own parent-death signal (--die-with-parent) before
+//     it reports the init's pid on the status pipe;
+//   - if rlpipe dies before that, the report fails (nobody reads the pipe
+//     any more) and bwrap exits;
+//   - if it dies after, the signal kills bwrap;
+//
+// and either way, bwrap being the namespace's init, the kernel kills
+// every process in the namespace with it. Nothing of the sandbox
+// outlives rlpipe, whenever the kill comes. (Go's Pdeathsig cannot be
+// used with CLONE_NEWPID: the child sees parent pid 0 in the new
+// namespace and takes its parent for dead.)
+//
+// A new PID namespace needs CAP_SYS_ADMIN, so this holds when rlpipe runs
+// as root (as it must to bound sandboxes by uid, see SandboxUID); as
+// another user bwrap keeps Go's parent-death signal and the window above
+// (see the threat model in docs/REWARDS.md).
+//
+// bwrap reports the init's pid as its own namespace numbers it; hostPID
+// turns that into this process's number.
+
+// hostPID returns the pid, in this process's PID namespace, of the child
+// of bwrap (bwrapPID) that is nsPID in bwrap's namespace, found among
+// bwrap's children by their NSpid; 0 when none is (nsPID may name
+// another process here: Run then kills the sandbox through bwrap).
+func hostPID(bwrapPID, nsPID int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", bwrapPID, bwrapPID))
+	if err != nil {
+		return 0
+	}
+	for _, c := range strings.Fields(string(b)) {
+		status, err := os.ReadFile("/proc/" + c + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			f := strings.Fields(strings.TrimPrefix(line, "NSpid:"))
+			if strings.HasPrefix(line, "NSpid:") && len(f) >= 2 && f[1] == strconv.Itoa(nsPID) {
+				if pid, err := strconv.Atoi(f[0]); err == nil {
+					return pid
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // testHookInit, when set by a test, is called with the sandbox init's
 // pid while the init waits on --block-fd, in the middle of bwrap's setup.
 var testHookInit func(pid int)
@@ -445,6 +512,9 @@ type sandboxInit struct {
 func (i *sandboxInit) open(pid int) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if pid <= 0 {
+		return
+	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err == nil {
 		i.fd, i.ok = fd, true
