@@ -179,14 +179,7 @@ func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("bwrap runs in a PID namespace of its own only when rlpipe is root; as another user a kill during setup can leave the sandbox running, see docs/REWARDS.md")
 	}
-	trials := 6
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("RLPIPE_CHAOS_TRIALS=%q: want a number of trials ≥ 1", v)
-		}
-		trials = n
-	}
+	trials := testproc.ChaosTrials(t, 6)
 	b, err := setupKill.Command("supervise " + strconv.Itoa(trials)).CombinedOutput()
 	out := string(b)
 	if err != nil {

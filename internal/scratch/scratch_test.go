@@ -2,6 +2,7 @@ package scratch_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -228,6 +229,66 @@ func TestSweepHiddenDirs(t *testing.T) {
 			}
 			if !c.removed && (len(removed) > 0 || statErr != nil) {
 				t.Fatalf("Sweep removed %v (stat: %v), want %s kept", removed, statErr, p)
+			}
+		})
+	}
+}
+
+// An owner stalled between making its hidden directory and locking it
+// for longer than HiddenGrace loses it to a Sweep, and Mkdir makes
+// another: it still returns a locked directory, never one that is gone.
+// Three losses in a row are an error that says what happened.
+func TestMkdirAfterItsHiddenDirWasSwept(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		losses int
+		err    string
+	}{
+		{"swept once", 1, ""},
+		{"swept twice", 2, ""},
+		{"swept three times", 3, "removed by a sweep before it was locked"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := t.TempDir()
+			var swept []string
+			scratch.BeforeLock(t, func(staged string) {
+				if len(swept) == c.losses {
+					return
+				}
+				old := time.Now().Add(-2 * scratch.HiddenGrace)
+				if err := os.Chtimes(staged, old, old); err != nil {
+					t.Fatal(err)
+				}
+				removed, err := scratch.Sweep(parent, "rlpipe-test-")
+				if err != nil || !slices.Equal(removed, []string{staged}) {
+					t.Fatalf("Sweep removed %v (%v), want the stalled %s", removed, err, staged)
+				}
+				swept = append(swept, staged)
+			})
+			d, err := scratch.Mkdir(parent, "rlpipe-test-")
+			if c.err != "" {
+				if !errors.Is(err, scratch.ErrSwept) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Mkdir = %v, want an error saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Remove()
+			if len(swept) != c.losses {
+				t.Fatalf("swept %d hidden directories, want %d", len(swept), c.losses)
+			}
+			f, err := os.Open(d.Path())
+			if err != nil {
+				t.Fatalf("Mkdir returned %s, which is not there: %v", d.Path(), err)
+			}
+			defer f.Close()
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+				t.Fatalf("%s is not locked (flock: %v)", d.Path(), err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(parent, ".*")); len(left) > 0 {
+				t.Fatalf("hidden directories left: %v", left)
 			}
 		})
 	}
