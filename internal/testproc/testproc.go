@@ -76,13 +76,21 @@ const ChaosEnv = "RLPIPE_CHAOS_TRIALS"
 // $RLPIPE_CHAOS_TRIALS when set. Another value than a number ≥ 1 fails t.
 func ChaosTrials(t testing.TB, def int) int {
 	t.Helper()
-	v := os.Getenv(ChaosEnv)
+	return IntEnv(t, ChaosEnv, def, 1)
+}
+
+// IntEnv is the number in the environment variable name, or def when it
+// is unset or empty. Another value than a number ≥ least fails t, naming
+// the variable.
+func IntEnv(t testing.TB, name string, def, least int) int {
+	t.Helper()
+	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a number of trials ≥ 1", ChaosEnv, v)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want a number ≥ %d", name, v, least)
 	}
 	return n
 }
