@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -135,7 +134,7 @@ func orphansLeft() []string {
 			for _, pid := range kids {
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 				left = append(left, fmt.Sprintf("%d %s", pid, strings.TrimSpace(string(comm))))
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				_ = unix.Kill(pid, unix.SIGKILL)
 			}
 			return left
 		}
