@@ -64,11 +64,11 @@
 // zombie. Staging directories are removed when Run returns, and those of
 // a killed process at the next process's first run (internal/scratch).
 // A kill -9 of this process ends its sandboxes too, also during their
-// setup, when it runs as root: bwrap is then the init of a PID namespace
-// of its own (see pidNamespace in sandbox.go). As another user, a
-// sandbox can outlive a kill during its setup; where a cgroup is in
-// force, bwrap starts in the run's group, so the next process kills it
-// with the group (cgroup.go).
+// setup, where it may make a PID namespace (root with CAP_SYS_ADMIN):
+// bwrap is then the init of one of its own (see pidNamespace in
+// sandbox.go). Elsewhere a sandbox can outlive a kill during its setup;
+// where a cgroup is in force, bwrap starts in the run's group, so the
+// next process kills it with the group (cgroup.go).
 //
 // # Limits
 //

@@ -282,17 +282,8 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = fds.files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	ownPIDNS := os.Geteuid() == 0
-	if ownPIDNS {
-		// bwrap runs as PID 1 of a PID namespace of its own: when it
-		// dies, however early, the kernel kills everything in it, the
-		// sandbox included. See pidNamespace.
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
-	} else {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
+	cmd.SysProcAttr = bwrapAttr()
+	ownPIDNS := cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0
 	var init sandboxInit
 	// Killing the sandbox's init ends its PID namespace, every process in
 	// it, and then bwrap, which has reaped the init: nothing is orphaned.
@@ -438,12 +429,50 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 // namespace and takes its parent for dead.)
 //
 // A new PID namespace needs CAP_SYS_ADMIN, so this holds when rlpipe runs
-// as root (as it must to bound sandboxes by uid, see SandboxUID); as
-// another user bwrap keeps Go's parent-death signal and the window above
-// (see the threat model in docs/REWARDS.md).
+// as root with it (canNewPID); otherwise (another user, a container that
+// drops the capability) bwrap keeps Go's parent-death signal and the
+// window above (see the threat model in docs/REWARDS.md).
 //
 // bwrap reports the init's pid as its own namespace numbers it; hostPID
 // turns that into this process's number.
+
+// bwrapAttr returns how bwrap is started: in a process group of its own,
+// as nobody when this process is root (see SandboxUID), and as PID 1 of a
+// new PID namespace where this process may make one, else with Go's
+// parent-death signal (see pidNamespace).
+func bwrapAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		a.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	if canNewPID() {
+		a.Cloneflags = syscall.CLONE_NEWPID
+	} else {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a
+}
+
+var (
+	newPIDOnce sync.Once
+	newPIDOK   bool
+	// testNoNewPID forces the path without a PID namespace of bwrap's
+	// own, for the tests of what it still promises.
+	testNoNewPID bool
+)
+
+// canNewPID reports whether this process may start a process in a new
+// PID namespace (CAP_SYS_ADMIN: root, but not in a container that drops
+// the capability, such as Docker's default), found once by starting
+// /bin/true so. Start would fail otherwise, and could not be retried.
+func canNewPID() bool {
+	newPIDOnce.Do(func() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		newPIDOK = cmd.Run() == nil
+	})
+	return newPIDOK && !testNoNewPID
+}
 
 // hostPID returns the pid, in this process's PID namespace, of the child
 // of bwrap (bwrapPID) that is nsPID in bwrap's namespace, found among

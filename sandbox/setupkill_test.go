@@ -175,8 +175,8 @@ func liveChildren() []int {
 // helper, which sees exactly the processes its killed runs leave, and
 // the next start removes their cgroups.
 func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("bwrap runs in a PID namespace of its own only when rlpipe is root; as another user a kill during setup can leave the sandbox running, see docs/REWARDS.md")
+	if !canNewPID() {
+		t.Skip("this process may not make a PID namespace (no CAP_SYS_ADMIN), so bwrap runs without one of its own: a kill during setup can leave the sandbox running, see docs/REWARDS.md")
 	}
 	trials := testproc.ChaosTrials(t, 6)
 	b, err := setupKill.Command("supervise " + strconv.Itoa(trials)).CombinedOutput()
@@ -200,4 +200,45 @@ func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 		t.Fatalf("%d trials reported, want %d:\n%s", n, trials, out)
 	}
 	t.Logf("%d kills during setup, nothing left running:\n%s", trials, out)
+}
+
+// Where bwrap cannot have a PID namespace of its own (no CAP_SYS_ADMIN),
+// it starts as before, with Go's parent-death signal, and runs sandboxes
+// alike: the same results, and the init's pid (reported by bwrap in this
+// process's numbering then) held.
+func TestWithoutOwnPIDNamespace(t *testing.T) {
+	testNoNewPID = true
+	defer func() { testNoNewPID = false }()
+	if a := bwrapAttr(); a.Cloneflags != 0 || a.Pdeathsig != unix.SIGKILL {
+		t.Fatalf("bwrap's attributes %+v, want no new namespace and a parent-death signal", a)
+	}
+	for _, c := range []struct {
+		name    string
+		command []string
+		limits  Limits
+		status  Status
+		exit    int
+	}{
+		{"exit 0", []string{"true"}, Limits{}, StatusOK, 0},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, Limits{}, StatusFailed, 3},
+		{"kill -9 $$", []string{"sh", "-c", "kill -9 $$"}, Limits{}, StatusSignal, 137},
+		{"the wall-clock limit", []string{"sleep", "600"}, Limits{Wall: 300 * time.Millisecond}, StatusTimeout, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inits := 0
+			testHookInit = func(pid int) {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && string(b) == "bwrap\n" {
+					inits++
+				}
+			}
+			defer func() { testHookInit = nil }()
+			r, err := Run(context.Background(), Spec{Command: c.command, Limits: c.limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != c.status || r.ExitCode != c.exit || inits != 1 {
+				t.Fatalf("got %+v with %d init(s) seen as bwrap, want status %s, exit %d and the init", r, inits, c.status, c.exit)
+			}
+		})
+	}
 }
