@@ -406,14 +406,15 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 }
 
 // pidNamespace: why bwrap runs as PID 1 of a PID namespace of its own
-// when rlpipe is root.
+// where rlpipe may make one.
 //
 // rlpipe can be killed (kill -9) at any moment, also while bwrap sets a
 // sandbox up. bwrap's --die-with-parent arms the sandbox init's
 // parent-death signal only after the setup, which goes on once rlpipe is
 // gone (its --block-fd then reads end-of-file), and bwrap itself dies
 // with rlpipe: a kill in that window left a sandbox running with no
-// parent (about 1 in 45 kills during setup). Now bwrap is the first
+// parent (25 of 45 kills during setup in TestKillDuringSetupLeavesNothingRunning
+// before this). Now bwrap is the first
 // process of a new PID namespace, and the sandbox's init is in it:
 //
 //   - bwrap arms its own parent-death signal (--die-with-parent) before
