@@ -40,7 +40,7 @@ notebooks: build ## execute the notebooks headlessly against a short demo run
 
 .PHONY: chaos
 chaos: ## run the kill -9 tests with many trials
-	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/ ./cli/
+	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/ ./cli/ ./sandbox/
 
 .PHONY: demo
 demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s)

@@ -8,13 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
 // envCLIArgs makes the test binary act as the rlpipe command: its value is
@@ -130,14 +130,7 @@ func TestKillTrainingAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the GRPO loop several times")
 	}
-	trials := 1
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("RLPIPE_CHAOS_TRIALS=%q: want a number of trials ≥ 1", v)
-		}
-		trials = n
-	}
+	trials := testproc.ChaosTrials(t, 1)
 	ref, cfg := smallArithRun(t)
 	src := strings.Replace(readFile(t, cfg), "iterations: 4", "iterations: 10", 1)
 	refCfg := ref.file("long.yaml", src)

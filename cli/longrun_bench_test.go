@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -23,15 +23,7 @@ import (
 // number in the environment variable name, at least 60, or def.
 func benchIterations(b *testing.B, name string, def int) int {
 	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 60 {
-		b.Fatalf("%s=%q: want a number of at least 60", name, v)
-	}
-	return n
+	return testproc.IntEnv(b, name, def, 60)
 }
 
 // longRunConfig is the stand-in example without sleeps, run to

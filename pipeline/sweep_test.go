@@ -84,14 +84,27 @@ func TestKilledEnginesWorkDirsAreSwept(t *testing.T) {
 	if _, err := os.Stat(deadDir); err != nil {
 		t.Fatalf("the killed engine's work directory should be there before the sweep: %v", err)
 	}
+	// What an engine killed inside scratch.Mkdir leaves: the directory
+	// under its hidden name, empty and unlocked, here a minute old.
+	hidden := filepath.Join(workDir, ".rlpipe-task-p"+strconv.Itoa(dead.Process.Pid)+"-12345")
+	if err := os.Mkdir(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(hidden, old, old); err != nil {
+		t.Fatal(err)
+	}
 	openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{WorkDir: workDir})
+	if _, err := os.Stat(hidden); !os.IsNotExist(err) {
+		t.Fatalf("the hidden %s of an engine killed in its Mkdir is still there after Open (%v)", hidden, err)
+	}
 	if _, err := os.Stat(deadDir); !os.IsNotExist(err) {
 		t.Fatalf("%s of the killed engine is still there after Open (%v)", deadDir, err)
 	}
 	if _, err := os.Stat(liveDir); err != nil {
 		t.Fatalf("%s of the live engine was removed: %v", liveDir, err)
 	}
-	left, _ := filepath.Glob(filepath.Join(workDir, "rlpipe-task-*"))
+	left, _ := filepath.Glob(filepath.Join(workDir, "*rlpipe-task-*"))
 	if len(left) != 1 || left[0] != liveDir {
 		t.Fatalf("work directories left: %v, want only %s", left, liveDir)
 	}

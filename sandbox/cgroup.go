@@ -40,7 +40,8 @@ import (
 // bwrap starts in the group (prepare): every process of the sandbox is
 // in it from its first instruction, so a sandbox left running by a
 // killed rlpipe — bwrap's parent-death signal can be lost while it sets
-// up — is in a group too, and the next start kills it (sweepGroups).
+// up, where rlpipe may not make a PID namespace (see pidNamespace) — is
+// in a group too, and the next start kills it (sweepGroups).
 //
 // What is usable is found once per process (detectGroups): cgroup v2
 // first, at this process's own cgroup, when its memory and pids

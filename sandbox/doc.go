@@ -63,10 +63,12 @@
 // inherits it (PID 1 of a container, a subreaper), so no run leaves a
 // zombie. Staging directories are removed when Run returns, and those of
 // a killed process at the next process's first run (internal/scratch).
-// Where a cgroup is in force, bwrap starts in the run's group, so a
-// sandbox that outlives a killed process — bwrap's parent-death signal
-// can be lost while it sets up — is in it, and the next process kills it
-// with the group (cgroup.go).
+// A kill -9 of this process ends its sandboxes too, also during their
+// setup, where it may make a PID namespace (root with CAP_SYS_ADMIN):
+// bwrap is then the init of one of its own (see pidNamespace in
+// sandbox.go). Elsewhere a sandbox can outlive a kill during its setup;
+// where a cgroup is in force, bwrap starts in the run's group, so the
+// next process kills it with the group (cgroup.go).
 //
 // # Limits
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -33,10 +34,17 @@ func TestClassify(t *testing.T) {
 	}{
 		{"exit 0", outcome{exitCode: 0}, Result{ExitCode: 0, Status: StatusOK}},
 		{"exit 1", outcome{exitCode: 1}, Result{ExitCode: 1, Status: StatusFailed}},
-		{"SIGXCPU", outcome{exitCode: 128 + 24}, Result{ExitCode: 152, Signal: "SIGXCPU", TimedOut: true, Status: StatusTimeout}},
-		{"SIGKILL at the hard CPU limit", outcome{exitCode: 137},
+		{"SIGXCPU", outcome{exitCode: 128 + 24, cpuLimitReachable: true},
+			Result{ExitCode: 152, Signal: "SIGXCPU", TimedOut: true, Status: StatusTimeout}},
+		{"SIGKILL at the hard CPU limit", outcome{exitCode: 137, cpuLimitReachable: true},
 			Result{ExitCode: 137, Signal: "SIGKILL", TimedOut: true, Status: StatusTimeout}},
-		{"SIGSEGV", outcome{exitCode: 139}, Result{ExitCode: 139, Signal: "SIGSEGV", Status: StatusKilled}},
+		{"SIGKILL sent by the program itself", outcome{exitCode: 137},
+			Result{ExitCode: 137, Signal: "SIGKILL", Status: StatusSignal}},
+		{"SIGXCPU raised by the program itself", outcome{exitCode: 128 + 24},
+			Result{ExitCode: 152, Signal: "SIGXCPU", Status: StatusSignal}},
+		{"SIGSEGV", outcome{exitCode: 139}, Result{ExitCode: 139, Signal: "SIGSEGV", Status: StatusSignal}},
+		{"SIGSEGV with the CPU limit reachable", outcome{exitCode: 139, cpuLimitReachable: true},
+			Result{ExitCode: 139, Signal: "SIGSEGV", Status: StatusSignal}},
 		{"SIGXFSZ", outcome{exitCode: 128 + 25}, Result{ExitCode: 153, Signal: "SIGXFSZ", Status: StatusFileLimit}},
 		{"MemoryError", outcome{exitCode: 1, stderr: "Traceback…\nMemoryError\n"},
 			Result{ExitCode: 1, Stderr: "Traceback…\nMemoryError\n", MemoryExceeded: true, Status: StatusMemory}},
@@ -165,5 +173,30 @@ func TestFallbackWarns(t *testing.T) {
 		`"message":"sandbox: limits bind each process, not each sandbox as a whole"}` + "\n"
 	if logs.String() != want {
 		t.Fatalf("logs:\n%s\nwant once:\n%s", logs.String(), want)
+	}
+}
+
+func TestCPULimitReachable(t *testing.T) {
+	lim := Limits{CPUTime: 1500 * time.Millisecond} // an rlimit of 2 s
+	cores := time.Duration(runtime.NumCPU())
+	for _, c := range []struct {
+		name    string
+		elapsed time.Duration
+		used    time.Duration
+		counted bool
+		want    bool
+	}{
+		{"the group counted the limit", time.Hour, 2 * time.Second, true, true},
+		{"the group counted half the limit", time.Hour, time.Second, true, true},
+		{"the group counted less than half", time.Hour, 999 * time.Millisecond, true, false},
+		{"no group, long enough for the cores", 2 * time.Second / cores, 0, false, true},
+		{"no group, too short for the cores", 2*time.Second/cores - time.Nanosecond, 0, false, false},
+		{"the group counted it in too short a run", time.Millisecond, 5 * time.Second, true, cores*time.Millisecond >= 2*time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := cpuLimitReachable(lim, c.elapsed, c.used, c.counted); got != c.want {
+				t.Errorf("cpuLimitReachable(%v, %v, %v, %v) = %v, want %v", lim.CPUTime, c.elapsed, c.used, c.counted, got, c.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -12,13 +13,18 @@ type Status string
 const (
 	StatusOK          Status = "ok"           // exited 0
 	StatusFailed      Status = "failed"       // exited non-zero
-	StatusTimeout     Status = "timeout"      // CPU time or wall-clock limit (any SIGKILL Run did not send)
+	StatusTimeout     Status = "timeout"      // CPU time or wall-clock limit
 	StatusMemory      Status = "memory"       // ran out of its address-space limit
 	StatusOutputLimit Status = "output_limit" // printed more than OutputBytes; killed
 	StatusFileLimit   Status = "file_limit"   // wrote past FileBytes (one file or the workspace)
-	StatusKilled      Status = "killed"       // died of another signal (crash, abort, …)
+	StatusSignal      Status = "signal"       // died of a signal no limit sent (crash, abort, kill -9 $$, …); Result.Signal names it
 	StatusCanceled    Status = "canceled"     // the caller's context ended; Run also returns its error
 )
+
+// StatusKilled is the old name of StatusSignal.
+//
+// Deprecated: use StatusSignal.
+const StatusKilled = StatusSignal
 
 // Result is the verdict on one run. Its fields become typed inputs of
 // reward expressions through Vars.
@@ -116,11 +122,15 @@ var signalNames = map[syscall.Signal]string{
 
 // outcome is what Run observed, before classification.
 type outcome struct {
-	exitCode       int  // from bwrap's status; -1 when unknown
-	killedOutput   bool // Run killed the sandbox for too much output
-	killedWall     bool // Run killed the sandbox at the wall-clock limit
-	oomKilled      bool // the sandbox's cgroup killed a process at its memory limit
-	stdout, stderr string
+	exitCode     int  // from bwrap's status; -1 when unknown
+	killedOutput bool // Run killed the sandbox for too much output
+	killedWall   bool // Run killed the sandbox at the wall-clock limit
+	// cpuLimitReachable: a process of the sandbox may have used its CPU
+	// rlimit, so a SIGXCPU or SIGKILL may be the kernel's (see
+	// cpuLimitReachable).
+	cpuLimitReachable bool
+	oomKilled         bool // the sandbox's cgroup killed a process at its memory limit
+	stdout, stderr    string
 }
 
 // classify turns what Run observed into a Result (Duration aside).
@@ -143,9 +153,11 @@ func classify(o outcome) Result {
 		r.MemoryExceeded, r.Status = true, StatusMemory
 	case o.killedWall:
 		r.TimedOut, r.Status = true, StatusTimeout
-	case sig == syscall.SIGXCPU || sig == syscall.SIGKILL:
-		// Run did not send this SIGKILL; the kernel sends one a second of CPU
-		// past the limit to a program that ignores SIGXCPU.
+	case (sig == syscall.SIGXCPU || sig == syscall.SIGKILL) && o.cpuLimitReachable:
+		// Run did not send this SIGKILL; the kernel sends SIGXCPU at the CPU
+		// limit, and SIGKILL a second later to a program that ignores it. A
+		// program that could not have used that much CPU sent it itself,
+		// and falls to StatusSignal below.
 		r.TimedOut, r.Status = true, StatusTimeout
 	case sig == syscall.SIGXFSZ:
 		r.Status = StatusFileLimit
@@ -154,11 +166,29 @@ func classify(o outcome) Result {
 	case o.exitCode != 0 && hasMarker(o.stderr, fileMarkers):
 		r.Status = StatusFileLimit
 	case r.Signal != "":
-		r.Status = StatusKilled
+		r.Status = StatusSignal
 	case o.exitCode == 0:
 		r.Status = StatusOK
 	default:
 		r.Status = StatusFailed
 	}
 	return r
+}
+
+// cpuLimitReachable reports whether a process of a sandbox with limits lim
+// may have reached its CPU rlimit (lim.cpuSeconds(), where the kernel
+// sends SIGXCPU), given that the sandbox ran for elapsed and its group
+// counted used CPU time (counted is false without a group that counts
+// it). It cannot have when the group counted less than half the limit
+// (the group's count lags the kernel's per-process one: 0.94 s was read
+// for a process sent SIGXCPU at 1 s), nor when the machine's cores could
+// not have spent the limit in elapsed. Either answer errs toward true: a
+// self-inflicted SIGKILL after a long, busy run still reads as
+// StatusTimeout.
+func cpuLimitReachable(lim Limits, elapsed, used time.Duration, counted bool) bool {
+	limit := time.Duration(lim.cpuSeconds()) * time.Second
+	if counted && used < limit/2 {
+		return false
+	}
+	return elapsed*time.Duration(runtime.NumCPU()) >= limit
 }

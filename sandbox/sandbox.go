@@ -204,7 +204,14 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"}
 	args = append(args, t.binds...)
-	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	args = append(args, "--proc", "/proc")
+	masks, maskFiles, err := procMaskArgs(fds)
+	toClose = append(toClose, maskFiles...)
+	if err != nil {
+		return Result{}, err
+	}
+	args = append(args, masks...)
+	args = append(args, "--dev", "/dev")
 	size := strconv.FormatInt(lim.FileBytes, 10)
 	for _, dir := range tmpfs {
 		args = append(args, "--size", size, "--tmpfs", dir)
@@ -275,10 +282,8 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = fds.files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
-	}
+	cmd.SysProcAttr = bwrapAttr()
+	ownPIDNS := cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0
 	var init sandboxInit
 	// Killing the sandbox's init ends its PID namespace, every process in
 	// it, and then bwrap, which has reaped the init: nothing is orphaned.
@@ -338,6 +343,9 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}()
 	select {
 	case pid := <-childPID:
+		if ownPIDNS {
+			pid = hostPID(cmd.Process.Pid, pid)
+		}
 		init.open(pid)
 		if testHookInit != nil {
 			testHookInit(pid)
@@ -384,13 +392,113 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		stdout:       stdout.String(),
 		stderr:       stderr.String(),
 	}
+	var used time.Duration
+	counted := false
 	if grp != nil {
 		o.oomKilled = grp.memoryExceeded()
+		used, counted = grp.cpuUsed()
 	}
+	o.cpuLimitReachable = cpuLimitReachable(lim, elapsed, used, counted)
 	r := classify(o)
 	r.Duration = elapsed
 	r.Verdict = <-verdict
 	return r, nil
+}
+
+// pidNamespace: why bwrap runs as PID 1 of a PID namespace of its own
+// where rlpipe may make one.
+//
+// rlpipe can be killed (kill -9) at any moment, also while bwrap sets a
+// sandbox up. bwrap's --die-with-parent arms the sandbox init's
+// parent-death signal only after the setup, which goes on once rlpipe is
+// gone (its --block-fd then reads end-of-file), and bwrap itself dies
+// with rlpipe: a kill in that window left a sandbox running with no
+// parent (25 of 45 kills during setup in TestKillDuringSetupLeavesNothingRunning
+// before this). Now bwrap is the first
+// process of a new PID namespace, and the sandbox's init is in it:
+//
+//   - bwrap arms its own parent-death signal (--die-with-parent) before
+//     it reports the init's pid on the status pipe;
+//   - if rlpipe dies before that, the report fails (nobody reads the pipe
+//     any more) and bwrap exits;
+//   - if it dies after, the signal kills bwrap;
+//
+// and either way, bwrap being the namespace's init, the kernel kills
+// every process in the namespace with it. Nothing of the sandbox
+// outlives rlpipe, whenever the kill comes. (Go's Pdeathsig cannot be
+// used with CLONE_NEWPID: the child sees parent pid 0 in the new
+// namespace and takes its parent for dead.)
+//
+// A new PID namespace needs CAP_SYS_ADMIN, so this holds when rlpipe runs
+// as root with it (canNewPID); otherwise (another user, a container that
+// drops the capability) bwrap keeps Go's parent-death signal and the
+// window above (see the threat model in docs/REWARDS.md).
+//
+// bwrap reports the init's pid as its own namespace numbers it; hostPID
+// turns that into this process's number.
+
+// bwrapAttr returns how bwrap is started: in a process group of its own,
+// as nobody when this process is root (see SandboxUID), and as PID 1 of a
+// new PID namespace where this process may make one, else with Go's
+// parent-death signal (see pidNamespace).
+func bwrapAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		a.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	if canNewPID() {
+		a.Cloneflags = syscall.CLONE_NEWPID
+	} else {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a
+}
+
+var (
+	newPIDOnce sync.Once
+	newPIDOK   bool
+	// testNoNewPID forces the path without a PID namespace of bwrap's
+	// own, for the tests of what it still promises.
+	testNoNewPID bool
+)
+
+// canNewPID reports whether this process may start a process in a new
+// PID namespace (CAP_SYS_ADMIN: root, but not in a container that drops
+// the capability, such as Docker's default), found once by starting
+// /bin/true so. Start would fail otherwise, and could not be retried.
+func canNewPID() bool {
+	newPIDOnce.Do(func() {
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		newPIDOK = cmd.Run() == nil
+	})
+	return newPIDOK && !testNoNewPID
+}
+
+// hostPID returns the pid, in this process's PID namespace, of the child
+// of bwrap (bwrapPID) that is nsPID in bwrap's namespace, found among
+// bwrap's children by their NSpid; 0 when none is (nsPID may name
+// another process here: Run then kills the sandbox through bwrap).
+func hostPID(bwrapPID, nsPID int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", bwrapPID, bwrapPID))
+	if err != nil {
+		return 0
+	}
+	for _, c := range strings.Fields(string(b)) {
+		status, err := os.ReadFile("/proc/" + c + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			f := strings.Fields(strings.TrimPrefix(line, "NSpid:"))
+			if strings.HasPrefix(line, "NSpid:") && len(f) >= 2 && f[1] == strconv.Itoa(nsPID) {
+				if pid, err := strconv.Atoi(f[0]); err == nil {
+					return pid
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // testHookInit, when set by a test, is called with the sandbox init's
@@ -434,6 +542,9 @@ type sandboxInit struct {
 func (i *sandboxInit) open(pid int) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if pid <= 0 {
+		return
+	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err == nil {
 		i.fd, i.ok = fd, true
@@ -500,6 +611,35 @@ func readOnlyFileArgs(files map[string][]byte, fds *fdSet) ([]string, []*os.File
 			args = append(args, "--perms", "0755", "--dir", dirs[i])
 		}
 		f, err := memFile(path.Base(p), files[p])
+		if err != nil {
+			return nil, opened, err
+		}
+		opened = append(opened, f)
+		args = append(args, "--perms", "0444", "--ro-bind-data", strconv.Itoa(fds.add(f)), p)
+	}
+	return args, opened, nil
+}
+
+// maskedProc are the files of /proc that a sandbox sees empty: the
+// kernel's symbols (addresses are hidden from the sandbox's user by
+// kptr_restrict, but not the names, which say what code is loaded) and
+// its build configuration (which says which bugs it has). Each is masked
+// only where the host has it: a bind needs its target to exist. Host
+// paths in /proc/self/mountinfo cannot be masked this way, see the threat
+// model in docs/REWARDS.md.
+var maskedProc = []string{"/proc/kallsyms", "/proc/config.gz"}
+
+// procMaskArgs returns the bwrap arguments that bind an empty read-only
+// file over each of maskedProc the host has, after --proc /proc, and the
+// files holding the empty data, numbered in fds.
+func procMaskArgs(fds *fdSet) ([]string, []*os.File, error) {
+	var args []string
+	var opened []*os.File
+	for _, p := range maskedProc {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		f, err := memFile(path.Base(p), nil)
 		if err != nil {
 			return nil, opened, err
 		}

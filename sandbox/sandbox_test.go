@@ -573,3 +573,54 @@ func TestInheritedDescriptorsStayOut(t *testing.T) {
 		t.Fatalf("fd %d inside the sandbox: %q", fd, r.Stdout)
 	}
 }
+
+// The kernel's symbols and build configuration read empty in a sandbox:
+// bound over with an empty file, each where the host has it.
+func TestProcMasked(t *testing.T) {
+	for _, p := range []string{"/proc/kallsyms", "/proc/config.gz"} {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) == 0 {
+				t.Skipf("the host has no %s to mask (%d bytes, %v)", p, len(b), err)
+			}
+			r := run(t, sandbox.Spec{Command: []string{"sh", "-c", "wc -c < " + p + " && cat " + p}})
+			if !r.Passed() || r.Stdout != "0\n" {
+				t.Fatalf("got %+v, want %s empty in the sandbox (%d bytes on the host)", r, p, len(b))
+			}
+		})
+	}
+}
+
+// A program that kills itself reads StatusSignal with the signal's name,
+// not StatusTimeout: the limits did not end it. A SIGKILL or SIGXCPU is
+// the CPU limit's only when the run could have used that much CPU; the
+// wall-clock limit still reads StatusTimeout.
+func TestSelfInflictedSignal(t *testing.T) {
+	needPython(t)
+	lim := sandbox.Limits{CPUTime: 10 * time.Second, Wall: 20 * time.Second}
+	for _, c := range []struct {
+		name       string
+		command    []string
+		limits     sandbox.Limits
+		wantStatus sandbox.Status
+		wantSignal string
+		wantExit   int
+	}{
+		{"kill -9 $$", []string{"sh", "-c", "kill -9 $$"}, lim, sandbox.StatusSignal, "SIGKILL", 137},
+		{"raise(SIGSEGV)", python("import signal\nsignal.raise_signal(signal.SIGSEGV)"), lim, sandbox.StatusSignal, "SIGSEGV", 139},
+		{"raise(SIGXCPU)", python("import signal\nsignal.raise_signal(signal.SIGXCPU)"), lim, sandbox.StatusSignal, "SIGXCPU", 152},
+		{"the wall-clock limit", []string{"sleep", "600"},
+			sandbox.Limits{CPUTime: 10 * time.Second, Wall: 300 * time.Millisecond}, sandbox.StatusTimeout, "SIGKILL", -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, sandbox.Spec{Command: c.command, Limits: c.limits})
+			if r.Status != c.wantStatus || r.Signal != c.wantSignal || r.ExitCode != c.wantExit || r.TimedOut != (c.wantStatus == sandbox.StatusTimeout) {
+				t.Fatalf("got status %q, signal %q, exit %d, timed out %v; want %q, %q, %d (%+v)",
+					r.Status, r.Signal, r.ExitCode, r.TimedOut, c.wantStatus, c.wantSignal, c.wantExit, r)
+			}
+			if v := r.Vars()["status"]; c.wantStatus == sandbox.StatusSignal && v != "signal" {
+				t.Errorf("Vars()[status] = %v, want \"signal\"", v)
+			}
+		})
+	}
+}

@@ -24,10 +24,19 @@ import (
 //     below would mean other calls there.
 //  2. On x86_64, x32 calls (number with bit 30 set) fail with EPERM.
 //  3. Each call of deniedSyscalls fails with EPERM.
-//  4. clone with any CLONE_NEW* flag fails with EPERM: no new namespace.
-//  5. clone3 fails with ENOSYS: its flags sit in memory that a filter
+//  4. socket and socketpair fail with EPERM unless their address family
+//     is one of socketFamilies: local sockets, and IPv4 and IPv6 in the
+//     sandbox's empty network namespace. The others reach past that
+//     namespace (AF_VSOCK shares the VM's port space with the host) or
+//     are large kernel interfaces no model code needs (AF_NETLINK,
+//     AF_PACKET, AF_ALG, AF_KEY, AF_BLUETOOTH, …). bwrap configures the
+//     sandbox's loopback over netlink before it loads the filter, so the
+//     filter need not allow AF_NETLINK for it. (io_uring, which can make
+//     a socket too, is refused whole by rule 3.)
+//  5. clone with any CLONE_NEW* flag fails with EPERM: no new namespace.
+//  6. clone3 fails with ENOSYS: its flags sit in memory that a filter
 //     cannot read, and C libraries fall back to clone on ENOSYS.
-//  6. Everything else is allowed.
+//  7. Everything else is allowed.
 //
 // The filter is built per architecture (seccomp_amd64.go); on one without
 // a table, Run refuses to start (ErrInfra) rather than run unfiltered.
@@ -45,8 +54,14 @@ type seccompArch struct {
 	x32Bit uint32 // the bit that marks x32 calls; 0 when the arch has none
 	clone  uint32 // clone's number: its flags are the first argument
 	clone3 uint32
-	denied []deniedSyscall
+	// socket and socketpair: their address family is the first argument.
+	socket, socketpair uint32
+	denied             []deniedSyscall
 }
+
+// socketFamilies are the address families a sandboxed program may open
+// sockets of (rule 4 above).
+var socketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
 
 // cloneNamespaceFlags are clone's flags that make a new namespace.
 // (CLONE_NEWTIME, 0x80, exists only for clone3 and unshare: in clone's
@@ -108,6 +123,17 @@ func (a seccompArch) instructions() []bpf.Instruction {
 			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: d.nr, SkipTrue: 1},
 			errno(deny))
 	}
+	// socket or socketpair: allow the families of socketFamilies, deny
+	// the rest. Otherwise skip the block, the number still loaded.
+	n := len(socketFamilies)
+	prog = append(prog,
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: a.socket, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: a.socketpair, SkipTrue: uint8(n + 3)},
+		bpf.LoadAbsolute{Off: offArg0, Size: 4})
+	for i, f := range socketFamilies {
+		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: f, SkipTrue: uint8(n - i)})
+	}
+	prog = append(prog, errno(deny), allow)
 	prog = append(prog,
 		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: a.clone3, SkipTrue: 1},
 		errno(unix.ENOSYS),
@@ -134,8 +160,9 @@ var testWithoutSeccomp = false
 // of the denied list instead of EPERM. The kernel refuses some of those
 // calls with EPERM by itself (it checks a capability the sandbox lacks
 // before anything else), so EPERM alone cannot show that the filter
-// caught them; an errno the kernel never returns for them can. The x32
-// and clone rules keep EPERM.
+// caught them; an errno the kernel never returns for them can. The same
+// holds for the socket families refused. The x32 and clone rules keep
+// EPERM.
 var testDenyErrno unix.Errno
 
 // seccompFile returns a file holding the filter, for bwrap's --seccomp,

@@ -11,6 +11,7 @@ func archFilter() (seccompArch, bool) {
 		x32Bit: 0x40000000, // __X32_SYSCALL_BIT
 		clone:  unix.SYS_CLONE,
 		clone3: unix.SYS_CLONE3,
+		socket: unix.SYS_SOCKET, socketpair: unix.SYS_SOCKETPAIR,
 		denied: []deniedSyscall{
 			// Other processes' memory and descriptors.
 			{"ptrace", unix.SYS_PTRACE},

@@ -281,7 +281,7 @@ print("returned", "pid" if f() == os.getpid() else "other", flush=True)
 			t.Fatalf("unfiltered: got %+v, want int 0x80 getpid to return the pid", r)
 		}
 		r = runPython(t, code)
-		if r.Stdout != "calling\n" || r.Signal != "SIGSYS" || r.Status != StatusKilled {
+		if r.Stdout != "calling\n" || r.Signal != "SIGSYS" || r.Status != StatusSignal {
 			t.Fatalf("filtered: got %+v, want the process killed by SIGSYS at int 0x80", r)
 		}
 	})

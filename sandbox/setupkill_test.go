@@ -4,12 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,127 +17,228 @@ import (
 	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
-const setupKillHelperEnv = "RLPIPE_SANDBOX_TEST_SETUP_KILL"
+var setupKill = testproc.Helper{Test: "TestSetupKillHelper", Env: "RLPIPE_SANDBOX_TEST_SETUP_KILL",
+	Parent: "TestKillDuringSetupLeavesNothingRunning"}
 
 // TestSetupKillHelper is TestKillDuringSetupLeavesNothingRunning's
-// subprocess. With "sleep N" it starts a sandbox running sleep N and stops
-// in bwrap's setup, the sandbox's init waiting on --block-fd: it prints
-// the init's pid and waits to be killed. With "true" it is the next
-// start: it runs true.
+// subprocess, in one of four roles:
+//
+//   - "supervise N": the trials' parent, a child subreaper: every process
+//     orphaned below it becomes its child, so it sees what a killed run
+//     leaves without looking at any other process of the host. It runs N
+//     trials and prints a line per trial;
+//   - "run": prints "start" and runs a sandbox of `sleep 3600`;
+//   - "at-init": the same, but stops in bwrap's setup, the sandbox's
+//     init waiting on --block-fd, prints "init" and waits to be killed;
+//   - "next": a next start, which sweeps the killed runs' cgroups.
 func TestSetupKillHelper(t *testing.T) {
-	what := testproc.Role(t, setupKillHelperEnv, "TestKillDuringSetupLeavesNothingRunning")
-	command := []string{"true"}
-	if secs, ok := strings.CutPrefix(what, "sleep "); ok {
-		command = []string{"sleep", secs}
-		testHookInit = func(pid int) {
-			fmt.Printf("init %d\n", pid)
+	role := setupKill.Role(t)
+	if n, ok := strings.CutPrefix(role, "supervise "); ok {
+		trials, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		superviseSetupKills(t, trials)
+		return
+	}
+	if role == "next" {
+		return // TestMain's first run has swept the killed runs' groups
+	}
+	if role == "at-init" {
+		testHookInit = func(int) {
+			fmt.Println("init")
 			time.Sleep(time.Hour) // until killed
 		}
 	}
-	if _, err := Run(context.Background(), Spec{Command: command,
+	fmt.Println("start")
+	if _, err := Run(context.Background(), Spec{Command: []string{"sleep", "3600"},
 		Limits: Limits{Wall: time.Hour, CPUTime: time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// A kill -9 of rlpipe while bwrap sets a sandbox up can leave the
-// sandbox running: the init has no parent-death signal yet, and once
-// rlpipe is gone its --block-fd reads end-of-file and the setup goes on.
-// bwrap starts in the run's cgroup, so that sandbox is in it from its
-// first instruction, and the next start kills it: nothing is left.
-func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
-	d := groups()
-	if d.maker == nil {
-		t.Skip("no cgroup bounds a sandbox here (" + Enforcement() + "): a sandbox left by a kill during its setup runs until its CPU limit, see docs/REWARDS.md")
-	}
-	secs := strconv.Itoa(3600 + os.Getpid()%1000) // a sleep only this test's helper runs
-	helper := testproc.Command("TestSetupKillHelper", setupKillHelperEnv+"=sleep "+secs)
-	out, err := helper.StdoutPipe()
-	if err != nil {
+// superviseSetupKills runs trials runs, each killed (SIGKILL) during or
+// just after its sandbox's setup: every other one while the sandbox's
+// init waits on --block-fd, the others at a random moment from 0 to 60 ms
+// after Run is called (a fixed seed). After each it waits for every
+// process left below it to end and prints "trial N (how): left none" or
+// what was left, which it then kills.
+func superviseSetupKills(t *testing.T, trials int) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { helper.Process.Kill(); helper.Wait() })
-	initPID := 0
-	sc := bufio.NewScanner(out)
-	for initPID == 0 && sc.Scan() {
-		if n, ok := strings.CutPrefix(sc.Text(), "init "); ok {
-			initPID, _ = strconv.Atoi(n)
+	rng := rand.New(rand.NewPCG(35, 6))
+	var victims []int
+	for i := range trials {
+		role, wait, how := "at-init", "init", "at --block-fd"
+		var delay time.Duration
+		if i%2 == 1 {
+			role, wait = "run", "start"
+			delay = time.Duration(rng.Int64N(int64(60 * time.Millisecond)))
+			how = fmt.Sprintf("%.1f ms into Run", delay.Seconds()*1000)
 		}
-	}
-	if initPID == 0 {
-		helper.Wait()
-		t.Fatalf("the helper ended without starting a sandbox (%v)", helper.ProcessState)
-	}
-	bwrapPID := parentOf(t, initPID)
-	prefix := groupPrefix + strconv.Itoa(helper.Process.Pid) + "-"
-	var fds []int
-	for _, p := range []int{bwrapPID, initPID} {
-		// The helper has done nothing for its group since it started bwrap.
-		if g := groupOf(t, d.maker, p); !strings.HasPrefix(g, prefix) {
-			t.Fatalf("process %d of the sandbox is in cgroup %q, not in its run's (%s…)", p, g, prefix)
-		}
-		fd, err := unix.PidfdOpen(p, 0)
+		victim := setupKill.Command(role)
+		out, err := victim.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer unix.Close(fd)
-		fds = append(fds, fd)
+		if err := victim.Start(); err != nil {
+			t.Fatal(err)
+		}
+		victims = append(victims, victim.Process.Pid)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && sc.Text() != wait {
+		}
+		time.Sleep(delay) // where the kill lands, not a verdict
+		if err := victim.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		victim.Wait()
+		left := orphansLeft()
+		fmt.Printf("trial %d (%s): left %s\n", i+1, how, strings.Join(append(left, "none")[:max(len(left), 1)], ", "))
 	}
-
-	if err := syscall.Kill(helper.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	helper.Wait()
-	next := testproc.Command("TestSetupKillHelper", setupKillHelperEnv+"=true")
+	// The next start removes the killed runs' cgroups.
+	next := setupKill.Command("next")
 	if b, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("the next start: %v\n%s", err, b)
 	}
-
-	for i, fd := range fds {
-		// A hang guard: the next start has killed them before it returned.
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 10_000)
-		if err != nil || n != 1 {
-			t.Errorf("process %d of the killed run's sandbox is still running after the next start (poll: %d, %v)",
-				[]int{bwrapPID, initPID}[i], n, err)
-		}
-	}
-	for _, dir := range d.maker.dirs() {
-		if left, _ := filepath.Glob(filepath.Join(dir, prefix+"*")); len(left) > 0 {
-			t.Errorf("the killed run's cgroups are left: %v", left)
+	if d := groups(); d.maker != nil {
+		for _, pid := range victims {
+			for _, dir := range d.maker.dirs() {
+				if left, _ := filepath.Glob(filepath.Join(dir, groupPrefix+strconv.Itoa(pid)+"-*")); len(left) > 0 {
+					fmt.Printf("cgroups left: %v\n", left)
+				}
+			}
 		}
 	}
 }
 
-// parentOf returns the parent of the process pid.
-func parentOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
+// orphansLeft reaps this subreaper's exited children and returns those
+// still running after 10 s (a hang guard: a sandbox that outlived its run
+// sleeps for an hour), as "pid name", killed.
+func orphansLeft() []string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for {
+			var ws unix.WaitStatus
+			if pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); pid <= 0 || err != nil {
+				break
+			}
+		}
+		kids := liveChildren()
+		if len(kids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var left []string
+			for _, pid := range kids {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				left = append(left, fmt.Sprintf("%d %s", pid, strings.TrimSpace(string(comm))))
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state, ppid, …
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatalf("ppid in %q: %v", s, err)
-	}
-	return ppid
 }
 
-// groupOf returns the name of the process pid's cgroup in the hierarchy
-// that m makes groups in (v1: its memory hierarchy).
-func groupOf(t *testing.T, m groupMaker, pid int) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+// liveChildren lists this process's children that have not exited, from
+// every thread's children (an orphan goes to any thread of its reaper).
+func liveChildren() []int {
+	var pids []int
+	lists, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, l := range lists {
+		b, _ := os.ReadFile(l)
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			stat, err := os.ReadFile("/proc/" + f + "/stat")
+			if err != nil {
+				continue
+			}
+			s := string(stat)
+			if st := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(st) > 0 && st[0] != "Z" {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// A kill -9 of rlpipe while bwrap sets a sandbox up must leave nothing
+// running: bubblewrap arms the sandbox init's parent-death signal only
+// after the setup, which goes on without rlpipe, so a kill then once left
+// the sandbox running (about 1 in 45). bwrap now runs as the init of a
+// PID namespace of its own (see pidNamespace in sandbox.go), so whenever
+// the kill lands, bwrap and everything of the sandbox end with it.
+//
+// The trials (RLPIPE_CHAOS_TRIALS, default 6) run under a subreaper
+// helper, which sees exactly the processes its killed runs leave, and
+// the next start removes their cgroups.
+func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
+	if !canNewPID() {
+		t.Skip("this process may not make a PID namespace (no CAP_SYS_ADMIN), so bwrap runs without one of its own: a kill during setup can leave the sandbox running, see docs/REWARDS.md")
+	}
+	trials := testproc.ChaosTrials(t, 6)
+	b, err := setupKill.Command("supervise " + strconv.Itoa(trials)).CombinedOutput()
+	out := string(b)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the supervisor: %v\n%s", err, out)
 	}
-	key := ""
-	if _, ok := m.(v1Maker); ok {
-		key = "memory"
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "trial "):
+			n++
+			if !strings.HasSuffix(line, ": left none") {
+				t.Errorf("%s", line)
+			}
+		case strings.HasPrefix(line, "cgroups left: "):
+			t.Errorf("the killed runs' %s", line)
+		}
 	}
-	return path.Base(parseOwnCgroups(b)[key])
+	if n != trials {
+		t.Fatalf("%d trials reported, want %d:\n%s", n, trials, out)
+	}
+	t.Logf("%d kills during setup, nothing left running:\n%s", trials, out)
+}
+
+// Where bwrap cannot have a PID namespace of its own (no CAP_SYS_ADMIN),
+// it starts as before, with Go's parent-death signal, and runs sandboxes
+// alike: the same results, and the init's pid (reported by bwrap in this
+// process's numbering then) held.
+func TestWithoutOwnPIDNamespace(t *testing.T) {
+	testNoNewPID = true
+	defer func() { testNoNewPID = false }()
+	if a := bwrapAttr(); a.Cloneflags != 0 || a.Pdeathsig != unix.SIGKILL {
+		t.Fatalf("bwrap's attributes %+v, want no new namespace and a parent-death signal", a)
+	}
+	for _, c := range []struct {
+		name    string
+		command []string
+		limits  Limits
+		status  Status
+		exit    int
+	}{
+		{"exit 0", []string{"true"}, Limits{}, StatusOK, 0},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, Limits{}, StatusFailed, 3},
+		{"kill -9 $$", []string{"sh", "-c", "kill -9 $$"}, Limits{}, StatusSignal, 137},
+		{"the wall-clock limit", []string{"sleep", "600"}, Limits{Wall: 300 * time.Millisecond}, StatusTimeout, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inits := 0
+			testHookInit = func(pid int) {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && string(b) == "bwrap\n" {
+					inits++
+				}
+			}
+			defer func() { testHookInit = nil }()
+			r, err := Run(context.Background(), Spec{Command: c.command, Limits: c.limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != c.status || r.ExitCode != c.exit || inits != 1 {
+				t.Fatalf("got %+v with %d init(s) seen as bwrap, want status %s, exit %d and the init", r, inits, c.status, c.exit)
+			}
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 )
 
 func put(t *testing.T, s artifacts.Store, branch, path, body string) {
@@ -196,7 +197,7 @@ func putter(dir, name string) int {
 // large one's blob is synced before its record.
 func TestKillDuringPut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := range chaosTrials() {
+	for trial := range testproc.ChaosTrials(t, 3) {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
 			s, printed := killMidFlight(t, rng, "putter", "p")
 			if len(printed) < 2 {
@@ -245,17 +246,6 @@ func committer(dir, name string, n int) int {
 		}
 	}
 	return 0
-}
-
-// chaosTrials is how many times a kill test kills its child: 3, or
-// $RLPIPE_CHAOS_TRIALS (make chaos).
-func chaosTrials() int {
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return 3
 }
 
 // killMidFlight starts a child in role on a fresh store, kills it with
@@ -312,7 +302,7 @@ func checkConsistent(t *testing.T, s artifacts.Store) (commits int) {
 
 func TestKillDuringCommit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range chaosTrials() {
+	for trial := range testproc.ChaosTrials(t, 3) {
 		t.Run(strconv.Itoa(trial), func(t *testing.T) {
 			// Let it commit a few times, then kill it mid-flight.
 			s, printed := killMidFlight(t, rng, "committer", "w")

@@ -28,7 +28,10 @@
 // Mkdir makes and locks each directory under a hidden name (a leading
 // dot) and only then renames it into place, so a Sweep in another process
 // never sees one of a live owner unlocked. A process killed in that
-// instant leaves its hidden directory behind; Sweep does not touch those.
+// instant leaves its hidden directory behind, empty and unlocked: Sweep
+// removes those once they are a minute old (younger, one may be a live
+// owner's about to be locked; an owner stalled longer than that in
+// between finds its directory taken and makes another).
 //
 // The lock is the authority, not the pid: pids are reused and mean
 // another process in another PID namespace. A lock needs a file system

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,15 +32,37 @@ func Mkdir(parent, prefix string) (*Dir, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	// The directory is made and locked under a name Sweep never matches
-	// (a leading dot), then renamed into place: a Sweep running meanwhile
-	// would otherwise find it unlocked and remove it as a dead owner's.
+	for attempt := 1; ; attempt++ {
+		d, err := mkdirOnce(parent, prefix)
+		if !errors.Is(err, errSwept) || attempt == 3 {
+			return d, err
+		}
+	}
+}
+
+// testBeforeLock, when a test sets it, is called with the hidden
+// directory Mkdir has made and not yet locked: where a stalled owner
+// stands when a Sweep takes its directory.
+var testBeforeLock func(staged string)
+
+// errSwept says a Sweep took the hidden directory Mkdir was making before
+// Mkdir could lock it: Mkdir tries again under a new name.
+var errSwept = errors.New("removed by a sweep before it was locked")
+
+func mkdirOnce(parent, prefix string) (*Dir, error) {
+	// The directory is made and locked under a hidden name (a leading
+	// dot) that Sweep leaves alone for hiddenGrace, then renamed into
+	// place: a Sweep running meanwhile would otherwise find it unlocked
+	// and remove it as a dead owner's.
 	name := prefix + "p" + strconv.Itoa(os.Getpid()) + "-"
 	staged, err := os.MkdirTemp(parent, "."+name)
 	if err != nil {
 		return nil, err
 	}
 	p := filepath.Join(parent, strings.TrimPrefix(filepath.Base(staged), "."))
+	if testBeforeLock != nil {
+		testBeforeLock(staged)
+	}
 	f, err := os.Open(staged)
 	if err == nil {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -56,6 +79,12 @@ func Mkdir(parent, prefix string) (*Dir, error) {
 	}
 	if err != nil {
 		os.Remove(staged)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EWOULDBLOCK) {
+			// Only a Sweep that took this directory for a dead owner's,
+			// this process having stalled for hiddenGrace before locking
+			// it, removes it or holds its lock.
+			err = fmt.Errorf("%w: %w", errSwept, err)
+		}
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
 	return &Dir{path: p, lock: f}, nil
@@ -87,9 +116,16 @@ func (d *Dir) Remove() error {
 
 // Sweep removes the directories in parent ("" means os.TempDir()) that
 // Mkdir made with prefix and whose owner is dead: nobody holds their
-// lock. Other directories, even with the same prefix, are left alone. A directory whose lock is held belongs to a live process and is
-// kept. It returns the paths removed and the errors met, joined; a
-// directory that cannot be removed is left for the next Sweep.
+// lock. Other directories, even with the same prefix, are left alone. A
+// directory whose lock is held belongs to a live process and is kept.
+//
+// That includes the hidden directories of owners killed inside Mkdir,
+// before they renamed them into place: those are empty, and removed once
+// older than hiddenGrace and unlocked (a younger one may be an owner's
+// between making and locking it).
+//
+// It returns the paths removed and the errors met, joined; a directory
+// that cannot be removed is left for the next Sweep.
 func Sweep(parent, prefix string) ([]string, error) {
 	if parent == "" {
 		parent = os.TempDir()
@@ -104,10 +140,19 @@ func Sweep(parent, prefix string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !madeByMkdir(e.Name(), prefix) {
+		hiddenName, hidden := strings.CutPrefix(e.Name(), ".")
+		if !e.IsDir() || !madeByMkdir(hiddenName, prefix) {
 			continue
 		}
 		p := filepath.Join(parent, e.Name())
+		if hidden {
+			if ok, err := sweepHidden(p); ok {
+				removed = append(removed, p)
+			} else if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		dead, err := ownerDead(p)
 		if err != nil {
 			errs = append(errs, err)
@@ -127,6 +172,35 @@ func Sweep(parent, prefix string) ([]string, error) {
 		removed = append(removed, p)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// hiddenGrace is how old a hidden directory of Mkdir's must be for Sweep
+// to take it for a dead owner's: Mkdir locks it microseconds after making
+// it, so only an owner stopped for this long in between is mistaken (and
+// then makes another).
+const hiddenGrace = time.Minute
+
+// sweepHidden removes p, a hidden directory Mkdir made, when it is older
+// than hiddenGrace, unlocked and empty, as those of owners killed before
+// renaming them are. It reports whether it removed p.
+func sweepHidden(p string) (bool, error) {
+	fi, err := os.Lstat(p)
+	if err != nil || time.Since(fi.ModTime()) < hiddenGrace {
+		return false, nil // gone meanwhile, or maybe an owner's about to lock it
+	}
+	if dead, err := ownerDead(p); !dead {
+		return false, err
+	}
+	// Never emptied: Mkdir renames its directory before anything is
+	// written in it, so one with contents is not a killed Mkdir's.
+	switch err := unix.Rmdir(p); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
+		return false, nil
+	default:
+		return false, fmt.Errorf("sweep %s: %w", p, err)
+	}
 }
 
 // madeByMkdir reports whether name is prefix, "p", digits and "-", as

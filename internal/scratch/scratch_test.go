@@ -2,6 +2,7 @@ package scratch_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/internal/scratch"
 	"github.com/rlpipe/rlpipe/internal/testproc"
@@ -169,5 +171,125 @@ func TestMkdirWhileSweeping(t *testing.T) {
 	close(stop)
 	if err := <-swept; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A process killed inside Mkdir, between making its directory under a
+// hidden name and renaming it into place, leaves an empty, unlocked
+// ".PREFIXpPID-…" behind. Sweep removes such a directory once it is old
+// enough that no live Mkdir can be about to lock it, and nothing else.
+func TestSweepHiddenDirs(t *testing.T) {
+	old := time.Now().Add(-2 * time.Minute)
+	for _, c := range []struct {
+		name    string
+		dir     string
+		mtime   time.Time
+		locked  bool
+		file    bool
+		removed bool
+	}{
+		{"a killed Mkdir's", ".rlpipe-test-p4242-123", old, false, false, true},
+		{"a fresh one, maybe a live Mkdir's", ".rlpipe-test-p4242-123", time.Now(), false, false, false},
+		{"an old one locked", ".rlpipe-test-p4242-123", old, true, false, false},
+		{"an old one with a file in it", ".rlpipe-test-p4242-123", old, false, true, false},
+		{"an old one not named by Mkdir", ".rlpipe-test-123", old, false, false, false},
+		{"an old one of another prefix", ".rlpipe-other-p4242-123", old, false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := t.TempDir()
+			p := filepath.Join(parent, c.dir)
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if c.file {
+				if err := os.WriteFile(filepath.Join(p, "f"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.locked {
+				f, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chtimes(p, c.mtime, c.mtime); err != nil {
+				t.Fatal(err)
+			}
+			removed, err := scratch.Sweep(parent, "rlpipe-test-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(p)
+			if c.removed && (!slices.Equal(removed, []string{p}) || !os.IsNotExist(statErr)) {
+				t.Fatalf("Sweep removed %v (stat: %v), want %s removed", removed, statErr, p)
+			}
+			if !c.removed && (len(removed) > 0 || statErr != nil) {
+				t.Fatalf("Sweep removed %v (stat: %v), want %s kept", removed, statErr, p)
+			}
+		})
+	}
+}
+
+// An owner stalled between making its hidden directory and locking it
+// for longer than HiddenGrace loses it to a Sweep, and Mkdir makes
+// another: it still returns a locked directory, never one that is gone.
+// Three losses in a row are an error that says what happened.
+func TestMkdirAfterItsHiddenDirWasSwept(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		losses int
+		err    string
+	}{
+		{"swept once", 1, ""},
+		{"swept twice", 2, ""},
+		{"swept three times", 3, "removed by a sweep before it was locked"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := t.TempDir()
+			var swept []string
+			scratch.BeforeLock(t, func(staged string) {
+				if len(swept) == c.losses {
+					return
+				}
+				old := time.Now().Add(-2 * scratch.HiddenGrace)
+				if err := os.Chtimes(staged, old, old); err != nil {
+					t.Fatal(err)
+				}
+				removed, err := scratch.Sweep(parent, "rlpipe-test-")
+				if err != nil || !slices.Equal(removed, []string{staged}) {
+					t.Fatalf("Sweep removed %v (%v), want the stalled %s", removed, err, staged)
+				}
+				swept = append(swept, staged)
+			})
+			d, err := scratch.Mkdir(parent, "rlpipe-test-")
+			if c.err != "" {
+				if !errors.Is(err, scratch.ErrSwept) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Mkdir = %v, want an error saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Remove()
+			if len(swept) != c.losses {
+				t.Fatalf("swept %d hidden directories, want %d", len(swept), c.losses)
+			}
+			f, err := os.Open(d.Path())
+			if err != nil {
+				t.Fatalf("Mkdir returned %s, which is not there: %v", d.Path(), err)
+			}
+			defer f.Close()
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != syscall.EWOULDBLOCK {
+				t.Fatalf("%s is not locked (flock: %v)", d.Path(), err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(parent, ".*")); len(left) > 0 {
+				t.Fatalf("hidden directories left: %v", left)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ package testproc
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 )
 
@@ -65,4 +66,31 @@ func (h Helper) Role(t *testing.T) string {
 // ("KEY=value" pairs) added.
 func (h Helper) Command(role string, env ...string) *exec.Cmd {
 	return Command(h.Test, append([]string{h.Env + "=" + role}, env...)...)
+}
+
+// ChaosEnv is the variable by which `make chaos` sets how many trials the
+// kill tests run.
+const ChaosEnv = "RLPIPE_CHAOS_TRIALS"
+
+// ChaosTrials is how many times a kill test kills its helper: def, or
+// $RLPIPE_CHAOS_TRIALS when set. Another value than a number ≥ 1 fails t.
+func ChaosTrials(t testing.TB, def int) int {
+	t.Helper()
+	return IntEnv(t, ChaosEnv, def, 1)
+}
+
+// IntEnv is the number in the environment variable name, or def when it
+// is unset or empty. Another value than a number ≥ least fails t, naming
+// the variable.
+func IntEnv(t testing.TB, name string, def, least int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want a number ≥ %d", name, v, least)
+	}
+	return n
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/testproc"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
@@ -274,10 +275,7 @@ func startJudge(t *testing.T) *judge {
 }
 
 func TestKillDriverAndResume(t *testing.T) {
-	trials := 3
-	if v := os.Getenv("RLPIPE_CHAOS_TRIALS"); v != "" {
-		trials, _ = strconv.Atoi(v)
-	}
+	trials := testproc.ChaosTrials(t, 3)
 	dir := t.TempDir()
 	ctx := context.Background()
 	// The uninterrupted reference, in this process, with its own store and
