@@ -101,9 +101,13 @@ func (n *Node) execute(ctx context.Context) error {
 	if dir == "" {
 		dir = n.it.Dir
 	}
+	branch, err := n.it.outputBranch(ctx)
+	if err != nil {
+		return err
+	}
 	ev := Event{Group: n.it.Group, Stage: n.stage, Iteration: n.it.N, Task: n.name, Env: env, Key: n.key}
 	if s.Cache.Mode == CacheAuto {
-		if outs, ok, err := n.fromCache(ctx, dir); err != nil {
+		if outs, ok, err := n.fromCache(ctx, branch, dir); err != nil {
 			return err
 		} else if ok {
 			n.outputs, n.cached = outs, true
@@ -125,7 +129,7 @@ func (n *Node) execute(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	job := Job{Run: r.name, Branch: r.branch, Task: n.task.Name, Version: n.task.Version, Call: n.name,
+	job := Job{Run: r.name, Branch: branch, Task: n.task.Name, Version: n.task.Version, Call: n.name,
 		Env: env, Group: n.it.Group, Iteration: n.it.N, Key: n.key, Seed: n.seed(), Dir: dir,
 		Inputs: inputs, Params: params, Settings: s, ConfigHash: r.opts.ConfigHash}
 	report := func(e Event) {
@@ -145,7 +149,7 @@ func (n *Node) execute(ctx context.Context) error {
 		return err
 	}
 	n.outputs = out.Outputs
-	return r.cache.record(ctx, &manifest{Key: n.key, Task: n.name, Outputs: out.Outputs})
+	return r.cache.record(ctx, &manifest{Key: n.key, Task: n.name, Outputs: n.it.listed(out.Outputs)})
 }
 
 // attempter runs single attempts of jobs against a store: the local
@@ -301,7 +305,7 @@ func runFunc(ctx context.Context, f Func, tc *TaskContext) (err error) {
 	}
 }
 
-// upload checks each declared output and writes it to the run branch.
+// upload checks each declared output and writes it to the job's branch.
 func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContext) (map[string]Artifact, error) {
 	prov := artifacts.Provenance{Task: t.Name, TaskVersion: t.Version, ConfigHash: job.ConfigHash, CreatedAt: time.Now().UTC().Truncate(time.Second)}
 	seed := int64(tc.Seed)
@@ -379,9 +383,9 @@ func putFile(ctx context.Context, st artifacts.Store, branch, dst, local string,
 	return info, nil
 }
 
-// fromCache links a cached result's outputs into place. ok is false on a
-// miss, including an entry whose sources are gone or changed.
-func (n *Node) fromCache(ctx context.Context, dir string) (map[string]Artifact, bool, error) {
+// fromCache links a cached result's outputs into place on branch. ok is
+// false on a miss, including an entry whose sources are gone or changed.
+func (n *Node) fromCache(ctx context.Context, branch, dir string) (map[string]Artifact, bool, error) {
 	r := n.it.run
 	m, err := r.cache.lookup(ctx, n.key)
 	if err != nil || m == nil {
@@ -395,20 +399,20 @@ func (n *Node) fromCache(ctx context.Context, dir string) (map[string]Artifact, 
 		}
 		dst := dir + "/" + o.file()
 		if !src.Dir {
-			ok, err := link(ctx, r.store, src, src.Path, src.Checksum, r.branch, dst)
+			ok, err := link(ctx, r.store, src, src.Path, src.Checksum, branch, dst)
 			if err != nil || !ok {
 				return nil, false, err
 			}
-			outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Checksum: src.Checksum}
+			outs[o.Name] = Artifact{Ref: branch, Path: dst, Checksum: src.Checksum}
 			continue
 		}
 		for rel, sum := range src.Files {
-			ok, err := link(ctx, r.store, src, src.Path+"/"+rel, sum, r.branch, dst+"/"+rel)
+			ok, err := link(ctx, r.store, src, src.Path+"/"+rel, sum, branch, dst+"/"+rel)
 			if err != nil || !ok {
 				return nil, false, err
 			}
 		}
-		outs[o.Name] = Artifact{Ref: r.branch, Path: dst, Dir: true, Files: src.Files}
+		outs[o.Name] = Artifact{Ref: branch, Path: dst, Dir: true, Files: src.Files}
 	}
 	return outs, true, nil
 }

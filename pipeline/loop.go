@@ -114,6 +114,14 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	if state.Adapters == nil {
 		state.Adapters = map[string]string{}
 	}
+	// An iteration's work branch goes once every iteration that may read
+	// its outputs (the next max_staleness+1) has committed; those a killed
+	// process left behind go now if their iteration is committed.
+	if err := r.findWork(ctx); err != nil {
+		return state, err
+	}
+	readers := cfg.MaxStaleness + 1
+	defer func() { r.retireWork(context.WithoutCancel(ctx), state.Iteration) }()
 	trains := map[int]*Node{}
 	policy := func(k int) (Artifact, bool) {
 		if k <= 0 {
@@ -175,6 +183,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		}
 		fails.committed(p.it.N)
 		state = next
+		r.retireWork(lctx, p.it.N-readers)
 		return nil
 	}
 	// commitDownTo commits the oldest iterations until at most keep are
@@ -211,6 +220,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 			break // no iteration from the failed one on can commit
 		}
 		it := r.Iteration(n)
+		it.work = WorkBranch(r.branch, n)
 		ictx := fails.start(lctx, it)
 		// The slots and the steps start in TaskOrder; a step reads the
 		// outputs of the slots and steps before it, and a slot also gets

@@ -78,6 +78,9 @@ type Run struct {
 
 	commitMu  sync.Mutex
 	committed map[int]chan struct{} // closed when the iteration committed
+	// works are the work branches of iterations not yet retired, by
+	// iteration (work.go).
+	works map[int]string
 	// configStaged: RunOptions.Config is on the branch (commits are
 	// serial, so only the committing goroutine reads or sets it).
 	configStaged bool
@@ -126,6 +129,7 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 		cache:     &cache{store: st},
 		events:    newEventLog(opts.Name, opts.Logger),
 		committed: map[int]chan struct{}{},
+		works:     map[int]string{},
 	}
 	r.memo = &memoizer{store: st, events: r.events}
 	sweepTaskDirs(opts.WorkDir, opts.Logger)
@@ -243,6 +247,12 @@ type Iteration struct {
 	// returns — its error may not be set yet: Loop's hook to stop the work
 	// that failure makes useless.
 	onFail func(*Node)
+	// work is the branch the tasks stage their outputs on until the
+	// commit moves them in (a loop's iteration, work.go); "" stages them
+	// on the run branch. workMade: it exists.
+	work     string
+	workMu   sync.Mutex
+	workMade bool
 }
 
 // Iteration starts building iteration n. Several iterations may be in
@@ -340,8 +350,9 @@ func (it *Iteration) Wait(ctx context.Context) error {
 }
 
 // Commit waits for the iteration's tasks and for the previous
-// iteration's commit, stages the loop state (unless state is nil), and
-// commits the run branch with metadata naming the iteration, the config
+// iteration's commit, links the outputs its tasks staged on its work
+// branch into the run branch (a loop's iteration, work.go), stages the
+// loop state (unless state is nil), and commits the run branch with metadata naming the iteration, the config
 // hash and each task's cache key. The commit is the durability point of
 // the loop state.
 func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]string) (artifacts.Commit, error) {
@@ -359,6 +370,9 @@ func (it *Iteration) Commit(ctx context.Context, state any, meta map[string]stri
 		case <-ctx.Done():
 			return artifacts.Commit{}, ctx.Err()
 		}
+	}
+	if err := it.moveIn(ctx); err != nil {
+		return artifacts.Commit{}, err
 	}
 	if err := r.stageConfig(ctx); err != nil {
 		return artifacts.Commit{}, fmt.Errorf("stage %s: %w", runs.ConfigPath, err)

@@ -2,12 +2,10 @@ package standin_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rlpipe/rlpipe/artifacts/lakefs"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/storeserver"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -43,21 +41,7 @@ func loopThroughFaults(t *testing.T, faults storeserver.Faults) {
 	standintest.Loop(t, direct, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3}, loopConfig(4, 1), stages)
 
 	served := standintest.NewStore(t, 10)
-	srv, err := storeserver.New(ctx, served, &storeserver.Options{Faults: faults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	c, err := lakefs.NewClient(lakefs.Config{Endpoint: hs.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	remote, err := lakefs.Open(ctx, c, srv.Repository(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close()
+	remote, srv := throughLakeFS(t, served, &storeserver.Options{Faults: faults})
 	var retries, failures atomic.Int32
 	r, err := pipeline.Open(ctx, remote, pipeline.RunOptions{Name: "race", Envs: noRetry, Seed: 3, OnEvent: func(e pipeline.Event) {
 		switch e.Kind {
