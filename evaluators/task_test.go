@@ -62,17 +62,8 @@ func TestEvalTaskOnEmbeddedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "ev", Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	it := run.Iteration(1)
-	pipeline.Evaluate(ctx, it, tasks.Generate, tasks.Score,
-		pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
-	if _, err := it.Commit(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	run := standintest.Evaluate(t, st, pipeline.RunOptions{Name: "ev", Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}},
+		tasks.Generate, tasks.Score, pipeline.StoreArtifact("main", "data/heldout.parquet"), "heldout")
 	samples := standintest.ReadRows(t, st, run.Branch(), "evals/000000/heldout/samples.parquet", tables.EvalSamples)
 	summary := standintest.ReadRows(t, st, run.Branch(), "evals/000000/heldout/summary.parquet", tables.EvalSummary)
 	if len(samples) != 320 {

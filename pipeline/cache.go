@@ -28,6 +28,19 @@ func digestBytes(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// CodeDigest is a task version: code (a stage's code version, such as
+// "rollout-1") and the first 8 bytes of the SHA-256 of v's JSON, in hex.
+// v holds what makes the task's work different (its options, the
+// policy's identity); JSON that cannot hold it (a NaN) is the error.
+func CodeDigest(code string, v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return code + "-" + hex.EncodeToString(sum[:8]), nil
+}
+
 // canonicalJSON encodes v with map keys sorted at every depth.
 func canonicalJSON(v any) (json.RawMessage, error) {
 	if v == nil {

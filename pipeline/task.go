@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
@@ -32,6 +33,21 @@ type Output struct {
 	// Check validates the written file (e.g. a Parquet schema); an error
 	// fails the attempt with ErrOutput.
 	Check func(path string) error
+}
+
+// TableOutput is an output that holds one table of t's schema, checked
+// when the task has written it, so that a bad file fails the attempt
+// (ErrOutput) instead of the stage that reads it.
+func TableOutput[T any](name, file string, t *tables.Table[T]) Output {
+	return Output{Name: name, File: file, Check: func(path string) error { return tables.CheckFile(path, t) }}
+}
+
+// GenerateTask is a task of the generate slot: run writes the
+// trajectories table (runs.TrajectoriesFile), whose schema is checked
+// when it is written. The rollout and episodes stages both return one.
+func GenerateTask(name, version, env string, run Func) *Task {
+	return &Task{Name: name, Version: version, Env: env, Run: run,
+		Outputs: []Output{TableOutput(OutTrajectories, runs.TrajectoriesFile, tables.Trajectories)}}
 }
 
 func (o Output) file() string {

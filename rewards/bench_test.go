@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/benchtext"
 )
 
 // benchSpec is the reward the rescoring comparison computes: answer
@@ -35,55 +35,31 @@ components:
 `
 
 // synth makes deterministic synthetic trajectories: ~600-character
-// completions of words from a small vocabulary with numbers among them,
-// ending in "#### n", "\boxed{n}" or nothing; eight samples per prompt;
-// one in a hundred timed out.
+// completions of words from a small vocabulary with numbers among them
+// (benchtext), ending in "#### n", "\boxed{n}" or nothing; eight samples
+// per prompt; one in a hundred timed out.
 type synth struct {
-	vocab []string
-	sb    strings.Builder
+	words *benchtext.Words
 }
 
-func newSynth() *synth {
-	r := rand.New(rand.NewPCG(1, 2))
-	s := &synth{}
-	const letters = "abcdefghijklmnopqrstuvwxyz"
-	for i := 0; i < 512; i++ {
-		b := make([]byte, 2+r.IntN(8))
-		for j := range b {
-			b[j] = letters[r.IntN(len(letters))]
-		}
-		s.vocab = append(s.vocab, string(b))
-	}
-	return s
-}
+func newSynth() *synth { return &synth{words: benchtext.New(rand.New(rand.NewPCG(1, 2)))} }
 
 func promptAnswer(p int) string { return strconv.Itoa(p*7%1000 + 1) }
 
 func (s *synth) completion(r *rand.Rand, p int) string {
-	s.sb.Reset()
-	for s.sb.Len() < 580 {
-		if s.sb.Len() > 0 {
-			s.sb.WriteByte(' ')
-		}
-		if r.IntN(16) == 0 {
-			s.sb.WriteString(strconv.Itoa(r.IntN(10000)))
-		} else {
-			s.sb.WriteString(s.vocab[r.IntN(len(s.vocab))])
-		}
-	}
+	text := s.words.Text(r, 580)
 	ans := promptAnswer(p)
 	if r.IntN(3) == 0 {
 		ans = strconv.Itoa(r.IntN(1000))
 	}
 	switch r.IntN(4) {
 	case 0, 1:
-		s.sb.WriteString("\n#### " + ans)
+		return text + "\n#### " + ans
 	case 2:
-		s.sb.WriteString(` so the answer is \boxed{` + ans + `}.`)
+		return text + ` so the answer is \boxed{` + ans + `}.`
 	default:
-		s.sb.WriteString(" giving " + ans)
+		return text + " giving " + ans
 	}
-	return s.sb.String()
 }
 
 func (s *synth) fill(rows []tables.Trajectory, first int) {

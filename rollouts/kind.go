@@ -3,7 +3,6 @@ package rollouts
 import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy"
 )
 
 // The kinds this package provides: the sample and generate stages.
@@ -58,6 +57,11 @@ type Sampling struct {
 	Stop        []string `yaml:"stop,omitempty"`
 }
 
+// keys are the sampling keys every stage that samples takes, n aside.
+func (s *Sampling) keys() kind.Sampling {
+	return kind.Sampling{Temperature: s.Temperature, TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop}
+}
+
 // SamplesPolicy marks the stage as the policy section's user.
 func (*RolloutStage) SamplesPolicy() {}
 
@@ -74,27 +78,19 @@ func (s *RolloutStage) Check(c kind.Checker) {
 		c.Fail("", "e.g. sampling: {n: 8, temperature: 1.0, max_tokens: 8}", "%s: a rollout stage needs sampling", c.Path(""))
 		return
 	}
-	switch {
-	case sp.N < 1:
+	if sp.N < 1 {
 		c.Fail("sampling.n", "the group size G, e.g. 8", "%s: must be at least 1, got %d", c.Path("sampling.n"), sp.N)
-	case sp.MaxTokens < 1:
-		c.Fail("sampling.max_tokens", "", "%s: must be at least 1, got %d", c.Path("sampling.max_tokens"), sp.MaxTokens)
-	case sp.Temperature != nil && *sp.Temperature < 0:
-		c.Fail("sampling.temperature", "0 samples greedily", "%s: cannot be negative, got %g", c.Path("sampling.temperature"), *sp.Temperature)
-	case sp.TopP < 0 || sp.TopP > 1:
-		c.Fail("sampling.top_p", "", "%s: must be in (0, 1], got %g", c.Path("sampling.top_p"), sp.TopP)
-	case s.Batch < 0:
+		return
+	}
+	if sp.keys().Check(c, "") && s.Batch < 0 {
 		c.Fail("batch", "", "%s: cannot be negative, got %d", c.Path("batch"), s.Batch)
 	}
 }
 
 // Task samples from the opened policy.
 func (s *RolloutStage) Task(b kind.Build) (*pipeline.Task, error) {
-	sp := policy.Sampling{N: s.Sampling.N, Temperature: 1, TopP: s.Sampling.TopP, MaxTokens: s.Sampling.MaxTokens,
-		Stop: s.Sampling.Stop, Logprobs: true}
-	if s.Sampling.Temperature != nil {
-		sp.Temperature = *s.Sampling.Temperature
-	}
+	sp := s.Sampling.keys().Policy()
+	sp.N, sp.Logprobs = s.Sampling.N, true
 	o := Options{Policy: b.Policy.Policy, Identity: b.Policy.Identity, Sampling: sp, Batch: s.Batch, Env: b.Env,
 		AdapterRoot: b.Policy.AdapterRoot, Adapters: b.Policy.Adapters()}
 	t, err := Task(o)

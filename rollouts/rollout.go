@@ -2,13 +2,9 @@ package rollouts
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy"
@@ -82,14 +78,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rollouts: %w", err)
 	}
-	return &pipeline.Task{
-		Name:    "generate",
-		Version: version,
-		Env:     o.Env,
-		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
-			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
-		Run: g.run,
-	}, nil
+	return pipeline.GenerateTask("generate", version, o.Env, g.run), nil
 }
 
 // generator holds what calls of one rollout task share: the policy and
@@ -105,15 +94,14 @@ type generator struct {
 func (g *generator) version() (string, error) {
 	s := g.o.Sampling
 	s.Adapter = ""
-	b, err := json.Marshal(struct {
+	v, err := pipeline.CodeDigest(Version, struct {
 		Code, Identity string
 		Sampling       policy.Sampling
 	}{Version, g.o.Identity, s})
 	if err != nil {
 		return "", fmt.Errorf("version of the generate task: encode the sampling parameters: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return Version + "-" + hex.EncodeToString(sum[:8]), nil
+	return v, nil
 }
 
 func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {

@@ -27,8 +27,7 @@ type SampleParams struct {
 func SampleTask() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true,
-		Outputs: []pipeline.Output{{Name: pipeline.OutPrompts, File: runs.PromptsFile,
-			Check: func(path string) error { return tables.CheckFile(path, tables.Prompts) }}},
+		Outputs: []pipeline.Output{pipeline.TableOutput(pipeline.OutPrompts, runs.PromptsFile, tables.Prompts)},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p SampleParams
 			if err := tc.Params(&p); err != nil {

@@ -11,9 +11,8 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
-	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/rollouts/rolloutstest"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/ui"
 )
@@ -31,13 +30,8 @@ func betaZeroRun(t *testing.T) artifacts.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen, err := rollouts.Task(rollouts.Options{Policy: tiny.NewPolicy(m), Identity: m.Version(),
-		Sampling: policy.Sampling{N: 4, Temperature: 1, MaxTokens: 5, Logprobs: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := standin.Stages(standin.Options{})
-	stages := pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: s.Reward, Train: embedded.Task(m, embedded.Options{Beta: 0})}
+	stages := pipeline.Stages{Sample: s.Sample, Generate: rolloutstest.EmbeddedGenerate(t, m, 4), Reward: s.Reward, Train: embedded.Task(m, embedded.Options{Beta: 0})}
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
 	cfg := pipeline.LoopConfig{Iterations: 2, BatchSize: 3, Dataset: pipeline.StoreArtifact("main", standintest.DatasetPath)}
 	standintest.Loop(t, st, pipeline.RunOptions{Name: "beta0", Seed: 1, WorkDir: t.TempDir(), ConfigHash: "sha256:test",

@@ -8,54 +8,30 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/benchtext"
 )
 
 // synthTrajectories fills rows with deterministic synthetic trajectories
 // starting at row index first: ~590-character completions of words drawn
-// from a small vocabulary, 16 token ids and logprobs, eight samples per
-// prompt.
+// from a small vocabulary (benchtext), 16 token ids and logprobs, eight
+// samples per prompt.
 type synthTrajectories struct {
-	vocab   []string
+	words   *benchtext.Words
 	prompts []string
-	sb      strings.Builder
 }
 
 func newSynth() *synthTrajectories {
 	r := rand.New(rand.NewPCG(1, 2))
-	s := &synthTrajectories{}
-	const letters = "abcdefghijklmnopqrstuvwxyz"
-	for i := 0; i < 512; i++ {
-		n := 2 + r.IntN(8)
-		b := make([]byte, n)
-		for j := range b {
-			b[j] = letters[r.IntN(len(letters))]
-		}
-		s.vocab = append(s.vocab, string(b))
-	}
+	s := &synthTrajectories{words: benchtext.New(r)}
 	for i := 0; i < 1000; i++ {
-		s.prompts = append(s.prompts, "Solve problem "+strconv.Itoa(i)+": "+s.text(r, 80))
+		s.prompts = append(s.prompts, "Solve problem "+strconv.Itoa(i)+": "+s.words.Text(r, 80))
 	}
 	return s
-}
-
-func (s *synthTrajectories) text(r *rand.Rand, n int) string {
-	s.sb.Reset()
-	for s.sb.Len() < n {
-		if s.sb.Len() > 0 {
-			s.sb.WriteByte(' ')
-		}
-		if r.IntN(16) == 0 {
-			s.sb.WriteString(strconv.Itoa(r.IntN(10000)))
-		} else {
-			s.sb.WriteString(s.vocab[r.IntN(len(s.vocab))])
-		}
-	}
-	return s.sb.String()
 }
 
 func (s *synthTrajectories) fill(rows []Trajectory, first int) {
@@ -74,7 +50,7 @@ func (s *synthTrajectories) fill(rows []Trajectory, first int) {
 			PromptID:      pid,
 			SampleIndex:   int32(i % 8),
 			GroupID:       "it0/" + pid,
-			Completion:    s.text(r, 590),
+			Completion:    s.words.Text(r, 590),
 			Turns:         []Turn{{Role: "user", Content: s.prompts[p%len(s.prompts)]}},
 			TokenIDs:      ids,
 			Logprobs:      lps,

@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/reports"
@@ -86,17 +87,8 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "agree" + string(rune('a'+i)), Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer run.Close()
-			it := run.Iteration(1)
-			pipeline.Evaluate(ctx, it, tasks.Generate, tasks.Score,
-				pipeline.StoreArtifact("main", "data/heldout.parquet"), nil, 0, "heldout", "")
-			if _, err := it.Commit(ctx, nil, nil); err != nil {
-				t.Fatal(err)
-			}
+			run := standintest.Evaluate(t, st, pipeline.RunOptions{Name: "agree" + string(rune('a'+i)), Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}},
+				tasks.Generate, tasks.Score, pipeline.StoreArtifact("main", "data/heldout.parquet"), "heldout")
 			b, err := artifacts.ReadObject(ctx, st, run.Branch(), "evals/000000/heldout/samples.parquet")
 			if err != nil {
 				t.Fatal(err)

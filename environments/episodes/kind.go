@@ -9,7 +9,6 @@ import (
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
-	"github.com/rlpipe/rlpipe/policy"
 )
 
 // NewKind returns kind: episodes, the generate stage that runs episodes
@@ -53,13 +52,9 @@ type Stage struct {
 	opts any // RLOptions decoded, by Check
 }
 
-// Sampling is how each turn's reply is sampled.
-type Sampling struct {
-	Temperature *float64 `yaml:"temperature,omitempty"`
-	TopP        float64  `yaml:"top_p,omitempty"`
-	MaxTokens   int      `yaml:"max_tokens"`
-	Stop        []string `yaml:"stop,omitempty"`
-}
+// Sampling is how each turn's reply is sampled: the keys every stage
+// that samples from the policy section takes.
+type Sampling = kind.Sampling
 
 // SamplesPolicy marks the stage as the policy section's user.
 func (*Stage) SamplesPolicy() {}
@@ -104,24 +99,16 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("concurrency", "", "%s: cannot be negative, got %d", c.Path("concurrency"), s.Concurrency)
 	}
 	sp := s.Sampling
-	switch {
-	case sp == nil:
+	if sp == nil {
 		c.Fail("", "e.g. sampling: {temperature: 1.0, max_tokens: 8}", "%s: an episodes stage needs sampling (per turn)", c.Path(""))
-	case sp.MaxTokens < 1:
-		c.Fail("sampling.max_tokens", "the most tokens of one reply", "%s: must be at least 1, got %d", c.Path("sampling.max_tokens"), sp.MaxTokens)
-	case sp.Temperature != nil && *sp.Temperature < 0:
-		c.Fail("sampling.temperature", "0 samples greedily", "%s: cannot be negative, got %g", c.Path("sampling.temperature"), *sp.Temperature)
-	case sp.TopP < 0 || sp.TopP > 1:
-		c.Fail("sampling.top_p", "", "%s: must be in (0, 1], got %g", c.Path("sampling.top_p"), sp.TopP)
+		return
 	}
+	sp.Check(c, "the most tokens of one reply")
 }
 
 // Task runs the episodes with the opened policy.
 func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
-	sp := policy.Sampling{Temperature: 1, TopP: s.Sampling.TopP, MaxTokens: s.Sampling.MaxTokens, Stop: s.Sampling.Stop}
-	if s.Sampling.Temperature != nil {
-		sp.Temperature = *s.Sampling.Temperature
-	}
+	sp := s.Sampling.Policy()
 	o, err := s.options(b)
 	if err != nil {
 		return nil, err

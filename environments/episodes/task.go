@@ -2,16 +2,12 @@ package episodes
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -95,12 +91,7 @@ func Task(o Options) (*pipeline.Task, error) {
 	if o.Eval {
 		name = "eval-generate"
 	}
-	return &pipeline.Task{
-		Name: name, Version: v, Env: o.Env,
-		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: runs.TrajectoriesFile,
-			Check: func(path string) error { return tables.CheckFile(path, tables.Trajectories) }}},
-		Run: g.run,
-	}, nil
+	return pipeline.GenerateTask(name, v, o.Env, g.run), nil
 }
 
 type generator struct {
@@ -118,7 +109,7 @@ func (g *generator) version() (string, error) {
 	if g.o.Eval {
 		evalSeed = &r.Seed
 	}
-	b, err := json.Marshal(struct {
+	v, err := pipeline.CodeDigest(Version, struct {
 		Code, Identity, Env string
 		Episodes, MaxTurns  int
 		Timeout             time.Duration
@@ -132,8 +123,7 @@ func (g *generator) version() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("episodes: version: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return Version + "-" + hex.EncodeToString(sum[:8]), nil
+	return v, nil
 }
 
 // Params are the loop's parameters of a generate call, and an

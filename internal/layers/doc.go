@@ -8,7 +8,7 @@
 //
 //  1. basics: internal (the plug-in registry, scratch directories, the
 //     loopback, bounded caches, the Python venvs, the helper processes of
-//     tests, these checks)
+//     tests, the benchmarks' synthetic text, these checks)
 //  2. store: artifacts (the store contract, its backends, the table
 //     schemas, the run layout)
 //  3. floors: policy, sandbox, trackers

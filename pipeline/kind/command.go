@@ -1,9 +1,6 @@
 package kind
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -128,17 +125,15 @@ func (s *CommandStage) Task(b Build) (*pipeline.Task, error) {
 		}
 		env[k] = v
 	}
-	raw, err := json.Marshal(struct {
+	var err error
+	if t.Version, err = pipeline.CodeDigest("command", struct {
 		Version     string            `json:"version"`
 		Command     []string          `json:"command"`
 		Outputs     []Output          `json:"outputs"`
 		Environment map[string]string `json:"environment"`
-	}{b.Version, s.Command, s.Outputs, env})
-	if err != nil {
+	}{b.Version, s.Command, s.Outputs, env}); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	t.Version = "command-" + hex.EncodeToString(sum[:8])
 
 	argv := s.Command
 	if len(s.Environment) > 0 {

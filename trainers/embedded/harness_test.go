@@ -16,7 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/rollouts/rolloutstest"
 )
 
 const datasetPath = "data/arith.parquet"
@@ -100,13 +100,8 @@ func rewardTask() *pipeline.Task {
 // most 5 tokens, with logprobs) and the exact-answer reward.
 func stages(t testing.TB, m *tiny.Model, train *pipeline.Task) pipeline.Stages {
 	t.Helper()
-	gen, err := rollouts.Task(rollouts.Options{Policy: tiny.NewPolicy(m), Identity: m.Version(),
-		Sampling: policy.Sampling{N: 8, Temperature: 1, MaxTokens: 5, Logprobs: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := standin.Stages(standin.Options{})
-	return pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: rewardTask(), Train: train}
+	return pipeline.Stages{Sample: s.Sample, Generate: rolloutstest.EmbeddedGenerate(t, m, 8), Reward: rewardTask(), Train: train}
 }
 
 // openRun opens a run whose every stage retries up to 3 attempts at once.

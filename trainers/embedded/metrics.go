@@ -17,15 +17,9 @@ type Metrics struct {
 	// The step figures are means over this update's optimizer steps
 	// (TrainTokens a sum); all zero when no step was taken. KL is nil
 	// (null) when it was not computed: at β = 0, the default.
-	Loss        float64  `json:"loss"`
-	PolicyLoss  float64  `json:"policy_loss"`
-	KL          *float64 `json:"kl"`
-	Entropy     float64  `json:"entropy"`
-	ClipLow     float64  `json:"clip_frac_low"`
-	ClipHigh    float64  `json:"clip_frac_high"`
-	RatioDev    float64  `json:"ratio_dev"`
-	GradNorm    float64  `json:"grad_norm"`
-	TrainTokens int      `json:"train_tokens"`
+	grpo.LossFigures
+	GradNorm    float64 `json:"grad_norm"`
+	TrainTokens int     `json:"train_tokens"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
 

@@ -2,13 +2,11 @@ package embedded
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -169,7 +167,7 @@ func (o Options) lossOptions() grpo.LossOptions {
 // It fails on options JSON cannot hold (a NaN), which Validate rejects.
 func (o Options) Version(m *tiny.Model) (string, error) {
 	o.EnsureDefaults()
-	b, err := json.Marshal(struct {
+	v, err := pipeline.CodeDigest(CodeVersion, struct {
 		Code    string  `json:"code"`
 		Model   string  `json:"model"`
 		Options Options `json:"options"`
@@ -177,8 +175,7 @@ func (o Options) Version(m *tiny.Model) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("train task version: encode the options: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return CodeVersion + "-" + hex.EncodeToString(sum[:8]), nil
+	return v, nil
 }
 
 // advantages are the options of the advantages the trainer trains on.

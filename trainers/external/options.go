@@ -2,14 +2,13 @@ package external
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // CodeVersion is the version of this package's side of the contract. It
@@ -116,7 +115,7 @@ func (o Options) Advantages() (advantages.TrainOptions, error) {
 // config path was typed, not with what is trained. It fails on
 // hyperparameters JSON cannot hold (a NaN), which Validate rejects.
 func (o Options) TaskVersion() (string, error) {
-	b, err := json.Marshal(struct {
+	v, err := pipeline.CodeDigest(CodeVersion, struct {
 		Code            string         `json:"code"`
 		Command         []string       `json:"command"`
 		Hyperparameters map[string]any `json:"hyperparameters"`
@@ -125,8 +124,7 @@ func (o Options) TaskVersion() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("train task version: encode the command and hyperparameters: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return CodeVersion + "-" + hex.EncodeToString(sum[:8]), nil
+	return v, nil
 }
 
 // secretKey reports whether an environment variable's name looks like it

@@ -30,10 +30,9 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
-	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
-	"github.com/rlpipe/rlpipe/rollouts"
+	"github.com/rlpipe/rlpipe/rollouts/rolloutstest"
 	"github.com/rlpipe/rlpipe/trainers/external"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -297,13 +296,8 @@ func stages(t testing.TB, train *pipeline.Task) pipeline.Stages {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen, err := rollouts.Task(rollouts.Options{Policy: tiny.NewPolicy(m), Identity: m.Version(),
-		Sampling: policy.Sampling{N: 4, Temperature: 1, MaxTokens: 5, Logprobs: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := standin.Stages(standin.Options{})
-	return pipeline.Stages{Sample: s.Sample, Generate: gen, Reward: s.Reward, Train: train}
+	return pipeline.Stages{Sample: s.Sample, Generate: rolloutstest.EmbeddedGenerate(t, m, 4), Reward: s.Reward, Train: train}
 }
 
 // trainTask is the external train stage running this test binary as the

@@ -85,9 +85,11 @@ func (s *Sequence) tokens() int {
 	return n
 }
 
-// LossStats are the step's health figures, each a mean over the tokens
-// that entered the loss (PolicyLoss and Loss follow the aggregation).
-type LossStats struct {
+// LossFigures are the loss's health figures, each a mean over the tokens
+// that entered the loss (PolicyLoss and Loss follow the aggregation). A
+// step's LossStats hold them, and a trainer's metrics hold their means
+// over its steps, under the same JSON keys.
+type LossFigures struct {
 	Loss       float64 `json:"loss"`
 	PolicyLoss float64 `json:"policy_loss"`
 	// KL is the mean k3 estimate exp(δ) − δ − 1, δ = logπ_ref − logπ;
@@ -102,7 +104,13 @@ type LossStats struct {
 	// RatioDev is the mean |ρ − 1|: how far the policy has moved from the
 	// one that sampled.
 	RatioDev float64 `json:"ratio_dev"`
-	Tokens   int     `json:"tokens"`
+}
+
+// LossStats are the step's health figures and how many tokens entered
+// the loss.
+type LossStats struct {
+	LossFigures
+	Tokens int `json:"tokens"`
 }
 
 // ErrNonFinite is returned when the loss or a ratio is NaN or infinite:

@@ -115,15 +115,42 @@ func (l *LogBuffer) String() string {
 // returns the closed run (for its Branch) and the loop's last state.
 func Loop(t testing.TB, st artifacts.Store, opts pipeline.RunOptions, cfg pipeline.LoopConfig, stages pipeline.Stages) (*pipeline.Run, runs.State) {
 	t.Helper()
+	var state runs.State
+	r := inRun(t, st, opts, func(ctx context.Context, r *pipeline.Run) (err error) {
+		state, err = r.Loop(ctx, cfg, stages)
+		return err
+	})
+	return r, state
+}
+
+// Evaluate opens the run opts names on st and evaluates the base model on
+// the eval set at evalSet as set, as `rlpipe eval` does out of the loop:
+// gen and score (an evaluation's two tasks) run in iteration 1 as
+// checkpoint 0, writing runs.EvalDir(0, set); it commits the iteration
+// and closes the run. An error fails the test. It returns the closed run
+// (for its Branch).
+func Evaluate(t testing.TB, st artifacts.Store, opts pipeline.RunOptions, gen, score *pipeline.Task, evalSet pipeline.Artifact, set string) *pipeline.Run {
+	t.Helper()
+	return inRun(t, st, opts, func(ctx context.Context, r *pipeline.Run) error {
+		it := r.Iteration(1)
+		pipeline.Evaluate(ctx, it, gen, score, evalSet, nil, 0, set, "")
+		_, err := it.Commit(ctx, nil, nil)
+		return err
+	})
+}
+
+// inRun opens the run opts names on st, calls f with it and closes it; an
+// error of either fails the test. It returns the closed run.
+func inRun(t testing.TB, st artifacts.Store, opts pipeline.RunOptions, f func(context.Context, *pipeline.Run) error) *pipeline.Run {
+	t.Helper()
 	ctx := context.Background()
 	r, err := pipeline.Open(ctx, st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	state, err := r.Loop(ctx, cfg, stages)
-	if err != nil {
+	if err := f(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	return r, state
+	return r
 }
