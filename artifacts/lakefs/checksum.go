@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -152,9 +153,12 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	v.h.Write(p[:n])
 	if err == io.EOF {
 		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			_, path, _ := strings.Cut(v.what, ":")
 			err = fmt.Errorf("%w: read %s: its bytes have SHA-256 %s, not the %s recorded under %s when it was written "+
-				"(changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): write the object again",
-				artifacts.ErrIntegrity, v.what, got, v.want, MetaSHA256)
+				"(changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): "+
+				"write it again from a sound copy (`rlpipe put FILE BRANCH:%s`, then commit) or revert the commit that wrote it; "+
+				"`rlpipe fsck` lists every damaged object the refs of this lakeFS repository reach",
+				artifacts.ErrIntegrity, v.what, got, v.want, MetaSHA256, path)
 		}
 		v.err = err
 	}
