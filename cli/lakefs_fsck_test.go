@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -17,12 +19,13 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// TestFsckOfADamagedObjectOnLakeFS writes a 6 MiB object through the
+// TestFsckAndCatOfADamagedObjectOnLakeFS writes a 6 MiB object through the
 // lakeFS backend (so it carries a recorded SHA-256), then changes its
 // bytes on the lakeFS side, keeping rlpipe's metadata, as a tool that
 // rewrote it would: fsck lists it and exits 1, and says what it cannot
-// check there.
-func TestFsckOfADamagedObjectOnLakeFS(t *testing.T) {
+// check there; cat and export write nothing and name ref:path and what to
+// do on lakeFS.
+func TestFsckAndCatOfADamagedObjectOnLakeFS(t *testing.T) {
 	ctx := context.Background()
 	h := newStore(t)
 	remote, backing, _ := servedWithMD5(t, h)
@@ -67,5 +70,61 @@ func TestFsckOfADamagedObjectOnLakeFS(t *testing.T) {
 	remote.json(&res, "fsck", "--quick")
 	if !res.OK || res.Commits != 3 || res.Objects != 3 || res.Bytes != 0 || len(res.Limits) != 2 || res.Limits[1] != lakefs.LimitQuick {
 		t.Errorf("fsck --quick -o json (sizes only: the damaged object has its recorded size) = %+v", res)
+	}
+
+	readErr := "integrity check failed: read main:big.bin: its bytes have SHA-256 " + sha256Hex(damaged) + ", not the " + sum +
+		" recorded under rlpipe-sha256 when it was written (changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): " +
+		"write it again from a sound copy (`rlpipe put FILE BRANCH:big.bin`, then commit) or revert the commit that wrote it; " +
+		"`rlpipe fsck` lists every damaged object the refs of this lakeFS repository reach\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+		verb string
+	}{
+		{"cat", []string{"cat", "main:big.bin"}, "cat"},
+		{"cat --raw", []string{"cat", "main:big.bin", "--raw"}, "cat"},
+		{"export to stdout", []string{"export", "main:big.bin", "-"}, "read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := remote.run(tc.args...)
+			want := "rlpipe: " + tc.verb + " main:big.bin: " + readErr
+			if r.code != ExitFailure || r.stdout != "" || r.stderr != want {
+				t.Errorf("exit %d, %d bytes on stdout, stderr\n%q\nwant exit 1, 0 bytes,\n%q", r.code, len(r.stdout), r.stderr, want)
+			}
+		})
+	}
+	remote.exportLeavesNoFile("main:big.bin")
+	if got := remote.ok("cat", "main:a.txt"); got != "hello\n" {
+		t.Errorf("cat main:a.txt = %q", got)
+	}
+}
+
+// TestCatOfALargeObjectChecksItInATemporaryFile: an object past the
+// 32 MiB held in memory is checked in a temporary file before its first
+// byte is printed; the file is gone afterwards, whether the object is
+// sound or damaged.
+func TestCatOfALargeObjectChecksItInATemporaryFile(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := newStore(t)
+	body := bytes.Repeat([]byte("0123456789abcdef"), (inMemoryLimit+4096)/16)
+	digest := sha256Hex(body)
+	h.ok("put", h.file("huge.bin", string(body)), "main:huge.bin")
+	h.ok("commit", "main", "-m", "a large object")
+
+	for _, damage := range []bool{false, true} {
+		if damage {
+			h.flipBlobByte(digest, int64(len(body)-1))
+		}
+		r := h.run("cat", "main:huge.bin")
+		switch {
+		case !damage && (r.code != ExitOK || r.stdout != string(body)):
+			t.Errorf("cat of a sound object: exit %d, %d bytes (want %d): %s", r.code, len(r.stdout), len(body), r.stderr)
+		case damage && (r.code != ExitFailure || r.stdout != "" || !strings.HasPrefix(r.stderr, "rlpipe: cat main:huge.bin: integrity check failed: main:huge.bin: blob "+digest)):
+			t.Errorf("cat of a damaged object: exit %d, %d bytes on stdout, stderr %q", r.code, len(r.stdout), r.stderr)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("damaged %v: cat left %d files in TMPDIR, the first %s", damage, len(left), left[0].Name())
+		}
 	}
 }
