@@ -69,17 +69,24 @@ func hashBody(r io.Reader) (sum string, length int64, ok bool, err error) {
 		if err != nil {
 			return "", 0, false, nil // not seekable after all (a pipe as *os.File)
 		}
-		h := sha256.New()
-		n, err := io.Copy(h, r)
+		sum, n, err := sha256Of(r)
 		if err != nil {
 			return "", 0, false, fmt.Errorf("read the body to hash it: %w", err)
 		}
 		if _, err := v.Seek(cur, io.SeekStart); err != nil {
 			return "", 0, false, fmt.Errorf("rewind the body after hashing it: %w", err)
 		}
-		return hex.EncodeToString(h.Sum(nil)), n, true, nil
+		return sum, n, true, nil
 	}
 	return "", 0, false, nil
+}
+
+// sha256Of reads r to its end and returns the SHA-256 hex of what it read
+// and how many bytes that was.
+func sha256Of(r io.Reader) (sum string, n int64, err error) {
+	h := sha256.New()
+	n, err = io.Copy(h, r)
+	return hex.EncodeToString(h.Sum(nil)), n, err
 }
 
 // hashingReader hashes the bytes the transport reads of an upload body, to

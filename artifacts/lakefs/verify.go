@@ -2,8 +2,6 @@ package lakefs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -259,8 +257,7 @@ func (v *lakeVerifier) whole(ctx context.Context, u *objectUse, size int64) (str
 		return problem, err
 	}
 	defer drain(resp.Body)
-	h := sha256.New()
-	n, err := io.Copy(h, resp.Body)
+	got, n, err := sha256Of(resp.Body)
 	v.res.Bytes += n
 	if err != nil {
 		return "", fmt.Errorf("read %s:%s: %w", u.ref, u.stats.Path, err)
@@ -273,7 +270,7 @@ func (v *lakeVerifier) whole(ctx context.Context, u *objectUse, size int64) (str
 		v.res.Unchecked++
 		return "", nil
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+	if got != want {
 		return fmt.Sprintf("its content does not match the SHA-256 recorded under %s when it was written (it reads back as %s)", MetaSHA256, got), nil
 	}
 	return "", nil
