@@ -33,6 +33,13 @@ type VerifyResult struct {
 	// Damage lists what is missing or does not match its digest, in the
 	// order found; empty for a healthy store.
 	Damage []Damage `json:"damage"`
+	// Unchecked counts the objects read whole whose content could not be
+	// compared with a digest (a backend that records none for them).
+	Unchecked int `json:"unchecked,omitempty"`
+	// Limits says, a sentence each, what this backend's check cannot
+	// do, so that "ok" is not read as more than it is; empty when the
+	// check is complete (the embedded store).
+	Limits []string `json:"limits,omitempty"`
 }
 
 // Kinds of stored things Damage names.

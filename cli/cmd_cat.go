@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -26,7 +25,9 @@ func newCatCommand(g *rootOptions) *cobra.Command {
 		Short: "print an object: a Parquet table as rows, anything else as raw bytes",
 		Long: `Print the object at PATH in REF. A Parquet file prints as an aligned table
 (with -o json, one JSON object per row in an array); any other file prints
-its bytes unchanged.`,
+its bytes unchanged. The whole object is read and checked against its
+stored digest before anything is printed (in memory up to 32 MiB, in a
+temporary file past it): a damaged object prints nothing.`,
 		Example: "  rlpipe cat main:data/prompts.parquet\n  rlpipe cat main:data/prompts.parquet -o json --limit 5\n  rlpipe cat v1.0:config/reward.yaml",
 		Args:    exactArgs("REF:PATH"),
 	}, func(ctx context.Context, st artifacts.Store, o catOptions, args []string, p printer) error {
@@ -43,7 +44,7 @@ func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, 
 		return err
 	}
 	if isParquet(a.path) && !o.raw {
-		t, err := openStoredTable(ctx, st, a, false)
+		t, err := openStoredTable(ctx, st, a)
 		if err != nil {
 			return err
 		}
@@ -53,13 +54,8 @@ func catFunc(ctx context.Context, st artifacts.Store, o catOptions, arg string, 
 		}
 		return writeTableText(ctx, p.w, t.File, o.limit)
 	}
-	rc, _, err := st.GetObject(ctx, a.ref, a.path)
-	if err != nil {
-		return withOp(err, "cat %s", a)
-	}
-	defer rc.Close()
-	if _, err := io.Copy(p.w, rc); err != nil {
-		return withOp(err, "cat %s", a)
-	}
-	return nil
+	// Checked whole before the first byte is written: a damaged object
+	// writes nothing.
+	_, err = writeVerified(ctx, st, a, p.w, "cat")
+	return err
 }

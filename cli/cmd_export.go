@@ -152,11 +152,15 @@ func exportObject(ctx context.Context, st artifacts.Store, a artifactArg, file s
 	out := exportedFile{Path: a.path, File: file}
 	write := func(w io.Writer) (int64, error) {
 		if format == formatRaw {
-			return copyObject(ctx, st, a, w)
+			return copyObject(ctx, st, a, w, "read")
 		}
 		return convertTable(ctx, st, a, format, w)
 	}
 	if file == "-" {
+		if format == formatRaw {
+			// Standard output cannot be taken back: check it all first.
+			write = func(w io.Writer) (int64, error) { return writeVerified(ctx, st, a, w, "read") }
+		}
 		n, err := write(stdout)
 		out.Size = n
 		return out, err
@@ -186,16 +190,17 @@ func exportObject(ctx context.Context, st artifacts.Store, a artifactArg, file s
 	return out, nil
 }
 
-// copyObject streams an object's bytes to w; the store verifies them.
-func copyObject(ctx context.Context, st artifacts.Store, a artifactArg, w io.Writer) (int64, error) {
+// copyObject streams an object's bytes to w; the store verifies them. An
+// error names verb ("read", "cat") and the object.
+func copyObject(ctx context.Context, st artifacts.Store, a artifactArg, w io.Writer, verb string) (int64, error) {
 	rc, _, err := st.GetObject(ctx, a.ref, a.path)
 	if err != nil {
-		return 0, withOp(err, "read %s", a)
+		return 0, withOp(err, "%s %s", verb, a)
 	}
 	defer rc.Close()
 	n, err := io.Copy(w, rc)
 	if err != nil {
-		return n, withOp(err, "read %s", a)
+		return n, withOp(err, "%s %s", verb, a)
 	}
 	return n, nil
 }

@@ -82,7 +82,7 @@ func download(ctx context.Context, st artifacts.Store, a artifactArg) (*os.File,
 		return nil, 0, err
 	}
 	os.Remove(f.Name()) // unlinked: gone when closed
-	n, err := copyObject(ctx, st, a, f)
+	n, err := copyObject(ctx, st, a, f, "read")
 	if err != nil {
 		f.Close()
 		return nil, 0, err

@@ -43,14 +43,7 @@ its loop state.`,
 type lockOut = pipeline.LockHolder
 
 // runListOut is one row of `status` without RUN.
-type runListOut struct {
-	Run       string    `json:"run"`
-	Branch    string    `json:"branch"`
-	Iteration int       `json:"iteration"` // last committed; 0 for none
-	Commit    string    `json:"commit"`
-	Date      time.Time `json:"date"`
-	Lock      *lockOut  `json:"lock"`
-}
+type runListOut = pipeline.RunStatus
 
 type statusListOut struct {
 	Runs []runListOut `json:"runs"`
@@ -76,18 +69,11 @@ func lockString(l *lockOut) string {
 }
 
 func statusListFunc(ctx context.Context, st artifacts.Store, p printer) error {
-	out := statusListOut{Runs: []runListOut{}}
-	list, err := runs.List(ctx, st)
+	list, err := pipeline.ListRuns(ctx, st)
 	if err != nil {
 		return withOp(err, "status")
 	}
-	for _, r := range list {
-		row := runListOut{Run: r.Run, Branch: r.Branch, Iteration: r.Iteration, Commit: r.Commit, Date: r.Date}
-		if row.Lock, err = readLock(ctx, st, r.Run); err != nil {
-			return err
-		}
-		out.Runs = append(out.Runs, row)
-	}
+	out := statusListOut{Runs: list}
 	if p.json {
 		return p.JSON(out)
 	}

@@ -295,7 +295,7 @@ func TestAmbiguousRef(t *testing.T) {
 }
 
 // TestWithoutVerifierOrCollector checks the messages of fsck and gc on a
-// backend that keeps its own storage and collects its own garbage, as
+// backend with no check of its own and that collects its own garbage, as
 // lakeFS does: the embedded store with its Verifier and Collector hidden
 // behind the bare interface.
 func TestWithoutVerifierOrCollector(t *testing.T) {
@@ -310,7 +310,7 @@ func TestWithoutVerifierOrCollector(t *testing.T) {
 			run: func(ctx context.Context, st artifacts.Store, p printer) error {
 				return fsckFunc(ctx, st, "lakefs://repo", fsckOptions{}, p)
 			},
-			want: "a lakeFS server keeps its own storage",
+			want: "the store at lakefs://repo cannot be checked from rlpipe: its backend has no check (check its storage with the backend's own tools)",
 		},
 		{
 			name: "gc without a Collector",

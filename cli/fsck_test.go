@@ -92,14 +92,21 @@ func TestCatAndExportOfACorruptedLargeObjectEmitNothingWrong(t *testing.T) {
 			t.Errorf("rlpipe %s wrote %d bytes to stdout, want 0", strings.Join(args, " "), n)
 		}
 	}
-	out := filepath.Join(h.dir, "out", "big.bin")
-	h.fails(ExitFailure, []string{"main:big.bin"}, "export", "main:big.bin", out)
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("export of a corrupted object left %s (%v)", out, err)
-	}
+	h.exportLeavesNoFile("main:big.bin")
 	// The small object next to it still reads.
 	if got := h.ok("cat", "main:a.txt"); got != "hello\n" {
 		t.Errorf("cat main:a.txt = %q", got)
+	}
+}
+
+// exportLeavesNoFile exports the damaged object obj (REF:PATH) to a file:
+// the export fails naming obj, and leaves no file.
+func (h *harness) exportLeavesNoFile(obj string) {
+	h.t.Helper()
+	out := filepath.Join(h.dir, "out", filepath.Base(obj))
+	h.fails(ExitFailure, []string{obj}, "export", obj, out)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		h.t.Errorf("export of the damaged %s left %s (%v)", obj, out, err)
 	}
 }
 

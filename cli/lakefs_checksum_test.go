@@ -16,8 +16,10 @@ import (
 // servedWithMD5 serves h's embedded store as a lakeFS whose checksums are
 // MD5s, as lakeFS's local block store reports them, and returns a harness
 // that reaches it through the lakeFS backend. stop closes the server and
-// the store, so that h can open the store directly again.
-func servedWithMD5(t *testing.T, h *harness) (remote *harness, stop func()) {
+// the store, so that h can open the store directly again; until then,
+// backing is the served store, for a test that plants what a lakeFS
+// would hold.
+func servedWithMD5(t *testing.T, h *harness) (remote *harness, backing *local.Store, stop func()) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := local.Open(ctx, h.store, nil)
@@ -41,7 +43,7 @@ func servedWithMD5(t *testing.T, h *harness) (remote *harness, stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	return &harness{t: t, dir: h.dir, store: "lakefs://" + srv.Repository(), env: map[string]string{}}, stop
+	return &harness{t: t, dir: h.dir, store: "lakefs://" + srv.Repository(), env: map[string]string{}}, st, stop
 }
 
 // The small arithmetic loop run through the lakeFS backend, on a lakeFS
@@ -53,7 +55,7 @@ func TestCacheHitsAfterMovingFromLakeFSToTheEmbeddedStore(t *testing.T) {
 	src := smallArithConfig(t)
 	h := newStore(t)
 	cfg := h.file("pipeline.yaml", src)
-	remote, stop := servedWithMD5(t, h)
+	remote, _, stop := servedWithMD5(t, h)
 	remote.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
 	var first runOut
 	remote.json(&first, "run", "-f", cfg, "--no-report")
@@ -92,7 +94,7 @@ func TestCacheMissesAfterMovingFromTheEmbeddedStoreToAnMD5LakeFS(t *testing.T) {
 		t.Fatalf("run on the embedded store: %+v", first)
 	}
 
-	remote, stop := servedWithMD5(t, h)
+	remote, _, stop := servedWithMD5(t, h)
 	var again runOut
 	remote.json(&again, "run", "-f", cfg, "--run", "arith-again", "--no-report")
 	if again.Iterations != 4 || again.Tasks != first.Tasks || again.Cached != 0 || again.Attempts != first.Tasks {

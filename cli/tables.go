@@ -19,8 +19,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
-// inMemoryLimit is the largest stored table read into memory whole; larger
-// ones are read in ranges (cat) or spooled to a temporary file (export).
+// inMemoryLimit is the largest object read into memory whole to check it
+// before use; larger ones are spooled to a temporary file.
 const inMemoryLimit = 32 << 20
 
 // storedTable is a Parquet file in the store, opened for reading.
@@ -29,49 +29,75 @@ type storedTable struct {
 	close func()
 }
 
-// openStoredTable opens the Parquet object at a. verified asks for bytes
-// checked against the stored digest (export); display (cat) may read a
-// large file in ranges, which the store does not verify, so that a few
-// rows of a large table do not fetch all of it.
-func openStoredTable(ctx context.Context, st artifacts.Store, a artifactArg, verified bool) (*storedTable, error) {
-	info, err := st.StatObject(ctx, a.ref, a.path)
+// openStoredTable opens the Parquet object at a from bytes the store has
+// verified (see spoolObject): a damaged table fails here, before a row is
+// printed or exported.
+func openStoredTable(ctx context.Context, st artifacts.Store, a artifactArg) (*storedTable, error) {
+	sp, err := spoolObject(ctx, st, a, "read")
 	if err != nil {
-		return nil, withOp(err, "read %s", a)
+		return nil, err
 	}
-	var (
-		ra      io.ReaderAt
-		size    = info.Size
-		cleanup = func() {}
-	)
-	rr, ranged := st.(artifacts.RangeReader)
-	switch {
-	case size <= inMemoryLimit:
-		var buf bytes.Buffer
-		if _, err := copyObject(ctx, st, a, &buf); err != nil {
-			return nil, err
-		}
-		ra, size = bytes.NewReader(buf.Bytes()), int64(buf.Len())
-	case ranged && !verified:
-		ra = artifacts.RangeReaderAt(ctx, rr, a.ref, a.path)
-	default:
-		f, err := os.CreateTemp("", "rlpipe-table-*.parquet")
-		if err != nil {
-			return nil, withOp(err, "read %s", a)
-		}
-		cleanup = func() { f.Close(); os.Remove(f.Name()) }
-		n, err := copyObject(ctx, st, a, f)
-		if err != nil {
-			cleanup()
-			return nil, err
-		}
-		ra, size = f, n
-	}
-	tf, err := tables.OpenFile(ra, size, a.String(), nil)
+	tf, err := tables.OpenFile(sp.ra, sp.size, a.String(), nil)
 	if err != nil {
-		cleanup()
+		sp.close()
 		return nil, failure(withOp(err, "read %s", a))
 	}
-	return &storedTable{File: tf, close: cleanup}, nil
+	return &storedTable{File: tf, close: sp.close}, nil
+}
+
+// writeVerified writes the object at a to w once the store has checked
+// all of it (see spoolObject): w gets the whole object or not a byte.
+func writeVerified(ctx context.Context, st artifacts.Store, a artifactArg, w io.Writer, verb string) (int64, error) {
+	sp, err := spoolObject(ctx, st, a, verb)
+	if err != nil {
+		return 0, err
+	}
+	defer sp.close()
+	n, err := io.Copy(w, io.NewSectionReader(sp.ra, 0, sp.size))
+	if err != nil {
+		return n, withOp(err, "%s %s", verb, a)
+	}
+	return n, nil
+}
+
+// spooled is an object's bytes, read to their end (where the store
+// checks them) and kept for reading again.
+type spooled struct {
+	ra    io.ReaderAt
+	size  int64
+	close func() // removes the temporary file, if any
+}
+
+// spoolObject reads the object at a whole, in memory up to inMemoryLimit
+// (by its stat size) and in a temporary file past it, and returns its
+// bytes only once the store has checked them: the embedded store checks a
+// blob before its first byte, the lakeFS backend as the last is read, so
+// a caller that writes only spooled bytes never writes a byte of a
+// damaged object. The temporary file is removed on failure and by close.
+// An error names verb ("read", "cat") and the object.
+func spoolObject(ctx context.Context, st artifacts.Store, a artifactArg, verb string) (spooled, error) {
+	info, err := st.StatObject(ctx, a.ref, a.path)
+	if err != nil {
+		return spooled{}, withOp(err, "%s %s", verb, a)
+	}
+	if info.Size <= inMemoryLimit {
+		var buf bytes.Buffer
+		if _, err := copyObject(ctx, st, a, &buf, verb); err != nil {
+			return spooled{}, err
+		}
+		return spooled{ra: bytes.NewReader(buf.Bytes()), size: int64(buf.Len()), close: func() {}}, nil
+	}
+	f, err := os.CreateTemp("", "rlpipe-object-*")
+	if err != nil {
+		return spooled{}, withOp(err, "%s %s: make a temporary file to check it in (set TMPDIR to a folder with room for %s)", verb, a, humanBytes(info.Size))
+	}
+	cleanup := func() { f.Close(); os.Remove(f.Name()) }
+	n, err := copyObject(ctx, st, a, f, verb)
+	if err != nil {
+		cleanup()
+		return spooled{}, err
+	}
+	return spooled{ra: f, size: n, close: cleanup}, nil
 }
 
 func (t *storedTable) Close() error {
@@ -298,9 +324,9 @@ func convertTable(ctx context.Context, st artifacts.Store, a artifactArg, format
 	src := formatOf(a.path)
 	switch {
 	case src == format:
-		return copyObject(ctx, st, a, w)
+		return copyObject(ctx, st, a, w, "read")
 	case src == formatParquet:
-		t, err := openStoredTable(ctx, st, a, true)
+		t, err := openStoredTable(ctx, st, a)
 		if err != nil {
 			return 0, err
 		}

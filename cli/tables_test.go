@@ -9,8 +9,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 )
 
-// TestRangeReaderAt reads a stored table through ranged reads, the way cat
-// reads tables too large to fetch whole, and checks it prints the rows
+// TestRangeReaderAt reads a stored table through ranged reads, the way the
+// UI reads tables too large to fetch whole, and checks it prints the rows
 // the whole file gives.
 func TestRangeReaderAt(t *testing.T) {
 	h := newStore(t)

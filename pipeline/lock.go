@@ -156,6 +156,27 @@ type LockHolder struct {
 	Alive bool `json:"alive"`
 }
 
+// RunStatus is a run of a store with the process holding it: a row of
+// `rlpipe status` and the start of one of the UI's /api/runs.
+type RunStatus struct {
+	runs.Info
+	Lock *LockHolder `json:"lock"` // nil when nobody holds the run
+}
+
+// ListRuns lists the runs of a store (runs.List) with their locks.
+func ListRuns(ctx context.Context, st artifacts.Store) ([]RunStatus, error) {
+	list, err := runs.List(ctx, st)
+	out := make([]RunStatus, len(list))
+	for i := 0; err == nil && i < len(list); i++ {
+		out[i].Info = list[i]
+		out[i].Lock, err = ReadLock(ctx, st, list[i].Run)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReadLock reads who holds run's lock: nil when nobody does. An unreadable
 // lock is reported as a holder that is not alive, as the engine treats it.
 func ReadLock(ctx context.Context, st artifacts.Store, run string) (*LockHolder, error) {

@@ -25,14 +25,10 @@ const maxJSONObject = 8 << 20
 // Lock describes the process holding a run.
 type Lock = pipeline.LockHolder
 
-// RunSummary is one row of /api/runs.
+// RunSummary is one row of /api/runs: a run, the process holding it, and
+// its headline figures.
 type RunSummary struct {
-	Run       string    `json:"run"`
-	Branch    string    `json:"branch"`
-	Iteration int       `json:"iteration"` // last committed; 0 for none
-	Commit    string    `json:"commit"`
-	Date      time.Time `json:"date"`
-	Lock      *Lock     `json:"lock"`
+	pipeline.RunStatus
 	// LastReward is the last iteration's mean reward (its train metrics'
 	// reward.mean), nil when it has none.
 	LastReward *float64 `json:"last_reward"`
@@ -238,16 +234,13 @@ func readLock(ctx context.Context, st artifacts.Store, run string) (*Lock, error
 
 // listRuns lists the run branches with their last iteration and lock.
 func listRuns(ctx context.Context, st artifacts.Store) ([]RunSummary, error) {
-	list, err := runs.List(ctx, st)
+	list, err := pipeline.ListRuns(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]RunSummary, 0, len(list))
 	for _, r := range list {
-		row := RunSummary{Run: r.Run, Branch: r.Branch, Iteration: r.Iteration, Commit: r.Commit, Date: r.Date}
-		if row.Lock, err = readLock(ctx, st, r.Run); err != nil {
-			return nil, err
-		}
+		row := RunSummary{RunStatus: r}
 		if r.Iteration > 0 {
 			tm, err := runs.ReadTrainMetrics(ctx, st, r.Commit, r.Iteration)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -68,17 +69,24 @@ func hashBody(r io.Reader) (sum string, length int64, ok bool, err error) {
 		if err != nil {
 			return "", 0, false, nil // not seekable after all (a pipe as *os.File)
 		}
-		h := sha256.New()
-		n, err := io.Copy(h, r)
+		sum, n, err := sha256Of(r)
 		if err != nil {
 			return "", 0, false, fmt.Errorf("read the body to hash it: %w", err)
 		}
 		if _, err := v.Seek(cur, io.SeekStart); err != nil {
 			return "", 0, false, fmt.Errorf("rewind the body after hashing it: %w", err)
 		}
-		return hex.EncodeToString(h.Sum(nil)), n, true, nil
+		return sum, n, true, nil
 	}
 	return "", 0, false, nil
+}
+
+// sha256Of reads r to its end and returns the SHA-256 hex of what it read
+// and how many bytes that was.
+func sha256Of(r io.Reader) (sum string, n int64, err error) {
+	h := sha256.New()
+	n, err = io.Copy(h, r)
+	return hex.EncodeToString(h.Sum(nil)), n, err
 }
 
 // hashingReader hashes the bytes the transport reads of an upload body, to
@@ -152,9 +160,12 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	v.h.Write(p[:n])
 	if err == io.EOF {
 		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			_, path, _ := strings.Cut(v.what, ":")
 			err = fmt.Errorf("%w: read %s: its bytes have SHA-256 %s, not the %s recorded under %s when it was written "+
-				"(changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): write the object again",
-				artifacts.ErrIntegrity, v.what, got, v.want, MetaSHA256)
+				"(changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): "+
+				"write it again from a sound copy (`rlpipe put FILE BRANCH:%s`, then commit) or revert the commit that wrote it; "+
+				"`rlpipe fsck` lists every damaged object the refs of this lakeFS repository reach",
+				artifacts.ErrIntegrity, v.what, got, v.want, MetaSHA256, path)
 		}
 		v.err = err
 	}

@@ -215,7 +215,9 @@ func TestBodyChangedDuringUpload(t *testing.T) {
 	b, err := io.ReadAll(rc)
 	rc.Close()
 	wantRead := "integrity check failed: read main:iterations/000001/x.parquet: its bytes have SHA-256 " + artifactstest.SHA256Hex(sent) + ", not the " + artifactstest.SHA256Hex(before) +
-		" recorded under rlpipe-sha256 when it was written (changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): write the object again"
+		" recorded under rlpipe-sha256 when it was written (changed by a tool that kept rlpipe's metadata, or the body changed while it was uploaded): " +
+		"write it again from a sound copy (`rlpipe put FILE BRANCH:iterations/000001/x.parquet`, then commit) or revert the commit that wrote it; " +
+		"`rlpipe fsck` lists every damaged object the refs of this lakeFS repository reach"
 	if info.Checksum != artifactstest.SHA256Hex(before) || !errors.Is(err, artifacts.ErrIntegrity) || err.Error() != wantRead || string(b) != string(sent) {
 		t.Fatalf("read back: %q, checksum %s, %v; want %q", b, info.Checksum, err, wantRead)
 	}

@@ -84,7 +84,26 @@
 // GetObject checks a whole read of an object that carries the key
 // against it: the last Read returns artifacts.ErrIntegrity instead of
 // io.EOF when the bytes differ (a tool changed them and kept the key, or a
-// put failed as above), as the embedded store's reads do.
+// put failed as above), as the embedded store's reads do; its message
+// says what to do on lakeFS (write the object again, or revert the commit
+// that wrote it) and that `rlpipe fsck` lists the rest.
+//
+// # Verify
+//
+// Store implements artifacts.Verifier (`rlpipe fsck`) through the API:
+// it walks the history of every branch and tag (one GET per commit, each
+// commit's objects listed) and the staged changes of every branch, reads
+// each object version (physical address and checksums) once, whole, and
+// compares its length with its recorded size and its SHA-256 with the one
+// recorded under MetaSHA256. An object lakeFS will not serve (404, 410,
+// 5xx) is damage too. What the API cannot show is said in
+// VerifyResult.Limits rather than passed over: lakeFS's trees (metaranges
+// and ranges) are not readable through it (LimitTrees), and an object
+// without a recorded SHA-256 is read but not compared (counted in
+// VerifyResult.Unchecked): its checksum is a block-store ETag the client
+// cannot recompute in general (an MD5 on the local block store, something
+// else for S3 multipart or encrypted uploads). VerifyOptions.Quick asks
+// for each object's last byte instead (LimitQuick).
 //
 // # Not supported
 //
@@ -96,6 +115,7 @@
 //     is honoured for Commit.
 //   - Digest verification of range reads, and of whole reads of objects
 //     without a recorded SHA-256: lakeFS checks its stored data itself.
+//     Verify says so in VerifyResult.Limits.
 //   - Deleting a repository through the contract; Client.DeleteRepository
 //     exists for tests.
 package lakefs

@@ -99,16 +99,7 @@ func TestIdenticalBytesStoredOnce(t *testing.T) {
 // corrupt flips one byte of the blob behind ref:path.
 func corrupt(t *testing.T, s *local.Store, ref, path string) {
 	t.Helper()
-	st := artifactstest.Stat(t, s, ref, path)
-	f := filepath.Join(s.Dir(), "blobs", st.Checksum[:2], st.Checksum)
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x40
-	if err := os.WriteFile(f, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	artifactstest.CorruptBlob(t, s, artifactstest.Stat(t, s, ref, path).Checksum)
 }
 
 func TestCorruptBlobIsReportedNotReturned(t *testing.T) {
