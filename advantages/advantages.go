@@ -13,6 +13,11 @@ type Options struct {
 	Epsilon float64
 	// NoStd drops the division by the standard deviation (Dr. GRPO).
 	NoStd bool
+	// SampleStd uses the group's sample standard deviation (Bessel's
+	// correction, n − 1), as TRL and verl do, instead of the population
+	// one: the advantages section's std: sample. The default stays the
+	// population std until the default flips (issue 36, point 1).
+	SampleStd bool
 	// Estimator computes each group's advantages; nil is GRPO.
 	Estimator Estimator
 }
@@ -60,6 +65,9 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			}
 		}
 		mean, std := MeanStd(vals)
+		if o.SampleStd {
+			std = sampleStd(std, len(vals))
+		}
 		var adv []float64
 		if len(vals) >= 2 {
 			adv = est.Group(vals, mean, std, o)
@@ -90,6 +98,16 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 		}
 	}
 	return out, st
+}
+
+// sampleStd is the sample standard deviation of n values whose
+// population standard deviation is std: ×√(n/(n−1)), and 0 for fewer
+// than two values (no spread to estimate).
+func sampleStd(std float64, n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return std * math.Sqrt(float64(n)/float64(n-1))
 }
 
 // MeanStd is the mean and population standard deviation of v (zeros for

@@ -27,8 +27,20 @@
 // # Estimators
 //
 // How a group's scored rewards become advantages is an Estimator, a
-// value with a Name: GRPO (the formula above) is the default and the one
-// rlpipe ships. Options.Estimator chooses another (the pipeline file's
+// value with a Name. rlpipe ships three:
+//
+//	grpo     GRPO, the formula above (the default)
+//	rloo     RLOO: A_i = r_i − mean_{j≠i} r_j = G/(G−1)·(r_i − mean(r)); needs G ≥ 2
+//	dr_grpo  Dr. GRPO's advantage: A_i = r_i − mean(r)
+//
+// Dr. GRPO's constant loss normalizer (Σ over tokens / (G·L_max)) is the
+// loss's half of the method, not the estimator's. An estimator that needs
+// groups of at least some size says so (GroupMinimum, RLOO's 2): a run
+// whose generate stage samples fewer per prompt is refused when planned.
+// Options.SampleStd (the file's advantages.std: sample) divides GRPO's
+// advantages by the sample std (n − 1, as TRL and verl) instead of the
+// population std, which stays the default; the version names it only when
+// set. Options.Estimator chooses another (the pipeline file's
 // advantages.estimator key, looked up in the program's registry,
 // kind.Registry's Estimators); Compute keeps the grouping, the masks, the
 // group statistics and Stats the same for all. A new estimator is one

@@ -58,6 +58,14 @@ type Sampling struct {
 	Stop        []string `yaml:"stop,omitempty"`
 }
 
+// GroupSize is sampling.n, the samples per prompt (kind.Grouped).
+func (s *RolloutStage) GroupSize() (string, int) {
+	if s.Sampling == nil {
+		return "sampling.n", 0
+	}
+	return "sampling.n", s.Sampling.N
+}
+
 // SamplesPolicy marks the stage as the policy section's user.
 func (*RolloutStage) SamplesPolicy() {}
 
