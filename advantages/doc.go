@@ -40,7 +40,9 @@
 // Options.SampleStd (the file's advantages.std: sample) divides GRPO's
 // advantages by the sample std (n − 1, as TRL and verl) instead of the
 // population std, which stays the default; the version names it only when
-// set. Options.Estimator chooses another (the pipeline file's
+// set. docs/TRAINERS.md lists which of the peers' functions each estimator
+// is checked against (peer_test.go, against verl's and TRL's own code).
+// Options.Estimator chooses another (the pipeline file's
 // advantages.estimator key, looked up in the program's registry,
 // kind.Registry's Estimators); Compute keeps the grouping, the masks, the
 // group statistics and Stats the same for all. A new estimator is one
