@@ -39,7 +39,9 @@ type Stats struct {
 // (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
 // their group's statistics: a failed rollout is never trained on as a
 // reward of 0. A sample whose group has no other scored sample is masked
-// too (ReasonAlone). Rows come back in the input order.
+// too (ReasonAlone). A BatchEstimator's Batch then rewrites the
+// advantages of the unmasked rows together. Rows come back in the input
+// order.
 func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
 		o.Epsilon = 1e-6
@@ -97,7 +99,25 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			out[i] = a
 		}
 	}
+	if be, ok := est.(BatchEstimator); ok {
+		batch(out, be, o)
+	}
 	return out, st
+}
+
+// batch replaces the advantages of out's unmasked rows with what be's
+// Batch makes of them, taken in row order.
+func batch(out []tables.Advantage, be BatchEstimator, o Options) {
+	var idx []int
+	var vals []float64
+	for i, a := range out {
+		if !a.Mask {
+			idx, vals = append(idx, i), append(vals, a.Advantage)
+		}
+	}
+	for j, v := range be.Batch(vals, o) {
+		out[idx[j]].Advantage = v
+	}
 }
 
 // sampleStd is the sample standard deviation of n values whose

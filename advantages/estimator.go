@@ -24,6 +24,18 @@ type Estimator interface {
 	Group(rewards []float64, mean, std float64, o Options) []float64
 }
 
+// A BatchEstimator needs the whole batch, not one group at a time
+// (REINFORCE++'s batch whitening). Group still gives each group's
+// advantages; Compute then hands Batch those of every sample it gives an
+// advantage (scored, not alone), in the input's row order, and keeps what
+// Batch returns (one per input, deterministic, keeping nothing). This is
+// the interface's one extension for batch-level baselines: Group alone
+// cannot see the other groups.
+type BatchEstimator interface {
+	Estimator
+	Batch(adv []float64, o Options) []float64
+}
+
 // A GroupMinimum is an estimator that needs groups of at least
 // MinGroup samples to give any advantage (RLOO: 2). A run whose generate
 // stage samples fewer per prompt is refused when it is planned, at the

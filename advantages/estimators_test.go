@@ -86,3 +86,50 @@ func TestSampleStd(t *testing.T) {
 		})
 	}
 }
+
+// TestReinforcePPBaseline runs REINFORCE++'s baseline variant through
+// the suite (Group: r − mean), then checks Compute's batch whitening by
+// hand: groups {1, 0} and {3, 1, 2} give s = {0.5, −0.5, 1, −1, 0}, mean
+// 0, sample variance 2.5/4 = 0.625, so A = s / √(0.625 + 1e-8); the lone
+// sample stays masked and out of the batch.
+func TestReinforcePPBaseline(t *testing.T) {
+	e := advantages.ReinforcePPBaseline
+	estimatortest.Run(t, estimatortest.Suite{Estimator: e, ZeroMean: true, Hand: []estimatortest.Group{
+		{Rewards: []float64{1, 0, 0, 1}, Want: []float64{0.5, -0.5, -0.5, 0.5}},
+	}})
+	ok := func(p string, i int32, total float64) tables.Reward {
+		return tables.Reward{PromptID: p, SampleIndex: i, Total: total, Status: tables.StatusOK}
+	}
+	rows := []tables.Reward{ok("a", 0, 1), ok("a", 1, 0), ok("b", 0, 3), ok("b", 1, 1), ok("b", 2, 2), ok("c", 0, 7)}
+	adv, _ := advantages.Compute(rows, advantages.Options{Estimator: e})
+	d := math.Sqrt(0.625 + 1e-8)
+	for i, want := range []float64{0.5 / d, -0.5 / d, 1 / d, -1 / d, 0, 0} {
+		if math.Abs(adv[i].Advantage-want) > 1e-12 {
+			t.Errorf("row %d: advantage %v, want %v", i, adv[i].Advantage, want)
+		}
+	}
+	if !adv[5].Mask || adv[5].Reason != advantages.ReasonAlone {
+		t.Errorf("lone sample %+v, want masked %s", adv[5], advantages.ReasonAlone)
+	}
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want []float64
+	}{
+		{name: "empty batch", in: nil, want: []float64{}},
+		{name: "one sample", in: []float64{3}, want: []float64{0}},
+		{name: "all equal", in: []float64{2, 2, 2}, want: []float64{0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := e.(advantages.BatchEstimator).Batch(tc.in, advantages.Options{})
+			if len(got) != len(tc.want) {
+				t.Fatalf("Batch(%v) = %v, want %v", tc.in, got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("Batch(%v) = %v, want %v", tc.in, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -83,6 +83,9 @@ def main():
         out["verl_grpo"] = verl(core_algos.compute_grpo_outcome_advantage, epsilon=1e-6, norm_adv_by_std_in_grpo=True)
         out["verl_grpo_no_std"] = verl(core_algos.compute_grpo_outcome_advantage, norm_adv_by_std_in_grpo=False)
         out["verl_rloo"] = verl(core_algos.compute_rloo_outcome_advantage)
+        # verl whitens over response tokens; with one token per response
+        # that is rlpipe's whitening over samples.
+        out["verl_rpp_baseline"] = verl(core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage)
 
     try:
         from trl.trainer.utils import nanstd
