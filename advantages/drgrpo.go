@@ -17,10 +17,8 @@ type drGRPO struct{}
 
 func (drGRPO) Name() string { return "dr_grpo" }
 
-func (drGRPO) Group(rewards []float64, mean, _ float64, _ Options) []float64 {
-	out := make([]float64, len(rewards))
-	for i, r := range rewards {
-		out[i] = r - mean
-	}
-	return out
+// Group is GRPO's without the division, whatever o says.
+func (drGRPO) Group(rewards []float64, mean, std float64, o Options) []float64 {
+	o.NoStd = true
+	return GRPO.Group(rewards, mean, std, o)
 }

@@ -27,12 +27,9 @@ type reinforcePP struct{}
 
 func (reinforcePP) Name() string { return "reinforce_plus_plus_baseline" }
 
-func (reinforcePP) Group(rewards []float64, mean, _ float64, _ Options) []float64 {
-	out := make([]float64, len(rewards))
-	for i, r := range rewards {
-		out[i] = r - mean
-	}
-	return out
+// Group is Dr. GRPO's: the group's mean subtracted, no std.
+func (reinforcePP) Group(rewards []float64, mean, std float64, o Options) []float64 {
+	return DrGRPO.Group(rewards, mean, std, o)
 }
 
 func (reinforcePP) Batch(adv []float64, _ Options) []float64 {
