@@ -13,6 +13,11 @@ type Options struct {
 	Epsilon float64
 	// NoStd drops the division by the standard deviation (Dr. GRPO).
 	NoStd bool
+	// SampleStd uses the group's sample standard deviation (Bessel's
+	// correction, n − 1), as TRL and verl do, instead of the population
+	// one: the advantages section's std: sample. The default stays the
+	// population std until the default flips (issue 36, point 1).
+	SampleStd bool
 	// Estimator computes each group's advantages; nil is GRPO.
 	Estimator Estimator
 }
@@ -34,7 +39,9 @@ type Stats struct {
 // (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
 // their group's statistics: a failed rollout is never trained on as a
 // reward of 0. A sample whose group has no other scored sample is masked
-// too (ReasonAlone). Rows come back in the input order.
+// too (ReasonAlone). A BatchEstimator's Batch then rewrites the
+// advantages of the unmasked rows together. Rows come back in the input
+// order.
 func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
 		o.Epsilon = 1e-6
@@ -60,6 +67,9 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			}
 		}
 		mean, std := MeanStd(vals)
+		if o.SampleStd {
+			std = sampleStd(std, len(vals))
+		}
 		var adv []float64
 		if len(vals) >= 2 {
 			adv = est.Group(vals, mean, std, o)
@@ -89,7 +99,35 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			out[i] = a
 		}
 	}
+	if be, ok := est.(BatchEstimator); ok {
+		batch(out, be, o)
+	}
 	return out, st
+}
+
+// batch replaces the advantages of out's unmasked rows with what be's
+// Batch makes of them, taken in row order.
+func batch(out []tables.Advantage, be BatchEstimator, o Options) {
+	var idx []int
+	var vals []float64
+	for i, a := range out {
+		if !a.Mask {
+			idx, vals = append(idx, i), append(vals, a.Advantage)
+		}
+	}
+	for j, v := range be.Batch(vals, o) {
+		out[idx[j]].Advantage = v
+	}
+}
+
+// sampleStd is the sample standard deviation of n values whose
+// population standard deviation is std: ×√(n/(n−1)), and 0 for fewer
+// than two values (no spread to estimate).
+func sampleStd(std float64, n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return std * math.Sqrt(float64(n)/float64(n-1))
 }
 
 // MeanStd is the mean and population standard deviation of v (zeros for

@@ -27,8 +27,28 @@
 // # Estimators
 //
 // How a group's scored rewards become advantages is an Estimator, a
-// value with a Name: GRPO (the formula above) is the default and the one
-// rlpipe ships. Options.Estimator chooses another (the pipeline file's
+// value with a Name. rlpipe ships four:
+//
+//	grpo     GRPO, the formula above (the default)
+//	rloo     RLOO: A_i = r_i − mean_{j≠i} r_j = G/(G−1)·(r_i − mean(r)); needs G ≥ 2
+//	dr_grpo  Dr. GRPO's advantage: A_i = r_i − mean(r)
+//	reinforce_plus_plus_baseline
+//	         REINFORCE++ with a group baseline: s_i = r_i − mean(r), then
+//	         whitened over the batch, (s_i − mean_B s) / sqrt(var_B s + 1e-8)
+//
+// The last is a BatchEstimator: its Batch step sees every group's
+// advantages at once (the samples, each weighing one; verl weighs each by
+// its token count).
+// Dr. GRPO's constant loss normalizer (Σ over tokens / (G·L_max)) is the
+// loss's half of the method, not the estimator's. An estimator that needs
+// groups of at least some size says so (GroupMinimum, RLOO's 2): a run
+// whose generate stage samples fewer per prompt is refused when planned.
+// Options.SampleStd (the file's advantages.std: sample) divides GRPO's
+// advantages by the sample std (n − 1, as TRL and verl) instead of the
+// population std, which stays the default; the version names it only when
+// set. docs/TRAINERS.md lists which of the peers' functions each estimator
+// is checked against (peer_test.go, against verl's and TRL's own code).
+// Options.Estimator chooses another (the pipeline file's
 // advantages.estimator key, looked up in the program's registry,
 // kind.Registry's Estimators); Compute keeps the grouping, the masks, the
 // group statistics and Stats the same for all. A new estimator is one
@@ -75,7 +95,9 @@
 //
 //   - Required: Estimator (Name, Group), deterministic, one advantage per
 //     reward, keeping nothing of its input.
-//   - Optional: none; Compute does the grouping, masking and statistics.
+//   - Optional: GroupMinimum (groups smaller than it are refused at plan
+//     time), BatchEstimator (a step over the whole batch). Compute does the
+//     grouping, masking and statistics.
 //   - Its test: advantages/estimatortest.Run with a group worked out by
 //     hand; one entry in cli/kinds.Registry's Estimators, selected by the
 //     file's advantages.estimator.

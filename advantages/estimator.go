@@ -18,9 +18,39 @@ type Estimator interface {
 	Name() string
 	// Group returns the advantage of each reward of a group of two or
 	// more scored samples, in their order; mean and std are the group's
-	// (MeanStd), o the options with Epsilon defaulted. It must be
+	// (MeanStd; the sample std with Options.SampleStd), o the options
+	// with Epsilon defaulted. It must be
 	// deterministic and may not keep rewards.
 	Group(rewards []float64, mean, std float64, o Options) []float64
+}
+
+// A BatchEstimator needs the whole batch, not one group at a time
+// (REINFORCE++'s batch whitening). Group still gives each group's
+// advantages; Compute then hands Batch those of every sample it gives an
+// advantage (scored, not alone), in the input's row order, and keeps what
+// Batch returns (one per input, deterministic, keeping nothing). This is
+// the interface's one extension for batch-level baselines: Group alone
+// cannot see the other groups.
+type BatchEstimator interface {
+	Estimator
+	Batch(adv []float64, o Options) []float64
+}
+
+// A GroupMinimum is an estimator that needs groups of at least
+// MinGroup samples to give any advantage (RLOO: 2). A run whose generate
+// stage samples fewer per prompt is refused when it is planned, at the
+// advantages.estimator key, instead of masking every sample.
+type GroupMinimum interface {
+	Estimator
+	MinGroup() int
+}
+
+// MinGroup is e's GroupMinimum, 1 for an estimator that declares none.
+func MinGroup(e Estimator) int {
+	if m, ok := e.(GroupMinimum); ok {
+		return m.MinGroup()
+	}
+	return 1
 }
 
 // ErrUnknownEstimator is an estimator name no estimator of the registry

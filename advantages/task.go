@@ -37,6 +37,9 @@ func Task() *pipeline.Task {
 // writes for the same inputs and options change.
 const TrainVersion = "join-2"
 
+// sampleStdOption is how a version says Options.SampleStd.
+const sampleStdOption = "std=sample"
+
 // trainVersions are the TrainVersions ParseVersion reads: join-1 wrote the
 // same rows as join-2 but for an episode without an exact token sequence,
 // which no trainer took then (they refused episodes), so its options
@@ -45,13 +48,20 @@ var trainVersions = []string{TrainVersion, "join-1"}
 
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
-// keep_zero_std=false"), so that a change of options misses the cache.
+// keep_zero_std=false"), then " std=sample" with SampleStd and
+// " estimator=NAME" for an estimator other than GRPO, so that a change of
+// options misses the cache.
 func (o TrainOptions) Version() string {
 	eps := o.Epsilon
 	if eps == 0 {
 		eps = 1e-6
 	}
 	v := fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
+	if o.SampleStd {
+		// Only when it is not the default, so that the population std's
+		// versions (and cache keys) are those written before the option.
+		v += " " + sampleStdOption
+	}
 	if e := o.estimator(); e.Name() != GRPO.Name() {
 		// GRPO's versions name no estimator: the cache keys of the runs
 		// before estimators were values stay the same.
@@ -83,6 +93,9 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 			return TrainOptions{}, fmt.Errorf("advantages task version %q: %w", v, err)
 		}
 		rest, o.Estimator = r, e
+	}
+	if r, ok := strings.CutSuffix(rest, " "+sampleStdOption); ok {
+		rest, o.SampleStd = r, true
 	}
 	var eps float64
 	if _, err := fmt.Sscanf(rest, "epsilon=%g no_std=%t keep_zero_std=%t", &eps, &o.NoStd, &o.KeepZeroStd); err != nil {

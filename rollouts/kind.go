@@ -62,6 +62,14 @@ func (s *Sampling) keys() kind.Sampling {
 	return kind.Sampling{Temperature: s.Temperature, TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop}
 }
 
+// GroupSize is sampling.n, the samples per prompt (kind.Grouped).
+func (s *RolloutStage) GroupSize() (string, int) {
+	if s.Sampling == nil {
+		return "sampling.n", 0
+	}
+	return "sampling.n", s.Sampling.N
+}
+
 // SamplesPolicy marks the stage as the policy section's user.
 func (*RolloutStage) SamplesPolicy() {}
 

@@ -23,5 +23,6 @@
 //   - "through Compute": advantages.Compute with the estimator keeps one
 //     row per reward row in input order, masks an unscored and a lone
 //     sample as it does for every estimator, and gives the scored
-//     samples Group's values.
+//     samples Group's values (a BatchEstimator: its Batch of them, in row
+//     order).
 package estimatortest

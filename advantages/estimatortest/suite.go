@@ -148,10 +148,17 @@ func Run(t *testing.T, s Suite) {
 		if want := (advantages.Stats{Groups: 3, ZeroStd: 1, Masked: 2}); st != want {
 			t.Errorf("stats %+v, want %+v", st, want)
 		}
-		wantB := group([]float64{1, 0, 1}, advantages.Options{})
-		for j, i := range []int{0, 2, 6} {
-			if adv[i].Advantage != wantB[j] || adv[i].Mask {
-				t.Errorf("b/%d: %+v, want advantage %v unmasked", adv[i].SampleIndex, adv[i], wantB[j])
+		// Group's values of b and a; a BatchEstimator's Batch of them, in
+		// row order (b/0, a/0, b/1, a/2, b/2).
+		wantB, wantA := group([]float64{1, 0, 1}, advantages.Options{}), group([]float64{0.5, 2}, advantages.Options{})
+		unmasked := []int{0, 1, 2, 4, 6}
+		want := []float64{wantB[0], wantA[0], wantB[1], wantA[1], wantB[2]}
+		if be, ok := e.(advantages.BatchEstimator); ok {
+			want = be.Batch(want, advantages.Options{Epsilon: 1e-6})
+		}
+		for j, i := range unmasked {
+			if adv[i].Advantage != want[j] || adv[i].Mask {
+				t.Errorf("%s/%d: %+v, want advantage %v unmasked", adv[i].PromptID, adv[i].SampleIndex, adv[i], want[j])
 			}
 		}
 	})

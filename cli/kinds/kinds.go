@@ -57,7 +57,7 @@ func Registry() *kind.Registry {
 		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
 		Environments: envs,
 		// The advantage estimators the advantages section names.
-		Estimators: advantages.Estimators{advantages.GRPO},
+		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline},
 		// The evaluation metrics, each computed at every k of eval.k.
 		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
 		// Where a run's task calls run under a driver in this process

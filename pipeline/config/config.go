@@ -99,7 +99,13 @@ type Advantages struct {
 	// Estimator names a registered advantage estimator (kind.Registry's
 	// Estimators); empty is grpo.
 	Estimator string `yaml:"estimator,omitempty"`
+	// Std is the standard deviation the groups are divided by: population
+	// (the default) or sample (Bessel's correction, as TRL and verl).
+	Std string `yaml:"std,omitempty"`
 }
+
+// sampleStd reports whether the section asks for the sample std.
+func (a *Advantages) sampleStd() bool { return a != nil && a.Std == "sample" }
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {

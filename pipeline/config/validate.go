@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -305,12 +306,22 @@ func (k *checker) eval() {
 // the advantages step: kind.Stepped).
 func (k *checker) advantages() {
 	a := k.c.Advantages
-	if a == nil || a.Estimator == "" {
+	if a == nil {
 		return
 	}
-	if _, err := k.c.reg.Estimators.Lookup(a.Estimator); err != nil {
-		k.fail("advantages.estimator", "use "+strings.Join(k.c.reg.Estimators.Names(), " or "), "advantages.estimator: unknown advantage estimator %q", a.Estimator)
+	if a.Std != "" && a.Std != "sample" && a.Std != "population" {
+		k.fail("advantages.std", "use sample or population", "advantages.std: unknown standard deviation %q", a.Std)
+	}
+	if a.Estimator == "" && a.Std == "" {
 		return
+	}
+	if a.Estimator != "" {
+		e, err := k.c.reg.Estimators.Lookup(a.Estimator)
+		if err != nil {
+			k.fail("advantages.estimator", "use "+strings.Join(k.c.reg.Estimators.Names(), " or "), "advantages.estimator: unknown advantage estimator %q", a.Estimator)
+			return
+		}
+		k.groupSize(e)
 	}
 	if t := k.c.Stages.Train; t != nil && t.Options != nil {
 		if _, ok := t.Options.(kind.Stepped); !ok {
@@ -318,6 +329,25 @@ func (k *checker) advantages() {
 			k.fail("advantages", "remove it, or use kind: "+strings.Join(trainers, " or kind: ")+" on the train stage",
 				"advantages: the train stage (kind %s) trains on no advantages", t.Kind)
 		}
+	}
+}
+
+// groupSize checks that the generate stage samples as many per prompt
+// as estimator e needs (advantages.MinGroup: RLOO's leave-one-out
+// baseline needs two), when the stage says how many (kind.Grouped).
+func (k *checker) groupSize(e advantages.Estimator) {
+	min, g := advantages.MinGroup(e), k.c.Stages.Generate
+	if min < 2 || g == nil {
+		return
+	}
+	gr, ok := g.Options.(kind.Grouped)
+	if !ok {
+		return
+	}
+	if key, n := gr.GroupSize(); n > 0 && n < min {
+		path := "stages.generate." + key
+		k.fail("advantages.estimator", fmt.Sprintf("set %s to %d or more, or use another estimator", path, min),
+			"advantages.estimator: %s needs at least %d samples per prompt, but %s is %d", e.Name(), min, path, n)
 	}
 }
 

@@ -117,6 +117,10 @@ type Build struct {
 	// advantages.GRPO): a Stepped train stage builds its advantages step
 	// with it.
 	Estimator advantages.Estimator
+	// SampleStd is the advantages section's std: sample (false: the
+	// population std, the default); a Stepped train stage sets
+	// advantages.Options.SampleStd from it.
+	SampleStd bool
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.
@@ -162,6 +166,13 @@ type (
 	// outputs of the steps that feed it (pipeline.Feeding).
 	Stepped interface {
 		Steps(b Build) ([]pipeline.Step, error)
+	}
+	// Grouped is a generate stage that says how many samples it draws
+	// per prompt (the group size) and under which of its keys
+	// ("sampling.n"), so that an estimator that needs more
+	// (advantages.MinGroup) fails at plan time naming it. n ≤ 0: unknown.
+	Grouped interface {
+		GroupSize() (key string, n int)
 	}
 )
 

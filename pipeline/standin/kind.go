@@ -34,6 +34,10 @@ func (s *Stage) Check(c kind.Checker) {
 	}
 }
 
+// GroupSize is samples_per_prompt (kind.Grouped; 0 when unset: the
+// stand-in's default).
+func (s *Stage) GroupSize() (string, int) { return "samples_per_prompt", s.SamplesPerPrompt }
+
 // Task is the slot's stand-in with the stage's knobs.
 func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	o := Options{Envs: map[string]string{b.Slot: b.Env}, FailTimes: map[string]int{b.Slot: s.FailTimes},

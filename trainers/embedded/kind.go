@@ -59,7 +59,7 @@ func embeddedModel(model string) bool {
 // computes them in their own step, between reward and train.
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
-	o.Estimator = b.Estimator
+	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
 

@@ -40,7 +40,7 @@ func (s *Stage) Check(c kind.Checker) {
 // it is read as false here.
 func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
-	a.Estimator = b.Estimator
+	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 

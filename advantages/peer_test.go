@@ -1,0 +1,148 @@
+package advantages_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
+)
+
+// peerBatch is a random batch with a fixed seed: 40 groups of 2 to 8
+// rewards drawn mostly from a few values (ties), some continuous and
+// negative, and one group whose rewards are all equal (std 0).
+func peerBatch() [][]float64 {
+	rng := rand.New(rand.NewPCG(36, 2026))
+	levels := []float64{0, 0.25, 0.5, 1, -1}
+	groups := make([][]float64, 40)
+	for i := range groups {
+		g := make([]float64, 2+rng.IntN(7))
+		for j := range g {
+			if rng.IntN(4) == 0 {
+				g[j] = rng.NormFloat64() * 3
+			} else {
+				g[j] = levels[rng.IntN(len(levels))]
+			}
+		}
+		groups[i] = g
+	}
+	groups[7] = []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5}
+	return groups
+}
+
+// peerPython is the interpreter the parity test runs the peers' code
+// under: RLPIPE_PEER_PYTHON, else the project venv's (pyvenv.Py, whose
+// stamp is not checked: until the venv is made from the lock that pins
+// verl and TRL, the test skips for want of them instead of failing).
+func peerPython(t *testing.T) string {
+	if p := os.Getenv("RLPIPE_PEER_PYTHON"); p != "" {
+		return p
+	}
+	p, err := filepath.Abs(filepath.Join(pyvenv.Py.Dir(pyvenv.Root(t)), "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPeerParity computes the advantages of a random batch with rlpipe's
+// estimators and with the peers' own code (testdata/peer_advantages.py:
+// verl's core_algos functions, TRL's nanstd and its GRPO advantage
+// lines), and wants them equal within 1e-6 per sample. Each peer's cases
+// skip, saying why, when its package does not import. Lone samples are
+// left out of the batch: rlpipe masks them, verl gives them r/(1+ε).
+func TestPeerParity(t *testing.T) {
+	py := peerPython(t)
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no peer python at %s (set RLPIPE_PEER_PYTHON, or make .venv-py with scripts/py-venv.sh)", py)
+	}
+	groups := peerBatch()
+	batch := filepath.Join(t.TempDir(), "batch.json")
+	b, err := json.Marshal(map[string]any{"groups": groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batch, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"} {
+		t.Setenv(v, "1") // importing TRL must not reach the network
+	}
+	out := pyvenv.Run(t, "testdata/peer_advantages.py", nil, py, filepath.Join("testdata", "peer_advantages.py"), batch)
+	var peer map[string]any
+	if err := json.Unmarshal(out, &peer); err != nil {
+		t.Fatalf("read the peers' advantages: %v\n%s", err, out)
+	}
+	if how, ok := peer["verl_import"].(string); ok {
+		t.Logf("verl imported as: %s", how)
+	}
+
+	var rows []tables.Reward
+	for i, g := range groups {
+		for j, r := range g {
+			rows = append(rows, tables.Reward{PromptID: fmt.Sprintf("p%03d", i), SampleIndex: int32(j), Total: r, Status: tables.StatusOK})
+		}
+	}
+	for _, tc := range []struct {
+		name, peer, pkg string
+		o               advantages.Options
+		// differ: a control, the peer's numbers are not these.
+		differ bool
+	}{
+		{name: "grpo sample std vs verl compute_grpo_outcome_advantage", peer: "verl_grpo", pkg: "verl", o: advantages.Options{SampleStd: true}},
+		{name: "dr_grpo vs verl compute_grpo_outcome_advantage without std", peer: "verl_grpo_no_std", pkg: "verl", o: advantages.Options{Estimator: advantages.DrGRPO}},
+		{name: "grpo no_std vs verl compute_grpo_outcome_advantage without std", peer: "verl_grpo_no_std", pkg: "verl", o: advantages.Options{NoStd: true}},
+		{name: "rloo vs verl compute_rloo_outcome_advantage", peer: "verl_rloo", pkg: "verl", o: advantages.Options{Estimator: advantages.RLOO}},
+		{name: "reinforce_plus_plus_baseline vs verl compute_reinforce_plus_plus_baseline_outcome_advantage", peer: "verl_rpp_baseline", pkg: "verl",
+			o: advantages.Options{Estimator: advantages.ReinforcePPBaseline}},
+		{name: "control: population std is not verl's", peer: "verl_grpo", pkg: "verl", o: advantages.Options{}, differ: true},
+		{name: "grpo sample std vs trl scale_rewards group", peer: "trl_grpo", pkg: "trl", o: advantages.Options{SampleStd: true, Epsilon: 1e-4}},
+		{name: "dr_grpo vs trl scale_rewards none", peer: "trl_grpo_none", pkg: "trl", o: advantages.Options{Estimator: advantages.DrGRPO}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if why, ok := peer[tc.pkg+"_error"]; ok {
+				t.Skipf("%s does not import under %s: %v", tc.pkg, py, why)
+			}
+			raw, ok := peer[tc.peer].([]any)
+			if !ok || len(raw) != len(rows) {
+				t.Fatalf("peer case %s: %d values, want %d", tc.peer, len(raw), len(rows))
+			}
+			adv, _ := advantages.Compute(rows, tc.o)
+			if tc.differ {
+				far := 0
+				for i, a := range adv {
+					if want, _ := raw[i].(float64); math.Abs(a.Advantage-want) > 1e-3 {
+						far++
+					}
+				}
+				if far == 0 {
+					t.Errorf("%s agrees with rlpipe's options %+v everywhere: the comparison cannot tell them apart", tc.peer, tc.o)
+				}
+				return
+			}
+			for i, a := range adv {
+				want, _ := raw[i].(float64)
+				if a.Mask || math.Abs(a.Advantage-want) > 1e-6 {
+					t.Errorf("%s/%d (rewards %v): rlpipe %v (mask %t), %s %v", a.PromptID, a.SampleIndex, groups[i2g(groups, i)], a.Advantage, a.Mask, tc.peer, want)
+				}
+			}
+		})
+	}
+}
+
+// i2g is the group of the i-th reward of the concatenated groups.
+func i2g(groups [][]float64, i int) int {
+	for g, rs := range groups {
+		if i < len(rs) {
+			return g
+		}
+		i -= len(rs)
+	}
+	return -1
+}
