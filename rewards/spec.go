@@ -88,14 +88,7 @@ type SpecError struct {
 
 func (e *SpecError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-	}
-	b.WriteString(": ")
+	b.WriteString(yamlcore.Where(e.File, e.Line, e.Column) + ": ")
 	switch e.Component {
 	case "":
 	case "total":
@@ -162,18 +155,11 @@ func ParseSpec(name string, data []byte) (s *Spec, err error) {
 }
 
 func yamlError(name string, err error) error {
-	msg := err.Error()
-	var se interface{ GetToken() *token.Token }
-	e := &SpecError{File: name, Msg: "not valid YAML"}
-	if errors.As(err, &se) && se.GetToken() != nil && se.GetToken().Position != nil {
-		e.Line, e.Column = se.GetToken().Position.Line, se.GetToken().Position.Column
+	se, ok := yamlcore.Syntax(err)
+	if !ok {
+		return &SpecError{File: name, Msg: "not valid YAML: " + firstLine(err.Error())}
 	}
-	var ye interface{ GetMessage() string }
-	if errors.As(err, &ye) {
-		msg = ye.GetMessage()
-	}
-	e.Msg += ": " + firstLine(msg)
-	return e
+	return &SpecError{File: name, Line: se.Line, Column: se.Column, Msg: "not valid YAML: " + se.Msg, Hint: se.Hint}
 }
 
 func firstLine(s string) string {
@@ -278,7 +264,7 @@ func (d *specDecoder) fields(kvs []*ast.MappingValueNode, label string, known []
 			*dst[i] = kv.Value
 			continue
 		}
-		d.errorf(kv.Key, "", hintFor(k, known), "%s: unknown key %q", label, k)
+		d.errorf(kv.Key, "", yamlcore.Suggest(k, known), "%s: unknown key %q", label, k)
 		if stop {
 			return false
 		}
@@ -383,7 +369,7 @@ func (d *specDecoder) top(root ast.Node) {
 		case "correct":
 			correct = kv.Value
 		default:
-			d.errorf(kv.Key, "", hintFor(k, knownTop), "unknown key %q", k)
+			d.errorf(kv.Key, "", yamlcore.Suggest(k, knownTop), "unknown key %q", k)
 		}
 	}
 	if comps == nil {
@@ -630,40 +616,6 @@ var celReserved = map[string]bool{
 	"for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true,
 	"namespace": true, "null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
 	"total": true,
-}
-
-// hintFor suggests a known key close to k.
-func hintFor(k string, known []string) string {
-	best, bd := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c); d < bd {
-			best, bd = c, d
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf("did you mean %q?", best)
-	}
-	return "known keys: " + strings.Join(known, ", ")
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // canonical is what a digest hashes: the parsed spec, not its text.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
@@ -353,7 +354,7 @@ func suggestName(name string, known []string) string {
 	if len(known) == 0 {
 		return "define it under environments"
 	}
-	h := suggest(name, known)
+	h := yamlcore.Suggest(name, known)
 	if strings.HasPrefix(h, "known keys: ") {
 		return "defined: " + strings.TrimPrefix(h, "known keys: ")
 	}
