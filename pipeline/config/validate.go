@@ -284,7 +284,11 @@ func (k *checker) eval() {
 		k.fail("eval.temperature", "", "eval.temperature: cannot be negative")
 	}
 	for i, kk := range e.K {
-		if kk < 1 || kk > e.N {
+		if kk < 1 {
+			k.fail(fmt.Sprintf("eval.k[%d]", i), "k is the k of pass@k, at least 1 and at most eval.n, e.g. k: [1, 4, 8]", "eval.k[%d]: k must be at least 1, got %d", i, kk)
+			continue
+		}
+		if kk > e.N {
 			k.fail(fmt.Sprintf("eval.k[%d]", i), "sample at least k per problem (n ≥ 2k is better)", "eval.k[%d]: k=%d but n=%d samples per problem", i, kk, e.N)
 		}
 	}
