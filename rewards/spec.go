@@ -63,6 +63,11 @@ type Runner struct {
 	Name   string
 	Config map[string]any
 	Pos    Pos
+	// Keys is where each key of Config is written, by its path below the
+	// runner ("limits.wall", "files.check.py" is "files" then the file
+	// name), so that the package that decodes Config names the line and
+	// column of a bad key.
+	Keys map[string]Pos
 }
 
 // Pos is a position in a spec file: 1-based line and column.
@@ -505,7 +510,7 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		if !ok {
 			continue
 		}
-		r := Runner{Config: map[string]any{}, Pos: posOf(it)}
+		r := Runner{Config: map[string]any{}, Pos: posOf(it), Keys: map[string]Pos{}}
 		if len(kvs) > 0 {
 			r.Pos = posOf(kvs[0].Key)
 		}
@@ -524,6 +529,7 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 				r.Name = name
 				continue
 			}
+			keyPositions(kv, k, r.Keys)
 			// The runner's package decodes its config into typed keys
 			// (runners.decode), which read 1e-3 as a float where one is
 			// wanted; until then a number keeps the text it was written
@@ -554,6 +560,30 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		out = append(out, r)
 	}
 	return out
+}
+
+// keyPositions records where the key of kv, at path, and every key
+// below it are written.
+func keyPositions(kv *ast.MappingValueNode, path string, out map[string]Pos) {
+	out[path] = posOf(kv.Key)
+	switch v := unwrap(kv.Value).(type) {
+	case *ast.MappingNode:
+		for _, c := range v.Values {
+			keyPositions(c, path+"."+keyOf(c), out)
+		}
+	case *ast.MappingValueNode:
+		keyPositions(v, path+"."+keyOf(v), out)
+	case *ast.SequenceNode:
+		for i, e := range v.Values {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			out[p] = posOf(e)
+			if m, ok := unwrap(e).(*ast.MappingNode); ok {
+				for _, c := range m.Values {
+					keyPositions(c, p+"."+keyOf(c), out)
+				}
+			}
+		}
+	}
 }
 
 // plainValue makes a configuration value JSON-encodable, the form the
