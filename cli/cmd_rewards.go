@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path"
@@ -197,7 +196,7 @@ func allRowsFailed(sum rewards.Summary, a artifactArg) error {
 // sampleIsTrajectories refuses a --sample that is not a trajectories
 // table (a prompts table is the usual mistake), before anything is
 // scored.
-func sampleIsTrajectories(src io.ReaderAt, size int64, a artifactArg) error {
+func sampleIsTrajectories(src *os.File, size int64, a artifactArg) error {
 	f, err := tables.OpenFile(src, size, a.String(), nil)
 	if err != nil {
 		return failure(err)

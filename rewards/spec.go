@@ -193,14 +193,8 @@ func (d *specDecoder) errorf(n ast.Node, comp, hint, format string, a ...any) {
 }
 
 func posOf(n ast.Node) Pos {
-	if n == nil {
-		return Pos{}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return Pos{}
-	}
-	return Pos{Line: tk.Position.Line, Column: tk.Position.Column}
+	line, col := yamlcore.Position(n)
+	return Pos{Line: line, Column: col}
 }
 
 // unwrap looks through anchors and tags.

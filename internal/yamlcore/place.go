@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
 )
 
@@ -22,6 +23,19 @@ func Where(file string, line, column int) string {
 		return fmt.Sprintf("%s:%d", file, line)
 	}
 	return fmt.Sprintf("%s:%d:%d", file, line, column)
+}
+
+// Position is where node n is written: its 1-based line and column, or
+// 0, 0 for a nil node or one without a position.
+func Position(n ast.Node) (line, column int) {
+	if n == nil {
+		return 0, 0
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
 }
 
 // SyntaxError is a syntax error of the YAML library, placed where a

@@ -67,3 +67,16 @@ func TestWhere(t *testing.T) {
 		}
 	}
 }
+
+func TestPosition(t *testing.T) {
+	f, err := yamlcore.Parse([]byte("run: a\neval:\n  k: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, c := yamlcore.Position(f.Docs[0].Body); l != 1 || c != 4 {
+		t.Errorf("Position(body) = %d, %d, want 1, 4 (the first key's colon)", l, c)
+	}
+	if l, c := yamlcore.Position(nil); l != 0 || c != 0 {
+		t.Errorf("Position(nil) = %d, %d, want 0, 0", l, c)
+	}
+}

@@ -87,14 +87,8 @@ var (
 )
 
 func posOf(n ast.Node) position {
-	if n == nil {
-		return position{}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return position{}
-	}
-	return position{tk.Position.Line, tk.Position.Column}
+	line, col := yamlcore.Position(n)
+	return position{line, col}
 }
 
 func join(path, key string) string {
