@@ -52,6 +52,12 @@ func (c *Config) CheckDataset(ctx context.Context, st artifacts.Store) error {
 	return nil
 }
 
+// ErrorAt is an *Error at the key of path (e.g. "iterations"), for a
+// problem found outside the file, in the store: hint says what to do.
+func (c *Config) ErrorAt(path, hint, format string, a ...any) error {
+	return c.errorAt(path, hint, nil, format, a...)
+}
+
 // errorAt is an *Error at path's key; cause, when not nil, is a more
 // specific pipeline.ErrConfig it unwraps to.
 func (c *Config) errorAt(path, hint string, cause error, format string, a ...any) error {
