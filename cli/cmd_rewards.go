@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -97,6 +99,9 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 		return err
 	}
 	defer src.Close()
+	if err := sampleIsTrajectories(src, size, a); err != nil {
+		return err
+	}
 	so := &rewards.ScoreOptions{Name: a.String(), Limit: rows}
 	pa := artifactArg{ref: a.ref, path: path.Join(path.Dir(a.path), runs.PromptsFile)}
 	if pf, psize, err := download(ctx, st, pa); err == nil {
@@ -110,6 +115,18 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 	}
 	var out bytes.Buffer
 	sum, err := prog.ScoreFile(ctx, &out, src, size, so)
+	if errors.Is(err, rewards.ErrNoPrompts) {
+		var cols []string
+		for _, v := range prog.Variables() {
+			if slices.Contains(promptColumns, v) {
+				cols = append(cols, v)
+			}
+		}
+		return failure(explain(err, "rewards check --sample %s: the spec reads the prompts table (%s) and there is no %s beside the sample to join: "+
+			"sample a run's trajectories, where the prompts sit beside them (e.g. --sample runs-NAME:iterations/000001/trajectories.parquet), "+
+			"or put the prompts there (rlpipe import prompts.jsonl %s --table prompts)",
+			a, strings.Join(cols, ", "), pa, pa))
+	}
 	if err != nil {
 		return failure(err)
 	}
@@ -147,5 +164,48 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 	if err := t.write(p.w); err != nil {
 		return err
 	}
-	return p.Printf("%d rows: %d scored, %d skipped, %d errors, %d nonfinite\n", sum.Rows, sum.Scored, sum.Skipped, sum.Errors, sum.Nonfinite)
+	if err := p.Printf("%d rows: %d scored, %d skipped, %d errors, %d nonfinite\n", sum.Rows, sum.Scored, sum.Skipped, sum.Errors, sum.Nonfinite); err != nil {
+		return err
+	}
+	return allRowsFailed(sum, a)
+}
+
+// promptColumns are the variables of a spec that come from the prompts
+// table (rewards.ErrNoPrompts).
+var promptColumns = []string{"prompt", "messages", "answer", "metadata"}
+
+// errAllRowsFailed: rewards check --sample scored rows and every one
+// failed, so the spec cannot score this data; the command exits 1.
+var errAllRowsFailed = errors.New("every sampled row failed")
+
+// allRowsFailed is errAllRowsFailed, explained, when every row of a
+// sample failed (status error or nonfinite), else nil.
+func allRowsFailed(sum rewards.Summary, a artifactArg) error {
+	if sum.Rows == 0 || sum.Errors+sum.Nonfinite < sum.Rows {
+		return nil
+	}
+	first := ""
+	if len(sum.FirstErrors) > 0 {
+		e := sum.FirstErrors[0]
+		first = fmt.Sprintf("; the first, prompt %s sample %d: %s", e.PromptID, e.SampleIndex, e.Message)
+	}
+	return failure(explain(errAllRowsFailed, "rewards check --sample %s: all %d rows failed (%d errors, %d nonfinite)%s: "+
+		"the spec cannot score this sample; fix what the ERROR column says and check again", a, sum.Rows, sum.Errors, sum.Nonfinite, first))
+}
+
+// sampleIsTrajectories refuses a --sample that is not a trajectories
+// table (a prompts table is the usual mistake), before anything is
+// scored.
+func sampleIsTrajectories(src *os.File, size int64, a artifactArg) error {
+	f, err := tables.OpenFile(src, size, a.String(), nil)
+	if err != nil {
+		return failure(err)
+	}
+	name, _ := f.Table()
+	if name == "" || name == tables.Trajectories.Name() {
+		return nil
+	}
+	return failure(explain(artifacts.ErrInvalid, "rewards check --sample %s: that is a %s table; --sample scores a trajectories table, "+
+		"such as a run's runs-NAME:iterations/000001/trajectories.parquet (`rlpipe ls runs-NAME:iterations/000001/` lists one)",
+		a, name))
 }

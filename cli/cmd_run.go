@@ -204,6 +204,9 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	if err != nil {
 		return err
 	}
+	if err := ranNothing(cfg, sum); err != nil {
+		return err
+	}
 	out := runOut{Summary: sum}
 	if reportPath != "" {
 		if sum.NewIterations == 0 {
@@ -217,6 +220,19 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		}
 	}
 	return printRun(p, out)
+}
+
+// ranNothing is the error for a run that already has more iterations
+// committed than the config asks for, so that the call did nothing: it
+// said "iteration 149 of 2 committed" and exited 0. The exit is 1 and the
+// message is at the iterations key, with the two ways on (docs/PIPELINE.md).
+func ranNothing(cfg *config.Config, sum driver.Summary) error {
+	if sum.NewIterations > 0 || sum.Iterations <= sum.Planned {
+		return nil
+	}
+	return failure(cfg.ErrorAt("iterations",
+		fmt.Sprintf("to go on, raise iterations above %d and run again; for a run of %s, give it a new name: rlpipe run -f %s --run NAME", sum.Iterations, plural(sum.Planned, "iteration"), cfg.File()),
+		"iterations: %d, but run %s already has %s committed (%s at %s); nothing was run", sum.Planned, sum.Run, plural(sum.Iterations, "iteration"), sum.Branch, shortID(sum.Commit)))
 }
 
 // runName is the run's name: --run, else the config's run.

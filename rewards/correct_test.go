@@ -62,7 +62,7 @@ func TestBadCorrectKey(t *testing.T) {
 		{name: "both thresholds", src: twoComponents + "correct: {at_least: 1, above: 0}\n",
 			want: `spec.yaml:6:31: correct: at_least and above both set (keep one of them)`},
 		{name: "unknown key", src: twoComponents + "correct: {component: accuracy, threshold: 0.5}\n",
-			want: `spec.yaml:6:32: correct: unknown key "threshold" (known keys: component, at_least, above)`},
+			want: `spec.yaml:6:32: correct: unknown key "threshold" (known keys: above, at_least, component)`},
 		{name: "a list", src: twoComponents + "correct: [accuracy]\n",
 			want: `spec.yaml:6:10: correct: expected a component name or a mapping, found a list (e.g. correct: {component: correct, at_least: 0.5})`},
 		{name: "empty mapping", src: twoComponents + "correct: {}\n",

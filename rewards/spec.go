@@ -63,6 +63,11 @@ type Runner struct {
 	Name   string
 	Config map[string]any
 	Pos    Pos
+	// Keys is where each key of Config is written, by its path below the
+	// runner ("limits.wall", "files.check.py" is "files" then the file
+	// name), so that the package that decodes Config names the line and
+	// column of a bad key.
+	Keys map[string]Pos
 }
 
 // Pos is a position in a spec file: 1-based line and column.
@@ -88,14 +93,7 @@ type SpecError struct {
 
 func (e *SpecError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-	}
-	b.WriteString(": ")
+	b.WriteString(yamlcore.Where(e.File, e.Line, e.Column) + ": ")
 	switch e.Component {
 	case "":
 	case "total":
@@ -162,18 +160,11 @@ func ParseSpec(name string, data []byte) (s *Spec, err error) {
 }
 
 func yamlError(name string, err error) error {
-	msg := err.Error()
-	var se interface{ GetToken() *token.Token }
-	e := &SpecError{File: name, Msg: "not valid YAML"}
-	if errors.As(err, &se) && se.GetToken() != nil && se.GetToken().Position != nil {
-		e.Line, e.Column = se.GetToken().Position.Line, se.GetToken().Position.Column
+	se, ok := yamlcore.Syntax(err)
+	if !ok {
+		return &SpecError{File: name, Msg: "not valid YAML: " + firstLine(err.Error())}
 	}
-	var ye interface{ GetMessage() string }
-	if errors.As(err, &ye) {
-		msg = ye.GetMessage()
-	}
-	e.Msg += ": " + firstLine(msg)
-	return e
+	return &SpecError{File: name, Line: se.Line, Column: se.Column, Msg: "not valid YAML: " + se.Msg, Hint: se.Hint}
 }
 
 func firstLine(s string) string {
@@ -202,14 +193,8 @@ func (d *specDecoder) errorf(n ast.Node, comp, hint, format string, a ...any) {
 }
 
 func posOf(n ast.Node) Pos {
-	if n == nil {
-		return Pos{}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return Pos{}
-	}
-	return Pos{Line: tk.Position.Line, Column: tk.Position.Column}
+	line, col := yamlcore.Position(n)
+	return Pos{Line: line, Column: col}
 }
 
 // unwrap looks through anchors and tags.
@@ -278,7 +263,7 @@ func (d *specDecoder) fields(kvs []*ast.MappingValueNode, label string, known []
 			*dst[i] = kv.Value
 			continue
 		}
-		d.errorf(kv.Key, "", hintFor(k, known), "%s: unknown key %q", label, k)
+		d.errorf(kv.Key, "", yamlcore.Suggest(k, known), "%s: unknown key %q", label, k)
 		if stop {
 			return false
 		}
@@ -383,7 +368,7 @@ func (d *specDecoder) top(root ast.Node) {
 		case "correct":
 			correct = kv.Value
 		default:
-			d.errorf(kv.Key, "", hintFor(k, knownTop), "unknown key %q", k)
+			d.errorf(kv.Key, "", yamlcore.Suggest(k, knownTop), "unknown key %q", k)
 		}
 	}
 	if comps == nil {
@@ -519,7 +504,7 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		if !ok {
 			continue
 		}
-		r := Runner{Config: map[string]any{}, Pos: posOf(it)}
+		r := Runner{Config: map[string]any{}, Pos: posOf(it), Keys: map[string]Pos{}}
 		if len(kvs) > 0 {
 			r.Pos = posOf(kvs[0].Key)
 		}
@@ -538,6 +523,7 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 				r.Name = name
 				continue
 			}
+			keyPositions(kv, k, r.Keys)
 			// The runner's package decodes its config into typed keys
 			// (runners.decode), which read 1e-3 as a float where one is
 			// wanted; until then a number keeps the text it was written
@@ -568,6 +554,30 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		out = append(out, r)
 	}
 	return out
+}
+
+// keyPositions records where the key of kv, at path, and every key
+// below it are written.
+func keyPositions(kv *ast.MappingValueNode, path string, out map[string]Pos) {
+	out[path] = posOf(kv.Key)
+	switch v := unwrap(kv.Value).(type) {
+	case *ast.MappingNode:
+		for _, c := range v.Values {
+			keyPositions(c, path+"."+keyOf(c), out)
+		}
+	case *ast.MappingValueNode:
+		keyPositions(v, path+"."+keyOf(v), out)
+	case *ast.SequenceNode:
+		for i, e := range v.Values {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			out[p] = posOf(e)
+			if m, ok := unwrap(e).(*ast.MappingNode); ok {
+				for _, c := range m.Values {
+					keyPositions(c, p+"."+keyOf(c), out)
+				}
+			}
+		}
+	}
 }
 
 // plainValue makes a configuration value JSON-encodable, the form the
@@ -630,40 +640,6 @@ var celReserved = map[string]bool{
 	"for": true, "function": true, "if": true, "import": true, "let": true, "loop": true, "package": true,
 	"namespace": true, "null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
 	"total": true,
-}
-
-// hintFor suggests a known key close to k.
-func hintFor(k string, known []string) string {
-	best, bd := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c); d < bd {
-			best, bd = c, d
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf("did you mean %q?", best)
-	}
-	return "known keys: " + strings.Join(known, ", ")
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // canonical is what a digest hashes: the parsed spec, not its text.

@@ -144,6 +144,11 @@ func TestBadSpecs(t *testing.T) {
 			want: []string{`spec.yaml:`, `not valid YAML`},
 		},
 		{
+			name: "an over-indented key",
+			src:  "components:\n  - name: a\n     expr: '1.0'\n",
+			want: []string{`spec.yaml:3:6: not valid YAML: key "expr" is indented more than the key above it (line it up with the keys of its mapping, or indent it under a key that ends with ':')`},
+		},
+		{
 			name: "several problems at once",
 			src:  "components:\n  - name: a\n    expr: 'nope'\n  - name: b\n    expr: 'alsonope'\n",
 			want: []string{`spec.yaml:3:12: component "a": undeclared reference to 'nope'`, `spec.yaml:5:12: component "b": undeclared reference to 'alsonope'`},

@@ -97,6 +97,12 @@ func textCol[T any](name, doc string, get func(*T) *string) column[T] {
 	return noDictionary(strCol(name, doc, get))
 }
 
+// unique marks a column whose values no two rows share (Column.Unique).
+func unique[T any](c column[T]) column[T] {
+	c.unique = true
+	return c
+}
+
 // noDictionary marks a column stored without dictionary encoding (see
 // column.plain).
 func noDictionary[T any](c column[T]) column[T] {

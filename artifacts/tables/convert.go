@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -188,7 +189,11 @@ func Import(dst io.Writer, src io.Reader, name string, opts *ImportOptions) (int
 	if err != nil {
 		return 0, fmt.Errorf("import %s: %w", name, err)
 	}
-	imp := &importer{name: name, format: o.Format, schema: schema, strict: strict, text: text, inferred: len(sample)}
+	imp := &importer{name: name, format: o.Format, schema: schema, strict: strict, text: text, inferred: len(sample), table: o.Table}
+	if strict {
+		d, _ := Lookup(o.Table)
+		imp.unique = newUniques(d)
+	}
 	imp.b = array.NewRecordBuilder(memory.NewGoAllocator(), schema)
 	defer imp.b.Release()
 	batch := w.opts.BatchRows
@@ -326,6 +331,9 @@ func (s *jsonlSource) next() (inRow, error) {
 			return inRow{}, fmt.Errorf("import %s: %w", s.name, err)
 		}
 		s.line++
+		if !utf8.Valid(b) {
+			return inRow{}, jsonlNotUTF8(s.name, s.line, bytes.TrimRight(b, "\r\n"))
+		}
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			continue
@@ -392,6 +400,10 @@ func (s *csvSource) next() (inRow, error) {
 			return inRow{}, fmt.Errorf("import %s: header: %v: %w", s.name, err, ErrBadValue)
 		}
 		for i, k := range h {
+			if badUTF8(k) >= 0 {
+				_, col := s.r.FieldPos(i)
+				return inRow{}, notUTF8(s.name, 1, k, k, k[badUTF8(k)], col+badUTF8(k))
+			}
 			if contains(h[:i], k) {
 				return inRow{}, &ValueError{Input: s.name, Line: 1, Column: k, Reason: "appears twice in the header"}
 			}
@@ -408,6 +420,14 @@ func (s *csvSource) next() (inRow, error) {
 	line, _ := s.r.FieldPos(0)
 	vals := make([]any, len(rec))
 	for i, c := range rec {
+		if off := badUTF8(c); off >= 0 {
+			l, col := s.r.FieldPos(i)
+			column := ""
+			if i < len(s.header) {
+				column = s.header[i]
+			}
+			return inRow{}, notUTF8(s.name, int64(l), column, c, c[off], col+off)
+		}
 		vals[i] = csvCell(c)
 	}
 	return inRow{line: int64(line), keys: s.header, vals: vals}, nil
@@ -557,6 +577,8 @@ type importer struct {
 	text     map[string]bool // string columns of an inferred schema
 	inferred int
 	set      []bool
+	table    string  // the known table, or ""
+	unique   uniques // its unique columns' values so far
 }
 
 // add appends one input row; every column not in the row is null.
@@ -584,6 +606,9 @@ func (im *importer) add(r inRow) error {
 			return ve
 		}
 		im.set[idx[0]] = true
+		if err := im.unique.see(im.name, im.table, r.line, k, r.vals[i]); err != nil {
+			return err
+		}
 	}
 	for i, f := range im.schema.Fields() {
 		if im.set[i] {

@@ -32,7 +32,7 @@ type Prompt struct {
 
 // Prompts is the prompts table.
 var Prompts = newTable(PromptsName, 1, []column[Prompt]{
-	strCol("prompt_id", "stable id of the prompt, unique in the table", func(r *Prompt) *string { return &r.PromptID }),
+	unique(strCol("prompt_id", "stable id of the prompt, unique in the table", func(r *Prompt) *string { return &r.PromptID })),
 	textCol("prompt", "prompt text; may be empty when messages is set", func(r *Prompt) *string { return &r.Prompt }),
 	messagesCol("messages", "chat form of the prompt (role, content); null when the prompt is plain text", func(r *Prompt) *[]Message { return &r.Messages }),
 	textCol("answer", "reference answer or ground truth used by verifiers", func(r *Prompt) *string { return &r.Answer }),

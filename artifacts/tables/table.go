@@ -50,6 +50,9 @@ type Column struct {
 	// (e.g. "turns.element.status") to the schema version that added it.
 	// A file of an older version may lack the field: it reads as null.
 	FieldsSince map[string]int
+	// Unique: no two rows of a table hold the same value (a prompts
+	// table's prompt_id); Import refuses a file that repeats one.
+	Unique bool
 }
 
 // Table is a typed table: a name, a schema version, the Arrow schema and
@@ -79,6 +82,8 @@ type column[T any] struct {
 	// logprobs, a rewards file's prompt ids): Parquet dictionary
 	// encoding is turned off for them, as it would only cost time.
 	plain bool
+	// unique: no two rows share a value (Column.Unique).
+	unique bool
 	// enc binds a builder of the column's type and returns a function that
 	// appends the column's value of a row.
 	enc func(b array.Builder) func(r *T)
@@ -212,7 +217,7 @@ func (t *Table[T]) Schema() *arrow.Schema { return t.schema }
 func (t *Table[T]) Columns() []Column {
 	out := make([]Column, len(t.cols))
 	for i, c := range t.cols {
-		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc, Since: max(c.since, 1), FieldsSince: c.fieldsSince}
+		out[i] = Column{Name: c.field.Name, Type: c.field.Type, Nullable: c.field.Nullable, Doc: c.doc, Since: max(c.since, 1), FieldsSince: c.fieldsSince, Unique: c.unique}
 	}
 	return out
 }

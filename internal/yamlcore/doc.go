@@ -27,4 +27,17 @@
 // A resolved node remembers the text it was written as (Text), so that a
 // key that takes a string (a stage's version, a verifier's stdin) can
 // keep "1e3" rather than the float's "1000".
+//
+// It also holds what every reader of those files says about a place in
+// one, so that a pipeline file, a reward spec and a verifier's keys
+// report problems alike:
+//
+//	yamlcore.Where("pipeline.yaml", 12, 5)    // "pipeline.yaml:12:5", the start of each message
+//	yamlcore.Position(node)                   // a node's line and column
+//	yamlcore.Syntax(err)                      // a syntax error placed at the mistake
+//	yamlcore.Suggest("retires", known)        // `did you mean "retries"?`
+//
+// Syntax moves two of the YAML library's positions: a key indented deeper
+// than the key above it is reported on its own line (the library names
+// the value on the line above), and an unclosed [ or { at its bracket.
 package yamlcore

@@ -22,16 +22,8 @@ func TestCELRewardStage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), []byte(rewardSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: cel, spec: reward.yaml}", 1)
 	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load(path, kinds.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := c.Plan(context.Background())
+	p, err := loadCEL(t, path, "reward.yaml").Plan(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +34,39 @@ func TestCELRewardStage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "reward.yaml"), []byte(strings.Replace(rewardSpec, "completion)", "completion + 1)", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err = config.Load(path, kinds.Registry())
+	if _, err := loadCEL(t, path, "reward.yaml").Plan(context.Background()); err == nil || !strings.Contains(err.Error(), "stages.reward.spec") || !strings.Contains(err.Error(), "reward.yaml:3") {
+		t.Fatalf("bad spec: %v", err)
+	}
+}
+
+// TestCELSpecNotFound: a reward spec that is not there is reported at
+// the pipeline file's line and column of the spec key that names it,
+// with where it was looked for; it was "invalid pipeline config:
+// stages.reward.spec: read reward spec: open …", with no line.
+func TestCELSpecNotFound(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pipeline.yaml")
+	_, err := loadCEL(t, path, "nope.yaml").Plan(context.Background())
+	want := path + ":12:23: stages.reward.spec: reward spec nope.yaml not found at " + filepath.Join(dir, "nope.yaml") +
+		" (a relative path is read from the pipeline file's folder): write the spec there, or fix spec"
+	if err == nil || err.Error() != want {
+		t.Fatalf("plan error = %v\nwant          %s", err, want)
+	}
+}
+
+// loadCEL writes the base pipeline with a cel reward stage of spec to
+// path and loads it.
+func loadCEL(t *testing.T, path, spec string) *config.Config {
+	t.Helper()
+	src := strings.Replace(base, "  reward: {kind: standin}", "  reward: {kind: cel, spec: "+spec+"}", 1)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path, kinds.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Plan(context.Background()); err == nil || !strings.Contains(err.Error(), "stages.reward.spec") || !strings.Contains(err.Error(), "reward.yaml:3") {
-		t.Fatalf("bad spec: %v", err)
-	}
+	return c
 }
 
 func TestCELKindErrors(t *testing.T) {

@@ -224,6 +224,18 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`pipeline.yaml:1:`},
 		},
 		{
+			// The YAML library names the value on the line above (1:14).
+			name: "a key indented more than the key above it",
+			src:  "iterations: 2\nseed: 1\neval:\n  every: 10\n   n: 16\n",
+			want: []string{`pipeline.yaml:5:4: key "n" is indented more than the key above it (line it up with the keys of its mapping, or indent it under a key that ends with ':')`},
+		},
+		{
+			// The YAML library names the next key (2:1).
+			name: "an unclosed flow mapping",
+			src:  "trainer: {lr: 2.0e-3\nseed: 1\n",
+			want: []string{`pipeline.yaml:1:10: "{" is not closed before line 2 (',' or '}' must be specified) (end the list or mapping with "}" on its line)`},
+		},
+		{
 			name: "empty file",
 			src:  "# nothing\n",
 			want: []string{`pipeline.yaml: the file is empty`},

@@ -11,8 +11,8 @@ import (
 )
 
 // CheckDataset checks the file against the store it is about to run on,
-// before anything is written: the dataset must be a prompts table of at
-// least batch_size rows, since a batch holds each prompt at most once
+// before anything is written: the dataset must be a prompts table whose
+// every page reads back, of at least batch_size rows, since a batch holds each prompt at most once
 // (pipeline.TakeBatch). A batch_size too large is an *Error at the
 // batch_size key that is a *pipeline.BatchError (errors.As); a dataset
 // that is missing, not a prompts table or empty is an *Error at the
@@ -35,6 +35,13 @@ func (c *Config) CheckDataset(ctx context.Context, st artifacts.Store) error {
 		return c.errorAt("dataset", "", nil, "dataset: %v", err)
 	}
 	defer rd.Close()
+	// Every page is decoded once here, so that a corrupt page fails the
+	// plan naming REF:PATH, not the sample stage naming its local copy.
+	for _, err := range rd.Records(ctx) {
+		if err != nil {
+			return c.errorAt("dataset", "the stored file is not a readable table: import the dataset again from its source, or point dataset at another prompts table", nil, "dataset: %v", err)
+		}
+	}
 	be := &pipeline.BatchError{BatchSize: c.BatchSize, Rows: int(rd.NumRows()), Dataset: c.Dataset}
 	switch {
 	case be.Rows == 0:
@@ -43,6 +50,12 @@ func (c *Config) CheckDataset(ctx context.Context, st artifacts.Store) error {
 		return c.errorAt("batch_size", "", be, "%v", be)
 	}
 	return nil
+}
+
+// ErrorAt is an *Error at the key of path (e.g. "iterations"), for a
+// problem found outside the file, in the store: hint says what to do.
+func (c *Config) ErrorAt(path, hint, format string, a ...any) error {
+	return c.errorAt(path, hint, nil, format, a...)
 }
 
 // errorAt is an *Error at path's key; cause, when not nil, is a more

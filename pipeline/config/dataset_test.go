@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // TestCheckDataset checks the file against the store before a run: a
 // batch_size larger than the dataset is told at the batch_size key with
 // both numbers, the dataset and what to do; a dataset the sampler cannot
-// read is told at the dataset key.
+// read — another table, a truncated file, a damaged page — is told at the
+// dataset key, naming its REF:PATH.
 func TestCheckDataset(t *testing.T) {
 	ctx := context.Background()
 	st, err := artifacts.Create(ctx, filepath.Join(t.TempDir(), "store"), nil)
@@ -40,6 +42,26 @@ func TestCheckDataset(t *testing.T) {
 	if _, err := st.PutObject(ctx, "main", "data/rewards.parquet", &rewards, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A prompts table whose pages are damaged (its footer is intact, so
+	// opening it works), and one cut short.
+	var prompts bytes.Buffer
+	rows := make([]tables.Prompt, 500)
+	for i := range rows {
+		rows[i] = tables.Prompt{PromptID: fmt.Sprintf("p%03d", i), Prompt: strings.Repeat("what is 2+2? ", 20), Answer: "4", Metadata: "{}"}
+	}
+	if err := tables.Write(&prompts, tables.Prompts, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	good := prompts.Bytes()
+	corrupt := bytes.Clone(good)
+	for i := 16; i < len(corrupt)/5; i += 7 {
+		corrupt[i] ^= 0x5a
+	}
+	for path, b := range map[string][]byte{"data/corrupt.parquet": corrupt, "data/truncated.parquet": good[:len(good)/2]} {
+		if _, err := st.PutObject(ctx, "main", path, bytes.NewReader(b), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := st.Commit(ctx, "main", "a rewards table", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +72,8 @@ func TestCheckDataset(t *testing.T) {
 	tests := []struct {
 		name      string
 		src       string
-		want      string // "" for no error
+		want      string // "" for no error; else how the error starts
+		wantEnd   string // how it ends, when given
 		batchSize bool   // a *pipeline.BatchError
 	}{
 		{name: "batch smaller than the dataset", src: with("4", "main:data/ten.parquet")},
@@ -63,6 +86,13 @@ func TestCheckDataset(t *testing.T) {
 			want: "pipeline.yaml:5:1: dataset: main:data/nine.parquet does not exist (import one with `rlpipe dataset import`, or fix the REF:PATH)"},
 		{name: "not a prompts table", src: with("4", "main:data/rewards.parquet"),
 			want: `pipeline.yaml:5:1: dataset: read prompts file "main:data/rewards.parquet": `},
+		// It passed the plan and failed the sample stage as
+		// `dataset: read "dataset": parquet: could not decompress page`.
+		{name: "a corrupt page", src: with("4", "main:data/corrupt.parquet"),
+			want:    `pipeline.yaml:5:1: dataset: read "main:data/corrupt.parquet": `,
+			wantEnd: " (the stored file is not a readable table: import the dataset again from its source, or point dataset at another prompts table)"},
+		{name: "a truncated file", src: with("4", "main:data/truncated.parquet"),
+			want: `pipeline.yaml:5:1: dataset: read prompts file "main:data/truncated.parquet": not a readable parquet file: no PAR1 magic at the end: truncated, or still being written`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +103,7 @@ func TestCheckDataset(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !strings.HasSuffix(err.Error(), tt.wantEnd) {
 				t.Fatalf("CheckDataset = %v\nwant %s", err, tt.want)
 			}
 			var ce *config.Error

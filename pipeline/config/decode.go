@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 )
@@ -29,20 +27,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
+	msg := yamlcore.Where(e.File, e.Line, e.Column) + ": " + e.Msg
 	if e.Hint != "" {
-		b.WriteString(" (" + e.Hint + ")")
+		msg += " (" + e.Hint + ")"
 	}
-	return b.String()
+	return msg
 }
 
 // Unwrap makes every config error a pipeline.ErrConfig.
@@ -98,14 +87,8 @@ var (
 )
 
 func posOf(n ast.Node) position {
-	if n == nil {
-		return position{}
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return position{}
-	}
-	return position{tk.Position.Line, tk.Position.Column}
+	line, col := yamlcore.Position(n)
+	return position{line, col}
 }
 
 func join(path, key string) string {
@@ -310,7 +293,7 @@ func (d *decoder) walkStruct(n ast.Node, t reflect.Type, path string) {
 					return
 				}
 			}
-			d.add(d.errorf(kp, kpath, suggest(key, names), "unknown key %q %s", key, where(path)))
+			d.add(d.errorf(kp, kpath, yamlcore.Suggest(key, names), "unknown key %q %s", key, where(path)))
 			return
 		}
 		d.pos[kpath] = kp
@@ -406,26 +389,23 @@ func scalarText(n ast.Node) string {
 	return describe(n)
 }
 
-// yamlError turns an error of the YAML library into an *Error with the
-// position its token gives.
+// yamlError turns an error of the YAML library into an *Error at the
+// place of the mistake (yamlcore.Syntax).
 func (d *decoder) yamlError(err error) error {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		e := &Error{File: d.file, Msg: ye.GetMessage()}
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			e.Line, e.Column = tk.Position.Line, tk.Position.Column
-			for path, p := range d.pos {
-				if p.line == e.Line && (e.Path == "" || len(path) > len(e.Path)) {
-					e.Path = path
-				}
-			}
-		}
-		if e.Path != "" {
-			e.Msg = e.Path + ": " + e.Msg
-		}
-		return e
+	se, ok := yamlcore.Syntax(err)
+	if !ok {
+		return &Error{File: d.file, Msg: err.Error()}
 	}
-	return &Error{File: d.file, Msg: err.Error()}
+	e := &Error{File: d.file, Line: se.Line, Column: se.Column, Msg: se.Msg, Hint: se.Hint}
+	for path, p := range d.pos {
+		if e.Line > 0 && p.line == e.Line && (e.Path == "" || len(path) > len(e.Path)) {
+			e.Path = path
+		}
+	}
+	if e.Path != "" {
+		e.Msg = e.Path + ": " + e.Msg
+	}
+	return e
 }
 
 func documentBody(f *ast.File) ast.Node {
@@ -445,50 +425,4 @@ func docLine(doc *ast.DocumentNode) int {
 		return doc.Start.Position.Line
 	}
 	return posOf(doc.Body).line
-}
-
-// suggest returns a "did you mean" hint: the allowed key nearest to key
-// by edit distance, if it is near enough to be a typo; otherwise the list
-// of allowed keys.
-func suggest(key string, allowed []string) string {
-	best, bestD := "", 1<<30
-	for _, a := range allowed {
-		if dd := editDistance(strings.ToLower(key), a); dd < bestD {
-			best, bestD = a, dd
-		}
-	}
-	if best != "" && bestD <= max(1, min(3, len(key)/3)) {
-		return fmt.Sprintf("did you mean %q?", best)
-	}
-	sorted := slices.Clone(allowed)
-	sort.Strings(sorted)
-	return "known keys: " + strings.Join(sorted, ", ")
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment): insertions, deletions, substitutions and swaps of adjacent
-// characters each cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

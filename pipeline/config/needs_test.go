@@ -221,3 +221,17 @@ func TestPlanChecksSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalKAtLeastOne: eval.k: [0] is told that k starts at 1; it was
+// told to sample at least k per problem, which 16 samples already do.
+func TestEvalKAtLeastOne(t *testing.T) {
+	src := base + "eval: {set: main:data/h.parquet, every: 1, n: 16, k: [0, 4], max_tokens: 5}\n"
+	_, err := config.Parse("pipeline.yaml", []byte(src), kinds.Registry())
+	const want = "pipeline.yaml:14:55: eval.k[0]: k must be at least 1, got 0 (k is the k of pass@k, at least 1 and at most eval.n, e.g. k: [1, 4, 8])"
+	if err == nil || !strings.Contains(err.Error()+"\n", want+"\n") {
+		t.Fatalf("error = %v\nwant a line %s", err, want)
+	}
+	if strings.Contains(err.Error(), "eval.k[1]") {
+		t.Errorf("k: 4 with n: 16 is fine, got %v", err)
+	}
+}

@@ -108,7 +108,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	if sc, ok := c.Stages.Reward.Options.(kind.Scoring); ok {
 		if scorer, err = sc.Compile(build(pipeline.SlotReward)); err != nil {
 			p.Close()
-			return Plan{}, stageError(pipeline.SlotReward, err)
+			return Plan{}, c.stageError(pipeline.SlotReward, err)
 		}
 	}
 	// The config's check wants a Scoring reward stage for eval; one whose
@@ -128,7 +128,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 		t, err := s.Options.Task(b)
 		if err != nil {
 			p.Close()
-			return Plan{}, stageError(slot, err)
+			return Plan{}, c.stageError(slot, err)
 		}
 		t.Env = s.Env
 		if s.Settings != nil {
@@ -144,7 +144,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 			more, err := sk.Steps(build(slot))
 			if err != nil {
 				p.Close()
-				return Plan{}, stageError(slot, err)
+				return Plan{}, c.stageError(slot, err)
 			}
 			steps = append(steps, more...)
 		}
@@ -185,14 +185,16 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	return p, nil
 }
 
-// stageError is a stage's Compile or Task error as a config error that
-// names the stage, and the key when the kind said which (kind.At).
-func stageError(slot string, err error) error {
+// stageError is a stage's Compile or Task error as a config error at the
+// stage's key in the file, or at the key the kind named (kind.At): a
+// missing reward spec is reported at the line of spec: that names it.
+func (c *Config) stageError(slot string, err error) error {
+	path := "stages." + slot
 	var ke *kind.KeyError
 	if errors.As(err, &ke) {
-		return fmt.Errorf("%w: stages.%s.%s: %v", pipeline.ErrConfig, slot, ke.Key, ke.Err)
+		path, err = path+"."+ke.Key, ke.Err
 	}
-	return fmt.Errorf("%w: stages.%s: %v", pipeline.ErrConfig, slot, err)
+	return c.errorAt(path, "", nil, "%s: %v", path, err)
 }
 
 // defaultEnv defines the environment a built-in step runs in (advantages,

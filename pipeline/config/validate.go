@@ -10,6 +10,7 @@ import (
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
 	"github.com/rlpipe/rlpipe/policy"
@@ -284,7 +285,11 @@ func (k *checker) eval() {
 		k.fail("eval.temperature", "", "eval.temperature: cannot be negative")
 	}
 	for i, kk := range e.K {
-		if kk < 1 || kk > e.N {
+		if kk < 1 {
+			k.fail(fmt.Sprintf("eval.k[%d]", i), "k is the k of pass@k, at least 1 and at most eval.n, e.g. k: [1, 4, 8]", "eval.k[%d]: k must be at least 1, got %d", i, kk)
+			continue
+		}
+		if kk > e.N {
 			k.fail(fmt.Sprintf("eval.k[%d]", i), "sample at least k per problem (n ≥ 2k is better)", "eval.k[%d]: k=%d but n=%d samples per problem", i, kk, e.N)
 		}
 	}
@@ -383,7 +388,7 @@ func suggestName(name string, known []string) string {
 	if len(known) == 0 {
 		return "define it under environments"
 	}
-	h := suggest(name, known)
+	h := yamlcore.Suggest(name, known)
 	if strings.HasPrefix(h, "known keys: ") {
 		return "defined: " + strings.TrimPrefix(h, "known keys: ")
 	}

@@ -24,5 +24,5 @@ components:
 	}
 	_, err = runners.Compile(spec)
 	fmt.Println(err)
-	// Output: verifier "tests" (line 2): command is required
+	// Output: reward.yaml:2:5: verifier "tests": command is required
 }

@@ -1,6 +1,9 @@
 package runners
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -51,6 +54,10 @@ func (s *CELStage) compile(b kind.Build) (*rewards.Program, error) {
 		path = filepath.Join(b.File.Dir, path)
 	}
 	spec, err := rewards.LoadSpec(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, kind.At("spec", fmt.Errorf("reward spec %s not found at %s (a relative path is read from the pipeline file's folder): write the spec there, or fix spec",
+			s.Spec, path))
+	}
 	if err != nil {
 		return nil, kind.At("spec", err)
 	}

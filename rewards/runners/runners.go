@@ -49,35 +49,10 @@ package runners
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"strings"
-	"time"
 
-	"github.com/goccy/go-yaml"
-
-	"github.com/rlpipe/rlpipe/internal/yamlcore"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
 )
-
-// decode re-encodes a runner's config map and decodes it strictly into v,
-// so an unknown key is an error naming the runner. A key that takes an
-// integer must be given one: the YAML library would truncate 2.5 to 2
-// and read 1e3 as 1000.
-func decode(kind string, r rewards.Runner, v any) error {
-	if msg := integers(reflect.TypeOf(v), r.Config, ""); msg != "" {
-		return fmt.Errorf("%s %q (line %d): %s", kind, r.Name, r.Pos.Line, msg)
-	}
-	b, err := yaml.Marshal(r.Config)
-	if err != nil {
-		return err
-	}
-	if err := yaml.UnmarshalWithOptions(b, v, yaml.Strict()); err != nil {
-		return fmt.Errorf("%s %q (line %d): %v", kind, r.Name, r.Pos.Line, yaml.FormatError(err, false, false))
-	}
-	return nil
-}
 
 // Compile compiles spec with its verifiers and judges (Options) and any
 // extra options. It is the check before any work, too: a runner config
@@ -98,18 +73,21 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 	var opts []rewards.Option
 	for _, r := range spec.Verifiers {
 		var c VerifierConfig
-		if err := decode("verifier", r, &c); err != nil {
+		if err := decode(spec.Name, "verifier", r, &c); err != nil {
 			return nil, err
+		}
+		if ps := checkLimits(c); len(ps) > 0 {
+			return nil, runnerError(spec.Name, "verifier", r, ps...)
 		}
 		f, err := verifier(r.Name, c)
 		if err != nil {
-			return nil, fmt.Errorf("verifier %q (line %d): %w", r.Name, r.Pos.Line, err)
+			return nil, runnerError(spec.Name, "verifier", r, problem{msg: err.Error()})
 		}
 		opts = append(opts, rewards.WithVerifier(r.Name, f))
 	}
 	for _, r := range spec.Judges {
 		var c judge.Config
-		if err := decode("judge", r, &c); err != nil {
+		if err := decode(spec.Name, "judge", r, &c); err != nil {
 			return nil, err
 		}
 		if c.Name == "" {
@@ -117,7 +95,7 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		}
 		j, err := judge.New(c, nil)
 		if err != nil {
-			return nil, fmt.Errorf("judge %q (line %d): %w", r.Name, r.Pos.Line, err)
+			return nil, runnerError(spec.Name, "judge", r, problem{msg: err.Error(), err: err})
 		}
 		opts = append(opts, rewards.WithJudge(r.Name, func(ctx context.Context, row rewards.Row, memo rewards.Memoizer) (rewards.JudgeResult, error) {
 			res, err := j.Score(ctx, judge.Input{Prompt: row.Prompt.Prompt, Completion: row.Trajectory.Completion, Answer: row.Prompt.Answer}, memo)
@@ -128,69 +106,4 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		}))
 	}
 	return opts, nil
-}
-
-var durationType = reflect.TypeFor[time.Duration]()
-
-// integers checks that every key of config that t (a struct, a map or a
-// list of them) types as an integer holds an integer, as the pipeline
-// file's keys do: it returns what is wrong, naming the key, or "". A
-// string is left to the YAML library unless it reads as a float (1e3).
-func integers(t reflect.Type, config any, path string) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := config.(map[string]any)
-		if !ok {
-			return ""
-		}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if v, ok := m[name]; ok && name != "" && name != "-" {
-				if msg := integers(f.Type, v, join(path, name)); msg != "" {
-					return msg
-				}
-			}
-		}
-	case reflect.Map:
-		if m, ok := config.(map[string]any); ok {
-			for k, v := range m {
-				if msg := integers(t.Elem(), v, join(path, k)); msg != "" {
-					return msg
-				}
-			}
-		}
-	case reflect.Slice:
-		if l, ok := config.([]any); ok {
-			for i, v := range l {
-				if msg := integers(t.Elem(), v, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
-					return msg
-				}
-			}
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if t == durationType {
-			return ""
-		}
-		switch x := config.(type) {
-		case float64:
-			return fmt.Sprintf("%s: expected an integer, got %v", path, x)
-		case string:
-			if yamlcore.IsFloat(x) {
-				return fmt.Sprintf("%s: expected an integer, got %s", path, x)
-			}
-		}
-	}
-	return ""
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -191,7 +191,7 @@ components:
 		t.Fatal(err)
 	}
 	_, err = runners.Compile(spec)
-	for _, want := range []string{`verifier "tests" (line 2)`, "files: check.py, solution.py", "os._exit(0)", "check:", "expected_stdout", "verdict: exit_code"} {
+	for _, want := range []string{`spec.yaml:2:5: verifier "tests": `, "files: check.py, solution.py", "os._exit(0)", "check:", "expected_stdout", "verdict: exit_code"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Compile = %v; want an error naming %q", err, want)
 		}
