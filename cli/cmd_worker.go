@@ -318,6 +318,9 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 			return failure(fmt.Errorf("run %s: the workflow's result is not a run summary: %w", name, err))
 		}
 		out.Workflow = wr.GetID()
+		if err := ranNothing(cfg, out.Summary); err != nil {
+			return err
+		}
 		if p.json {
 			return p.JSON(out)
 		}

@@ -372,6 +372,23 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(again), &second); err != nil || second.Iterations != 6 || second.NewIterations != 0 {
 		t.Fatalf("a second run printed %q: want 6 iterations and none new", again)
 	}
+	// Asked for fewer iterations than the run has, the run does nothing
+	// and says so with exit 1, as on the local executor.
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewer := filepath.Join(t.TempDir(), "fewer.yaml")
+	if err := os.WriteFile(fewer, []byte(strings.Replace(string(b), "iterations: 6", "iterations: 2", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(rlpipeBin, c.runArgs(fewer)...)
+	cmd.Dir, cmd.Env = c.dir, append(os.Environ(), c.env...)
+	msg, err := cmd.CombinedOutput()
+	wantMsg := fewer + ":12:1: iterations: 2, but run standin already has 6 iterations committed"
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(msg), wantMsg) || !strings.Contains(string(msg), "nothing was run") {
+		t.Fatalf("a run asked for 2 of 6 committed iterations: %v\n%s\nwant exit 1 and %q", err, msg, wantMsg)
+	}
 	got, _ := c.storeSums("standin")
 	sameSums(t, want, got)
 }
