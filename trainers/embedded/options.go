@@ -74,6 +74,14 @@ type Options struct {
 	// add KL terms; by default they are dropped (masked with the reason
 	// "zero reward variance"), as DAPO's dynamic sampling does.
 	KeepZeroStd bool `yaml:"keep_zero_std,omitempty" json:"keep_zero_std"`
+	// RescoreStale lets a sample with staleness > 0 and no logprobs
+	// (a server that returned none) be rescored with the trainer's
+	// adapter before the update. That adapter is N−1 while N−1−s sampled
+	// it, so the ratio is anchored on a policy that did not sample and
+	// the staleness correction is gone; by default such a sample fails
+	// the update (ErrStaleNoLogprobs). It enters the version only when
+	// set.
+	RescoreStale bool `yaml:"rescore_stale,omitempty" json:"rescore_stale,omitempty"`
 	// LoRA shapes the adapter created on the first iteration (when the
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.

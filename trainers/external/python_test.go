@@ -144,3 +144,37 @@ print("ok")
 `
 	checkScript(t, py, "episode check", code)
 }
+
+// The reference script never rescores a row an older adapter sampled
+// (staleness > 0) with the trainer's adapter unless rescore_stale says
+// so: recompute_old_logprobs is a config error (exit 78) and a missing
+// logprobs column a data error (exit 65), each naming the row.
+func TestReferenceScriptStaleRows(t *testing.T) {
+	py := python(t)
+	code := `
+import sys
+sys.path.insert(0, sys.argv[1])
+from grpo_train import check_stale, ConfigError, DataError
+row = {"prompt_id": "p", "sample_index": 3, "staleness": 1}
+hp = lambda **kw: {"recompute_old_logprobs": False, "rescore_stale": False, **kw}
+check_stale({**row, "staleness": 0}, True, hp(recompute_old_logprobs=True))
+check_stale({**row, "staleness": None}, True, hp())
+check_stale(row, False, hp())
+check_stale(row, True, hp(rescore_stale=True))
+check_stale(row, False, hp(recompute_old_logprobs=True, rescore_stale=True))
+for kw, missing, err, want in (
+    ({"recompute_old_logprobs": True}, False, ConfigError,
+     "hyperparameters.recompute_old_logprobs: sample 3 of prompt 'p' (staleness 1) would be rescored with the adapter after the one that sampled it, dropping the staleness correction; run on-policy (overlap.max_staleness: 0), remove recompute_old_logprobs, or set rescore_stale: true to accept it"),
+    ({}, True, DataError,
+     "sample 3 of prompt 'p' (staleness 1) has no logprobs: rescoring it with the trainer's adapter would drop the staleness correction; have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set rescore_stale: true to accept it"),
+):
+    try:
+        check_stale(row, missing, hp(**kw))
+    except err as e:
+        assert str(e) == want, str(e)
+    else:
+        raise AssertionError("accepted: " + want)
+print("ok")
+`
+	checkScript(t, py, "stale rows check", code)
+}

@@ -84,7 +84,8 @@ DEFAULTS: dict[str, Any] = {
     "aggregation": "token",  # or "sequence"
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
-    "recompute_old_logprobs": False,  # rescore with the trainer's forward pass
+    "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
+    "rescore_stale": False,  # also rescore rows with staleness > 0 (drops the staleness correction)
     "max_length": 0,  # skip longer prompt+completion sequences; 0 = no limit
     "trust_remote_code": False,
     "chat_template": True,  # tokenize prompts with messages by the chat template
@@ -198,8 +199,8 @@ def load_hparams(path: str) -> dict[str, Any]:
         raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
-    for key in ("gradient_checkpointing", "recompute_old_logprobs", "trust_remote_code", "chat_template",
-                "no_std", "keep_zero_std"):
+    for key in ("gradient_checkpointing", "recompute_old_logprobs", "rescore_stale", "trust_remote_code",
+                "chat_template", "no_std", "keep_zero_std"):
         if not isinstance(hp[key], bool):
             raise ConfigError(f"hyperparameters.{key}: {hp[key]!r} must be true or false")
     lo = hp["lora"]
@@ -321,6 +322,27 @@ def episode_sample(t: dict) -> tuple[list[int], list[int], list[int], list[float
     return list(seq[:first]), completion, mask, old
 
 
+def check_stale(t: dict, missing: bool, hp: dict) -> None:
+    """Refuses to rescore a row an older adapter sampled (staleness > 0)
+    with the trainer's adapter, which would anchor the ratio on a policy
+    that did not sample it, unless rescore_stale says the user wants it."""
+    stale = t.get("staleness") or 0
+    if stale <= 0 or hp["rescore_stale"]:
+        return
+    where = f"sample {t['sample_index']} of prompt {t['prompt_id']!r} (staleness {stale})"
+    if hp["recompute_old_logprobs"]:
+        raise ConfigError(
+            f"hyperparameters.recompute_old_logprobs: {where} would be rescored with the adapter after the one that "
+            "sampled it, dropping the staleness correction; run on-policy (overlap.max_staleness: 0), remove "
+            "recompute_old_logprobs, or set rescore_stale: true to accept it"
+        )
+    if missing:
+        raise DataError(
+            f"{where} has no logprobs: rescoring it with the trainer's adapter would drop the staleness correction; "
+            "have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set rescore_stale: true to accept it"
+        )
+
+
 def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
     """Reads and joins the tables and tokenizes the samples to train on.
 
@@ -330,7 +352,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 
     advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
     trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"],
-                             optional=("sequence_ids", "trainable"))
+                             optional=("sequence_ids", "trainable", "staleness"))
     prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
     trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
 
@@ -397,6 +419,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
         if hp["max_length"] and len(prompt) + len(completion) > hp["max_length"]:
             skip("longer than max_length")
             continue
+        check_stale(t, old is None, hp)
         samples.append({
             "prompt": prompt,
             "completion": list(completion),
