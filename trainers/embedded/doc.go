@@ -82,7 +82,8 @@
 //
 // Metrics carry what the strongest RL frameworks log: loss, policy loss,
 // KL, entropy, clip fractions (low/high), mean |ρ−1|, gradient norm and
-// tokens per step; reward mean/std/min/max in total and per component;
+// tokens per step; the train/inference mismatch before the update
+// (mismatch_kl, the k3 KL from the sampler's logprobs, and ratio_max); reward mean/std/min/max in total and per component;
 // frac_reward_zero_std; samples used, masked (by reason) and errored;
 // response length mean/max and the fraction stopped by max_tokens; mean
 // staleness. Training speed is left out on purpose (BenchmarkUpdate

@@ -28,6 +28,9 @@ type Metrics struct {
 	TrainTokens int      `json:"train_tokens"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
+	// OffPolicy are mismatch_kl and ratio_max (grpo.MismatchOf): the
+	// train/inference mismatch before the update.
+	grpo.OffPolicy
 
 	// Figures are the batch's: rewards per component, groups, samples
 	// used and masked, response lengths, staleness.
@@ -46,12 +49,18 @@ func batchMetrics(p *prepared) Metrics {
 	return Metrics{Figures: grpo.BatchFigures(p.trajs, p.scored, p.advantages, p.stats), Steps: []StepMetrics{}}
 }
 
-// addSteps records the optimizer steps and their means.
-func (m *Metrics) addSteps(steps []StepMetrics) {
+// addSteps records the optimizer steps and their means; the first
+// firstEpoch steps are the update's first epoch.
+func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 	m.Steps = steps
 	if len(steps) == 0 {
 		return
 	}
+	ls := make([]grpo.LossStats, len(steps))
+	for i, s := range steps {
+		ls[i] = s.LossStats
+	}
+	m.OffPolicy = grpo.MismatchOf(ls, firstEpoch)
 	var kl float64
 	for _, s := range steps {
 		m.Loss += s.Loss

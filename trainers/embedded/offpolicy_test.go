@@ -78,3 +78,34 @@ func TestRescoreStaleVersion(t *testing.T) {
 		t.Errorf("default version %s, want %s", base, want)
 	}
 }
+
+// mismatch_kl and ratio_max measure the trainer's policy against the
+// sampler's logprobs before the update: exactly 0 and 1 on-policy (the
+// embedded sampler and trainer share their numerics), larger when the
+// same samples come back one update stale; with one minibatch they are the
+// first step's figures.
+func TestMismatchMetrics(t *testing.T) {
+	m := embeddedModel(t)
+	tr := newTrainer(t, m, embedded.Options{})
+	b := sampleBatch(t, m, nil, 16, 3)
+	on, err := tr.Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := tr.Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("on-policy mismatch_kl %.3g ratio_max %.6g; one update stale %.3g, %.6g", on.Metrics.MismatchKL, on.Metrics.RatioMax, stale.Metrics.MismatchKL, stale.Metrics.RatioMax)
+	if on.Metrics.MismatchKL != 0 || on.Metrics.RatioMax != 1 {
+		t.Errorf("on-policy: mismatch_kl %g, ratio_max %g; want 0 and 1", on.Metrics.MismatchKL, on.Metrics.RatioMax)
+	}
+	s0 := stale.Metrics.Steps[0]
+	if stale.Metrics.MismatchKL != s0.BehaviourKL || stale.Metrics.RatioMax != s0.RatioMax {
+		t.Errorf("mismatch %+v, want the one step's behaviour_kl %g and ratio_max %g", stale.Metrics.OffPolicy, s0.BehaviourKL, s0.RatioMax)
+	}
+	if !(stale.Metrics.MismatchKL > 100*on.Metrics.MismatchKL) || !(stale.Metrics.RatioMax > on.Metrics.RatioMax) {
+		t.Errorf("one update stale: mismatch_kl %g, ratio_max %g; want both above the on-policy %g, %g",
+			stale.Metrics.MismatchKL, stale.Metrics.RatioMax, on.Metrics.MismatchKL, on.Metrics.RatioMax)
+	}
+}

@@ -176,7 +176,7 @@ func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		res.Metrics.addSteps(steps)
+		res.Metrics.addSteps(steps, min(t.o.Minibatches, len(p.samples)))
 	}
 	t.updates++
 	res.Metrics.OptimizerSteps = t.tr.Steps()

@@ -150,10 +150,7 @@ print("ok")
 // so: recompute_old_logprobs is a config error (exit 78) and a missing
 // logprobs column a data error (exit 65), each naming the row.
 func TestReferenceScriptStaleRows(t *testing.T) {
-	py := python(t)
-	code := `
-import sys
-sys.path.insert(0, sys.argv[1])
+	checkGRPOTrain(t, "stale rows check", `
 from grpo_train import check_stale, ConfigError, DataError
 row = {"prompt_id": "p", "sample_index": 3, "staleness": 1}
 hp = lambda **kw: {"recompute_old_logprobs": False, "rescore_stale": False, **kw}
@@ -174,7 +171,28 @@ for kw, missing, err, want in (
         assert str(e) == want, str(e)
     else:
         raise AssertionError("accepted: " + want)
-print("ok")
-`
-	checkScript(t, py, "stale rows check", code)
+`)
+}
+
+// The script's update-level mismatch figures are trainers/grpo.MismatchOf's:
+// the token-weighted k3 of the first epoch's steps, the largest ratio of
+// any step (the numbers of TestMismatchOf).
+func TestReferenceScriptMismatch(t *testing.T) {
+	checkGRPOTrain(t, "mismatch check", `
+from grpo_train import mismatch
+steps = [{"behaviour_kl": 0.2, "ratio_max": 1.5, "tokens": 3}, {"behaviour_kl": 0.6, "ratio_max": 2.5, "tokens": 1},
+         {"behaviour_kl": 9.0, "ratio_max": 1.1, "tokens": 4}]
+assert mismatch([], 0) == {"mismatch_kl": 0.0, "ratio_max": 0.0}
+one = mismatch(steps[:1], 1)
+assert abs(one["mismatch_kl"] - 0.2) < 1e-15 and one["ratio_max"] == 1.5, one
+got = mismatch(steps, 2)
+assert abs(got["mismatch_kl"] - (0.2 * 3 + 0.6) / 4) < 1e-15 and got["ratio_max"] == 2.5, got
+`)
+}
+
+// checkGRPOTrain runs checks, Python code that imports from grpo_train
+// and raises when a check fails, with the script's folder on the path.
+func checkGRPOTrain(t *testing.T, what, checks string) {
+	t.Helper()
+	checkScript(t, python(t), what, "import sys\nsys.path.insert(0, sys.argv[1])\n"+checks+"\nprint(\"ok\")\n")
 }

@@ -251,7 +251,8 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // TestLossParityWithEmbedded: the script's GRPO loss on a batch is the
 // embedded trainer's (trainers/embedded, the loss of trainers/grpo) within
 // 1e-5 — the same advantages, old log-probabilities that put ratios
-// outside the clip range on both sides, token and sequence aggregation,
+// outside the clip range on both sides (and so the same mismatch_kl and
+// ratio_max), token and sequence aggregation,
 // beta 0 and beta > 0, one process and torchrun's two ranks — and so is
 // the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
@@ -321,6 +322,13 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			if s.ClipLow == 0 || s.ClipHigh == 0 {
 				t.Errorf("clip fractions low %.4f high %.4f: the batch should clip on both sides", s.ClipLow, s.ClipHigh)
+			}
+			// The train/inference mismatch before the step: the same k3
+			// over the same tokens, the same largest ratio.
+			t.Logf("mismatch_kl: torch %.9f, Go %.9f; ratio_max: torch %.6f, Go %.6f", py.Metrics.MismatchKL, em.MismatchKL, py.Metrics.RatioMax, em.RatioMax)
+			if math.Abs(py.Metrics.MismatchKL-em.MismatchKL) > 1e-6 || math.Abs(py.Metrics.RatioMax-em.RatioMax) > 1e-4*em.RatioMax || !(em.MismatchKL > 0) {
+				t.Errorf("mismatch_kl: torch %.9f, Go %.9f (want equal and > 0); ratio_max: torch %.6f, Go %.6f",
+					py.Metrics.MismatchKL, em.MismatchKL, py.Metrics.RatioMax, em.RatioMax)
 			}
 			if (c.beta > 0) != (py.Metrics.KL != nil && em.KL != nil) || (c.beta > 0 && math.Abs(*py.Metrics.KL-*em.KL) > 1e-6) {
 				t.Errorf("kl: torch %v, Go %v", fmtPtr(py.Metrics.KL), fmtPtr(em.KL))

@@ -102,7 +102,13 @@ type LossStats struct {
 	// RatioDev is the mean |ρ − 1|: how far the policy has moved from the
 	// one that sampled.
 	RatioDev float64 `json:"ratio_dev"`
-	Tokens   int     `json:"tokens"`
+	// RatioMax is the largest ρ; BehaviourKL the mean k3 estimate
+	// ρ − 1 − log ρ of KL(π_old ‖ π) from the tokens π_old sampled. At
+	// an update's first step they are the train/inference mismatch
+	// (OffPolicy).
+	RatioMax    float64 `json:"ratio_max"`
+	BehaviourKL float64 `json:"behaviour_kl"`
+	Tokens      int     `json:"tokens"`
 }
 
 // ErrNonFinite is returned when the loss or a ratio is NaN or infinite:
@@ -146,7 +152,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			nonEmpty++
 		}
 	}
-	var kl, ent, low, high, dev float64
+	var kl, ent, low, high, dev, bkl float64
 	for i, s := range seqs {
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
@@ -164,7 +170,8 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			if !s.trains(t) {
 				continue
 			}
-			rho := math.Exp(lp - float64(s.OldLogprobs[t]))
+			x := lp - float64(s.OldLogprobs[t])
+			rho := math.Exp(x)
 			unclipped := rho * a
 			clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a
 			var pg, dpg float64
@@ -191,13 +198,15 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			st.Loss += w * l
 			g[t] = w * dl
 			dev += math.Abs(rho - 1)
+			bkl += rho - 1 - x
+			st.RatioMax = math.Max(st.RatioMax, rho)
 			if s.Entropies != nil {
 				ent += s.Entropies[t]
 			}
 		}
 	}
 	n := float64(total)
-	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = ent/n, low/n, high/n, dev/n, total
+	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.BehaviourKL, st.Tokens = ent/n, low/n, high/n, dev/n, bkl/n, total
 	if o.Beta > 0 {
 		mean := kl / n
 		st.KL = &mean

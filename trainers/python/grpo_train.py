@@ -262,6 +262,15 @@ class Dist:
         self.dist.all_reduce(t)
         return t.tolist()
 
+    def all_max(self, value: float) -> float:
+        if self.dist is None:
+            return value
+        import torch
+
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(t.item())
+
     def barrier(self) -> None:
         if self.dist is not None:
             self.dist.barrier()
@@ -644,7 +653,7 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
 
         if d.rank == io_rank:
             write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + len(step_metrics),
-                          step_metrics, seconds)
+                          step_metrics, seconds, len(micro))
         d.barrier()
         return 0
     finally:
@@ -657,7 +666,9 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
     import torch
 
     n_seqs = len(members)
-    sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0, tokens=0.0)
+    sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
+                behaviour_kl=0.0, tokens=0.0)
+    ratio_max = 0.0
     for j, idx in enumerate(micro_batches):
         last = j == len(micro_batches) - 1
         sync = contextlib.nullcontext() if last or d.dist is None else model.no_sync()
@@ -677,7 +688,8 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                     continue
                 old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
                 a = s["advantage"]
-                ratio = torch.exp(torch.where(m > 0, lp - old, torch.zeros_like(lp)))
+                log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
+                ratio = torch.exp(log_ratio)
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
                 pg = torch.maximum(-ratio * a, -clipped * a) * m  # -min(ρA, clip(ρ)A)
                 per_token = pg
@@ -700,6 +712,9 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
                         sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
+                        # k3 of KL(behaviour ‖ trainer) from the sampled tokens.
+                        sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * m).sum())
+                        ratio_max = max(ratio_max, float(ratio[m > 0].max()))
                         sums["tokens"] += n
             # DDP averages gradients over the processes; the loss is a sum
             # of shares of the minibatch's mean, so undo the average.
@@ -716,6 +731,8 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
         "clip_frac_low": total["clip_low"] / t,
         "clip_frac_high": total["clip_high"] / t,
         "ratio_dev": total["ratio_dev"] / t,
+        "ratio_max": d.all_max(ratio_max),
+        "behaviour_kl": total["behaviour_kl"] / t,
         "tokens": int(total["tokens"]),
     }
 
@@ -734,7 +751,19 @@ def finite(v: Any) -> Any:
     return v
 
 
-def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds) -> None:
+def mismatch(step_metrics: list[dict], first_epoch: int) -> dict:
+    """The train/inference mismatch before the update, as rlpipe's
+    trainers/grpo.MismatchOf: mismatch_kl, the token-weighted k3 of the
+    first epoch's steps (each token at the first step that trains it), and
+    ratio_max over every step."""
+    first = step_metrics[:first_epoch]
+    tokens = sum(s["tokens"] for s in first)
+    kl = sum(s["behaviour_kl"] * s["tokens"] for s in first) / tokens if tokens else 0.0
+    return {"mismatch_kl": kl, "ratio_max": max((s["ratio_max"] for s in step_metrics), default=0.0)}
+
+
+def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds,
+                  first_epoch) -> None:
     import torch
 
     peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
@@ -773,6 +802,7 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
             values = [s[key] for s in step_metrics if s[key] is not None]
             m[key] = sum(values) / len(values) if values else None
         m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
+        m.update(mismatch(step_metrics, first_epoch))
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds
     with open(args.metrics_out, "w", encoding="utf-8") as f:
