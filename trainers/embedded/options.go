@@ -50,13 +50,17 @@ type Options struct {
 	// Epochs is how many passes an update makes over its batch (default 1).
 	Epochs int `yaml:"epochs,omitempty" json:"epochs"`
 	// Minibatches splits the batch into that many optimizer steps per
-	// epoch (default 1: the whole batch in one step, exactly on-policy).
+	// epoch (default 1: the whole batch in one step, from the adapter
+	// the update starts with).
 	// Samples are cut in (prompt id, sample index) order, so a group
 	// stays together.
 	Minibatches int `yaml:"minibatches,omitempty" json:"minibatches"`
 	// EpsLow and EpsHigh clip the ratio to [1−EpsLow, 1+EpsHigh]
 	// (default 0.2 each; DAPO's clip-higher is EpsHigh 0.28). With one
-	// minibatch and one epoch the ratio is 1 and clipping never acts.
+	// minibatch and one epoch the ratio is 1 and clipping idle only
+	// on-policy (overlap.max_staleness 0, the embedded sampler); with
+	// the shipped max_staleness 1 it is not: see the package doc for the
+	// measured clip fractions and ratio_max.
 	EpsLow  float64 `yaml:"eps_low,omitempty" json:"eps_low"`
 	EpsHigh float64 `yaml:"eps_high,omitempty" json:"eps_high"`
 	// Beta weighs the k3 KL to the base model (the adapter off); default
