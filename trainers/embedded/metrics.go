@@ -26,6 +26,9 @@ type Metrics struct {
 	RatioDev    float64  `json:"ratio_dev"`
 	GradNorm    float64  `json:"grad_norm"`
 	TrainTokens int      `json:"train_tokens"`
+	// ClipDual, the fraction of tokens dual-clipped, is set with
+	// Options.DualClip only.
+	ClipDual *float64 `json:"clip_frac_dual,omitempty"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
 	// OffPolicy are mismatch_kl and ratio_max (grpo.MismatchOf): the
@@ -61,8 +64,12 @@ func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 		ls[i] = s.LossStats
 	}
 	m.OffPolicy = grpo.MismatchOf(ls, firstEpoch)
-	var kl float64
+	var kl, dual float64
 	for _, s := range steps {
+		if s.ClipDual != nil {
+			dual += *s.ClipDual
+			m.ClipDual = &dual
+		}
 		m.Loss += s.Loss
 		m.PolicyLoss += s.PolicyLoss
 		if s.KL != nil {
@@ -81,6 +88,9 @@ func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 	m.PolicyLoss /= n
 	if m.KL != nil {
 		kl /= n
+	}
+	if m.ClipDual != nil {
+		dual /= n
 	}
 	m.Entropy /= n
 	m.ClipLow /= n

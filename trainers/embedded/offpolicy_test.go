@@ -100,6 +100,9 @@ func TestMismatchMetrics(t *testing.T) {
 	if on.Metrics.MismatchKL != 0 || on.Metrics.RatioMax != 1 {
 		t.Errorf("on-policy: mismatch_kl %g, ratio_max %g; want 0 and 1", on.Metrics.MismatchKL, on.Metrics.RatioMax)
 	}
+	if on.Metrics.ClipDual != nil {
+		t.Errorf("clip_frac_dual %v without dual_clip: want it left out", *on.Metrics.ClipDual)
+	}
 	s0 := stale.Metrics.Steps[0]
 	if stale.Metrics.MismatchKL != s0.BehaviourKL || stale.Metrics.RatioMax != s0.RatioMax {
 		t.Errorf("mismatch %+v, want the one step's behaviour_kl %g and ratio_max %g", stale.Metrics.OffPolicy, s0.BehaviourKL, s0.RatioMax)
@@ -107,5 +110,21 @@ func TestMismatchMetrics(t *testing.T) {
 	if !(stale.Metrics.MismatchKL > 100*on.Metrics.MismatchKL) || !(stale.Metrics.RatioMax > on.Metrics.RatioMax) {
 		t.Errorf("one update stale: mismatch_kl %g, ratio_max %g; want both above the on-policy %g, %g",
 			stale.Metrics.MismatchKL, stale.Metrics.RatioMax, on.Metrics.MismatchKL, on.Metrics.RatioMax)
+	}
+}
+
+// dual_clip enters the version only when set; its message names the
+// key and the usual value.
+func TestDualClipOption(t *testing.T) {
+	m := embeddedModel(t)
+	o := embedded.Options{DualClip: 1}
+	o.EnsureDefaults()
+	if err := o.Validate(); err == nil || err.Error() != "invalid trainer options: dual_clip: 1; it must be above 1 (3 is usual), or 0 for off" {
+		t.Errorf("dual_clip 1: %v", err)
+	}
+	base, _ := embedded.Options{}.Version(m)
+	set, _ := embedded.Options{DualClip: 3}.Version(m)
+	if base != "grpo-embedded-3-349f82e6b50148f7" || set == base {
+		t.Errorf("versions: default %s (want the one before dual_clip existed), dual_clip 3 %s", base, set)
 	}
 }

@@ -63,6 +63,12 @@ type Options struct {
 	// measured clip fractions and ratio_max.
 	EpsLow  float64 `yaml:"eps_low,omitempty" json:"eps_low"`
 	EpsHigh float64 `yaml:"eps_high,omitempty" json:"eps_high"`
+	// DualClip, when set, is dual-clip PPO's c (> 1; 3 is usual): a
+	// token with a negative advantage and a ratio above c adds −c·A to
+	// the loss, with no gradient, so a stale sample whose ratio ran away
+	// cannot push the policy without bound. 0 (default) is off; it enters
+	// the version only when set.
+	DualClip float64 `yaml:"dual_clip,omitempty" json:"dual_clip,omitempty"`
 	// Beta weighs the k3 KL to the base model (the adapter off); default
 	// 0, which also skips scoring the batch with the base model.
 	Beta float64 `yaml:"beta,omitempty" json:"beta"`
@@ -145,6 +151,8 @@ func (o Options) Validate() error {
 		return bad("eps_low", "%g; it must be in (0, 1)", o.EpsLow)
 	case o.EpsHigh <= 0 || !finite(o.EpsHigh):
 		return bad("eps_high", "%g; it must be positive", o.EpsHigh)
+	case o.DualClip != 0 && !(o.DualClip > 1 && finite(o.DualClip)):
+		return bad("dual_clip", "%g; it must be above 1 (3 is usual), or 0 for off", o.DualClip)
 	case o.Beta < 0 || !finite(o.Beta):
 		return bad("beta", "%g; it must be ≥ 0 (0.0–0.04 is typical)", o.Beta)
 	case o.Aggregation != grpo.TokenMean && o.Aggregation != grpo.SequenceMean:
@@ -173,7 +181,7 @@ func (o Options) trainConfig() tiny.TrainConfig {
 }
 
 func (o Options) lossOptions() grpo.LossOptions {
-	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation}
+	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip}
 }
 
 // Version is the train task's version for a base model: CodeVersion and a

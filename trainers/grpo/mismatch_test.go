@@ -55,3 +55,49 @@ func TestMismatchOf(t *testing.T) {
 		})
 	}
 }
+
+// Dual-clip by hand: with A = −1 and c = 3, ρ = e^1.5 ≈ 4.48 (> c) adds
+// c·1 = 3 with no gradient and counts as dual-clipped; ρ = e^0.5 ≈ 1.65
+// (< c, above 1+ε so the ordinary clip does not bind for A < 0) adds ρ
+// with gradient ρ/n; a positive-advantage token with ρ = e^1.5 is clipped
+// high as without dual-clip. Off, the first token adds e^1.5 with its
+// gradient.
+func TestLossDualClipExact(t *testing.T) {
+	seqs := []Sequence{
+		{Logprobs: []float64{0.5, -0.5}, OldLogprobs: []float32{-1, -1}, Advantage: -1},
+		{Logprobs: []float64{0.5}, OldLogprobs: []float32{-1}, Advantage: 1},
+	}
+	e15, e05 := math.Exp(1.5), math.Exp(0.5)
+	cases := []struct {
+		name     string
+		dual     float64
+		loss     float64
+		grad0    float64
+		clipDual *float64
+	}{
+		{"off", 0, (e15 + e05 - 1.2) / 3, e15 / 3, nil},
+		{"c = 3", 3, (3 + e05 - 1.2) / 3, 0, ptr(1.0 / 3)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, g, err := Loss(seqs, LossOptions{DualClip: tc.dual})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(st.Loss-tc.loss) > 1e-12 || math.Abs(g[0][0]-tc.grad0) > 1e-12 || math.Abs(g[0][1]-e05/3) > 1e-12 {
+				t.Errorf("loss %.15g grads %v, want %.15g and [%.15g %.15g]", st.Loss, g[0], tc.loss, tc.grad0, e05/3)
+			}
+			if (st.ClipDual == nil) != (tc.clipDual == nil) || (st.ClipDual != nil && *st.ClipDual != *tc.clipDual) {
+				t.Errorf("clip_frac_dual %v, want %v", st.ClipDual, tc.clipDual)
+			}
+			if st.ClipHigh != 1.0/3 || st.ClipLow != 0 {
+				t.Errorf("clip fractions low %v high %v, want 0 and 1/3", st.ClipLow, st.ClipHigh)
+			}
+		})
+	}
+	if _, _, err := Loss(seqs, LossOptions{DualClip: 0.9}); err == nil || err.Error() != "grpo: dual clip 0.9 must be above 1 (0 turns it off)" {
+		t.Errorf("dual clip 0.9: %v", err)
+	}
+}
+
+func ptr(x float64) *float64 { return &x }

@@ -81,6 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "eps_low": 0.2,
     "eps_high": 0.2,  # DAPO's clip-higher: 0.28
     "beta": 0.0,  # weight of the k3 KL to the base model
+    "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # or "sequence"
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
@@ -191,6 +192,9 @@ def load_hparams(path: str) -> dict[str, Any]:
     _number(hp, "eps_low", 0, 1, lo_open=True)
     _number(hp, "eps_high", 0, lo_open=True)
     _number(hp, "beta", 0)
+    _number(hp, "dual_clip", 0)
+    if 0 < hp["dual_clip"] <= 1:
+        raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r} must be above 1 (3 is usual), or 0 for off")
     _number(hp, "max_length", 0, integer=True)
     b = hp["betas"]
     if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
@@ -667,7 +671,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
 
     n_seqs = len(members)
     sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
-                behaviour_kl=0.0, tokens=0.0)
+                behaviour_kl=0.0, clip_dual=0.0, tokens=0.0)
     ratio_max = 0.0
     for j, idx in enumerate(micro_batches):
         last = j == len(micro_batches) - 1
@@ -691,7 +695,11 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                 log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
                 ratio = torch.exp(log_ratio)
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
-                pg = torch.maximum(-ratio * a, -clipped * a) * m  # -min(ρA, clip(ρ)A)
+                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                dual = hp["dual_clip"] > 0 and a < 0
+                if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
+                    pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+                pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
@@ -712,6 +720,8 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
                         sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
+                        if dual:
+                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
                         # k3 of KL(behaviour ‖ trainer) from the sampled tokens.
                         sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * m).sum())
                         ratio_max = max(ratio_max, float(ratio[m > 0].max()))
@@ -731,6 +741,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
         "clip_frac_low": total["clip_low"] / t,
         "clip_frac_high": total["clip_high"] / t,
         "ratio_dev": total["ratio_dev"] / t,
+        **({"clip_frac_dual": total["clip_dual"] / t} if hp["dual_clip"] > 0 else {}),
         "ratio_max": d.all_max(ratio_max),
         "behaviour_kl": total["behaviour_kl"] / t,
         "tokens": int(total["tokens"]),
@@ -798,7 +809,10 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
         m["skip_reasons"] = inputs["skipped"]
     if step_metrics:
         n = len(step_metrics)
-        for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "ratio_dev", "grad_norm"):
+        for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "clip_frac_dual",
+                    "ratio_dev", "grad_norm"):
+            if key == "clip_frac_dual" and hp["dual_clip"] <= 0:
+                continue
             values = [s[key] for s in step_metrics if s[key] is not None]
             m[key] = sum(values) / len(values) if values else None
         m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
