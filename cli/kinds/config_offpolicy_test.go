@@ -19,7 +19,7 @@ func TestRecomputeOldLogprobsOffPolicy(t *testing.T) {
 	}
 	const refused = "stages.train.hyperparameters.recompute_old_logprobs: with overlap.max_staleness 1 the trainer would rescore samples of adapter N-2 with adapter N-1, " +
 		"anchoring the ratio on a policy that did not sample them: the staleness correction would silently disappear"
-	const fix = "set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it (docs/TRAINERS.md)"
+	const fix = "set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains"
 	cases := []struct{ name, src, want string }{
 		{"off-policy", external("{recompute_old_logprobs: true}", "overlap: {max_staleness: 1}"), refused},
 		{"on-policy", external("{recompute_old_logprobs: true}", "overlap: {max_staleness: 0}"), ""},

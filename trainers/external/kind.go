@@ -33,7 +33,7 @@ func (s *Stage) Check(c kind.Checker) {
 	kind.CheckEnvironment(c, s.Environment)
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
-			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it (docs/TRAINERS.md)",
+			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
 			"%s: with overlap.max_staleness %d the trainer would rescore samples of adapter N-%d with adapter N-1, anchoring the ratio on a policy that did not sample them: the staleness correction would silently disappear",
 			c.Path("hyperparameters."+RecomputeOldLogprobs), f.MaxStaleness, f.MaxStaleness+1)
 	}
