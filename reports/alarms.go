@@ -18,12 +18,14 @@ const (
 	RuleEntropyCollapse           = "entropy-collapse"
 	RuleKLAccelerating            = "kl-accelerating"
 	RuleCompletionsDominate       = "completions-dominate"
+	RuleMismatchKLHigh            = "mismatch-kl-high"
 )
 
 // Rules lists every alarm rule, in the order reports describe them.
 var Rules = []string{
 	RuleRewardUpHeldoutFlat, RuleLengthDriftUp, RuleLengthCollapse, RuleFormatWithoutCorrectness,
 	RuleJudgeVerifierDisagreement, RuleEntropyCollapse, RuleKLAccelerating, RuleCompletionsDominate,
+	RuleMismatchKLHigh,
 }
 
 // Evidence is one figure behind an alarm.
@@ -136,6 +138,12 @@ type AlarmOptions struct {
 	TopShare   float64
 	TopPrompts int
 
+	// mismatch-kl-high: the iteration's mismatch_kl (k3 of KL between
+	// the sampler's logprobs and the trainer's policy before the update)
+	// is at least MismatchKLMax (default DefaultMismatchKLMax); checked
+	// at every iteration that has it.
+	MismatchKLMax float64
+
 	// Disable lists rules not to check.
 	Disable []string
 }
@@ -149,7 +157,12 @@ var DefaultAlarmOptions = AlarmOptions{
 	EntropyCollapse: 0.3,
 	KLMinSlope:      0.001, KLAccel: 2,
 	TopShare: 0.5, TopPrompts: 2,
+	MismatchKLMax: DefaultMismatchKLMax,
 }
+
+// DefaultMismatchKLMax is mismatch-kl-high's threshold: see docs/REPORTS.md
+// for the figures it was chosen from.
+const DefaultMismatchKLMax = 0.1
 
 // withDefaults fills zero fields and checks the rest.
 func (o *AlarmOptions) withDefaults() (AlarmOptions, error) {
@@ -186,6 +199,7 @@ func (o *AlarmOptions) withDefaults() (AlarmOptions, error) {
 	fill(&v.KLMinSlope, d.KLMinSlope)
 	fill(&v.KLAccel, d.KLAccel)
 	fill(&v.TopShare, d.TopShare)
+	fill(&v.MismatchKLMax, d.MismatchKLMax)
 	switch {
 	case v.Window < 1:
 		return v, fmt.Errorf("%w: alarm window %d: use at least 1 iteration", ErrInvalidOptions, v.Window)
@@ -197,6 +211,8 @@ func (o *AlarmOptions) withDefaults() (AlarmOptions, error) {
 		return v, fmt.Errorf("%w: length collapse %g: use a ratio in (0, 1)", ErrInvalidOptions, v.LengthCollapse)
 	case v.EntropyCollapse >= 1 || v.EntropyCollapse < 0:
 		return v, fmt.Errorf("%w: entropy collapse %g: use a ratio in (0, 1)", ErrInvalidOptions, v.EntropyCollapse)
+	case v.MismatchKLMax < 0 || math.IsNaN(v.MismatchKLMax):
+		return v, fmt.Errorf("%w: mismatch kl max %g: use a positive threshold", ErrInvalidOptions, v.MismatchKLMax)
 	case v.TopShare > 1 || v.TopShare < 0:
 		return v, fmt.Errorf("%w: top share %g: use a fraction in (0, 1]", ErrInvalidOptions, v.TopShare)
 	}
@@ -247,6 +263,9 @@ func Detect(health []Health, evals []Eval, opts *AlarmOptions) ([]Alarm, error) 
 	}
 	if on(RuleCompletionsDominate) {
 		out = append(out, d.dominate()...)
+	}
+	if on(RuleMismatchKLHigh) {
+		out = append(out, d.mismatch()...)
 	}
 	slices.SortStableFunc(out, func(a, b Alarm) int {
 		if c := cmp.Compare(a.Iteration, b.Iteration); c != 0 {
@@ -556,4 +575,20 @@ func (d detector) dominate() []Alarm {
 		}
 	}
 	return episodes(RuleCompletionsDominate, ts)
+}
+
+// mismatch: the trainer's policy has drifted too far from the one whose
+// logprobs the samples carry (staleness, or sampler/trainer numerics).
+func (d detector) mismatch() []Alarm {
+	var ts []trigger
+	for i, h := range d.h {
+		if math.IsNaN(h.MismatchKL) || h.MismatchKL < d.o.MismatchKLMax {
+			continue
+		}
+		ts = append(ts, trigger{iteration: h.Iteration, index: i,
+			message: fmt.Sprintf("train/inference mismatch %.4f ≥ %g (largest ratio %.3g, mean staleness %.2g): the trainer's policy is far from the one that sampled; lower overlap.max_staleness or the learning rate, or check the sampler's logprobs",
+				h.MismatchKL, d.o.MismatchKLMax, h.RatioMax, h.StalenessMean),
+			evidence: []Evidence{{"mismatch_kl", h.MismatchKL}, {"ratio_max", h.RatioMax}, {"staleness_mean", h.StalenessMean}, {"threshold", d.o.MismatchKLMax}}})
+	}
+	return episodes(RuleMismatchKLHigh, ts)
 }

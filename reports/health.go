@@ -113,6 +113,11 @@ type Health struct {
 	ClipHigh   float64 `json:"clip_frac_high"`
 	RatioDev   float64 `json:"ratio_dev"`
 	GradNorm   float64 `json:"grad_norm"`
+	// MismatchKL and RatioMax are the train/inference mismatch before
+	// the update (trainers/grpo.OffPolicy): k3 of KL(behaviour ‖ trainer)
+	// and the largest ratio.
+	MismatchKL float64 `json:"mismatch_kl"`
+	RatioMax   float64 `json:"ratio_max"`
 }
 
 // TrainMetrics are the fields of a train stage's metrics file the health
@@ -128,6 +133,8 @@ type TrainMetrics struct {
 	ClipHigh   *float64 `json:"clip_frac_high"`
 	RatioDev   *float64 `json:"ratio_dev"`
 	GradNorm   *float64 `json:"grad_norm"`
+	MismatchKL *float64 `json:"mismatch_kl"`
+	RatioMax   *float64 `json:"ratio_max"`
 }
 
 // ParseTrainMetrics decodes a metrics file (runs.ParseTrainMetrics);
@@ -153,7 +160,8 @@ func trainFigures(m *runs.TrainMetrics) *TrainMetrics {
 		return nil
 	}
 	return &TrainMetrics{Loss: get("loss"), PolicyLoss: get("policy_loss"), KL: get("kl"), Entropy: get("entropy"),
-		ClipLow: get("clip_frac_low"), ClipHigh: get("clip_frac_high"), RatioDev: get("ratio_dev"), GradNorm: get("grad_norm")}
+		ClipLow: get("clip_frac_low"), ClipHigh: get("clip_frac_high"), RatioDev: get("ratio_dev"), GradNorm: get("grad_norm"),
+		MismatchKL: get("mismatch_kl"), RatioMax: get("ratio_max")}
 }
 
 // Component name rules (see docs/REPORTS.md): a component is of a kind
@@ -215,7 +223,7 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 	o := opts.withDefaults()
 	h := Health{Iteration: iteration, Samples: len(trajs), Disagreement: nan(), FormatMean: nan(), CorrectMean: nan(), FormatWithoutCorrect: nan(),
 		Loss: nan(), PolicyLoss: nan(), KL: nan(), Entropy: nan(), ClipLow: nan(), ClipHigh: nan(), RatioDev: nan(), GradNorm: nan(),
-		LengthMean: nan(), CharsMean: nan(), FracLength: nan(), StalenessMean: nan(), TopShare: nan(),
+		MismatchKL: nan(), RatioMax: nan(), LengthMean: nan(), CharsMean: nan(), FracLength: nan(), StalenessMean: nan(), TopShare: nan(),
 		FracZeroStd: nan(), FracSolvedAll: nan(), FracSolvedNone: nan(), FracMixed: nan()}
 	byKey := make(map[sampleKey]*tables.Reward, len(rewards))
 	names := map[string]bool{}
@@ -406,6 +414,8 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 		set(&h.ClipHigh, tm.ClipHigh)
 		set(&h.RatioDev, tm.RatioDev)
 		set(&h.GradNorm, tm.GradNorm)
+		set(&h.MismatchKL, tm.MismatchKL)
+		set(&h.RatioMax, tm.RatioMax)
 	}
 	return h
 }

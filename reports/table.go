@@ -25,7 +25,7 @@ import (
 // pandas and polars open. docs/REPORTS.md documents the columns.
 const (
 	HealthTableName    = "health"
-	HealthTableVersion = 2
+	HealthTableVersion = 3
 	// HealthPath is where SaveHealth puts the table on a run branch.
 	HealthPath = runs.HealthReportPath
 )
@@ -74,6 +74,8 @@ var healthCols = []healthCol{
 	{"clip_frac_high", func(h *Health) any { return &h.ClipHigh }},
 	{"ratio_dev", func(h *Health) any { return &h.RatioDev }},
 	{"grad_norm", func(h *Health) any { return &h.GradNorm }},
+	{"mismatch_kl", func(h *Health) any { return &h.MismatchKL }},
+	{"ratio_max", func(h *Health) any { return &h.RatioMax }},
 }
 
 // colType is the Arrow type of a column holding *field.

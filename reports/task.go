@@ -23,7 +23,7 @@ const OutHealth = "health"
 // healthTaskVersion is the health stage's task version, also recorded in
 // the files it writes: bump it when ComputeHealth changes a figure, and
 // Load recomputes the rows the old version wrote.
-const healthTaskVersion = "health-2"
+const healthTaskVersion = "health-3"
 
 // Key-value metadata of an iteration's health.parquet: the task version
 // and the SHA-256 (hex) of each input the row was computed from, "" for

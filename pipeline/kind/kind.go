@@ -99,6 +99,9 @@ type File struct {
 	// InitialPolicy reports whether the run starts from an adapter (the
 	// first iteration then has a policy input).
 	InitialPolicy bool
+	// MaxStaleness is overlap.max_staleness: how many policy updates a
+	// sample may lag (0: on-policy).
+	MaxStaleness int
 }
 
 // Build is what a stage's task is built from.

@@ -62,6 +62,11 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: trajectory %d of prompt %q has no row in the prompts table", ErrBatch, t.SampleIndex, t.PromptID)
 		}
+		if t.Logprobs == nil && t.Staleness > 0 && !o.RescoreStale {
+			return nil, fmt.Errorf("%w: sample %d of prompt %q was drawn %d update(s) before the trainer's adapter, which would rescore it and anchor the ratio on a policy that did not sample it; "+
+				"have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set trainer.rescore_stale: true to accept it",
+				ErrStaleNoLogprobs, t.SampleIndex, t.PromptID, t.Staleness)
+		}
 		if t.IsEpisode() {
 			if t.Sequence == nil {
 				// Join masks it (ReasonNoSequence); given advantages that

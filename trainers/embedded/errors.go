@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/rlpipe/rlpipe/advantages"
 )
@@ -17,4 +18,8 @@ var (
 	// completion the model cannot have produced). It is
 	// advantages.ErrBatch, which the join of the tables returns.
 	ErrBatch = advantages.ErrBatch
+	// ErrStaleNoLogprobs: a sample drawn by an older adapter
+	// (staleness > 0) has no logprobs; rescoring it with the trainer's
+	// adapter would drop the staleness correction. It wraps ErrBatch.
+	ErrStaleNoLogprobs = fmt.Errorf("%w: a stale sample has no behaviour logprobs", ErrBatch)
 )

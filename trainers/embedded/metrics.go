@@ -22,6 +22,9 @@ type Metrics struct {
 	TrainTokens int     `json:"train_tokens"`
 	// Steps has each optimizer step's figures.
 	Steps []StepMetrics `json:"steps"`
+	// OffPolicy are mismatch_kl and ratio_max (grpo.MismatchOf): the
+	// train/inference mismatch before the update.
+	grpo.OffPolicy
 
 	// Figures are the batch's: rewards per component, groups, samples
 	// used and masked, response lengths, staleness.
@@ -40,14 +43,24 @@ func batchMetrics(p *prepared) Metrics {
 	return Metrics{Figures: grpo.BatchFigures(p.trajs, p.scored, p.advantages, p.stats), Steps: []StepMetrics{}}
 }
 
-// addSteps records the optimizer steps and their means.
-func (m *Metrics) addSteps(steps []StepMetrics) {
+// addSteps records the optimizer steps and their means; the first
+// firstEpoch steps are the update's first epoch.
+func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 	m.Steps = steps
 	if len(steps) == 0 {
 		return
 	}
-	var kl float64
+	ls := make([]grpo.LossStats, len(steps))
+	for i, s := range steps {
+		ls[i] = s.LossStats
+	}
+	m.OffPolicy = grpo.MismatchOf(ls, firstEpoch)
+	var kl, dual float64
 	for _, s := range steps {
+		if s.ClipDual != nil {
+			dual += *s.ClipDual
+			m.ClipDual = &dual
+		}
 		m.Loss += s.Loss
 		m.PolicyLoss += s.PolicyLoss
 		if s.KL != nil {
@@ -66,6 +79,9 @@ func (m *Metrics) addSteps(steps []StepMetrics) {
 	m.PolicyLoss /= n
 	if m.KL != nil {
 		kl /= n
+	}
+	if m.ClipDual != nil {
+		dual /= n
 	}
 	m.Entropy /= n
 	m.ClipLow /= n

@@ -48,15 +48,25 @@ type Options struct {
 	// Epochs is how many passes an update makes over its batch (default 1).
 	Epochs int `yaml:"epochs,omitempty" json:"epochs"`
 	// Minibatches splits the batch into that many optimizer steps per
-	// epoch (default 1: the whole batch in one step, exactly on-policy).
+	// epoch (default 1: the whole batch in one step, from the adapter
+	// the update starts with).
 	// Samples are cut in (prompt id, sample index) order, so a group
 	// stays together.
 	Minibatches int `yaml:"minibatches,omitempty" json:"minibatches"`
 	// EpsLow and EpsHigh clip the ratio to [1−EpsLow, 1+EpsHigh]
 	// (default 0.2 each; DAPO's clip-higher is EpsHigh 0.28). With one
-	// minibatch and one epoch the ratio is 1 and clipping never acts.
+	// minibatch and one epoch the ratio is 1 and clipping idle only
+	// on-policy (overlap.max_staleness 0, the embedded sampler); with
+	// the shipped max_staleness 1 it is not: see the package doc for the
+	// measured clip fractions and ratio_max.
 	EpsLow  float64 `yaml:"eps_low,omitempty" json:"eps_low"`
 	EpsHigh float64 `yaml:"eps_high,omitempty" json:"eps_high"`
+	// DualClip, when set, is dual-clip PPO's c (> 1; 3 is usual): a
+	// token with a negative advantage and a ratio above c adds −c·A to
+	// the loss, with no gradient, so a stale sample whose ratio ran away
+	// cannot push the policy without bound. 0 (default) is off; it enters
+	// the version only when set.
+	DualClip float64 `yaml:"dual_clip,omitempty" json:"dual_clip,omitempty"`
 	// Beta weighs the k3 KL to the base model (the adapter off); default
 	// 0, which also skips scoring the batch with the base model.
 	Beta float64 `yaml:"beta,omitempty" json:"beta"`
@@ -72,6 +82,14 @@ type Options struct {
 	// add KL terms; by default they are dropped (masked with the reason
 	// "zero reward variance"), as DAPO's dynamic sampling does.
 	KeepZeroStd bool `yaml:"keep_zero_std,omitempty" json:"keep_zero_std"`
+	// RescoreStale lets a sample with staleness > 0 and no logprobs
+	// (a server that returned none) be rescored with the trainer's
+	// adapter before the update. That adapter is N−1 while N−1−s sampled
+	// it, so the ratio is anchored on a policy that did not sample and
+	// the staleness correction is gone; by default such a sample fails
+	// the update (ErrStaleNoLogprobs). It enters the version only when
+	// set.
+	RescoreStale bool `yaml:"rescore_stale,omitempty" json:"rescore_stale,omitempty"`
 	// LoRA shapes the adapter created on the first iteration (when the
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.
@@ -131,6 +149,8 @@ func (o Options) Validate() error {
 		return bad("eps_low", "%g; it must be in (0, 1)", o.EpsLow)
 	case o.EpsHigh <= 0 || !finite(o.EpsHigh):
 		return bad("eps_high", "%g; it must be positive", o.EpsHigh)
+	case o.DualClip != 0 && !(o.DualClip > 1 && finite(o.DualClip)):
+		return bad("dual_clip", "%g; it must be above 1 (3 is usual), or 0 for off", o.DualClip)
 	case o.Beta < 0 || !finite(o.Beta):
 		return bad("beta", "%g; it must be ≥ 0 (0.0–0.04 is typical)", o.Beta)
 	case o.Aggregation != grpo.TokenMean && o.Aggregation != grpo.SequenceMean:
@@ -159,7 +179,7 @@ func (o Options) trainConfig() tiny.TrainConfig {
 }
 
 func (o Options) lossOptions() grpo.LossOptions {
-	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation}
+	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip}
 }
 
 // Version is the train task's version for a base model: CodeVersion and a

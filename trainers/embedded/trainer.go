@@ -176,7 +176,7 @@ func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		res.Metrics.addSteps(steps)
+		res.Metrics.addSteps(steps, min(t.o.Minibatches, len(p.samples)))
 	}
 	t.updates++
 	res.Metrics.OptimizerSteps = t.tr.Steps()
@@ -190,7 +190,8 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 		examples[i] = s.ex
 	}
 	// Samples without logprobs take them from the policy before the
-	// update: exact for samples drawn on-policy.
+	// update: exact for samples drawn on-policy; a stale one only gets
+	// here with RescoreStale (prepare refuses it otherwise).
 	var missing []int
 	for i, s := range samples {
 		if s.old == nil {

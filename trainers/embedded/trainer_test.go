@@ -94,6 +94,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"eps low", embedded.Options{EpsLow: 1.5}, "eps_low"},
 		{"eps low NaN", embedded.Options{EpsLow: math.NaN()}, "eps_low"},
 		{"beta", embedded.Options{Beta: -0.01}, "beta"},
+		{"dual clip 3", embedded.Options{DualClip: 3}, ""},
+		{"dual clip at 1", embedded.Options{DualClip: 1}, "dual_clip"},
+		{"dual clip negative", embedded.Options{DualClip: -3}, "dual_clip"},
 		{"aggregation", embedded.Options{Aggregation: "batch"}, "aggregation"},
 		{"rank", embedded.Options{LoRA: embedded.LoRAOptions{Rank: -8}}, "lora.rank"},
 	}

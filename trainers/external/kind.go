@@ -31,7 +31,21 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
+	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
+		c.Fail("hyperparameters."+RecomputeOldLogprobs,
+			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
+			"%s: with overlap.max_staleness %d the trainer would rescore samples of adapter N-%d with adapter N-1, anchoring the ratio on a policy that did not sample them: the staleness correction would silently disappear",
+			c.Path("hyperparameters."+RecomputeOldLogprobs), f.MaxStaleness, f.MaxStaleness+1)
+	}
 }
+
+// Hyperparameters of the reference script that rlpipe checks against the
+// loop: recomputing the old logprobs with the trainer's adapter is only
+// right on-policy, unless rescore_stale says the user wants it anyway.
+const (
+	RecomputeOldLogprobs = "recompute_old_logprobs"
+	RescoreStale         = "rescore_stale"
+)
 
 // Steps are the advantages step (advantages.Step) with the options of
 // the advantages the trainer trains on, from the hyperparameters no_std

@@ -67,6 +67,7 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lora": map[string]any{"rnak": 8}}, "unknown hyperparameter lora.'rnak' (did you mean 'rank'?)"},
 		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
 		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
+		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {
@@ -143,4 +144,56 @@ for bad, want in (
 print("ok")
 `
 	checkScript(t, py, "episode check", code)
+}
+
+// The reference script never rescores a row an older adapter sampled
+// (staleness > 0) with the trainer's adapter unless rescore_stale says
+// so: recompute_old_logprobs is a config error (exit 78) and a missing
+// logprobs column a data error (exit 65), each naming the row.
+func TestReferenceScriptStaleRows(t *testing.T) {
+	checkGRPOTrain(t, "stale rows check", `
+from grpo_train import check_stale, ConfigError, DataError
+row = {"prompt_id": "p", "sample_index": 3, "staleness": 1}
+hp = lambda **kw: {"recompute_old_logprobs": False, "rescore_stale": False, **kw}
+check_stale({**row, "staleness": 0}, True, hp(recompute_old_logprobs=True))
+check_stale({**row, "staleness": None}, True, hp())
+check_stale(row, False, hp())
+check_stale(row, True, hp(rescore_stale=True))
+check_stale(row, False, hp(recompute_old_logprobs=True, rescore_stale=True))
+for kw, missing, err, want in (
+    ({"recompute_old_logprobs": True}, False, ConfigError,
+     "hyperparameters.recompute_old_logprobs: sample 3 of prompt 'p' (staleness 1) would be rescored with the adapter after the one that sampled it, dropping the staleness correction; run on-policy (overlap.max_staleness: 0), remove recompute_old_logprobs, or set rescore_stale: true to accept it"),
+    ({}, True, DataError,
+     "sample 3 of prompt 'p' (staleness 1) has no logprobs: rescoring it with the trainer's adapter would drop the staleness correction; have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set rescore_stale: true to accept it"),
+):
+    try:
+        check_stale(row, missing, hp(**kw))
+    except err as e:
+        assert str(e) == want, str(e)
+    else:
+        raise AssertionError("accepted: " + want)
+`)
+}
+
+// The script's update-level mismatch figures are trainers/grpo.MismatchOf's:
+// the token-weighted k3 of the first epoch's steps, the largest ratio of
+// any step (the numbers of TestMismatchOf).
+func TestReferenceScriptMismatch(t *testing.T) {
+	checkGRPOTrain(t, "mismatch check", `
+from grpo_train import mismatch
+steps = [{"behaviour_kl": 0.2, "ratio_max": 1.5, "tokens": 3}, {"behaviour_kl": 0.6, "ratio_max": 2.5, "tokens": 1},
+         {"behaviour_kl": 9.0, "ratio_max": 1.1, "tokens": 4}]
+assert mismatch([], 0) == {"mismatch_kl": 0.0, "ratio_max": 0.0}
+one = mismatch(steps[:1], 1)
+assert abs(one["mismatch_kl"] - 0.2) < 1e-15 and one["ratio_max"] == 1.5, one
+got = mismatch(steps, 2)
+assert abs(got["mismatch_kl"] - (0.2 * 3 + 0.6) / 4) < 1e-15 and got["ratio_max"] == 2.5, got
+`)
+}
+
+// checkGRPOTrain runs checks, Python code that imports from grpo_train
+// and raises when a check fails, with the script's folder on the path.
+func checkGRPOTrain(t *testing.T, what, checks string) {
+	t.Helper()
+	checkScript(t, python(t), what, "import sys\nsys.path.insert(0, sys.argv[1])\n"+checks+"\nprint(\"ok\")\n")
 }

@@ -251,8 +251,9 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // TestLossParityWithEmbedded: the script's GRPO loss on a batch is the
 // embedded trainer's (trainers/embedded, the loss of trainers/grpo) within
 // 1e-5 — the same advantages, old log-probabilities that put ratios
-// outside the clip range on both sides, token and sequence aggregation,
-// beta 0 and beta > 0, one process and torchrun's two ranks — and so is
+// outside the clip range on both sides (and so the same mismatch_kl and
+// ratio_max), token and sequence aggregation,
+// beta 0 and beta > 0, dual-clip, one process and torchrun's two ranks — and so is
 // the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
 	py := slowTorchPython(t, "runs torch four times, once under torchrun (about a minute and a half)")
@@ -269,16 +270,19 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		agg             string
 		beta, low, high float64
 		argv            []string
+		dual            float64
 	}{
-		{"token", "token", 0, 0.2, 0.2, single},
-		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single},
-		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single},
+		{"token", "token", 0, 0.2, 0.2, single, 0},
+		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0},
+		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0},
 		// Two ranks each hold half of the sequences: the sequence mean
 		// must still divide by the whole minibatch's count.
-		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp},
+		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0},
+		// Dual-clip at a c the batch's negative-advantage ratios pass.
+		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true}
+			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual}
 			et, err := embedded.Load(m, eo, start)
 			if err != nil {
 				t.Fatal(err)
@@ -293,6 +297,9 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			hp := torchtest.Hparams(model)
 			hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
+			if c.dual > 0 {
+				hp["dual_clip"] = c.dual
+			}
 			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
 			em := res.Metrics
 			var clipped string
@@ -321,6 +328,17 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			if s.ClipLow == 0 || s.ClipHigh == 0 {
 				t.Errorf("clip fractions low %.4f high %.4f: the batch should clip on both sides", s.ClipLow, s.ClipHigh)
+			}
+			// The train/inference mismatch before the step: the same k3
+			// over the same tokens, the same largest ratio.
+			t.Logf("mismatch_kl: torch %.9f, Go %.9f; ratio_max: torch %.6f, Go %.6f", py.Metrics.MismatchKL, em.MismatchKL, py.Metrics.RatioMax, em.RatioMax)
+			if math.Abs(py.Metrics.MismatchKL-em.MismatchKL) > 1e-6 || math.Abs(py.Metrics.RatioMax-em.RatioMax) > 1e-4*em.RatioMax || !(em.MismatchKL > 0) {
+				t.Errorf("mismatch_kl: torch %.9f, Go %.9f (want equal and > 0); ratio_max: torch %.6f, Go %.6f",
+					py.Metrics.MismatchKL, em.MismatchKL, py.Metrics.RatioMax, em.RatioMax)
+			}
+			if (c.dual > 0) != (py.Metrics.ClipDual != nil && em.ClipDual != nil) ||
+				(c.dual > 0 && (math.Abs(*py.Metrics.ClipDual-*em.ClipDual) > one+1e-12 || *em.ClipDual == 0)) {
+				t.Errorf("clip_frac_dual: torch %v, Go %v (want equal within a token, and > 0)", fmtPtr(py.Metrics.ClipDual), fmtPtr(em.ClipDual))
 			}
 			if (c.beta > 0) != (py.Metrics.KL != nil && em.KL != nil) || (c.beta > 0 && math.Abs(*py.Metrics.KL-*em.KL) > 1e-6) {
 				t.Errorf("kl: torch %v, Go %v", fmtPtr(py.Metrics.KL), fmtPtr(em.KL))

@@ -121,3 +121,35 @@ func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []table
 	}
 	return f
 }
+
+// OffPolicy are an update's train/inference mismatch figures, under the
+// names every trainer writes them: how far the trainer's policy is, before
+// its first step, from the logprobs the sampler recorded (its numerics,
+// and with overlap the updates since the sampling adapter).
+type OffPolicy struct {
+	// MismatchKL is the mean k3 estimate ρ − 1 − log ρ of
+	// KL(π_behaviour ‖ π_trainer) over the trainable tokens, each taken
+	// at the first step that trains it (the update's first epoch): with
+	// one minibatch, exactly the trainer's policy before the update.
+	MismatchKL float64 `json:"mismatch_kl"`
+	// RatioMax is the largest ratio ρ = π/π_behaviour any step saw.
+	RatioMax float64 `json:"ratio_max"`
+}
+
+// MismatchOf is the OffPolicy figures of an update's steps, firstEpoch of
+// which make up its first epoch (zeros without steps).
+func MismatchOf(steps []LossStats, firstEpoch int) OffPolicy {
+	var o OffPolicy
+	var kl, n float64
+	for i, s := range steps {
+		o.RatioMax = math.Max(o.RatioMax, s.RatioMax)
+		if i < firstEpoch {
+			kl += s.BehaviourKL * float64(s.Tokens)
+			n += float64(s.Tokens)
+		}
+	}
+	if n > 0 {
+		o.MismatchKL = kl / n
+	}
+	return o
+}

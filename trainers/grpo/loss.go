@@ -28,6 +28,10 @@ type LossOptions struct {
 	Beta float64
 	// Aggregation defaults to TokenMean.
 	Aggregation Aggregation
+	// DualClip, when not 0, is dual-clip PPO's c (> 1, typically 3): a
+	// token with a negative advantage and ρ > c contributes −c·A, with
+	// no gradient, however far ρ has gone. 0 leaves it off.
+	DualClip float64
 }
 
 func (o *LossOptions) defaults() error {
@@ -39,6 +43,8 @@ func (o *LossOptions) defaults() error {
 		return fmt.Errorf("grpo: clip range [1-%g, 1+%g] is not a range around 1", o.EpsLow, o.EpsHigh)
 	case o.Beta < 0:
 		return fmt.Errorf("grpo: beta %g is negative", o.Beta)
+	case o.DualClip != 0 && !(o.DualClip > 1):
+		return fmt.Errorf("grpo: dual clip %g must be above 1 (0 turns it off)", o.DualClip)
 	case o.Aggregation != TokenMean && o.Aggregation != SequenceMean:
 		return fmt.Errorf("grpo: unknown aggregation %q (use token or sequence)", o.Aggregation)
 	}
@@ -101,6 +107,10 @@ type LossFigures struct {
 	// advantage met a ratio above 1+EpsHigh.
 	ClipLow  float64 `json:"clip_frac_low"`
 	ClipHigh float64 `json:"clip_frac_high"`
+	// ClipDual is the fraction of tokens whose negative advantage met a
+	// ratio above DualClip (no gradient); nil (left out) when DualClip is
+	// off.
+	ClipDual *float64 `json:"clip_frac_dual,omitempty"`
 	// RatioDev is the mean |ρ − 1|: how far the policy has moved from the
 	// one that sampled.
 	RatioDev float64 `json:"ratio_dev"`
@@ -110,7 +120,13 @@ type LossFigures struct {
 // the loss.
 type LossStats struct {
 	LossFigures
-	Tokens int `json:"tokens"`
+	// RatioMax is the largest ρ; BehaviourKL the mean k3 estimate
+	// ρ − 1 − log ρ of KL(π_old ‖ π) from the tokens π_old sampled. At
+	// an update's first step they are the train/inference mismatch
+	// (OffPolicy).
+	RatioMax    float64 `json:"ratio_max"`
+	BehaviourKL float64 `json:"behaviour_kl"`
+	Tokens      int     `json:"tokens"`
 }
 
 // ErrNonFinite is returned when the loss or a ratio is NaN or infinite:
@@ -122,6 +138,8 @@ var ErrNonFinite = errors.New("non-finite loss")
 //
 //	ℓ = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·(exp(δ) − δ − 1),  δ = logπ_ref − logπ
 //
+// with, when o.DualClip is c > 0 and A < 0, the policy term capped at −c·A
+// (dual-clip PPO),
 // aggregated by o.Aggregation. grads[i][t] is ∂Loss/∂Logprobs[i][t].
 func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	if err := o.defaults(); err != nil {
@@ -154,7 +172,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			nonEmpty++
 		}
 	}
-	var kl, ent, low, high, dev float64
+	var kl, ent, low, high, dual, dev, bkl float64
 	for i, s := range seqs {
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
@@ -172,7 +190,8 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			if !s.trains(t) {
 				continue
 			}
-			rho := math.Exp(lp - float64(s.OldLogprobs[t]))
+			x := lp - float64(s.OldLogprobs[t])
+			rho := math.Exp(x)
 			unclipped := rho * a
 			clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a
 			var pg, dpg float64
@@ -183,6 +202,9 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			case a > 0 && rho > 1+o.EpsHigh:
 				pg = -clipped
 				high++
+			case a < 0 && o.DualClip > 0 && rho > o.DualClip:
+				pg = -o.DualClip * a
+				dual++
 			default:
 				pg, dpg = -unclipped, -unclipped // ∂(−ρA)/∂logπ = −ρA
 			}
@@ -199,16 +221,22 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			st.Loss += w * l
 			g[t] = w * dl
 			dev += math.Abs(rho - 1)
+			bkl += rho - 1 - x
+			st.RatioMax = math.Max(st.RatioMax, rho)
 			if s.Entropies != nil {
 				ent += s.Entropies[t]
 			}
 		}
 	}
 	n := float64(total)
-	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = ent/n, low/n, high/n, dev/n, total
+	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.BehaviourKL, st.Tokens = ent/n, low/n, high/n, dev/n, bkl/n, total
 	if o.Beta > 0 {
 		mean := kl / n
 		st.KL = &mean
+	}
+	if o.DualClip > 0 {
+		frac := dual / n
+		st.ClipDual = &frac
 	}
 	if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) || math.IsNaN(st.RatioDev) || math.IsInf(st.RatioDev, 0) {
 		return st, nil, fmt.Errorf("grpo: loss %g over %d tokens (mean |ratio-1| %g): %w; the step is not applied",

@@ -81,10 +81,12 @@ DEFAULTS: dict[str, Any] = {
     "eps_low": 0.2,
     "eps_high": 0.2,  # DAPO's clip-higher: 0.28
     "beta": 0.0,  # weight of the k3 KL to the base model
+    "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # or "sequence"
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
-    "recompute_old_logprobs": False,  # rescore with the trainer's forward pass
+    "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
+    "rescore_stale": False,  # also rescore rows with staleness > 0 (drops the staleness correction)
     "max_length": 0,  # skip longer prompt+completion sequences; 0 = no limit
     "trust_remote_code": False,
     "chat_template": True,  # tokenize prompts with messages by the chat template
@@ -190,6 +192,9 @@ def load_hparams(path: str) -> dict[str, Any]:
     _number(hp, "eps_low", 0, 1, lo_open=True)
     _number(hp, "eps_high", 0, lo_open=True)
     _number(hp, "beta", 0)
+    _number(hp, "dual_clip", 0)
+    if 0 < hp["dual_clip"] <= 1:
+        raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r} must be above 1 (3 is usual), or 0 for off")
     _number(hp, "max_length", 0, integer=True)
     b = hp["betas"]
     if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
@@ -198,8 +203,8 @@ def load_hparams(path: str) -> dict[str, Any]:
         raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
-    for key in ("gradient_checkpointing", "recompute_old_logprobs", "trust_remote_code", "chat_template",
-                "no_std", "keep_zero_std"):
+    for key in ("gradient_checkpointing", "recompute_old_logprobs", "rescore_stale", "trust_remote_code",
+                "chat_template", "no_std", "keep_zero_std"):
         if not isinstance(hp[key], bool):
             raise ConfigError(f"hyperparameters.{key}: {hp[key]!r} must be true or false")
     lo = hp["lora"]
@@ -261,6 +266,15 @@ class Dist:
         self.dist.all_reduce(t)
         return t.tolist()
 
+    def all_max(self, value: float) -> float:
+        if self.dist is None:
+            return value
+        import torch
+
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(t.item())
+
     def barrier(self) -> None:
         if self.dist is not None:
             self.dist.barrier()
@@ -321,6 +335,27 @@ def episode_sample(t: dict) -> tuple[list[int], list[int], list[int], list[float
     return list(seq[:first]), completion, mask, old
 
 
+def check_stale(t: dict, missing: bool, hp: dict) -> None:
+    """Refuses to rescore a row an older adapter sampled (staleness > 0)
+    with the trainer's adapter, which would anchor the ratio on a policy
+    that did not sample it, unless rescore_stale says the user wants it."""
+    stale = t.get("staleness") or 0
+    if stale <= 0 or hp["rescore_stale"]:
+        return
+    where = f"sample {t['sample_index']} of prompt {t['prompt_id']!r} (staleness {stale})"
+    if hp["recompute_old_logprobs"]:
+        raise ConfigError(
+            f"hyperparameters.recompute_old_logprobs: {where} would be rescored with the adapter after the one that "
+            "sampled it, dropping the staleness correction; run on-policy (overlap.max_staleness: 0), remove "
+            "recompute_old_logprobs, or set rescore_stale: true to accept it"
+        )
+    if missing:
+        raise DataError(
+            f"{where} has no logprobs: rescoring it with the trainer's adapter would drop the staleness correction; "
+            "have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set rescore_stale: true to accept it"
+        )
+
+
 def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
     """Reads and joins the tables and tokenizes the samples to train on.
 
@@ -330,7 +365,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 
     advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
     trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"],
-                             optional=("sequence_ids", "trainable"))
+                             optional=("sequence_ids", "trainable", "staleness"))
     prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
     trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
 
@@ -397,6 +432,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
         if hp["max_length"] and len(prompt) + len(completion) > hp["max_length"]:
             skip("longer than max_length")
             continue
+        check_stale(t, old is None, hp)
         samples.append({
             "prompt": prompt,
             "completion": list(completion),
@@ -621,7 +657,7 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
 
         if d.rank == io_rank:
             write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + len(step_metrics),
-                          step_metrics, seconds)
+                          step_metrics, seconds, len(micro))
         d.barrier()
         return 0
     finally:
@@ -634,7 +670,9 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
     import torch
 
     n_seqs = len(members)
-    sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0, tokens=0.0)
+    sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
+                behaviour_kl=0.0, clip_dual=0.0, tokens=0.0)
+    ratio_max = 0.0
     for j, idx in enumerate(micro_batches):
         last = j == len(micro_batches) - 1
         sync = contextlib.nullcontext() if last or d.dist is None else model.no_sync()
@@ -654,9 +692,14 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                     continue
                 old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
                 a = s["advantage"]
-                ratio = torch.exp(torch.where(m > 0, lp - old, torch.zeros_like(lp)))
+                log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
+                ratio = torch.exp(log_ratio)
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
-                pg = torch.maximum(-ratio * a, -clipped * a) * m  # -min(ρA, clip(ρ)A)
+                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                dual = hp["dual_clip"] > 0 and a < 0
+                if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
+                    pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+                pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
@@ -677,6 +720,11 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
                         sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
+                        if dual:
+                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
+                        # k3 of KL(behaviour ‖ trainer) from the sampled tokens.
+                        sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * m).sum())
+                        ratio_max = max(ratio_max, float(ratio[m > 0].max()))
                         sums["tokens"] += n
             # DDP averages gradients over the processes; the loss is a sum
             # of shares of the minibatch's mean, so undo the average.
@@ -693,6 +741,9 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
         "clip_frac_low": total["clip_low"] / t,
         "clip_frac_high": total["clip_high"] / t,
         "ratio_dev": total["ratio_dev"] / t,
+        **({"clip_frac_dual": total["clip_dual"] / t} if hp["dual_clip"] > 0 else {}),
+        "ratio_max": d.all_max(ratio_max),
+        "behaviour_kl": total["behaviour_kl"] / t,
         "tokens": int(total["tokens"]),
     }
 
@@ -711,7 +762,19 @@ def finite(v: Any) -> Any:
     return v
 
 
-def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds) -> None:
+def mismatch(step_metrics: list[dict], first_epoch: int) -> dict:
+    """The train/inference mismatch before the update, as rlpipe's
+    trainers/grpo.MismatchOf: mismatch_kl, the token-weighted k3 of the
+    first epoch's steps (each token at the first step that trains it), and
+    ratio_max over every step."""
+    first = step_metrics[:first_epoch]
+    tokens = sum(s["tokens"] for s in first)
+    kl = sum(s["behaviour_kl"] * s["tokens"] for s in first) / tokens if tokens else 0.0
+    return {"mismatch_kl": kl, "ratio_max": max((s["ratio_max"] for s in step_metrics), default=0.0)}
+
+
+def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds,
+                  first_epoch) -> None:
     import torch
 
     peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
@@ -746,10 +809,14 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
         m["skip_reasons"] = inputs["skipped"]
     if step_metrics:
         n = len(step_metrics)
-        for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "ratio_dev", "grad_norm"):
+        for key in ("loss", "policy_loss", "kl", "entropy", "clip_frac_low", "clip_frac_high", "clip_frac_dual",
+                    "ratio_dev", "grad_norm"):
+            if key == "clip_frac_dual" and hp["dual_clip"] <= 0:
+                continue
             values = [s[key] for s in step_metrics if s[key] is not None]
             m[key] = sum(values) / len(values) if values else None
         m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
+        m.update(mismatch(step_metrics, first_epoch))
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds
     with open(args.metrics_out, "w", encoding="utf-8") as f:

@@ -204,6 +204,9 @@ type Metrics struct {
 	TrainSeconds   float64  `json:"train_seconds"`
 	ClipLow        float64  `json:"clip_frac_low"`
 	ClipHigh       float64  `json:"clip_frac_high"`
+	ClipDual       *float64 `json:"clip_frac_dual"`
+	MismatchKL     float64  `json:"mismatch_kl"`
+	RatioMax       float64  `json:"ratio_max"`
 }
 
 // Run runs argv (the script, alone or under torchrun) with the
