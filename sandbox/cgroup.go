@@ -40,7 +40,7 @@ import (
 // bwrap starts in the group (prepare): every process of the sandbox is
 // in it from its first instruction, so a sandbox left running by a
 // killed rlpipe — bwrap's parent-death signal can be lost while it sets
-// up, where rlpipe may not make a PID namespace (see pidNamespace) — is
+// up, where bwrap has no PID namespace of its own (see pidNamespace) — is
 // in a group too, and the next start kills it (sweepGroups).
 //
 // What is usable is found once per process (detectGroups): cgroup v2

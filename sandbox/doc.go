@@ -64,11 +64,13 @@
 // zombie. Staging directories are removed when Run returns, and those of
 // a killed process at the next process's first run (internal/scratch).
 // A kill -9 of this process ends its sandboxes too, also during their
-// setup, where it may make a PID namespace (root with CAP_SYS_ADMIN):
-// bwrap is then the init of one of its own (see pidNamespace in
-// sandbox.go). Elsewhere a sandbox can outlive a kill during its setup;
-// where a cgroup is in force, bwrap starts in the run's group, so the
-// next process kills it with the group (cgroup.go).
+// setup, where it may make a PID namespace (root with CAP_SYS_ADMIN) or a
+// user and a PID namespace together (an ordinary user, where user
+// namespaces are allowed): bwrap is then the init of one of its own (see
+// pidNamespace in sandbox.go). Elsewhere a sandbox can outlive a kill
+// during its setup (Run warns once, saying why); where a cgroup is in
+// force, bwrap starts in the run's group, so the next process kills it
+// with the group (cgroup.go).
 //
 // # Limits
 //

@@ -284,6 +284,7 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	cmd.ExtraFiles = fds.files
 	cmd.SysProcAttr = bwrapAttr()
 	ownPIDNS := cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0
+	warnNoPIDNS(ctx)
 	var init sandboxInit
 	// Killing the sandbox's init ends its PID namespace, every process in
 	// it, and then bwrap, which has reaped the init: nothing is orphaned.
@@ -429,51 +430,114 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 // used with CLONE_NEWPID: the child sees parent pid 0 in the new
 // namespace and takes its parent for dead.)
 //
-// A new PID namespace needs CAP_SYS_ADMIN, so this holds when rlpipe runs
-// as root with it (canNewPID); otherwise (another user, a container that
-// drops the capability) bwrap keeps Go's parent-death signal and the
-// window above (see the threat model in docs/REWARDS.md).
+// A plain new PID namespace needs CAP_SYS_ADMIN (root with it). Where
+// that is refused (another user, a container that drops the capability)
+// but user namespaces are allowed, bwrap starts in a new user namespace
+// and a new PID namespace together, its own uid and gid mapped to
+// themselves, as `unshare --user --map-current-user --pid --fork` does:
+// the same guarantee for ordinary users (TestUnprivilegedSandbox). bwrap
+// still makes the sandbox's own nested user namespace inside it. Only
+// where both are refused does bwrap keep Go's parent-death signal and
+// the window above, and Run warns once, saying why (see the threat model
+// in docs/REWARDS.md). Which one holds is found once per process.
 //
 // bwrap reports the init's pid as its own namespace numbers it; hostPID
 // turns that into this process's number.
+
+// pidNS is how bwrap gets a PID namespace of its own.
+type pidNS int
+
+const (
+	pidNSNone  pidNS = iota // none: Go's parent-death signal
+	pidNSPlain              // CLONE_NEWPID, where CAP_SYS_ADMIN allows it
+	pidNSUser               // CLONE_NEWUSER|CLONE_NEWPID, uid and gid mapped to themselves
+)
+
+func (m pidNS) String() string {
+	return [...]string{"no PID namespace", "a PID namespace", "a user and a PID namespace"}[m]
+}
 
 // bwrapAttr returns how bwrap is started: in a process group of its own,
 // as nobody when this process is root (see SandboxUID), and as PID 1 of a
 // new PID namespace where this process may make one, else with Go's
 // parent-death signal (see pidNamespace).
-func bwrapAttr() *syscall.SysProcAttr {
+func bwrapAttr() *syscall.SysProcAttr { return pidNSAttr(pidMode()) }
+
+func pidNSAttr(m pidNS) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
-	if os.Geteuid() == 0 {
+	root := os.Geteuid() == 0
+	if root {
 		a.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
 	}
-	if canNewPID() {
+	switch m {
+	case pidNSPlain:
 		a.Cloneflags = syscall.CLONE_NEWPID
-	} else {
+	case pidNSUser:
+		// bwrap runs as the uid and gid it would have had, mapped to
+		// themselves; the Credential above is applied inside, where
+		// nobody is mapped. Only root may keep setgroups (to drop its
+		// groups); another user's supplementary groups stay as they are.
+		uid, gid := SandboxUID()
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = root
+	default:
 		a.Pdeathsig = syscall.SIGKILL
 	}
 	return a
 }
 
 var (
-	newPIDOnce sync.Once
-	newPIDOK   bool
-	// testNoNewPID forces the path without a PID namespace of bwrap's
-	// own, for the tests of what it still promises.
-	testNoNewPID bool
+	pidNSOnce sync.Once
+	pidNSOK   pidNS
+	pidNSWhy  string
+	// testPIDNS, when set, forces a way of starting bwrap (one this
+	// process may use), for the tests of what each promises.
+	testPIDNS *pidNS
 )
 
-// canNewPID reports whether this process may start a process in a new
-// PID namespace (CAP_SYS_ADMIN: root, but not in a container that drops
-// the capability, such as Docker's default), found once by starting
-// /bin/true so. Start would fail otherwise, and could not be retried.
-func canNewPID() bool {
-	newPIDOnce.Do(func() {
-		cmd := exec.Command("/bin/true")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
-		newPIDOK = cmd.Run() == nil
+// pidMode is how bwrap gets a PID namespace here: found once, by starting
+// /bin/true with each way's attributes in turn (Start would fail with a
+// refused one, and could not be retried). pidNSWhy says why none, then.
+func pidMode() pidNS {
+	pidNSOnce.Do(func() {
+		var why []string
+		for _, m := range []pidNS{pidNSPlain, pidNSUser} {
+			cmd := exec.Command("/bin/true")
+			cmd.SysProcAttr = pidNSAttr(m)
+			err := cmd.Run()
+			if err == nil {
+				pidNSOK = m
+				return
+			}
+			why = append(why, fmt.Sprintf("%s: %v", m, err))
+		}
+		pidNSWhy = strings.Join(why, "; ")
 	})
-	return newPIDOK && !testNoNewPID
+	if testPIDNS != nil {
+		return *testPIDNS
+	}
+	return pidNSOK
 }
+
+// canNewPID reports whether bwrap runs as the init of a PID namespace of
+// its own here, by either way.
+func canNewPID() bool { return pidMode() != pidNSNone }
+
+// warnNoPIDNS logs once, when bwrap runs without a PID namespace of its
+// own, that a kill during setup can leave a sandbox running, and why.
+func warnNoPIDNS(ctx context.Context) {
+	if pidMode() != pidNSNone {
+		return
+	}
+	pidWarnOnce.Do(func() {
+		zerolog.Ctx(ctx).Warn().Str("why", pidNSWhy).
+			Msg("sandbox: no PID namespace for bwrap, so a kill of rlpipe during a sandbox's setup can leave it running (docs/REWARDS.md)")
+	})
+}
+
+var pidWarnOnce sync.Once
 
 // hostPID returns the pid, in this process's PID namespace, of the child
 // of bwrap (bwrapPID) that is nsPID in bwrap's namespace, found among

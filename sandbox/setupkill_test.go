@@ -2,16 +2,20 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/rlpipe/rlpipe/internal/testproc"
@@ -33,6 +37,7 @@ var setupKill = testproc.Helper{Test: "TestSetupKillHelper", Env: "RLPIPE_SANDBO
 //   - "next": a next start, which sweeps the killed runs' cgroups.
 func TestSetupKillHelper(t *testing.T) {
 	role := setupKill.Role(t)
+	forcedPIDNS()
 	if n, ok := strings.CutPrefix(role, "supervise "); ok {
 		trials, err := strconv.Atoi(n)
 		if err != nil {
@@ -176,14 +181,21 @@ func liveChildren() []int {
 // the next start removes their cgroups.
 func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 	if !canNewPID() {
-		t.Skip("this process may not make a PID namespace (no CAP_SYS_ADMIN), so bwrap runs without one of its own: a kill during setup can leave the sandbox running, see docs/REWARDS.md")
+		t.Skip("this process may make neither a PID namespace nor a user and a PID namespace, so bwrap runs without one of its own: a kill during setup can leave the sandbox running, see docs/REWARDS.md")
 	}
 	trials := testproc.ChaosTrials(t, 6)
 	b, err := setupKill.Command("supervise " + strconv.Itoa(trials)).CombinedOutput()
-	out := string(b)
 	if err != nil {
-		t.Fatalf("the supervisor: %v\n%s", err, out)
+		t.Fatalf("the supervisor: %v\n%s", err, b)
 	}
+	checkTrials(t, string(b), trials)
+}
+
+// checkTrials fails t for each trial line of superviseSetupKills' output
+// out that names a process left running, and for cgroups left, and when
+// out has not trials trial lines.
+func checkTrials(t *testing.T, out string, trials int) {
+	t.Helper()
 	n := 0
 	for _, line := range strings.Split(out, "\n") {
 		switch {
@@ -202,27 +214,57 @@ func TestKillDuringSetupLeavesNothingRunning(t *testing.T) {
 	t.Logf("%d kills during setup, nothing left running:\n%s", trials, out)
 }
 
-// Where bwrap cannot have a PID namespace of its own (no CAP_SYS_ADMIN),
-// it starts as before, with Go's parent-death signal, and runs sandboxes
-// alike: the same results, and the init's pid (reported by bwrap in this
-// process's numbering then) held.
+// Where bwrap cannot have a PID namespace of its own (neither may be
+// made), it starts as before, with Go's parent-death signal, and runs
+// sandboxes alike: the same results, and the init's pid (reported by
+// bwrap in this process's numbering then) held.
 func TestWithoutOwnPIDNamespace(t *testing.T) {
-	testNoNewPID = true
-	defer func() { testNoNewPID = false }()
+	forcePIDNS(t, pidNSNone)
 	if a := bwrapAttr(); a.Cloneflags != 0 || a.Pdeathsig != unix.SIGKILL {
 		t.Fatalf("bwrap's attributes %+v, want no new namespace and a parent-death signal", a)
 	}
+	runEachWay(t)
+}
+
+// Where a plain PID namespace is refused (not root, or no CAP_SYS_ADMIN)
+// bwrap starts in a user and a PID namespace of its own, and runs
+// sandboxes alike. Forced here as root; TestUnprivilegedSandbox runs it
+// as nobody, where the probe chooses it.
+func TestUserAndPIDNamespace(t *testing.T) {
+	probe := exec.Command("/bin/true")
+	probe.SysProcAttr = pidNSAttr(pidNSUser)
+	if err := probe.Run(); err != nil {
+		t.Skipf("this process may not make a user and a PID namespace: %v", err)
+	}
+	forcePIDNS(t, pidNSUser)
+	want := uint32(unix.CLONE_NEWUSER | unix.CLONE_NEWPID)
+	if a := bwrapAttr(); uint32(a.Cloneflags) != want || a.Pdeathsig != 0 || len(a.UidMappings) != 1 || len(a.GidMappings) != 1 {
+		t.Fatalf("bwrap's attributes %+v, want a new user and PID namespace with one uid and one gid mapped", a)
+	}
+	runEachWay(t)
+}
+
+// forcePIDNS makes bwrap start by way m until t ends.
+func forcePIDNS(t *testing.T, m pidNS) {
+	testPIDNS = &m
+	t.Cleanup(func() { testPIDNS = nil })
+}
+
+// runEachWay runs sandboxes that end each way and checks their results,
+// and that the init's pid Run holds is bwrap's child.
+func runEachWay(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		command []string
 		limits  Limits
 		status  Status
 		exit    int
+		stdout  string
 	}{
-		{"exit 0", []string{"true"}, Limits{}, StatusOK, 0},
-		{"exit 3", []string{"sh", "-c", "exit 3"}, Limits{}, StatusFailed, 3},
-		{"kill -9 $$", []string{"sh", "-c", "kill -9 $$"}, Limits{}, StatusSignal, 137},
-		{"the wall-clock limit", []string{"sleep", "600"}, Limits{Wall: 300 * time.Millisecond}, StatusTimeout, -1},
+		{"exit 0", []string{"echo", "hello"}, Limits{}, StatusOK, 0, "hello\n"},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, Limits{}, StatusFailed, 3, ""},
+		{"kill -9 $$", []string{"sh", "-c", "kill -9 $$"}, Limits{}, StatusSignal, 137, ""},
+		{"the wall-clock limit", []string{"sleep", "600"}, Limits{Wall: 300 * time.Millisecond}, StatusTimeout, -1, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inits := 0
@@ -236,9 +278,38 @@ func TestWithoutOwnPIDNamespace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Status != c.status || r.ExitCode != c.exit || inits != 1 {
-				t.Fatalf("got %+v with %d init(s) seen as bwrap, want status %s, exit %d and the init", r, inits, c.status, c.exit)
+			if r.Status != c.status || r.ExitCode != c.exit || r.Stdout != c.stdout || inits != 1 {
+				t.Fatalf("got %+v with %d init(s) seen as bwrap, want status %s, exit %d, stdout %q and the init", r, inits, c.status, c.exit, c.stdout)
 			}
 		})
+	}
+}
+
+// Without a PID namespace for bwrap, the first Run warns, once, that a
+// kill during setup can leave a sandbox running, and why none could be
+// made.
+func TestWithoutOwnPIDNamespaceWarnsOnce(t *testing.T) {
+	forcePIDNS(t, pidNSNone)
+	why := pidNSWhy
+	pidNSWhy = "a PID namespace: operation not permitted; a user and a PID namespace: operation not permitted"
+	pidWarnOnce = sync.Once{}
+	t.Cleanup(func() { pidNSWhy = why })
+	var buf bytes.Buffer
+	ctx := zerolog.New(&buf).WithContext(context.Background())
+	for range 2 {
+		if _, err := Run(ctx, Spec{Command: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(line, "PID namespace") {
+			got = append(got, line)
+		}
+	}
+	want := `{"level":"warn","why":"a PID namespace: operation not permitted; a user and a PID namespace: operation not permitted",` +
+		`"message":"sandbox: no PID namespace for bwrap, so a kill of rlpipe during a sandbox's setup can leave it running (docs/REWARDS.md)"}`
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("logged %q, want once %s", got, want)
 	}
 }
