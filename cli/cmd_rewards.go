@@ -123,9 +123,9 @@ func rewardsSample(ctx context.Context, st artifacts.Store, prog *rewards.Progra
 			}
 		}
 		return failure(explain(err, "rewards check --sample %s: the spec reads the prompts table (%s) and there is no %s beside the sample to join: "+
-			"sample a run's trajectories, where the prompts sit beside them (e.g. --sample runs-NAME:iterations/000001/trajectories.parquet), "+
+			"sample a run's trajectories, where the prompts sit beside them (e.g. --sample %s:%s), "+
 			"or put the prompts there (rlpipe import prompts.jsonl %s --table prompts)",
-			a, strings.Join(cols, ", "), pa, pa))
+			a, strings.Join(cols, ", "), pa, runs.Branch("NAME"), runs.IterationPath(1, runs.TrajectoriesFile), pa))
 	}
 	if err != nil {
 		return failure(err)
@@ -206,6 +206,6 @@ func sampleIsTrajectories(src *os.File, size int64, a artifactArg) error {
 		return nil
 	}
 	return failure(explain(artifacts.ErrInvalid, "rewards check --sample %s: that is a %s table; --sample scores a trajectories table, "+
-		"such as a run's runs-NAME:iterations/000001/trajectories.parquet (`rlpipe ls runs-NAME:iterations/000001/` lists one)",
-		a, name))
+		"such as a run's %[3]s:%[4]s (`rlpipe ls %[3]s:%[5]s/` lists one)",
+		a, name, runs.Branch("NAME"), runs.IterationPath(1, runs.TrajectoriesFile), runs.IterationDir(1)))
 }
