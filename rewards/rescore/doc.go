@@ -12,6 +12,13 @@
 //	prog, err := runners.Compile(spec) // type errors before touching the store
 //	rep, err := rescore.Run(ctx, st, rescore.Options{From: "runs-exp1", Reward: prog})
 //
+// Advantages does the same for advantage estimators: one iteration of a
+// run keeps its rewards and gets its advantages recomputed under another
+// estimator (the loop's own advantages task, the run's other options), on
+// a new branch, compared with the stored ones (tables.CompareAdvantages):
+//
+//	rep, err := rescore.Advantages(ctx, st, rescore.AdvantagesOptions{From: "runs-exp1", Estimator: "rloo", Estimators: reg.Estimators})
+//
 // The comparison and the report committed beside the new rewards
 // (reports/rescore.json) are a schema of their own, in artifacts/tables
 // (tables.CompareRewards, tables.RescoreReport), so that the reports and

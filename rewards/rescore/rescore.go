@@ -130,12 +130,12 @@ func Run(ctx context.Context, st artifacts.Store, opts Options) (tables.RescoreR
 			rep.Cached++
 		}
 		path := runs.IterationPath(n, runs.RewardsFile)
-		if rows, err := readRewards(ctx, st, from.ID, path); err == nil {
+		if rows, err := readTable(ctx, st, from.ID, path, tables.Rewards); err == nil {
 			old = append(old, tables.IterationRewards{Iteration: n, Rows: rows})
 		} else if !errors.Is(err, artifacts.ErrNotFound) {
 			return rep, err
 		}
-		rows, err := readRewards(ctx, st, rep.Branch, path)
+		rows, err := readTable(ctx, st, rep.Branch, path, tables.Rewards)
 		if err != nil {
 			return rep, err
 		}
@@ -221,7 +221,8 @@ func isDescendant(ctx context.Context, st artifacts.Store, a, b string) bool {
 	return false
 }
 
-func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]tables.Reward, error) {
+// readTable reads the table t at ref:path.
+func readTable[T any](ctx context.Context, st artifacts.Store, ref, path string, t *tables.Table[T]) ([]T, error) {
 	rc, info, err := st.GetObject(ctx, ref, path)
 	if err != nil {
 		return nil, err
@@ -231,5 +232,5 @@ func readRewards(ctx context.Context, st artifacts.Store, ref, path string) ([]t
 	if err != nil {
 		return nil, err
 	}
-	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, tables.Rewards)
+	return tables.Read(bytes.NewReader(b), info.Size, ref+":"+path, t)
 }
