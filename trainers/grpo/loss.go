@@ -105,8 +105,8 @@ type Sequence struct {
 // trains reports whether token t of s enters the loss.
 func (s *Sequence) trains(t int) bool { return s.Trainable == nil || s.Trainable[t] }
 
-// tokens is the number of s's tokens that enter the loss.
-func (s *Sequence) tokens() int {
+// Tokens is the number of s's tokens that enter the loss.
+func (s *Sequence) Tokens() int {
 	if s.Trainable == nil {
 		return len(s.Logprobs)
 	}
@@ -191,7 +191,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
 		}
-		total += s.tokens()
+		total += s.Tokens()
 		longest = max(longest, len(s.Logprobs))
 	}
 	grads := make([][]float64, len(seqs))
@@ -200,7 +200,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	}
 	nonEmpty := 0
 	for _, s := range seqs {
-		if s.tokens() > 0 {
+		if s.Tokens() > 0 {
 			nonEmpty++
 		}
 	}
@@ -211,7 +211,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		s := &seqs[i]
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
-		n := s.tokens()
+		n := s.Tokens()
 		if n == 0 {
 			continue
 		}

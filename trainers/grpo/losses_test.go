@@ -1,7 +1,6 @@
 package grpo_test
 
 import (
-	"errors"
 	"math"
 	"testing"
 
@@ -107,16 +106,5 @@ func TestAggregationAliases(t *testing.T) {
 		if got := in.Canonical(); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestLossesLookup(t *testing.T) {
-	ls := grpo.Losses{grpo.PPOClip, grpo.GSPO, grpo.CISPO}
-	if l, err := ls.Lookup("gspo"); err != nil || l != grpo.GSPO {
-		t.Errorf("gspo: %v, %v", l, err)
-	}
-	_, err := ls.Lookup("grpo")
-	if !errors.Is(err, grpo.ErrUnknownLoss) || err.Error() != `unknown policy loss "grpo": use cispo or gspo or ppo_clip` {
-		t.Errorf("unknown: %v", err)
 	}
 }

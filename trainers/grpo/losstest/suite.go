@@ -55,18 +55,7 @@ func each(t *testing.T, f func(t *testing.T, agg grpo.Aggregation)) {
 
 // weights are the aggregation's weight of each sequence's tokens.
 func weights(seqs []grpo.Sequence, agg grpo.Aggregation) []float64 {
-	count := func(s grpo.Sequence) int {
-		if s.Trainable == nil {
-			return len(s.Logprobs)
-		}
-		n := 0
-		for _, ok := range s.Trainable {
-			if ok {
-				n++
-			}
-		}
-		return n
-	}
+	count := func(s grpo.Sequence) int { return s.Tokens() }
 	total, longest, nonEmpty := 0, 0, 0
 	for _, s := range seqs {
 		total += count(s)
