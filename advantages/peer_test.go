@@ -36,21 +36,6 @@ func peerBatch() [][]float64 {
 	return groups
 }
 
-// peerPython is the interpreter the parity test runs the peers' code
-// under: RLPIPE_PEER_PYTHON, else the project venv's (pyvenv.Py, whose
-// stamp is not checked: until the venv is made from the lock that pins
-// verl and TRL, the test skips for want of them instead of failing).
-func peerPython(t *testing.T) string {
-	if p := os.Getenv("RLPIPE_PEER_PYTHON"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs(filepath.Join(pyvenv.Py.Dir(pyvenv.Root(t)), "bin", "python"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestPeerParity computes the advantages of a random batch with rlpipe's
 // estimators and with the peers' own code (testdata/peer_advantages.py:
 // verl's core_algos functions, TRL's nanstd and its GRPO advantage
@@ -58,10 +43,7 @@ func peerPython(t *testing.T) string {
 // skip, saying why, when its package does not import. Lone samples are
 // left out of the batch: rlpipe masks them, verl gives them r/(1+ε).
 func TestPeerParity(t *testing.T) {
-	py := peerPython(t)
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no peer python at %s (set RLPIPE_PEER_PYTHON, or make .venv-py with scripts/py-venv.sh)", py)
-	}
+	py := pyvenv.Peer(t)
 	groups := peerBatch()
 	batch := filepath.Join(t.TempDir(), "batch.json")
 	b, err := json.Marshal(map[string]any{"groups": groups})

@@ -24,18 +24,27 @@ func (halved) Group(r []float64, mean, _ float64, _ advantages.Options) []float6
 	return out
 }
 
-// advantagesVersion is the version of the advantages step that src
-// plans with reg.
-func advantagesVersion(src string, reg *kind.Registry) (string, error) {
+// plan is the plan of src with reg, closed (its tasks' versions stay).
+func plan(src string, reg *kind.Registry) (config.Plan, error) {
 	c, err := config.Parse("pipeline.yaml", []byte(src), reg)
 	if err != nil {
-		return "", err
+		return config.Plan{}, err
 	}
 	p, err := c.Plan(context.Background())
 	if err != nil {
-		return "", err
+		return config.Plan{}, err
 	}
 	p.Close()
+	return p, nil
+}
+
+// advantagesVersion is the version of the advantages step that src
+// plans with reg.
+func advantagesVersion(src string, reg *kind.Registry) (string, error) {
+	p, err := plan(src, reg)
+	if err != nil {
+		return "", err
+	}
 	return p.Stages.Step("advantages").Task.Version, nil
 }
 

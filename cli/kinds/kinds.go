@@ -1,7 +1,7 @@
 // Package kinds assembles what a pipeline file can name in this program,
 // in one registry value: the stage kinds in the order messages list them,
 // the policy and tracker backends, the RL environments, the advantage
-// estimators, the evaluation metrics, and the sources of the iteration's
+// estimators, the policy losses, the evaluation metrics, and the sources of the iteration's
 // health and evaluation steps. The command
 // line reads every pipeline file with Registry; a program of its own that
 // runs pipelines can use it, or assemble a registry with its own kinds.
@@ -27,6 +27,7 @@ import (
 	"github.com/rlpipe/rlpipe/trackers"
 	grpo "github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/external"
+	trainloss "github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Registry is the stage kinds, plug-ins and step sources rlpipe ships.
@@ -58,6 +59,8 @@ func Registry() *kind.Registry {
 		Environments: envs,
 		// The advantage estimators the advantages section names.
 		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline},
+		// The policy losses the trainer section's loss key names.
+		Losses: kind.Losses{trainloss.PPOClip, trainloss.GSPO, trainloss.CISPO},
 		// The evaluation metrics, each computed at every k of eval.k.
 		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
 		// Where a run's task calls run under a driver in this process

@@ -127,3 +127,23 @@ func Run(t testing.TB, what string, stdin []byte, py string, args ...string) []b
 	}
 	return out
 }
+
+// Peer is the interpreter the parity tests run the peers' own code
+// (verl, TRL) under: $RLPIPE_PEER_PYTHON, else Py's python, whose pins
+// are not checked (until Py is made from the lock that pins the peers,
+// a parity test skips each case for want of them instead of failing).
+// The test is skipped, saying so, when there is no interpreter.
+func Peer(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("RLPIPE_PEER_PYTHON")
+	if py == "" {
+		var err error
+		if py, err = filepath.Abs(filepath.Join(Py.Dir(Root(t)), "bin", "python")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no peer python at %s (set RLPIPE_PEER_PYTHON, or make %s with %s)", py, Py.Name, Py.Script)
+	}
+	return py
+}

@@ -207,7 +207,7 @@ func (p *Plan) defaultEnv(name string) {
 
 // facts is what the stages may know of the rest of the file.
 func (c *Config) facts() kind.File {
-	f := kind.File{Dir: filepath.Dir(c.file), InitialPolicy: c.InitialPolicy != "", MaxStaleness: c.Overlap.MaxStaleness}
+	f := kind.File{Dir: filepath.Dir(c.file), InitialPolicy: c.InitialPolicy != "", MaxStaleness: c.Overlap.MaxStaleness, Losses: c.reg.Losses}
 	if c.Policy != nil {
 		f.Policy, f.PolicyModel = c.Policy.Kind, c.Policy.Model
 	}

@@ -47,6 +47,8 @@
 // kinds), Policies (policy.Backend), Trackers (trackers.Backend),
 // Environments (environments.RLEnv), Metrics (Metric, declared here so
 // that the registry can hold it), Estimators (advantages.Estimator),
+// Losses (Loss, a name whose computing trainer asserts its own contract,
+// trainers/grpo.PolicyLoss; a stage sees them as File.Losses),
 // Executors (pipeline.ExecutorKind), and Steps (StepSource: the health and
 // eval steps). Every value has a Name; each list's Lookup
 // (or the config's walk, for stage kinds and backends) fails on an unknown

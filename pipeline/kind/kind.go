@@ -102,6 +102,9 @@ type File struct {
 	// MaxStaleness is overlap.max_staleness: how many policy updates a
 	// sample may lag (0: on-policy).
 	MaxStaleness int
+	// Losses are the registry's policy losses (Registry.Losses), which a
+	// train stage's loss key names.
+	Losses Losses
 }
 
 // Build is what a stage's task is built from.
@@ -288,6 +291,11 @@ type Registry struct {
 	// Estimators are the advantage estimators the advantages section
 	// names; without the section the loop uses advantages.GRPO.
 	Estimators advantages.Estimators
+	// Losses are the policy losses a trainer section's loss key names
+	// (Loss; the embedded trainer's are trainers/grpo.PolicyLoss values);
+	// without the key the trainer uses its default. A stage sees them as
+	// File.Losses.
+	Losses Losses
 	// Metrics are what evaluation reports at each k (Eval.Metrics).
 	Metrics Metrics
 	// Environments are the RL environments an episodes stage names.

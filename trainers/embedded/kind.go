@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/policy"
 	policyembedded "github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // GRPOKind is kind: grpo, the train stage that runs GRPO on a LoRA adapter
@@ -39,6 +40,14 @@ func (s *GRPOStage) Check(c kind.Checker) {
 			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain or a .safetensors file (not %q)", c.Path("kind"), f.PolicyModel)
 	}
 	o := Options(*s)
+	if o.Loss != "" {
+		l, err := policyLoss(c.File().Losses, o.Loss)
+		if err != nil {
+			c.Fail("/trainer.loss", "", "%s: %v", c.Path("/trainer.loss"), err)
+			return
+		}
+		o.PolicyLoss = l
+	}
 	o.EnsureDefaults()
 	var oe *OptionError
 	if err := o.Validate(); errors.As(err, &oe) {
@@ -96,7 +105,29 @@ func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 	if m == nil {
 		return nil, fmt.Errorf("the grpo stage trains the embedded model; set policy: {kind: embedded}, or policy.model to an embedded model a server serves")
 	}
-	t := Task(m, Options(*s))
+	o := Options(*s)
+	if o.Loss != "" {
+		l, err := policyLoss(b.File.Losses, o.Loss)
+		if err != nil {
+			return nil, fmt.Errorf("trainer.loss: %w", err)
+		}
+		o.PolicyLoss = l
+	}
+	t := Task(m, o)
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)
 	return t, nil
+}
+
+// policyLoss is the registry's loss named name, which must be one the
+// embedded trainer computes (a grpo.PolicyLoss).
+func policyLoss(ls kind.Losses, name string) (grpo.PolicyLoss, error) {
+	l, err := ls.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	pl, ok := l.(grpo.PolicyLoss)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not a loss the embedded trainer computes (it computes trainers/grpo.PolicyLoss values)", kind.ErrUnknownLoss, name)
+	}
+	return pl, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -71,9 +72,20 @@ type Options struct {
 	// 0, which also skips scoring the batch with the base model.
 	Beta float64 `yaml:"beta,omitempty" json:"beta"`
 	// Aggregation is "token" (default: every token of the batch weighs
-	// the same, DAPO) or "sequence" (each completion's mean, then the
-	// batch's: the original GRPO).
+	// the same, DAPO), "sequence" (each completion's mean, then the
+	// batch's: the original GRPO) or "seq_mean_token_sum_norm" (each
+	// completion's sum, averaged, over the longest completion: Dr.
+	// GRPO). verl's token_mean and seq_mean_token_mean are the first two.
 	Aggregation grpo.Aggregation `yaml:"aggregation,omitempty" json:"aggregation"`
+	// Loss names the policy loss: ppo_clip (default, the clipped
+	// surrogate), gspo or cispo (docs/TRAINERS.md), a name of the
+	// registry's Losses. It enters the version only when it names
+	// another loss than ppo_clip.
+	Loss string `yaml:"loss,omitempty" json:"loss,omitempty"`
+	// PolicyLoss is the loss Loss names: the grpo stage looks it up in
+	// the registry; a program calling Task itself sets it (grpo.GSPO).
+	// Nil is grpo.PPOClip.
+	PolicyLoss grpo.PolicyLoss `yaml:"-" json:"-"`
 	// NoStd drops the division of advantages by the group's standard
 	// deviation (Dr. GRPO).
 	NoStd bool `yaml:"no_std,omitempty" json:"no_std"`
@@ -120,7 +132,13 @@ func (o *Options) EnsureDefaults() {
 	o.Minibatches = cmp.Or(o.Minibatches, DefaultMinibatches)
 	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
 	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
-	o.Aggregation = cmp.Or(o.Aggregation, grpo.TokenMean)
+	o.Aggregation = cmp.Or(o.Aggregation, grpo.TokenMean).Canonical()
+	if o.Loss == "" && o.PolicyLoss != nil {
+		o.Loss = o.PolicyLoss.Name()
+	}
+	if o.Loss == grpo.PPOClip.Name() {
+		o.Loss = "" // the default keeps the default's version
+	}
 	o.Shards = cmp.Or(o.Shards, DefaultShards)
 	o.LoRA.Rank = cmp.Or(o.LoRA.Rank, DefaultRank)
 	o.LoRA.Alpha = cmp.Or(o.LoRA.Alpha, DefaultAlpha)
@@ -153,8 +171,12 @@ func (o Options) Validate() error {
 		return bad("dual_clip", "%g; it must be above 1 (3 is usual), or 0 for off", o.DualClip)
 	case o.Beta < 0 || !finite(o.Beta):
 		return bad("beta", "%g; it must be ≥ 0 (0.0–0.04 is typical)", o.Beta)
-	case o.Aggregation != grpo.TokenMean && o.Aggregation != grpo.SequenceMean:
-		return bad("aggregation", "%q; use %q or %q", o.Aggregation, grpo.TokenMean, grpo.SequenceMean)
+	case o.DualClip != 0 && o.Loss != "":
+		return bad("dual_clip", "%g; dual clip applies to loss ppo_clip only, not %s (remove dual_clip or the loss)", o.DualClip, o.Loss)
+	case !slices.Contains(grpo.Aggregations, o.Aggregation):
+		return bad("aggregation", "%q; use %q, %q or %q", o.Aggregation, grpo.TokenMean, grpo.SequenceMean, grpo.SeqMeanTokenSumNorm)
+	case o.Loss != "" && (o.PolicyLoss == nil || o.PolicyLoss.Name() != o.Loss):
+		return bad("loss", "%q has no policy loss of that name set beside it; set PolicyLoss to it (grpo.GSPO, grpo.CISPO)", o.Loss)
 	case o.Shards < 1:
 		return bad("shards", "%d; it must be ≥ 1", o.Shards)
 	case o.LoRA.Rank < 1:
@@ -179,7 +201,7 @@ func (o Options) trainConfig() tiny.TrainConfig {
 }
 
 func (o Options) lossOptions() grpo.LossOptions {
-	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip}
+	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
 }
 
 // Version is the train task's version for a base model: CodeVersion and a

@@ -1,9 +1,12 @@
 package external
 
 import (
+	"strings"
+
 	"github.com/rlpipe/rlpipe/advantages"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // Kind is kind: external, the train stage that runs an external trainer
@@ -31,6 +34,10 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
+	if l, ok := s.Hyperparameters[Loss]; ok && l != grpo.PPOClip.Name() {
+		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
+			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
+	}
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
 			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
@@ -45,6 +52,9 @@ func (s *Stage) Check(c kind.Checker) {
 const (
 	RecomputeOldLogprobs = "recompute_old_logprobs"
 	RescoreStale         = "rescore_stale"
+	// Loss is the policy loss; the reference script has ppo_clip only, so
+	// any other value is refused when the run is planned.
+	Loss = "loss"
 )
 
 // Steps are the advantages step (advantages.Step) with the options of

@@ -68,6 +68,7 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
 		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
+		{map[string]any{"base_model": "m", "loss": "gspo"}, `hyperparameters.loss: 'gspo'; this script supports "ppo_clip" only`},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

@@ -2,14 +2,21 @@
 // optimisation step, the part both trainers share once the advantages are
 // known (package advantages computes them from the rewards).
 //
-// Loss is the clipped surrogate of a batch of Sequences, each a sampled
+// Loss is the objective of a batch of Sequences, each a sampled
 // completion with its current, old and (for the KL term) reference
-// log-probabilities and its advantage:
+// log-probabilities and its advantage: per token a policy term ℓ_π and
+// the k3 KL to the reference,
 //
-//	ℓ = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·(exp(δ) − δ − 1)
+//	ℓ = ℓ_π + β·(exp(δ) − δ − 1)
 //
-// per token, aggregated over tokens (TokenMean, DAPO) or sequences
-// (SequenceMean, the original GRPO). It returns the loss, its gradient
+// aggregated over tokens (TokenMean, DAPO), sequences (SequenceMean, the
+// original GRPO) or sequence sums over a constant (SeqMeanTokenSumNorm,
+// Dr. GRPO). The policy term is a PolicyLoss, a registry value like
+// advantages.Estimator: PPOClip, the clipped surrogate
+// −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) and the default; GSPO, the same
+// with one ratio per sequence; CISPO, REINFORCE weighted by the clipped
+// ratio under a stop-gradient. Each is one file and runs the shared
+// suite in trainers/grpo/losstest. Loss returns the loss, its gradient
 // with respect to each token's log-probability — what a model's backward
 // pass starts from — and the step's LossStats (KL, entropy, clip
 // fractions, ratio deviation). A loss or ratio that is not finite fails

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Aggregation says how per-token losses become the batch loss.
@@ -17,7 +18,29 @@ const (
 	// SequenceMean averages each completion's tokens, then the
 	// completions (the original GRPO).
 	SequenceMean Aggregation = "sequence"
+	// SeqMeanTokenSumNorm sums each completion's tokens, averages the
+	// completions and divides by a constant, the longest completion of
+	// the batch (Dr. GRPO's G·L_max normaliser; verl's
+	// seq-mean-token-sum-norm, whose default constant is the padded
+	// width, the same length).
+	SeqMeanTokenSumNorm Aggregation = "seq_mean_token_sum_norm"
 )
+
+// Canonical is a's spelling in options and versions: verl's names
+// token_mean and seq_mean_token_mean are TokenMean and SequenceMean, so
+// that naming the default its other way keeps the default's version.
+func (a Aggregation) Canonical() Aggregation {
+	switch a {
+	case "token_mean":
+		return TokenMean
+	case "seq_mean_token_mean":
+		return SequenceMean
+	}
+	return a
+}
+
+// Aggregations are the aggregations' names, for messages.
+var Aggregations = []Aggregation{TokenMean, SequenceMean, SeqMeanTokenSumNorm}
 
 // LossOptions shape the clipped surrogate.
 type LossOptions struct {
@@ -30,14 +53,17 @@ type LossOptions struct {
 	Aggregation Aggregation
 	// DualClip, when not 0, is dual-clip PPO's c (> 1, typically 3): a
 	// token with a negative advantage and ρ > c contributes −c·A, with
-	// no gradient, however far ρ has gone. 0 leaves it off.
+	// no gradient, however far ρ has gone. 0 leaves it off. PPOClip
+	// only.
 	DualClip float64
+	// Policy is the policy term (nil: PPOClip).
+	Policy PolicyLoss
 }
 
 func (o *LossOptions) defaults() error {
 	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
 	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
-	o.Aggregation = cmp.Or(o.Aggregation, TokenMean)
+	o.Aggregation = cmp.Or(o.Aggregation, TokenMean).Canonical()
 	switch {
 	case o.EpsLow < 0 || o.EpsLow >= 1 || o.EpsHigh < 0:
 		return fmt.Errorf("grpo: clip range [1-%g, 1+%g] is not a range around 1", o.EpsLow, o.EpsHigh)
@@ -45,8 +71,10 @@ func (o *LossOptions) defaults() error {
 		return fmt.Errorf("grpo: beta %g is negative", o.Beta)
 	case o.DualClip != 0 && !(o.DualClip > 1):
 		return fmt.Errorf("grpo: dual clip %g must be above 1 (0 turns it off)", o.DualClip)
-	case o.Aggregation != TokenMean && o.Aggregation != SequenceMean:
-		return fmt.Errorf("grpo: unknown aggregation %q (use token or sequence)", o.Aggregation)
+	case o.DualClip != 0 && o.policy() != PPOClip:
+		return fmt.Errorf("grpo: dual clip applies to the %s loss only, not %s", PPOClip.Name(), o.policy().Name())
+	case !slices.Contains(Aggregations, o.Aggregation):
+		return fmt.Errorf("grpo: unknown aggregation %q (use token, sequence or %s)", o.Aggregation, SeqMeanTokenSumNorm)
 	}
 	return nil
 }
@@ -77,8 +105,8 @@ type Sequence struct {
 // trains reports whether token t of s enters the loss.
 func (s *Sequence) trains(t int) bool { return s.Trainable == nil || s.Trainable[t] }
 
-// tokens is the number of s's tokens that enter the loss.
-func (s *Sequence) tokens() int {
+// Tokens is the number of s's tokens that enter the loss.
+func (s *Sequence) Tokens() int {
 	if s.Trainable == nil {
 		return len(s.Logprobs)
 	}
@@ -104,7 +132,9 @@ type LossFigures struct {
 	Entropy float64  `json:"entropy"`
 	// ClipLow is the fraction of tokens whose negative advantage met a
 	// ratio below 1−EpsLow (no gradient); ClipHigh those whose positive
-	// advantage met a ratio above 1+EpsHigh.
+	// advantage met a ratio above 1+EpsHigh. GSPO counts its sequence
+	// ratio for each of the sequence's tokens; CISPO counts clipped
+	// weights whatever the advantage's sign, and keeps their gradient.
 	ClipLow  float64 `json:"clip_frac_low"`
 	ClipHigh float64 `json:"clip_frac_high"`
 	// ClipDual is the fraction of tokens whose negative advantage met a
@@ -134,19 +164,20 @@ type LossStats struct {
 var ErrNonFinite = errors.New("non-finite loss")
 
 // Loss is the GRPO objective of a batch and its gradient with respect to
-// every sequence's Logprobs. Per token, with ρ = exp(logπ − logπ_old):
+// every sequence's Logprobs. Per token, with the policy term ℓ_π of
+// o.Policy (PPOClip by default: ρ = exp(logπ − logπ_old),
+// ℓ_π = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A), capped at −c·A when
+// o.DualClip is c > 0 and A < 0, dual-clip PPO):
 //
-//	ℓ = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) + β·(exp(δ) − δ − 1),  δ = logπ_ref − logπ
+//	ℓ = ℓ_π + β·(exp(δ) − δ − 1),  δ = logπ_ref − logπ
 //
-// with, when o.DualClip is c > 0 and A < 0, the policy term capped at −c·A
-// (dual-clip PPO),
 // aggregated by o.Aggregation. grads[i][t] is ∂Loss/∂Logprobs[i][t].
 func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	if err := o.defaults(); err != nil {
 		return LossStats{}, nil, err
 	}
 	var st LossStats
-	total := 0
+	total, longest := 0, 0
 	for i, s := range seqs {
 		if len(s.OldLogprobs) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has %d old logprobs for %d tokens", i, len(s.OldLogprobs), len(s.Logprobs))
@@ -160,7 +191,8 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
 		}
-		total += s.tokens()
+		total += s.Tokens()
+		longest = max(longest, len(s.Logprobs))
 	}
 	grads := make([][]float64, len(seqs))
 	if total == 0 {
@@ -168,45 +200,46 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 	}
 	nonEmpty := 0
 	for _, s := range seqs {
-		if s.tokens() > 0 {
+		if s.Tokens() > 0 {
 			nonEmpty++
 		}
 	}
+	pol := o.policy()
+	var terms []TokenLoss
 	var kl, ent, low, high, dual, dev, bkl float64
-	for i, s := range seqs {
+	for i := range seqs {
+		s := &seqs[i]
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
-		n := s.tokens()
+		n := s.Tokens()
 		if n == 0 {
 			continue
 		}
 		// w is the weight of each of this sequence's tokens in the loss.
 		w := 1 / float64(total)
-		if o.Aggregation == SequenceMean {
+		switch o.Aggregation {
+		case SequenceMean:
 			w = 1 / (float64(nonEmpty) * float64(n))
+		case SeqMeanTokenSumNorm:
+			w = 1 / (float64(nonEmpty) * float64(longest))
 		}
-		a := s.Advantage
+		terms = slices.Grow(terms[:0], len(s.Logprobs))[:len(s.Logprobs)]
+		clear(terms)
+		pol.Policy(s, o, terms)
 		for t, lp := range s.Logprobs {
 			if !s.trains(t) {
 				continue
 			}
 			x := lp - float64(s.OldLogprobs[t])
 			rho := math.Exp(x)
-			unclipped := rho * a
-			clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a
-			var pg, dpg float64
-			switch {
-			case a < 0 && rho < 1-o.EpsLow:
-				pg = -clipped
+			pg, dpg := terms[t].Value, terms[t].Grad
+			switch terms[t].Clip {
+			case ClipLow:
 				low++
-			case a > 0 && rho > 1+o.EpsHigh:
-				pg = -clipped
+			case ClipHigh:
 				high++
-			case a < 0 && o.DualClip > 0 && rho > o.DualClip:
-				pg = -o.DualClip * a
+			case ClipDual:
 				dual++
-			default:
-				pg, dpg = -unclipped, -unclipped // ∂(−ρA)/∂logπ = −ρA
 			}
 			l, dl := pg, dpg
 			if o.Beta > 0 {

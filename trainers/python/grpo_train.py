@@ -83,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "beta": 0.0,  # weight of the k3 KL to the base model
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # or "sequence"
+    "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
     "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
@@ -199,6 +200,8 @@ def load_hparams(path: str) -> dict[str, Any]:
     b = hp["betas"]
     if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
         raise ConfigError(f"hyperparameters.betas: {b!r} must be two numbers in [0, 1), e.g. [0.9, 0.999]")
+    if hp["loss"] != "ppo_clip":
+        raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; this script supports \"ppo_clip\" only (gspo and cispo: kind grpo)")
     if hp["aggregation"] not in ("token", "sequence"):
         raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):

@@ -1,0 +1,84 @@
+package kinds_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
+)
+
+// trainVersion is the version of the train task that src plans with
+// the shipped registry.
+func trainVersion(t *testing.T, src string) (string, error) {
+	t.Helper()
+	p, err := plan(src, kinds.Registry())
+	if err != nil {
+		return "", err
+	}
+	return p.Stages.Train.Version, nil
+}
+
+// TestTrainerLoss: trainer.loss names a policy loss of the registry; the
+// default named (ppo_clip, or the aggregation by verl's name) keeps the
+// default's train version, another loss or aggregation changes it. An
+// unknown loss, or dual_clip with a loss it does not apply to, fails at
+// its key; the external trainer refuses any loss but ppo_clip.
+func TestTrainerLoss(t *testing.T) {
+	def, err := trainVersion(t, grpoBase(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	external := func(hp string) string {
+		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
+	}
+	for _, tc := range []struct {
+		name, src string
+		same      bool // the default's version
+		err       string
+	}{
+		{name: "ppo_clip is the default", src: grpoBase("trainer: {loss: ppo_clip}\n"), same: true},
+		{name: "token_mean is the default aggregation", src: grpoBase("trainer: {aggregation: token_mean}\n"), same: true},
+		{name: "gspo", src: grpoBase("trainer: {loss: gspo}\n")},
+		{name: "cispo", src: grpoBase("trainer: {loss: cispo, aggregation: seq_mean_token_sum_norm}\n")},
+		{name: "an unknown loss", src: grpoBase("trainer: {loss: dpo}\n"),
+			err: `pipeline.yaml:15:11: trainer.loss: unknown policy loss "dpo": use cispo or gspo or ppo_clip`},
+		{name: "dual clip with gspo", src: grpoBase("trainer: {loss: gspo, dual_clip: 3}\n"),
+			err: `pipeline.yaml:15:23: trainer.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
+		{name: "an unknown aggregation", src: grpoBase("trainer: {aggregation: seq-mean}\n"),
+			err: `pipeline.yaml:15:11: trainer.aggregation: "seq-mean"; use "token", "sequence" or "seq_mean_token_sum_norm"`},
+		{name: "external with gspo", src: external("{loss: gspo}"),
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: gspo: the external trainer supports ppo_clip only (remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes cispo or gspo or ppo_clip)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := trainVersion(t, tc.src)
+			if got := errString(err); got != tc.err {
+				t.Fatalf("error %q, want %q", got, tc.err)
+			}
+			if tc.err == "" && (v == def) != tc.same {
+				t.Errorf("version %q, default's %q: same %t, want %t", v, def, v == def, tc.same)
+			}
+		})
+	}
+	if _, err := trainVersion(t, external("{loss: ppo_clip}")); err != nil && strings.Contains(err.Error(), "loss") {
+		t.Errorf("external with ppo_clip: %v", err)
+	}
+}
+
+// nameOnly is a registry loss the embedded trainer cannot compute: a
+// kind.Loss that is no grpo.PolicyLoss.
+type nameOnly struct{}
+
+func (nameOnly) Name() string { return "name_only" }
+
+// A loss of the registry that the embedded trainer does not compute is
+// an error at trainer.loss, not a panic or a silent ppo_clip.
+func TestTrainerLossNotComputed(t *testing.T) {
+	reg := kinds.Registry()
+	reg.Losses = append(reg.Losses, nameOnly{})
+	_, err := config.Parse("pipeline.yaml", []byte(grpoBase("trainer: {loss: name_only}\n")), reg)
+	want := `pipeline.yaml:15:11: trainer.loss: unknown policy loss: "name_only" is not a loss the embedded trainer computes (it computes trainers/grpo.PolicyLoss values)`
+	if got := errString(err); got != want {
+		t.Errorf("error %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,75 @@
+"""Policy losses and the KL of verl's own code, for trainers/grpo/peer_test.go.
+
+Usage: python peer_losses.py BATCH.json
+
+BATCH.json is {"seqs": [{"logprobs": [...], "old": [...], "ref": [...],
+"mask": [0/1, ...], "adv": A}, ...], "cases": [{"name", "fn", "agg",
+"eps_low", "eps_high", "clip_c"}, ...]}. Prints one JSON object: for each
+case, {"loss": the aggregated loss, "grad": the gradient with respect to
+each sequence's logprobs}; or "verl_error": why verl does not import.
+verl's core_algos is imported the way advantages/testdata/peer_advantages.py
+does (without ray), by importing that script's function.
+"""
+
+import json
+import os
+import sys
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        batch = json.load(f)
+    try:
+        import torch
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.join(here, "..", "..", "..", "advantages", "testdata"))
+        from peer_advantages import import_core_algos
+
+        core_algos, how = import_core_algos()
+    except Exception as e:  # report, so that the Go test skips with the reason
+        json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
+        return
+
+    seqs = batch["seqs"]
+    width = max(len(s["logprobs"]) for s in seqs)
+
+    def padded(key, fill=0.0):
+        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
+
+    old, ref, mask = padded("old"), padded("ref"), padded("mask")
+    adv = torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
+
+    class Config(core_algos.ActorConfig):
+        """The actor config fields the loss functions read."""
+
+        def __init__(self, eps_low, eps_high, clip_c):
+            self.clip_ratio = eps_low
+            self.clip_ratio_low = eps_low
+            self.clip_ratio_high = eps_high
+            self.clip_ratio_c = clip_c
+            self.global_batch_info = {}
+
+        def get(self, key, default=None):
+            return getattr(self, key, default)
+
+    out = {"verl_import": how}
+    for c in batch["cases"]:
+        lp = padded("logprobs").requires_grad_(True)
+        mode = c["agg"]
+        if c["fn"] == "kl_low_var_kl":
+            loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, "low_var_kl"), mask, mode)
+        else:
+            fn = getattr(core_algos, c["fn"])
+            cfg = Config(c["eps_low"], c["eps_high"], c["clip_c"])
+            loss, _ = fn(old_log_prob=old, log_prob=lp, advantages=adv, response_mask=mask, loss_agg_mode=mode, config=cfg)
+        loss.backward()
+        out[c["name"]] = {
+            "loss": loss.item(),
+            "grad": [lp.grad[i, : len(s["logprobs"])].tolist() for i, s in enumerate(seqs)],
+        }
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
