@@ -62,9 +62,11 @@ var (
 	// "  traceback : Signal 9 (SIGKILL) received by PID 14070", possibly
 	// followed by the lines of a recorded Python traceback.
 	tracebackRe = regexp.MustCompile(`^\s*traceback\s*:\s?(.*)$`)
-	// A line a worker wrote, as grpo_train.py and torchrun's --tee
-	// prefix them: "[rank1]: …" or "[default1]:…".
-	rankLineRe = regexp.MustCompile(`^\[(?:rank|default)(\d+)\]:\s?(.*)$`)
+	// The prefix of what a worker wrote, as grpo_train.py and torchrun's
+	// --tee put it: "[rank1]: …" or "[default1]:…". Two ranks' writes
+	// that end without a newline share a line ("…(float32)[rank1]: …"),
+	// so every prefix in a line starts a rank's text.
+	rankLineRe = regexp.MustCompile(`\[(?:rank|default)(\d+)\]:\s?`)
 )
 
 // parseTorchrun finds the failure torchrun blames in its output (nil when
@@ -121,21 +123,35 @@ func parseTorchrun(out string, rankLines map[int][]string) *RankFailure {
 // rankTails keeps each rank's last prefixed lines of a command's output.
 type rankTails map[int][]string
 
-// add records line if a rank prefixed it.
+// add records the text of each rank whose prefix starts line or stands
+// in it: a line that starts with a prefix is that rank's, and each later
+// prefix starts another rank's text (writes without a newline). A line
+// that starts with none is no rank's.
 func (r rankTails) add(line string) {
-	m := rankLineRe.FindStringSubmatch(line)
-	if m == nil {
+	ms := rankLineRe.FindAllStringSubmatchIndex(line, -1)
+	if len(ms) == 0 || ms[0][0] != 0 {
 		return
 	}
-	rank, err := strconv.Atoi(m[1])
-	if err != nil || (len(r) >= 1024 && r[rank] == nil) {
+	for i, m := range ms {
+		end := len(line)
+		if i+1 < len(ms) {
+			end = ms[i+1][0]
+		}
+		r.addRank(line[m[2]:m[3]], line[m[1]:end])
+	}
+}
+
+// addRank records text as a line of rank (its number as printed).
+func (r rankTails) addRank(rank, text string) {
+	n, err := strconv.Atoi(rank)
+	if err != nil || (len(r) >= 1024 && r[n] == nil) {
 		return
 	}
-	ls := append(r[rank], m[2])
+	ls := append(r[n], text)
 	if len(ls) > rankTailLines {
 		ls = ls[len(ls)-rankTailLines:]
 	}
-	r[rank] = ls
+	r[n] = ls
 }
 
 // launcherTraceback matches the traceback of torchrun's own frames that

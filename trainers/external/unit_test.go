@@ -377,6 +377,11 @@ func TestParseTorchrun(t *testing.T) {
 		{"sigkill", string(sigkill), &RankFailure{Rank: 1, LocalRank: 1, ExitCode: -9, Signal: "SIGKILL", PID: 15326, Host: "localhost",
 			Traceback: "Signal 9 (SIGKILL) received by PID 15326",
 			Output:    "grpo_train: rank 1 of 2 (cpu): 12 samples, iteration 1; loading /models/tiny-arith (float32)"}, false},
+		// The two ranks' writes ended without a newline and share a line,
+		// as torchrun printed them in a run of TestTorchrunRankDies.
+		{"ranks on one line", strings.Replace(string(sigkill), "(float32)\n[rank1]:", "(float32)[rank1]:", 1), &RankFailure{Rank: 1, LocalRank: 1, ExitCode: -9, Signal: "SIGKILL", PID: 15326, Host: "localhost",
+			Traceback: "Signal 9 (SIGKILL) received by PID 15326",
+			Output:    "grpo_train: rank 1 of 2 (cpu): 12 samples, iteration 1; loading /models/tiny-arith (float32)"}, false},
 		{"config", config, &RankFailure{Rank: 3, LocalRank: 1, ExitCode: 78, PID: 4242, Host: "gpu-001",
 			Traceback: "Traceback (most recent call last):\n    File \"grpo_train.py\", line 9, in main\n      raise ValueError(\"boom\")\n  ValueError: boom"}, true},
 		{"not torchrun", "Traceback (most recent call last):\nValueError: boom\n", nil, false},
