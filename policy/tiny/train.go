@@ -120,6 +120,7 @@ type Trainer struct {
 	step   int
 
 	merged  []float32 // LoRA: base + update
+	critic  *Critic   // a critic's trainer (NewCriticTrainer): params are its factors and head
 	shards  []*shard
 	gradSum *weights // summed gradient of the (merged) weights
 }
@@ -134,6 +135,8 @@ type shard struct {
 	dlogits []float32
 	batch   []Example
 	starts  []int
+	dhead   []float32 // a critic's: the value head's gradient
+	dvalues []float32 // a critic's: d loss / d value per row
 }
 
 // NewTrainer returns a trainer of a's factors, or of m's base weights when
@@ -177,10 +180,18 @@ func (t *Trainer) Steps() int { return t.step }
 
 // Step computes the loss and gradient of batch and takes one AdamW step.
 func (t *Trainer) Step(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
+	if t.critic != nil {
+		return StepStats{}, fmt.Errorf("train step: a critic's trainer steps with StepValues")
+	}
 	st, err := t.gradients(ctx, batch, loss)
 	if err != nil {
 		return st, err
 	}
+	return t.apply(st), nil
+}
+
+// apply takes the AdamW step of the gradient in t.grad.
+func (t *Trainer) apply(st StepStats) StepStats {
 	t.update(st.GradNorm)
 	t.step++
 	st.Step = t.step
@@ -189,7 +200,7 @@ func (t *Trainer) Step(ctx context.Context, batch []Example, loss LossFunc) (Ste
 	} else {
 		t.ad.changed()
 	}
-	return st, nil
+	return st
 }
 
 // gradients fills t.grad with the gradient of loss over batch.
@@ -252,11 +263,7 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 	} else {
 		t.ad.loraGrads(t.gradSum, t.grad)
 	}
-	var sq float64
-	for _, g := range t.grad {
-		sq += float64(g) * float64(g)
-	}
-	st.GradNorm = math.Sqrt(sq)
+	st.GradNorm = norm2(t.grad)
 	return st, nil
 }
 
@@ -392,6 +399,9 @@ func (t *Trainer) SaveState(path string) error {
 func (t *Trainer) mode() string {
 	if t.ad == nil {
 		return "full"
+	}
+	if t.critic != nil {
+		return fmt.Sprintf("critic lora r=%d modules=%d head=%d", t.ad.rank, len(t.ad.mods), len(t.critic.head))
 	}
 	return fmt.Sprintf("lora r=%d modules=%d", t.ad.rank, len(t.ad.mods))
 }
