@@ -121,6 +121,10 @@ func (c *Critic) Save(dir string) error {
 // Adapter returns the critic's LoRA adapter.
 func (c *Critic) Adapter() *Adapter { return c.ad }
 
+// Targets returns the adapted module names (q_proj, …) the adapter was
+// made or loaded with.
+func (a *Adapter) Targets() []string { return slices.Clone(a.targets) }
+
 // NumParams returns the number of trainable parameters: the factors and
 // the head's Dim+1.
 func (c *Critic) NumParams() int { return len(c.flat) }
