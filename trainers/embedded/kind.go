@@ -72,6 +72,7 @@ func embeddedModel(model string) bool {
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
 	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
+	o.Gamma, o.Lambda = b.Gamma, b.Lambda
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
 
@@ -116,7 +117,7 @@ func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 		}
 		o.PolicyLoss = l
 	}
-	o.GAE = gaeOptions(b.Estimator)
+	o.GAE = gaeOptions(b.Estimator, b.Gamma, b.Lambda)
 	t := Task(m, o)
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)
 	return t, nil

@@ -240,5 +240,9 @@ func (o Options) Version(m *tiny.Model) (string, error) {
 
 // advantages are the options of the advantages the trainer trains on.
 func (o Options) advantages() advantages.TrainOptions {
-	return advantages.TrainOptions{Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd}
+	to := advantages.TrainOptions{Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd}
+	if o.GAE != nil {
+		to.Estimator, to.Gamma, to.Lambda = advantages.GAEEstimator, o.GAE.Gamma, o.GAE.Lambda
+	}
+	return to
 }

@@ -9,9 +9,15 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
+
+// OutValues is the train task's output of PPO's per-token values
+// (tables.TokenValues, runs.ValuesFile), declared with the critic only.
+const OutValues = tables.ValuesName
 
 // CriticDir is the critic's subdirectory of the adapter output: a PEFT
 // adapter (adapter_config.json, adapter_model.safetensors),
@@ -25,8 +31,8 @@ type PPOFigures struct {
 	CriticStep
 	// ExplainedVariance is 1 − Var(R − V_old)/Var(R) over the trainable
 	// tokens: 1 when the critic predicts the returns, ≤ 0 when it
-	// predicts nothing.
-	ExplainedVariance float64 `json:"explained_variance"`
+	// predicts nothing; nil (null) when the returns do not vary.
+	ExplainedVariance *float64 `json:"explained_variance"`
 	// ValuesMean and ReturnsMean are the old values' and the returns'
 	// means over the trainable tokens.
 	ValuesMean  float64 `json:"values_mean"`
@@ -151,7 +157,7 @@ func (t *Trainer) ppoTargets(ctx context.Context, samples []sample, examples []t
 			r[last] += s.advantage
 		}
 		p.rewards[i] = r
-		p.adv[i], p.returns[i] = phGAE(r, vals[i], s.trainable, g.Gamma, g.Lambda)
+		p.adv[i], p.returns[i] = advantages.GAE(r, vals[i], s.trainable, g.Gamma, g.Lambda)
 		if err := s.finite("value", vals[i]); err != nil {
 			return nil, err
 		}
@@ -159,13 +165,15 @@ func (t *Trainer) ppoTargets(ctx context.Context, samples []sample, examples []t
 			return nil, err
 		}
 	}
-	phWhiten(p.adv, masks)
+	advantages.Whiten(p.adv, masks)
 	for i, s := range samples {
 		if err := s.finite("advantage", p.adv[i]); err != nil {
 			return nil, err
 		}
 	}
-	p.figures.ExplainedVariance = phExplainedVariance(vals, p.returns, masks)
+	if ev := advantages.ExplainedVariance(vals, p.returns, masks); !math.IsNaN(ev) {
+		p.figures.ExplainedVariance = &ev
+	}
 	p.figures.ValuesMean = maskedMean(vals, masks)
 	p.figures.ReturnsMean = maskedMean(p.returns, masks)
 	return p, nil
@@ -205,14 +213,14 @@ func maskedMean(xs [][]float64, masks [][]bool) float64 {
 
 // criticStep takes one critic step on the samples [from, from+len(ex)).
 func (t *Trainer) criticStep(ctx context.Context, samples []sample, ex []tiny.Example, p *ppoBatch, from int) (CriticStep, error) {
-	var res phValueLossResult
+	var res grpo.ValueLossResult
 	loss := func(values, grad [][]float64) (float64, error) {
-		seqs := make([]phValueSequence, len(values))
+		seqs := make([]grpo.ValueSequence, len(values))
 		for i := range values {
 			k := from + i
-			seqs[i] = phValueSequence{Values: values[i], OldValues: p.values[k], Returns: p.returns[k], Trainable: samples[k].trainable}
+			seqs[i] = grpo.ValueSequence{Values: values[i], OldValues: p.values[k], Returns: p.returns[k], Trainable: samples[k].trainable}
 		}
-		r, err := phValueLoss(seqs, phValueLossOptions{ClipRange: t.o.Critic.ClipRangeValue, Aggregation: t.o.Aggregation})
+		r, err := grpo.ValueLoss(seqs, grpo.ValueLossOptions{ClipRange: t.o.Critic.ClipRangeValue, Aggregation: t.o.Aggregation})
 		if err != nil {
 			return 0, err
 		}
@@ -234,10 +242,10 @@ func (t *Trainer) criticStep(ctx context.Context, samples []sample, ex []tiny.Ex
 
 // valueRows are the batch's values table: one row per trained sample, in
 // (prompt id, sample index) order, each trainable token's figures.
-func (p *ppoBatch) valueRows(samples []sample) []phTokenValue {
-	rows := make([]phTokenValue, len(samples))
+func (p *ppoBatch) valueRows(samples []sample) []tables.TokenValue {
+	rows := make([]tables.TokenValue, len(samples))
 	for i, s := range samples {
-		row := phTokenValue{PromptID: s.prompt, SampleIndex: int32(s.index)}
+		row := tables.TokenValue{PromptID: s.prompt, SampleIndex: int32(s.index)}
 		for j := range s.ex.Completion {
 			if s.trainable != nil && !s.trainable[j] {
 				continue

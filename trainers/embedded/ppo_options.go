@@ -96,7 +96,7 @@ func (o Options) validatePPO() error {
 // sets o.GAE from the section. It reports whether the check may go on.
 func checkPPO(c kind.Checker, o *Options) bool {
 	est := c.File().Estimator
-	o.GAE = gaeOptions(est)
+	o.GAE = gaeOptions(est, 1, 1) // the advantages section checks gamma and lambda
 	name := advantages.GRPO.Name()
 	if est != nil {
 		name = est.Name()
@@ -117,10 +117,11 @@ func checkPPO(c kind.Checker, o *Options) bool {
 	return false
 }
 
-// gaeOptions are PPO's estimator's options when e is it, else nil.
-func gaeOptions(e advantages.Estimator) *GAEOptions {
-	if !phNeedsCritic(e) {
+// gaeOptions are PPO's estimator's options when e needs a critic (gae),
+// else nil.
+func gaeOptions(e advantages.Estimator, gamma, lambda float64) *GAEOptions {
+	if !advantages.NeedsCritic(e) {
 		return nil
 	}
-	return &GAEOptions{Gamma: 1, Lambda: 1}
+	return &GAEOptions{Gamma: gamma, Lambda: lambda}
 }

@@ -125,7 +125,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 		return err
 	}
 	if path := tc.OutputPath(OutValues); path != "" {
-		if err := phWriteValues(path, res.Values); err != nil {
+		if err := tables.WriteFile(path, tables.TokenValues, res.Values, nil); err != nil {
 			return fmt.Errorf("write values: %w", err)
 		}
 	}
@@ -159,7 +159,7 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 func outputs(o Options) []pipeline.Output {
 	out := grpo.Outputs(checkMetrics)
 	if o.Critic != nil {
-		out = append(out, pipeline.Output{Name: OutValues, File: phValuesFile})
+		out = append(out, pipeline.Output{Name: OutValues, File: runs.ValuesFile})
 	}
 	return out
 }

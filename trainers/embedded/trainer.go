@@ -198,7 +198,7 @@ type Result struct {
 	Advantages []tables.Advantage
 	// Values has PPO's per-token figures of each trained sample, in the
 	// same order; nil without the critic.
-	Values []phTokenValue
+	Values []tables.TokenValue
 }
 
 // Update takes one GRPO update on a batch: advantages within each
@@ -229,7 +229,7 @@ func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
 	}
 	if t.critic != nil {
 		if res.Values == nil {
-			res.Values = []phTokenValue{}
+			res.Values = []tables.TokenValue{}
 		}
 		t.criticUpdates++
 	}
