@@ -3,13 +3,16 @@ package embedded_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
@@ -315,5 +318,28 @@ func TestPPOMissingCriticOnResume(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, embedded.CriticDir, embedded.OptimizerFile)); err != nil {
 		t.Fatal(err)
+	}
+	// The iteration's values.parquet has a row per trained sample, in
+	// (prompt id, sample index) order, an entry per token.
+	var met embedded.Metrics
+	if err := json.Unmarshal(standintest.Read(t, st, r.Branch(), runs.IterationPath(2, runs.TrainMetricsFile)), &met); err != nil {
+		t.Fatal(err)
+	}
+	rows := standintest.ReadRows(t, st, r.Branch(), runs.IterationPath(2, runs.ValuesFile), tables.TokenValues)
+	trajs := standintest.ReadRows(t, st, r.Branch(), runs.IterationPath(2, runs.TrajectoriesFile), tables.Trajectories)
+	if len(rows) != met.Used || met.Used == 0 {
+		t.Fatalf("values.parquet has %d rows for %d trained samples", len(rows), met.Used)
+	}
+	tokens := map[string]int{}
+	for _, tr := range trajs {
+		tokens[fmt.Sprint(tr.PromptID, "/", tr.SampleIndex)] = len(tr.TokenIDs)
+	}
+	for i, row := range rows {
+		if i > 0 && (rows[i-1].PromptID > row.PromptID || rows[i-1].PromptID == row.PromptID && rows[i-1].SampleIndex >= row.SampleIndex) {
+			t.Fatalf("values row %d (%s, %d) is out of order", i, row.PromptID, row.SampleIndex)
+		}
+		if n := tokens[fmt.Sprint(row.PromptID, "/", row.SampleIndex)]; len(row.Values) != n || len(row.Advantages) != n {
+			t.Fatalf("values row %d has %d values, %d advantages for %d tokens", i, len(row.Values), len(row.Advantages), n)
+		}
 	}
 }
