@@ -224,23 +224,9 @@ func (t *Trainer) StepValues(ctx context.Context, batch []Example, loss ValueLos
 // valueGradients fills t.grad with the gradient of loss over batch: the
 // factors' first, then the head's.
 func (t *Trainer) valueGradients(ctx context.Context, batch []Example, loss ValueLossFunc) (StepStats, error) {
-	var st StepStats
-	for i, e := range batch {
-		if err := t.m.checkExample(i, e); err != nil {
-			return st, fmt.Errorf("value step: %w", err)
-		}
-		st.Tokens += len(e.Completion)
-	}
 	c := t.critic
-	w := t.ad.mergeInto(t.merged)
-	S := len(t.shards)
-	for i, s := range t.shards {
-		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
-	}
-	if err := t.parallel(ctx, func(s *shard) {
-		s.starts = s.a.pack(s.batch)
-		w.forward(s.a, nil)
-	}); err != nil {
+	w, st, err := t.forwardShards(ctx, batch)
+	if err != nil {
 		return st, fmt.Errorf("value step: %w", err)
 	}
 	values, grad := ragged64(batch), ragged64(batch)
@@ -268,22 +254,10 @@ func (t *Trainer) valueGradients(ctx context.Context, batch []Example, loss Valu
 	}); err != nil {
 		return st, fmt.Errorf("value step: %w", err)
 	}
-	sum := t.gradSum.flat
-	copy(sum, t.shards[0].g.flat)
-	for _, s := range t.shards[1:] {
-		for i, v := range s.g.flat {
-			sum[i] += v
-		}
-	}
+	sumShards(t.gradSum.flat, t.shards, func(s *shard) []float32 { return s.g.flat })
 	n := len(t.ad.flat)
 	t.ad.loraGrads(t.gradSum, t.grad[:n])
-	hg := t.grad[n:]
-	copy(hg, t.shards[0].dhead)
-	for _, s := range t.shards[1:] {
-		for i, v := range s.dhead {
-			hg[i] += v
-		}
-	}
+	sumShards(t.grad[n:], t.shards, func(s *shard) []float32 { return s.dhead })
 	st.GradNorm = norm2(t.grad)
 	return st, nil
 }

@@ -62,24 +62,7 @@ func TestGradientsCritic(t *testing.T) {
 		idx = append(idx, n+rng.IntN(m.cfg.Dim))
 	}
 	idx = append(idx, len(c.flat)-1) // the bias
-	const eps = 1e-5
-	worst := 0.0
-	for _, i := range idx {
-		orig := params[i]
-		params[i] = orig + eps
-		lp := loss()
-		params[i] = orig - eps
-		lm := loss()
-		params[i] = orig
-		fd := (lp - lm) / (2 * eps)
-		g := float64(tr.grad[i])
-		e := math.Abs(fd-g) / math.Max(math.Max(math.Abs(fd), math.Abs(g)), 1e-3)
-		worst = math.Max(worst, e)
-		if e > 1e-3 {
-			t.Errorf("critic parameter %d (%s): analytic %.7g, finite difference %.7g", i, criticParamName(m, c, i), g, fd)
-		}
-	}
-	t.Logf("worst relative error over %d parameters: %.2g", len(idx), worst)
+	compareFD(t, params, loss, tr.grad, idx, func(i int) string { return criticParamName(m, c, i) })
 }
 
 func criticParamName(m *Model, c *Critic, i int) string {

@@ -205,25 +205,8 @@ func (t *Trainer) apply(st StepStats) StepStats {
 
 // gradients fills t.grad with the gradient of loss over batch.
 func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
-	var st StepStats
-	for i, e := range batch {
-		if err := t.m.checkExample(i, e); err != nil {
-			return st, fmt.Errorf("train step: %w", err)
-		}
-		st.Tokens += len(e.Completion)
-	}
-	w := t.m.w
-	if t.ad != nil {
-		w = t.ad.mergeInto(t.merged)
-	}
-	S := len(t.shards)
-	for i, s := range t.shards {
-		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
-	}
-	if err := t.parallel(ctx, func(s *shard) {
-		s.starts = s.a.pack(s.batch)
-		w.forward(s.a, nil)
-	}); err != nil {
+	w, st, err := t.forwardShards(ctx, batch)
+	if err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
 	lp, ent, grad := ragged(batch), ragged(batch), ragged(batch)
@@ -251,20 +234,51 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 	}); err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
-	sum := t.gradSum.flat
-	copy(sum, t.shards[0].g.flat)
-	for _, s := range t.shards[1:] {
-		for i, v := range s.g.flat {
-			sum[i] += v
-		}
-	}
+	sumShards(t.gradSum.flat, t.shards, func(s *shard) []float32 { return s.g.flat })
 	if full {
-		copy(t.grad, sum)
+		copy(t.grad, t.gradSum.flat)
 	} else {
 		t.ad.loraGrads(t.gradSum, t.grad)
 	}
 	st.GradNorm = norm2(t.grad)
 	return st, nil
+}
+
+// forwardShards checks batch, splits it over the shards and runs the
+// weights being trained over each (in parallel), returning them and the
+// batch's token count.
+func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights, StepStats, error) {
+	var st StepStats
+	for i, e := range batch {
+		if err := t.m.checkExample(i, e); err != nil {
+			return nil, st, err
+		}
+		st.Tokens += len(e.Completion)
+	}
+	w := t.m.w
+	if t.ad != nil {
+		w = t.ad.mergeInto(t.merged)
+	}
+	S := len(t.shards)
+	for i, s := range t.shards {
+		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
+	}
+	err := t.parallel(ctx, func(s *shard) {
+		s.starts = s.a.pack(s.batch)
+		w.forward(s.a, nil)
+	})
+	return w, st, err
+}
+
+// sumShards sets sum to the sum over the shards of part(shard), in
+// shard order.
+func sumShards(sum []float32, shards []*shard, part func(*shard) []float32) {
+	copy(sum, part(shards[0]))
+	for _, s := range shards[1:] {
+		for i, v := range part(s) {
+			sum[i] += v
+		}
+	}
 }
 
 // fillDlogits turns d loss / d logprob of each completion token into the
