@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/embedded"
@@ -341,5 +342,61 @@ func TestPPOMissingCriticOnResume(t *testing.T) {
 		if n := tokens[fmt.Sprint(row.PromptID, "/", row.SampleIndex)]; len(row.Values) != n || len(row.Advantages) != n {
 			t.Fatalf("values row %d has %d values, %d advantages for %d tokens", i, len(row.Values), len(row.Advantages), n)
 		}
+	}
+}
+
+// With kl_in_reward the KL leaves the loss (kl is null) and every
+// trainable token's reward gets −β·(logπ_old − logπ_ref), logπ_old the
+// sampler's logprobs and logπ_ref the base model's; the sample's reward
+// stays on its last token.
+func TestPPOKLInReward(t *testing.T) {
+	m := embeddedModel(t)
+	tr := newTrainer(t, m, embedded.Options{LR: 5e-3})
+	warm := withOutcomeAdvantages(sampleBatch(t, m, nil, 4, 6))
+	warm.Rewards[0].Total = 1
+	if _, err := tr.Update(context.Background(), warm); err != nil {
+		t.Fatal(err)
+	}
+	// Samples of the trained adapter, so that logπ_old ≠ logπ_ref.
+	b := withOutcomeAdvantages(sampleBatch(t, m, tr.Adapter(), 4, 7))
+	b.Rewards[1].Total, b.Advantages[1].Advantage = 1, 1
+	const beta = 0.05
+	o := ppoOptions(0)
+	o.KLInReward, o.Beta = true, beta
+	res, err := newTrainer(t, m, o).Update(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metrics.KL != nil {
+		t.Errorf("kl %g: the KL should have left the loss", *res.Metrics.KL)
+	}
+	exs := make([]tiny.Example, len(b.Trajectories))
+	for i, traj := range b.Trajectories {
+		p, err := m.PromptTokens(policy.PromptRequest(b.Prompts[i/8], 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exs[i] = tiny.Example{Prompt: p, Completion: traj.TokenIDs}
+	}
+	ref, _, err := m.Score(context.Background(), nil, exs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for i, row := range res.Values {
+		traj := b.Trajectories[i]
+		for j := range row.Rewards {
+			want := -beta * (float64(traj.Logprobs[j]) - float64(ref[i][j]))
+			if j == len(row.Rewards)-1 {
+				want += b.Rewards[i].Total
+			}
+			if math.Abs(row.Rewards[j]-want) > 1e-12 {
+				t.Fatalf("sample %d of %q token %d: reward %.15g, want %.15g", traj.SampleIndex, traj.PromptID, j, row.Rewards[j], want)
+			}
+			moved = moved || math.Abs(float64(traj.Logprobs[j])-float64(ref[i][j])) > 1e-3
+		}
+	}
+	if !moved {
+		t.Fatal("the sampler's logprobs equal the base model's: the test checks nothing")
 	}
 }
