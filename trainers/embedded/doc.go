@@ -113,7 +113,11 @@
 // iteration's adapter without it fails with ErrNoCritic unless
 // CriticOptions.Missing is MissingFresh. The update also returns the
 // values table (Result.Values, written as values.parquet) and PPO's
-// metrics (PPOFigures). docs/TRAINERS.md has the formulas.
+// metrics (PPOFigures). docs/TRAINERS.md has the formulas and the
+// measurements: on the demo's configuration with one sample per prompt,
+// where GRPO trains on nothing, PPO takes the held-out exact pass@1 from
+// 0.3129 to 0.6868 in 60 iterations (GRPO with 8: 0.7432; PPO with 8:
+// 0.7478); TestPPOLearnsWithOneSample pins a shorter run.
 //
 // # Defaults, and what they do on the embedded model
 //
