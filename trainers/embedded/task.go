@@ -87,8 +87,8 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 			return pipeline.Permanent(fmt.Errorf("train iteration %d: load the policy input: %w", p.Iteration, err))
 		}
 		if t.freshCritic && p.Iteration > 1 {
-			log := tc.Logger()
-			log.Info().Int("iteration", p.Iteration).Msg("the policy input has no critic/: a new critic starts (trainer.critic.missing: fresh)")
+			log := tc.Logger() // it names the run and the iteration
+			log.Info().Msg("the policy input has no critic/: a new critic starts (trainer.critic.missing: fresh)")
 		}
 	} else if t, err = New(m, o); err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
@@ -159,7 +159,7 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 func outputs(o Options) []pipeline.Output {
 	out := grpo.Outputs(checkMetrics)
 	if o.Critic != nil {
-		out = append(out, pipeline.Output{Name: OutValues, File: runs.ValuesFile})
+		out = append(out, pipeline.Output{Name: OutValues, File: runs.ValuesFile, Check: func(path string) error { return tables.CheckFile(path, tables.TokenValues) }})
 	}
 	return out
 }
