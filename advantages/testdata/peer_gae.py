@@ -1,4 +1,4 @@
-"""GAE and whitening of verl's own code, for advantages/gae_peer_test.go.
+"""GAE and whitening of verl's own code, for advantages/peer_test.go.
 
 Usage: python peer_gae.py BATCH.json
 
@@ -13,25 +13,14 @@ core_algos.compute_gae_advantage_return on the rows padded to one width
 import json
 import sys
 
-from peer_advantages import import_core_algos
+from peer_advantages import verl_batch
 
 
 def main():
-    with open(sys.argv[1]) as f:
-        batch = json.load(f)
-    try:
-        import torch
-
-        core_algos, how = import_core_algos()
-    except Exception as e:  # report, so that the Go test skips with the reason
-        json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
+    got = verl_batch("rows")
+    if got is None:
         return
-    rows = batch["rows"]
-    width = max(len(r["rewards"]) for r in rows)
-
-    def padded(key):
-        return torch.tensor([r[key] + [0.0] * (width - len(r[key])) for r in rows], dtype=torch.float64)
-
+    batch, _, core_algos, how, padded = got
     adv, ret = core_algos.compute_gae_advantage_return(
         token_level_rewards=padded("rewards"),
         values=padded("values"),
@@ -39,11 +28,12 @@ def main():
         gamma=batch["gamma"],
         lam=batch["lambda"],
     )
+    cut = [len(r["rewards"]) for r in batch["rows"]]
     json.dump(
         {
             "verl_import": how,
-            "advantages": [adv[i, : len(r["rewards"])].tolist() for i, r in enumerate(rows)],
-            "returns": [ret[i, : len(r["rewards"])].tolist() for i, r in enumerate(rows)],
+            "advantages": [adv[i, :n].tolist() for i, n in enumerate(cut)],
+            "returns": [ret[i, :n].tolist() for i, n in enumerate(cut)],
         },
         sys.stdout,
     )
