@@ -53,7 +53,8 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 }
 
 // refLogprobs returns the completion log-probabilities of each example,
-// computed as Hugging Face's LlamaForCausalLM defines them.
+// computed as Hugging Face's LlamaForCausalLM defines them, of
+// softmax(z/T) at the example's Temperature.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 	c := m.cfg
 	P := refParams(m, flat)
@@ -157,6 +158,11 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 			t := len(e.Prompt) + j
 			h := norm(x[t], "model.norm")
 			z := lin(h, "lm_head", d, V)
+			if tempered(e.Temperature) {
+				for i := range z {
+					z[i] /= e.Temperature
+				}
+			}
 			mx := math.Inf(-1)
 			for _, v := range z {
 				mx = math.Max(mx, v)

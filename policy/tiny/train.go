@@ -13,8 +13,9 @@ import (
 )
 
 // LossFunc computes a batch's loss from the log-probabilities of its
-// completion tokens (under the weights being trained, temperature 1) and
-// the entropies of the distributions they were drawn from, and writes
+// completion tokens (under the weights being trained, at each example's
+// Temperature) and the entropies of the distributions they were drawn
+// from, and writes
 // d loss / d logprob for every token into grad. All three are shaped like
 // the batch's completions; grad starts at zero. Entropies carry no
 // gradient. The slices are only valid during the call.
@@ -212,6 +213,7 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 	if err := t.parallel(ctx, func(s *shard) {
 		s.starts = s.a.pack(s.batch)
 		w.forward(s.a, nil)
+		s.a.temper(s.batch, s.starts)
 	}); err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
@@ -261,17 +263,23 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 }
 
 // fillDlogits turns d loss / d logprob of each completion token into the
-// gradient of the logits: g·(onehot − p) on the row that predicted it.
+// gradient of the logits: g·(onehot − p) on the row that predicted it,
+// or (g/T)·(onehot − p_T) for an example sampled at temperature T, whose
+// log-probabilities are those of softmax(z/T).
 func (s *shard) fillDlogits(grad [][]float32) {
 	a := s.a
 	V := a.cfg.VocabSize()
 	s.dlogits = grow(s.dlogits, a.rows*V)
 	clear(s.dlogits)
 	for i, e := range s.batch {
+		scale := e.gradScale()
 		for j, tok := range e.Completion {
 			g := grad[i][j]
 			if g == 0 {
 				continue
+			}
+			if scale != 1 {
+				g *= scale
 			}
 			r := s.starts[i] + len(e.Prompt) + j
 			lp := a.logp[r*V : (r+1)*V]
