@@ -238,19 +238,7 @@ func TestVLLMLogprobsMatchTransformers(t *testing.T) {
 	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}, {ID: "c", Prompt: "hello 3", Seed: 3}}
 	for _, tc := range []struct{ name, adapter, dir string }{{"base", "", ""}, {"lora", "parity", v.lora}} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := c.Generate(ctx, reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 12, Logprobs: true, Adapter: tc.adapter})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ss []policy.Sample
-			for _, r := range out {
-				for _, s := range r {
-					if s.Status != policy.StatusOK || s.Prompt == nil {
-						t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
-					}
-					ss = append(ss, s)
-				}
-			}
+			ss := servedSamples(t, c, reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 12, Logprobs: true, Adapter: tc.adapter})
 			want := v.hfLogprobs(t, tc.dir, ss)
 			worst, n := 0.0, 0
 			for i, s := range ss {
@@ -467,19 +455,7 @@ func TestVLLMLogprobsAreTempered(t *testing.T) {
 	c := v.client(t)
 	const temp = 1.2
 	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}, {ID: "c", Prompt: "hello 3", Seed: 3}}
-	out, err := c.Generate(context.Background(), reqs, policy.Sampling{N: 4, Temperature: temp, MaxTokens: 12, Logprobs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ss []policy.Sample
-	for _, r := range out {
-		for _, s := range r {
-			if s.Status != policy.StatusOK || s.Prompt == nil {
-				t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
-			}
-			ss = append(ss, s)
-		}
-	}
+	ss := servedSamples(t, c, reqs, policy.Sampling{N: 4, Temperature: temp, MaxTokens: 12, Logprobs: true})
 	tempered, raw := v.hfLogprobsAt(t, "", ss, temp), v.hfLogprobsAt(t, "", ss, 1)
 	worstT, worstRaw, n := 0.0, 0.0, 0
 	for i, s := range ss {
@@ -496,4 +472,24 @@ func TestVLLMLogprobsAreTempered(t *testing.T) {
 	if worstT > 1e-4 || worstRaw < 1e-2 {
 		t.Fatalf("vLLM's logprobs are %.3g from softmax(z/T) (want ≤ 1e-4) and %.3g from softmax(z) (want ≥ 1e-2)", worstT, worstRaw)
 	}
+}
+
+// servedSamples generates the requests' samples, which must all be served
+// with their prompt's token ids, in one list.
+func servedSamples(t *testing.T, c *openai.Client, reqs []policy.Request, sp policy.Sampling) []policy.Sample {
+	t.Helper()
+	out, err := c.Generate(context.Background(), reqs, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss []policy.Sample
+	for _, r := range out {
+		for _, s := range r {
+			if s.Status != policy.StatusOK || s.Prompt == nil {
+				t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
+			}
+			ss = append(ss, s)
+		}
+	}
+	return ss
 }
