@@ -13,8 +13,9 @@ import (
 )
 
 // LossFunc computes a batch's loss from the log-probabilities of its
-// completion tokens (under the weights being trained, temperature 1) and
-// the entropies of the distributions they were drawn from, and writes
+// completion tokens (under the weights being trained, at each example's
+// Temperature) and the entropies of the distributions they were drawn
+// from, and writes
 // d loss / d logprob for every token into grad. All three are shaped like
 // the batch's completions; grad starts at zero. Entropies carry no
 // gradient. The slices are only valid during the call.
@@ -205,7 +206,7 @@ func (t *Trainer) apply(st StepStats) StepStats {
 
 // gradients fills t.grad with the gradient of loss over batch.
 func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
-	w, st, err := t.forwardShards(ctx, batch)
+	w, st, err := t.forwardShards(ctx, batch, true)
 	if err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
@@ -246,8 +247,10 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 
 // forwardShards checks batch, splits it over the shards and runs the
 // weights being trained over each (in parallel), returning them and the
-// batch's token count.
-func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights, StepStats, error) {
+// batch's token count. With temper, each example's logprobs are of
+// softmax(z/T) at its Temperature (the policy; the critic reads no
+// logprobs).
+func (t *Trainer) forwardShards(ctx context.Context, batch []Example, temper bool) (*weights, StepStats, error) {
 	var st StepStats
 	for i, e := range batch {
 		if err := t.m.checkExample(i, e); err != nil {
@@ -266,6 +269,9 @@ func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights,
 	err := t.parallel(ctx, func(s *shard) {
 		s.starts = s.a.pack(s.batch)
 		w.forward(s.a, nil)
+		if temper {
+			s.a.temper(s.batch, s.starts)
+		}
 	})
 	return w, st, err
 }
@@ -282,17 +288,23 @@ func sumShards(sum []float32, shards []*shard, part func(*shard) []float32) {
 }
 
 // fillDlogits turns d loss / d logprob of each completion token into the
-// gradient of the logits: g·(onehot − p) on the row that predicted it.
+// gradient of the logits: g·(onehot − p) on the row that predicted it,
+// or (g/T)·(onehot − p_T) for an example sampled at temperature T, whose
+// log-probabilities are those of softmax(z/T).
 func (s *shard) fillDlogits(grad [][]float32) {
 	a := s.a
 	V := a.cfg.VocabSize()
 	s.dlogits = grow(s.dlogits, a.rows*V)
 	clear(s.dlogits)
 	for i, e := range s.batch {
+		scale := e.gradScale()
 		for j, tok := range e.Completion {
 			g := grad[i][j]
 			if g == 0 {
 				continue
+			}
+			if scale != 1 {
+				g *= scale
 			}
 			r := s.starts[i] + len(e.Prompt) + j
 			lp := a.logp[r*V : (r+1)*V]

@@ -193,7 +193,11 @@ func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, tiny.Example{Prompt: p, Completion: tr.TokenIDs})
+		s, err := policy.RowSampling(tr.Sampler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tiny.Example{Prompt: p, Completion: tr.TokenIDs, Temperature: s.Temperature})
 	}
 	return out
 }
@@ -263,6 +267,9 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	o := embedded.Options{LR: 2e-3}
 	start := torchtest.StartAdapter(t, m, o, 3, 8, 4)
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
+	// The same problems sampled at T 1.2: logprobs of softmax(z/1.2),
+	// which both trainers must score at the row's temperature.
+	hot := torchtest.BatchAt(t, m, filepath.Join(t.TempDir(), "hot"), 4, 8, 4, 0.4, 1.2)
 
 	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
 	for _, c := range []struct {
@@ -271,17 +278,25 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		beta, low, high float64
 		argv            []string
 		dual            float64
+		temp            float64 // 0: the batch at T 1
 	}{
-		{"token", "token", 0, 0.2, 0.2, single, 0},
-		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0},
-		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0},
+		{"token", "token", 0, 0.2, 0.2, single, 0, 0},
+		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0, 0},
+		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0, 0},
 		// Two ranks each hold half of the sequences: the sequence mean
 		// must still divide by the whole minibatch's count.
-		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0},
+		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0, 0},
 		// Dual-clip at a c the batch's negative-advantage ratios pass.
-		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3},
+		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3, 0},
+		// The tempered policy: logits / T in the ratio, the gradient and
+		// the KL reference, in both.
+		{"token-beta-temperature-1.2", "token", 0.04, 0.2, 0.2, single, 0, 1.2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			f := f
+			if c.temp != 0 {
+				f = hot
+			}
 			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual}
 			et, err := embedded.Load(m, eo, start)
 			if err != nil {

@@ -359,6 +359,33 @@ def check_stale(t: dict, missing: bool, hp: dict) -> None:
         )
 
 
+def sample_temperature(t: dict) -> float:
+    """The temperature a row trains at: its sampler column's (the JSON of
+    the sampling, docs/TABLES.md), so that logpi is log softmax(z/T) of the
+    distribution that sampled it and whose logprobs the sampler recorded.
+    No column, or no temperature in it, reads as 1; a greedy sample (0)
+    trains at 1, its logprobs being the model's own. top_p below 1 is
+    refused: no trainer can rebuild the nucleus the sampler drew from."""
+    where = f"sample {t['sample_index']} of prompt {t['prompt_id']!r}"
+    raw = t.get("sampler") or ""
+    if not raw:
+        return 1.0
+    try:
+        sampling = json.loads(raw)
+    except ValueError as e:
+        raise DataError(f"{where}: sampler column {raw!r} is not a JSON object of sampling parameters: {e}") from None
+    if not isinstance(sampling, dict):
+        raise DataError(f"{where}: sampler column {raw!r} is not a JSON object of sampling parameters")
+    top_p = sampling.get("top_p") or 0
+    if 0 < top_p < 1:
+        raise DataError(f"{where}: sampler column: top_p {top_p:g} trains a policy rlpipe cannot score (the nucleus changes "
+                        "with every token); sample the train stage's rollouts without top_p (temperature alone is trained exactly)")
+    temp = sampling.get("temperature", 1)
+    if not isinstance(temp, (int, float)) or not math.isfinite(temp) or temp < 0:
+        raise DataError(f"{where}: sampler column: temperature {temp!r} is not a temperature (a finite number >= 0)")
+    return float(temp) if temp != 0 else 1.0
+
+
 def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
     """Reads and joins the tables and tokenizes the samples to train on.
 
@@ -368,7 +395,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 
     advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
     trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"],
-                             optional=("sequence_ids", "trainable", "staleness"))
+                             optional=("sequence_ids", "trainable", "staleness", "sampler"))
     prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
     trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
 
@@ -442,6 +469,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             "mask": mask or [1] * len(completion),
             "old": None if old is None or hp["recompute_old_logprobs"] else list(old),
             "advantage": float(a["advantage"]),
+            "temperature": sample_temperature(t),
         })
 
     adapter_files = None
@@ -513,7 +541,8 @@ def trainable(model) -> list[tuple[str, Any]]:
 
 
 def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool):
-    """Log-probabilities (and entropies) of each sample's completion tokens."""
+    """Log-probabilities (and entropies) of each sample's completion tokens,
+    of softmax(z/T) at the sample's temperature."""
     import torch
 
     length = max(len(s["prompt"]) + len(s["completion"]) for s in batch)
@@ -528,7 +557,14 @@ def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bo
     for i, s in enumerate(batch):
         p, c = len(s["prompt"]), len(s["completion"])
         # The logits at position t predict the token at t + 1.
-        lp = logits[i, p - 1 : p - 1 + c].float().log_softmax(-1)
+        # At the temperature the sample was drawn at: log softmax(z/T), as
+        # TRL's selective_log_softmax(logits / temperature) and verl's
+        # logits.div_(temperature); the reference pass goes through here too.
+        z = logits[i, p - 1 : p - 1 + c].float()
+        temp = s.get("temperature", 1.0)
+        if temp != 1.0:
+            z = z / temp
+        lp = z.log_softmax(-1)
         target = torch.tensor(s["completion"], dtype=torch.long, device=device)
         lps.append(lp.gather(-1, target[:, None]).squeeze(-1))
         if entropy:

@@ -110,6 +110,14 @@ func StartAdapter(t testing.TB, m *tiny.Model, o embedded.Options, seed uint64, 
 // leave the clip range on both sides from the first step.
 func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32) Files {
 	t.Helper()
+	return BatchAt(t, m, dir, seed, n, g, shift, 1)
+}
+
+// BatchAt is Batch sampled at temperature temp: the trajectories record
+// it in their sampler column (temperature 1 records "{}", as Batch always
+// did), and their logprobs are of softmax(z/temp).
+func BatchAt(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32, temp float64) Files {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +132,22 @@ func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift
 		reqs = append(reqs, policy.Request{ID: id, Prompt: p.Prompt(), Seed: int64(seed)*1000 + int64(i)})
 		answers[id] = p.Answer()
 	}
-	out, err := tiny.NewPolicy(m).Generate(context.Background(), reqs, policy.Sampling{N: g, Temperature: 1, MaxTokens: 5, Logprobs: true})
+	sp := policy.Sampling{N: g, Temperature: temp, MaxTokens: 5, Logprobs: true}
+	out, err := tiny.NewPolicy(m).Generate(context.Background(), reqs, sp)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sampler := "{}"
+	if temp != 1 {
+		if sampler, err = sp.JSON(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var trajs []tables.Trajectory
 	var rewards []tables.Reward
 	for i, ss := range out {
 		for j, s := range ss {
-			row := policy.TrajectoryRow(s, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), "{}")
+			row := policy.TrajectoryRow(s, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), sampler)
 			if shift != 0 {
 				row.Logprobs = append([]float32(nil), row.Logprobs...)
 				for k := range row.Logprobs {
