@@ -50,7 +50,7 @@ func peerSeqs() []grpo.Sequence {
 }
 
 // TestPeerParity computes each policy loss under each aggregation, and
-// the k3 KL, on a random batch with rlpipe and with verl's own functions
+// the k1, k2 and k3 KL, on a random batch with rlpipe and with verl's own functions
 // (testdata/peer_losses.py: core_algos.compute_policy_loss_vanilla,
 // compute_policy_loss_gspo, compute_policy_loss_cispo, kl_penalty and
 // agg_loss, under autograd), and wants the loss and every token's
@@ -94,8 +94,8 @@ func TestPeerParity(t *testing.T) {
 	type tc struct {
 		name string
 		o    grpo.LossOptions
-		// kl: compare β·k3 alone (advantages 0, β 1) with verl's
-		// kl_penalty low_var_kl.
+		// kl: compare β·k alone (advantages 0, β 1) with verl's
+		// kl_penalty of the estimator's verl name.
 		kl bool
 		// differ: a control, verl's numbers are not these.
 		differ bool
@@ -119,15 +119,22 @@ func TestPeerParity(t *testing.T) {
 		name := "ppo_clip dual_clip 1.2 " + string(agg)
 		cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, EpsLow: 0.1, EpsHigh: 0.1, DualClip: 1.2},
 			peer: peerCase{Name: name, Fn: "compute_policy_loss_vanilla", Agg: verlAgg[agg], EpsLow: 0.1, EpsHigh: 0.1, ClipC: 1.2}})
-		name = "k3 " + string(agg)
-		cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, Beta: 1}, kl: true,
-			peer: peerCase{Name: name, Fn: "kl_low_var_kl", Agg: verlAgg[agg]}})
+		for _, k := range []struct {
+			est  grpo.KLEstimator
+			verl string
+		}{{grpo.K1, "kl"}, {grpo.K2, "mse"}, {grpo.K3, "low_var_kl"}} {
+			name = string(k.est) + " " + string(agg)
+			cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, Beta: 1, KL: k.est}, kl: true,
+				peer: peerCase{Name: name, Fn: "kl_" + k.verl, Agg: verlAgg[agg]}})
+		}
 	}
 	cases = append(cases,
 		tc{name: "control: token mean is not verl's seq-mean-token-mean", o: grpo.LossOptions{EpsLow: 0.2, EpsHigh: 0.28}, differ: true,
 			peer: peerCase{Name: "control agg", Fn: "compute_policy_loss_vanilla", Agg: "seq-mean-token-mean", EpsLow: 0.2, EpsHigh: 0.28, ClipC: 1e9}},
 		tc{name: "control: ppo_clip is not verl's gspo", o: grpo.LossOptions{EpsLow: 0.2, EpsHigh: 0.28}, differ: true,
-			peer: peerCase{Name: "control loss", Fn: "compute_policy_loss_gspo", Agg: "token-mean", EpsLow: 0.2, EpsHigh: 0.28}})
+			peer: peerCase{Name: "control loss", Fn: "compute_policy_loss_gspo", Agg: "token-mean", EpsLow: 0.2, EpsHigh: 0.28}},
+		tc{name: "control: k1 is not verl's low_var_kl", o: grpo.LossOptions{Beta: 1, KL: grpo.K1}, kl: true, differ: true,
+			peer: peerCase{Name: "control kl", Fn: "kl_low_var_kl", Agg: "token-mean"}})
 	for _, c := range cases {
 		in.Cases = append(in.Cases, c.peer)
 	}

@@ -57,8 +57,8 @@ def main():
     for c in batch["cases"]:
         lp = padded("logprobs").requires_grad_(True)
         mode = c["agg"]
-        if c["fn"] == "kl_low_var_kl":
-            loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, "low_var_kl"), mask, mode)
+        if c["fn"].startswith("kl_"):  # kl_kl, kl_mse, kl_low_var_kl: kl_penalty's estimator names
+            loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, c["fn"][3:]), mask, mode)
         else:
             fn = getattr(core_algos, c["fn"])
             cfg = Config(c["eps_low"], c["eps_high"], c["clip_c"])
