@@ -146,7 +146,7 @@ func weightedGradients(t *testing.T, m *Model, a *Adapter, batch []Example) *Tra
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
+	if _, err := tr.gradients(context.Background(), batch, LossFunc(weightedLoss).entropyFree()); err != nil {
 		t.Fatal(err)
 	}
 	return tr

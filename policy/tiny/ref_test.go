@@ -55,6 +55,13 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 // refLogprobs returns the completion log-probabilities of each example,
 // computed as Hugging Face's LlamaForCausalLM defines them.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
+	lp, _ := refScores(m, flat, batch)
+	return lp
+}
+
+// refScores returns refLogprobs and the entropy of the distribution each
+// completion token was drawn from.
+func refScores(m *Model, flat []float64, batch []Example) (logprobs, entropies [][]float64) {
 	c := m.cfg
 	P := refParams(m, flat)
 	d, V, H := c.Dim, c.VocabSize(), c.Heads
@@ -95,7 +102,7 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		}
 		return y
 	}
-	out := make([][]float64, len(batch))
+	out, ents := make([][]float64, len(batch)), make([][]float64, len(batch))
 	for bi, e := range batch {
 		toks := append([]int32{BOS}, e.Prompt...)
 		toks = append(toks, e.Completion[:len(e.Completion)-1]...)
@@ -152,7 +159,7 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 				}
 			}
 		}
-		out[bi] = make([]float64, len(e.Completion))
+		out[bi], ents[bi] = make([]float64, len(e.Completion)), make([]float64, len(e.Completion))
 		for j, tok := range e.Completion {
 			t := len(e.Prompt) + j
 			h := norm(x[t], "model.norm")
@@ -165,10 +172,14 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 			for _, v := range z {
 				s += math.Exp(v - mx)
 			}
-			out[bi][j] = z[tok] - mx - math.Log(s)
+			lse := mx + math.Log(s)
+			out[bi][j] = z[tok] - lse
+			for _, v := range z {
+				ents[bi][j] -= math.Exp(v-lse) * (v - lse)
+			}
 		}
 	}
-	return out
+	return out, ents
 }
 
 // refWeightedLoss is weightedLoss in float64.
