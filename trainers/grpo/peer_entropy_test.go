@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
@@ -91,10 +89,7 @@ func TestPeerEntropyParity(t *testing.T) {
 	type peerSeq struct {
 		Logits [][]float64 `json:"logits"`
 		Target []int       `json:"target"`
-		Old    []float64   `json:"old"`
-		Ref    []float64   `json:"ref"`
-		Mask   []float64   `json:"mask"`
-		Adv    float64     `json:"adv"`
+		peerTokens
 	}
 	type peerCase struct {
 		Name         string  `json:"name"`
@@ -105,23 +100,10 @@ func TestPeerEntropyParity(t *testing.T) {
 		EpsLow       float64 `json:"eps_low"`
 		EpsHigh      float64 `json:"eps_high"`
 	}
-	var in struct {
-		Seqs  []peerSeq  `json:"seqs"`
-		Cases []peerCase `json:"cases"`
-	}
+	var in peerBatch[peerSeq, peerCase]
 	for i, s := range seqs {
-		ps := peerSeq{Logits: logits[i], Target: target[i], Ref: s.RefLogprobs, Adv: s.Advantage}
-		for j, o := range s.OldLogprobs {
-			ps.Old = append(ps.Old, float64(o))
-			m := 1.0
-			if s.Trainable != nil && !s.Trainable[j] {
-				m = 0
-			}
-			ps.Mask = append(ps.Mask, m)
-		}
-		in.Seqs = append(in.Seqs, ps)
+		in.Seqs = append(in.Seqs, peerSeq{logits[i], target[i], tokensOf(s)})
 	}
-	verlAgg := map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
 	type tc struct {
 		name   string
 		o      grpo.LossOptions
@@ -147,19 +129,7 @@ func TestPeerEntropyParity(t *testing.T) {
 	for _, c := range cases {
 		in.Cases = append(in.Cases, c.peer)
 	}
-	batch := filepath.Join(t.TempDir(), "batch.json")
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(batch, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := pyvenv.Run(t, "testdata/peer_entropy.py", nil, py, filepath.Join("testdata", "peer_entropy.py"), batch)
-	var peer map[string]json.RawMessage
-	if err := json.Unmarshal(out, &peer); err != nil {
-		t.Fatalf("read verl's losses: %v\n%s", err, out)
-	}
+	peer := runPeer(t, py, "peer_entropy.py", in)
 	if why, ok := peer["verl_error"]; ok {
 		t.Skipf("verl does not import under %s: %s", py, why)
 	}

@@ -24,20 +24,15 @@ import sys
 
 
 def main():
-    with open(sys.argv[1]) as f:
-        batch = json.load(f)
-    try:
-        import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peer_losses import actor_config, setup
 
-        here = os.path.dirname(os.path.abspath(__file__))
-        sys.path.insert(0, os.path.join(here, "..", "..", "..", "advantages", "testdata"))
-        from peer_advantages import import_core_algos
-
-        core_algos, how = import_core_algos()
-        from verl.utils.torch_functional import entropy_from_logits
-    except Exception as e:  # report, so that the Go test skips with the reason
-        json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
+    got = setup()
+    if got is None:
         return
+    batch, core_algos, how = got
+    import torch
+    from verl.utils.torch_functional import entropy_from_logits  # core_algos imported it
 
     seqs = batch["seqs"]
     width = max(len(s["target"]) for s in seqs)
@@ -53,19 +48,6 @@ def main():
         [s["logits"] + [[0.0] * vocab] * (width - len(s["logits"])) for s in seqs], dtype=torch.float64
     )
 
-    class Config(core_algos.ActorConfig):
-        """The actor config fields the vanilla loss reads."""
-
-        def __init__(self, eps_low, eps_high):
-            self.clip_ratio = eps_low
-            self.clip_ratio_low = eps_low
-            self.clip_ratio_high = eps_high
-            self.clip_ratio_c = 1e9  # no dual clip
-            self.global_batch_info = {}
-
-        def get(self, key, default=None):
-            return getattr(self, key, default)
-
     def per_token(t):
         return [t[i, : len(s["target"])].tolist() for i, s in enumerate(seqs)]
 
@@ -74,7 +56,7 @@ def main():
         logits = logits0.clone().requires_grad_(True)
         lp = torch.log_softmax(logits, dim=-1).gather(-1, target[..., None]).squeeze(-1)
         mode = c["agg"]
-        cfg = Config(c["eps_low"], c["eps_high"])
+        cfg = actor_config(core_algos, c["eps_low"], c["eps_high"], 1e9)  # 1e9: no dual clip
         loss, _ = core_algos.compute_policy_loss_vanilla(
             old_log_prob=old, log_prob=lp, advantages=adv, response_mask=mask, loss_agg_mode=mode, config=cfg
         )
