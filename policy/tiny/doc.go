@@ -78,7 +78,11 @@
 // clipping) on all base weights or, given an Adapter, on LoRA factors only.
 // The caller's LossFunc receives the batch's per-token log-probabilities
 // and entropies and returns the loss and d loss / d logprob per token: NLL
-// for supervised training, a clipped surrogate plus KL for GRPO. Batches
+// for supervised training, a clipped surrogate plus KL for GRPO. A loss
+// of the entropies too (an entropy bonus) is an EntropyLossFunc, taken by
+// StepEntropy, which also returns d loss / d entropy; that gradient
+// reaches every logit of the row through ∂H/∂z_k = −p_k·(log p_k + H).
+// Batches
 // are split into a fixed number of shards, computed by parallel goroutines
 // and summed in order, so gradients do not depend on the goroutine count.
 // SaveState and LoadState make a resumed run continue bit for bit.

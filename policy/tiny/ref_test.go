@@ -56,8 +56,15 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 // computed as Hugging Face's LlamaForCausalLM defines them, of
 // softmax(z/T) at the example's Temperature.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
+	lp, _ := refScores(m, flat, batch)
+	return lp
+}
+
+// refScores returns refLogprobs and the entropy of the distribution each
+// completion token was drawn from, softmax(z/T).
+func refScores(m *Model, flat []float64, batch []Example) (logprobs, entropies [][]float64) {
 	V := m.cfg.VocabSize()
-	return refForward(m, flat, batch, func(e Example, h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+	logSoftmax := func(e Example, h []float64, lin func(x []float64, name string, in, out int) []float64) []float64 {
 		z := lin(h, "lm_head", m.cfg.Dim, V)
 		if tempered(e.Temperature) {
 			for i := range z {
@@ -72,8 +79,23 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		for _, v := range z {
 			s += math.Exp(v - mx)
 		}
-		return z[tok] - mx - math.Log(s)
+		lse := mx + math.Log(s)
+		for i := range z {
+			z[i] -= lse
+		}
+		return z
+	}
+	logprobs = refForward(m, flat, batch, func(e Example, h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+		return logSoftmax(e, h, lin)[tok]
 	})
+	entropies = refForward(m, flat, batch, func(e Example, h []float64, _ int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+		var ent float64
+		for _, l := range logSoftmax(e, h, lin) {
+			ent -= math.Exp(l) * l
+		}
+		return ent
+	})
+	return logprobs, entropies
 }
 
 // refValues returns the value of each completion token: the head (Dim

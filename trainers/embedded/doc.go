@@ -31,12 +31,15 @@
 //     at each row's temperature too.
 //  3. takes Epochs × Minibatches AdamW steps on the LoRA factors (the base
 //     stays frozen and may be shared with samplers), each minimising the
-//     clipped surrogate −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) + β·k3 KL
-//     (or Options.Loss's policy term, GSPO's or CISPO's, in its place),
+//     clipped surrogate −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) + β·KL
+//     (or Options.Loss's policy term, GSPO's or CISPO's, in its place;
+//     the KL estimator is Options.KLEstimator, k3 by default) minus
+//     Options.EntropyCoeff times the entropy (a bonus, off by default),
 //     averaged over tokens (default) or sequences, or Dr. GRPO's
 //     sequence sums over the longest completion. The loss's gradient
-//     with respect to each token's log-probability is handed to
-//     tiny.Trainer, which backpropagates it.
+//     with respect to each token's log-probability (and, with the
+//     bonus, its entropy) is handed to tiny.Trainer, which
+//     backpropagates it.
 //
 // A NaN or infinite loss, ratio or gradient fails the update with an
 // error wrapping grpo.ErrNonFinite; the train stage marks it

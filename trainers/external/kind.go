@@ -34,6 +34,7 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
+	checkKLEntropy(c, s.Hyperparameters)
 	if l, ok := s.Hyperparameters[Loss]; ok && l != grpo.PPOClip.Name() {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)

@@ -19,9 +19,10 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     (peft, --adapter-in) or a fresh one, and AdamW's state (--optimizer-in);
   * for `epochs` passes over the batch, cut into minibatches of
     `minibatch_size` sequences (one optimizer step each), it minimises the
-    clipped surrogate plus beta times the k3 KL to the base model
-    (the adapter disabled), aggregated per token or per sequence, with
-    gradient-norm clipping;
+    clipped surrogate plus beta times a KL estimate (k3 by default, k1 or
+    k2) to the base model (the adapter disabled), minus entropy_coeff
+    times the policy's entropy (an entropy bonus, off by default),
+    aggregated per token or per sequence, with gradient-norm clipping;
   * it writes the adapter with save_pretrained (--adapter-out), the
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
@@ -80,7 +81,9 @@ DEFAULTS: dict[str, Any] = {
     "micro_batch_size": 4,  # sequences per forward pass on each process
     "eps_low": 0.2,
     "eps_high": 0.2,  # DAPO's clip-higher: 0.28
-    "beta": 0.0,  # weight of the k3 KL to the base model
+    "beta": 0.0,  # weight of the KL to the base model
+    "kl_estimator": "k3",  # k1 (-δ), k2 (δ²/2) or k3 (e^δ - δ - 1), δ = logπ_ref - logπ; verl's kl, mse, low_var_kl
+    "entropy_coeff": 0.0,  # entropy bonus: minus this times the entropy per token; 0 = off
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # or "sequence"
     "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
@@ -96,6 +99,20 @@ DEFAULTS: dict[str, Any] = {
     "no_std": False,
     "keep_zero_std": False,
 }
+
+
+# verl's names of the KL estimators (core_algos.kl_penalty).
+KL_NAMES = {"kl": "k1", "mse": "k2", "low_var_kl": "k3"}
+
+
+def kl_term(delta, estimator: str):
+    """The per-token KL estimate beta weighs, delta = logπ_ref - logπ, as
+    rlpipe's trainers/grpo.KLEstimator computes it."""
+    if estimator == "k1":
+        return -delta
+    if estimator == "k2":
+        return 0.5 * delta * delta
+    return delta.exp() - delta - 1
 
 
 class ConfigError(Exception):
@@ -193,6 +210,11 @@ def load_hparams(path: str) -> dict[str, Any]:
     _number(hp, "eps_low", 0, 1, lo_open=True)
     _number(hp, "eps_high", 0, lo_open=True)
     _number(hp, "beta", 0)
+    _number(hp, "entropy_coeff", 0)
+    est = hp["kl_estimator"]
+    if not isinstance(est, str) or KL_NAMES.get(est, est) not in ("k1", "k2", "k3"):
+        raise ConfigError(f"hyperparameters.kl_estimator: {est!r}; use k1, k2 or k3 (verl's kl, mse or low_var_kl)")
+    hp["kl_estimator"] = KL_NAMES.get(est, est)
     _number(hp, "dual_clip", 0)
     if 0 < hp["dual_clip"] <= 1:
         raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r} must be above 1 (3 is usual), or 0 for off")
@@ -540,9 +562,10 @@ def trainable(model) -> list[tuple[str, Any]]:
     return sorted(((n, p) for n, p in model.named_parameters() if p.requires_grad), key=lambda x: x[0])
 
 
-def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool):
+def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool, entropy_grad: bool = False):
     """Log-probabilities (and entropies) of each sample's completion tokens,
-    of softmax(z/T) at the sample's temperature."""
+    of softmax(z/T) at the sample's temperature; the entropies carry a
+    gradient only with entropy_grad (an entropy bonus)."""
     import torch
 
     length = max(len(s["prompt"]) + len(s["completion"]) for s in batch)
@@ -568,7 +591,7 @@ def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bo
         target = torch.tensor(s["completion"], dtype=torch.long, device=device)
         lps.append(lp.gather(-1, target[:, None]).squeeze(-1))
         if entropy:
-            with torch.no_grad():
+            with contextlib.nullcontext() if entropy_grad else torch.no_grad():
                 ents.append(-(lp.exp() * lp).sum(-1))
     return lps, ents
 
@@ -720,7 +743,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
             if not idx:  # an empty share: a zero-weight pass keeps DDP in step
                 idx, weight = [members[0]], 0.0
             batch = [samples[i] for i in idx]
-            lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True)
+            lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True, hp["entropy_coeff"] > 0)
             loss = torch.zeros((), device=d.device)
             for s, lp, ent in zip(batch, lps, ents):
                 # Only trainable tokens (an episode's replies) enter the
@@ -743,8 +766,10 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
-                    kl = (torch.exp(delta) - delta - 1) * m
+                    kl = kl_term(delta, hp["kl_estimator"]) * m
                     per_token = pg + hp["beta"] * kl
+                if hp["entropy_coeff"] > 0:  # the bonus: -c·H, aggregated like the rest
+                    per_token = per_token - hp["entropy_coeff"] * ent * m
                 if hp["aggregation"] == "token":
                     w = weight / total_tokens
                 else:

@@ -211,6 +211,7 @@ type Metrics struct {
 	Loss           float64  `json:"loss"`
 	PolicyLoss     float64  `json:"policy_loss"`
 	KL             *float64 `json:"kl"`
+	Entropy        float64  `json:"entropy"`
 	GradNorm       float64  `json:"grad_norm"`
 	TrainTokens    int      `json:"train_tokens"`
 	OptimizerSteps int      `json:"optimizer_steps"`
