@@ -40,6 +40,10 @@ const TrainVersion = "join-2"
 // sampleStdOption is how a version says Options.SampleStd.
 const sampleStdOption = "std=sample"
 
+// maskTruncatedOption is how a version says TrainOptions.MaskTruncated
+// (the advantages section's mask_truncated_completions: true).
+const maskTruncatedOption = "mask_truncated_completions=true"
+
 // trainVersions are the TrainVersions ParseVersion reads: join-1 wrote the
 // same rows as join-2 but for an episode without an exact token sequence,
 // which no trainer took then (they refused episodes), so its options
@@ -49,8 +53,9 @@ var trainVersions = []string{TrainVersion, "join-1"}
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
 // keep_zero_std=false"), then " std=sample" with SampleStd and
-// " estimator=NAME" for an estimator other than GRPO, so that a change of
-// options misses the cache.
+// " estimator=NAME" for an estimator other than GRPO, then
+// " mask_truncated_completions=true" with MaskTruncated, so that a change
+// of options misses the cache.
 func (o TrainOptions) Version() string {
 	eps := o.Epsilon
 	if eps == 0 {
@@ -66,6 +71,11 @@ func (o TrainOptions) Version() string {
 		// GRPO's versions name no estimator: the cache keys of the runs
 		// before estimators were values stay the same.
 		v += " estimator=" + e.Name()
+	}
+	if o.MaskTruncated {
+		// Last, and only when set: the versions without it are those
+		// written before the option.
+		v += " " + maskTruncatedOption
 	}
 	return v
 }
@@ -86,6 +96,9 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 	}
 	if code == "" {
 		return o, fmt.Errorf("advantages task version %q: want %q followed by the options", v, TrainVersion)
+	}
+	if r, ok := strings.CutSuffix(rest, " "+maskTruncatedOption); ok {
+		rest, o.MaskTruncated = r, true
 	}
 	if r, name, ok := strings.Cut(rest, " estimator="); ok {
 		e, err := Estimators(known).Lookup(name)

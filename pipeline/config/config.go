@@ -102,10 +102,17 @@ type Advantages struct {
 	// Std is the standard deviation the groups are divided by: population
 	// (the default) or sample (Bessel's correction, as TRL and verl).
 	Std string `yaml:"std,omitempty"`
+	// MaskTruncatedCompletions masks the samples that stopped at the
+	// length limit (finish reason length) from the loss: DAPO's overlong
+	// filtering, under TRL's name.
+	MaskTruncatedCompletions bool `yaml:"mask_truncated_completions,omitempty"`
 }
 
 // sampleStd reports whether the section asks for the sample std.
 func (a *Advantages) sampleStd() bool { return a != nil && a.Std == "sample" }
+
+// maskTruncated reports whether the section masks truncated samples.
+func (a *Advantages) maskTruncated() bool { return a != nil && a.MaskTruncatedCompletions }
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {

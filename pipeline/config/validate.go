@@ -317,7 +317,7 @@ func (k *checker) advantages() {
 	if a.Std != "" && a.Std != "sample" && a.Std != "population" {
 		k.fail("advantages.std", "use sample or population", "advantages.std: unknown standard deviation %q", a.Std)
 	}
-	if a.Estimator == "" && a.Std == "" {
+	if a.Estimator == "" && a.Std == "" && !a.MaskTruncatedCompletions {
 		return
 	}
 	if a.Estimator != "" {

@@ -127,6 +127,10 @@ type Build struct {
 	// population std, the default); a Stepped train stage sets
 	// advantages.Options.SampleStd from it.
 	SampleStd bool
+	// MaskTruncated is the advantages section's
+	// mask_truncated_completions; a Stepped train stage sets
+	// advantages.TrainOptions.MaskTruncated from it.
+	MaskTruncated bool
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.
