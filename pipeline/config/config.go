@@ -40,6 +40,8 @@ type Config struct {
 	// Advantages chooses how a train stage that trains on advantages gets
 	// them (nil: GRPO's).
 	Advantages *Advantages `yaml:"advantages,omitempty"`
+	// FilterGroups turns on dynamic sampling (nil: off).
+	FilterGroups *FilterGroups `yaml:"filter_groups,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
 	// Tracking are the experiment trackers that receive the run's figures

@@ -93,6 +93,7 @@ func (c *Config) validate() error {
 	}
 	k.policy()
 	k.advantages()
+	k.filterGroups()
 	k.tracking()
 	k.sections()
 	k.eval()
