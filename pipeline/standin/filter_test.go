@@ -1,15 +1,22 @@
 package standin_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -229,6 +236,140 @@ func TestDynamicSamplingResumesExactlyOnce(t *testing.T) {
 	}
 	want, got := standintest.Sums(t, refStore, ref.Branch()), standintest.Sums(t, st, runs.Branch("res"))
 	if len(want) == 0 || fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Fatalf("artifacts differ:\nuninterrupted %v\nresumed       %v", want, got)
+	}
+}
+
+// The driver process of TestDynamicSamplingKilledAtARoundBoundary.
+const (
+	filterRole = "filter-driver"
+	// envCrashAt names the call ("1/reward-round-02") at whose start the
+	// driver kills itself; envGenLog is the file every generation
+	// appends its call to when it starts.
+	envCrashAt = "RLPIPE_STANDIN_CRASH_AT"
+	envGenLog  = "RLPIPE_STANDIN_GEN_LOG"
+)
+
+// killedRunConfig is the loop of the kill test: on-policy, so that no
+// later iteration is in flight when the driver dies.
+func killedRunConfig() pipeline.LoopConfig {
+	c := filterConfig(3)
+	c.MaxStaleness = 0
+	return c
+}
+
+// loggedStages are filterStages whose generations append "N/call" to
+// genLog as they start, and whose reward dies (SIGKILL, no cleanup) at
+// the call crashAt names.
+func loggedStages(genLog, crashAt string) pipeline.Stages {
+	s := filterStages()
+	gen, rew := *s.Generate, *s.Reward
+	genRun, rewRun := gen.Run, rew.Run
+	gen.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		f, err := os.OpenFile(genLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(f, "%d/%s\n", tc.Iteration, tc.Task)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		return genRun(ctx, tc)
+	}
+	rew.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if fmt.Sprintf("%d/%s", tc.Iteration, tc.Task) == crashAt {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return rewRun(ctx, tc)
+	}
+	s.Generate, s.Reward = &gen, &rew
+	return s
+}
+
+// filterDriver runs the kill test's loop in this process (TestMain).
+func filterDriver() int {
+	ctx := context.Background()
+	st, err := local.Open(ctx, os.Getenv(envStore), nil)
+	if err == nil {
+		var r *pipeline.Run
+		r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: os.Getenv(envRun), Envs: filterEnvs(), Seed: 2, LockTTL: time.Second})
+		if err == nil {
+			_, err = r.Loop(ctx, killedRunConfig(), loggedStages(os.Getenv(envGenLog), os.Getenv(envCrashAt)))
+			r.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestDynamicSamplingKilledAtARoundBoundary: a driver process killed
+// (SIGKILL) as iteration 1's third round is scored — rounds 0 and 1 and
+// round 2's generation done — is started again and finishes: no
+// generation ran twice over both processes (each call's start is logged),
+// and the run's artifacts are byte-identical to an uninterrupted run's in
+// a store of its own.
+func TestDynamicSamplingKilledAtARoundBoundary(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	refStore := standintest.NewStore(t, 10)
+	ref, _ := standintest.Loop(t, refStore, pipeline.RunOptions{Name: "ref", Envs: filterEnvs(), Seed: 2}, killedRunConfig(),
+		loggedStages(filepath.Join(dir, "ref.log"), ""))
+
+	storeDir := filepath.Join(dir, "store")
+	st, err := local.Create(ctx, storeDir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := standin.PutDataset(ctx, st, "main", standintest.DatasetPath, 10); err != nil {
+		t.Fatal(err)
+	}
+	genLog := filepath.Join(dir, "gen.log")
+	for leg, crashAt := range []string{"1/reward-round-02", ""} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envRole+"="+filterRole, envStore+"="+storeDir, envRun+"=killed", envGenLog+"="+genLog, envCrashAt+"="+crashAt)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case leg == 0 && !(errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL):
+			t.Fatalf("leg 0: %v, want the driver killed\n%s", err, stderr.String())
+		case leg == 1 && err != nil:
+			t.Fatalf("leg 1: %v\n%s", err, stderr.String())
+		}
+		if leg == 0 {
+			if s, _ := runs.ReadState(ctx, st, runs.Branch("killed")); s != nil {
+				t.Fatalf("the killed leg committed %+v", *s)
+			}
+		}
+	}
+	b, err := os.ReadFile(genLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := strings.Fields(string(b))
+	seen := map[string]int{}
+	for _, c := range calls {
+		seen[c]++
+		if seen[c] > 1 {
+			t.Errorf("generation %s ran twice", c)
+		}
+	}
+	refCalls, err := os.ReadFile(filepath.Join(dir, "ref.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 8 || len(strings.Fields(string(refCalls))) != 8 { // 3 + 2 + 3 rounds
+		t.Errorf("%d generations over both legs (%v), %d uninterrupted; want 8", len(calls), calls, len(strings.Fields(string(refCalls))))
+	}
+	if want, got := standintest.Sums(t, refStore, ref.Branch()), standintest.Sums(t, st, runs.Branch("killed")); len(want) == 0 || fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Fatalf("artifacts differ:\nuninterrupted %v\nresumed       %v", want, got)
 	}
 }
