@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // filterStages are the stand-in stages with dynamic sampling's merge task.
@@ -132,6 +134,21 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		if len(ps) != 3 || len(rw) != 12 || len(tr) != 12 || len(inf[0]) != 3 {
 			t.Errorf("iteration %d: %d prompts, %d rewards, %d trajectories, %d informative groups; want 3, 12, 12, 3", tc.n, len(ps), len(rw), len(tr), len(inf[0]))
 		}
+	}
+	// The experiment trackers get each iteration's figures.
+	points, err := trackers.History(context.Background(), st, "dyn", r.Branch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range points {
+		s := p.Scalars
+		got = append(got, fmt.Sprintf("%d: rounds %g drawn %g kept %g dropped %g shortfall %g", p.Step, s["filter_groups/rounds"],
+			s["filter_groups/prompts_drawn"], s["filter_groups/groups_kept"], s["filter_groups/groups_dropped"], s["filter_groups/shortfall"]))
+	}
+	if want := []string{"1: rounds 3 drawn 9 kept 3 dropped 6 shortfall 0", "2: rounds 2 drawn 6 kept 3 dropped 3 shortfall 0",
+		"3: rounds 2 drawn 6 kept 3 dropped 3 shortfall 0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("tracker points\n got %q\nwant %q", got, want)
 	}
 }
 
