@@ -53,7 +53,8 @@ var trainVersions = []string{TrainVersion, "join-1"}
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
 // keep_zero_std=false"), then " std=sample" with SampleStd and
-// " estimator=NAME" for an estimator other than GRPO, then
+// " estimator=NAME" for an estimator other than GRPO, for a
+// CriticEstimator " gamma=G lambda=L", then
 // " mask_truncated_completions=true" with MaskTruncated, so that a change
 // of options misses the cache.
 func (o TrainOptions) Version() string {
@@ -71,6 +72,9 @@ func (o TrainOptions) Version() string {
 		// GRPO's versions name no estimator: the cache keys of the runs
 		// before estimators were values stay the same.
 		v += " estimator=" + e.Name()
+	}
+	if NeedsCritic(o.estimator()) {
+		v += fmt.Sprintf(" gamma=%g lambda=%g", o.Gamma, o.Lambda)
 	}
 	if o.MaskTruncated {
 		// Last, and only when set: the versions without it are those
@@ -101,6 +105,12 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 		rest, o.MaskTruncated = r, true
 	}
 	if r, name, ok := strings.Cut(rest, " estimator="); ok {
+		if n, gl, ok := strings.Cut(name, " gamma="); ok {
+			if _, err := fmt.Sscanf(gl, "%g lambda=%g", &o.Gamma, &o.Lambda); err != nil {
+				return TrainOptions{}, fmt.Errorf("advantages task version %q: %v", v, err)
+			}
+			name = n
+		}
 		e, err := Estimators(known).Lookup(name)
 		if err != nil {
 			return TrainOptions{}, fmt.Errorf("advantages task version %q: %w", v, err)

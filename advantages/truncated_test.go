@@ -104,12 +104,14 @@ func TestMaskTruncatedVersion(t *testing.T) {
 		{"on", advantages.TrainOptions{MaskTruncated: true}, base + " mask_truncated_completions=true"},
 		{"with sample std and an estimator", advantages.TrainOptions{Options: advantages.Options{SampleStd: true, Estimator: half}, MaskTruncated: true},
 			base + " std=sample estimator=half mask_truncated_completions=true"},
+		{"with gae's gamma and lambda", advantages.TrainOptions{Options: advantages.Options{Estimator: advantages.GAEEstimator, Gamma: 1, Lambda: 0.95}, MaskTruncated: true},
+			base + " estimator=gae gamma=1 lambda=0.95 mask_truncated_completions=true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.o.Version(); got != tc.want {
 				t.Fatalf("Version() = %q, want %q", got, tc.want)
 			}
-			got, err := advantages.ParseVersion(tc.want, advantages.GRPO, half)
+			got, err := advantages.ParseVersion(tc.want, advantages.GRPO, half, advantages.GAEEstimator)
 			if err != nil || got.MaskTruncated != tc.o.MaskTruncated || got.Version() != tc.want {
 				t.Errorf("ParseVersion(%q) = %+v, %v", tc.want, got, err)
 			}

@@ -97,10 +97,11 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
 		}
 	}
+	gamma, lambda := c.Advantages.gammaLambda()
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
 		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator,
-			SampleStd: c.Advantages.sampleStd(), MaskTruncated: c.Advantages.maskTruncated()}
+			SampleStd: c.Advantages.sampleStd(), Gamma: gamma, Lambda: lambda, MaskTruncated: c.Advantages.maskTruncated()}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.
@@ -213,6 +214,9 @@ func (c *Config) facts() kind.File {
 	f := kind.File{Dir: filepath.Dir(c.file), InitialPolicy: c.InitialPolicy != "", MaxStaleness: c.Overlap.MaxStaleness, Losses: c.reg.Losses}
 	if c.Policy != nil {
 		f.Policy, f.PolicyModel = c.Policy.Kind, c.Policy.Model
+	}
+	if c.Advantages != nil && c.Advantages.Estimator != "" {
+		f.Estimator, _ = c.reg.Estimators.Lookup(c.Advantages.Estimator)
 	}
 	return f
 }

@@ -105,6 +105,9 @@ type File struct {
 	// Losses are the registry's policy losses (Registry.Losses), which a
 	// train stage's loss key names.
 	Losses Losses
+	// Estimator is the advantages section's estimator (nil: the default,
+	// or a name the registry lacks, which the section's check reports).
+	Estimator advantages.Estimator
 }
 
 // Build is what a stage's task is built from.
@@ -127,6 +130,10 @@ type Build struct {
 	// population std, the default); a Stepped train stage sets
 	// advantages.Options.SampleStd from it.
 	SampleStd bool
+	// Gamma and Lambda are the advantages section's GAE γ and λ (1 and 1
+	// unless set); a Stepped train stage sets advantages.Options' from
+	// them. Only a CriticEstimator reads them.
+	Gamma, Lambda float64
 	// MaskTruncated is the advantages section's
 	// mask_truncated_completions; a Stepped train stage sets
 	// advantages.TrainOptions.MaskTruncated from it.

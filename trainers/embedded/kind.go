@@ -48,6 +48,9 @@ func (s *GRPOStage) Check(c kind.Checker) {
 		}
 		o.PolicyLoss = l
 	}
+	if !checkPPO(c, &o) {
+		return
+	}
 	o.EnsureDefaults()
 	var oe *OptionError
 	if err := o.Validate(); errors.As(err, &oe) {
@@ -69,6 +72,7 @@ func embeddedModel(model string) bool {
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
 	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
+	o.Gamma, o.Lambda = b.Gamma, b.Lambda
 	o.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
@@ -114,6 +118,7 @@ func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 		}
 		o.PolicyLoss = l
 	}
+	o.GAE = gaeOptions(b.Estimator, b.Gamma, b.Lambda)
 	t := Task(m, o)
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)
 	return t, nil
