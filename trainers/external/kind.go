@@ -67,6 +67,7 @@ func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
 	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
 	a.Gamma, a.Lambda = b.Gamma, b.Lambda
+	a.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 
