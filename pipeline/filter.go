@@ -237,7 +237,7 @@ func selectGroups(prompts [][]tables.Prompt, rewards [][]tables.Reward, p filter
 	for r := range prompts {
 		why := "the iteration's batch"
 		if r > 0 {
-			why = fmt.Sprintf("%d informative groups of %d after round %d", total, p.BatchSize, r-1)
+			why = fmt.Sprintf("informative groups: %d of %d after round %d", total, p.BatchSize, r-1)
 		}
 		rec.Rounds = append(rec.Rounds, FilterRound{Round: r, Dir: runs.RoundDir(p.Iteration, r), Cursor: p.Cursor + r*p.BatchSize,
 			Prompts: len(prompts[r]), Informative: len(inf[r]), Repeated: len(rep[r]), Why: why})

@@ -139,7 +139,7 @@ func TestFilterGroupsTask(t *testing.T) {
 	want := pipeline.FilterGroups{BatchSize: 3, MaxGenBatches: 2, PromptsDrawn: 6, GroupsKept: 2, GroupsPadded: 1, GroupsDropped: 3, Shortfall: 1,
 		Stop: pipeline.StopMaxGenBatches, Rounds: []pipeline.FilterRound{
 			{Round: 0, Dir: "iterations/000004/rounds/00", Cursor: 8, Prompts: 3, Informative: 1, Why: "the iteration's batch"},
-			{Round: 1, Dir: "iterations/000004/rounds/01", Cursor: 11, Prompts: 3, Informative: 1, Repeated: 1, Why: "1 informative groups of 3 after round 0"},
+			{Round: 1, Dir: "iterations/000004/rounds/01", Cursor: 11, Prompts: 3, Informative: 1, Repeated: 1, Why: "informative groups: 1 of 3 after round 0"},
 		}}
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("record\n got %+v\nwant %+v", f, want)

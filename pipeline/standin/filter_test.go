@@ -96,9 +96,9 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		kept, dropped, drawn int
 		why1                 string
 	}{
-		{1, "0:0 3:2 6:2", 3, 6, 9, "0 informative groups of 3 after round 0"},
-		{2, "9:2 12:3", 3, 3, 6, "2 informative groups of 3 after round 0"},
-		{3, "15:2 18:2", 3, 3, 6, "2 informative groups of 3 after round 0"},
+		{1, "0:0 3:2 6:2", 3, 6, 9, "informative groups: 0 of 3 after round 0"},
+		{2, "9:2 12:3", 3, 3, 6, "informative groups: 2 of 3 after round 0"},
+		{3, "15:2 18:2", 3, 3, 6, "informative groups: 2 of 3 after round 0"},
 	} {
 		f := readFilter(t, st, r.Branch(), tc.n)
 		if got := roundsOf(f); got != tc.rounds || f.GroupsKept != tc.kept || f.GroupsDropped != tc.dropped || f.PromptsDrawn != tc.drawn ||
