@@ -22,6 +22,14 @@
 // fractions, ratio deviation). A loss or ratio that is not finite fails
 // with ErrNonFinite, so the step is not applied.
 //
+// LossOptions.Correction is verl's rollout correction (RolloutCorrection):
+// truncated IS weights per token or per sequence and rejection of the
+// tokens or sequences whose k1, k2 or k3 statistic leaves its bounds,
+// with verl's two modes: bypass (the anchor is the behaviour policy; the
+// weights are reported, since the ratio already is the weight) and
+// decoupled (Sequence.BehaviourLogprobs beside a recomputed anchor; the
+// weights multiply the policy term). RolloutOf gives an update's figures.
+//
 // BatchFigures computes the figures every trainer reports about a batch
 // before any step (reward summaries per component, groups, samples used
 // and masked by reason, response lengths, staleness), under the same JSON
