@@ -29,9 +29,7 @@ func TestTrainerLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	external := func(hp string) string {
-		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
-	}
+	external := externalBase
 	for _, tc := range []struct {
 		name, src string
 		same      bool // the default's version

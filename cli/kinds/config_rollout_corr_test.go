@@ -8,15 +8,11 @@ import (
 // TestTrainerRolloutCorrection: the grpo stage's rollout_is and rollout_rs
 // keys (verl's names) change the train version only when set; a bad
 // value is a plan error at its key's line and column, saying what to do.
-// The external trainer refuses them: the reference script does not
-// implement them.
+// The external trainer's hyperparameters are checked the same way.
 func TestTrainerRolloutCorrection(t *testing.T) {
 	def, err := trainVersion(t, grpoBase(""))
 	if err != nil {
 		t.Fatal(err)
-	}
-	external := func(hp string) string {
-		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
 	}
 	for _, tc := range []struct {
 		name, src string
@@ -34,8 +30,13 @@ func TestTrainerRolloutCorrection(t *testing.T) {
 			err: `pipeline.yaml:15:11: trainer.rollout_rs: token_k1 needs rollout_rs_threshold (e.g. 2 for a k1 statistic: ratios in [1/2, 2])`},
 		{name: "a lower bound for k3", src: grpoBase("trainer: {rollout_rs: token_k3, rollout_rs_threshold: 0.1, rollout_rs_threshold_lower: 0.01}\n"),
 			err: `pipeline.yaml:15:60: trainer.rollout_rs_threshold_lower: 0.01; only the k1 statistics have a lower bound, not token_k3`},
-		{name: "external with rollout_is", src: external("{rollout_is: token}"),
-			err: `pipeline.yaml:13:59: stages.train.hyperparameters.rollout_is: token: the reference script does not implement the rollout correction (remove it, or train with kind: grpo, the embedded trainer, which has rollout_is and rollout_rs)`},
+		{name: "external: token TIS and token_k1", src: externalBase("{rollout_is: token, rollout_rs: token_k1, rollout_rs_threshold: 2}")},
+		{name: "external: an unknown statistic", src: externalBase("{rollout_rs: token_k9, rollout_rs_threshold: 2}"),
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.rollout_rs: "token_k9"; use one of token_k1, token_k2, token_k3, seq_sum_k1, seq_sum_k2, seq_sum_k3, seq_mean_k1, seq_mean_k2, seq_mean_k3, seq_max_k2, seq_max_k3 (verl's rollout_rs names)`},
+		{name: "external: a threshold that is no number", src: externalBase("{rollout_is: token, rollout_is_threshold: two}"),
+			err: `pipeline.yaml:13:78: stages.train.hyperparameters.rollout_is_threshold: two is not a number`},
+		{name: "external: an integer threshold", src: externalBase("{rollout_rs: seq_max_k3, rollout_rs_threshold: 1, rollout_rs_threshold_lower: 1}"),
+			err: `pipeline.yaml:13:108: stages.train.hyperparameters.rollout_rs_threshold_lower: 1; only the k1 statistics have a lower bound, not seq_max_k3`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := trainVersion(t, tc.src)
@@ -47,4 +48,10 @@ func TestTrainerRolloutCorrection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// externalBase is the base file with an external train stage of the
+// hyperparameters hp (a YAML flow mapping).
+func externalBase(hp string) string {
+	return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
 }

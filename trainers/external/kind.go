@@ -38,12 +38,8 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
 	}
-	for _, k := range RolloutCorrection {
-		if v, ok := s.Hyperparameters[k]; ok {
-			c.Fail("hyperparameters."+k, "remove it, or train with kind: grpo, the embedded trainer, which has rollout_is and rollout_rs",
-				"%s: %v: the reference script does not implement the rollout correction", c.Path("hyperparameters."+k), v)
-			break
-		}
+	if key, msg := rolloutCorrection(s.Hyperparameters); key != "" {
+		c.Fail("hyperparameters."+key, "", "%s: %s", c.Path("hyperparameters."+key), msg)
 	}
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
@@ -63,11 +59,6 @@ const (
 	// any other value is refused when the run is planned.
 	Loss = "loss"
 )
-
-// RolloutCorrection are verl's rollout correction keys, which the
-// embedded trainer has (trainers/grpo.RolloutCorrection) and the
-// reference script does not yet: refused when the run is planned.
-var RolloutCorrection = []string{"rollout_is", "rollout_is_threshold", "rollout_rs", "rollout_rs_threshold", "rollout_rs_threshold_lower"}
 
 // Steps are the advantages step (advantages.Step) with the options of
 // the advantages the trainer trains on, from the hyperparameters no_std

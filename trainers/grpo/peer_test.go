@@ -59,13 +59,6 @@ func peerSeqs() []grpo.Sequence {
 func TestPeerParity(t *testing.T) {
 	py := pyvenv.Peer(t)
 	seqs := peerSeqs()
-	type peerSeq struct {
-		Logprobs []float64 `json:"logprobs"`
-		Old      []float64 `json:"old"`
-		Ref      []float64 `json:"ref"`
-		Mask     []float64 `json:"mask"`
-		Adv      float64   `json:"adv"`
-	}
 	type peerCase struct {
 		Name    string  `json:"name"`
 		Fn      string  `json:"fn"`
@@ -74,23 +67,7 @@ func TestPeerParity(t *testing.T) {
 		EpsHigh float64 `json:"eps_high"`
 		ClipC   float64 `json:"clip_c"`
 	}
-	var in struct {
-		Seqs  []peerSeq  `json:"seqs"`
-		Cases []peerCase `json:"cases"`
-	}
-	for _, s := range seqs {
-		ps := peerSeq{Logprobs: s.Logprobs, Ref: s.RefLogprobs, Adv: s.Advantage}
-		for j, o := range s.OldLogprobs {
-			ps.Old = append(ps.Old, float64(o))
-			m := 1.0
-			if s.Trainable != nil && !s.Trainable[j] {
-				m = 0
-			}
-			ps.Mask = append(ps.Mask, m)
-		}
-		in.Seqs = append(in.Seqs, ps)
-	}
-	verlAgg := map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
+	var peerCases []peerCase
 	type tc struct {
 		name string
 		o    grpo.LossOptions
@@ -129,36 +106,13 @@ func TestPeerParity(t *testing.T) {
 		tc{name: "control: ppo_clip is not verl's gspo", o: grpo.LossOptions{EpsLow: 0.2, EpsHigh: 0.28}, differ: true,
 			peer: peerCase{Name: "control loss", Fn: "compute_policy_loss_gspo", Agg: "token-mean", EpsLow: 0.2, EpsHigh: 0.28}})
 	for _, c := range cases {
-		in.Cases = append(in.Cases, c.peer)
+		peerCases = append(peerCases, c.peer)
 	}
-	batch := filepath.Join(t.TempDir(), "batch.json")
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(batch, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := pyvenv.Run(t, "testdata/peer_losses.py", nil, py, filepath.Join("testdata", "peer_losses.py"), batch)
-	var peer map[string]json.RawMessage
-	if err := json.Unmarshal(out, &peer); err != nil {
-		t.Fatalf("read verl's losses: %v\n%s", err, out)
-	}
-	if how, ok := peer["verl_import"]; ok {
-		t.Logf("verl imported as: %s", how)
-	}
+	peer := runPeer(t, py, "peer_losses.py", seqs, peerCases)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if why, ok := peer["verl_error"]; ok {
-				t.Skipf("verl does not import under %s: %s", py, why)
-			}
-			var want struct {
-				Loss float64     `json:"loss"`
-				Grad [][]float64 `json:"grad"`
-			}
-			if err := json.Unmarshal(peer[c.peer.Name], &want); err != nil || len(want.Grad) != len(seqs) {
-				t.Fatalf("verl's case %s: %v, %d sequences, want %d", c.name, err, len(want.Grad), len(seqs))
-			}
+			var want lossGrad
+			peerAnswer(t, peer, py, c.peer.Name, len(seqs), &want, &want)
 			in := seqs
 			if c.kl {
 				in = make([]grpo.Sequence, len(seqs))
@@ -185,16 +139,7 @@ func TestPeerParity(t *testing.T) {
 				}
 				return
 			}
-			if math.Abs(st.Loss-want.Loss) > 1e-6 {
-				t.Errorf("loss: rlpipe %.12g, verl %.12g", st.Loss, want.Loss)
-			}
-			for i := range g {
-				for j := range g[i] {
-					if math.Abs(g[i][j]-want.Grad[i][j]) > 1e-6 {
-						t.Errorf("∂loss/∂logπ of sequence %d token %d (A %.4g): rlpipe %.9g, verl %.9g", i, j, seqs[i].Advantage, g[i][j], want.Grad[i][j])
-					}
-				}
-			}
+			want.check(t, st.Loss, g)
 			if !c.kl && (st.ClipLow == 0 || st.ClipHigh == 0) {
 				t.Errorf("clip fractions low %v high %v: the batch does not test both clips", st.ClipLow, st.ClipHigh)
 			}
@@ -202,5 +147,102 @@ func TestPeerParity(t *testing.T) {
 				t.Error("no token met the dual clip: the batch does not test it")
 			}
 		})
+	}
+}
+
+// peerSeq is a sequence as the peer scripts read it: float64 lists, the
+// trainable mask as 0/1, behaviour logprobs when it has them.
+type peerSeq struct {
+	Logprobs  []float64 `json:"logprobs"`
+	Old       []float64 `json:"old"`
+	Behaviour []float64 `json:"behaviour,omitempty"`
+	Ref       []float64 `json:"ref"`
+	Mask      []float64 `json:"mask"`
+	Adv       float64   `json:"adv"`
+}
+
+// peerBatch is seqs as the peer scripts read them.
+func peerBatch(seqs []grpo.Sequence) []peerSeq {
+	out := make([]peerSeq, len(seqs))
+	for i, s := range seqs {
+		ps := peerSeq{Logprobs: s.Logprobs, Ref: s.RefLogprobs, Adv: s.Advantage}
+		for j, o := range s.OldLogprobs {
+			ps.Old = append(ps.Old, float64(o))
+			if s.BehaviourLogprobs != nil {
+				ps.Behaviour = append(ps.Behaviour, float64(s.BehaviourLogprobs[j]))
+			}
+			m := 1.0
+			if s.Trainable != nil && !s.Trainable[j] {
+				m = 0
+			}
+			ps.Mask = append(ps.Mask, m)
+		}
+		out[i] = ps
+	}
+	return out
+}
+
+// runPeer runs testdata/script under py on seqs and the cases (written as
+// JSON {"seqs", "cases"}) and returns its answer by case name (with
+// "verl_error" when verl does not import).
+func runPeer(t *testing.T, py, script string, seqs []grpo.Sequence, cases any) map[string]json.RawMessage {
+	t.Helper()
+	batch := filepath.Join(t.TempDir(), "batch.json")
+	b, err := json.Marshal(struct {
+		Seqs  []peerSeq `json:"seqs"`
+		Cases any       `json:"cases"`
+	}{peerBatch(seqs), cases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batch, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := pyvenv.Run(t, "testdata/"+script, nil, py, filepath.Join("testdata", script), batch)
+	var peer map[string]json.RawMessage
+	if err := json.Unmarshal(out, &peer); err != nil {
+		t.Fatalf("read %s's answer: %v\n%s", script, err, out)
+	}
+	if how, ok := peer["verl_import"]; ok {
+		t.Logf("verl imported as: %s", how)
+	}
+	return peer
+}
+
+// verlAgg is each aggregation's name in verl's agg_loss.
+var verlAgg = map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
+
+// lossGrad is a peer's loss and its gradient with respect to each
+// sequence's logprobs.
+type lossGrad struct {
+	Loss float64     `json:"loss"`
+	Grad [][]float64 `json:"grad"`
+}
+
+// check wants rlpipe's loss and gradient equal to the peer's within 1e-6.
+func (w lossGrad) check(t *testing.T, loss float64, g [][]float64) {
+	t.Helper()
+	if math.Abs(loss-w.Loss) > 1e-6 {
+		t.Errorf("loss: rlpipe %.12g, verl %.12g", loss, w.Loss)
+	}
+	for i := range g {
+		for j := range g[i] {
+			if math.Abs(g[i][j]-w.Grad[i][j]) > 1e-6 {
+				t.Errorf("∂loss/∂logπ of sequence %d token %d: rlpipe %.9g, verl %.9g", i, j, g[i][j], w.Grad[i][j])
+			}
+		}
+	}
+}
+
+// peerAnswer reads the peer's answer to the case name into want, whose
+// lossGrad part lg must hold a gradient for each of n sequences; it skips
+// when verl does not import.
+func peerAnswer(t *testing.T, peer map[string]json.RawMessage, py, name string, n int, want any, lg *lossGrad) {
+	t.Helper()
+	if why, ok := peer["verl_error"]; ok {
+		t.Skipf("verl does not import under %s: %s", py, why)
+	}
+	if err := json.Unmarshal(peer[name], want); err != nil || len(lg.Grad) != n {
+		t.Fatalf("verl's case %s: %v, %d sequences, want %d", name, err, len(lg.Grad), n)
 	}
 }

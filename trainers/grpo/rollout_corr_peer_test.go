@@ -1,12 +1,9 @@
 package grpo_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,13 +63,6 @@ func verlThreshold(c grpo.RolloutCorrection) any {
 func TestRolloutCorrectionPeerParity(t *testing.T) {
 	py := pyvenv.Peer(t)
 	seqs := behaviourSeqs()
-	type peerSeq struct {
-		Logprobs  []float64 `json:"logprobs"`
-		Old       []float64 `json:"old"`
-		Behaviour []float64 `json:"behaviour"`
-		Mask      []float64 `json:"mask"`
-		Adv       float64   `json:"adv"`
-	}
 	type peerCase struct {
 		Name        string  `json:"name"`
 		Mode        string  `json:"mode"`
@@ -85,24 +75,7 @@ func TestRolloutCorrectionPeerParity(t *testing.T) {
 		RS          any     `json:"rollout_rs"`
 		RSThreshold any     `json:"rollout_rs_threshold"`
 	}
-	var in struct {
-		Seqs  []peerSeq  `json:"seqs"`
-		Cases []peerCase `json:"cases"`
-	}
-	for _, s := range seqs {
-		ps := peerSeq{Logprobs: s.Logprobs, Adv: s.Advantage}
-		for j, o := range s.OldLogprobs {
-			ps.Old = append(ps.Old, float64(o))
-			ps.Behaviour = append(ps.Behaviour, float64(s.BehaviourLogprobs[j]))
-			m := 1.0
-			if s.Trainable != nil && !s.Trainable[j] {
-				m = 0
-			}
-			ps.Mask = append(ps.Mask, m)
-		}
-		in.Seqs = append(in.Seqs, ps)
-	}
-	verlAgg := map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
+	var peerCases []peerCase
 	verlFn := map[string]string{"ppo_clip": "compute_policy_loss_vanilla", "gspo": "compute_policy_loss_gspo", "cispo": "compute_policy_loss_cispo"}
 	type tc struct {
 		name   string
@@ -156,39 +129,18 @@ func TestRolloutCorrectionPeerParity(t *testing.T) {
 		if c.bypass {
 			pc.Mode, pc.Fn = "bypass", c.loss.Name()
 		}
-		in.Cases = append(in.Cases, pc)
+		peerCases = append(peerCases, pc)
 	}
-	batch := filepath.Join(t.TempDir(), "batch.json")
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(batch, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := pyvenv.Run(t, "testdata/peer_rollout_corr.py", nil, py, filepath.Join("testdata", "peer_rollout_corr.py"), batch)
-	var peer map[string]json.RawMessage
-	if err := json.Unmarshal(out, &peer); err != nil {
-		t.Fatalf("read verl's rollout correction: %v\n%s", err, out)
-	}
-	if how, ok := peer["verl_import"]; ok {
-		t.Logf("verl imported as: %s", how)
-	}
+	peer := runPeer(t, py, "peer_rollout_corr.py", seqs, peerCases)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if why, ok := peer["verl_error"]; ok {
-				t.Skipf("verl does not import under %s: %s", py, why)
-			}
 			var want struct {
-				Loss    float64            `json:"loss"`
-				Grad    [][]float64        `json:"grad"`
+				lossGrad
 				Mask    [][]float64        `json:"mask"`
 				Weights [][]float64        `json:"weights"`
 				Metrics map[string]float64 `json:"metrics"`
 			}
-			if err := json.Unmarshal(peer[c.name], &want); err != nil || len(want.Grad) != len(seqs) {
-				t.Fatalf("verl's case %s: %v, %d sequences, want %d", c.name, err, len(want.Grad), len(seqs))
-			}
+			peerAnswer(t, peer, py, c.name, len(seqs), &want, &want.lossGrad)
 			in := seqs
 			if c.bypass {
 				in = make([]grpo.Sequence, len(seqs))
@@ -202,15 +154,10 @@ func TestRolloutCorrectionPeerParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if math.Abs(st.Loss-want.Loss) > 1e-6 {
-				t.Errorf("loss: rlpipe %.12g, verl %.12g", st.Loss, want.Loss)
-			}
+			want.check(t, st.Loss, g)
 			kept, dropped := 0, 0
 			for i := range g {
 				for j := range g[i] {
-					if math.Abs(g[i][j]-want.Grad[i][j]) > 1e-6 {
-						t.Errorf("∂loss/∂logπ of sequence %d token %d: rlpipe %.9g, verl %.9g", i, j, g[i][j], want.Grad[i][j])
-					}
 					if in[i].Trainable != nil && !in[i].Trainable[j] {
 						continue
 					}

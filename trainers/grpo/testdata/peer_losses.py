@@ -16,6 +16,38 @@ import os
 import sys
 
 
+def padder(seqs):
+    """padded(key), which pads every sequence's list under key into a
+    float64 tensor [sequences, the longest], and the advantages as one."""
+    import torch
+
+    width = max(len(s["logprobs"]) for s in seqs)
+
+    def padded(key, fill=0.0):
+        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
+
+    return padded, torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
+
+
+def actor_config(core_algos, eps_low, eps_high, clip_c, **fields):
+    """The actor config fields verl's loss functions read, and fields."""
+
+    class Config(core_algos.ActorConfig):
+        def __init__(self):
+            self.clip_ratio = eps_low
+            self.clip_ratio_low = eps_low
+            self.clip_ratio_high = eps_high
+            self.clip_ratio_c = clip_c
+            self.global_batch_info = {}
+            for k, v in fields.items():
+                setattr(self, k, v)
+
+        def get(self, key, default=None):
+            return getattr(self, key, default)
+
+    return Config()
+
+
 def main():
     with open(sys.argv[1]) as f:
         batch = json.load(f)
@@ -32,26 +64,8 @@ def main():
         return
 
     seqs = batch["seqs"]
-    width = max(len(s["logprobs"]) for s in seqs)
-
-    def padded(key, fill=0.0):
-        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
-
+    padded, adv = padder(seqs)
     old, ref, mask = padded("old"), padded("ref"), padded("mask")
-    adv = torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
-
-    class Config(core_algos.ActorConfig):
-        """The actor config fields the loss functions read."""
-
-        def __init__(self, eps_low, eps_high, clip_c):
-            self.clip_ratio = eps_low
-            self.clip_ratio_low = eps_low
-            self.clip_ratio_high = eps_high
-            self.clip_ratio_c = clip_c
-            self.global_batch_info = {}
-
-        def get(self, key, default=None):
-            return getattr(self, key, default)
 
     out = {"verl_import": how}
     for c in batch["cases"]:
@@ -61,7 +75,7 @@ def main():
             loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, "low_var_kl"), mask, mode)
         else:
             fn = getattr(core_algos, c["fn"])
-            cfg = Config(c["eps_low"], c["eps_high"], c["clip_c"])
+            cfg = actor_config(core_algos, c["eps_low"], c["eps_high"], c["clip_c"])
             loss, _ = fn(old_log_prob=old, log_prob=lp, advantages=adv, response_mask=mask, loss_agg_mode=mode, config=cfg)
         loss.backward()
         out[c["name"]] = {

@@ -58,46 +58,28 @@ def main():
     try:
         import torch
 
+        from peer_losses import actor_config, padder
+
         core_algos, helper, how = import_rollout_corr()
     except Exception as e:  # report, so that the Go test skips with the reason
         json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
         return
 
     seqs = batch["seqs"]
-    width = max(len(s["logprobs"]) for s in seqs)
-
-    def padded(key, fill=0.0):
-        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
-
+    padded, adv = padder(seqs)
     old, behaviour, mask = padded("old"), padded("behaviour"), padded("mask")
-    adv = torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
-
-    class Config(core_algos.ActorConfig):
-        """The actor config fields the loss functions read."""
-
-        def __init__(self, c):
-            self.clip_ratio = c["eps_low"]
-            self.clip_ratio_low = c["eps_low"]
-            self.clip_ratio_high = c["eps_high"]
-            self.clip_ratio_c = 1e9  # rlpipe's dual clip off
-            self.global_batch_info = {}
-            self.policy_loss = {
-                "rollout_correction": {
-                    "loss_type": c["fn"],
-                    "rollout_is": c["rollout_is"],
-                    "rollout_is_threshold": c["rollout_is_threshold"],
-                    "rollout_rs": c["rollout_rs"],
-                    "rollout_rs_threshold": c["rollout_rs_threshold"],
-                }
-            }
-
-        def get(self, key, default=None):
-            return getattr(self, key, default)
 
     out = {"verl_import": how}
     for c in batch["cases"]:
         lp = padded("logprobs").requires_grad_(True)
-        cfg = Config(c)
+        # verl's dual clip at 1e9: rlpipe's off.
+        cfg = actor_config(core_algos, c["eps_low"], c["eps_high"], 1e9, policy_loss={"rollout_correction": {
+            "loss_type": c["fn"],
+            "rollout_is": c["rollout_is"],
+            "rollout_is_threshold": c["rollout_is_threshold"],
+            "rollout_rs": c["rollout_rs"],
+            "rollout_rs_threshold": c["rollout_rs_threshold"],
+        }})
         if c["mode"] == "bypass":
             loss, metrics = core_algos.compute_policy_loss_bypass_mode(
                 old_log_prob=old, log_prob=lp, advantages=adv, response_mask=mask,
