@@ -19,6 +19,9 @@ func TestTrainerRolloutCorrection(t *testing.T) {
 		err       string
 	}{
 		{name: "token TIS", src: grpoBase("trainer: {rollout_is: token}\n")},
+		{name: "verl's bypass_pg_is: reinforce with token TIS", src: grpoBase("trainer: {loss: reinforce, rollout_is: token}\n")},
+		{name: "dual clip with reinforce", src: grpoBase("trainer: {loss: reinforce, dual_clip: 3}\n"),
+			err: `pipeline.yaml:15:28: trainer.dual_clip: 3; dual clip applies to loss ppo_clip only, not reinforce (remove dual_clip or the loss)`},
 		{name: "sequence TIS, cap 3, geometric mask", src: grpoBase("trainer: {rollout_is: sequence, rollout_is_threshold: 3, rollout_rs: seq_mean_k1, rollout_rs_threshold: 1.5, rollout_rs_threshold_lower: 0.8}\n")},
 		{name: "an unknown level", src: grpoBase("trainer: {rollout_is: seq}\n"),
 			err: `pipeline.yaml:15:11: trainer.rollout_is: "seq"; use token or sequence (verl's rollout_is levels)`},

@@ -33,7 +33,8 @@
 //     set, verl's rejection drops the tokens or completions whose ratio
 //     to the sampler leaves its bounds from the loss; Options.RolloutIS
 //     reports truncated IS weights (verl's bypass mode: the ratio already
-//     is the weight, so they are not applied). The loss's gradient
+//     is the weight, so they are not applied, except to the Reinforce
+//     loss, which has no ratio). The loss's gradient
 //     with respect to each token's log-probability is handed to
 //     tiny.Trainer, which backpropagates it.
 //

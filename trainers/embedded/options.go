@@ -78,7 +78,7 @@ type Options struct {
 	// GRPO). verl's token_mean and seq_mean_token_mean are the first two.
 	Aggregation grpo.Aggregation `yaml:"aggregation,omitempty" json:"aggregation"`
 	// Loss names the policy loss: ppo_clip (default, the clipped
-	// surrogate), gspo or cispo (docs/TRAINERS.md), a name of the
+	// surrogate), gspo, cispo or reinforce (docs/TRAINERS.md), a name of the
 	// registry's Losses. It enters the version only when it names
 	// another loss than ppo_clip.
 	Loss string `yaml:"loss,omitempty" json:"loss,omitempty"`
@@ -109,7 +109,8 @@ type Options struct {
 	// and rejection of the tokens or sequences whose statistic leaves
 	// the bounds. The embedded trainer anchors on the sampler's logprobs
 	// (verl's bypass mode), so the IS weights are reported, not applied
-	// (the ratio already is the weight); the rejection masks. Each
+	// (the ratio already is the weight), except to loss reinforce, which
+	// has no ratio (verl's bypass_pg_is); the rejection masks. Each
 	// enters the version only when set.
 	RolloutIS               string  `yaml:"rollout_is,omitempty" json:"rollout_is,omitempty"`
 	RolloutISThreshold      float64 `yaml:"rollout_is_threshold,omitempty" json:"rollout_is_threshold,omitempty"`

@@ -15,7 +15,8 @@
 // advantages.Estimator: PPOClip, the clipped surrogate
 // −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) and the default; GSPO, the same
 // with one ratio per sequence; CISPO, REINFORCE weighted by the clipped
-// ratio under a stop-gradient. Each is one file and runs the shared
+// ratio under a stop-gradient; Reinforce, the plain policy gradient, which
+// takes the rollout correction's IS weights. Each is one file and runs the shared
 // suite in trainers/grpo/losstest. Loss returns the loss, its gradient
 // with respect to each token's log-probability — what a model's backward
 // pass starts from — and the step's LossStats (KL, entropy, clip

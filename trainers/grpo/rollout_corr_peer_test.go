@@ -53,7 +53,8 @@ func verlThreshold(c grpo.RolloutCorrection) any {
 // weights and mask handed to core_algos' loss; in bypass mode (the
 // anchor is the behaviour policy, rlpipe's default)
 // core_algos.compute_policy_loss_bypass_mode with loss_type ppo_clip,
-// which masks and reports the weights without applying them. For each IS
+// which masks and reports the weights without applying them, and with
+// loss_type reinforce (rlpipe's Reinforce), which applies them. For each IS
 // level and rejection statistic the number of tokens kept is verl's, the
 // loss and every token's gradient (0 where a token was dropped) agree
 // within 1e-6, and the figures equal verl's metrics within 1e-6. Every
@@ -106,6 +107,12 @@ func TestRolloutCorrectionPeerParity(t *testing.T) {
 		{name: "bypass: token IS reported, token_k1", bypass: true, c: grpo.RolloutCorrection{IS: grpo.ISToken, RS: "token_k1", RSThreshold: 1.5}},
 		{name: "bypass: sequence IS reported, seq_mean_k3, sequence mean", bypass: true, agg: grpo.SequenceMean,
 			c: grpo.RolloutCorrection{IS: grpo.ISSequence, RS: "seq_mean_k3", RSThreshold: 0.05}},
+		// verl's bypass_pg_is: REINFORCE, which takes the weights.
+		{name: "bypass: reinforce, token TIS applied, token_k1", bypass: true, loss: grpo.Reinforce,
+			c: grpo.RolloutCorrection{IS: grpo.ISToken, ISThreshold: 1.5, RS: "token_k1", RSThreshold: 1.8}},
+		{name: "bypass: reinforce, sequence TIS applied, sequence mean", bypass: true, loss: grpo.Reinforce, agg: grpo.SequenceMean,
+			c: grpo.RolloutCorrection{IS: grpo.ISSequence}},
+		{name: "bypass: reinforce alone", bypass: true, loss: grpo.Reinforce},
 	}
 	for i, c := range cases {
 		if c.loss == nil {
@@ -208,7 +215,8 @@ func TestRolloutCorrectionPeerParity(t *testing.T) {
 					t.Errorf("verl computed no IS weights")
 				}
 				o.Correction = grpo.RolloutCorrection{}
-				if plain, _, err := grpo.Loss(in, o); err != nil || !c.bypass && math.Abs(plain.Loss-st.Loss) < 1e-4 {
+				_, weighted := c.loss.(grpo.ISWeighted)
+				if plain, _, err := grpo.Loss(in, o); err != nil || (!c.bypass || weighted) && math.Abs(plain.Loss-st.Loss) < 1e-4 {
 					t.Errorf("the loss without the correction is %v (%v), with it %v: the weights do not act", plain.Loss, err, st.Loss)
 				}
 			} else if st.ISMean != nil {

@@ -166,3 +166,29 @@ func TestRolloutOf(t *testing.T) {
 		t.Errorf("figures %+v without the correction, want none", off)
 	}
 }
+
+// Reinforce takes the IS weights in bypass mode (verl's bypass_pg_is):
+// the ratios 3, 0.6 and 1.5 of TestRolloutCorrectionBypassExact, capped
+// at 2, multiply −A·logπ and its gradient −A.
+func TestRolloutCorrectionReinforceExact(t *testing.T) {
+	lp := []float64{-1 + math.Log(3), -1 + math.Log(0.6), -2 + math.Log(1.5)}
+	seqs := []Sequence{
+		{Logprobs: lp[:2], OldLogprobs: []float32{-1, -1}, Advantage: 1},
+		{Logprobs: []float64{lp[2], 5}, OldLogprobs: []float32{-2, -2}, Advantage: -1, Trainable: []bool{true, false}},
+	}
+	st, g, err := Loss(seqs, LossOptions{Policy: Reinforce, Correction: RolloutCorrection{IS: ISToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []float64{st.Loss, g[0][0], g[0][1], g[1][0], g[1][1]}
+	want := []float64{(-2*lp[0] - 0.6*lp[1] + 1.5*lp[2]) / 3, -2.0 / 3, -0.6 / 3, 1.5 / 3, 0}
+	for i := range got {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Errorf("loss and grads %v, want %v", got, want)
+			break
+		}
+	}
+	if st.ClipLow != 0 || st.ClipHigh != 0 {
+		t.Errorf("clip fractions %v %v: reinforce clips nothing", st.ClipLow, st.ClipHigh)
+	}
+}
