@@ -29,9 +29,7 @@ func TestTrainerLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	external := func(hp string) string {
-		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
-	}
+	external := externalBase
 	for _, tc := range []struct {
 		name, src string
 		same      bool // the default's version
@@ -42,13 +40,13 @@ func TestTrainerLoss(t *testing.T) {
 		{name: "gspo", src: grpoBase("trainer: {loss: gspo}\n")},
 		{name: "cispo", src: grpoBase("trainer: {loss: cispo, aggregation: seq_mean_token_sum_norm}\n")},
 		{name: "an unknown loss", src: grpoBase("trainer: {loss: dpo}\n"),
-			err: `pipeline.yaml:15:11: trainer.loss: unknown policy loss "dpo": use cispo or gspo or ppo_clip`},
+			err: `pipeline.yaml:15:11: trainer.loss: unknown policy loss "dpo": use cispo or gspo or ppo_clip or reinforce`},
 		{name: "dual clip with gspo", src: grpoBase("trainer: {loss: gspo, dual_clip: 3}\n"),
 			err: `pipeline.yaml:15:23: trainer.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 		{name: "an unknown aggregation", src: grpoBase("trainer: {aggregation: seq-mean}\n"),
 			err: `pipeline.yaml:15:11: trainer.aggregation: "seq-mean"; use "token", "sequence" or "seq_mean_token_sum_norm"`},
 		{name: "external with gspo", src: external("{loss: gspo}"),
-			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: gspo: the external trainer supports ppo_clip only (remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes cispo or gspo or ppo_clip)`},
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: gspo: the external trainer supports ppo_clip only (remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes cispo or gspo or ppo_clip or reinforce)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := trainVersion(t, tc.src)

@@ -60,7 +60,7 @@ func Registry() *kind.Registry {
 		// The advantage estimators the advantages section names.
 		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline, advantages.GAEEstimator},
 		// The policy losses the trainer section's loss key names.
-		Losses: kind.Losses{trainloss.PPOClip, trainloss.GSPO, trainloss.CISPO},
+		Losses: kind.Losses{trainloss.PPOClip, trainloss.GSPO, trainloss.CISPO, trainloss.Reinforce},
 		// The evaluation metrics, each computed at every k of eval.k.
 		Metrics: kind.Metrics{evaluators.AvgAtK, evaluators.MajAtKMetric, evaluators.PassAtKMetric, evaluators.PassHatKMetric},
 		// Where a run's task calls run under a driver in this process

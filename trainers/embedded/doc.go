@@ -36,10 +36,14 @@
 //     the KL estimator is Options.KLEstimator, k3 by default) minus
 //     Options.EntropyCoeff times the entropy (a bonus, off by default),
 //     averaged over tokens (default) or sequences, or Dr. GRPO's
-//     sequence sums over the longest completion. The loss's gradient
-//     with respect to each token's log-probability (and, with the
-//     bonus, its entropy) is handed to tiny.Trainer, which
-//     backpropagates it.
+//     sequence sums over the longest completion. With Options.RolloutRS
+//     set, verl's rejection drops the tokens or completions whose ratio
+//     to the sampler leaves its bounds from the loss; Options.RolloutIS
+//     reports truncated IS weights (verl's bypass mode: the ratio already
+//     is the weight, so they are not applied, except to the Reinforce
+//     loss, which has no ratio). The loss's gradient with respect to each
+//     token's log-probability (and, with the bonus, its entropy) is
+//     handed to tiny.Trainer, which backpropagates it.
 //
 // A NaN or infinite loss, ratio or gradient fails the update with an
 // error wrapping grpo.ErrNonFinite; the train stage marks it
@@ -97,7 +101,10 @@
 // Metrics carry what the strongest RL frameworks log: loss, policy loss,
 // KL, entropy, clip fractions (low/high), mean |ρ−1|, gradient norm and
 // tokens per step; the train/inference mismatch before the update
-// (mismatch_kl, the k3 KL from the sampler's logprobs, and ratio_max); reward mean/std/min/max in total and per component;
+// (mismatch_kl, the k3 KL from the sampler's logprobs, and ratio_max) and,
+// when set, the rollout correction's (rollout_is_mean, rollout_is_max,
+// rollout_is_capped_frac, rollout_rs_masked_frac,
+// rollout_rs_seq_masked_frac); reward mean/std/min/max in total and per component;
 // frac_reward_zero_std; samples used, masked (by reason) and errored;
 // response length mean/max and the fraction stopped by max_tokens; mean
 // staleness. Training speed is left out on purpose (BenchmarkUpdate

@@ -29,6 +29,10 @@ type Metrics struct {
 	// explained_variance, values_mean, returns_mean); left out without
 	// the critic.
 	*PPOFigures
+	// RolloutFigures are the rollout correction's figures over the
+	// update's first epoch (grpo.RolloutOf), when rollout_is or
+	// rollout_rs is set.
+	grpo.RolloutFigures
 
 	// Figures are the batch's: rewards per component, groups, samples
 	// used and masked, response lengths, staleness.
@@ -63,6 +67,7 @@ func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 		ls[i] = s.LossStats
 	}
 	m.OffPolicy = grpo.MismatchOf(ls, firstEpoch)
+	m.RolloutFigures = grpo.RolloutOf(ls, firstEpoch)
 	var kl, dual float64
 	for _, s := range steps {
 		if s.ClipDual != nil {

@@ -88,7 +88,7 @@ type Options struct {
 	// GRPO). verl's token_mean and seq_mean_token_mean are the first two.
 	Aggregation grpo.Aggregation `yaml:"aggregation,omitempty" json:"aggregation"`
 	// Loss names the policy loss: ppo_clip (default, the clipped
-	// surrogate), gspo or cispo (docs/TRAINERS.md), a name of the
+	// surrogate), gspo, cispo or reinforce (docs/TRAINERS.md), a name of the
 	// registry's Losses. It enters the version only when it names
 	// another loss than ppo_clip.
 	Loss string `yaml:"loss,omitempty" json:"loss,omitempty"`
@@ -125,6 +125,21 @@ type Options struct {
 	// (estimator: gae) by the grpo stage; nil trains on the advantages
 	// table's sequence advantages. It enters the version only when set.
 	GAE *GAEOptions `yaml:"-" json:"gae,omitempty"`
+	// RolloutIS, RolloutISThreshold, RolloutRS, RolloutRSThreshold and
+	// RolloutRSThresholdLower are verl's rollout correction under its
+	// names (grpo.RolloutCorrection; docs/TRAINERS.md): truncated IS
+	// weights (token or sequence, capped at the threshold, default 2)
+	// and rejection of the tokens or sequences whose statistic leaves
+	// the bounds. The embedded trainer anchors on the sampler's logprobs
+	// (verl's bypass mode), so the IS weights are reported, not applied
+	// (the ratio already is the weight), except to loss reinforce, which
+	// has no ratio (verl's bypass_pg_is); the rejection masks. Each
+	// enters the version only when set.
+	RolloutIS               string  `yaml:"rollout_is,omitempty" json:"rollout_is,omitempty"`
+	RolloutISThreshold      float64 `yaml:"rollout_is_threshold,omitempty" json:"rollout_is_threshold,omitempty"`
+	RolloutRS               string  `yaml:"rollout_rs,omitempty" json:"rollout_rs,omitempty"`
+	RolloutRSThreshold      float64 `yaml:"rollout_rs_threshold,omitempty" json:"rollout_rs_threshold,omitempty"`
+	RolloutRSThresholdLower float64 `yaml:"rollout_rs_threshold_lower,omitempty" json:"rollout_rs_threshold_lower,omitempty"`
 	// LoRA shapes the adapter created on the first iteration (when the
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.
@@ -165,6 +180,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Loss == grpo.PPOClip.Name() {
 		o.Loss = "" // the default keeps the default's version
 	}
+	c := o.rolloutCorrection()
+	c.EnsureDefaults()
+	o.RolloutISThreshold, o.RolloutRSThresholdLower = c.ISThreshold, c.RSThresholdLower
 	o.Shards = cmp.Or(o.Shards, DefaultShards)
 	o.LoRA.Rank = cmp.Or(o.LoRA.Rank, DefaultRank)
 	o.LoRA.Alpha = cmp.Or(o.LoRA.Alpha, DefaultAlpha)
@@ -210,6 +228,9 @@ func (o Options) Validate() error {
 		return bad("loss", "%q has no policy loss of that name set beside it; set PolicyLoss to it (grpo.GSPO, grpo.CISPO)", o.Loss)
 	case o.Shards < 1:
 		return bad("shards", "%d; it must be ≥ 1", o.Shards)
+	case o.rolloutCorrection().Check() != nil:
+		e := o.rolloutCorrection().Check()
+		return bad(e.Key, "%s", e.Msg)
 	case o.LoRA.Rank < 1:
 		return bad("lora.rank", "%d; it must be ≥ 1", o.LoRA.Rank)
 	case !(o.LoRA.Alpha > 0) || !finite(o.LoRA.Alpha):
@@ -233,11 +254,17 @@ func (o Options) trainConfig() tiny.TrainConfig {
 
 func (o Options) lossOptions() grpo.LossOptions {
 	lo := grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, KL: o.KLEstimator, EntropyCoeff: o.EntropyCoeff,
-		Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
+		Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss, Correction: o.rolloutCorrection()}
 	if o.KLInReward {
 		lo.Beta = 0 // the KL is in PPO's rewards instead
 	}
 	return lo
+}
+
+// rolloutCorrection is the rollout correction the options ask for.
+func (o Options) rolloutCorrection() grpo.RolloutCorrection {
+	return grpo.RolloutCorrection{IS: o.RolloutIS, ISThreshold: o.RolloutISThreshold, RS: o.RolloutRS,
+		RSThreshold: o.RolloutRSThreshold, RSThresholdLower: o.RolloutRSThresholdLower}
 }
 
 // Version is the train task's version for a base model: CodeVersion and a

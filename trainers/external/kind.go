@@ -39,6 +39,9 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
 	}
+	if key, msg := rolloutCorrection(s.Hyperparameters); key != "" {
+		c.Fail("hyperparameters."+key, "", "%s: %s", c.Path("hyperparameters."+key), msg)
+	}
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
 			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",

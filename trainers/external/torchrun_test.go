@@ -282,24 +282,34 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		temp            float64 // 0: the batch at T 1
 		kl              grpo.KLEstimator
 		entropy         float64
+		// rc is the rollout correction (bypass: the weights reported,
+		// the rejection applied).
+		rc grpo.RolloutCorrection
 	}{
-		{"token", "token", 0, 0.2, 0.2, single, 0, 0, "", 0},
-		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0, 0, "", 0},
-		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0, 0, "", 0},
+		{name: "token", agg: "token", low: 0.2, high: 0.2, argv: single},
+		{name: "token-beta-clip-higher", agg: "token", beta: 0.04, low: 0.2, high: 0.28, argv: single},
+		{name: "sequence-beta", agg: "sequence", beta: 0.04, low: 0.1, high: 0.3, argv: single},
 		// Two ranks each hold half of the sequences: the sequence mean
 		// must still divide by the whole minibatch's count.
-		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0, 0, "", 0},
+		{name: "sequence-beta-torchrun", agg: "sequence", beta: 0.04, low: 0.1, high: 0.3, argv: ddp},
 		// Dual-clip at a c the batch's negative-advantage ratios pass.
-		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3, 0, "", 0},
+		{name: "token-dual-clip", agg: "token", low: 0.2, high: 0.2, argv: single, dual: 1.3},
 		// The tempered policy: logits / T in the ratio, the gradient and
 		// the KL reference, in both.
-		{"token-beta-temperature-1.2", "token", 0.04, 0.2, 0.2, single, 0, 1.2, "", 0},
+		{name: "token-beta-temperature-1.2", agg: "token", beta: 0.04, low: 0.2, high: 0.2, argv: single, temp: 1.2},
 		// The k1 estimator (whose per-token values take both signs).
-		{"token-beta-k1", "token", 0.04, 0.2, 0.28, single, 0, 0, grpo.K1, 0},
+		{name: "token-beta-k1", agg: "token", beta: 0.04, low: 0.2, high: 0.28, argv: single, kl: grpo.K1},
 		// An entropy bonus, whose gradient runs through every logit, with
 		// k2; and the same at T 1.2, where the entropy is softmax(z/T)'s.
-		{"sequence-k2-entropy", "sequence", 0.04, 0.2, 0.2, single, 0, 0, grpo.K2, 0.05},
-		{"token-k2-entropy-temperature-1.2", "token", 0.04, 0.2, 0.2, single, 0, 1.2, grpo.K2, 0.05},
+		{name: "sequence-k2-entropy", agg: "sequence", beta: 0.04, low: 0.2, high: 0.2, argv: single, kl: grpo.K2, entropy: 0.05},
+		{name: "token-k2-entropy-temperature-1.2", agg: "token", beta: 0.04, low: 0.2, high: 0.2, argv: single, temp: 1.2, kl: grpo.K2, entropy: 0.05},
+		// verl's rollout correction at bounds the ±0.4 shifts cross: the
+		// rejection drops the same tokens, under torchrun too, where each
+		// rank holds half the sequences and the kept count is the sum.
+		{name: "token-rollout-correction", agg: "token", low: 0.2, high: 0.2, argv: single,
+			rc: grpo.RolloutCorrection{IS: "token", ISThreshold: 1.3, RS: "token_k1", RSThreshold: 1.4}},
+		{name: "sequence-rollout-correction-torchrun", agg: "sequence", low: 0.2, high: 0.2, argv: ddp,
+			rc: grpo.RolloutCorrection{IS: "sequence", ISThreshold: 1.2, RS: "seq_mean_k3", RSThreshold: 0.06}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := f
@@ -307,7 +317,8 @@ func TestLossParityWithEmbedded(t *testing.T) {
 				f = hot
 			}
 			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual,
-				KLEstimator: c.kl, EntropyCoeff: c.entropy}
+				KLEstimator: c.kl, EntropyCoeff: c.entropy,
+				RolloutIS: c.rc.IS, RolloutISThreshold: c.rc.ISThreshold, RolloutRS: c.rc.RS, RolloutRSThreshold: c.rc.RSThreshold}
 			et, err := embedded.Load(m, eo, start)
 			if err != nil {
 				t.Fatal(err)
@@ -330,6 +341,9 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			if c.entropy > 0 {
 				hp["entropy_coeff"] = c.entropy
+			}
+			if c.rc.On() {
+				hp["rollout_is"], hp["rollout_is_threshold"], hp["rollout_rs"], hp["rollout_rs_threshold"] = c.rc.IS, c.rc.ISThreshold, c.rc.RS, c.rc.RSThreshold
 			}
 			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
 			em := res.Metrics
@@ -370,6 +384,25 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			if (c.dual > 0) != (py.Metrics.ClipDual != nil && em.ClipDual != nil) ||
 				(c.dual > 0 && (math.Abs(*py.Metrics.ClipDual-*em.ClipDual) > one+1e-12 || *em.ClipDual == 0)) {
 				t.Errorf("clip_frac_dual: torch %v, Go %v (want equal within a token, and > 0)", fmtPtr(py.Metrics.ClipDual), fmtPtr(em.ClipDual))
+			}
+			if c.rc.On() {
+				pf, ef := py.Metrics.RolloutFigures, em.RolloutFigures
+				t.Logf("rollout correction: torch is_mean %s capped %s masked %s (seq %s), Go %s, %s, %s (%s); train tokens torch %d, Go %d",
+					fmtPtr(pf.ISMean), fmtPtr(pf.ISCapped), fmtPtr(pf.RSMasked), fmtPtr(pf.RSSeqMasked),
+					fmtPtr(ef.ISMean), fmtPtr(ef.ISCapped), fmtPtr(ef.RSMasked), fmtPtr(ef.RSSeqMasked), py.Metrics.TrainTokens, em.TrainTokens)
+				for _, p := range []struct {
+					name            string
+					torch, embedded *float64
+					tol             float64
+				}{{"rollout_is_mean", pf.ISMean, ef.ISMean, 1e-5}, {"rollout_is_capped_frac", pf.ISCapped, ef.ISCapped, one + 1e-12},
+					{"rollout_rs_masked_frac", pf.RSMasked, ef.RSMasked, one + 1e-12}} {
+					if p.torch == nil || p.embedded == nil || math.Abs(*p.torch-*p.embedded) > p.tol {
+						t.Errorf("%s: torch %s, Go %s", p.name, fmtPtr(p.torch), fmtPtr(p.embedded))
+					}
+				}
+				if ef.RSMasked == nil || *ef.RSMasked == 0 || *ef.RSMasked == 1 || py.Metrics.TrainTokens != em.TrainTokens {
+					t.Errorf("masked %s, train tokens torch %d, Go %d: want some tokens dropped, the same count", fmtPtr(ef.RSMasked), py.Metrics.TrainTokens, em.TrainTokens)
+				}
 			}
 			if (c.beta > 0) != (py.Metrics.KL != nil && em.KL != nil) || (c.beta > 0 && math.Abs(*py.Metrics.KL-*em.KL) > 1e-6) {
 				t.Errorf("kl: torch %v, Go %v", fmtPtr(py.Metrics.KL), fmtPtr(em.KL))

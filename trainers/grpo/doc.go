@@ -17,7 +17,8 @@
 // advantages.Estimator: PPOClip, the clipped surrogate
 // −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A) and the default; GSPO, the same
 // with one ratio per sequence; CISPO, REINFORCE weighted by the clipped
-// ratio under a stop-gradient. Each is one file and runs the shared
+// ratio under a stop-gradient; Reinforce, the plain policy gradient, which
+// takes the rollout correction's IS weights. Each is one file and runs the shared
 // suite in trainers/grpo/losstest. Loss returns the loss, its gradient
 // with respect to each token's log-probability — what a model's backward
 // pass starts from — and the step's LossStats; Gradient also returns the
@@ -26,6 +27,14 @@
 // −p_k·(log p_k + H) to its logits z). LossStats hold the KL, entropy,
 // clip fractions and ratio deviation. A loss or ratio that is not finite fails
 // with ErrNonFinite, so the step is not applied.
+//
+// LossOptions.Correction is verl's rollout correction (RolloutCorrection):
+// truncated IS weights per token or per sequence and rejection of the
+// tokens or sequences whose k1, k2 or k3 statistic leaves its bounds,
+// with verl's two modes: bypass (the anchor is the behaviour policy; the
+// weights are reported, since the ratio already is the weight) and
+// decoupled (Sequence.BehaviourLogprobs beside a recomputed anchor; the
+// weights multiply the policy term). RolloutOf gives an update's figures.
 //
 // BatchFigures computes the figures every trainer reports about a batch
 // before any step (reward summaries per component, groups, samples used

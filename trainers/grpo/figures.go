@@ -1,6 +1,7 @@
 package grpo
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -144,8 +145,10 @@ func MismatchOf(steps []LossStats, firstEpoch int) OffPolicy {
 	for i, s := range steps {
 		o.RatioMax = math.Max(o.RatioMax, s.RatioMax)
 		if i < firstEpoch {
-			kl += s.BehaviourKL * float64(s.Tokens)
-			n += float64(s.Tokens)
+			// Scored: the rejection's dropped tokens count in BehaviourKL.
+			k := float64(cmp.Or(s.Scored, s.Tokens))
+			kl += s.BehaviourKL * k
+			n += k
 		}
 	}
 	if n > 0 {

@@ -65,6 +65,9 @@ type LossOptions struct {
 	DualClip float64
 	// Policy is the policy term (nil: PPOClip).
 	Policy PolicyLoss
+	// Correction is the rollout correction: truncated IS weights and
+	// rejection on the behaviour policy (verl's rollout_corr; zero: off).
+	Correction RolloutCorrection
 }
 
 func (o *LossOptions) defaults() error {
@@ -87,6 +90,10 @@ func (o *LossOptions) defaults() error {
 		return fmt.Errorf("grpo: entropy coefficient %g must be finite and ≥ 0", o.EntropyCoeff)
 	case !slices.Contains(Aggregations, o.Aggregation):
 		return fmt.Errorf("grpo: unknown aggregation %q (use token, sequence or %s)", o.Aggregation, SeqMeanTokenSumNorm)
+	}
+	o.Correction.EnsureDefaults()
+	if err := o.Correction.Check(); err != nil {
+		return fmt.Errorf("grpo: rollout correction: %w", err)
 	}
 	return nil
 }
@@ -132,8 +139,14 @@ type Sequence struct {
 	// completion's tokens.
 	Logprobs []float64
 	// OldLogprobs are those of the policy that sampled it (the
-	// trajectories table's logprobs column).
+	// trajectories table's logprobs column): the ratio's anchor.
 	OldLogprobs []float32
+	// BehaviourLogprobs, when set, are the sampler's logprobs of a
+	// sequence whose anchor OldLogprobs was recomputed by the trainer
+	// (verl's decoupled mode): the rollout correction then weighs and
+	// rejects by OldLogprobs − BehaviourLogprobs. Nil: the anchor is the
+	// behaviour policy (bypass mode). Only the rollout correction reads it.
+	BehaviourLogprobs []float32
 	// RefLogprobs are the reference policy's (the base model, adapter
 	// off); needed when Beta > 0.
 	RefLogprobs []float64
@@ -214,10 +227,16 @@ type LossStats struct {
 	// RatioMax is the largest ρ; BehaviourKL the mean k3 estimate
 	// ρ − 1 − log ρ of KL(π_old ‖ π) from the tokens π_old sampled. At
 	// an update's first step they are the train/inference mismatch
-	// (OffPolicy).
+	// (OffPolicy). Tokens the rollout correction rejected count in them
+	// (Scored tokens), in no other figure.
 	RatioMax    float64 `json:"ratio_max"`
 	BehaviourKL float64 `json:"behaviour_kl"`
 	Tokens      int     `json:"tokens"`
+	// Scored is the number of trainable tokens before the rejection
+	// (Tokens without it).
+	Scored int `json:"-"`
+	// RolloutFigures are the rollout correction's, when it is on.
+	RolloutFigures
 }
 
 // ErrNonFinite is returned when the loss or a ratio is NaN or infinite:
@@ -276,7 +295,34 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
 			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
 		}
+		if s.BehaviourLogprobs != nil && len(s.BehaviourLogprobs) != len(s.Logprobs) {
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has %d behaviour logprobs for %d tokens", i, len(s.BehaviourLogprobs), len(s.Logprobs))
+		}
 		total += s.Tokens()
+	}
+	st.Scored = total
+	pol := o.policy()
+	// The rollout correction: each sequence's IS weights (applied in
+	// decoupled mode, or to a loss that takes them) and the tokens its
+	// rejection keeps, which then stand in for the trainable mask.
+	var corr []corrected
+	if o.Correction.On() {
+		_, weighted := pol.(ISWeighted)
+		var tl correctionTally
+		corr = make([]corrected, len(seqs))
+		total = 0
+		for i := range seqs {
+			s := &seqs[i]
+			corr[i] = o.Correction.correct(s, weighted || s.BehaviourLogprobs != nil, &tl)
+			total += corr[i].kept(s)
+		}
+		st.RolloutFigures = o.Correction.figures(tl)
+	}
+	// The mismatch figures count every trainable token, rejected or not.
+	var bkl float64
+	st.RatioMax, bkl = mismatch(seqs)
+	if st.Scored > 0 {
+		st.BehaviourKL = bkl / float64(st.Scored)
 	}
 	grads := make([][]float64, len(seqs))
 	var entGrads [][]float64
@@ -286,10 +332,14 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 	if total == 0 {
 		return st, Gradients{grads, entGrads}, nil
 	}
-	agg := newWeights(o.Aggregation, len(seqs), func(i int) (int, int) { return seqs[i].Tokens(), len(seqs[i].Logprobs) })
-	pol := o.policy()
+	agg := newWeights(o.Aggregation, len(seqs), func(i int) (int, int) {
+		if corr != nil {
+			return corr[i].kept(&seqs[i]), len(seqs[i].Logprobs)
+		}
+		return seqs[i].Tokens(), len(seqs[i].Logprobs)
+	})
 	var terms []TokenLoss
-	var kl, ent, low, high, dual, dev, bkl float64
+	var kl, ent, low, high, dual, dev float64
 	for i := range seqs {
 		s := &seqs[i]
 		g := make([]float64, len(s.Logprobs))
@@ -299,7 +349,19 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 			ge = make([]float64, len(s.Logprobs))
 			entGrads[i] = ge
 		}
-		n := s.Tokens()
+		// in is s as the loss sees it: without the tokens the rejection
+		// dropped. s keeps them for the mismatch figures.
+		in := s
+		var weights []float64
+		if corr != nil {
+			weights = corr[i].weights
+			if corr[i].keep != nil {
+				c := *s
+				c.Trainable = corr[i].keep
+				in = &c
+			}
+		}
+		n := in.Tokens()
 		if n == 0 {
 			continue
 		}
@@ -307,14 +369,16 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 		w := agg.of(n)
 		terms = slices.Grow(terms[:0], len(s.Logprobs))[:len(s.Logprobs)]
 		clear(terms)
-		pol.Policy(s, o, terms)
+		pol.Policy(in, o, terms)
 		for t, lp := range s.Logprobs {
-			if !s.trains(t) {
+			if !in.trains(t) {
 				continue
 			}
-			x := lp - float64(s.OldLogprobs[t])
-			rho := math.Exp(x)
+			rho := math.Exp(lp - float64(s.OldLogprobs[t]))
 			pg, dpg := terms[t].Value, terms[t].Grad
+			if weights != nil {
+				pg, dpg = pg*weights[t], dpg*weights[t]
+			}
 			switch terms[t].Clip {
 			case ClipLow:
 				low++
@@ -338,15 +402,13 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 			st.Loss += w * l
 			g[t] = w * dl
 			dev += math.Abs(rho - 1)
-			bkl += rho - 1 - x
-			st.RatioMax = math.Max(st.RatioMax, rho)
 			if s.Entropies != nil {
 				ent += s.Entropies[t]
 			}
 		}
 	}
 	n := float64(total)
-	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.BehaviourKL, st.Tokens = ent/n, low/n, high/n, dev/n, bkl/n, total
+	st.Entropy, st.ClipLow, st.ClipHigh, st.RatioDev, st.Tokens = ent/n, low/n, high/n, dev/n, total
 	if o.Beta > 0 {
 		mean := kl / n
 		st.KL = &mean
@@ -360,4 +422,35 @@ func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 			st.Loss, total, st.RatioDev, ErrNonFinite)
 	}
 	return st, Gradients{grads, entGrads}, nil
+}
+
+// kept is the number of s's tokens that the rejection left in the loss.
+func (c corrected) kept(s *Sequence) int {
+	if c.keep == nil {
+		return s.Tokens()
+	}
+	n := 0
+	for _, k := range c.keep {
+		if k {
+			n++
+		}
+	}
+	return n
+}
+
+// mismatch is the largest ratio ρ of the trainable tokens of seqs and
+// the sum of their k3 estimates ρ − 1 − log ρ of KL(π_old ‖ π).
+func mismatch(seqs []Sequence) (ratioMax, k3 float64) {
+	for i := range seqs {
+		s := &seqs[i]
+		for t, lp := range s.Logprobs {
+			if s.trains(t) {
+				x := lp - float64(s.OldLogprobs[t])
+				rho := math.Exp(x)
+				k3 += rho - 1 - x
+				ratioMax = math.Max(ratioMax, rho)
+			}
+		}
+	}
+	return ratioMax, k3
 }

@@ -13,6 +13,7 @@ func TestLossSuite(t *testing.T) {
 		{Loss: grpo.PPOClip, RatioSurrogate: true},
 		{Loss: grpo.GSPO, RatioSurrogate: true},
 		{Loss: grpo.CISPO},
+		{Loss: grpo.Reinforce},
 	} {
 		t.Run(s.Loss.Name(), func(t *testing.T) { losstest.Run(t, s) })
 	}

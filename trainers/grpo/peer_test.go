@@ -60,18 +60,38 @@ type peerBatch[S, C any] struct {
 
 // peerTokens are what every peer script reads of a sequence besides its
 // current logprobs: the old and reference logprobs, the trainable mask
-// (1 or 0 per token) and the advantage.
+// (1 or 0 per token), the advantage, and the behaviour logprobs when
+// the sequence has them.
 type peerTokens struct {
-	Old  []float64 `json:"old"`
-	Ref  []float64 `json:"ref"`
-	Mask []float64 `json:"mask"`
-	Adv  float64   `json:"adv"`
+	Old       []float64 `json:"old"`
+	Behaviour []float64 `json:"behaviour,omitempty"`
+	Ref       []float64 `json:"ref"`
+	Mask      []float64 `json:"mask"`
+	Adv       float64   `json:"adv"`
+}
+
+// lossSeq is a sequence as the loss scripts read it.
+type lossSeq struct {
+	Logprobs []float64 `json:"logprobs"`
+	peerTokens
+}
+
+// lossBatch is seqs and cases as the loss scripts read them.
+func lossBatch[C any](seqs []grpo.Sequence, cases []C) peerBatch[lossSeq, C] {
+	b := peerBatch[lossSeq, C]{Cases: cases}
+	for _, s := range seqs {
+		b.Seqs = append(b.Seqs, lossSeq{s.Logprobs, tokensOf(s)})
+	}
+	return b
 }
 
 func tokensOf(s grpo.Sequence) peerTokens {
 	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage}
 	for j, o := range s.OldLogprobs {
 		p.Old = append(p.Old, float64(o))
+		if s.BehaviourLogprobs != nil {
+			p.Behaviour = append(p.Behaviour, float64(s.BehaviourLogprobs[j]))
+		}
 		m := 1.0
 		if s.Trainable != nil && !s.Trainable[j] {
 			m = 0
@@ -98,6 +118,9 @@ func runPeer(t *testing.T, py, script string, in any) map[string]json.RawMessage
 	if err := json.Unmarshal(out, &peer); err != nil {
 		t.Fatalf("read the output of %s: %v\n%s", script, err, out)
 	}
+	if how, ok := peer["verl_import"]; ok {
+		t.Logf("verl imported as: %s", how)
+	}
 	return peer
 }
 
@@ -111,10 +134,6 @@ func runPeer(t *testing.T, py, script string, in any) map[string]json.RawMessage
 func TestPeerParity(t *testing.T) {
 	py := pyvenv.Peer(t)
 	seqs := peerSeqs()
-	type peerSeq struct {
-		Logprobs []float64 `json:"logprobs"`
-		peerTokens
-	}
 	type peerCase struct {
 		Name    string  `json:"name"`
 		Fn      string  `json:"fn"`
@@ -123,10 +142,7 @@ func TestPeerParity(t *testing.T) {
 		EpsHigh float64 `json:"eps_high"`
 		ClipC   float64 `json:"clip_c"`
 	}
-	var in peerBatch[peerSeq, peerCase]
-	for _, s := range seqs {
-		in.Seqs = append(in.Seqs, peerSeq{s.Logprobs, tokensOf(s)})
-	}
+	var peerCases []peerCase
 	type tc struct {
 		name string
 		o    grpo.LossOptions
@@ -172,24 +188,13 @@ func TestPeerParity(t *testing.T) {
 		tc{name: "control: k1 is not verl's low_var_kl", o: grpo.LossOptions{Beta: 1, KL: grpo.K1}, kl: true, differ: true,
 			peer: peerCase{Name: "control kl", Fn: "kl_low_var_kl", Agg: "token-mean"}})
 	for _, c := range cases {
-		in.Cases = append(in.Cases, c.peer)
+		peerCases = append(peerCases, c.peer)
 	}
-	peer := runPeer(t, py, "peer_losses.py", in)
-	if how, ok := peer["verl_import"]; ok {
-		t.Logf("verl imported as: %s", how)
-	}
+	peer := runPeer(t, py, "peer_losses.py", lossBatch(seqs, peerCases))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if why, ok := peer["verl_error"]; ok {
-				t.Skipf("verl does not import under %s: %s", py, why)
-			}
-			var want struct {
-				Loss float64     `json:"loss"`
-				Grad [][]float64 `json:"grad"`
-			}
-			if err := json.Unmarshal(peer[c.peer.Name], &want); err != nil || len(want.Grad) != len(seqs) {
-				t.Fatalf("verl's case %s: %v, %d sequences, want %d", c.name, err, len(want.Grad), len(seqs))
-			}
+			var want lossGrad
+			peerAnswer(t, peer, py, c.peer.Name, len(seqs), &want, &want)
 			in := seqs
 			if c.kl {
 				in = make([]grpo.Sequence, len(seqs))
@@ -216,16 +221,7 @@ func TestPeerParity(t *testing.T) {
 				}
 				return
 			}
-			if math.Abs(st.Loss-want.Loss) > 1e-6 {
-				t.Errorf("loss: rlpipe %.12g, verl %.12g", st.Loss, want.Loss)
-			}
-			for i := range g {
-				for j := range g[i] {
-					if math.Abs(g[i][j]-want.Grad[i][j]) > 1e-6 {
-						t.Errorf("∂loss/∂logπ of sequence %d token %d (A %.4g): rlpipe %.9g, verl %.9g", i, j, seqs[i].Advantage, g[i][j], want.Grad[i][j])
-					}
-				}
-			}
+			want.check(t, st.Loss, g)
 			if !c.kl && (st.ClipLow == 0 || st.ClipHigh == 0) {
 				t.Errorf("clip fractions low %v high %v: the batch does not test both clips", st.ClipLow, st.ClipHigh)
 			}
@@ -354,5 +350,40 @@ func TestValueLossPeerParity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lossGrad is a peer's loss and its gradient with respect to each
+// sequence's logprobs.
+type lossGrad struct {
+	Loss float64     `json:"loss"`
+	Grad [][]float64 `json:"grad"`
+}
+
+// check wants rlpipe's loss and gradient equal to the peer's within 1e-6.
+func (w lossGrad) check(t *testing.T, loss float64, g [][]float64) {
+	t.Helper()
+	if math.Abs(loss-w.Loss) > 1e-6 {
+		t.Errorf("loss: rlpipe %.12g, verl %.12g", loss, w.Loss)
+	}
+	for i := range g {
+		for j := range g[i] {
+			if math.Abs(g[i][j]-w.Grad[i][j]) > 1e-6 {
+				t.Errorf("∂loss/∂logπ of sequence %d token %d: rlpipe %.9g, verl %.9g", i, j, g[i][j], w.Grad[i][j])
+			}
+		}
+	}
+}
+
+// peerAnswer reads the peer's answer to the case name into want, whose
+// lossGrad part lg must hold a gradient for each of n sequences; it skips
+// when verl does not import.
+func peerAnswer(t *testing.T, peer map[string]json.RawMessage, py, name string, n int, want any, lg *lossGrad) {
+	t.Helper()
+	if why, ok := peer["verl_error"]; ok {
+		t.Skipf("verl does not import under %s: %s", py, why)
+	}
+	if err := json.Unmarshal(peer[name], want); err != nil || len(lg.Grad) != n {
+		t.Fatalf("verl's case %s: %v, %d sequences, want %d", name, err, len(lg.Grad), n)
 	}
 }

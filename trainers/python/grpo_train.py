@@ -91,6 +91,14 @@ DEFAULTS: dict[str, Any] = {
     "gradient_checkpointing": False,
     "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
     "rescore_stale": False,  # also rescore rows with staleness > 0 (drops the staleness correction)
+    # verl's rollout correction (docs/TRAINERS.md): truncated IS weights
+    # ("token" or "sequence", capped at the threshold, 0 = 2) and rejection
+    # ("token_k1" ... "seq_max_k3") of what leaves the bounds.
+    "rollout_is": None,
+    "rollout_is_threshold": 0.0,
+    "rollout_rs": None,
+    "rollout_rs_threshold": 0.0,
+    "rollout_rs_threshold_lower": 0.0,  # k1 only; 0 = 1/rollout_rs_threshold
     "max_length": 0,  # skip longer prompt+completion sequences; 0 = no limit
     "trust_remote_code": False,
     "chat_template": True,  # tokenize prompts with messages by the chat template
@@ -232,6 +240,7 @@ def load_hparams(path: str) -> dict[str, Any]:
                 "chat_template", "no_std", "keep_zero_std"):
         if not isinstance(hp[key], bool):
             raise ConfigError(f"hyperparameters.{key}: {hp[key]!r} must be true or false")
+    check_rollout_correction(hp)
     lo = hp["lora"]
     _number(lo, "rank", 1, integer=True)
     _number(lo, "alpha", 0, lo_open=True)
@@ -240,6 +249,113 @@ def load_hparams(path: str) -> dict[str, Any]:
     if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
         raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
     return hp
+
+
+# ------------------------------------------------- the rollout correction
+
+ROLLOUT_RS = ("token_k1", "token_k2", "token_k3", "seq_sum_k1", "seq_sum_k2", "seq_sum_k3",
+              "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_max_k2", "seq_max_k3")
+LOG_WEIGHT_BOUND = 20.0  # verl's SAFETY_BOUND
+
+
+def check_rollout_correction(hp: dict) -> None:
+    """Checks the rollout correction's keys and fills in the thresholds,
+    with the messages of rlpipe's trainers/grpo.RolloutCorrection.Check."""
+    for key in ("rollout_is_threshold", "rollout_rs_threshold", "rollout_rs_threshold_lower"):
+        v = hp[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ConfigError(f"hyperparameters.{key}: {v!r} is not a number")
+        hp[key] = float(v)
+    is_, rs = hp["rollout_is"], hp["rollout_rs"]
+    k1 = isinstance(rs, str) and rs.endswith("_k1")
+    if is_ is not None and hp["rollout_is_threshold"] == 0:
+        hp["rollout_is_threshold"] = 2.0
+    if k1 and hp["rollout_rs_threshold_lower"] == 0 and hp["rollout_rs_threshold"] > 0:
+        hp["rollout_rs_threshold_lower"] = 1 / hp["rollout_rs_threshold"]
+    c, up, low = hp["rollout_is_threshold"], hp["rollout_rs_threshold"], hp["rollout_rs_threshold_lower"]
+    g = lambda x: f"{x:g}"  # noqa: E731 (Go's %g)
+    problems = [
+        (is_ is not None and is_ not in ("token", "sequence"),
+         "rollout_is", f"{json.dumps(is_)}; use token or sequence (verl's rollout_is levels)"),
+        (is_ is None and c != 0, "rollout_is_threshold",
+         f"{g(c)} without rollout_is; set rollout_is: token or sequence, or remove it"),
+        (is_ is not None and not (c > 0 and math.isfinite(c)), "rollout_is_threshold",
+         f"{g(c)}; it must be positive (2 is verl's default)"),
+        (rs is not None and rs not in ROLLOUT_RS, "rollout_rs",
+         f"{json.dumps(rs)}; use one of {', '.join(ROLLOUT_RS)} (verl's rollout_rs names)"),
+        (rs is None and up != 0, "rollout_rs_threshold",
+         f"{g(up)} without rollout_rs; set rollout_rs (e.g. token_k1), or remove it"),
+        (rs is None and low != 0, "rollout_rs_threshold_lower",
+         f"{g(low)} without rollout_rs; set rollout_rs (e.g. token_k1), or remove it"),
+        (rs is not None and up == 0, "rollout_rs",
+         f"{rs} needs rollout_rs_threshold (e.g. 2 for a k1 statistic: ratios in [1/2, 2])"),
+        (rs is not None and not (up > 0 and math.isfinite(up)), "rollout_rs_threshold",
+         f"{g(up)}; rollout_rs {rs} needs a positive threshold (e.g. 2 for a k1 statistic)"),
+        (low != 0 and not k1, "rollout_rs_threshold_lower",
+         f"{g(low)}; only the k1 statistics have a lower bound, not {rs}"),
+        (k1 and not (0 < low <= up), "rollout_rs_threshold_lower",
+         f"{g(low)}; it must be positive and at most rollout_rs_threshold {g(up)}"),
+    ]
+    for bad, key, msg in problems:
+        if bad:
+            raise ConfigError(f"hyperparameters.{key}: {msg}")
+
+
+def rollout_correction(hp: dict, lw, m):
+    """verl's rollout correction of one sequence, as rlpipe's
+    trainers/grpo.RolloutCorrection: lw is each token's log IS ratio (a
+    float64 tensor), m its trainable mask. Returns the truncated IS
+    weights (None without rollout_is), the mask of the tokens the
+    rejection keeps, and the figures' sums (tokens, sequences, weights'
+    sum and max, tokens capped, tokens masked, sequences masked)."""
+    import torch
+
+    n = float(m.sum())
+    f = dict(tokens=n, seqs=1.0, wsum=0.0, wmax=0.0, capped=0.0, masked=0.0, seqs_masked=0.0)
+    keep = m.clone()
+    if n == 0:
+        return None, keep, f
+    on = m > 0
+    w = None
+    c = hp["rollout_is_threshold"]
+    if hp["rollout_is"] == "sequence":
+        raw = math.exp(min(max(float((lw * m).sum()), -LOG_WEIGHT_BOUND), LOG_WEIGHT_BOUND))
+        w = torch.full_like(lw, min(raw, c)) * m
+        f["capped"], f["wmax"] = n if raw > c else 0.0, raw
+    elif hp["rollout_is"] == "token":
+        raw = torch.exp(lw.clamp(-LOG_WEIGHT_BOUND, LOG_WEIGHT_BOUND))
+        w = raw.clamp(max=c) * m
+        f["capped"], f["wmax"] = float(((raw > c) & on).sum()), float(w[on].max())
+    if w is not None:
+        f["wsum"] = float(w.sum())
+    rs = hp["rollout_rs"]
+    if rs is not None:
+        safe = lw.clamp(-LOG_WEIGHT_BOUND, LOG_WEIGHT_BOUND)
+        stat = {"1": -safe, "2": 0.5 * safe * safe, "3": torch.exp(safe) - 1 - safe}[rs[-1]]
+        lo, hi = -math.inf, hp["rollout_rs_threshold"]
+        if rs.endswith("_k1"):
+            lo, hi = math.log(hp["rollout_rs_threshold_lower"]), math.log(hi)
+        if rs.startswith("token_"):
+            keep = ((stat >= lo) & (stat <= hi) & on).to(m.dtype)
+        else:
+            v = stat[on]
+            v = float(v.sum()) if rs.startswith("seq_sum_") else float(v.mean()) if rs.startswith("seq_mean_") else float(v.max())
+            keep = m.clone() if lo <= v <= hi else torch.zeros_like(m)
+        f["masked"] = n - float(keep.sum())
+        f["seqs_masked"] = 1.0 if f["masked"] > 0 else 0.0
+    return w, keep, f
+
+
+def rollout_figures(hp: dict, f: dict) -> dict:
+    """The rollout correction's metrics from summed figures, under
+    trainers/grpo.RolloutFigures' names; none when it is off."""
+    out = {}
+    t = f["tokens"]
+    if hp["rollout_is"] is not None and t > 0:
+        out.update(rollout_is_mean=f["wsum"] / t, rollout_is_max=f["wmax"], rollout_is_capped_frac=f["capped"] / t)
+    if hp["rollout_rs"] is not None and t > 0:
+        out.update(rollout_rs_masked_frac=f["masked"] / t, rollout_rs_seq_masked_frac=f["seqs_masked"] / f["seqs"])
+    return out
 
 
 # ---------------------------------------------------------- distribution
@@ -485,14 +601,19 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             skip("longer than max_length")
             continue
         check_stale(t, old is None, hp)
-        samples.append({
+        sample = {
             "prompt": prompt,
             "completion": list(completion),
             "mask": mask or [1] * len(completion),
             "old": None if old is None or hp["recompute_old_logprobs"] else list(old),
             "advantage": float(a["advantage"]),
             "temperature": sample_temperature(t),
-        })
+        }
+        if old is not None and hp["recompute_old_logprobs"]:
+            # verl's decoupled mode: the sampler's logprobs beside the
+            # recomputed anchor, for the rollout correction.
+            sample["behaviour"] = list(old)
+        samples.append(sample)
 
     adapter_files = None
     if args.adapter_in:
@@ -701,7 +822,11 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                 size = hp["minibatch_size"] or len(samples)
                 members = range(k * size, min((k + 1) * size, len(samples)))
                 total_tokens = sum(sum(samples[i]["mask"]) for i in members)
-                stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d)
+                rc = None
+                if hp["rollout_is"] is not None or hp["rollout_rs"] is not None:
+                    rc = correct_step(model, samples, mbs, hp, inputs["pad_id"], d)
+                    total_tokens = rc["kept"]
+                stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d, rc)
                 clip = hp["clip_norm"] if hp["clip_norm"] > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in params], clip))
                 if not math.isfinite(grad_norm):
@@ -726,14 +851,63 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
         d.close()
 
 
-def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Dist) -> dict:
-    """Accumulates one minibatch's gradient on this process; returns the
-    minibatch's figures, summed over every process."""
+def correct_step(model, samples, micro_batches, hp, pad_id, d: Dist) -> dict:
+    """The rollout correction of one step's samples on this process: each
+    sample's "_keep" mask and, in decoupled mode (a sample with behaviour
+    logprobs), its "_w" IS weights; returns the step's kept tokens and
+    non-empty sequences and its figures, summed over every process. In
+    bypass mode (the anchor is the sampler's logprobs) the log ratio is
+    the current policy's against it, from a forward pass without gradient
+    before the step's, so the loss's token count is known before any
+    backward pass; the weights are then only reported, as verl's bypass
+    mode does for ppo_clip (the ratio already is the weight)."""
     import torch
 
-    n_seqs = len(members)
+    sums = dict(tokens=0.0, seqs=0.0, wsum=0.0, capped=0.0, masked=0.0, seqs_masked=0.0, kept=0.0, nonempty=0.0)
+    wmax = 0.0
+    for idx in micro_batches:
+        if not idx:
+            continue
+        batch = [samples[i] for i in idx]
+        lps = None
+        if any("behaviour" not in s for s in batch):
+            with torch.no_grad():
+                lps, _ = sequence_logprobs(model, batch, pad_id, d.device, False)
+        for j, s in enumerate(batch):
+            m = torch.tensor(s["mask"], dtype=torch.float64)
+            old = torch.tensor(s["old"], dtype=torch.float32).double()
+            if "behaviour" in s:
+                lw = old - torch.tensor(s["behaviour"], dtype=torch.float32).double()
+            else:
+                lw = lps[j].detach().double().cpu() - old
+            lw = torch.where(m > 0, lw, torch.zeros_like(lw))
+            w, keep, f = rollout_correction(hp, lw, m)
+            s["_keep"] = keep.tolist()
+            s["_w"] = w.tolist() if w is not None and "behaviour" in s else None
+            for k in ("tokens", "seqs", "wsum", "capped", "masked", "seqs_masked"):
+                sums[k] += f[k]
+            wmax = max(wmax, f["wmax"])
+            kept = float(keep.sum())
+            sums["kept"] += kept
+            sums["nonempty"] += 1.0 if kept > 0 else 0.0
+    keys = list(sums)
+    total = dict(zip(keys, d.all_sum([sums[k] for k in keys])))
+    total["wmax"] = d.all_max(wmax)
+    return {"kept": total["kept"], "nonempty": total["nonempty"], "figures": rollout_figures(hp, total),
+            "scored": total["tokens"], "seqs": total["seqs"]}
+
+
+def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Dist, rc: dict | None = None) -> dict:
+    """Accumulates one minibatch's gradient on this process; returns the
+    minibatch's figures, summed over every process. With the rollout
+    correction (rc, from correct_step) the loss sees each sample's kept
+    tokens, weighted by its IS weights in decoupled mode; the mismatch
+    figures see every trainable token."""
+    import torch
+
+    n_seqs = len(members) if rc is None else max(rc["nonempty"], 1.0)
     sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
-                behaviour_kl=0.0, clip_dual=0.0, tokens=0.0)
+                behaviour_kl=0.0, clip_dual=0.0, tokens=0.0, scored=0.0)
     ratio_max = 0.0
     for j, idx in enumerate(micro_batches):
         last = j == len(micro_batches) - 1
@@ -748,19 +922,31 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
             for s, lp, ent in zip(batch, lps, ents):
                 # Only trainable tokens (an episode's replies) enter the
                 # loss and the figures; an observation's are given.
-                m = torch.tensor(s["mask"], dtype=torch.float32, device=d.device)
-                n = int(sum(s["mask"]))
+                trainable = torch.tensor(s["mask"], dtype=torch.float32, device=d.device)
+                old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
+                log_ratio = torch.where(trainable > 0, lp - old, torch.zeros_like(lp))
+                ratio = torch.exp(log_ratio)
+                if weight and trainable.sum() > 0:
+                    with torch.no_grad():
+                        # k3 of KL(behaviour ‖ trainer) from the sampled
+                        # tokens, the rejected ones included.
+                        sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * trainable).sum())
+                        ratio_max = max(ratio_max, float(ratio[trainable > 0].max()))
+                        sums["scored"] += float(trainable.sum())
+                m = trainable
+                if rc is not None:
+                    m = torch.tensor(s["_keep"], dtype=torch.float32, device=d.device)
+                n = int(m.sum())
                 if n == 0:
                     continue
-                old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
                 a = s["advantage"]
-                log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
-                ratio = torch.exp(log_ratio)
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
                 pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
                 dual = hp["dual_clip"] > 0 and a < 0
                 if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
                     pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+                if rc is not None and s["_w"] is not None:  # decoupled: the IS weights act
+                    pg = pg * torch.tensor(s["_w"], dtype=torch.float32, device=d.device)
                 pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
@@ -786,10 +972,12 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
                         if dual:
                             sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
-                        # k3 of KL(behaviour ‖ trainer) from the sampled tokens.
-                        sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * m).sum())
-                        ratio_max = max(ratio_max, float(ratio[m > 0].max()))
                         sums["tokens"] += n
+            if not loss.requires_grad:
+                # The rejection dropped every token here: a zero gradient
+                # that still reaches every parameter, so DDP's all-reduce
+                # runs on every process alike.
+                loss = sum(torch.where(torch.isfinite(lp), lp, torch.zeros_like(lp)).sum() for lp in lps) * 0.0
             # DDP averages gradients over the processes; the loss is a sum
             # of shares of the minibatch's mean, so undo the average.
             (loss * d.world).backward()
@@ -807,8 +995,12 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
         "ratio_dev": total["ratio_dev"] / t,
         **({"clip_frac_dual": total["clip_dual"] / t} if hp["dual_clip"] > 0 else {}),
         "ratio_max": d.all_max(ratio_max),
-        "behaviour_kl": total["behaviour_kl"] / t,
+        "behaviour_kl": total["behaviour_kl"] / max(total["scored"], 1.0),
         "tokens": int(total["tokens"]),
+        **({} if rc is None else rc["figures"]),
+        # What the mismatch and the rollout figures are of; not written.
+        "_scored": total["scored"],
+        "_seqs": 0.0 if rc is None else rc["seqs"],
     }
 
 
@@ -832,9 +1024,28 @@ def mismatch(step_metrics: list[dict], first_epoch: int) -> dict:
     first epoch's steps (each token at the first step that trains it), and
     ratio_max over every step."""
     first = step_metrics[:first_epoch]
-    tokens = sum(s["tokens"] for s in first)
-    kl = sum(s["behaviour_kl"] * s["tokens"] for s in first) / tokens if tokens else 0.0
+    scored = [s.get("_scored", s["tokens"]) for s in first]  # the rejected tokens count
+    tokens = sum(scored)
+    kl = sum(s["behaviour_kl"] * n for s, n in zip(first, scored)) / tokens if tokens else 0.0
     return {"mismatch_kl": kl, "ratio_max": max((s["ratio_max"] for s in step_metrics), default=0.0)}
+
+
+def rollout_of(step_metrics: list[dict], first_epoch: int) -> dict:
+    """The rollout correction's figures of an update, as rlpipe's
+    trainers/grpo.RolloutOf: over the first epoch's steps, the means and
+    fractions weighted by their tokens, the sequence fraction by their
+    sequences, the max over those steps."""
+    first = step_metrics[:first_epoch]
+    out = {}
+    tokens, seqs = sum(s["_scored"] for s in first), sum(s["_seqs"] for s in first)
+    if first and "rollout_is_mean" in first[0] and tokens:
+        out["rollout_is_mean"] = sum(s["rollout_is_mean"] * s["_scored"] for s in first) / tokens
+        out["rollout_is_max"] = max(s["rollout_is_max"] for s in first)
+        out["rollout_is_capped_frac"] = sum(s["rollout_is_capped_frac"] * s["_scored"] for s in first) / tokens
+    if first and "rollout_rs_masked_frac" in first[0] and tokens:
+        out["rollout_rs_masked_frac"] = sum(s["rollout_rs_masked_frac"] * s["_scored"] for s in first) / tokens
+        out["rollout_rs_seq_masked_frac"] = sum(s["rollout_rs_seq_masked_frac"] * s["_seqs"] for s in first) / seqs
+    return out
 
 
 def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds,
@@ -864,7 +1075,7 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
         "iteration": args.iteration,
         "updates": updates,
         "optimizer_steps": optimizer_steps,
-        "steps": step_metrics,
+        "steps": [{k: v for k, v in s.items() if not k.startswith("_")} for s in step_metrics],
         "samples_used": len(inputs["samples"]),
         "samples_skipped": sum(inputs["skipped"].values()),
         "train_seconds": seconds,
@@ -881,6 +1092,7 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
             m[key] = sum(values) / len(values) if values else None
         m["train_tokens"] = sum(s["tokens"] for s in step_metrics)
         m.update(mismatch(step_metrics, first_epoch))
+        m.update(rollout_of(step_metrics, first_epoch))
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds
     with open(args.metrics_out, "w", encoding="utf-8") as f:

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -223,6 +224,8 @@ type Metrics struct {
 	ClipDual       *float64 `json:"clip_frac_dual"`
 	MismatchKL     float64  `json:"mismatch_kl"`
 	RatioMax       float64  `json:"ratio_max"`
+	// The rollout correction's figures, when it is on.
+	grpo.RolloutFigures
 }
 
 // Run runs argv (the script, alone or under torchrun) with the

@@ -39,8 +39,21 @@ def setup():
         return None
 
 
-def actor_config(core_algos, eps_low, eps_high, clip_c):
-    """The actor config fields verl's policy loss functions read."""
+def padder(seqs):
+    """padded(key), which pads every sequence's list under key into a
+    float64 tensor [sequences, the longest], and the advantages as one."""
+    import torch
+
+    width = max(len(s["logprobs"]) for s in seqs)
+
+    def padded(key, fill=0.0):
+        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
+
+    return padded, torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
+
+
+def actor_config(core_algos, eps_low, eps_high, clip_c, **fields):
+    """The actor config fields verl's loss functions read, and fields."""
 
     class Config(core_algos.ActorConfig):
         def __init__(self):
@@ -49,6 +62,8 @@ def actor_config(core_algos, eps_low, eps_high, clip_c):
             self.clip_ratio_high = eps_high
             self.clip_ratio_c = clip_c
             self.global_batch_info = {}
+            for k, v in fields.items():
+                setattr(self, k, v)
 
         def get(self, key, default=None):
             return getattr(self, key, default)
@@ -61,16 +76,9 @@ def main():
     if got is None:
         return
     batch, core_algos, how = got
-    import torch
-
     seqs = batch["seqs"]
-    width = max(len(s["logprobs"]) for s in seqs)
-
-    def padded(key, fill=0.0):
-        return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
-
+    padded, adv = padder(seqs)
     old, ref, mask = padded("old"), padded("ref"), padded("mask")
-    adv = torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
 
     out = {"verl_import": how}
     for c in batch["cases"]:
