@@ -99,13 +99,21 @@ type Advantages struct {
 	// Estimator names a registered advantage estimator (kind.Registry's
 	// Estimators); empty is grpo.
 	Estimator string `yaml:"estimator,omitempty"`
-	// Std is the standard deviation the groups are divided by: population
-	// (the default) or sample (Bessel's correction, as TRL and verl).
+	// Std is the standard deviation the groups are divided by: sample
+	// (Bessel's correction, as TRL and verl; the default) or population
+	// (the default before issue 36). Empty: the default, except that a
+	// resumed run keeps the std of its committed iterations (pipeline/driver).
 	Std string `yaml:"std,omitempty"`
 }
 
-// sampleStd reports whether the section asks for the sample std.
-func (a *Advantages) sampleStd() bool { return a != nil && a.Std == "sample" }
+// Values of Advantages.Std.
+const (
+	StdSample     = "sample"
+	StdPopulation = "population"
+)
+
+// populationStd reports whether the section asks for the population std.
+func (a *Advantages) populationStd() bool { return a != nil && a.Std == StdPopulation }
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {

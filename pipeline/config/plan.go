@@ -100,7 +100,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
 		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator,
-			SampleStd: c.Advantages.sampleStd()}
+			PopulationStd: c.Advantages.populationStd()}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.

@@ -68,7 +68,7 @@ func embeddedModel(model string) bool {
 // computes them in their own step, between reward and train.
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
-	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
+	o.Estimator, o.PopulationStd = b.Estimator, b.PopulationStd
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
 

@@ -64,7 +64,7 @@ const (
 // it is read as false here.
 func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
-	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
+	a.Estimator, a.PopulationStd = b.Estimator, b.PopulationStd
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 
