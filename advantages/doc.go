@@ -84,6 +84,13 @@
 // trainer can learn from. The same words appear in the trainers'
 // mask_reasons metric.
 //
+// Non-finite values are bad data, not failed samples: a reward whose
+// status says ok but whose total is NaN or infinite, and a non-finite
+// logprob or advantage of a sample left to train on, are an ErrNonfinite
+// (an ErrBatch) naming the file, its row and the sample, so the
+// advantages step and the trainers fail permanently. A reward the reward
+// stage marked nonfinite stays a masked failure (ReasonRewardStatus).
+//
 // Given is Join with the advantages read back from such a table instead
 // of computed: a trainer handed the loop's advantages matches their rows
 // to its trajectories (ErrRows when they do not fit) and trains on them.

@@ -180,6 +180,21 @@ func TestTrainTaskRejectsInconsistentBatch(t *testing.T) {
 	}
 }
 
+// TestTrainTaskRejectsNonfinite: a reward that says ok with a NaN total
+// fails the advantages step permanently, naming the file, the row and
+// the sample.
+func TestTrainTaskRejectsNonfinite(t *testing.T) {
+	st, r := openRun(t)
+	trajs, rewards := handBatch()
+	rewards[3].Total = math.Inf(1)
+	n := runTask(t, st, r, 1, advantages.TrainTask(advantages.TrainOptions{}), trajs, rewards)
+	err := n.Wait(context.Background())
+	const want = `advantages of iteration 1: inconsistent training batch: a value is NaN or infinite: rewards.parquet row 4 (prompt "b", sample 1): total +Inf with status ok; make the reward finite, or give the row status nonfinite so that it is masked, and rescore the iteration (rlpipe rescore --reward)`
+	if !errors.Is(err, advantages.ErrNonfinite) || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+	}
+}
+
 func TestTrainOptionsVersion(t *testing.T) {
 	base := advantages.TrainOptions{}
 	if v := base.Version(); v != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample" {
