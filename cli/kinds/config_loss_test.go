@@ -47,6 +47,10 @@ func TestTrainerLoss(t *testing.T) {
 			err: `pipeline.yaml:15:23: trainer.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 		{name: "an unknown aggregation", src: grpoBase("trainer: {aggregation: seq-mean}\n"),
 			err: `pipeline.yaml:15:11: trainer.aggregation: "seq-mean"; use "token", "sequence" or "seq_mean_token_sum_norm"`},
+		{name: "external with seq_mean_token_sum_norm", src: external("{aggregation: seq_mean_token_sum_norm}")},
+		{name: "external with verl's seq_mean_token_mean", src: external("{aggregation: seq_mean_token_mean}")},
+		{name: "external with an unknown aggregation", src: external("{aggregation: seq-mean-token-sum-norm}"),
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.aggregation: seq-mean-token-sum-norm: the external trainer's reference script aggregates no such way (use token, sequence or seq_mean_token_sum_norm; verl's token_mean and seq_mean_token_mean are the first two)`},
 		{name: "external with gspo", src: external("{loss: gspo}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: gspo: the external trainer supports ppo_clip only (remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes cispo or gspo or ppo_clip)`},
 	} {

@@ -1,6 +1,8 @@
 package external
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -38,6 +40,7 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
 	}
+	checkAggregation(c, s.Hyperparameters[Aggregation])
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
 			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
@@ -55,7 +58,27 @@ const (
 	// Loss is the policy loss; the reference script has ppo_clip only, so
 	// any other value is refused when the run is planned.
 	Loss = "loss"
+	// Aggregation is how the per-token terms become the loss: the
+	// reference script has the embedded trainer's three (and verl's names
+	// of the first two), so any other value is refused when the run is
+	// planned.
+	Aggregation = "aggregation"
 )
+
+// checkAggregation fails the plan at hyperparameters.aggregation when it
+// names no aggregation the reference script computes (grpo.Aggregations,
+// or verl's token_mean and seq_mean_token_mean); absent is the default.
+func checkAggregation(c kind.Checker, v any) {
+	if v == nil {
+		return
+	}
+	a, ok := v.(string)
+	if ok && slices.Contains(grpo.Aggregations, grpo.Aggregation(a).Canonical()) {
+		return
+	}
+	c.Fail("hyperparameters."+Aggregation, fmt.Sprintf("use %s, %s or %s; verl's token_mean and seq_mean_token_mean are the first two", grpo.Aggregations[0], grpo.Aggregations[1], grpo.Aggregations[2]),
+		"%s: %v: the external trainer's reference script aggregates no such way", c.Path("hyperparameters."+Aggregation), v)
+}
 
 // Steps are the advantages step (advantages.Step) with the options of
 // the advantages the trainer trains on, from the hyperparameters no_std

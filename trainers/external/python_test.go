@@ -66,7 +66,7 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lr": -1}, "hyperparameters.lr: -1 must be > 0"},
 		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lora": map[string]any{"rnak": 8}}, "unknown hyperparameter lora.'rnak' (did you mean 'rank'?)"},
 		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
-		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
+		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `hyperparameters.aggregation: 'tokens'; use "token", "sequence", "seq_mean_token_sum_norm" (or verl's "token_mean" and "seq_mean_token_mean")`},
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
 		{map[string]any{"base_model": "m", "loss": "gspo"}, `hyperparameters.loss: 'gspo'; this script supports "ppo_clip" only`},
 	} {

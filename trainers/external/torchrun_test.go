@@ -252,7 +252,8 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // embedded trainer's (trainers/embedded, the loss of trainers/grpo) within
 // 1e-5 — the same advantages, old log-probabilities that put ratios
 // outside the clip range on both sides (and so the same mismatch_kl and
-// ratio_max), token and sequence aggregation,
+// ratio_max), token, sequence and seq_mean_token_sum_norm aggregation
+// (and sequence by verl's name),
 // beta 0 and beta > 0, dual-clip, one process and torchrun's two ranks — and so is
 // the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
@@ -280,6 +281,12 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0},
 		// Dual-clip at a c the batch's negative-advantage ratios pass.
 		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3},
+		// Dr. GRPO's constant normaliser: G·L_max over the minibatch,
+		// L_max the longest completion, whichever rank holds it.
+		{"seq-mean-token-sum-norm-beta", "seq_mean_token_sum_norm", 0.04, 0.2, 0.28, single, 0},
+		{"seq-mean-token-sum-norm-torchrun", "seq_mean_token_sum_norm", 0, 0.2, 0.2, ddp, 0},
+		// verl's name of sequence.
+		{"seq-mean-token-mean", "seq_mean_token_mean", 0, 0.2, 0.2, single, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual}

@@ -20,8 +20,9 @@ and the script takes one GRPO update of the policy's LoRA adapter:
   * for `epochs` passes over the batch, cut into minibatches of
     `minibatch_size` sequences (one optimizer step each), it minimises the
     clipped surrogate plus beta times the k3 KL to the base model
-    (the adapter disabled), aggregated per token or per sequence, with
-    gradient-norm clipping;
+    (the adapter disabled), aggregated per token, per sequence or as
+    sequence sums over a constant (Dr. GRPO's), with gradient-norm
+    clipping;
   * it writes the adapter with save_pretrained (--adapter-out), the
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
@@ -82,7 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "eps_high": 0.2,  # DAPO's clip-higher: 0.28
     "beta": 0.0,  # weight of the k3 KL to the base model
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
-    "aggregation": "token",  # or "sequence"
+    "aggregation": "token",  # "sequence" or "seq_mean_token_sum_norm" (verl's token_mean, seq_mean_token_mean: the first two)
     "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
@@ -202,8 +203,7 @@ def load_hparams(path: str) -> dict[str, Any]:
         raise ConfigError(f"hyperparameters.betas: {b!r} must be two numbers in [0, 1), e.g. [0.9, 0.999]")
     if hp["loss"] != "ppo_clip":
         raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; this script supports \"ppo_clip\" only (gspo and cispo: kind grpo)")
-    if hp["aggregation"] not in ("token", "sequence"):
-        raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
+    hp["aggregation"] = canonical_aggregation(hp["aggregation"])
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
     for key in ("gradient_checkpointing", "recompute_old_logprobs", "rescore_stale", "trust_remote_code",
@@ -218,6 +218,48 @@ def load_hparams(path: str) -> dict[str, Any]:
     if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
         raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
     return hp
+
+
+# ----------------------------------------------------------- aggregation
+
+# The aggregations, as the embedded trainer names them (trainers/grpo), and
+# verl's names of the first two.
+AGGREGATIONS = ("token", "sequence", "seq_mean_token_sum_norm")
+AGGREGATION_ALIASES = {"token_mean": "token", "seq_mean_token_mean": "sequence"}
+
+
+def canonical_aggregation(a: Any) -> str:
+    """hyperparameters.aggregation's canonical name; a ConfigError if it
+    names none."""
+    if isinstance(a, str) and a in AGGREGATION_ALIASES:
+        return AGGREGATION_ALIASES[a]
+    if a not in AGGREGATIONS:
+        raise ConfigError(f"hyperparameters.aggregation: {a!r}; use " + ", ".join(f'"{x}"' for x in AGGREGATIONS)
+                          + " (or verl's " + " and ".join(f'"{x}"' for x in AGGREGATION_ALIASES) + ")")
+    return a
+
+
+def aggregation_norm(samples: list[dict], members) -> dict:
+    """What a minibatch's aggregations divide by, over all its sequences
+    whichever process holds them: its trained tokens, its sequences, and
+    for seq_mean_token_sum_norm the sequences with a trained token times
+    the longest completion (its tokens, trained or not): Dr. GRPO's G·L_max,
+    as the embedded trainer takes it."""
+    masks = [samples[i]["mask"] for i in members]
+    return {"tokens": sum(sum(m) for m in masks), "seqs": len(masks),
+            "sum_norm": sum(1 for m in masks if sum(m) > 0) * max((len(m) for m in masks), default=0)}
+
+
+def token_weight(hp: dict, norm: dict, n: int) -> float:
+    """The weight in the minibatch's loss of each trained token of a
+    sequence with n trained tokens: 1/Σ|y| (token), 1/(G·|y_i|)
+    (sequence), 1/(G·L_max) (seq_mean_token_sum_norm)."""
+    agg = hp["aggregation"]
+    if agg == "token":
+        return 1.0 / norm["tokens"]
+    if agg == "sequence":
+        return 1.0 / (norm["seqs"] * n)
+    return 1.0 / norm["sum_norm"]
 
 
 # ---------------------------------------------------------- distribution
@@ -641,8 +683,8 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
             for k, mbs in enumerate(micro):
                 size = hp["minibatch_size"] or len(samples)
                 members = range(k * size, min((k + 1) * size, len(samples)))
-                total_tokens = sum(sum(samples[i]["mask"]) for i in members)
-                stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d)
+                norm = aggregation_norm(samples, members)
+                stats = step(model, samples, mbs, members, norm, hp, inputs["pad_id"], d)
                 clip = hp["clip_norm"] if hp["clip_norm"] > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in params], clip))
                 if not math.isfinite(grad_norm):
@@ -667,12 +709,11 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
         d.close()
 
 
-def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Dist) -> dict:
+def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist) -> dict:
     """Accumulates one minibatch's gradient on this process; returns the
     minibatch's figures, summed over every process."""
     import torch
 
-    n_seqs = len(members)
     sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
                 behaviour_kl=0.0, clip_dual=0.0, tokens=0.0)
     ratio_max = 0.0
@@ -709,10 +750,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
                     kl = (torch.exp(delta) - delta - 1) * m
                     per_token = pg + hp["beta"] * kl
-                if hp["aggregation"] == "token":
-                    w = weight / total_tokens
-                else:
-                    w = weight / (n_seqs * n)
+                w = weight * token_weight(hp, norm, n)
                 loss = loss + w * per_token.sum()
                 if weight:
                     with torch.no_grad():
