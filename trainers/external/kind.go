@@ -36,10 +36,7 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
-	if l, ok := s.Hyperparameters[Loss]; ok && l != grpo.PPOClip.Name() {
-		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
-			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
-	}
+	checkLoss(c, s.Hyperparameters)
 	checkAggregation(c, s.Hyperparameters[Aggregation])
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
@@ -55,15 +52,57 @@ func (s *Stage) Check(c kind.Checker) {
 const (
 	RecomputeOldLogprobs = "recompute_old_logprobs"
 	RescoreStale         = "rescore_stale"
-	// Loss is the policy loss; the reference script has ppo_clip only, so
-	// any other value is refused when the run is planned.
-	Loss = "loss"
+	// Loss is the policy loss; the reference script computes the
+	// embedded trainer's three (scriptLosses), so any other value is
+	// refused when the run is planned, and so is DualClip with a loss
+	// other than ppo_clip.
+	Loss     = "loss"
+	DualClip = "dual_clip"
 	// Aggregation is how the per-token terms become the loss: the
 	// reference script has the embedded trainer's three (and verl's names
 	// of the first two), so any other value is refused when the run is
 	// planned.
 	Aggregation = "aggregation"
 )
+
+// scriptLosses are the policy losses the reference script computes, as
+// trainers/grpo does (hyperparameters.loss).
+var scriptLosses = []grpo.PolicyLoss{grpo.PPOClip, grpo.GSPO, grpo.CISPO}
+
+// checkLoss fails the plan at hyperparameters.loss when it names no loss
+// of scriptLosses, and at hyperparameters.dual_clip when a dual clip is
+// set with another loss than ppo_clip (dual clip is PPO's).
+func checkLoss(c kind.Checker, hp map[string]any) {
+	l, ok := hp[Loss]
+	if !ok {
+		return
+	}
+	names := make([]string, len(scriptLosses))
+	for i, x := range scriptLosses {
+		names[i] = x.Name()
+	}
+	name, _ := l.(string)
+	if !slices.Contains(names, name) {
+		c.Fail("hyperparameters."+Loss, "use "+strings.Join(names, ", "),
+			"%s: %v: the external trainer's reference script computes no such loss", c.Path("hyperparameters."+Loss), l)
+		return
+	}
+	var d float64
+	switch v := hp[DualClip].(type) {
+	case int:
+		d = float64(v)
+	case int64:
+		d = float64(v)
+	case uint64:
+		d = float64(v)
+	case float64:
+		d = v
+	}
+	if d != 0 && name != grpo.PPOClip.Name() {
+		c.Fail("hyperparameters."+DualClip, "remove dual_clip or the loss",
+			"%s: %v; dual clip applies to loss ppo_clip only, not %s", c.Path("hyperparameters."+DualClip), d, name)
+	}
+}
 
 // checkAggregation fails the plan at hyperparameters.aggregation when it
 // names no aggregation the reference script computes (grpo.Aggregations,

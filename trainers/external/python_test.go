@@ -68,7 +68,8 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
 		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `hyperparameters.aggregation: 'tokens'; use "token", "sequence", "seq_mean_token_sum_norm" (or verl's "token_mean" and "seq_mean_token_mean")`},
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
-		{map[string]any{"base_model": "m", "loss": "gspo"}, `hyperparameters.loss: 'gspo'; this script supports "ppo_clip" only`},
+		{map[string]any{"base_model": "m", "loss": "dpo"}, `hyperparameters.loss: 'dpo'; use "ppo_clip", "gspo", "cispo"`},
+		{map[string]any{"base_model": "m", "loss": "gspo", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

@@ -84,7 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "beta": 0.0,  # weight of the k3 KL to the base model
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # "sequence" or "seq_mean_token_sum_norm" (verl's token_mean, seq_mean_token_mean: the first two)
-    "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
+    "loss": "ppo_clip",  # the policy loss: ppo_clip, gspo or cispo (as the embedded trainer's)
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
     "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
@@ -201,8 +201,11 @@ def load_hparams(path: str) -> dict[str, Any]:
     b = hp["betas"]
     if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
         raise ConfigError(f"hyperparameters.betas: {b!r} must be two numbers in [0, 1), e.g. [0.9, 0.999]")
-    if hp["loss"] != "ppo_clip":
-        raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; this script supports \"ppo_clip\" only (gspo and cispo: kind grpo)")
+    if hp["loss"] not in LOSSES:
+        raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; use " + ", ".join(f'"{x}"' for x in LOSSES))
+    if hp["dual_clip"] > 0 and hp["loss"] != "ppo_clip":
+        raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r}; dual clip applies to loss ppo_clip only, "
+                          f"not {hp['loss']} (remove dual_clip or the loss)")
     hp["aggregation"] = canonical_aggregation(hp["aggregation"])
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
@@ -260,6 +263,53 @@ def token_weight(hp: dict, norm: dict, n: int) -> float:
     if agg == "sequence":
         return 1.0 / (norm["seqs"] * n)
     return 1.0 / norm["sum_norm"]
+
+
+# ---------------------------------------------------------- policy losses
+
+LOSSES = ("ppo_clip", "gspo", "cispo")
+
+
+def policy_term(hp: dict, lp, log_ratio, ratio, m, a: float):
+    """The policy term of each token of a sequence (masked tokens 0) by
+    hp["loss"], as the embedded trainer's trainers/grpo computes it, and
+    the float masks of the tokens the clip acted on below and above (the
+    clip fractions count them). lp are the tokens' logprobs (with their
+    gradient), log_ratio = logπ − logπ_old (0 where masked), ratio its
+    exp, m the trained tokens, a the sequence's advantage."""
+    import torch
+
+    lo, hi = 1 - hp["eps_low"], 1 + hp["eps_high"]
+    if hp["loss"] == "gspo":
+        # One ratio per sequence, s = exp(mean_t log ρ_t) over the trained
+        # tokens (log s capped at 10, no gradient above), each token
+        # carrying s_t = sg(s)·π_t/sg(π_t); clipped at the sequence level.
+        log_s = float((log_ratio * m).sum() / m.sum())
+        s_val = math.exp(min(log_s, 10.0))
+        carried = s_val * torch.exp(lp - lp.detach())
+        zeros = torch.zeros_like(lp)
+        if a < 0 and s_val < lo:
+            return torch.full_like(lp, -lo * a) * m, m, zeros
+        if a > 0 and s_val > hi:
+            return torch.full_like(lp, -hi * a) * m, zeros, m
+        pg = -carried * a
+        if log_s > 10:
+            pg = pg.detach()
+        return pg * m, zeros, zeros
+    if hp["loss"] == "cispo":
+        # REINFORCE weighted by the clipped ratio under a stop-gradient:
+        # −sg(clip(ρ))·A·logπ, log ρ clamped to ±20; a clipped token keeps
+        # its gradient, and counts whatever the advantage's sign.
+        rho = torch.exp(log_ratio.clamp(-20, 20)).detach()
+        pg = -rho.clamp(lo, hi) * a * lp
+        return pg * m, (rho < lo).float() * m, (rho > hi).float() * m
+    clipped = ratio.clamp(lo, hi)
+    pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+    if hp["dual_clip"] > 0 and a < 0:  # dual-clip: at most -c·A, no gradient past ρ = c
+        pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+    low = (ratio < lo).float() * m if a < 0 else torch.zeros_like(lp)
+    high = (ratio > hi).float() * m if a > 0 else torch.zeros_like(lp)
+    return pg * m, low, high
 
 
 # ---------------------------------------------------------- distribution
@@ -738,12 +788,8 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist) -> d
                 a = s["advantage"]
                 log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
                 ratio = torch.exp(log_ratio)
-                clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
-                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                pg, clip_low, clip_high = policy_term(hp, lp, log_ratio, ratio, m, a)
                 dual = hp["dual_clip"] > 0 and a < 0
-                if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
-                    pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
-                pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
@@ -758,8 +804,8 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist) -> d
                         sums["policy_loss"] += float(w * pg.sum())
                         sums["kl"] += float(kl.sum())
                         sums["entropy"] += float((ent * m).sum())
-                        sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
-                        sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
+                        sums["clip_low"] += float(clip_low.sum())
+                        sums["clip_high"] += float(clip_high.sum())
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
                         if dual:
                             sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
