@@ -11,13 +11,16 @@ import (
 type Options struct {
 	// Epsilon is added to the group's standard deviation (default 1e-6).
 	Epsilon float64
-	// NoStd drops the division by the standard deviation (Dr. GRPO).
+	// NoStd drops the division by the standard deviation: GRPO's
+	// advantage without it is Dr. GRPO's advantage (its loss half is the
+	// seq_mean_token_sum_norm aggregation, not an option here).
 	NoStd bool
-	// SampleStd uses the group's sample standard deviation (Bessel's
-	// correction, n − 1), as TRL and verl do, instead of the population
-	// one: the advantages section's std: sample. The default stays the
-	// population std until the default flips (issue 36, point 1).
-	SampleStd bool
+	// PopulationStd divides by the group's population standard deviation
+	// (over n) instead of the sample one (Bessel's correction, n − 1, as
+	// TRL and verl do, the default since issue 36): the advantages
+	// section's std: population, and what every run computed before the
+	// default flipped.
+	PopulationStd bool
 	// Estimator computes each group's advantages; nil is GRPO.
 	Estimator Estimator
 	// Gamma and Lambda are GAE's discount γ and λ (GAEEstimator; the
@@ -38,15 +41,15 @@ type Stats struct {
 }
 
 // Compute returns the advantages of o's Estimator (GRPO's A_i = (r_i −
-// mean(r)) / (std(r) + ε) by default) within each group of samples of one
-// prompt. Samples that are not scored
-// (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
-// their group's statistics: a failed rollout is never trained on as a
-// reward of 0. A sample whose group has no other scored sample is masked
-// too (ReasonAlone), except under a CriticEstimator (GAE), whose baseline
-// is the critic's value, not the group. A BatchEstimator's Batch then
-// rewrites the advantages of the unmasked rows together. Rows come back
-// in the input
+// mean(r)) / (std(r) + ε) by default, std the sample std unless
+// o.PopulationStd) within each group of samples of one prompt. Samples
+// that are not scored (tables.Reward.Scored) are masked
+// (ReasonRewardStatus) and do not enter their group's statistics: a
+// failed rollout is never trained on as a reward of 0. A sample whose
+// group has no other scored sample is masked too (ReasonAlone), except
+// under a CriticEstimator (GAE), whose baseline is the critic's value,
+// not the group. A BatchEstimator's Batch then rewrites the advantages
+// of the unmasked rows together. Rows come back in the input
 // order.
 func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
@@ -72,10 +75,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 				vals = append(vals, rows[i].Total)
 			}
 		}
-		mean, std := MeanStd(vals)
-		if o.SampleStd {
-			std = sampleStd(std, len(vals))
-		}
+		mean, std := GroupStats(vals, o)
 		var adv []float64
 		critic := NeedsCritic(est)
 		if len(vals) >= 2 || critic && len(vals) > 0 {
@@ -125,6 +125,18 @@ func batch(out []tables.Advantage, be BatchEstimator, o Options) {
 	for j, v := range be.Batch(vals, o) {
 		out[idx[j]].Advantage = v
 	}
+}
+
+// GroupStats are the mean and the standard deviation of a group's scored
+// rewards r that Compute hands an estimator's Group: the sample std (0
+// for fewer than two values), or MeanStd's population std with
+// o.PopulationStd.
+func GroupStats(r []float64, o Options) (mean, std float64) {
+	mean, std = MeanStd(r)
+	if !o.PopulationStd {
+		std = sampleStd(std, len(r))
+	}
+	return mean, std
 }
 
 // sampleStd is the sample standard deviation of n values whose

@@ -18,8 +18,9 @@ func TestCompute(t *testing.T) {
 		r("c", 0, 0.5, "ok"),
 	}
 	adv, st := Compute(rows, Options{Epsilon: 1e-9})
-	// Group a: rewards 1, 0, 1 → mean 2/3, std √2/3.
-	mean, std := 2.0/3, math.Sqrt(2)/3
+	// Group a: rewards 1, 0, 1 → mean 2/3, sample std √(1/3) (the
+	// population std √2/3 ×√(3/2)).
+	mean, std := 2.0/3, math.Sqrt(1.0/3)
 	if math.Abs(adv[0].Advantage-(1-mean)/(std+1e-9)) > 1e-12 || math.Abs(adv[1].Advantage-(0-mean)/(std+1e-9)) > 1e-12 {
 		t.Fatalf("group a: %+v %+v", adv[0], adv[1])
 	}

@@ -10,8 +10,9 @@
 //
 //	A_i = (r_i − mean(r)) / (std(r) + ε)        (Options.NoStd: r_i − mean(r))
 //
-// with the mean and population standard deviation over the group's
-// scored samples only (tables.Reward.Scored: status ok, a total that is a
+// with the mean and the sample standard deviation (Bessel's n − 1, as TRL
+// and verl; Options.PopulationStd: over n) over the group's scored
+// samples only (tables.Reward.Scored: status ok, a total that is a
 // number). A sample that was not scored is masked and stays out of the
 // statistics, so a failed rollout is never trained on as a reward of 0.
 // Stats count the groups, those whose scored rewards are all equal
@@ -31,7 +32,9 @@
 //
 //	grpo     GRPO, the formula above (the default)
 //	rloo     RLOO: A_i = r_i − mean_{j≠i} r_j = G/(G−1)·(r_i − mean(r)); needs G ≥ 2
-//	dr_grpo  Dr. GRPO's advantage: A_i = r_i − mean(r)
+//	dr_grpo  Dr. GRPO's advantage: A_i = r_i − mean(r) (Dr. GRPO only
+//	         with its loss normaliser, the trainers' aggregation
+//	         seq_mean_token_sum_norm)
 //	reinforce_plus_plus_baseline
 //	         REINFORCE++ with a group baseline: s_i = r_i − mean(r), then
 //	         whitened over the batch, (s_i − mean_B s) / sqrt(var_B s + 1e-8)
@@ -43,11 +46,15 @@
 // loss's half of the method, not the estimator's. An estimator that needs
 // groups of at least some size says so (GroupMinimum, RLOO's 2): a run
 // whose generate stage samples fewer per prompt is refused when planned.
-// Options.SampleStd (the file's advantages.std: sample) divides GRPO's
-// advantages by the sample std (n − 1, as TRL and verl) instead of the
-// population std, which stays the default; the version names it only when
-// set. docs/TRAINERS.md lists which of the peers' functions each estimator
-// is checked against (peer_test.go, against verl's and TRL's own code).
+// GRPO divides by the sample std (n − 1, as TRL and verl) by default
+// since issue 36; Options.PopulationStd (the file's advantages.std:
+// population) keeps the population std every run used before. The
+// version names the sample std (" std=sample") and not the population
+// one, so a version written before the flip reads back as the population
+// std it computed, and a resumed run keeps the std of its committed
+// iterations unless its file says which (pipeline/driver).
+// docs/TRAINERS.md lists which of the peers' functions each estimator is
+// checked against (peer_test.go, against verl's and TRL's own code).
 // Options.Estimator chooses another (the pipeline file's
 // advantages.estimator key, looked up in the program's registry,
 // kind.Registry's Estimators); Compute keeps the grouping, the masks, the
@@ -80,6 +87,13 @@
 // of those three; the sample still counts in its group's mean and std, as
 // in TRL, and only leaves the loss. The same words appear in the trainers'
 // mask_reasons metric.
+//
+// Non-finite values are bad data, not failed samples: a reward whose
+// status says ok but whose total is NaN or infinite, and a non-finite
+// logprob or advantage of a sample left to train on, are an ErrNonfinite
+// (an ErrBatch) naming the file, its row and the sample, so the
+// advantages step and the trainers fail permanently. A reward the reward
+// stage marked nonfinite stays a masked failure (ReasonRewardStatus).
 //
 // Given is Join with the advantages read back from such a table instead
 // of computed: a trainer handed the loop's advantages matches their rows

@@ -6,11 +6,12 @@ package advantages
 //
 //	A_i = r_i − mean(r)
 //
-// whatever Options.NoStd and Options.SampleStd say. Dr. GRPO's other half,
-// the loss summed over tokens and divided by a constant (G · L_max)
-// instead of each sequence's length, belongs to the loss, not to the
-// estimator: with this estimator a trainer still aggregates as it is
-// configured to.
+// whatever Options.NoStd and Options.PopulationStd say. It is Dr. GRPO
+// only with its other half, the loss summed over tokens and divided by a
+// constant (G · L_max) instead of each sequence's length (the trainers'
+// aggregation seq_mean_token_sum_norm), which belongs to the loss, not
+// to the estimator: with this estimator a trainer still aggregates as it
+// is configured to.
 var DrGRPO Estimator = drGRPO{}
 
 type drGRPO struct{}

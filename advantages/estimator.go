@@ -18,9 +18,9 @@ type Estimator interface {
 	Name() string
 	// Group returns the advantage of each reward of a group of two or
 	// more scored samples, in their order; mean and std are the group's
-	// (MeanStd; the sample std with Options.SampleStd), o the options
-	// with Epsilon defaulted. It must be
-	// deterministic and may not keep rewards.
+	// (the sample std; MeanStd's population std with
+	// Options.PopulationStd), o the options with Epsilon defaulted. It
+	// must be deterministic and may not keep rewards.
 	Group(rewards []float64, mean, std float64, o Options) []float64
 }
 

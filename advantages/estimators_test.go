@@ -18,7 +18,7 @@ func TestRLOO(t *testing.T) {
 	estimatortest.Run(t, estimatortest.Suite{Estimator: advantages.RLOO, ZeroMean: true, Hand: []estimatortest.Group{
 		{Rewards: []float64{1, 0, 0, 1}, Want: []float64{2 * third, -2 * third, -2 * third, 2 * third}},
 		{Rewards: []float64{3, 1}, Want: []float64{2, -2}},
-		{Rewards: []float64{0.5, -0.25, 2}, Options: advantages.Options{NoStd: true, SampleStd: true}, Want: []float64{-0.375, -1.5, 1.875}},
+		{Rewards: []float64{0.5, -0.25, 2}, Options: advantages.Options{NoStd: true, PopulationStd: true}, Want: []float64{-0.375, -1.5, 1.875}},
 	}})
 	if got := advantages.MinGroup(advantages.RLOO); got != 2 {
 		t.Errorf("MinGroup(RLOO) = %d, want 2", got)
@@ -30,17 +30,20 @@ func TestRLOO(t *testing.T) {
 func TestDrGRPO(t *testing.T) {
 	estimatortest.Run(t, estimatortest.Suite{Estimator: advantages.DrGRPO, ZeroMean: true, Hand: []estimatortest.Group{
 		{Rewards: []float64{1, 0, 0, 1}, Want: []float64{0.5, -0.5, -0.5, 0.5}},
-		{Rewards: []float64{3, 1}, Options: advantages.Options{Epsilon: 1, SampleStd: true}, Want: []float64{1, -1}},
+		{Rewards: []float64{3, 1}, Options: advantages.Options{Epsilon: 1, PopulationStd: true}, Want: []float64{1, -1}},
 	}})
 	if got := advantages.MinGroup(advantages.DrGRPO); got != 1 {
 		t.Errorf("MinGroup(DrGRPO) = %d, want 1 (it declares none)", got)
 	}
 }
 
-// TestSampleStd: with SampleStd, GRPO divides by the sample std. By hand:
-// {1, 0, 0, 1} has population std 0.5 and sample std 0.5·√(4/3) =
-// 1/√3; {2, 2} has both 0 (A = 0); a lone sample stays masked with std 0.
-func TestSampleStd(t *testing.T) {
+// TestStd: GRPO divides by the sample std by default and by the
+// population std with PopulationStd; the version names the sample std
+// only, so the population std's versions are those written before the
+// default flipped. By hand: {1, 0, 0, 1} has population std 0.5 and
+// sample std 0.5·√(4/3) = 1/√3; {2, 2} has both 0 (A = 0); a lone sample
+// stays masked with std 0.
+func TestStd(t *testing.T) {
 	ok := func(p string, i int32, total float64) tables.Reward {
 		return tables.Reward{PromptID: p, SampleIndex: i, Total: total, Status: tables.StatusOK}
 	}
@@ -54,11 +57,11 @@ func TestSampleStd(t *testing.T) {
 		stdA    float64
 		version string
 	}{
-		{name: "population (default)", o: advantages.Options{}, adv: []float64{0.5 / 0.500001, -0.5 / 0.500001, -0.5 / 0.500001, 0.5 / 0.500001, 0, 0, 0}, stdA: 0.5,
+		{name: "population", o: advantages.Options{PopulationStd: true}, adv: []float64{0.5 / 0.500001, -0.5 / 0.500001, -0.5 / 0.500001, 0.5 / 0.500001, 0, 0, 0}, stdA: 0.5,
 			version: "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"},
-		{name: "sample", o: advantages.Options{SampleStd: true}, adv: []float64{d, -d, -d, d, 0, 0, 0}, stdA: s,
+		{name: "sample (default)", o: advantages.Options{}, adv: []float64{d, -d, -d, d, 0, 0, 0}, stdA: s,
 			version: "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample"},
-		{name: "sample with rloo", o: advantages.Options{SampleStd: true, Estimator: advantages.RLOO}, adv: []float64{2.0 / 3, -2.0 / 3, -2.0 / 3, 2.0 / 3, 0, 0, 0}, stdA: s,
+		{name: "sample with rloo", o: advantages.Options{Estimator: advantages.RLOO}, adv: []float64{2.0 / 3, -2.0 / 3, -2.0 / 3, 2.0 / 3, 0, 0, 0}, stdA: s,
 			version: "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample estimator=rloo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +85,9 @@ func TestSampleStd(t *testing.T) {
 			o.Epsilon = 1e-6
 			if err != nil || back != o {
 				t.Errorf("ParseVersion = %+v, %v; want %+v", back, err, o)
+			}
+			if pop, ok := advantages.VersionStd(tc.version); !ok || pop != tc.o.PopulationStd {
+				t.Errorf("VersionStd(%q) = %t, %t; want %t, true", tc.version, pop, ok, tc.o.PopulationStd)
 			}
 		})
 	}

@@ -4,6 +4,10 @@ package advantages
 // default estimator:
 //
 //	A_i = (r_i − mean(r)) / (std(r) + ε)        (Options.NoStd: r_i − mean(r))
+//
+// std is the group's sample std unless Options.PopulationStd. With NoStd
+// the advantage is Dr. GRPO's, which is Dr. GRPO only with its loss
+// normaliser (the seq_mean_token_sum_norm aggregation).
 var GRPO Estimator = grpo{}
 
 type grpo struct{}

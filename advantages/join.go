@@ -59,10 +59,15 @@ type Batch struct {
 // reasons) but keeps its reward in its group's mean and std, as TRL's
 // mask_truncated_completions does: it leaves the loss only. A sample that
 // appears twice, or a reward for a sample the trajectories do not hold,
-// is an ErrBatch.
-func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batch, error) {
-	m, err := match(trajs, rewards)
+// is an ErrBatch; a reward with status ok and a NaN or infinite total, a
+// non-finite logprob or advantage of a sample left to train on, an
+// ErrNonfinite.
+func Join(in []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batch, error) {
+	m, err := match(in, rewards)
 	if err != nil {
+		return Batch{}, err
+	}
+	if err := finiteRewards(rewards); err != nil {
 		return Batch{}, err
 	}
 	trajs, scored, have := m.trajs, m.scored, m.have
@@ -89,6 +94,9 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 		case t.IsEpisode() && t.Sequence == nil:
 			a.Mask, a.Reason, a.Advantage = true, ReasonNoSequence, 0
 		}
+	}
+	if err := finiteTrained(in, m, adv, nil, o.estimator()); err != nil {
+		return Batch{}, err
 	}
 	return Batch{Trajectories: trajs, Scored: scored, Advantages: adv, Stats: st}, nil
 }
@@ -156,10 +164,15 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (matched, error) 
 // group columns. A row for a sample the trajectories do not hold, a
 // sample with no row or two, and an unmasked row for a sample no trainer
 // can learn from (failed, unscored, without token ids) are an ErrRows
-// naming the row, counted from 1 in the table's order.
-func Given(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage) (Batch, error) {
-	m, err := match(trajs, rewards)
+// naming the row, counted from 1 in the table's order; non-finite values
+// are an ErrNonfinite, as for Join, naming the advantages table's row for
+// an advantage.
+func Given(in []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage) (Batch, error) {
+	m, err := match(in, rewards)
 	if err != nil {
+		return Batch{}, err
+	}
+	if err := finiteRewards(rewards); err != nil {
 		return Batch{}, err
 	}
 	trajs, scored, at := m.trajs, m.scored, m.at
@@ -185,6 +198,9 @@ func Given(trajs []tables.Trajectory, rewards []tables.Reward, rows []tables.Adv
 		if row[i] == 0 {
 			return Batch{}, fmt.Errorf("%w: none of the %d rows is sample %d of prompt %q", ErrRows, len(rows), t.SampleIndex, t.PromptID)
 		}
+	}
+	if err := finiteTrained(in, m, adv, row, nil); err != nil {
+		return Batch{}, err
 	}
 	return Batch{Trajectories: trajs, Scored: scored, Advantages: adv, Stats: statsOf(scored, adv)}, nil
 }

@@ -63,7 +63,9 @@ func TestJoin(t *testing.T) {
 		o    advantages.TrainOptions
 		want string
 	}{
-		{"defaults", advantages.TrainOptions{},
+		{"defaults: the sample std", advantages.TrainOptions{},
+			"a0:+0.707 a1:-0.707 a2:trajectory status timeout b0:zero reward variance b1:zero reward variance c0:no token ids c1:-0.707 c2:no reward d0:reward status error"},
+		{"population std", advantages.TrainOptions{Options: advantages.Options{PopulationStd: true}},
 			"a0:+1.000 a1:-1.000 a2:trajectory status timeout b0:zero reward variance b1:zero reward variance c0:no token ids c1:-1.000 c2:no reward d0:reward status error"},
 		{"keep zero std, no std", advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true},
 			"a0:+0.500 a1:-0.500 a2:trajectory status timeout b0:+0.000 b1:+0.000 c0:no token ids c1:-0.500 c2:no reward d0:reward status error"},

@@ -77,14 +77,14 @@ func TestPeerParity(t *testing.T) {
 		// differ: a control, the peer's numbers are not these.
 		differ bool
 	}{
-		{name: "grpo sample std vs verl compute_grpo_outcome_advantage", peer: "verl_grpo", pkg: "verl", o: advantages.Options{SampleStd: true}},
+		{name: "grpo default (sample std) vs verl compute_grpo_outcome_advantage", peer: "verl_grpo", pkg: "verl", o: advantages.Options{}},
 		{name: "dr_grpo vs verl compute_grpo_outcome_advantage without std", peer: "verl_grpo_no_std", pkg: "verl", o: advantages.Options{Estimator: advantages.DrGRPO}},
 		{name: "grpo no_std vs verl compute_grpo_outcome_advantage without std", peer: "verl_grpo_no_std", pkg: "verl", o: advantages.Options{NoStd: true}},
 		{name: "rloo vs verl compute_rloo_outcome_advantage", peer: "verl_rloo", pkg: "verl", o: advantages.Options{Estimator: advantages.RLOO}},
 		{name: "reinforce_plus_plus_baseline vs verl compute_reinforce_plus_plus_baseline_outcome_advantage", peer: "verl_rpp_baseline", pkg: "verl",
 			o: advantages.Options{Estimator: advantages.ReinforcePPBaseline}},
-		{name: "control: population std is not verl's", peer: "verl_grpo", pkg: "verl", o: advantages.Options{}, differ: true},
-		{name: "grpo sample std vs trl scale_rewards group", peer: "trl_grpo", pkg: "trl", o: advantages.Options{SampleStd: true, Epsilon: 1e-4}},
+		{name: "control: population std is not verl's", peer: "verl_grpo", pkg: "verl", o: advantages.Options{PopulationStd: true}, differ: true},
+		{name: "grpo default (sample std) vs trl scale_rewards group", peer: "trl_grpo", pkg: "trl", o: advantages.Options{Epsilon: 1e-4}},
 		{name: "dr_grpo vs trl scale_rewards none", peer: "trl_grpo_none", pkg: "trl", o: advantages.Options{Estimator: advantages.DrGRPO}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

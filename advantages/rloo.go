@@ -7,8 +7,8 @@ package advantages
 //	A_i = r_i − mean_{j≠i} r_j = G/(G−1) · (r_i − mean(r))
 //
 // for a group of G ≥ 2 scored samples. It divides by no standard
-// deviation, so Options.NoStd and Options.SampleStd change nothing. A run
-// whose groups hold one sample cannot use it (MinGroup).
+// deviation, so Options.NoStd and Options.PopulationStd change nothing.
+// A run whose groups hold one sample cannot use it (MinGroup).
 var RLOO Estimator = rloo{}
 
 type rloo struct{}

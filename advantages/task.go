@@ -13,11 +13,12 @@ import (
 // OutAdvantages is the output of Task and of TrainTask.
 const OutAdvantages = pipeline.OutAdvantages
 
-// Task is the engine task that computes an iteration's advantages with
-// Compute's defaults: input "rewards" (rewards.parquet), output
-// "advantages" (advantages.parquet), one row per reward row in the same
-// order. Its name and version ("advantages", "grpo-1") enter the cache
-// key, so change the version when the advantages written change.
+// Task is the engine task that computes an iteration's advantages as
+// runs did before the advantages step (GRPO with the population std, the
+// default then): input "rewards" (rewards.parquet), output "advantages"
+// (advantages.parquet), one row per reward row in the same order.
+// Rescoring runs it on the tables its version ("advantages", "grpo-1")
+// names, so it keeps computing what they hold.
 func Task() *pipeline.Task {
 	return &pipeline.Task{
 		Name: "advantages", Version: "grpo-1", Deterministic: true,
@@ -27,7 +28,7 @@ func Task() *pipeline.Task {
 			if err != nil {
 				return err
 			}
-			adv, _ := Compute(rows, Options{})
+			adv, _ := Compute(rows, Options{PopulationStd: true})
 			return tables.WriteFile(tc.OutputPath(OutAdvantages), tables.Advantages, adv, nil)
 		},
 	}
@@ -37,7 +38,11 @@ func Task() *pipeline.Task {
 // writes for the same inputs and options change.
 const TrainVersion = "join-2"
 
-// sampleStdOption is how a version says Options.SampleStd.
+// sampleStdOption is how a version says the sample std (Options
+// without PopulationStd). A version without it is the population std's:
+// the versions of the runs before the default flipped read back as what
+// they computed, and a run that sets std: population keeps their cache
+// keys.
 const sampleStdOption = "std=sample"
 
 // maskTruncatedOption is how a version says TrainOptions.MaskTruncated
@@ -52,7 +57,7 @@ var trainVersions = []string{TrainVersion, "join-1"}
 
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
-// keep_zero_std=false"), then " std=sample" with SampleStd and
+// keep_zero_std=false"), then " std=sample" unless PopulationStd,
 // " estimator=NAME" for an estimator other than GRPO, for a
 // CriticEstimator " gamma=G lambda=L", then
 // " mask_truncated_completions=true" with MaskTruncated, so that a change
@@ -63,9 +68,10 @@ func (o TrainOptions) Version() string {
 		eps = 1e-6
 	}
 	v := fmt.Sprintf("%s epsilon=%g no_std=%t keep_zero_std=%t", TrainVersion, eps, o.NoStd, o.KeepZeroStd)
-	if o.SampleStd {
-		// Only when it is not the default, so that the population std's
-		// versions (and cache keys) are those written before the option.
+	if !o.PopulationStd {
+		// The sample std, the default since issue 36, is named; the
+		// population std is not, so that its versions (and cache keys)
+		// are those written when it was the default.
 		v += " " + sampleStdOption
 	}
 	if e := o.estimator(); e.Name() != GRPO.Name() {
@@ -117,8 +123,9 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 		}
 		rest, o.Estimator = r, e
 	}
+	o.PopulationStd = true
 	if r, ok := strings.CutSuffix(rest, " "+sampleStdOption); ok {
-		rest, o.SampleStd = r, true
+		rest, o.PopulationStd = r, false
 	}
 	var eps float64
 	if _, err := fmt.Sscanf(rest, "epsilon=%g no_std=%t keep_zero_std=%t", &eps, &o.NoStd, &o.KeepZeroStd); err != nil {
@@ -129,6 +136,21 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 		return TrainOptions{}, fmt.Errorf("advantages task version %q: not one this code writes (it would write %q)", v, want)
 	}
 	return o, nil
+}
+
+// VersionStd reads which standard deviation a TrainTask's Version v
+// divided by, without the estimators ParseVersion needs: population is
+// true for a version that does not name the sample std (every version
+// written before the default flipped). ok is false for a version this
+// code did not write.
+func VersionStd(v string) (population, ok bool) {
+	for _, c := range trainVersions {
+		if rest, found := strings.CutPrefix(v, c+" "); found {
+			rest, _, _ = strings.Cut(rest, " estimator=")
+			return !strings.HasSuffix(rest, " "+sampleStdOption), true
+		}
+	}
+	return false, false
 }
 
 // StepName names the loop's advantages step and its calls.

@@ -93,6 +93,9 @@ func readAdvantages(t *testing.T, st artifacts.Store, ref, path string) []tables
 // and reads back exactly; the same call again is a cache hit.
 func TestTrainTask(t *testing.T) {
 	eps, half, quarter := 1e-6, 0.5, 0.25
+	// The sample stds of groups a ({1, 0}) and c ({0.75, 0.25}): the
+	// population ones ×√2.
+	sa, sc := half*math.Sqrt2, quarter*math.Sqrt2
 	adv := func(p string, i int32, a, mean, std float64, size int32, reason string) tables.Advantage {
 		return tables.Advantage{PromptID: p, SampleIndex: i, Advantage: a, GroupMean: mean, GroupStd: std, GroupSize: size, Mask: reason != "", Reason: reason}
 	}
@@ -101,7 +104,17 @@ func TestTrainTask(t *testing.T) {
 		o    advantages.TrainOptions
 		want []tables.Advantage
 	}{
-		{"defaults", advantages.TrainOptions{}, []tables.Advantage{
+		{"defaults: the sample std", advantages.TrainOptions{}, []tables.Advantage{
+			adv("a", 0, half/(sa+eps), 0.5, sa, 2, ""),
+			adv("a", 1, -half/(sa+eps), 0.5, sa, 2, ""),
+			adv("a", 2, 0, 0.5, sa, 2, "trajectory status timeout"),
+			adv("b", 0, 0, 1, 0, 2, "zero reward variance"),
+			adv("b", 1, 0, 1, 0, 2, "zero reward variance"),
+			adv("c", 0, 0, 0.5, sc, 2, "no reward"),
+			adv("c", 1, 0, 0.5, sc, 2, "no token ids"),
+			adv("c", 2, quarter/(sc+eps), 0.5, sc, 2, ""),
+		}},
+		{"population std", advantages.TrainOptions{Options: advantages.Options{PopulationStd: true}}, []tables.Advantage{
 			adv("a", 0, half/(half+eps), 0.5, 0.5, 2, ""),
 			adv("a", 1, -half/(half+eps), 0.5, 0.5, 2, ""),
 			adv("a", 2, 0, 0.5, 0.5, 2, "trajectory status timeout"),
@@ -112,14 +125,14 @@ func TestTrainTask(t *testing.T) {
 			adv("c", 2, quarter/(quarter+eps), 0.5, 0.25, 2, ""),
 		}},
 		{"no std, keep zero std", advantages.TrainOptions{Options: advantages.Options{NoStd: true}, KeepZeroStd: true}, []tables.Advantage{
-			adv("a", 0, 0.5, 0.5, 0.5, 2, ""),
-			adv("a", 1, -0.5, 0.5, 0.5, 2, ""),
-			adv("a", 2, 0, 0.5, 0.5, 2, "trajectory status timeout"),
+			adv("a", 0, 0.5, 0.5, sa, 2, ""),
+			adv("a", 1, -0.5, 0.5, sa, 2, ""),
+			adv("a", 2, 0, 0.5, sa, 2, "trajectory status timeout"),
 			adv("b", 0, 0, 1, 0, 2, ""),
 			adv("b", 1, 0, 1, 0, 2, ""),
-			adv("c", 0, 0, 0.5, 0.25, 2, "no reward"),
-			adv("c", 1, 0, 0.5, 0.25, 2, "no token ids"),
-			adv("c", 2, 0.25, 0.5, 0.25, 2, ""),
+			adv("c", 0, 0, 0.5, sc, 2, "no reward"),
+			adv("c", 1, 0, 0.5, sc, 2, "no token ids"),
+			adv("c", 2, 0.25, 0.5, sc, 2, ""),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,16 +180,31 @@ func TestTrainTaskRejectsInconsistentBatch(t *testing.T) {
 	}
 }
 
+// TestTrainTaskRejectsNonfinite: a reward that says ok with a NaN total
+// fails the advantages step permanently, naming the file, the row and
+// the sample.
+func TestTrainTaskRejectsNonfinite(t *testing.T) {
+	st, r := openRun(t)
+	trajs, rewards := handBatch()
+	rewards[3].Total = math.Inf(1)
+	n := runTask(t, st, r, 1, advantages.TrainTask(advantages.TrainOptions{}), trajs, rewards)
+	err := n.Wait(context.Background())
+	const want = `advantages of iteration 1: inconsistent training batch: a value is NaN or infinite: rewards.parquet row 4 (prompt "b", sample 1): total +Inf with status ok; make the reward finite, or give the row status nonfinite so that it is masked, and rescore the iteration (rlpipe rescore --reward)`
+	if !errors.Is(err, advantages.ErrNonfinite) || !errors.Is(err, pipeline.ErrPermanent) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+	}
+}
+
 func TestTrainOptionsVersion(t *testing.T) {
 	base := advantages.TrainOptions{}
-	if v := base.Version(); v != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false" {
+	if v := base.Version(); v != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample" {
 		t.Errorf("version %q", v)
 	}
 	if (advantages.TrainOptions{Options: advantages.Options{Epsilon: 1e-6}}).Version() != base.Version() {
 		t.Errorf("the default epsilon spelled out names another version")
 	}
 	seen := map[string]bool{base.Version(): true}
-	for _, o := range []advantages.TrainOptions{{Options: advantages.Options{NoStd: true}}, {KeepZeroStd: true}, {Options: advantages.Options{Epsilon: 1e-3}}} {
+	for _, o := range []advantages.TrainOptions{{Options: advantages.Options{NoStd: true}}, {KeepZeroStd: true}, {Options: advantages.Options{Epsilon: 1e-3}}, {Options: advantages.Options{PopulationStd: true}}} {
 		if seen[o.Version()] {
 			t.Errorf("%+v shares version %q", o, o.Version())
 		}
@@ -191,6 +219,7 @@ func TestParseVersion(t *testing.T) {
 		{},
 		{Options: advantages.Options{NoStd: true}},
 		{KeepZeroStd: true},
+		{Options: advantages.Options{PopulationStd: true}},
 		{Options: advantages.Options{Epsilon: 1.2345678901234e-7, NoStd: true}, KeepZeroStd: true},
 	} {
 		got, err := advantages.ParseVersion(o.Version())
@@ -202,9 +231,25 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 	// The advantages tables of runs made before episodes were masked
-	// (join-1) are read with the same options.
-	if o, err := advantages.ParseVersion("join-1 epsilon=1e-06 no_std=true keep_zero_std=false"); err != nil || !o.NoStd || o.KeepZeroStd {
-		t.Errorf("a join-1 version: %+v, %v", o, err)
+	// (join-1) are read with the same options, and those made before the
+	// sample std became the default (no std=sample) with the population
+	// std they computed.
+	for _, v := range []string{"join-1 epsilon=1e-06 no_std=true keep_zero_std=false", "join-2 epsilon=1e-06 no_std=true keep_zero_std=false estimator=dr_grpo"} {
+		o, err := advantages.ParseVersion(v, advantages.DrGRPO)
+		if err != nil || !o.NoStd || o.KeepZeroStd || !o.PopulationStd {
+			t.Errorf("version %q: %+v, %v; want no_std and the population std", v, o, err)
+		}
+		if pop, ok := advantages.VersionStd(v); !pop || !ok {
+			t.Errorf("VersionStd(%q) = %t, %t; want the population std", v, pop, ok)
+		}
+	}
+	if pop, ok := advantages.VersionStd("join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample estimator=rloo"); pop || !ok {
+		t.Errorf("VersionStd of a sample std's version = %t, %t", pop, ok)
+	}
+	for _, v := range []string{"grpo-1", "join-3 epsilon=1e-06 no_std=false keep_zero_std=false std=sample", ""} {
+		if _, ok := advantages.VersionStd(v); ok {
+			t.Errorf("VersionStd(%q) reads it as a version this code writes", v)
+		}
 	}
 	for _, v := range []string{"grpo-1", "join-1", "join-1 epsilon=x no_std=false keep_zero_std=false", "join-1 epsilon=1e-06 no_std=false keep_zero_std=false extra",
 		"join-3 epsilon=1e-06 no_std=false keep_zero_std=false", "join-2 epsilon=1e-06 no_std=maybe keep_zero_std=false"} {

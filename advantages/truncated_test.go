@@ -100,12 +100,12 @@ func TestMaskTruncatedVersion(t *testing.T) {
 		o    advantages.TrainOptions
 		want string
 	}{
-		{"off", advantages.TrainOptions{}, base},
-		{"on", advantages.TrainOptions{MaskTruncated: true}, base + " mask_truncated_completions=true"},
-		{"with sample std and an estimator", advantages.TrainOptions{Options: advantages.Options{SampleStd: true, Estimator: half}, MaskTruncated: true},
-			base + " std=sample estimator=half mask_truncated_completions=true"},
+		{"off", advantages.TrainOptions{}, base + " std=sample"},
+		{"on", advantages.TrainOptions{MaskTruncated: true}, base + " std=sample mask_truncated_completions=true"},
+		{"with population std and an estimator", advantages.TrainOptions{Options: advantages.Options{PopulationStd: true, Estimator: half}, MaskTruncated: true},
+			base + " estimator=half mask_truncated_completions=true"},
 		{"with gae's gamma and lambda", advantages.TrainOptions{Options: advantages.Options{Estimator: advantages.GAEEstimator, Gamma: 1, Lambda: 0.95}, MaskTruncated: true},
-			base + " estimator=gae gamma=1 lambda=0.95 mask_truncated_completions=true"},
+			base + " std=sample estimator=gae gamma=1 lambda=0.95 mask_truncated_completions=true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.o.Version(); got != tc.want {

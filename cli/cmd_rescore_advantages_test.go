@@ -47,9 +47,9 @@ func TestRescoreAdvantages(t *testing.T) {
 	// RLOO, the default branch and iteration (the last).
 	var rep rescore.AdvantagesReport
 	h.json(&rep, "rescore", "--from", "runs-arith", "--advantages", "rloo")
-	if rep.Iteration != 4 || rep.Branch != "arith-rloo-000004" || rep.Std != "population" ||
-		rep.StoredVersion != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false" ||
-		rep.Version != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false estimator=rloo" {
+	if rep.Iteration != 4 || rep.Branch != "arith-rloo-000004" || rep.Std != "sample" ||
+		rep.StoredVersion != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample" ||
+		rep.Version != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample estimator=rloo" {
 		t.Fatalf("report = %+v", rep)
 	}
 	rloo, rlooBytes := exportRows(h, "arith-rloo-000004", advIter4, tables.Advantages)
@@ -78,7 +78,7 @@ func TestRescoreAdvantages(t *testing.T) {
 			t.Errorf("row %d: rloo %v and grpo %v differ in sign", i, a.Advantage, s.Advantage)
 		}
 	}
-	assertComparison(t, "rloo vs grpo", rep.Comparison, "128 104 1.000000 0 0.000000 0.425248 16 3 3 24 24")
+	assertComparison(t, "rloo vs grpo", rep.Comparison, "128 104 1.000000 0 0.000000 0.371700 16 3 3 24 24")
 
 	// The same command to another branch writes the same bytes.
 	h.ok("rescore", "--from", "runs-arith", "--advantages", "rloo", "--branch", "rloo-again")
@@ -86,17 +86,17 @@ func TestRescoreAdvantages(t *testing.T) {
 		t.Error("rloo twice: the tables differ")
 	}
 	// GRPO with the run's own options: the stored table, byte for byte.
-	h.json(&rep, "rescore", "--from", "runs-arith", "--advantages", "grpo", "--std", "population", "--branch", "grpo-same")
+	h.json(&rep, "rescore", "--from", "runs-arith", "--advantages", "grpo", "--std", "sample", "--branch", "grpo-same")
 	if _, same := exportRows(h, "grpo-same", advIter4, tables.Advantages); !bytes.Equal(same, storedBytes) {
 		t.Error("grpo with the run's options: the table differs from the stored one")
 	}
 	assertComparison(t, "grpo vs itself", rep.Comparison, "128 104 1.000000 0 0.000000 0.000000 16 3 3 24 24")
-	// GRPO with the sample std: ×√((G−1)/G) up to ε, same ranks.
-	h.json(&rep, "rescore", "--from", "runs-arith", "--advantages", "grpo", "--std", "sample", "--branch", "grpo-sample")
-	assertComparison(t, "grpo sample std", rep.Comparison, "128 104 1.000000 0 0.000000 0.053547 16 3 3 24 24")
+	// GRPO with the population std: ×√((G−1)/G) up to ε, same ranks.
+	h.json(&rep, "rescore", "--from", "runs-arith", "--advantages", "grpo", "--std", "population", "--branch", "grpo-population")
+	assertComparison(t, "grpo population std", rep.Comparison, "128 104 1.000000 0 0.000000 0.053547 16 3 3 24 24")
 	// An earlier iteration, as text.
 	out := h.ok("rescore", "--from", "runs-arith", "--advantages", "rloo", "--iteration", "2")
-	for _, want := range []string{"advantages of iteration 2 of runs-arith", "under rloo, std population, on branch arith-rloo-000002", "rank correlation", "sign flips", "groups masked, new"} {
+	for _, want := range []string{"advantages of iteration 2 of runs-arith", "under rloo, std sample, on branch arith-rloo-000002", "rank correlation", "sign flips", "groups masked, new"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}

@@ -54,7 +54,7 @@ func Run(t *testing.T, s Suite) {
 		if o.Epsilon == 0 {
 			o.Epsilon = 1e-6
 		}
-		mean, std := advantages.MeanStd(r)
+		mean, std := advantages.GroupStats(r, o)
 		return e.Group(r, mean, std, o)
 	}
 	t.Run("named", func(t *testing.T) {

@@ -50,19 +50,22 @@ func advantagesVersion(src string, reg *kind.Registry) (string, error) {
 
 // TestAdvantagesEstimator: the advantages section names an estimator of
 // the registry, which the plan hands the advantages step (its version
-// names it); without the section the step is GRPO's, its version what it
-// was before estimators were values. std: sample enters the version,
-// std: population (the default) does not. An unknown name or std, RLOO
+// names it); without the section the step is GRPO's with the sample std.
+// The sample std (the default since issue 36) enters the version, std:
+// population does not: its version is what every run wrote before the
+// flip. An unknown name or std, RLOO
 // with one sample per prompt, or the section with a train stage that
 // trains on no advantages, fails at its key.
 func TestAdvantagesEstimator(t *testing.T) {
 	reg := kinds.Registry()
 	reg.Estimators = append(reg.Estimators, halved{})
-	const grpo = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"
+	const population = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"
+	const grpo = population + " std=sample"
 	checkVersions(t, reg, []versionCase{
 		{name: "no section: grpo", src: grpoBase(""), version: grpo},
 		{name: "grpo by name", src: grpoBase("advantages: {estimator: grpo}\n"), version: grpo},
 		{name: "a registered estimator", src: grpoBase("advantages: {estimator: halved}\n"), version: grpo + " estimator=halved"},
+		{name: "a registered estimator, population std", src: grpoBase("advantages: {estimator: halved, std: population}\n"), version: population + " estimator=halved"},
 		{name: "an unknown estimator", src: grpoBase("advantages: {estimator: ppo}\n"),
 			err: `pipeline.yaml:15:14: advantages.estimator: unknown advantage estimator "ppo" (use dr_grpo or gae or grpo or halved or reinforce_plus_plus_baseline or rloo)`},
 		{name: "rloo", src: grpoBase("advantages: {estimator: rloo}\n"), version: grpo + " estimator=rloo"},
@@ -71,9 +74,9 @@ func TestAdvantagesEstimator(t *testing.T) {
 		{name: "rloo with one sample per prompt", src: strings.Replace(grpoBase("advantages: {estimator: rloo}\n"), "n: 8", "n: 1", 1),
 			err: "pipeline.yaml:15:14: advantages.estimator: rloo needs at least 2 samples per prompt, but stages.generate.sampling.n is 1 (set stages.generate.sampling.n to 2 or more, or use another estimator)"},
 		{name: "grpo with one sample per prompt", src: strings.Replace(grpoBase("advantages: {estimator: grpo}\n"), "n: 8", "n: 1", 1), version: grpo},
-		{name: "sample std", src: grpoBase("advantages: {std: sample}\n"), version: grpo + " std=sample"},
-		{name: "population std", src: grpoBase("advantages: {std: population}\n"), version: grpo},
-		{name: "sample std with rloo", src: grpoBase("advantages: {estimator: rloo, std: sample}\n"), version: grpo + " std=sample estimator=rloo"},
+		{name: "sample std", src: grpoBase("advantages: {std: sample}\n"), version: grpo},
+		{name: "population std", src: grpoBase("advantages: {std: population}\n"), version: population},
+		{name: "sample std with rloo", src: grpoBase("advantages: {estimator: rloo, std: sample}\n"), version: grpo + " estimator=rloo"},
 		{name: "gae, verl's defaults", src: grpoBase("advantages: {estimator: gae}\ntrainer: {critic: {lr: 1.0e-3}}\n"), version: grpo + " estimator=gae gamma=1 lambda=1"},
 		{name: "gae with one sample per prompt", src: strings.Replace(grpoBase("advantages: {estimator: gae, gamma: 0.99, lambda: 0.95}\ntrainer: {critic: {lr: 1.0e-3}}\n"), "n: 8", "n: 1", 1),
 			version: grpo + " estimator=gae gamma=0.99 lambda=0.95"},

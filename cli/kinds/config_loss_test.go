@@ -23,7 +23,8 @@ func trainVersion(t *testing.T, src string) (string, error) {
 // default named (ppo_clip, or the aggregation by verl's name) keeps the
 // default's train version, another loss or aggregation changes it. An
 // unknown loss, or dual_clip with a loss it does not apply to, fails at
-// its key; the external trainer refuses any loss but ppo_clip.
+// its key, for the embedded trainer and for the external one (whose
+// reference script computes the same three losses).
 func TestTrainerLoss(t *testing.T) {
 	def, err := trainVersion(t, grpoBase(""))
 	if err != nil {
@@ -45,8 +46,17 @@ func TestTrainerLoss(t *testing.T) {
 			err: `pipeline.yaml:15:23: trainer.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 		{name: "an unknown aggregation", src: grpoBase("trainer: {aggregation: seq-mean}\n"),
 			err: `pipeline.yaml:15:11: trainer.aggregation: "seq-mean"; use "token", "sequence" or "seq_mean_token_sum_norm"`},
-		{name: "external with gspo", src: external("{loss: gspo}"),
-			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: gspo: the external trainer supports ppo_clip only (remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes cispo or gspo or ppo_clip or reinforce)`},
+		{name: "external with seq_mean_token_sum_norm", src: external("{aggregation: seq_mean_token_sum_norm}")},
+		{name: "external with verl's seq_mean_token_mean", src: external("{aggregation: seq_mean_token_mean}")},
+		{name: "external with an unknown aggregation", src: external("{aggregation: seq-mean-token-sum-norm}"),
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.aggregation: seq-mean-token-sum-norm: the external trainer's reference script aggregates no such way (use token, sequence or seq_mean_token_sum_norm; verl's token_mean and seq_mean_token_mean are the first two)`},
+		{name: "external with gspo", src: external("{loss: gspo}")},
+		{name: "external with cispo", src: external("{loss: cispo, aggregation: seq_mean_token_sum_norm}")},
+		{name: "external with an unknown loss", src: external("{loss: dpo}"),
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: dpo: the external trainer's reference script computes no such loss (use ppo_clip, gspo, cispo)`},
+		{name: "external with dual clip and gspo", src: external("{loss: gspo, dual_clip: 3}"),
+			err: `pipeline.yaml:13:71: stages.train.hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
+		{name: "external with dual clip and ppo_clip", src: external("{loss: ppo_clip, dual_clip: 3.5}")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := trainVersion(t, tc.src)

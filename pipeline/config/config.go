@@ -101,8 +101,10 @@ type Advantages struct {
 	// Estimator names a registered advantage estimator (kind.Registry's
 	// Estimators); empty is grpo.
 	Estimator string `yaml:"estimator,omitempty"`
-	// Std is the standard deviation the groups are divided by: population
-	// (the default) or sample (Bessel's correction, as TRL and verl).
+	// Std is the standard deviation the groups are divided by: sample
+	// (Bessel's correction, as TRL and verl; the default) or population
+	// (the default before issue 36). Empty: the default, except that a
+	// resumed run keeps the std of its committed iterations (pipeline/driver).
 	Std string `yaml:"std,omitempty"`
 	// MaskTruncatedCompletions masks the samples that stopped at the
 	// length limit (finish reason length) from the loss: DAPO's overlong
@@ -126,8 +128,14 @@ func (a *Advantages) gammaLambda() (float64, float64) {
 	return g, l
 }
 
-// sampleStd reports whether the section asks for the sample std.
-func (a *Advantages) sampleStd() bool { return a != nil && a.Std == "sample" }
+// Values of Advantages.Std.
+const (
+	StdSample     = "sample"
+	StdPopulation = "population"
+)
+
+// populationStd reports whether the section asks for the population std.
+func (a *Advantages) populationStd() bool { return a != nil && a.Std == StdPopulation }
 
 // maskTruncated reports whether the section masks truncated samples.
 func (a *Advantages) maskTruncated() bool { return a != nil && a.MaskTruncatedCompletions }

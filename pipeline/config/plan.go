@@ -101,7 +101,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
 		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator,
-			SampleStd: c.Advantages.sampleStd(), Gamma: gamma, Lambda: lambda, MaskTruncated: c.Advantages.maskTruncated()}
+			PopulationStd: c.Advantages.populationStd(), Gamma: gamma, Lambda: lambda, MaskTruncated: c.Advantages.maskTruncated()}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.

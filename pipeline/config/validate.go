@@ -315,7 +315,7 @@ func (k *checker) advantages() {
 	if a == nil {
 		return
 	}
-	if a.Std != "" && a.Std != "sample" && a.Std != "population" {
+	if a.Std != "" && a.Std != StdSample && a.Std != StdPopulation {
 		k.fail("advantages.std", "use sample or population", "advantages.std: unknown standard deviation %q", a.Std)
 	}
 	if a.Estimator == "" && a.Std == "" && a.Gamma == nil && a.Lambda == nil && !a.MaskTruncatedCompletions {

@@ -5,6 +5,11 @@
 // Run takes a parsed pipeline config (pipeline/config) and an open store
 // and runs or resumes the run to its last iteration:
 //
+//   - it keeps a resumed run's estimator: when the file does not set
+//     advantages.std and the run's last committed advantages table
+//     divided by the population std (every run before the sample std
+//     became the default), the run resumes with std: population, says
+//     so in a warning, and records it in the effective config;
 //   - it plans the engine's inputs from the config (config.Config.Plan);
 //   - it opens the run (pipeline.Open), which locks it: a second process
 //     gets pipeline.ErrRunLocked;

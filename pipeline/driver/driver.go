@@ -95,6 +95,9 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if err := cfg.CheckDataset(ctx, st); err != nil {
 		return out, err
 	}
+	if cfg, err = keepStd(ctx, st, cfg, name, o.Logger); err != nil {
+		return out, err
+	}
 	plan, err := cfg.Plan(ctx)
 	if err != nil {
 		return out, err

@@ -126,10 +126,10 @@ type Build struct {
 	// advantages.GRPO): a Stepped train stage builds its advantages step
 	// with it.
 	Estimator advantages.Estimator
-	// SampleStd is the advantages section's std: sample (false: the
-	// population std, the default); a Stepped train stage sets
-	// advantages.Options.SampleStd from it.
-	SampleStd bool
+	// PopulationStd is the advantages section's std: population (false:
+	// the sample std, the default); a Stepped train stage sets
+	// advantages.Options.PopulationStd from it.
+	PopulationStd bool
 	// Gamma and Lambda are the advantages section's GAE γ and λ (1 and 1
 	// unless set); a Stepped train stage sets advantages.Options' from
 	// them. Only a CriticEstimator reads them.

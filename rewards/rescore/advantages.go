@@ -142,13 +142,13 @@ func Advantages(ctx context.Context, st artifacts.Store, opts AdvantagesOptions)
 	o.Estimator = est
 	switch opts.Std {
 	case StdSample:
-		o.SampleStd = true
+		o.PopulationStd = false
 	case StdPopulation:
-		o.SampleStd = false
+		o.PopulationStd = true
 	}
-	rep.Std = StdPopulation
-	if o.SampleStd {
-		rep.Std = StdSample
+	rep.Std = StdSample
+	if o.PopulationStd {
+		rep.Std = StdPopulation
 	}
 	rewPath := runs.IterationPath(n, runs.RewardsFile)
 	rewards, err := readTable(ctx, st, from.ID, rewPath, tables.Rewards)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,18 +85,38 @@ func TestUpdateOnGivenAdvantages(t *testing.T) {
 }
 
 // TestMismatchedAdvantagesFailTheTrainCall: an advantages file that does
-// not fit the iteration's trajectories fails the train call permanently,
+// not fit the iteration's trajectories, or holds a NaN advantage on a row
+// it trains (advantages.ErrNonfinite), fails the train call permanently,
 // naming the file and the row.
 func TestMismatchedAdvantagesFailTheTrainCall(t *testing.T) {
 	m := embeddedModel(t)
-	st := newStore(t, 64)
-	r := openRun(t, st, "f", 5)
-	s := stages(t, m, kind.OnAdvantages(embedded.Task(m, embedded.Options{})))
-	s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
-		func(rows []tables.Advantage) []tables.Advantage { rows[2].PromptID = "nowhere"; return rows })}
-	_, err := r.Loop(context.Background(), loopConfig(1, faultBatch), s)
-	want := `train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: row 3 is sample 2 of prompt "nowhere", which the trajectories do not hold`
-	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, embedded.ErrBatch) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+	for _, tc := range []struct {
+		name  string
+		alter func(rows []tables.Advantage) ([]tables.Advantage, string) // the rows, the error wanted
+		is    error
+	}{
+		{"rows that do not fit", func(rows []tables.Advantage) ([]tables.Advantage, string) {
+			rows[2].PromptID = "nowhere"
+			return rows, `train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: row 3 is sample 2 of prompt "nowhere", which the trajectories do not hold`
+		}, advantages.ErrRows},
+		{"a NaN advantage", func(rows []tables.Advantage) ([]tables.Advantage, string) {
+			i := slices.IndexFunc(rows, func(a tables.Advantage) bool { return !a.Mask })
+			rows[i].Advantage = math.NaN()
+			return rows, fmt.Sprintf(`train iteration 1: inconsistent training batch: a value is NaN or infinite: advantages.parquet row %d (prompt %q, sample %d): advantage NaN is not masked; recompute the table (the loop's advantages step writes finite ones)`,
+				i+1, rows[i].PromptID, rows[i].SampleIndex)
+		}, advantages.ErrNonfinite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStore(t, 64)
+			r := openRun(t, st, "f", 5)
+			s := stages(t, m, kind.OnAdvantages(embedded.Task(m, embedded.Options{})))
+			var want string
+			s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
+				func(rows []tables.Advantage) []tables.Advantage { rows, want = tc.alter(rows); return rows })}
+			_, err := r.Loop(context.Background(), loopConfig(1, faultBatch), s)
+			if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, embedded.ErrBatch) || !errors.Is(err, tc.is) || want == "" || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+			}
+		})
 	}
 }

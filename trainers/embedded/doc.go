@@ -10,11 +10,14 @@
 //
 //  1. joins the three tables by prompt id and sample index and computes
 //     group-relative advantages A = (r − mean) / (std + ε) within each
-//     prompt's group (package advantages; Options.NoStd drops the division,
-//     Dr. GRPO). A trajectory that failed (status other than ok) or has no
-//     reward is masked and stays out of its group's statistics — it is
-//     never trained on as a reward of 0. By default groups whose rewards
-//     are all equal are left out too: their advantages are 0.
+//     prompt's group, std the sample std (package advantages; the
+//     advantages section's std: population divides by the population
+//     std; Options.NoStd drops the division: Dr. GRPO's advantage, which
+//     with Aggregation seq_mean_token_sum_norm is Dr. GRPO). A
+//     trajectory that failed (status other than ok) or has no reward is
+//     masked and stays out of its group's statistics — it is never
+//     trained on as a reward of 0. By default groups whose rewards are
+//     all equal are left out too: their advantages are 0.
 //  2. rebuilds each kept sample as a tiny.Example: the prompt text
 //     tokenized as the sampler tokenized it, and the sampled token ids,
 //     the final EOS included, at the temperature T its sampler column
@@ -174,13 +177,14 @@
 // GPT-style model's. With the 2-layer Llama (2,700 steps, held-out pass@1
 // 0.2388) the demo's 60 iterations at lr 2e-3 gained +8.2 points and no
 // setting passed +8.6 (docs/ROLLOUTS.md); with today's 3-layer base
-// (2,250 steps, 0.3129) they gain +43.0 (+43.3 at lr 1e-3).
+// (2,250 steps, 0.3129) they gain +44.1 with the sample std (+43.0, and
+// +43.3 at lr 1e-3, with the population std before issue 36).
 //
 // An iteration of the whole loop (sample, generate, reward, train,
 // commit to a local store) takes 0.13–0.17 s on two otherwise idle cores:
 // 50 iterations — past 8 points on every seed tried — take 7–9 s (about
 // 20 s with other work on the machine). TestLearns pins a 20-iteration
-// run (0.3295 → 0.7024 on 200 held-out problems); RLPIPE_SLOW=1 go test
+// run (0.3295 → 0.7008 on 200 held-out problems); RLPIPE_SLOW=1 go test
 // -run TestExplore reproduces the table (see its environment variables).
 // BenchmarkUpdate measures an update of 16 × 8 samples.
 package embedded

@@ -71,7 +71,7 @@ func embeddedModel(model string) bool {
 // computes them in their own step, between reward and train.
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
-	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
+	o.Estimator, o.PopulationStd = b.Estimator, b.PopulationStd
 	o.Gamma, o.Lambda = b.Gamma, b.Lambda
 	o.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(o)}, nil

@@ -38,11 +38,13 @@ func TestLearns(t *testing.T) {
 	}
 }
 
-// The figures of TestLearns: +37.29 points in 20 iterations.
+// The figures of TestLearns: +37.13 points in 20 iterations (+37.29,
+// 0.654222575089 and 0.702357516366, with the population std before
+// issue 36).
 const (
 	wantBase = 0.329479498147
-	want10   = 0.654222575089
-	want20   = 0.702357516366
+	want10   = 0.654180360140
+	want20   = 0.700761381563
 )
 
 // TestExplore runs the loop with the options of the environment

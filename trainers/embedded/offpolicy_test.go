@@ -73,8 +73,9 @@ func TestRescoreStaleVersion(t *testing.T) {
 	if base == set {
 		t.Errorf("rescore_stale keeps the version %s", base)
 	}
-	// The default version as it was before rescore_stale existed.
-	if want := "grpo-embedded-3-349f82e6b50148f7"; base != want {
+	// The default version as it was before rescore_stale existed, but for
+	// CodeVersion 4 (the sample std, issue 36).
+	if want := "grpo-embedded-4-7f641a25bcb13605"; base != want {
 		t.Errorf("default version %s, want %s", base, want)
 	}
 }
@@ -124,7 +125,7 @@ func TestDualClipOption(t *testing.T) {
 	}
 	base, _ := embedded.Options{}.Version(m)
 	set, _ := embedded.Options{DualClip: 3}.Version(m)
-	if base != "grpo-embedded-3-349f82e6b50148f7" || set == base {
+	if base != "grpo-embedded-4-7f641a25bcb13605" || set == base {
 		t.Errorf("versions: default %s (want the one before dual_clip existed), dual_clip 3 %s", base, set)
 	}
 }

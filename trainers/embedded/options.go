@@ -16,8 +16,10 @@ import (
 // Version, so bump it when the same inputs and options would train a
 // different adapter or write different outputs (2: kl is null, not 0,
 // when β = 0 leaves it uncomputed; 3: episodes train on their trainable
-// tokens, and a prompt's assistant messages are followed by EOS).
-const CodeVersion = "grpo-embedded-3"
+// tokens, and a prompt's assistant messages are followed by EOS; 4: the
+// advantages a call without the advantages input computes divide by the
+// sample std, the default since issue 36).
+const CodeVersion = "grpo-embedded-4"
 
 // Defaults of Options, chosen on the embedded model (see doc.go for the
 // measurements behind them).
@@ -97,7 +99,8 @@ type Options struct {
 	// Nil is grpo.PPOClip.
 	PolicyLoss grpo.PolicyLoss `yaml:"-" json:"-"`
 	// NoStd drops the division of advantages by the group's standard
-	// deviation (Dr. GRPO).
+	// deviation: Dr. GRPO's advantage (Dr. GRPO with Aggregation
+	// seq_mean_token_sum_norm, its loss normaliser).
 	NoStd bool `yaml:"no_std,omitempty" json:"no_std"`
 	// KeepZeroStd keeps groups whose rewards are all equal in the batch.
 	// Their advantages are 0, so they only dilute a token-mean loss and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,21 +57,40 @@ func TestAdvantagesStepFeedsTheTrainer(t *testing.T) {
 }
 
 // TestMismatchedAdvantagesFailBeforeTheTrainer: an advantages file that
-// does not fit the trajectories fails the call permanently, naming the
-// file and the row, before the trainer starts.
+// does not fit the trajectories, or holds an infinite advantage on a row
+// it trains (advantages.ErrNonfinite), fails the call permanently, naming
+// the file and the row, before the trainer starts.
 func TestMismatchedAdvantagesFailBeforeTheTrainer(t *testing.T) {
-	st := standintest.NewStore(t, 12)
-	logs := &standintest.LogBuffer{}
-	run := openRun(t, st, "ext", 3, logs)
-	s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
-	s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
-		func(rows []tables.Advantage) []tables.Advantage { return rows[1:] })}
-	_, err := run.Loop(context.Background(), loopConfig(1), s)
-	want := "train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: none of the 11 rows is sample 0 of prompt"
-	if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, external.ErrBatch) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
-	}
-	if strings.Contains(logs.String(), "stand-in trainer:") {
-		t.Error("the trainer ran on advantages that do not fit")
+	for _, tc := range []struct {
+		name  string
+		alter func(rows []tables.Advantage) ([]tables.Advantage, string) // the rows, the error wanted
+		is    error
+	}{
+		{"rows that do not fit", func(rows []tables.Advantage) ([]tables.Advantage, string) {
+			return rows[1:], "train iteration 1: advantages.parquet: inconsistent training batch: the advantages do not fit the trajectories: none of the 11 rows is sample 0 of prompt"
+		}, advantages.ErrRows},
+		{"an infinite advantage", func(rows []tables.Advantage) ([]tables.Advantage, string) {
+			i := slices.IndexFunc(rows, func(a tables.Advantage) bool { return !a.Mask })
+			rows[i].Advantage = math.Inf(-1)
+			return rows, fmt.Sprintf(`train iteration 1: inconsistent training batch: a value is NaN or infinite: advantages.parquet row %d (prompt %q, sample %d): advantage -Inf is not masked; recompute the table (the loop's advantages step writes finite ones)`,
+				i+1, rows[i].PromptID, rows[i].SampleIndex)
+		}, advantages.ErrNonfinite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := standintest.NewStore(t, 12)
+			logs := &standintest.LogBuffer{}
+			run := openRun(t, st, "ext", 3, logs)
+			s := stages(t, kind.OnAdvantages(trainTask(t, "ok", nil)))
+			var want string
+			s.Steps = []pipeline.Step{steptest.Altered(advantages.Step(advantages.TrainOptions{}), advantages.OutAdvantages, tables.Advantages,
+				func(rows []tables.Advantage) []tables.Advantage { rows, want = tc.alter(rows); return rows })}
+			_, err := run.Loop(context.Background(), loopConfig(1), s)
+			if !errors.Is(err, pipeline.ErrPermanent) || !errors.Is(err, external.ErrBatch) || !errors.Is(err, tc.is) || want == "" || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v\nwant a permanent error saying %s", err, want)
+			}
+			if strings.Contains(logs.String(), "stand-in trainer:") {
+				t.Error("the trainer ran on advantages it cannot train on")
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package external
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/advantages"
@@ -35,10 +37,8 @@ func (s *Stage) Check(c kind.Checker) {
 	}
 	kind.CheckEnvironment(c, s.Environment)
 	checkKLEntropy(c, s.Hyperparameters)
-	if l, ok := s.Hyperparameters[Loss]; ok && l != grpo.PPOClip.Name() {
-		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
-			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
-	}
+	checkLoss(c, s.Hyperparameters)
+	checkAggregation(c, s.Hyperparameters[Aggregation])
 	if key, msg := rolloutCorrection(s.Hyperparameters); key != "" {
 		c.Fail("hyperparameters."+key, "", "%s: %s", c.Path("hyperparameters."+key), msg)
 	}
@@ -56,10 +56,72 @@ func (s *Stage) Check(c kind.Checker) {
 const (
 	RecomputeOldLogprobs = "recompute_old_logprobs"
 	RescoreStale         = "rescore_stale"
-	// Loss is the policy loss; the reference script has ppo_clip only, so
-	// any other value is refused when the run is planned.
-	Loss = "loss"
+	// Loss is the policy loss; the reference script computes the
+	// embedded trainer's three (scriptLosses), so any other value is
+	// refused when the run is planned, and so is DualClip with a loss
+	// other than ppo_clip.
+	Loss     = "loss"
+	DualClip = "dual_clip"
+	// Aggregation is how the per-token terms become the loss: the
+	// reference script has the embedded trainer's three (and verl's names
+	// of the first two), so any other value is refused when the run is
+	// planned.
+	Aggregation = "aggregation"
 )
+
+// scriptLosses are the policy losses the reference script computes, as
+// trainers/grpo does (hyperparameters.loss).
+var scriptLosses = []grpo.PolicyLoss{grpo.PPOClip, grpo.GSPO, grpo.CISPO}
+
+// checkLoss fails the plan at hyperparameters.loss when it names no loss
+// of scriptLosses, and at hyperparameters.dual_clip when a dual clip is
+// set with another loss than ppo_clip (dual clip is PPO's).
+func checkLoss(c kind.Checker, hp map[string]any) {
+	l, ok := hp[Loss]
+	if !ok {
+		return
+	}
+	names := make([]string, len(scriptLosses))
+	for i, x := range scriptLosses {
+		names[i] = x.Name()
+	}
+	name, _ := l.(string)
+	if !slices.Contains(names, name) {
+		c.Fail("hyperparameters."+Loss, "use "+strings.Join(names, ", "),
+			"%s: %v: the external trainer's reference script computes no such loss", c.Path("hyperparameters."+Loss), l)
+		return
+	}
+	var d float64
+	switch v := hp[DualClip].(type) {
+	case int:
+		d = float64(v)
+	case int64:
+		d = float64(v)
+	case uint64:
+		d = float64(v)
+	case float64:
+		d = v
+	}
+	if d != 0 && name != grpo.PPOClip.Name() {
+		c.Fail("hyperparameters."+DualClip, "remove dual_clip or the loss",
+			"%s: %v; dual clip applies to loss ppo_clip only, not %s", c.Path("hyperparameters."+DualClip), d, name)
+	}
+}
+
+// checkAggregation fails the plan at hyperparameters.aggregation when it
+// names no aggregation the reference script computes (grpo.Aggregations,
+// or verl's token_mean and seq_mean_token_mean); absent is the default.
+func checkAggregation(c kind.Checker, v any) {
+	if v == nil {
+		return
+	}
+	a, ok := v.(string)
+	if ok && slices.Contains(grpo.Aggregations, grpo.Aggregation(a).Canonical()) {
+		return
+	}
+	c.Fail("hyperparameters."+Aggregation, fmt.Sprintf("use %s, %s or %s; verl's token_mean and seq_mean_token_mean are the first two", grpo.Aggregations[0], grpo.Aggregations[1], grpo.Aggregations[2]),
+		"%s: %v: the external trainer's reference script aggregates no such way", c.Path("hyperparameters."+Aggregation), v)
+}
 
 // Steps are the advantages step (advantages.Step) with the options of
 // the advantages the trainer trains on, from the hyperparameters no_std
@@ -68,7 +130,7 @@ const (
 // it is read as false here.
 func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
-	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
+	a.Estimator, a.PopulationStd = b.Estimator, b.PopulationStd
 	a.Gamma, a.Lambda = b.Gamma, b.Lambda
 	a.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(a)}, nil

@@ -13,8 +13,10 @@ import (
 
 // CodeVersion is the version of this package's side of the contract. It
 // enters every train task's Version, so bump it when the same script and
-// options would be handed different inputs.
-const CodeVersion = "external-1"
+// options would be handed different inputs (2: the advantages a call
+// without the advantages input computes divide by the sample std, the
+// default since issue 36).
+const CodeVersion = "external-2"
 
 // ContractVersion is the contract's version, passed to the trainer as
 // RLPIPE_TRAINER_CONTRACT. Flags are only ever added within a version;
@@ -35,7 +37,7 @@ type Options struct {
 	Command []string
 	// Hyperparameters are written, as a JSON object, to the file named
 	// by --hparams. rlpipe itself reads two of them, with the embedded
-	// trainer's meaning: no_std (bool, Dr. GRPO advantages) and
+	// trainer's meaning: no_std (bool, Dr. GRPO's advantage: no std) and
 	// keep_zero_std (bool, keep groups whose rewards are all equal).
 	// They enter the task's Version, so a change retrains.
 	Hyperparameters map[string]any

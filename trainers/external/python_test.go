@@ -66,11 +66,12 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lr": -1}, "hyperparameters.lr: -1 must be > 0"},
 		{map[string]any{"base_model": "Qwen/Qwen2.5-0.5B-Instruct", "lora": map[string]any{"rnak": 8}}, "unknown hyperparameter lora.'rnak' (did you mean 'rank'?)"},
 		{map[string]any{"lr": 1e-5}, "hyperparameters.base_model is required"},
-		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
+		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `hyperparameters.aggregation: 'tokens'; use "token", "sequence", "seq_mean_token_sum_norm" (or verl's "token_mean" and "seq_mean_token_mean")`},
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
-		{map[string]any{"base_model": "m", "loss": "gspo"}, `hyperparameters.loss: 'gspo'; this script supports "ppo_clip" only`},
 		{map[string]any{"base_model": "m", "kl_estimator": "k4"}, `hyperparameters.kl_estimator: 'k4'; use k1, k2 or k3 (verl's kl, mse or low_var_kl)`},
 		{map[string]any{"base_model": "m", "entropy_coeff": -0.01}, "hyperparameters.entropy_coeff: -0.01 must be >= 0"},
+		{map[string]any{"base_model": "m", "loss": "dpo"}, `hyperparameters.loss: 'dpo'; use "ppo_clip", "gspo", "cispo"`},
+		{map[string]any{"base_model": "m", "loss": "gspo", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

@@ -19,10 +19,12 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     (peft, --adapter-in) or a fresh one, and AdamW's state (--optimizer-in);
   * for `epochs` passes over the batch, cut into minibatches of
     `minibatch_size` sequences (one optimizer step each), it minimises the
-    clipped surrogate plus beta times a KL estimate (k3 by default, k1 or
-    k2) to the base model (the adapter disabled), minus entropy_coeff
-    times the policy's entropy (an entropy bonus, off by default),
-    aggregated per token or per sequence, with gradient-norm clipping;
+    clipped surrogate (or GSPO's, or CISPO's) plus beta times a KL
+    estimate (k3 by default, k1 or k2) to the base model (the adapter
+    disabled), minus entropy_coeff times the policy's entropy (an entropy
+    bonus, off by default), aggregated per token, per sequence or as
+    sequence sums over a constant (Dr. GRPO's), with gradient-norm
+    clipping;
   * it writes the adapter with save_pretrained (--adapter-out), the
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
@@ -85,8 +87,8 @@ DEFAULTS: dict[str, Any] = {
     "kl_estimator": "k3",  # k1 (-δ), k2 (δ²/2) or k3 (e^δ - δ - 1), δ = logπ_ref - logπ; verl's kl, mse, low_var_kl
     "entropy_coeff": 0.0,  # entropy bonus: minus this times the entropy per token; 0 = off
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
-    "aggregation": "token",  # or "sequence"
-    "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
+    "aggregation": "token",  # "sequence" or "seq_mean_token_sum_norm" (verl's token_mean, seq_mean_token_mean: the first two)
+    "loss": "ppo_clip",  # the policy loss: ppo_clip, gspo or cispo (as the embedded trainer's)
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
     "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
@@ -230,10 +232,12 @@ def load_hparams(path: str) -> dict[str, Any]:
     b = hp["betas"]
     if not (isinstance(b, list) and len(b) == 2 and all(isinstance(x, (int, float)) and 0 <= x < 1 for x in b)):
         raise ConfigError(f"hyperparameters.betas: {b!r} must be two numbers in [0, 1), e.g. [0.9, 0.999]")
-    if hp["loss"] != "ppo_clip":
-        raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; this script supports \"ppo_clip\" only (gspo and cispo: kind grpo)")
-    if hp["aggregation"] not in ("token", "sequence"):
-        raise ConfigError(f"hyperparameters.aggregation: {hp['aggregation']!r}; use \"token\" or \"sequence\"")
+    if hp["loss"] not in LOSSES:
+        raise ConfigError(f"hyperparameters.loss: {hp['loss']!r}; use " + ", ".join(f'"{x}"' for x in LOSSES))
+    if hp["dual_clip"] > 0 and hp["loss"] != "ppo_clip":
+        raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r}; dual clip applies to loss ppo_clip only, "
+                          f"not {hp['loss']} (remove dual_clip or the loss)")
+    hp["aggregation"] = canonical_aggregation(hp["aggregation"])
     if hp["dtype"] not in ("bfloat16", "float16", "float32"):
         raise ConfigError(f"hyperparameters.dtype: {hp['dtype']!r}; use bfloat16, float16 or float32")
     for key in ("gradient_checkpointing", "recompute_old_logprobs", "rescore_stale", "trust_remote_code",
@@ -356,6 +360,95 @@ def rollout_figures(hp: dict, f: dict) -> dict:
     if hp["rollout_rs"] is not None and t > 0:
         out.update(rollout_rs_masked_frac=f["masked"] / t, rollout_rs_seq_masked_frac=f["seqs_masked"] / f["seqs"])
     return out
+
+
+# ----------------------------------------------------------- aggregation
+
+# The aggregations, as the embedded trainer names them (trainers/grpo), and
+# verl's names of the first two.
+AGGREGATIONS = ("token", "sequence", "seq_mean_token_sum_norm")
+AGGREGATION_ALIASES = {"token_mean": "token", "seq_mean_token_mean": "sequence"}
+
+
+def canonical_aggregation(a: Any) -> str:
+    """hyperparameters.aggregation's canonical name; a ConfigError if it
+    names none."""
+    if isinstance(a, str) and a in AGGREGATION_ALIASES:
+        return AGGREGATION_ALIASES[a]
+    if a not in AGGREGATIONS:
+        raise ConfigError(f"hyperparameters.aggregation: {a!r}; use " + ", ".join(f'"{x}"' for x in AGGREGATIONS)
+                          + " (or verl's " + " and ".join(f'"{x}"' for x in AGGREGATION_ALIASES) + ")")
+    return a
+
+
+def aggregation_norm(samples: list[dict], members) -> dict:
+    """What a minibatch's aggregations divide by, over all its sequences
+    whichever process holds them: its trained tokens, its sequences, and
+    for seq_mean_token_sum_norm the sequences with a trained token times
+    the longest completion (its tokens, trained or not): Dr. GRPO's G·L_max,
+    as the embedded trainer takes it."""
+    masks = [samples[i]["mask"] for i in members]
+    return {"tokens": sum(sum(m) for m in masks), "seqs": len(masks),
+            "sum_norm": sum(1 for m in masks if sum(m) > 0) * max((len(m) for m in masks), default=0)}
+
+
+def token_weight(hp: dict, norm: dict, n: int) -> float:
+    """The weight in the minibatch's loss of each trained token of a
+    sequence with n trained tokens: 1/Σ|y| (token), 1/(G·|y_i|)
+    (sequence), 1/(G·L_max) (seq_mean_token_sum_norm)."""
+    agg = hp["aggregation"]
+    if agg == "token":
+        return 1.0 / norm["tokens"]
+    if agg == "sequence":
+        return 1.0 / (norm["seqs"] * n)
+    return 1.0 / norm["sum_norm"]
+
+
+# ---------------------------------------------------------- policy losses
+
+LOSSES = ("ppo_clip", "gspo", "cispo")
+
+
+def policy_term(hp: dict, lp, log_ratio, ratio, m, a: float):
+    """The policy term of each token of a sequence (masked tokens 0) by
+    hp["loss"], as the embedded trainer's trainers/grpo computes it, and
+    the float masks of the tokens the clip acted on below and above (the
+    clip fractions count them). lp are the tokens' logprobs (with their
+    gradient), log_ratio = logπ − logπ_old (0 where masked), ratio its
+    exp, m the trained tokens, a the sequence's advantage."""
+    import torch
+
+    lo, hi = 1 - hp["eps_low"], 1 + hp["eps_high"]
+    if hp["loss"] == "gspo":
+        # One ratio per sequence, s = exp(mean_t log ρ_t) over the trained
+        # tokens (log s capped at 10, no gradient above), each token
+        # carrying s_t = sg(s)·π_t/sg(π_t); clipped at the sequence level.
+        log_s = float((log_ratio * m).sum() / m.sum())
+        s_val = math.exp(min(log_s, 10.0))
+        carried = s_val * torch.exp(lp - lp.detach())
+        zeros = torch.zeros_like(lp)
+        if a < 0 and s_val < lo:
+            return torch.full_like(lp, -lo * a) * m, m, zeros
+        if a > 0 and s_val > hi:
+            return torch.full_like(lp, -hi * a) * m, zeros, m
+        pg = -carried * a
+        if log_s > 10:
+            pg = pg.detach()
+        return pg * m, zeros, zeros
+    if hp["loss"] == "cispo":
+        # REINFORCE weighted by the clipped ratio under a stop-gradient:
+        # −sg(clip(ρ))·A·logπ, log ρ clamped to ±20; a clipped token keeps
+        # its gradient, and counts whatever the advantage's sign.
+        rho = torch.exp(log_ratio.clamp(-20, 20)).detach()
+        pg = -rho.clamp(lo, hi) * a * lp
+        return pg * m, (rho < lo).float() * m, (rho > hi).float() * m
+    clipped = ratio.clamp(lo, hi)
+    pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+    if hp["dual_clip"] > 0 and a < 0:  # dual-clip: at most -c·A, no gradient past ρ = c
+        pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+    low = (ratio < lo).float() * m if a < 0 else torch.zeros_like(lp)
+    high = (ratio > hi).float() * m if a > 0 else torch.zeros_like(lp)
+    return pg * m, low, high
 
 
 # ---------------------------------------------------------- distribution
@@ -821,12 +914,15 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
             for k, mbs in enumerate(micro):
                 size = hp["minibatch_size"] or len(samples)
                 members = range(k * size, min((k + 1) * size, len(samples)))
-                total_tokens = sum(sum(samples[i]["mask"]) for i in members)
+                norm = aggregation_norm(samples, members)
                 rc = None
                 if hp["rollout_is"] is not None or hp["rollout_rs"] is not None:
                     rc = correct_step(model, samples, mbs, hp, inputs["pad_id"], d)
-                    total_tokens = rc["kept"]
-                stats = step(model, samples, mbs, members, total_tokens, hp, inputs["pad_id"], d, rc)
+                    # The rejection's kept tokens, summed over the processes,
+                    # stand in for the trainable ones.
+                    norm["tokens"], norm["seqs"] = rc["kept"], max(rc["nonempty"], 1.0)
+                    norm["sum_norm"] = rc["nonempty"] * max((len(samples[i]["mask"]) for i in members), default=0)
+                stats = step(model, samples, mbs, members, norm, hp, inputs["pad_id"], d, rc)
                 clip = hp["clip_norm"] if hp["clip_norm"] > 0 else float("inf")
                 grad_norm = float(torch.nn.utils.clip_grad_norm_([p for _, p in params], clip))
                 if not math.isfinite(grad_norm):
@@ -897,15 +993,16 @@ def correct_step(model, samples, micro_batches, hp, pad_id, d: Dist) -> dict:
             "scored": total["tokens"], "seqs": total["seqs"]}
 
 
-def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Dist, rc: dict | None = None) -> dict:
+def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist, rc: dict | None = None) -> dict:
     """Accumulates one minibatch's gradient on this process; returns the
     minibatch's figures, summed over every process. With the rollout
     correction (rc, from correct_step) the loss sees each sample's kept
     tokens, weighted by its IS weights in decoupled mode; the mismatch
-    figures see every trainable token."""
+    figures see every trainable token. norm is what the aggregation
+    divides by (aggregation_norm, with the kept tokens under the
+    rejection)."""
     import torch
 
-    n_seqs = len(members) if rc is None else max(rc["nonempty"], 1.0)
     sums = dict(loss=0.0, policy_loss=0.0, kl=0.0, entropy=0.0, clip_low=0.0, clip_high=0.0, ratio_dev=0.0,
                 behaviour_kl=0.0, clip_dual=0.0, tokens=0.0, scored=0.0)
     ratio_max = 0.0
@@ -940,14 +1037,10 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                 if n == 0:
                     continue
                 a = s["advantage"]
-                clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
-                pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
+                pg, clip_low, clip_high = policy_term(hp, lp, log_ratio, ratio, m, a)
                 dual = hp["dual_clip"] > 0 and a < 0
-                if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
-                    pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
                 if rc is not None and s["_w"] is not None:  # decoupled: the IS weights act
                     pg = pg * torch.tensor(s["_w"], dtype=torch.float32, device=d.device)
-                pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
@@ -956,10 +1049,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                     per_token = pg + hp["beta"] * kl
                 if hp["entropy_coeff"] > 0:  # the bonus: -c·H, aggregated like the rest
                     per_token = per_token - hp["entropy_coeff"] * ent * m
-                if hp["aggregation"] == "token":
-                    w = weight / total_tokens
-                else:
-                    w = weight / (n_seqs * n)
+                w = weight * token_weight(hp, norm, n)
                 loss = loss + w * per_token.sum()
                 if weight:
                     with torch.no_grad():
@@ -967,8 +1057,8 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["policy_loss"] += float(w * pg.sum())
                         sums["kl"] += float(kl.sum())
                         sums["entropy"] += float((ent * m).sum())
-                        sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
-                        sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
+                        sums["clip_low"] += float(clip_low.sum())
+                        sums["clip_high"] += float(clip_high.sum())
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
                         if dual:
                             sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
