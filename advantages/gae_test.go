@@ -25,7 +25,7 @@ func TestGAEEstimator(t *testing.T) {
 // TestGAEVersion: γ and λ enter the version under gae, and read back.
 func TestGAEVersion(t *testing.T) {
 	o := advantages.TrainOptions{Options: advantages.Options{Estimator: advantages.GAEEstimator, Gamma: 0.99, Lambda: 0.95}}
-	const want = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false estimator=gae gamma=0.99 lambda=0.95"
+	const want = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample estimator=gae gamma=0.99 lambda=0.95"
 	if v := o.Version(); v != want {
 		t.Fatalf("Version() = %q, want %q", v, want)
 	}

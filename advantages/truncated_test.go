@@ -46,19 +46,21 @@ func truncatedBatch() ([]tables.Trajectory, []tables.Reward) {
 // the failure's reason; without the option they train.
 func TestMaskTruncated(t *testing.T) {
 	trajs, rewards := truncatedBatch()
-	// b: rewards 1, 1, 0: mean 2/3, population std √2/3.
+	// b: rewards 1, 1, 0: mean 2/3, population std √2/3 (the population
+	// std keeps the hand figures round).
 	bAdv := (1 - 2.0/3) / (math.Sqrt(2)/3 + 1e-6)
+	pop := advantages.Options{PopulationStd: true}
 	for _, tc := range []struct {
 		name      string
 		o         advantages.TrainOptions
 		want      string
 		truncated int
 	}{
-		{"off", advantages.TrainOptions{},
+		{"off", advantages.TrainOptions{Options: pop},
 			"a0:+1.000 a1:-1.000 a2:+1.000 a3:-1.000 b0:+0.707 b1:+0.707 b2:-1.414 c0:zero reward variance c1:zero reward variance d0:+1.000 d1:-1.000 d2:trajectory status timeout", 0},
-		{"on", advantages.TrainOptions{MaskTruncated: true},
+		{"on", advantages.TrainOptions{Options: pop, MaskTruncated: true},
 			"a0:+1.000 a1:truncated a2:+1.000 a3:truncated b0:+0.707 b1:+0.707 b2:truncated c0:zero reward variance c1:truncated d0:+1.000 d1:-1.000 d2:trajectory status timeout", 4},
-		{"on, keep zero std", advantages.TrainOptions{MaskTruncated: true, KeepZeroStd: true},
+		{"on, keep zero std", advantages.TrainOptions{Options: pop, MaskTruncated: true, KeepZeroStd: true},
 			"a0:+1.000 a1:truncated a2:+1.000 a3:truncated b0:+0.707 b1:+0.707 b2:truncated c0:+0.000 c1:truncated d0:+1.000 d1:-1.000 d2:trajectory status timeout", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,7 +70,7 @@ func TestRolloutCorrectionOptions(t *testing.T) {
 	m := embeddedModel(t)
 	base, _ := embedded.Options{}.Version(m)
 	set, _ := embedded.Options{RolloutRS: "token_k1", RolloutRSThreshold: 2}.Version(m)
-	if base != "grpo-embedded-3-349f82e6b50148f7" || set == base {
+	if base != "grpo-embedded-4-7f641a25bcb13605" || set == base {
 		t.Errorf("versions: default %s (want the one before the rollout correction existed), rollout_rs %s", base, set)
 	}
 	o := embedded.Options{RolloutIS: "tokens"}
