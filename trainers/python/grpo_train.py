@@ -26,6 +26,11 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
 
+With hyperparameters.critic the update is PPO's instead (ppo_critic.py,
+beside this file): a LoRA critic with a value head on the same base, GAE
+advantages per token, the clipped value loss, and the flags --critic-in D,
+--critic-out D and --values-out F (README.md).
+
 Under torchrun (WORLD_SIZE > 1) every process trains its share of each
 minibatch under DistributedDataParallel. One process reads the inputs and
 broadcasts them (the lowest rank that can see --hparams, so only the node
@@ -53,6 +58,8 @@ import random
 import sys
 import time
 from typing import Any
+
+import ppo_critic
 
 CONTRACT = 1
 EXIT_DATAERR = 65
@@ -95,6 +102,9 @@ DEFAULTS: dict[str, Any] = {
     # hyperparameters object serves both.
     "no_std": False,
     "keep_zero_std": False,
+    # PPO: a LoRA critic and GAE (ppo_critic.py); None = GRPO's update.
+    "critic": None,
+    "kl_in_reward": False,  # with critic: -beta*k1 per token in the reward, no KL in the loss
 }
 
 
@@ -132,6 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--optimizer-in", help="the previous optimizer state (absent on the first iteration)")
     p.add_argument("--iteration", type=int, default=0, help="the RL iteration, from 1")
     p.add_argument("--seed", type=int, default=0, help="the call's seed (an unsigned 64-bit integer)")
+    p.add_argument("--critic-in", help="the previous critic state (PPO; absent for a fresh critic)")
+    p.add_argument("--critic-out", help="directory for the critic state (PPO)")
+    p.add_argument("--values-out", help="file for the per-token values, returns and advantages (PPO, JSON lines)")
     args, unknown = p.parse_known_args(argv)
     if unknown:
         # A newer rlpipe may add flags within the same contract version.
@@ -143,16 +156,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _number(hp: dict, key: str, lo: float | None = None, hi: float | None = None,
-            lo_open: bool = False, integer: bool = False) -> None:
+            lo_open: bool = False, integer: bool = False, where: str = "") -> None:
+    key_name = where + key
     v = hp[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not float(v).is_integer()):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} is not {'an integer' if integer else 'a number'}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} is not {'an integer' if integer else 'a number'}")
     if not math.isfinite(v):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} is not finite")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} is not finite")
     if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} must be {'>' if lo_open else '>='} {lo}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} must be {'>' if lo_open else '>='} {lo}")
     if hi is not None and v >= hi:
-        raise ConfigError(f"hyperparameters.{key}: {v!r} must be < {hi}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} must be < {hi}")
     if integer:
         hp[key] = int(v)
 
@@ -217,7 +231,37 @@ def load_hparams(path: str) -> dict[str, Any]:
     t = lo["targets"]
     if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
         raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
+    check_critic(hp)
     return hp
+
+
+def check_critic(hp: dict) -> None:
+    """Checks hyperparameters.critic (PPO) and kl_in_reward, defaults filled in."""
+    if not isinstance(hp["kl_in_reward"], bool):
+        raise ConfigError(f"hyperparameters.kl_in_reward: {hp['kl_in_reward']!r} must be true or false")
+    c = hp["critic"]
+    if c is None:
+        if hp["kl_in_reward"]:
+            raise ConfigError("hyperparameters.kl_in_reward: the KL goes into PPO's per-token rewards, which need "
+                              "hyperparameters.critic (and the gae estimator); remove kl_in_reward, or add critic")
+        return
+    if hp["kl_in_reward"] and hp["beta"] == 0:
+        raise ConfigError("hyperparameters.kl_in_reward: true but beta is 0, which weighs the KL; set beta, e.g. 0.01")
+    if not isinstance(c, dict):
+        raise ConfigError(f"hyperparameters.critic: {c!r} must be an object {{lr, warmup, cliprange_value, missing}}")
+    _unknown(c, ppo_critic.DEFAULTS, "critic.")
+    c = hp["critic"] = {**ppo_critic.DEFAULTS, **c}
+    if c["lr"] is not None:
+        _number(c, "lr", 0, lo_open=True, where="critic.")
+    _number(c, "warmup", 0, integer=True, where="critic.")
+    _number(c, "cliprange_value", 0, lo_open=True, where="critic.")
+    _number(c, "gamma", 0, where="critic.")
+    _number(c, "lambda", 0, where="critic.")
+    for key in ("gamma", "lambda"):
+        if c[key] > 1:
+            raise ConfigError(f"hyperparameters.critic.{key}: {c[key]!r} must be in [0, 1]")
+    if c["missing"] not in ("refuse", "fresh"):
+        raise ConfigError(f"hyperparameters.critic.missing: {c['missing']!r}; use \"refuse\" or \"fresh\"")
 
 
 # ---------------------------------------------------------- distribution
@@ -437,6 +481,8 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             continue
         check_stale(t, old is None, hp)
         samples.append({
+            "prompt_id": a["prompt_id"],
+            "sample_index": a["sample_index"],
             "prompt": prompt,
             "completion": list(completion),
             "mask": mask or [1] * len(completion),
@@ -612,6 +658,11 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
         peft_model = model
         if d.dist is not None:
             model = DDP(model, device_ids=[d.local_rank] if d.device.type == "cuda" else None)
+        # PPO: the critic's adapter joins after DDP took the actor's
+        # parameters, so DDP syncs the actor's gradient only.
+        critic = None
+        if hp["critic"] is not None:
+            critic = ppo_critic.Critic(peft_model, hp, d, io_rank, args.critic_in, inputs["pad_id"], log)
 
         micro = plan(len(samples), hp, d.world, d.rank)
         mine = sorted({i for mb in micro for m in mb for i in m})
@@ -634,7 +685,10 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                         lps, _ = sequence_logprobs(peft_model, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
                         for i, lp in zip(idx, lps):
                             samples[i]["ref"] = lp.tolist()
+        if critic is not None:
+            critic.prepare(samples, mine, hp["micro_batch_size"])
         model.train()
+        actor_steps = 0
 
         step_metrics = []
         for epoch in range(hp["epochs"]):
@@ -650,17 +704,29 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                         f"optimizer step {steps_before + len(step_metrics) + 1} (epoch {epoch + 1}, minibatch {k + 1}): "
                         f"gradient norm {grad_norm}; the update is not applied"
                     )
-                opt.step()
+                if critic is None or not critic.warming_up():
+                    opt.step()
+                    actor_steps += 1
                 opt.zero_grad(set_to_none=True)
+                if critic is not None:
+                    stats.update(critic.step(samples, mbs, members, total_tokens))
                 stats["grad_norm"] = grad_norm
                 step_metrics.append(stats)
                 log(f"optimizer step {steps_before + len(step_metrics)} (epoch {epoch + 1}, minibatch {k + 1}): "
                     f"loss {stats['loss']:.6g}, grad norm {grad_norm:.4g}, {stats['tokens']} tokens")
         seconds = time.monotonic() - started
 
+        extra = None
+        if critic is not None:
+            extra = critic.metrics(step_metrics)
+            if critic.warming_up():
+                extra["critic_warmup"] = True  # the actor's adapter is unchanged
+            if d.rank == io_rank:
+                write_critic(args, critic, samples)
+            critic.drop()
         if d.rank == io_rank:
-            write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + len(step_metrics),
-                          step_metrics, seconds, len(micro))
+            write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + actor_steps,
+                          step_metrics, seconds, len(micro), extra)
         d.barrier()
         return 0
     finally:
@@ -695,20 +761,26 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                     continue
                 old = torch.tensor(s["old"], dtype=torch.float32, device=d.device)
                 a = s["advantage"]
+                if s.get("token_adv") is not None:  # PPO: GAE's advantage per token
+                    a = torch.tensor(s["token_adv"], dtype=torch.float32, device=d.device)
                 log_ratio = torch.where(m > 0, lp - old, torch.zeros_like(lp))
                 ratio = torch.exp(log_ratio)
                 clipped = ratio.clamp(1 - hp["eps_low"], 1 + hp["eps_high"])
                 pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
-                dual = hp["dual_clip"] > 0 and a < 0
-                if dual:  # dual-clip: at most -c·A, no gradient past ρ = c
+                neg, pos = a < 0, a > 0  # bools, or per-token masks under PPO
+                dual = hp["dual_clip"] > 0 and bool(torch.as_tensor(neg).any())
+                if dual and isinstance(a, float):  # dual-clip: at most -c·A, no gradient past ρ = c
                     pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
+                elif dual:
+                    pg = torch.where(neg, torch.minimum(pg, -hp["dual_clip"] * a), pg)
                 pg = pg * m
                 per_token = pg
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
                     kl = (torch.exp(delta) - delta - 1) * m
-                    per_token = pg + hp["beta"] * kl
+                    if not hp["kl_in_reward"]:  # with it, the KL is in PPO's rewards
+                        per_token = pg + hp["beta"] * kl
                 if hp["aggregation"] == "token":
                     w = weight / total_tokens
                 else:
@@ -720,11 +792,11 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                         sums["policy_loss"] += float(w * pg.sum())
                         sums["kl"] += float(kl.sum())
                         sums["entropy"] += float((ent * m).sum())
-                        sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]).float() * m).sum()) if a < 0 else 0.0
-                        sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]).float() * m).sum()) if a > 0 else 0.0
+                        sums["clip_low"] += float(((ratio < 1 - hp["eps_low"]) & torch.as_tensor(neg)).float().mul(m).sum())
+                        sums["clip_high"] += float(((ratio > 1 + hp["eps_high"]) & torch.as_tensor(pos)).float().mul(m).sum())
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
                         if dual:
-                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
+                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]) & torch.as_tensor(neg)).float().mul(m).sum())
                         # k3 of KL(behaviour ‖ trainer) from the sampled tokens.
                         sums["behaviour_kl"] += float(((ratio - 1 - log_ratio) * m).sum())
                         ratio_max = max(ratio_max, float(ratio[m > 0].max()))
@@ -776,8 +848,19 @@ def mismatch(step_metrics: list[dict], first_epoch: int) -> dict:
     return {"mismatch_kl": kl, "ratio_max": max((s["ratio_max"] for s in step_metrics), default=0.0)}
 
 
+def write_critic(args, critic, samples) -> None:
+    """PPO's outputs: the critic's state (--critic-out) and the per-token
+    figures (--values-out), when the flags are given."""
+    if args.critic_out:
+        critic.save(args.critic_out)
+    else:
+        log("no --critic-out: the critic's update is not kept")
+    if args.values_out:
+        ppo_critic.write_values(args.values_out, samples)
+
+
 def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds,
-                  first_epoch) -> None:
+                  first_epoch, extra: dict | None = None) -> None:
     import torch
 
     peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
@@ -822,6 +905,7 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
         m.update(mismatch(step_metrics, first_epoch))
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds
+    m.update(extra or {})
     with open(args.metrics_out, "w", encoding="utf-8") as f:
         json.dump(finite(m), f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
@@ -843,7 +927,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         log(str(e))
         return EXIT_CONFIG
-    except DataError as e:
+    except (DataError, ppo_critic.CriticError) as e:
         log(str(e))
         return EXIT_DATAERR
 

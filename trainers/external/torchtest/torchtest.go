@@ -110,6 +110,13 @@ func StartAdapter(t testing.TB, m *tiny.Model, o embedded.Options, seed uint64, 
 // leave the clip range on both sides from the first step.
 func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32) Files {
 	t.Helper()
+	return batch(t, m, "", dir, seed, n, g, shift)
+}
+
+// batch is Batch sampling from the adapter directory adapter ("" for the
+// base model).
+func batch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g int, shift float32) Files {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +131,14 @@ func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift
 		reqs = append(reqs, policy.Request{ID: id, Prompt: p.Prompt(), Seed: int64(seed)*1000 + int64(i)})
 		answers[id] = p.Answer()
 	}
-	out, err := tiny.NewPolicy(m).Generate(context.Background(), reqs, policy.Sampling{N: g, Temperature: 1, MaxTokens: 5, Logprobs: true})
+	pol, name := tiny.NewPolicy(m), ""
+	if adapter != "" {
+		name = "current"
+		if err := pol.LoadAdapter(context.Background(), name, adapter); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := pol.Generate(context.Background(), reqs, policy.Sampling{N: g, Temperature: 1, MaxTokens: 5, Logprobs: true, Adapter: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +224,20 @@ type Metrics struct {
 }
 
 // Run runs argv (the script, alone or under torchrun) with the
-// contract's flags on f, writing under a new directory of its own.
-func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int) Result {
+// contract's flags on f, writing under a new directory of its own, and
+// the extra flags after them.
+func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int, extra ...string) Result {
+	t.Helper()
+	r, err := Call(t, argv, f, hp, adapterIn, optimizerIn, iteration, extra...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, r.Output)
+	}
+	return r
+}
+
+// Call is Run returning the script's failure (an *exec.ExitError) with
+// its output in Result.Output.
+func Call(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int, extra ...string) (Result, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp(t.TempDir(), "call-")
 	if err != nil {
@@ -240,6 +266,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	if optimizerIn != "" {
 		args = append(args, "--optimizer-in", optimizerIn)
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(argv[0], args...)
 	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"), "OMP_NUM_THREADS=1")
 	start := time.Now()
@@ -247,7 +274,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	r.Wall = time.Since(start)
 	r.Output = string(out)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, out)
+		return r, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
 	if err != nil {
@@ -256,7 +283,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	if err := json.Unmarshal(b, &r.Metrics); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return r, nil
 }
 
 // LoRA reads an adapter directory's factors as float64, by tensor
