@@ -20,6 +20,10 @@ type Options struct {
 	SampleStd bool
 	// Estimator computes each group's advantages; nil is GRPO.
 	Estimator Estimator
+	// Gamma and Lambda are GAE's discount γ and λ (GAEEstimator; the
+	// trainer applies them, per token). Zero for the other estimators;
+	// for GAE, verl's defaults are 1 and 1.
+	Gamma, Lambda float64
 }
 
 // Stats count the groups of a batch.
@@ -39,8 +43,10 @@ type Stats struct {
 // (tables.Reward.Scored) are masked (ReasonRewardStatus) and do not enter
 // their group's statistics: a failed rollout is never trained on as a
 // reward of 0. A sample whose group has no other scored sample is masked
-// too (ReasonAlone). A BatchEstimator's Batch then rewrites the
-// advantages of the unmasked rows together. Rows come back in the input
+// too (ReasonAlone), except under a CriticEstimator (GAE), whose baseline
+// is the critic's value, not the group. A BatchEstimator's Batch then
+// rewrites the advantages of the unmasked rows together. Rows come back
+// in the input
 // order.
 func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 	if o.Epsilon == 0 {
@@ -71,7 +77,8 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			std = sampleStd(std, len(vals))
 		}
 		var adv []float64
-		if len(vals) >= 2 {
+		critic := NeedsCritic(est)
+		if len(vals) >= 2 || critic && len(vals) > 0 {
 			adv = est.Group(vals, mean, std, o)
 		}
 		st.Groups++
@@ -85,7 +92,7 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			switch {
 			case !r.Scored():
 				a.Mask, a.Reason = true, ReasonRewardStatus+r.Outcome()
-			case len(vals) < 2:
+			case len(vals) < 2 && !critic:
 				a.Mask, a.Reason = true, ReasonAlone
 			default:
 				a.Advantage = adv[scored]

@@ -44,7 +44,8 @@ type Batch struct {
 // computes the advantages a trainer trains on: those of Compute over the
 // scored samples, with a failed trajectory masked as ReasonTrajectory, a
 // sample without a reward as ReasonNoReward, and, among the rest, a
-// zero-variance group's samples as ReasonZeroStd (unless KeepZeroStd),
+// zero-variance group's samples as ReasonZeroStd (unless KeepZeroStd or
+// the estimator is a CriticEstimator),
 // samples without token ids as ReasonNoTokens and episodes without an
 // exact token sequence as ReasonNoSequence. Such samples stay out of
 // their group's statistics: a failed rollout is never trained on as a
@@ -57,6 +58,7 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 	}
 	trajs, scored, have := m.trajs, m.scored, m.have
 	adv, st := Compute(scored, o.Options)
+	keepZeroStd := o.KeepZeroStd || NeedsCritic(o.estimator())
 	for i, t := range trajs {
 		a := &adv[i]
 		switch {
@@ -69,7 +71,7 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 			continue
 		}
 		switch {
-		case a.GroupStd == 0 && !o.KeepZeroStd:
+		case a.GroupStd == 0 && !keepZeroStd:
 			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
 		case len(t.TokenIDs) == 0:
 			a.Mask, a.Reason, a.Advantage = true, ReasonNoTokens, 0

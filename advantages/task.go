@@ -49,8 +49,9 @@ var trainVersions = []string{TrainVersion, "join-1"}
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
 // keep_zero_std=false"), then " std=sample" with SampleStd and
-// " estimator=NAME" for an estimator other than GRPO, so that a change of
-// options misses the cache.
+// " estimator=NAME" for an estimator other than GRPO, and for a
+// CriticEstimator " gamma=G lambda=L", so that a change of options misses
+// the cache.
 func (o TrainOptions) Version() string {
 	eps := o.Epsilon
 	if eps == 0 {
@@ -66,6 +67,9 @@ func (o TrainOptions) Version() string {
 		// GRPO's versions name no estimator: the cache keys of the runs
 		// before estimators were values stay the same.
 		v += " estimator=" + e.Name()
+	}
+	if NeedsCritic(o.estimator()) {
+		v += fmt.Sprintf(" gamma=%g lambda=%g", o.Gamma, o.Lambda)
 	}
 	return v
 }
@@ -88,6 +92,12 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 		return o, fmt.Errorf("advantages task version %q: want %q followed by the options", v, TrainVersion)
 	}
 	if r, name, ok := strings.Cut(rest, " estimator="); ok {
+		if n, gl, ok := strings.Cut(name, " gamma="); ok {
+			if _, err := fmt.Sscanf(gl, "%g lambda=%g", &o.Gamma, &o.Lambda); err != nil {
+				return TrainOptions{}, fmt.Errorf("advantages task version %q: %v", v, err)
+			}
+			name = n
+		}
 		e, err := Estimators(known).Lookup(name)
 		if err != nil {
 			return TrainOptions{}, fmt.Errorf("advantages task version %q: %w", v, err)

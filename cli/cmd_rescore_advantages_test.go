@@ -145,7 +145,9 @@ func TestRescoreAdvantagesBadInput(t *testing.T) {
 		want []string
 	}{
 		{"unknown estimator", 1, []string{"--from", "runs-arith", "--advantages", "ppo"},
-			[]string{`rescore --advantages: unknown advantage estimator "ppo": use dr_grpo or grpo or reinforce_plus_plus_baseline or rloo`}},
+			[]string{`rescore --advantages: unknown advantage estimator "ppo": use dr_grpo or gae or grpo or reinforce_plus_plus_baseline or rloo`}},
+		{"gae needs the critic", 2, []string{"--from", "runs-arith", "--advantages", "gae"},
+			[]string{"rescore --advantages gae: invalid argument: its advantages are per token, from the trainer's critic, which rescoring does not run; a PPO run keeps them in each iteration's values.parquet"}},
 		{"rloo on groups of one", 2, []string{"--from", "runs-lone", "--advantages", "rloo"},
 			[]string{"rescore --from runs-lone --iteration 1: groups too small for the estimator: its groups hold 1 sample per prompt and rloo needs 2; sample more per prompt (the generate stage's sampling n: 2 or more)"}},
 		{"no such iteration", 1, []string{"--from", "runs-arith", "--advantages", "rloo", "--iteration", "9"},

@@ -22,7 +22,8 @@
 //     1e-9.
 //   - "through Compute": advantages.Compute with the estimator keeps one
 //     row per reward row in input order, masks an unscored and a lone
-//     sample as it does for every estimator, and gives the scored
+//     sample as it does for every estimator (a CriticEstimator's lone
+//     sample trains, with Group's value), and gives the scored
 //     samples Group's values (a BatchEstimator: its Batch of them, in row
 //     order).
 package estimatortest

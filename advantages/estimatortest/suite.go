@@ -142,11 +142,19 @@ func Run(t *testing.T, s Suite) {
 		if !adv[3].Mask || !strings.HasPrefix(adv[3].Reason, advantages.ReasonRewardStatus) {
 			t.Errorf("unscored sample: %+v, want masked %s…", adv[3], advantages.ReasonRewardStatus)
 		}
-		if !adv[5].Mask || adv[5].Reason != advantages.ReasonAlone {
+		critic := advantages.NeedsCritic(e)
+		wantStats := advantages.Stats{Groups: 3, ZeroStd: 1, Masked: 2}
+		if critic {
+			// A critic's baseline is its value: a lone sample trains.
+			wantStats.Masked = 1
+			if lone := group([]float64{1}, advantages.Options{}); adv[5].Mask || adv[5].Advantage != lone[0] {
+				t.Errorf("lone sample under a critic: %+v, want unmasked with advantage %v", adv[5], lone[0])
+			}
+		} else if !adv[5].Mask || adv[5].Reason != advantages.ReasonAlone {
 			t.Errorf("lone sample: %+v, want masked %s", adv[5], advantages.ReasonAlone)
 		}
-		if want := (advantages.Stats{Groups: 3, ZeroStd: 1, Masked: 2}); st != want {
-			t.Errorf("stats %+v, want %+v", st, want)
+		if st != wantStats {
+			t.Errorf("stats %+v, want %+v", st, wantStats)
 		}
 		// Group's values of b and a; a BatchEstimator's Batch of them, in
 		// row order (b/0, a/0, b/1, a/2, b/2).

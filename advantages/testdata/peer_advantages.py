@@ -50,6 +50,32 @@ def import_core_algos():
     return core_algos, "verl without ray: package __init__ skipped, verl.workers.config a placeholder"
 
 
+def verl_batch(rows_key):
+    """The batch of sys.argv[1], torch and verl's core_algos for the scripts
+    that compare with verl alone (peer_gae.py, trainers/grpo's), and
+    padded(key), the rows' lists under key as one float64 tensor padded
+    with zeros to the longest row of key rows_key. When torch or verl does
+    not import, prints {"verl_error": why}, so that the Go test skips with
+    the reason, and returns None.
+    """
+    with open(sys.argv[1]) as f:
+        batch = json.load(f)
+    try:
+        import torch
+
+        core_algos, how = import_core_algos()
+    except Exception as e:
+        json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
+        return None
+    rows = batch[rows_key]
+    width = max(len(r[k]) for r in rows for k in r if isinstance(r[k], list))
+
+    def padded(key):
+        return torch.tensor([r[key] + [0.0] * (width - len(r[key])) for r in rows], dtype=torch.float64)
+
+    return batch, torch, core_algos, how, padded
+
+
 def main():
     with open(sys.argv[1]) as f:
         groups = json.load(f)["groups"]

@@ -52,6 +52,9 @@ const (
 	TrajectoriesFile = "trajectories.parquet"
 	RewardsFile      = "rewards.parquet"
 	AdvantagesFile   = "advantages.parquet"
+	// ValuesFile is PPO's per-token values (tables.TokenValues), an
+	// output of a train stage with a critic.
+	ValuesFile       = "values.parquet"
 	HealthFile       = "health.parquet"
 	TrainMetricsFile = "train_metrics.json"
 	// AdapterDir is the checkpoint's directory in an iteration's.

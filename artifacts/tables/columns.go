@@ -238,6 +238,11 @@ func f32ListCol[T any](name, doc string, get func(*T) *[]float32) column[T] {
 	return listCol[T, float32, *array.Float32Builder, *array.Float32](arrow.PrimitiveTypes.Float32, name, doc, get)
 }
 
+// f64ListCol is a nullable list<float64>.
+func f64ListCol[T any](name, doc string, get func(*T) *[]float64) column[T] {
+	return listCol[T, float64, *array.Float64Builder, *array.Float64](arrow.PrimitiveTypes.Float64, name, doc, get)
+}
+
 // messagesCol is a nullable list<struct{role, content}>.
 func messagesCol[T any](name, doc string, get func(*T) *[]Message) column[T] {
 	return plainList(messageType, true, name, doc,

@@ -1,7 +1,8 @@
 // Package tables defines rlpipe's typed tables — prompts, trajectories,
-// rewards, advantages, eval_samples and eval_summary — as Arrow schemas
-// with a Go row type each, and reads and writes them as Parquet files that
-// DuckDB, pandas and polars open unchanged.
+// rewards, advantages, values (PPO's per-token values), eval_samples and
+// eval_summary — as Arrow schemas with a Go row type each, and reads and
+// writes them as Parquet files that DuckDB, pandas and polars open
+// unchanged.
 //
 // # Tables
 //

@@ -13,6 +13,7 @@ const (
 	TrajectoriesName = "trajectories"
 	RewardsName      = "rewards"
 	AdvantagesName   = "advantages"
+	ValuesName       = "values"
 	EvalSamplesName  = "eval_samples"
 	EvalSummaryName  = "eval_summary"
 )
@@ -288,6 +289,34 @@ var Advantages = newTable(AdvantagesName, 1, []column[Advantage]{
 	i32Col("group_size", "number of samples in the group", func(r *Advantage) *int32 { return &r.GroupSize }),
 	boolCol("mask", "true when the sample is excluded from training", func(r *Advantage) *bool { return &r.Mask }),
 	strCol("reason", "why the sample is masked; empty when it is not", func(r *Advantage) *string { return &r.Reason }),
+})
+
+// TokenValue is one row of the values table: a sample PPO trained on,
+// with its critic's figures per trainable token (its token_ids in order;
+// an episode's observation tokens are left out). Rewards are the
+// per-token rewards (the reward total on the last token, and −β·k1 on
+// every token with the KL in the reward), Values the critic's before the
+// update, Returns GAE's returns (advantages + values, before whitening)
+// and Advantages those the policy was trained on (whitened over the
+// batch).
+type TokenValue struct {
+	PromptID    string
+	SampleIndex int32
+	Rewards     []float64
+	Values      []float64
+	Returns     []float64
+	Advantages  []float64
+}
+
+// TokenValues is the values table, values.parquet: one row per trained
+// sample, sorted by (prompt_id, sample_index).
+var TokenValues = newTable(ValuesName, 1, []column[TokenValue]{
+	strCol("prompt_id", "prompt of the sample", func(r *TokenValue) *string { return &r.PromptID }),
+	i32Col("sample_index", "sample index", func(r *TokenValue) *int32 { return &r.SampleIndex }),
+	f64ListCol("rewards", "per-token reward of each trainable token", func(r *TokenValue) *[]float64 { return &r.Rewards }),
+	f64ListCol("values", "the critic's value of each trainable token, before the update", func(r *TokenValue) *[]float64 { return &r.Values }),
+	f64ListCol("returns", "GAE's return of each trainable token (advantage + value, before whitening)", func(r *TokenValue) *[]float64 { return &r.Returns }),
+	f64ListCol("advantages", "the advantage each trainable token was trained with (whitened over the batch)", func(r *TokenValue) *[]float64 { return &r.Advantages }),
 })
 
 // EvalSample is one row of the eval_samples table: one sampled answer to

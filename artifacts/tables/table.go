@@ -301,7 +301,7 @@ func (t *Table[T]) validate(r *T) error {
 
 // All returns the definitions of every known table, in a fixed order.
 func All() []Definition {
-	return []Definition{Prompts, Trajectories, Rewards, Advantages, EvalSamples, EvalSummary}
+	return []Definition{Prompts, Trajectories, Rewards, Advantages, TokenValues, EvalSamples, EvalSummary}
 }
 
 // Lookup returns the definition of the table with that name.

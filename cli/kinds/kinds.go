@@ -58,7 +58,7 @@ func Registry() *kind.Registry {
 		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
 		Environments: envs,
 		// The advantage estimators the advantages section names.
-		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline},
+		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline, advantages.GAEEstimator},
 		// The policy losses the trainer section's loss key names.
 		Losses: kind.Losses{trainloss.PPOClip, trainloss.GSPO, trainloss.CISPO},
 		// The evaluation metrics, each computed at every k of eval.k.

@@ -102,6 +102,22 @@ type Advantages struct {
 	// Std is the standard deviation the groups are divided by: population
 	// (the default) or sample (Bessel's correction, as TRL and verl).
 	Std string `yaml:"std,omitempty"`
+	// Gamma and Lambda are GAE's discount and λ (estimator gae only;
+	// default 1 and 1, verl's).
+	Gamma  *float64 `yaml:"gamma,omitempty"`
+	Lambda *float64 `yaml:"lambda,omitempty"`
+}
+
+// gammaLambda are the section's GAE γ and λ, defaults applied.
+func (a *Advantages) gammaLambda() (float64, float64) {
+	g, l := 1.0, 1.0
+	if a != nil && a.Gamma != nil {
+		g = *a.Gamma
+	}
+	if a != nil && a.Lambda != nil {
+		l = *a.Lambda
+	}
+	return g, l
 }
 
 // sampleStd reports whether the section asks for the sample std.

@@ -97,10 +97,11 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 			return Plan{}, fmt.Errorf("%w: advantages.estimator: %v", pipeline.ErrConfig, err)
 		}
 	}
+	gamma, lambda := c.Advantages.gammaLambda()
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
 		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator,
-			SampleStd: c.Advantages.sampleStd()}
+			SampleStd: c.Advantages.sampleStd(), Gamma: gamma, Lambda: lambda}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.

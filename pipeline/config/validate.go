@@ -317,23 +317,45 @@ func (k *checker) advantages() {
 	if a.Std != "" && a.Std != "sample" && a.Std != "population" {
 		k.fail("advantages.std", "use sample or population", "advantages.std: unknown standard deviation %q", a.Std)
 	}
-	if a.Estimator == "" && a.Std == "" {
+	if a.Estimator == "" && a.Std == "" && a.Gamma == nil && a.Lambda == nil {
 		return
 	}
+	var e advantages.Estimator
 	if a.Estimator != "" {
-		e, err := k.c.reg.Estimators.Lookup(a.Estimator)
-		if err != nil {
+		var err error
+		if e, err = k.c.reg.Estimators.Lookup(a.Estimator); err != nil {
 			k.fail("advantages.estimator", "use "+strings.Join(k.c.reg.Estimators.Names(), " or "), "advantages.estimator: unknown advantage estimator %q", a.Estimator)
 			return
 		}
 		k.groupSize(e)
 	}
+	k.discount(e, "gamma", a.Gamma)
+	k.discount(e, "lambda", a.Lambda)
 	if t := k.c.Stages.Train; t != nil && t.Options != nil {
 		if _, ok := t.Options.(kind.Stepped); !ok {
 			trainers, _ := k.kindsWith(func(s kind.Stage) bool { _, ok := s.(kind.Stepped); return ok })
 			k.fail("advantages", "remove it, or use kind: "+strings.Join(trainers, " or kind: ")+" on the train stage",
 				"advantages: the train stage (kind %s) trains on no advantages", t.Kind)
 		}
+	}
+}
+
+// discount checks the advantages section's gamma or lambda: a number in
+// [0, 1], for an estimator that discounts (a CriticEstimator: GAE).
+func (k *checker) discount(e advantages.Estimator, key string, v *float64) {
+	if v == nil {
+		return
+	}
+	path := "advantages." + key
+	switch {
+	case !advantages.NeedsCritic(e):
+		name := "grpo"
+		if e != nil {
+			name = e.Name()
+		}
+		k.fail(path, "remove it, or use estimator: gae", "%s: only the gae estimator discounts; %s does not", path, name)
+	case !(*v >= 0 && *v <= 1):
+		k.fail(path, "use a number from 0 to 1 (verl's default is 1)", "%s: %g is not in [0, 1]", path, *v)
 	}
 }
 

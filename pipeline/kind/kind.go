@@ -127,6 +127,10 @@ type Build struct {
 	// population std, the default); a Stepped train stage sets
 	// advantages.Options.SampleStd from it.
 	SampleStd bool
+	// Gamma and Lambda are the advantages section's GAE γ and λ (1 and 1
+	// unless set); a Stepped train stage sets advantages.Options' from
+	// them. Only a CriticEstimator reads them.
+	Gamma, Lambda float64
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.

@@ -84,6 +84,9 @@ func Advantages(ctx context.Context, st artifacts.Store, opts AdvantagesOptions)
 	if err != nil {
 		return rep, fmt.Errorf("rescore --advantages: %w", err)
 	}
+	if advantages.NeedsCritic(est) {
+		return rep, fmt.Errorf("rescore --advantages %s: %w: its advantages are per token, from the trainer's critic, which rescoring does not run; a PPO run keeps them in each iteration's %s", est.Name(), artifacts.ErrInvalid, runs.ValuesFile)
+	}
 	if opts.Std != "" && opts.Std != StdSample && opts.Std != StdPopulation {
 		return rep, fmt.Errorf("rescore --std %q: %w: use %s or %s", opts.Std, artifacts.ErrInvalid, StdSample, StdPopulation)
 	}

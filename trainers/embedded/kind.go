@@ -69,6 +69,7 @@ func embeddedModel(model string) bool {
 func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
 	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
+	o.Gamma, o.Lambda = b.Gamma, b.Lambda
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
 

@@ -65,6 +65,7 @@ const (
 func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
 	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
+	a.Gamma, a.Lambda = b.Gamma, b.Lambda
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 

@@ -79,6 +79,41 @@ func (o *LossOptions) defaults() error {
 	return nil
 }
 
+// weights are the per-token weights of an aggregation over a batch: a
+// sequence's tokens each weigh of(n), n its trainable tokens.
+type weights struct {
+	agg                      Aggregation
+	total, nonEmpty, longest int
+}
+
+// newWeights counts what agg's weights need of n sequences, sequence i
+// having trained trainable tokens of all: the trainable tokens, the
+// sequences with one, and the longest sequence (its tokens, trainable or
+// not).
+func newWeights(agg Aggregation, n int, tokens func(i int) (trained, all int)) weights {
+	w := weights{agg: agg}
+	for i := range n {
+		trained, all := tokens(i)
+		w.total += trained
+		if trained > 0 {
+			w.nonEmpty++
+		}
+		w.longest = max(w.longest, all)
+	}
+	return w
+}
+
+// of is the weight of each trainable token of a sequence with n of them.
+func (w weights) of(n int) float64 {
+	switch w.agg {
+	case SequenceMean:
+		return 1 / (float64(w.nonEmpty) * float64(n))
+	case SeqMeanTokenSumNorm:
+		return 1 / (float64(w.nonEmpty) * float64(w.longest))
+	}
+	return 1 / float64(w.total)
+}
+
 // Sequence is one sampled completion as the loss sees it.
 type Sequence struct {
 	// Logprobs are the current policy's log-probabilities of the
@@ -177,7 +212,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		return LossStats{}, nil, err
 	}
 	var st LossStats
-	total, longest := 0, 0
+	total := 0
 	for i, s := range seqs {
 		if len(s.OldLogprobs) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has %d old logprobs for %d tokens", i, len(s.OldLogprobs), len(s.Logprobs))
@@ -192,18 +227,12 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
 		}
 		total += s.Tokens()
-		longest = max(longest, len(s.Logprobs))
 	}
 	grads := make([][]float64, len(seqs))
 	if total == 0 {
 		return st, grads, nil
 	}
-	nonEmpty := 0
-	for _, s := range seqs {
-		if s.Tokens() > 0 {
-			nonEmpty++
-		}
-	}
+	agg := newWeights(o.Aggregation, len(seqs), func(i int) (int, int) { return seqs[i].Tokens(), len(seqs[i].Logprobs) })
 	pol := o.policy()
 	var terms []TokenLoss
 	var kl, ent, low, high, dual, dev, bkl float64
@@ -216,13 +245,7 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			continue
 		}
 		// w is the weight of each of this sequence's tokens in the loss.
-		w := 1 / float64(total)
-		switch o.Aggregation {
-		case SequenceMean:
-			w = 1 / (float64(nonEmpty) * float64(n))
-		case SeqMeanTokenSumNorm:
-			w = 1 / (float64(nonEmpty) * float64(longest))
-		}
+		w := agg.of(n)
 		terms = slices.Grow(terms[:0], len(s.Logprobs))[:len(s.Logprobs)]
 		clear(terms)
 		pol.Policy(s, o, terms)
