@@ -212,6 +212,9 @@ func (c *Config) facts() kind.File {
 	if c.Policy != nil {
 		f.Policy, f.PolicyModel = c.Policy.Kind, c.Policy.Model
 	}
+	if c.Advantages != nil && c.Advantages.Estimator != "" {
+		f.Estimator, _ = c.reg.Estimators.Lookup(c.Advantages.Estimator)
+	}
 	return f
 }
 

@@ -105,6 +105,9 @@ type File struct {
 	// Losses are the registry's policy losses (Registry.Losses), which a
 	// train stage's loss key names.
 	Losses Losses
+	// Estimator is the advantages section's estimator (nil: the default,
+	// or a name the registry lacks, which the section's check reports).
+	Estimator advantages.Estimator
 }
 
 // Build is what a stage's task is built from.

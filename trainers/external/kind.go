@@ -38,6 +38,7 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
 	}
+	s.checkCritic(c)
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
 			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
@@ -66,6 +67,7 @@ func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
 	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
 	a.Gamma, a.Lambda = b.Gamma, b.Lambda
+	a.Gamma, a.Lambda = b.Gamma, b.Lambda
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 
@@ -76,7 +78,11 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	for k, v := range s.Environment {
 		env[k] = v
 	}
-	t, err := Task(Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env, Dir: b.File.Dir, Version: b.Version})
+	o := Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env, Dir: b.File.Dir, Version: b.Version}
+	if advantages.NeedsCritic(b.Estimator) {
+		o.GAE = &GAE{Gamma: b.Gamma, Lambda: b.Lambda}
+	}
+	t, err := Task(o)
 	if err != nil {
 		return nil, err
 	}

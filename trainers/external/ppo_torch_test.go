@@ -305,3 +305,85 @@ func readJSON(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// ppoMetrics are the script's PPO figures.
+type ppoMetrics struct {
+	ValueLoss         float64  `json:"value_loss"`
+	VFClipFrac        float64  `json:"vf_clip_frac"`
+	CriticGradNorm    float64  `json:"critic_grad_norm"`
+	ExplainedVariance *float64 `json:"explained_variance"`
+	ValuesMean        float64  `json:"values_mean"`
+	ReturnsMean       float64  `json:"returns_mean"`
+	CriticSteps       int      `json:"critic_optimizer_steps"`
+}
+
+// PPO under torchrun trains what one process trains: every row's old
+// values, returns and whitened advantages (the whitening statistics are
+// the whole batch's, not a rank's), the losses, the critic's gradient
+// norm and the critic it writes, continuing from a critic with non-zero
+// values.
+func TestReferenceScriptPPOUnderTorchrun(t *testing.T) {
+	py := slowTorchPython(t, "runs the PPO script three times, once under torchrun (about two minutes)")
+	m, model := torchtest.Export(t)
+	f := torchtest.PPOBatch(t, m, "", filepath.Join(t.TempDir(), "batch"), 2, 12, 1)
+	hp := ppoHparams(model, map[string]any{"lr": 1e-2, "cliprange_value": 0.05})
+	hp["beta"], hp["kl_in_reward"] = 0.04, true
+	one := []string{py, torchtest.Script(t)}
+	first, critic, _ := ppoCall(t, one, f, hp, "", "", "", 1)
+	r1, c1, v1 := ppoCall(t, one, f, hp, first.Adapter, first.Optimizer, critic, 2)
+	r2, c2, v2 := ppoCall(t, torchtest.TorchrunArgv(t, py, 2), f, hp, first.Adapter, first.Optimizer, critic, 2)
+	rows1, rows2 := torchtest.ReadValues(t, v1), torchtest.ReadValues(t, v2)
+	if len(rows1) != 12 || len(rows2) != 12 {
+		t.Fatalf("%d and %d rows of values, want 12", len(rows1), len(rows2))
+	}
+	worst := map[string]float64{}
+	for i := range rows1 {
+		a, b := rows1[i], rows2[i]
+		if a.PromptID != b.PromptID || a.SampleIndex != b.SampleIndex {
+			t.Fatalf("row %d: %s/%d in one process, %s/%d under torchrun", i, a.PromptID, a.SampleIndex, b.PromptID, b.SampleIndex)
+		}
+		for name, pair := range map[string][2][]float64{"rewards": {a.Rewards, b.Rewards}, "values": {a.Values, b.Values},
+			"returns": {a.Returns, b.Returns}, "advantages": {a.Advantages, b.Advantages}} {
+			if len(pair[0]) != len(pair[1]) {
+				t.Fatalf("row %d: %s has %d and %d entries", i, name, len(pair[0]), len(pair[1]))
+			}
+			for j := range pair[0] {
+				worst[name] = math.Max(worst[name], math.Abs(pair[0][j]-pair[1][j]))
+			}
+		}
+	}
+	var m1, m2 ppoMetrics
+	readJSON(t, filepath.Join(r1.Dir, "metrics.json"), &m1)
+	readJSON(t, filepath.Join(r2.Dir, "metrics.json"), &m2)
+	t.Logf("1 process vs 2 ranks: per-token differences %v; value loss %.9f / %.9f, vf clip %.4f / %.4f, critic grad norm %.9f / %.9f, loss %.9f / %.9f, explained variance %v",
+		worst, m1.ValueLoss, m2.ValueLoss, m1.VFClipFrac, m2.VFClipFrac, m1.CriticGradNorm, m2.CriticGradNorm, r1.Metrics.Loss, r2.Metrics.Loss, *m1.ExplainedVariance)
+	for name, d := range worst {
+		if d > 1e-6 {
+			t.Errorf("%s differ by up to %.3g between one process and 2 ranks, want within 1e-6", name, d)
+		}
+	}
+	if m1.VFClipFrac == 0 {
+		t.Error("the value clip never binds: the test does not compare it")
+	}
+	for _, c := range []struct {
+		name string
+		a, b float64
+		tol  float64
+	}{
+		{"value loss", m1.ValueLoss, m2.ValueLoss, 1e-6}, {"vf clip fraction", m1.VFClipFrac, m2.VFClipFrac, 1e-9},
+		{"critic gradient norm", m1.CriticGradNorm, m2.CriticGradNorm, 1e-6}, {"loss", r1.Metrics.Loss, r2.Metrics.Loss, 1e-6},
+		{"values mean", m1.ValuesMean, m2.ValuesMean, 1e-6}, {"returns mean", m1.ReturnsMean, m2.ReturnsMean, 1e-6},
+	} {
+		if math.Abs(c.a-c.b) > c.tol {
+			t.Errorf("%s: %.9g in one process, %.9g under torchrun, want within %g", c.name, c.a, c.b, c.tol)
+		}
+	}
+	d, over, total := adapterDiff(t, torchtest.LoRA(t, c1), torchtest.LoRA(t, c2), 1e-6)
+	t.Logf("critic after the step: largest |2 ranks − 1 process| %.3g; %d of %d values beyond 1e-6", d, over, total)
+	if d > 1e-5 || over > total/1000 {
+		t.Errorf("the critics 2 ranks and 1 process write are up to %.3g apart (%d of %d values beyond 1e-6)", d, over, total)
+	}
+	if m1.CriticSteps != 2 || m2.CriticSteps != 2 {
+		t.Errorf("critic_optimizer_steps %d and %d, want 2", m1.CriticSteps, m2.CriticSteps)
+	}
+}
