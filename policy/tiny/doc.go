@@ -88,6 +88,18 @@
 // adapter is applied by merging W + (α/r)·B·A once, so sampling with it
 // costs what sampling the base does.
 //
+// A Critic is PPO's value model on the same frozen base: an adapter of
+// its own plus a value head, Linear(Dim → 1) with a bias, on the final
+// norm's output; a fresh one (head zero, B zero) values everything at 0.
+// Model.Values gives the value of each completion token at the position
+// that predicts it (verl's values[:, -len-1:-1]). A Trainer made by
+// NewCriticTrainer steps the factors and the head with StepValues: the
+// ValueLossFunc's d loss / d value enters the hand-written backward pass
+// at the final norm's output as head.weight·dV (TestGradientsCritic
+// checks it by finite differences). Critic.Save writes the adapter as a
+// PEFT directory plus value_head.safetensors (v_head.weight [1, Dim],
+// v_head.bias [1]), the torch reference script's names.
+//
 // # The held-out split
 //
 // HeldOut(a, b) is true iff the FNV-1a 32-bit hash of the text "a+b"

@@ -185,16 +185,25 @@ func (g *gradActs) reset(c Config, rows int) {
 // parameter gets its gradient; otherwise only the adaptable linear
 // layers' weights do (what LoRA needs).
 func (w *weights) backward(a *acts, ga *gradActs, g *weights, full bool, dlogits []float32) {
-	c := w.cfg
-	d, A, H, ctx, F := c.Dim, c.attnWidth(), c.Heads, c.Context, c.Hidden
 	rows := a.rows
-	ga.reset(c, rows)
-	dx, dh := ga.dx, ga.dh
+	ga.reset(w.cfg, rows)
 	var gl *linear
 	if full {
 		gl = &g.head
 	}
-	linearBackward(rows, &w.head, gl, a.hf, dlogits, dh, false)
+	linearBackward(rows, &w.head, gl, a.hf, dlogits, ga.dh, false)
+	w.backwardFromNorm(a, ga, g, full)
+}
+
+// backwardFromNorm back-propagates ga.dh, the gradient at the final
+// norm's output (ga reset for a's rows), through the rest of the packed
+// forward pass recorded in a, adding parameter gradients to g as
+// backward does.
+func (w *weights) backwardFromNorm(a *acts, ga *gradActs, g *weights, full bool) {
+	c := w.cfg
+	d, A, H, ctx, F := c.Dim, c.attnWidth(), c.Heads, c.Context, c.Hidden
+	rows := a.rows
+	dx, dh := ga.dx, ga.dh
 	clear(dx)
 	var dn []float32
 	if full {

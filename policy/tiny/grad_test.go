@@ -96,6 +96,13 @@ func checkGrads(t *testing.T, m *Model, a *Adapter, batch []Example, grad []floa
 		}
 		return refWeightedLoss(refLogprobs(m, refMerge(m, a, params), batch))
 	}
+	compareFD(t, params, loss, grad, idx, func(i int) string { return paramName(m, a, i) })
+}
+
+// compareFD compares grad with central differences of loss in params
+// (which loss reads) at the indices idx, naming a parameter by name.
+func compareFD(t *testing.T, params []float64, loss func() float64, grad []float32, idx []int, name func(i int) string) {
+	t.Helper()
 	const eps = 1e-5
 	worst := 0.0
 	for _, i := range idx {
@@ -110,7 +117,7 @@ func checkGrads(t *testing.T, m *Model, a *Adapter, batch []Example, grad []floa
 		err := math.Abs(fd-g) / math.Max(math.Max(math.Abs(fd), math.Abs(g)), 1e-3)
 		worst = math.Max(worst, err)
 		if err > 1e-3 {
-			t.Errorf("%s (index %d): analytic %.7g, finite difference %.7g", paramName(m, a, i), i, g, fd)
+			t.Errorf("%s (index %d): analytic %.7g, finite difference %.7g", name(i), i, g, fd)
 		}
 	}
 	t.Logf("worst relative error over %d parameters: %.2g", len(idx), worst)

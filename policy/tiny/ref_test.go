@@ -55,9 +55,42 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 // refLogprobs returns the completion log-probabilities of each example,
 // computed as Hugging Face's LlamaForCausalLM defines them.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
+	V := m.cfg.VocabSize()
+	return refForward(m, flat, batch, func(h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+		z := lin(h, "lm_head", m.cfg.Dim, V)
+		mx := math.Inf(-1)
+		for _, v := range z {
+			mx = math.Max(mx, v)
+		}
+		var s float64
+		for _, v := range z {
+			s += math.Exp(v - mx)
+		}
+		return z[tok] - mx - math.Log(s)
+	})
+}
+
+// refValues returns the value of each completion token: the head (Dim
+// weights, then the bias) on the final norm's output at the position
+// that predicts it.
+func refValues(m *Model, flat, head []float64, batch []Example) [][]float64 {
+	d := m.cfg.Dim
+	return refForward(m, flat, batch, func(h []float64, _ int32, _ func(x []float64, name string, in, out int) []float64) float64 {
+		v := head[d]
+		for i, x := range h {
+			v += x * head[i]
+		}
+		return v
+	})
+}
+
+// refForward runs the model over each example and returns, for each
+// completion token, out of the final norm's output h at the position
+// predicting tok (lin applies a named linear layer).
+func refForward(m *Model, flat []float64, batch []Example, out func(h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64) [][]float64 {
 	c := m.cfg
 	P := refParams(m, flat)
-	d, V, H := c.Dim, c.VocabSize(), c.Heads
+	d, H := c.Dim, c.Heads
 	dh := d / H
 	lin := func(x []float64, name string, in, out int) []float64 {
 		w := P[name+".weight"]
@@ -95,7 +128,7 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		}
 		return y
 	}
-	out := make([][]float64, len(batch))
+	res := make([][]float64, len(batch))
 	for bi, e := range batch {
 		toks := append([]int32{BOS}, e.Prompt...)
 		toks = append(toks, e.Completion[:len(e.Completion)-1]...)
@@ -152,23 +185,12 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 				}
 			}
 		}
-		out[bi] = make([]float64, len(e.Completion))
+		res[bi] = make([]float64, len(e.Completion))
 		for j, tok := range e.Completion {
-			t := len(e.Prompt) + j
-			h := norm(x[t], "model.norm")
-			z := lin(h, "lm_head", d, V)
-			mx := math.Inf(-1)
-			for _, v := range z {
-				mx = math.Max(mx, v)
-			}
-			var s float64
-			for _, v := range z {
-				s += math.Exp(v - mx)
-			}
-			out[bi][j] = z[tok] - mx - math.Log(s)
+			res[bi][j] = out(norm(x[len(e.Prompt)+j], "model.norm"), tok, lin)
 		}
 	}
-	return out
+	return res
 }
 
 // refWeightedLoss is weightedLoss in float64.

@@ -124,7 +124,21 @@ func (m *Model) Score(ctx context.Context, a *Adapter, batch []Example) (logprob
 		return nil, nil, fmt.Errorf("score: %w", err)
 	}
 	logprobs, entropies = ragged(batch), ragged(batch)
+	err = m.forwardChunks(ctx, w, batch, func(ac *acts, lo, hi int, starts []int) {
+		ac.gather(batch[lo:hi], starts, logprobs[lo:hi], entropies[lo:hi])
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("score: %w", err)
+	}
+	return logprobs, entropies, nil
+}
+
+// forwardChunks runs w over batch in chunks of 64 examples, in parallel,
+// and hands each chunk's activations to read (called concurrently, for
+// disjoint [lo, hi)); it returns ctx's error if it was cancelled.
+func (m *Model) forwardChunks(ctx context.Context, w *weights, batch []Example, read func(ac *acts, lo, hi int, starts []int)) error {
 	const chunk = 64
+	var err error
 	workers := min(runtime.GOMAXPROCS(0), (len(batch)+chunk-1)/chunk)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -144,15 +158,12 @@ func (m *Model) Score(ctx context.Context, a *Adapter, batch []Example) (logprob
 				hi := min(lo+chunk, len(batch))
 				starts := ac.pack(batch[lo:hi])
 				w.forward(ac, nil)
-				ac.gather(batch[lo:hi], starts, logprobs[lo:hi], entropies[lo:hi])
+				read(ac, lo, hi, starts)
 			}
 		}()
 	}
 	wg.Wait()
-	if err != nil {
-		return nil, nil, fmt.Errorf("score: %w", err)
-	}
-	return logprobs, entropies, nil
+	return err
 }
 
 func (m *Model) getActs() *acts {

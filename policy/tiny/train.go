@@ -120,6 +120,7 @@ type Trainer struct {
 	step   int
 
 	merged  []float32 // LoRA: base + update
+	critic  *Critic   // a critic's trainer (NewCriticTrainer): params are its factors and head
 	shards  []*shard
 	gradSum *weights // summed gradient of the (merged) weights
 }
@@ -134,6 +135,8 @@ type shard struct {
 	dlogits []float32
 	batch   []Example
 	starts  []int
+	dhead   []float32 // a critic's: the value head's gradient
+	dvalues []float32 // a critic's: d loss / d value per row
 }
 
 // NewTrainer returns a trainer of a's factors, or of m's base weights when
@@ -177,10 +180,18 @@ func (t *Trainer) Steps() int { return t.step }
 
 // Step computes the loss and gradient of batch and takes one AdamW step.
 func (t *Trainer) Step(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
+	if t.critic != nil {
+		return StepStats{}, fmt.Errorf("train step: a critic's trainer steps with StepValues")
+	}
 	st, err := t.gradients(ctx, batch, loss)
 	if err != nil {
 		return st, err
 	}
+	return t.apply(st), nil
+}
+
+// apply takes the AdamW step of the gradient in t.grad.
+func (t *Trainer) apply(st StepStats) StepStats {
 	t.update(st.GradNorm)
 	t.step++
 	st.Step = t.step
@@ -189,30 +200,13 @@ func (t *Trainer) Step(ctx context.Context, batch []Example, loss LossFunc) (Ste
 	} else {
 		t.ad.changed()
 	}
-	return st, nil
+	return st
 }
 
 // gradients fills t.grad with the gradient of loss over batch.
 func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
-	var st StepStats
-	for i, e := range batch {
-		if err := t.m.checkExample(i, e); err != nil {
-			return st, fmt.Errorf("train step: %w", err)
-		}
-		st.Tokens += len(e.Completion)
-	}
-	w := t.m.w
-	if t.ad != nil {
-		w = t.ad.mergeInto(t.merged)
-	}
-	S := len(t.shards)
-	for i, s := range t.shards {
-		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
-	}
-	if err := t.parallel(ctx, func(s *shard) {
-		s.starts = s.a.pack(s.batch)
-		w.forward(s.a, nil)
-	}); err != nil {
+	w, st, err := t.forwardShards(ctx, batch)
+	if err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
 	lp, ent, grad := ragged(batch), ragged(batch), ragged(batch)
@@ -240,24 +234,51 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 	}); err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
-	sum := t.gradSum.flat
-	copy(sum, t.shards[0].g.flat)
-	for _, s := range t.shards[1:] {
-		for i, v := range s.g.flat {
-			sum[i] += v
-		}
-	}
+	sumShards(t.gradSum.flat, t.shards, func(s *shard) []float32 { return s.g.flat })
 	if full {
-		copy(t.grad, sum)
+		copy(t.grad, t.gradSum.flat)
 	} else {
 		t.ad.loraGrads(t.gradSum, t.grad)
 	}
-	var sq float64
-	for _, g := range t.grad {
-		sq += float64(g) * float64(g)
-	}
-	st.GradNorm = math.Sqrt(sq)
+	st.GradNorm = norm2(t.grad)
 	return st, nil
+}
+
+// forwardShards checks batch, splits it over the shards and runs the
+// weights being trained over each (in parallel), returning them and the
+// batch's token count.
+func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights, StepStats, error) {
+	var st StepStats
+	for i, e := range batch {
+		if err := t.m.checkExample(i, e); err != nil {
+			return nil, st, err
+		}
+		st.Tokens += len(e.Completion)
+	}
+	w := t.m.w
+	if t.ad != nil {
+		w = t.ad.mergeInto(t.merged)
+	}
+	S := len(t.shards)
+	for i, s := range t.shards {
+		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
+	}
+	err := t.parallel(ctx, func(s *shard) {
+		s.starts = s.a.pack(s.batch)
+		w.forward(s.a, nil)
+	})
+	return w, st, err
+}
+
+// sumShards sets sum to the sum over the shards of part(shard), in
+// shard order.
+func sumShards(sum []float32, shards []*shard, part func(*shard) []float32) {
+	copy(sum, part(shards[0]))
+	for _, s := range shards[1:] {
+		for i, v := range part(s) {
+			sum[i] += v
+		}
+	}
 }
 
 // fillDlogits turns d loss / d logprob of each completion token into the
@@ -392,6 +413,9 @@ func (t *Trainer) SaveState(path string) error {
 func (t *Trainer) mode() string {
 	if t.ad == nil {
 		return "full"
+	}
+	if t.critic != nil {
+		return fmt.Sprintf("critic lora r=%d modules=%d head=%d", t.ad.rank, len(t.ad.mods), len(t.critic.head))
 	}
 	return fmt.Sprintf("lora r=%d modules=%d", t.ad.rank, len(t.ad.mods))
 }

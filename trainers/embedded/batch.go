@@ -17,6 +17,8 @@ type Batch = grpo.Batch
 
 // sample is one trajectory ready to train on.
 type sample struct {
+	prompt    string // the trajectory's prompt id and sample index
+	index     int
 	ex        tiny.Example
 	old       []float32 // nil: rescore with the policy before the update
 	advantage float64
@@ -78,7 +80,7 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 			if err != nil {
 				return nil, err
 			}
-			smp.advantage = a.Advantage
+			smp.prompt, smp.index, smp.advantage = t.PromptID, int(t.SampleIndex), a.Advantage
 			p.samples = append(p.samples, smp)
 			continue
 		}
@@ -86,7 +88,7 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.samples = append(p.samples, sample{ex: ex, old: t.Logprobs, advantage: a.Advantage})
+		p.samples = append(p.samples, sample{prompt: t.PromptID, index: int(t.SampleIndex), ex: ex, old: t.Logprobs, advantage: a.Advantage})
 	}
 	return p, nil
 }

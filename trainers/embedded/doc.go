@@ -79,6 +79,7 @@
 //	iterations/NNNNNN/adapter/            the directory above
 //	iterations/NNNNNN/train_metrics.json  Metrics
 //	iterations/NNNNNN/advantages.parquet  tables.Advantages, one row per trajectory
+//	iterations/NNNNNN/values.parquet      PPO's per-token values (with the critic)
 //
 // In a pipeline the loop's advantages step (advantages.TrainTask) writes
 // advantages.parquet before the train call, which reads it as its
@@ -94,6 +95,29 @@
 // staleness. Training speed is left out on purpose (BenchmarkUpdate
 // measures it; the engine's events/NNNNNN.metrics.json hold the stage's
 // seconds).
+//
+// # PPO
+//
+// With Options.Critic (trainer.critic) and Options.GAE (advantages:
+// {estimator: gae}) the trainer runs PPO: a critic — a second LoRA
+// adapter of the policy's shape and a value head on the final norm's
+// output (tiny.Critic) — values every completion token once before the
+// update; the sample's reward on its last trainable token (with
+// KLInReward, −β·(logπ_old − logπ_ref) on each) becomes GAE's
+// advantages and returns over the trainable tokens, carrying across an
+// episode's observations; the advantages are whitened over the batch and
+// replace the sequence's advantage in the policy loss, while the critic
+// takes an AdamW step of its own on verl's clipped value loss on the same
+// minibatch. The critic is saved under the adapter directory's CriticDir
+// (a PEFT adapter, value_head.safetensors, its optimizer state); a later
+// iteration's adapter without it fails with ErrNoCritic unless
+// CriticOptions.Missing is MissingFresh. The update also returns the
+// values table (Result.Values, written as values.parquet) and PPO's
+// metrics (PPOFigures). docs/TRAINERS.md has the formulas and the
+// measurements: on the demo's configuration with one sample per prompt,
+// where GRPO trains on nothing, PPO takes the held-out exact pass@1 from
+// 0.3129 to 0.6868 in 60 iterations (GRPO with 8: 0.7432; PPO with 8:
+// 0.7478); TestPPOLearnsWithOneSample pins a shorter run.
 //
 // # Defaults, and what they do on the embedded model
 //

@@ -22,4 +22,8 @@ var (
 	// (staleness > 0) has no logprobs; rescoring it with the trainer's
 	// adapter would drop the staleness correction. It wraps ErrBatch.
 	ErrStaleNoLogprobs = fmt.Errorf("%w: a stale sample has no behaviour logprobs", ErrBatch)
+	// ErrNoCritic: PPO's critic is on, and the adapter a later iteration
+	// continues from has no critic (CriticDir). It is never silently
+	// reinitialised: CriticOptions.Missing "fresh" starts a new one.
+	ErrNoCritic = errors.New("it has no critic")
 )

@@ -48,6 +48,9 @@ func (s *GRPOStage) Check(c kind.Checker) {
 		}
 		o.PolicyLoss = l
 	}
+	if !checkPPO(c, &o) {
+		return
+	}
 	o.EnsureDefaults()
 	var oe *OptionError
 	if err := o.Validate(); errors.As(err, &oe) {
@@ -114,6 +117,7 @@ func (s *GRPOStage) Task(b kind.Build) (*pipeline.Task, error) {
 		}
 		o.PolicyLoss = l
 	}
+	o.GAE = gaeOptions(b.Estimator, b.Gamma, b.Lambda)
 	t := Task(m, o)
 	t.Env, t.Version = b.Env, b.Versioned(t.Version)
 	return t, nil

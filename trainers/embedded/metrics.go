@@ -25,6 +25,10 @@ type Metrics struct {
 	// OffPolicy are mismatch_kl and ratio_max (grpo.MismatchOf): the
 	// train/inference mismatch before the update.
 	grpo.OffPolicy
+	// PPOFigures are PPO's (value_loss, vf_clip_frac, critic_grad_norm,
+	// explained_variance, values_mean, returns_mean); left out without
+	// the critic.
+	*PPOFigures
 
 	// Figures are the batch's: rewards per component, groups, samples
 	// used and masked, response lengths, staleness.
@@ -36,6 +40,10 @@ type StepMetrics struct {
 	grpo.LossStats
 	// GradNorm is the gradient's global L2 norm before clipping.
 	GradNorm float64 `json:"grad_norm"`
+	// CriticStep is the critic's step on the same minibatch (left out
+	// without one). During the critic's warm-up the policy takes no
+	// step: its figures are 0.
+	*CriticStep
 }
 
 // batchMetrics are the figures of a prepared batch, before any step.
@@ -88,4 +96,25 @@ func (m *Metrics) addSteps(steps []StepMetrics, firstEpoch int) {
 	m.ClipHigh /= n
 	m.RatioDev /= n
 	m.GradNorm /= n
+}
+
+// addPPO records PPO's figures: the batch's, and the means of the
+// critic's steps.
+func (m *Metrics) addPPO(steps []StepMetrics, f PPOFigures) {
+	n := 0
+	for _, s := range steps {
+		if s.CriticStep == nil {
+			continue
+		}
+		f.ValueLoss += s.ValueLoss
+		f.VFClipFrac += s.VFClipFrac
+		f.CriticGradNorm += s.CriticGradNorm
+		n++
+	}
+	if n > 0 {
+		f.ValueLoss /= float64(n)
+		f.VFClipFrac /= float64(n)
+		f.CriticGradNorm /= float64(n)
+	}
+	m.PPOFigures = &f
 }

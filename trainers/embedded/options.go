@@ -102,6 +102,19 @@ type Options struct {
 	// the update (ErrStaleNoLogprobs). It enters the version only when
 	// set.
 	RescoreStale bool `yaml:"rescore_stale,omitempty" json:"rescore_stale,omitempty"`
+	// Critic, when set, trains PPO's critic beside the policy and trains
+	// the policy on GAE's per-token advantages (ppo.go,
+	// docs/TRAINERS.md); it needs GAE. It enters the version only when
+	// set.
+	Critic *CriticOptions `yaml:"critic,omitempty" json:"critic,omitempty"`
+	// KLInReward moves the KL to the base model from the loss into PPO's
+	// per-token rewards: −Beta·(logπ_old − logπ_ref) on every trainable
+	// token. It needs GAE, and enters the version only when set.
+	KLInReward bool `yaml:"kl_in_reward,omitempty" json:"kl_in_reward,omitempty"`
+	// GAE is PPO's estimator, set from the advantages section
+	// (estimator: gae) by the grpo stage; nil trains on the advantages
+	// table's sequence advantages. It enters the version only when set.
+	GAE *GAEOptions `yaml:"-" json:"gae,omitempty"`
 	// LoRA shapes the adapter created on the first iteration (when the
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.
@@ -143,6 +156,7 @@ func (o *Options) EnsureDefaults() {
 	o.LoRA.Rank = cmp.Or(o.LoRA.Rank, DefaultRank)
 	o.LoRA.Alpha = cmp.Or(o.LoRA.Alpha, DefaultAlpha)
 	o.LoRA.Seed = cmp.Or(o.LoRA.Seed, DefaultLoRASeed)
+	o.Critic.ensureDefaults(o.LR)
 }
 
 // Validate reports the first option that cannot work, naming its JSON
@@ -184,7 +198,7 @@ func (o Options) Validate() error {
 	case !(o.LoRA.Alpha > 0) || !finite(o.LoRA.Alpha):
 		return bad("lora.alpha", "%g; it must be positive", o.LoRA.Alpha)
 	}
-	return nil
+	return o.validatePPO()
 }
 
 // OptionError is an option that cannot work: Key is its key ("lora.rank").
@@ -201,7 +215,11 @@ func (o Options) trainConfig() tiny.TrainConfig {
 }
 
 func (o Options) lossOptions() grpo.LossOptions {
-	return grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
+	lo := grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
+	if o.KLInReward {
+		lo.Beta = 0 // the KL is in PPO's rewards instead
+	}
+	return lo
 }
 
 // Version is the train task's version for a base model: CodeVersion and a
@@ -222,5 +240,9 @@ func (o Options) Version(m *tiny.Model) (string, error) {
 
 // advantages are the options of the advantages the trainer trains on.
 func (o Options) advantages() advantages.TrainOptions {
-	return advantages.TrainOptions{Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd}
+	to := advantages.TrainOptions{Options: advantages.Options{NoStd: o.NoStd}, KeepZeroStd: o.KeepZeroStd}
+	if o.GAE != nil {
+		to.Estimator, to.Gamma, to.Lambda = advantages.GAEEstimator, o.GAE.Gamma, o.GAE.Lambda
+	}
+	return to
 }

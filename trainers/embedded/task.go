@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/advantages"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -53,7 +54,7 @@ func newTask(m *tiny.Model, o Options, f faults) *pipeline.Task {
 	version, verr := o.Version(m)
 	return &pipeline.Task{
 		Name: "train", Version: version, Env: "train", Deterministic: true,
-		Outputs: grpo.Outputs(checkMetrics),
+		Outputs: outputs(o),
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			if verr != nil {
 				return pipeline.Permanent(fmt.Errorf("train stage: %w", verr))
@@ -77,9 +78,17 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	}
 	var t *Trainer
 	if dir := tc.InputPath("policy"); dir != "" {
-		t, err = Load(m, o, dir)
+		t, err = load(m, o, dir, p.Iteration <= 1)
+		if errors.Is(err, ErrNoCritic) {
+			return pipeline.Permanent(fmt.Errorf("train iteration %d: load the policy input %s: %w (no %s/ directory) while trainer.critic is on, and a critic is never silently reinitialised: continue from an adapter trained with the critic, or set trainer.critic.missing: fresh to start a new one",
+				p.Iteration, runs.AdapterPath(p.Iteration-1), err, CriticDir))
+		}
 		if err != nil {
 			return pipeline.Permanent(fmt.Errorf("train iteration %d: load the policy input: %w", p.Iteration, err))
+		}
+		if t.freshCritic && p.Iteration > 1 {
+			log := tc.Logger() // it names the run and the iteration
+			log.Info().Msg("the policy input has no critic/: a new critic starts (trainer.critic.missing: fresh)")
 		}
 	} else if t, err = New(m, o); err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
@@ -115,6 +124,11 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	if err := os.WriteFile(tc.OutputPath(grpo.OutMetrics), append(mb, '\n'), 0o644); err != nil {
 		return err
 	}
+	if path := tc.OutputPath(OutValues); path != "" {
+		if err := tables.WriteFile(path, tables.TokenValues, res.Values, nil); err != nil {
+			return fmt.Errorf("write values: %w", err)
+		}
+	}
 	if path := tc.OutputPath(grpo.OutAdvantages); path != "" {
 		if err := tables.WriteFile(path, tables.Advantages, res.Advantages, nil); err != nil {
 			return fmt.Errorf("write advantages: %w", err)
@@ -138,6 +152,16 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 		return err
 	}
 	return fmt.Errorf("train iteration %d: planned crash of attempt %d while writing the adapter", iteration, attempt)
+}
+
+// outputs are the train task's outputs: grpo.Outputs, and OutValues
+// with the critic.
+func outputs(o Options) []pipeline.Output {
+	out := grpo.Outputs(checkMetrics)
+	if o.Critic != nil {
+		out = append(out, pipeline.Output{Name: OutValues, File: runs.ValuesFile, Check: func(path string) error { return tables.CheckFile(path, tables.TokenValues) }})
+	}
+	return out
 }
 
 func checkMetrics(path string) error {

@@ -40,6 +40,10 @@ type State struct {
 	Updates        int `json:"updates"`
 	// Options are those of the last update, defaults applied.
 	Options Options `json:"options"`
+	// CriticUpdates counts the updates the critic (CriticDir) has
+	// taken, CriticOptimizerSteps its AdamW steps; absent without one.
+	CriticUpdates        int `json:"critic_updates,omitempty"`
+	CriticOptimizerSteps int `json:"critic_optimizer_steps,omitempty"`
 }
 
 // Trainer trains a LoRA adapter of an embedded model with GRPO, one
@@ -51,6 +55,14 @@ type Trainer struct {
 	ad      *tiny.Adapter
 	tr      *tiny.Trainer
 	updates int
+
+	// PPO's critic (Options.Critic) and its trainer; nil without.
+	critic        *tiny.Critic
+	ctr           *tiny.Trainer
+	criticUpdates int
+	// freshCritic says that Load started a new critic because the
+	// adapter had none.
+	freshCritic bool
 
 	// poison, set by tests, makes the next loss see a NaN log-probability.
 	poison bool
@@ -71,15 +83,31 @@ func New(m *tiny.Model, o Options) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
-	return &Trainer{m: m, o: o, ad: ad, tr: tr}, nil
+	t := &Trainer{m: m, o: o, ad: ad, tr: tr}
+	if o.Critic != nil {
+		if err := t.newCritic(); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // Load returns a trainer that continues from the adapter directory dir: a
 // PEFT adapter, with the optimizer state and trainer state that Save
 // writes beside it when they are there (an adapter from elsewhere starts
 // with fresh AdamW moments). The adapter keeps its own rank and targets;
-// o.LoRA does not apply.
+// o.LoRA does not apply. With o.Critic, the critic continues from dir's
+// CriticDir; an adapter without one that this trainer trained before
+// (its StateFile counts updates) fails with ErrNoCritic unless
+// o.Critic.Missing is MissingFresh, and one from elsewhere starts a
+// fresh critic.
 func Load(m *tiny.Model, o Options, dir string) (*Trainer, error) {
+	return load(m, o, dir, false)
+}
+
+// load is Load; freshCritic lets a fresh critic start whatever the
+// adapter's history (the run's first iteration).
+func load(m *tiny.Model, o Options, dir string, freshCritic bool) (*Trainer, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -106,7 +134,7 @@ func Load(m *tiny.Model, o Options, dir string) (*Trainer, error) {
 		if st.BaseModel != m.Version() {
 			return nil, fmt.Errorf("load trainer state %s: the adapter was trained on %s, not %s", filepath.Join(dir, StateFile), st.BaseModel, m.Version())
 		}
-		t.updates = st.Updates
+		t.updates, t.criticUpdates = st.Updates, st.CriticUpdates
 	}
 	opt := filepath.Join(dir, OptimizerFile)
 	if _, err := os.Stat(opt); err == nil {
@@ -115,6 +143,11 @@ func Load(m *tiny.Model, o Options, dir string) (*Trainer, error) {
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("load optimizer state: %w", err)
+	}
+	if o.Critic != nil {
+		if err := t.loadCritic(dir, freshCritic || t.updates == 0); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -125,7 +158,11 @@ func (t *Trainer) Adapter() *tiny.Adapter { return t.ad }
 
 // State returns the trainer's state as Save records it.
 func (t *Trainer) State() State {
-	return State{Format: StateFormat, BaseModel: t.m.Version(), OptimizerSteps: t.tr.Steps(), Updates: t.updates, Options: t.o}
+	st := State{Format: StateFormat, BaseModel: t.m.Version(), OptimizerSteps: t.tr.Steps(), Updates: t.updates, Options: t.o}
+	if t.critic != nil {
+		st.CriticUpdates, st.CriticOptimizerSteps = t.criticUpdates, t.ctr.Steps()
+	}
+	return st
 }
 
 // Save writes the adapter as a PEFT directory, plus OptimizerFile and
@@ -137,6 +174,11 @@ func (t *Trainer) Save(dir string) error {
 	}
 	if err := t.tr.SaveState(filepath.Join(dir, OptimizerFile)); err != nil {
 		return err
+	}
+	if t.critic != nil {
+		if err := t.saveCritic(dir); err != nil {
+			return err
+		}
 	}
 	b, err := json.MarshalIndent(t.State(), "", "  ")
 	if err != nil {
@@ -154,6 +196,9 @@ type Result struct {
 	// Advantages has one row per trajectory, in (prompt id, sample index)
 	// order, masked rows saying why.
 	Advantages []tables.Advantage
+	// Values has PPO's per-token figures of each trained sample, in the
+	// same order; nil without the critic.
+	Values []tables.TokenValue
 }
 
 // Update takes one GRPO update on a batch: advantages within each
@@ -172,11 +217,21 @@ func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
 	res := Result{Advantages: p.advantages}
 	res.Metrics = batchMetrics(p)
 	if len(p.samples) > 0 {
-		steps, err := t.train(ctx, p.samples)
+		steps, ppo, err := t.train(ctx, p.samples)
 		if err != nil {
 			return Result{}, err
 		}
 		res.Metrics.addSteps(steps, min(t.o.Minibatches, len(p.samples)))
+		if ppo != nil {
+			res.Values = ppo.valueRows(p.samples)
+			res.Metrics.addPPO(steps, ppo.figures)
+		}
+	}
+	if t.critic != nil {
+		if res.Values == nil {
+			res.Values = []tables.TokenValue{}
+		}
+		t.criticUpdates++
 	}
 	t.updates++
 	res.Metrics.OptimizerSteps = t.tr.Steps()
@@ -184,7 +239,7 @@ func (t *Trainer) Update(ctx context.Context, b Batch) (Result, error) {
 	return res, nil
 }
 
-func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, error) {
+func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *ppoBatch, error) {
 	examples := make([]tiny.Example, len(samples))
 	for i, s := range samples {
 		examples[i] = s.ex
@@ -205,7 +260,7 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 		}
 		lp, _, err := t.m.Score(ctx, t.ad, sub)
 		if err != nil {
-			return nil, fmt.Errorf("score old logprobs: %w", err)
+			return nil, nil, fmt.Errorf("score old logprobs: %w", err)
 		}
 		for k, i := range missing {
 			samples[i].old = lp[k]
@@ -215,19 +270,40 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 	if t.o.Beta > 0 {
 		lp, _, err := t.m.Score(ctx, nil, examples)
 		if err != nil {
-			return nil, fmt.Errorf("score reference logprobs: %w", err)
+			return nil, nil, fmt.Errorf("score reference logprobs: %w", err)
 		}
 		ref = make([][]float64, len(lp))
 		for i, l := range lp {
 			ref[i] = widen(l)
 		}
 	}
+	var ppo *ppoBatch
+	if t.critic != nil {
+		var err error
+		if ppo, err = t.ppoTargets(ctx, samples, examples, ref); err != nil {
+			return nil, nil, err
+		}
+	}
+	// During the critic's warm-up the policy takes no step.
+	actor := t.critic == nil || t.criticUpdates >= t.o.Critic.Warmup
 	lo := t.o.lossOptions()
 	var steps []StepMetrics
 	M := min(t.o.Minibatches, len(samples))
 	for epoch := 0; epoch < t.o.Epochs; epoch++ {
 		for k := 0; k < M; k++ {
 			from, to := k*len(samples)/M, (k+1)*len(samples)/M
+			var sm StepMetrics
+			if ppo != nil {
+				cs, err := t.criticStep(ctx, samples, examples[from:to], ppo, from)
+				if err != nil {
+					return nil, nil, err
+				}
+				sm.CriticStep = &cs
+			}
+			if !actor {
+				steps = append(steps, sm)
+				continue
+			}
 			var ls grpo.LossStats
 			loss := func(lps, ents, grad [][]float32) (float64, error) {
 				seqs := make([]grpo.Sequence, len(lps))
@@ -236,6 +312,9 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 					seqs[i] = grpo.Sequence{Logprobs: widen(lps[i]), OldLogprobs: s.old, Entropies: widen(ents[i]), Advantage: s.advantage, Trainable: s.trainable}
 					if ref != nil {
 						seqs[i].RefLogprobs = ref[from+i]
+					}
+					if ppo != nil {
+						seqs[i].Advantages = ppo.adv[from+i]
 					}
 				}
 				if t.poison && len(seqs) > 0 && len(seqs[0].Logprobs) > 0 {
@@ -255,15 +334,16 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, e
 			}
 			ss, err := t.tr.Step(ctx, examples[from:to], loss)
 			if err != nil {
-				return nil, fmt.Errorf("optimizer step %d (epoch %d, minibatch %d of %d): %w", t.tr.Steps()+1, epoch+1, k+1, M, err)
+				return nil, nil, fmt.Errorf("optimizer step %d (epoch %d, minibatch %d of %d): %w", t.tr.Steps()+1, epoch+1, k+1, M, err)
 			}
 			if math.IsNaN(ss.GradNorm) || math.IsInf(ss.GradNorm, 0) {
-				return nil, fmt.Errorf("optimizer step %d: gradient norm %g: %w; the adapter is corrupt", ss.Step, ss.GradNorm, grpo.ErrNonFinite)
+				return nil, nil, fmt.Errorf("optimizer step %d: gradient norm %g: %w; the adapter is corrupt", ss.Step, ss.GradNorm, grpo.ErrNonFinite)
 			}
-			steps = append(steps, StepMetrics{LossStats: ls, GradNorm: ss.GradNorm})
+			sm.LossStats, sm.GradNorm = ls, ss.GradNorm
+			steps = append(steps, sm)
 		}
 	}
-	return steps, nil
+	return steps, ppo, nil
 }
 
 func widen(v []float32) []float64 {

@@ -32,6 +32,7 @@ func (cispo) Policy(s *Sequence, o LossOptions, out []TokenLoss) {
 		case rho > 1+o.EpsHigh:
 			w, c = 1+o.EpsHigh, ClipHigh
 		}
-		out[t] = TokenLoss{Value: -w * s.Advantage * lp, Grad: -w * s.Advantage, Clip: c}
+		a := s.AdvantageAt(t)
+		out[t] = TokenLoss{Value: -w * a * lp, Grad: -w * a, Clip: c}
 	}
 }

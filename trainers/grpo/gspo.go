@@ -31,19 +31,20 @@ func (gspo) Policy(s *Sequence, o LossOptions, out []TokenLoss) {
 	logS := sum / float64(n)
 	capped := logS > 10
 	r := math.Exp(math.Min(logS, 10))
-	a := s.Advantage
-	tl := TokenLoss{Value: -r * a, Grad: -r * a}
-	switch {
-	case a < 0 && r < 1-o.EpsLow:
-		tl = TokenLoss{Value: -(1 - o.EpsLow) * a, Clip: ClipLow}
-	case a > 0 && r > 1+o.EpsHigh:
-		tl = TokenLoss{Value: -(1 + o.EpsHigh) * a, Clip: ClipHigh}
-	case capped:
-		tl.Grad = 0
-	}
 	for t := range s.Logprobs {
-		if s.trains(t) {
-			out[t] = tl
+		if !s.trains(t) {
+			continue
 		}
+		a := s.AdvantageAt(t)
+		tl := TokenLoss{Value: -r * a, Grad: -r * a}
+		switch {
+		case a < 0 && r < 1-o.EpsLow:
+			tl = TokenLoss{Value: -(1 - o.EpsLow) * a, Clip: ClipLow}
+		case a > 0 && r > 1+o.EpsHigh:
+			tl = TokenLoss{Value: -(1 + o.EpsHigh) * a, Clip: ClipHigh}
+		case capped:
+			tl.Grad = 0
+		}
+		out[t] = tl
 	}
 }

@@ -129,12 +129,24 @@ type Sequence struct {
 	// they only feed the statistics.
 	Entropies []float64
 	Advantage float64
+	// Advantages, when not nil, are per-token advantages (PPO's GAE),
+	// one per token, used in place of Advantage (AdvantageAt).
+	Advantages []float64
 	// Trainable, when not nil, marks the tokens that enter the loss: an
 	// episode's replies (true) among the observations between them
 	// (false), which the policy was given, not sampled. A token not
 	// trainable has no gradient and counts in no mean; its Logprobs,
 	// OldLogprobs and RefLogprobs entries are not read. Nil: every token.
 	Trainable []bool
+}
+
+// AdvantageAt is token t's advantage: Advantages[t], or the sequence's
+// Advantage when there are no per-token ones.
+func (s *Sequence) AdvantageAt(t int) float64 {
+	if s.Advantages != nil {
+		return s.Advantages[t]
+	}
+	return s.Advantage
 }
 
 // trains reports whether token t of s enters the loss.
@@ -222,6 +234,9 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		}
 		if s.Entropies != nil && len(s.Entropies) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has %d entropies for %d tokens (give one per token, or none)", i, len(s.Entropies), len(s.Logprobs))
+		}
+		if s.Advantages != nil && len(s.Advantages) != len(s.Logprobs) {
+			return st, nil, fmt.Errorf("grpo: sequence %d has %d advantages for %d tokens (give one per token, or none)", i, len(s.Advantages), len(s.Logprobs))
 		}
 		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
 			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))

@@ -16,11 +16,11 @@ type ppoClip struct{}
 func (ppoClip) Name() string { return "ppo_clip" }
 
 func (ppoClip) Policy(s *Sequence, o LossOptions, out []TokenLoss) {
-	a := s.Advantage
 	for t, lp := range s.Logprobs {
 		if !s.trains(t) {
 			continue
 		}
+		a := s.AdvantageAt(t)
 		rho := math.Exp(lp - float64(s.OldLogprobs[t]))
 		unclipped := rho * a
 		clipped := math.Min(math.Max(rho, 1-o.EpsLow), 1+o.EpsHigh) * a
