@@ -319,15 +319,17 @@ type ppoMetrics struct {
 
 // PPO under torchrun trains what one process trains: every row's old
 // values, returns and whitened advantages (the whitening statistics are
-// the whole batch's, not a rank's), the losses, the critic's gradient
-// norm and the critic it writes, continuing from a critic with non-zero
-// values.
+// the whole batch's, not a rank's), the losses, the value clip, the
+// critic's gradient norm and the critic it writes over three minibatch
+// steps, continuing from a critic with non-zero values.
 func TestReferenceScriptPPOUnderTorchrun(t *testing.T) {
 	py := slowTorchPython(t, "runs the PPO script three times, once under torchrun (about two minutes)")
 	m, model := torchtest.Export(t)
 	f := torchtest.PPOBatch(t, m, "", filepath.Join(t.TempDir(), "batch"), 2, 12, 1)
 	hp := ppoHparams(model, map[string]any{"lr": 1e-2, "cliprange_value": 0.05})
-	hp["beta"], hp["kl_in_reward"] = 0.04, true
+	// Three steps of 4 rows (2 per rank): after the first the critic has
+	// moved, so the value clip binds.
+	hp["beta"], hp["kl_in_reward"], hp["minibatch_size"] = 0.04, true, 4
 	one := []string{py, torchtest.Script(t)}
 	first, critic, _ := ppoCall(t, one, f, hp, "", "", "", 1)
 	r1, c1, v1 := ppoCall(t, one, f, hp, first.Adapter, first.Optimizer, critic, 2)
@@ -383,7 +385,7 @@ func TestReferenceScriptPPOUnderTorchrun(t *testing.T) {
 	if d > 1e-5 || over > total/1000 {
 		t.Errorf("the critics 2 ranks and 1 process write are up to %.3g apart (%d of %d values beyond 1e-6)", d, over, total)
 	}
-	if m1.CriticSteps != 2 || m2.CriticSteps != 2 {
-		t.Errorf("critic_optimizer_steps %d and %d, want 2", m1.CriticSteps, m2.CriticSteps)
+	if m1.CriticSteps != 6 || m2.CriticSteps != 6 {
+		t.Errorf("critic_optimizer_steps %d and %d after two calls of 3 steps, want 6", m1.CriticSteps, m2.CriticSteps)
 	}
 }
