@@ -92,26 +92,21 @@ func (p *paths) splitPolicy(policy, dir string) error {
 	if err := os.MkdirAll(adapterIn, 0o755); err != nil {
 		return err
 	}
+	// Subdirectories that are state beside the PEFT files: each moves to
+	// its own flag's directory when it holds a file.
+	state := map[string]struct {
+		to   *string
+		name string
+	}{OptimizerDir: {&p.OptimizerIn, optimizerInDir}, grpo.CriticDir: {&p.CriticIn, criticInDir}}
 	for _, e := range entries {
 		src := filepath.Join(policy, e.Name())
-		if e.Name() == OptimizerDir && e.IsDir() {
+		if st, ok := state[e.Name()]; ok && e.IsDir() {
 			if ok, err := hasFiles(src); err != nil {
 				return err
 			} else if ok {
-				p.OptimizerIn = filepath.Join(dir, optimizerInDir)
-				if err := os.Rename(src, p.OptimizerIn); err != nil {
-					return fmt.Errorf("lay out the optimizer state: %w", err)
-				}
-			}
-			continue
-		}
-		if e.Name() == grpo.CriticDir && e.IsDir() {
-			if ok, err := hasFiles(src); err != nil {
-				return err
-			} else if ok {
-				p.CriticIn = filepath.Join(dir, criticInDir)
-				if err := os.Rename(src, p.CriticIn); err != nil {
-					return fmt.Errorf("lay out the critic: %w", err)
+				*st.to = filepath.Join(dir, st.name)
+				if err := os.Rename(src, *st.to); err != nil {
+					return fmt.Errorf("lay out the policy input's %s/: %w", e.Name(), err)
 				}
 			}
 			continue

@@ -54,6 +54,10 @@ func TestPPOParityWithEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	gm := res.Metrics
+	var goRows []torchtest.TokenValues
+	for _, v := range res.Values {
+		goRows = append(goRows, torchtest.TokenValues(v))
+	}
 	if gm.PPOFigures == nil {
 		t.Fatal("the embedded trainer reports no PPO figures")
 	}
@@ -63,26 +67,8 @@ func TestPPOParityWithEmbedded(t *testing.T) {
 	}{{"one process", single}, {"torchrun", torchtest.TorchrunArgv(t, py, 2)}} {
 		t.Run(c.name, func(t *testing.T) {
 			r, _, values := ppoCall(t, c.argv, f, hp, adapterIn, "", criticIn, 2)
-			rows := torchtest.ReadValues(t, values)
-			if len(rows) != len(res.Values) {
-				t.Fatalf("%d rows of values from the script, %d from the embedded trainer", len(rows), len(res.Values))
-			}
-			worst := map[string]float64{}
-			for i, a := range rows {
-				b := res.Values[i]
-				if a.PromptID != b.PromptID || a.SampleIndex != b.SampleIndex {
-					t.Fatalf("row %d: %s/%d from the script, %s/%d from the embedded trainer", i, a.PromptID, a.SampleIndex, b.PromptID, b.SampleIndex)
-				}
-				for name, pair := range map[string][2][]float64{"rewards": {a.Rewards, b.Rewards}, "values": {a.Values, b.Values},
-					"returns": {a.Returns, b.Returns}, "advantages": {a.Advantages, b.Advantages}} {
-					if len(pair[0]) != len(pair[1]) {
-						t.Fatalf("row %d: %s has %d entries from the script, %d from the embedded trainer", i, name, len(pair[0]), len(pair[1]))
-					}
-					for j := range pair[0] {
-						worst[name] = math.Max(worst[name], math.Abs(pair[0][j]-pair[1][j]))
-					}
-				}
-			}
+			// The script's rows, then the embedded trainer's.
+			worst := valueDiffs(t, torchtest.ReadValues(t, values), goRows)
 			var pm ppoMetrics
 			readJSON(t, filepath.Join(r.Dir, "metrics.json"), &pm)
 			t.Logf("script vs embedded: per-token %v; value loss %.9f / %.9f; vf clip %.4f / %.4f; critic grad norm %.9f / %.9f; loss %.9f / %.9f",

@@ -562,13 +562,7 @@ def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bo
     """Log-probabilities (and entropies) of each sample's completion tokens."""
     import torch
 
-    length = max(len(s["prompt"]) + len(s["completion"]) for s in batch)
-    ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), length), dtype=torch.long)
-    for i, s in enumerate(batch):
-        seq = s["prompt"] + s["completion"]
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[i, : len(seq)] = 1
+    ids, mask = ppo_critic.pad(batch, pad_id)
     logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits
     lps, ents = [], []
     for i, s in enumerate(batch):
