@@ -74,7 +74,11 @@
 // ReasonNoReward when the sample failed earlier, and adds ReasonZeroStd
 // (unless TrainOptions.KeepZeroStd), ReasonNoTokens and ReasonNoSequence
 // (an episode whose exact token sequence is unknown) for samples no
-// trainer can learn from. The same words appear in the trainers'
+// trainer can learn from. With TrainOptions.MaskTruncated (the file's
+// advantages.mask_truncated_completions, DAPO's overlong filtering) it
+// masks a sample whose finish reason is "length" as ReasonTruncated, ahead
+// of those three; the sample still counts in its group's mean and std, as
+// in TRL, and only leaves the loss. The same words appear in the trainers'
 // mask_reasons metric.
 //
 // Given is Join with the advantages read back from such a table instead

@@ -27,6 +27,11 @@ type TrainOptions struct {
 	// all equal (their advantage is 0); by default they are masked with
 	// ReasonZeroStd, as DAPO's dynamic sampling drops them.
 	KeepZeroStd bool
+	// MaskTruncated masks the samples whose finish reason is "length"
+	// (ReasonTruncated): DAPO's overlong filtering, TRL's
+	// mask_truncated_completions. They still count in their group's
+	// mean and std, as in TRL, and only leave the loss.
+	MaskTruncated bool
 }
 
 // Batch is an iteration's trajectories joined with their rewards and
@@ -47,10 +52,14 @@ type Batch struct {
 // zero-variance group's samples as ReasonZeroStd (unless KeepZeroStd or
 // the estimator is a CriticEstimator),
 // samples without token ids as ReasonNoTokens and episodes without an
-// exact token sequence as ReasonNoSequence. Such samples stay out of
-// their group's statistics: a failed rollout is never trained on as a
-// reward of 0. A sample that appears twice, or a reward for a sample the
-// trajectories do not hold, is an ErrBatch.
+// exact token sequence as ReasonNoSequence. A failed or unscored sample
+// stays out of its group's statistics: a failed rollout is never trained
+// on as a reward of 0. With MaskTruncated a scored sample that stopped at
+// the length limit is masked as ReasonTruncated (before the other
+// reasons) but keeps its reward in its group's mean and std, as TRL's
+// mask_truncated_completions does: it leaves the loss only. A sample that
+// appears twice, or a reward for a sample the trajectories do not hold,
+// is an ErrBatch.
 func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batch, error) {
 	m, err := match(trajs, rewards)
 	if err != nil {
@@ -71,6 +80,8 @@ func Join(trajs []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (B
 			continue
 		}
 		switch {
+		case o.MaskTruncated && t.FinishReason == FinishLength:
+			a.Mask, a.Reason, a.Advantage = true, ReasonTruncated, 0
 		case a.GroupStd == 0 && !keepZeroStd:
 			a.Mask, a.Reason, a.Advantage = true, ReasonZeroStd, 0
 		case len(t.TokenIDs) == 0:

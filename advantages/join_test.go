@@ -35,6 +35,20 @@ func describe(b advantages.Batch) string {
 	return strings.Join(out, " ")
 }
 
+// joined is Join's batch of trajs and rewards under o, whose rows must
+// read as want (describe).
+func joined(t *testing.T, trajs []tables.Trajectory, rewards []tables.Reward, o advantages.TrainOptions, want string) advantages.Batch {
+	t.Helper()
+	b, err := advantages.Join(trajs, rewards, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(b); got != want {
+		t.Errorf("advantages\n got %s\nwant %s", got, want)
+	}
+	return b
+}
+
 func TestJoin(t *testing.T) {
 	ok := tables.StatusOK
 	trajs := []tables.Trajectory{
@@ -55,13 +69,7 @@ func TestJoin(t *testing.T) {
 			"a0:+0.500 a1:-0.500 a2:trajectory status timeout b0:+0.000 b1:+0.000 c0:no token ids c1:-0.500 c2:no reward d0:reward status error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := advantages.Join(trajs, rewards, tc.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := describe(b); got != tc.want {
-				t.Errorf("advantages\n got %s\nwant %s", got, tc.want)
-			}
+			b := joined(t, trajs, rewards, tc.o, tc.want)
 			if b.Stats != (advantages.Stats{Groups: 4, ZeroStd: 1, Masked: 3}) {
 				t.Errorf("stats %+v", b.Stats)
 			}

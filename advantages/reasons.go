@@ -30,4 +30,12 @@ const (
 	// reward, so the advantage is 0. Join sets it unless
 	// TrainOptions.KeepZeroStd.
 	ReasonZeroStd = "zero reward variance"
+	// ReasonTruncated: the sample stopped at the length limit (finish
+	// reason "length", FinishLength) and TrainOptions.MaskTruncated drops
+	// it from the loss, as DAPO's overlong filtering. Join sets it.
+	ReasonTruncated = "truncated"
 )
+
+// FinishLength is the trajectories table's finish_reason of a sample
+// that stopped at max_tokens or the context's end (policy.FinishLength).
+const FinishLength = "length"

@@ -40,6 +40,10 @@ const TrainVersion = "join-2"
 // sampleStdOption is how a version says Options.SampleStd.
 const sampleStdOption = "std=sample"
 
+// maskTruncatedOption is how a version says TrainOptions.MaskTruncated
+// (the advantages section's mask_truncated_completions: true).
+const maskTruncatedOption = "mask_truncated_completions=true"
+
 // trainVersions are the TrainVersions ParseVersion reads: join-1 wrote the
 // same rows as join-2 but for an episode without an exact token sequence,
 // which no trainer took then (they refused episodes), so its options
@@ -49,9 +53,10 @@ var trainVersions = []string{TrainVersion, "join-1"}
 // Version is TrainTask's Version for o: TrainVersion and the options,
 // defaults applied ("join-2 epsilon=1e-06 no_std=false
 // keep_zero_std=false"), then " std=sample" with SampleStd and
-// " estimator=NAME" for an estimator other than GRPO, and for a
-// CriticEstimator " gamma=G lambda=L", so that a change of options misses
-// the cache.
+// " estimator=NAME" for an estimator other than GRPO, for a
+// CriticEstimator " gamma=G lambda=L", then
+// " mask_truncated_completions=true" with MaskTruncated, so that a change
+// of options misses the cache.
 func (o TrainOptions) Version() string {
 	eps := o.Epsilon
 	if eps == 0 {
@@ -70,6 +75,11 @@ func (o TrainOptions) Version() string {
 	}
 	if NeedsCritic(o.estimator()) {
 		v += fmt.Sprintf(" gamma=%g lambda=%g", o.Gamma, o.Lambda)
+	}
+	if o.MaskTruncated {
+		// Last, and only when set: the versions without it are those
+		// written before the option.
+		v += " " + maskTruncatedOption
 	}
 	return v
 }
@@ -90,6 +100,9 @@ func ParseVersion(v string, known ...Estimator) (TrainOptions, error) {
 	}
 	if code == "" {
 		return o, fmt.Errorf("advantages task version %q: want %q followed by the options", v, TrainVersion)
+	}
+	if r, ok := strings.CutSuffix(rest, " "+maskTruncatedOption); ok {
+		rest, o.MaskTruncated = r, true
 	}
 	if r, name, ok := strings.Cut(rest, " estimator="); ok {
 		if n, gl, ok := strings.Cut(name, " gamma="); ok {

@@ -25,7 +25,7 @@ serve_vllm() {
 	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 \
 		setsid "$py" -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" \
 		--model "$1" --served-model-name tiny-arith --dtype float32 \
-		--enable-lora --max-lora-rank 8 >"$work/vllm.log" 2>&1 &
+		--enable-lora --max-lora-rank 8 --logprobs-mode processed_logprobs >"$work/vllm.log" 2>&1 &
 	server=$!
 	start=$(date +%s)
 	until "$py" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=2)" 2>/dev/null; do

@@ -18,6 +18,12 @@
 // or a step, with inputs named by the outputs they read (Step: the
 // advantages a trainer trains on, the training health, the evaluation of
 // checkpoints). TaskOrder lists them; CheckSteps says whether they fit.
+// With LoopConfig.MaxGenBatches (the file's filter_groups, DAPO's dynamic
+// sampling) an iteration's sample, generate and reward run in rounds
+// until the batch holds enough groups whose rewards differ, and
+// FilterGroupsTask merges the rounds into the iteration's files
+// (filter.go); each round is a cached call, so a resumed run takes the
+// same rounds without sampling any again.
 //
 // A task is a Go function (Task.Run) or an external command (Task.Command,
 // whose arguments may hold {{inputs.NAME}} and {{outputs.NAME}}). It reads

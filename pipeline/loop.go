@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,6 +29,9 @@ import (
 // evaluation of checkpoints, see Step) are wired from what they declare.
 type Stages struct {
 	Sample, Generate, Reward, Train *Task
+	// FilterGroups merges an iteration's generation rounds when
+	// LoopConfig.MaxGenBatches is set (FilterGroupsTask).
+	FilterGroups *Task
 	// Steps are the iteration's other tasks, placed by their After and
 	// Before (TaskOrder).
 	Steps []Step
@@ -45,6 +49,9 @@ func (s Stages) Tasks() []*Task {
 		if t != nil && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
+	}
+	if s.FilterGroups != nil {
+		out = append(out, s.FilterGroups)
 	}
 	return out
 }
@@ -76,6 +83,10 @@ type LoopConfig struct {
 	// OnCommit, when set, is called after each iteration commits (to
 	// report it); it must not block for long.
 	OnCommit func(iteration int)
+	// MaxGenBatches, when > 0, turns on dynamic sampling (filter.go):
+	// up to this many generation rounds an iteration, until its batch
+	// holds BatchSize groups whose rewards differ. 0 is off.
+	MaxGenBatches int
 	// Stop, when set, is called after each commit; returning true ends the
 	// loop early (used by tests to interrupt at a chosen point).
 	Stop func(iteration int) bool
@@ -91,6 +102,10 @@ func (c LoopConfig) validate(s Stages) error {
 		return fmt.Errorf("%w: the loop needs sample, generate, reward and train stages", ErrConfig)
 	case c.Dataset.Path == "":
 		return fmt.Errorf("%w: the loop needs a dataset", ErrConfig)
+	case c.MaxGenBatches < 0:
+		return fmt.Errorf("%w: filter_groups.max_num_gen_batches must be ≥ 1", ErrConfig)
+	case c.MaxGenBatches > 0 && s.FilterGroups == nil:
+		return fmt.Errorf("%w: dynamic sampling needs the stages' FilterGroups task (pipeline.FilterGroupsTask)", ErrConfig)
 	}
 	return CheckSteps(s)
 }
@@ -222,6 +237,10 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		it := r.Iteration(n)
 		it.work = WorkBranch(r.branch, n)
 		ictx := fails.start(lctx, it)
+		// drawn counts the prompts the iteration takes from the dataset:
+		// a batch, or every round's with dynamic sampling.
+		drawn := cfg.BatchSize
+		var genRound func(call, dir string, prompts Artifact) *Node
 		// The slots and the steps start in TaskOrder; a step reads the
 		// outputs of the slots and steps before it, and a slot also gets
 		// the outputs of the steps that feed it.
@@ -239,7 +258,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 		for _, name := range order {
 			switch name {
 			case SlotSample:
-				u.nodes[name] = it.Go(ictx, st.Sample, Call{
+				u.nodes[name] = it.Go(ictx, st.Sample, Call{Dir: cfg.roundDir(n),
 					Inputs: feed(name, map[string]Artifact{"dataset": cfg.Dataset}),
 					Params: map[string]int{"cursor": cursor, "count": cfg.BatchSize, "iteration": n},
 				})
@@ -249,13 +268,31 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 				if a, ok := policy(pk); ok {
 					genIn["policy"] = a
 				}
-				prevGen = it.Go(ictx, st.Generate, Call{Inputs: feed(name, genIn), After: prevGen,
-					Params: map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}})
+				genParams := map[string]int{"iteration": n, "policy_iteration": max(pk, 0), "staleness": n - 1 - max(pk, 0)}
+				prevGen = it.Go(ictx, st.Generate, Call{Inputs: feed(name, genIn), After: prevGen, Dir: cfg.roundDir(n), Params: genParams})
 				u.nodes[name] = prevGen
+				// A refill round generates as round 0 does, in its own
+				// directory, after the generation before it.
+				genRound = func(call, dir string, prompts Artifact) *Node {
+					in := maps.Clone(genIn)
+					in["prompts"] = prompts
+					prevGen = it.Go(ictx, st.Generate, Call{Name: call, Dir: dir, Inputs: in, After: prevGen, Params: genParams})
+					return prevGen
+				}
 			case SlotReward:
-				u.nodes[name] = it.Go(ictx, st.Reward, Call{Inputs: feed(name, map[string]Artifact{
+				u.nodes[name] = it.Go(ictx, st.Reward, Call{Dir: cfg.roundDir(n), Inputs: feed(name, map[string]Artifact{
 					"trajectories": u.nodes[SlotGenerate].Output(OutTrajectories), "prompts": u.nodes[SlotSample].Output(OutPrompts)}),
 					Params: map[string]int{"iteration": n}})
+				if cfg.MaxGenBatches > 0 {
+					rounds, err := r.refill(ictx, it, cfg, st, u.nodes, cursor, genRound)
+					if err != nil {
+						cancel()
+						_ = it.Wait(context.Background())
+						drain()
+						return state, err
+					}
+					drawn = rounds * cfg.BatchSize
+				}
 			case SlotTrain:
 				trainIn := map[string]Artifact{"rewards": u.nodes[SlotReward].Output(OutRewards),
 					"trajectories": u.nodes[SlotGenerate].Output(OutTrajectories), "prompts": u.nodes[SlotSample].Output(OutPrompts)}
@@ -269,7 +306,7 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 				}
 			}
 		}
-		cursor += cfg.BatchSize
+		cursor += drawn
 		train := u.nodes[SlotTrain]
 		trains[n] = train
 		delete(trains, n-cfg.MaxStaleness-2) // no later iteration reads it
@@ -281,6 +318,16 @@ func (r *Run) Loop(ctx context.Context, cfg LoopConfig, st Stages) (runs.State, 
 	}
 	_, err = commitDownTo(0)
 	return state, err
+}
+
+// roundDir is where round 0 of iteration n writes the slots' outputs:
+// the iteration's directory ("") without dynamic sampling, else its
+// first round's.
+func (c LoopConfig) roundDir(n int) string {
+	if c.MaxGenBatches == 0 {
+		return ""
+	}
+	return runs.RoundDir(n, 0)
 }
 
 // errStopped is the cause the loop cancels a task's context with when a

@@ -96,15 +96,19 @@ type Sample struct {
 	Index int
 	Text  string
 	// TokenIDs and Logprobs are nil when the policy does not return them.
-	// Logprobs are those of the model at temperature 1 without top-p, the
-	// quantities a policy-gradient trainer needs.
+	// Logprobs are those of the distribution the tokens were drawn from:
+	// log softmax(z/T) at the sampling temperature T (the model's own at
+	// T 0 and 1), before top-p — the behaviour policy a trainer of the
+	// tempered policy needs (docs/TRAINERS.md). vLLM returns them with
+	// --logprobs-mode processed_logprobs; its default, raw_logprobs, is
+	// log softmax(z) whatever T.
 	TokenIDs []int32
 	Logprobs []float32
 	// TopLogprobs holds, when Sampling.TopLogprobs is k > 0 and the policy
 	// computes them, the k most likely tokens at each position of TokenIDs
 	// (fewer when the vocabulary is smaller), most likely first, ties by
-	// lower id: the alternatives the model weighed, at temperature 1
-	// without top-p like Logprobs. Nil otherwise.
+	// lower id: the alternatives the model weighed, at the sampling
+	// temperature without top-p like Logprobs. Nil otherwise.
 	TopLogprobs  [][]TokenLogprob
 	FinishReason string
 	// StopReason is the stop string that ended the sample (FinishStop);

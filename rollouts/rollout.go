@@ -97,7 +97,8 @@ func (g *generator) version() (string, error) {
 	v, err := pipeline.CodeDigest(Version, struct {
 		Code, Identity string
 		Sampling       policy.Sampling
-	}{Version, g.o.Identity, s})
+		Logprobs       string `json:",omitempty"` // "tempered" at T ≠ 0, 1
+	}{Version, g.o.Identity, s, s.TemperedLogprobs()})
 	if err != nil {
 		return "", fmt.Errorf("version of the generate task: encode the sampling parameters: %w", err)
 	}

@@ -100,6 +100,9 @@ func iterationPoint(ctx context.Context, st artifacts.Store, c runs.Commit) (Poi
 	if err := healthRow(ctx, st, c.ID, n, p.Scalars); err != nil {
 		return p, err
 	}
+	if err := filterGroups(ctx, st, c.ID, n, p.Scalars); err != nil {
+		return p, err
+	}
 	return p, nil
 }
 

@@ -14,6 +14,7 @@
 //	train/<metric>          every number of the train stage's metrics file (runs.ReadTrainMetrics)
 //	reward/<component>      each reward component's mean over the scored samples; reward/total
 //	health/<column>         the numeric columns of the iteration's health row
+//	filter_groups/<field>   with dynamic sampling, each number of filter_groups.json and rounds, the rounds drawn
 //	eval/<set>/<metric>     every eval metric (runs.ReadEvals), and …/low and …/high of its 95% interval
 //
 // and its text TagCommit holds the commit that recorded it, so that any

@@ -59,9 +59,7 @@ func TestAdvantagesEstimator(t *testing.T) {
 	reg := kinds.Registry()
 	reg.Estimators = append(reg.Estimators, halved{})
 	const grpo = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false"
-	for _, tc := range []struct {
-		name, src, version, err string
-	}{
+	checkVersions(t, reg, []versionCase{
 		{name: "no section: grpo", src: grpoBase(""), version: grpo},
 		{name: "grpo by name", src: grpoBase("advantages: {estimator: grpo}\n"), version: grpo},
 		{name: "a registered estimator", src: grpoBase("advantages: {estimator: halved}\n"), version: grpo + " estimator=halved"},
@@ -86,7 +84,17 @@ func TestAdvantagesEstimator(t *testing.T) {
 		{name: "an unknown std", src: grpoBase("advantages: {std: bessel}\n"), err: `pipeline.yaml:15:14: advantages.std: unknown standard deviation "bessel" (use sample or population)`},
 		{name: "a train stage without advantages", src: base + "advantages: {estimator: halved}\n",
 			err: "pipeline.yaml:14:1: advantages: the train stage (kind standin) trains on no advantages (remove it, or use kind: grpo or kind: external on the train stage)"},
-	} {
+	})
+}
+
+// versionCase is a config and the advantages step's version it plans
+// to, or the error it fails with.
+type versionCase struct{ name, src, version, err string }
+
+// checkVersions plans each case's config with reg.
+func checkVersions(t *testing.T, reg *kind.Registry, cases []versionCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := advantagesVersion(tc.src, reg)
 			if got := errString(err); v != tc.version || got != tc.err {

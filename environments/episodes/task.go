@@ -119,7 +119,9 @@ func (g *generator) version() (string, error) {
 		// Omitted when 0, so that tasks without a token budget keep the
 		// versions they had before it existed.
 		MaxEpisodeTokens int `json:",omitempty"`
-	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed, r.MaxEpisodeTokens})
+		// "tempered" when the logprobs are of softmax(z/T), T ≠ 0, 1.
+		Logprobs string `json:",omitempty"`
+	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed, r.MaxEpisodeTokens, s.TemperedLogprobs()})
 	if err != nil {
 		return "", fmt.Errorf("episodes: version: %w", err)
 	}

@@ -40,6 +40,8 @@ type Config struct {
 	// Advantages chooses how a train stage that trains on advantages gets
 	// them (nil: GRPO's).
 	Advantages *Advantages `yaml:"advantages,omitempty"`
+	// FilterGroups turns on dynamic sampling (nil: off).
+	FilterGroups *FilterGroups `yaml:"filter_groups,omitempty"`
 	// Eval evaluates checkpoints on a held-out set during the run.
 	Eval *Eval `yaml:"eval,omitempty"`
 	// Tracking are the experiment trackers that receive the run's figures
@@ -102,6 +104,10 @@ type Advantages struct {
 	// Std is the standard deviation the groups are divided by: population
 	// (the default) or sample (Bessel's correction, as TRL and verl).
 	Std string `yaml:"std,omitempty"`
+	// MaskTruncatedCompletions masks the samples that stopped at the
+	// length limit (finish reason length) from the loss: DAPO's overlong
+	// filtering, under TRL's name.
+	MaskTruncatedCompletions bool `yaml:"mask_truncated_completions,omitempty"`
 	// Gamma and Lambda are GAE's discount and λ (estimator gae only;
 	// default 1 and 1, verl's).
 	Gamma  *float64 `yaml:"gamma,omitempty"`
@@ -122,6 +128,9 @@ func (a *Advantages) gammaLambda() (float64, float64) {
 
 // sampleStd reports whether the section asks for the sample std.
 func (a *Advantages) sampleStd() bool { return a != nil && a.Std == "sample" }
+
+// maskTruncated reports whether the section masks truncated samples.
+func (a *Advantages) maskTruncated() bool { return a != nil && a.MaskTruncatedCompletions }
 
 // Eval says how checkpoints are evaluated during the run.
 type Eval struct {

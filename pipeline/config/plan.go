@@ -66,7 +66,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: dataset: %v", pipeline.ErrConfig, err)
 	}
 	p.Loop = pipeline.LoopConfig{Iterations: c.Iterations, BatchSize: c.BatchSize, MaxStaleness: c.Overlap.MaxStaleness,
-		Dataset: pipeline.StoreArtifact(ref, path)}
+		Dataset: pipeline.StoreArtifact(ref, path), MaxGenBatches: c.FilterGroups.maxGenBatches()}
 	if c.InitialPolicy != "" {
 		ref, path, err := artifacts.SplitArtifact(c.InitialPolicy)
 		if err != nil {
@@ -101,7 +101,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	build := func(slot string) kind.Build {
 		s := c.Stages.all()[slot]
 		return kind.Build{Slot: slot, Env: s.Env, Version: s.Version, File: c.facts(), Policy: p.Policy, Estimator: estimator,
-			SampleStd: c.Advantages.sampleStd(), Gamma: gamma, Lambda: lambda}
+			SampleStd: c.Advantages.sampleStd(), Gamma: gamma, Lambda: lambda, MaskTruncated: c.Advantages.maskTruncated()}
 	}
 	// The reward stage's reward is compiled once, here, and handed to its
 	// task and to the eval stage.
@@ -173,7 +173,7 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 		tasks[slot] = pipeline.Feeding(tasks[slot], slot, steps)
 	}
 	p.Stages = pipeline.Stages{Sample: tasks[pipeline.SlotSample], Generate: tasks[pipeline.SlotGenerate],
-		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain], Steps: steps}
+		Reward: tasks[pipeline.SlotReward], Train: tasks[pipeline.SlotTrain], Steps: steps, FilterGroups: c.filterGroupsTask()}
 	if err := pipeline.CheckSteps(p.Stages); err != nil {
 		p.Close()
 		return Plan{}, err
@@ -182,6 +182,9 @@ func (c *Config) Plan(ctx context.Context) (Plan, error) {
 	// the file defines it (docs/CONFIG.md, environments).
 	for _, s := range steps {
 		p.defaultEnv(s.Task.Env)
+	}
+	if t := p.Stages.FilterGroups; t != nil {
+		p.defaultEnv(t.Env)
 	}
 	return p, nil
 }

@@ -93,6 +93,7 @@ func (c *Config) validate() error {
 	}
 	k.policy()
 	k.advantages()
+	k.filterGroups()
 	k.tracking()
 	k.sections()
 	k.eval()
@@ -317,7 +318,7 @@ func (k *checker) advantages() {
 	if a.Std != "" && a.Std != "sample" && a.Std != "population" {
 		k.fail("advantages.std", "use sample or population", "advantages.std: unknown standard deviation %q", a.Std)
 	}
-	if a.Estimator == "" && a.Std == "" && a.Gamma == nil && a.Lambda == nil {
+	if a.Estimator == "" && a.Std == "" && a.Gamma == nil && a.Lambda == nil && !a.MaskTruncatedCompletions {
 		return
 	}
 	var e advantages.Estimator

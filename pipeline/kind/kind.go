@@ -134,6 +134,10 @@ type Build struct {
 	// unless set); a Stepped train stage sets advantages.Options' from
 	// them. Only a CriticEstimator reads them.
 	Gamma, Lambda float64
+	// MaskTruncated is the advantages section's
+	// mask_truncated_completions; a Stepped train stage sets
+	// advantages.TrainOptions.MaskTruncated from it.
+	MaskTruncated bool
 }
 
 // Versioned is v with the stage's version: key appended ("+2"), or v.

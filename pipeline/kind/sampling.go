@@ -1,6 +1,9 @@
 package kind
 
-import "github.com/rlpipe/rlpipe/policy"
+import (
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy"
+)
 
 // Sampling are the per-request sampling keys that every stage sampling
 // from the policy section takes under its sampling key, checked and
@@ -16,7 +19,9 @@ type Sampling struct {
 
 // Check reports the first bad key of s below the stage's sampling key
 // (max_tokens, then temperature, then top_p), with maxTokensHint as the
-// hint of max_tokens, and returns false when it reported one.
+// hint of max_tokens, and returns false when it reported one. In the
+// generate slot, whose samples the train stage trains on, top_p below 1
+// is refused: the trainers train the tempered policy, not a truncated one.
 func (s Sampling) Check(c Checker, maxTokensHint string) bool {
 	switch {
 	case s.MaxTokens < 1:
@@ -25,6 +30,13 @@ func (s Sampling) Check(c Checker, maxTokensHint string) bool {
 		c.Fail("sampling.temperature", "0 samples greedily", "%s: cannot be negative, got %g", c.Path("sampling.temperature"), *s.Temperature)
 	case s.TopP < 0 || s.TopP > 1:
 		c.Fail("sampling.top_p", "", "%s: must be in (0, 1], got %g", c.Path("sampling.top_p"), s.TopP)
+	case s.TopP > 0 && s.TopP < 1 && c.Slot() == pipeline.SlotGenerate:
+		// The generate stage's samples are trained on (the loop always
+		// has a train stage), and top-p's renormalised nucleus is a
+		// distribution no trainer can rebuild from the logits.
+		c.Fail("sampling.top_p", "remove top_p: temperature alone is trained exactly, as docs/TRAINERS.md explains",
+			"%s: %g trains a policy rlpipe cannot score: the sampler draws from the top-p nucleus, renormalised at every token, and neither the recorded logprobs nor the trainer's are of that distribution",
+			c.Path("sampling.top_p"), s.TopP)
 	default:
 		return true
 	}

@@ -24,6 +24,9 @@ func TestSamplingCheckReportsTheFirstBadKey(t *testing.T) {
 		{"negative temperature", kind.Sampling{MaxTokens: 4, Temperature: &neg, TopP: 2}, false, "sampling.temperature|0 samples greedily|stages.generate.sampling.temperature: cannot be negative, got -0.5"},
 		{"top_p above 1", kind.Sampling{MaxTokens: 4, TopP: 1.5}, false, "sampling.top_p||stages.generate.sampling.top_p: must be in (0, 1], got 1.5"},
 		{"negative top_p", kind.Sampling{MaxTokens: 4, TopP: -0.1}, false, "sampling.top_p||stages.generate.sampling.top_p: must be in (0, 1], got -0.1"},
+		{"top_p below 1 trained on", kind.Sampling{MaxTokens: 4, TopP: 0.9}, false, "sampling.top_p|remove top_p: temperature alone is trained exactly, as docs/TRAINERS.md explains|" +
+			"stages.generate.sampling.top_p: 0.9 trains a policy rlpipe cannot score: the sampler draws from the top-p nucleus, renormalised at every token, and neither the recorded logprobs nor the trainer's are of that distribution"},
+		{"top_p 1 is no truncation", kind.Sampling{MaxTokens: 4, TopP: 1}, true, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

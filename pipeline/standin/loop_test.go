@@ -221,6 +221,9 @@ func killStages(judge string) pipeline.Stages {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envRole) == filterRole {
+		os.Exit(filterDriver())
+	}
 	if os.Getenv(envRole) != "driver" {
 		os.Exit(m.Run())
 	}

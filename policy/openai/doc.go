@@ -36,7 +36,9 @@
 //
 // and the n choices, sorted by index, become the request's samples: Text,
 // TokenIDs, Logprobs (float32, exactly as a server computed them in
-// float32), TopLogprobs when Sampling.TopLogprobs asks (the k most likely
+// float32; of softmax(z/T), as policy.Sample.Logprobs wants, only when
+// vLLM runs with --logprobs-mode processed_logprobs, as vllmserver starts
+// it: its default is log softmax(z) whatever the temperature), TopLogprobs when Sampling.TopLogprobs asks (the k most likely
 // "token_id:N" alternatives of each position, most likely first),
 // FinishReason, StopReason from vLLM's stop_reason when it is a string,
 // PromptTokens from usage.prompt_tokens, and

@@ -189,13 +189,20 @@ func (v *realVLLM) spell(ids []int32) string {
 // with the adapter when set, and returns each completion's logprobs.
 func (v *realVLLM) hfLogprobs(t *testing.T, adapter string, ss []policy.Sample) [][]float64 {
 	t.Helper()
+	return v.hfLogprobsAt(t, adapter, ss, 1)
+}
+
+// hfLogprobsAt is hfLogprobs of softmax(z/temperature).
+func (v *realVLLM) hfLogprobsAt(t *testing.T, adapter string, ss []policy.Sample, temperature float64) [][]float64 {
+	t.Helper()
 	type row struct {
-		Prompt     []int32 `json:"prompt"`
-		Completion []int32 `json:"completion"`
+		Prompt      []int32 `json:"prompt"`
+		Completion  []int32 `json:"completion"`
+		Temperature float64 `json:"temperature"`
 	}
 	rows := make([]row, len(ss))
 	for i, s := range ss {
-		rows[i] = row{Prompt: s.Prompt.TokenIDs, Completion: s.TokenIDs}
+		rows[i] = row{Prompt: s.Prompt.TokenIDs, Completion: s.TokenIDs, Temperature: temperature}
 	}
 	in, _ := json.Marshal(rows)
 	args := []string{filepath.Join("testdata", "hf_logprobs.py"), v.model}
@@ -231,19 +238,7 @@ func TestVLLMLogprobsMatchTransformers(t *testing.T) {
 	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}, {ID: "c", Prompt: "hello 3", Seed: 3}}
 	for _, tc := range []struct{ name, adapter, dir string }{{"base", "", ""}, {"lora", "parity", v.lora}} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := c.Generate(ctx, reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 12, Logprobs: true, Adapter: tc.adapter})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ss []policy.Sample
-			for _, r := range out {
-				for _, s := range r {
-					if s.Status != policy.StatusOK || s.Prompt == nil {
-						t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
-					}
-					ss = append(ss, s)
-				}
-			}
+			ss := servedSamples(t, c, reqs, policy.Sampling{N: 2, Temperature: 1, MaxTokens: 12, Logprobs: true, Adapter: tc.adapter})
 			want := v.hfLogprobs(t, tc.dir, ss)
 			worst, n := 0.0, 0
 			for i, s := range ss {
@@ -449,4 +444,52 @@ func TestVLLMReloadsAnEvictedAdapterFromTheCopy(t *testing.T) {
 	if es, err := os.ReadDir(root); err != nil || len(es) != 0 {
 		t.Errorf("after Close %s holds %v (%v), want nothing", root, es, err)
 	}
+}
+
+// vLLM started by vllmserver records processed logprobs: at T 1.2 those
+// of softmax(z/1.2), which transformers computes on the same token ids
+// within 1e-4, and not those of softmax(z) (its default, raw_logprobs),
+// which are far off — the behaviour policy the trainers train.
+func TestVLLMLogprobsAreTempered(t *testing.T) {
+	v := vllm(t)
+	c := v.client(t)
+	const temp = 1.2
+	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}, {ID: "c", Prompt: "hello 3", Seed: 3}}
+	ss := servedSamples(t, c, reqs, policy.Sampling{N: 4, Temperature: temp, MaxTokens: 12, Logprobs: true})
+	tempered, raw := v.hfLogprobsAt(t, "", ss, temp), v.hfLogprobsAt(t, "", ss, 1)
+	worstT, worstRaw, n := 0.0, 0.0, 0
+	for i, s := range ss {
+		if len(tempered[i]) != len(s.Logprobs) {
+			t.Fatalf("%s/%d: %d logprobs from vLLM, %d from transformers", s.RequestID, s.Index, len(s.Logprobs), len(tempered[i]))
+		}
+		for k, lp := range s.Logprobs {
+			worstT = max(worstT, math.Abs(float64(lp)-tempered[i][k]))
+			worstRaw = max(worstRaw, math.Abs(float64(lp)-raw[i][k]))
+			n++
+		}
+	}
+	t.Logf("T %g, %d tokens: max |vLLM − transformers at T| = %.3g; max |vLLM − transformers at 1| = %.3g", temp, n, worstT, worstRaw)
+	if worstT > 1e-4 || worstRaw < 1e-2 {
+		t.Fatalf("vLLM's logprobs are %.3g from softmax(z/T) (want ≤ 1e-4) and %.3g from softmax(z) (want ≥ 1e-2)", worstT, worstRaw)
+	}
+}
+
+// servedSamples generates the requests' samples, which must all be served
+// with their prompt's token ids, in one list.
+func servedSamples(t *testing.T, c *openai.Client, reqs []policy.Request, sp policy.Sampling) []policy.Sample {
+	t.Helper()
+	out, err := c.Generate(context.Background(), reqs, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss []policy.Sample
+	for _, r := range out {
+		for _, s := range r {
+			if s.Status != policy.StatusOK || s.Prompt == nil {
+				t.Fatalf("%s/%d: %s %s (prompt ids %v)", s.RequestID, s.Index, s.Status, s.Error, s.Prompt)
+			}
+			ss = append(ss, s)
+		}
+	}
+	return ss
 }

@@ -225,7 +225,7 @@ func (t *Trainer) StepValues(ctx context.Context, batch []Example, loss ValueLos
 // factors' first, then the head's.
 func (t *Trainer) valueGradients(ctx context.Context, batch []Example, loss ValueLossFunc) (StepStats, error) {
 	c := t.critic
-	w, st, err := t.forwardShards(ctx, batch)
+	w, st, err := t.forwardShards(ctx, batch, false)
 	if err != nil {
 		return st, fmt.Errorf("value step: %w", err)
 	}

@@ -48,9 +48,11 @@
 // log-probabilities (bit for bit) alone or in any batch. With
 // Sampling.TopLogprobs k each position also carries its k most likely
 // tokens (ties to the lower id), and with Sampling.PromptLogprobs the
-// prompt's log-probabilities, read off the prefill rows; both are the
-// model's log-softmax, as Score computes it, and asking for them changes
-// nothing sampled. A stop string that ends a sample is its StopReason.
+// prompt's log-probabilities, read off the prefill rows. A sample's
+// log-probabilities (and top tokens) are those of the distribution it was
+// drawn from, log softmax(z/T) before top-p, as Score computes them for
+// an Example of that Temperature; the prompt's are the model's at
+// temperature 1. Asking for them changes nothing sampled. A stop string that ends a sample is its StopReason.
 // Policy.TokenText spells a token: its character, or "<pad>", "<bos>",
 // "<eos>". Chat requests are
 // served by concatenating their messages' contents (no template). A prompt
@@ -61,7 +63,9 @@
 // "+<adapter>" when an adapter is used.
 //
 // Model.Score computes teacher-forced log-probabilities and entropies of
-// given completions; they equal the ones sampling returns.
+// given completions at each Example's Temperature; they equal the ones
+// sampling at that temperature returns, and a Trainer's gradients flow
+// through the same z/T.
 // Model.ExpectedPass1 turns them into the exact expected pass@1 at
 // temperature 1 (the mean over problems of P(answer, EOS | prompt)), an
 // evaluation without sampling noise; ExactPass gives the same per prompt
@@ -74,7 +78,11 @@
 // clipping) on all base weights or, given an Adapter, on LoRA factors only.
 // The caller's LossFunc receives the batch's per-token log-probabilities
 // and entropies and returns the loss and d loss / d logprob per token: NLL
-// for supervised training, a clipped surrogate plus KL for GRPO. Batches
+// for supervised training, a clipped surrogate plus KL for GRPO. A loss
+// of the entropies too (an entropy bonus) is an EntropyLossFunc, taken by
+// StepEntropy, which also returns d loss / d entropy; that gradient
+// reaches every logit of the row through ∂H/∂z_k = −p_k·(log p_k + H).
+// Batches
 // are split into a fixed number of shards, computed by parallel goroutines
 // and summed in order, so gradients do not depend on the goroutine count.
 // SaveState and LoadState make a resumed run continue bit for bit.

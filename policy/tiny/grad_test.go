@@ -84,6 +84,13 @@ func weightedSum[F float32 | float64](lp [][]F, each func(i, j int, c float32)) 
 // central differences of the float64 reference at a sample of indices.
 func checkGrads(t *testing.T, m *Model, a *Adapter, batch []Example, grad []float32, idx []int) {
 	t.Helper()
+	checkGradsOf(t, m, a, batch, grad, idx, func(lp, _ [][]float64) float64 { return refWeightedLoss(lp) })
+}
+
+// checkGradsOf is checkGrads for the loss refLoss computes from the
+// reference's log-probabilities and entropies.
+func checkGradsOf(t *testing.T, m *Model, a *Adapter, batch []Example, grad []float32, idx []int, refLoss func(lp, ent [][]float64) float64) {
+	t.Helper()
 	var params []float64
 	if a == nil {
 		params = toF64(m.w.flat)
@@ -92,9 +99,9 @@ func checkGrads(t *testing.T, m *Model, a *Adapter, batch []Example, grad []floa
 	}
 	loss := func() float64 {
 		if a == nil {
-			return refWeightedLoss(refLogprobs(m, params, batch))
+			return refLoss(refScores(m, params, batch))
 		}
-		return refWeightedLoss(refLogprobs(m, refMerge(m, a, params), batch))
+		return refLoss(refScores(m, refMerge(m, a, params), batch))
 	}
 	compareFD(t, params, loss, grad, idx, func(i int) string { return paramName(m, a, i) })
 }
@@ -153,7 +160,7 @@ func weightedGradients(t *testing.T, m *Model, a *Adapter, batch []Example) *Tra
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.gradients(context.Background(), batch, weightedLoss); err != nil {
+	if _, err := tr.gradients(context.Background(), batch, LossFunc(weightedLoss).entropyFree()); err != nil {
 		t.Fatal(err)
 	}
 	return tr

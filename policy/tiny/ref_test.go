@@ -53,11 +53,24 @@ func refMerge(m *Model, a *Adapter, adFlat []float64) []float64 {
 }
 
 // refLogprobs returns the completion log-probabilities of each example,
-// computed as Hugging Face's LlamaForCausalLM defines them.
+// computed as Hugging Face's LlamaForCausalLM defines them, of
+// softmax(z/T) at the example's Temperature.
 func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
+	lp, _ := refScores(m, flat, batch)
+	return lp
+}
+
+// refScores returns refLogprobs and the entropy of the distribution each
+// completion token was drawn from, softmax(z/T).
+func refScores(m *Model, flat []float64, batch []Example) (logprobs, entropies [][]float64) {
 	V := m.cfg.VocabSize()
-	return refForward(m, flat, batch, func(h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+	logSoftmax := func(e Example, h []float64, lin func(x []float64, name string, in, out int) []float64) []float64 {
 		z := lin(h, "lm_head", m.cfg.Dim, V)
+		if tempered(e.Temperature) {
+			for i := range z {
+				z[i] /= e.Temperature
+			}
+		}
 		mx := math.Inf(-1)
 		for _, v := range z {
 			mx = math.Max(mx, v)
@@ -66,8 +79,23 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 		for _, v := range z {
 			s += math.Exp(v - mx)
 		}
-		return z[tok] - mx - math.Log(s)
+		lse := mx + math.Log(s)
+		for i := range z {
+			z[i] -= lse
+		}
+		return z
+	}
+	logprobs = refForward(m, flat, batch, func(e Example, h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+		return logSoftmax(e, h, lin)[tok]
 	})
+	entropies = refForward(m, flat, batch, func(e Example, h []float64, _ int32, lin func(x []float64, name string, in, out int) []float64) float64 {
+		var ent float64
+		for _, l := range logSoftmax(e, h, lin) {
+			ent -= math.Exp(l) * l
+		}
+		return ent
+	})
+	return logprobs, entropies
 }
 
 // refValues returns the value of each completion token: the head (Dim
@@ -75,7 +103,7 @@ func refLogprobs(m *Model, flat []float64, batch []Example) [][]float64 {
 // that predicts it.
 func refValues(m *Model, flat, head []float64, batch []Example) [][]float64 {
 	d := m.cfg.Dim
-	return refForward(m, flat, batch, func(h []float64, _ int32, _ func(x []float64, name string, in, out int) []float64) float64 {
+	return refForward(m, flat, batch, func(_ Example, h []float64, _ int32, _ func(x []float64, name string, in, out int) []float64) float64 {
 		v := head[d]
 		for i, x := range h {
 			v += x * head[i]
@@ -87,7 +115,7 @@ func refValues(m *Model, flat, head []float64, batch []Example) [][]float64 {
 // refForward runs the model over each example and returns, for each
 // completion token, out of the final norm's output h at the position
 // predicting tok (lin applies a named linear layer).
-func refForward(m *Model, flat []float64, batch []Example, out func(h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64) [][]float64 {
+func refForward(m *Model, flat []float64, batch []Example, out func(e Example, h []float64, tok int32, lin func(x []float64, name string, in, out int) []float64) float64) [][]float64 {
 	c := m.cfg
 	P := refParams(m, flat)
 	d, H := c.Dim, c.Heads
@@ -187,7 +215,7 @@ func refForward(m *Model, flat []float64, batch []Example, out func(h []float64,
 		}
 		res[bi] = make([]float64, len(e.Completion))
 		for j, tok := range e.Completion {
-			res[bi][j] = out(norm(x[len(e.Prompt)+j], "model.norm"), tok, lin)
+			res[bi][j] = out(e, norm(x[len(e.Prompt)+j], "model.norm"), tok, lin)
 		}
 	}
 	return res

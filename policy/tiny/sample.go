@@ -37,6 +37,7 @@ type sampler struct {
 	kv              *kvCache
 	order           []int32
 	probs           []float64
+	tlogp           []float32 // a row's log softmax(z/T)
 	active          []*seqState
 }
 
@@ -46,7 +47,7 @@ func (m *Model) getSampler() *sampler {
 	}
 	V := m.cfg.VocabSize()
 	return &sampler{prefill: newActs(m.cfg), decode: newActs(m.cfg), kv: newKVCache(m.cfg, maxSlots),
-		order: make([]int32, V), probs: make([]float64, V)}
+		order: make([]int32, V), probs: make([]float64, V), tlogp: make([]float32, V)}
 }
 
 // PromptTokens tokenizes what a request asks the model to continue: its
@@ -79,10 +80,12 @@ func (m *Model) PromptTokens(r policy.Request) ([]int32, error) {
 // Sample j of a request draws from math/rand/v2's PCG seeded with
 // (policy.SampleSeed(req.Seed, j), 0), one Float64 per token, so it does
 // not depend on the other sequences of the call. Temperature 0 is greedy
-// (ties to the lower id). Logprobs, when asked, are the model's at
-// temperature 1 without top-p, and so are TopLogprobs (the k most likely
-// tokens of each position, ties to the lower id) and the Prompt's, when
-// asked. MaxTokens 0 means up to the context.
+// (ties to the lower id). Logprobs, when asked, are those of the
+// distribution the token was drawn from before top-p: log softmax(z/T)
+// (vLLM's processed logprobs without truncation; at temperature 0 and 1
+// the model's own log-softmax), and so are TopLogprobs (the k most likely
+// tokens of each position, ties to the lower id). The Prompt's, when
+// asked, are the model's at temperature 1, as vLLM's prompt logprobs. MaxTokens 0 means up to the context.
 // TokenIDs hold every sampled token, the final EOS and the tokens of a
 // matched stop string included; Text holds neither. A request the model
 // cannot serve (unknown characters, too long for the context) yields
@@ -278,6 +281,10 @@ func (sm *sampler) run(ctx context.Context, w *weights, seqs []*seqState, s poli
 // q is finished.
 func (sm *sampler) emit(q *seqState, logits, logp []float32, s policy.Sampling, vocab string) bool {
 	t := sm.pick(logits, s.Temperature, s.TopP, q.rng)
+	if s.Logprobs && tempered(s.Temperature) {
+		temperedLogSoftmax(logits, sm.tlogp, s.Temperature)
+		logp = sm.tlogp
+	}
 	q.tokens = append(q.tokens, t)
 	q.logprobs = append(q.logprobs, logp[t])
 	if s.Logprobs && s.TopLogprobs > 0 {

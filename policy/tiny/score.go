@@ -14,6 +14,12 @@ import (
 type Example struct {
 	Prompt     []int32
 	Completion []int32
+	// Temperature is the temperature the completion was sampled at: its
+	// tokens' log-probabilities and entropies are those of softmax(z/T),
+	// as Generate records them, and gradients flow through z/T. 0 and 1
+	// mean the model's own distribution (a greedy sample's
+	// log-probabilities are untempered too).
+	Temperature float64
 }
 
 // checkExample reports why e cannot be scored.
@@ -28,6 +34,9 @@ func (m *Model) checkExample(i int, e Example) error {
 		if t < 0 || t >= V {
 			return fmt.Errorf("example %d: completion token %d at %d: %w (ids 0..%d)", i, t, j+1, ErrVocabulary, V-1)
 		}
+	}
+	if !validTemperature(e.Temperature) {
+		return fmt.Errorf("example %d: temperature %g: it must be finite and ≥ 0", i, e.Temperature)
 	}
 	if n := len(e.Prompt) + len(e.Completion); n > m.cfg.Context {
 		return fmt.Errorf("example %d: %d prompt + %d completion tokens exceed the context of %d", i, len(e.Prompt), len(e.Completion), m.cfg.Context)
@@ -109,10 +118,11 @@ func ragged(batch []Example) [][]float32 {
 // Score returns the teacher-forced log-probability of every completion
 // token given the prompt and the completion's earlier tokens, and the
 // entropy of the distribution it was drawn from, under the base model
-// (a == nil) or the adapter a. Log-probabilities are at temperature 1
-// without top-p, PAD and BOS excluded: exactly those Generate returns for
-// the same tokens. Examples are scored in parallel; the results do not
-// depend on how the batch is split.
+// (a == nil) or the adapter a. Log-probabilities are at the example's
+// Temperature (1 when 0) without top-p, PAD and BOS excluded: exactly
+// those Generate returns for the same tokens at that temperature.
+// Examples are scored in parallel; the results do not depend on how
+// the batch is split.
 func (m *Model) Score(ctx context.Context, a *Adapter, batch []Example) (logprobs, entropies [][]float32, err error) {
 	for i, e := range batch {
 		if err := m.checkExample(i, e); err != nil {
@@ -125,6 +135,7 @@ func (m *Model) Score(ctx context.Context, a *Adapter, batch []Example) (logprob
 	}
 	logprobs, entropies = ragged(batch), ragged(batch)
 	err = m.forwardChunks(ctx, w, batch, func(ac *acts, lo, hi int, starts []int) {
+		ac.temper(batch[lo:hi], starts)
 		ac.gather(batch[lo:hi], starts, logprobs[lo:hi], entropies[lo:hi])
 	})
 	if err != nil {

@@ -13,8 +13,9 @@ import (
 )
 
 // LossFunc computes a batch's loss from the log-probabilities of its
-// completion tokens (under the weights being trained, temperature 1) and
-// the entropies of the distributions they were drawn from, and writes
+// completion tokens (under the weights being trained, at each example's
+// Temperature) and the entropies of the distributions they were drawn
+// from, and writes
 // d loss / d logprob for every token into grad. All three are shaped like
 // the batch's completions; grad starts at zero. Entropies carry no
 // gradient. The slices are only valid during the call.
@@ -180,6 +181,12 @@ func (t *Trainer) Steps() int { return t.step }
 
 // Step computes the loss and gradient of batch and takes one AdamW step.
 func (t *Trainer) Step(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
+	return t.StepEntropy(ctx, batch, loss.entropyFree())
+}
+
+// StepEntropy is Step with a loss of the entropies too (an entropy
+// bonus): their gradient flows through the whole distribution.
+func (t *Trainer) StepEntropy(ctx context.Context, batch []Example, loss EntropyLossFunc) (StepStats, error) {
 	if t.critic != nil {
 		return StepStats{}, fmt.Errorf("train step: a critic's trainer steps with StepValues")
 	}
@@ -204,19 +211,19 @@ func (t *Trainer) apply(st StepStats) StepStats {
 }
 
 // gradients fills t.grad with the gradient of loss over batch.
-func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc) (StepStats, error) {
-	w, st, err := t.forwardShards(ctx, batch)
+func (t *Trainer) gradients(ctx context.Context, batch []Example, loss EntropyLossFunc) (StepStats, error) {
+	w, st, err := t.forwardShards(ctx, batch, true)
 	if err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
-	lp, ent, grad := ragged(batch), ragged(batch), ragged(batch)
+	lp, ent, grad, gent := ragged(batch), ragged(batch), ragged(batch), ragged(batch)
 	at := 0
 	for _, s := range t.shards {
 		n := len(s.batch)
 		s.a.gather(s.batch, s.starts, lp[at:at+n], ent[at:at+n])
 		at += n
 	}
-	l, err := loss(lp, ent, grad)
+	l, err := loss(lp, ent, grad, gent)
 	if err != nil {
 		return st, fmt.Errorf("train step: loss: %w", err)
 	}
@@ -225,7 +232,7 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 	full := t.ad == nil
 	for _, s := range t.shards {
 		n := len(s.batch)
-		s.fillDlogits(grad[at : at+n])
+		s.fillDlogits(grad[at:at+n], gent[at:at+n])
 		at += n
 	}
 	if err := t.parallel(ctx, func(s *shard) {
@@ -246,8 +253,10 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss LossFunc)
 
 // forwardShards checks batch, splits it over the shards and runs the
 // weights being trained over each (in parallel), returning them and the
-// batch's token count.
-func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights, StepStats, error) {
+// batch's token count. With temper, each example's logprobs are of
+// softmax(z/T) at its Temperature (the policy; the critic reads no
+// logprobs).
+func (t *Trainer) forwardShards(ctx context.Context, batch []Example, temper bool) (*weights, StepStats, error) {
 	var st StepStats
 	for i, e := range batch {
 		if err := t.m.checkExample(i, e); err != nil {
@@ -266,6 +275,9 @@ func (t *Trainer) forwardShards(ctx context.Context, batch []Example) (*weights,
 	err := t.parallel(ctx, func(s *shard) {
 		s.starts = s.a.pack(s.batch)
 		w.forward(s.a, nil)
+		if temper {
+			s.a.temper(s.batch, s.starts)
+		}
 	})
 	return w, st, err
 }
@@ -282,21 +294,35 @@ func sumShards(sum []float32, shards []*shard, part func(*shard) []float32) {
 }
 
 // fillDlogits turns d loss / d logprob of each completion token into the
-// gradient of the logits: g·(onehot − p) on the row that predicted it.
-func (s *shard) fillDlogits(grad [][]float32) {
+// gradient of the logits: g·(onehot − p) on the row that predicted it,
+// or (g/T)·(onehot − p_T) for an example sampled at temperature T, whose
+// log-probabilities are those of softmax(z/T); and d loss / d entropy
+// (gent) into g_H·∂H/∂z (entropyDlogits), ×1/T likewise, the entropy
+// being softmax(z/T)'s.
+func (s *shard) fillDlogits(grad, gent [][]float32) {
 	a := s.a
 	V := a.cfg.VocabSize()
 	s.dlogits = grow(s.dlogits, a.rows*V)
 	clear(s.dlogits)
 	for i, e := range s.batch {
+		scale := e.gradScale()
 		for j, tok := range e.Completion {
-			g := grad[i][j]
-			if g == 0 {
+			g, gh := grad[i][j], gent[i][j]
+			if g == 0 && gh == 0 {
 				continue
+			}
+			if scale != 1 {
+				g, gh = g*scale, gh*scale
 			}
 			r := s.starts[i] + len(e.Prompt) + j
 			lp := a.logp[r*V : (r+1)*V]
 			dl := s.dlogits[r*V : (r+1)*V]
+			if gh != 0 {
+				entropyDlogits(lp, a.ent[r], gh, dl)
+			}
+			if g == 0 {
+				continue
+			}
 			for k := 0; k < V; k++ {
 				dl[k] -= g * exp32(lp[k])
 			}

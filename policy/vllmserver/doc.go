@@ -20,9 +20,13 @@
 //	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 \
 //	  python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port PORT \
 //	  --model DIR --served-model-name NAME --dtype float32 \
-//	  --max-model-len 256 --enable-lora --max-lora-rank 8
+//	  --max-model-len 256 --enable-lora --max-lora-rank 8 \
+//	  --logprobs-mode processed_logprobs
 //
-// float32 so that its log-probabilities match the trainer's; runtime LoRA
+// float32 so that its log-probabilities match the trainer's; processed
+// logprobs so that they are those of the distribution sampled, log
+// softmax(z/T) at temperature T, the policy the trainers train (vLLM's
+// default, raw_logprobs, is log softmax(z) whatever T); runtime LoRA
 // updating so that POST /v1/load_lora_adapter and /v1/unload_lora_adapter
 // work; 1 GiB of KV cache (vLLM's CPU default is 4). The module entry point
 // is used because the vllm command of the CPU wheel fails looking up the

@@ -42,7 +42,8 @@ type Options struct {
 	// MaxModelLen is --max-model-len; 0 leaves it to the model's
 	// max_position_embeddings.
 	MaxModelLen int
-	// Args are further flags, appended.
+	// Args are further flags, appended (a flag given again, such as
+	// --logprobs-mode raw_logprobs, overrides the default's).
 	Args []string
 	// Env are further variables (KEY=VALUE), added to this process's.
 	Env []string
@@ -96,7 +97,10 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 	argv := []string{opts.Python, "-m", "vllm.entrypoints.openai.api_server",
 		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--model", opts.Model, "--served-model-name", opts.Name, "--dtype", "float32",
-		"--enable-lora", "--max-lora-rank", strconv.Itoa(opts.MaxLoRARank)}
+		"--enable-lora", "--max-lora-rank", strconv.Itoa(opts.MaxLoRARank),
+		// Logprobs of the distribution sampled, softmax(z/T), which the
+		// trainers train (vLLM's default, raw_logprobs, is softmax(z)).
+		"--logprobs-mode", "processed_logprobs"}
 	if opts.MaxModelLen > 0 {
 		argv = append(argv, "--max-model-len", strconv.Itoa(opts.MaxModelLen))
 	}

@@ -69,6 +69,10 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 				"have the policy return logprobs, run on-policy (overlap.max_staleness: 0), or set trainer.rescore_stale: true to accept it",
 				ErrStaleNoLogprobs, t.SampleIndex, t.PromptID, t.Staleness)
 		}
+		temp, err := temperature(t)
+		if err != nil {
+			return nil, err
+		}
 		if t.IsEpisode() {
 			if t.Sequence == nil {
 				// Join masks it (ReasonNoSequence); given advantages that
@@ -81,6 +85,7 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 				return nil, err
 			}
 			smp.prompt, smp.index, smp.advantage = t.PromptID, int(t.SampleIndex), a.Advantage
+			smp.ex.Temperature = temp
 			p.samples = append(p.samples, smp)
 			continue
 		}
@@ -88,6 +93,7 @@ func prepare(m *tiny.Model, b Batch, o Options) (*prepared, error) {
 		if err != nil {
 			return nil, err
 		}
+		ex.Temperature = temp
 		p.samples = append(p.samples, sample{prompt: t.PromptID, index: int(t.SampleIndex), ex: ex, old: t.Logprobs, advantage: a.Advantage})
 	}
 	return p, nil

@@ -17,21 +17,29 @@
 //     are all equal are left out too: their advantages are 0.
 //  2. rebuilds each kept sample as a tiny.Example: the prompt text
 //     tokenized as the sampler tokenized it, and the sampled token ids,
-//     the final EOS included. The trajectories' log-probabilities are the
-//     old policy's: the behaviour policy's, whichever adapter sampled, so
-//     ρ keeps the staleness correction. A sample without them is rescored
+//     the final EOS included, at the temperature T its sampler column
+//     records (1 when it records none): the policy trained is the
+//     tempered one, logπ = log softmax(z/T), which is what sampled, and
+//     the gradient flows through z/T (a row sampled with top_p below 1
+//     fails the update: ErrBatch). The trajectories' log-probabilities
+//     are the old policy's: the behaviour policy's, of softmax(z/T),
+//     whichever adapter sampled, so ρ keeps the staleness correction. A sample without them is rescored
 //     with the adapter before the update, which is exact on-policy only: a
 //     stale one (staleness > 0) fails the update with ErrStaleNoLogprobs
 //     unless Options.RescoreStale accepts it; with Options.Beta > 0
-//     the base model (adapter off) scores the batch once for the KL term.
+//     the base model (adapter off) scores the batch once for the KL term,
+//     at each row's temperature too.
 //  3. takes Epochs × Minibatches AdamW steps on the LoRA factors (the base
 //     stays frozen and may be shared with samplers), each minimising the
-//     clipped surrogate −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) + β·k3 KL
-//     (or Options.Loss's policy term, GSPO's or CISPO's, in its place),
+//     clipped surrogate −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) + β·KL
+//     (or Options.Loss's policy term, GSPO's or CISPO's, in its place;
+//     the KL estimator is Options.KLEstimator, k3 by default) minus
+//     Options.EntropyCoeff times the entropy (a bonus, off by default),
 //     averaged over tokens (default) or sequences, or Dr. GRPO's
 //     sequence sums over the longest completion. The loss's gradient
-//     with respect to each token's log-probability is handed to
-//     tiny.Trainer, which backpropagates it.
+//     with respect to each token's log-probability (and, with the
+//     bonus, its entropy) is handed to tiny.Trainer, which
+//     backpropagates it.
 //
 // A NaN or infinite loss, ratio or gradient fails the update with an
 // error wrapping grpo.ErrNonFinite; the train stage marks it
@@ -128,7 +136,10 @@
 //
 // One epoch of one minibatch makes ρ exactly 1, and clipping idle, only
 // on-policy (overlap.max_staleness 0, the embedded sampler, whose
-// numerics are the trainer's). Every shipped example runs with
+// numerics are the trainer's), at any temperature: the sampler records
+// log softmax(z/T) and the trainer scores at the row's T (at T 1.2,
+// ignoring T would show mismatch_kl 0.0068 and ratio_max 1.061 on
+// policy-fresh samples; docs/TRAINERS.md, The tempered policy). Every shipped example runs with
 // max_staleness 1: iteration N trains adapter N−1 on samples of adapter
 // N−2, so ρ moves and clipping acts. Measured from the train metrics on
 // a 30-iteration run of examples/arithmetic (its pipeline.yaml with

@@ -73,6 +73,7 @@ func (s *GRPOStage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	o := Options(*s).advantages()
 	o.Estimator, o.SampleStd = b.Estimator, b.SampleStd
 	o.Gamma, o.Lambda = b.Gamma, b.Lambda
+	o.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(o)}, nil
 }
 

@@ -46,8 +46,8 @@ const (
 )
 
 // TestExplore runs the loop with the options of the environment
-// (RLPIPE_LR, RLPIPE_ITERS, RLPIPE_BATCH, RLPIPE_BETA, RLPIPE_KEEP0,
-// RLPIPE_SEEDS=1,2,3) and prints the exact expected pass@1 on 500 held-out
+// (RLPIPE_LR, RLPIPE_ITERS, RLPIPE_BATCH, RLPIPE_BETA, RLPIPE_KL,
+// RLPIPE_ENT, RLPIPE_KEEP0, RLPIPE_SEEDS=1,2,3) and prints the exact expected pass@1 on 500 held-out
 // problems along the way: the exploration behind the defaults and the
 // demo's figures.
 func TestExplore(t *testing.T) {
@@ -61,7 +61,8 @@ func TestExplore(t *testing.T) {
 		return d
 	}
 	o := embedded.Options{LR: num("RLPIPE_LR", 2e-3), Beta: num("RLPIPE_BETA", 0), KeepZeroStd: os.Getenv("RLPIPE_KEEP0") != "",
-		Aggregation: grpo.Aggregation(os.Getenv("RLPIPE_AGG")), NoStd: os.Getenv("RLPIPE_NOSTD") != ""}
+		Aggregation: grpo.Aggregation(os.Getenv("RLPIPE_AGG")), NoStd: os.Getenv("RLPIPE_NOSTD") != "",
+		KLEstimator: grpo.KLEstimator(os.Getenv("RLPIPE_KL")), EntropyCoeff: num("RLPIPE_ENT", 0)}
 	iters, batch := int(num("RLPIPE_ITERS", 50)), int(num("RLPIPE_BATCH", 16))
 	seeds := strings.Split(cmp.Or(os.Getenv("RLPIPE_SEEDS"), "1"), ",")
 	var marks []int
@@ -78,8 +79,8 @@ func TestExplore(t *testing.T) {
 		for i, k := range marks {
 			fmt.Fprintf(&b, " %d:%+.2f", k, 100*(curve[i]-base))
 		}
-		fmt.Printf("lr %g beta %g keep0 %v agg %q nostd %v batch %d seed %d: base %.4f final %.4f (%+.2f points) in %.1fs; points by iteration:%s\n",
-			o.LR, o.Beta, o.KeepZeroStd, o.Aggregation, o.NoStd, batch, seed, base, curve[len(curve)-1], 100*(curve[len(curve)-1]-base), el.Seconds(), b.String())
+		fmt.Printf("lr %g beta %g kl %q entropy %g keep0 %v agg %q nostd %v batch %d seed %d: base %.4f final %.4f (%+.2f points) in %.1fs; points by iteration:%s\n",
+			o.LR, o.Beta, o.KLEstimator, o.EntropyCoeff, o.KeepZeroStd, o.Aggregation, o.NoStd, batch, seed, base, curve[len(curve)-1], 100*(curve[len(curve)-1]-base), el.Seconds(), b.String())
 	}
 }
 

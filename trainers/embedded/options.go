@@ -68,9 +68,19 @@ type Options struct {
 	// cannot push the policy without bound. 0 (default) is off; it enters
 	// the version only when set.
 	DualClip float64 `yaml:"dual_clip,omitempty" json:"dual_clip,omitempty"`
-	// Beta weighs the k3 KL to the base model (the adapter off); default
+	// Beta weighs the KL to the base model (the adapter off); default
 	// 0, which also skips scoring the batch with the base model.
 	Beta float64 `yaml:"beta,omitempty" json:"beta"`
+	// KLEstimator is the per-token KL estimate Beta weighs: k3 (default,
+	// e^δ − δ − 1), k1 (−δ) or k2 (½δ²), δ = logπ_ref − logπ; verl's
+	// low_var_kl, kl and mse name the same. It enters the version only
+	// when it names another than k3.
+	KLEstimator grpo.KLEstimator `yaml:"kl_estimator,omitempty" json:"kl_estimator,omitempty"`
+	// EntropyCoeff, when positive, is an entropy bonus: the loss loses
+	// c·H per trainable token (H the adapter's entropy there),
+	// aggregated like the rest of the loss, as verl's entropy_coeff. 0
+	// (default) is off; it enters the version only when set.
+	EntropyCoeff float64 `yaml:"entropy_coeff,omitempty" json:"entropy_coeff,omitempty"`
 	// Aggregation is "token" (default: every token of the batch weighs
 	// the same, DAPO), "sequence" (each completion's mean, then the
 	// batch's: the original GRPO) or "seq_mean_token_sum_norm" (each
@@ -146,6 +156,9 @@ func (o *Options) EnsureDefaults() {
 	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
 	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
 	o.Aggregation = cmp.Or(o.Aggregation, grpo.TokenMean).Canonical()
+	if o.KLEstimator = o.KLEstimator.Canonical(); o.KLEstimator == grpo.K3 {
+		o.KLEstimator = "" // the default keeps the default's version
+	}
 	if o.Loss == "" && o.PolicyLoss != nil {
 		o.Loss = o.PolicyLoss.Name()
 	}
@@ -185,6 +198,10 @@ func (o Options) Validate() error {
 		return bad("dual_clip", "%g; it must be above 1 (3 is usual), or 0 for off", o.DualClip)
 	case o.Beta < 0 || !finite(o.Beta):
 		return bad("beta", "%g; it must be ≥ 0 (0.0–0.04 is typical)", o.Beta)
+	case !o.KLEstimator.Known():
+		return bad("kl_estimator", "%q; use k1, k2 or k3 (verl's kl, mse or low_var_kl)", o.KLEstimator)
+	case o.EntropyCoeff < 0 || !finite(o.EntropyCoeff):
+		return bad("entropy_coeff", "%g; it must be ≥ 0 (0 is off; 0.001–0.01 is typical)", o.EntropyCoeff)
 	case o.DualClip != 0 && o.Loss != "":
 		return bad("dual_clip", "%g; dual clip applies to loss ppo_clip only, not %s (remove dual_clip or the loss)", o.DualClip, o.Loss)
 	case !slices.Contains(grpo.Aggregations, o.Aggregation):
@@ -215,7 +232,8 @@ func (o Options) trainConfig() tiny.TrainConfig {
 }
 
 func (o Options) lossOptions() grpo.LossOptions {
-	lo := grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
+	lo := grpo.LossOptions{EpsLow: o.EpsLow, EpsHigh: o.EpsHigh, Beta: o.Beta, KL: o.KLEstimator, EntropyCoeff: o.EntropyCoeff,
+		Aggregation: o.Aggregation, DualClip: o.DualClip, Policy: o.PolicyLoss}
 	if o.KLInReward {
 		lo.Beta = 0 // the KL is in PPO's rewards instead
 	}

@@ -305,7 +305,7 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 				continue
 			}
 			var ls grpo.LossStats
-			loss := func(lps, ents, grad [][]float32) (float64, error) {
+			loss := func(lps, ents, grad, gradEnt [][]float32) (float64, error) {
 				seqs := make([]grpo.Sequence, len(lps))
 				for i := range lps {
 					s := samples[from+i]
@@ -320,19 +320,17 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 				if t.poison && len(seqs) > 0 && len(seqs[0].Logprobs) > 0 {
 					seqs[0].Logprobs[0] = math.NaN()
 				}
-				st, g, err := grpo.Loss(seqs, lo)
+				st, g, err := grpo.Gradient(seqs, lo)
 				if err != nil {
 					return 0, err
 				}
-				for i, gi := range g {
-					for j, v := range gi {
-						grad[i][j] = float32(v)
-					}
-				}
+				narrow(g.Logprobs, grad)
+				narrow(g.Entropies, gradEnt) // an entropy bonus's; nil without
+
 				ls = st
 				return st.Loss, nil
 			}
-			ss, err := t.tr.Step(ctx, examples[from:to], loss)
+			ss, err := t.tr.StepEntropy(ctx, examples[from:to], loss)
 			if err != nil {
 				return nil, nil, fmt.Errorf("optimizer step %d (epoch %d, minibatch %d of %d): %w", t.tr.Steps()+1, epoch+1, k+1, M, err)
 			}
@@ -344,6 +342,15 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 		}
 	}
 	return steps, ppo, nil
+}
+
+// narrow copies src into dst, row for row, as float32.
+func narrow(src [][]float64, dst [][]float32) {
+	for i, row := range src {
+		for j, v := range row {
+			dst[i][j] = float32(v)
+		}
+	}
 }
 
 func widen(v []float32) []float64 {

@@ -34,6 +34,7 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("", "e.g. command: [python3, trainers/python/grpo_train.py]", "%s: an external trainer needs command (its argv; the contract's flags are appended)", c.Path(""))
 	}
 	kind.CheckEnvironment(c, s.Environment)
+	checkKLEntropy(c, s.Hyperparameters)
 	if l, ok := s.Hyperparameters[Loss]; ok && l != grpo.PPOClip.Name() {
 		c.Fail("hyperparameters."+Loss, "remove hyperparameters.loss, or train with kind: grpo, the embedded trainer, whose trainer.loss takes "+strings.Join(c.File().Losses.Names(), " or "),
 			"%s: %v: the external trainer supports ppo_clip only", c.Path("hyperparameters."+Loss), l)
@@ -67,7 +68,7 @@ func (s *Stage) Steps(b kind.Build) ([]pipeline.Step, error) {
 	a, _ := Options{Hyperparameters: s.Hyperparameters}.Advantages()
 	a.Estimator, a.SampleStd = b.Estimator, b.SampleStd
 	a.Gamma, a.Lambda = b.Gamma, b.Lambda
-	a.Gamma, a.Lambda = b.Gamma, b.Lambda
+	a.MaskTruncated = b.MaskTruncated
 	return []pipeline.Step{advantages.Step(a)}, nil
 }
 

@@ -69,6 +69,8 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "m", "aggregation": "tokens"}, `use "token" or "sequence"`},
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
 		{map[string]any{"base_model": "m", "loss": "gspo"}, `hyperparameters.loss: 'gspo'; this script supports "ppo_clip" only`},
+		{map[string]any{"base_model": "m", "kl_estimator": "k4"}, `hyperparameters.kl_estimator: 'k4'; use k1, k2 or k3 (verl's kl, mse or low_var_kl)`},
+		{map[string]any{"base_model": "m", "entropy_coeff": -0.01}, "hyperparameters.entropy_coeff: -0.01 must be >= 0"},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

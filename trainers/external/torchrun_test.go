@@ -193,7 +193,11 @@ func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, tiny.Example{Prompt: p, Completion: tr.TokenIDs})
+		s, err := policy.RowSampling(tr.Sampler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tiny.Example{Prompt: p, Completion: tr.TokenIDs, Temperature: s.Temperature})
 	}
 	return out
 }
@@ -253,8 +257,9 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // 1e-5 — the same advantages, old log-probabilities that put ratios
 // outside the clip range on both sides (and so the same mismatch_kl and
 // ratio_max), token and sequence aggregation,
-// beta 0 and beta > 0, dual-clip, one process and torchrun's two ranks — and so is
-// the adapter after the step.
+// beta 0 and beta > 0 with each KL estimator, dual-clip, an entropy bonus,
+// one process and torchrun's two ranks — and so is the adapter after the
+// step.
 func TestLossParityWithEmbedded(t *testing.T) {
 	py := slowTorchPython(t, "runs torch four times, once under torchrun (about a minute and a half)")
 	m, model := torchtest.Export(t)
@@ -263,6 +268,9 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	o := embedded.Options{LR: 2e-3}
 	start := torchtest.StartAdapter(t, m, o, 3, 8, 4)
 	f := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch"), 4, 8, 4, 0.4)
+	// The same problems sampled at T 1.2: logprobs of softmax(z/1.2),
+	// which both trainers must score at the row's temperature.
+	hot := torchtest.BatchAt(t, m, filepath.Join(t.TempDir(), "hot"), 4, 8, 4, 0.4, 1.2)
 
 	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
 	for _, c := range []struct {
@@ -271,18 +279,35 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		beta, low, high float64
 		argv            []string
 		dual            float64
+		temp            float64 // 0: the batch at T 1
+		kl              grpo.KLEstimator
+		entropy         float64
 	}{
-		{"token", "token", 0, 0.2, 0.2, single, 0},
-		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0},
-		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0},
+		{"token", "token", 0, 0.2, 0.2, single, 0, 0, "", 0},
+		{"token-beta-clip-higher", "token", 0.04, 0.2, 0.28, single, 0, 0, "", 0},
+		{"sequence-beta", "sequence", 0.04, 0.1, 0.3, single, 0, 0, "", 0},
 		// Two ranks each hold half of the sequences: the sequence mean
 		// must still divide by the whole minibatch's count.
-		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0},
+		{"sequence-beta-torchrun", "sequence", 0.04, 0.1, 0.3, ddp, 0, 0, "", 0},
 		// Dual-clip at a c the batch's negative-advantage ratios pass.
-		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3},
+		{"token-dual-clip", "token", 0, 0.2, 0.2, single, 1.3, 0, "", 0},
+		// The tempered policy: logits / T in the ratio, the gradient and
+		// the KL reference, in both.
+		{"token-beta-temperature-1.2", "token", 0.04, 0.2, 0.2, single, 0, 1.2, "", 0},
+		// The k1 estimator (whose per-token values take both signs).
+		{"token-beta-k1", "token", 0.04, 0.2, 0.28, single, 0, 0, grpo.K1, 0},
+		// An entropy bonus, whose gradient runs through every logit, with
+		// k2; and the same at T 1.2, where the entropy is softmax(z/T)'s.
+		{"sequence-k2-entropy", "sequence", 0.04, 0.2, 0.2, single, 0, 0, grpo.K2, 0.05},
+		{"token-k2-entropy-temperature-1.2", "token", 0.04, 0.2, 0.2, single, 0, 1.2, grpo.K2, 0.05},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual}
+			f := f
+			if c.temp != 0 {
+				f = hot
+			}
+			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual,
+				KLEstimator: c.kl, EntropyCoeff: c.entropy}
 			et, err := embedded.Load(m, eo, start)
 			if err != nil {
 				t.Fatal(err)
@@ -299,6 +324,12 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
 			if c.dual > 0 {
 				hp["dual_clip"] = c.dual
+			}
+			if c.kl != "" {
+				hp["kl_estimator"] = string(c.kl)
+			}
+			if c.entropy > 0 {
+				hp["entropy_coeff"] = c.entropy
 			}
 			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
 			em := res.Metrics
@@ -342,6 +373,9 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			if (c.beta > 0) != (py.Metrics.KL != nil && em.KL != nil) || (c.beta > 0 && math.Abs(*py.Metrics.KL-*em.KL) > 1e-6) {
 				t.Errorf("kl: torch %v, Go %v", fmtPtr(py.Metrics.KL), fmtPtr(em.KL))
+			}
+			if math.Abs(py.Metrics.Entropy-em.Entropy) > 1e-5 {
+				t.Errorf("entropy: torch %.9f, Go %.9f", py.Metrics.Entropy, em.Entropy)
 			}
 
 			// The adapters after the step. AdamW's first step moves a

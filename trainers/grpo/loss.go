@@ -47,8 +47,15 @@ type LossOptions struct {
 	// EpsLow and EpsHigh bound the ratio to [1−EpsLow, 1+EpsHigh]
 	// (default 0.2 each; DAPO's clip-higher uses EpsHigh 0.28).
 	EpsLow, EpsHigh float64
-	// Beta weighs the k3 KL to the reference policy; 0 leaves it out.
+	// Beta weighs the KL to the reference policy; 0 leaves it out.
 	Beta float64
+	// KL is the KL estimator Beta weighs (default K3).
+	KL KLEstimator
+	// EntropyCoeff, when positive, subtracts c·H per trainable token
+	// (H the current policy's entropy there, Sequence.Entropies),
+	// aggregated like the rest: an entropy bonus. Its gradient is with
+	// respect to the entropies (Gradients.Entropies). 0 leaves it out.
+	EntropyCoeff float64
 	// Aggregation defaults to TokenMean.
 	Aggregation Aggregation
 	// DualClip, when not 0, is dual-clip PPO's c (> 1, typically 3): a
@@ -64,6 +71,7 @@ func (o *LossOptions) defaults() error {
 	o.EpsLow = cmp.Or(o.EpsLow, 0.2)
 	o.EpsHigh = cmp.Or(o.EpsHigh, 0.2)
 	o.Aggregation = cmp.Or(o.Aggregation, TokenMean).Canonical()
+	o.KL = o.KL.Canonical()
 	switch {
 	case o.EpsLow < 0 || o.EpsLow >= 1 || o.EpsHigh < 0:
 		return fmt.Errorf("grpo: clip range [1-%g, 1+%g] is not a range around 1", o.EpsLow, o.EpsHigh)
@@ -73,6 +81,10 @@ func (o *LossOptions) defaults() error {
 		return fmt.Errorf("grpo: dual clip %g must be above 1 (0 turns it off)", o.DualClip)
 	case o.DualClip != 0 && o.policy() != PPOClip:
 		return fmt.Errorf("grpo: dual clip applies to the %s loss only, not %s", PPOClip.Name(), o.policy().Name())
+	case !o.KL.Known():
+		return fmt.Errorf("grpo: %q: %w", o.KL, ErrUnknownKLEstimator)
+	case !(o.EntropyCoeff >= 0) || math.IsInf(o.EntropyCoeff, 0):
+		return fmt.Errorf("grpo: entropy coefficient %g must be finite and ≥ 0", o.EntropyCoeff)
 	case !slices.Contains(Aggregations, o.Aggregation):
 		return fmt.Errorf("grpo: unknown aggregation %q (use token, sequence or %s)", o.Aggregation, SeqMeanTokenSumNorm)
 	}
@@ -125,8 +137,9 @@ type Sequence struct {
 	// RefLogprobs are the reference policy's (the base model, adapter
 	// off); needed when Beta > 0.
 	RefLogprobs []float64
-	// Entropies, optional, are the current policy's per-token entropies;
-	// they only feed the statistics.
+	// Entropies are the current policy's per-token entropies: optional,
+	// they feed the statistics, and the entropy bonus, which needs them,
+	// when EntropyCoeff > 0.
 	Entropies []float64
 	Advantage float64
 	// Advantages, when not nil, are per-token advantages (PPO's GAE),
@@ -173,8 +186,9 @@ func (s *Sequence) Tokens() int {
 type LossFigures struct {
 	Loss       float64 `json:"loss"`
 	PolicyLoss float64 `json:"policy_loss"`
-	// KL is the mean k3 estimate exp(δ) − δ − 1, δ = logπ_ref − logπ;
-	// nil (JSON null) when Beta is 0, which leaves it uncomputed.
+	// KL is the mean of the KL estimator's per-token estimate (k3:
+	// exp(δ) − δ − 1, δ = logπ_ref − logπ); nil (JSON null) when Beta is
+	// 0, which leaves it uncomputed.
 	KL      *float64 `json:"kl"`
 	Entropy float64  `json:"entropy"`
 	// ClipLow is the fraction of tokens whose negative advantage met a
@@ -216,36 +230,61 @@ var ErrNonFinite = errors.New("non-finite loss")
 // ℓ_π = −min(ρ·A, clip(ρ, 1−ε_low, 1+ε_high)·A), capped at −c·A when
 // o.DualClip is c > 0 and A < 0, dual-clip PPO):
 //
-//	ℓ = ℓ_π + β·(exp(δ) − δ − 1),  δ = logπ_ref − logπ
+//	ℓ = ℓ_π + β·k(δ) − c_H·H,  δ = logπ_ref − logπ
 //
-// aggregated by o.Aggregation. grads[i][t] is ∂Loss/∂Logprobs[i][t].
+// k the estimator o.KL (k3 = exp(δ) − δ − 1 by default), aggregated by
+// o.Aggregation. grads[i][t] is ∂Loss/∂Logprobs[i][t]. With an entropy
+// bonus (o.EntropyCoeff > 0) the loss also depends on the entropies:
+// Gradient returns both gradients.
 func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
+	st, g, err := Gradient(seqs, o)
+	return st, g.Logprobs, err
+}
+
+// Gradients are the loss's derivatives, shaped like the sequences'
+// tokens: Logprobs[i][t] = ∂Loss/∂Logprobs[i][t], Entropies[i][t] =
+// ∂Loss/∂Entropies[i][t] (nil unless EntropyCoeff > 0). A model turns the
+// second into the gradient of its logits z through
+// ∂H/∂z_k = −p_k·(log p_k + H).
+type Gradients struct {
+	Logprobs, Entropies [][]float64
+}
+
+// Gradient is Loss with the gradient with respect to the entropies too.
+func Gradient(seqs []Sequence, o LossOptions) (LossStats, Gradients, error) {
 	if err := o.defaults(); err != nil {
-		return LossStats{}, nil, err
+		return LossStats{}, Gradients{}, err
 	}
 	var st LossStats
 	total := 0
 	for i, s := range seqs {
 		if len(s.OldLogprobs) != len(s.Logprobs) {
-			return st, nil, fmt.Errorf("grpo: sequence %d has %d old logprobs for %d tokens", i, len(s.OldLogprobs), len(s.Logprobs))
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has %d old logprobs for %d tokens", i, len(s.OldLogprobs), len(s.Logprobs))
 		}
 		if o.Beta > 0 && len(s.RefLogprobs) != len(s.Logprobs) {
-			return st, nil, fmt.Errorf("grpo: sequence %d has %d reference logprobs for %d tokens (beta > 0 needs them)", i, len(s.RefLogprobs), len(s.Logprobs))
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has %d reference logprobs for %d tokens (beta > 0 needs them)", i, len(s.RefLogprobs), len(s.Logprobs))
+		}
+		if o.EntropyCoeff > 0 && s.Entropies == nil && len(s.Logprobs) > 0 {
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has no entropies (an entropy bonus needs one per token)", i)
 		}
 		if s.Entropies != nil && len(s.Entropies) != len(s.Logprobs) {
-			return st, nil, fmt.Errorf("grpo: sequence %d has %d entropies for %d tokens (give one per token, or none)", i, len(s.Entropies), len(s.Logprobs))
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has %d entropies for %d tokens (give one per token, or none)", i, len(s.Entropies), len(s.Logprobs))
 		}
 		if s.Advantages != nil && len(s.Advantages) != len(s.Logprobs) {
-			return st, nil, fmt.Errorf("grpo: sequence %d has %d advantages for %d tokens (give one per token, or none)", i, len(s.Advantages), len(s.Logprobs))
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has %d advantages for %d tokens (give one per token, or none)", i, len(s.Advantages), len(s.Logprobs))
 		}
 		if s.Trainable != nil && len(s.Trainable) != len(s.Logprobs) {
-			return st, nil, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
+			return st, Gradients{}, fmt.Errorf("grpo: sequence %d has a trainable mask of %d for %d tokens", i, len(s.Trainable), len(s.Logprobs))
 		}
 		total += s.Tokens()
 	}
 	grads := make([][]float64, len(seqs))
+	var entGrads [][]float64
+	if o.EntropyCoeff > 0 {
+		entGrads = make([][]float64, len(seqs))
+	}
 	if total == 0 {
-		return st, grads, nil
+		return st, Gradients{grads, entGrads}, nil
 	}
 	agg := newWeights(o.Aggregation, len(seqs), func(i int) (int, int) { return seqs[i].Tokens(), len(seqs[i].Logprobs) })
 	pol := o.policy()
@@ -255,6 +294,11 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		s := &seqs[i]
 		g := make([]float64, len(s.Logprobs))
 		grads[i] = g
+		var ge []float64
+		if entGrads != nil {
+			ge = make([]float64, len(s.Logprobs))
+			entGrads[i] = ge
+		}
 		n := s.Tokens()
 		if n == 0 {
 			continue
@@ -281,12 +325,14 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 			}
 			l, dl := pg, dpg
 			if o.Beta > 0 {
-				d := s.RefLogprobs[t] - lp
-				e := math.Exp(d)
-				k := e - d - 1
+				k, dk := o.KL.term(s.RefLogprobs[t] - lp)
 				kl += k
 				l += o.Beta * k
-				dl += o.Beta * (1 - e) // ∂k/∂logπ = −e^δ + 1
+				dl += o.Beta * dk
+			}
+			if ge != nil {
+				l -= o.EntropyCoeff * s.Entropies[t]
+				ge[t] = -w * o.EntropyCoeff
 			}
 			st.PolicyLoss += w * pg
 			st.Loss += w * l
@@ -310,8 +356,8 @@ func Loss(seqs []Sequence, o LossOptions) (LossStats, [][]float64, error) {
 		st.ClipDual = &frac
 	}
 	if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) || math.IsNaN(st.RatioDev) || math.IsInf(st.RatioDev, 0) {
-		return st, nil, fmt.Errorf("grpo: loss %g over %d tokens (mean |ratio-1| %g): %w; the step is not applied",
+		return st, Gradients{}, fmt.Errorf("grpo: loss %g over %d tokens (mean |ratio-1| %g): %w; the step is not applied",
 			st.Loss, total, st.RatioDev, ErrNonFinite)
 	}
-	return st, grads, nil
+	return st, Gradients{grads, entGrads}, nil
 }

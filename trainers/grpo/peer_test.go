@@ -49,8 +49,60 @@ func peerSeqs() []grpo.Sequence {
 	return seqs
 }
 
+// verlAgg is verl's loss_agg_mode of each aggregation.
+var verlAgg = map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
+
+// peerBatch is what a peer script reads: the sequences and the cases.
+type peerBatch[S, C any] struct {
+	Seqs  []S `json:"seqs"`
+	Cases []C `json:"cases"`
+}
+
+// peerTokens are what every peer script reads of a sequence besides its
+// current logprobs: the old and reference logprobs, the trainable mask
+// (1 or 0 per token) and the advantage.
+type peerTokens struct {
+	Old  []float64 `json:"old"`
+	Ref  []float64 `json:"ref"`
+	Mask []float64 `json:"mask"`
+	Adv  float64   `json:"adv"`
+}
+
+func tokensOf(s grpo.Sequence) peerTokens {
+	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage}
+	for j, o := range s.OldLogprobs {
+		p.Old = append(p.Old, float64(o))
+		m := 1.0
+		if s.Trainable != nil && !s.Trainable[j] {
+			m = 0
+		}
+		p.Mask = append(p.Mask, m)
+	}
+	return p
+}
+
+// runPeer writes in as JSON to a file, runs testdata/script on it with
+// py and returns the members of the JSON object it prints.
+func runPeer(t *testing.T, py, script string, in any) map[string]json.RawMessage {
+	t.Helper()
+	batch := filepath.Join(t.TempDir(), "batch.json")
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batch, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := pyvenv.Run(t, "testdata/"+script, nil, py, filepath.Join("testdata", script), batch)
+	var peer map[string]json.RawMessage
+	if err := json.Unmarshal(out, &peer); err != nil {
+		t.Fatalf("read the output of %s: %v\n%s", script, err, out)
+	}
+	return peer
+}
+
 // TestPeerParity computes each policy loss under each aggregation, and
-// the k3 KL, on a random batch with rlpipe and with verl's own functions
+// the k1, k2 and k3 KL, on a random batch with rlpipe and with verl's own functions
 // (testdata/peer_losses.py: core_algos.compute_policy_loss_vanilla,
 // compute_policy_loss_gspo, compute_policy_loss_cispo, kl_penalty and
 // agg_loss, under autograd), and wants the loss and every token's
@@ -61,10 +113,7 @@ func TestPeerParity(t *testing.T) {
 	seqs := peerSeqs()
 	type peerSeq struct {
 		Logprobs []float64 `json:"logprobs"`
-		Old      []float64 `json:"old"`
-		Ref      []float64 `json:"ref"`
-		Mask     []float64 `json:"mask"`
-		Adv      float64   `json:"adv"`
+		peerTokens
 	}
 	type peerCase struct {
 		Name    string  `json:"name"`
@@ -74,28 +123,15 @@ func TestPeerParity(t *testing.T) {
 		EpsHigh float64 `json:"eps_high"`
 		ClipC   float64 `json:"clip_c"`
 	}
-	var in struct {
-		Seqs  []peerSeq  `json:"seqs"`
-		Cases []peerCase `json:"cases"`
-	}
+	var in peerBatch[peerSeq, peerCase]
 	for _, s := range seqs {
-		ps := peerSeq{Logprobs: s.Logprobs, Ref: s.RefLogprobs, Adv: s.Advantage}
-		for j, o := range s.OldLogprobs {
-			ps.Old = append(ps.Old, float64(o))
-			m := 1.0
-			if s.Trainable != nil && !s.Trainable[j] {
-				m = 0
-			}
-			ps.Mask = append(ps.Mask, m)
-		}
-		in.Seqs = append(in.Seqs, ps)
+		in.Seqs = append(in.Seqs, peerSeq{s.Logprobs, tokensOf(s)})
 	}
-	verlAgg := map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
 	type tc struct {
 		name string
 		o    grpo.LossOptions
-		// kl: compare β·k3 alone (advantages 0, β 1) with verl's
-		// kl_penalty low_var_kl.
+		// kl: compare β·k alone (advantages 0, β 1) with verl's
+		// kl_penalty of the estimator's verl name.
 		kl bool
 		// differ: a control, verl's numbers are not these.
 		differ bool
@@ -119,31 +155,26 @@ func TestPeerParity(t *testing.T) {
 		name := "ppo_clip dual_clip 1.2 " + string(agg)
 		cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, EpsLow: 0.1, EpsHigh: 0.1, DualClip: 1.2},
 			peer: peerCase{Name: name, Fn: "compute_policy_loss_vanilla", Agg: verlAgg[agg], EpsLow: 0.1, EpsHigh: 0.1, ClipC: 1.2}})
-		name = "k3 " + string(agg)
-		cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, Beta: 1}, kl: true,
-			peer: peerCase{Name: name, Fn: "kl_low_var_kl", Agg: verlAgg[agg]}})
+		for _, k := range []struct {
+			est  grpo.KLEstimator
+			verl string
+		}{{grpo.K1, "kl"}, {grpo.K2, "mse"}, {grpo.K3, "low_var_kl"}} {
+			name = string(k.est) + " " + string(agg)
+			cases = append(cases, tc{name: name, o: grpo.LossOptions{Aggregation: agg, Beta: 1, KL: k.est}, kl: true,
+				peer: peerCase{Name: name, Fn: "kl_" + k.verl, Agg: verlAgg[agg]}})
+		}
 	}
 	cases = append(cases,
 		tc{name: "control: token mean is not verl's seq-mean-token-mean", o: grpo.LossOptions{EpsLow: 0.2, EpsHigh: 0.28}, differ: true,
 			peer: peerCase{Name: "control agg", Fn: "compute_policy_loss_vanilla", Agg: "seq-mean-token-mean", EpsLow: 0.2, EpsHigh: 0.28, ClipC: 1e9}},
 		tc{name: "control: ppo_clip is not verl's gspo", o: grpo.LossOptions{EpsLow: 0.2, EpsHigh: 0.28}, differ: true,
-			peer: peerCase{Name: "control loss", Fn: "compute_policy_loss_gspo", Agg: "token-mean", EpsLow: 0.2, EpsHigh: 0.28}})
+			peer: peerCase{Name: "control loss", Fn: "compute_policy_loss_gspo", Agg: "token-mean", EpsLow: 0.2, EpsHigh: 0.28}},
+		tc{name: "control: k1 is not verl's low_var_kl", o: grpo.LossOptions{Beta: 1, KL: grpo.K1}, kl: true, differ: true,
+			peer: peerCase{Name: "control kl", Fn: "kl_low_var_kl", Agg: "token-mean"}})
 	for _, c := range cases {
 		in.Cases = append(in.Cases, c.peer)
 	}
-	batch := filepath.Join(t.TempDir(), "batch.json")
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(batch, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := pyvenv.Run(t, "testdata/peer_losses.py", nil, py, filepath.Join("testdata", "peer_losses.py"), batch)
-	var peer map[string]json.RawMessage
-	if err := json.Unmarshal(out, &peer); err != nil {
-		t.Fatalf("read verl's losses: %v\n%s", err, out)
-	}
+	peer := runPeer(t, py, "peer_losses.py", in)
 	if how, ok := peer["verl_import"]; ok {
 		t.Logf("verl imported as: %s", how)
 	}

@@ -19,9 +19,10 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     (peft, --adapter-in) or a fresh one, and AdamW's state (--optimizer-in);
   * for `epochs` passes over the batch, cut into minibatches of
     `minibatch_size` sequences (one optimizer step each), it minimises the
-    clipped surrogate plus beta times the k3 KL to the base model
-    (the adapter disabled), aggregated per token or per sequence, with
-    gradient-norm clipping;
+    clipped surrogate plus beta times a KL estimate (k3 by default, k1 or
+    k2) to the base model (the adapter disabled), minus entropy_coeff
+    times the policy's entropy (an entropy bonus, off by default),
+    aggregated per token or per sequence, with gradient-norm clipping;
   * it writes the adapter with save_pretrained (--adapter-out), the
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
@@ -87,7 +88,9 @@ DEFAULTS: dict[str, Any] = {
     "micro_batch_size": 4,  # sequences per forward pass on each process
     "eps_low": 0.2,
     "eps_high": 0.2,  # DAPO's clip-higher: 0.28
-    "beta": 0.0,  # weight of the k3 KL to the base model
+    "beta": 0.0,  # weight of the KL to the base model
+    "kl_estimator": "k3",  # k1 (-δ), k2 (δ²/2) or k3 (e^δ - δ - 1), δ = logπ_ref - logπ; verl's kl, mse, low_var_kl
+    "entropy_coeff": 0.0,  # entropy bonus: minus this times the entropy per token; 0 = off
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # or "sequence"
     "loss": "ppo_clip",  # the only policy loss here; rlpipe's plan refuses others
@@ -106,6 +109,20 @@ DEFAULTS: dict[str, Any] = {
     "critic": None,
     "kl_in_reward": False,  # with critic: -beta*k1 per token in the reward, no KL in the loss
 }
+
+
+# verl's names of the KL estimators (core_algos.kl_penalty).
+KL_NAMES = {"kl": "k1", "mse": "k2", "low_var_kl": "k3"}
+
+
+def kl_term(delta, estimator: str):
+    """The per-token KL estimate beta weighs, delta = logπ_ref - logπ, as
+    rlpipe's trainers/grpo.KLEstimator computes it."""
+    if estimator == "k1":
+        return -delta
+    if estimator == "k2":
+        return 0.5 * delta * delta
+    return delta.exp() - delta - 1
 
 
 class ConfigError(Exception):
@@ -207,6 +224,11 @@ def load_hparams(path: str) -> dict[str, Any]:
     _number(hp, "eps_low", 0, 1, lo_open=True)
     _number(hp, "eps_high", 0, lo_open=True)
     _number(hp, "beta", 0)
+    _number(hp, "entropy_coeff", 0)
+    est = hp["kl_estimator"]
+    if not isinstance(est, str) or KL_NAMES.get(est, est) not in ("k1", "k2", "k3"):
+        raise ConfigError(f"hyperparameters.kl_estimator: {est!r}; use k1, k2 or k3 (verl's kl, mse or low_var_kl)")
+    hp["kl_estimator"] = KL_NAMES.get(est, est)
     _number(hp, "dual_clip", 0)
     if 0 < hp["dual_clip"] <= 1:
         raise ConfigError(f"hyperparameters.dual_clip: {hp['dual_clip']!r} must be above 1 (3 is usual), or 0 for off")
@@ -403,6 +425,33 @@ def check_stale(t: dict, missing: bool, hp: dict) -> None:
         )
 
 
+def sample_temperature(t: dict) -> float:
+    """The temperature a row trains at: its sampler column's (the JSON of
+    the sampling, docs/TABLES.md), so that logpi is log softmax(z/T) of the
+    distribution that sampled it and whose logprobs the sampler recorded.
+    No column, or no temperature in it, reads as 1; a greedy sample (0)
+    trains at 1, its logprobs being the model's own. top_p below 1 is
+    refused: no trainer can rebuild the nucleus the sampler drew from."""
+    where = f"sample {t['sample_index']} of prompt {t['prompt_id']!r}"
+    raw = t.get("sampler") or ""
+    if not raw:
+        return 1.0
+    try:
+        sampling = json.loads(raw)
+    except ValueError as e:
+        raise DataError(f"{where}: sampler column {raw!r} is not a JSON object of sampling parameters: {e}") from None
+    if not isinstance(sampling, dict):
+        raise DataError(f"{where}: sampler column {raw!r} is not a JSON object of sampling parameters")
+    top_p = sampling.get("top_p") or 0
+    if 0 < top_p < 1:
+        raise DataError(f"{where}: sampler column: top_p {top_p:g} trains a policy rlpipe cannot score (the nucleus changes "
+                        "with every token); sample the train stage's rollouts without top_p (temperature alone is trained exactly)")
+    temp = sampling.get("temperature", 1)
+    if not isinstance(temp, (int, float)) or not math.isfinite(temp) or temp < 0:
+        raise DataError(f"{where}: sampler column: temperature {temp!r} is not a temperature (a finite number >= 0)")
+    return float(temp) if temp != 0 else 1.0
+
+
 def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
     """Reads and joins the tables and tokenizes the samples to train on.
 
@@ -412,7 +461,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 
     advantages = read_rows(args.advantages, ["prompt_id", "sample_index", "advantage", "mask", "reason"])
     trajectories = read_rows(args.trajectories, ["prompt_id", "sample_index", "token_ids", "logprobs", "status"],
-                             optional=("sequence_ids", "trainable", "staleness"))
+                             optional=("sequence_ids", "trainable", "staleness", "sampler"))
     prompts = {r["prompt_id"]: r for r in read_rows(args.prompts, ["prompt_id", "prompt", "messages"])}
     trajs = {(r["prompt_id"], r["sample_index"]): r for r in trajectories}
 
@@ -488,6 +537,7 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             "mask": mask or [1] * len(completion),
             "old": None if old is None or hp["recompute_old_logprobs"] else list(old),
             "advantage": float(a["advantage"]),
+            "temperature": sample_temperature(t),
         })
 
     adapter_files = None
@@ -558,8 +608,10 @@ def trainable(model) -> list[tuple[str, Any]]:
     return sorted(((n, p) for n, p in model.named_parameters() if p.requires_grad), key=lambda x: x[0])
 
 
-def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool):
-    """Log-probabilities (and entropies) of each sample's completion tokens."""
+def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bool, entropy_grad: bool = False):
+    """Log-probabilities (and entropies) of each sample's completion tokens,
+    of softmax(z/T) at the sample's temperature; the entropies carry a
+    gradient only with entropy_grad (an entropy bonus)."""
     import torch
 
     ids, mask = ppo_critic.pad(batch, pad_id)
@@ -568,11 +620,18 @@ def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bo
     for i, s in enumerate(batch):
         p, c = len(s["prompt"]), len(s["completion"])
         # The logits at position t predict the token at t + 1.
-        lp = logits[i, p - 1 : p - 1 + c].float().log_softmax(-1)
+        # At the temperature the sample was drawn at: log softmax(z/T), as
+        # TRL's selective_log_softmax(logits / temperature) and verl's
+        # logits.div_(temperature); the reference pass goes through here too.
+        z = logits[i, p - 1 : p - 1 + c].float()
+        temp = s.get("temperature", 1.0)
+        if temp != 1.0:
+            z = z / temp
+        lp = z.log_softmax(-1)
         target = torch.tensor(s["completion"], dtype=torch.long, device=device)
         lps.append(lp.gather(-1, target[:, None]).squeeze(-1))
         if entropy:
-            with torch.no_grad():
+            with contextlib.nullcontext() if entropy_grad else torch.no_grad():
                 ents.append(-(lp.exp() * lp).sum(-1))
     return lps, ents
 
@@ -744,7 +803,7 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
             if not idx:  # an empty share: a zero-weight pass keeps DDP in step
                 idx, weight = [members[0]], 0.0
             batch = [samples[i] for i in idx]
-            lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True)
+            lps, ents = sequence_logprobs(model, batch, pad_id, d.device, True, hp["entropy_coeff"] > 0)
             loss = torch.zeros((), device=d.device)
             for s, lp, ent in zip(batch, lps, ents):
                 # Only trainable tokens (an episode's replies) enter the
@@ -772,9 +831,11 @@ def step(model, samples, micro_batches, members, total_tokens, hp, pad_id, d: Di
                 kl = torch.zeros_like(lp)
                 if hp["beta"] > 0:
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
-                    kl = (torch.exp(delta) - delta - 1) * m
+                    kl = kl_term(delta, hp["kl_estimator"]) * m
                     if not hp["kl_in_reward"]:  # with it, the KL is in PPO's rewards
                         per_token = pg + hp["beta"] * kl
+                if hp["entropy_coeff"] > 0:  # the bonus: -c·H, aggregated like the rest
+                    per_token = per_token - hp["entropy_coeff"] * ent * m
                 if hp["aggregation"] == "token":
                     w = weight / total_tokens
                 else:

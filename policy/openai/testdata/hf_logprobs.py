@@ -4,8 +4,9 @@ compare the server's logprobs with.
 
     python hf_logprobs.py MODEL_DIR [--adapter ADAPTER_DIR] < in.json > out.json
 
-in.json is a list of {"prompt": [ids], "completion": [ids]}; out.json the
-list of the completions' logprobs, each token's given all before it.
+in.json is a list of {"prompt": [ids], "completion": [ids]} with an optional
+"temperature" T (default 1: the logits are divided by it); out.json the list
+of the completions' logprobs, each token's given all before it.
 """
 import argparse
 import json
@@ -30,6 +31,9 @@ def main():
         for row in json.load(sys.stdin):
             ids = row["prompt"] + row["completion"]
             logits = model(torch.tensor([ids])).logits[0].float()
+            temperature = row.get("temperature", 1.0)
+            if temperature != 1.0:
+                logits = logits / temperature
             lp = torch.log_softmax(logits, -1)
             n = len(row["prompt"])
             out.append([lp[i - 1, ids[i]].item() for i in range(n, len(ids))])

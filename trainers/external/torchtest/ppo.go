@@ -17,7 +17,7 @@ import (
 // outcome reward.
 func PPOBatch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g int) Files {
 	t.Helper()
-	f := batch(t, m, adapter, dir, seed, n, g, 0)
+	f := batch(t, m, adapter, dir, seed, n, g, 0, 1)
 	f.Tokens = 0
 	for i := range f.Batch.Advantages {
 		a := &f.Batch.Advantages[i]

@@ -110,12 +110,20 @@ func StartAdapter(t testing.TB, m *tiny.Model, o embedded.Options, seed uint64, 
 // leave the clip range on both sides from the first step.
 func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32) Files {
 	t.Helper()
-	return batch(t, m, "", dir, seed, n, g, shift)
+	return BatchAt(t, m, dir, seed, n, g, shift, 1)
 }
 
-// batch is Batch sampling from the adapter directory adapter ("" for the
-// base model).
-func batch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g int, shift float32) Files {
+// BatchAt is Batch sampled at temperature temp: the trajectories record
+// it in their sampler column (temperature 1 records "{}", as Batch always
+// did), and their logprobs are of softmax(z/temp).
+func BatchAt(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32, temp float64) Files {
+	t.Helper()
+	return batch(t, m, "", dir, seed, n, g, shift, temp)
+}
+
+// batch is BatchAt sampling from the adapter directory adapter ("" for
+// the base model).
+func batch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g int, shift float32, temp float64) Files {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -138,15 +146,22 @@ func batch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g i
 			t.Fatal(err)
 		}
 	}
-	out, err := pol.Generate(context.Background(), reqs, policy.Sampling{N: g, Temperature: 1, MaxTokens: 5, Logprobs: true, Adapter: name})
+	sp := policy.Sampling{N: g, Temperature: temp, MaxTokens: 5, Logprobs: true, Adapter: name}
+	out, err := pol.Generate(context.Background(), reqs, sp)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sampler := "{}"
+	if temp != 1 {
+		if sampler, err = sp.JSON(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var trajs []tables.Trajectory
 	var rewards []tables.Reward
 	for i, ss := range out {
 		for j, s := range ss {
-			row := policy.TrajectoryRow(s, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), "{}")
+			row := policy.TrajectoryRow(s, reqs[i], j, policy.RowParams{Iteration: 1}, m.Version(), sampler)
 			if shift != 0 {
 				row.Logprobs = append([]float32(nil), row.Logprobs...)
 				for k := range row.Logprobs {
@@ -210,6 +225,7 @@ type Metrics struct {
 	Loss           float64  `json:"loss"`
 	PolicyLoss     float64  `json:"policy_loss"`
 	KL             *float64 `json:"kl"`
+	Entropy        float64  `json:"entropy"`
 	GradNorm       float64  `json:"grad_norm"`
 	TrainTokens    int      `json:"train_tokens"`
 	OptimizerSteps int      `json:"optimizer_steps"`

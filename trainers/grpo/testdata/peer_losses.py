@@ -16,20 +16,52 @@ import os
 import sys
 
 
-def main():
+def import_verl():
+    """verl's core_algos and how it was imported, as
+    advantages/testdata/peer_advantages.py imports it (without ray)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "..", "advantages", "testdata"))
+    from peer_advantages import import_core_algos
+
+    return import_core_algos()
+
+
+def setup():
+    """The batch file (sys.argv[1]), verl's core_algos and how it was
+    imported; or None after printing {"verl_error": why}, so that the Go
+    test skips with the reason."""
     with open(sys.argv[1]) as f:
         batch = json.load(f)
     try:
-        import torch
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        sys.path.insert(0, os.path.join(here, "..", "..", "..", "advantages", "testdata"))
-        from peer_advantages import import_core_algos
-
-        core_algos, how = import_core_algos()
-    except Exception as e:  # report, so that the Go test skips with the reason
+        return (batch, *import_verl())
+    except Exception as e:
         json.dump({"verl_error": f"{type(e).__name__}: {e}"}, sys.stdout)
+        return None
+
+
+def actor_config(core_algos, eps_low, eps_high, clip_c):
+    """The actor config fields verl's policy loss functions read."""
+
+    class Config(core_algos.ActorConfig):
+        def __init__(self):
+            self.clip_ratio = eps_low
+            self.clip_ratio_low = eps_low
+            self.clip_ratio_high = eps_high
+            self.clip_ratio_c = clip_c
+            self.global_batch_info = {}
+
+        def get(self, key, default=None):
+            return getattr(self, key, default)
+
+    return Config()
+
+
+def main():
+    got = setup()
+    if got is None:
         return
+    batch, core_algos, how = got
+    import torch
 
     seqs = batch["seqs"]
     width = max(len(s["logprobs"]) for s in seqs)
@@ -40,28 +72,15 @@ def main():
     old, ref, mask = padded("old"), padded("ref"), padded("mask")
     adv = torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
 
-    class Config(core_algos.ActorConfig):
-        """The actor config fields the loss functions read."""
-
-        def __init__(self, eps_low, eps_high, clip_c):
-            self.clip_ratio = eps_low
-            self.clip_ratio_low = eps_low
-            self.clip_ratio_high = eps_high
-            self.clip_ratio_c = clip_c
-            self.global_batch_info = {}
-
-        def get(self, key, default=None):
-            return getattr(self, key, default)
-
     out = {"verl_import": how}
     for c in batch["cases"]:
         lp = padded("logprobs").requires_grad_(True)
         mode = c["agg"]
-        if c["fn"] == "kl_low_var_kl":
-            loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, "low_var_kl"), mask, mode)
+        if c["fn"].startswith("kl_"):  # kl_kl, kl_mse, kl_low_var_kl: kl_penalty's estimator names
+            loss = core_algos.agg_loss(core_algos.kl_penalty(lp, ref, c["fn"][3:]), mask, mode)
         else:
             fn = getattr(core_algos, c["fn"])
-            cfg = Config(c["eps_low"], c["eps_high"], c["clip_c"])
+            cfg = actor_config(core_algos, c["eps_low"], c["eps_high"], c["clip_c"])
             loss, _ = fn(old_log_prob=old, log_prob=lp, advantages=adv, response_mask=mask, loss_agg_mode=mode, config=cfg)
         loss.backward()
         out[c["name"]] = {
