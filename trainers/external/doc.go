@@ -34,6 +34,18 @@
 // metrics output is the batch's Metrics with the trainer's keys laid over
 // them.
 //
+// # PPO with a critic
+//
+// With hyperparameters.critic (and the gae estimator, checked when the
+// run is planned) the trainer also gets --critic-out D and --values-out F,
+// and --critic-in D from the policy's grpo.CriticDir when it has one; a
+// later iteration's policy without one is refused unless critic.missing
+// is fresh. The critic it writes must pass the adapter's checks plus a
+// finite value head (ValueHeadFile) and becomes the adapter output's
+// critic/; its per-token values are checked against the trained samples
+// and written as the values output (tables.TokenValues). Options.GAE's γ
+// and λ are written into the critic's hyperparameters.
+//
 // # Processes
 //
 // The command runs in its own process group with rlpipe's environment,

@@ -42,6 +42,7 @@ func (s *Stage) Check(c kind.Checker) {
 	if key, msg := rolloutCorrection(s.Hyperparameters); key != "" {
 		c.Fail("hyperparameters."+key, "", "%s: %s", c.Path("hyperparameters."+key), msg)
 	}
+	s.checkCritic(c)
 	if f := c.File(); f.MaxStaleness > 0 && s.Hyperparameters[RecomputeOldLogprobs] == true && s.Hyperparameters[RescoreStale] != true {
 		c.Fail("hyperparameters."+RecomputeOldLogprobs,
 			"set overlap.max_staleness: 0 to recompute on-policy, remove recompute_old_logprobs to keep the sampler's logprobs, or set hyperparameters.rescore_stale: true to accept it, as docs/TRAINERS.md explains",
@@ -143,7 +144,11 @@ func (s *Stage) Task(b kind.Build) (*pipeline.Task, error) {
 	for k, v := range s.Environment {
 		env[k] = v
 	}
-	t, err := Task(Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env, Dir: b.File.Dir, Version: b.Version})
+	o := Options{Command: s.Command, Hyperparameters: s.Hyperparameters, Env: env, Dir: b.File.Dir, Version: b.Version}
+	if advantages.NeedsCritic(b.Estimator) {
+		o.GAE = &GAE{Gamma: b.Gamma, Lambda: b.Lambda}
+	}
+	t, err := Task(o)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/rlpipe/rlpipe/policy/safetensors"
+	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
 
 // OptimizerDir is the subdirectory of the adapter output that holds the
@@ -24,6 +25,9 @@ const (
 	adapterOutDir   = "adapter-out"
 	optimizerOutDir = "optimizer-out"
 	metricsOutFile  = "metrics.json"
+	criticInDir     = "critic-in"
+	criticOutDir    = "critic-out"
+	valuesOutFile   = "values.jsonl"
 )
 
 // paths are the files and directories one call hands the trainer.
@@ -32,6 +36,9 @@ type paths struct {
 	AdapterOut, OptimizerOut, MetricsOut       string
 	// AdapterIn and OptimizerIn are "" when there is none.
 	AdapterIn, OptimizerIn string
+	// CriticOut and ValuesOut are PPO's, "" without the critic; CriticIn
+	// is the policy input's critic/, "" when it has none.
+	CriticIn, CriticOut, ValuesOut string
 }
 
 func newPaths(dir string) paths {
@@ -60,14 +67,21 @@ func (p paths) flags(iteration int, seed uint64) []string {
 	if p.OptimizerIn != "" {
 		f = append(f, "--optimizer-in", p.OptimizerIn)
 	}
+	if p.CriticOut != "" {
+		if p.CriticIn != "" {
+			f = append(f, "--critic-in", p.CriticIn)
+		}
+		f = append(f, "--critic-out", p.CriticOut, "--values-out", p.ValuesOut)
+	}
 	return append(f, "--iteration", strconv.Itoa(iteration), "--seed", strconv.FormatUint(seed, 10))
 }
 
 // splitPolicy lays out the policy input — a previous adapter output —
-// as two directories: its PEFT files (everything but OptimizerDir) at
-// p.AdapterIn, and its optimizer state at p.OptimizerIn, which stays ""
-// when the input has none (the first update, an adapter from elsewhere,
-// a trainer that keeps no state). The input is this attempt's private
+// as two directories: its PEFT files (everything but OptimizerDir and
+// grpo.CriticDir) at p.AdapterIn, and its optimizer state at
+// p.OptimizerIn, which stays "" when the input has none (the first
+// update, an adapter from elsewhere, a trainer that keeps no state); a
+// critic/ that holds files goes to p.CriticIn. The input is this attempt's private
 // copy, so its entries are moved, not copied.
 func (p *paths) splitPolicy(policy, dir string) error {
 	entries, err := os.ReadDir(policy)
@@ -78,15 +92,21 @@ func (p *paths) splitPolicy(policy, dir string) error {
 	if err := os.MkdirAll(adapterIn, 0o755); err != nil {
 		return err
 	}
+	// Subdirectories that are state beside the PEFT files: each moves to
+	// its own flag's directory when it holds a file.
+	state := map[string]struct {
+		to   *string
+		name string
+	}{OptimizerDir: {&p.OptimizerIn, optimizerInDir}, grpo.CriticDir: {&p.CriticIn, criticInDir}}
 	for _, e := range entries {
 		src := filepath.Join(policy, e.Name())
-		if e.Name() == OptimizerDir && e.IsDir() {
+		if st, ok := state[e.Name()]; ok && e.IsDir() {
 			if ok, err := hasFiles(src); err != nil {
 				return err
 			} else if ok {
-				p.OptimizerIn = filepath.Join(dir, optimizerInDir)
-				if err := os.Rename(src, p.OptimizerIn); err != nil {
-					return fmt.Errorf("lay out the optimizer state: %w", err)
+				*st.to = filepath.Join(dir, st.name)
+				if err := os.Rename(src, *st.to); err != nil {
+					return fmt.Errorf("lay out the policy input's %s/: %w", e.Name(), err)
 				}
 			}
 			continue
@@ -113,6 +133,11 @@ func (p paths) assemble(out string) error {
 	for _, e := range entries {
 		if err := os.Rename(filepath.Join(p.AdapterOut, e.Name()), filepath.Join(out, e.Name())); err != nil {
 			return fmt.Errorf("assemble the adapter output: %w", err)
+		}
+	}
+	if p.CriticOut != "" {
+		if err := os.Rename(p.CriticOut, filepath.Join(out, grpo.CriticDir)); err != nil {
+			return fmt.Errorf("assemble the critic: %w", err)
 		}
 	}
 	ok, err := hasFiles(p.OptimizerOut)

@@ -36,9 +36,10 @@ type Options struct {
 	// appended. Relative paths resolve against Dir.
 	Command []string
 	// Hyperparameters are written, as a JSON object, to the file named
-	// by --hparams. rlpipe itself reads two of them, with the embedded
-	// trainer's meaning: no_std (bool, Dr. GRPO's advantage: no std) and
-	// keep_zero_std (bool, keep groups whose rewards are all equal).
+	// by --hparams. rlpipe itself reads some of them, with the embedded
+	// trainer's meaning: no_std (bool, Dr. GRPO's advantage: no std),
+	// keep_zero_std (bool, keep groups whose rewards are all equal), and
+	// critic (a mapping: PPO's critic is on, see critic.go).
 	// They enter the task's Version, so a change retrains.
 	Hyperparameters map[string]any
 	// Env is added to the trainer's environment (over rlpipe's own).
@@ -60,6 +61,10 @@ type Options struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when a call is
 	// cancelled (default DefaultKillGrace).
 	KillGrace time.Duration
+	// GAE are PPO's estimator's γ and λ, written into
+	// hyperparameters.critic for the trainer when the critic is on (nil:
+	// the trainer's defaults). They enter Version only then.
+	GAE *GAE
 }
 
 // EnsureDefaults fills in the zero fields that have defaults.
@@ -88,7 +93,10 @@ func (o Options) Validate() error {
 	if _, err := json.Marshal(o.Hyperparameters); err != nil {
 		return bad("hyperparameters are not a JSON object: %v", err)
 	}
-	_, err := o.Advantages()
+	if _, err := o.Advantages(); err != nil {
+		return err
+	}
+	_, err := o.critic()
 	return err
 }
 
@@ -117,12 +125,17 @@ func (o Options) Advantages() (advantages.TrainOptions, error) {
 // config path was typed, not with what is trained. It fails on
 // hyperparameters JSON cannot hold (a NaN), which Validate rejects.
 func (o Options) TaskVersion() (string, error) {
+	var gae *GAE // only with the critic, so other runs keep their versions
+	if c, _ := o.critic(); c != nil {
+		gae = o.GAE
+	}
 	v, err := pipeline.CodeDigest(CodeVersion, struct {
 		Code            string         `json:"code"`
 		Command         []string       `json:"command"`
 		Hyperparameters map[string]any `json:"hyperparameters"`
 		Version         string         `json:"version"`
-	}{CodeVersion, o.Command, o.Hyperparameters, o.Version})
+		GAE             *GAE           `json:"gae,omitempty"`
+	}{CodeVersion, o.Command, o.Hyperparameters, o.Version, gae})
 	if err != nil {
 		return "", fmt.Errorf("train task version: encode the command and hyperparameters: %w", err)
 	}

@@ -37,6 +37,10 @@ import (
 //	train_metrics.json    the batch's Metrics overlaid with --metrics-out
 //	advantages.parquet    tables.Advantages, one row per trajectory
 //
+// and, with hyperparameters.critic (PPO), the adapter's critic/ (what the
+// trainer wrote to --critic-out) and values.parquet (tables.TokenValues,
+// from --values-out, checked against the trained samples).
+//
 // advantages.parquet is written only if the task declares it:
 // kind.OnAdvantages drops it for a loop whose advantages step writes that
 // file. The engine uploads them only when the call succeeds, so a failed call
@@ -48,15 +52,28 @@ func Task(o Options) (*pipeline.Task, error) {
 		return nil, err
 	}
 	adv, _ := o.Advantages()
+	if c, _ := o.critic(); c != nil {
+		// Alone (no advantages step), a PPO call hands the trainer the
+		// gae estimator's table: outcome rewards, no sample masked for
+		// its group.
+		adv.Estimator = advantages.GAEEstimator
+		if o.GAE != nil {
+			adv.Gamma, adv.Lambda = o.GAE.Gamma, o.GAE.Lambda
+		}
+	}
 	version, err := o.TaskVersion()
 	if err != nil {
 		return nil, err
 	}
 	o.Command = append([]string(nil), o.Command...)
+	outputs := grpo.Outputs(checkMetricsFile)
+	if c, _ := o.critic(); c != nil {
+		outputs = append(outputs, grpo.ValuesOutput())
+	}
 	return &pipeline.Task{
 		Name: "train", Version: version, Env: "train",
 		Settings: pipeline.Settings{Timeout: o.Timeout},
-		Outputs:  grpo.Outputs(checkMetricsFile),
+		Outputs:  outputs,
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			return run(ctx, tc, o, adv)
 		},
@@ -109,11 +126,17 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 			return fmt.Errorf("write advantages: %w", err)
 		}
 	}
-	hp := o.Hyperparameters
-	if hp == nil {
-		hp = map[string]any{}
+	crit, err := o.critic()
+	if err != nil {
+		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}
-	hb, err := json.MarshalIndent(hp, "", "  ")
+	if crit != nil {
+		ps.CriticOut, ps.ValuesOut = filepath.Join(dir, criticOutDir), filepath.Join(dir, valuesOutFile)
+		if err := os.MkdirAll(ps.CriticOut, 0o755); err != nil {
+			return err
+		}
+	}
+	hb, err := json.MarshalIndent(o.hparams(crit), "", "  ")
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("%w: hyperparameters: %v", ErrOptions, err))
 	}
@@ -124,6 +147,9 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 		if err := ps.splitPolicy(policy, dir); err != nil {
 			return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 		}
+	}
+	if err := freshCritic(tc, crit, ps, p.Iteration); err != nil {
+		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}
 
 	argv := append(append([]string(nil), o.Command...), ps.flags(p.Iteration, tc.Seed)...)
@@ -147,6 +173,9 @@ func run(ctx context.Context, tc *pipeline.TaskContext, o Options, ao advantages
 	}
 
 	trainerMetrics, err := ps.checkOutputs()
+	if err == nil && crit != nil {
+		err = writeValues(tc, ps, trainedTokens(b.Trajectories, adv), samplesUsed(trainerMetrics))
+	}
 	if err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}

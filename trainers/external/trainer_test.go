@@ -59,6 +59,7 @@ type contractArgs struct {
 	trajectories, advantages, prompts, hparams string
 	adapterOut, optimizerOut, metricsOut       string
 	adapterIn, optimizerIn                     string
+	criticIn, criticOut, valuesOut             string // PPO's (critic_test.go)
 	iteration                                  int
 	seed                                       uint64
 }
@@ -78,6 +79,7 @@ type received struct {
 	Prompts          int            `json:"prompts"`
 	Hparams          map[string]any `json:"hparams"`
 	Contract         string         `json:"contract"`
+	CriticIn         bool           `json:"critic_in"`
 }
 
 // standInTrainer is a trainer honouring the contract with a deterministic
@@ -90,7 +92,8 @@ func standInTrainer(mode string, args []string) int {
 	fs := flag.NewFlagSet("stand-in trainer", flag.ContinueOnError)
 	for name, p := range map[string]*string{"trajectories": &a.trajectories, "advantages": &a.advantages, "prompts": &a.prompts,
 		"hparams": &a.hparams, "adapter-out": &a.adapterOut, "optimizer-out": &a.optimizerOut, "metrics-out": &a.metricsOut,
-		"adapter-in": &a.adapterIn, "optimizer-in": &a.optimizerIn} {
+		"adapter-in": &a.adapterIn, "optimizer-in": &a.optimizerIn,
+		"critic-in": &a.criticIn, "critic-out": &a.criticOut, "values-out": &a.valuesOut} {
 		fs.StringVar(p, name, "", "")
 	}
 	fs.IntVar(&a.iteration, "iteration", 0, "")
@@ -155,7 +158,7 @@ func update(a contractArgs, mode string) error {
 	if err != nil {
 		return err
 	}
-	r := received{Iteration: a.iteration, Seed: strconv.FormatUint(a.seed, 10), AdapterIn: a.adapterIn != "", OptimizerIn: a.optimizerIn != "",
+	r := received{Iteration: a.iteration, Seed: strconv.FormatUint(a.seed, 10), AdapterIn: a.adapterIn != "", OptimizerIn: a.optimizerIn != "", CriticIn: a.criticIn != "",
 		Advantages: len(adv), Trajectories: len(trajs), Prompts: len(prompts), Contract: os.Getenv("RLPIPE_TRAINER_CONTRACT")}
 	hb, err := os.ReadFile(a.hparams)
 	if err != nil {
@@ -269,6 +272,11 @@ func update(a contractArgs, mode string) error {
 			return err
 		}
 		if err := os.WriteFile(w, b[:len(b)/2], 0o644); err != nil {
+			return err
+		}
+	}
+	if a.criticOut != "" {
+		if err := standInCritic(a, mode, cfg, mods, adv, trajs); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // order a reader needs it, and returns the trainer's metrics object.
 // Every error wraps ErrContract and names the flag and the file.
 func (p paths) checkOutputs() (map[string]json.RawMessage, error) {
-	if err := checkAdapter(p.AdapterOut); err != nil {
+	if err := checkAdapter("--adapter-out", p.AdapterOut); err != nil {
 		return nil, err
 	}
 	fi, err := os.Stat(p.OptimizerOut)
@@ -35,10 +35,11 @@ func (p paths) checkOutputs() (map[string]json.RawMessage, error) {
 	return readMetrics(p.MetricsOut)
 }
 
-// checkAdapter checks that dir is a PEFT LoRA adapter directory rlpipe's
-// rollout stages can load: both files, a LoRA configuration, every
-// tensor named, shaped and finite.
-func checkAdapter(dir string) error {
+// checkAdapter checks that dir, written to flag (--adapter-out, or
+// --critic-out for PPO's critic), is a PEFT LoRA adapter directory
+// rlpipe's rollout stages can load: both files, a LoRA configuration,
+// every tensor named, shaped and finite.
+func checkAdapter(flag, dir string) error {
 	for _, name := range []string{safetensors.AdapterConfigFile, safetensors.AdapterWeightsFile} {
 		path := filepath.Join(dir, name)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -48,20 +49,20 @@ func checkAdapter(dir string) error {
 					hint = " (it wrote adapter_model.bin: save with save_pretrained(dir, safe_serialization=True))"
 				}
 			}
-			return fmt.Errorf("%w: the trainer exited 0 without writing %s into --adapter-out %s%s", ErrContract, name, dir, hint)
+			return fmt.Errorf("%w: the trainer exited 0 without writing %s into %s %s%s", ErrContract, name, flag, dir, hint)
 		} else if err != nil {
-			return fmt.Errorf("%w: --adapter-out: %v", ErrContract, err)
+			return fmt.Errorf("%w: %s: %v", ErrContract, flag, err)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(dir, OptimizerDir)); err == nil && fi.IsDir() {
-		return fmt.Errorf("%w: --adapter-out %s holds a directory %q, a name the adapter output reserves for --optimizer-out", ErrContract, dir, OptimizerDir)
+		return fmt.Errorf("%w: %s %s holds a directory %q, a name the adapter output reserves for --optimizer-out", ErrContract, flag, dir, OptimizerDir)
 	}
 	_, mods, err := safetensors.ReadAdapterDir(dir)
 	if err != nil {
-		return fmt.Errorf("%w: --adapter-out: %w", ErrContract, err)
+		return fmt.Errorf("%w: %s: %w", ErrContract, flag, err)
 	}
 	if len(mods) == 0 {
-		return fmt.Errorf("%w: --adapter-out %s: %s holds no LoRA tensors", ErrContract, dir, safetensors.AdapterWeightsFile)
+		return fmt.Errorf("%w: %s %s: %s holds no LoRA tensors", ErrContract, flag, dir, safetensors.AdapterWeightsFile)
 	}
 	names := slices.Sorted(maps.Keys(mods))
 	wpath := filepath.Join(dir, safetensors.AdapterWeightsFile)
@@ -72,7 +73,7 @@ func checkAdapter(dir string) error {
 			t    safetensors.Tensor
 		}{{an, mods[m].A}, {bn, mods[m].B}} {
 			if i, ok := firstNonFinite(t.t); !ok {
-				return fmt.Errorf("%w: --adapter-out: %s: tensor %q holds a NaN or infinite value at element %d; the update diverged", ErrContract, wpath, t.name, i)
+				return fmt.Errorf("%w: %s: %s: tensor %q holds a NaN or infinite value at element %d; the update diverged", ErrContract, flag, wpath, t.name, i)
 			}
 		}
 	}

@@ -29,6 +29,11 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
 
+With hyperparameters.critic the update is PPO's instead (ppo_critic.py,
+beside this file): a LoRA critic with a value head on the same base, GAE
+advantages per token, the clipped value loss, and the flags --critic-in D,
+--critic-out D and --values-out F (README.md).
+
 Under torchrun (WORLD_SIZE > 1) every process trains its share of each
 minibatch under DistributedDataParallel. One process reads the inputs and
 broadcasts them (the lowest rank that can see --hparams, so only the node
@@ -56,6 +61,8 @@ import random
 import sys
 import time
 from typing import Any
+
+import ppo_critic
 
 CONTRACT = 1
 EXIT_DATAERR = 65
@@ -108,6 +115,9 @@ DEFAULTS: dict[str, Any] = {
     # hyperparameters object serves both.
     "no_std": False,
     "keep_zero_std": False,
+    # PPO: a LoRA critic and GAE (ppo_critic.py); None = GRPO's update.
+    "critic": None,
+    "kl_in_reward": False,  # with critic: -beta*k1 per token in the reward, no KL in the loss
 }
 
 
@@ -159,6 +169,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--optimizer-in", help="the previous optimizer state (absent on the first iteration)")
     p.add_argument("--iteration", type=int, default=0, help="the RL iteration, from 1")
     p.add_argument("--seed", type=int, default=0, help="the call's seed (an unsigned 64-bit integer)")
+    p.add_argument("--critic-in", help="the previous critic state (PPO; absent for a fresh critic)")
+    p.add_argument("--critic-out", help="directory for the critic state (PPO)")
+    p.add_argument("--values-out", help="file for the per-token values, returns and advantages (PPO, JSON lines)")
     args, unknown = p.parse_known_args(argv)
     if unknown:
         # A newer rlpipe may add flags within the same contract version.
@@ -170,16 +183,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _number(hp: dict, key: str, lo: float | None = None, hi: float | None = None,
-            lo_open: bool = False, integer: bool = False) -> None:
+            lo_open: bool = False, integer: bool = False, where: str = "") -> None:
+    key_name = where + key
     v = hp[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and not float(v).is_integer()):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} is not {'an integer' if integer else 'a number'}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} is not {'an integer' if integer else 'a number'}")
     if not math.isfinite(v):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} is not finite")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} is not finite")
     if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise ConfigError(f"hyperparameters.{key}: {v!r} must be {'>' if lo_open else '>='} {lo}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} must be {'>' if lo_open else '>='} {lo}")
     if hi is not None and v >= hi:
-        raise ConfigError(f"hyperparameters.{key}: {v!r} must be < {hi}")
+        raise ConfigError(f"hyperparameters.{key_name}: {v!r} must be < {hi}")
     if integer:
         hp[key] = int(v)
 
@@ -252,6 +266,7 @@ def load_hparams(path: str) -> dict[str, Any]:
     t = lo["targets"]
     if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
         raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
+    check_critic(hp)
     return hp
 
 
@@ -444,11 +459,46 @@ def policy_term(hp: dict, lp, log_ratio, ratio, m, a: float):
         return pg * m, (rho < lo).float() * m, (rho > hi).float() * m
     clipped = ratio.clamp(lo, hi)
     pg = torch.maximum(-ratio * a, -clipped * a)  # -min(ρA, clip(ρ)A)
-    if hp["dual_clip"] > 0 and a < 0:  # dual-clip: at most -c·A, no gradient past ρ = c
-        pg = torch.minimum(pg, torch.full_like(pg, -hp["dual_clip"] * a))
-    low = (ratio < lo).float() * m if a < 0 else torch.zeros_like(lp)
-    high = (ratio > hi).float() * m if a > 0 else torch.zeros_like(lp)
+    # a is the sequence's advantage, or under PPO a tensor of GAE's per token.
+    neg, pos = torch.as_tensor(a < 0, device=lp.device), torch.as_tensor(a > 0, device=lp.device)
+    if hp["dual_clip"] > 0 and bool(neg.any()):  # dual-clip: at most -c·A, no gradient past ρ = c
+        cap = -hp["dual_clip"] * (a if torch.is_tensor(a) else torch.full_like(pg, a))
+        pg = torch.where(neg, torch.minimum(pg, cap), pg)
+    low = ((ratio < lo) & neg).float() * m
+    high = ((ratio > hi) & pos).float() * m
     return pg * m, low, high
+
+
+def check_critic(hp: dict) -> None:
+    """Checks hyperparameters.critic (PPO) and kl_in_reward, defaults filled in."""
+    if not isinstance(hp["kl_in_reward"], bool):
+        raise ConfigError(f"hyperparameters.kl_in_reward: {hp['kl_in_reward']!r} must be true or false")
+    c = hp["critic"]
+    if c is None:
+        if hp["kl_in_reward"]:
+            raise ConfigError("hyperparameters.kl_in_reward: the KL goes into PPO's per-token rewards, which need "
+                              "hyperparameters.critic (and the gae estimator); remove kl_in_reward, or add critic")
+        return
+    if hp["kl_in_reward"] and hp["beta"] == 0:
+        raise ConfigError("hyperparameters.kl_in_reward: true but beta is 0, which weighs the KL; set beta, e.g. 0.01")
+    if not isinstance(c, dict):
+        raise ConfigError(f"hyperparameters.critic: {c!r} must be an object {{lr, warmup, cliprange_value, missing}}")
+    _unknown(c, ppo_critic.DEFAULTS, "critic.")
+    c = hp["critic"] = {**ppo_critic.DEFAULTS, **c}
+    if c["lr"] is not None:
+        _number(c, "lr", 0, lo_open=True, where="critic.")
+    _number(c, "warmup", 0, integer=True, where="critic.")
+    _number(c, "cliprange_value", 0, lo_open=True, where="critic.")
+    _number(c, "gamma", 0, where="critic.")
+    _number(c, "lambda", 0, where="critic.")
+    for key in ("gamma", "lambda"):
+        if c[key] > 1:
+            raise ConfigError(f"hyperparameters.critic.{key}: {c[key]!r} must be in [0, 1]")
+    if c["missing"] not in ("refuse", "fresh"):
+        raise ConfigError(f"hyperparameters.critic.missing: {c['missing']!r}; use \"refuse\" or \"fresh\"")
+    if hp["loss"] == "gspo":
+        raise ConfigError("hyperparameters.loss: gspo takes one advantage per sequence, and PPO's critic gives one per token; "
+                          "use ppo_clip or cispo with critic, or gspo in the embedded trainer (kind: grpo)")
 
 
 # ---------------------------------------------------------- distribution
@@ -695,6 +745,8 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
             continue
         check_stale(t, old is None, hp)
         sample = {
+            "prompt_id": a["prompt_id"],
+            "sample_index": a["sample_index"],
             "prompt": prompt,
             "completion": list(completion),
             "mask": mask or [1] * len(completion),
@@ -782,13 +834,7 @@ def sequence_logprobs(model, batch: list[dict], pad_id: int, device, entropy: bo
     gradient only with entropy_grad (an entropy bonus)."""
     import torch
 
-    length = max(len(s["prompt"]) + len(s["completion"]) for s in batch)
-    ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), length), dtype=torch.long)
-    for i, s in enumerate(batch):
-        seq = s["prompt"] + s["completion"]
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[i, : len(seq)] = 1
+    ids, mask = ppo_critic.pad(batch, pad_id)
     logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits
     lps, ents = [], []
     for i, s in enumerate(batch):
@@ -885,6 +931,11 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
         peft_model = model
         if d.dist is not None:
             model = DDP(model, device_ids=[d.local_rank] if d.device.type == "cuda" else None)
+        # PPO: the critic's adapter joins after DDP took the actor's
+        # parameters, so DDP syncs the actor's gradient only.
+        critic = None
+        if hp["critic"] is not None:
+            critic = ppo_critic.Critic(peft_model, hp, d, io_rank, args.critic_in, inputs["pad_id"], log)
 
         micro = plan(len(samples), hp, d.world, d.rank)
         mine = sorted({i for mb in micro for m in mb for i in m})
@@ -907,7 +958,10 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                         lps, _ = sequence_logprobs(peft_model, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
                         for i, lp in zip(idx, lps):
                             samples[i]["ref"] = lp.tolist()
+        if critic is not None:
+            critic.prepare(samples, mine, hp["micro_batch_size"])
         model.train()
+        actor_steps = 0
 
         step_metrics = []
         for epoch in range(hp["epochs"]):
@@ -930,17 +984,29 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                         f"optimizer step {steps_before + len(step_metrics) + 1} (epoch {epoch + 1}, minibatch {k + 1}): "
                         f"gradient norm {grad_norm}; the update is not applied"
                     )
-                opt.step()
+                if critic is None or not critic.warming_up():
+                    opt.step()
+                    actor_steps += 1
                 opt.zero_grad(set_to_none=True)
+                if critic is not None:
+                    stats.update(critic.step(samples, mbs, members, total_tokens))
                 stats["grad_norm"] = grad_norm
                 step_metrics.append(stats)
                 log(f"optimizer step {steps_before + len(step_metrics)} (epoch {epoch + 1}, minibatch {k + 1}): "
                     f"loss {stats['loss']:.6g}, grad norm {grad_norm:.4g}, {stats['tokens']} tokens")
         seconds = time.monotonic() - started
 
+        extra = None
+        if critic is not None:
+            extra = critic.metrics(step_metrics)
+            if critic.warming_up():
+                extra["critic_warmup"] = True  # the actor's adapter is unchanged
+            if d.rank == io_rank:
+                write_critic(args, critic, samples)
+            critic.drop()
         if d.rank == io_rank:
-            write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + len(step_metrics),
-                          step_metrics, seconds, len(micro))
+            write_outputs(args, hp, inputs, peft_model, opt, names, steps_before + actor_steps,
+                          step_metrics, seconds, len(micro), extra)
         d.barrier()
         return 0
     finally:
@@ -1037,8 +1103,11 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist, rc: 
                 if n == 0:
                     continue
                 a = s["advantage"]
+                if s.get("token_adv") is not None:  # PPO: GAE's advantage per token
+                    a = torch.tensor(s["token_adv"], dtype=torch.float32, device=d.device)
                 pg, clip_low, clip_high = policy_term(hp, lp, log_ratio, ratio, m, a)
-                dual = hp["dual_clip"] > 0 and a < 0
+                neg = torch.as_tensor(a < 0, device=d.device)  # a bool, or per-token under PPO
+                dual = hp["dual_clip"] > 0 and bool(neg.any())
                 if rc is not None and s["_w"] is not None:  # decoupled: the IS weights act
                     pg = pg * torch.tensor(s["_w"], dtype=torch.float32, device=d.device)
                 per_token = pg
@@ -1046,7 +1115,8 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist, rc: 
                 if hp["beta"] > 0:
                     delta = torch.tensor(s["ref"], dtype=torch.float32, device=d.device) - lp
                     kl = kl_term(delta, hp["kl_estimator"]) * m
-                    per_token = pg + hp["beta"] * kl
+                    if not hp["kl_in_reward"]:  # with it, the KL is in PPO's rewards
+                        per_token = pg + hp["beta"] * kl
                 if hp["entropy_coeff"] > 0:  # the bonus: -c·H, aggregated like the rest
                     per_token = per_token - hp["entropy_coeff"] * ent * m
                 w = weight * token_weight(hp, norm, n)
@@ -1061,7 +1131,7 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist, rc: 
                         sums["clip_high"] += float(clip_high.sum())
                         sums["ratio_dev"] += float(((ratio - 1).abs() * m).sum())
                         if dual:
-                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]).float() * m).sum())
+                            sums["clip_dual"] += float(((ratio > hp["dual_clip"]) & neg).float().mul(m).sum())
                         sums["tokens"] += n
             if not loss.requires_grad:
                 # The rejection dropped every token here: a zero gradient
@@ -1138,8 +1208,19 @@ def rollout_of(step_metrics: list[dict], first_epoch: int) -> dict:
     return out
 
 
+def write_critic(args, critic, samples) -> None:
+    """PPO's outputs: the critic's state (--critic-out) and the per-token
+    figures (--values-out), when the flags are given."""
+    if args.critic_out:
+        critic.save(args.critic_out)
+    else:
+        log("no --critic-out: the critic's update is not kept")
+    if args.values_out:
+        ppo_critic.write_values(args.values_out, samples)
+
+
 def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, step_metrics, seconds,
-                  first_epoch) -> None:
+                  first_epoch, extra: dict | None = None) -> None:
     import torch
 
     peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
@@ -1185,6 +1266,7 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
         m.update(rollout_of(step_metrics, first_epoch))
         if seconds > 0:
             m["tokens_per_second"] = m["train_tokens"] / seconds
+    m.update(extra or {})
     with open(args.metrics_out, "w", encoding="utf-8") as f:
         json.dump(finite(m), f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
@@ -1206,7 +1288,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         log(str(e))
         return EXIT_CONFIG
-    except DataError as e:
+    except (DataError, ppo_critic.CriticError) as e:
         log(str(e))
         return EXIT_DATAERR
 

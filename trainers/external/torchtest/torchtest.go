@@ -119,6 +119,13 @@ func Batch(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift
 // did), and their logprobs are of softmax(z/temp).
 func BatchAt(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shift float32, temp float64) Files {
 	t.Helper()
+	return batch(t, m, "", dir, seed, n, g, shift, temp)
+}
+
+// batch is BatchAt sampling from the adapter directory adapter ("" for
+// the base model).
+func batch(t testing.TB, m *tiny.Model, adapter, dir string, seed uint64, n, g int, shift float32, temp float64) Files {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +140,15 @@ func BatchAt(t testing.TB, m *tiny.Model, dir string, seed uint64, n, g int, shi
 		reqs = append(reqs, policy.Request{ID: id, Prompt: p.Prompt(), Seed: int64(seed)*1000 + int64(i)})
 		answers[id] = p.Answer()
 	}
-	sp := policy.Sampling{N: g, Temperature: temp, MaxTokens: 5, Logprobs: true}
-	out, err := tiny.NewPolicy(m).Generate(context.Background(), reqs, sp)
+	pol, name := tiny.NewPolicy(m), ""
+	if adapter != "" {
+		name = "current"
+		if err := pol.LoadAdapter(context.Background(), name, adapter); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := policy.Sampling{N: g, Temperature: temp, MaxTokens: 5, Logprobs: true, Adapter: name}
+	out, err := pol.Generate(context.Background(), reqs, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +243,20 @@ type Metrics struct {
 }
 
 // Run runs argv (the script, alone or under torchrun) with the
-// contract's flags on f, writing under a new directory of its own.
-func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int) Result {
+// contract's flags on f, writing under a new directory of its own, and
+// the extra flags after them.
+func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int, extra ...string) Result {
+	t.Helper()
+	r, err := Call(t, argv, f, hp, adapterIn, optimizerIn, iteration, extra...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, r.Output)
+	}
+	return r
+}
+
+// Call is Run returning the script's failure (an *exec.ExitError) with
+// its output in Result.Output.
+func Call(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int, extra ...string) (Result, error) {
 	t.Helper()
 	dir, err := os.MkdirTemp(t.TempDir(), "call-")
 	if err != nil {
@@ -259,6 +285,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	if optimizerIn != "" {
 		args = append(args, "--optimizer-in", optimizerIn)
 	}
+	args = append(args, extra...)
 	cmd := exec.Command(argv[0], args...)
 	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"), "OMP_NUM_THREADS=1")
 	start := time.Now()
@@ -266,7 +293,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	r.Wall = time.Since(start)
 	r.Output = string(out)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, out)
+		return r, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
 	if err != nil {
@@ -275,7 +302,7 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 	if err := json.Unmarshal(b, &r.Metrics); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return r, nil
 }
 
 // LoRA reads an adapter directory's factors as float64, by tensor
