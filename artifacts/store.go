@@ -127,6 +127,18 @@ type Copier interface {
 	CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (ObjectInfo, error)
 }
 
+// MultiCopier stages several links in one step, all or none: an
+// iteration's commit moves every output of its work branch this way. A
+// store that has it makes the links durable together, where CopyObject
+// would sync once per object.
+type MultiCopier interface {
+	// CopyObjects stages at dstBranch:p the object srcRef:p for every p
+	// of paths, in one step, and returns their infos in the order of
+	// paths. A path missing at srcRef stages none of them and fails with
+	// ErrObjectNotFound naming it.
+	CopyObjects(ctx context.Context, srcRef, dstBranch string, paths []string) ([]ObjectInfo, error)
+}
+
 // Repository describes a repository.
 type Repository struct {
 	Name             string    `json:"name"`

@@ -26,6 +26,7 @@ var objectScenarios = []scenario{
 	{"ReaderOutlivesOverwrite", testObjectReaderOutlivesOverwrite},
 	{"Range", testObjectRange},
 	{"Copy", testObjectCopy},
+	{"CopyMany", testObjectCopyMany},
 }
 
 func testObjectRoundTrip(f *fixture) {
@@ -414,4 +415,35 @@ func testObjectCopy(f *fixture) {
 	if _, err := cp.CopyObject(f.ctx, "main", "nope", "run", "x"); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("copy a missing object: got %v, want ErrNotFound", err)
 	}
+}
+
+// testObjectCopyMany links several objects of a commit into a branch in
+// one step (artifacts.MultiCopier), a large one among them, and checks
+// that a path missing at the source stages none of them.
+func testObjectCopyMany(f *fixture) {
+	t := f.t
+	mc := ability[artifacts.MultiCopier](f)
+	large := randomBytes(9, 3<<20)
+	f.branch("work", "main")
+	f.branch("run", "main")
+	f.branch("empty-run", "main")
+	a := f.putWith("work", "it/a.parquet", []byte("a bytes"), nil)
+	b := f.putWith("work", "it/adapter/b.bin", large, nil)
+	c := f.commit("work", "outputs")
+	got, err := mc.CopyObjects(f.ctx, c.ID, "run", []string{"it/a.parquet", "it/adapter/b.bin"})
+	if err != nil {
+		t.Fatalf("copy two objects: %v", err)
+	}
+	if len(got) != 2 || got[0].Path != "it/a.parquet" || got[0].Checksum != a.Checksum || got[1].Path != "it/adapter/b.bin" || got[1].Checksum != b.Checksum {
+		t.Fatalf("copy infos = %+v, want it/a.parquet %s then it/adapter/b.bin %s", got, a.Checksum, b.Checksum)
+	}
+	f.wantContent("run", "it/a.parquet", "a bytes")
+	f.wantContent("run", "it/adapter/b.bin", string(large))
+
+	_, err = mc.CopyObjects(f.ctx, c.ID, "empty-run", []string{"it/a.parquet", "it/nope.parquet"})
+	want := "copy 2 objects of " + c.ID + " to empty-run: it/nope.parquet: " + c.ID + ":it/nope.parquet: object not found"
+	if err == nil || err.Error() != want || !errors.Is(err, artifacts.ErrObjectNotFound) {
+		t.Fatalf("copy with a missing object: got %v, want %q (ErrObjectNotFound)", err, want)
+	}
+	f.wantMissing("empty-run", "it/a.parquet")
 }

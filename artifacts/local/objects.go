@@ -205,10 +205,7 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 	if err := artifacts.ValidatePath(dstPath); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy to %s:%s: %w", dstBranch, dstPath, err)
 	}
-	var (
-		e      entry
-		inline bool
-	)
+	var c copied
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		if err := writableBranch(tx, dstBranch); err != nil {
 			return err
@@ -217,33 +214,86 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 		if err != nil {
 			return err
 		}
-		src, err := s.lookupIn(tx, v, srcPath)
-		if err != nil {
-			return err
-		}
-		if src == nil {
-			return fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
-		}
-		e = *src
-		inline = getInline(tx, e.Digest, e.Size) != nil
-		e.Path = dstPath
-		e.Mtime = time.Now().UnixNano()
-		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
-		if err != nil {
-			return err
-		}
-		return putJSON(st, []byte(dstPath), staged{Entry: &e})
+		c, err = s.copyIn(tx, v, srcRef, srcPath, dstBranch, dstPath)
+		return err
 	})
 	if err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy %s:%s to %s:%s: %w", srcRef, srcPath, dstBranch, dstPath, err)
 	}
-	// A blob file must outlive a collection that started before this
-	// copy; inline bytes are marked live by the entry just staged.
-	if !inline {
-		now := time.Now()
-		_ = os.Chtimes(s.blobs.path(e.Digest), now, now)
+	s.touch(c)
+	return info(&c.e), nil
+}
+
+// CopyObjects stages every srcRef:p at dstBranch:p in one transaction:
+// one sync for all of them.
+func (s *Store) CopyObjects(ctx context.Context, srcRef, dstBranch string, paths []string) ([]artifacts.ObjectInfo, error) {
+	for _, p := range paths {
+		if err := artifacts.ValidatePath(p); err != nil {
+			return nil, fmt.Errorf("copy to %s:%s: %w", dstBranch, p, err)
+		}
 	}
-	return info(&e), nil
+	var cs []copied
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		cs = cs[:0] // a batch may run fn again
+		if err := writableBranch(tx, dstBranch); err != nil {
+			return err
+		}
+		v, err := resolve(tx, srcRef)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			c, err := s.copyIn(tx, v, srcRef, p, dstBranch, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			cs = append(cs, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy %d objects of %s to %s: %w", len(paths), srcRef, dstBranch, err)
+	}
+	out := make([]artifacts.ObjectInfo, len(cs))
+	for i := range cs {
+		s.touch(cs[i])
+		out[i] = info(&cs[i].e)
+	}
+	return out, nil
+}
+
+// copied is an entry copyIn staged, and whether its bytes are inline.
+type copied struct {
+	e      entry
+	inline bool
+}
+
+// copyIn stages at dstBranch:dstPath the entry srcPath has in v.
+func (s *Store) copyIn(tx *bolt.Tx, v view, srcRef, srcPath, dstBranch, dstPath string) (copied, error) {
+	src, err := s.lookupIn(tx, v, srcPath)
+	if err != nil {
+		return copied{}, err
+	}
+	if src == nil {
+		return copied{}, fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
+	}
+	c := copied{e: *src, inline: getInline(tx, src.Digest, src.Size) != nil}
+	c.e.Path = dstPath
+	c.e.Mtime = time.Now().UnixNano()
+	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
+	if err != nil {
+		return copied{}, err
+	}
+	return c, putJSON(st, []byte(dstPath), staged{Entry: &c.e})
+}
+
+// touch keeps a copied blob file past a collection that started before
+// the copy; inline bytes are marked live by the entry just staged.
+func (s *Store) touch(c copied) {
+	if !c.inline {
+		now := time.Now()
+		_ = os.Chtimes(s.blobs.path(c.e.Digest), now, now)
+	}
 }
 
 // GetObjectRange reads part of an object, unverified.
