@@ -139,6 +139,24 @@ type MultiCopier interface {
 	CopyObjects(ctx context.Context, srcRef, dstBranch string, paths []string) ([]ObjectInfo, error)
 }
 
+// MultiPutter stages several objects in one step, all or none: a task's
+// outputs are uploaded this way. A store that has it makes their records
+// durable together, where PutObject would sync once per object.
+type MultiPutter interface {
+	// PutObjects stages every put on branch and returns their infos in
+	// order. A put that fails stages none of them; the error names its
+	// path.
+	PutObjects(ctx context.Context, branch string, puts []Put) ([]ObjectInfo, error)
+}
+
+// Put is one object of PutObjects: its path, bytes and options (nil
+// for the defaults).
+type Put struct {
+	Path    string
+	Body    io.Reader
+	Options *PutOptions
+}
+
 // Repository describes a repository.
 type Repository struct {
 	Name             string    `json:"name"`

@@ -27,6 +27,7 @@ var objectScenarios = []scenario{
 	{"Range", testObjectRange},
 	{"Copy", testObjectCopy},
 	{"CopyMany", testObjectCopyMany},
+	{"PutMany", testObjectPutMany},
 }
 
 func testObjectRoundTrip(f *fixture) {
@@ -446,4 +447,40 @@ func testObjectCopyMany(f *fixture) {
 		t.Fatalf("copy with a missing object: got %v, want %q (ErrObjectNotFound)", err, want)
 	}
 	f.wantMissing("empty-run", "it/a.parquet")
+}
+
+// testObjectPutMany stages a small and a large object in one step
+// (artifacts.MultiPutter), with their metadata, and checks that a put
+// refused (IfAbsent on a path the branch holds) stages none of them.
+func testObjectPutMany(f *fixture) {
+	t := f.t
+	mp := ability[artifacts.MultiPutter](f)
+	large := randomBytes(11, 3<<20)
+	meta := &artifacts.PutOptions{Metadata: map[string]string{"rlpipe-task": "train"}}
+	got, err := mp.PutObjects(f.ctx, "main", []artifacts.Put{
+		{Path: "it/metrics.json", Body: bytes.NewReader([]byte(`{"loss":1}`)), Options: meta},
+		{Path: "it/adapter/weights.bin", Body: bytes.NewReader(large), Options: meta},
+	})
+	if err != nil {
+		t.Fatalf("put two objects: %v", err)
+	}
+	if len(got) != 2 || got[0].Path != "it/metrics.json" || got[0].Size != 10 || got[1].Path != "it/adapter/weights.bin" || got[1].Size != int64(len(large)) {
+		t.Fatalf("put infos = %+v, want it/metrics.json of 10 bytes then it/adapter/weights.bin of %d", got, len(large))
+	}
+	f.wantContent("main", "it/metrics.json", `{"loss":1}`)
+	f.wantContent("main", "it/adapter/weights.bin", string(large))
+	if md := f.stat("main", "it/adapter/weights.bin").Metadata; md["rlpipe-task"] != "train" {
+		t.Fatalf("metadata = %v, want rlpipe-task=train", md)
+	}
+
+	_, err = mp.PutObjects(f.ctx, "main", []artifacts.Put{
+		{Path: "it/new.json", Body: bytes.NewReader([]byte("new"))},
+		{Path: "it/metrics.json", Body: bytes.NewReader([]byte("again")), Options: &artifacts.PutOptions{IfAbsent: true}},
+	})
+	want := "put 2 objects on main: it/metrics.json: object exists: main:it/metrics.json"
+	if err == nil || err.Error() != want || !errors.Is(err, artifacts.ErrObjectExists) {
+		t.Fatalf("put with a refused object: got %v, want %q (ErrObjectExists)", err, want)
+	}
+	f.wantMissing("main", "it/new.json")
+	f.wantContent("main", "it/metrics.json", `{"loss":1}`)
 }

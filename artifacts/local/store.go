@@ -100,6 +100,7 @@ var (
 	_ artifacts.RangeReader = (*Store)(nil)
 	_ artifacts.Copier      = (*Store)(nil)
 	_ artifacts.MultiCopier = (*Store)(nil)
+	_ artifacts.MultiPutter = (*Store)(nil)
 )
 
 type driver struct{}
