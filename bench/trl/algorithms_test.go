@@ -1,8 +1,6 @@
 package trl_test
 
 import (
-	"os"
-	"strconv"
 	"testing"
 )
 
@@ -44,13 +42,7 @@ const algIterations = 20
 // base model, and the median seconds an iteration (iterations 2 on) and
 // the whole run's.
 func BenchmarkAlgorithms(b *testing.B) {
-	iterations := algIterations
-	if s := os.Getenv("RLPIPE_BENCH_ALG_ITERATIONS"); s != "" {
-		var err error
-		if iterations, err = strconv.Atoi(s); err != nil || iterations < 3 {
-			b.Fatalf("RLPIPE_BENCH_ALG_ITERATIONS=%q: want a number of iterations of at least 3", s)
-		}
-	}
+	iterations := countFromEnv(b, "RLPIPE_BENCH_ALG_ITERATIONS", algIterations)
 	h := newHarness(b)
 	for _, alg := range algorithms {
 		b.Run(alg.name, func(b *testing.B) {

@@ -49,13 +49,7 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 	if out, err := exec.Command(py, "-c", "import trl, peft, datasets, accelerate").CombinedOutput(); err != nil {
 		b.Skipf("%s does not import trl, peft, datasets and accelerate (%v): the side by side needs them\n%s", py, err, tail(string(out), 5))
 	}
-	steps := trlSteps
-	if s := os.Getenv("RLPIPE_BENCH_TRL_STEPS"); s != "" {
-		var err error
-		if steps, err = strconv.Atoi(s); err != nil || steps < 3 {
-			b.Fatalf("RLPIPE_BENCH_TRL_STEPS=%q: want a number of steps of at least 3", s)
-		}
-	}
+	steps := countFromEnv(b, "RLPIPE_BENCH_TRL_STEPS", trlSteps)
 	h := newHarness(b)
 	model := filepath.Join(h.dir, "tiny-arith")
 	if err := h.model.ExportHF(model); err != nil {

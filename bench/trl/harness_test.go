@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -266,6 +267,22 @@ func totals(steps []iterationTimes) []float64 {
 		xs = append(xs, s.total.Seconds())
 	}
 	return xs
+}
+
+// countFromEnv is the number of steps or iterations the variable name
+// sets (at least 3: the first warms up, the last has no successor in the
+// events), or def when it is not set.
+func countFromEnv(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 3 {
+		b.Fatalf("%s=%q: want a number of at least 3", name, s)
+	}
+	return n
 }
 
 // tail is the last n lines of s.
