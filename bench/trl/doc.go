@@ -12,9 +12,10 @@
 // iterations, under each shipped estimator and loss (a table of
 // configs) and reports each one's held-out gain and time.
 //
-// It needs a python that imports trl, peft, datasets and accelerate
-// (RLPIPE_PEER_PYTHON, or the project venv) and is skipped, saying so,
-// without one.
+// BenchmarkTRLvsRlpipe needs a python that imports trl, peft, datasets
+// and accelerate (RLPIPE_PEER_PYTHON, or the project venv) and is
+// skipped, saying so, without one; BenchmarkAlgorithms needs none.
+// bench/README.md has the figures and the choices behind them.
 //
 //	go test -run '^$' -bench . -benchtime 1x ./bench/trl/
 package trl
