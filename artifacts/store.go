@@ -127,6 +127,36 @@ type Copier interface {
 	CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstPath string) (ObjectInfo, error)
 }
 
+// MultiCopier stages several links in one step, all or none: an
+// iteration's commit moves every output of its work branch this way. A
+// store that has it makes the links durable together, where CopyObject
+// would sync once per object.
+type MultiCopier interface {
+	// CopyObjects stages at dstBranch:p the object srcRef:p for every p
+	// of paths, in one step, and returns their infos in the order of
+	// paths. A path missing at srcRef stages none of them and fails with
+	// ErrObjectNotFound naming it.
+	CopyObjects(ctx context.Context, srcRef, dstBranch string, paths []string) ([]ObjectInfo, error)
+}
+
+// MultiPutter stages several objects in one step, all or none: a task's
+// outputs are uploaded this way. A store that has it makes their records
+// durable together, where PutObject would sync once per object.
+type MultiPutter interface {
+	// PutObjects stages every put on branch and returns their infos in
+	// order. A put that fails stages none of them; the error names its
+	// path.
+	PutObjects(ctx context.Context, branch string, puts []Put) ([]ObjectInfo, error)
+}
+
+// Put is one object of PutObjects: its path, bytes and options (nil
+// for the defaults).
+type Put struct {
+	Path    string
+	Body    io.Reader
+	Options *PutOptions
+}
+
 // Repository describes a repository.
 type Repository struct {
 	Name             string    `json:"name"`

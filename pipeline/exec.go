@@ -325,6 +325,7 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 		return nil, Permanent(fmt.Errorf("task %s: %w", job.Call, err))
 	}
 	outs := map[string]Artifact{}
+	var pending []upload
 	for _, o := range t.Outputs {
 		local := tc.outputs[o.Name]
 		dst := job.Dir + "/" + o.file()
@@ -338,11 +339,10 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 					return nil, Permanent(fmt.Errorf("%w: task %s output %q (%s): %v", ErrOutput, job.Call, o.Name, dst, err))
 				}
 			}
-			info, err := putFile(ctx, a.store, job.Branch, dst, local, meta)
-			if err != nil {
-				return nil, err
-			}
-			outs[o.Name] = Artifact{Ref: job.Branch, Path: dst, Checksum: info.Checksum}
+			name := o.Name
+			pending = append(pending, upload{dst: dst, local: local, done: func(sum string) {
+				outs[name] = Artifact{Ref: job.Branch, Path: dst, Checksum: sum}
+			}})
 			continue
 		}
 		var files []string
@@ -359,15 +359,61 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 		dirArt := Artifact{Ref: job.Branch, Path: dst, Dir: true, Files: map[string]string{}}
 		for _, f := range files {
 			rel := filepath.ToSlash(strings.TrimPrefix(f, local+string(filepath.Separator)))
-			info, err := putFile(ctx, a.store, job.Branch, dst+"/"+rel, f, meta)
-			if err != nil {
-				return nil, err
-			}
-			dirArt.Files[rel] = info.Checksum
+			pending = append(pending, upload{dst: dst + "/" + rel, local: f, done: func(sum string) { dirArt.Files[rel] = sum }})
 		}
 		outs[o.Name] = dirArt
 	}
+	if err := putFiles(ctx, a.store, job.Branch, pending, meta); err != nil {
+		return nil, err
+	}
 	return outs, nil
+}
+
+// upload is a task's output file to put at dst; done takes its checksum.
+type upload struct {
+	dst, local string
+	done       func(sum string)
+}
+
+// putFiles puts every upload on branch: in one step where the store is an
+// artifacts.MultiPutter (one sync for a task's outputs instead of one a
+// file), else, or when that step fails, one file at a time, whose errors
+// name the file.
+func putFiles(ctx context.Context, st artifacts.Store, branch string, ups []upload, meta map[string]string) error {
+	if mp, ok := st.(artifacts.MultiPutter); ok && len(ups) > 1 {
+		if infos, err := putAll(ctx, mp, branch, ups, meta); err == nil {
+			for i, u := range ups {
+				u.done(infos[i].Checksum)
+			}
+			return nil
+		}
+	}
+	for _, u := range ups {
+		info, err := putFile(ctx, st, branch, u.dst, u.local, meta)
+		if err != nil {
+			return err
+		}
+		u.done(info.Checksum)
+	}
+	return nil
+}
+
+// putAll opens every upload's file and puts them with one PutObjects.
+func putAll(ctx context.Context, mp artifacts.MultiPutter, branch string, ups []upload, meta map[string]string) ([]artifacts.ObjectInfo, error) {
+	puts := make([]artifacts.Put, len(ups))
+	for i, u := range ups {
+		f, err := os.Open(u.local)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		puts[i] = artifacts.Put{Path: u.dst, Body: f, Options: &artifacts.PutOptions{Metadata: meta}}
+	}
+	infos, err := mp.PutObjects(ctx, branch, puts)
+	if err == nil && len(infos) != len(ups) {
+		err = fmt.Errorf("put %d objects on %s: the store returned %d infos", len(ups), branch, len(infos))
+	}
+	return infos, err
 }
 
 func putFile(ctx context.Context, st artifacts.Store, branch, dst, local string, meta map[string]string) (artifacts.ObjectInfo, error) {

@@ -15,7 +15,8 @@ import (
 // write while iteration N is about to commit, and a commit takes every
 // change staged on its branch. At its commit, iteration N's outputs —
 // the exact paths its tasks reported — are linked into the run branch
-// (artifacts.Copier, or read and written again) and committed with its
+// (artifacts.MultiCopier in one step, else artifacts.Copier, or read and
+// written again, one object at a time) and committed with its
 // state, metrics and events, so the commit of iteration N holds
 // iterations ≤ N and nothing of N+1, whatever the timing. The work
 // branch is deleted once no iteration that may read its outputs is in
@@ -96,6 +97,26 @@ func (it *Iteration) moveIn(ctx context.Context) error {
 	it.mu.Unlock()
 	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
 	src := Artifact{Ref: it.work}
+	if mc, ok := it.run.store.(artifacts.MultiCopier); ok {
+		// The outputs not yet in place (all of them, unless a resumed
+		// run's commit failed half way), linked in one step: one sync
+		// for the iteration instead of one an object. Any failure falls
+		// back to linking one at a time, whose errors name the object.
+		var todo []string
+		want := map[string]string{}
+		for _, f := range files {
+			if cur, err := it.run.store.StatObject(ctx, it.run.branch, f.path); err == nil && cur.Checksum == f.sum {
+				continue
+			}
+			todo, want[f.path] = append(todo, f.path), f.sum
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		if infos, err := mc.CopyObjects(ctx, it.work, it.run.branch, todo); err == nil && sameSums(infos, want) {
+			return nil
+		}
+	}
 	for _, f := range files {
 		ok, err := link(ctx, it.run.store, src, f.path, f.sum, it.run.branch, f.path)
 		if err == nil && !ok {
@@ -106,6 +127,17 @@ func (it *Iteration) moveIn(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sameSums reports whether every copied object has the checksum want
+// holds for its path.
+func sameSums(infos []artifacts.ObjectInfo, want map[string]string) bool {
+	for _, in := range infos {
+		if in.Checksum != want[in.Path] {
+			return false
+		}
+	}
+	return len(infos) == len(want)
 }
 
 // retireWork deletes the work branches of iterations ≤ upTo that this run

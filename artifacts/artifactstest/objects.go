@@ -26,6 +26,8 @@ var objectScenarios = []scenario{
 	{"ReaderOutlivesOverwrite", testObjectReaderOutlivesOverwrite},
 	{"Range", testObjectRange},
 	{"Copy", testObjectCopy},
+	{"CopyMany", testObjectCopyMany},
+	{"PutMany", testObjectPutMany},
 }
 
 func testObjectRoundTrip(f *fixture) {
@@ -414,4 +416,71 @@ func testObjectCopy(f *fixture) {
 	if _, err := cp.CopyObject(f.ctx, "main", "nope", "run", "x"); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("copy a missing object: got %v, want ErrNotFound", err)
 	}
+}
+
+// testObjectCopyMany links several objects of a commit into a branch in
+// one step (artifacts.MultiCopier), a large one among them, and checks
+// that a path missing at the source stages none of them.
+func testObjectCopyMany(f *fixture) {
+	t := f.t
+	mc := ability[artifacts.MultiCopier](f)
+	large := randomBytes(9, 3<<20)
+	f.branch("work", "main")
+	f.branch("run", "main")
+	f.branch("empty-run", "main")
+	a := f.putWith("work", "it/a.parquet", []byte("a bytes"), nil)
+	b := f.putWith("work", "it/adapter/b.bin", large, nil)
+	c := f.commit("work", "outputs")
+	got, err := mc.CopyObjects(f.ctx, c.ID, "run", []string{"it/a.parquet", "it/adapter/b.bin"})
+	if err != nil {
+		t.Fatalf("copy two objects: %v", err)
+	}
+	if len(got) != 2 || got[0].Path != "it/a.parquet" || got[0].Checksum != a.Checksum || got[1].Path != "it/adapter/b.bin" || got[1].Checksum != b.Checksum {
+		t.Fatalf("copy infos = %+v, want it/a.parquet %s then it/adapter/b.bin %s", got, a.Checksum, b.Checksum)
+	}
+	f.wantContent("run", "it/a.parquet", "a bytes")
+	f.wantContent("run", "it/adapter/b.bin", string(large))
+
+	_, err = mc.CopyObjects(f.ctx, c.ID, "empty-run", []string{"it/a.parquet", "it/nope.parquet"})
+	want := "copy 2 objects of " + c.ID + " to empty-run: it/nope.parquet: " + c.ID + ":it/nope.parquet: object not found"
+	if err == nil || err.Error() != want || !errors.Is(err, artifacts.ErrObjectNotFound) {
+		t.Fatalf("copy with a missing object: got %v, want %q (ErrObjectNotFound)", err, want)
+	}
+	f.wantMissing("empty-run", "it/a.parquet")
+}
+
+// testObjectPutMany stages a small and a large object in one step
+// (artifacts.MultiPutter), with their metadata, and checks that a put
+// refused (IfAbsent on a path the branch holds) stages none of them.
+func testObjectPutMany(f *fixture) {
+	t := f.t
+	mp := ability[artifacts.MultiPutter](f)
+	large := randomBytes(11, 3<<20)
+	meta := &artifacts.PutOptions{Metadata: map[string]string{"rlpipe-task": "train"}}
+	got, err := mp.PutObjects(f.ctx, "main", []artifacts.Put{
+		{Path: "it/metrics.json", Body: bytes.NewReader([]byte(`{"loss":1}`)), Options: meta},
+		{Path: "it/adapter/weights.bin", Body: bytes.NewReader(large), Options: meta},
+	})
+	if err != nil {
+		t.Fatalf("put two objects: %v", err)
+	}
+	if len(got) != 2 || got[0].Path != "it/metrics.json" || got[0].Size != 10 || got[1].Path != "it/adapter/weights.bin" || got[1].Size != int64(len(large)) {
+		t.Fatalf("put infos = %+v, want it/metrics.json of 10 bytes then it/adapter/weights.bin of %d", got, len(large))
+	}
+	f.wantContent("main", "it/metrics.json", `{"loss":1}`)
+	f.wantContent("main", "it/adapter/weights.bin", string(large))
+	if md := f.stat("main", "it/adapter/weights.bin").Metadata; md["rlpipe-task"] != "train" {
+		t.Fatalf("metadata = %v, want rlpipe-task=train", md)
+	}
+
+	_, err = mp.PutObjects(f.ctx, "main", []artifacts.Put{
+		{Path: "it/new.json", Body: bytes.NewReader([]byte("new"))},
+		{Path: "it/metrics.json", Body: bytes.NewReader([]byte("again")), Options: &artifacts.PutOptions{IfAbsent: true}},
+	})
+	want := "put 2 objects on main: it/metrics.json: object exists: main:it/metrics.json"
+	if err == nil || err.Error() != want || !errors.Is(err, artifacts.ErrObjectExists) {
+		t.Fatalf("put with a refused object: got %v, want %q (ErrObjectExists)", err, want)
+	}
+	f.wantMissing("main", "it/new.json")
+	f.wantContent("main", "it/metrics.json", `{"loss":1}`)
 }

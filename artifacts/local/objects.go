@@ -74,17 +74,77 @@ func info(e *entry) artifacts.ObjectInfo {
 
 // PutObject streams r into the blob store and stages it on branch.
 func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (artifacts.ObjectInfo, error) {
+	p, err := s.preparePut(ctx, branch, path, r, opts)
+	if err != nil {
+		return artifacts.ObjectInfo{}, err
+	}
+	err = s.batch(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		return s.stagePut(tx, branch, p)
+	})
+	if err != nil {
+		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	}
+	return info(p.e), nil
+}
+
+// PutObjects stages every object of puts on branch in one transaction,
+// after writing the blobs of the large ones: one sync for all of their
+// records.
+func (s *Store) PutObjects(ctx context.Context, branch string, puts []artifacts.Put) ([]artifacts.ObjectInfo, error) {
+	ps := make([]prepared, len(puts))
+	for i, pu := range puts {
+		p, err := s.preparePut(ctx, branch, pu.Path, pu.Body, pu.Options)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if err := s.stagePut(tx, branch, p); err != nil {
+				return fmt.Errorf("%s: %w", p.e.Path, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("put %d objects on %s: %w", len(puts), branch, err)
+	}
+	out := make([]artifacts.ObjectInfo, len(ps))
+	for i, p := range ps {
+		out[i] = info(p.e)
+	}
+	return out, nil
+}
+
+// prepared is an object ready to stage: its entry, and its bytes when
+// they ride the staging transaction.
+type prepared struct {
+	e        *entry
+	head     []byte // the bytes, when inline
+	inline   bool
+	ifAbsent bool
+}
+
+// preparePut reads an object: an object of at most inlineMax bytes
+// rides the staging transaction (inline.go); a larger one is streamed
+// to a blob file first.
+func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (prepared, error) {
 	if opts == nil {
 		opts = &artifacts.PutOptions{}
 	}
 	if err := artifacts.ValidatePath(path); err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 	}
-	// An object of at most inlineMax bytes rides the staging transaction
-	// (inline.go); a larger one is streamed to a blob file first.
 	head, err := io.ReadAll(io.LimitReader(r, inlineMax+1))
 	if err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
+		return prepared{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
 	}
 	var (
 		digest string
@@ -95,11 +155,11 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		digest = digestHex(head)
 	} else {
 		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
-			return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
 		digest, size, err = s.blobs.put(io.MultiReader(bytes.NewReader(head), r))
 		if err != nil {
-			return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
 	}
 	e := &entry{Path: path, Digest: digest, Size: size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
@@ -109,34 +169,30 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 			e.Metadata[strings.ToLower(k)] = v
 		}
 	}
-	err = s.batch(ctx, func(tx *bolt.Tx) error {
-		if err := writableBranch(tx, branch); err != nil {
-			return err
-		}
-		if opts.IfAbsent {
-			_, old, err := s.lookupOnBranch(tx, branch, path)
-			if err != nil {
-				return err
-			}
-			if old != nil {
-				return fmt.Errorf("%w: %s:%s", artifacts.ErrObjectExists, branch, path)
-			}
-		}
-		if inline {
-			if err := putInline(tx, digest, head); err != nil {
-				return err
-			}
-		}
-		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
+	return prepared{e: e, head: head, inline: inline, ifAbsent: opts.IfAbsent}, nil
+}
+
+// stagePut records p on branch, its bytes with it when inline.
+func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
+	if p.ifAbsent {
+		_, old, err := s.lookupOnBranch(tx, branch, p.e.Path)
 		if err != nil {
 			return err
 		}
-		return putJSON(st, []byte(path), staged{Entry: e})
-	})
-	if err != nil {
-		return artifacts.ObjectInfo{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		if old != nil {
+			return fmt.Errorf("%w: %s:%s", artifacts.ErrObjectExists, branch, p.e.Path)
+		}
 	}
-	return info(e), nil
+	if p.inline {
+		if err := putInline(tx, p.e.Digest, p.head); err != nil {
+			return err
+		}
+	}
+	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
+	if err != nil {
+		return err
+	}
+	return putJSON(st, []byte(p.e.Path), staged{Entry: p.e})
 }
 
 func (s *Store) stat(ctx context.Context, ref, path string) (*entry, error) {
@@ -205,10 +261,7 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 	if err := artifacts.ValidatePath(dstPath); err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy to %s:%s: %w", dstBranch, dstPath, err)
 	}
-	var (
-		e      entry
-		inline bool
-	)
+	var c copied
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		if err := writableBranch(tx, dstBranch); err != nil {
 			return err
@@ -217,33 +270,86 @@ func (s *Store) CopyObject(ctx context.Context, srcRef, srcPath, dstBranch, dstP
 		if err != nil {
 			return err
 		}
-		src, err := s.lookupIn(tx, v, srcPath)
-		if err != nil {
-			return err
-		}
-		if src == nil {
-			return fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
-		}
-		e = *src
-		inline = getInline(tx, e.Digest, e.Size) != nil
-		e.Path = dstPath
-		e.Mtime = time.Now().UnixNano()
-		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
-		if err != nil {
-			return err
-		}
-		return putJSON(st, []byte(dstPath), staged{Entry: &e})
+		c, err = s.copyIn(tx, v, srcRef, srcPath, dstBranch, dstPath)
+		return err
 	})
 	if err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("copy %s:%s to %s:%s: %w", srcRef, srcPath, dstBranch, dstPath, err)
 	}
-	// A blob file must outlive a collection that started before this
-	// copy; inline bytes are marked live by the entry just staged.
-	if !inline {
-		now := time.Now()
-		_ = os.Chtimes(s.blobs.path(e.Digest), now, now)
+	s.touch(c)
+	return info(&c.e), nil
+}
+
+// CopyObjects stages every srcRef:p at dstBranch:p in one transaction:
+// one sync for all of them.
+func (s *Store) CopyObjects(ctx context.Context, srcRef, dstBranch string, paths []string) ([]artifacts.ObjectInfo, error) {
+	for _, p := range paths {
+		if err := artifacts.ValidatePath(p); err != nil {
+			return nil, fmt.Errorf("copy to %s:%s: %w", dstBranch, p, err)
+		}
 	}
-	return info(&e), nil
+	var cs []copied
+	err := s.batch(ctx, func(tx *bolt.Tx) error {
+		cs = cs[:0] // a batch may run fn again
+		if err := writableBranch(tx, dstBranch); err != nil {
+			return err
+		}
+		v, err := resolve(tx, srcRef)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			c, err := s.copyIn(tx, v, srcRef, p, dstBranch, p)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			cs = append(cs, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy %d objects of %s to %s: %w", len(paths), srcRef, dstBranch, err)
+	}
+	out := make([]artifacts.ObjectInfo, len(cs))
+	for i := range cs {
+		s.touch(cs[i])
+		out[i] = info(&cs[i].e)
+	}
+	return out, nil
+}
+
+// copied is an entry copyIn staged, and whether its bytes are inline.
+type copied struct {
+	e      entry
+	inline bool
+}
+
+// copyIn stages at dstBranch:dstPath the entry srcPath has in v.
+func (s *Store) copyIn(tx *bolt.Tx, v view, srcRef, srcPath, dstBranch, dstPath string) (copied, error) {
+	src, err := s.lookupIn(tx, v, srcPath)
+	if err != nil {
+		return copied{}, err
+	}
+	if src == nil {
+		return copied{}, fmt.Errorf("%s:%s: %w", srcRef, srcPath, artifacts.ErrObjectNotFound)
+	}
+	c := copied{e: *src, inline: getInline(tx, src.Digest, src.Size) != nil}
+	c.e.Path = dstPath
+	c.e.Mtime = time.Now().UnixNano()
+	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(dstBranch))
+	if err != nil {
+		return copied{}, err
+	}
+	return c, putJSON(st, []byte(dstPath), staged{Entry: &c.e})
+}
+
+// touch keeps a copied blob file past a collection that started before
+// the copy; inline bytes are marked live by the entry just staged.
+func (s *Store) touch(c copied) {
+	if !c.inline {
+		now := time.Now()
+		_ = os.Chtimes(s.blobs.path(c.e.Digest), now, now)
+	}
 }
 
 // GetObjectRange reads part of an object, unverified.

@@ -99,6 +99,8 @@ var (
 	_ artifacts.Verifier    = (*Store)(nil)
 	_ artifacts.RangeReader = (*Store)(nil)
 	_ artifacts.Copier      = (*Store)(nil)
+	_ artifacts.MultiCopier = (*Store)(nil)
+	_ artifacts.MultiPutter = (*Store)(nil)
 )
 
 type driver struct{}

@@ -104,7 +104,7 @@ func sampleNoCache(m *Model, reqs []policy.Request, s policy.Sampling) int {
 			seqs = append(seqs, &seq{toks: append([]int32{BOS}, p...), rng: rand.New(rand.NewPCG(policy.SampleSeed(r.Seed, j), 0))})
 		}
 	}
-	sm := m.getSampler()
+	sm := m.getSampler(maxSlots)
 	a := newActs(m.cfg)
 	V := m.cfg.VocabSize()
 	total := 0

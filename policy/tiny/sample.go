@@ -35,19 +35,30 @@ type seqState struct {
 type sampler struct {
 	prefill, decode *acts
 	kv              *kvCache
+	slots           int // the sequences kv holds
 	order           []int32
 	probs           []float64
 	tlogp           []float32 // a row's log softmax(z/T)
 	active          []*seqState
 }
 
-func (m *Model) getSampler() *sampler {
-	if s, ok := m.samplerPool.Get().(*sampler); ok {
-		return s
+// getSampler returns a sampler whose KV cache holds at least slots
+// sequences (at most maxSlots). The cache is sized to the worker's
+// sequences, not to maxSlots: an RL step's worker decodes 64 sequences,
+// and a cache for 256 is 25 MB to allocate and clear whenever the pool
+// was emptied by a collection, about every call in a training loop. A
+// slot's rows are written before they are read, so a larger cache from
+// the pool computes the same bits.
+func (m *Model) getSampler(slots int) *sampler {
+	s, ok := m.samplerPool.Get().(*sampler)
+	if !ok {
+		V := m.cfg.VocabSize()
+		s = &sampler{prefill: newActs(m.cfg), decode: newActs(m.cfg), order: make([]int32, V), probs: make([]float64, V), tlogp: make([]float32, V)}
 	}
-	V := m.cfg.VocabSize()
-	return &sampler{prefill: newActs(m.cfg), decode: newActs(m.cfg), kv: newKVCache(m.cfg, maxSlots),
-		order: make([]int32, V), probs: make([]float64, V), tlogp: make([]float32, V)}
+	if s.slots < slots {
+		s.kv, s.slots = newKVCache(m.cfg, slots), slots
+	}
+	return s
 }
 
 // PromptTokens tokenizes what a request asks the model to continue: its
@@ -138,7 +149,7 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 					errs[wk] = fmt.Errorf("tiny: sampling worker %d panicked: %v", wk, v)
 				}
 			}()
-			sm := m.getSampler()
+			sm := m.getSampler(min(maxSlots, hi-lo))
 			defer m.samplerPool.Put(sm)
 			for c := lo; c < hi; c += maxSlots {
 				if err := sm.run(ctx, w, seqs[c:min(c+maxSlots, hi)], s); err != nil {
