@@ -19,8 +19,7 @@ type algorithm struct {
 }
 
 // algorithms are the shipped estimator and loss combinations the demo
-// runs under, one line each. A new one (ppo: `advantages: {estimator:
-// gae}` and its critic) is one more line.
+// runs under, one line each; a new one is one more line.
 var algorithms = []algorithm{
 	{name: "grpo"},
 	{name: "dr_grpo", advantages: "{estimator: dr_grpo}", trainer: "aggregation: seq_mean_token_sum_norm"},
@@ -28,6 +27,8 @@ var algorithms = []algorithm{
 	{name: "reinforce_plus_plus_baseline", advantages: "{estimator: reinforce_plus_plus_baseline}"},
 	{name: "gspo", trainer: "loss: gspo, aggregation: sequence"},
 	{name: "cispo", trainer: "loss: cispo"},
+	// PPO: GAE's per-token advantages from a LoRA critic (its defaults).
+	{name: "ppo", advantages: "{estimator: gae}", trainer: "critic: {}"},
 }
 
 // algIterations is the demo cut to 20 iterations (RLPIPE_BENCH_ALG_ITERATIONS
