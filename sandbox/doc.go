@@ -31,6 +31,18 @@
 // Result.Vars names its fields for a reward expression (passed, exit_code,
 // stdout, timed_out, status, …).
 //
+// # A long-lived process
+//
+// Start runs a Spec's command as a worker that answers requests, one
+// line each, over its stdin and stdout: Process.Call sends a request and
+// reads the answer, Process.Kill and Process.Wait end it. A Python
+// interpreter imports its code once and scores batch after batch
+// (rewards/python). Run, RunIn and Start set a sandbox up with the same
+// code (box in sandbox.go), so a worker has every guarantee below; only
+// the wall limit differs: it bounds each request, and a request without
+// an answer in time kills the worker (StatusTimeout), which the caller
+// restarts. The other limits bound the worker's whole life.
+//
 // # What the program sees
 //
 //   - A read-only root: /usr and the other DefaultBinds, plus
