@@ -46,7 +46,9 @@
 // # What the program sees
 //
 //   - A read-only root: /usr and the other DefaultBinds, plus
-//     Spec.ReadOnlyBinds. Writing anywhere else fails with EROFS.
+//     Spec.ReadOnlyBinds, and Spec.ReadOnlyMounts at paths of their own
+//     (a venv under the host's /work seen at /python/venv). Writing
+//     anywhere else fails with EROFS.
 //   - /work, its working directory and HOME: a private tmpfs holding
 //     Spec.Files, gone when Run returns. /tmp and /dev/shm are private
 //     tmpfs too. Each is at most Limits.FileBytes.

@@ -50,6 +50,13 @@ type Spec struct {
 	// besides the defaults (see DefaultBinds). They may not hide /work,
 	// /tmp, /proc or /dev.
 	ReadOnlyBinds []string
+	// ReadOnlyMounts are host directories or files made visible read-only
+	// at another path: sandbox path → host path. They serve a host path
+	// that the sandbox's own directories would hide, such as a venv under
+	// /work or /tmp, mounted at /python/venv. A sandbox path follows the
+	// rule of ReadOnlyFiles: a clean absolute path whose top-level
+	// directory ("/python") is new, and not one of ReadOnlyFiles'.
+	ReadOnlyMounts map[string]string
 	// ReadOnlyFiles are files the program can read but not change, remove
 	// or replace, by absolute path in the sandbox outside /work:
 	// "/check/expected.txt". Each top-level directory ("/check") is new
@@ -177,7 +184,7 @@ func findTools(s Spec) (tools, error) {
 	if err != nil {
 		return tools{}, err
 	}
-	binds, err := bindArgs(s.ReadOnlyBinds)
+	binds, err := bindArgs(s.ReadOnlyBinds, s.ReadOnlyMounts)
 	if err != nil {
 		return tools{}, err
 	}
@@ -846,6 +853,20 @@ func (s Spec) validate() error {
 			return err
 		}
 	}
+	for _, p := range slices.Sorted(maps.Keys(s.ReadOnlyMounts)) {
+		if err := checkReadOnlyPath(p, s.ReadOnlyBinds); err != nil {
+			return fmt.Errorf("read-only mount of %s: %w", s.ReadOnlyMounts[p], err)
+		}
+		top := "/" + strings.SplitN(p[1:], "/", 2)[0]
+		for f := range s.ReadOnlyFiles {
+			if strings.HasPrefix(f, top+"/") {
+				return fmt.Errorf("read-only mount %s and read-only file %s share %s: give each a directory of its own: %w", p, f, top, ErrInvalid)
+			}
+		}
+		if h := s.ReadOnlyMounts[p]; !filepath.IsAbs(h) || filepath.Clean(h) != h || strings.IndexByte(h, 0) >= 0 {
+			return fmt.Errorf("read-only mount %s: host path %q: want a clean absolute path: %w", p, h, ErrInvalid)
+		}
+	}
 	return s.Limits.validate()
 }
 
@@ -901,8 +922,9 @@ func lookPrlimit() (string, error) {
 	return "", fmt.Errorf("prlimit is at %s, outside /usr, /bin and /sbin: %w", p, ErrInfra)
 }
 
-// bindArgs returns the bwrap arguments for DefaultBinds and extra.
-func bindArgs(extra []string) ([]string, error) {
+// bindArgs returns the bwrap arguments for DefaultBinds, extra and
+// mounts (sandbox path → host path).
+func bindArgs(extra []string, mounts map[string]string) ([]string, error) {
 	var args []string
 	for _, p := range DefaultBinds {
 		fi, err := os.Lstat(p)
@@ -924,6 +946,12 @@ func bindArgs(extra []string) ([]string, error) {
 			return nil, fmt.Errorf("read-only bind %s: %v: %w", p, err, ErrInfra)
 		}
 		args = append(args, "--ro-bind", p, p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(mounts)) {
+		if _, err := os.Stat(mounts[p]); err != nil {
+			return nil, fmt.Errorf("read-only mount %s at %s: %v: %w", mounts[p], p, err, ErrInfra)
+		}
+		args = append(args, "--ro-bind", mounts[p], p)
 	}
 	return args, nil
 }
