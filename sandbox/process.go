@@ -201,6 +201,21 @@ func (p *Process) ended(n int) error {
 	if p.err != nil {
 		return fmt.Errorf("request %d: the process had ended: %v: %w", n, p.err, ErrEnded)
 	}
+	return fmt.Errorf("request %d: the process ended without an answer: %s: %w", n, p.How(), ErrEnded)
+}
+
+// How says how the process ended, once it has: its status and the limit
+// or exit code behind it, e.g. "timeout (no answer within the wall limit
+// 2s)"; "" while it runs.
+func (p *Process) How() string {
+	select {
+	case <-p.done:
+	default:
+		return ""
+	}
+	if p.err != nil {
+		return p.err.Error()
+	}
 	how := string(p.res.Status)
 	switch p.res.Status {
 	case StatusTimeout:
@@ -209,12 +224,14 @@ func (p *Process) ended(n int) error {
 		} else {
 			how += fmt.Sprintf(" (CPU time limit %s)", p.lim.CPUTime)
 		}
+	case StatusMemory:
+		how += fmt.Sprintf(" (memory limit %d MiB)", p.lim.MemoryBytes>>20)
 	case StatusFailed:
 		how += fmt.Sprintf(" (exit code %d)", p.res.ExitCode)
 	case StatusSignal:
 		how += " (" + p.res.Signal + ")"
 	}
-	return fmt.Errorf("request %d: the process ended without an answer: %s: %w", n, how, ErrEnded)
+	return how
 }
 
 // Kill ends the process and waits for it; Wait then reports

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -165,7 +164,7 @@ func TestProcessConfinement(t *testing.T) {
 func TestProcessMemoryLimit(t *testing.T) {
 	p := startWorker(t, 20*time.Second)
 	_, err := p.Call(context.Background(), []byte(`{"op": "alloc", "bytes": 1073741824}`))
-	if !errors.Is(err, sandbox.ErrEnded) || !strings.HasPrefix(err.Error(), "request 1: the process ended without an answer: memory: ") {
+	if !errors.Is(err, sandbox.ErrEnded) || err.Error() != "request 1: the process ended without an answer: memory (memory limit 256 MiB): sandboxed process ended" {
 		t.Fatalf("a request that allocates 1 GiB past a 256 MiB limit: %v", err)
 	}
 	r, err := p.Wait()
