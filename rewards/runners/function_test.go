@@ -1,6 +1,7 @@
 package runners_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,5 +160,60 @@ func TestPythonFunctionPlanErrors(t *testing.T) {
 				t.Fatalf("got  %v\nwant %s", err, c.want)
 			}
 		})
+	}
+}
+
+// ScoreFile calls a function once per scoring batch: each row's value is
+// the size of the call it was in.
+func TestPythonFunctionsPerBatch(t *testing.T) {
+	needSystemPython(t)
+	p, err := compileSpec(t, `functions:
+  - {name: size, function: ../python/testdata/fns.py:batch_size, python: /usr/bin/python3}
+components:
+  - {name: size, expr: functions.size}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trajs []tables.Trajectory
+	for i := range 10 {
+		st := tables.StatusOK
+		if i == 3 {
+			st = tables.StatusTimeout // not scored, so not in the call
+		}
+		trajs = append(trajs, tables.Trajectory{PromptID: "p", SampleIndex: int32(i), GroupID: "p", Completion: "4", Status: st})
+	}
+	prompts, err := rewards.NewPrompts([]tables.Prompt{{PromptID: "p", Prompt: "2+2?", Answer: "4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out bytes.Buffer
+	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
+		&rewards.ScoreOptions{Prompts: prompts, BatchRows: 4, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 4 rows: 0-3 (row 3 skipped), 4-7, 8-9.
+	want := []float64{3, 3, 3, -1, 4, 4, 4, 4, 2, 2}
+	for i, r := range got {
+		if want[i] < 0 {
+			if r.Status != "skipped: timeout" {
+				t.Errorf("row %d: %+v", i, r)
+			}
+			continue
+		}
+		if r.Status != rewards.StatusOK || r.Components["size"] != want[i] {
+			t.Errorf("row %d: %+v %s, want size %v", i, r, deref(r.Error), want[i])
+		}
+	}
+	if sum.Scored != 9 {
+		t.Errorf("summary %+v", sum)
 	}
 }

@@ -89,3 +89,10 @@ not_callable = 3
 
 def hog(completions, **columns):
     return [float(len(bytearray(1 << 30)))] * len(completions)
+
+
+def batch_size(completions, prompts, answer, **columns):
+    # Each row's score is the number of rows in its call, so a test sees
+    # how the rows were batched; a wrong answer column fails.
+    assert len(answer) == len(completions)
+    return [float(len(completions))] * len(completions)
