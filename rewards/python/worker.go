@@ -84,6 +84,7 @@ func (e *LoadError) Unwrap() error { return ErrLoad }
 // batch at a time.
 type Worker struct {
 	opts   Options
+	in     Interpreter
 	spec   sandbox.Spec
 	load   []byte
 	proc   *sandbox.Process
@@ -152,7 +153,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode the load request: %w", err)
 	}
-	w := &Worker{opts: o, spec: spec, load: load}
+	w := &Worker{opts: o, in: in, spec: spec, load: load}
 	if err := w.start(ctx); err != nil {
 		return nil, err
 	}
@@ -223,6 +224,9 @@ func (w *Worker) Close() {
 		w.proc.Kill()
 	}
 }
+
+// Interpreter is the interpreter the worker runs.
+func (w *Worker) Interpreter() Interpreter { return w.in }
 
 // Starts is how many processes the worker has started: 1, plus one per
 // restart after a batch that killed it.

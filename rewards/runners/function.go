@@ -101,16 +101,11 @@ func (h *holder) close() {
 func (p *pool) start(ctx context.Context) error {
 	p.h.mu.Lock()
 	defer p.h.mu.Unlock()
-	in, err := python.Find(ctx, p.h.opts.Python)
-	if err != nil {
-		return err
-	}
-	p.h.ver = in.Version
 	w, err := python.Start(ctx, p.h.opts)
 	if err != nil {
 		return err
 	}
-	p.h.w = w
+	p.h.w, p.h.ver = w, w.Interpreter().Version
 	return nil
 }
 
