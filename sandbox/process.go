@@ -226,6 +226,8 @@ func (p *Process) How() string {
 		}
 	case StatusMemory:
 		how += fmt.Sprintf(" (memory limit %d MiB)", p.lim.MemoryBytes>>20)
+	case StatusOutputLimit:
+		how += fmt.Sprintf(" (an answer longer than %d bytes)", p.lim.OutputBytes)
 	case StatusFailed:
 		how += fmt.Sprintf(" (exit code %d)", p.res.ExitCode)
 	case StatusSignal:

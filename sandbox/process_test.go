@@ -40,6 +40,8 @@ for line in sys.stdin:
             out = errno.errorcode.get(e.errno, str(e))
     elif op == "env":
         out = sorted(os.environ)
+    elif op == "big":
+        out = "x" * req["n"]
     print(json.dumps({"n": n, "pid": os.getpid(), "out": out}), flush=True)
 `
 
@@ -170,6 +172,24 @@ func TestProcessMemoryLimit(t *testing.T) {
 	r, err := p.Wait()
 	if err != nil || r.Status != sandbox.StatusMemory || !r.MemoryExceeded {
 		t.Fatalf("Wait: %+v, %v; want status memory", r, err)
+	}
+}
+
+// An answer is read whole however long, up to OutputBytes; a longer one
+// ends the process.
+func TestProcessAnswerSize(t *testing.T) {
+	p := startWorker(t, 20*time.Second)
+	a := call(t, p, `{"op": "big", "n": 60000}`) // 15 reads of bufio's 4 KiB
+	if len(a.Out) != 60002 {
+		t.Fatalf("an answer of 60000 x's came back with %d bytes", len(a.Out))
+	}
+	_, err := p.Call(context.Background(), []byte(`{"op": "big", "n": 70000}`))
+	const want = "request 2: the process ended without an answer: output_limit (an answer longer than 65536 bytes): sandboxed process ended"
+	if !errors.Is(err, sandbox.ErrEnded) || err.Error() != want {
+		t.Fatalf("an answer past the 64 KiB limit: %v\nwant %s", err, want)
+	}
+	if r, _ := p.Wait(); r.Status != sandbox.StatusOutputLimit || !r.OutputTruncated {
+		t.Fatalf("Wait: %+v, want status output_limit", r)
 	}
 }
 
