@@ -37,6 +37,7 @@ const (
 	vVerifiers
 	vJudges
 	vOutcome
+	vFunctions
 	numVars
 )
 
@@ -76,6 +77,8 @@ var variables = [numVars]variable{
 	vJudges:        {"judges", cel.MapType(cel.StringType, judgeType), "", "judge results by name"},
 	vOutcome: {"outcome", cel.MapType(cel.StringType, cel.DynType), "env_outcome",
 		"an episode's outcome in its environment, parsed from env_outcome: {reward: its step rewards' sum, info: {…}, e.g. a verifier's verdict}; {} for a single-turn sample"},
+	vFunctions: {"functions", cel.MapType(cel.StringType, cel.DoubleType), "",
+		"the Python functions' values by name (functions:); a row a function does not score never reaches an expression"},
 }
 
 func varIndex(name string) int {
@@ -114,6 +117,8 @@ func varIndex(name string) int {
 		return vJudges
 	case "outcome":
 		return vOutcome
+	case "functions":
+		return vFunctions
 	}
 	return -1
 }
@@ -133,6 +138,7 @@ type Option func(*compileConfig)
 type compileConfig struct {
 	verifiers map[string]VerifierFunc
 	judges    map[string]JudgeFunc
+	functions map[string]BatchFunc
 	lib       []LibOption
 	env       []cel.EnvOption
 	check     bool
@@ -176,6 +182,7 @@ type Program struct {
 	uses      varSet
 	verifiers []runner[VerifierFunc]
 	judges    []runner[JudgeFunc]
+	functions []runner[BatchFunc]
 	scored    map[string]bool
 	table     *tables.Table[tables.Reward]
 }
@@ -224,7 +231,7 @@ func NewEnv(opts ...Option) (*cel.Env, error) {
 }
 
 func newConfig(opts []Option) *compileConfig {
-	c := &compileConfig{verifiers: map[string]VerifierFunc{}, judges: map[string]JudgeFunc{}}
+	c := &compileConfig{verifiers: map[string]VerifierFunc{}, judges: map[string]JudgeFunc{}, functions: map[string]BatchFunc{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -299,9 +306,18 @@ func compile(spec *Spec, c *compileConfig) (*Program, error) {
 			errs = append(errs, e)
 		}
 	}
-	runners := map[string]map[string]bool{"verifiers": {}, "judges": {}}
+	runners := map[string]map[string]bool{"verifiers": {}, "judges": {}, "functions": {}}
 	p.verifiers = bind(c, spec, spec.Verifiers, c.verifiers, "verifier", "rewards.WithVerifier", runners["verifiers"], add)
 	p.judges = bind(c, spec, spec.Judges, c.judges, "judge", "rewards.WithJudge", runners["judges"], add)
+	for _, f := range spec.Functions {
+		runners["functions"][f.Name] = true
+		fn := c.functions[f.Name]
+		if fn == nil && !c.check {
+			add(&SpecError{File: spec.Name, Line: f.Pos.Line, Column: f.Pos.Column, kind: ErrNoRunner,
+				Msg: fmt.Sprintf("function %q has no implementation", f.Name), Hint: "pass rewards.WithFunction"})
+		}
+		p.functions = append(p.functions, runner[BatchFunc]{f.Name, fn})
+	}
 	for _, comp := range spec.Components {
 		prg, native, uses, cerrs := compileExpr(env, spec, comp.Name, comp.Expr, comp.ExprPos, runners)
 		for _, e := range cerrs {
@@ -413,6 +429,10 @@ func runnerError(spec *Spec, comp, expr string, at Pos, native *celast.AST, id i
 	case "verifiers":
 		for _, r := range spec.Verifiers {
 			names = append(names, r.Name)
+		}
+	case "functions":
+		for _, f := range spec.Functions {
+			names = append(names, f.Name)
 		}
 	default:
 		for _, r := range spec.Judges {

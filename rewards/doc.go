@@ -88,6 +88,14 @@
 // (ScoreOptions.RunnerConcurrency), and their results are both variables
 // of the expressions and JSON columns of the rewards table.
 //
+// A Python function (functions: in the spec) is a BatchFunc that
+// WithFunction supplies (rewards/runners runs it in a sandboxed worker,
+// rewards/python): ScoreFile calls it once per batch with the batch's
+// scored rows, and its value is functions.NAME, a double. A row it does
+// not score takes its status (error or nonfinite) and never reaches an
+// expression. Its values are not a column of their own: weigh them in a
+// component.
+//
 // What belongs to one call is given when scoring, never when compiling:
 // each call of a verifier or judge receives the Memoizer of the scoring
 // call (ScoreOptions.Memo, or Score's memo argument; nil for none), and

@@ -268,7 +268,7 @@ func (p *Program) ReadPromptsAsync(ctx context.Context, r interface {
 // use. It is nil (every column) when the spec has verifiers or judges,
 // which are handed whole prompt rows.
 func (p *Program) PromptColumns() []string {
-	if len(p.verifiers)+len(p.judges) > 0 {
+	if p.readsWholeRows() {
 		return nil
 	}
 	cols := []string{"prompt_id"}
@@ -522,6 +522,7 @@ type rowSource struct {
 	prompt    *promptEntry
 	verifiers ref.Val
 	judges    ref.Val
+	functions ref.Val
 }
 
 func (s *rowSource) value(k, _ int) ref.Val {
@@ -543,6 +544,8 @@ func (s *rowSource) value(k, _ int) ref.Val {
 		return s.verifiers
 	case vJudges:
 		return s.judges
+	case vFunctions:
+		return s.functions
 	case vOutcome:
 		return outcomeValue(t.PromptID, t.SampleIndex, t.EnvOutcome)
 	}
@@ -734,6 +737,17 @@ func (p *Program) Score(ctx context.Context, row Row, memo Memoizer) (tables.Rew
 		return r, nil
 	}
 	src.verifiers, src.judges = p.values(&outs)
+	if len(p.functions) > 0 {
+		vals, faults, err := p.callFunctions(ctx, []Row{row}, memo)
+		if err != nil {
+			return r, err
+		}
+		if f := faults[0]; f.msg != "" {
+			r.Status, r.Error = f.status, &f.msg
+			return r, nil
+		}
+		src.functions = vals[0]
+	}
 	var a activation
 	a.at(src, 0)
 	vals := make([]float64, len(p.comps))

@@ -250,7 +250,7 @@ func (p *Program) ScoreFile(ctx context.Context, dst io.Writer, src io.ReaderAt,
 	}
 	if need := p.PromptColumns(); o.Prompts != nil && !o.Prompts.covers(need) {
 		if need == nil {
-			need = []string{"every column (the spec has verifiers or judges)"}
+			need = []string{"every column (the spec has verifiers, judges or functions)"}
 		}
 		return sum, fmt.Errorf("score %q: %w: the prompts were read with columns %v, this spec needs %v: read them with this program's ReadPrompts, or with rewards.ReadPrompts for all columns",
 			o.Name, ErrNoPrompts, o.Prompts.cols, need)
@@ -359,7 +359,7 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 	for _, c := range baseColumns {
 		want[c] = true
 	}
-	runners := len(p.verifiers)+len(p.judges) > 0
+	runners := p.readsWholeRows()
 	for i, v := range variables {
 		if v.column != "" && (p.uses.has(i) || runners) {
 			want[v.column] = true
@@ -643,6 +643,10 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			return nil, err
 		}
 	}
+	fnVals, fnFaults, err := s.functions(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 	for i := 0; i < n; i++ {
 		st := src.status.Value(i)
 		s.promptID.Append(src.promptID.Value(i))
@@ -665,6 +669,12 @@ func (s *scorer) batch(ctx context.Context, rec arrow.RecordBatch, n int, first 
 			if f.msg == "" {
 				src.verifierVals, src.judgeVals = p.values(&outs[i])
 			}
+		}
+		if fnVals != nil {
+			if f.msg == "" {
+				f = fnFaults[i]
+			}
+			src.functionVals = fnVals[i]
 		}
 		if f.msg == "" {
 			s.act.at(src, i)
@@ -744,12 +754,9 @@ func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []fault, e
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.o.RunnerConcurrency)
 	for i := 0; i < n; i++ {
-		if !s.p.scored[s.src.status.Value(i)] {
+		row, ok := s.scoredRow(i)
+		if !ok {
 			continue
-		}
-		row := s.src.rowAt(i)
-		if e := s.src.lookup(row.Trajectory.PromptID); e != nil {
-			row.Prompt, row.HasPrompt = e.p, true
 		}
 		g.Go(func() error {
 			f, err := s.p.run(gctx, &row, s.o.Memo, &outs[i])
@@ -761,6 +768,51 @@ func (s *scorer) runAll(ctx context.Context, n int) ([]runnerOutputs, []fault, e
 		return nil, nil, err
 	}
 	return outs, faults, nil
+}
+
+// scoredRow returns row i with its prompt, and false when the spec does
+// not score its status.
+func (s *scorer) scoredRow(i int) (Row, bool) {
+	if !s.p.scored[s.src.status.Value(i)] {
+		return Row{}, false
+	}
+	row := s.src.rowAt(i)
+	if e := s.src.lookup(row.Trajectory.PromptID); e != nil {
+		row.Prompt, row.HasPrompt = e.p, true
+	}
+	return row, true
+}
+
+// functions calls the program's functions once on the scored rows among
+// the first n, and returns each row's functions variable and fault (nil
+// when the spec has no functions).
+func (s *scorer) functions(ctx context.Context, n int) ([]ref.Val, []fault, error) {
+	if len(s.p.functions) == 0 {
+		return nil, nil, nil
+	}
+	var rows []Row
+	var at []int
+	for i := 0; i < n; i++ {
+		row, ok := s.scoredRow(i)
+		if !ok {
+			continue
+		}
+		rows = append(rows, row)
+		at = append(at, i)
+	}
+	vals := make([]ref.Val, n)
+	faults := make([]fault, n)
+	if len(rows) == 0 {
+		return vals, faults, nil
+	}
+	v, f, err := s.p.callFunctions(ctx, rows, s.o.Memo)
+	if err != nil {
+		return nil, nil, err
+	}
+	for j, i := range at {
+		vals[i], faults[i] = v[j], f[j]
+	}
+	return vals, faults, nil
 }
 
 // strArray is a string column: String or LargeString.
@@ -785,6 +837,7 @@ type batchSource struct {
 	lastID                           string
 	lastEntry                        *promptEntry
 	verifierVals, judgeVals          ref.Val
+	functionVals                     ref.Val
 }
 
 // bind points the source at a batch's columns.
@@ -916,6 +969,8 @@ func (s *batchSource) value(k, i int) ref.Val {
 		return s.verifierVals
 	case vJudges:
 		return s.judgeVals
+	case vFunctions:
+		return s.functionVals
 	case vOutcome:
 		return outcomeValue(s.promptID.Value(i), s.sampleIndex[i], s.outcomeAt(i))
 	}

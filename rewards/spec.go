@@ -40,6 +40,9 @@ type Spec struct {
 	Statuses  []string
 	Verifiers []Runner
 	Judges    []Runner
+	// Functions are the spec's Python reward functions (functions:),
+	// read in expressions as functions.NAME.
+	Functions []PyFunction
 	// Correct is the spec's `correct:` key, the rule that decides which
 	// samples evaluation and the health table count as correct; nil when
 	// the spec has none (Correctness then gives the default).
@@ -67,6 +70,27 @@ type Runner struct {
 	// runner ("limits.wall", "files.check.py" is "files" then the file
 	// name), so that the package that decodes Config names the line and
 	// column of a bad key.
+	Keys map[string]Pos
+}
+
+// PyFunction declares a Python reward function with TRL's signature
+// (package rewards/python runs it): the name expressions read its value
+// by (functions.NAME), where it is, the interpreter, and whether its
+// results may be memoized.
+type PyFunction struct {
+	Name string
+	// Function is "path/to/file.py:fn" (relative to the spec's directory)
+	// or "package.module:fn" (installed in the interpreter).
+	Function string
+	// Python is a venv directory or an interpreter; "" means python3 on
+	// PATH.
+	Python string
+	// Pure says the function's result depends only on its inputs, so it
+	// is memoized like a verifier.
+	Pure bool
+	// Pos is where the entry starts; Keys where each of its keys is
+	// written ("name", "function", "python", "pure").
+	Pos  Pos
 	Keys map[string]Pos
 }
 
@@ -324,7 +348,7 @@ func (d *specDecoder) str(n ast.Node, comp, what string) (string, Pos, bool) {
 	return "", p, false
 }
 
-var knownTop = []string{"components", "total", "statuses", "verifiers", "judges", "correct"}
+var knownTop = []string{"components", "total", "statuses", "verifiers", "judges", "functions", "correct"}
 
 func (d *specDecoder) top(root ast.Node) {
 	if isNull(unwrap(root)) {
@@ -365,6 +389,8 @@ func (d *specDecoder) top(root ast.Node) {
 			d.spec.Verifiers = d.runners(kv.Value, "verifiers")
 		case "judges":
 			d.spec.Judges = d.runners(kv.Value, "judges")
+		case "functions":
+			d.spec.Functions = d.functions(kv.Value)
 		case "correct":
 			correct = kv.Value
 		default:
@@ -511,16 +537,9 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		for _, kv := range kvs {
 			k := keyOf(kv)
 			if k == "name" {
-				name, np, ok := d.str(kv.Value, "", label+".name")
-				if !ok {
-					continue
+				if name, ok := d.name(kv.Value, label); ok {
+					r.Name = name
 				}
-				if err := validName(name); err != "" {
-					d.add(&SpecError{File: d.spec.Name, Line: np.Line, Column: np.Column, Msg: label + ": " + err,
-						Hint: "use lower-case letters, digits and _, starting with a letter"})
-					continue
-				}
-				r.Name = name
 				continue
 			}
 			keyPositions(kv, k, r.Keys)
@@ -554,6 +573,124 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 		out = append(out, r)
 	}
 	return out
+}
+
+var knownFunction = []string{"name", "function", "python", "pure"}
+
+// functions reads the functions: list.
+func (d *specDecoder) functions(n ast.Node) []PyFunction {
+	items, ok := d.sequence(n, "functions")
+	if !ok {
+		return nil
+	}
+	var out []PyFunction
+	seen := map[string]bool{}
+	for i, it := range items {
+		label := fmt.Sprintf("functions[%d]", i)
+		kvs, ok := d.mapping(it, "", label)
+		if !ok {
+			continue
+		}
+		f := PyFunction{Pos: posOf(it), Keys: map[string]Pos{}}
+		if len(kvs) > 0 {
+			f.Pos = posOf(kvs[0].Key)
+		}
+		var nameNode, fnNode, pyNode, pureNode ast.Node
+		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode) {
+			continue
+		}
+		for _, kv := range kvs {
+			f.Keys[keyOf(kv)] = posOf(kv.Key)
+		}
+		at := func(hint, format string, a ...any) {
+			d.add(&SpecError{File: d.spec.Name, Line: f.Pos.Line, Column: f.Pos.Column, Msg: fmt.Sprintf(format, a...), Hint: hint})
+		}
+		if nameNode == nil {
+			at("", "%s: name is missing", label)
+			continue
+		}
+		if f.Name, ok = d.name(nameNode, label); !ok {
+			continue
+		}
+		if fnNode == nil {
+			at("e.g. function: rewards.py:accuracy", "%s: function is missing", label)
+			continue
+		}
+		if f.Function, _, ok = d.str(fnNode, "", label+".function"); !ok {
+			continue
+		}
+		if msg := checkFunctionRef(f.Function); msg != "" {
+			d.errorf(fnNode, "", "path/to/file.py:function or package.module:function", "%s.function: %s", label, msg)
+			continue
+		}
+		if pyNode != nil && !isNull(unwrap(pyNode)) {
+			if f.Python, _, ok = d.str(pyNode, "", label+".python"); !ok {
+				continue
+			}
+		}
+		if pureNode != nil {
+			b, ok := unwrap(pureNode).(*ast.BoolNode)
+			if !ok {
+				d.errorf(pureNode, "", "", "%s.pure: expected true or false, found %s", label, describe(pureNode))
+				continue
+			}
+			f.Pure = b.Value
+		}
+		if seen[f.Name] {
+			at("", "%s: %q declared twice", label, f.Name)
+			continue
+		}
+		seen[f.Name] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkFunctionRef says what is wrong with a functions[].function value,
+// or "".
+func checkFunctionRef(ref string) string {
+	target, fn, ok := strings.Cut(ref, ":")
+	switch {
+	case !ok || target == "" || fn == "" || strings.Contains(fn, ":"):
+		return fmt.Sprintf("%q names no function", ref)
+	case !isIdent(fn):
+		return fmt.Sprintf("%q: %q is not a Python name", ref, fn)
+	case strings.HasSuffix(target, ".py"):
+		return ""
+	case strings.ContainsAny(target, "/\\"):
+		return fmt.Sprintf("%q: a file must end in .py", ref)
+	}
+	for _, part := range strings.Split(target, ".") {
+		if !isIdent(part) {
+			return fmt.Sprintf("%q: %q is not a module name", ref, target)
+		}
+	}
+	return ""
+}
+
+// isIdent reports whether s is an ASCII Python identifier.
+func isIdent(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// name reads the name of a runner or a function, under label, and checks
+// that expressions can use it.
+func (d *specDecoder) name(n ast.Node, label string) (string, bool) {
+	name, np, ok := d.str(n, "", label+".name")
+	if !ok {
+		return "", false
+	}
+	if err := validName(name); err != "" {
+		d.add(&SpecError{File: d.spec.Name, Line: np.Line, Column: np.Column, Msg: label + ": " + err,
+			Hint: "use lower-case letters, digits and _, starting with a letter"})
+		return "", false
+	}
+	return name, true
 }
 
 // keyPositions records where the key of kv, at path, and every key
@@ -653,6 +790,17 @@ type canonical struct {
 	Judges     []canonicalRun  `json:"judges"`
 	// Correct is the declared correctness rule, absent without one.
 	Correct *canonicalCorrect `json:"correct,omitempty"`
+	// Functions are the Python functions, absent without any.
+	Functions []canonicalFn `json:"functions,omitempty"`
+}
+
+// canonicalFn is a Python function as a digest sees it: its declaration,
+// not its code (see Digest).
+type canonicalFn struct {
+	Name     string `json:"name"`
+	Function string `json:"function"`
+	Python   string `json:"python"`
+	Pure     bool   `json:"pure"`
 }
 
 type canonicalComp struct {
@@ -671,7 +819,10 @@ type canonicalRun struct {
 // space trimmed, weight) in order, the total, the scored statuses (sorted),
 // the verifiers and judges with their configuration (keys sorted), the
 // declared correctness rule (left out without a `correct:` key, so that
-// such a spec's digest is what it was before the key existed), the
+// such a spec's digest is what it was before the key existed), the Python
+// functions' declarations (left out without a `functions:` key, for the
+// same reason; a function's code is not hashed: change what it computes
+// and change the spec too, as for WithEnvOptions), the
 // format name and LibraryVersion. Comments, layout, quoting and key order
 // in the YAML do not change it; any change to what is computed does.
 func (s *Spec) Digest() string {
@@ -689,6 +840,9 @@ func (s *Spec) Digest() string {
 	}
 	for _, r := range s.Judges {
 		c.Judges = append(c.Judges, canonicalRun{r.Name, r.Config})
+	}
+	for _, f := range s.Functions {
+		c.Functions = append(c.Functions, canonicalFn{f.Name, f.Function, f.Python, f.Pure})
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -31,10 +31,24 @@
 // Result.Vars names its fields for a reward expression (passed, exit_code,
 // stdout, timed_out, status, …).
 //
+// # A long-lived process
+//
+// Start runs a Spec's command as a worker that answers requests, one
+// line each, over its stdin and stdout: Process.Call sends a request and
+// reads the answer, Process.Kill and Process.Wait end it. A Python
+// interpreter imports its code once and scores batch after batch
+// (rewards/python). Run, RunIn and Start set a sandbox up with the same
+// code (box in sandbox.go), so a worker has every guarantee below; only
+// the wall limit differs: it bounds each request, and a request without
+// an answer in time kills the worker (StatusTimeout), which the caller
+// restarts. The other limits bound the worker's whole life.
+//
 // # What the program sees
 //
 //   - A read-only root: /usr and the other DefaultBinds, plus
-//     Spec.ReadOnlyBinds. Writing anywhere else fails with EROFS.
+//     Spec.ReadOnlyBinds, and Spec.ReadOnlyMounts at paths of their own
+//     (a venv under the host's /work seen at /python/venv). Writing
+//     anywhere else fails with EROFS.
 //   - /work, its working directory and HOME: a private tmpfs holding
 //     Spec.Files, gone when Run returns. /tmp and /dev/shm are private
 //     tmpfs too. Each is at most Limits.FileBytes.

@@ -78,3 +78,35 @@ func ExampleAvailable() {
 	fmt.Println("sandbox ready")
 	// Output: sandbox ready
 }
+
+// A worker loads once and answers many requests, one line each; a
+// request that hangs is killed at the wall limit, and the caller starts a
+// new worker.
+func ExampleStart() {
+	worker := []byte("import sys\nn = 0\nfor line in sys.stdin:\n    n += 1\n    print(n, line.strip().upper(), flush=True)\n")
+	p, err := sandbox.Start(context.Background(), sandbox.Spec{
+		Command:       []string{"python3", "/worker/upper.py"},
+		ReadOnlyFiles: map[string][]byte{"/worker/upper.py": worker},
+		Limits:        sandbox.Limits{Wall: 20 * time.Second}, // per request
+	})
+	if err != nil {
+		fmt.Println("no worker:", err)
+		return
+	}
+	for _, req := range []string{"a", "b", "c"} {
+		answer, err := p.Call(context.Background(), []byte(req))
+		if err != nil {
+			fmt.Println(err) // the worker ended: p.Wait says how
+			return
+		}
+		fmt.Println(string(answer))
+	}
+	p.CloseRequests() // the worker exits at the end of its input
+	r, _ := p.Wait()
+	fmt.Println(r.Status)
+	// Output:
+	// 1 A
+	// 2 B
+	// 3 C
+	// ok
+}

@@ -50,6 +50,13 @@ type Spec struct {
 	// besides the defaults (see DefaultBinds). They may not hide /work,
 	// /tmp, /proc or /dev.
 	ReadOnlyBinds []string
+	// ReadOnlyMounts are host directories or files made visible read-only
+	// at another path: sandbox path → host path. They serve a host path
+	// that the sandbox's own directories would hide, such as a venv under
+	// /work or /tmp, mounted at /python/venv. A sandbox path follows the
+	// rule of ReadOnlyFiles: a clean absolute path whose top-level
+	// directory ("/python") is new, and not one of ReadOnlyFiles'.
+	ReadOnlyMounts map[string]string
 	// ReadOnlyFiles are files the program can read but not change, remove
 	// or replace, by absolute path in the sandbox outside /work:
 	// "/check/expected.txt". Each top-level directory ("/check") is new
@@ -101,27 +108,43 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sweepStaging(ctx)
-	ws, err := scratch.Mkdir("", stagingPrefix)
-	if err != nil {
-		return Result{}, fmt.Errorf("create workspace: %v: %w", err, ErrInfra)
-	}
-	defer ws.Remove()
-	names, files, err := stage(ws.Path(), s.Files)
-	defer closeAll(files)
+	work, fds, cleanup, err := stageWorkspace(ctx, s.Files)
+	defer cleanup()
 	if err != nil {
 		return Result{}, err
 	}
-	var fds fdSet
-	var work []string
+	return launch(ctx, s, lim, t, workspaceTmpfs, work, fds)
+}
+
+// workspaceTmpfs are the private tmpfs of Run and Start.
+var workspaceTmpfs = []string{"/dev/shm", "/tmp", "/work"}
+
+// stageWorkspace stages files for bwrap to copy into the sandbox's /work:
+// the bwrap arguments, the files they number, and a cleanup the caller
+// always calls once bwrap has started (or failed to).
+func stageWorkspace(ctx context.Context, files map[string][]byte) (work []string, fds *fdSet, cleanup func(), err error) {
+	fds = &fdSet{}
+	sweepStaging(ctx)
+	ws, err := scratch.Mkdir("", stagingPrefix)
+	if err != nil {
+		return nil, fds, func() {}, fmt.Errorf("create workspace: %v: %w", err, ErrInfra)
+	}
+	names, opened, err := stage(ws.Path(), files)
+	cleanup = func() {
+		closeAll(opened)
+		ws.Remove()
+	}
+	if err != nil {
+		return nil, fds, cleanup, err
+	}
 	for i, name := range names {
 		dest := path.Join("/work", name)
 		if d := path.Dir(dest); d != "/work" {
 			work = append(work, "--dir", d)
 		}
-		work = append(work, "--perms", "0644", "--file", strconv.Itoa(fds.add(files[i])), dest)
+		work = append(work, "--perms", "0644", "--file", strconv.Itoa(fds.add(opened[i])), dest)
 	}
-	return launch(ctx, s, lim, t, []string{"/dev/shm", "/tmp", "/work"}, work, &fds)
+	return work, fds, cleanup, nil
 }
 
 // stagingPrefix starts the names of Run's staging directories in the
@@ -161,7 +184,7 @@ func findTools(s Spec) (tools, error) {
 	if err != nil {
 		return tools{}, err
 	}
-	binds, err := bindArgs(s.ReadOnlyBinds)
+	binds, err := bindArgs(s.ReadOnlyBinds, s.ReadOnlyMounts)
 	if err != nil {
 		return tools{}, err
 	}
@@ -188,27 +211,89 @@ const EnvVerdict = "RLPIPE_VERDICT"
 // FileBytes big); work are the arguments that set up /work, naming the
 // files of fds (which launch closes once bwrap has them).
 func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []string, fds *fdSet) (Result, error) {
-	var toClose []*os.File
-	defer func() { closeAll(toClose) }()
+	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
+	defer cancel()
+	b, err := setUp(ctx, wallCtx, s, lim, t, tmpfs, work, fds)
+	defer b.release()
+	if err != nil {
+		return Result{}, err
+	}
+	if len(s.Stdin) > 0 {
+		b.cmd.Stdin = bytes.NewReader(s.Stdin)
+	}
+	overflow := make(chan struct{})
+	var once sync.Once
+	full := func() { once.Do(func() { close(overflow) }) }
+	stdout := &capWriter{limit: lim.OutputBytes, full: full}
+	stderr := &capWriter{limit: lim.OutputBytes, full: full}
+	b.cmd.Stdout, b.cmd.Stderr = stdout, stderr
+	if err := b.begin(ctx); err != nil {
+		return Result{}, err
+	}
+	killedOutput := false
+	select {
+	case <-b.waited:
+	case <-overflow:
+		killedOutput = true
+		_ = b.kill()
+		<-b.waited
+	}
+	return b.result(ctx, stdout.String(), stderr.String(), killedOutput, b.canceled.Load())
+}
+
+// box is one sandbox's bwrap: set up by setUp, started by begin, read by
+// result, released by release. Run, RunIn and Start share it, so the
+// namespaces, binds, seccomp filter, limits, cgroup and kill-on-exit are
+// the same code for a one-shot run and a long-lived process.
+type box struct {
+	lim      Limits
+	t        tools
+	cmd      *exec.Cmd
+	grp      group
+	init     sandboxInit
+	ownPIDNS bool
+	fds      *fdSet
+	toClose  []*os.File
+	statusR  *os.File
+	blockW   *os.File
+	verdictR *os.File
+	// canceled: the command's context ended and its Cancel killed the
+	// sandbox (Run's wall clock, Start's context).
+	canceled  atomic.Bool
+	killedCPU atomic.Bool
+	status    chan bwrapStatus
+	verdict   chan string
+	waited    chan struct{}
+	start     time.Time
+	elapsed   time.Duration
+}
+
+// setUp builds the bwrap command for s: every namespace, bind, mount,
+// variable, seccomp filter and rlimit, and the cgroup. cmdCtx kills the
+// sandbox when it ends. The caller sets the command's stdio, calls begin,
+// and always calls release (b may be nil).
+func setUp(ctx, cmdCtx context.Context, s Spec, lim Limits, t tools, tmpfs, work []string, fds *fdSet) (b *box, err error) {
+	b = &box{lim: lim, t: t, fds: fds}
 	pipe := func(what string) (r, w *os.File, err error) {
 		r, w, err = os.Pipe()
 		if err != nil {
 			return nil, nil, fmt.Errorf("create %s pipe: %v: %w", what, err, ErrInfra)
 		}
-		toClose = append(toClose, r, w)
+		b.toClose = append(b.toClose, r, w)
 		return r, w, nil
 	}
 	statusR, statusW, err := pipe("status")
 	if err != nil {
-		return Result{}, err
+		return b, err
 	}
+	b.statusR = statusR
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"}
 	args = append(args, t.binds...)
 	args = append(args, "--proc", "/proc")
 	masks, maskFiles, err := procMaskArgs(fds)
-	toClose = append(toClose, maskFiles...)
+	b.toClose = append(b.toClose, maskFiles...)
 	if err != nil {
-		return Result{}, err
+		return b, err
 	}
 	args = append(args, masks...)
 	args = append(args, "--dev", "/dev")
@@ -218,24 +303,23 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}
 	args = append(args, work...)
 	ro, roFiles, err := readOnlyFileArgs(s.ReadOnlyFiles, fds)
-	toClose = append(toClose, roFiles...)
+	b.toClose = append(b.toClose, roFiles...)
 	if err != nil {
-		return Result{}, err
+		return b, err
 	}
 	args = append(args, ro...)
 	args = append(args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
 	env := environ(s.Env)
-	var verdictR *os.File
 	if s.Verdict {
 		var verdictW *os.File
-		if verdictR, verdictW, err = pipe("verdict"); err != nil {
-			return Result{}, err
+		if b.verdictR, verdictW, err = pipe("verdict"); err != nil {
+			return b, err
 		}
 		// The program opens the pipe again by its /dev/fd path, which
 		// checks the pipe's owner: make it the sandbox's user.
 		if uid, gid := SandboxUID(); uid != os.Geteuid() {
 			if err := verdictW.Chown(uid, gid); err != nil {
-				return Result{}, fmt.Errorf("give the verdict pipe to uid %d: %v: %w", uid, err, ErrInfra)
+				return b, fmt.Errorf("give the verdict pipe to uid %d: %v: %w", uid, err, ErrInfra)
 			}
 		}
 		env = append(env, [2]string{EnvVerdict, "/dev/fd/" + strconv.Itoa(fds.add(verdictW))})
@@ -245,26 +329,23 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 	}
 	filter, err := seccompFile()
 	if err != nil {
-		return Result{}, err
+		return b, err
 	}
 	if filter != nil {
-		toClose = append(toClose, filter)
+		b.toClose = append(b.toClose, filter)
 		args = append(args, "--seccomp", strconv.Itoa(fds.add(filter)))
 	}
-	grp, err := newGroup(ctx, lim)
-	if err != nil {
-		return Result{}, err
-	}
-	if grp != nil {
-		defer grp.remove()
+	if b.grp, err = newGroup(ctx, lim); err != nil {
+		return b, err
 	}
 	// bwrap's child, the sandbox's init, waits on --block-fd until this
 	// process holds it by a pidfd: the pid in bwrap's status could name
 	// another process once the init has ended.
 	blockR, blockW, err := pipe("block")
 	if err != nil {
-		return Result{}, err
+		return b, err
 	}
+	b.blockW = blockW
 	args = append(args, "--block-fd", strconv.Itoa(fds.add(blockR)))
 	args = append(args, "--json-status-fd", strconv.Itoa(fds.add(statusW)), "--",
 		t.prlimit,
@@ -276,134 +357,142 @@ func launch(ctx context.Context, s Spec, lim Limits, t tools, tmpfs, work []stri
 		"--")
 	args = append(args, s.Command...)
 
-	wallCtx, cancel := context.WithTimeout(ctx, lim.Wall)
-	defer cancel()
-	cmd := exec.CommandContext(wallCtx, t.bwrap, args...)
+	cmd := exec.CommandContext(cmdCtx, t.bwrap, args...)
 	cmd.Env = []string{"PATH=" + sandboxPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = fds.files
 	cmd.SysProcAttr = bwrapAttr()
-	ownPIDNS := cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0
-	warnNoPIDNS(ctx)
-	var init sandboxInit
-	// Killing the sandbox's init ends its PID namespace, every process in
-	// it, and then bwrap, which has reaped the init: nothing is orphaned.
-	// Only a sandbox whose init never started is ended by killing bwrap.
-	kill := func() error {
-		if init.kill() {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	var killedWall, killedCPU atomic.Bool
+	b.ownPIDNS = cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0
 	cmd.Cancel = func() error {
-		killedWall.Store(true)
-		return kill()
+		b.canceled.Store(true)
+		return b.kill()
 	}
 	cmd.WaitDelay = 5 * time.Second
-	if len(s.Stdin) > 0 {
-		cmd.Stdin = bytes.NewReader(s.Stdin)
-	}
-	overflow := make(chan struct{})
-	var once sync.Once
-	full := func() { once.Do(func() { close(overflow) }) }
-	stdout := &capWriter{limit: lim.OutputBytes, full: full}
-	stderr := &capWriter{limit: lim.OutputBytes, full: full}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	b.cmd = cmd
+	return b, nil
+}
 
-	start := time.Now()
+// kill ends the sandbox. Killing the sandbox's init ends its PID
+// namespace, every process in it, and then bwrap, which has reaped the
+// init: nothing is orphaned. Only a sandbox whose init never started is
+// ended by killing bwrap.
+func (b *box) kill() error {
+	if b.init.kill() {
+		return nil
+	}
+	return syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// begin starts bwrap and lets the sandbox's command run once the init is
+// held by a pidfd. It returns an error only when bwrap could not start;
+// a sandbox that failed its setup is seen by result.
+func (b *box) begin(ctx context.Context) error {
+	warnNoPIDNS(ctx)
+	b.start = time.Now()
 	if err := closeInheritedOnExec(); err != nil {
-		return Result{}, fmt.Errorf("keep inherited files out of the sandbox: %v: %w", err, ErrInfra)
+		return fmt.Errorf("keep inherited files out of the sandbox: %v: %w", err, ErrInfra)
 	}
 	started := func() {}
-	if grp != nil {
-		if started, err = grp.prepare(cmd); err != nil {
-			return Result{}, fmt.Errorf("start the sandbox in its cgroup: %v: %w", err, ErrInfra)
+	if b.grp != nil {
+		var err error
+		if started, err = b.grp.prepare(b.cmd); err != nil {
+			return fmt.Errorf("start the sandbox in its cgroup: %v: %w", err, ErrInfra)
 		}
 	}
-	err = cmd.Start()
+	err := b.cmd.Start()
 	started()
 	if err != nil {
-		return Result{}, fmt.Errorf("start %s: %v: %w", t.bwrap, err, ErrInfra)
+		return fmt.Errorf("start %s: %v: %w", b.t.bwrap, err, ErrInfra)
 	}
 	// The sandbox holds its own copies now.
-	closeAll(fds.files)
+	closeAll(b.fds.files)
 	childPID := make(chan int, 1)
-	status := make(chan bwrapStatus, 1)
-	go func() { status <- readStatus(statusR, childPID) }()
-	verdict := make(chan string, 1)
-	if verdictR != nil {
-		go func() { verdict <- readVerdict(verdictR) }()
+	b.status = make(chan bwrapStatus, 1)
+	go func() { b.status <- readStatus(b.statusR, childPID) }()
+	b.verdict = make(chan string, 1)
+	if b.verdictR != nil {
+		go func() { b.verdict <- readVerdict(b.verdictR) }()
 	} else {
-		verdict <- ""
+		b.verdict <- ""
 	}
-	waited := make(chan struct{})
+	b.waited = make(chan struct{})
 	go func() {
-		_ = cmd.Wait() // the outcome is read from bwrap's status and ProcessState
-		close(waited)
+		_ = b.cmd.Wait() // the outcome is read from bwrap's status and ProcessState
+		b.elapsed = time.Since(b.start)
+		close(b.waited)
 	}()
 	select {
 	case pid := <-childPID:
-		if ownPIDNS {
-			pid = hostPID(cmd.Process.Pid, pid)
+		if b.ownPIDNS {
+			pid = hostPID(b.cmd.Process.Pid, pid)
 		}
-		init.open(pid)
+		b.init.open(pid)
 		if testHookInit != nil {
 			testHookInit(pid)
 		}
-		blockW.Write([]byte{1})
-		blockW.Close()
-		if grp != nil {
-			if _, ok := grp.cpuUsed(); ok {
-				go watchCPU(grp, lim.CPUTime, waited, func() {
-					killedCPU.Store(true)
-					_ = kill()
+		b.blockW.Write([]byte{1})
+		b.blockW.Close()
+		if b.grp != nil {
+			if _, ok := b.grp.cpuUsed(); ok {
+				go watchCPU(b.grp, b.lim.CPUTime, b.waited, func() {
+					b.killedCPU.Store(true)
+					_ = b.kill()
 				})
 			}
 		}
-	case <-waited:
+	case <-b.waited:
 	}
-	killedOutput := false
-	select {
-	case <-waited:
-	case <-overflow:
-		killedOutput = true
-		_ = kill()
-		<-waited
-	}
-	elapsed := time.Since(start)
-	st := <-status
-	init.reap()
+	return nil
+}
 
+// result turns what happened into a Result once bwrap has exited:
+// killedOutput and killedWall say which of the caller's limits killed it.
+// The error is non-nil when ctx ended (StatusCanceled) or bwrap never
+// started the command (ErrInfra).
+func (b *box) result(ctx context.Context, stdout, stderr string, killedOutput, killedWall bool) (Result, error) {
+	<-b.waited
+	st := <-b.status
+	b.init.reap()
 	if ctx.Err() != nil {
-		return Result{Status: StatusCanceled, ExitCode: -1, Duration: elapsed,
-			Stdout: stdout.String(), Stderr: stderr.String()}, fmt.Errorf("sandbox run: %w", ctx.Err())
+		return Result{Status: StatusCanceled, ExitCode: -1, Duration: b.elapsed,
+			Stdout: stdout, Stderr: stderr}, fmt.Errorf("sandbox run: %w", ctx.Err())
 	}
 	if !st.started {
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(stderr)
 		if msg == "" {
-			msg = cmd.ProcessState.String()
+			msg = b.cmd.ProcessState.String()
 		}
 		return Result{}, fmt.Errorf("bwrap: %s: %w", msg, ErrInfra)
 	}
 	o := outcome{
 		exitCode:     st.exitCode,
 		killedOutput: killedOutput,
-		killedWall:   (killedWall.Load() || killedCPU.Load()) && !killedOutput,
-		stdout:       stdout.String(),
-		stderr:       stderr.String(),
+		killedWall:   (killedWall || b.killedCPU.Load()) && !killedOutput,
+		stdout:       stdout,
+		stderr:       stderr,
 	}
 	var used time.Duration
 	counted := false
-	if grp != nil {
-		o.oomKilled = grp.memoryExceeded()
-		used, counted = grp.cpuUsed()
+	if b.grp != nil {
+		o.oomKilled = b.grp.memoryExceeded()
+		used, counted = b.grp.cpuUsed()
 	}
-	o.cpuLimitReachable = cpuLimitReachable(lim, elapsed, used, counted)
+	o.cpuLimitReachable = cpuLimitReachable(b.lim, b.elapsed, used, counted)
 	r := classify(o)
-	r.Duration = elapsed
-	r.Verdict = <-verdict
+	r.Duration = b.elapsed
+	r.Verdict = <-b.verdict
 	return r, nil
+}
+
+// release closes what setUp opened and removes the cgroup; b may be nil.
+func (b *box) release() {
+	if b == nil {
+		return
+	}
+	closeAll(b.toClose)
+	if b.grp != nil {
+		b.grp.remove()
+	}
 }
 
 // pidNamespace: why bwrap runs as PID 1 of a PID namespace of its own
@@ -764,6 +853,20 @@ func (s Spec) validate() error {
 			return err
 		}
 	}
+	for _, p := range slices.Sorted(maps.Keys(s.ReadOnlyMounts)) {
+		if err := checkReadOnlyPath(p, s.ReadOnlyBinds); err != nil {
+			return fmt.Errorf("read-only mount of %s: %w", s.ReadOnlyMounts[p], err)
+		}
+		top := "/" + strings.SplitN(p[1:], "/", 2)[0]
+		for f := range s.ReadOnlyFiles {
+			if strings.HasPrefix(f, top+"/") {
+				return fmt.Errorf("read-only mount %s and read-only file %s share %s: give each a directory of its own: %w", p, f, top, ErrInvalid)
+			}
+		}
+		if h := s.ReadOnlyMounts[p]; !filepath.IsAbs(h) || filepath.Clean(h) != h || strings.IndexByte(h, 0) >= 0 {
+			return fmt.Errorf("read-only mount %s: host path %q: want a clean absolute path: %w", p, h, ErrInvalid)
+		}
+	}
 	return s.Limits.validate()
 }
 
@@ -819,8 +922,9 @@ func lookPrlimit() (string, error) {
 	return "", fmt.Errorf("prlimit is at %s, outside /usr, /bin and /sbin: %w", p, ErrInfra)
 }
 
-// bindArgs returns the bwrap arguments for DefaultBinds and extra.
-func bindArgs(extra []string) ([]string, error) {
+// bindArgs returns the bwrap arguments for DefaultBinds, extra and
+// mounts (sandbox path → host path).
+func bindArgs(extra []string, mounts map[string]string) ([]string, error) {
 	var args []string
 	for _, p := range DefaultBinds {
 		fi, err := os.Lstat(p)
@@ -842,6 +946,12 @@ func bindArgs(extra []string) ([]string, error) {
 			return nil, fmt.Errorf("read-only bind %s: %v: %w", p, err, ErrInfra)
 		}
 		args = append(args, "--ro-bind", p, p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(mounts)) {
+		if _, err := os.Stat(mounts[p]); err != nil {
+			return nil, fmt.Errorf("read-only mount %s at %s: %v: %w", mounts[p], p, err, ErrInfra)
+		}
+		args = append(args, "--ro-bind", mounts[p], p)
 	}
 	return args, nil
 }

@@ -361,6 +361,28 @@ func TestNoNetwork(t *testing.T) {
 	}
 }
 
+// A host directory the sandbox's own /tmp would hide is mounted
+// elsewhere, read-only.
+func TestReadOnlyMount(t *testing.T) {
+	dir := t.TempDir() // under /tmp: a bind at the same path would be hidden
+	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} { // reachable by nobody when the tests run as root
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, sandbox.Spec{Command: []string{"sh", "-c", "cat /mnt-test/dir/data.txt; echo x > /mnt-test/dir/new"},
+		ReadOnlyMounts: map[string]string{"/mnt-test/dir": dir}})
+	if r.Stdout != "from the host" || !strings.Contains(r.Stderr, "Read-only file system") {
+		t.Fatalf("got %+v, want the host file read and the write refused", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Fatal("the sandbox wrote into the mounted host directory")
+	}
+}
+
 func TestReadOnlyRoot(t *testing.T) {
 	for _, p := range []string{"/usr/rlpipe-sandbox-x", "/etc/rlpipe-sandbox-x", "/rlpipe-sandbox-x", "/bin/rlpipe-sandbox-x", "/dev/rlpipe-sandbox-x"} {
 		t.Run(p, func(t *testing.T) {
@@ -469,12 +491,15 @@ func TestInvalidSpec(t *testing.T) {
 	ok := []string{"true"}
 	// What the error says, for the cases that pin it.
 	says := map[string]string{
-		"negative CPU time":  "limits: negative CPUTime -1s: invalid sandbox spec",
-		"negative wall time": "limits: negative Wall -1.5s: invalid sandbox spec",
-		"negative memory":    "limits: negative MemoryBytes -1: invalid sandbox spec",
-		"negative output":    "limits: negative OutputBytes -2: invalid sandbox spec",
-		"negative file size": "limits: negative FileBytes -3: invalid sandbox spec",
-		"negative procs":     "limits: negative Procs -4: invalid sandbox spec",
+		"negative CPU time":                "limits: negative CPUTime -1s: invalid sandbox spec",
+		"negative wall time":               "limits: negative Wall -1.5s: invalid sandbox spec",
+		"negative memory":                  "limits: negative MemoryBytes -1: invalid sandbox spec",
+		"negative output":                  "limits: negative OutputBytes -2: invalid sandbox spec",
+		"negative file size":               "limits: negative FileBytes -3: invalid sandbox spec",
+		"negative procs":                   "limits: negative Procs -4: invalid sandbox spec",
+		"mount over /work":                 "read-only mount of /opt/venv: read-only file \"/work/venv\": /work belongs to the sandbox or the host's binds; put it under a directory of its own such as /check: invalid sandbox spec",
+		"mount and file share a directory": "read-only mount /python/venv and read-only file /python/worker.py share /python: give each a directory of its own: invalid sandbox spec",
+		"mount of a relative host path":    "read-only mount /python/venv: host path \"venv\": want a clean absolute path: invalid sandbox spec",
 	}
 	for _, c := range []struct {
 		name string
@@ -502,6 +527,10 @@ func TestInvalidSpec(t *testing.T) {
 		{"bind of /", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"/"}}},
 		{"bind over /work", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"/work"}}},
 		{"bind into /proc", sandbox.Spec{Command: ok, ReadOnlyBinds: []string{"/proc/1"}}},
+		{"mount over /work", sandbox.Spec{Command: ok, ReadOnlyMounts: map[string]string{"/work/venv": "/opt/venv"}}},
+		{"mount and file share a directory", sandbox.Spec{Command: ok, ReadOnlyMounts: map[string]string{"/python/venv": "/opt/venv"},
+			ReadOnlyFiles: map[string][]byte{"/python/worker.py": nil}}},
+		{"mount of a relative host path", sandbox.Spec{Command: ok, ReadOnlyMounts: map[string]string{"/python/venv": "venv"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := sandbox.Run(context.Background(), c.spec)

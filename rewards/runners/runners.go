@@ -43,6 +43,11 @@
 // a reward of 0. docs/REWARDS.md ("Verifiers that cannot be gamed") says
 // why the checker is never run beside the candidate.
 //
+// A Python function (functions:) runs in a persistent sandboxed worker
+// (rewards/python), one per interpreter, started by Compile: the import
+// of every function is checked there, an error at the function's line.
+// Expressions read functions.NAME; docs/REWARDS.md ("Python functions").
+//
 // A judge takes the fields of judge.Config (base_url, model, api_key_env,
 // rubric, min, max, …); expressions read judges.NAME.score and .status.
 package runners
@@ -66,7 +71,9 @@ func Compile(spec *rewards.Spec, extra ...rewards.Option) (*rewards.Program, err
 	return rewards.Compile(spec, append(opts, extra...)...)
 }
 
-// Options builds the compile options for spec's verifiers and judges.
+// Options builds the compile options for spec's verifiers, judges and
+// Python functions (each function's worker is started here: see
+// functionOptions).
 // They memoize through the Memoizer each scoring call gives them
 // (rewards.ScoreOptions.Memo; none when it is nil).
 func Options(spec *rewards.Spec) ([]rewards.Option, error) {
@@ -105,5 +112,9 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 			return rewards.JudgeResult{Score: res.Score, Status: res.Status, Reason: res.Reason}, nil
 		}))
 	}
-	return opts, nil
+	fns, err := functionOptions(spec)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, fns...), nil
 }

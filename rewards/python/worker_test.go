@@ -1,0 +1,245 @@
+package python_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/sandbox"
+)
+
+// systemPython is the interpreter the tests run functions with: under
+// /usr, so every sandbox sees it, whoever runs the tests.
+const systemPython = "/usr/bin/python3"
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(systemPython); err != nil {
+		t.Skip(systemPython + " is not installed")
+	}
+}
+
+// start starts a worker with testdata/fns.py's functions named in names
+// (each by its own name), with wall as the per-batch limit.
+func start(t *testing.T, wall time.Duration, names ...string) *python.Worker {
+	t.Helper()
+	needPython(t)
+	var fns []python.Function
+	for _, n := range names {
+		fns = append(fns, python.Function{Name: n, Ref: "testdata/fns.py:" + n})
+	}
+	w, err := python.Start(context.Background(), python.Options{Python: systemPython, Dir: ".", Functions: fns,
+		Limits: sandbox.Limits{Wall: wall, MemoryBytes: 512 << 20}})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+func texts(s ...string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func ok(v float64) python.Result { return python.Result{Score: v, Status: python.StatusOK} }
+
+func failed(status, reason string) python.Result {
+	return python.Result{Status: status, Reason: reason}
+}
+
+// ownFileErrno is the errno of a write to a function's own file: EROFS,
+// or EACCES first when the sandbox runs as nobody, who may not write it.
+func ownFileErrno() float64 {
+	if uid, _ := sandbox.SandboxUID(); uid != os.Geteuid() {
+		return -13
+	}
+	return -30
+}
+
+func TestScore(t *testing.T) {
+	t.Setenv("RLPIPE_TEST_SECRET_TOKEN", "hunter2")
+	cases := []struct {
+		name  string
+		batch python.Batch
+		want  []python.Result
+	}{
+		{"length", python.Batch{Completions: texts("a", "bcd")}, []python.Result{ok(1), ok(3)}},
+		{"exact", python.Batch{Completions: texts(" 4", "5"), Prompts: texts("2+2", "2+2"),
+			Columns: map[string][]any{"answer": texts("4", "4")}}, []python.Result{ok(1), ok(0)}},
+		{"metadata_level", python.Batch{Completions: texts("x", "y"),
+			Columns: map[string][]any{"metadata": {map[string]any{"level": 2}, map[string]any{"level": 5}}}},
+			[]python.Result{ok(2), ok(5)}},
+		{"last_message", python.Batch{Completions: []any{
+			[]any{map[string]any{"role": "assistant", "content": "hello"}},
+			[]any{map[string]any{"role": "assistant", "content": "hi"}, map[string]any{"role": "tool", "content": "abc"}},
+		}}, []python.Result{ok(5), ok(3)}},
+		{"wrong_length", python.Batch{Completions: texts("a", "b", "c")}, []python.Result{
+			failed("error", "function wrong_length returned 1 scores for 3 rows"),
+			failed("error", "function wrong_length returned 1 scores for 3 rows"),
+			failed("error", "function wrong_length returned 1 scores for 3 rows")}},
+		{"non_number", python.Batch{Completions: texts("a")}, []python.Result{
+			failed("error", "function non_number returned a str ('abc'), want a number or None")}},
+		{"not_a_list", python.Batch{Completions: texts("a")}, []python.Result{
+			failed("error", "function not_a_list returned a float, want a list of 1 numbers")}},
+		{"nan_on_nan", python.Batch{Completions: texts("nan", "x", "inf")}, []python.Result{
+			failed("nonfinite", "function nan_on_nan returned nan"), ok(1),
+			failed("nonfinite", "function nan_on_nan returned inf")}},
+		{"none_on_empty", python.Batch{Completions: texts("", "x")}, []python.Result{
+			failed("error", "function none_on_empty returned None: not scored"), ok(1)}},
+		{"raises_on_boom", python.Batch{Completions: texts("a", "boom", "c")}, []python.Result{
+			ok(1), failed("error", "function raises_on_boom raised ValueError: boom row"), ok(1)}},
+		{"prints", python.Batch{Completions: texts("a")}, []python.Result{ok(2)}},
+		// EROFS (30) under /usr and /etc; the function's own file is
+		// read-only too, refused first by its mode (EACCES, 13) when the
+		// sandbox runs as nobody.
+		{"write_outside", python.Batch{Completions: texts("a", "b", "c")}, []python.Result{ok(-30), ok(-30), ok(ownFileErrno())}},
+		{"network", python.Batch{Completions: texts("a")}, []python.Result{ok(-101)}}, // ENETUNREACH
+		{"secret", python.Batch{Completions: texts("a")}, []python.Result{ok(0)}},
+	}
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+	}
+	w := start(t, 20*time.Second, names...)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := w.Score(context.Background(), c.name, c.batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+	if w.Starts() != 1 {
+		t.Fatalf("the worker started %d times, want once for every batch", w.Starts())
+	}
+}
+
+func TestHangRestartsTheWorker(t *testing.T) {
+	w := start(t, 2*time.Second, "hangs_on_hang")
+	got, err := w.Score(context.Background(), "hangs_on_hang", python.Batch{Completions: texts("a", "hang")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = "function hangs_on_hang: the worker ended: timeout (no answer within the wall limit 2s); restarted"
+	want := []python.Result{failed("error", reason), failed("error", reason)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the hung batch: got %+v\nwant %+v", got, want)
+	}
+	got, err = w.Score(context.Background(), "hangs_on_hang", python.Batch{Completions: texts("b")})
+	if err != nil || !reflect.DeepEqual(got, []python.Result{ok(1)}) {
+		t.Fatalf("the next batch: %+v, %v", got, err)
+	}
+	if w.Starts() != 2 {
+		t.Fatalf("the worker started %d times, want 2", w.Starts())
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	needPython(t)
+	for _, c := range []struct {
+		name, python, ref, want string
+		is                      error
+	}{
+		{"module missing", systemPython, "nope_no_such_module:fn",
+			"function f (nope_no_such_module:fn): ModuleNotFoundError: No module named 'nope_no_such_module'", python.ErrLoad},
+		{"function missing", systemPython, "testdata/fns.py:absent",
+			"function f (testdata/fns.py:absent): AttributeError: module 'fns' has no attribute 'absent'", python.ErrLoad},
+		{"not a function", systemPython, "testdata/fns.py:not_callable",
+			"function f (testdata/fns.py:not_callable): TypeError: fns:not_callable is a int, not a function", python.ErrLoad},
+		{"import raises", systemPython, "testdata/broken.py:fn",
+			"function f (testdata/broken.py:fn): RuntimeError: broken at import", python.ErrLoad},
+		{"file missing", systemPython, "testdata/absent.py:fn",
+			"function f (testdata/absent.py:fn): no file testdata/absent.py", python.ErrLoad},
+		{"no function in the reference", systemPython, "testdata/fns.py",
+			`function f: "testdata/fns.py": want path/to/file.py:function or package.module:function: bad python function reference`, python.ErrBadRef},
+		{"a path not ending in .py", systemPython, "testdata/fns:length",
+			`function f: "testdata/fns:length": a file must end in .py: bad python function reference`, python.ErrBadRef},
+		{"venv missing", "/nonexistent/venv", "testdata/fns.py:length",
+			"python /nonexistent/venv: no such venv or interpreter; set python: to a venv directory or an interpreter's path: python interpreter not usable", python.ErrInterpreter},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := python.Start(context.Background(), python.Options{Python: c.python, Dir: ".",
+				Functions: []python.Function{{Name: "f", Ref: c.ref}}})
+			if err == nil {
+				w.Close()
+				t.Fatal("Start succeeded")
+			}
+			if !errors.Is(err, c.is) || err.Error() != c.want {
+				t.Fatalf("got  %v\nwant %s", err, c.want)
+			}
+		})
+	}
+}
+
+// A venv anywhere on the host — here under /tmp, which the sandbox's own
+// /tmp hides — is mounted at /python/venv, and its site-packages import.
+func TestVenvModule(t *testing.T) {
+	needPython(t)
+	venv := fakeVenv(t)
+	site := filepath.Join(venv, "lib", "python"+pythonMinor(t), "site-packages")
+	if err := os.MkdirAll(site, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(site, "venvrewards.py"),
+		[]byte("def double(completions, **kw):\n    return [2.0 * len(c) for c in completions]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := python.Start(context.Background(), python.Options{Python: venv,
+		Functions: []python.Function{{Name: "double", Ref: "venvrewards:double"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	got, err := w.Score(context.Background(), "double", python.Batch{Completions: texts("ab")})
+	if err != nil || !reflect.DeepEqual(got, []python.Result{ok(4)}) {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+func TestOutOfMemoryRestartsTheWorker(t *testing.T) {
+	w := start(t, 20*time.Second, "hog", "length")
+	got, err := w.Score(context.Background(), "hog", python.Batch{Completions: texts("a")})
+	const reason = "function hog: the worker ended: memory (memory limit 512 MiB); restarted"
+	if err != nil || !reflect.DeepEqual(got, []python.Result{failed("error", reason)}) {
+		t.Fatalf("got %+v, %v; want %s", got, err, reason)
+	}
+	if got, err := w.Score(context.Background(), "length", python.Batch{Completions: texts("ab")}); err != nil ||
+		!reflect.DeepEqual(got, []python.Result{ok(2)}) || w.Starts() != 2 {
+		t.Fatalf("after the restart: %+v, %v, %d starts", got, err, w.Starts())
+	}
+}
+
+// The project's venv (scripts/deps.sh) is made from a pyenv interpreter
+// under /root. When rlpipe runs as root the sandbox runs as nobody, who
+// cannot pass /root (mode 0700): Find says so rather than the sandbox
+// failing at its first batch.
+func TestProjectVenvUnderRoot(t *testing.T) {
+	const venv = "/work/main/.venv-py"
+	if os.Geteuid() != 0 {
+		t.Skip("the sandbox runs as the caller, who can read what the caller's venv needs")
+	}
+	cfg, err := os.ReadFile(filepath.Join(venv, "pyvenv.cfg"))
+	if err != nil || !strings.Contains(string(cfg), "home = /root/") {
+		t.Skip(venv + " is not a venv of an interpreter under /root")
+	}
+	if fi, err := os.Stat("/root"); err != nil || fi.Mode().Perm()&0o001 != 0 {
+		t.Skip("/root is searchable by other users here")
+	}
+	_, err = python.Find(context.Background(), venv)
+	if !errors.Is(err, python.ErrUnreachable) || !strings.Contains(err.Error(), "which the sandbox's user (uid 65534) cannot read: /root is mode 0700") {
+		t.Fatalf("got %v, want ErrUnreachable naming /root", err)
+	}
+}

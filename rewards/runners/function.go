@@ -1,0 +1,306 @@
+package runners
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/python"
+)
+
+// functionOptions gives each Python function of spec its BatchFunc: one
+// sandboxed worker per interpreter, shared by the functions that name it.
+// It is the plan-time check too: each worker is started once here, which
+// finds the interpreter and imports every function, and a problem is a
+// *rewards.SpecError at the function's line and column. That worker then
+// serves the scoring, until the program is garbage or rlpipe exits.
+func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
+	if len(spec.Functions) == 0 {
+		return nil, nil
+	}
+	dir := filepath.Dir(spec.Name)
+	byPython := map[string]*pool{}
+	var order []string
+	for _, f := range spec.Functions {
+		py := f.Python
+		if py != "" && !filepath.IsAbs(py) {
+			py = filepath.Join(dir, py)
+		}
+		p := byPython[py]
+		if p == nil {
+			p = newPool(python.Options{Python: py, Dir: dir})
+			byPython[py] = p
+			order = append(order, py)
+		}
+		p.h.opts.Functions = append(p.h.opts.Functions, python.Function{Name: f.Name, Ref: f.Function})
+		p.decl = append(p.decl, f)
+	}
+	var errs []error
+	for _, py := range order {
+		if err := byPython[py].start(context.Background()); err != nil {
+			errs = append(errs, byPython[py].specErrors(spec.Name, err)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var opts []rewards.Option
+	for _, py := range order {
+		p := byPython[py]
+		for _, f := range p.decl {
+			fn, err := p.batchFunc(f)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, rewards.WithFunction(f.Name, fn))
+		}
+	}
+	return opts, nil
+}
+
+// pool is the worker of one interpreter. Its holder is what a cleanup
+// closes when the program that holds the pool's functions is garbage.
+type pool struct {
+	h    *holder
+	decl []rewards.PyFunction
+}
+
+type holder struct {
+	mu   sync.Mutex // one batch at a time
+	opts python.Options
+	w    *python.Worker
+	ver  string
+}
+
+func newPool(o python.Options) *pool {
+	p := &pool{h: &holder{opts: o}}
+	runtime.AddCleanup(p, func(h *holder) { h.close() }, p.h)
+	return p
+}
+
+func (h *holder) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.w != nil {
+		h.w.Close()
+		h.w = nil
+	}
+}
+
+// start starts the worker, which imports every function.
+func (p *pool) start(ctx context.Context) error {
+	p.h.mu.Lock()
+	defer p.h.mu.Unlock()
+	w, err := python.Start(ctx, p.h.opts)
+	if err != nil {
+		return err
+	}
+	p.h.w, p.h.ver = w, w.Interpreter().Version
+	return nil
+}
+
+// specErrors turns a start error into spec errors: a function that does
+// not load at its entry, an interpreter problem at each python key.
+func (p *pool) specErrors(file string, err error) []error {
+	var out []error
+	at := func(f rewards.PyFunction, key string, msg string) {
+		pos, ok := f.Keys[key]
+		if !ok {
+			pos = f.Pos
+		}
+		out = append(out, &rewards.SpecError{File: file, Line: pos.Line, Column: pos.Column, Msg: msg})
+	}
+	var loads []*python.LoadError
+	for _, e := range flatten(err) {
+		if le := (*python.LoadError)(nil); errors.As(e, &le) {
+			loads = append(loads, le)
+		}
+	}
+	if len(loads) == 0 {
+		for _, f := range p.decl {
+			at(f, "python", fmt.Sprintf("function %q: %v", f.Name, err))
+		}
+		return out
+	}
+	for _, le := range loads {
+		for _, f := range p.decl {
+			if f.Name == le.Function.Name {
+				at(f, "function", fmt.Sprintf("function %q (%s): %s", f.Name, f.Function, le.Reason))
+			}
+		}
+	}
+	return out
+}
+
+// flatten lists the errors errors.Join joined in err, or err.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// batchFunc is f through the pool's worker, memoized row by row when f
+// is pure.
+//
+// The functions hold p, not only its holder: the worker is closed once
+// they (the program) are garbage, never while they may run.
+func (p *pool) batchFunc(f rewards.PyFunction) (rewards.BatchFunc, error) {
+	code := ""
+	if file, _, ok := strings.Cut(f.Function, ":"); ok && strings.HasSuffix(file, ".py") {
+		path := file
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(p.h.opts.Dir, file)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read python function %s: %w", f.Name, err)
+		}
+		sum := sha256.Sum256(b)
+		code = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	score := func(ctx context.Context, b python.Batch) ([]python.Result, error) {
+		h := p.h
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.w == nil {
+			w, err := python.Start(ctx, h.opts)
+			if err != nil {
+				return nil, err
+			}
+			h.w = w
+		}
+		return h.w.Score(ctx, f.Name, b)
+	}
+	return func(ctx context.Context, rows []rewards.Row, memo rewards.Memoizer) ([]rewards.FunctionResult, error) {
+		inputs := make([]rowInput, len(rows))
+		for i, r := range rows {
+			inputs[i] = inputOf(r)
+		}
+		out := make([]rewards.FunctionResult, len(rows))
+		todo := make([]int, 0, len(rows))
+		keys := make([]memoKey, len(rows))
+		for i := range rows {
+			if !f.Pure || memo == nil {
+				todo = append(todo, i)
+				continue
+			}
+			keys[i] = memoKey{Function: f.Name, Ref: f.Function, Code: code, Python: p.h.ver, Input: inputs[i]}
+			hit, err := lookUp(ctx, memo, keys[i], &out[i])
+			if err != nil {
+				return nil, err
+			}
+			if !hit {
+				todo = append(todo, i)
+			}
+		}
+		if len(todo) == 0 {
+			return out, nil
+		}
+		var b python.Batch
+		b.Columns = map[string][]any{}
+		for _, i := range todo {
+			in := inputs[i]
+			b.Completions = append(b.Completions, in.Completion)
+			b.Prompts = append(b.Prompts, in.Prompt)
+			for k, v := range in.Columns {
+				b.Columns[k] = append(b.Columns[k], v)
+			}
+		}
+		res, err := score(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range todo {
+			out[i] = rewards.FunctionResult{Value: res[j].Score, Status: res[j].Status, Reason: res[j].Reason}
+			if f.Pure && memo != nil && res[j].Status != python.StatusError {
+				// A row that was not scored (a dead worker, an exception)
+				// is tried again next time; a value is recorded.
+				r := out[i]
+				if err := memo.Memo(ctx, keys[i], &out[i], func(context.Context) (any, error) { return r, nil }); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}, nil
+}
+
+// errMiss ends a memo look-up that found no record; it is not permanent,
+// so it is never recorded.
+var errMiss = errors.New("no memo record")
+
+// lookUp reads key's record into out, reporting whether there was one.
+func lookUp(ctx context.Context, memo rewards.Memoizer, key memoKey, out *rewards.FunctionResult) (bool, error) {
+	err := memo.Memo(ctx, key, out, func(context.Context) (any, error) { return nil, errMiss })
+	switch {
+	case errors.Is(err, errMiss):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// memoKey is what decides a pure function's value on a row: the
+// function, its file's code, the interpreter's version and the row's
+// inputs.
+type memoKey struct {
+	Function string   `json:"python_function"`
+	Ref      string   `json:"ref"`
+	Code     string   `json:"code,omitempty"`
+	Python   string   `json:"python"`
+	Input    rowInput `json:"input"`
+}
+
+// rowInput is what a function receives of a row, TRL's convention: the
+// completion (text, or an episode's turns as messages), the prompt (text,
+// or its messages), and the other columns by name.
+type rowInput struct {
+	Completion any            `json:"completion"`
+	Prompt     any            `json:"prompt"`
+	Columns    map[string]any `json:"columns"`
+}
+
+func inputOf(r rewards.Row) rowInput {
+	t := &r.Trajectory
+	var completion any = t.Completion
+	if t.EnvOutcome != nil && len(t.Turns) > 0 {
+		msgs := make([]map[string]string, len(t.Turns))
+		for i, tu := range t.Turns {
+			msgs[i] = map[string]string{"role": tu.Role, "content": tu.Content}
+		}
+		completion = msgs
+	}
+	var prompt any = r.Prompt.Prompt
+	if len(r.Prompt.Messages) > 0 {
+		prompt = messagesOf(r.Prompt.Messages)
+	}
+	metadata := map[string]any{}
+	if r.Prompt.Metadata != "" {
+		_ = json.Unmarshal([]byte(r.Prompt.Metadata), &metadata) // not an object: {}
+	}
+	return rowInput{Completion: completion, Prompt: prompt, Columns: map[string]any{
+		"answer": r.Prompt.Answer, "metadata": metadata, "prompt_id": t.PromptID, "sample_index": t.SampleIndex,
+		"source": r.Prompt.Source, "split": r.Prompt.Split, "finish_reason": t.FinishReason,
+		"num_tokens": t.NumTokens, "status": t.Status,
+	}}
+}
+
+func messagesOf(ms []tables.Message) []map[string]string {
+	out := make([]map[string]string, len(ms))
+	for i, m := range ms {
+		out[i] = map[string]string{"role": m.Role, "content": m.Content}
+	}
+	return out
+}
