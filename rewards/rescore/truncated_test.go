@@ -50,8 +50,8 @@ func TestRescoreAdvantagesKeepsMaskTruncated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const stored = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false mask_truncated_completions=true"
-	if rep.StoredVersion != stored || rep.Version != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false estimator=rloo mask_truncated_completions=true" {
+	const stored = "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample mask_truncated_completions=true"
+	if rep.StoredVersion != stored || rep.Version != "join-2 epsilon=1e-06 no_std=false keep_zero_std=false std=sample estimator=rloo mask_truncated_completions=true" {
 		t.Fatalf("versions: stored %q, new %q", rep.StoredVersion, rep.Version)
 	}
 	rows := standintest.ReadRows(t, st, rep.Branch, runs.IterationPath(1, runs.AdvantagesFile), tables.Advantages)
