@@ -989,7 +989,8 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                     actor_steps += 1
                 opt.zero_grad(set_to_none=True)
                 if critic is not None:
-                    stats.update(critic.step(samples, mbs, members, total_tokens))
+                    vnorm = aggregation_norm(samples, members)  # every trainable token: no rejection in the value loss
+                    stats.update(critic.step(samples, mbs, members, lambda n: token_weight(hp, vnorm, n)))
                 stats["grad_norm"] = grad_norm
                 step_metrics.append(stats)
                 log(f"optimizer step {steps_before + len(step_metrics)} (epoch {epoch + 1}, minibatch {k + 1}): "

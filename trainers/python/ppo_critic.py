@@ -382,13 +382,14 @@ class Critic:
 
     # -------------------------------------------------- one minibatch
 
-    def step(self, samples: list[dict], micro_batches, members, total_tokens: int, apply: bool = True) -> dict:
+    def step(self, samples: list[dict], micro_batches, members, weight_of, apply: bool = True) -> dict:
         """One AdamW step of the critic on a minibatch (this process's
-        micro-batches); the figures are the whole minibatch's."""
+        micro-batches); the figures are the whole minibatch's. weight_of(n)
+        is the weight of each trained token of a sequence with n of them,
+        the policy loss's aggregation over the minibatch."""
         import torch
 
         hp, d = self.hp, self.d
-        n_seqs = len(members)
         sums = {"value_loss": 0.0, "vf_clip": 0.0, "tokens": 0.0}
         self.peft.train()
         with self.active():
@@ -405,7 +406,7 @@ class Critic:
                     old = torch.tensor(s["values"], dtype=torch.float64, device=d.device)
                     ret = torch.tensor(s["returns"], dtype=torch.float64, device=d.device)
                     terms, clipped = value_loss_terms(v.double(), old, ret, self.c["cliprange_value"])
-                    w = 1.0 / total_tokens if hp["aggregation"] == "token" else 1.0 / (n_seqs * n)
+                    w = weight_of(n)
                     part = 0.5 * w * (terms * m).sum()
                     loss = loss + part
                     sums["value_loss"] += float(part.detach())
