@@ -16,13 +16,15 @@ import (
 )
 
 // OutValues is the train task's output of PPO's per-token values
-// (tables.TokenValues, runs.ValuesFile), declared with the critic only.
-const OutValues = tables.ValuesName
+// (tables.TokenValues, runs.ValuesFile), declared with the critic only;
+// the external trainer's too (grpo.OutValues).
+const OutValues = grpo.OutValues
 
 // CriticDir is the critic's subdirectory of the adapter output: a PEFT
 // adapter (adapter_config.json, adapter_model.safetensors),
-// tiny.ValueHeadFile and the critic's OptimizerFile.
-const CriticDir = "critic"
+// tiny.ValueHeadFile and the critic's OptimizerFile (grpo.CriticDir, the
+// external trainer's layout too).
+const CriticDir = grpo.CriticDir
 
 // PPOFigures are an update's PPO figures, in Metrics when the critic is
 // on: the value loss's means over the steps, and the batch's figures
