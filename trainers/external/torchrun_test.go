@@ -404,19 +404,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			}
 			if c.rc.On() {
 				pf, ef := py.Metrics.RolloutFigures, em.RolloutFigures
-				t.Logf("rollout correction: torch is_mean %s capped %s masked %s (seq %s), Go %s, %s, %s (%s); train tokens torch %d, Go %d",
-					fmtPtr(pf.ISMean), fmtPtr(pf.ISCapped), fmtPtr(pf.RSMasked), fmtPtr(pf.RSSeqMasked),
-					fmtPtr(ef.ISMean), fmtPtr(ef.ISCapped), fmtPtr(ef.RSMasked), fmtPtr(ef.RSSeqMasked), py.Metrics.TrainTokens, em.TrainTokens)
-				for _, p := range []struct {
-					name            string
-					torch, embedded *float64
-					tol             float64
-				}{{"rollout_is_mean", pf.ISMean, ef.ISMean, 1e-5}, {"rollout_is_capped_frac", pf.ISCapped, ef.ISCapped, one + 1e-12},
-					{"rollout_rs_masked_frac", pf.RSMasked, ef.RSMasked, one + 1e-12}} {
-					if p.torch == nil || p.embedded == nil || math.Abs(*p.torch-*p.embedded) > p.tol {
-						t.Errorf("%s: torch %s, Go %s", p.name, fmtPtr(p.torch), fmtPtr(p.embedded))
-					}
-				}
+				t.Logf("rollout correction: %s; train tokens torch %d, Go %d", rolloutFiguresMatch(t, pf, ef, one), py.Metrics.TrainTokens, em.TrainTokens)
 				if ef.RSMasked == nil || *ef.RSMasked == 0 || *ef.RSMasked == 1 || py.Metrics.TrainTokens != em.TrainTokens {
 					t.Errorf("masked %s, train tokens torch %d, Go %d: want some tokens dropped, the same count", fmtPtr(ef.RSMasked), py.Metrics.TrainTokens, em.TrainTokens)
 				}
@@ -660,4 +648,25 @@ func TestTorchrunConfigErrorIsPermanent(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
+}
+
+// rolloutFiguresMatch wants the rollout correction's figures of the
+// script (torch) and the embedded trainer (goFig) equal: the IS weights'
+// mean within 1e-5, the capped and masked fractions within one token's
+// share, one; it returns both sets for the log.
+func rolloutFiguresMatch(t *testing.T, torch, goFig grpo.RolloutFigures, one float64) string {
+	t.Helper()
+	for _, p := range []struct {
+		name           string
+		torch, goValue *float64
+		tol            float64
+	}{{"rollout_is_mean", torch.ISMean, goFig.ISMean, 1e-5}, {"rollout_is_capped_frac", torch.ISCapped, goFig.ISCapped, one + 1e-12},
+		{"rollout_rs_masked_frac", torch.RSMasked, goFig.RSMasked, one + 1e-12}} {
+		if p.torch == nil || p.goValue == nil || math.Abs(*p.torch-*p.goValue) > p.tol {
+			t.Errorf("%s: torch %s, Go %s", p.name, fmtPtr(p.torch), fmtPtr(p.goValue))
+		}
+	}
+	return fmt.Sprintf("torch is_mean %s capped %s masked %s (seq %s), Go %s, %s, %s (%s)",
+		fmtPtr(torch.ISMean), fmtPtr(torch.ISCapped), fmtPtr(torch.RSMasked), fmtPtr(torch.RSSeqMasked),
+		fmtPtr(goFig.ISMean), fmtPtr(goFig.ISCapped), fmtPtr(goFig.RSMasked), fmtPtr(goFig.RSSeqMasked))
 }
