@@ -10,6 +10,9 @@ fi
 # The policy server's test against the official OpenAI SDK runs it in a venv (scripts/sdk-venv.sh).
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+# reasoning-gym's pycosat is a C extension PyPI has only as source (scripts/py-venv.sh builds it).
+command -v cc >/dev/null || need+=(gcc)
+python3 -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_path("include"), "Python.h"))' 2>/dev/null || need+=(python3-dev)
 command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
