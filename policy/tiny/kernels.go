@@ -3,7 +3,6 @@ package tiny
 import (
 	"math"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
@@ -27,7 +26,7 @@ func matmulAcc(rows, in, out int, x, w, y []float32) {
 	if rows == 0 {
 		return
 	}
-	blasImpl.Sgemm(blas.NoTrans, blas.NoTrans, rows, out, in, 1, x, in, w, out, 1, y, out)
+	mulAcc(rows, out, in, x, in, 1, w, out, y, out)
 }
 
 // linearForward computes y = x·w.
@@ -44,14 +43,14 @@ func linearBackward(rows int, l *linear, g *linear, x, dy, dx []float32, accumul
 		return
 	}
 	if g != nil {
-		blasImpl.Sgemm(blas.Trans, blas.NoTrans, l.in, l.out, rows, 1, x, l.in, dy, l.out, 1, g.w, l.out)
+		mulAcc(l.in, l.out, rows, x, 1, l.in, dy, l.out, g.w, l.out) // xᵀ·dy
 	}
 	if dx != nil {
 		beta := float32(0)
 		if accumulate {
 			beta = 1
 		}
-		blasImpl.Sgemm(blas.NoTrans, blas.Trans, rows, l.in, l.out, 1, dy, l.out, l.w, l.out, beta, dx, l.in)
+		mulAccT(rows, l.in, l.out, dy, l.out, l.w, l.out, beta, dx, l.in) // dy·wᵀ
 	}
 }
 
