@@ -39,6 +39,7 @@ type Model struct {
 
 	actsPool    sync.Pool // *acts for scoring
 	samplerPool sync.Pool // *sampler
+	shardPool   sync.Pool // *shard, from trainers' Release
 }
 
 // New returns a model with freshly initialised weights (GPT-2 style,

@@ -168,9 +168,27 @@ func NewTrainer(m *Model, a *Adapter, cfg TrainConfig) (*Trainer, error) {
 	t.grad, t.mom, t.vel = make([]float32, n), make([]float32, n), make([]float32, n)
 	t.gradSum = m.lo.view(m.cfg, make([]float32, m.lo.size))
 	for i := 0; i < cfg.Shards; i++ {
-		t.shards = append(t.shards, &shard{a: newActs(m.cfg), g: m.lo.view(m.cfg, make([]float32, m.lo.size))})
+		s, ok := m.shardPool.Get().(*shard)
+		if !ok {
+			s = &shard{a: newActs(m.cfg), g: m.lo.view(m.cfg, make([]float32, m.lo.size))}
+		}
+		t.shards = append(t.shards, s)
 	}
 	return t, nil
+}
+
+// Release gives the trainer's work buffers — each shard's activations
+// and gradients, tens of megabytes for a demo step — back to the model,
+// for its next trainer to reuse instead of allocating and clearing them
+// again; t must not be used afterwards. Calling it is optional. Reused
+// buffers compute the same bits: a step writes every value it reads, as
+// a trainer's second step over its own buffers does.
+func (t *Trainer) Release() {
+	for _, s := range t.shards {
+		s.batch, s.starts, s.dhead, s.dvalues = nil, nil, nil, nil
+		t.m.shardPool.Put(s)
+	}
+	t.shards = nil
 }
 
 // SetLR sets the learning rate of the next steps.

@@ -93,6 +93,7 @@ func run(ctx context.Context, tc *pipeline.TaskContext, m *tiny.Model, o Options
 	} else if t, err = New(m, o); err != nil {
 		return pipeline.Permanent(fmt.Errorf("train iteration %d: %w", p.Iteration, err))
 	}
+	defer t.release() // the task's trainer ends with the call
 	t.poison = f.nan != nil && f.nan(p.Iteration)
 	res, err := t.Update(ctx, b)
 	if err != nil {

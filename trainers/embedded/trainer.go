@@ -152,6 +152,16 @@ func load(m *tiny.Model, o Options, dir string, freshCritic bool) (*Trainer, err
 	return t, nil
 }
 
+// release gives the work buffers of the policy's and the critic's
+// trainers back to the model (tiny.Trainer.Release); t must not be used
+// afterwards.
+func (t *Trainer) release() {
+	t.tr.Release()
+	if t.ctr != nil {
+		t.ctr.Release()
+	}
+}
+
 // Adapter returns the adapter being trained. It changes with every
 // update; score or sample with it between updates only.
 func (t *Trainer) Adapter() *tiny.Adapter { return t.ad }
