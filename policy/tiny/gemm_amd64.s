@@ -2,6 +2,56 @@
 
 #include "textflag.h"
 
+// TILEROW adds one row's term to its two accumulators (ACC0, ACC1) of
+// mulTile4x16: the element of A at ADDR times B's 16 values in Y8 and
+// Y9, unless that element is a zero of either sign (then to SKIP).
+#define TILEROW(ADDR, T, P0, P1, ACC0, ACC1, SKIP) \
+	MOVL         ADDR, BX \
+	TESTL        $0x7fffffff, BX \
+	JZ           SKIP \
+	VBROADCASTSS ADDR, T \
+	VMULPS       T, Y8, P0 \
+	VMULPS       T, Y9, P1 \
+	VADDPS       ACC0, P0, ACC0 \
+	VADDPS       ACC1, P1, ACC1
+
+// DOT16, DOT4 and DOT1 are dot4's steps for the row of y at Y: 16 terms
+// (x in X8–X11) into the lanes of S and P as DotUnitary's main loop adds
+// them, 4 terms (x in X8) into S, one term (x in X8's lane 0) into S's
+// lane 0.
+#define DOT16(Y, S, P) \
+	MOVUPS X8, X12 \
+	MULPS  (Y)(AX*4), X12 \
+	MOVUPS X9, X13 \
+	MULPS  16(Y)(AX*4), X13 \
+	MOVUPS X10, X14 \
+	MULPS  32(Y)(AX*4), X14 \
+	MOVUPS X11, X15 \
+	MULPS  48(Y)(AX*4), X15 \
+	ADDPS  X12, S \
+	ADDPS  X13, P \
+	ADDPS  X14, S \
+	ADDPS  X15, P
+
+#define DOT4(Y, S) \
+	MOVUPS X8, X12 \
+	MULPS  (Y)(AX*4), X12 \
+	ADDPS  X12, S
+
+#define DOT1(Y, S) \
+	MOVSS X8, X12 \
+	MULSS (Y)(AX*4), X12 \
+	ADDSS X12, S
+
+// ONETERM adds x's next term to lane 0 of the four sums and moves on.
+#define ONETERM \
+	MOVSS (SI)(AX*4), X8 \
+	DOT1(R8, X0) \
+	DOT1(R9, X1) \
+	DOT1(R10, X2) \
+	DOT1(R11, X3) \
+	INCQ  AX
+
 // func mulTile4x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int)
 //
 // C[i][j] += a(i, l)·B[l][j] for a tile of 4 rows × 16 columns of C, l
@@ -47,44 +97,16 @@ loop:
 	VMOVUPS 32(DI), Y9
 	LEAQ    (SI)(R8*2), AX // row 2; row 3 is AX+ars
 
-	MOVL         (SI), BX
-	TESTL        $0x7fffffff, BX
-	JZ           row1
-	VBROADCASTSS (SI), Y10
-	VMULPS       Y10, Y8, Y11
-	VMULPS       Y10, Y9, Y12
-	VADDPS       Y0, Y11, Y0
-	VADDPS       Y1, Y12, Y1
+	TILEROW((SI), Y10, Y11, Y12, Y0, Y1, row1)
 
 row1:
-	MOVL         (SI)(R8*1), BX
-	TESTL        $0x7fffffff, BX
-	JZ           row2
-	VBROADCASTSS (SI)(R8*1), Y13
-	VMULPS       Y13, Y8, Y14
-	VMULPS       Y13, Y9, Y15
-	VADDPS       Y2, Y14, Y2
-	VADDPS       Y3, Y15, Y3
+	TILEROW((SI)(R8*1), Y13, Y14, Y15, Y2, Y3, row2)
 
 row2:
-	MOVL         (AX), BX
-	TESTL        $0x7fffffff, BX
-	JZ           row3
-	VBROADCASTSS (AX), Y10
-	VMULPS       Y10, Y8, Y11
-	VMULPS       Y10, Y9, Y12
-	VADDPS       Y4, Y11, Y4
-	VADDPS       Y5, Y12, Y5
+	TILEROW((AX), Y10, Y11, Y12, Y4, Y5, row3)
 
 row3:
-	MOVL         (AX)(R8*1), BX
-	TESTL        $0x7fffffff, BX
-	JZ           next
-	VBROADCASTSS (AX)(R8*1), Y13
-	VMULPS       Y13, Y8, Y14
-	VMULPS       Y13, Y9, Y15
-	VADDPS       Y6, Y14, Y6
-	VADDPS       Y7, Y15, Y7
+	TILEROW((AX)(R8*1), Y13, Y14, Y15, Y6, Y7, next)
 
 next:
 	ADDQ R9, SI
@@ -143,20 +165,7 @@ TEXT ·dot4(SB), NOSPLIT, $0-40
 	SUBQ $16, DX
 
 trim:
-	MOVSS (SI)(AX*4), X8
-	MOVSS X8, X12
-	MULSS (R8)(AX*4), X12
-	ADDSS X12, X0
-	MOVSS X8, X12
-	MULSS (R9)(AX*4), X12
-	ADDSS X12, X1
-	MOVSS X8, X12
-	MULSS (R10)(AX*4), X12
-	ADDSS X12, X2
-	MOVSS X8, X12
-	MULSS (R11)(AX*4), X12
-	ADDSS X12, X3
-	INCQ  AX
+	ONETERM
 	DECQ  CX
 	JZ    end
 	ADDQ  $4, DX
@@ -178,57 +187,13 @@ loop:
 	MOVUPS 32(SI)(AX*4), X10
 	MOVUPS 48(SI)(AX*4), X11
 
-	MOVUPS X8, X12
-	MULPS  (R8)(AX*4), X12
-	MOVUPS X9, X13
-	MULPS  16(R8)(AX*4), X13
-	MOVUPS X10, X14
-	MULPS  32(R8)(AX*4), X14
-	MOVUPS X11, X15
-	MULPS  48(R8)(AX*4), X15
-	ADDPS  X12, X0
-	ADDPS  X13, X4
-	ADDPS  X14, X0
-	ADDPS  X15, X4
+	DOT16(R8, X0, X4)
 
-	MOVUPS X8, X12
-	MULPS  (R9)(AX*4), X12
-	MOVUPS X9, X13
-	MULPS  16(R9)(AX*4), X13
-	MOVUPS X10, X14
-	MULPS  32(R9)(AX*4), X14
-	MOVUPS X11, X15
-	MULPS  48(R9)(AX*4), X15
-	ADDPS  X12, X1
-	ADDPS  X13, X5
-	ADDPS  X14, X1
-	ADDPS  X15, X5
+	DOT16(R9, X1, X5)
 
-	MOVUPS X8, X12
-	MULPS  (R10)(AX*4), X12
-	MOVUPS X9, X13
-	MULPS  16(R10)(AX*4), X13
-	MOVUPS X10, X14
-	MULPS  32(R10)(AX*4), X14
-	MOVUPS X11, X15
-	MULPS  48(R10)(AX*4), X15
-	ADDPS  X12, X2
-	ADDPS  X13, X6
-	ADDPS  X14, X2
-	ADDPS  X15, X6
+	DOT16(R10, X2, X6)
 
-	MOVUPS X8, X12
-	MULPS  (R11)(AX*4), X12
-	MOVUPS X9, X13
-	MULPS  16(R11)(AX*4), X13
-	MOVUPS X10, X14
-	MULPS  32(R11)(AX*4), X14
-	MOVUPS X11, X15
-	MULPS  48(R11)(AX*4), X15
-	ADDPS  X12, X3
-	ADDPS  X13, X7
-	ADDPS  X14, X3
-	ADDPS  X15, X7
+	DOT16(R11, X3, X7)
 
 	ADDQ $16, AX
 	DECQ CX
@@ -248,18 +213,10 @@ tail4start:
 
 tail4:
 	MOVUPS (SI)(AX*4), X8
-	MOVUPS X8, X12
-	MULPS  (R8)(AX*4), X12
-	ADDPS  X12, X0
-	MOVUPS X8, X12
-	MULPS  (R9)(AX*4), X12
-	ADDPS  X12, X1
-	MOVUPS X8, X12
-	MULPS  (R10)(AX*4), X12
-	ADDPS  X12, X2
-	MOVUPS X8, X12
-	MULPS  (R11)(AX*4), X12
-	ADDPS  X12, X3
+	DOT4(R8, X0)
+	DOT4(R9, X1)
+	DOT4(R10, X2)
+	DOT4(R11, X3)
 	ADDQ   $4, AX
 	DECQ   CX
 	JNZ    tail4
@@ -269,20 +226,7 @@ tail1start:
 	JZ   end
 
 tail1:
-	MOVSS (SI)(AX*4), X8
-	MOVSS X8, X12
-	MULSS (R8)(AX*4), X12
-	ADDSS X12, X0
-	MOVSS X8, X12
-	MULSS (R9)(AX*4), X12
-	ADDSS X12, X1
-	MOVSS X8, X12
-	MULSS (R10)(AX*4), X12
-	ADDSS X12, X2
-	MOVSS X8, X12
-	MULSS (R11)(AX*4), X12
-	ADDSS X12, X3
-	INCQ  AX
+	ONETERM
 	DECQ  BX
 	JNZ   tail1
 

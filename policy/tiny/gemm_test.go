@@ -55,13 +55,7 @@ func TestMulAccMatchesSgemm(t *testing.T) {
 		for _, trans := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/transposed=%v", tc.name, trans), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(tc.m*1000+tc.n), uint64(tc.k)))
-				fill := func(n int) []float32 {
-					v := make([]float32, n)
-					for i := range v {
-						v[i] = float32(rng.NormFloat64())
-					}
-					return v
-				}
+				fill := func(n int) []float32 { return normals(rng, n) }
 				a, b, c := fill(tc.m*max(tc.k, 1)+1), fill(tc.k*tc.n+2), fill(tc.m*tc.n)
 				if tc.special != nil {
 					tc.special(a, b, c)
@@ -116,13 +110,7 @@ func TestMulAccShortSlices(t *testing.T) {
 func BenchmarkMulAcc(b *testing.B) {
 	const rows, in, out = 750, 64, 176
 	rng := rand.New(rand.NewPCG(1, 2))
-	fill := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
+	fill := func(n int) []float32 { return normals(rng, n) }
 	x, w, dy := fill(rows*in), fill(in*out), fill(rows*out)
 	y, g := make([]float32, rows*out), make([]float32, in*out)
 	for _, bc := range []struct {
@@ -187,13 +175,7 @@ func TestMulAccTMatchesSgemm(t *testing.T) {
 		for _, offset := range []int{0, 1, 2, 3} { // B's first element's alignment
 			t.Run(fmt.Sprintf("%s/offset=%d", tc.name, offset), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(tc.m*1000+tc.n), uint64(tc.k)))
-				fill := func(n int) []float32 {
-					v := make([]float32, n)
-					for i := range v {
-						v[i] = float32(rng.NormFloat64())
-					}
-					return v
-				}
+				fill := func(n int) []float32 { return normals(rng, n) }
 				ldb := max(tc.k, 1) + tc.ldbPad
 				lda := max(tc.k, 1)
 				a, c := fill(tc.m*lda), fill(tc.m*tc.n)
@@ -213,4 +195,13 @@ func TestMulAccTMatchesSgemm(t *testing.T) {
 			})
 		}
 	}
+}
+
+// normals returns n standard normal values.
+func normals(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
 }
