@@ -16,9 +16,9 @@ import (
 // beta 1)): l = 0, 1, …, k−1 in order, the product rounded to float32
 // and then the sum, a zero a(i, l) skipped. So it computes the same bits
 // — zeros' signs, infinities and NaNs included — only faster: the
-// assembly keeps a tile of 4 × 16 outputs in registers across all of l
-// (gonum adds one row of B into C at a time, loading and storing C for
-// each l). Without AVX it is gonum's Sgemm itself. A must be one of
+// assembly keeps a tile of 4 × 16 outputs (1 × 16 for the last m mod 4
+// rows) in registers across all of l (gonum adds one row of B into C at
+// a time, loading and storing C for each l). Without AVX it is gonum's Sgemm itself. A must be one of
 // the two layouts (acs = 1, or ars = 1).
 func mulAcc(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []float32, ldc int) {
 	if m == 0 || n == 0 || k == 0 {
@@ -48,11 +48,12 @@ func mulAcc(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []fl
 		for i := 0; i < m4; i += 4 {
 			mulTile4x16(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc)
 		}
+		for i := m4; i < m; i++ { // the last m mod 4 rows, one at a time
+			mulTile1x16(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j])
+		}
 	}
-	// What the tiles leave: the last n mod 16 columns of the tiled rows,
-	// and every column of the last m mod 4 rows.
-	mulAccScalar(0, m4, n16, n, k, a, ars, acs, b, ldb, c, ldc)
-	mulAccScalar(m4, m, 0, n, k, a, ars, acs, b, ldb, c, ldc)
+	// What the tiles leave: the last n mod 16 columns.
+	mulAccScalar(0, m, n16, n, k, a, ars, acs, b, ldb, c, ldc)
 }
 
 // mulAccScalar is mulAcc for rows [i0, i1) and columns [j0, j1), one

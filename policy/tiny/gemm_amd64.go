@@ -16,3 +16,6 @@ var haveDot4 = cpu.X86.HasSSE3
 
 //go:noescape
 func dot4(n int, x, y *float32, ldy int, out *[4]float32)
+
+//go:noescape
+func mulTile1x16(k int, a *float32, acs int, b *float32, ldb int, c *float32)

@@ -245,3 +245,39 @@ end:
 	MOVSS  X2, 8(DI)
 	MOVSS  X3, 12(DI)
 	RET
+
+// func mulTile1x16(k int, a *float32, acs int, b *float32, ldb int, c *float32)
+//
+// mulTile4x16 for one row of C: C[j] += a(l)·B[l][j], a(l) at a + l·acs
+// elements, in the same order with the same skips.
+TEXT ·mulTile1x16(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ acs+16(FP), R9
+	SHLQ $2, R9
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R10
+	SHLQ $2, R10
+	MOVQ c+40(FP), DX
+
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	TESTQ   CX, CX
+	JZ      store1
+
+loop1:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	TILEROW((SI), Y10, Y11, Y12, Y0, Y1, next1)
+
+next1:
+	ADDQ R9, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ  loop1
+
+store1:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET

@@ -47,6 +47,13 @@ func TestMulAccMatchesSgemm(t *testing.T) {
 				c[i] = negZero
 			}
 		}},
+		{name: "zeros and infinities in the last rows", m: 7, n: 16, k: 6, special: func(a, b, c []float32) {
+			for i := 0; i < len(a); i += 2 {
+				a[i] = 0
+			}
+			b[3], b[20], b[33] = inf, -inf, nan
+			c[len(c)-1] = negZero
+		}},
 		{name: "infinities meet", m: 4, n: 16, k: 3, special: func(a, b, c []float32) {
 			b[0], b[16] = inf, -inf
 			c[1] = nan
