@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,19 +111,35 @@ func hostInterpreter(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("python %s: %v: %w", path, err, ErrInterpreter)
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
+	host, err := InterpreterIn(abs)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("python %s: no such venv or interpreter; set python: to a venv directory or an interpreter's path: %w", path, ErrInterpreter)
 	}
+	if err != nil {
+		return "", fmt.Errorf("python %s: %v: %w", path, err, ErrInterpreter)
+	}
+	return host, nil
+}
+
+// InterpreterIn is the interpreter path names without asking it
+// anything: path itself when it is not a directory, else the venv's
+// bin/python3 (or bin/python). The error is os.Stat's when path is
+// missing (fs.ErrNotExist); a directory with neither is "a directory
+// without bin/python3, so not a venv".
+func InterpreterIn(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
 	if !fi.IsDir() {
-		return abs, nil
+		return path, nil
 	}
 	for _, name := range []string{"bin/python3", "bin/python"} {
-		if _, err := os.Stat(filepath.Join(abs, name)); err == nil {
-			return filepath.Join(abs, name), nil
+		if _, err := os.Stat(filepath.Join(path, name)); err == nil {
+			return filepath.Join(path, name), nil
 		}
 	}
-	return "", fmt.Errorf("python %s: a directory without bin/python3, so not a venv: %w", path, ErrInterpreter)
+	return "", errors.New("a directory without bin/python3, so not a venv")
 }
 
 // ownDirs are the sandbox's own directories: a host path below one is
