@@ -1,0 +1,116 @@
+package reasoninggym_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments/datasets"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/runners"
+)
+
+// shippedPython is reward.yaml's python: line, the project venv relative
+// to the spec.
+const shippedPython = "python: ../../.venv-py"
+
+// TestRewardScoresWithTheFamilysOwnScorer generates rows of four families
+// with `dataset reasoning-gym`'s generator and scores, in one batch of
+// mixed families through the sandboxed worker, three completions per
+// row: the reference answer (1.0), the reference inside <answer> tags
+// after some reasoning (1.0), and a wrong answer (0.0; countdown's own
+// scorer gives 0.01 to an answer that is not an expression). countdown and
+// knights_knaves score from the row's metadata, not from the answer
+// string alone. A row whose metadata names no family is not scored: its
+// status says so.
+func TestRewardScoresWithTheFamilysOwnScorer(t *testing.T) {
+	py := pyvenv.Python(t, "score with reasoning-gym's own scorers from the project venv")
+	fams, err := datasets.ParseGymFamilies("chain_sum,number_sorting,countdown,knights_knaves")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: fams, Size: 8, HeldOut: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := append(append([]tables.Prompt{}, set.HeldOut...), set.Train...)
+	other := tables.Prompt{PromptID: "other", Prompt: "2+2=", Answer: "4", Metadata: `{"a":2}`, Source: "arith"}
+
+	src, err := os.ReadFile("reward.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(shippedPython)) {
+		t.Fatalf("reward.yaml does not say %q", shippedPython)
+	}
+	// The venv the test found ($RLPIPE_PY_VENV may name another than the
+	// repository's .venv-py).
+	venv := filepath.Dir(filepath.Dir(py))
+	spec, err := rewards.ParseSpec("reward.yaml", bytes.Replace(src, []byte(shippedPython), []byte("python: "+venv), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := runners.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type want struct {
+		completion string
+		score      float64
+	}
+	var trajs []tables.Trajectory
+	var wants []want
+	for _, p := range prompts {
+		family, _, _ := strings.Cut(strings.TrimPrefix(p.Source, "reasoning-gym/"), "@")
+		wrong := 0.0
+		if family == "countdown" {
+			wrong = 0.01
+		}
+		for i, w := range []want{
+			{p.Answer, 1},
+			{"Let me think.\n<answer>" + p.Answer + "</answer>", 1},
+			{"no idea", wrong},
+		} {
+			trajs = append(trajs, tables.Trajectory{PromptID: p.PromptID, GroupID: p.PromptID, SampleIndex: int32(i), Completion: w.completion, Status: tables.StatusOK})
+			wants = append(wants, w)
+		}
+	}
+	trajs = append(trajs, tables.Trajectory{PromptID: other.PromptID, GroupID: other.PromptID, Completion: "4", Status: tables.StatusOK})
+	table, err := rewards.NewPrompts(append(prompts, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out bytes.Buffer
+	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := prog.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()), &rewards.ScoreOptions{Prompts: table, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Scored != 24 || len(got) != 25 {
+		t.Fatalf("scored %d of %d rows (%+v), want 24 of 25", sum.Scored, len(got), sum)
+	}
+	if r := got[24]; r.Status != rewards.StatusError || r.Error == nil || *r.Error != "function reasoning_gym returned None: not scored" {
+		t.Errorf("a row that is not reasoning-gym's: %+v", r)
+	}
+	for i, r := range got[:24] {
+		if r.Status != rewards.StatusOK || r.Components["correct"] != wants[i].score || r.Total != wants[i].score {
+			e := ""
+			if r.Error != nil {
+				e = *r.Error
+			}
+			t.Errorf("row %d (%s, %q): %s %v %s, want %v", i, r.PromptID, wants[i].completion, r.Status, r.Components, e, wants[i].score)
+		}
+	}
+}
