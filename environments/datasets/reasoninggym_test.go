@@ -71,6 +71,7 @@ func TestGym(t *testing.T) {
 		want        map[string]count
 		firstHeld   string // the first held-out row's question and answer
 		heldSources string // the held-out rows' families, in order
+		locale      string // LC_ALL for the generator
 	}{
 		{name: "two families, seed 1", families: "chain_sum,basic_arithmetic", size: 12, held: 4, seed: 1,
 			want:        map[string]count{"chain_sum": {2, 4}, "basic_arithmetic": {2, 4}},
@@ -80,8 +81,16 @@ func TestGym(t *testing.T) {
 			size: 20, held: 5, seed: 1_000_000,
 			want:        map[string]count{"number_sorting": {4, 11}, "chain_sum": {1, 4}},
 			heldSources: "number_sorting number_sorting chain_sum number_sorting number_sorting"},
+		// Emoji in the questions and the metadata come through whatever
+		// the locale: the protocol is UTF-8.
+		{name: "emoji under the C locale", families: "emoji_mystery", size: 2, held: 1, seed: 1, locale: "C",
+			want: map[string]count{"emoji_mystery": {1, 1}}, heldSources: "emoji_mystery"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.locale != "" {
+				t.Setenv("LC_ALL", tc.locale)
+				t.Setenv("LANG", tc.locale)
+			}
 			o := datasets.GymOptions{Python: py, Families: families(t, tc.families, tc.config...), Size: tc.size, HeldOut: tc.held, Seed: tc.seed}
 			set := gym(t, o)
 			if set.Version != "0.1.25" {
@@ -133,6 +142,9 @@ func TestGym(t *testing.T) {
 			}
 			if s := strings.Join(heldSources, " "); s != tc.heldSources {
 				t.Errorf("held-out families in order: %s, want %s", s, tc.heldSources)
+			}
+			if tc.locale != "" && (!strings.Contains(set.HeldOut[0].Metadata, `"emoji": "😗"`) || !strings.Contains(set.HeldOut[0].Prompt, "😗")) {
+				t.Errorf("the first held-out row lost its emoji: %q %s", set.HeldOut[0].Prompt, set.HeldOut[0].Metadata)
 			}
 			if tc.firstHeld != "" {
 				if s := set.HeldOut[0].Prompt + " → " + set.HeldOut[0].Answer; s != tc.firstHeld {
