@@ -114,3 +114,56 @@ func TestRewardScoresWithTheFamilysOwnScorer(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReward scores 1,000 rows of two families (the reference answer
+// each) per op through the sandboxed worker, in batches of 256 rows: the
+// rows/s of reasoning-gym's scorers through rlpipe. pure is off, so every
+// row reaches the worker.
+func BenchmarkReward(b *testing.B) {
+	py := pyvenv.Python(b, "score with reasoning-gym's own scorers from the project venv")
+	fams, err := datasets.ParseGymFamilies("chain_sum,number_sorting")
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: fams, Size: 1001, HeldOut: 1, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := os.ReadFile("reward.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src = bytes.Replace(src, []byte(shippedPython), []byte("python: "+filepath.Dir(filepath.Dir(py))), 1)
+	src = bytes.Replace(src, []byte("pure: true"), []byte("pure: false"), 1)
+	spec, err := rewards.ParseSpec("reward.yaml", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := runners.Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trajs := make([]tables.Trajectory, len(set.Train))
+	for i, p := range set.Train {
+		trajs[i] = tables.Trajectory{PromptID: p.PromptID, GroupID: p.PromptID, Completion: p.Answer, Status: tables.StatusOK}
+	}
+	table, err := rewards.NewPrompts(set.Train)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var in bytes.Buffer
+	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		var out bytes.Buffer
+		sum, err := prog.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
+			&rewards.ScoreOptions{Prompts: table, Concurrency: 1, BatchRows: 256})
+		if err != nil || sum.Scored != int64(len(trajs)) {
+			b.Fatalf("scored %+v: %v", sum, err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(trajs))/b.Elapsed().Seconds(), "rows/s")
+}
