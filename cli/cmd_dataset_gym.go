@@ -202,26 +202,9 @@ func datasetGymList(ctx context.Context, python string, p printer) error {
 
 // gymCounts says how many rows each family got: "chain_sum 450+50".
 func gymCounts(set *datasets.GymSet) string {
-	type c struct{ train, held int }
-	var order []string
-	n := map[string]*c{}
-	for _, rows := range [][]tables.Prompt{set.Train, set.HeldOut} {
-		for _, r := range rows {
-			fam, _, _ := strings.Cut(strings.TrimPrefix(r.Source, "reasoning-gym/"), "@")
-			if n[fam] == nil {
-				n[fam] = &c{}
-				order = append(order, fam)
-			}
-			if r.Split == datasets.GymSplitHeldOut {
-				n[fam].held++
-			} else {
-				n[fam].train++
-			}
-		}
-	}
-	parts := make([]string, len(order))
-	for i, f := range order {
-		parts[i] = fmt.Sprintf("%s %d+%d", f, n[f].train, n[f].held)
+	parts := make([]string, len(set.Counts))
+	for i, c := range set.Counts {
+		parts[i] = fmt.Sprintf("%s %d+%d", c.Family, c.Train, c.HeldOut)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -244,7 +227,7 @@ func datasetGymOut(dir string, set *datasets.GymSet, secs float64, p printer) er
 		}
 	}
 	return p.Result(map[string]any{"train": train, "heldout": held, "train_rows": len(set.Train), "heldout_rows": len(set.HeldOut),
-		"version": set.Version, "seconds": secs},
+		"version": set.Version, "families": set.Counts, "seconds": secs},
 		"wrote %d training rows to %s and %d held out to %s (%s; reasoning-gym %s, %.1fs)\n",
 		len(set.Train), train, len(set.HeldOut), held, gymCounts(set), set.Version, secs)
 }
@@ -270,7 +253,7 @@ func datasetGymPut(ctx context.Context, st artifacts.Store, branch string, o dat
 		return failure(err)
 	}
 	return p.Result(map[string]any{"commit": c.ID, "train": branch + ":" + o.trainPath, "heldout": branch + ":" + o.heldoutPath,
-		"train_rows": len(set.Train), "heldout_rows": len(set.HeldOut), "version": set.Version, "seconds": secs},
+		"train_rows": len(set.Train), "heldout_rows": len(set.HeldOut), "version": set.Version, "families": set.Counts, "seconds": secs},
 		"committed %s on %s: %d training rows at %s, %d held out at %s (%s; reasoning-gym %s, %.1fs)\n",
 		shortID(c.ID), branch, len(set.Train), o.trainPath, len(set.HeldOut), o.heldoutPath, gymCounts(set), set.Version, secs)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -23,17 +24,19 @@ func TestDatasetReasoningGym(t *testing.T) {
 	args := []string{"dataset", "reasoning-gym", "chain_sum,basic_arithmetic:3", "--size", "24", "--heldout", "0.25", "--seed", "7",
 		"--config", "basic_arithmetic.max_terms=3", "--python", py}
 	var got struct {
-		Commit      string  `json:"commit"`
-		Train       string  `json:"train"`
-		Heldout     string  `json:"heldout"`
-		TrainRows   int     `json:"train_rows"`
-		HeldoutRows int     `json:"heldout_rows"`
-		Version     string  `json:"version"`
-		Seconds     float64 `json:"seconds"`
+		Commit      string              `json:"commit"`
+		Train       string              `json:"train"`
+		Heldout     string              `json:"heldout"`
+		TrainRows   int                 `json:"train_rows"`
+		HeldoutRows int                 `json:"heldout_rows"`
+		Version     string              `json:"version"`
+		Families    []datasets.GymCount `json:"families"`
+		Seconds     float64             `json:"seconds"`
 	}
 	h.json(&got, append(append([]string{}, args...), "main")...)
 	if got.Train != "main:data/reasoning-gym-train.parquet" || got.Heldout != "main:data/reasoning-gym-heldout.parquet" ||
-		got.TrainRows != 18 || got.HeldoutRows != 6 || got.Version != "0.1.25" || got.Commit == "" {
+		got.TrainRows != 18 || got.HeldoutRows != 6 || got.Version != "0.1.25" || got.Commit == "" ||
+		!slices.Equal(got.Families, []datasets.GymCount{{Family: "chain_sum", Train: 5, HeldOut: 2}, {Family: "basic_arithmetic", Train: 13, HeldOut: 4}}) {
 		t.Fatalf("committed %+v", got)
 	}
 	out := filepath.Join(h.dir, "out")

@@ -179,6 +179,15 @@ type GymSet struct {
 	Version string
 	// Train and HeldOut are the two splits, families interleaved.
 	Train, HeldOut []tables.Prompt
+	// Counts are the rows of each family, in the order asked.
+	Counts []GymCount
+}
+
+// GymCount is how many rows of a family each split holds.
+type GymCount struct {
+	Family  string `json:"family"`
+	Train   int    `json:"train"`
+	HeldOut int    `json:"heldout"`
 }
 
 // Gym generates reasoning-gym problems with the package's own generators
@@ -244,9 +253,12 @@ func Gym(ctx context.Context, o *GymOptions) (*GymSet, error) {
 	}
 	var h, t [][]tables.Prompt
 	for _, f := range o.Families {
-		if rows := byFam[f.Name]; rows != nil {
-			h, t = append(h, rows[0]), append(t, rows[1])
+		rows := byFam[f.Name]
+		if rows == nil {
+			rows = &[2][]tables.Prompt{}
 		}
+		h, t = append(h, rows[0]), append(t, rows[1])
+		set.Counts = append(set.Counts, GymCount{Family: f.Name, Train: len(rows[1]), HeldOut: len(rows[0])})
 	}
 	set.HeldOut, set.Train = interleave(h), interleave(t)
 	if len(set.HeldOut) != o.HeldOut || len(set.Train) != o.Size-o.HeldOut {
