@@ -170,3 +170,21 @@ func TestProjectPython(t *testing.T) {
 		})
 	}
 }
+
+// TestDatasetReasoningGymList names every family of the project venv's
+// reasoning-gym with its config keys (not seed or size), composite aside.
+func TestDatasetReasoningGymList(t *testing.T) {
+	py := pyvenv.Python(t, "list the real reasoning-gym package's families")
+	h := newHarness(t)
+	var got struct {
+		Version  string                   `json:"version"`
+		Families []datasets.GymFamilyInfo `json:"families"`
+	}
+	h.json(&got, "dataset", "reasoning-gym", "--list", "--python", py)
+	i := slices.IndexFunc(got.Families, func(f datasets.GymFamilyInfo) bool { return f.Name == "chain_sum" })
+	if got.Version != "0.1.25" || len(got.Families) != 105 || i < 0 ||
+		!slices.Equal(got.Families[i].Keys, []string{"min_terms", "max_terms", "min_digits", "max_digits", "allow_negation"}) ||
+		slices.ContainsFunc(got.Families, func(f datasets.GymFamilyInfo) bool { return f.Name == "composite" }) {
+		t.Fatalf("--list: %s, %d families, chain_sum %+v", got.Version, len(got.Families), got.Families[max(i, 0)])
+	}
+}
