@@ -1,0 +1,21 @@
+// Package mathverify holds BenchmarkMathVerify: rows a second of
+// math-verify, the verifier TRL and open-r1 use, scored by the shipped
+// reward function (examples/gsm8k-math-verify/rewards/math_verify_reward.py)
+// three ways on the same rows in the same run:
+//
+//   - worker: through rlpipe's persistent sandboxed Python worker, by the
+//     path the loop's reward stage takes (runners.Compile of a spec with
+//     functions:, then Program.ScoreFile on a trajectories table: Parquet
+//     in, one call per scoring batch over the pipe, rewards table out);
+//   - floor: the same function called in a plain Python loop, in a
+//     process of the project venv with no sandbox, no pipe, no Parquet;
+//   - per_row: one sandbox per row, as a verifier runs: a new interpreter
+//     that imports math-verify and scores one row.
+//
+// It prints worker/floor (target ≥ 0.8, bench/verdict) and
+// worker/per_row. The rows (320) mix plain and LaTeX answers, right and
+// wrong, some with nothing to parse; every way must give the same
+// scores, or the benchmark fails. Skipped without the project venv
+// (internal/pyvenv) or when the sandbox's user cannot read its
+// interpreter.
+package mathverify
