@@ -102,6 +102,9 @@ func TestMathVerifyReward(t *testing.T) {
 // samples (16 prompts × 8 samples × 2 iterations; 67 right by both).
 // A second rescoring is all cache hits.
 func TestRescoreWithMathVerify(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the pipeline and two rescorings (about 20 s); without -short it runs")
+	}
 	spec := mathVerifySpec(t)
 	e := exampletest.New(t, nil)
 	cfg := e.Write("pipeline.yaml", exampletest.Config(t, "pipeline.yaml", nil))
