@@ -136,6 +136,7 @@ func BenchmarkMathVerify(b *testing.B) {
 				w()
 			}
 		}
+		overhead := overheadRun(b, venv, rows)
 		perRow, sc := perRowRun(b, in, dir, rows[:perRowRows])
 		same(b, "one sandbox per row", sc, want[:perRowRows])
 		right := 0
@@ -153,9 +154,10 @@ func BenchmarkMathVerify(b *testing.B) {
 		b.ReportMetric(slices.Min(floor)/slices.Min(worker), "worker/floor_best")
 		b.ReportMetric(w/p, "worker/per_row")
 		b.ReportMetric(start.Seconds(), "worker_start_s")
+		b.ReportMetric(overhead*1e3, "path_ms/batch")
 		b.ReportMetric(float64(right), "right_rows")
-		b.Logf("%d rows (%d right): worker %.4fs, floor %.4fs (medians of %d: %v, %v); per row %.2fs for %d rows; worker start %v",
-			benchRows, right, median(worker), median(floor), rounds, worker, floor, perRow, perRowRows, start.Round(time.Millisecond))
+		b.Logf("%d rows (%d right): worker %.4fs, floor %.4fs (medians of %d: %v, %v); per row %.2fs for %d rows; worker start %v; the path alone %.1f ms a batch",
+			benchRows, right, median(worker), median(floor), rounds, worker, floor, perRow, perRowRows, start.Round(time.Millisecond), overhead*1e3)
 	}
 }
 
@@ -191,15 +193,38 @@ func fmtScore(s *float64) string {
 // which starts the worker and imports math-verify (start), scores the
 // warm-up row, then times ScoreFile on rows: seconds and scores.
 func workerRun(b *testing.B, venv, dir string, rows []row) (float64, []*float64, time.Duration) {
-	spec := fmt.Sprintf("functions:\n  - {name: accuracy, function: %q, python: %q}\ncomponents:\n  - {name: correct, expr: functions.accuracy}\n",
-		filepath.Join(dir, "math_verify_reward.py")+":accuracy", venv)
 	t0 := time.Now()
-	p := rewardstest.Program(b, filepath.Join(b.TempDir(), "spec.yaml"), spec)
+	p := rewardstest.Program(b, filepath.Join(b.TempDir(), "spec.yaml"), functionSpec(filepath.Join(dir, "math_verify_reward.py")+":accuracy", venv))
 	start := time.Since(t0)
 	score(b, p, warmup)
 	t1 := time.Now()
 	out := score(b, p, rows)
 	return time.Since(t1).Seconds(), out, start
+}
+
+// functionSpec is a spec whose one component, correct, is the function
+// ref run by the venv's interpreter.
+func functionSpec(ref, venv string) string {
+	return fmt.Sprintf("functions:\n  - {name: accuracy, function: %q, python: %q}\ncomponents:\n  - {name: correct, expr: functions.accuracy}\n", ref, venv)
+}
+
+// overheadRun is the worker's path with a function that does no work
+// (testdata/noop.py) on rows: the median seconds of five batches, what
+// the path costs over the function's own time.
+func overheadRun(b *testing.B, venv string, rows []row) float64 {
+	ref, err := filepath.Abs("testdata/noop.py")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := rewardstest.Program(b, filepath.Join(b.TempDir(), "spec.yaml"), functionSpec(ref+":zeros", venv))
+	score(b, p, warmup)
+	var s []float64
+	for range 5 {
+		t0 := time.Now()
+		score(b, p, rows)
+		s = append(s, time.Since(t0).Seconds())
+	}
+	return median(s)
 }
 
 // score scores rows with p in one batch, the function's component of

@@ -12,10 +12,15 @@
 //   - per_row: one sandbox per row, as a verifier runs: a new interpreter
 //     that imports math-verify and scores one row.
 //
-// It prints worker/floor (target ≥ 0.8, bench/verdict) and
-// worker/per_row. The rows (320) mix plain and LaTeX answers, right and
-// wrong, some with nothing to parse; every way must give the same
-// scores, or the benchmark fails. Skipped without the project venv
+// It prints worker/floor (target ≥ 0.8, bench/verdict: the medians of
+// five rounds that alternate which goes first, each round a new worker
+// and a new floor process, each warmed by one row), worker/floor_best
+// (the best round of each), worker/per_row, the worker's start (the
+// sandbox and math-verify's import: the plan-time check) and
+// path_ms/batch, the same path with a function that does no work
+// (testdata/noop.py): what the worker costs over the function. The rows
+// (320) mix plain and LaTeX answers, right and wrong, some with nothing
+// to parse; every way must give the same scores, or the benchmark fails. Skipped without the project venv
 // (internal/pyvenv) or when the sandbox's user cannot read its
 // interpreter.
 package mathverify
