@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/python"
 	"github.com/rlpipe/rlpipe/rewards/rewardstest"
@@ -100,7 +102,9 @@ func TestMathVerifyReward(t *testing.T) {
 // correct, of weight 1, so a sample's totals agree when both rewards
 // judge it alike: math-verify agrees with the CEL reward on all 256
 // samples (16 prompts × 8 samples × 2 iterations; 67 right by both).
-// A second rescoring is all cache hits.
+// A second rescoring is all cache hits. Then the spec serves as a run's
+// reward (pipeline.yaml with spec: reward-math-verify.yaml): its rewards
+// are the CEL run's, row by row.
 func TestRescoreWithMathVerify(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the pipeline and two rescorings (about 20 s); without -short it runs")
@@ -128,5 +132,22 @@ func TestRescoreWithMathVerify(t *testing.T) {
 	e.JSON(&rep, "rescore", "--from", "runs-gsm8k-mini", "--reward", mv, "--branch", "math-verify")
 	if rep.Cached != 2 || rep.Comparison.Changed != 0 {
 		t.Fatalf("second rescore: %d iterations cached, %d changed; want 2, 0", rep.Cached, rep.Comparison.Changed)
+	}
+
+	// The spec as the run's reward: the same rewards, row by row.
+	e.Rlpipe("run", "-f", e.Write("pipeline-mv.yaml", exampletest.Config(t, "pipeline.yaml", map[string]string{
+		"run: gsm8k-mini": "run: gsm8k-mv", "spec: reward.yaml": "spec: reward-math-verify.yaml"})), "--no-report")
+	st := e.Open()
+	for it := 1; it <= 2; it++ {
+		cel := standintest.ReadRows(t, st, "runs-gsm8k-mini", runs.IterationPath(it, runs.RewardsFile), tables.Rewards)
+		fn := standintest.ReadRows(t, st, "runs-gsm8k-mv", runs.IterationPath(it, runs.RewardsFile), tables.Rewards)
+		if len(cel) != 128 || len(fn) != len(cel) {
+			t.Fatalf("iteration %d: %d rewards of the CEL run, %d of math-verify's; want 128 each", it, len(cel), len(fn))
+		}
+		for i := range cel {
+			if fn[i].PromptID != cel[i].PromptID || fn[i].SampleIndex != cel[i].SampleIndex || fn[i].Status != rewards.StatusOK || fn[i].Total != cel[i].Total {
+				t.Fatalf("iteration %d row %d: math-verify's run %+v, the CEL run's %+v", it, i, fn[i], cel[i])
+			}
+		}
 	}
 }
