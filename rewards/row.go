@@ -80,11 +80,12 @@ func rowColumnError(spec *Spec, comp, expr string, at Pos, native *celast.AST, i
 }
 
 // missingKey adds to the message of a failed expression, when it is a key
-// missing from a map and the program reads row or metadata, which row it
-// was and the keys its metadata has: the key is most often a metadata
-// key that this row lacks.
+// missing from a map and the program reads row, which row it was and the
+// keys its metadata has: the key is most often a metadata key that this
+// row lacks. (A spec that does not read row keeps the messages, and the
+// rewards files, it had.)
 func (p *Program) missingKey(a *activation, msg string) string {
-	if !strings.HasPrefix(msg, "no such key") || !(p.uses.has(vRow) || p.uses.has(vMetadata)) {
+	if !strings.HasPrefix(msg, "no such key") || !p.uses.has(vRow) {
 		return msg
 	}
 	id, _ := a.src.value(vPromptID, a.row).(types.String)

@@ -159,3 +159,21 @@ func TestRowColumns(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingKeyMessage: the row is named in a missing key's message only
+// in a spec that reads row; one that reads metadata alone keeps CEL's.
+func TestMissingKeyMessage(t *testing.T) {
+	idx, _ := NewPrompts(rowPrompts())
+	for _, c := range []struct{ name, expr, want string }{
+		{"metadata", "metadata.num_terms", "component c: no such key: num_terms"},
+		{"row.metadata", "row.metadata.num_terms", `component c: no such key: num_terms (row of prompt "other", sample 2: metadata keys kind, level)`},
+		{"metadata in a spec that reads row", `row.answer == "1" ? metadata.num_terms : 0.0`, `component c: no such key: num_terms (row of prompt "other", sample 2: metadata keys kind, level)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := mustCompile(t, "components:\n  - name: c\n    expr: '"+c.expr+"'\n")
+			if r := scoreBoth(t, p, idx, "other"); r.Status != StatusError || deref(r.Error) != c.want {
+				t.Fatalf("reward %+v, error %s; want %s", r, deref(r.Error), c.want)
+			}
+		})
+	}
+}

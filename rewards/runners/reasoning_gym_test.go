@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,23 +40,6 @@ type countdownRow struct {
 	Score      float64 `json:"score"`
 }
 
-// pythonVerifierExample returns the yaml block under "### A verifier's
-// `python:`" in docs/REWARDS.md.
-func pythonVerifierExample(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "REWARDS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "### A verifier's `python:`\n")
-	_, block, ok2 := strings.Cut(section, "```yaml\n")
-	block, _, ok3 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 {
-		t.Fatal("docs/REWARDS.md: no yaml block under \"### A verifier's `python:`\"")
-	}
-	return block
-}
-
 // TestReasoningGymVerifier: a reasoning-gym family that scores from the
 // row's metadata (countdown: the numbers and the target) scores through
 // the verifier path — the spec of docs/REWARDS.md, python: the project
@@ -83,7 +65,7 @@ func TestReasoningGymVerifier(t *testing.T) {
 		t.Fatalf("%d rows from reasoning_gym, want 9", len(rows))
 	}
 
-	text := strings.Replace(pythonVerifierExample(t), "python: ../.venv-py", "python: "+venv, 1) + `components:
+	text := strings.Replace(docsBlock("### A verifier's `python:`"), "python: ../.venv-py", "python: "+venv, 1) + `components:
   - name: score
     expr: double(verifiers.countdown.reason)
   - name: target
