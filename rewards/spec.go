@@ -88,8 +88,19 @@ type PyFunction struct {
 	// Pure says the function's result depends only on its inputs, so it
 	// is memoized like a verifier.
 	Pure bool
+	// Conversational passes completions and prompts as lists of
+	// {role, content} messages, as TRL does for a conversational dataset
+	// (a text completion is one assistant message, a text prompt one user
+	// message), so TRL's own reward functions (trl.rewards) run unchanged.
+	Conversational bool
+	// Columns passes more keyword arguments, each a row column under
+	// another name: keyword → column ("solution": "answer"), where a
+	// column is one of FunctionColumns or "metadata.KEY", a field of the
+	// row's metadata (None when it has none).
+	Columns map[string]string
 	// Pos is where the entry starts; Keys where each of its keys is
-	// written ("name", "function", "python", "pure").
+	// written ("name", "function", "python", "pure", "conversational",
+	// "columns").
 	Pos  Pos
 	Keys map[string]Pos
 }
@@ -575,7 +586,11 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 	return out
 }
 
-var knownFunction = []string{"name", "function", "python", "pure"}
+var knownFunction = []string{"name", "function", "python", "pure", "conversational", "columns"}
+
+// FunctionColumns are the row columns a Python function receives by
+// name, besides completions and prompts (docs/REWARDS.md).
+var FunctionColumns = []string{"answer", "metadata", "prompt_id", "sample_index", "source", "split", "finish_reason", "num_tokens", "status"}
 
 // functions reads the functions: list.
 func (d *specDecoder) functions(n ast.Node) []PyFunction {
@@ -595,8 +610,8 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		if len(kvs) > 0 {
 			f.Pos = posOf(kvs[0].Key)
 		}
-		var nameNode, fnNode, pyNode, pureNode ast.Node
-		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode) {
+		var nameNode, fnNode, pyNode, pureNode, convNode, colsNode ast.Node
+		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &convNode, &colsNode) {
 			continue
 		}
 		for _, kv := range kvs {
@@ -636,6 +651,19 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 			}
 			f.Pure = b.Value
 		}
+		if convNode != nil {
+			b, ok := unwrap(convNode).(*ast.BoolNode)
+			if !ok {
+				d.errorf(convNode, "", "", "%s.conversational: expected true or false, found %s", label, describe(convNode))
+				continue
+			}
+			f.Conversational = b.Value
+		}
+		if colsNode != nil {
+			if f.Columns, ok = d.functionColumns(colsNode, label+".columns"); !ok {
+				continue
+			}
+		}
 		if seen[f.Name] {
 			at("", "%s: %q declared twice", label, f.Name)
 			continue
@@ -644,6 +672,39 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		out = append(out, f)
 	}
 	return out
+}
+
+// functionColumns reads a function's columns: mapping, keyword →
+// column.
+func (d *specDecoder) functionColumns(n ast.Node, label string) (map[string]string, bool) {
+	kvs, ok := d.mapping(n, "", label)
+	if !ok {
+		return nil, false
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		kw := keyOf(kv)
+		switch {
+		case !isIdent(kw):
+			d.errorf(kv.Key, "", "", "%s: %q is not a Python name", label, kw)
+			return nil, false
+		case kw == "completions" || kw == "prompts" || slices.Contains(FunctionColumns, kw):
+			d.errorf(kv.Key, "", "", "%s: %q is already an argument of every function", label, kw)
+			return nil, false
+		}
+		col, _, ok := d.str(kv.Value, "", label+"."+kw)
+		if !ok {
+			return nil, false
+		}
+		field, isMeta := strings.CutPrefix(col, "metadata.")
+		if !slices.Contains(FunctionColumns, col) && (!isMeta || field == "") {
+			d.errorf(kv.Value, "", "one of "+strings.Join(FunctionColumns, ", ")+", or metadata.KEY",
+				"%s.%s: no column %q", label, kw, col)
+			return nil, false
+		}
+		out[kw] = col
+	}
+	return out, true
 }
 
 // checkFunctionRef says what is wrong with a functions[].function value,
@@ -797,10 +858,12 @@ type canonical struct {
 // canonicalFn is a Python function as a digest sees it: its declaration,
 // not its code (see Digest).
 type canonicalFn struct {
-	Name     string `json:"name"`
-	Function string `json:"function"`
-	Python   string `json:"python"`
-	Pure     bool   `json:"pure"`
+	Name           string            `json:"name"`
+	Function       string            `json:"function"`
+	Python         string            `json:"python"`
+	Pure           bool              `json:"pure"`
+	Conversational bool              `json:"conversational,omitempty"`
+	Columns        map[string]string `json:"columns,omitempty"`
 }
 
 type canonicalComp struct {
@@ -842,7 +905,7 @@ func (s *Spec) Digest() string {
 		c.Judges = append(c.Judges, canonicalRun{r.Name, r.Config})
 	}
 	for _, f := range s.Functions {
-		c.Functions = append(c.Functions, canonicalFn{f.Name, f.Function, f.Python, f.Pure})
+		c.Functions = append(c.Functions, canonicalFn{f.Name, f.Function, f.Python, f.Pure, f.Conversational, f.Columns})
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -185,7 +184,7 @@ func (p *pool) batchFunc(f rewards.PyFunction) (rewards.BatchFunc, error) {
 	return func(ctx context.Context, rows []rewards.Row, memo rewards.Memoizer) ([]rewards.FunctionResult, error) {
 		inputs := make([]rowInput, len(rows))
 		for i, r := range rows {
-			inputs[i] = inputOf(r)
+			inputs[i] = inputOf(r).as(f)
 		}
 		out := make([]rewards.FunctionResult, len(rows))
 		todo := make([]int, 0, len(rows))
@@ -286,15 +285,35 @@ func inputOf(r rewards.Row) rowInput {
 	if len(r.Prompt.Messages) > 0 {
 		prompt = messagesOf(r.Prompt.Messages)
 	}
-	metadata := map[string]any{}
-	if r.Prompt.Metadata != "" {
-		_ = json.Unmarshal([]byte(r.Prompt.Metadata), &metadata) // not an object: {}
+	return rowInput{Completion: completion, Prompt: prompt, Columns: r.Columns()}
+}
+
+// as is in what f asks for: TRL's conversational format, and the
+// columns it names under other keywords.
+func (in rowInput) as(f rewards.PyFunction) rowInput {
+	if f.Conversational {
+		if s, ok := in.Completion.(string); ok {
+			in.Completion = []map[string]string{{"role": "assistant", "content": s}}
+		}
+		if s, ok := in.Prompt.(string); ok {
+			in.Prompt = []map[string]string{{"role": "user", "content": s}}
+		}
 	}
-	return rowInput{Completion: completion, Prompt: prompt, Columns: map[string]any{
-		"answer": r.Prompt.Answer, "metadata": metadata, "prompt_id": t.PromptID, "sample_index": t.SampleIndex,
-		"source": r.Prompt.Source, "split": r.Prompt.Split, "finish_reason": t.FinishReason,
-		"num_tokens": t.NumTokens, "status": t.Status,
-	}}
+	if len(f.Columns) > 0 {
+		cols := make(map[string]any, len(in.Columns)+len(f.Columns))
+		for k, v := range in.Columns {
+			cols[k] = v
+		}
+		for kw, col := range f.Columns {
+			if field, ok := strings.CutPrefix(col, "metadata."); ok {
+				cols[kw] = in.Columns["metadata"].(map[string]any)[field] // nil when absent
+				continue
+			}
+			cols[kw] = in.Columns[col]
+		}
+		in.Columns = cols
+	}
+	return in
 }
 
 func messagesOf(ms []tables.Message) []map[string]string {
