@@ -18,16 +18,14 @@ import (
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/python"
 	"github.com/rlpipe/rlpipe/rewards/rewardstest"
-	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 const (
 	// benchRows is how many rows each way scores.
 	benchRows = 320
-	// perRowRows is how many of them the one-sandbox-per-row way scores:
-	// a fresh interpreter and import each, half a second a row on a quiet
-	// machine, several seconds under load.
-	perRowRows = 8
+	// perRowRows is how many of them the per-row verifier scores: two
+	// sandboxes and an import of math-verify a row, 16 rows at once.
+	perRowRows = 16
 	// rounds alternate which way goes first; each way's figure is its
 	// median over the rounds (and its best, for the _best ratio: on
 	// shared cores the same pass varies 2× between runs).
@@ -101,7 +99,7 @@ var warmup = []row{{`\boxed{7}`, "7"}}
 func BenchmarkMathVerify(b *testing.B) {
 	py := pyvenv.Python(b, "benchmark math-verify through the Python worker")
 	venv := filepath.Dir(filepath.Dir(py))
-	in, err := python.Find(context.Background(), venv)
+	_, err := python.Find(context.Background(), venv)
 	if errors.Is(err, python.ErrUnreachable) {
 		b.Skipf("the sandbox cannot run the project venv: %v", err)
 	}
@@ -137,7 +135,7 @@ func BenchmarkMathVerify(b *testing.B) {
 			}
 		}
 		overhead := overheadRun(b, venv, rows)
-		perRow, sc := perRowRun(b, in, dir, rows[:perRowRows])
+		perRow, sc := perRowRun(b, venv, dir, rows[:perRowRows])
 		same(b, "one sandbox per row", sc, want[:perRowRows])
 		right := 0
 		for _, s := range want {
@@ -265,41 +263,39 @@ func floorRun(b *testing.B, py, dir string, rows []row) (float64, []*float64) {
 	return a.Seconds, a.Scores
 }
 
-// perRowRun scores each row in a sandbox of its own, with the worker's
-// interpreter and mounts (testdata/per_row.py): the total seconds, and
-// the scores.
-func perRowRun(b *testing.B, in python.Interpreter, dir string, rows []row) (float64, []*float64) {
-	script, err := os.ReadFile("testdata/per_row.py")
+// perRowRun scores rows through today's per-row path: a verifier with
+// the venv as its python:, whose checker (testdata/verifier_check.py)
+// imports the shipped function and scores the completion its candidate
+// run printed — two sandboxes a row, math-verify imported in one — with
+// the loop's defaults (16 rows at once). The seconds, and the scores.
+func perRowRun(b *testing.B, venv, dir string, rows []row) (float64, []*float64) {
+	check, err := os.ReadFile("testdata/verifier_check.py")
 	if err != nil {
 		b.Fatal(err)
 	}
-	mounts := map[string]string{"/rlpipe-functions/0": dir}
-	for k, v := range in.Mounts {
-		mounts[k] = v
+	fn, err := os.ReadFile(filepath.Join(dir, "math_verify_reward.py"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	var scores []*float64
+	// YAML reads JSON: the files' text needs no quoting by hand.
+	spec, err := json.Marshal(map[string]any{
+		"verifiers": []any{map[string]any{
+			"name": "mv", "python": venv,
+			"files":   map[string]string{"completion.txt": "{{.Completion}}"},
+			"command": []string{"cat", "completion.txt"},
+			"check": map[string]any{
+				"command": []string{"python3", "/check/score.py"},
+				"files":   map[string]string{"score.py": string(check), "math_verify_reward.py": string(fn), "answer.txt": "{{.Answer}}"},
+			},
+			"limits": map[string]any{"wall": "5m", "memory_mb": 2048},
+		}},
+		"components": []any{map[string]any{"name": "correct", "expr": "double(verifiers.mv.reason)"}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := rewardstest.Program(b, filepath.Join(b.TempDir(), "spec.yaml"), string(spec))
 	t0 := time.Now()
-	for _, r := range rows {
-		req, err := json.Marshal(asBatch([]row{r}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := sandbox.Run(context.Background(), sandbox.Spec{
-			Command:        []string{in.Command, "-I", "/rlpipe-bench/per_row.py"},
-			Stdin:          req,
-			ReadOnlyFiles:  map[string][]byte{"/rlpipe-bench/per_row.py": script},
-			ReadOnlyBinds:  in.Binds,
-			ReadOnlyMounts: mounts,
-			Limits:         sandbox.Limits{Wall: time.Minute, MemoryBytes: 2 << 30},
-		})
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("one sandbox per row: %v, exit %d: %s", err, res.ExitCode, res.Stderr)
-		}
-		var s *float64
-		if err := json.Unmarshal([]byte(res.Stdout), &s); err != nil {
-			b.Fatalf("one sandbox per row printed %q: %v", res.Stdout, err)
-		}
-		scores = append(scores, s)
-	}
+	scores := score(b, p, rows)
 	return time.Since(t0).Seconds(), scores
 }

@@ -9,8 +9,11 @@
 //     in, one call per scoring batch over the pipe, rewards table out);
 //   - floor: the same function called in a plain Python loop, in a
 //     process of the project venv with no sandbox, no pipe, no Parquet;
-//   - per_row: one sandbox per row, as a verifier runs: a new interpreter
-//     that imports math-verify and scores one row.
+//   - per_row: today's per-row path, a verifier with the venv as its
+//     python: whose checker imports the same function and scores the
+//     completion the candidate's run printed: two sandboxes a row, and
+//     an interpreter that imports math-verify, 16 rows at once (the
+//     loop's default).
 //
 // It prints worker/floor (target ≥ 0.8, bench/verdict: the medians of
 // five rounds that alternate which goes first, each round a new worker
