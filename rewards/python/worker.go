@@ -378,8 +378,12 @@ func (w *Worker) call(ctx context.Context, name string, b Batch) (answer, error)
 		if ctx.Err() != nil {
 			return answer{}, err
 		}
-		_, _ = w.proc.Wait()
-		dead := fmt.Sprintf("function %s: the worker ended: %s; restarted", name, w.proc.How())
+		r, _ := w.proc.Wait()
+		how := w.proc.How()
+		if r.Status == sandbox.StatusMemory {
+			how = "out of " + how // "out of memory (memory limit 512 MiB)"
+		}
+		dead := fmt.Sprintf("function %s: the worker ended: %s; restarted", name, how)
 		if err := w.start(ctx); err != nil {
 			return answer{}, fmt.Errorf("restart the python worker after %s: %w", dead, err)
 		}

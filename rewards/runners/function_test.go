@@ -151,6 +151,8 @@ func TestPythonFunctionPlanErrors(t *testing.T) {
 			`spec.yaml:3:5: function "f" (nope_no_such_module:fn): ModuleNotFoundError: No module named 'nope_no_such_module'`},
 		{"function missing", "functions:\n  - name: f\n    function: ../python/testdata/fns.py:absent\n    python: /usr/bin/python3\n" + comps,
 			`spec.yaml:3:5: function "f" (../python/testdata/fns.py:absent): AttributeError: module 'fns' has no attribute 'absent'`},
+		{"import raises", "functions:\n  - name: f\n    function: ../python/testdata/broken.py:fn\n    python: /usr/bin/python3\n" + comps,
+			`spec.yaml:3:5: function "f" (../python/testdata/broken.py:fn): RuntimeError: broken at import`},
 		{"venv missing", "functions:\n  - name: f\n    function: ../python/testdata/fns.py:length\n    python: /nonexistent/venv\n" + comps,
 			`spec.yaml:4:5: function "f": python /nonexistent/venv: no such venv or interpreter; set python: to a venv directory or an interpreter's path: python interpreter not usable`},
 	} {
