@@ -2,6 +2,7 @@ package python_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -47,5 +48,24 @@ func TestDeadWorkerRestarts(t *testing.T) {
 				t.Fatalf("the worker started %d times, want 2", w.Starts())
 			}
 		})
+	}
+}
+
+// A batch whose ctx ends is an error for the caller, and kills the
+// worker (its late answer would belong to that batch); the next batch
+// starts a new one and is scored, never marked as the dead worker's.
+func TestCanceledBatchLeavesTheNextScored(t *testing.T) {
+	w := start(t, 20*time.Second, "hangs_on_hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if got, err := w.Score(ctx, "hangs_on_hang", python.Batch{Completions: texts("hang")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the canceled batch: %+v, %v; want context.Canceled", got, err)
+	}
+	got, err := w.Score(context.Background(), "hangs_on_hang", python.Batch{Completions: texts("a", "b")})
+	if err != nil || !reflect.DeepEqual(got, []python.Result{ok(1), ok(1)}) {
+		t.Fatalf("the next batch: %+v, %v", got, err)
+	}
+	if w.Starts() != 2 {
+		t.Fatalf("the worker started %d times, want 2", w.Starts())
 	}
 }

@@ -373,6 +373,12 @@ func (w *Worker) call(ctx context.Context, name string, b Batch) (answer, error)
 	if err != nil {
 		return answer{}, fmt.Errorf("encode a batch for function %s: %w", name, err)
 	}
+	if w.proc.How() != "" {
+		// Killed when an earlier call's ctx ended: not this batch's doing.
+		if err := w.start(ctx); err != nil {
+			return answer{}, fmt.Errorf("restart the python worker after a canceled batch: %w", err)
+		}
+	}
 	line, err := w.proc.Call(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
