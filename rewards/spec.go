@@ -88,8 +88,13 @@ type PyFunction struct {
 	// Pure says the function's result depends only on its inputs, so it
 	// is memoized like a verifier.
 	Pure bool
+	// Workers is how many sandboxed workers score a batch of this
+	// function, each a contiguous chunk of it (1 to MaxFunctionWorkers;
+	// 0, the key absent, is 1). How the work is split, not what is
+	// computed: it is not in the digest.
+	Workers int
 	// Pos is where the entry starts; Keys where each of its keys is
-	// written ("name", "function", "python", "pure").
+	// written ("name", "function", "python", "pure", "workers").
 	Pos  Pos
 	Keys map[string]Pos
 }
@@ -575,7 +580,10 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 	return out
 }
 
-var knownFunction = []string{"name", "function", "python", "pure"}
+var knownFunction = []string{"name", "function", "python", "pure", "workers"}
+
+// MaxFunctionWorkers bounds a function's workers: key.
+const MaxFunctionWorkers = 16
 
 // functions reads the functions: list.
 func (d *specDecoder) functions(n ast.Node) []PyFunction {
@@ -595,8 +603,8 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		if len(kvs) > 0 {
 			f.Pos = posOf(kvs[0].Key)
 		}
-		var nameNode, fnNode, pyNode, pureNode ast.Node
-		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode) {
+		var nameNode, fnNode, pyNode, pureNode, workersNode ast.Node
+		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &workersNode) {
 			continue
 		}
 		for _, kv := range kvs {
@@ -635,6 +643,14 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 				continue
 			}
 			f.Pure = b.Value
+		}
+		if workersNode != nil {
+			n, ok := number(workersNode)
+			if !ok || n != math.Trunc(n) || n < 1 || n > MaxFunctionWorkers {
+				d.errorf(workersNode, "", "e.g. workers: 2, about the cores scoring may use", "%s.workers: expected a whole number from 1 to %d, found %s", label, MaxFunctionWorkers, describe(workersNode))
+				continue
+			}
+			f.Workers = int(n)
 		}
 		if seen[f.Name] {
 			at("", "%s: %q declared twice", label, f.Name)

@@ -1,7 +1,6 @@
 package runners_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +36,7 @@ components:
     expr: 'num_tokens < 10 ? 1.0 : 0.0'
 `
 
-func needSystemPython(t *testing.T) {
+func needSystemPython(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(systemPython); err != nil {
 		t.Skip(systemPython + " is not installed")
@@ -177,31 +176,7 @@ components:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var trajs []tables.Trajectory
-	for i := range 10 {
-		st := tables.StatusOK
-		if i == 3 {
-			st = tables.StatusTimeout // not scored, so not in the call
-		}
-		trajs = append(trajs, tables.Trajectory{PromptID: "p", SampleIndex: int32(i), GroupID: "p", Completion: "4", Status: st})
-	}
-	prompts, err := rewards.NewPrompts([]tables.Prompt{{PromptID: "p", Prompt: "2+2?", Answer: "4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in, out bytes.Buffer
-	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
-		&rewards.ScoreOptions{Prompts: prompts, BatchRows: 4, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, sum := scoreConcurrently(t, p, 4, 1, "4", "4", "4", "skip", "4", "4", "4", "4", "4", "4")
 	// Batches of 4 rows: 0-3 (row 3 skipped), 4-7, 8-9.
 	want := []float64{3, 3, 3, -1, 4, 4, 4, 4, 2, 2}
 	for i, r := range got {

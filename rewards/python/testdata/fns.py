@@ -121,3 +121,14 @@ def spin(completions, **columns):
             x = (x * 31 + i + len(c)) % 1_000_003
         out.append(float(x % 7))
     return out
+
+
+# A number drawn once per worker process: rows scored by one worker share
+# it, so a test sees which rows went to which worker.
+_token = float(int.from_bytes(os.urandom(3), "big"))
+
+
+def worker_token(completions, **columns):
+    if "exit" in completions:
+        os._exit(3)
+    return [_token] * len(completions)
