@@ -82,8 +82,8 @@ type PyFunction struct {
 	// Function is "path/to/file.py:fn" (relative to the spec's directory)
 	// or "package.module:fn" (installed in the interpreter).
 	Function string
-	// Python is a venv directory or an interpreter; "" means python3 on
-	// PATH.
+	// Python is a venv directory or an interpreter; "" means
+	// $RLPIPE_PYTHON when set, else python3 on PATH (python.Find).
 	Python string
 	// Pure says the function's result depends only on its inputs, so it
 	// is memoized like a verifier.

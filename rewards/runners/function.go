@@ -84,12 +84,13 @@ type pool struct {
 // idle, all at once, and gives them back when it is scored.
 type holder struct {
 	opts   python.Options
-	size   int           // the most workers a function asks for; 0 is 1
-	idle   chan *slot    // the workers not scoring, size of them in all
-	taking chan struct{} // one taker at a time (see take)
-	ver    string        // the interpreter's version, for memo keys
-	all    []*slot       // every slot, for close
-	mu     sync.Mutex    // guards the slots' workers against close
+	size   int            // the most workers a function asks for; 0 is 1
+	idle   chan *slot     // the workers not scoring, size of them in all
+	taking chan struct{}  // one taker at a time (see take)
+	ver    string         // the interpreter's version, for memo keys
+	first  *python.Worker // the plan-time worker, which the others copy
+	all    []*slot        // every slot, for close
+	mu     sync.Mutex     // guards the slots' workers against close
 }
 
 // slot is one worker of the pool, nil until a batch first needs it (or
@@ -123,7 +124,7 @@ func (p *pool) start(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.ver = w.Interpreter().Version
+	h.ver, h.first = w.Interpreter().Version, w
 	h.idle = make(chan *slot, max(h.size, 1))
 	h.taking = make(chan struct{}, 1)
 	for i := range cap(h.idle) {
@@ -205,10 +206,11 @@ func (h *holder) give(slots []*slot) {
 	}
 }
 
-// scoreOn scores b on s's worker, starting it if it has none.
+// scoreOn scores b on s's worker, starting it, like the plan-time one,
+// if it has none.
 func (h *holder) scoreOn(ctx context.Context, s *slot, name string, b python.Batch) ([]python.Result, error) {
 	if s.w == nil {
-		w, err := python.Start(ctx, h.opts)
+		w, err := h.first.Spawn(ctx)
 		if err != nil {
 			return nil, err
 		}
