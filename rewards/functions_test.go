@@ -118,6 +118,16 @@ func TestFunctionsSpecErrors(t *testing.T) {
 			`spec.yaml:4:14: functions[0].workers: expected a whole number from 1 to 16, found "17" (e.g. workers: 2, about the cores scoring may use)`},
 		{"workers a word", "functions:\n  - name: f\n    function: r.py:f\n    workers: all\n" + comps,
 			`spec.yaml:4:14: functions[0].workers: expected a whole number from 1 to 16, found "all" (e.g. workers: 2, about the cores scoring may use)`},
+		{"limits not a mapping", "functions:\n  - name: f\n    function: r.py:f\n    limits: 5s\n" + comps,
+			`spec.yaml:4:13: functions[0].limits: expected a mapping, found "5s"`},
+		{"limits unknown key", "functions:\n  - name: f\n    function: r.py:f\n    limits: {wal: 5s}\n" + comps,
+			`spec.yaml:4:14: functions[0].limits: unknown key "wal" (did you mean "wall"?)`},
+		{"limits wall not a duration", "functions:\n  - name: f\n    function: r.py:f\n    limits: {wall: 5}\n" + comps,
+			`spec.yaml:4:20: functions[0].limits.wall: expected a positive duration, found "5" (a duration such as 30s or 2m)`},
+		{"limits cpu_time negative", "functions:\n  - name: f\n    function: r.py:f\n    limits: {cpu_time: -1m}\n" + comps,
+			`spec.yaml:4:24: functions[0].limits.cpu_time: expected a positive duration, found "-1m" (a duration such as 30s or 2m)`},
+		{"limits memory too large", "functions:\n  - name: f\n    function: r.py:f\n    limits: {memory_mb: 2000000}\n" + comps,
+			`spec.yaml:4:25: functions[0].limits.memory_mb: expected a whole number of MiB from 1 to 1048576, found "2000000" (e.g. memory_mb: 2048)`},
 		{"unknown key", "functions:\n  - name: f\n    function: r.py:f\n    pyhton: .venv\n" + comps,
 			`spec.yaml:4:5: functions[0]: unknown key "pyhton" (did you mean "python"?)`},
 		{"twice", "functions:\n  - {name: f, function: r.py:f}\n  - {name: f, function: r.py:g}\n" + comps,
@@ -175,6 +185,8 @@ func TestFunctionsDigest(t *testing.T) {
 		base + "functions: [{name: f, function: r.py:g}]\n",
 		base + "functions: [{name: f, function: r.py:f, pure: true}]\n",
 		base + "functions: [{name: f, function: r.py:f, python: .venv}]\n",
+		base + "functions: [{name: f, function: r.py:f, limits: {wall: 5s}}]\n",
+		base + "functions: [{name: f, function: r.py:f, limits: {wall: 5s, memory_mb: 256}}]\n",
 	} {
 		got := digest(src)
 		if seen[got] {

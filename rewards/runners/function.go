@@ -18,11 +18,13 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // functionOptions gives each Python function of spec its BatchFunc: a
-// pool of sandboxed workers per interpreter, shared by the functions that
-// name it, as many as the most any of them asks for (workers:, default 1).
+// pool of sandboxed workers per interpreter and limits, shared by the
+// functions that name them, as many as the most any of them asks for
+// (workers:, default 1).
 // It is the plan-time check too: the pool's first worker is started here,
 // which finds the interpreter and imports every function, and a problem
 // is a *rewards.SpecError at the function's line and column. The others
@@ -33,18 +35,24 @@ func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 		return nil, nil
 	}
 	dir := filepath.Dir(spec.Name)
-	byPython := map[string]*pool{}
-	var order []string
+	type poolKey struct {
+		python string
+		limits rewards.FunctionLimits
+	}
+	byPython := map[poolKey]*pool{}
+	var order []poolKey
 	for _, f := range spec.Functions {
 		py := f.Python
 		if py != "" && !filepath.IsAbs(py) {
 			py = filepath.Join(dir, py)
 		}
-		p := byPython[py]
+		key := poolKey{py, f.Limits}
+		p := byPython[key]
 		if p == nil {
-			p = newPool(python.Options{Python: py, Dir: dir})
-			byPython[py] = p
-			order = append(order, py)
+			p = newPool(python.Options{Python: py, Dir: dir, Limits: sandbox.Limits{
+				Wall: f.Limits.Wall, CPUTime: f.Limits.CPUTime, MemoryBytes: f.Limits.MemoryMB << 20}})
+			byPython[key] = p
+			order = append(order, key)
 		}
 		p.h.opts.Functions = append(p.h.opts.Functions, python.Function{Name: f.Name, Ref: f.Function})
 		p.decl = append(p.decl, f)

@@ -151,3 +151,34 @@ func TestFunctionWorkersUnderConcurrentBatches(t *testing.T) {
 		}
 	}
 }
+
+// limits: {wall: …} bounds each chunk: a chunk that hangs gives its rows
+// status error saying so, the other chunk is scored, and so is the next
+// batch.
+func TestFunctionHangMarksItsChunk(t *testing.T) {
+	needSystemPython(t)
+	p, err := compileSpec(t, `functions:
+  - {name: hang, function: ../python/testdata/fns.py:hangs_on_hang, python: /usr/bin/python3, workers: 2, limits: {wall: 2s}}
+components:
+  - {name: hang, expr: functions.hang}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = "function hang: the worker ended: timeout (no answer within the wall limit 2s); restarted"
+	for i, r := range scoreCompletions(t, p, 8, "a", "b", "hang", "d", "e", "f", "g", "h") {
+		switch {
+		case i < 4: // the first chunk, rows 0-3, holds the hang
+			if r.Status != rewards.StatusError || deref(r.Error) != reason {
+				t.Errorf("row %d: %+v %q, want status error, %q", i, r, deref(r.Error), reason)
+			}
+		case r.Status != rewards.StatusOK || r.Components["hang"] != 1:
+			t.Errorf("row %d: %+v %s, want hang 1", i, r, deref(r.Error))
+		}
+	}
+	for i, r := range scoreCompletions(t, p, 8, "a", "b", "c", "d") {
+		if r.Status != rewards.StatusOK || r.Components["hang"] != 1 {
+			t.Errorf("the next batch, row %d: %+v %s", i, r, deref(r.Error))
+		}
+	}
+}
