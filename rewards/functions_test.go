@@ -130,6 +130,16 @@ func TestFunctionsSpecErrors(t *testing.T) {
 			`spec.yaml:4:25: functions[0].limits.memory_mb: expected a whole number of MiB from 1 to 1048576, found "2000000" (e.g. memory_mb: 2048)`},
 		{"unknown key", "functions:\n  - name: f\n    function: r.py:f\n    pyhton: .venv\n" + comps,
 			`spec.yaml:4:5: functions[0]: unknown key "pyhton" (did you mean "python"?)`},
+		{"conversational not a bool", "functions:\n  - name: f\n    function: r.py:f\n    conversational: 1\n" + comps,
+			`spec.yaml:4:21: functions[0].conversational: expected true or false, found "1"`},
+		{"columns not a mapping", "functions:\n  - name: f\n    function: r.py:f\n    columns: [answer]\n" + comps,
+			`spec.yaml:4:14: functions[0].columns: expected a mapping, found a list`},
+		{"a column that is not there", "functions:\n  - name: f\n    function: r.py:f\n    columns: {solution: answers}\n" + comps,
+			`spec.yaml:4:25: functions[0].columns.solution: no column "answers" (one of answer, metadata, prompt_id, sample_index, source, split, finish_reason, num_tokens, status, or metadata.KEY)`},
+		{"a keyword every function has", "functions:\n  - name: f\n    function: r.py:f\n    columns: {prompts: answer}\n" + comps,
+			`spec.yaml:4:15: functions[0].columns: "prompts" is already an argument of every function`},
+		{"a keyword that is not a name", "functions:\n  - name: f\n    function: r.py:f\n    columns: {gold-answer: answer}\n" + comps,
+			`spec.yaml:4:15: functions[0].columns: "gold-answer" is not a Python name`},
 		{"twice", "functions:\n  - {name: f, function: r.py:f}\n  - {name: f, function: r.py:g}\n" + comps,
 			`spec.yaml:3:6: functions[1]: "f" declared twice`},
 		{"undeclared in an expression", "functions:\n  - {name: f, function: r.py:f}\ncomponents:\n  - name: a\n    expr: functions.g\n",
@@ -187,6 +197,9 @@ func TestFunctionsDigest(t *testing.T) {
 		base + "functions: [{name: f, function: r.py:f, python: .venv}]\n",
 		base + "functions: [{name: f, function: r.py:f, limits: {wall: 5s}}]\n",
 		base + "functions: [{name: f, function: r.py:f, limits: {wall: 5s, memory_mb: 256}}]\n",
+		base + "functions: [{name: f, function: r.py:f, conversational: true}]\n",
+		base + "functions: [{name: f, function: r.py:f, columns: {solution: answer}}]\n",
+		base + "functions: [{name: f, function: r.py:f, columns: {level: metadata.level}}]\n",
 	} {
 		got := digest(src)
 		if seen[got] {

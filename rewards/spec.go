@@ -89,6 +89,16 @@ type PyFunction struct {
 	// Pure says the function's result depends only on its inputs, so it
 	// is memoized like a verifier.
 	Pure bool
+	// Conversational passes completions and prompts as lists of
+	// {role, content} messages, as TRL does for a conversational dataset
+	// (a text completion is one assistant message, a text prompt one user
+	// message), so TRL's own reward functions (trl.rewards) run unchanged.
+	Conversational bool
+	// Columns passes more keyword arguments, each a row column under
+	// another name: keyword → column ("solution": "answer"), where a
+	// column is one of FunctionColumns or "metadata.KEY", a field of the
+	// row's metadata (None when it has none).
+	Columns map[string]string
 	// Workers is how many sandboxed workers score a batch of this
 	// function, each a contiguous chunk of it (1 to MaxFunctionWorkers;
 	// 0, the key absent, is 1). How the work is split, not what is
@@ -98,8 +108,8 @@ type PyFunction struct {
 	// worker's defaults.
 	Limits FunctionLimits
 	// Pos is where the entry starts; Keys where each of its keys is
-	// written ("name", "function", "python", "pure", "workers", "limits",
-	// "limits.wall", …).
+	// written ("name", "function", "python", "pure", "conversational",
+	// "columns", "workers", "limits", "limits.wall", …).
 	Pos  Pos
 	Keys map[string]Pos
 }
@@ -585,7 +595,11 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 	return out
 }
 
-var knownFunction = []string{"name", "function", "python", "pure", "workers", "limits"}
+var knownFunction = []string{"name", "function", "python", "pure", "conversational", "columns", "workers", "limits"}
+
+// FunctionColumns are the row columns a Python function receives by
+// name, besides completions and prompts (docs/REWARDS.md).
+var FunctionColumns = []string{"answer", "metadata", "prompt_id", "sample_index", "source", "split", "finish_reason", "num_tokens", "status"}
 
 // FunctionLimits bound a Python function's workers: wall per batch (per
 // chunk with workers:), CPU time and memory over a worker's life. Zero is
@@ -622,8 +636,8 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		if len(kvs) > 0 {
 			f.Pos = posOf(kvs[0].Key)
 		}
-		var nameNode, fnNode, pyNode, pureNode, workersNode, limitsNode ast.Node
-		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &workersNode, &limitsNode) {
+		var nameNode, fnNode, pyNode, pureNode, convNode, colsNode, workersNode, limitsNode ast.Node
+		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &convNode, &colsNode, &workersNode, &limitsNode) {
 			continue
 		}
 		for _, kv := range kvs {
@@ -663,6 +677,19 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 			}
 			f.Pure = b.Value
 		}
+		if convNode != nil {
+			b, ok := unwrap(convNode).(*ast.BoolNode)
+			if !ok {
+				d.errorf(convNode, "", "", "%s.conversational: expected true or false, found %s", label, describe(convNode))
+				continue
+			}
+			f.Conversational = b.Value
+		}
+		if colsNode != nil {
+			if f.Columns, ok = d.functionColumns(colsNode, label+".columns"); !ok {
+				continue
+			}
+		}
 		if workersNode != nil {
 			n, ok := number(workersNode)
 			if !ok || n != math.Trunc(n) || n < 1 || n > MaxFunctionWorkers {
@@ -682,6 +709,39 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		out = append(out, f)
 	}
 	return out
+}
+
+// functionColumns reads a function's columns: mapping, keyword →
+// column.
+func (d *specDecoder) functionColumns(n ast.Node, label string) (map[string]string, bool) {
+	kvs, ok := d.mapping(n, "", label)
+	if !ok {
+		return nil, false
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		kw := keyOf(kv)
+		switch {
+		case !isIdent(kw):
+			d.errorf(kv.Key, "", "", "%s: %q is not a Python name", label, kw)
+			return nil, false
+		case kw == "completions" || kw == "prompts" || slices.Contains(FunctionColumns, kw):
+			d.errorf(kv.Key, "", "", "%s: %q is already an argument of every function", label, kw)
+			return nil, false
+		}
+		col, _, ok := d.str(kv.Value, "", label+"."+kw)
+		if !ok {
+			return nil, false
+		}
+		field, isMeta := strings.CutPrefix(col, "metadata.")
+		if !slices.Contains(FunctionColumns, col) && (!isMeta || field == "") {
+			d.errorf(kv.Value, "", "one of "+strings.Join(FunctionColumns, ", ")+", or metadata.KEY",
+				"%s.%s: no column %q", label, kw, col)
+			return nil, false
+		}
+		out[kw] = col
+	}
+	return out, true
 }
 
 // functionLimits reads a function's limits: into f, reporting whether it
@@ -882,10 +942,12 @@ type canonical struct {
 // canonicalFn is a Python function as a digest sees it: its declaration,
 // not its code (see Digest).
 type canonicalFn struct {
-	Name     string `json:"name"`
-	Function string `json:"function"`
-	Python   string `json:"python"`
-	Pure     bool   `json:"pure"`
+	Name           string            `json:"name"`
+	Function       string            `json:"function"`
+	Python         string            `json:"python"`
+	Pure           bool              `json:"pure"`
+	Conversational bool              `json:"conversational,omitempty"`
+	Columns        map[string]string `json:"columns,omitempty"`
 	// Limits are absent without a limits: key, so that such a function's
 	// digest is what it was before the key existed.
 	Limits *canonicalFnLimits `json:"limits,omitempty"`
@@ -936,7 +998,7 @@ func (s *Spec) Digest() string {
 		c.Judges = append(c.Judges, canonicalRun{r.Name, r.Config})
 	}
 	for _, f := range s.Functions {
-		cf := canonicalFn{Name: f.Name, Function: f.Function, Python: f.Python, Pure: f.Pure}
+		cf := canonicalFn{Name: f.Name, Function: f.Function, Python: f.Python, Pure: f.Pure, Conversational: f.Conversational, Columns: f.Columns}
 		if l := f.Limits; l != (FunctionLimits{}) {
 			cf.Limits = &canonicalFnLimits{MemoryMB: l.MemoryMB}
 			if l.Wall > 0 {

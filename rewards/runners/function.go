@@ -310,7 +310,7 @@ func (p *pool) batchFunc(f rewards.PyFunction) (rewards.BatchFunc, error) {
 	return func(ctx context.Context, rows []rewards.Row, memo rewards.Memoizer) ([]rewards.FunctionResult, error) {
 		inputs := make([]rowInput, len(rows))
 		for i, r := range rows {
-			inputs[i] = inputOf(r)
+			inputs[i] = inputOf(r).as(f)
 		}
 		out := make([]rewards.FunctionResult, len(rows))
 		todo := make([]int, 0, len(rows))
@@ -420,6 +420,34 @@ func inputOf(r rewards.Row) rowInput {
 		"source": r.Prompt.Source, "split": r.Prompt.Split, "finish_reason": t.FinishReason,
 		"num_tokens": t.NumTokens, "status": t.Status,
 	}}
+}
+
+// as is in what f asks for: TRL's conversational format, and the
+// columns it names under other keywords.
+func (in rowInput) as(f rewards.PyFunction) rowInput {
+	if f.Conversational {
+		if s, ok := in.Completion.(string); ok {
+			in.Completion = []map[string]string{{"role": "assistant", "content": s}}
+		}
+		if s, ok := in.Prompt.(string); ok {
+			in.Prompt = []map[string]string{{"role": "user", "content": s}}
+		}
+	}
+	if len(f.Columns) > 0 {
+		cols := make(map[string]any, len(in.Columns)+len(f.Columns))
+		for k, v := range in.Columns {
+			cols[k] = v
+		}
+		for kw, col := range f.Columns {
+			if field, ok := strings.CutPrefix(col, "metadata."); ok {
+				cols[kw] = in.Columns["metadata"].(map[string]any)[field] // nil when absent
+				continue
+			}
+			cols[kw] = in.Columns[col]
+		}
+		in.Columns = cols
+	}
+	return in
 }
 
 func messagesOf(ms []tables.Message) []map[string]string {
