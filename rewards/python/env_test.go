@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards/python"
 )
 
@@ -66,5 +67,23 @@ func TestEnvPython(t *testing.T) {
 	got, err := w.Score(context.Background(), "prefix", python.Batch{Completions: texts("a")})
 	if err != nil || !reflect.DeepEqual(got, []python.Result{ok(1)}) {
 		t.Fatalf("got %+v, %v", got, err)
+	}
+}
+
+// From a project's root, RLPIPE_PYTHON=.venv-py gives a function without
+// python: the project venv's packages: math-verify scores here.
+func TestEnvPythonProjectVenv(t *testing.T) {
+	py := pyvenv.Python(t, "import math-verify through RLPIPE_PYTHON")
+	t.Setenv(python.EnvPython, filepath.Dir(filepath.Dir(py)))
+	w, err := python.Start(context.Background(), python.Options{Dir: "testdata",
+		Functions: []python.Function{{Name: "math_equal", Ref: "venv_fns.py:math_equal"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	got, err := w.Score(context.Background(), "math_equal", python.Batch{Completions: texts("$\\frac{1}{2}$", "3"),
+		Columns: map[string][]any{"answer": texts("$0.5$", "$4$")}})
+	if want := []python.Result{ok(1), ok(0)}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/runners"
 )
@@ -20,18 +22,34 @@ import (
 // The machine's free cores bound it: on two shared cores, expect less
 // than 2.
 func BenchmarkFunctionWorkers(b *testing.B) {
+	needSystemPython(b)
+	benchWorkers(b, "../python/testdata/fns.py:spin", systemPython, func(i int) (string, string) { return fmt.Sprint(i), "" })
+}
+
+// BenchmarkMathVerifyWorkers is BenchmarkFunctionWorkers with math-verify
+// from the project venv (rewards/python/testdata/venv_fns.py:math_equal)
+// on answers written as LaTeX fractions and decimals.
+func BenchmarkMathVerifyWorkers(b *testing.B) {
+	py := pyvenv.Python(b, "score with math-verify")
+	benchWorkers(b, "../python/testdata/venv_fns.py:math_equal", filepath.Dir(filepath.Dir(py)), func(i int) (string, string) {
+		return fmt.Sprintf("so the answer is $\\frac{%d}{4}$", i), fmt.Sprintf("$%g$", float64(i)/4)
+	})
+}
+
+// benchWorkers times function ref under python with 1 and 2 workers on 64
+// rows, row i's completion and answer given by row.
+func benchWorkers(b *testing.B, ref, python string, row func(i int) (completion, answer string)) {
 	if testing.Short() {
 		b.Skip("starts Python workers")
 	}
-	needSystemPython(b)
 	const rows = 64
 	progs := map[int]*rewards.Program{}
 	for _, n := range []int{1, 2} {
 		s, err := rewards.ParseSpec("spec.yaml", []byte(fmt.Sprintf(`functions:
-  - {name: spin, function: ../python/testdata/fns.py:spin, python: /usr/bin/python3, workers: %d}
+  - {name: f, function: %q, python: %q, workers: %d}
 components:
-  - {name: spin, expr: functions.spin}
-`, n)))
+  - {name: f, expr: functions.f}
+`, ref, python, n)))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -40,8 +58,16 @@ components:
 		}
 	}
 	trajs := make([]tables.Trajectory, rows)
+	prompts := make([]tables.Prompt, rows)
 	for i := range trajs {
-		trajs[i] = tables.Trajectory{PromptID: "p", SampleIndex: int32(i), GroupID: "p", Completion: fmt.Sprint(i), Status: tables.StatusOK}
+		c, a := row(i)
+		id := fmt.Sprintf("p%02d", i)
+		trajs[i] = tables.Trajectory{PromptID: id, GroupID: id, Completion: c, Status: tables.StatusOK}
+		prompts[i] = tables.Prompt{PromptID: id, Prompt: "?", Answer: a}
+	}
+	idx, err := rewards.NewPrompts(prompts)
+	if err != nil {
+		b.Fatal(err)
 	}
 	var in bytes.Buffer
 	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
@@ -49,9 +75,13 @@ components:
 	}
 	score := func(p *rewards.Program) time.Duration {
 		start := time.Now()
-		if _, err := p.ScoreFile(context.Background(), io.Discard, bytes.NewReader(in.Bytes()), int64(in.Len()),
-			&rewards.ScoreOptions{BatchRows: rows, Concurrency: 1}); err != nil {
+		sum, err := p.ScoreFile(context.Background(), io.Discard, bytes.NewReader(in.Bytes()), int64(in.Len()),
+			&rewards.ScoreOptions{Prompts: idx, BatchRows: rows, Concurrency: 1})
+		if err != nil {
 			b.Fatal(err)
+		}
+		if sum.Scored != rows {
+			b.Fatalf("%d rows scored of %d: %+v", sum.Scored, rows, sum)
 		}
 		return time.Since(start)
 	}
