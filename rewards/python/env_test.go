@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/rewards/python/pythontest"
 )
 
 // $RLPIPE_PYTHON is the interpreter where python: is not set: a venv by
@@ -17,7 +18,7 @@ import (
 // it; a path that is no interpreter is an error naming the variable.
 func TestEnvPython(t *testing.T) {
 	needPython(t)
-	venv := fakeVenv(t)
+	venv := pythontest.FakeVenv(t, systemPython)
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -51,10 +52,7 @@ func TestEnvPython(t *testing.T) {
 	}
 	// A worker without python: imports from $RLPIPE_PYTHON's venv.
 	t.Setenv(python.EnvPython, venv)
-	site := filepath.Join(venv, "lib", "python"+pythonMinor(t), "site-packages")
-	if err := os.MkdirAll(site, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	site := pythontest.SitePackages(t, venv, systemPython)
 	if err := os.WriteFile(filepath.Join(site, "envrewards.py"),
 		[]byte("import sys\ndef prefix(completions, **kw):\n    return [float(sys.prefix == '/python/venv')] * len(completions)\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/rewards/python/pythontest"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -190,11 +191,8 @@ func TestLoadErrors(t *testing.T) {
 // /tmp hides — is mounted at /python/venv, and its site-packages import.
 func TestVenvModule(t *testing.T) {
 	needPython(t)
-	venv := fakeVenv(t)
-	site := filepath.Join(venv, "lib", "python"+pythonMinor(t), "site-packages")
-	if err := os.MkdirAll(site, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	venv := pythontest.FakeVenv(t, systemPython)
+	site := pythontest.SitePackages(t, venv, systemPython)
 	if err := os.WriteFile(filepath.Join(site, "venvrewards.py"),
 		[]byte("def double(completions, **kw):\n    return [2.0 * len(c) for c in completions]\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -411,15 +410,7 @@ func inputOf(r rewards.Row) rowInput {
 	if len(r.Prompt.Messages) > 0 {
 		prompt = messagesOf(r.Prompt.Messages)
 	}
-	metadata := map[string]any{}
-	if r.Prompt.Metadata != "" {
-		_ = json.Unmarshal([]byte(r.Prompt.Metadata), &metadata) // not an object: {}
-	}
-	return rowInput{Completion: completion, Prompt: prompt, Columns: map[string]any{
-		"answer": r.Prompt.Answer, "metadata": metadata, "prompt_id": t.PromptID, "sample_index": t.SampleIndex,
-		"source": r.Prompt.Source, "split": r.Prompt.Split, "finish_reason": t.FinishReason,
-		"num_tokens": t.NumTokens, "status": t.Status,
-	}}
+	return rowInput{Completion: completion, Prompt: prompt, Columns: r.Columns()}
 }
 
 // as is in what f asks for: TRL's conversational format, and the

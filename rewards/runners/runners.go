@@ -18,7 +18,7 @@
 //	verifiers:
 //	  - name: tests
 //	    files:                       # the candidate's /work, writable
-//	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code
+//	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code, Row, Metadata
 //	    harness:                     # read-only at /harness while it runs
 //	      run.py: …                  # runs call.py in a child, captured; prints its report and a sentinel
 //	      call.py: …                 # imports the solution, prints its results after a nonce
@@ -35,6 +35,14 @@
 // harness runs the solution in a child process of its own: a solution
 // imported into the harness's process shares its stdout and can print the
 // harness's results and sentinel itself.
+//
+// A template reads the row's dataset columns as one JSON object, {{.Row}}
+// (rewards.Row.Columns, what a Python function receives), and the
+// metadata's text, {{.Metadata}}; a field that does not exist is an error
+// when the spec compiles. A verifier's python: (a venv or an interpreter,
+// found by python.Find) is bound read-only into both of its sandboxes,
+// first on PATH, so that python3 in its commands imports the venv's
+// packages.
 //
 // For an answer rlpipe can compare itself, expected_stdout: "{{.Answer}}"
 // replaces check. A verifier's result in an expression: verifiers.tests.passed,
@@ -55,6 +63,8 @@ package runners
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
@@ -87,9 +97,13 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		if ps := checkLimits(c); len(ps) > 0 {
 			return nil, runnerError(spec.Name, "verifier", r, ps...)
 		}
-		f, err := verifier(r.Name, c)
+		f, err := verifier(r.Name, filepath.Dir(spec.Name), c)
 		if err != nil {
-			return nil, runnerError(spec.Name, "verifier", r, problem{msg: err.Error()})
+			p := problem{msg: err.Error()}
+			if ke := (*keyError)(nil); errors.As(err, &ke) {
+				p.at = ke.at
+			}
+			return nil, runnerError(spec.Name, "verifier", r, p)
 		}
 		opts = append(opts, rewards.WithVerifier(r.Name, f))
 	}
