@@ -209,19 +209,6 @@ func TestVenvModule(t *testing.T) {
 	}
 }
 
-func TestOutOfMemoryRestartsTheWorker(t *testing.T) {
-	w := start(t, 20*time.Second, "hog", "length")
-	got, err := w.Score(context.Background(), "hog", python.Batch{Completions: texts("a")})
-	const reason = "function hog: the worker ended: memory (memory limit 512 MiB); restarted"
-	if err != nil || !reflect.DeepEqual(got, []python.Result{failed("error", reason)}) {
-		t.Fatalf("got %+v, %v; want %s", got, err, reason)
-	}
-	if got, err := w.Score(context.Background(), "length", python.Batch{Completions: texts("ab")}); err != nil ||
-		!reflect.DeepEqual(got, []python.Result{ok(2)}) || w.Starts() != 2 {
-		t.Fatalf("after the restart: %+v, %v, %d starts", got, err, w.Starts())
-	}
-}
-
 // The project's venv (scripts/py-venv.sh) is made from the system's
 // interpreter, which the sandbox's user can read, so its packages
 // (math-verify here) import and score inside the sandbox.

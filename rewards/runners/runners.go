@@ -52,7 +52,8 @@
 // why the checker is never run beside the candidate.
 //
 // A Python function (functions:) runs in a persistent sandboxed worker
-// (rewards/python), one per interpreter, started by Compile: the import
+// (rewards/python), a pool per interpreter (one worker unless a function
+// asks for more with workers:), started by Compile: the import
 // of every function is checked there, an error at the function's line.
 // Expressions read functions.NAME; docs/REWARDS.md ("Python functions").
 //
