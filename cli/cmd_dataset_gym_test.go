@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/rewards/python"
 )
 
 // TestDatasetReasoningGym commits two families' problems on a branch and
@@ -121,9 +122,9 @@ func TestDatasetReasoningGymUsage(t *testing.T) {
 	}
 }
 
-// TestProjectPython finds the interpreter --python names, else the
-// project venv by $RLPIPE_PY_VENV or the nearest .venv-py up from the
-// working directory, and says which it could not use.
+// TestProjectPython finds the interpreter --python names, else
+// $RLPIPE_PYTHON's, else the nearest .venv-py up from the working
+// directory, and says which it could not use.
 func TestProjectPython(t *testing.T) {
 	root := t.TempDir()
 	venv := filepath.Join(root, ".venv-py")
@@ -148,12 +149,12 @@ func TestProjectPython(t *testing.T) {
 		{name: "a venv directory", flag: venv, env: "/elsewhere", want: py},
 		{name: "an interpreter", flag: py, want: py},
 		{name: "missing", flag: "/nonexistent/venv", wantErr: "--python /nonexistent/venv: no such venv or interpreter"},
-		{name: "missing variable", env: "/nonexistent/venv", wantErr: "$RLPIPE_PY_VENV /nonexistent/venv: no such venv or interpreter"},
+		{name: "missing variable", env: "/nonexistent/venv", wantErr: "$RLPIPE_PYTHON /nonexistent/venv: no such venv or interpreter"},
 		{name: "not a venv", flag: empty, wantErr: "--python " + empty + ": a directory without bin/python3, so not a venv"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := projectPython(tc.flag, func(k string) string {
-				if k == projectVenvEnv {
+				if k == python.EnvPython {
 					return tc.env
 				}
 				return ""
