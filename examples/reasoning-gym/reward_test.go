@@ -19,6 +19,43 @@ import (
 // to the spec.
 const shippedPython = "python: ../../.venv-py"
 
+// setup generates size rows of families (held of them held out) with
+// seed 1 and compiles reward.yaml with the venv the test found
+// ($RLPIPE_PY_VENV may name another than the repository's .venv-py, which
+// the spec names), memoizing rows when pure.
+func setup(tb testing.TB, families string, size, held int, pure bool) (*datasets.GymSet, *rewards.Program) {
+	tb.Helper()
+	py := pyvenv.Python(tb, "score with reasoning-gym's own scorers from the project venv")
+	fams, err := datasets.ParseGymFamilies(families)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: fams, Size: size, HeldOut: held, Seed: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	src, err := os.ReadFile("reward.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Contains(src, []byte(shippedPython)) || !bytes.Contains(src, []byte("pure: true")) {
+		tb.Fatalf("reward.yaml does not say %q and pure: true", shippedPython)
+	}
+	src = bytes.Replace(src, []byte(shippedPython), []byte("python: "+filepath.Dir(filepath.Dir(py))), 1)
+	if !pure {
+		src = bytes.Replace(src, []byte("pure: true"), []byte("pure: false"), 1)
+	}
+	spec, err := rewards.ParseSpec("reward.yaml", src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	prog, err := runners.Compile(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set, prog
+}
+
 // TestRewardScoresWithTheFamilysOwnScorer generates rows of four families
 // with `dataset reasoning-gym`'s generator and scores, in one batch of
 // mixed families through the sandboxed worker, three completions per
@@ -29,36 +66,9 @@ const shippedPython = "python: ../../.venv-py"
 // string alone. A row whose metadata names no family is not scored: its
 // status says so.
 func TestRewardScoresWithTheFamilysOwnScorer(t *testing.T) {
-	py := pyvenv.Python(t, "score with reasoning-gym's own scorers from the project venv")
-	fams, err := datasets.ParseGymFamilies("chain_sum,number_sorting,countdown,knights_knaves")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: fams, Size: 8, HeldOut: 4, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, prog := setup(t, "chain_sum,number_sorting,countdown,knights_knaves", 8, 4, true)
 	prompts := append(append([]tables.Prompt{}, set.HeldOut...), set.Train...)
 	other := tables.Prompt{PromptID: "other", Prompt: "2+2=", Answer: "4", Metadata: `{"a":2}`, Source: "arith"}
-
-	src, err := os.ReadFile("reward.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(src, []byte(shippedPython)) {
-		t.Fatalf("reward.yaml does not say %q", shippedPython)
-	}
-	// The venv the test found ($RLPIPE_PY_VENV may name another than the
-	// repository's .venv-py).
-	venv := filepath.Dir(filepath.Dir(py))
-	spec, err := rewards.ParseSpec("reward.yaml", bytes.Replace(src, []byte(shippedPython), []byte("python: "+venv), 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	type want struct {
 		completion string
@@ -120,29 +130,7 @@ func TestRewardScoresWithTheFamilysOwnScorer(t *testing.T) {
 // rows/s of reasoning-gym's scorers through rlpipe. pure is off, so every
 // row reaches the worker.
 func BenchmarkReward(b *testing.B) {
-	py := pyvenv.Python(b, "score with reasoning-gym's own scorers from the project venv")
-	fams, err := datasets.ParseGymFamilies("chain_sum,number_sorting")
-	if err != nil {
-		b.Fatal(err)
-	}
-	set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: fams, Size: 1001, HeldOut: 1, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, err := os.ReadFile("reward.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	src = bytes.Replace(src, []byte(shippedPython), []byte("python: "+filepath.Dir(filepath.Dir(py))), 1)
-	src = bytes.Replace(src, []byte("pure: true"), []byte("pure: false"), 1)
-	spec, err := rewards.ParseSpec("reward.yaml", src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
+	set, prog := setup(b, "chain_sum,number_sorting", 1001, 1, false)
 	trajs := make([]tables.Trajectory, len(set.Train))
 	for i, p := range set.Train {
 		trajs[i] = tables.Trajectory{PromptID: p.PromptID, GroupID: p.PromptID, Completion: p.Answer, Status: tables.StatusOK}
