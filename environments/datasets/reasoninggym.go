@@ -44,8 +44,9 @@ var (
 	ErrUnknownFamily = fmt.Errorf("unknown reasoning-gym family: %w", ErrInvalid)
 	// ErrUnknownConfigKey: a --config key is not a field of the family's config.
 	ErrUnknownConfigKey = fmt.Errorf("unknown reasoning-gym config key: %w", ErrInvalid)
-	// ErrBadConfig: the family's config refuses a value, or a --config
-	// argument is not KEY=VALUE.
+	// ErrBadConfig: the family's config refuses a value, the family fails
+	// to generate a problem with it (an exception, metadata that is not
+	// JSON), or a --config argument is not KEY=VALUE.
 	ErrBadConfig = fmt.Errorf("bad reasoning-gym config: %w", ErrInvalid)
 	// ErrTooFewProblems: a family yields fewer distinct questions than asked for.
 	ErrTooFewProblems = fmt.Errorf("too few distinct reasoning-gym problems: %w", ErrInvalid)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -263,5 +264,52 @@ func TestGymFlags(t *testing.T) {
 	want := `[{"Name":"chain_sum","Weight":1,"Config":{"allow_negation":false,"max_value":9,"y":"word"}},{"Name":"number_sorting","Weight":1,"Config":{"max_value":9,"min_value":-2.5,"x":[1,"a"]}}]`
 	if string(b) != want {
 		t.Fatalf("config values:\n%s\nwant\n%s", b, want)
+	}
+}
+
+// TestGymFaults runs the generator against a stand-in reasoning_gym
+// (testdata/fakegym) whose families misbehave: one raises on a problem,
+// one puts NaN in its metadata, one dies; each is an error naming the
+// family and the problem, and nothing is returned. A family with an int
+// answer, a set and a tuple in its metadata and repeated questions gives
+// JSON rows and skips the repeats.
+func TestGymFaults(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH to run the stand-in reasoning_gym with")
+	}
+	fake, err := filepath.Abs("testdata/fakegym")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	for _, tc := range []struct {
+		name, family string
+		kind         error
+		want         string
+	}{
+		{"raises", "raises", datasets.ErrBadConfig, "reasoning-gym family raises fails to generate problem 2 with its default config: ValueError: boom at 2"},
+		{"NaN in the metadata", "nan", datasets.ErrBadConfig, "reasoning-gym family nan fails to generate problem 0 with its default config: metadata: Out of range float values are not JSON compliant"},
+		{"dies", "dies", nil, "reasoning-gym: " + py + " failed: exit status 7: dying on purpose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: families(t, tc.family), Size: 3, HeldOut: 1, Seed: 1})
+			if err == nil || err.Error() != tc.want || (tc.kind != nil && !errors.Is(err, tc.kind)) || set != nil {
+				t.Fatalf("Gym = %v, %v\nwant the error %s", set, err, tc.want)
+			}
+		})
+	}
+	set := gym(t, datasets.GymOptions{Python: py, Families: families(t, "odd"), Size: 3, HeldOut: 1, Seed: 1})
+	var got []string
+	for _, r := range append(set.HeldOut, set.Train...) {
+		got = append(got, r.Prompt+" "+r.Answer+" "+r.Metadata+" "+r.Source)
+	}
+	want := []string{
+		`odd 0? 0 {"pair": [1, 2], "source_dataset": "odd", "source_index": 0, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+		`odd 1? 10 {"pair": [1, 2], "source_dataset": "odd", "source_index": 1, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+		`odd 2? 20 {"pair": [1, 2], "source_dataset": "odd", "source_index": 2, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
