@@ -355,6 +355,9 @@ func runGym(ctx context.Context, python string, req any, fams []GymFamily, each 
 		return fmt.Errorf("reasoning-gym: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("reasoning-gym: %w", ctx.Err())
+		}
 		return gymErrorf(ErrNoReasoningGym, "run %s: %v: give --python the project venv (.venv-py) or another with reasoning-gym installed", python, err)
 	}
 	r := bufio.NewReaderSize(stdout, 1<<16)

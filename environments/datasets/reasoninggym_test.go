@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
@@ -270,7 +271,8 @@ func TestGymFlags(t *testing.T) {
 // TestGymFaults runs the generator against a stand-in reasoning_gym
 // (testdata/fakegym) whose families misbehave: one raises on a problem,
 // one puts NaN in its metadata, one dies; each is an error naming the
-// family and the problem, and nothing is returned. A family with an int
+// family and the problem, and nothing is returned. One that hangs ends
+// when the context is cancelled. A family with an int
 // answer, a set and a tuple in its metadata and repeated questions gives
 // JSON rows and skips the repeats.
 func TestGymFaults(t *testing.T) {
@@ -298,6 +300,13 @@ func TestGymFaults(t *testing.T) {
 				t.Fatalf("Gym = %v, %v\nwant the error %s", set, err, tc.want)
 			}
 		})
+	}
+	// A generator that hangs ends with the context: rlpipe's Ctrl-C.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err := datasets.Gym(ctx, &datasets.GymOptions{Python: py, Families: families(t, "hangs"), Size: 3, HeldOut: 1, Seed: 1}); err == nil ||
+		err.Error() != "reasoning-gym: context canceled" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a hanging generator, cancelled: %v", err)
 	}
 	set := gym(t, datasets.GymOptions{Python: py, Families: families(t, "odd"), Size: 3, HeldOut: 1, Seed: 1})
 	var got []string

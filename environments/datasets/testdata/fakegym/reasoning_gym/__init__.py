@@ -70,5 +70,14 @@ class Dies(Dataset):
         os._exit(7)
 
 
-for cls in (Raises, NaN, Odd, Dies):
+class Hangs(Dataset):
+    name = "hangs"
+
+    def __getitem__(self, idx):
+        import time
+
+        time.sleep(3600)
+
+
+for cls in (Raises, NaN, Odd, Dies, Hangs):
     factory.DATASETS[cls.name] = (cls, Config)
