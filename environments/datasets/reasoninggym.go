@@ -210,6 +210,12 @@ func Gym(ctx context.Context, o *GymOptions) (*GymSet, error) {
 	weights := make([]float64, len(o.Families))
 	for i, f := range o.Families {
 		weights[i] = cmp.Or(f.Weight, 1)
+		if !(weights[i] > 0) || math.IsInf(weights[i], 0) {
+			return nil, gymErrorf(ErrBadConfig, "family %s: the weight %v is not a positive number", f.Name, f.Weight)
+		}
+		if slices.ContainsFunc(o.Families[:i], func(g GymFamily) bool { return g.Name == f.Name }) {
+			return nil, gymErrorf(ErrBadConfig, "family %s is asked for twice", f.Name)
+		}
 	}
 	held, train := shares(o.HeldOut, weights), shares(o.Size-o.HeldOut, weights)
 	type famReq struct {

@@ -186,9 +186,14 @@ func TestGymErrors(t *testing.T) {
 		config     []string
 		size, held int
 		pythonPath string
+		fams       []datasets.GymFamily // given to Gym as they are, not parsed
 		kind       error
 		want       string
 	}{
+		{name: "negative weight", fams: []datasets.GymFamily{{Name: "chain_sum", Weight: -1}}, size: 10, held: 2, kind: datasets.ErrBadConfig,
+			want: `family chain_sum: the weight -1 is not a positive number`},
+		{name: "family twice", fams: []datasets.GymFamily{{Name: "chain_sum"}, {Name: "chain_sum", Weight: 2}}, size: 10, held: 2, kind: datasets.ErrBadConfig,
+			want: `family chain_sum is asked for twice`},
 		{name: "unknown family, close", families: "chain_sum,chain_sums", size: 10, held: 2, kind: datasets.ErrUnknownFamily,
 			want: `reasoning-gym has no family "chain_sums" (did you mean "chain_sum"?)`},
 		// composite mixes families (rlpipe mixes them itself), so it is not
@@ -222,7 +227,11 @@ func TestGymErrors(t *testing.T) {
 			if tc.name == "no interpreter" {
 				python = "/nonexistent/python"
 			}
-			o := &datasets.GymOptions{Python: python, Families: families(t, tc.families, tc.config...), Size: tc.size, HeldOut: tc.held, Seed: 1}
+			fams := tc.fams
+			if fams == nil {
+				fams = families(t, tc.families, tc.config...)
+			}
+			o := &datasets.GymOptions{Python: python, Families: fams, Size: tc.size, HeldOut: tc.held, Seed: 1}
 			_, err := datasets.Gym(context.Background(), o)
 			if err == nil || err.Error() != tc.want || !errors.Is(err, tc.kind) {
 				t.Fatalf("error %v\nwant %s (%v)", err, tc.want, tc.kind)
