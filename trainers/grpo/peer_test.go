@@ -60,14 +60,15 @@ type peerBatch[S, C any] struct {
 
 // peerTokens are what every peer script reads of a sequence besides its
 // current logprobs: the old and reference logprobs, the trainable mask
-// (1 or 0 per token), the advantage, and the behaviour logprobs when
-// the sequence has them.
+// (1 or 0 per token), the advantage (or PPO's per token), and the
+// behaviour logprobs when the sequence has them.
 type peerTokens struct {
 	Old       []float64 `json:"old"`
 	Behaviour []float64 `json:"behaviour,omitempty"`
 	Ref       []float64 `json:"ref"`
 	Mask      []float64 `json:"mask"`
 	Adv       float64   `json:"adv"`
+	TokenAdv  []float64 `json:"token_adv,omitempty"`
 }
 
 // lossSeq is a sequence as the loss scripts read it.
@@ -86,7 +87,7 @@ func lossBatch[C any](seqs []grpo.Sequence, cases []C) peerBatch[lossSeq, C] {
 }
 
 func tokensOf(s grpo.Sequence) peerTokens {
-	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage}
+	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage, TokenAdv: s.Advantages}
 	for j, o := range s.OldLogprobs {
 		p.Old = append(p.Old, float64(o))
 		if s.BehaviourLogprobs != nil {
