@@ -23,33 +23,18 @@ func TestPeerParityTokenAdvantages(t *testing.T) {
 			seqs[i].Advantages[j] = rng.NormFloat64()
 		}
 	}
-	type peerCase struct {
-		Name    string  `json:"name"`
-		Fn      string  `json:"fn"`
-		Agg     string  `json:"agg"`
-		EpsLow  float64 `json:"eps_low"`
-		EpsHigh float64 `json:"eps_high"`
-		ClipC   float64 `json:"clip_c"`
-	}
 	type tc struct {
 		name string
 		o    grpo.LossOptions
-		peer peerCase
+		peer peerLossCase
 	}
 	var cases []tc
-	var peerCases []peerCase
+	var peerCases []peerLossCase
 	for _, agg := range grpo.Aggregations {
-		for _, l := range []struct {
-			loss grpo.PolicyLoss
-			fn   string
-		}{
-			{grpo.PPOClip, "compute_policy_loss_vanilla"},
-			{grpo.GSPO, "compute_policy_loss_gspo"},
-			{grpo.CISPO, "compute_policy_loss_cispo"},
-		} {
+		for _, l := range verlLosses {
 			name := l.loss.Name() + " per-token " + string(agg)
 			c := tc{name: name, o: grpo.LossOptions{Policy: l.loss, Aggregation: agg, EpsLow: 0.2, EpsHigh: 0.28},
-				peer: peerCase{Name: name, Fn: l.fn, Agg: verlAgg[agg], EpsLow: 0.2, EpsHigh: 0.28, ClipC: 1e9}}
+				peer: peerLossCase{Name: name, Fn: l.fn, Agg: verlAgg[agg], EpsLow: 0.2, EpsHigh: 0.28, ClipC: 1e9}}
 			cases = append(cases, c)
 			peerCases = append(peerCases, c.peer)
 		}
