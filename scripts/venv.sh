@@ -15,11 +15,12 @@ venv_current() {
 	fi
 }
 
-# venv_create makes the venv afresh, saying so with $1 after the Python's
-# version.
+# venv_create makes the venv afresh from $base (python3 when unset),
+# saying so with $1 after the Python's version.
 venv_create() {
-	echo "$name: creating $venv with $(python3 --version 2>&1)$1" >&2
-	if ! python3 -m venv --clear "$venv" >&2; then
+	py=${base:-python3}
+	echo "$name: creating $venv with $py, $("$py" --version 2>&1)$1" >&2
+	if ! "$py" -m venv --clear "$venv" >&2; then
 		echo "$name: python3 -m venv failed: apt-get install python3-venv (scripts/deps.sh does)" >&2
 		exit 1
 	fi

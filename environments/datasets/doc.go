@@ -52,4 +52,27 @@
 //	d, err := datasets.OpenHF("gsm8k-saved", &datasets.HFOptions{Split: "test"})
 //	rows, err := d.Load(&datasets.Options{AnswerFormat: datasets.AnswerGSM8K})
 //	// rows[0].Source == "gsm8k@927e62ed89494b91"
+//
+// # reasoning-gym
+//
+// Gym generates problems with the reasoning-gym package's own
+// generators, in the interpreter GymOptions.Python names (the project
+// venv), by a script embedded in the binary (reasoninggym.py) that
+// streams JSON lines; it runs outside the sandbox, as the package's own
+// code. Each family (ParseGymFamilies: "chain_sum,basic_arithmetic:3")
+// gets its weighted share of each split by the largest remainder, and
+// draws in the order of reasoning-gym's indices with the seed: its
+// held-out rows first, then its training rows, skipping any question
+// already drawn, so the splits share no question. The rows keep
+// reasoning-gym's metadata (source_dataset, source_index, …), which a
+// reward reads to call the family's score_answer
+// (examples/reasoning-gym). Problems with the request (an unknown family
+// or config key, a config the family refuses, too few distinct
+// questions) are *GymError naming the flag and the next step:
+//
+//	fams, _ := datasets.ParseGymFamilies("chain_sum")
+//	_ = datasets.SetGymConfig(fams, "max_terms=3")
+//	set, err := datasets.Gym(ctx, &datasets.GymOptions{Python: ".venv-py/bin/python",
+//		Families: fams, Size: 1000, HeldOut: 100, Seed: 1})
+//	// set.HeldOut[0].Prompt: reasoning_gym.create_dataset("chain_sum", seed=1, max_terms=3)[0]["question"]
 package datasets

@@ -303,14 +303,16 @@ func TestServerErrorsAreRetriedWithBackoff(t *testing.T) {
 func TestHangingServerTimesOutThenGivesUp(t *testing.T) {
 	f := startFake(t, func(int, seenRequest) reply { return reply{Hang: true} })
 	cfg := testConfig(f)
-	cfg.Timeout, cfg.Retries = 20*time.Millisecond, 2
+	// Long enough that a request reaches the server on a loaded machine
+	// before its time is up (each attempt must be counted).
+	cfg.Timeout, cfg.Retries = 300*time.Millisecond, 2
 	j := newJudge(t, cfg, nil)
 	memo := &memoTable{}
 	res, err := j.Score(context.Background(), in, memo)
 	if !errors.Is(err, judge.ErrUnavailable) || errors.Is(err, pipeline.ErrPermanent) {
 		t.Fatalf("err = %v, want ErrUnavailable, not permanent", err)
 	}
-	for _, want := range []string{"judge test", "gave up after 3 attempt(s)", "request timed out after 20ms", "/v1/chat/completions"} {
+	for _, want := range []string{"judge test", "gave up after 3 attempt(s)", "request timed out after 300ms", "/v1/chat/completions"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %q, want it to say %q", err, want)
 		}

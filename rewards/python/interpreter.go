@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,8 +55,15 @@ print(json.dumps({"prefix": sys.prefix, "base_prefix": sys.base_prefix,
   "exec_prefix": sys.exec_prefix, "base_exec_prefix": sys.base_exec_prefix,
   "executable": sys.executable, "path": sys.path, "version": sys.version.split()[0]}))`
 
+// EnvPython names the variable that gives the interpreter of a function
+// without python: — a venv directory or an interpreter, relative to the
+// working directory — in place of python3 on PATH. docs/REWARDS.md says
+// why it is a variable and not a key.
+const EnvPython = "RLPIPE_PYTHON"
+
 // Find finds the interpreter that path names — a venv directory, an
-// interpreter, or "" for python3 on PATH — by asking it once, outside
+// interpreter, or "" for $RLPIPE_PYTHON (EnvPython) when it is set, else
+// python3 on PATH — by asking it once, outside
 // the sandbox, for its prefixes and sys.path (run with -I, as the worker
 // is: no PYTHONPATH, no user site). It fails with ErrInterpreter when
 // path is missing or is not a Python 3, and with ErrUnreachable when the
@@ -99,6 +107,14 @@ type probeInfo struct {
 
 // hostInterpreter turns the python key's value into an interpreter path.
 func hostInterpreter(path string) (string, error) {
+	if path == "" && os.Getenv(EnvPython) != "" {
+		env := os.Getenv(EnvPython)
+		p, err := hostInterpreter(env)
+		if err != nil {
+			return "", fmt.Errorf("%s=%s (the interpreter where python: is not set): %w", EnvPython, env, err)
+		}
+		return p, nil
+	}
 	if path == "" {
 		p, err := exec.LookPath("python3")
 		if err != nil {
@@ -110,19 +126,35 @@ func hostInterpreter(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("python %s: %v: %w", path, err, ErrInterpreter)
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
+	host, err := InterpreterIn(abs)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("python %s: no such venv or interpreter; set python: to a venv directory or an interpreter's path: %w", path, ErrInterpreter)
 	}
+	if err != nil {
+		return "", fmt.Errorf("python %s: %v: %w", path, err, ErrInterpreter)
+	}
+	return host, nil
+}
+
+// InterpreterIn is the interpreter path names without asking it
+// anything: path itself when it is not a directory, else the venv's
+// bin/python3 (or bin/python). The error is os.Stat's when path is
+// missing (fs.ErrNotExist); a directory with neither is "a directory
+// without bin/python3, so not a venv".
+func InterpreterIn(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
 	if !fi.IsDir() {
-		return abs, nil
+		return path, nil
 	}
 	for _, name := range []string{"bin/python3", "bin/python"} {
-		if _, err := os.Stat(filepath.Join(abs, name)); err == nil {
-			return filepath.Join(abs, name), nil
+		if _, err := os.Stat(filepath.Join(path, name)); err == nil {
+			return filepath.Join(path, name), nil
 		}
 	}
-	return "", fmt.Errorf("python %s: a directory without bin/python3, so not a venv: %w", path, ErrInterpreter)
+	return "", errors.New("a directory without bin/python3, so not a venv")
 }
 
 // ownDirs are the sandbox's own directories: a host path below one is

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/rewards/python/pythontest"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -188,11 +191,8 @@ func TestLoadErrors(t *testing.T) {
 // /tmp hides — is mounted at /python/venv, and its site-packages import.
 func TestVenvModule(t *testing.T) {
 	needPython(t)
-	venv := fakeVenv(t)
-	site := filepath.Join(venv, "lib", "python"+pythonMinor(t), "site-packages")
-	if err := os.MkdirAll(site, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	venv := pythontest.FakeVenv(t, systemPython)
+	site := pythontest.SitePackages(t, venv, systemPython)
 	if err := os.WriteFile(filepath.Join(site, "venvrewards.py"),
 		[]byte("def double(completions, **kw):\n    return [2.0 * len(c) for c in completions]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -209,36 +209,65 @@ func TestVenvModule(t *testing.T) {
 	}
 }
 
-func TestOutOfMemoryRestartsTheWorker(t *testing.T) {
-	w := start(t, 20*time.Second, "hog", "length")
-	got, err := w.Score(context.Background(), "hog", python.Batch{Completions: texts("a")})
-	const reason = "function hog: the worker ended: memory (memory limit 512 MiB); restarted"
-	if err != nil || !reflect.DeepEqual(got, []python.Result{failed("error", reason)}) {
-		t.Fatalf("got %+v, %v; want %s", got, err, reason)
+// The project's venv (scripts/py-venv.sh) is made from the system's
+// interpreter, which the sandbox's user can read, so its packages
+// (math-verify here) import and score inside the sandbox.
+func TestProjectVenv(t *testing.T) {
+	py := pyvenv.Python(t, "score with math-verify from the project venv")
+	venv := filepath.Dir(filepath.Dir(py))
+	w, err := python.Start(context.Background(), python.Options{Python: venv, Dir: "testdata",
+		Functions: []python.Function{{Name: "math_equal", Ref: "venv_fns.py:math_equal"}, {Name: "base_prefix", Ref: "venv_fns.py:base_prefix"}}})
+	if err != nil {
+		t.Fatalf("Start with %s: %v", venv, err)
 	}
-	if got, err := w.Score(context.Background(), "length", python.Batch{Completions: texts("ab")}); err != nil ||
-		!reflect.DeepEqual(got, []python.Result{ok(2)}) || w.Starts() != 2 {
-		t.Fatalf("after the restart: %+v, %v, %d starts", got, err, w.Starts())
+	t.Cleanup(w.Close)
+	got, err := w.Score(context.Background(), "math_equal", python.Batch{
+		Completions: texts("so it is $\\frac{1}{2}$", "0.25", "$0.5$"),
+		Columns:     map[string][]any{"answer": texts("$0.5$", "$\\frac{1}{2}$", "$\\frac{1}{2}$")},
+	})
+	if want := []python.Result{ok(1), ok(0), ok(1)}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("math_equal = %+v, %v; want %+v", got, err, want)
+	}
+	in, err := python.Find(context.Background(), venv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(venv, "pyvenv.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := ""
+	for _, line := range strings.Split(string(cfg), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "home" {
+			home = filepath.Dir(strings.TrimSpace(v))
+		}
+	}
+	got, err = w.Score(context.Background(), "base_prefix", python.Batch{Completions: texts("x")})
+	if want := []python.Result{ok(float64(len(home)))}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("base_prefix = %+v, %v; want the length of %s (binds %v)", got, err, home, in.Binds)
 	}
 }
 
-// The project's venv (scripts/deps.sh) is made from a pyenv interpreter
-// under /root. When rlpipe runs as root the sandbox runs as nobody, who
-// cannot pass /root (mode 0700): Find says so rather than the sandbox
-// failing at its first batch.
-func TestProjectVenvUnderRoot(t *testing.T) {
-	const venv = "/work/main/.venv-py"
+// A venv made from an interpreter under a home directory only its owner
+// may enter — pyenv's under /root, when rlpipe runs as root and the
+// sandbox as nobody — is refused by Find with the directory that stops
+// it, rather than failing at the sandbox's first batch.
+func TestVenvUnderRootIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the sandbox runs as the caller, who can read what the caller's venv needs")
-	}
-	cfg, err := os.ReadFile(filepath.Join(venv, "pyvenv.cfg"))
-	if err != nil || !strings.Contains(string(cfg), "home = /root/") {
-		t.Skip(venv + " is not a venv of an interpreter under /root")
 	}
 	if fi, err := os.Stat("/root"); err != nil || fi.Mode().Perm()&0o001 != 0 {
 		t.Skip("/root is searchable by other users here")
 	}
-	_, err = python.Find(context.Background(), venv)
+	bases, _ := filepath.Glob("/root/.pyenv/versions/3.*/bin/python3")
+	if len(bases) == 0 {
+		t.Skip("no pyenv interpreter under /root")
+	}
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command(bases[0], "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("make a venv of %s: %v\n%s", bases[0], err, out)
+	}
+	_, err := python.Find(context.Background(), venv)
 	if !errors.Is(err, python.ErrUnreachable) || !strings.Contains(err.Error(), "which the sandbox's user (uid 65534) cannot read: /root is mode 0700") {
 		t.Fatalf("got %v, want ErrUnreachable naming /root", err)
 	}
