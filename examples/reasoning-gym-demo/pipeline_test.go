@@ -14,21 +14,23 @@ import (
 )
 
 // The demo's held-out score (avg@8, the mean of score_answer over 200
-// questions × 8 samples) before and after GRPO: exact, since the run is
-// seeded.
+// questions × 8 samples) before GRPO and after 40 iterations: exact, since
+// the run is seeded. (The demo's 60 iterations reach 0.7000, +15.9 points:
+// README.md.)
 const (
 	wantBase = 0.541250000000
-	wantLast = 0.700000000000
+	wantLast = 0.662395833333
 )
 
 // TestReasoningGymDemoLearns runs the demo as `make demo-rg` does: the
-// questions from `rlpipe dataset reasoning-gym`, pipeline.yaml as shipped
-// (its reward's python: pointed at the project venv wherever it is), and
-// checks that GRPO raised the held-out score by at least 10 points, to the
-// seeded figures. Skipped under -short and without the project venv.
+// questions from `rlpipe dataset reasoning-gym`, pipeline.yaml cut to 40
+// of its 60 iterations (its reward's python: pointed at the project venv
+// wherever it is), and checks that GRPO raised the held-out score by at
+// least 10 points, to the seeded figures. Skipped under -short and without
+// the project venv.
 func TestReasoningGymDemoLearns(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the reasoning-gym demo: 60 GRPO iterations of 32 questions on tiny-rg with reasoning-gym's scorer")
+		t.Skip("runs the reasoning-gym demo: 40 GRPO iterations of 32 questions on tiny-rg with reasoning-gym's scorer")
 	}
 	py := pyvenv.Python(t, "generate reasoning-gym's questions and score them with its score_answer")
 	venv := filepath.Dir(filepath.Dir(py))
@@ -40,7 +42,7 @@ func TestReasoningGymDemoLearns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := e.Write("pipeline.yaml", exampletest.Config(t, "pipeline.yaml", nil))
+	cfg := e.Write("pipeline.yaml", exampletest.Config(t, "pipeline.yaml", map[string]string{"iterations: 60": "iterations: 40"}))
 	e.Write("reward.yaml", exampletest.Config(t, "reward.yaml", map[string]string{"python: ../../.venv-py": "python: " + venv}))
 	score, err := os.ReadFile("score.py")
 	if err != nil {
@@ -53,12 +55,12 @@ func TestReasoningGymDemoLearns(t *testing.T) {
 	e.Rlpipe("run", "-f", cfg, "--no-report")
 
 	evals := e.Evals("rg")
-	if len(evals) != 4 || evals[0].Checkpoint != "base" || evals[3].Iteration != 60 {
-		t.Fatalf("evals %+v: want the base model, then iterations 20, 40 and 60", evals)
+	if len(evals) != 3 || evals[0].Checkpoint != "base" || evals[2].Iteration != 40 {
+		t.Fatalf("evals %+v: want the base model, then iterations 20 and 40", evals)
 	}
-	base, last := evals[0].Metrics["avg@8"], evals[3].Metrics["avg@8"]
-	t.Logf("held-out score (avg@8 of score_answer): base %.12f, iteration 60 %.12f (%+.2f points); exact pass@1 %.4f → %.4f",
-		base, last, 100*(last-base), evals[0].Metrics["exact_pass@1"], evals[3].Metrics["exact_pass@1"])
+	base, last := evals[0].Metrics["avg@8"], evals[2].Metrics["avg@8"]
+	t.Logf("held-out score (avg@8 of score_answer): base %.12f, iteration 40 %.12f (%+.2f points); exact pass@1 %.4f → %.4f",
+		base, last, 100*(last-base), evals[0].Metrics["exact_pass@1"], evals[2].Metrics["exact_pass@1"])
 	if math.Abs(base-wantBase) > 1e-9 || math.Abs(last-wantLast) > 1e-9 {
 		t.Errorf("avg@8 %.12f → %.12f, want %.12f → %.12f (seeded)", base, last, wantBase, wantLast)
 	}
