@@ -32,8 +32,13 @@ type Options struct {
 // Stats count the groups of a batch.
 type Stats struct {
 	Groups int `json:"groups"`
-	// ZeroStd groups have every scored sample with the same reward: they
-	// carry no signal (frac_reward_zero_std = ZeroStd / Groups).
+	// MultiSample groups have two or more scored samples: a spread of
+	// rewards means something only there.
+	MultiSample int `json:"multi_sample"`
+	// ZeroStd groups are MultiSample groups whose scored samples all got
+	// the same reward: they carry no signal (frac_reward_zero_std =
+	// ZeroStd / MultiSample, undefined without a MultiSample group). A
+	// group of one, as every group under n: 1, is not one of them.
 	ZeroStd int `json:"zero_std"`
 	// Masked samples are excluded: not scored (a failed rollout, a reward
 	// error) or alone in their group.
@@ -82,8 +87,11 @@ func Compute(rows []tables.Reward, o Options) ([]tables.Advantage, Stats) {
 			adv = est.Group(vals, mean, std, o)
 		}
 		st.Groups++
-		if len(vals) > 0 && std == 0 {
-			st.ZeroStd++
+		if len(vals) >= 2 {
+			st.MultiSample++
+			if std == 0 {
+				st.ZeroStd++
+			}
 		}
 		scored := 0
 		for _, i := range idx {

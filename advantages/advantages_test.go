@@ -33,7 +33,7 @@ func TestCompute(t *testing.T) {
 	if !adv[6].Mask || adv[6].Reason != "alone in its group" {
 		t.Fatalf("lone sample: %+v", adv[6])
 	}
-	if st != (Stats{Groups: 3, ZeroStd: 2, Masked: 2}) {
+	if st != (Stats{Groups: 3, MultiSample: 2, ZeroStd: 1, Masked: 2}) { // the lone sample's group is no zero-variance group
 		t.Fatalf("stats = %+v", st)
 	}
 	// Dr. GRPO: no division by the standard deviation.

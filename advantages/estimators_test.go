@@ -74,7 +74,7 @@ func TestStd(t *testing.T) {
 			if math.Abs(adv[0].GroupStd-tc.stdA) > 1e-15 || adv[4].GroupStd != 0 || adv[6].GroupStd != 0 || !adv[6].Mask {
 				t.Errorf("group std a %v (want %v), b %v, lone c %+v", adv[0].GroupStd, tc.stdA, adv[4].GroupStd, adv[6])
 			}
-			if want := (advantages.Stats{Groups: 3, ZeroStd: 2, Masked: 1}); st != want {
+			if want := (advantages.Stats{Groups: 3, MultiSample: 2, ZeroStd: 1, Masked: 1}); st != want {
 				t.Errorf("stats %+v, want %+v", st, want)
 			}
 			o := advantages.TrainOptions{Options: tc.o}

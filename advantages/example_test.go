@@ -24,5 +24,5 @@ func ExampleCompute() {
 	// p1/1 advantage -0.5 mask false ""
 	// p1/2 advantage +0.0 mask true "reward status error"
 	// p2/0 advantage +0.0 mask true "alone in its group"
-	// {Groups:2 ZeroStd:1 Masked:2}
+	// {Groups:2 MultiSample:1 ZeroStd:0 Masked:2}
 }

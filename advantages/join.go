@@ -215,8 +215,11 @@ func statsOf(scored []tables.Reward, adv []tables.Advantage) Stats {
 		if !seen[a.PromptID] {
 			seen[a.PromptID] = true
 			st.Groups++
-			if a.GroupSize > 0 && a.GroupStd == 0 {
-				st.ZeroStd++
+			if a.GroupSize >= 2 {
+				st.MultiSample++
+				if a.GroupStd == 0 {
+					st.ZeroStd++
+				}
 			}
 		}
 		if !scored[i].Scored() || a.GroupSize < 2 {

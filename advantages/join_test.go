@@ -72,7 +72,7 @@ func TestJoin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := joined(t, trajs, rewards, tc.o, tc.want)
-			if b.Stats != (advantages.Stats{Groups: 4, ZeroStd: 1, Masked: 3}) {
+			if b.Stats != (advantages.Stats{Groups: 4, MultiSample: 3, ZeroStd: 1, Masked: 3}) {
 				t.Errorf("stats %+v", b.Stats)
 			}
 			scored := 0

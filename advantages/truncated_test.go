@@ -79,7 +79,7 @@ func TestMaskTruncated(t *testing.T) {
 			if a := b.Advantages[4]; math.Abs(a.Advantage-bAdv) > 1e-12 || a.GroupMean != 2.0/3 || a.GroupSize != 3 {
 				t.Errorf("b0 %+v, want advantage %v over a group of 3 with mean 2/3", a, bAdv)
 			}
-			if b.Stats != (advantages.Stats{Groups: 4, ZeroStd: 1, Masked: 1}) {
+			if b.Stats != (advantages.Stats{Groups: 4, MultiSample: 4, ZeroStd: 1, Masked: 1}) {
 				t.Errorf("stats %+v", b.Stats)
 			}
 			// Given reads the rows back to the same batch.

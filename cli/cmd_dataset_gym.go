@@ -26,10 +26,6 @@ import (
 	"github.com/rlpipe/rlpipe/rewards/python"
 )
 
-// projectVenvEnv names the variable that points at the project venv,
-// overriding .venv-py (as for the tests and vLLM, internal/pyvenv).
-const projectVenvEnv = "RLPIPE_PY_VENV"
-
 type datasetGymOptions struct {
 	size        int
 	heldout     string
@@ -47,7 +43,7 @@ func (o *datasetGymOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.heldout, "heldout", "0.1", "held-out rows: a count, or a fraction of --size (rounded)")
 	fs.Int64Var(&o.seed, "seed", 1, "reasoning-gym's seed for every family")
 	fs.StringArrayVar(&o.config, "config", nil, "a family config key, KEY=VALUE (every family) or FAMILY.KEY=VALUE; repeat for more")
-	fs.StringVar(&o.python, "python", "", "the venv or interpreter with reasoning-gym (default $"+projectVenvEnv+", else the nearest .venv-py up from the working directory, else python3)")
+	fs.StringVar(&o.python, "python", "", "the venv or interpreter with reasoning-gym (default $"+python.EnvPython+", else the nearest .venv-py up from the working directory, else python3)")
 	fs.StringVar(&o.out, "out", "", "write DIR/train.parquet and DIR/heldout.parquet instead of committing to a branch")
 	fs.StringVar(&o.trainPath, "train-path", "data/reasoning-gym-train.parquet", "path of the training prompts table on the branch")
 	fs.StringVar(&o.heldoutPath, "heldout-path", "data/reasoning-gym-heldout.parquet", "path of the held-out prompts table on the branch")
@@ -147,12 +143,14 @@ func heldOutCount(s string, size int) (int, error) {
 }
 
 // projectPython is the interpreter --python names: a venv directory or an
-// interpreter; by default the project venv ($RLPIPE_PY_VENV, else the
-// nearest .venv-py in the working directory or above it), else python3.
+// interpreter; by default $RLPIPE_PYTHON's (as for a reward spec's
+// functions), else the project venv (the nearest .venv-py in the working
+// directory or above it: the generator needs reasoning-gym, which
+// python3 on PATH seldom has), else python3.
 func projectPython(flag string, getenv func(string) string) (string, error) {
 	venv, from := flag, "--python"
 	if venv == "" {
-		venv, from = getenv(projectVenvEnv), "$"+projectVenvEnv
+		venv, from = getenv(python.EnvPython), "$"+python.EnvPython
 	}
 	if venv == "" {
 		dir, err := os.Getwd()
@@ -202,26 +200,9 @@ func datasetGymList(ctx context.Context, python string, p printer) error {
 
 // gymCounts says how many rows each family got: "chain_sum 450+50".
 func gymCounts(set *datasets.GymSet) string {
-	type c struct{ train, held int }
-	var order []string
-	n := map[string]*c{}
-	for _, rows := range [][]tables.Prompt{set.Train, set.HeldOut} {
-		for _, r := range rows {
-			fam, _, _ := strings.Cut(strings.TrimPrefix(r.Source, "reasoning-gym/"), "@")
-			if n[fam] == nil {
-				n[fam] = &c{}
-				order = append(order, fam)
-			}
-			if r.Split == datasets.GymSplitHeldOut {
-				n[fam].held++
-			} else {
-				n[fam].train++
-			}
-		}
-	}
-	parts := make([]string, len(order))
-	for i, f := range order {
-		parts[i] = fmt.Sprintf("%s %d+%d", f, n[f].train, n[f].held)
+	parts := make([]string, len(set.Counts))
+	for i, c := range set.Counts {
+		parts[i] = fmt.Sprintf("%s %d+%d", c.Family, c.Train, c.HeldOut)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -244,7 +225,7 @@ func datasetGymOut(dir string, set *datasets.GymSet, secs float64, p printer) er
 		}
 	}
 	return p.Result(map[string]any{"train": train, "heldout": held, "train_rows": len(set.Train), "heldout_rows": len(set.HeldOut),
-		"version": set.Version, "seconds": secs},
+		"version": set.Version, "families": set.Counts, "seconds": secs},
 		"wrote %d training rows to %s and %d held out to %s (%s; reasoning-gym %s, %.1fs)\n",
 		len(set.Train), train, len(set.HeldOut), held, gymCounts(set), set.Version, secs)
 }
@@ -270,7 +251,7 @@ func datasetGymPut(ctx context.Context, st artifacts.Store, branch string, o dat
 		return failure(err)
 	}
 	return p.Result(map[string]any{"commit": c.ID, "train": branch + ":" + o.trainPath, "heldout": branch + ":" + o.heldoutPath,
-		"train_rows": len(set.Train), "heldout_rows": len(set.HeldOut), "version": set.Version, "seconds": secs},
+		"train_rows": len(set.Train), "heldout_rows": len(set.HeldOut), "version": set.Version, "families": set.Counts, "seconds": secs},
 		"committed %s on %s: %d training rows at %s, %d held out at %s (%s; reasoning-gym %s, %.1fs)\n",
 		shortID(c.ID), branch, len(set.Train), o.trainPath, len(set.HeldOut), o.heldoutPath, gymCounts(set), set.Version, secs)
 }

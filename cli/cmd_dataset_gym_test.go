@@ -5,12 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
+	"github.com/rlpipe/rlpipe/rewards/python"
 )
 
 // TestDatasetReasoningGym commits two families' problems on a branch and
@@ -23,17 +25,19 @@ func TestDatasetReasoningGym(t *testing.T) {
 	args := []string{"dataset", "reasoning-gym", "chain_sum,basic_arithmetic:3", "--size", "24", "--heldout", "0.25", "--seed", "7",
 		"--config", "basic_arithmetic.max_terms=3", "--python", py}
 	var got struct {
-		Commit      string  `json:"commit"`
-		Train       string  `json:"train"`
-		Heldout     string  `json:"heldout"`
-		TrainRows   int     `json:"train_rows"`
-		HeldoutRows int     `json:"heldout_rows"`
-		Version     string  `json:"version"`
-		Seconds     float64 `json:"seconds"`
+		Commit      string              `json:"commit"`
+		Train       string              `json:"train"`
+		Heldout     string              `json:"heldout"`
+		TrainRows   int                 `json:"train_rows"`
+		HeldoutRows int                 `json:"heldout_rows"`
+		Version     string              `json:"version"`
+		Families    []datasets.GymCount `json:"families"`
+		Seconds     float64             `json:"seconds"`
 	}
 	h.json(&got, append(append([]string{}, args...), "main")...)
 	if got.Train != "main:data/reasoning-gym-train.parquet" || got.Heldout != "main:data/reasoning-gym-heldout.parquet" ||
-		got.TrainRows != 18 || got.HeldoutRows != 6 || got.Version != "0.1.25" || got.Commit == "" {
+		got.TrainRows != 18 || got.HeldoutRows != 6 || got.Version != "0.1.25" || got.Commit == "" ||
+		!slices.Equal(got.Families, []datasets.GymCount{{Family: "chain_sum", Train: 5, HeldOut: 2}, {Family: "basic_arithmetic", Train: 13, HeldOut: 4}}) {
 		t.Fatalf("committed %+v", got)
 	}
 	out := filepath.Join(h.dir, "out")
@@ -118,9 +122,9 @@ func TestDatasetReasoningGymUsage(t *testing.T) {
 	}
 }
 
-// TestProjectPython finds the interpreter --python names, else the
-// project venv by $RLPIPE_PY_VENV or the nearest .venv-py up from the
-// working directory, and says which it could not use.
+// TestProjectPython finds the interpreter --python names, else
+// $RLPIPE_PYTHON's, else the nearest .venv-py up from the working
+// directory, and says which it could not use.
 func TestProjectPython(t *testing.T) {
 	root := t.TempDir()
 	venv := filepath.Join(root, ".venv-py")
@@ -145,12 +149,12 @@ func TestProjectPython(t *testing.T) {
 		{name: "a venv directory", flag: venv, env: "/elsewhere", want: py},
 		{name: "an interpreter", flag: py, want: py},
 		{name: "missing", flag: "/nonexistent/venv", wantErr: "--python /nonexistent/venv: no such venv or interpreter"},
-		{name: "missing variable", env: "/nonexistent/venv", wantErr: "$RLPIPE_PY_VENV /nonexistent/venv: no such venv or interpreter"},
+		{name: "missing variable", env: "/nonexistent/venv", wantErr: "$RLPIPE_PYTHON /nonexistent/venv: no such venv or interpreter"},
 		{name: "not a venv", flag: empty, wantErr: "--python " + empty + ": a directory without bin/python3, so not a venv"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := projectPython(tc.flag, func(k string) string {
-				if k == projectVenvEnv {
+				if k == python.EnvPython {
 					return tc.env
 				}
 				return ""
@@ -165,5 +169,23 @@ func TestProjectPython(t *testing.T) {
 				t.Fatalf("projectPython = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDatasetReasoningGymList names every family of the project venv's
+// reasoning-gym with its config keys (not seed or size), composite aside.
+func TestDatasetReasoningGymList(t *testing.T) {
+	py := pyvenv.Python(t, "list the real reasoning-gym package's families")
+	h := newHarness(t)
+	var got struct {
+		Version  string                   `json:"version"`
+		Families []datasets.GymFamilyInfo `json:"families"`
+	}
+	h.json(&got, "dataset", "reasoning-gym", "--list", "--python", py)
+	i := slices.IndexFunc(got.Families, func(f datasets.GymFamilyInfo) bool { return f.Name == "chain_sum" })
+	if got.Version != "0.1.25" || len(got.Families) != 105 || i < 0 ||
+		!slices.Equal(got.Families[i].Keys, []string{"min_terms", "max_terms", "min_digits", "max_digits", "allow_negation"}) ||
+		slices.ContainsFunc(got.Families, func(f datasets.GymFamilyInfo) bool { return f.Name == "composite" }) {
+		t.Fatalf("--list: %s, %d families, chain_sum %+v", got.Version, len(got.Families), got.Families[max(i, 0)])
 	}
 }

@@ -65,8 +65,10 @@ type Health struct {
 
 	// Groups are the prompts of the iteration (trajectories grouped by
 	// group_id, else prompt_id) with at least one scored sample.
-	// FracZeroStd is the fraction whose scored samples all got the same
-	// total; FracSolvedAll / FracSolvedNone / FracMixed split all groups
+	// FracZeroStd is the fraction of those with two or more scored
+	// samples whose samples all got the same total (NaN, null, when no
+	// group has two, as under n: 1: a group of one has no spread to be
+	// zero); FracSolvedAll / FracSolvedNone / FracMixed split all groups
 	// by correctness (every, no, or some scored sample correct).
 	Groups         int     `json:"groups"`
 	FracZeroStd    float64 `json:"frac_reward_zero_std"`
@@ -359,10 +361,13 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 	}
 	h.Groups = len(groups)
 	if h.Groups > 0 {
-		zero, all, none := 0, 0, 0
+		zero, multi, all, none := 0, 0, 0, 0
 		for _, g := range groups {
-			if statOf(g.totals).Std == 0 {
-				zero++
+			if len(g.totals) >= 2 {
+				multi++
+				if statOf(g.totals).Std == 0 {
+					zero++
+				}
 			}
 			switch g.correct {
 			case len(g.totals):
@@ -372,7 +377,10 @@ func ComputeHealth(iteration int, trajs []tables.Trajectory, rewards []tables.Re
 			}
 		}
 		n := float64(h.Groups)
-		h.FracZeroStd, h.FracSolvedAll, h.FracSolvedNone = float64(zero)/n, float64(all)/n, float64(none)/n
+		if multi > 0 {
+			h.FracZeroStd = float64(zero) / float64(multi)
+		}
+		h.FracSolvedAll, h.FracSolvedNone = float64(all)/n, float64(none)/n
 		h.FracMixed = float64(h.Groups-all-none) / n
 	}
 	if generated > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -38,6 +39,7 @@ const (
 	vJudges
 	vOutcome
 	vFunctions
+	vRow
 	numVars
 )
 
@@ -79,6 +81,8 @@ var variables = [numVars]variable{
 		"an episode's outcome in its environment, parsed from env_outcome: {reward: its step rewards' sum, info: {…}, e.g. a verifier's verdict}; {} for a single-turn sample"},
 	vFunctions: {"functions", cel.MapType(cel.StringType, cel.DoubleType), "",
 		"the Python functions' values by name (functions:); a row a function does not score never reaches an expression"},
+	vRow: {"row", cel.MapType(cel.StringType, cel.DynType), "",
+		"the row's dataset columns as a Python function receives them (Row.Columns): answer, metadata (parsed; {} when not a JSON object), prompt_id, sample_index, source, split, finish_reason, num_tokens, status"},
 }
 
 func varIndex(name string) int {
@@ -119,6 +123,8 @@ func varIndex(name string) int {
 		return vOutcome
 	case "functions":
 		return vFunctions
+	case "row":
+		return vRow
 	}
 	return -1
 }
@@ -130,7 +136,7 @@ type varSet uint32
 
 func (s varSet) has(v int) bool { return s&(1<<v) != 0 }
 
-const promptVars = varSet(1<<vPrompt | 1<<vMessages | 1<<vAnswer | 1<<vMetadata)
+const promptVars = varSet(1<<vPrompt | 1<<vMessages | 1<<vAnswer | 1<<vMetadata | 1<<vRow)
 
 // Option configures Compile.
 type Option func(*compileConfig)
@@ -396,6 +402,9 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 				if known, ok := runners[op.AsIdent()]; ok && !known[sel.FieldName()] {
 					errs = append(errs, runnerError(spec, comp, expr, at, checked, e.ID(), op.AsIdent(), sel.FieldName()))
 				}
+				if op.AsIdent() == "row" && !slices.Contains(RowColumns, sel.FieldName()) {
+					errs = append(errs, rowColumnError(spec, comp, expr, at, checked, e.ID(), sel.FieldName()))
+				}
 			}
 		case celast.CallKind:
 			call := e.AsCall()
@@ -405,6 +414,9 @@ func compileExpr(env *cel.Env, spec *Spec, comp, expr string, at Pos, runners ma
 					if s, ok := key.AsLiteral().(types.String); ok {
 						if known, ok := runners[op.AsIdent()]; ok && !known[string(s)] {
 							errs = append(errs, runnerError(spec, comp, expr, at, checked, e.ID(), op.AsIdent(), string(s)))
+						}
+						if op.AsIdent() == "row" && !slices.Contains(RowColumns, string(s)) {
+							errs = append(errs, rowColumnError(spec, comp, expr, at, checked, e.ID(), string(s)))
 						}
 					}
 				}

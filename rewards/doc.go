@@ -18,7 +18,8 @@
 //	judges: [{name: style, ...}]         # optional: model graders
 //
 // An expression reads the row's variables — completion, num_tokens,
-// answer, metadata, verifiers.<name>.passed and more — and calls the
+// answer, metadata, row (every dataset column, as Row.Columns gives a
+// Python function), verifiers.<name>.passed and more — and calls the
 // functions of the reward library: extract_answer, num_equal, regex_find,
 // json_get, repetition_ratio and others. docs/REWARDS.md lists them all.
 // Each component becomes a column r_<name> of the rewards table.

@@ -109,7 +109,7 @@ func (p *Program) evalRow(a *activation, vals []float64) (total float64, f fault
 		}
 		out, _, err := c.prg.Eval(a)
 		if err != nil {
-			return 0, failed("component " + c.name + ": " + err.Error())
+			return 0, failed("component " + c.name + ": " + p.missingKey(a, err.Error()))
 		}
 		v, bad := toFloat(out)
 		switch {
@@ -131,7 +131,7 @@ func (p *Program) evalRow(a *activation, vals []float64) (total float64, f fault
 	out, _, err := p.total.prg.Eval(a)
 	a.comps = nil
 	if err != nil {
-		return 0, failed("total: " + err.Error())
+		return 0, failed("total: " + p.missingKey(a, err.Error()))
 	}
 	total, bad := toFloat(out)
 	switch {
@@ -188,6 +188,9 @@ type promptEntry struct {
 	// Parsed forms, made on first use and shared by the prompt's samples.
 	metaOnce, msgOnce sync.Once
 	meta, msgs        ref.Val
+	// rowMeta is the metadata as the variable row holds it (metadataMap).
+	rowMetaOnce sync.Once
+	rowMeta     map[string]any
 }
 
 // NewPrompts indexes prompt rows by prompt_id. Two rows with one id are
@@ -265,8 +268,9 @@ func (p *Program) ReadPromptsAsync(ctx context.Context, r interface {
 
 // PromptColumns lists the prompts table's columns that scoring with p
 // reads: prompt_id and those of the prompt variables its expressions
-// use. It is nil (every column) when the spec has verifiers or judges,
-// which are handed whole prompt rows.
+// use (row: answer, metadata, source and split). It is nil (every
+// column) when the spec has verifiers or judges, which are handed whole
+// prompt rows.
 func (p *Program) PromptColumns() []string {
 	if p.readsWholeRows() {
 		return nil
@@ -275,6 +279,13 @@ func (p *Program) PromptColumns() []string {
 	for _, k := range []int{vPrompt, vMessages, vAnswer, vMetadata} {
 		if p.uses.has(k) {
 			cols = append(cols, variables[k].name)
+		}
+	}
+	if p.uses.has(vRow) {
+		for _, c := range []string{"answer", "metadata", "source", "split"} {
+			if !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
 		}
 	}
 	return cols
@@ -548,6 +559,8 @@ func (s *rowSource) value(k, _ int) ref.Val {
 		return s.functions
 	case vOutcome:
 		return outcomeValue(t.PromptID, t.SampleIndex, t.EnvOutcome)
+	case vRow:
+		return rowValue(t, s.prompt)
 	}
 	if s.prompt == nil {
 		return missingPrompt(t.PromptID)

@@ -365,6 +365,10 @@ func (p *Program) open(src io.ReaderAt, size int64, name string) (*input, error)
 			want[v.column] = true
 		}
 	}
+	if p.uses.has(vRow) {
+		// The trajectory's columns of Row.Columns, besides baseColumns.
+		want["finish_reason"], want["num_tokens"] = true, true
+	}
 	in := &input{name: name, r: src, size: size, md: md}
 	sc := md.Schema
 	for i := 0; i < sc.NumColumns(); i++ {
@@ -973,6 +977,8 @@ func (s *batchSource) value(k, i int) ref.Val {
 		return s.functionVals
 	case vOutcome:
 		return outcomeValue(s.promptID.Value(i), s.sampleIndex[i], s.outcomeAt(i))
+	case vRow:
+		return s.rowVar(i)
 	}
 	id := s.promptID.Value(i)
 	e := s.lookup(id)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -82,8 +83,8 @@ type PyFunction struct {
 	// Function is "path/to/file.py:fn" (relative to the spec's directory)
 	// or "package.module:fn" (installed in the interpreter).
 	Function string
-	// Python is a venv directory or an interpreter; "" means python3 on
-	// PATH.
+	// Python is a venv directory or an interpreter; "" means
+	// $RLPIPE_PYTHON when set, else python3 on PATH (python.Find).
 	Python string
 	// Pure says the function's result depends only on its inputs, so it
 	// is memoized like a verifier.
@@ -98,9 +99,17 @@ type PyFunction struct {
 	// column is one of FunctionColumns or "metadata.KEY", a field of the
 	// row's metadata (None when it has none).
 	Columns map[string]string
+	// Workers is how many sandboxed workers score a batch of this
+	// function, each a contiguous chunk of it (1 to MaxFunctionWorkers;
+	// 0, the key absent, is 1). How the work is split, not what is
+	// computed: it is not in the digest.
+	Workers int
+	// Limits bound each of its workers (limits:); zero fields are the
+	// worker's defaults.
+	Limits FunctionLimits
 	// Pos is where the entry starts; Keys where each of its keys is
 	// written ("name", "function", "python", "pure", "conversational",
-	// "columns").
+	// "columns", "workers", "limits", "limits.wall", …).
 	Pos  Pos
 	Keys map[string]Pos
 }
@@ -586,11 +595,28 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 	return out
 }
 
-var knownFunction = []string{"name", "function", "python", "pure", "conversational", "columns"}
+var knownFunction = []string{"name", "function", "python", "pure", "conversational", "columns", "workers", "limits"}
 
 // FunctionColumns are the row columns a Python function receives by
 // name, besides completions and prompts (docs/REWARDS.md).
 var FunctionColumns = []string{"answer", "metadata", "prompt_id", "sample_index", "source", "split", "finish_reason", "num_tokens", "status"}
+
+// FunctionLimits bound a Python function's workers: wall per batch (per
+// chunk with workers:), CPU time and memory over a worker's life. Zero is
+// rewards/python's default (1 minute, 1 hour, 2 GiB).
+type FunctionLimits struct {
+	Wall, CPUTime time.Duration
+	MemoryMB      int64
+}
+
+// knownFunctionLimits are the keys of a function's limits:.
+var knownFunctionLimits = []string{"wall", "cpu_time", "memory_mb"}
+
+// maxFunctionMemoryMB bounds limits.memory_mb: 1 TiB.
+const maxFunctionMemoryMB = 1 << 20
+
+// MaxFunctionWorkers bounds a function's workers: key.
+const MaxFunctionWorkers = 16
 
 // functions reads the functions: list.
 func (d *specDecoder) functions(n ast.Node) []PyFunction {
@@ -610,8 +636,8 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 		if len(kvs) > 0 {
 			f.Pos = posOf(kvs[0].Key)
 		}
-		var nameNode, fnNode, pyNode, pureNode, convNode, colsNode ast.Node
-		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &convNode, &colsNode) {
+		var nameNode, fnNode, pyNode, pureNode, convNode, colsNode, workersNode, limitsNode ast.Node
+		if !d.fields(kvs, label, knownFunction, false, &nameNode, &fnNode, &pyNode, &pureNode, &convNode, &colsNode, &workersNode, &limitsNode) {
 			continue
 		}
 		for _, kv := range kvs {
@@ -664,6 +690,17 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 				continue
 			}
 		}
+		if workersNode != nil {
+			n, ok := number(workersNode)
+			if !ok || n != math.Trunc(n) || n < 1 || n > MaxFunctionWorkers {
+				d.errorf(workersNode, "", "e.g. workers: 2, about the cores scoring may use", "%s.workers: expected a whole number from 1 to %d, found %s", label, MaxFunctionWorkers, describe(workersNode))
+				continue
+			}
+			f.Workers = int(n)
+		}
+		if limitsNode != nil && !d.functionLimits(limitsNode, label+".limits", &f) {
+			continue
+		}
 		if seen[f.Name] {
 			at("", "%s: %q declared twice", label, f.Name)
 			continue
@@ -705,6 +742,53 @@ func (d *specDecoder) functionColumns(n ast.Node, label string) (map[string]stri
 		out[kw] = col
 	}
 	return out, true
+}
+
+// functionLimits reads a function's limits: into f, reporting whether it
+// could.
+func (d *specDecoder) functionLimits(n ast.Node, label string, f *PyFunction) bool {
+	kvs, ok := d.mapping(n, "", label)
+	if !ok {
+		return false
+	}
+	var wall, cpu, mem ast.Node
+	if !d.fields(kvs, label, knownFunctionLimits, false, &wall, &cpu, &mem) {
+		return false
+	}
+	for _, kv := range kvs {
+		f.Keys["limits."+keyOf(kv)] = posOf(kv.Key)
+	}
+	ok = true
+	for _, t := range []struct {
+		key  string
+		node ast.Node
+		dst  *time.Duration
+	}{{"wall", wall, &f.Limits.Wall}, {"cpu_time", cpu, &f.Limits.CPUTime}} {
+		if t.node == nil {
+			continue
+		}
+		s, isStr := unwrap(t.node).(*ast.StringNode)
+		var v time.Duration
+		var err error
+		if isStr {
+			v, err = time.ParseDuration(s.Value)
+		}
+		if !isStr || err != nil || v <= 0 {
+			d.errorf(t.node, "", "a duration such as 30s or 2m", "%s.%s: expected a positive duration, found %s", label, t.key, describe(t.node))
+			ok = false
+			continue
+		}
+		*t.dst = v
+	}
+	if mem != nil {
+		v, isNum := number(mem)
+		if !isNum || v != math.Trunc(v) || v < 1 || v > maxFunctionMemoryMB {
+			d.errorf(mem, "", "e.g. memory_mb: 2048", "%s.memory_mb: expected a whole number of MiB from 1 to %d, found %s", label, maxFunctionMemoryMB, describe(mem))
+			return false
+		}
+		f.Limits.MemoryMB = int64(v)
+	}
+	return ok
 }
 
 // checkFunctionRef says what is wrong with a functions[].function value,
@@ -864,6 +948,15 @@ type canonicalFn struct {
 	Pure           bool              `json:"pure"`
 	Conversational bool              `json:"conversational,omitempty"`
 	Columns        map[string]string `json:"columns,omitempty"`
+	// Limits are absent without a limits: key, so that such a function's
+	// digest is what it was before the key existed.
+	Limits *canonicalFnLimits `json:"limits,omitempty"`
+}
+
+type canonicalFnLimits struct {
+	Wall     string `json:"wall,omitempty"`
+	CPUTime  string `json:"cpu_time,omitempty"`
+	MemoryMB int64  `json:"memory_mb,omitempty"`
 }
 
 type canonicalComp struct {
@@ -905,7 +998,17 @@ func (s *Spec) Digest() string {
 		c.Judges = append(c.Judges, canonicalRun{r.Name, r.Config})
 	}
 	for _, f := range s.Functions {
-		c.Functions = append(c.Functions, canonicalFn{f.Name, f.Function, f.Python, f.Pure, f.Conversational, f.Columns})
+		cf := canonicalFn{Name: f.Name, Function: f.Function, Python: f.Python, Pure: f.Pure, Conversational: f.Conversational, Columns: f.Columns}
+		if l := f.Limits; l != (FunctionLimits{}) {
+			cf.Limits = &canonicalFnLimits{MemoryMB: l.MemoryMB}
+			if l.Wall > 0 {
+				cf.Limits.Wall = l.Wall.String()
+			}
+			if l.CPUTime > 0 {
+				cf.Limits.CPUTime = l.CPUTime.String()
+			}
+		}
+		c.Functions = append(c.Functions, cf)
 	}
 	b, err := json.Marshal(c)
 	if err != nil {

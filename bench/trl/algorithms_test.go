@@ -27,6 +27,9 @@ var algorithms = []algorithm{
 	{name: "reinforce_plus_plus_baseline", advantages: "{estimator: reinforce_plus_plus_baseline}"},
 	{name: "gspo", trainer: "loss: gspo, aggregation: sequence"},
 	{name: "cispo", trainer: "loss: cispo"},
+	// CISPO as its paper runs it, without a lower bound on the weight
+	// (docs/TRAINERS.md, "CISPO off-policy").
+	{name: "cispo_no_lower_bound", trainer: "loss: cispo, eps_low: 0.99, eps_high: 0.28"},
 	// PPO: GAE's per-token advantages from a LoRA critic (its defaults).
 	{name: "ppo", advantages: "{estimator: gae}", trainer: "critic: {}"},
 }

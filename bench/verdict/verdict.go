@@ -41,6 +41,7 @@ var targets = []target{
 	{"BenchmarkTrackersDown", "down/plain", "<=", 1.05, "a loop with a tracker that is down against none"},
 	{"BenchmarkTemporalTaskOverhead", "temporal/floor", "<=", 1.5, "a task through Temporal against Temporal's own floor"},
 	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
+	{"BenchmarkMathVerify", "worker/floor", ">=", 0.8, "math-verify rows/s through the sandboxed Python worker against the same function in a plain Python loop"},
 	{"BenchmarkTRLvsRlpipe", "trl/rlpipe", ">=", 2, "TRL's GRPOTrainer seconds a step against rlpipe run's, the demo on-policy"},
 	{"BenchmarkTRLvsRlpipe", "gain_rlpipe/trl", ">=", 1, "held-out exact pass@1 gain of rlpipe over TRL's after the same steps"},
 	{"BenchmarkLongRun", "iteration_ratio", "<=", 1.2, "time per iteration at 2,000 iterations against 20"},

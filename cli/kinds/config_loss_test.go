@@ -24,7 +24,7 @@ func trainVersion(t *testing.T, src string) (string, error) {
 // default's train version, another loss or aggregation changes it. An
 // unknown loss, or dual_clip with a loss it does not apply to, fails at
 // its key, for the embedded trainer and for the external one (whose
-// reference script computes the same three losses).
+// reference script computes the same four losses).
 func TestTrainerLoss(t *testing.T) {
 	def, err := trainVersion(t, grpoBase(""))
 	if err != nil {
@@ -52,8 +52,11 @@ func TestTrainerLoss(t *testing.T) {
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.aggregation: seq-mean-token-sum-norm: the external trainer's reference script aggregates no such way (use token, sequence or seq_mean_token_sum_norm; verl's token_mean and seq_mean_token_mean are the first two)`},
 		{name: "external with gspo", src: external("{loss: gspo}")},
 		{name: "external with cispo", src: external("{loss: cispo, aggregation: seq_mean_token_sum_norm}")},
+		{name: "external with reinforce", src: external("{loss: reinforce}")},
+		{name: "external with dual clip and reinforce", src: external("{loss: reinforce, dual_clip: 3}"),
+			err: `pipeline.yaml:13:76: stages.train.hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not reinforce (remove dual_clip or the loss)`},
 		{name: "external with an unknown loss", src: external("{loss: dpo}"),
-			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: dpo: the external trainer's reference script computes no such loss (use ppo_clip, gspo, cispo)`},
+			err: `pipeline.yaml:13:59: stages.train.hyperparameters.loss: dpo: the external trainer's reference script computes no such loss (use ppo_clip, gspo, cispo, reinforce)`},
 		{name: "external with dual clip and gspo", src: external("{loss: gspo, dual_clip: 3}"),
 			err: `pipeline.yaml:13:71: stages.train.hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 		{name: "external with dual clip and ppo_clip", src: external("{loss: ppo_clip, dual_clip: 3.5}")},

@@ -44,8 +44,9 @@ var (
 	ErrUnknownFamily = fmt.Errorf("unknown reasoning-gym family: %w", ErrInvalid)
 	// ErrUnknownConfigKey: a --config key is not a field of the family's config.
 	ErrUnknownConfigKey = fmt.Errorf("unknown reasoning-gym config key: %w", ErrInvalid)
-	// ErrBadConfig: the family's config refuses a value, or a --config
-	// argument is not KEY=VALUE.
+	// ErrBadConfig: the family's config refuses a value, the family fails
+	// to generate a problem with it (an exception, metadata that is not
+	// JSON), or a --config argument is not KEY=VALUE.
 	ErrBadConfig = fmt.Errorf("bad reasoning-gym config: %w", ErrInvalid)
 	// ErrTooFewProblems: a family yields fewer distinct questions than asked for.
 	ErrTooFewProblems = fmt.Errorf("too few distinct reasoning-gym problems: %w", ErrInvalid)
@@ -179,6 +180,15 @@ type GymSet struct {
 	Version string
 	// Train and HeldOut are the two splits, families interleaved.
 	Train, HeldOut []tables.Prompt
+	// Counts are the rows of each family, in the order asked.
+	Counts []GymCount
+}
+
+// GymCount is how many rows of a family each split holds.
+type GymCount struct {
+	Family  string `json:"family"`
+	Train   int    `json:"train"`
+	HeldOut int    `json:"heldout"`
 }
 
 // Gym generates reasoning-gym problems with the package's own generators
@@ -200,6 +210,12 @@ func Gym(ctx context.Context, o *GymOptions) (*GymSet, error) {
 	weights := make([]float64, len(o.Families))
 	for i, f := range o.Families {
 		weights[i] = cmp.Or(f.Weight, 1)
+		if !(weights[i] > 0) || math.IsInf(weights[i], 0) {
+			return nil, gymErrorf(ErrBadConfig, "family %s: the weight %v is not a positive number", f.Name, f.Weight)
+		}
+		if slices.ContainsFunc(o.Families[:i], func(g GymFamily) bool { return g.Name == f.Name }) {
+			return nil, gymErrorf(ErrBadConfig, "family %s is asked for twice", f.Name)
+		}
 	}
 	held, train := shares(o.HeldOut, weights), shares(o.Size-o.HeldOut, weights)
 	type famReq struct {
@@ -244,9 +260,12 @@ func Gym(ctx context.Context, o *GymOptions) (*GymSet, error) {
 	}
 	var h, t [][]tables.Prompt
 	for _, f := range o.Families {
-		if rows := byFam[f.Name]; rows != nil {
-			h, t = append(h, rows[0]), append(t, rows[1])
+		rows := byFam[f.Name]
+		if rows == nil {
+			rows = &[2][]tables.Prompt{}
 		}
+		h, t = append(h, rows[0]), append(t, rows[1])
+		set.Counts = append(set.Counts, GymCount{Family: f.Name, Train: len(rows[1]), HeldOut: len(rows[0])})
 	}
 	set.HeldOut, set.Train = interleave(h), interleave(t)
 	if len(set.HeldOut) != o.HeldOut || len(set.Train) != o.Size-o.HeldOut {
@@ -342,6 +361,9 @@ func runGym(ctx context.Context, python string, req any, fams []GymFamily, each 
 		return fmt.Errorf("reasoning-gym: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("reasoning-gym: %w", ctx.Err())
+		}
 		return gymErrorf(ErrNoReasoningGym, "run %s: %v: give --python the project venv (.venv-py) or another with reasoning-gym installed", python, err)
 	}
 	r := bufio.NewReaderSize(stdout, 1<<16)

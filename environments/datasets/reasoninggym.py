@@ -16,7 +16,7 @@
 # Anything the package prints goes to stderr.
 
 import dataclasses
-import difflib
+import io
 import json
 import sys
 
@@ -25,7 +25,9 @@ import sys
 if sys.path and sys.path[0] == "":
     del sys.path[0]
 
-out = sys.stdout
+# The protocol is UTF-8 whatever the locale; what the package prints goes
+# to stderr.
+out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
 sys.stdout = sys.stderr
 
 # Draws per family: twice the rows asked for, and 1000 more for the
@@ -83,7 +85,7 @@ def main():
     for fam in req["families"]:
         name = fam["name"]
         if name not in known:
-            fail("unknown_family", family=name, known=known, close=difflib.get_close_matches(name, known, n=3))
+            fail("unknown_family", family=name, known=known)
         cls, cfg_cls = DATASETS[name]
         keys = [f.name for f in dataclasses.fields(cfg_cls) if f.name not in ("seed", "size")]
         for k in fam["config"]:

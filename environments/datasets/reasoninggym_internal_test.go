@@ -1,7 +1,10 @@
 package datasets
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -67,4 +70,39 @@ func TestInterleave(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzGymFlags: any family list and --config argument parse or fail with
+// ErrBadConfig, never panic, and what parses is usable: named families
+// with positive finite weights, config values JSON can carry.
+func FuzzGymFlags(f *testing.F) {
+	for _, s := range [][2]string{
+		{"chain_sum", "max_terms=3"}, {"a:2,b:0.5", "a.x=[1,{\"y\":true}]"}, {"a,,b", "=1"}, {"a:NaN", "seed=1"},
+		{"a:1e309", "a.b.c=d"}, {"a", "k=1e400"}, {" a ", "k=-0"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, list, arg string) {
+		fams, err := ParseGymFamilies(list)
+		if err != nil {
+			if !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("ParseGymFamilies(%q): %v is not ErrBadConfig", list, err)
+			}
+			return
+		}
+		for _, fam := range fams {
+			if fam.Name == "" || !(fam.Weight > 0) || math.IsInf(fam.Weight, 0) {
+				t.Fatalf("ParseGymFamilies(%q) = %+v", list, fams)
+			}
+		}
+		if err := SetGymConfig(fams, arg); err != nil {
+			if !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("SetGymConfig(%q): %v is not ErrBadConfig", arg, err)
+			}
+			return
+		}
+		if _, err := json.Marshal(fams); err != nil {
+			t.Fatalf("SetGymConfig(%q) gave config JSON cannot carry: %v", arg, err)
+		}
+	})
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/datasets"
@@ -71,6 +73,7 @@ func TestGym(t *testing.T) {
 		want        map[string]count
 		firstHeld   string // the first held-out row's question and answer
 		heldSources string // the held-out rows' families, in order
+		locale      string // LC_ALL for the generator
 	}{
 		{name: "two families, seed 1", families: "chain_sum,basic_arithmetic", size: 12, held: 4, seed: 1,
 			want:        map[string]count{"chain_sum": {2, 4}, "basic_arithmetic": {2, 4}},
@@ -80,8 +83,16 @@ func TestGym(t *testing.T) {
 			size: 20, held: 5, seed: 1_000_000,
 			want:        map[string]count{"number_sorting": {4, 11}, "chain_sum": {1, 4}},
 			heldSources: "number_sorting number_sorting chain_sum number_sorting number_sorting"},
+		// Emoji in the questions and the metadata come through whatever
+		// the locale: the protocol is UTF-8.
+		{name: "emoji under the C locale", families: "emoji_mystery", size: 2, held: 1, seed: 1, locale: "C",
+			want: map[string]count{"emoji_mystery": {1, 1}}, heldSources: "emoji_mystery"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.locale != "" {
+				t.Setenv("LC_ALL", tc.locale)
+				t.Setenv("LANG", tc.locale)
+			}
 			o := datasets.GymOptions{Python: py, Families: families(t, tc.families, tc.config...), Size: tc.size, HeldOut: tc.held, Seed: tc.seed}
 			set := gym(t, o)
 			if set.Version != "0.1.25" {
@@ -131,8 +142,19 @@ func TestGym(t *testing.T) {
 					t.Fatalf("rows by family (held out, training): %v, want %v", got, tc.want)
 				}
 			}
+			for _, c := range set.Counts {
+				if w := tc.want[c.Family]; c.HeldOut != w.held || c.Train != w.train {
+					t.Fatalf("Counts %+v, want %v", set.Counts, tc.want)
+				}
+			}
+			if len(set.Counts) != len(tc.want) {
+				t.Fatalf("Counts %+v, want %v", set.Counts, tc.want)
+			}
 			if s := strings.Join(heldSources, " "); s != tc.heldSources {
 				t.Errorf("held-out families in order: %s, want %s", s, tc.heldSources)
+			}
+			if tc.locale != "" && (!strings.Contains(set.HeldOut[0].Metadata, `"emoji": "😗"`) || !strings.Contains(set.HeldOut[0].Prompt, "😗")) {
+				t.Errorf("the first held-out row lost its emoji: %q %s", set.HeldOut[0].Prompt, set.HeldOut[0].Metadata)
 			}
 			if tc.firstHeld != "" {
 				if s := set.HeldOut[0].Prompt + " → " + set.HeldOut[0].Answer; s != tc.firstHeld {
@@ -164,14 +186,19 @@ func TestGymErrors(t *testing.T) {
 		config     []string
 		size, held int
 		pythonPath string
+		fams       []datasets.GymFamily // given to Gym as they are, not parsed
 		kind       error
 		want       string
 	}{
+		{name: "negative weight", fams: []datasets.GymFamily{{Name: "chain_sum", Weight: -1}}, size: 10, held: 2, kind: datasets.ErrBadConfig,
+			want: `family chain_sum: the weight -1 is not a positive number`},
+		{name: "family twice", fams: []datasets.GymFamily{{Name: "chain_sum"}, {Name: "chain_sum", Weight: 2}}, size: 10, held: 2, kind: datasets.ErrBadConfig,
+			want: `family chain_sum is asked for twice`},
 		{name: "unknown family, close", families: "chain_sum,chain_sums", size: 10, held: 2, kind: datasets.ErrUnknownFamily,
 			want: `reasoning-gym has no family "chain_sums" (did you mean "chain_sum"?)`},
-		{name: "unknown family, far", families: "xyzzyq", size: 10, held: 2, kind: datasets.ErrUnknownFamily,
-			want: `reasoning-gym has no family "xyzzyq" (rlpipe dataset reasoning-gym --list names all 105)`},
-		{name: "composite is not a family here", families: "composite", size: 10, held: 2, kind: datasets.ErrUnknownFamily,
+		// composite mixes families (rlpipe mixes them itself), so it is not
+		// one here; no family is near its name.
+		{name: "unknown family, far", families: "composite", size: 10, held: 2, kind: datasets.ErrUnknownFamily,
 			want: `reasoning-gym has no family "composite" (rlpipe dataset reasoning-gym --list names all 105)`},
 		{name: "unknown config key", families: "chain_sum", config: []string{"min_term=2"}, size: 10, held: 2, kind: datasets.ErrUnknownConfigKey,
 			want: `--config min_term=2: reasoning-gym family chain_sum has no config key "min_term" (did you mean "min_terms"?)`},
@@ -200,7 +227,11 @@ func TestGymErrors(t *testing.T) {
 			if tc.name == "no interpreter" {
 				python = "/nonexistent/python"
 			}
-			o := &datasets.GymOptions{Python: python, Families: families(t, tc.families, tc.config...), Size: tc.size, HeldOut: tc.held, Seed: 1}
+			fams := tc.fams
+			if fams == nil {
+				fams = families(t, tc.families, tc.config...)
+			}
+			o := &datasets.GymOptions{Python: python, Families: fams, Size: tc.size, HeldOut: tc.held, Seed: 1}
 			_, err := datasets.Gym(context.Background(), o)
 			if err == nil || err.Error() != tc.want || !errors.Is(err, tc.kind) {
 				t.Fatalf("error %v\nwant %s (%v)", err, tc.want, tc.kind)
@@ -243,5 +274,60 @@ func TestGymFlags(t *testing.T) {
 	want := `[{"Name":"chain_sum","Weight":1,"Config":{"allow_negation":false,"max_value":9,"y":"word"}},{"Name":"number_sorting","Weight":1,"Config":{"max_value":9,"min_value":-2.5,"x":[1,"a"]}}]`
 	if string(b) != want {
 		t.Fatalf("config values:\n%s\nwant\n%s", b, want)
+	}
+}
+
+// TestGymFaults runs the generator against a stand-in reasoning_gym
+// (testdata/fakegym) whose families misbehave: one raises on a problem,
+// one puts NaN in its metadata, one dies; each is an error naming the
+// family and the problem, and nothing is returned. One that hangs ends
+// when the context is cancelled. A family with an int
+// answer, a set and a tuple in its metadata and repeated questions gives
+// JSON rows and skips the repeats.
+func TestGymFaults(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH to run the stand-in reasoning_gym with")
+	}
+	fake, err := filepath.Abs("testdata/fakegym")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", fake)
+	for _, tc := range []struct {
+		name, family string
+		kind         error
+		want         string
+	}{
+		{"raises", "raises", datasets.ErrBadConfig, "reasoning-gym family raises fails to generate problem 2 with its default config: ValueError: boom at 2"},
+		{"NaN in the metadata", "nan", datasets.ErrBadConfig, "reasoning-gym family nan fails to generate problem 0 with its default config: metadata: Out of range float values are not JSON compliant"},
+		{"dies", "dies", nil, "reasoning-gym: " + py + " failed: exit status 7: dying on purpose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := datasets.Gym(context.Background(), &datasets.GymOptions{Python: py, Families: families(t, tc.family), Size: 3, HeldOut: 1, Seed: 1})
+			if err == nil || err.Error() != tc.want || (tc.kind != nil && !errors.Is(err, tc.kind)) || set != nil {
+				t.Fatalf("Gym = %v, %v\nwant the error %s", set, err, tc.want)
+			}
+		})
+	}
+	// A generator that hangs ends with the context: rlpipe's Ctrl-C.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	if _, err := datasets.Gym(ctx, &datasets.GymOptions{Python: py, Families: families(t, "hangs"), Size: 3, HeldOut: 1, Seed: 1}); err == nil ||
+		err.Error() != "reasoning-gym: context canceled" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a hanging generator, cancelled: %v", err)
+	}
+	set := gym(t, datasets.GymOptions{Python: py, Families: families(t, "odd"), Size: 3, HeldOut: 1, Seed: 1})
+	var got []string
+	for _, r := range append(set.HeldOut, set.Train...) {
+		got = append(got, r.Prompt+" "+r.Answer+" "+r.Metadata+" "+r.Source)
+	}
+	want := []string{
+		`odd 0? 0 {"pair": [1, 2], "source_dataset": "odd", "source_index": 0, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+		`odd 1? 10 {"pair": [1, 2], "source_dataset": "odd", "source_index": 1, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+		`odd 2? 20 {"pair": [1, 2], "source_dataset": "odd", "source_index": 2, "tags": ["a", "b"]} reasoning-gym/odd@fake`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -4,6 +4,7 @@
 //	def accuracy(completions, prompts, **columns) -> list[float | None]: ...
 //
 // Start finds the interpreter (Find: a venv directory or an interpreter,
+// $RLPIPE_PYTHON or python3 on PATH when none is given,
 // asked once, outside the sandbox, for its prefixes and sys.path, so the
 // sandbox binds exactly those read-only; a venv is mounted at
 // /python/venv), starts the embedded worker.py in a sandbox (no network,

@@ -55,8 +55,15 @@ print(json.dumps({"prefix": sys.prefix, "base_prefix": sys.base_prefix,
   "exec_prefix": sys.exec_prefix, "base_exec_prefix": sys.base_exec_prefix,
   "executable": sys.executable, "path": sys.path, "version": sys.version.split()[0]}))`
 
+// EnvPython names the variable that gives the interpreter of a function
+// without python: — a venv directory or an interpreter, relative to the
+// working directory — in place of python3 on PATH. docs/REWARDS.md says
+// why it is a variable and not a key.
+const EnvPython = "RLPIPE_PYTHON"
+
 // Find finds the interpreter that path names — a venv directory, an
-// interpreter, or "" for python3 on PATH — by asking it once, outside
+// interpreter, or "" for $RLPIPE_PYTHON (EnvPython) when it is set, else
+// python3 on PATH — by asking it once, outside
 // the sandbox, for its prefixes and sys.path (run with -I, as the worker
 // is: no PYTHONPATH, no user site). It fails with ErrInterpreter when
 // path is missing or is not a Python 3, and with ErrUnreachable when the
@@ -100,6 +107,14 @@ type probeInfo struct {
 
 // hostInterpreter turns the python key's value into an interpreter path.
 func hostInterpreter(path string) (string, error) {
+	if path == "" && os.Getenv(EnvPython) != "" {
+		env := os.Getenv(EnvPython)
+		p, err := hostInterpreter(env)
+		if err != nil {
+			return "", fmt.Errorf("%s=%s (the interpreter where python: is not set): %w", EnvPython, env, err)
+		}
+		return p, nil
+	}
 	if path == "" {
 		p, err := exec.LookPath("python3")
 		if err != nil {

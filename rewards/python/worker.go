@@ -38,8 +38,8 @@ type Function struct {
 
 // Options start a Worker.
 type Options struct {
-	// Python is a venv directory or an interpreter; "" means python3 on
-	// PATH (see Find).
+	// Python is a venv directory or an interpreter; "" means
+	// $RLPIPE_PYTHON when set, else python3 on PATH (see Find).
 	Python string
 	// Dir is the directory relative file references are read from (the
 	// spec's).
@@ -158,6 +158,17 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// Spawn starts another worker like w — the same interpreter, functions
+// and limits — without looking for the interpreter again: a pool's
+// workers are alike even if PATH or $RLPIPE_PYTHON change meanwhile.
+func (w *Worker) Spawn(ctx context.Context) (*Worker, error) {
+	n := &Worker{opts: w.opts, in: w.in, spec: w.spec, load: w.load}
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 func cmpOr[T comparable](v, def T) T {
@@ -373,13 +384,23 @@ func (w *Worker) call(ctx context.Context, name string, b Batch) (answer, error)
 	if err != nil {
 		return answer{}, fmt.Errorf("encode a batch for function %s: %w", name, err)
 	}
+	if w.proc.How() != "" {
+		// Killed when an earlier call's ctx ended: not this batch's doing.
+		if err := w.start(ctx); err != nil {
+			return answer{}, fmt.Errorf("restart the python worker after a canceled batch: %w", err)
+		}
+	}
 	line, err := w.proc.Call(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return answer{}, err
 		}
-		_, _ = w.proc.Wait()
-		dead := fmt.Sprintf("function %s: the worker ended: %s; restarted", name, w.proc.How())
+		r, _ := w.proc.Wait()
+		how := w.proc.How()
+		if r.Status == sandbox.StatusMemory {
+			how = "out of " + how // "out of memory (memory limit 512 MiB)"
+		}
+		dead := fmt.Sprintf("function %s: the worker ended: %s; restarted", name, how)
 		if err := w.start(ctx); err != nil {
 			return answer{}, fmt.Errorf("restart the python worker after %s: %w", dead, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/rewards/python/pythontest"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -190,11 +191,8 @@ func TestLoadErrors(t *testing.T) {
 // /tmp hides — is mounted at /python/venv, and its site-packages import.
 func TestVenvModule(t *testing.T) {
 	needPython(t)
-	venv := fakeVenv(t)
-	site := filepath.Join(venv, "lib", "python"+pythonMinor(t), "site-packages")
-	if err := os.MkdirAll(site, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	venv := pythontest.FakeVenv(t, systemPython)
+	site := pythontest.SitePackages(t, venv, systemPython)
 	if err := os.WriteFile(filepath.Join(site, "venvrewards.py"),
 		[]byte("def double(completions, **kw):\n    return [2.0 * len(c) for c in completions]\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -208,19 +206,6 @@ func TestVenvModule(t *testing.T) {
 	got, err := w.Score(context.Background(), "double", python.Batch{Completions: texts("ab")})
 	if err != nil || !reflect.DeepEqual(got, []python.Result{ok(4)}) {
 		t.Fatalf("got %+v, %v", got, err)
-	}
-}
-
-func TestOutOfMemoryRestartsTheWorker(t *testing.T) {
-	w := start(t, 20*time.Second, "hog", "length")
-	got, err := w.Score(context.Background(), "hog", python.Batch{Completions: texts("a")})
-	const reason = "function hog: the worker ended: memory (memory limit 512 MiB); restarted"
-	if err != nil || !reflect.DeepEqual(got, []python.Result{failed("error", reason)}) {
-		t.Fatalf("got %+v, %v; want %s", got, err, reason)
-	}
-	if got, err := w.Score(context.Background(), "length", python.Batch{Completions: texts("ab")}); err != nil ||
-		!reflect.DeepEqual(got, []python.Result{ok(2)}) || w.Starts() != 2 {
-		t.Fatalf("after the restart: %+v, %v, %d starts", got, err, w.Starts())
 	}
 }
 

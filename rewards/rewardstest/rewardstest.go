@@ -1,5 +1,6 @@
 // Package rewardstest is what tests that score with a reward spec share:
-// the spec's text compiled as the command compiles it, failing the test
+// the spec's text compiled as the command compiles it (Program), and rows
+// scored as the reward stage scores them (ScoreRows), failing the test
 // instead of returning an error.
 //
 // It sits in the unit rewards (internal/layers), so a test of a layer at

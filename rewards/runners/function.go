@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,37 +12,50 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/python"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
-// functionOptions gives each Python function of spec its BatchFunc: one
-// sandboxed worker per interpreter, shared by the functions that name it.
-// It is the plan-time check too: each worker is started once here, which
-// finds the interpreter and imports every function, and a problem is a
-// *rewards.SpecError at the function's line and column. That worker then
-// serves the scoring, until the program is garbage or rlpipe exits.
+// functionOptions gives each Python function of spec its BatchFunc: a
+// pool of sandboxed workers per interpreter and limits, shared by the
+// functions that name them, as many as the most any of them asks for
+// (workers:, default 1).
+// It is the plan-time check too: the pool's first worker is started here,
+// which finds the interpreter and imports every function, and a problem
+// is a *rewards.SpecError at the function's line and column. The others
+// start when a batch first needs them. The pool then serves the scoring,
+// until the program is garbage or rlpipe exits.
 func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 	if len(spec.Functions) == 0 {
 		return nil, nil
 	}
 	dir := filepath.Dir(spec.Name)
-	byPython := map[string]*pool{}
-	var order []string
+	type poolKey struct {
+		python string
+		limits rewards.FunctionLimits
+	}
+	byPython := map[poolKey]*pool{}
+	var order []poolKey
 	for _, f := range spec.Functions {
 		py := f.Python
 		if py != "" && !filepath.IsAbs(py) {
 			py = filepath.Join(dir, py)
 		}
-		p := byPython[py]
+		key := poolKey{py, f.Limits}
+		p := byPython[key]
 		if p == nil {
-			p = newPool(python.Options{Python: py, Dir: dir})
-			byPython[py] = p
-			order = append(order, py)
+			p = newPool(python.Options{Python: py, Dir: dir, Limits: sandbox.Limits{
+				Wall: f.Limits.Wall, CPUTime: f.Limits.CPUTime, MemoryBytes: f.Limits.MemoryMB << 20}})
+			byPython[key] = p
+			order = append(order, key)
 		}
 		p.h.opts.Functions = append(p.h.opts.Functions, python.Function{Name: f.Name, Ref: f.Function})
 		p.decl = append(p.decl, f)
+		p.h.size = max(p.h.size, f.Workers)
 	}
 	var errs []error
 	for _, py := range order {
@@ -68,19 +80,29 @@ func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 	return opts, nil
 }
 
-// pool is the worker of one interpreter. Its holder is what a cleanup
+// pool is the workers of one interpreter. Its holder is what a cleanup
 // closes when the program that holds the pool's functions is garbage.
 type pool struct {
 	h    *holder
 	decl []rewards.PyFunction
 }
 
+// holder keeps the workers. A batch takes the workers it needs from
+// idle, all at once, and gives them back when it is scored.
 type holder struct {
-	mu   sync.Mutex // one batch at a time
-	opts python.Options
-	w    *python.Worker
-	ver  string
+	opts   python.Options
+	size   int            // the most workers a function asks for; 0 is 1
+	idle   chan *slot     // the workers not scoring, size of them in all
+	taking chan struct{}  // one taker at a time (see take)
+	ver    string         // the interpreter's version, for memo keys
+	first  *python.Worker // the plan-time worker, which the others copy
+	all    []*slot        // every slot, for close
+	mu     sync.Mutex     // guards the slots' workers against close
 }
+
+// slot is one worker of the pool, nil until a batch first needs it (or
+// while its start fails).
+type slot struct{ w *python.Worker }
 
 func newPool(o python.Options) *pool {
 	p := &pool{h: &holder{opts: o}}
@@ -91,22 +113,134 @@ func newPool(o python.Options) *pool {
 func (h *holder) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.w != nil {
-		h.w.Close()
-		h.w = nil
+	for _, s := range h.all {
+		if s.w != nil {
+			s.w.Close()
+			s.w = nil
+		}
 	}
 }
 
-// start starts the worker, which imports every function.
+// start starts the pool's first worker, which imports every function:
+// the plan-time check. The other slots start empty.
 func (p *pool) start(ctx context.Context) error {
-	p.h.mu.Lock()
-	defer p.h.mu.Unlock()
-	w, err := python.Start(ctx, p.h.opts)
+	h := p.h
+	w, err := python.Start(ctx, h.opts)
 	if err != nil {
 		return err
 	}
-	p.h.w, p.h.ver = w, w.Interpreter().Version
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ver, h.first = w.Interpreter().Version, w
+	h.idle = make(chan *slot, max(h.size, 1))
+	h.taking = make(chan struct{}, 1)
+	for i := range cap(h.idle) {
+		s := &slot{}
+		if i == 0 {
+			s.w = w
+		}
+		h.all = append(h.all, s)
+		h.idle <- s
+	}
 	return nil
+}
+
+// score scores b with function name in n contiguous chunks (n is the
+// function's workers, at most one per row), each on a worker of its own,
+// at once; the results are in b's order, whichever chunk ends first. A
+// chunk's worker that dies restarts alone (Worker.Score). With n ≤ 1 it
+// is one call on one worker, as before pools.
+func (h *holder) score(ctx context.Context, name string, n int, b python.Batch) ([]python.Result, error) {
+	rows := len(b.Completions)
+	n = min(max(n, 1), rows)
+	if n == 0 {
+		return nil, nil
+	}
+	slots, err := h.take(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	defer h.give(slots)
+	if n == 1 {
+		return h.scoreOn(ctx, slots[0], name, b)
+	}
+	out := make([]python.Result, rows)
+	var g errgroup.Group // not WithContext: one chunk's error must not kill the others' workers
+	for i, s := range slots {
+		lo, hi := i*rows/n, (i+1)*rows/n
+		g.Go(func() error {
+			res, err := h.scoreOn(ctx, s, name, chunk(b, lo, hi))
+			if err != nil {
+				return err
+			}
+			copy(out[lo:hi], res)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// take takes n idle workers, in the order they were given back. Takers
+// queue: a batch waiting for its second worker holds the only turn, so
+// two batches never each hold one worker while waiting for the other's.
+func (h *holder) take(ctx context.Context, n int) ([]*slot, error) {
+	wait := func() error { return fmt.Errorf("wait for %d python workers: %w", n, ctx.Err()) }
+	select {
+	case h.taking <- struct{}{}:
+	case <-ctx.Done():
+		return nil, wait()
+	}
+	defer func() { <-h.taking }()
+	got := make([]*slot, 0, n)
+	for len(got) < n {
+		select {
+		case s := <-h.idle:
+			got = append(got, s)
+		case <-ctx.Done():
+			h.give(got)
+			return nil, wait()
+		}
+	}
+	return got, nil
+}
+
+func (h *holder) give(slots []*slot) {
+	for _, s := range slots {
+		h.idle <- s
+	}
+}
+
+// scoreOn scores b on s's worker, starting it, like the plan-time one,
+// if it has none.
+func (h *holder) scoreOn(ctx context.Context, s *slot, name string, b python.Batch) ([]python.Result, error) {
+	if s.w == nil {
+		w, err := h.first.Spawn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		s.w = w
+		h.mu.Unlock()
+	}
+	return s.w.Score(ctx, name, b)
+}
+
+// chunk is rows lo to hi of b.
+func chunk(b python.Batch, lo, hi int) python.Batch {
+	c := python.Batch{Completions: b.Completions[lo:hi]}
+	if b.Prompts != nil {
+		c.Prompts = b.Prompts[lo:hi]
+	}
+	if b.Columns != nil {
+		c.Columns = make(map[string][]any, len(b.Columns))
+		for k, v := range b.Columns {
+			c.Columns[k] = v[lo:hi]
+		}
+	}
+	return c
 }
 
 // specErrors turns a start error into spec errors: a function that does
@@ -170,17 +304,7 @@ func (p *pool) batchFunc(f rewards.PyFunction) (rewards.BatchFunc, error) {
 		code = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	score := func(ctx context.Context, b python.Batch) ([]python.Result, error) {
-		h := p.h
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.w == nil {
-			w, err := python.Start(ctx, h.opts)
-			if err != nil {
-				return nil, err
-			}
-			h.w = w
-		}
-		return h.w.Score(ctx, f.Name, b)
+		return p.h.score(ctx, f.Name, f.Workers, b)
 	}
 	return func(ctx context.Context, rows []rewards.Row, memo rewards.Memoizer) ([]rewards.FunctionResult, error) {
 		inputs := make([]rowInput, len(rows))
@@ -286,15 +410,7 @@ func inputOf(r rewards.Row) rowInput {
 	if len(r.Prompt.Messages) > 0 {
 		prompt = messagesOf(r.Prompt.Messages)
 	}
-	metadata := map[string]any{}
-	if r.Prompt.Metadata != "" {
-		_ = json.Unmarshal([]byte(r.Prompt.Metadata), &metadata) // not an object: {}
-	}
-	return rowInput{Completion: completion, Prompt: prompt, Columns: map[string]any{
-		"answer": r.Prompt.Answer, "metadata": metadata, "prompt_id": t.PromptID, "sample_index": t.SampleIndex,
-		"source": r.Prompt.Source, "split": r.Prompt.Split, "finish_reason": t.FinishReason,
-		"num_tokens": t.NumTokens, "status": t.Status,
-	}}
+	return rowInput{Completion: completion, Prompt: prompt, Columns: r.Columns()}
 }
 
 // as is in what f asks for: TRL's conversational format, and the

@@ -1,7 +1,6 @@
 package runners_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +36,7 @@ components:
     expr: 'num_tokens < 10 ? 1.0 : 0.0'
 `
 
-func needSystemPython(t *testing.T) {
+func needSystemPython(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(systemPython); err != nil {
 		t.Skip(systemPython + " is not installed")
@@ -151,6 +150,8 @@ func TestPythonFunctionPlanErrors(t *testing.T) {
 			`spec.yaml:3:5: function "f" (nope_no_such_module:fn): ModuleNotFoundError: No module named 'nope_no_such_module'`},
 		{"function missing", "functions:\n  - name: f\n    function: ../python/testdata/fns.py:absent\n    python: /usr/bin/python3\n" + comps,
 			`spec.yaml:3:5: function "f" (../python/testdata/fns.py:absent): AttributeError: module 'fns' has no attribute 'absent'`},
+		{"import raises", "functions:\n  - name: f\n    function: ../python/testdata/broken.py:fn\n    python: /usr/bin/python3\n" + comps,
+			`spec.yaml:3:5: function "f" (../python/testdata/broken.py:fn): RuntimeError: broken at import`},
 		{"venv missing", "functions:\n  - name: f\n    function: ../python/testdata/fns.py:length\n    python: /nonexistent/venv\n" + comps,
 			`spec.yaml:4:5: function "f": python /nonexistent/venv: no such venv or interpreter; set python: to a venv directory or an interpreter's path: python interpreter not usable`},
 	} {
@@ -175,31 +176,7 @@ components:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var trajs []tables.Trajectory
-	for i := range 10 {
-		st := tables.StatusOK
-		if i == 3 {
-			st = tables.StatusTimeout // not scored, so not in the call
-		}
-		trajs = append(trajs, tables.Trajectory{PromptID: "p", SampleIndex: int32(i), GroupID: "p", Completion: "4", Status: st})
-	}
-	prompts, err := rewards.NewPrompts([]tables.Prompt{{PromptID: "p", Prompt: "2+2?", Answer: "4"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in, out bytes.Buffer
-	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
-		&rewards.ScoreOptions{Prompts: prompts, BatchRows: 4, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, sum := scoreConcurrently(t, p, 4, 1, "4", "4", "4", "skip", "4", "4", "4", "4", "4", "4")
 	// Batches of 4 rows: 0-3 (row 3 skipped), 4-7, 8-9.
 	want := []float64{3, 3, 3, -1, 4, 4, 4, 4, 2, 2}
 	for i, r := range got {

@@ -18,7 +18,7 @@
 //	verifiers:
 //	  - name: tests
 //	    files:                       # the candidate's /work, writable
-//	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code
+//	      solution.py: "{{.Code}}"   # text/template over Prompt, Completion, Answer, Code, Row, Metadata
 //	    harness:                     # read-only at /harness while it runs
 //	      run.py: …                  # runs call.py in a child, captured; prints its report and a sentinel
 //	      call.py: …                 # imports the solution, prints its results after a nonce
@@ -36,6 +36,14 @@
 // imported into the harness's process shares its stdout and can print the
 // harness's results and sentinel itself.
 //
+// A template reads the row's dataset columns as one JSON object, {{.Row}}
+// (rewards.Row.Columns, what a Python function receives), and the
+// metadata's text, {{.Metadata}}; a field that does not exist is an error
+// when the spec compiles. A verifier's python: (a venv or an interpreter,
+// found by python.Find) is bound read-only into both of its sandboxes,
+// first on PATH, so that python3 in its commands imports the venv's
+// packages.
+//
 // For an answer rlpipe can compare itself, expected_stdout: "{{.Answer}}"
 // replaces check. A verifier's result in an expression: verifiers.tests.passed,
 // .status, .reason, and the candidate's .exit_code, .timed_out, .stdout.
@@ -44,7 +52,8 @@
 // why the checker is never run beside the candidate.
 //
 // A Python function (functions:) runs in a persistent sandboxed worker
-// (rewards/python), one per interpreter, started by Compile: the import
+// (rewards/python), a pool per interpreter (one worker unless a function
+// asks for more with workers:), started by Compile: the import
 // of every function is checked there, an error at the function's line.
 // Expressions read functions.NAME; docs/REWARDS.md ("Python functions").
 //
@@ -54,6 +63,8 @@ package runners
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/judge"
@@ -86,9 +97,13 @@ func Options(spec *rewards.Spec) ([]rewards.Option, error) {
 		if ps := checkLimits(c); len(ps) > 0 {
 			return nil, runnerError(spec.Name, "verifier", r, ps...)
 		}
-		f, err := verifier(r.Name, c)
+		f, err := verifier(r.Name, filepath.Dir(spec.Name), c)
 		if err != nil {
-			return nil, runnerError(spec.Name, "verifier", r, problem{msg: err.Error()})
+			p := problem{msg: err.Error()}
+			if ke := (*keyError)(nil); errors.As(err, &ke) {
+				p.at = ke.at
+			}
+			return nil, runnerError(spec.Name, "verifier", r, p)
 		}
 		opts = append(opts, rewards.WithVerifier(r.Name, f))
 	}

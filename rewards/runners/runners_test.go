@@ -31,16 +31,20 @@ var verifierSpec = docsExample() + `components:
 
 // docsExample returns the first yaml block under "Verifiers that cannot be
 // gamed" in docs/REWARDS.md.
-func docsExample() string {
+func docsExample() string { return docsBlock("## Verifiers that cannot be gamed") }
+
+// docsBlock returns the first yaml block under heading in
+// docs/REWARDS.md.
+func docsBlock(heading string) string {
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "REWARDS.md"))
 	if err != nil {
 		panic(err)
 	}
-	_, section, ok := strings.Cut(string(b), "## Verifiers that cannot be gamed\n")
+	_, section, ok := strings.Cut(string(b), heading+"\n")
 	_, block, ok2 := strings.Cut(section, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		panic("docs/REWARDS.md: no yaml block under \"Verifiers that cannot be gamed\"")
+		panic("docs/REWARDS.md: no yaml block under " + heading)
 	}
 	return block
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/python"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -39,6 +40,12 @@ type VerifierConfig struct {
 	// white space trimmed at both ends, is this text (a template, e.g.
 	// "{{.Answer}}"). rlpipe compares; the text never enters a sandbox.
 	ExpectedStdout *string `yaml:"expected_stdout"`
+	// Python is a venv or an interpreter (relative to the spec's
+	// directory) that both sandboxes see read-only, as a Python
+	// function's worker does, with its directory first on PATH: python3
+	// in a command is its, and imports its packages. Found when the spec
+	// is compiled; "" leaves the sandbox's own PATH.
+	Python string `yaml:"python"`
 	// Verdict "exit_code" keeps the unsafe verdict of older specs: the
 	// candidate's run passes when it exits PassExitCode. Code in the run
 	// decides that exit code, so a solution that calls os._exit(0), or
@@ -89,12 +96,16 @@ const (
 	StatusTampered = "tampered"
 )
 
-// fileData is what a verifier's file templates see.
+// fileData is what a verifier's file templates see (templateFields).
 type fileData struct {
 	Prompt, Completion, Answer string
 	// Code is the first fenced code block of the completion, or the whole
 	// completion when it has none.
 	Code string
+	// Row is the row's dataset columns (rewards.Row.Columns) as one JSON
+	// object; Metadata the prompt's metadata as its text. Each is set
+	// only when a template reads it.
+	Row, Metadata string
 }
 
 var reFence = regexp.MustCompile("(?s)```[a-zA-Z0-9_+-]*\\n(.*?)```")
@@ -109,7 +120,7 @@ func codeOf(completion string) string {
 // templates parses a file set's templates; field names the set in errors.
 type templates map[string]*template.Template
 
-func parseTemplates(field string, files map[string]string) (templates, error) {
+func parseTemplates(field string, files map[string]string, r *reads) (templates, error) {
 	out := templates{}
 	for name, text := range files {
 		if name == "" || path.IsAbs(name) || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." {
@@ -117,7 +128,10 @@ func parseTemplates(field string, files map[string]string) (templates, error) {
 		}
 		t, err := template.New(name).Option("missingkey=error").Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: file %s: %v", field, name, err)
+			return nil, &keyError{at: field + "." + name, msg: fmt.Sprintf("%s: file %s: %v", field, name, err)}
+		}
+		if err := checkFields(t, field+"."+name, fmt.Sprintf("%s: file %s", field, name), r); err != nil {
+			return nil, err
 		}
 		out[name] = t
 	}
@@ -155,8 +169,8 @@ func unsafeLayout(c VerifierConfig) error {
 		"To keep the exit code as the verdict anyway, set verdict: exit_code", beside)
 }
 
-// verifier builds the VerifierFunc of c.
-func verifier(name string, c VerifierConfig) (rewards.VerifierFunc, error) {
+// verifier builds the VerifierFunc of c, declared in a spec in dir.
+func verifier(name, dir string, c VerifierConfig) (rewards.VerifierFunc, error) {
 	if len(c.Command) == 0 {
 		return nil, errors.New("command is required")
 	}
@@ -176,21 +190,27 @@ func verifier(name string, c VerifierConfig) (rewards.VerifierFunc, error) {
 	}
 	v := &verifierRun{name: name, c: c}
 	var err error
-	if v.files, err = parseTemplates("files", c.Files); err != nil {
+	if v.files, err = parseTemplates("files", c.Files, &v.reads); err != nil {
 		return nil, err
 	}
-	if v.harness, err = parseTemplates("harness", c.Harness); err != nil {
+	if v.harness, err = parseTemplates("harness", c.Harness, &v.reads); err != nil {
 		return nil, err
 	}
 	if c.Check != nil {
-		if v.check, err = parseTemplates("check.files", c.Check.Files); err != nil {
+		if v.check, err = parseTemplates("check.files", c.Check.Files, &v.reads); err != nil {
 			return nil, err
 		}
 	}
 	if c.ExpectedStdout != nil {
 		if v.expected, err = template.New("expected_stdout").Option("missingkey=error").Parse(*c.ExpectedStdout); err != nil {
-			return nil, fmt.Errorf("expected_stdout: %v", err)
+			return nil, &keyError{at: "expected_stdout", msg: fmt.Sprintf("expected_stdout: %v", err)}
 		}
+		if err := checkFields(v.expected, "expected_stdout", "expected_stdout", &v.reads); err != nil {
+			return nil, err
+		}
+	}
+	if v.python, err = findPython(context.Background(), dir, c.Python); err != nil {
+		return nil, err
 	}
 	v.limits = sandbox.Limits{CPUTime: c.Limits.CPUTime, Wall: c.Limits.Wall, MemoryBytes: c.Limits.MemoryMB << 20,
 		Procs: c.Limits.Procs, OutputBytes: c.Limits.OutputKB << 10, FileBytes: c.Limits.FileMB << 20}
@@ -204,10 +224,15 @@ type verifierRun struct {
 	files, harness, check templates
 	expected              *template.Template
 	limits                sandbox.Limits
+	reads                 reads
+	python                *python.Interpreter // nil without python:
 }
 
 func (v *verifierRun) score(ctx context.Context, row rewards.Row, memo rewards.Memoizer) (rewards.VerifierResult, error) {
 	d := fileData{Prompt: row.Prompt.Prompt, Completion: row.Trajectory.Completion, Answer: row.Prompt.Answer, Code: codeOf(row.Trajectory.Completion)}
+	if err := v.reads.rowData(&d, &row); err != nil {
+		return rewards.VerifierResult{}, err
+	}
 	files, err := v.files.render("files", "", d)
 	if err != nil {
 		return rewards.VerifierResult{}, err
@@ -248,6 +273,10 @@ func (v *verifierRun) score(ctx context.Context, row rewards.Row, memo rewards.M
 	if expected != nil {
 		key["expected_stdout"] = *expected
 	}
+	v.reads.memoKey(key, &d)
+	if v.python != nil {
+		key["python"] = map[string]string{"path": v.c.Python, "version": v.python.Version}
+	}
 	err = memo.Memo(ctx, key, &out, run)
 	return out, err
 }
@@ -255,8 +284,8 @@ func (v *verifierRun) score(ctx context.Context, row rewards.Row, memo rewards.M
 // run runs the candidate, then judges it. An error means no verdict (the
 // sandbox could not start) and is never recorded as a result.
 func (v *verifierRun) run(ctx context.Context, files, harness, check map[string][]byte, expected *string) (rewards.VerifierResult, error) {
-	res, err := sandbox.Run(ctx, sandbox.Spec{Command: v.c.Command, Files: files, ReadOnlyFiles: harness,
-		Stdin: []byte(v.c.Stdin), Limits: v.limits})
+	res, err := sandbox.Run(ctx, withPython(sandbox.Spec{Command: v.c.Command, Files: files, ReadOnlyFiles: harness,
+		Stdin: []byte(v.c.Stdin), Limits: v.limits}, v.python))
 	if err != nil {
 		return rewards.VerifierResult{}, err
 	}
@@ -287,7 +316,7 @@ func (v *verifierRun) run(ctx context.Context, files, harness, check map[string]
 	given[candidateDir+"/stderr"] = []byte(res.Stderr)
 	given[candidateDir+"/exit_code"] = []byte(strconv.Itoa(res.ExitCode) + "\n")
 	given[candidateDir+"/status"] = []byte(string(res.Status) + "\n")
-	cr, err := sandbox.Run(ctx, sandbox.Spec{Command: v.c.Check.Command, ReadOnlyFiles: given, Verdict: true, Limits: v.limits})
+	cr, err := sandbox.Run(ctx, withPython(sandbox.Spec{Command: v.c.Check.Command, ReadOnlyFiles: given, Verdict: true, Limits: v.limits}, v.python))
 	if err != nil {
 		return rewards.VerifierResult{}, fmt.Errorf("checker: %w", err)
 	}

@@ -108,7 +108,8 @@
 // when set, the rollout correction's (rollout_is_mean, rollout_is_max,
 // rollout_is_capped_frac, rollout_rs_masked_frac,
 // rollout_rs_seq_masked_frac); reward mean/std/min/max in total and per component;
-// frac_reward_zero_std; samples used, masked (by reason) and errored;
+// frac_reward_zero_std (of the groups with two or more scored samples;
+// null under n: 1); samples used, masked (by reason) and errored;
 // response length mean/max and the fraction stopped by max_tokens; mean
 // staleness. Training speed is left out on purpose (BenchmarkUpdate
 // measures it; the engine's events/NNNNNN.metrics.json hold the stage's

@@ -361,7 +361,7 @@ func TestEmptyBatchTakesNoStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if met := res.Metrics; met.Used != 0 || met.OptimizerSteps != 0 || met.Updates != 1 || met.FracRewardZeroStd != 1 || len(met.Steps) != 0 {
+	if met := res.Metrics; met.Used != 0 || met.OptimizerSteps != 0 || met.Updates != 1 || met.FracRewardZeroStd == nil || *met.FracRewardZeroStd != 1 || len(met.Steps) != 0 {
 		t.Fatalf("metrics %+v, want no sample used, no step, one update", met)
 	}
 }

@@ -58,7 +58,7 @@ const (
 	RecomputeOldLogprobs = "recompute_old_logprobs"
 	RescoreStale         = "rescore_stale"
 	// Loss is the policy loss; the reference script computes the
-	// embedded trainer's three (scriptLosses), so any other value is
+	// embedded trainer's four (scriptLosses), so any other value is
 	// refused when the run is planned, and so is DualClip with a loss
 	// other than ppo_clip.
 	Loss     = "loss"
@@ -72,7 +72,7 @@ const (
 
 // scriptLosses are the policy losses the reference script computes, as
 // trainers/grpo does (hyperparameters.loss).
-var scriptLosses = []grpo.PolicyLoss{grpo.PPOClip, grpo.GSPO, grpo.CISPO}
+var scriptLosses = []grpo.PolicyLoss{grpo.PPOClip, grpo.GSPO, grpo.CISPO, grpo.Reinforce}
 
 // checkLoss fails the plan at hyperparameters.loss when it names no loss
 // of scriptLosses, and at hyperparameters.dual_clip when a dual clip is

@@ -70,8 +70,9 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "m", "dual_clip": 0.5}, "hyperparameters.dual_clip: 0.5 must be above 1 (3 is usual), or 0 for off"},
 		{map[string]any{"base_model": "m", "kl_estimator": "k4"}, `hyperparameters.kl_estimator: 'k4'; use k1, k2 or k3 (verl's kl, mse or low_var_kl)`},
 		{map[string]any{"base_model": "m", "entropy_coeff": -0.01}, "hyperparameters.entropy_coeff: -0.01 must be >= 0"},
-		{map[string]any{"base_model": "m", "loss": "dpo"}, `hyperparameters.loss: 'dpo'; use "ppo_clip", "gspo", "cispo"`},
+		{map[string]any{"base_model": "m", "loss": "dpo"}, `hyperparameters.loss: 'dpo'; use "ppo_clip", "gspo", "cispo", "reinforce"`},
 		{map[string]any{"base_model": "m", "loss": "gspo", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
+		{map[string]any{"base_model": "m", "loss": "reinforce", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not reinforce (remove dual_clip or the loss)`},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

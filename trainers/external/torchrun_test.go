@@ -257,7 +257,7 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // 1e-5 — the same advantages, old log-probabilities that put ratios
 // outside the clip range on both sides (and so the same mismatch_kl and
 // ratio_max), token, sequence and seq_mean_token_sum_norm aggregation
-// (and sequence by verl's name), the gspo and cispo losses, beta 0 and
+// (and sequence by verl's name), the gspo, cispo and reinforce losses, beta 0 and
 // beta > 0 with each KL estimator, dual-clip, an entropy bonus, the
 // tempered policy, the rollout correction, one process and torchrun's
 // two ranks — and so is the adapter after the step.
@@ -324,6 +324,12 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		// CISPO's clipped stop-gradient weight.
 		{name: "gspo-sequence", agg: "sequence", low: 0.05, high: 0.05, argv: single, loss: grpo.GSPO},
 		{name: "cispo-token", agg: "token", low: 0.2, high: 0.28, argv: single, loss: grpo.CISPO},
+		// The plain policy gradient, and with the rollout correction in
+		// bypass mode, where the IS weights act on it (verl's
+		// bypass_pg_is) and not on a ratio loss.
+		{name: "reinforce-token", agg: "token", low: 0.2, high: 0.2, argv: single, loss: grpo.Reinforce},
+		{name: "reinforce-rollout-correction", agg: "token", low: 0.2, high: 0.2, argv: single, loss: grpo.Reinforce,
+			rc: grpo.RolloutCorrection{IS: "token", ISThreshold: 1.3, RS: "token_k1", RSThreshold: 1.4}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := f
@@ -388,7 +394,11 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			if math.Abs(py.Metrics.ClipLow-s.ClipLow) > one+1e-12 || math.Abs(py.Metrics.ClipHigh-s.ClipHigh) > one+1e-12 {
 				t.Errorf("clip fractions: torch low %.4f high %.4f, Go low %.4f high %.4f", py.Metrics.ClipLow, py.Metrics.ClipHigh, s.ClipLow, s.ClipHigh)
 			}
-			if s.ClipLow == 0 || s.ClipHigh == 0 {
+			if c.loss == grpo.Reinforce { // nothing to clip
+				if s.ClipLow != 0 || s.ClipHigh != 0 {
+					t.Errorf("clip fractions low %.4f high %.4f: reinforce clips nothing", s.ClipLow, s.ClipHigh)
+				}
+			} else if s.ClipLow == 0 || s.ClipHigh == 0 {
 				t.Errorf("clip fractions low %.4f high %.4f: the batch should clip on both sides", s.ClipLow, s.ClipHigh)
 			}
 			// The train/inference mismatch before the step: the same k3

@@ -41,11 +41,14 @@ type Figures struct {
 	// and trajectory ok); Components each reward component.
 	Reward     Summary            `json:"reward"`
 	Components map[string]Summary `json:"reward_components,omitempty"`
-	// Groups is the number of prompts; ZeroStdGroups those whose scored
-	// samples all got the same reward.
-	Groups            int     `json:"groups"`
-	ZeroStdGroups     int     `json:"zero_std_groups"`
-	FracRewardZeroStd float64 `json:"frac_reward_zero_std"`
+	// Groups is the number of prompts; ZeroStdGroups those with two or
+	// more scored samples that all got the same reward, and
+	// FracRewardZeroStd their share of the groups with two or more: nil
+	// (null) when there is none, as under n: 1, where a group of one has
+	// no spread to be zero.
+	Groups            int      `json:"groups"`
+	ZeroStdGroups     int      `json:"zero_std_groups"`
+	FracRewardZeroStd *float64 `json:"frac_reward_zero_std"`
 	// Samples counts trajectories; Used are those trained on, Errored
 	// failed to generate or to be scored, Masked were left out for any
 	// reason (Errored included), MaskReasons counts them by reason.
@@ -68,8 +71,9 @@ type Figures struct {
 // statistics. Used counts the unmasked rows.
 func BatchFigures(trajs []tables.Trajectory, scored []tables.Reward, adv []tables.Advantage, st advantages.Stats) Figures {
 	f := Figures{Groups: st.Groups, ZeroStdGroups: st.ZeroStd, Samples: len(trajs)}
-	if f.Groups > 0 {
-		f.FracRewardZeroStd = float64(f.ZeroStdGroups) / float64(f.Groups)
+	if st.MultiSample > 0 {
+		frac := float64(f.ZeroStdGroups) / float64(st.MultiSample)
+		f.FracRewardZeroStd = &frac
 	}
 	var totals []float64
 	comps := map[string][]float64{}

@@ -49,6 +49,28 @@ func peerSeqs() []grpo.Sequence {
 	return seqs
 }
 
+// peerLossCase is a case of peer_losses.py: verl's function, its
+// loss_agg_mode and the clip bounds (clip_c its dual clip).
+type peerLossCase struct {
+	Name    string  `json:"name"`
+	Fn      string  `json:"fn"`
+	Agg     string  `json:"agg"`
+	EpsLow  float64 `json:"eps_low"`
+	EpsHigh float64 `json:"eps_high"`
+	ClipC   float64 `json:"clip_c"`
+}
+
+// verlLosses are the policy losses with a verl function of the same
+// arithmetic.
+var verlLosses = []struct {
+	loss grpo.PolicyLoss
+	fn   string
+}{
+	{grpo.PPOClip, "compute_policy_loss_vanilla"},
+	{grpo.GSPO, "compute_policy_loss_gspo"},
+	{grpo.CISPO, "compute_policy_loss_cispo"},
+}
+
 // verlAgg is verl's loss_agg_mode of each aggregation.
 var verlAgg = map[grpo.Aggregation]string{grpo.TokenMean: "token-mean", grpo.SequenceMean: "seq-mean-token-mean", grpo.SeqMeanTokenSumNorm: "seq-mean-token-sum-norm"}
 
@@ -60,14 +82,15 @@ type peerBatch[S, C any] struct {
 
 // peerTokens are what every peer script reads of a sequence besides its
 // current logprobs: the old and reference logprobs, the trainable mask
-// (1 or 0 per token), the advantage, and the behaviour logprobs when
-// the sequence has them.
+// (1 or 0 per token), the advantage (or PPO's per token), and the
+// behaviour logprobs when the sequence has them.
 type peerTokens struct {
 	Old       []float64 `json:"old"`
 	Behaviour []float64 `json:"behaviour,omitempty"`
 	Ref       []float64 `json:"ref"`
 	Mask      []float64 `json:"mask"`
 	Adv       float64   `json:"adv"`
+	TokenAdv  []float64 `json:"token_adv,omitempty"`
 }
 
 // lossSeq is a sequence as the loss scripts read it.
@@ -86,7 +109,7 @@ func lossBatch[C any](seqs []grpo.Sequence, cases []C) peerBatch[lossSeq, C] {
 }
 
 func tokensOf(s grpo.Sequence) peerTokens {
-	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage}
+	p := peerTokens{Ref: s.RefLogprobs, Adv: s.Advantage, TokenAdv: s.Advantages}
 	for j, o := range s.OldLogprobs {
 		p.Old = append(p.Old, float64(o))
 		if s.BehaviourLogprobs != nil {
@@ -134,14 +157,7 @@ func runPeer(t *testing.T, py, script string, in any) map[string]json.RawMessage
 func TestPeerParity(t *testing.T) {
 	py := pyvenv.Peer(t)
 	seqs := peerSeqs()
-	type peerCase struct {
-		Name    string  `json:"name"`
-		Fn      string  `json:"fn"`
-		Agg     string  `json:"agg"`
-		EpsLow  float64 `json:"eps_low"`
-		EpsHigh float64 `json:"eps_high"`
-		ClipC   float64 `json:"clip_c"`
-	}
+	type peerCase = peerLossCase
 	var peerCases []peerCase
 	type tc struct {
 		name string
@@ -155,14 +171,7 @@ func TestPeerParity(t *testing.T) {
 	}
 	var cases []tc
 	for _, agg := range grpo.Aggregations {
-		for _, l := range []struct {
-			loss grpo.PolicyLoss
-			fn   string
-		}{
-			{grpo.PPOClip, "compute_policy_loss_vanilla"},
-			{grpo.GSPO, "compute_policy_loss_gspo"},
-			{grpo.CISPO, "compute_policy_loss_cispo"},
-		} {
+		for _, l := range verlLosses {
 			name := l.loss.Name() + " " + string(agg)
 			// verl's vanilla loss always has a dual clip: 1e9 never binds.
 			cases = append(cases, tc{name: name, o: grpo.LossOptions{Policy: l.loss, Aggregation: agg, EpsLow: 0.2, EpsHigh: 0.28},

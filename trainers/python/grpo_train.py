@@ -95,7 +95,7 @@ DEFAULTS: dict[str, Any] = {
     "entropy_coeff": 0.0,  # entropy bonus: minus this times the entropy per token; 0 = off
     "dual_clip": 0.0,  # dual-clip PPO's c (> 1, e.g. 3) for negative advantages; 0 = off
     "aggregation": "token",  # "sequence" or "seq_mean_token_sum_norm" (verl's token_mean, seq_mean_token_mean: the first two)
-    "loss": "ppo_clip",  # the policy loss: ppo_clip, gspo or cispo (as the embedded trainer's)
+    "loss": "ppo_clip",  # the policy loss: ppo_clip, gspo, cispo or reinforce (as the embedded trainer's)
     "dtype": "bfloat16",  # of the base model: bfloat16, float16, float32
     "gradient_checkpointing": False,
     "recompute_old_logprobs": False,  # rescore with the trainer's forward pass (on-policy rows only)
@@ -421,7 +421,7 @@ def token_weight(hp: dict, norm: dict, n: int) -> float:
 
 # ---------------------------------------------------------- policy losses
 
-LOSSES = ("ppo_clip", "gspo", "cispo")
+LOSSES = ("ppo_clip", "gspo", "cispo", "reinforce")
 
 
 def policy_term(hp: dict, lp, log_ratio, ratio, m, a: float):
@@ -434,6 +434,26 @@ def policy_term(hp: dict, lp, log_ratio, ratio, m, a: float):
     import torch
 
     lo, hi = 1 - hp["eps_low"], 1 + hp["eps_high"]
+    if hp["loss"] == "reinforce":
+        # The plain policy gradient −A·logπ: no ratio, no clip. The
+        # rollout correction's IS weights multiply it in bypass mode too
+        # (correct_step), verl's bypass_pg_is.
+        zeros = torch.zeros_like(lp)
+        return -a * lp * m, zeros, zeros
+    if hp["loss"] == "gspo" and torch.is_tensor(a):
+        # PPO's per-token advantages with the sequence's one ratio, as
+        # verl's compute_policy_loss_gspo takes them: each token clips by
+        # its own advantage's sign.
+        log_s = float((log_ratio * m).sum() / m.sum())
+        s_val = math.exp(min(log_s, 10.0))
+        pg = -s_val * torch.exp(lp - lp.detach()) * a
+        if log_s > 10:
+            pg = pg.detach()
+        none = torch.zeros_like(a, dtype=torch.bool)
+        low = (a < 0) if s_val < lo else none
+        high = (a > 0) if s_val > hi else none
+        pg = torch.where(low, -lo * a, torch.where(high, -hi * a, pg))
+        return pg * m, low.float() * m, high.float() * m
     if hp["loss"] == "gspo":
         # One ratio per sequence, s = exp(mean_t log ρ_t) over the trained
         # tokens (log s capped at 10, no gradient above), each token
@@ -496,9 +516,6 @@ def check_critic(hp: dict) -> None:
             raise ConfigError(f"hyperparameters.critic.{key}: {c[key]!r} must be in [0, 1]")
     if c["missing"] not in ("refuse", "fresh"):
         raise ConfigError(f"hyperparameters.critic.missing: {c['missing']!r}; use \"refuse\" or \"fresh\"")
-    if hp["loss"] == "gspo":
-        raise ConfigError("hyperparameters.loss: gspo takes one advantage per sequence, and PPO's critic gives one per token; "
-                          "use ppo_clip or cispo with critic, or gspo in the embedded trainer (kind: grpo)")
 
 
 # ---------------------------------------------------------- distribution
@@ -1046,7 +1063,9 @@ def correct_step(model, samples, micro_batches, hp, pad_id, d: Dist) -> dict:
             lw = torch.where(m > 0, lw, torch.zeros_like(lw))
             w, keep, f = rollout_correction(hp, lw, m)
             s["_keep"] = keep.tolist()
-            s["_w"] = w.tolist() if w is not None and "behaviour" in s else None
+            # Decoupled mode, or a loss without a ratio to carry them.
+            acts = "behaviour" in s or hp["loss"] == "reinforce"
+            s["_w"] = w.tolist() if w is not None and acts else None
             for k in ("tokens", "seqs", "wsum", "capped", "masked", "seqs_masked"):
                 sums[k] += f[k]
             wmax = max(wmax, f["wmax"])
@@ -1109,7 +1128,7 @@ def step(model, samples, micro_batches, members, norm, hp, pad_id, d: Dist, rc: 
                 pg, clip_low, clip_high = policy_term(hp, lp, log_ratio, ratio, m, a)
                 neg = torch.as_tensor(a < 0, device=d.device)  # a bool, or per-token under PPO
                 dual = hp["dual_clip"] > 0 and bool(neg.any())
-                if rc is not None and s["_w"] is not None:  # decoupled: the IS weights act
+                if rc is not None and s["_w"] is not None:  # decoupled, or reinforce: the IS weights act
                     pg = pg * torch.tensor(s["_w"], dtype=torch.float32, device=d.device)
                 per_token = pg
                 kl = torch.zeros_like(lp)

@@ -290,6 +290,12 @@ class Critic:
         self.peft.set_adapter(CRITIC)
         for p, g in grads.items():
             p.requires_grad_(g)
+        # The critic's factors always train here: PEFT's disable_adapter()
+        # (the reference logprobs, beta > 0) ends by re-enabling the active
+        # adapter's layers, which freezes every other adapter's, so the
+        # state recorded above may say False for them.
+        for _, p in self.lora:
+            p.requires_grad_(True)
         try:
             yield
         finally:

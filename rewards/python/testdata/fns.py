@@ -96,3 +96,39 @@ def batch_size(completions, prompts, answer, **columns):
     # how the rows were batched; a wrong answer column fails.
     assert len(answer) == len(completions)
     return [float(len(completions))] * len(completions)
+
+
+def exits_on_exit(completions, **columns):
+    if "exit" in completions:
+        os._exit(3)
+    return [1.0] * len(completions)
+
+
+def segfaults_on_crash(completions, **columns):
+    if "crash" in completions:
+        import ctypes
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return [1.0] * len(completions)
+
+
+def spin(completions, **columns):
+    # CPU-bound: about the same work per row, so a pool's speed-up is the
+    # machine's, not the rows'.
+    out = []
+    for c in completions:
+        x = 0
+        for i in range(200_000):
+            x = (x * 31 + i + len(c)) % 1_000_003
+        out.append(float(x % 7))
+    return out
+
+
+# A number drawn once per worker process: rows scored by one worker share
+# it, so a test sees which rows went to which worker.
+_token = float(int.from_bytes(os.urandom(3), "big"))
+
+
+def worker_token(completions, **columns):
+    if "exit" in completions:
+        os._exit(3)
+    return [_token] * len(completions)

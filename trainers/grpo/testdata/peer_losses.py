@@ -3,8 +3,9 @@
 Usage: python peer_losses.py BATCH.json
 
 BATCH.json is {"seqs": [{"logprobs": [...], "old": [...], "ref": [...],
-"mask": [0/1, ...], "adv": A}, ...], "cases": [{"name", "fn", "agg",
-"eps_low", "eps_high", "clip_c"}, ...]}. Prints one JSON object: for each
+"mask": [0/1, ...], "adv": A, optionally "token_adv": [...], PPO's per
+token}, ...], "cases": [{"name", "fn", "agg", "eps_low", "eps_high",
+"clip_c"}, ...]}. Prints one JSON object: for each
 case, {"loss": the aggregated loss, "grad": the gradient with respect to
 each sequence's logprobs}; or "verl_error": why verl does not import.
 verl's core_algos is imported the way advantages/testdata/peer_advantages.py
@@ -49,7 +50,9 @@ def padder(seqs):
     def padded(key, fill=0.0):
         return torch.tensor([s[key] + [fill] * (width - len(s[key])) for s in seqs], dtype=torch.float64)
 
-    return padded, torch.tensor([[s["adv"]] * width for s in seqs], dtype=torch.float64)
+    # PPO's per-token advantages (token_adv) when a sequence has them.
+    return padded, torch.tensor([s["token_adv"] + [0.0] * (width - len(s["token_adv"])) if "token_adv" in s
+                                 else [s["adv"]] * width for s in seqs], dtype=torch.float64)
 
 
 def actor_config(core_algos, eps_low, eps_high, clip_c, **fields):
