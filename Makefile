@@ -50,6 +50,10 @@ demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (ab
 demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (a few minutes)
 	@./scripts/demo-agent.sh
 
+.PHONY: demo-rg
+demo-rg: build ## reasoning-gym: GRPO on tiny-rg, scored by reasoning-gym's own score_answer in the Python worker (a few minutes)
+	@./scripts/demo-rg.sh
+
 .PHONY: demo-lakefs
 demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in that races reads with commits as lakeFS does
 	@./scripts/demo-lakefs.sh
@@ -97,4 +101,4 @@ cover: ## test coverage report in cover.out
 
 .PHONY: clean
 clean: ## remove build outputs and local stores
-	rm -rf bin cover.out bench.out .rlpipe .rlpipe-demo .rlpipe-demo-agent
+	rm -rf bin cover.out bench.out .rlpipe .rlpipe-demo .rlpipe-demo-agent .rlpipe-demo-rg

@@ -93,24 +93,27 @@ type policyPretrainOptions struct {
 
 func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 	d := tiny.DefaultPretrainConfig()
-	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, or tiny-chain (half of its examples two-turn running sums, for multi-turn episodes)")
-	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, or chain.safetensors for tiny-chain)")
-	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2250 for tiny-arith, 4100 for tiny-chain)")
+	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, tiny-chain (half of its examples two-turn running sums, for multi-turn episodes) or tiny-rg (reasoning-gym's basic_arithmetic questions)")
+	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, chain.safetensors for tiny-chain, rg.safetensors for tiny-rg)")
+	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2250 for tiny-arith, 4100 for tiny-chain, 1000 for tiny-rg)")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
 	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
 }
 
 func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
-		Use:   "pretrain [--model tiny-arith|tiny-chain] [--out FILE] [--steps N] [--seed S] [--verify]",
+		Use:   "pretrain [--model tiny-arith|tiny-chain|tiny-rg] [--out FILE] [--steps N] [--seed S] [--verify]",
 		Short: "reproduce the embedded model's shipped weights from scratch",
 		Long: `Train the embedded model from random weights by supervised learning on
 "a+b=" problems with operands 0–999, never on the held-out split, and write
-the weights as safetensors. With the default steps and seed the result is the
+the weights as safetensors (tiny-rg: on reasoning-gym's basic_arithmetic
+questions of two one-digit terms, drawn by a Go port of its generator, never
+on its held-out split). With the default steps and seed the result is the
 file the binary ships, byte for byte; --verify checks that. Training is
 deterministic whatever the number of cores; it takes a few minutes on two.`,
 		Example: `  rlpipe policy pretrain --verify
   rlpipe policy pretrain --model tiny-chain --verify
+  rlpipe policy pretrain --model tiny-rg --verify
   rlpipe policy pretrain --seed 3 --out seed3.safetensors`,
 		Args: exactArgs(),
 	}, func(cmd *cobra.Command, o policyPretrainOptions, _ []string) error {
@@ -124,8 +127,10 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 	case "tiny-arith":
 	case tiny.ModelTinyChain:
 		cfg, shipped, out = tiny.DefaultChainPretrainConfig(), tiny.EmbeddedChainSHA256(), "chain.safetensors"
+	case tiny.ModelTinyRG:
+		cfg, shipped, out = tiny.DefaultRGPretrainConfig(), tiny.EmbeddedRGSHA256(), "rg.safetensors"
 	default:
-		return usagef("policy pretrain: --model %q: use tiny-arith or tiny-chain", o.model)
+		return usagef("policy pretrain: --model %q: use tiny-arith, tiny-chain or tiny-rg", o.model)
 	}
 	if o.out != "" {
 		out = o.out
@@ -153,7 +158,14 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 	}
 	sum := sha256.Sum256(b)
 	got := hex.EncodeToString(sum[:])
-	heldout, err := m.GreedyAccuracy(ctx, nil, tiny.HeldOutProblems(500))
+	// The held-out problems of the model's task: 500 additions, or 500
+	// basic_arithmetic questions for tiny-rg.
+	var heldout float64
+	if cfg.Family == tiny.FamilyBasicArithmetic {
+		heldout, err = m.RGGreedyAccuracy(ctx, nil, tiny.RGHeldOutProblems(500))
+	} else {
+		heldout, err = m.GreedyAccuracy(ctx, nil, tiny.HeldOutProblems(500))
+	}
 	if err != nil {
 		return err
 	}
@@ -181,13 +193,13 @@ type policyExportOptions struct {
 }
 
 func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, a .safetensors file or a model directory")
+	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, tiny-rg, a .safetensors file or a model directory")
 	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter directory against the model, and copy it to DIR/adapter")
 }
 
 func newPolicyExportCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
-		Use:   "export DIR [--model tiny-arith|tiny-chain|FILE] [--adapter ADAPTER_DIR]",
+		Use:   "export DIR [--model tiny-arith|tiny-chain|tiny-rg|FILE] [--adapter ADAPTER_DIR]",
 		Short: "write the embedded model as a Hugging Face model directory",
 		Long: `Write the embedded model as a Hugging Face model directory that transformers
 (AutoModelForCausalLM, AutoTokenizer), PEFT and vLLM load as it is: config.json

@@ -149,9 +149,9 @@ func TestEpisodesStageInTheLoop(t *testing.T) {
 	}
 }
 
-// policy pretrain reproduces either shipped base: --model tiny-chain
-// trains the multi-turn one (two steps here: its name, not its bytes);
-// another name is a usage error.
+// policy pretrain reproduces any shipped base: --model tiny-chain
+// trains the multi-turn one, --model tiny-rg the reasoning-gym one (two
+// steps here: its name, not its bytes); another name is a usage error.
 func TestPretrainTinyChain(t *testing.T) {
 	h := newStore(t)
 	out := h.dir + "/c.safetensors"
@@ -167,7 +167,14 @@ func TestPretrainTinyChain(t *testing.T) {
 	if res.Out != out || !strings.HasPrefix(res.Version, "tiny-chain@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedChainSHA256() {
 		t.Errorf("pretrain --model tiny-chain: %+v", res)
 	}
-	h.fails(2, []string{`--model "gpt2": use tiny-arith or tiny-chain`}, "policy", "pretrain", "--model", "gpt2")
+	// tiny-rg: two steps on reasoning-gym's questions, measured on its own
+	// held-out questions (none right yet: 0, not an error).
+	rg := h.dir + "/rg.safetensors"
+	h.json(&res, "policy", "pretrain", "--model", "tiny-rg", "--steps", "2", "--out", rg)
+	if res.Out != rg || !strings.HasPrefix(res.Version, "tiny-rg@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedRGSHA256() || res.Heldout != 0 {
+		t.Errorf("pretrain --model tiny-rg: %+v", res)
+	}
+	h.fails(2, []string{`--model "gpt2": use tiny-arith, tiny-chain or tiny-rg`}, "policy", "pretrain", "--model", "gpt2")
 }
 
 // The multi-turn demo learns: 20 iterations of examples/chain as shipped

@@ -7,14 +7,7 @@ set -euo pipefail
 name=demo-agent build='`make build` (or `make demo-agent`, which builds it)'
 . "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
 dir="${RLPIPE_DEMO_AGENT_DIR:-$root/.rlpipe-demo-agent}"
-marker="$dir/MADE-BY-RLPIPE-DEMO"
-if [ -e "$dir" ] && [ ! -e "$marker" ]; then
-  echo "demo-agent: $dir exists and was not made by the demo; move it away or set RLPIPE_DEMO_AGENT_DIR" >&2
-  exit 1
-fi
-rm -rf "$dir"
-mkdir -p "$dir"
-printf 'scripts/demo-agent.sh made this directory and removes it at its next run.\n' >"$marker"
+fresh_dir "$dir" RLPIPE_DEMO_AGENT_DIR
 export RLPIPE_STORE="$dir/store"
 
 echo "## The store and the problems"

@@ -8,3 +8,17 @@ if [ ! -x "$bin" ]; then
   echo "$name: $bin is missing: run $build" >&2
   exit 1
 fi
+
+# fresh_dir DIR VAR makes the demo's directory DIR afresh: it removes DIR
+# only when a demo made it (its marker file says so), else exits 1 saying
+# VAR moves it.
+fresh_dir() {
+  local dir="$1" var="$2" marker="$1/MADE-BY-RLPIPE-DEMO"
+  if [ -e "$dir" ] && [ ! -e "$marker" ]; then
+    echo "$name: $dir exists and was not made by the demo; move it away or set $var" >&2
+    exit 1
+  fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  printf 'scripts/%s.sh made this directory and removes it at its next run.\n' "$name" >"$marker"
+}

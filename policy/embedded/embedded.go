@@ -53,8 +53,8 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 	if o.Serve != "" && o.Serve != ServeInProcess && o.Serve != ServeHTTP {
 		c.Fail("serve", "use inprocess or http", "%s: unknown way %q", c.Path("serve"), o.Serve)
 	}
-	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !strings.HasSuffix(model, ".safetensors") && !isDir(model) {
-		c.Fail("model", "use tiny-arith, tiny-chain, a .safetensors file or a model directory `rlpipe policy export` wrote",
+	if model != "" && !Shipped(model) && !strings.HasSuffix(model, ".safetensors") && !isDir(model) {
+		c.Fail("model", "use tiny-arith, tiny-chain, tiny-rg, a .safetensors file or a model directory `rlpipe policy export` wrote",
 			"%s: %q is neither a shipped model, a .safetensors file nor a directory", c.Path("model"), model)
 	}
 }
@@ -74,7 +74,7 @@ func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
 		return nil, fmt.Errorf("policy: unknown way of serving %q (use %s or %s)", po.Serve, ServeInProcess, ServeHTTP)
 	}
 	model := s.Model
-	if model != "" && model != ModelTinyArith && model != tiny.ModelTinyChain && !filepath.IsAbs(model) && s.Dir != "" {
+	if model != "" && !Shipped(model) && !filepath.IsAbs(model) && s.Dir != "" {
 		model = filepath.Join(s.Dir, model)
 	}
 	m, err := Load(model)
@@ -93,22 +93,29 @@ func Open(ctx context.Context, s policy.Spec) (*policy.Opened, error) {
 	return o, nil
 }
 
-// Load loads the shipped weights ("" or ModelTinyArith, or
-// tiny.ModelTinyChain), a safetensors file, or a Hugging Face model
+// shipped are the models whose weights the binary ships, by name.
+var shipped = map[string]func() (*tiny.Model, error){
+	ModelTinyArith:      tiny.Embedded,
+	tiny.ModelTinyChain: tiny.EmbeddedChain,
+	tiny.ModelTinyRG:    tiny.EmbeddedRG,
+}
+
+// Shipped reports whether model names weights the binary ships:
+// tiny-arith, tiny-chain or tiny-rg.
+func Shipped(model string) bool { return shipped[model] != nil }
+
+// Load loads the shipped weights ("" or ModelTinyArith, tiny.ModelTinyChain
+// or tiny.ModelTinyRG), a safetensors file, or a Hugging Face model
 // directory of a Llama the engine runs (tiny.LoadHF: what `rlpipe policy
 // export` writes).
 func Load(model string) (*tiny.Model, error) {
-	if model == tiny.ModelTinyChain {
-		m, err := tiny.EmbeddedChain()
-		if err != nil {
-			return nil, fmt.Errorf("policy: the shipped %s weights: %w", tiny.ModelTinyChain, err)
-		}
-		return m, nil
+	if model == "" {
+		model = ModelTinyArith
 	}
-	if model == "" || model == ModelTinyArith {
-		m, err := tiny.Embedded()
+	if load := shipped[model]; load != nil {
+		m, err := load()
 		if err != nil {
-			return nil, fmt.Errorf("policy: the shipped %s weights: %w", ModelTinyArith, err)
+			return nil, fmt.Errorf("policy: the shipped %s weights: %w", model, err)
 		}
 		return m, nil
 	}

@@ -56,11 +56,18 @@ func TrainingProblem(rng *rand.Rand) Problem {
 // evaluation set, the same for every caller.
 func HeldOutProblems(n int) []Problem {
 	rng := rand.New(rand.NewPCG(2024, 1))
-	seen := map[Problem]bool{}
-	out := make([]Problem, 0, n)
+	return firstDistinct(n, func() Problem { return Problem{rng.IntN(1000), rng.IntN(1000)} },
+		func(p Problem) bool { return HeldOut(p.A, p.B) })
+}
+
+// firstDistinct returns the first n distinct values draw gives that keep
+// accepts.
+func firstDistinct[P comparable](n int, draw func() P, keep func(P) bool) []P {
+	seen := map[P]bool{}
+	out := make([]P, 0, n)
 	for len(out) < n {
-		p := Problem{rng.IntN(1000), rng.IntN(1000)}
-		if HeldOut(p.A, p.B) && !seen[p] {
+		p := draw()
+		if keep(p) && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
@@ -142,35 +149,53 @@ func (m *Model) completionProbabilities(ctx context.Context, a *Adapter, batch [
 // problems: the mean of PassProbabilities, free of sampling noise.
 func (m *Model) ExpectedPass1(ctx context.Context, a *Adapter, problems []Problem) (float64, error) {
 	ps, err := m.PassProbabilities(ctx, a, problems)
-	if err != nil || len(ps) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	return mean(ps), nil
+}
+
+// mean is the mean of ps, 0 for none.
+func mean(ps []float64) float64 {
+	if len(ps) == 0 {
+		return 0
 	}
 	var s float64
 	for _, p := range ps {
 		s += p
 	}
-	return s / float64(len(ps)), nil
+	return s / float64(len(ps))
 }
 
 // GreedyAccuracy returns the fraction of problems whose greedy completion
 // is exactly the answer.
 func (m *Model) GreedyAccuracy(ctx context.Context, a *Adapter, problems []Problem) (float64, error) {
-	reqs := make([]policy.Request, len(problems))
+	prompts, answers := make([]string, len(problems)), make([]string, len(problems))
 	for i, p := range problems {
-		reqs[i] = policy.Request{ID: p.Prompt(), Prompt: p.Prompt()}
+		prompts[i], answers[i] = p.Prompt(), p.Answer()
 	}
-	out, err := m.Generate(ctx, a, reqs, policy.Sampling{MaxTokens: 6})
+	return m.greedyAccuracy(ctx, a, prompts, answers, 6)
+}
+
+// greedyAccuracy returns the fraction of prompts whose greedy completion
+// of at most maxTokens tokens is exactly its answer.
+func (m *Model) greedyAccuracy(ctx context.Context, a *Adapter, prompts, answers []string, maxTokens int) (float64, error) {
+	reqs := make([]policy.Request, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = policy.Request{ID: p, Prompt: p}
+	}
+	out, err := m.Generate(ctx, a, reqs, policy.Sampling{MaxTokens: maxTokens})
 	if err != nil {
 		return 0, err
 	}
-	if len(problems) == 0 {
+	if len(prompts) == 0 {
 		return 0, nil
 	}
 	right := 0
-	for i, p := range problems {
-		if s := out[i][0]; s.Status == policy.StatusOK && s.FinishReason == policy.FinishStop && s.Text == p.Answer() {
+	for i, ans := range answers {
+		if s := out[i][0]; s.Status == policy.StatusOK && s.FinishReason == policy.FinishStop && s.Text == ans {
 			right++
 		}
 	}
-	return float64(right) / float64(len(problems)), nil
+	return float64(right) / float64(len(prompts)), nil
 }

@@ -24,7 +24,7 @@ func torchPython(t *testing.T) string {
 }
 
 func TestExportHFRoundTrip(t *testing.T) {
-	for _, load := range []func() (*Model, error){Embedded, EmbeddedChain} {
+	for _, load := range []func() (*Model, error){Embedded, EmbeddedChain, EmbeddedRG} {
 		m, err := load()
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,9 @@ var embeddedWeights []byte
 //go:embed weights/chain.safetensors
 var embeddedChainWeights []byte
 
+//go:embed weights/rg.safetensors
+var embeddedRGWeights []byte
+
 // Metadata keys of the weights file.
 const (
 	metaFormat = "format"
@@ -75,7 +78,16 @@ func EmbeddedChain() (*Model, error) { return unmarshalEmbedded(embeddedChainWei
 // weights file.
 func EmbeddedChainSHA256() string { return hexSHA256(embeddedChainWeights) }
 
-// unmarshalEmbedded decodes shipped weights; name (tiny, tiny-chain) is
+// EmbeddedRG returns the shipped base for reasoning-gym's basic_arithmetic
+// questions (weights/rg.safetensors, ModelTinyRG): the same architecture
+// with RGConfig's vocabulary, pretrained by DefaultRGPretrainConfig.
+func EmbeddedRG() (*Model, error) { return unmarshalEmbedded(embeddedRGWeights, ModelTinyRG) }
+
+// EmbeddedRGSHA256 returns the hex SHA-256 of the shipped tiny-rg weights
+// file.
+func EmbeddedRGSHA256() string { return hexSHA256(embeddedRGWeights) }
+
+// unmarshalEmbedded decodes shipped weights; name (tiny, tiny-chain, tiny-rg) is
 // what an error calls them.
 func unmarshalEmbedded(b []byte, name string) (*Model, error) {
 	m, err := Unmarshal(b)

@@ -31,6 +31,11 @@ type PretrainConfig struct {
 	// after an EOS and at later positions, which multi-turn episodes
 	// need. 0 (the shipped tiny-arith) draws single problems only.
 	ChainShare float64
+	// Family, when set, draws the examples from another task in place of
+	// addition: FamilyBasicArithmetic draws RGTrainingProblem's
+	// reasoning-gym questions (ChainShare is then ignored). "" is
+	// addition.
+	Family string
 }
 
 // DefaultPretrainConfig reproduces weights/base.safetensors byte for byte.
@@ -75,6 +80,9 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	if cfg.Steps < 0 || cfg.BatchSize <= 0 {
 		return nil, fmt.Errorf("pretrain: steps %d must be ≥ 0 and batch size %d positive", cfg.Steps, cfg.BatchSize)
 	}
+	if cfg.Family != "" && cfg.Family != FamilyBasicArithmetic {
+		return nil, fmt.Errorf("pretrain: unknown family %q (use %q, or none for addition)", cfg.Family, FamilyBasicArithmetic)
+	}
 	m, err := New(cfg.Model, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)
@@ -88,6 +96,12 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	start := time.Now()
 	for step := 0; step < cfg.Steps; step++ {
 		for i := range batch {
+			if cfg.Family == FamilyBasicArithmetic {
+				if batch[i], err = m.RGExample(RGTrainingProblem(rng, cfg.Model.Context)); err != nil {
+					return nil, fmt.Errorf("pretrain: %w", err)
+				}
+				continue
+			}
 			p := TrainingProblem(rng)
 			// A share of 0 draws nothing more: tiny-arith's stream of
 			// problems is unchanged.

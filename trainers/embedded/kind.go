@@ -20,8 +20,8 @@ import (
 // trainer: section (Options' keys). The policy is the embedded model, or a
 // server (kind: openai, e.g. vLLM) serving the embedded model's export
 // (`rlpipe policy export`) under its name: policy.model then names the
-// embedded model the trainer loads (tiny-arith, tiny-chain or a
-// .safetensors file), and the server must serve those same weights.
+// embedded model the trainer loads (tiny-arith, tiny-chain, tiny-rg or
+// a .safetensors file), and the server must serve those same weights.
 var GRPOKind = kind.InSection(kind.Of[GRPOStage]("grpo", pipeline.SlotTrain), "trainer")
 
 // GRPOStage is a grpo stage: the trainer section's options, zero fields
@@ -37,7 +37,7 @@ func (s *GRPOStage) Check(c kind.Checker) {
 	}
 	if f := c.File(); f.Policy != policyembedded.Kind && !embeddedModel(f.PolicyModel) {
 		c.Fail("kind", "set policy: {kind: embedded}, serve the embedded model's export (rlpipe policy export) under its name, e.g. policy: {kind: openai, model: tiny-arith}, or train with kind: external",
-			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain or a .safetensors file (not %q)", c.Path("kind"), f.PolicyModel)
+			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain, tiny-rg or a .safetensors file (not %q)", c.Path("kind"), f.PolicyModel)
 	}
 	o := Options(*s)
 	if o.Loss != "" {
@@ -63,7 +63,7 @@ func (s *GRPOStage) Check(c kind.Checker) {
 // embeddedModel reports whether a policy's model key names an embedded
 // model: a shipped one or a .safetensors file.
 func embeddedModel(model string) bool {
-	return model == policyembedded.ModelTinyArith || model == tiny.ModelTinyChain || strings.HasSuffix(model, ".safetensors")
+	return policyembedded.Shipped(model) || strings.HasSuffix(model, ".safetensors")
 }
 
 // Steps are the advantages step (advantages.Step) with the options of
