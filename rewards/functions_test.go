@@ -135,7 +135,7 @@ func TestFunctionsSpecErrors(t *testing.T) {
 		{"columns not a mapping", "functions:\n  - name: f\n    function: r.py:f\n    columns: [answer]\n" + comps,
 			`spec.yaml:4:14: functions[0].columns: expected a mapping, found a list`},
 		{"a column that is not there", "functions:\n  - name: f\n    function: r.py:f\n    columns: {solution: answers}\n" + comps,
-			`spec.yaml:4:25: functions[0].columns.solution: no column "answers" (one of answer, metadata, prompt_id, sample_index, source, split, finish_reason, num_tokens, status, or metadata.KEY)`},
+			`spec.yaml:4:25: functions[0].columns.solution: no column "answers" (one of answer, finish_reason, metadata, num_tokens, prompt_id, sample_index, source, split, status, or metadata.KEY)`},
 		{"a keyword every function has", "functions:\n  - name: f\n    function: r.py:f\n    columns: {prompts: answer}\n" + comps,
 			`spec.yaml:4:15: functions[0].columns: "prompts" is already an argument of every function`},
 		{"a keyword that is not a name", "functions:\n  - name: f\n    function: r.py:f\n    columns: {gold-answer: answer}\n" + comps,

@@ -25,9 +25,8 @@ var RowColumns = []string{"answer", "finish_reason", "metadata", "num_tokens", "
 // the CEL variable row. They are the prompt's answer, metadata, source
 // and split, and the trajectory's prompt_id, sample_index, finish_reason,
 // num_tokens and status (RowColumns). Metadata is parsed from its JSON
-// text: a JSON object is a map[string]any (numbers float64), the text
-// "null" is nil, and any other text, not JSON or not an object, is an
-// empty map. A row without its prompt has the prompt's columns empty.
+// text: a JSON object is a map[string]any (numbers float64), and any
+// other text ("null" too), not JSON or not an object, is an empty map. A row without its prompt has the prompt's columns empty.
 func (r *Row) Columns() map[string]any {
 	return columnsOf(&r.Trajectory, &r.Prompt, parseMetadata(r.Prompt.Metadata))
 }
@@ -46,6 +45,9 @@ func parseMetadata(text string) map[string]any {
 	m := map[string]any{}
 	if text != "" {
 		_ = json.Unmarshal([]byte(text), &m) // not an object: {}
+	}
+	if m == nil { // the text null
+		return map[string]any{}
 	}
 	return m
 }

@@ -598,8 +598,8 @@ func (d *specDecoder) runners(n ast.Node, what string) []Runner {
 var knownFunction = []string{"name", "function", "python", "pure", "conversational", "columns", "workers", "limits"}
 
 // FunctionColumns are the row columns a Python function receives by
-// name, besides completions and prompts (docs/REWARDS.md).
-var FunctionColumns = []string{"answer", "metadata", "prompt_id", "sample_index", "source", "split", "finish_reason", "num_tokens", "status"}
+// name, besides completions and prompts (docs/REWARDS.md): Row.Columns'.
+var FunctionColumns = RowColumns
 
 // FunctionLimits bound a Python function's workers: wall per batch (per
 // chunk with workers:), CPU time and memory over a worker's life. Zero is

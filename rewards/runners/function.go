@@ -57,6 +57,13 @@ func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 		p.decl = append(p.decl, f)
 		p.h.size = max(p.h.size, f.Workers)
 	}
+	// On an error, the workers already started end now, not when a
+	// garbage collection finds their pools.
+	closeAll := func() {
+		for _, py := range order {
+			byPython[py].h.close()
+		}
+	}
 	var errs []error
 	for _, py := range order {
 		if err := byPython[py].start(context.Background()); err != nil {
@@ -64,6 +71,7 @@ func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 		}
 	}
 	if len(errs) > 0 {
+		closeAll()
 		return nil, errors.Join(errs...)
 	}
 	var opts []rewards.Option
@@ -72,6 +80,7 @@ func functionOptions(spec *rewards.Spec) ([]rewards.Option, error) {
 		for _, f := range p.decl {
 			fn, err := p.batchFunc(f)
 			if err != nil {
+				closeAll()
 				return nil, err
 			}
 			opts = append(opts, rewards.WithFunction(f.Name, fn))

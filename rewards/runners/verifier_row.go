@@ -113,9 +113,17 @@ func walk(n parse.Node, field func([]string)) {
 		}
 	case *parse.FieldNode:
 		field(n.Ident)
+	case *parse.DotNode:
+		// {{.}} or {{printf "%v" .}} may print every field.
+		field([]string{"Row"})
+		field([]string{"Metadata"})
 	case *parse.VariableNode:
-		if len(n.Ident) > 1 && n.Ident[0] == "$" {
+		switch {
+		case len(n.Ident) > 1 && n.Ident[0] == "$":
 			field(n.Ident[1:])
+		case len(n.Ident) == 1 && n.Ident[0] == "$":
+			field([]string{"Row"})
+			field([]string{"Metadata"})
 		}
 	case *parse.ChainNode:
 		walk(n.Node, field)

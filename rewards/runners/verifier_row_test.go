@@ -127,6 +127,14 @@ func TestVerifierRowMemoKey(t *testing.T) {
 			}
 		}
 	})
+	// {{.}} and {{$}} may print every field: the key holds the row too.
+	for _, tmpl := range []string{`{{with .}}{{$.Answer}}{{end}}`, `{{with $}}{{.Answer}}{{end}}`} {
+		t.Run("the whole data "+tmpl, func(t *testing.T) {
+			if got := keys(t, expectedSpec2(tmpl), metadataRow(`{"a": 1}`), metadataRow(`{"a": 2}`)); len(got) != 2 {
+				t.Fatalf("%d keys for two rows whose metadata differs, want 2: %v", len(got), got)
+			}
+		})
+	}
 }
 
 // expectedSpec2 is a verifier v that prints the answer and compares it
