@@ -169,6 +169,13 @@ func projectPython(flag string, getenv func(string) string) (string, error) {
 		}
 		return "python3", nil
 	}
+	if !strings.ContainsRune(venv, '/') {
+		if _, err := os.Stat(venv); err != nil { // a name on PATH: python3
+			if p, err := exec.LookPath(venv); err == nil {
+				return p, nil
+			}
+		}
+	}
 	py, err := python.InterpreterIn(venv)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s %s: no such venv or interpreter", from, venv)

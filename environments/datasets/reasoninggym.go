@@ -127,6 +127,11 @@ func SetGymConfig(fams []GymFamily, arg string) error {
 		if _, dup := fams[i].Config[key]; dup {
 			return gymErrorf(ErrBadConfig, "--config %s: %s of %s is set twice", arg, key, fams[i].Name)
 		}
+	}
+	for _, i := range targets {
+		if fams[i].Config == nil {
+			fams[i].Config = map[string]any{}
+		}
 		fams[i].Config[key] = v
 		fams[i].args = append(fams[i].args, arg)
 	}

@@ -45,8 +45,9 @@ def score(completions, prompts, answer, metadata, **columns):
         if not family:
             out.append(None)
             continue
-        if isinstance(completion, list):  # an episode's turns: the last one answers
-            completion = completion[-1].get("content", "") if completion else ""
+        if isinstance(completion, list):  # an episode's turns: the last assistant turn answers
+            said = [m.get("content", "") for m in completion if m.get("role") == "assistant"]
+            completion = said[-1] if said else ""
         given = extract_answer(completion)
         if given is None:
             given = completion.strip()
