@@ -15,7 +15,8 @@
 // samples only (tables.Reward.Scored: status ok, a total that is a
 // number). A sample that was not scored is masked and stays out of the
 // statistics, so a failed rollout is never trained on as a reward of 0.
-// Stats count the groups, those whose scored rewards are all equal
+// Stats count the groups, those with two or more scored samples
+// (MultiSample), those of them whose scored rewards are all equal
 // (ZeroStd: they carry no signal) and the masked samples.
 //
 //	adv, st := advantages.Compute(rewards, advantages.Options{})

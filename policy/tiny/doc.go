@@ -23,7 +23,7 @@
 // of this package (gemm.go, amd64 assembly: x·W and xᵀ·dy as tiles of
 // 4 × 16 outputs held in AVX registers, dy·Wᵀ as four of Sgemm's dot
 // products at once) that sum each output in Sgemm's order, 1.5–8× faster
-// on the demo's shapes (BenchmarkMulAcc); without AVX they are Sgemm.
+// on the demo's shapes (BenchmarkMulAcc); without AVX (SSE3 for dy·Wᵀ) they call Sgemm.
 // Attention, RMSNorm, rotary embeddings and softmax are plain loops. Everything is deterministic: the same inputs give the same
 // bits, whatever the batch, the number of goroutines or the CPU's features
 // (on amd64 with the default GOAMD64; other architectures may fuse

@@ -83,6 +83,10 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	if cfg.Family != "" && cfg.Family != FamilyBasicArithmetic {
 		return nil, fmt.Errorf("pretrain: unknown family %q (use %q, or none for addition)", cfg.Family, FamilyBasicArithmetic)
 	}
+	if cfg.Family == FamilyBasicArithmetic && cfg.Model.Context < rgMinContext {
+		// Otherwise no question fits and the draw never ends.
+		return nil, fmt.Errorf("pretrain: family %s needs a context of at least %d, have %d", cfg.Family, rgMinContext, cfg.Model.Context)
+	}
 	m, err := New(cfg.Model, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain: %w", err)

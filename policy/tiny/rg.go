@@ -146,13 +146,19 @@ func RGTrainingProblem(rng *rand.Rand, context int) RGProblem {
 	}
 }
 
+// rgMinContext is the context every question without parentheses fits
+// in: "Calculate -9 * 9." and "-81" with BOS and EOS.
+const rgMinContext = 22
+
 // RGHeldOutProblems returns the first n distinct held-out questions drawn
-// by RandomRGProblem from a PCG seeded (2024, 2): a fixed evaluation set
-// (of the family's about 22,000 questions, about 2,200 are held out).
+// by RandomRGProblem from a PCG seeded (2024, 2) that fit tiny-rg's
+// context: a fixed evaluation set (of the family's about 22,000
+// questions, about 2,200 are held out; n must stay well below that).
 func RGHeldOutProblems(n int) []RGProblem {
 	rng := rand.New(rand.NewPCG(2024, 2))
+	ctx := RGConfig().Context
 	return firstDistinct(n, func() RGProblem { return RandomRGProblem(rng) },
-		func(p RGProblem) bool { return RGHeldOut(p.Question) })
+		func(p RGProblem) bool { return RGHeldOut(p.Question) && len(p.Question)+len(p.Answer)+2 <= ctx })
 }
 
 // RGExample returns the problem as a training example: the question as

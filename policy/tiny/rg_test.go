@@ -179,13 +179,20 @@ func TestRGExample(t *testing.T) {
 	}
 }
 
-// Bad pretraining input: an unknown family and a vocabulary character
-// that is not printable (the space is).
+// Bad pretraining input: an unknown family, a context too short for any
+// question, and a vocabulary character that is not printable (the space
+// is).
 func TestRGBadInput(t *testing.T) {
 	cfg := DefaultRGPretrainConfig()
 	cfg.Family, cfg.Steps = "chain_sum", 1
 	if _, err := Pretrain(context.Background(), cfg, nil); err == nil || err.Error() != `pretrain: unknown family "chain_sum" (use "basic_arithmetic", or none for addition)` {
 		t.Errorf("unknown family: %v", err)
+	}
+	// A context no question fits in: an error, not an endless draw.
+	cfg = DefaultRGPretrainConfig()
+	cfg.Model.Context, cfg.Steps = 18, 1
+	if _, err := Pretrain(context.Background(), cfg, nil); err == nil || err.Error() != `pretrain: family basic_arithmetic needs a context of at least 22, have 18` {
+		t.Errorf("a context too short: %v", err)
 	}
 	c := RGConfig()
 	c.Vocab = "0 1\t"
