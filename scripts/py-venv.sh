@@ -37,8 +37,9 @@ if [ -z "$base" ]; then
 		base=/usr/bin/python3
 	fi
 fi
-home=$(dirname "$(command -v "$base" || echo "$base")")
-if [ -f "$venv/pyvenv.cfg" ] && ! grep -qx "home = $home" "$venv/pyvenv.cfg"; then
+# The directory venv writes as home: the interpreter's own, past a shim.
+home=$("$base" -c 'import os, sys; print(os.path.dirname(getattr(sys, "_base_executable", sys.executable)))' 2>/dev/null || true)
+if [ -n "$home" ] && [ -f "$venv/pyvenv.cfg" ] && ! grep -qx "home = $home" "$venv/pyvenv.cfg"; then
 	rm -f "$stamp"
 fi
 venv_current
