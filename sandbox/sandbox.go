@@ -88,7 +88,9 @@ var DefaultBinds = []string{
 // RLIMIT_NPROC does not bind root, so the process limit needs another user.
 const nobody = 65534
 
-const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
+// DefaultPath is the PATH a sandboxed program sees unless Spec.Env sets
+// another.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // Run runs s.Command in a new sandbox and waits for it.
 //
@@ -358,7 +360,7 @@ func setUp(ctx, cmdCtx context.Context, s Spec, lim Limits, t tools, tmpfs, work
 	args = append(args, s.Command...)
 
 	cmd := exec.CommandContext(cmdCtx, t.bwrap, args...)
-	cmd.Env = []string{"PATH=" + sandboxPath}
+	cmd.Env = []string{"PATH=" + DefaultPath}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = fds.files
 	cmd.SysProcAttr = bwrapAttr()
@@ -992,7 +994,7 @@ func closeAll(files []*os.File) {
 
 // environ returns the sandbox's variables as sorted name, value pairs.
 func environ(extra map[string]string) [][2]string {
-	env := map[string]string{"PATH": sandboxPath, "HOME": "/work", "LANG": "C.UTF-8"}
+	env := map[string]string{"PATH": DefaultPath, "HOME": "/work", "LANG": "C.UTF-8"}
 	for k, v := range extra {
 		env[k] = v
 	}

@@ -34,9 +34,13 @@ func (p Problem) text() string { return strconv.Itoa(p.A) + "+" + strconv.Itoa(p
 //	    for c in f"{a}+{b}".encode():
 //	        h = ((h ^ c) * 0x01000193) & 0xffffffff
 //	    return h % 10 == 0
-func HeldOut(a, b int) bool {
+func HeldOut(a, b int) bool { return heldOutText(Problem{a, b}.text()) }
+
+// heldOutText is the held-out rule on a problem's text: its 32-bit
+// FNV-1a hash is divisible by 10.
+func heldOutText(s string) bool {
 	h := fnv.New32a()
-	h.Write([]byte(Problem{a, b}.text()))
+	h.Write([]byte(s))
 	return h.Sum32()%10 == 0
 }
 

@@ -3,7 +3,6 @@ package tiny
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 )
@@ -128,11 +127,7 @@ func rgDivisors(a int) []int {
 // split, which its pretraining never sees: it does iff the 32-bit FNV-1a
 // hash of the question's text is divisible by 10 (HeldOut's rule, on the
 // whole question).
-func RGHeldOut(question string) bool {
-	h := fnv.New32a()
-	h.Write([]byte(question))
-	return h.Sum32()%10 == 0
-}
+func RGHeldOut(question string) bool { return heldOutText(question) }
 
 // RGTrainingProblem draws RandomRGProblem's questions outside the
 // held-out split and short enough for context positions (BOS, the

@@ -77,7 +77,7 @@ func Find(ctx context.Context, path string) (Interpreter, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, host, "-I", "-c", probe)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	cmd.Env = []string{"PATH=" + sandbox.DefaultPath, "LANG=C.UTF-8"}
 	out, err := cmd.Output()
 	if err != nil {
 		msg := err.Error()

@@ -191,10 +191,6 @@ func findPython(ctx context.Context, dir, path string) (*python.Interpreter, err
 	return &in, nil
 }
 
-// basePath is the sandbox's PATH (sandbox.Spec.Env), which a verifier's
-// python: leads with its interpreter's directory.
-const basePath = "/usr/local/bin:/usr/bin:/bin"
-
 // withPython makes the interpreter in visible in s, read-only, as a
 // Python function's worker sees it (python.Interpreter's Binds and
 // Mounts), and first on PATH, so that python3 in a command is in's.
@@ -209,6 +205,6 @@ func withPython(s sandbox.Spec, in *python.Interpreter) sandbox.Spec {
 			s.ReadOnlyMounts[k] = v
 		}
 	}
-	s.Env = map[string]string{"PATH": filepath.Dir(in.Command) + ":" + basePath}
+	s.Env = map[string]string{"PATH": filepath.Dir(in.Command) + ":" + sandbox.DefaultPath}
 	return s
 }
