@@ -3,9 +3,11 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -54,7 +56,7 @@ func (o *PolicyOptions) Check(c policy.Checker, model string) {
 		c.Fail("serve", "use inprocess or http", "%s: unknown way %q", c.Path("serve"), o.Serve)
 	}
 	if model != "" && !Shipped(model) && !strings.HasSuffix(model, ".safetensors") && !isDir(model) {
-		c.Fail("model", "use tiny-arith, tiny-chain, tiny-rg, a .safetensors file or a model directory `rlpipe policy export` wrote",
+		c.Fail("model", "use "+ShippedNames()+", a .safetensors file or a model directory `rlpipe policy export` wrote",
 			"%s: %q is neither a shipped model, a .safetensors file nor a directory", c.Path("model"), model)
 	}
 }
@@ -103,6 +105,10 @@ var shipped = map[string]func() (*tiny.Model, error){
 // Shipped reports whether model names weights the binary ships:
 // tiny-arith, tiny-chain or tiny-rg.
 func Shipped(model string) bool { return shipped[model] != nil }
+
+// ShippedNames lists the shipped models' names, sorted, for messages:
+// "tiny-arith, tiny-chain, tiny-rg".
+func ShippedNames() string { return strings.Join(slices.Sorted(maps.Keys(shipped)), ", ") }
 
 // Load loads the shipped weights ("" or ModelTinyArith, tiny.ModelTinyChain
 // or tiny.ModelTinyRG), a safetensors file, or a Hugging Face model

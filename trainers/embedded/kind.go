@@ -37,7 +37,7 @@ func (s *GRPOStage) Check(c kind.Checker) {
 	}
 	if f := c.File(); f.Policy != policyembedded.Kind && !embeddedModel(f.PolicyModel) {
 		c.Fail("kind", "set policy: {kind: embedded}, serve the embedded model's export (rlpipe policy export) under its name, e.g. policy: {kind: openai, model: tiny-arith}, or train with kind: external",
-			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain, tiny-rg or a .safetensors file (not %q)", c.Path("kind"), f.PolicyModel)
+			"%s: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is %s or a .safetensors file (not %q)", c.Path("kind"), policyembedded.ShippedNames(), f.PolicyModel)
 	}
 	o := Options(*s)
 	if o.Loss != "" {
