@@ -34,4 +34,9 @@ fi
 # vLLM's CPU build serves it, torchrun runs the reference trainer (scripts/py-venv.sh: about 3 GB
 # downloaded and 6 GB on disk the first time, a few minutes; reused afterwards).
 ./scripts/py-venv.sh >/dev/null
+# Environments from the ecosystem (issue 38): OpenEnv's servers run on their own venv, its pins
+# clashing with vLLM's (scripts/openenv-venv.sh); Harbor, the reference for rlpipe's reading of
+# Harbor tasks, needs Python >= 3.12 (scripts/harbor-venv.sh finds one, or says why it skips).
+./scripts/openenv-venv.sh >/dev/null
+./scripts/harbor-venv.sh >/dev/null
 go mod download

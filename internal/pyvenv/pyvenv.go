@@ -49,6 +49,13 @@ var (
 	Data = Venv{Name: ".venv-data", Env: "RLPIPE_DATA_VENV", Script: "scripts/data-venv.sh", Requirements: "scripts/data-requirements.txt"}
 	// Tracker has TensorBoard and MLflow.
 	Tracker = Venv{Name: ".venv-tracking", Env: "RLPIPE_TRACKER_VENV", Script: "scripts/tracker-venv.sh", Requirements: "scripts/tracker-requirements.txt"}
+	// OpenEnv has openenv and uvicorn: the OpenEnv environment servers
+	// rlpipe starts (its own venv: openenv's pins clash with vLLM's).
+	OpenEnv = Venv{Name: ".venv-openenv", Env: "RLPIPE_OPENENV_VENV", Script: "scripts/openenv-venv.sh", Requirements: "scripts/openenv-requirements.txt"}
+	// Harbor has harbor on Python >= 3.12: the reference rlpipe's reading
+	// of Harbor tasks is checked against. scripts/harbor-venv.sh skips it
+	// where no Python 3.12 is found.
+	Harbor = Venv{Name: ".venv-harbor", Env: "RLPIPE_HARBOR_VENV", Script: "scripts/harbor-venv.sh", Requirements: "scripts/harbor-requirements.txt"}
 )
 
 // Dir is v's directory for the repository at root: $Env when set, else

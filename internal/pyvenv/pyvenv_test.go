@@ -144,7 +144,7 @@ func TestDepsMakesEveryVenv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []pyvenv.Venv{pyvenv.Py, pyvenv.SDK, pyvenv.Data, pyvenv.Tracker} {
+	for _, v := range []pyvenv.Venv{pyvenv.Py, pyvenv.SDK, pyvenv.Data, pyvenv.Tracker, pyvenv.OpenEnv, pyvenv.Harbor} {
 		if !strings.Contains(string(deps), "\n./"+v.Script+" ") {
 			t.Errorf("scripts/deps.sh does not run %s, which makes %s", v.Script, v.Name)
 		}
