@@ -207,7 +207,10 @@ func TestAgentTimeout(t *testing.T) {
 
 // Prompts and the RLEnv's maker agree on the task a row names.
 func TestPromptsAndMaker(t *testing.T) {
-	tasks, err := harbor.LoadDir(filepath.Join("testdata", "tasks"))
+	tasks, refused, err := harbor.LoadDir(filepath.Join("testdata", "tasks"))
+	if len(refused) != 0 {
+		t.Fatalf("refused %v", refused)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if !filepath.IsAbs(src) {
 		src = filepath.Join(dir, src)
 	}
-	tasks, err := LoadDir(src)
+	tasks, _, err := LoadDir(src) // refused tasks have no prompts (rlpipe dataset harbor lists them)
 	if err != nil {
 		return nil, "", err
 	}

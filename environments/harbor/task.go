@@ -199,42 +199,48 @@ func Load(dir string) (*Task, error) {
 }
 
 // LoadDir reads every task of a directory of tasks: each subdirectory
-// holding a task.toml, in name order (dir itself when it is one task). It
-// stops at the first task it cannot read or run, naming it.
-func LoadDir(dir string) ([]*Task, error) {
+// holding a task.toml, in name order (dir itself when it is one task).
+// A task rlpipe cannot run (ErrUnsupported) is left out and its refusal
+// listed in refused, so that one apt-get does not refuse a whole
+// benchmark; any other problem of a task stops it, naming the task.
+func LoadDir(dir string) (tasks []*Task, refused []error, err error) {
+	var dirs []string
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-		t, err := Load(dir)
+		dirs = []string{dir}
+	} else {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("read harbor tasks: %v: give a directory of Harbor tasks, or one task: %w", err, ErrTask)
 		}
-		return []*Task{t}, nil
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), ConfigFile)); e.IsDir() && err == nil {
+				dirs = append(dirs, filepath.Join(dir, e.Name()))
+			}
+		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read harbor tasks: %w", err)
-	}
-	var tasks []*Task
 	names := map[string]string{}
-	for _, e := range entries {
-		if !e.IsDir() {
+	for _, d := range dirs {
+		t, err := Load(d)
+		if errors.Is(err, ErrUnsupported) {
+			refused = append(refused, err)
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, e.Name(), ConfigFile)); err != nil {
-			continue
-		}
-		t, err := Load(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if other, dup := names[t.Name]; dup {
-			return nil, fmt.Errorf("read harbor tasks in %s: %s and %s are both named %q ([task] name): rename one: %w", dir, other, t.Dir, t.Name, ErrTask)
+			return nil, nil, fmt.Errorf("read harbor tasks in %s: %s and %s are both named %q ([task] name): rename one: %w", dir, other, t.Dir, t.Name, ErrTask)
 		}
 		names[t.Name] = t.Dir
 		tasks = append(tasks, t)
 	}
 	if len(tasks) == 0 {
-		return nil, fmt.Errorf("read harbor tasks: %s holds no task (no subdirectory with a task.toml): %w", dir, ErrTask)
+		why := "no subdirectory with a task.toml"
+		if len(refused) > 0 {
+			why = fmt.Sprintf("all %d refused; the first: %v", len(refused), refused[0])
+		}
+		return nil, refused, fmt.Errorf("read harbor tasks: %s holds no task rlpipe can run (%s): %w", dir, why, ErrTask)
 	}
 	slices.SortFunc(tasks, func(a, b *Task) int { return strings.Compare(a.Name, b.Name) })
-	return tasks, nil
+	return tasks, refused, nil
 }
