@@ -1,9 +1,11 @@
 package harbor_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +127,71 @@ func TestLoad(t *testing.T) {
 	if got := d.Tops; len(got) != 2 || got[0] != "app" || got[1] != "root" {
 		t.Fatalf("tops %v, want [app root]", got)
 	}
+}
+
+// A RUN that fails in the sandbox when the world is built, or writes
+// beside the world's directories (the host's system is read-only), stops
+// the build with the Dockerfile's line and what the command said.
+func TestWorldBuildFails(t *testing.T) {
+	cache, err := cacheOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, dockerfile, want string }{
+		{"a failing RUN", "FROM ubuntu:24.04\nWORKDIR /app\nRUN echo building && exit 3\n",
+			"environment/Dockerfile:3: RUN echo building && exit 3: failed, exit status 3: building: harbor task: unsupported"},
+		{"a RUN writing to the host's system", "FROM ubuntu:24.04\nWORKDIR /app\nRUN touch /opt-rlpipe-test\n",
+			"environment/Dockerfile:3: RUN touch /opt-rlpipe-test: failed, exit status 1: touch: cannot touch '/opt-rlpipe-test': Read-only file system: harbor task: unsupported"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := newTask(t, map[string]string{"environment/Dockerfile": c.dockerfile})
+			tk, err := harbor.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = tk.Worlds(context.Background(), cache)
+			want := `import harbor task test/t: build world "test/t": ` + dir + "/" + c.want
+			if !errors.Is(err, harbor.ErrUnsupported) || err.Error() != want {
+				t.Fatalf("got  %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// The Dockerfile parser never panics, and what it accepts names only
+// instructions it honours, at lines of the file.
+func FuzzParseDockerfile(f *testing.F) {
+	for _, s := range []string{
+		"FROM ubuntu:24.04\nWORKDIR /app\nRUN printf '17 25\\n' > /app/input.txt\n",
+		"FROM x\nENV A=1 B=\"two words\"\nENV C 3\nCOPY --chown=1 a /app/\n",
+		"RUN echo a && \\\n  echo b\n# comment\nEXPOSE 80\n",
+		"WORKDIR relative\nCOPY [\"a\", \"/app/a\"]\nRUN [\"bash\"]\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "Dockerfile")
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := harbor.ParseDockerfile(p, nil)
+		if err != nil {
+			return
+		}
+		lines := strings.Count(src, "\n") + 1
+		for _, in := range d.Steps {
+			switch in.Op {
+			case "WORKDIR", "ENV", "COPY", "RUN":
+			default:
+				t.Fatalf("accepted %s", in.Op)
+			}
+			if in.Line < 1 || in.Line > lines {
+				t.Fatalf("%s at line %d of %d", in.Op, in.Line, lines)
+			}
+		}
+	})
 }
