@@ -97,22 +97,17 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 	d := e.task.Dockerfile
 	r, err := sandbox.RunIn(ctx, e.ws.Root(), sandbox.Spec{Command: inDir(d.Workdir, call.Command), Env: withHome(d.Env, "/root"),
 		Mounts: mounts(e.ws.Root(), d.Tops), Limits: lim})
-	switch {
-	case errors.Is(err, sandbox.ErrInvalid):
-		return environments.Step{Observation: "the command cannot run: " + err.Error(), ToolCalls: calls, Info: info}, nil
-	case err != nil && ctx.Err() != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %w", e.calls, err)
-	case err != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %v: %w", e.calls, err, ErrInfra)
-	}
-	obs := agent.Observation(r, e.o.ObservationBytes)
-	if _, spent := e.agentLimits(); spent {
-		st, err := e.finish(ctx, info, e.timeoutNote())
-		st.ToolCalls = calls
-		st.Observation = obs + "\n\n" + st.Observation
+	st, err := agent.ToolStep(ctx, r, err, e.calls, calls, info, e.o.ObservationBytes)
+	if err != nil {
 		return st, err
 	}
-	return environments.Step{Observation: obs, ToolCalls: calls, Info: info}, nil
+	if _, spent := e.agentLimits(); spent {
+		end, err := e.finish(ctx, info, e.timeoutNote())
+		end.ToolCalls = calls
+		end.Observation = st.Observation + "\n\n" + end.Observation
+		return end, err
+	}
+	return st, nil
 }
 
 // agentLimits bounds the next tool call by what is left of the agent's

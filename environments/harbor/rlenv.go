@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
-	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // PipelineOptions are the harbor environment's rl_options in an episodes
@@ -102,20 +99,11 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cacheDir := o.WorldCache
-	if cacheDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		cacheDir = filepath.Join(base, "rlpipe", "worlds")
-	}
-	cache, err := agent.NewCache(cacheDir)
+	cache, err := agent.OpenCache(o.WorldCache)
 	if err != nil {
 		return nil, "", err
 	}
-	eo := &Options{ObservationBytes: o.ObservationBytes, Limits: sandbox.Limits{
-		Wall: time.Duration(o.TimeoutS * float64(time.Second)), MemoryBytes: int64(o.MemoryMB) << 20, Procs: o.Procs}}
+	eo := &Options{ObservationBytes: o.ObservationBytes, Limits: agent.OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
 	type opened struct {
 		task         *Task
 		world, tests *agent.World
