@@ -49,7 +49,9 @@
 // (agent.World.NewWorkspace). The agent's tool calls are agent's fenced
 // bash blocks (agent.ParseToolCall, agent.FormatHelp): each runs in the
 // sandbox with the workspace's directories at their paths (/app), the
-// Dockerfile's ENV, no network. [agent] timeout_sec bounds the tool calls
+// Dockerfile's ENV, no network; the workspace's root is in no sandbox
+// (its /work is a tmpfs of its own), so the agent cannot put a link where
+// /app is bound. [agent] timeout_sec bounds the tool calls
 // together; once it is spent the episode is verified as it stands.
 //
 // # The verifier, out of the agent's reach

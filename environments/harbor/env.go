@@ -94,9 +94,15 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 	if err != nil {
 		return environments.Step{}, err
 	}
+	// The world's directories at their paths; /work is the sandbox's own
+	// tmpfs, not the workspace's root, which the agent must not reach
+	// (it could put a link where /app is bound).
 	d := e.task.Dockerfile
-	r, err := sandbox.RunIn(ctx, e.ws.Root(), sandbox.Spec{Command: inDir(d.Workdir, call.Command), Env: withHome(d.Env, "/root"),
-		Mounts: mounts(e.ws.Root(), d.Tops), Limits: lim})
+	m, err := mounts(e.ws.Root(), d.Tops)
+	if err != nil {
+		return environments.Step{}, fmt.Errorf("tool call %d: %w", e.calls, err)
+	}
+	r, err := sandbox.Run(ctx, sandbox.Spec{Command: inDir(d.Workdir, call.Command), Env: withHome(d.Env, "/root"), Mounts: m, Limits: lim})
 	st, err := agent.ToolStep(ctx, r, err, e.calls, calls, info, e.o.ObservationBytes)
 	if err != nil {
 		return st, err

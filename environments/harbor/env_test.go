@@ -160,6 +160,18 @@ command -v cat`, ""},
 			}
 		})
 	}
+	// The workspace's root is not in the agent's sandbox: it cannot put a
+	// link where /app is bound, and /work is a tmpfs of its own.
+	t.Run("the world's root is out of reach", func(t *testing.T) {
+		st, err := play(t, task("add-numbers"), "rm -rf /work/app; ln -s /etc /work/app; ls -A /work; echo 42 > /app/answer.txt",
+			"ls /app > /tmp/ls.txt; cat /tmp/ls.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Done || st.Reward != 1 {
+			t.Fatalf("%+v, want the answer in the world's /app, reward 1", st)
+		}
+	})
 	t.Run("tests are not in the agent's world", func(t *testing.T) {
 		tk, world, tests := openTask(t, task("add-numbers"))
 		env, err := harbor.NewEnv(tk, world, tests, nil)

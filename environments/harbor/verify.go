@@ -97,7 +97,11 @@ func Verify(ctx context.Context, t *Task, world, tests *agent.World, root string
 	}
 	defer tws.Close()
 	ro := map[string]string{SandboxTests: tws.Root()}
-	maps.Copy(ro, mounts(root, t.Dockerfile.Tops))
+	m, err := mounts(root, t.Dockerfile.Tops)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("verify harbor task %s: %w", t.Name, err)
+	}
+	maps.Copy(ro, m)
 	env := map[string]string{"HOME": "/tmp"}
 	maps.Copy(env, t.Config.Verifier.Env)
 	env["PATH"] = sandbox.DefaultPath

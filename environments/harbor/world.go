@@ -96,8 +96,12 @@ func (t *Task) build(ctx context.Context, dir string) error {
 					return err
 				}
 			}
+			m, err := mounts(root, d.Tops)
+			if err != nil {
+				return err
+			}
 			r, err := sandbox.Run(ctx, sandbox.Spec{Command: inDir(in.Dir, in.Args), Env: withHome(in.Env, "/root"),
-				Mounts: mounts(root, d.Tops), Limits: sandbox.Limits{Wall: t.BuildTimeout(), CPUTime: t.BuildTimeout()}})
+				Mounts: m, Limits: sandbox.Limits{Wall: t.BuildTimeout(), CPUTime: t.BuildTimeout()}})
 			if err != nil {
 				return fmt.Errorf("%s:%d: RUN: %w", d.Path, in.Line, err)
 			}
@@ -159,12 +163,20 @@ func inDir(dir, script string) []string {
 }
 
 // mounts binds each top-level directory of the tree at root at /NAME.
-func mounts(root string, tops []string) map[string]string {
+// Each must be a directory, not a link: bwrap follows a link in a bind's
+// source, and a link would put another host path at /NAME. (No sandbox
+// sees root itself, only these directories at their mount points, so no
+// sandboxed program can replace one.)
+func mounts(root string, tops []string) (map[string]string, error) {
 	m := make(map[string]string, len(tops))
 	for _, top := range tops {
-		m["/"+top] = filepath.Join(root, top)
+		p := filepath.Join(root, top)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("world directory /%s is not a directory at %s: %w", top, p, ErrInfra)
+		}
+		m["/"+top] = p
 	}
-	return m
+	return m, nil
 }
 
 func withHome(env map[string]string, home string) map[string]string {
