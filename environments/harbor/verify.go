@@ -169,7 +169,7 @@ func readReward(dir string) (map[string]float64, error) {
 			for _, k := range slices.Sorted(maps.Keys(x)) {
 				f, ok := x[k].(float64)
 				if !ok {
-					return nil, fmt.Errorf("%s wrote %s with %q = %s: want a finite number: %w", TestScript, where(RewardJSON), k, clip(string(mustJSON(x[k])), 40), ErrReward)
+					return nil, fmt.Errorf("%s wrote %s with %q = %s: want a finite number: %w", TestScript, where(RewardJSON), k, clip(string(shownJSON(x[k])), 40), ErrReward)
 				}
 				out[k] = f
 			}
@@ -233,7 +233,11 @@ func tail(p string, n int64) string {
 	return string(b)
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
+// shownJSON shows a value decoded from JSON as JSON again.
+func shownJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Append(nil, v)
+	}
 	return b
 }
