@@ -30,11 +30,11 @@
 // turns. The sandbox is on by default for the classes that run the
 // model's code (lcb, searchcode).
 //
-// An episode is three requests at most per turn boundary: make (at the
-// Maker, once per episode, so a row the env refuses — a KeyError for an
-// extra it needs — fails the stage before any episode, naming the row),
-// init (Reset) and one step per turn; the worker closes an env whose step
-// says done, and End closes one that is not.
+// An episode is a make request (at the Maker, so a row the env refuses —
+// a KeyError for an extra it needs — fails the stage before any episode,
+// naming the row), an init (Reset) and a step per turn; the worker closes
+// an env whose step says done, and End closes one that is not. An env
+// made in a process that has since ended is made again at Reset.
 //
 // # Rows, observations, rewards
 //

@@ -67,61 +67,51 @@ func TestFaults(t *testing.T) {
 	m, w := faulty(t, skyrlgym.Options{})
 	ctx := context.Background()
 
-	t.Run("crash", func(t *testing.T) {
-		starts := w.Starts()
-		// An episode under way in the same process when another crashes it.
-		bystander, obs := reset(t, m, tables.Prompt{PromptID: "bystander", Prompt: "go"})
-		defer bystander.End()
-		if obs != "faulty\n\ngo" {
-			t.Errorf("first observation %q: want the messages' contents joined by a blank line", obs)
-		}
-		res := runOne(t, m, "crasher", 0, "crash")
-		want := "step 0: skyrl_gym env faulty:Faulty for prompt crasher: step: the process ended: exit status 3: the skyrl_gym worker ended during this episode's request; it restarts for the next one"
-		if res.Status() != tables.StatusEnvError || errorOf(res) != want {
-			t.Errorf("status %s, error\n%s\nwant env_error,\n%s", res.Status(), errorOf(res), want)
-		}
-		_, err := bystander.Step(ctx, "ok")
-		wantLost := "skyrl_gym env faulty:Faulty for prompt bystander: step: its worker ended since the episode began: the episode's skyrl_gym env was lost with its worker: environment infrastructure failure"
-		if !errors.Is(err, skyrlgym.ErrLost) || !errors.Is(err, environments.ErrInfra) || err.Error() != wantLost {
-			t.Errorf("the bystander's step: %v\nwant\n%s", err, wantLost)
-		}
-		if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK || res.Reward != 1 {
-			t.Errorf("the next episode: %s (%s), reward %v; want ok, 1", res.Status(), errorOf(res), res.Reward)
-		}
-		if got := w.Starts(); got != starts+1 {
-			t.Errorf("%d starts, then %d; want one restart", starts, got)
-		}
-	})
-
-	t.Run("hang", func(t *testing.T) {
-		starts := w.Starts()
-		res := runOne(t, m, "hanger", time.Second, "hang")
-		want := "wall-clock budget of 1s spent during step 0 after 0 turns"
-		if res.Status() != tables.StatusTimeout || errorOf(res) != want {
-			t.Errorf("status %s, error %q; want timeout, %q", res.Status(), errorOf(res), want)
-		}
-		if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK || res.Reward != 1 {
-			t.Errorf("the next episode: %s (%s), reward %v; want ok, 1", res.Status(), errorOf(res), res.Reward)
-		}
-		if got := w.Starts(); got != starts+1 {
-			t.Errorf("%d starts, then %d; want one restart", starts, got)
-		}
-	})
-
-	t.Run("garbage on the protocol stream", func(t *testing.T) {
-		starts := w.Starts()
-		res := runOne(t, m, "garbler", 0, "garbage")
-		want := `step 0: skyrl_gym env faulty:Faulty for prompt garbler: step: the process wrote "garbage" on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd): the skyrl_gym worker ended during this episode's request; it restarts for the next one`
-		if res.Status() != tables.StatusEnvError || errorOf(res) != want {
-			t.Errorf("status %s, error\n%s\nwant env_error,\n%s", res.Status(), errorOf(res), want)
-		}
-		if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK {
-			t.Errorf("the next episode: %s (%s)", res.Status(), errorOf(res))
-		}
-		if got := w.Starts(); got != starts+1 {
-			t.Errorf("%d starts, then %d; want one restart", starts, got)
-		}
-	})
+	// What kills the worker. The crash has a bystander: an episode under
+	// way in the same process, whose env dies with it.
+	for _, c := range []struct {
+		name, action string
+		timeout      time.Duration
+		status       string
+		error        string
+		bystander    bool
+	}{
+		{"crash", "crash", 0, tables.StatusEnvError,
+			"step 0: skyrl_gym env faulty:Faulty for prompt e: step: the process ended: exit status 3: the skyrl_gym worker ended during this episode's request; it restarts for the next one", true},
+		{"hang", "hang", time.Second, tables.StatusTimeout, "wall-clock budget of 1s spent during step 0 after 0 turns", false},
+		{"garbage on the protocol stream", "garbage", 0, tables.StatusEnvError,
+			`step 0: skyrl_gym env faulty:Faulty for prompt e: step: the process wrote "garbage" on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd): the skyrl_gym worker ended during this episode's request; it restarts for the next one`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			starts := w.Starts()
+			var bystander environments.Env
+			if c.bystander {
+				var obs string
+				bystander, obs = reset(t, m, tables.Prompt{PromptID: "bystander", Prompt: "go"})
+				defer bystander.End()
+				if obs != "faulty\n\ngo" {
+					t.Errorf("first observation %q: want the messages' contents joined by a blank line", obs)
+				}
+			}
+			res := runOne(t, m, "e", c.timeout, c.action)
+			if res.Status() != c.status || errorOf(res) != c.error {
+				t.Errorf("status %s, error\n%s\nwant %s,\n%s", res.Status(), errorOf(res), c.status, c.error)
+			}
+			if bystander != nil {
+				_, err := bystander.Step(ctx, "ok")
+				want := "skyrl_gym env faulty:Faulty for prompt bystander: step: its worker ended since the episode began: the episode's skyrl_gym env was lost with its worker: environment infrastructure failure"
+				if !errors.Is(err, skyrlgym.ErrLost) || !errors.Is(err, environments.ErrInfra) || err.Error() != want {
+					t.Errorf("the bystander's step: %v\nwant\n%s", err, want)
+				}
+			}
+			if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK || res.Reward != 1 {
+				t.Errorf("the next episode: %s (%s), reward %v; want ok, 1", res.Status(), errorOf(res), res.Reward)
+			}
+			if got := w.Starts(); got != starts+1 {
+				t.Errorf("%d starts, then %d; want one restart", starts, got)
+			}
+		})
+	}
 
 	// What does not kill the worker.
 	starts := w.Starts()
