@@ -23,9 +23,9 @@ type conn interface {
 	// call sends req (one line, id inside) and returns its reply line.
 	// The error is ctx's when ctx ended first (the process is then
 	// killed: it was busy with this request or one before it), or a
-	// *lostError when the process ended or broke the protocol before
-	// answering.
-	call(ctx context.Context, id int64, req []byte) ([]byte, error)
+	// *lostError when the process ended, broke the protocol or gave no
+	// answer within wall (then it is killed).
+	call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error)
 	// kill ends the process; alive says whether it still runs.
 	kill()
 	alive() bool
@@ -85,7 +85,6 @@ type pipeConn struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tail
-	wall   time.Duration
 
 	wmu     sync.Mutex // one writer at a time
 	mu      sync.Mutex // pending and reason
@@ -97,13 +96,13 @@ type pipeConn struct {
 }
 
 // startPipe starts the interpreter with the worker script, directly.
-func startPipe(python string, env []string, wall time.Duration) (*pipeConn, error) {
+func startPipe(python string, env []string) (*pipeConn, error) {
 	cmd := exec.Command(python, "-I", "-c", string(workerScript))
 	cmd.Env = env
 	// Its own process group, so a kill also ends what the environment
 	// forked (lcb's test processes).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c := &pipeConn{cmd: cmd, stderr: &tail{max: 8 << 10}, wall: wall,
+	c := &pipeConn{cmd: cmd, stderr: &tail{max: 8 << 10},
 		pending: map[int64]chan []byte{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	var err error
@@ -190,7 +189,7 @@ func (c *pipeConn) kill() { c.fail("the process was stopped") }
 
 func (c *pipeConn) alive() bool { return !c.ended.Load() }
 
-func (c *pipeConn) call(ctx context.Context, id int64, req []byte) ([]byte, error) {
+func (c *pipeConn) call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error) {
 	ch := make(chan []byte, 1)
 	c.mu.Lock()
 	if c.pending == nil {
@@ -205,7 +204,7 @@ func (c *pipeConn) call(ctx context.Context, id int64, req []byte) ([]byte, erro
 	if err != nil {
 		c.fail("its input closed: " + err.Error())
 	}
-	timer := time.NewTimer(c.wall)
+	timer := time.NewTimer(wall)
 	defer timer.Stop()
 	select {
 	case line := <-ch:
@@ -218,7 +217,7 @@ func (c *pipeConn) call(ctx context.Context, id int64, req []byte) ([]byte, erro
 		}
 		return nil, c.lost(id)
 	case <-timer.C:
-		c.fail(fmt.Sprintf("no answer within the request timeout of %s", c.wall))
+		c.fail(fmt.Sprintf("no answer within the request timeout of %s", wall))
 		return nil, c.lost(id)
 	case <-ctx.Done():
 		c.fail("the process was stopped when an episode's budget ended during its request")
@@ -245,16 +244,25 @@ var _ conn = (*pipeConn)(nil)
 // sandboxConn is a worker in rlpipe's sandbox (sandbox.Start): one
 // request at a time, as sandbox.Process serves them.
 type sandboxConn struct {
-	p       *sandbox.Process
-	blamed  atomic.Bool // a request was already named the culprit
-	garbage atomic.Pointer[string]
+	p         *sandbox.Process
+	blamed    atomic.Bool            // a request was already named the culprit
+	killedFor atomic.Pointer[string] // why it was killed, when this side killed it
 }
 
-func (c *sandboxConn) call(ctx context.Context, id int64, req []byte) ([]byte, error) {
-	line, err := c.p.Call(ctx, req)
+func (c *sandboxConn) call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error) {
+	// The sandbox's own wall limit is the longest of them all (a start's);
+	// this request's is a deadline, which kills the process too.
+	rctx, cancel := context.WithTimeout(ctx, wall)
+	defer cancel()
+	line, err := c.p.Call(rctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if rctx.Err() != nil {
+			msg := fmt.Sprintf("no answer within the request timeout of %s", wall)
+			c.killedFor.Store(&msg)
+			return nil, &lostError{culprit: !c.blamed.Swap(true), reason: msg}
 		}
 		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: c.why()}
 	}
@@ -263,7 +271,7 @@ func (c *sandboxConn) call(ctx context.Context, id int64, req []byte) ([]byte, e
 	}
 	if json.Unmarshal(line, &head) != nil || head.ID == nil || *head.ID != id {
 		msg := fmt.Sprintf("the process wrote %s on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd)", quote(line))
-		c.garbage.Store(&msg)
+		c.killedFor.Store(&msg)
 		c.p.Kill()
 		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: msg}
 	}
@@ -271,7 +279,7 @@ func (c *sandboxConn) call(ctx context.Context, id int64, req []byte) ([]byte, e
 }
 
 func (c *sandboxConn) why() string {
-	if g := c.garbage.Load(); g != nil {
+	if g := c.killedFor.Load(); g != nil {
 		return *g
 	}
 	r, _ := c.p.Wait()

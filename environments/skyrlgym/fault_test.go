@@ -3,6 +3,7 @@ package skyrlgym_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func errorOf(r environments.Result) string {
 // reward and an exception are the episode's env_error, and the worker
 // lives on.
 func TestFaults(t *testing.T) {
+	t.Parallel() // a worker of its own: its process starts overlap the others'
 	m, w := faulty(t, skyrlgym.Options{})
 	ctx := context.Background()
 
@@ -191,8 +193,15 @@ func TestBadInput(t *testing.T) {
 			"env_config.db_path is 3: want a directory (relative to the pipeline file): bad skyrl_gym options", skyrlgym.ErrOptions},
 		{"no such python", skyrlgym.Options{EnvClass: "gsm8k", Python: "/nonexistent/venv"},
 			"start the skyrl_gym worker (python /nonexistent/venv): python /nonexistent/venv: no such venv or interpreter; set python: to a venv directory or an interpreter's path: python interpreter not usable: the skyrl_gym worker did not start: environment infrastructure failure", skyrlgym.ErrStart},
+		{"a python without skyrl-gym", skyrlgym.Options{EnvClass: "gsm8k", Python: "/usr/bin/python3"},
+			"start the skyrl_gym worker (python /usr/bin/python3): the process ended: exit status 1 (stderr: ModuleNotFoundError: No module named 'skyrl_gym'); set python: to a venv with skyrl-gym (the project's .venv-py has it): the skyrl_gym worker did not start: environment infrastructure failure", skyrlgym.ErrStart},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.o.Python == "/usr/bin/python3" {
+				if _, err := os.Stat(c.o.Python); err != nil {
+					t.Skip("no /usr/bin/python3 here")
+				}
+			}
 			_, _, err := skyrlgym.RLEnv{}.Open(&c.o, "testdata")
 			if err == nil || err.Error() != c.want || !errors.Is(err, c.is) {
 				t.Errorf("open: %v\nwant\n%s", err, c.want)
@@ -222,4 +231,21 @@ func TestBadInput(t *testing.T) {
 			})
 		}
 	})
+}
+
+// A request past request_timeout_s kills the worker even when the
+// episode has no wall-clock budget: the episode is env_error, and the
+// worker restarts for the next one.
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel() // a worker of its own: its process starts overlap the others'
+	m, w := faulty(t, skyrlgym.Options{RequestTimeoutS: 1})
+	starts := w.Starts()
+	res := runOne(t, m, "e", 0, "hang")
+	want := "step 0: skyrl_gym env faulty:Faulty for prompt e: step: no answer within the request timeout of 1s: the skyrl_gym worker ended during this episode's request; it restarts for the next one"
+	if res.Status() != tables.StatusEnvError || errorOf(res) != want {
+		t.Errorf("status %s, error\n%s\nwant env_error,\n%s", res.Status(), errorOf(res), want)
+	}
+	if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK || w.Starts() != starts+1 {
+		t.Errorf("the next episode: %s (%s) after %d starts; want ok after one restart", res.Status(), errorOf(res), w.Starts()-starts)
+	}
 }

@@ -246,11 +246,22 @@ func (m *maker) make(p tables.Prompt) (environments.Env, error) {
 	}
 	e := &env{m: m, prompt: p, handle: fmt.Sprintf("e%d", m.w.envs.Add(1)), extras: extras}
 	ctx := context.Background()
-	c, gen, err := m.w.acquire(ctx)
-	if err != nil {
-		return nil, err
+	var r reply
+	var gen int
+	// A process that ended under another episode's request is started
+	// again: one more try.
+	for try := 0; ; try++ {
+		var c conn
+		c, gen, err = m.w.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r, err = m.w.send(ctx, c, e.makeRequest())
+		var lost *lostError
+		if err == nil || !errors.As(err, &lost) || try == 1 {
+			break
+		}
 	}
-	r, err := m.w.send(ctx, c, e.makeRequest())
 	if err != nil {
 		return nil, fmt.Errorf("skyrl_gym env %s for prompt %s: make: %v: %w", m.class, p.PromptID, err, environments.ErrInfra)
 	}

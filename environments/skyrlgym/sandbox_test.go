@@ -15,6 +15,7 @@ import (
 // passes a right program and fails a wrong one; text2sql reads its
 // database through the read-only mount of db_path.
 func TestSandboxed(t *testing.T) {
+	t.Parallel() // a worker of its own: its process starts overlap the others'
 	tests, err := json.Marshal([]map[string]any{{"input": "3\n", "output": "6\n", "testtype": "stdin", "metadata": map[string]any{}}})
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func (w *Worker) start(ctx context.Context) (conn, string, error) {
 			ReadOnlyFiles:  map[string][]byte{workerPath: workerScript},
 			ReadOnlyBinds:  in.Binds,
 			ReadOnlyMounts: maps.Clone(in.Mounts),
-			Limits:         sandbox.Limits{Wall: w.s.wall, CPUTime: 24 * time.Hour, MemoryBytes: w.s.memory},
+			Limits:         sandbox.Limits{Wall: max(w.s.wall, startTimeout), CPUTime: 24 * time.Hour, MemoryBytes: w.s.memory},
 		}
 		if spec.ReadOnlyMounts == nil {
 			spec.ReadOnlyMounts = map[string]string{}
@@ -148,20 +148,15 @@ func (w *Worker) start(ctx context.Context) (conn, string, error) {
 		if err != nil {
 			return fail("%v", err)
 		}
-		pc, err := startPipe(host, os.Environ(), w.s.wall)
+		pc, err := startPipe(host, os.Environ())
 		if err != nil {
 			return fail("%v", err)
 		}
 		c = pc
 	}
-	hctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	line, err := c.call(hctx, 0, []byte(`{"id":0,"op":"hello"}`))
+	line, err := c.call(ctx, 0, []byte(`{"id":0,"op":"hello"}`), startTimeout)
 	if err != nil {
 		c.kill()
-		if hctx.Err() != nil && ctx.Err() == nil {
-			return fail("no hello within %s", startTimeout)
-		}
 		if strings.Contains(err.Error(), "No module named") {
 			return fail("%v; set python: to a venv with skyrl-gym (the project's .venv-py has it)", err)
 		}
@@ -235,7 +230,7 @@ func (w *Worker) send(ctx context.Context, c conn, req map[string]any) (reply, e
 	if err != nil {
 		return reply{}, fmt.Errorf("encode a request to the skyrl_gym worker: %w", err)
 	}
-	line, err := c.call(ctx, id, b)
+	line, err := c.call(ctx, id, b, w.s.wall)
 	if err != nil {
 		return reply{}, err
 	}
