@@ -35,8 +35,9 @@ type Options struct {
 	// relative db_path is taken from the pipeline file's directory.
 	EnvConfig map[string]any `json:"env_config,omitempty"`
 	// Python is a venv directory or an interpreter with skyrl-gym
-	// installed, relative to the working directory; "" means
-	// $RLPIPE_PYTHON, else python3 on PATH (rewards/python's rule).
+	// installed, relative to the pipeline file's directory (as a
+	// verifier's python:); "" means $RLPIPE_PYTHON, else python3 on PATH
+	// (sandbox/pyinterp's rule).
 	Python string `json:"python,omitempty"`
 	// Sandbox runs the worker in rlpipe's sandbox (no network, a
 	// read-only root, limits). Unset: true for the env classes that run
@@ -168,6 +169,9 @@ func resolve(o *Options, dir string) (resolved, error) {
 		return r, fmt.Errorf("memory_mb is %d: want MiB above 0, or leave it out for 4096: %w", o.MemoryMB, ErrOptions)
 	}
 	s := setup{python: o.Python, wall: DefaultRequestTimeout, memory: 4096 << 20}
+	if s.python != "" && !filepath.IsAbs(s.python) {
+		s.python = filepath.Join(dir, s.python)
+	}
 	if o.RequestTimeoutS > 0 {
 		s.wall = time.Duration(o.RequestTimeoutS * float64(time.Second))
 	}
