@@ -8,9 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/examples/exampletest"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	pipelineconfig "github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 )
 
 // The example end to end with the project venv's skyrl-gym: every
@@ -57,4 +61,47 @@ func TestPipelineParses(t *testing.T) {
 	if _, err := pipelineconfig.Parse("pipeline.yaml", b, kinds.Registry()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// skyrl_gym in the loop: `rlpipe run` of two iterations whose episodes
+// stage plays gsm8k through the worker, with the embedded tiny-arith as
+// the policy (it answers digits, never "#### n", so every reward is 0):
+// the registry, the stage and the worker wired as a user's run wires
+// them, each episode ok with the env's reward in its outcome.
+func TestInTheLoop(t *testing.T) {
+	py := pyvenv.Py.Python(t, "run skyrl-gym in the loop")
+	e := exampletest.New(t, nil)
+	e.Rlpipe("init-store")
+	e.Rlpipe("dataset", "arith", "main")
+	cfg := `run: skyrl-loop
+seed: 1
+iterations: 2
+batch_size: 4
+dataset: main:data/arith-train.parquet
+policy: {kind: embedded, model: tiny-arith}
+stages:
+  sample:   {kind: dataset}
+  generate: {kind: episodes, rl_env: skyrl_gym, episodes: 2, max_turns: 2,
+             rl_options: {env_class: gsm8k, python: ` + py + `},
+             sampling: {temperature: 1.0, max_tokens: 5}}
+  reward:   {kind: cel, spec: ` + exampletest.Abs(t, "reward.yaml") + `}
+  train:    {kind: grpo}
+`
+	e.Rlpipe("run", "-f", e.Write("pipeline.yaml", cfg), "--no-report")
+	rows := standintest.ReadRows(t, e.Open(), "runs-skyrl-loop", runs.IterationPath(2, runs.TrajectoriesFile), tables.Trajectories)
+	if len(rows) != 8 {
+		t.Fatalf("%d episodes, want 4 prompts × 2", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != tables.StatusOK || r.EnvOutcome == nil || *r.EnvOutcome != `{"reward":0,"info":{}}` || len(r.Turns) != 2 {
+			t.Errorf("%s#%d: status %s, outcome %v, %d turns; want ok, reward 0, the prompt and one reply", r.PromptID, r.SampleIndex, r.Status, deref(r.EnvOutcome), len(r.Turns))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
