@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
+	"github.com/rlpipe/rlpipe/environments/skyrlgym"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
@@ -39,8 +40,10 @@ func Registry() *kind.Registry {
 	// (environments/agent), the task of each episode read from its prompt
 	// row, the world from rl_options; and chain, a running sum over
 	// several turns in the embedded model's vocabulary
-	// (environments/arith), from each prompt's problem.
-	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}}
+	// (environments/arith), from each prompt's problem; skyrl_gym,
+	// SkyRL-gym's environments in a supervised Python worker
+	// (environments/skyrlgym), the extras of each episode from its row.
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,
