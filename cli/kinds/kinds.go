@@ -15,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/environments/harbor"
+	"github.com/rlpipe/rlpipe/environments/skyrlgym"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
@@ -40,11 +41,13 @@ func Registry() *kind.Registry {
 	// (environments/agent), the task of each episode read from its prompt
 	// row, the world from rl_options; and chain, a running sum over
 	// several turns in the embedded model's vocabulary
-	// (environments/arith), from each prompt's problem; harbor, Harbor
-	// tasks in sandboxed worlds with a separate verifier sandbox
-	// (environments/harbor), the task of each episode named by its
+	// (environments/arith), from each prompt's problem; skyrl_gym,
+	// SkyRL-gym's environments in a supervised Python worker
+	// (environments/skyrlgym), the extras of each episode from its row;
+	// harbor, Harbor tasks in sandboxed worlds with a separate verifier
+	// sandbox (environments/harbor), the task of each episode named by its
 	// prompt row, the tasks directory from rl_options.
-	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, harbor.RLEnv{}}
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}, harbor.RLEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,

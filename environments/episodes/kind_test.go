@@ -29,8 +29,8 @@ func TestEpisodesStageKeys(t *testing.T) {
 		t.Fatalf("a token budget: %v", err)
 	}
 	for _, c := range []struct{ generate, want string }{
-		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess)`},
-		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess)"},
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess, skyrl_gym)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess, skyrl_gym)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
 		// The token budget: an explicit 0 is not "none" (leave the key
@@ -50,6 +50,12 @@ func TestEpisodesStageKeys(t *testing.T) {
 			`stages.generate.rl_options: rl_env agent: unknown field "timeout" (keys: memory_mb, observation_bytes, procs, timeout_s, world, world_cache)`},
 		{"{kind: episodes, rl_env: agent, rl_options: {world: 3}, episodes: 2, sampling: {max_tokens: 4}}",
 			"stages.generate.rl_options: rl_env agent: cannot unmarshal number into Go struct field PipelineOptions.world of type string"},
+		{"{kind: episodes, rl_env: skyrl_gym, rl_options: {env_class: gsm8k, sandbox: yes}, episodes: 2, sampling: {max_tokens: 4}}",
+			"stages.generate.rl_options: rl_env skyrl_gym: cannot unmarshal string into Go struct field Options.sandbox of type bool"},
+		{"{kind: episodes, rl_env: skyrl_gym, rl_options: {env: gsm8k}, episodes: 2, sampling: {max_tokens: 4}}",
+			`stages.generate.rl_options: rl_env skyrl_gym: unknown field "env" (keys: env_class, env_config, memory_mb, python, request_timeout_s, sandbox)`},
+		{"{kind: episodes, rl_env: skyrl_gym, rl_options: {env_class: gsm8k, env_config: [1]}, episodes: 2, sampling: {max_tokens: 4}}",
+			"stages.generate.rl_options: rl_env skyrl_gym: cannot unmarshal array into Go struct field Options.env_config of type map[string]interface {}"},
 	} {
 		_, err := config.Parse("pipeline.yaml", pipelineFile(c.generate), kinds.Registry())
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/sandbox"
+	"github.com/rlpipe/rlpipe/sandbox/pyinterp"
 )
 
 //go:embed worker.py
@@ -135,7 +136,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 			}
 			dir := filepath.Dir(host)
 			if uid, gid := sandbox.SandboxUID(); uid != os.Geteuid() {
-				if blocker := unreachable(dir, uid, gid); blocker != "" {
+				if blocker := pyinterp.Unreachable(dir, uid, gid); blocker != "" {
 					return nil, &LoadError{Function: f, Reason: fmt.Sprintf("the sandbox's user (uid %d) cannot read %s: %s", uid, dir, blocker)}
 				}
 			}

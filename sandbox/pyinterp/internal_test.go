@@ -1,4 +1,4 @@
-package python
+package pyinterp
 
 import (
 	"os"
@@ -26,8 +26,8 @@ func TestUnreachable(t *testing.T) {
 		{filepath.Join(closed, "venv"), closed + " is mode 0700"},
 		{filepath.Join(open, "absent"), filepath.Join(open, "absent") + ": stat " + filepath.Join(open, "absent") + ": no such file or directory"},
 	} {
-		if got := unreachable(c.path, other, other); got != c.want {
-			t.Errorf("unreachable(%s) = %q, want %q", c.path, got, c.want)
+		if got := Unreachable(c.path, other, other); got != c.want {
+			t.Errorf("Unreachable(%s) = %q, want %q", c.path, got, c.want)
 		}
 	}
 }

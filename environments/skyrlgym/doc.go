@@ -1,0 +1,73 @@
+// Package skyrlgym plays SkyRL-gym's text environments (the skyrl-gym
+// Python package: gsm8k, gsm8k_multi_turn, text2sql, search, searchcode,
+// aime, lcb, or a class of your own) as the RL environment skyrl_gym of
+// an episodes stage:
+//
+//	generate:
+//	  kind: episodes
+//	  rl_env: skyrl_gym
+//	  rl_options: {env_class: gsm8k_multi_turn, python: .venv-py}
+//
+// # The worker
+//
+// The environments live in one supervised Python process per setup (the
+// python, the sandbox choice, the class files' directories, db_path and
+// the limits), shared by every stage and episode of the program with that
+// setup: a worker script embedded here (worker.py), run with -I, that
+// holds env objects by handle and answers one JSON line per request on
+// stdin with one JSON line on stdout, each reply repeating its request's
+// id. The script points fd 1 and sys.stdout at stderr before importing
+// anything, keeping a duplicate of the original fd 1 for the protocol, so
+// what an environment prints (print, or C code writing to fd 1) never
+// reaches the protocol stream.
+//
+// Run directly (sandbox false), many episodes' requests are in flight at
+// once on the pipe (a reader matches replies to requests by id), so the
+// Python side never waits on a round trip. In rlpipe's sandbox
+// (sandbox.Start, as rewards/python runs its worker: no network, a
+// read-only root, the interpreter bound read-only, a class file's
+// directory and env_config.db_path mounted read-only) the requests take
+// turns. The sandbox is on by default for the classes that run the
+// model's code (lcb, searchcode).
+//
+// An episode is a make request (at the Maker, so a row the env refuses —
+// a KeyError for an extra it needs — fails the stage before any episode,
+// naming the row), an init (Reset) and a step per turn; the worker closes
+// an env whose step says done, and End closes one that is not. An env
+// made in a process that has since ended is made again at Reset.
+//
+// # Rows, observations, rewards
+//
+// The env's extras are the prompt row's metadata object (a SkyRL
+// dataset's extra columns: reward_spec, extra_info, max_turns, db_id,
+// data), plus reward_spec {method: rule, ground_truth: answer} when the
+// metadata has none and the row has an answer (Extras). init gets the
+// row's messages, or its prompt as one user message (Prompt). SkyRL's
+// observations are a list of messages; the observation is their
+// contents, in order, joined by a blank line (Observation): the runner
+// shows it in its observation role. Each step's reward is the step's
+// reward (a Python int 0 becomes 0.0; NaN or ±inf ends the episode with
+// env_error), done ends the episode, and the step's metadata becomes
+// Step.Info.
+//
+// # Faults
+//
+//   - An env that raises in init or step: that episode is env_error
+//     (*EnvError, ErrRaised) with the exception's last line; in make, the
+//     stage fails naming the prompt row (ErrRow) and the next step.
+//   - A worker that ends (a crash) or writes a line that is not a reply
+//     while serving a request: the oldest request in flight is the
+//     culprit, its episode env_error (ErrCrashed); the other episodes in
+//     flight, or whose envs were in that process, are infra_error
+//     (ErrLost); the next request starts a new process.
+//   - A request with no answer: the episode's wall-clock budget (the
+//     stage's timeout) ends it as timeout and kills the worker (it was
+//     busy with that request or one before it), as does
+//     request_timeout_s.
+//   - env_class that names nothing (ErrUnknownClass), a worker that does
+//     not start (ErrStart), other bad rl_options (ErrOptions): Open fails
+//     with the next step.
+//
+// docs/ROLLOUTS.md ("Bring your environment", "SkyRL-gym") has the
+// minimal YAML and what runs where.
+package skyrlgym
