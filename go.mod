@@ -3,6 +3,7 @@ module github.com/rlpipe/rlpipe
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.5.0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/cel-go v0.31.0

@@ -15,7 +15,7 @@ import (
 
 func newDatasetCommand(g *rootOptions) *cobra.Command {
 	return newGroupCommand("dataset", "put datasets of verifiable problems into the store",
-		newDatasetArithCommand(g), newDatasetImportCommand(g), newDatasetGymCommand(g))
+		newDatasetArithCommand(g), newDatasetImportCommand(g), newDatasetGymCommand(g), newDatasetHarborCommand(g))
 }
 
 type datasetArithOptions struct {

@@ -48,7 +48,9 @@
 //   - A read-only root: /usr and the other DefaultBinds, plus
 //     Spec.ReadOnlyBinds, and Spec.ReadOnlyMounts at paths of their own
 //     (a venv under the host's /work seen at /python/venv). Writing
-//     anywhere else fails with EROFS.
+//     anywhere else fails with EROFS, except in Spec.Mounts: host
+//     directories the caller hands over writable at paths of their own
+//     (a Harbor task's /app, its verifier's /logs/verifier).
 //   - /work, its working directory and HOME: a private tmpfs holding
 //     Spec.Files, gone when Run returns. /tmp and /dev/shm are private
 //     tmpfs too. Each is at most Limits.FileBytes.

@@ -55,8 +55,17 @@ type Spec struct {
 	// that the sandbox's own directories would hide, such as a venv under
 	// /work or /tmp, mounted at /python/venv. A sandbox path follows the
 	// rule of ReadOnlyFiles: a clean absolute path whose top-level
-	// directory ("/python") is new, and not one of ReadOnlyFiles'.
+	// directory ("/python") is new, and not one of ReadOnlyFiles'; it may
+	// be that directory itself ("/app").
 	ReadOnlyMounts map[string]string
+	// Mounts are host directories made visible writable at another path:
+	// sandbox path → host path, under the rules of ReadOnlyMounts (a new
+	// top-level directory, not shared with ReadOnlyFiles'). What the
+	// program writes there stays on the host, as in RunIn's /work: the
+	// Harbor environments (environments/harbor) give a task's /app and
+	// its verifier's /logs/verifier this way. The sandbox's user must own
+	// what it is to change there.
+	Mounts map[string]string
 	// ReadOnlyFiles are files the program can read but not change, remove
 	// or replace, by absolute path in the sandbox outside /work:
 	// "/check/expected.txt". Each top-level directory ("/check") is new
@@ -189,6 +198,12 @@ func findTools(s Spec) (tools, error) {
 	binds, err := bindArgs(s.ReadOnlyBinds, s.ReadOnlyMounts)
 	if err != nil {
 		return tools{}, err
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.Mounts)) {
+		if fi, err := os.Stat(s.Mounts[p]); err != nil || !fi.IsDir() {
+			return tools{}, fmt.Errorf("mount %s at %s: not a directory: %w", s.Mounts[p], p, ErrInvalid)
+		}
+		binds = append(binds, "--bind", s.Mounts[p], p)
 	}
 	return tools{bwrap, prlimit, binds}, nil
 }
@@ -855,18 +870,32 @@ func (s Spec) validate() error {
 			return err
 		}
 	}
-	for _, p := range slices.Sorted(maps.Keys(s.ReadOnlyMounts)) {
-		if err := checkReadOnlyPath(p, s.ReadOnlyBinds); err != nil {
-			return fmt.Errorf("read-only mount of %s: %w", s.ReadOnlyMounts[p], err)
-		}
-		top := "/" + strings.SplitN(p[1:], "/", 2)[0]
-		for f := range s.ReadOnlyFiles {
-			if strings.HasPrefix(f, top+"/") {
-				return fmt.Errorf("read-only mount %s and read-only file %s share %s: give each a directory of its own: %w", p, f, top, ErrInvalid)
+	for _, m := range []struct {
+		what   string
+		mounts map[string]string
+	}{{"read-only mount", s.ReadOnlyMounts}, {"mount", s.Mounts}} {
+		for _, p := range slices.Sorted(maps.Keys(m.mounts)) {
+			check := p
+			if len(p) > 1 && strings.Count(p, "/") == 1 {
+				check = p + "/x" // a directory of its own: /app
+			}
+			if err := checkReadOnlyPath(check, s.ReadOnlyBinds); err != nil {
+				return fmt.Errorf("%s of %s: %w", m.what, m.mounts[p], err)
+			}
+			top := "/" + strings.SplitN(p[1:], "/", 2)[0]
+			for f := range s.ReadOnlyFiles {
+				if strings.HasPrefix(f, top+"/") {
+					return fmt.Errorf("%s %s and read-only file %s share %s: give each a directory of its own: %w", m.what, p, f, top, ErrInvalid)
+				}
+			}
+			if h := m.mounts[p]; !filepath.IsAbs(h) || filepath.Clean(h) != h || strings.IndexByte(h, 0) >= 0 {
+				return fmt.Errorf("%s %s: host path %q: want a clean absolute path: %w", m.what, p, h, ErrInvalid)
 			}
 		}
-		if h := s.ReadOnlyMounts[p]; !filepath.IsAbs(h) || filepath.Clean(h) != h || strings.IndexByte(h, 0) >= 0 {
-			return fmt.Errorf("read-only mount %s: host path %q: want a clean absolute path: %w", p, h, ErrInvalid)
+	}
+	for p := range s.Mounts {
+		if _, ok := s.ReadOnlyMounts[p]; ok {
+			return fmt.Errorf("%s is both a mount and a read-only mount: %w", p, ErrInvalid)
 		}
 	}
 	return s.Limits.validate()

@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
+	"github.com/rlpipe/rlpipe/environments/harbor"
 	"github.com/rlpipe/rlpipe/environments/skyrlgym"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -42,8 +43,11 @@ func Registry() *kind.Registry {
 	// several turns in the embedded model's vocabulary
 	// (environments/arith), from each prompt's problem; skyrl_gym,
 	// SkyRL-gym's environments in a supervised Python worker
-	// (environments/skyrlgym), the extras of each episode from its row.
-	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}}
+	// (environments/skyrlgym), the extras of each episode from its row;
+	// harbor, Harbor tasks in sandboxed worlds with a separate verifier
+	// sandbox (environments/harbor), the task of each episode named by its
+	// prompt row, the tasks directory from rl_options.
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}, harbor.RLEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,

@@ -187,15 +187,7 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 		return environments.Step{}, fmt.Errorf("tool call %d: %w", e.calls, err)
 	}
 	r, err := e.ws.Run(ctx, call.Command, e.o.Limits)
-	switch {
-	case errors.Is(err, sandbox.ErrInvalid):
-		return environments.Step{Observation: "the command cannot run: " + err.Error(), ToolCalls: calls, Info: info}, nil
-	case err != nil && ctx.Err() != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %w", e.calls, err)
-	case err != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %v: %w", e.calls, err, ErrInfra)
-	}
-	return environments.Step{Observation: Observation(r, e.o.ObservationBytes), ToolCalls: calls, Info: info}, nil
+	return ToolStep(ctx, r, err, e.calls, calls, info, e.o.ObservationBytes)
 }
 
 func (e *Env) finish(ctx context.Context, info map[string]any) (environments.Step, error) {

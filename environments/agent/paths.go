@@ -30,7 +30,11 @@ const maxUnsafeListed = 10
 // Entries the world holds as they are (its own links, say a venv's
 // python) are the task author's and pass. Every process of the episode has
 // ended, so nothing changes the tree under the walk.
-func unsafePaths(root, world string) ([]string, error) {
+func unsafePaths(root, world string) ([]string, error) { return checkPaths(root, world, false) }
+
+// checkPaths is unsafePaths; strict also flags a link the episode made
+// that resolves to nothing beneath root (see UnsafePaths).
+func checkPaths(root, world string, strict bool) ([]string, error) {
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace %s: %w", root, err)
@@ -74,7 +78,7 @@ func unsafePaths(root, world string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			if !staysBeneath(rootFd, rel) {
+			if !staysBeneath(rootFd, rel, strict) {
 				what = "a symlink to " + target + ", out of the workspace"
 			}
 		case t&fs.ModeNamedPipe != 0:
@@ -100,8 +104,9 @@ func unsafePaths(root, world string) ([]string, error) {
 // staysBeneath reports whether the link rel resolves beneath the directory
 // root names, following links only there and no magic link. A dangling
 // link inside stays beneath: it opens nothing. On a kernel without
-// openat2 (before Linux 5.6) no link the episode made passes.
-func staysBeneath(rootFd int, rel string) bool {
+// openat2 (before Linux 5.6) no link the episode made passes. With
+// strict, a dangling link does not pass either.
+func staysBeneath(rootFd int, rel string, strict bool) bool {
 	fd, err := unix.Openat2(rootFd, rel, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
@@ -110,7 +115,7 @@ func staysBeneath(rootFd int, rel string) bool {
 		unix.Close(fd)
 		return true
 	}
-	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
+	return !strict && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR))
 }
 
 // sameAsWorld reports whether the entry at rel (host path p, type t) is the

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
-	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // PipelineOptions are an agent environment's rl_options in an episodes
@@ -106,15 +104,7 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return nil, "", fmt.Errorf("world %s is not a directory (relative paths are taken from the pipeline file's directory)", src)
 	}
-	cacheDir := o.WorldCache
-	if cacheDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		cacheDir = filepath.Join(base, "rlpipe", "worlds")
-	}
-	cache, err := NewCache(cacheDir)
+	cache, err := OpenCache(o.WorldCache)
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,8 +112,7 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	eo := &Options{ObservationBytes: o.ObservationBytes, Limits: sandbox.Limits{
-		Wall: time.Duration(o.TimeoutS * float64(time.Second)), MemoryBytes: int64(o.MemoryMB) << 20, Procs: o.Procs}}
+	eo := &Options{ObservationBytes: o.ObservationBytes, Limits: OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
 	mk := func(p tables.Prompt) (environments.Env, error) {
 		t, err := TaskOf(p)
 		if err != nil {

@@ -22,9 +22,11 @@
 //  9. loop: rollouts, rewards, trainers, evaluators, reports, the
 //     environments (environments/agent, arith, datasets, episodes,
 //     guess), pipeline/standin, pipeline/driver
-//  10. assembly: cli/kinds (the registry), ui
-//  11. command: cli (and cli/rlpipe, its main)
-//  12. examples: examples, bench
+//  10. worlds' environments: environments/harbor, which runs other
+//     formats' tasks in environments/agent's worlds
+//  11. assembly: cli/kinds (the registry), ui
+//  12. command: cli (and cli/rlpipe, its main)
+//  13. examples: examples, bench
 //
 // A package imports only its own unit, other units of lower layers, and
 // packages outside the module. Units of one layer sit side by side and

@@ -33,6 +33,7 @@ var layers = []layer{
 	{"kind contract", []string{"pipeline/kind"}},
 	{"config", []string{"pipeline/config"}},
 	{"loop", []string{"rollouts", "rewards", "trainers", "evaluators", "reports", "environments/agent", "environments/arith", "environments/datasets", "environments/episodes", "environments/guess", "environments/skyrlgym", "pipeline/standin", "pipeline/driver"}},
+	{"worlds' environments", []string{"environments/harbor"}},
 	{"assembly", []string{"cli/kinds", "ui"}},
 	{"command", []string{"cli"}},
 	{"examples", []string{"examples", "bench"}},

@@ -1,0 +1,3 @@
+#!/bin/bash
+read -r a b < /app/input.txt
+echo $((a + b)) > /app/answer.txt
