@@ -25,9 +25,9 @@ var calcTools = []toolcall.Tool{
 	{Type: "function", Function: toolcall.Function{Name: "answer", Parameters: json.RawMessage(`{"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]}`)}},
 }
 
-func (*calc) Tools() []toolcall.Tool                          { return calcTools }
+func (*calc) Tools() []toolcall.Tool                        { return calcTools }
 func (*calc) Reset(context.Context, string) (string, error) { return "What is 2+3?", nil }
-func (*calc) End() error                                      { return nil }
+func (*calc) End() error                                    { return nil }
 
 func (c *calc) Step(_ context.Context, action string) (environments.Step, error) {
 	c.actions = append(c.actions, action)
