@@ -59,13 +59,29 @@
 // Scripted turns a Go function of the transcript into a policy: for
 // rule-based baselines, examples and tests.
 //
+// # Tool calls
+//
+// An Env that also implements ToolOffer offers the policy tools in the
+// function-calling format: its Tools go in every request of the episode.
+// Step still receives the reply as text, the calls as Hermes <tool_call>
+// blocks (toolcall.Join of the content and calls a policy returned apart,
+// Sample.ToolCalls), and parses them with toolcall.Parse. A Step whose
+// ToolResults answer each call, in order, makes the turn structured: the
+// assistant message carries the calls (ids call_<turn>_<k>), each result
+// comes back as a message of role "tool" with its call's id, and the
+// trajectory records the calls in OpenAI's tool_calls shape and the
+// results as turns of role "tool", the reply's sampled tokens kept. A
+// malformed call is answered with feedback in Observation, as any
+// malformed action. docs/ROLLOUTS.md, "Tool calls", has the whole rule.
+//
 // # Checklist for an RL environment
 //
 //   - Required: Env (Reset, Step, End), its randomness from the episode id,
 //     and an RLEnv (Name, Options, Open → Maker) that an episodes stage
 //     names by rl_env.
 //   - Optional: Func(name, maker) for an environment without options;
-//     wrapping ErrInfra for machinery that failed.
+//     wrapping ErrInfra for machinery that failed; ToolOffer and
+//     Step.ToolResults for tools in the function-calling format.
 //   - Its test: environments/envtest.Run; one entry in the envs list of
 //     cli/kinds.Registry.
 package environments

@@ -44,7 +44,13 @@ type Step struct {
 	Done bool
 	// ToolCalls describes the tool calls found in the action as JSON text,
 	// "" when there are none; it becomes the assistant turn's tool_calls.
+	// An env offering tools (ToolOffer) may leave it "": the runner then
+	// records the calls it answered in OpenAI's tool_calls shape.
 	ToolCalls string
+	// ToolResults answer the function-calling calls of the action, one
+	// per call in order, for an env offering tools (ToolOffer): each goes
+	// back to the policy as a message of role "tool". Nil otherwise.
+	ToolResults []string
 	// Info holds facts about the step worth recording (a verifier's
 	// output, the secret number); the runner merges each step's Info into
 	// Result.Info, later keys winning.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // Defaults of RunnerOptions.
@@ -204,6 +205,10 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		msgs = append(msgs, policy.Message{Role: role, Content: content})
 		tr.Turns = append(tr.Turns, tables.Turn{Role: role, Content: content, Status: tables.StatusOK})
 	}
+	var tools []toolcall.Tool
+	if to, ok := env.(ToolOffer); ok {
+		tools = to.Tools()
+	}
 	if o.System != "" {
 		add("system", o.System)
 	}
@@ -232,7 +237,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			return stop(tables.StatusTruncated, "turn budget of %d turns spent before the episode ended", o.MaxTurns)
 		}
 		id := key + "/" + strconv.Itoa(turn)
-		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id)}
+		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id), Tools: tools}
 		out, err := r.p.Generate(epCtx, []policy.Request{req}, o.Sampling)
 		if err != nil {
 			if ctx.Err() == nil && epCtx.Err() != nil {
@@ -264,10 +269,14 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			return res, fmt.Errorf("episode %s turn %d: a token budget (%d) is set but the policy returned no token ids for the turn's prompt or reply: use a policy that returns them (vLLM with return_token_ids, the embedded model) or drop the budget", ep.ID, turn, o.MaxEpisodeTokens)
 		}
 		seq.add(turn, s)
-		add("assistant", s.Text)
+		// The env reads the reply as the model wrote it; calls the policy
+		// returned apart are written back after the content (tools.go).
+		content, calls := toolCallsOf(s, tools, turn)
+		action := toolcall.Join(s.Text, s.ToolCalls)
+		add("assistant", action)
 		reply := &tr.Turns[len(tr.Turns)-1]
 		reply.TokenIDs, reply.Logprobs = slices.Clone(s.TokenIDs), slices.Clone(s.Logprobs)
-		tr.Completion, tr.FinishReason = s.Text, s.FinishReason
+		tr.Completion, tr.FinishReason = action, s.FinishReason
 		withTokens = withTokens && s.TokenIDs != nil
 		withLogprobs = withLogprobs && s.Logprobs != nil
 		if withTokens {
@@ -286,13 +295,31 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			return stop(tables.StatusTruncated, "token budget of %d tokens passed at turn %d: its prompt held %d tokens and its reply %d", o.MaxEpisodeTokens, turn, used-len(s.TokenIDs), len(s.TokenIDs))
 		}
 
-		st, err := env.Step(epCtx, s.Text)
+		st, err := env.Step(epCtx, action)
 		if err != nil {
 			return envFailed(fmt.Sprintf("step %d", turn), err)
+		}
+		answered := len(calls) > 0 && len(st.ToolResults) == len(calls)
+		if answered {
+			// A structured turn: the calls on the reply, each result a
+			// tool message (tools.go).
+			msgs[len(msgs)-1] = policy.Message{Role: "assistant", Content: content, ToolCalls: calls}
+			tr.Turns[len(tr.Turns)-1].Content = content
+			if st.ToolCalls == "" {
+				if st.ToolCalls, err = callsJSON(calls); err != nil {
+					return envFailed(fmt.Sprintf("step %d", turn), err)
+				}
+			}
 		}
 		if st.ToolCalls != "" {
 			calls := st.ToolCalls
 			tr.Turns[len(tr.Turns)-1].ToolCalls = &calls
+		}
+		if answered {
+			for k, result := range st.ToolResults {
+				msgs = append(msgs, policy.Message{Role: "tool", Content: result, ToolCallID: calls[k].ID})
+				tr.Turns = append(tr.Turns, tables.Turn{Role: "tool", Content: result, Status: tables.StatusOK})
+			}
 		}
 		res.StepRewards = append(res.StepRewards, st.Reward)
 		res.Reward += st.Reward
@@ -303,7 +330,9 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			}
 			return res, nil
 		}
-		add(o.ObservationRole, st.Observation)
+		if !answered || st.Observation != "" {
+			add(o.ObservationRole, st.Observation)
+		}
 	}
 }
 

@@ -15,6 +15,16 @@
 // batching. RequestSeed derives a request's seed from the run seed and the
 // request id.
 //
+// Tools: a chat Request may offer Tools in the function-calling format
+// (policy/toolcall) with a ToolChoice; a transcript's Messages carry the
+// assistant's ToolCalls and, for role "tool", the ToolCallID they answer,
+// encoded in OpenAI's shapes. A policy that parses calls server-side
+// returns them in Sample.ToolCalls, Text then being the content before
+// them and TokenIDs still every sampled token; one that does not leaves
+// them in Text as the model wrote them. Message.Text is what the model
+// wrote for an assistant message (toolcall.Join): how a policy without a
+// chat template, the tiny model, reads it.
+//
 // Adapters: policies that hot-load LoRA adapters implement AdapterLoader,
 // which a pipeline needs from its second iteration (pipeline/config's
 // plan refuses a policy without it for a loop that would load one);

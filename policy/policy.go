@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -8,13 +9,59 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
-// Message is one turn of a chat transcript.
+// Message is one turn of a chat transcript. Its JSON is OpenAI's message:
+// {"role", "content"}, with "tool_calls" (OpenAI's shape, toolcall.Wire)
+// and "tool_call_id" only when set, so a transcript without tool calls
+// encodes as it always has.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role    string
+	Content string
+	// ToolCalls are the calls of an assistant message, made in the
+	// function-calling format; Content is then the text before them.
+	ToolCalls []toolcall.Call
+	// ToolCallID names the call a message of role "tool" answers.
+	ToolCallID string
 }
+
+// message is Message on the wire.
+type message struct {
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	ToolCalls  []toolcall.Wire `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// MarshalJSON writes m as an OpenAI chat message. It escapes nothing
+// itself: encoding/json escapes <, > and & of a Marshaler's output when
+// its caller asks, so a message encodes as it did without this method.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(message{Role: m.Role, Content: m.Content, ToolCalls: toolcall.ToWire(m.ToolCalls), ToolCallID: m.ToolCallID}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads an OpenAI chat message; a null content reads as "".
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w message
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, Content: w.Content, ToolCalls: toolcall.FromWire(w.ToolCalls), ToolCallID: w.ToolCallID}
+	return nil
+}
+
+// Text is what the model wrote for an assistant message: its content and
+// its calls as Hermes text (toolcall.Join). A policy without a chat
+// template (the tiny model) reads a transcript's messages as their Text.
+func (m Message) Text() string { return toolcall.Join(m.Content, m.ToolCalls) }
 
 // Request asks for samples for one prompt: either a plain-text Prompt
 // (completions) or a chat transcript in Messages (chat completions), never
@@ -29,6 +76,15 @@ type Request struct {
 	// generator seeded by SampleSeed(Seed, j), in process and over HTTP
 	// alike, so the same seed gives the same text whatever the transport.
 	Seed int64
+	// Tools are offered to the policy for a chat request (OpenAI's
+	// "tools"): a server with a chat template shows them to the model,
+	// and one that parses calls (vLLM with --tool-call-parser hermes,
+	// rlpipe policy serve) returns them in Sample.ToolCalls. Nil offers
+	// none, and the request is sent as it always was.
+	Tools []toolcall.Tool
+	// ToolChoice is OpenAI's tool_choice: "" (the server's default,
+	// "auto" when tools are offered), "auto", "none" or "required".
+	ToolChoice string
 }
 
 // Sampling holds the sampling parameters shared by a batch of requests.
@@ -122,6 +178,12 @@ type Sample struct {
 	PromptTokens int
 	// PolicyVersion names the model and adapter that produced the sample.
 	PolicyVersion string
+	// ToolCalls are the calls a policy that parses them found in the
+	// reply (OpenAI's message.tool_calls); Text is then the content
+	// before them, and TokenIDs still the tokens sampled, calls included.
+	// Nil when there are none or the policy does not parse them: the
+	// calls are then in Text, as the model wrote them.
+	ToolCalls []toolcall.Call
 	// Status is StatusOK or why no text exists; Error says more.
 	Status string
 	Error  string
@@ -221,6 +283,14 @@ func Validate(reqs []Request, s Sampling) error {
 	for i, r := range reqs {
 		if r.Prompt != "" && len(r.Messages) > 0 {
 			return fmt.Errorf("request %d (%q): set prompt or messages, not both", i, r.ID)
+		}
+		if len(r.Tools) > 0 && r.Prompt != "" {
+			return fmt.Errorf("request %d (%q): tools are offered in a chat request: send messages, not a prompt", i, r.ID)
+		}
+		switch r.ToolChoice {
+		case "", "auto", "none", "required":
+		default:
+			return fmt.Errorf("request %d (%q): tool_choice is %q; it must be auto, none or required", i, r.ID, r.ToolChoice)
 		}
 	}
 	return nil

@@ -40,7 +40,56 @@ type EpisodeTurn struct {
 	Role      string  `json:"role"`
 	Content   string  `json:"content"`
 	ToolCalls *string `json:"tool_calls"`
-	Tokens    *int    `json:"tokens"` // replies of an exact sequence only
+	// Calls are ToolCalls read as calls, for the page to show as text:
+	// OpenAI's tool_calls (the function's name and arguments) or an agent
+	// world's fenced call ({"tool", "command"}); omitted when there are
+	// none or ToolCalls is in neither shape (the page shows it raw).
+	Calls  []EpisodeCall `json:"calls,omitempty"`
+	Tokens *int          `json:"tokens"` // replies of an exact sequence only
+}
+
+// EpisodeCall is one tool call of a turn: the tool's name and its
+// arguments as text (the JSON of a function call, a fenced call's
+// command).
+type EpisodeCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// callsOf reads a turn's tool_calls JSON; nil when it is in no known
+// shape.
+func callsOf(toolCalls *string) []EpisodeCall {
+	if toolCalls == nil {
+		return nil
+	}
+	var raw []struct {
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+		Tool    string `json:"tool"`
+		Command string `json:"command"`
+	}
+	if json.Unmarshal([]byte(*toolCalls), &raw) != nil {
+		return nil
+	}
+	var out []EpisodeCall
+	for _, c := range raw {
+		switch {
+		case c.Function != nil:
+			args := string(c.Function.Arguments)
+			var s string
+			if json.Unmarshal(c.Function.Arguments, &s) == nil {
+				args = s
+			}
+			out = append(out, EpisodeCall{Name: c.Function.Name, Arguments: args})
+		case c.Tool != "":
+			out = append(out, EpisodeCall{Name: c.Tool, Arguments: c.Command})
+		default:
+			return nil
+		}
+	}
+	return out
 }
 
 // EpisodeSegment is a run of the sequence's tokens with one mask value.
@@ -71,7 +120,7 @@ func episodeOf(t tables.Trajectory, i, n int) Episode {
 	e.Tokens = len(t.Sequence)
 	replies := t.ReplyTokens()
 	for _, tu := range t.Turns {
-		et := EpisodeTurn{Role: tu.Role, Content: tu.Content, ToolCalls: tu.ToolCalls}
+		et := EpisodeTurn{Role: tu.Role, Content: tu.Content, ToolCalls: tu.ToolCalls, Calls: callsOf(tu.ToolCalls)}
 		if tu.Role == "assistant" && len(replies) > 0 {
 			n := replies[0]
 			et.Tokens, replies = &n, replies[1:]

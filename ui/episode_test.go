@@ -22,13 +22,15 @@ const episodesPath = "data/episodes.parquet"
 func putEpisodes(t testing.TB, st artifacts.Store) {
 	t.Helper()
 	calls := `[{"tool":"bash","command":"ls"}]`
+	fnCalls := `[{"id":"call_1_0","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"ls -l\"}"}},{"id":"call_1_1","type":"function","function":{"name":"submit","arguments":"{}"}}]`
 	outcome := `{"reward":1,"info":{"solved":true}}`
 	rows := []tables.Trajectory{
 		{PromptID: "p1", SampleIndex: 0, GroupID: "g", Completion: "9", Status: tables.StatusOK, PolicyVersion: "m",
 			Turns:    []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: &calls}, {Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16"}},
 			TokenIDs: []int32{7, 2, 9, 2}, Sequence: []int32{5, 6, 7, 2, 8, 9, 2}, Trainable: []int32{0, 0, 1, 1, 0, 1, 1}, EnvOutcome: &outcome},
 		{PromptID: "p1", SampleIndex: 1, GroupID: "g", Completion: "x", Status: tables.StatusTruncated, PolicyVersion: "m",
-			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"}}},
+			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"},
+				{Role: "user", Content: "List the files."}, {Role: "assistant", Content: "I will look.", ToolCalls: &fnCalls}, {Role: "tool", Content: "a.txt"}}},
 	}
 	var buf bytes.Buffer
 	// A row group a row: an episode is read from its own.
@@ -56,7 +58,8 @@ func TestEpisodeAPI(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	two := func(n int) *int { return &n }
-	wantTurns := []ui.EpisodeTurn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: e.Turns[1].ToolCalls, Tokens: two(2)},
+	wantTurns := []ui.EpisodeTurn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15", ToolCalls: e.Turns[1].ToolCalls,
+		Calls: []ui.EpisodeCall{{Name: "bash", Arguments: "ls"}}, Tokens: two(2)},
 		{Role: "user", Content: "15+1="}, {Role: "assistant", Content: "16", Tokens: two(2)}}
 	wantSegs := []ui.EpisodeSegment{{IDs: []int32{5, 6}}, {Trainable: true, IDs: []int32{7, 2}}, {IDs: []int32{8}}, {Trainable: true, IDs: []int32{9, 2}}}
 	if !e.Exact || e.Tokens != 7 || e.Trainable != 4 || e.Rows != 2 || !reflect.DeepEqual(e.Turns, wantTurns) || !reflect.DeepEqual(e.Segments, wantSegs) ||
@@ -67,6 +70,15 @@ func TestEpisodeAPI(t *testing.T) {
 	get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=1", &loose)
 	if loose.Exact || loose.Tokens != 0 || len(loose.Segments) != 0 || loose.Turns[1].Tokens != nil || loose.Status != tables.StatusTruncated || string(loose.Outcome) != "null" {
 		t.Errorf("an episode without a sequence: %+v", loose)
+	}
+	// Function calls read as name and arguments; the tool's answer is a
+	// turn of its own.
+	wantCalls := []ui.EpisodeCall{{Name: "bash", Arguments: `{"cmd":"ls -l"}`}, {Name: "submit", Arguments: "{}"}}
+	if tu := loose.Turns[3]; !reflect.DeepEqual(tu.Calls, wantCalls) || loose.Turns[4].Role != "tool" || loose.Turns[4].Content != "a.txt" {
+		t.Errorf("tool calls %+v, then %+v", tu.Calls, loose.Turns[4])
+	}
+	if tu := loose.Turns[1]; tu.Calls != nil {
+		t.Errorf("a turn without calls has %+v", tu.Calls)
 	}
 	for _, c := range []struct {
 		path string
@@ -123,5 +135,16 @@ func TestBrowserEpisode(t *testing.T) {
 		[]string{"7 2", "9 2"}, []string{"5 6", "8"}, "7, of which 4 trainable (the replies) and 3 given", "p1 · episode 0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("episode page:\n got %+v\nwant %+v", got, want)
+	}
+	// The next episode's tool calls, as name and arguments, and the
+	// tool's answer as a turn.
+	page.navigate(ctx, t, "http://"+addr+"/#/episode/main/"+episodesPath+"?row=1")
+	var calls struct{ Calls, Tool []string }
+	page.waitFor(ctx, t, &calls, `document.querySelector('.turn.tool') ? {
+		calls: [...document.querySelectorAll('.turn pre.call')].map((e) => e.textContent),
+		tool: [...document.querySelectorAll('.turn.tool pre.content')].map((e) => e.textContent),
+	} : null`)
+	if want := []string{`bash {"cmd":"ls -l"}`, "submit {}"}; !reflect.DeepEqual(calls.Calls, want) || !reflect.DeepEqual(calls.Tool, []string{"a.txt"}) {
+		t.Errorf("tool calls on the page %q, tool turns %q; want %q, [a.txt]", calls.Calls, calls.Tool, want)
 	}
 }

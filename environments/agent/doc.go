@@ -70,6 +70,36 @@
 // FormatHelp, appended to every instruction, tells the policy all this in
 // three sentences.
 //
+// # Tool calls in the function-calling format
+//
+// With Options.Tools (rl_options tools: true) the Env also offers Tools
+// to the policy (environments.ToolOffer), with JSON Schemas of their
+// arguments: bash {cmd}, read_file {path}, write_file {path, text} and
+// submit {answer?}, and ToolsHelp replaces FormatHelp in the instruction.
+// A reply holding <tool_call> is read with toolcall.Parse and its calls
+// run in order, each answered in Step.ToolResults (the runner sends them
+// back as tool messages):
+//
+//	<tool_call>
+//	{"name": "write_file", "arguments": {"path": "out.txt", "text": "42"}}
+//	</tool_call>
+//
+// bash runs in the sandbox as a fenced block does. read_file and
+// write_file act on the workspace from the host with the sandbox's path
+// rules: paths are relative to /work (or absolute under /work), ".." may
+// not climb out, and they are opened with openat2 RESOLVE_BENEATH, so a
+// symlink that leads out of the workspace is refused rather than
+// followed on the host; a written file belongs to the sandbox's user and
+// is bounded by Limits.FileBytes and the workspace's size. submit judges
+// the workspace and ends the episode (its answer in Step.Info["answer"];
+// calls after it are not run). The policy's mistakes are answered, never
+// errors: a malformed call (its JSON, its form) runs nothing and says
+// what is wrong in the Observation; an unknown tool, a missing required
+// argument or one the schema does not have (toolcall.Check), and a path
+// out of the workspace are that call's result. The fenced block stays
+// the fallback for base models, automatically: a reply without
+// <tool_call> runs its ```bash block, or is the final answer.
+//
 // # Judging, out of the agent's reach
 //
 // The agent is rewarded for passing, so whatever it can reach that decides

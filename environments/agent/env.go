@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -85,6 +86,11 @@ type Options struct {
 	// ObservationBytes bounds stdout and stderr in an observation; 0 means
 	// DefaultObservationBytes.
 	ObservationBytes int
+	// Tools offers the policy the tools bash, read_file, write_file and
+	// submit in the function-calling format (Tools, ToolsHelp); a reply
+	// without <tool_call> is still read as a fenced bash block or the
+	// final answer. False: the fenced block only, as before.
+	Tools bool
 }
 
 // Verdict is the judgement of an episode's final state.
@@ -160,7 +166,11 @@ func (e *Env) Reset(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("episode %s: %w", id, err)
 	}
 	e.ws, e.calls, e.verdict = ws, 0, nil
-	return strings.TrimRight(e.task.Instruction, "\n") + "\n\n" + FormatHelp, nil
+	help := FormatHelp
+	if e.o.Tools {
+		help = ToolsHelp
+	}
+	return strings.TrimRight(e.task.Instruction, "\n") + "\n\n" + help, nil
 }
 
 // Step runs the tool call in action, or, when action has none, judges the
@@ -172,6 +182,9 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 	info := map[string]any{"workspace_mode": string(e.ws.Mode())}
 	if e.ws.Fallback() != "" {
 		info["workspace_fallback"] = e.ws.Fallback()
+	}
+	if e.o.Tools && strings.Contains(action, toolcall.Open) {
+		return e.callTools(ctx, action, info)
 	}
 	call, ok, err := ParseToolCall(action)
 	if err != nil {
@@ -186,8 +199,18 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 	if err != nil {
 		return environments.Step{}, fmt.Errorf("tool call %d: %w", e.calls, err)
 	}
-	r, err := e.ws.Run(ctx, call.Command, e.o.Limits)
-	return ToolStep(ctx, r, err, e.calls, calls, info, e.o.ObservationBytes)
+	obs, err := e.bash(ctx, call.Command)
+	if err != nil {
+		return environments.Step{}, err
+	}
+	return environments.Step{Observation: obs, ToolCalls: calls, Info: info}, nil
+}
+
+// bash runs a tool call's script in the workspace and returns the
+// observation; the error is for a sandbox that failed, not the script.
+func (e *Env) bash(ctx context.Context, script string) (string, error) {
+	r, err := e.ws.Run(ctx, script, e.o.Limits)
+	return ToolObservation(ctx, r, err, e.calls, e.o.ObservationBytes)
 }
 
 func (e *Env) finish(ctx context.Context, info map[string]any) (environments.Step, error) {

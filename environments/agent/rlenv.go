@@ -34,6 +34,10 @@ type PipelineOptions struct {
 	// ObservationBytes bounds stdout and stderr in an observation (0:
 	// DefaultObservationBytes).
 	ObservationBytes int `json:"observation_bytes,omitempty"`
+	// Tools offers bash, read_file, write_file and submit in the
+	// function-calling format (Options.Tools); the fenced bash block
+	// stays the fallback. Left out of the cache key when false.
+	Tools bool `json:"tools,omitempty"`
 }
 
 // PromptTask is what a prompt row's metadata holds for an agent episode,
@@ -112,7 +116,7 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	eo := &Options{ObservationBytes: o.ObservationBytes, Limits: OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
+	eo := &Options{ObservationBytes: o.ObservationBytes, Tools: o.Tools, Limits: OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
 	mk := func(p tables.Prompt) (environments.Env, error) {
 		t, err := TaskOf(p)
 		if err != nil {

@@ -60,18 +60,29 @@ func OptionLimits(timeoutS float64, memoryMB, procs int) sandbox.Limits {
 }
 
 // ToolStep is the step of a tool call that ran in the sandbox (r, err from
-// sandbox.RunIn, call its number, calls its tool_calls JSON): the
-// observation of r, cut to observationBytes; an observation saying why
-// the command cannot run when the sandbox refused it (ErrInvalid); an
-// error when ctx ended, or wrapping ErrInfra when the sandbox failed.
+// sandbox.RunIn, call its number, calls its tool_calls JSON), its
+// observation that of ToolObservation.
 func ToolStep(ctx context.Context, r sandbox.Result, err error, call int, calls string, info map[string]any, observationBytes int) (environments.Step, error) {
+	obs, err := ToolObservation(ctx, r, err, call, observationBytes)
+	if err != nil {
+		return environments.Step{}, err
+	}
+	return environments.Step{Observation: obs, ToolCalls: calls, Info: info}, nil
+}
+
+// ToolObservation is what the policy sees of a tool call that ran in the
+// sandbox (r, err from sandbox.RunIn, call its number): the observation of
+// r, cut to observationBytes; why the command cannot run when the sandbox
+// refused it (ErrInvalid). The error is for ctx ending, or wraps ErrInfra
+// when the sandbox failed, not the script.
+func ToolObservation(ctx context.Context, r sandbox.Result, err error, call int, observationBytes int) (string, error) {
 	switch {
 	case errors.Is(err, sandbox.ErrInvalid):
-		return environments.Step{Observation: "the command cannot run: " + err.Error(), ToolCalls: calls, Info: info}, nil
+		return "the command cannot run: " + err.Error(), nil
 	case err != nil && ctx.Err() != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %w", call, err)
+		return "", fmt.Errorf("tool call %d: %w", call, err)
 	case err != nil:
-		return environments.Step{}, fmt.Errorf("tool call %d: %v: %w", call, err, ErrInfra)
+		return "", fmt.Errorf("tool call %d: %v: %w", call, err, ErrInfra)
 	}
-	return environments.Step{Observation: Observation(r, observationBytes), ToolCalls: calls, Info: info}, nil
+	return Observation(r, observationBytes), nil
 }

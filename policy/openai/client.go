@@ -170,7 +170,7 @@ func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampli
 		for j := asked; j < n; j++ {
 			smp := out[0]
 			smp.Index = j
-			smp.TokenIDs, smp.Logprobs = slices.Clone(smp.TokenIDs), slices.Clone(smp.Logprobs)
+			smp.TokenIDs, smp.Logprobs, smp.ToolCalls = slices.Clone(smp.TokenIDs), slices.Clone(smp.Logprobs), slices.Clone(smp.ToolCalls)
 			out = append(out, smp)
 		}
 		return out, nil
@@ -198,7 +198,7 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 			msgs = []policy.Message{{Role: "user", Content: r.Prompt}}
 		}
 		body := wire.ChatRequest{Model: model, Messages: msgs, N: n, Seed: &r.Seed, Temperature: s.Temperature,
-			TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
+			TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true, Tools: r.Tools, ToolChoice: r.ToolChoice}
 		if s.Logprobs {
 			k := s.TopLogprobs
 			body.Logprobs, body.TopLogprobs, body.TokensAsIDs = true, &k, true

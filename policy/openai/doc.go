@@ -33,8 +33,16 @@
 //	              "token_id:1234" and fill Sample.TokenIDs
 //	return_token_ids   always (vLLM ≥ 0.10.2): choices[].token_ids fills
 //	              Sample.TokenIDs even without logprobs
+//	tools, tool_choice   chat, when Request.Tools and ToolChoice are set;
+//	              messages carry tool_calls and tool_call_id in OpenAI's
+//	              shapes (policy.Message)
 //
-// and the n choices, sorted by index, become the request's samples: Text,
+// and the n choices, sorted by index, become the request's samples: Text
+// (a chat message's content: the text before its tool calls when the
+// server parsed them, vLLM with --tool-call-parser hermes or rlpipe policy
+// serve, whose message.tool_calls fill Sample.ToolCalls; the token ids
+// stay those sampled, calls included, though vLLM re-serializes the
+// calls' arguments),
 // TokenIDs, Logprobs (float32, exactly as a server computed them in
 // float32; of softmax(z/T), as policy.Sample.Logprobs wants, only when
 // vLLM runs with --logprobs-mode processed_logprobs, as vllmserver starts

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai/wire"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // API paths, appended to an endpoint's base URL.
@@ -80,6 +81,9 @@ func samples(r *wire.Response, req policy.Request, version string, sp policy.Sam
 			PolicyVersion: version, Status: policy.StatusOK, FinishReason: policy.FinishStop}
 		if c.Message != nil && c.Message.Content != nil {
 			s.Text = *c.Message.Content
+		}
+		if c.Message != nil {
+			s.ToolCalls = toolcall.FromWire(c.Message.ToolCalls)
 		}
 		if c.FinishReason != nil && *c.FinishReason != "" {
 			s.FinishReason = *c.FinishReason

@@ -34,8 +34,8 @@
 // list), logprobs (completions: k from 0 to 20; chat: a boolean),
 // top_logprobs (chat: k from 0 to 20, with logprobs true), echo
 // (completions), return_tokens_as_token_ids and return_token_ids, stream
-// and stream_options.include_usage; other fields are ignored, as vLLM
-// does. The policy is called once per HTTP request with one policy.Request per
+// and stream_options.include_usage, and for chat tools and tool_choice
+// (below); other fields are ignored, as vLLM does. The policy is called once per HTTP request with one policy.Request per
 // prompt, seeded with seed, so the samples are those the policy gives in
 // process: sample j of prompt i is choice i·n+j.
 //
@@ -74,6 +74,22 @@
 // character's logprob given it). A policy that returns no prompt logprobs
 // answers echo with logprobs 400. Text is JSON, so invalid UTF-8 in a
 // sample's text arrives as U+FFFD; token ids are exact.
+//
+// # Tool calls
+//
+// A chat request's tools (OpenAI's function entries) go to the policy in
+// policy.Request.Tools, for a policy that shows them to its model; the
+// tiny model has no chat template and is not shown them. tool_choice is
+// "auto" (the default with tools) or "none"; "required" and a named
+// function are a 400, since the server cannot force a call. With tools
+// and auto, each choice's text is read with toolcall.Parse, as vLLM's
+// hermes parser reads it: the calls become message.tool_calls (ids
+// derived from the seed), the text before them the content (null when
+// empty), and finish_reason "tool_calls"; a malformed call stays content.
+// token_ids keep every sampled token. Messages may carry tool_calls and
+// tool_call_id (role "tool"), which reach the policy as policy.Message
+// fields. In a stream, the content comes token by token and the calls
+// in the choice's last chunk, with the rest of its tokens.
 //
 // # Streaming
 //
@@ -124,7 +140,9 @@
 // # Tests
 //
 // Besides exact checks in Go, TestOpenAISDK reads a server of the tiny
-// model with the official openai Python SDK, pinned in
+// model, and one whose policy writes tool calls, with the official
+// openai Python SDK (its tools, tool_calls whole and streamed, and its
+// own assistant and tool messages sent back), pinned in
 // scripts/sdk-requirements.txt and installed by scripts/sdk-venv.sh (which
 // `make deps` runs) into a project-local venv, .venv-sdk; the test is
 // skipped, saying so, without that venv.

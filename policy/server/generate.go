@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // body is a completions or chat request: the fields rlpipe's client and
@@ -35,6 +36,9 @@ type body struct {
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	Echo                bool            `json:"echo"`
+	// Tools and ToolChoice: chat only (tools.go).
+	Tools      []toolcall.Tool `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // streamOptions are OpenAI's stream_options.
@@ -53,6 +57,9 @@ type call struct {
 	stream   bool // answer text/event-stream
 	// includeUsage ends a stream with a chunk of usage.
 	includeUsage bool
+	// parseCalls: chat with tools offered and tool_choice auto; each
+	// choice's tool calls are parsed from its text (tools.go).
+	parseCalls bool
 }
 
 // parse checks a body and builds the policy call.
@@ -119,7 +126,12 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 		if len(b.Messages) == 0 {
 			return nil, badRequest("messages", "messages is empty; send at least one {\"role\": \"user\", \"content\": ...}")
 		}
-		c.reqs = []policy.Request{{Messages: b.Messages, Seed: seed}}
+		choice, e := toolChoice(b.ToolChoice, b.Tools)
+		if e != nil {
+			return nil, e
+		}
+		c.reqs = []policy.Request{{Messages: b.Messages, Seed: seed, Tools: b.Tools, ToolChoice: choice}}
+		c.parseCalls = len(b.Tools) > 0 && choice != "none"
 	} else {
 		if b.Messages != nil {
 			return nil, badRequest("messages", "a completions request sends a prompt, not messages; use /v1/chat/completions")
@@ -354,8 +366,10 @@ type (
 		PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
 	}
 	message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role string `json:"role"`
+		// Content is null when a reply is all tool calls, as in vLLM.
+		Content   *string         `json:"content"`
+		ToolCalls []toolcall.Wire `json:"tool_calls,omitempty"`
 	}
 	usage struct {
 		PromptTokens     int `json:"prompt_tokens"`
@@ -395,7 +409,10 @@ func (s *Server) response(out [][]policy.Sample, c *call, chat bool) *completion
 				text = c.reqs[i].Prompt + text
 			}
 			if chat {
-				ch.Message = &message{Role: "assistant", Content: text}
+				var called bool
+				if ch.Message, called = toolMessage(text, c, i*n+j); called {
+					ch.FinishReason = "tool_calls"
+				}
 			} else {
 				ch.Text = &text
 			}

@@ -20,7 +20,9 @@ import (
 // fields it documents, with the model's numbers: completions with
 // logprobs=3 and echo, chat with top_logprobs=3, stop_reason,
 // finish_reason, streams of both read by the SDK's iterator (the same
-// text, logprobs, finish reasons and usage as without stream), and a 401
+// text, logprobs, finish reasons and usage as without stream), tool
+// calls (tools sent, tool_calls read whole and streamed, the SDK's own
+// assistant and tool messages accepted in the next turn), and a 401
 // that names what to set (testdata/openai_sdk.py asserts them; this test
 // compares its numbers and texts with the model's in process).
 func TestOpenAISDK(t *testing.T) {
@@ -33,10 +35,12 @@ func TestOpenAISDK(t *testing.T) {
 	const token = "sdk-test-token"
 	_, url := servertest.Serve(t, p, &server.Options{Model: "tiny", Token: token})
 
+	_, toolsURL := servertest.Serve(t, &echoPolicy{}, &server.Options{Model: "echo"})
+
 	run, stop := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer stop()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(run, python, "testdata/openai_sdk.py", url, "tiny", token)
+	cmd := exec.CommandContext(run, python, "testdata/openai_sdk.py", url, "tiny", token, toolsURL)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("testdata/openai_sdk.py: %v\n%s", err, stderr.Bytes())
@@ -53,6 +57,7 @@ func TestOpenAISDK(t *testing.T) {
 		Stream struct {
 			Completions, Chat []string
 		}
+		Tools map[string]any
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("the script's output %q: %v", stdout.Bytes(), err)
@@ -94,6 +99,16 @@ func TestOpenAISDK(t *testing.T) {
 		policy.Sampling{N: 2, Temperature: 1, MaxTokens: 5, Logprobs: true, TopLogprobs: 2})
 	if want := []string{out[0][0].Text, out[0][1].Text}; !reflect.DeepEqual(got.Stream.Chat, want) {
 		t.Errorf("the chat stream's texts %q, want the model's %q", got.Stream.Chat, want)
+	}
+
+	// The SDK's tools: the calls read whole and streamed, and a transcript
+	// with the SDK's own assistant message and a tool message accepted.
+	id := callID(5, 0, 0)
+	wantTools := map[string]any{"content": "I will look.", "id": id, "name": "bash", "arguments": `{"cmd":"ls"}`,
+		"stream_finish": "tool_calls", "stream": []any{"I will look.", []any{id, "bash", `{"cmd":"ls"}`}},
+		"after_tool": []any{"a.txt", "stop"}}
+	if !reflect.DeepEqual(got.Tools, wantTools) {
+		t.Errorf("the SDK's tool calls: %v\nwant %v", got.Tools, wantTools)
 	}
 }
 

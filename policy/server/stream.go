@@ -47,6 +47,8 @@ type (
 	delta struct {
 		Role    string  `json:"role,omitempty"` // the first chunk of a chat choice
 		Content *string `json:"content,omitempty"`
+		// ToolCalls: a choice's calls, all in its last chunk (tools.go).
+		ToolCalls []streamCall `json:"tool_calls,omitempty"`
 	}
 )
 
@@ -57,8 +59,9 @@ var jsonNull = json.RawMessage("null")
 // the choice's logprobs positions and token ids.
 type part struct {
 	text       string
-	pos0, pos1 int // positions of the choice's logprobs (echoed prompt first)
-	id0, id1   int // indexes into the sample's TokenIDs
+	pos0, pos1 int          // positions of the choice's logprobs (echoed prompt first)
+	id0, id1   int          // indexes into the sample's TokenIDs
+	calls      []streamCall // the choice's tool calls, in place of text
 }
 
 // parts cuts a choice into its chunks: with echo the prompt and its
@@ -157,6 +160,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, out [][]policy.S
 	for k := range resp.Choices {
 		i := k / n
 		all[k] = parts(&out[i][k%n], &resp.Choices[k], c.reqs[i].Prompt, c.echo, tt)
+		if m := resp.Choices[k].Message; m != nil && m.ToolCalls != nil {
+			all[k] = withCalls(all[k], m.Content, m.ToolCalls)
+		}
 		rounds = max(rounds, len(all[k]))
 	}
 
@@ -187,9 +193,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, out [][]policy.S
 			}
 			ch, p := &resp.Choices[k], &ps[t]
 			cc := chunkChoice{Index: k}
-			if chat {
+			switch {
+			case p.calls != nil:
+				cc.Delta = &delta{ToolCalls: p.calls}
+			case chat:
 				cc.Delta = &delta{Content: &p.text}
-			} else {
+			default:
 				cc.Text = &p.text
 			}
 			if ch.Logprobs != nil {

@@ -63,9 +63,11 @@ func (m *Model) getSampler(slots int) *sampler {
 
 // PromptTokens tokenizes what a request asks the model to continue: its
 // Prompt, or its Messages. The tiny model has no chat template or roles:
-// it reads the messages' contents in order, and an assistant message is
-// followed by EOS, as the model ended the reply it sampled. So the prompt
-// of an episode's next turn begins with the exact tokens of the turns
+// it reads the messages' contents in order (an assistant message's tool
+// calls as the Hermes text it wrote them in, policy.Message.Text; the
+// tools a request offers are not shown: the model knows its tools from
+// its training), and an assistant message is followed by EOS, as the
+// model ended the reply it sampled. So the prompt of an episode's next turn begins with the exact tokens of the turns
 // before it, each reply's final EOS included, and the episode's token
 // sequence is known exactly (a reply cut off at max_tokens has no EOS:
 // the next prompt does not extend it, and the episode is not trained on).
@@ -76,7 +78,7 @@ func (m *Model) PromptTokens(r policy.Request) ([]int32, error) {
 	var out []int32
 	for i, msg := range r.Messages {
 		var err error
-		if out, err = m.tok.encode(out, msg.Content); err != nil {
+		if out, err = m.tok.encode(out, msg.Text()); err != nil {
 			return nil, fmt.Errorf("message %d (%s): %w", i+1, msg.Role, err)
 		}
 		if msg.Role == "assistant" {

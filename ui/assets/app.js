@@ -715,7 +715,8 @@ async function episodeView(ref, path, row) {
       t.tokens !== null && t.tokens !== undefined ? h('span', {class: 'badge trained', title: 'sampled by the policy: trained on'}, `trained · ${t.tokens} tokens`)
         : t.role === 'assistant' ? null : h('span', {class: 'badge given', title: 'given to the policy: not trained on'}, 'given')),
     h('pre', {class: 'content'}, t.content),
-    t.tool_calls ? h('pre', {class: 'calls'}, t.tool_calls) : null));
+    t.calls ? t.calls.map((c) => h('pre', {class: 'call'}, h('b', {}, c.name), ' ', c.arguments))
+      : t.tool_calls ? h('pre', {class: 'calls'}, t.tool_calls) : null));
   const strip = d.exact
     ? h('div', {class: 'tokens'}, d.segments.map((sg) => h('span', {class: sg.trainable ? 'seg trainable' : 'seg given',
       title: `${sg.ids.length} ${sg.trainable ? 'trainable' : 'given'} tokens`}, sg.ids.join(' '))))

@@ -1,6 +1,9 @@
 package wire
 
-import "github.com/rlpipe/rlpipe/policy"
+import (
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
+)
 
 // CompletionRequest is the body of POST /completions.
 type CompletionRequest struct {
@@ -36,6 +39,10 @@ type ChatRequest struct {
 	TopLogprobs    *int             `json:"top_logprobs,omitempty"`
 	TokensAsIDs    bool             `json:"return_tokens_as_token_ids,omitempty"`
 	ReturnTokenIDs bool             `json:"return_token_ids,omitempty"`
+	// Tools and ToolChoice are sent only when set, so a request without
+	// tools is the bytes it always was.
+	Tools      []toolcall.Tool `json:"tools,omitempty"`
+	ToolChoice string          `json:"tool_choice,omitempty"`
 }
 
 // Response is what the clients read of a completions or chat answer.
@@ -90,6 +97,10 @@ type Choice struct {
 type ChatMessage struct {
 	Content *string `json:"content"`
 	Refusal *string `json:"refusal"`
+	// ToolCalls are the calls a server that parses them found (vLLM
+	// with --tool-call-parser, rlpipe policy serve); content is then the
+	// text before them, or null.
+	ToolCalls []toolcall.Wire `json:"tool_calls"`
 }
 
 // APIError is an error body, OpenAI's {"error": {...}} or vLLM's older

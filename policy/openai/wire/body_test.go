@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai/wire"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // TestBodies pins the bytes each client sends: the policy client's
@@ -24,6 +25,11 @@ func TestBodies(t *testing.T) {
 			want: `{"model":"adapter-1","messages":[{"role":"user","content":"1+1="}],"n":4,"seed":0,"temperature":1,"max_tokens":5,"logprobs":true,"top_logprobs":2,"return_tokens_as_token_ids":true,"return_token_ids":true}`},
 		{name: "policy completion", body: wire.CompletionRequest{Prompt: "1+1=", N: 1, Seed: &seed7, Temperature: 0, Stop: []string{"\n"}, Logprobs: 1, ReturnTokenIDs: true},
 			want: `{"prompt":"1+1=","n":1,"seed":7,"temperature":0,"stop":["\n"],"logprobs":1,"return_token_ids":true}`},
+		{name: "policy chat with tools", body: wire.ChatRequest{Messages: []policy.Message{{Role: "user", Content: "ls"},
+			{Role: "assistant", Content: "", ToolCalls: []toolcall.Call{{ID: "call_0_0", Name: "bash", Arguments: `{"cmd":"ls"}`}}},
+			{Role: "tool", Content: "a.txt", ToolCallID: "call_0_0"}}, Seed: &seed0, Temperature: 1,
+			Tools: []toolcall.Tool{{Type: "function", Function: toolcall.Function{Name: "bash", Parameters: json.RawMessage(`{"type":"object"}`)}}}, ToolChoice: "auto"},
+			want: `{"messages":[{"role":"user","content":"ls"},{"role":"assistant","content":"","tool_calls":[{"id":"call_0_0","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"ls\"}"}}]},{"role":"tool","content":"a.txt","tool_call_id":"call_0_0"}],"seed":0,"temperature":1,"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object"}}}],"tool_choice":"auto"}`},
 		{name: "judge without seed", body: wire.ChatRequest{Model: "gpt-4o-mini", Messages: []policy.Message{{Role: "user", Content: "Score: ?"}}},
 			want: `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Score: ?"}],"temperature":0}`},
 		{name: "judge with seed and max tokens", body: wire.ChatRequest{Model: "m", Messages: []policy.Message{{Role: "user", Content: "x"}}, Seed: &seed7, Temperature: 0.5, MaxTokens: 64},

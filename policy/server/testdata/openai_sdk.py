@@ -2,7 +2,10 @@
 and check the fields the SDK parses; print them as JSON for the Go test to
 compare with the model's numbers.
 
-    python openai_sdk.py BASE_URL MODEL TOKEN
+    python openai_sdk.py BASE_URL MODEL TOKEN [TOOLS_URL]
+
+TOOLS_URL serves a policy that replies with its last message's content
+(model "echo", no token): the SDK's tools, tool_calls and tool messages.
 """
 import json
 import sys
@@ -146,5 +149,35 @@ try:
 except openai.AuthenticationError as e:
     msg = str(e)
     assert "RLPIPE_POLICY_TOKEN" in msg and "key_env" in msg, msg
+
+# Tools: the SDK sends tools, reads tool_calls (non-stream and stream),
+# and sends its own assistant message with tool_calls and a tool message
+# back in the next turn.
+if len(sys.argv) > 4:
+    echo = openai.OpenAI(base_url=sys.argv[4] + "/v1", api_key="none", max_retries=0)
+    tools = [{"type": "function", "function": {"name": "bash", "description": "Run a command",
+              "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}}]
+    reply = 'I will look.\n<tool_call>\n{"name": "bash", "arguments": {"cmd": "ls"}}\n</tool_call>'
+    msgs = [{"role": "user", "content": reply}]
+    r = echo.chat.completions.create(model="echo", messages=msgs, tools=tools, tool_choice="auto", seed=5)
+    ch = r.choices[0]
+    assert ch.finish_reason == "tool_calls", ch.finish_reason
+    call = ch.message.tool_calls[0]
+    res = {"content": ch.message.content, "id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+    calls = {}
+    with echo.chat.completions.create(model="echo", messages=msgs, tools=tools, seed=5, stream=True) as stream:
+        text = ""
+        for chunk in stream:
+            d = chunk.choices[0].delta
+            text += d.content or ""
+            for tc in d.tool_calls or []:
+                calls[tc.index] = [tc.id, tc.function.name, tc.function.arguments]
+            if chunk.choices[0].finish_reason is not None:
+                res["stream_finish"] = chunk.choices[0].finish_reason
+    res["stream"] = [text, calls[0]]
+    msgs += [ch.message.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": call.id, "content": "a.txt"}]
+    r = echo.chat.completions.create(model="echo", messages=msgs, tools=tools, seed=5)
+    res["after_tool"] = [r.choices[0].message.content, r.choices[0].finish_reason]
+    out["tools"] = res
 
 print(json.dumps(out))

@@ -1,0 +1,181 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/environments/agent"
+)
+
+// call writes one Hermes call.
+func call(name, args string) string {
+	return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + args + "}\n</tool_call>"
+}
+
+func toolEnv(t *testing.T) *agent.Env {
+	t.Helper()
+	_, w := newWorld(t)
+	env, err := agent.NewEnv(w, agent.Task{Instruction: "Write 42 to out.txt.", Verifier: `test "$(cat out.txt)" = 42`},
+		&agent.Options{Tools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.End() })
+	return env
+}
+
+// With Options.Tools the env offers bash, read_file, write_file and
+// submit; a reply's calls run in order, each answered, and submit judges
+// the workspace.
+func TestToolCallsRun(t *testing.T) {
+	env := toolEnv(t)
+	if got := env.Tools(); len(got) != 4 || got[3].Function.Name != "submit" {
+		t.Fatalf("Tools() = %+v", got)
+	}
+	ctx := context.Background()
+	obs, err := env.Reset(ctx, "tools-1")
+	if err != nil || !strings.HasSuffix(obs, agent.ToolsHelp) {
+		t.Fatalf("Reset = %q, %v", obs, err)
+	}
+	st, err := env.Step(ctx, "I will write it.\n"+call("write_file", `{"path": "out.txt", "text": "42"}`)+"\n"+
+		call("read_file", `{"path": "/work/a.txt"}`)+"\n"+call("bash", `{"cmd": "cat out.txt; ls dir"}`))
+	want := []string{"wrote 2 bytes to out.txt", "alpha\n", "exit status 0 (ok)\nstdout:\n42c.txt\nstderr:\n(empty)"}
+	if err != nil || st.Done || st.Observation != "" || !reflect.DeepEqual(st.ToolResults, want) || st.Info["tool_calls"] != 3 {
+		t.Fatalf("Step = %+v, %v\nwant results %q", st, err, want)
+	}
+	st, err = env.Step(ctx, call("submit", `{"answer": "done"}`)+"\n"+call("bash", `{"cmd": "rm out.txt"}`))
+	if err != nil || !st.Done || st.Reward != 1 || st.Observation != "verified: reward 1" || st.Info["answer"] != "done" ||
+		!reflect.DeepEqual(st.ToolResults, []string{"submitted", "not run: the episode ended at submit"}) {
+		t.Fatalf("submit: %+v, %v", st, err)
+	}
+}
+
+// Bad calls are the policy's mistakes: each is answered naming the
+// problem, nothing runs, and nothing leaves the workspace.
+func TestToolCallFaults(t *testing.T) {
+	env := toolEnv(t)
+	ctx := context.Background()
+	if _, err := env.Reset(ctx, "tools-faults"); err != nil {
+		t.Fatal(err)
+	}
+	// Links out of the workspace, made in the sandbox as an agent would.
+	if st, err := env.Step(ctx, call("bash", `{"cmd": "ln -s /etc/hostname host && ln -s ../.. up && ln -s a.txt inside"}`)); err != nil || !strings.HasPrefix(st.ToolResults[0], "exit status 0") {
+		t.Fatalf("make links: %+v, %v", st, err)
+	}
+	root := env.Workspace().Root()
+	for _, tc := range []struct{ name, reply, want string }{
+		{"malformed JSON", "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"cmd\": \"ls\"}\n</tool_call>", ""},
+		{"unknown tool", call("python", `{"code": "1"}`),
+			`tool call does not match the tools offered: unknown tool "python": call one of bash, read_file, write_file, submit`},
+		{"missing required key", call("write_file", `{"path": "out.txt"}`),
+			`tool call does not match the tools offered: write_file needs the argument "text"`},
+		{"unknown argument", call("bash", `{"cmd": "ls", "cwd": "/"}`),
+			`tool call does not match the tools offered: bash takes no argument "cwd"; its arguments are cmd`},
+		{"write with ..", call("write_file", `{"path": "../escape.txt", "text": "x"}`),
+			`write_file: ../escape.txt is outside the workspace: ".." may not climb out of /work`},
+		{"write an absolute path", call("write_file", `{"path": "/etc/escape.txt", "text": "x"}`),
+			`write_file: /etc/escape.txt is outside the workspace: give a path relative to the working directory /work`},
+		{"write through a symlink out", call("write_file", `{"path": "host", "text": "x"}`),
+			`write_file: host leads out of the workspace through a symlink`},
+		{"read through a directory link out", call("read_file", `{"path": "up/etc/passwd"}`),
+			`read_file: up/etc/passwd leads out of the workspace through a symlink`},
+		{"read a directory", call("read_file", `{"path": "dir"}`), `read_file: dir is not a regular file`},
+		{"read a missing file", call("read_file", `{"path": "nope.txt"}`), `read_file: nope.txt: no such file or directory`},
+		{"read through a link inside", call("read_file", `{"path": "inside"}`), "alpha\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := env.Step(ctx, tc.reply)
+			if err != nil || st.Done {
+				t.Fatalf("Step = %+v, %v", st, err)
+			}
+			if tc.want == "" {
+				want := `malformed tool call: call 1: want a JSON object {"name": …, "arguments": {…}}: unexpected EOF; nothing was run. Call a tool as <tool_call>{"name": "bash", "arguments": {"cmd": "ls"}}</tool_call>`
+				if st.Observation != want || st.ToolResults != nil {
+					t.Errorf("observation %q, results %q\nwant %q", st.Observation, st.ToolResults, want)
+				}
+				return
+			}
+			if !reflect.DeepEqual(st.ToolResults, []string{tc.want}) {
+				t.Errorf("results %q\nwant %q", st.ToolResults, tc.want)
+			}
+		})
+	}
+	// A file write_file made is the sandbox user's, as one bash made.
+	st, err := env.Step(ctx, call("write_file", `{"path": "w.txt", "text": "a"}`)+call("bash", `{"cmd": "echo b >> w.txt && cat w.txt"}`))
+	if want := []string{"wrote 1 bytes to w.txt", "exit status 0 (ok)\nstdout:\nab\nstderr:\n(empty)"}; err != nil || !reflect.DeepEqual(st.ToolResults, want) {
+		t.Errorf("write then append: %q, %v\nwant %q", st.ToolResults, err, want)
+	}
+	for _, p := range []string{filepath.Join(filepath.Dir(root), "escape.txt"), "/etc/escape.txt"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written, out of the workspace", p)
+		}
+	}
+	if b, _ := os.ReadFile("/etc/hostname"); strings.TrimSpace(string(b)) == "x" {
+		t.Error("/etc/hostname was written through the link")
+	}
+}
+
+// Without <tool_call> the fenced bash block still runs (a base model's
+// format) and a plain reply is the final answer; the runner records a
+// structured call's turns with tool messages.
+func TestToolsFallbackAndRunner(t *testing.T) {
+	env := toolEnv(t)
+	r, err := environments.NewRunner(script(
+		"```bash\necho 42 > out.txt\n```",
+		call("read_file", `{"path": "out.txt"}`),
+		"Done.",
+	), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), env, environments.Episode{ID: "tools-runner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, tu := range res.Trajectory.Turns {
+		roles = append(roles, tu.Role)
+	}
+	tr := res.Trajectory
+	if tr.Status != tables.StatusOK || res.Reward != 1 || strings.Join(roles, ",") != "user,assistant,user,assistant,tool,assistant,user" {
+		t.Fatalf("status %s, reward %v, roles %v", tr.Status, res.Reward, roles)
+	}
+	if c := tr.Turns[1].ToolCalls; c == nil || *c != `[{"tool":"bash","command":"echo 42 \u003e out.txt"}]` {
+		t.Errorf("the fenced call's tool_calls %v", c)
+	}
+	if c := tr.Turns[3].ToolCalls; c == nil || *c != `[{"id":"call_1_0","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"out.txt\"}"}}]` {
+		t.Errorf("the structured call's tool_calls %v", c)
+	}
+	if tr.Turns[4].Content != "42\n" {
+		t.Errorf("the tool turn %q, want the file", tr.Turns[4].Content)
+	}
+}
+
+// rl_options tools: true offers the tools; without it, none (and the
+// options encode as before, so the cache key is unchanged).
+func TestRLEnvTools(t *testing.T) {
+	world := t.TempDir()
+	if err := os.WriteFile(filepath.Join(world, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := tables.Prompt{PromptID: "p", Prompt: "Do it.", Metadata: `{"verifier": "true"}`}
+	for _, tools := range []bool{false, true} {
+		mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: tools}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := mk(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := env.(environments.ToolOffer).Tools(); (len(got) == 4) != tools {
+			t.Errorf("tools %v: offered %d tools", tools, len(got))
+		}
+	}
+}
