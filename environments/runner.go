@@ -55,6 +55,13 @@ type RunnerOptions struct {
 	Seed int64
 	// Logger receives a Debug line per episode; the zero value logs nothing.
 	Logger zerolog.Logger
+	// Renderer, when set, runs episodes token-in/token-out: each turn's
+	// request is the episode's exact token sequence so far plus the
+	// Renderer's tokens for the messages since (policy.Request's
+	// PromptTokenIDs, no Messages), so a template that rewrites earlier
+	// turns cannot break the sequence. The policy must return token ids.
+	// nil sends the transcript as chat messages.
+	Renderer Renderer
 }
 
 // Runner runs episodes of environments with a policy. It is safe for
@@ -210,6 +217,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	add(o.ObservationRole, obs)
 	withTokens, withLogprobs := true, true
 	seq := sequence{}
+	tin := tokenIn{r: o.Renderer}
 	defer func() {
 		if err == nil {
 			recordOutcome(&res)
@@ -233,6 +241,12 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		}
 		id := key + "/" + strconv.Itoa(turn)
 		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id)}
+		if o.Renderer != nil {
+			if req.PromptTokenIDs, err = tin.prompt(epCtx, &seq, msgs); err != nil {
+				return envFailed(fmt.Sprintf("render turn %d", turn), err)
+			}
+			req.Messages = nil
+		}
 		out, err := r.p.Generate(epCtx, []policy.Request{req}, o.Sampling)
 		if err != nil {
 			if ctx.Err() == nil && epCtx.Err() != nil {
@@ -262,6 +276,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		used, counted := contextTokens(s)
 		if o.MaxEpisodeTokens > 0 && !counted {
 			return res, fmt.Errorf("episode %s turn %d: a token budget (%d) is set but the policy returned no token ids for the turn's prompt or reply: use a policy that returns them (vLLM with return_token_ids, the embedded model) or drop the budget", ep.ID, turn, o.MaxEpisodeTokens)
+		}
+		if o.Renderer != nil {
+			if err := tin.replied(turn, req.PromptTokenIDs, &s, len(msgs)+1); err != nil {
+				return res, fmt.Errorf("episode %s: %w", ep.ID, err)
+			}
 		}
 		seq.add(turn, s)
 		add("assistant", s.Text)

@@ -145,8 +145,7 @@ func (c *Client) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 
 // generate sends one request and reads its n samples.
 func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampling, n int, version string) ([]policy.Sample, error) {
-	if r.Prompt != "" && len(r.Messages) > 0 {
-		err := fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
+	if err := r.Check(); err != nil {
 		return policy.ErrorSamples(r, n, policy.StatusInvalid, err, version), nil
 	}
 	// Greedy samples are all the same, and vLLM refuses n > 1 at
