@@ -67,7 +67,8 @@
 // and sends each turn as policy.Request.PromptTokenIDs, the sequence plus
 // the Renderer's tokens for the messages since; the template never sees
 // the earlier turns again. The embedded model (*tiny.Model) is a
-// Renderer.
+// Renderer; environments/chattemplate renders a Hugging Face chat
+// template.
 //
 // Scripted turns a Go function of the transcript into a policy: for
 // rule-based baselines, examples and tests.

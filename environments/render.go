@@ -17,7 +17,8 @@ import (
 // ones exist (a thinking model's, which drops earlier <think> blocks)
 // never breaks the sequence a trainer trains on.
 //
-// The embedded tiny model (*tiny.Model) is one.
+// The embedded tiny model (*tiny.Model) is one; environments/chattemplate
+// renders a Hugging Face chat template.
 type Renderer interface {
 	// Suffix returns the tokens to append to the episode's tokens so far
 	// to ask the policy for its next reply: msgs, the messages that came
