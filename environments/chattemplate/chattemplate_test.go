@@ -179,8 +179,7 @@ func (p thinker) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 	return out, nil
 }
 
-// countdown ends after steps steps; its reward is the sample index, so a
-// group's episodes differ.
+// countdown ends after steps steps, answering each with the steps left.
 type countdown struct{ steps, left int }
 
 func (c *countdown) Reset(context.Context, string) (string, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 // bisector plays guess-the-number by bisection, as a model with a byte
@@ -236,5 +237,25 @@ func TestEpisodesVersionHasTheTokenBudget(t *testing.T) {
 	// version (episodes-1-64c755e2a0cabb3c under episodes-1).
 	if want := "episodes-2-46d976fb5515077e"; none != want {
 		t.Errorf("without a budget the version is %s, want %s as before the budget existed", none, want)
+	}
+}
+
+// Token-in/token-out is other work: it enters the version only when set.
+func TestEpisodesVersionHasTokenIn(t *testing.T) {
+	m, err := tiny.EmbeddedChain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(r environments.Renderer) string {
+		t.Helper()
+		task, err := episodes.Task(episodes.Options{Policy: bisector{}, Identity: "bisector", EnvName: "guess", Make: guessEnv, Episodes: 4,
+			Runner: environments.RunnerOptions{MaxTurns: 10, Renderer: r, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.Version
+	}
+	if off, on := version(nil), version(m); off != "episodes-2-46d976fb5515077e" || on == off {
+		t.Errorf("versions without and with token-in: %s %s; want episodes-2-46d976fb5515077e and another", off, on)
 	}
 }
