@@ -272,15 +272,15 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 			}
 			return stop(status, "policy failed at turn %d: %s", turn, s.Error)
 		}
-		// The context this turn took: its prompt and its reply, in tokens.
-		used, counted := contextTokens(s)
-		if o.MaxEpisodeTokens > 0 && !counted {
-			return res, fmt.Errorf("episode %s turn %d: a token budget (%d) is set but the policy returned no token ids for the turn's prompt or reply: use a policy that returns them (vLLM with return_token_ids, the embedded model) or drop the budget", ep.ID, turn, o.MaxEpisodeTokens)
-		}
 		if o.Renderer != nil {
 			if err := tin.replied(turn, req.PromptTokenIDs, &s, len(msgs)+1); err != nil {
 				return res, fmt.Errorf("episode %s: %w", ep.ID, err)
 			}
+		}
+		// The context this turn took: its prompt and its reply, in tokens.
+		used, counted := contextTokens(s)
+		if o.MaxEpisodeTokens > 0 && !counted {
+			return res, fmt.Errorf("episode %s turn %d: a token budget (%d) is set but the policy returned no token ids for the turn's prompt or reply: use a policy that returns them (vLLM with return_token_ids, the embedded model) or drop the budget", ep.ID, turn, o.MaxEpisodeTokens)
 		}
 		seq.add(turn, s)
 		add("assistant", s.Text)

@@ -195,3 +195,31 @@ func TestTokenInFaults(t *testing.T) {
 		})
 	}
 }
+
+// promptless is a templated policy that does not echo the prompt's ids
+// (vLLM's completions without prompt logprobs may not).
+type promptless struct{ templated }
+
+func (p *promptless) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	out, err := p.templated.Generate(ctx, reqs, s)
+	for _, ss := range out {
+		ss[0].Prompt = nil
+	}
+	return out, err
+}
+
+// Token-in, the ids sent are the turn's prompt: the sequence and the
+// token budget count them when the policy does not echo them.
+func TestTokenInCountsTheIDsSent(t *testing.T) {
+	p := &promptless{templated{eos: 3, rewrite: true, replies: []string{"ab", "c"}}}
+	res, err := newRunner(t, p, &environments.RunnerOptions{MaxTurns: 4, MaxEpisodeTokens: 18, Renderer: p,
+		Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}).Run(context.Background(), &countdown{steps: 2}, environments.Episode{ID: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := res.Trajectory
+	want := "token budget of 18 tokens passed at turn 1: its prompt held 17 tokens and its reply 2"
+	if tr.Status != tables.StatusTruncated || deref(tr.Error) != want || res.Unaligned != "" || len(tr.Sequence) != 19 {
+		t.Errorf("status %s (%s), unaligned %q, %d tokens; want truncated (%s), 19 tokens", tr.Status, deref(tr.Error), res.Unaligned, len(tr.Sequence), want)
+	}
+}
