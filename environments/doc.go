@@ -56,6 +56,20 @@
 // problem with G different samples, and a replay with the same seeds is
 // identical.
 //
+// # Token-in/token-out
+//
+// The Result's Trajectory.Sequence is the episode's exact token sequence
+// when every turn's prompt, as the policy tokenized it, begins with the
+// tokens before it. A chat template that renders earlier turns anew (a
+// thinking model's, which drops earlier <think> blocks) breaks that, and
+// the episode is not trained on (Result.Unaligned). RunnerOptions.Renderer
+// runs episodes token-in/token-out instead: the runner holds the sequence
+// and sends each turn as policy.Request.PromptTokenIDs, the sequence plus
+// the Renderer's tokens for the messages since; the template never sees
+// the earlier turns again. The embedded model (*tiny.Model) is a
+// Renderer; environments/chattemplate renders a Hugging Face chat
+// template.
+//
 // Scripted turns a Go function of the transcript into a policy: for
 // rule-based baselines, examples and tests.
 //

@@ -56,6 +56,13 @@ type RunnerOptions struct {
 	Seed int64
 	// Logger receives a Debug line per episode; the zero value logs nothing.
 	Logger zerolog.Logger
+	// Renderer, when set, runs episodes token-in/token-out: each turn's
+	// request is the episode's exact token sequence so far plus the
+	// Renderer's tokens for the messages since (policy.Request's
+	// PromptTokenIDs, no Messages), so a template that rewrites earlier
+	// turns cannot break the sequence. The policy must return token ids.
+	// nil sends the transcript as chat messages.
+	Renderer Renderer
 }
 
 // Runner runs episodes of environments with a policy. It is safe for
@@ -215,6 +222,7 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 	add(o.ObservationRole, obs)
 	withTokens, withLogprobs := true, true
 	seq := sequence{}
+	tin := tokenIn{r: o.Renderer}
 	defer func() {
 		if err == nil {
 			recordOutcome(&res)
@@ -238,6 +246,12 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		}
 		id := key + "/" + strconv.Itoa(turn)
 		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id), Tools: tools}
+		if o.Renderer != nil {
+			if req.PromptTokenIDs, err = tin.prompt(epCtx, &seq, msgs); err != nil {
+				return envFailed(fmt.Sprintf("render turn %d", turn), err)
+			}
+			req.Messages = nil
+		}
 		out, err := r.p.Generate(epCtx, []policy.Request{req}, o.Sampling)
 		if err != nil {
 			if ctx.Err() == nil && epCtx.Err() != nil {
@@ -262,6 +276,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 				status = tables.StatusInfraError
 			}
 			return stop(status, "policy failed at turn %d: %s", turn, s.Error)
+		}
+		if o.Renderer != nil {
+			if err := tin.replied(turn, req.PromptTokenIDs, &s, len(msgs)+1); err != nil {
+				return res, fmt.Errorf("episode %s: %w", ep.ID, err)
+			}
 		}
 		// The context this turn took: its prompt and its reply, in tokens.
 		used, counted := contextTokens(s)

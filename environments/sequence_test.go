@@ -59,6 +59,15 @@ func (p *templated) Generate(ctx context.Context, reqs []policy.Request, s polic
 				turn++
 			}
 		}
+		prompt := p.render(r.Messages)
+		if r.PromptTokenIDs != nil { // token-in: as sent; a turn per assistant marker before the last
+			prompt, turn = r.PromptTokenIDs, -1
+			for _, id := range prompt {
+				if id == roleAssistant {
+					turn++
+				}
+			}
+		}
 		text := p.replies[turn%len(p.replies)]
 		var ids []int32
 		var lps []float32
@@ -67,7 +76,7 @@ func (p *templated) Generate(ctx context.Context, reqs []policy.Request, s polic
 		}
 		ids, lps = append(ids, p.eos), append(lps, -0.25)
 		out[i] = []policy.Sample{{RequestID: r.ID, Text: text, TokenIDs: ids, Logprobs: lps, FinishReason: policy.FinishStop,
-			Prompt: &policy.PromptLogprobs{TokenIDs: p.render(r.Messages)}, PolicyVersion: "templated", Status: policy.StatusOK}}
+			Prompt: &policy.PromptLogprobs{TokenIDs: prompt}, PolicyVersion: "templated", Status: policy.StatusOK}}
 	}
 	return out, nil
 }

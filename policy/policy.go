@@ -63,15 +63,22 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 // template (the tiny model) reads a transcript's messages as their Text.
 func (m Message) Text() string { return toolcall.Join(m.Content, m.ToolCalls) }
 
-// Request asks for samples for one prompt: either a plain-text Prompt
-// (completions) or a chat transcript in Messages (chat completions), never
-// both.
+// Request asks for samples for one prompt: a plain-text Prompt
+// (completions), a chat transcript in Messages (chat completions), or the
+// prompt's token ids in PromptTokenIDs; exactly one of them.
 type Request struct {
 	// ID names the prompt or episode turn; it is copied to every sample and
 	// appears in error messages.
 	ID       string
 	Prompt   string
 	Messages []Message
+	// PromptTokenIDs, when not nil, is the prompt as token ids that the
+	// policy continues exactly: no template and no tokenizer touches them
+	// (vLLM's completions prompt given as a list of ids). A policy that
+	// reads a beginning-of-sequence token before every prompt (the
+	// embedded model) reads it before these too. It is how an episode
+	// runs token-in/token-out (environments.Renderer).
+	PromptTokenIDs []int32
 	// Seed is the request's sampling seed. Sample j of a request uses a
 	// generator seeded by SampleSeed(Seed, j), in process and over HTTP
 	// alike, so the same seed gives the same text whatever the transport.
@@ -281,8 +288,8 @@ func Validate(reqs []Request, s Sampling) error {
 		return fmt.Errorf("sampling: top_logprobs is %d; it must be ≥ 0", s.TopLogprobs)
 	}
 	for i, r := range reqs {
-		if r.Prompt != "" && len(r.Messages) > 0 {
-			return fmt.Errorf("request %d (%q): set prompt or messages, not both", i, r.ID)
+		if err := r.Check(); err != nil {
+			return err
 		}
 		if len(r.Tools) > 0 && r.Prompt != "" {
 			return fmt.Errorf("request %d (%q): tools are offered in a chat request: send messages, not a prompt", i, r.ID)
@@ -295,6 +302,30 @@ func Validate(reqs []Request, s Sampling) error {
 	}
 	return nil
 }
+
+// ErrRequest marks a request that sets more than one of Prompt, Messages
+// and PromptTokenIDs, or an empty PromptTokenIDs.
+var ErrRequest = errors.New("malformed request")
+
+// Check reports a request that sets more than one of Prompt, Messages and
+// PromptTokenIDs, or a PromptTokenIDs without tokens; it wraps ErrRequest.
+func (r Request) Check() error {
+	switch {
+	case r.PromptTokenIDs != nil && (r.Prompt != "" || len(r.Messages) > 0):
+		return requestError(fmt.Sprintf("request %q: set prompt token ids alone, without a prompt or messages", r.ID))
+	case r.PromptTokenIDs != nil && len(r.PromptTokenIDs) == 0:
+		return requestError(fmt.Sprintf("request %q: prompt token ids are empty; send at least one token", r.ID))
+	case r.Prompt != "" && len(r.Messages) > 0:
+		return requestError(fmt.Sprintf("request %q: set prompt or messages, not both", r.ID))
+	}
+	return nil
+}
+
+// requestError is a Check failure: its message, matching ErrRequest.
+type requestError string
+
+func (e requestError) Error() string      { return string(e) }
+func (requestError) Is(target error) bool { return target == ErrRequest }
 
 // Samples returns n, or 1 when n is 0.
 func (s Sampling) Samples() int {

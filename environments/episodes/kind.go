@@ -2,6 +2,7 @@ package episodes
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,6 +45,12 @@ type Stage struct {
 	MaxEpisodeTokens *int `yaml:"max_episode_tokens,omitempty"`
 	// System is the transcript's first message, when set.
 	System string `yaml:"system,omitempty"`
+	// TokenIn runs the episodes token-in/token-out
+	// (environments.RunnerOptions.Renderer): each turn continues the
+	// episode's exact tokens, so a template that rewrites earlier turns
+	// cannot leave it untrainable. It needs a policy whose model renders
+	// turns in this process (the embedded model); default off.
+	TokenIn bool `yaml:"token_in,omitempty"`
 	// Concurrency is how many episodes run at once (default 4).
 	Concurrency int       `yaml:"concurrency,omitempty"`
 	Sampling    *Sampling `yaml:"sampling,omitempty"`
@@ -97,6 +104,9 @@ func (s *Stage) Check(c kind.Checker) {
 		c.Fail("max_episode_tokens", "the most tokens an episode's sequence may hold, e.g. 4096; leave it out for no token budget", "%s: must be at least 1, got %d", c.Path("max_episode_tokens"), *s.MaxEpisodeTokens)
 	case s.Concurrency < 0:
 		c.Fail("concurrency", "", "%s: cannot be negative, got %d", c.Path("concurrency"), s.Concurrency)
+	}
+	if s.TokenIn && c.File().Policy != "embedded" {
+		c.Fail("token_in", "drop token_in, or use a policy of kind embedded", "%s: token-in/token-out episodes need a policy whose model renders turns in this process; policy kind %s does not", c.Path("token_in"), c.File().Policy)
 	}
 	sp := s.Sampling
 	if sp == nil {
@@ -188,6 +198,16 @@ func (s *Stage) options(b kind.Build) (Options, error) {
 	if b.Policy != nil {
 		o.Policy, o.Identity, o.AdapterRoot = b.Policy.Policy, b.Policy.Identity, b.Policy.AdapterRoot
 		o.Adapters = b.Policy.Adapters()
+	}
+	if s.TokenIn {
+		var r environments.Renderer
+		if b.Policy != nil {
+			r, _ = b.Policy.Model.(environments.Renderer)
+		}
+		if r == nil { // Task without Check
+			return Options{}, kind.At("token_in", errors.New("the policy's model renders no turns in this process; drop token_in, or use a policy of kind embedded"))
+		}
+		o.Runner.Renderer = r
 	}
 	return o, nil
 }

@@ -28,6 +28,15 @@ func TestEpisodesStageKeys(t *testing.T) {
 	if _, err := config.Parse("pipeline.yaml", pipelineFile("{kind: episodes, rl_env: guess, episodes: 4, max_episode_tokens: 4096, sampling: {max_tokens: 4}}"), kinds.Registry()); err != nil {
 		t.Fatalf("a token budget: %v", err)
 	}
+	if _, err := config.Parse("pipeline.yaml", pipelineFile("{kind: episodes, rl_env: chain, episodes: 4, token_in: true, sampling: {max_tokens: 4}}"), kinds.Registry()); err != nil {
+		t.Fatalf("token-in/token-out with the embedded policy: %v", err)
+	}
+	served := strings.Replace(string(pipelineFile("{kind: episodes, rl_env: chain, episodes: 4, token_in: true, sampling: {max_tokens: 4}}")),
+		"{kind: embedded, model: tiny-arith}", "{kind: openai, endpoints: [\"http://127.0.0.1:8000/v1\"], model: m}", 1)
+	_, err := config.Parse("pipeline.yaml", []byte(served), kinds.Registry())
+	if want := "pipeline.yaml:7:58: stages.generate.token_in: token-in/token-out episodes need a policy whose model renders turns in this process; policy kind openai does not (drop token_in, or use a policy of kind embedded)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("token_in with an openai policy:\n got %v\nwant %s", err, want)
+	}
 	for _, c := range []struct{ generate, want string }{
 		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess, skyrl_gym)`},
 		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess, skyrl_gym)"},

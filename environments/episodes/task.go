@@ -121,7 +121,10 @@ func (g *generator) version() (string, error) {
 		MaxEpisodeTokens int `json:",omitempty"`
 		// "tempered" when the logprobs are of softmax(z/T), T ≠ 0, 1.
 		Logprobs string `json:",omitempty"`
-	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed, r.MaxEpisodeTokens, s.TemperedLogprobs()})
+		// Token-in/token-out; omitted when off, keeping the versions of
+		// before it existed.
+		TokenIn bool `json:",omitempty"`
+	}{Version, g.o.Identity, g.o.EnvName, g.o.Episodes, r.MaxTurns, r.Timeout, r.System, s, evalSeed, r.MaxEpisodeTokens, s.TemperedLogprobs(), r.Renderer != nil})
 	if err != nil {
 		return "", fmt.Errorf("episodes: version: %w", err)
 	}

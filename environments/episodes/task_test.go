@@ -18,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
 // bisector plays guess-the-number by bisection, as a model with a byte
@@ -214,27 +215,32 @@ func TestEpisodesFaults(t *testing.T) {
 	}
 }
 
-// The token budget enters the task's version, so a cached table played
-// under another budget (or none) is not reused; no budget leaves the
-// version as it was before the budget existed.
-func TestEpisodesVersionHasTheTokenBudget(t *testing.T) {
-	version := func(budget int) string {
+// The token budget and token-in/token-out enter the task's version, so a
+// cached table played under another budget (or none), or sent otherwise,
+// is not reused; left unset they leave the version as it was before they
+// existed.
+func TestEpisodesVersion(t *testing.T) {
+	m, err := tiny.EmbeddedChain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(budget int, r environments.Renderer) string {
 		t.Helper()
 		task, err := episodes.Task(episodes.Options{Policy: bisector{}, Identity: "bisector", EnvName: "guess", Make: guessEnv, Episodes: 4,
-			Runner: environments.RunnerOptions{MaxTurns: 10, MaxEpisodeTokens: budget, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}})
+			Runner: environments.RunnerOptions{MaxTurns: 10, MaxEpisodeTokens: budget, Renderer: r, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return task.Version
 	}
-	none, small, large := version(0), version(64), version(65)
-	if none == small || small == large || none == large {
-		t.Errorf("versions without a budget, with 64 and with 65 tokens: %s %s %s", none, small, large)
+	none, small, large, tokenIn := version(0, nil), version(64, nil), version(65, nil), version(0, m)
+	if none == small || small == large || none == large || tokenIn == none || tokenIn == small {
+		t.Errorf("versions without a budget, with 64 and with 65 tokens, token-in: %s %s %s %s", none, small, large, tokenIn)
 	}
-	// Without a budget the field is left out of the hash: the version is
-	// the one tasks had before the budget existed, under the current code
-	// version (episodes-1-64c755e2a0cabb3c under episodes-1).
+	// Unset, the fields are left out of the hash: the version is the one
+	// tasks had before they existed, under the current code version
+	// (episodes-1-64c755e2a0cabb3c under episodes-1).
 	if want := "episodes-2-46d976fb5515077e"; none != want {
-		t.Errorf("without a budget the version is %s, want %s as before the budget existed", none, want)
+		t.Errorf("without a budget or token-in the version is %s, want %s as before they existed", none, want)
 	}
 }

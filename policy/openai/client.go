@@ -145,8 +145,7 @@ func (c *Client) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 
 // generate sends one request and reads its n samples.
 func (c *Client) generate(ctx context.Context, r policy.Request, s policy.Sampling, n int, version string) ([]policy.Sample, error) {
-	if r.Prompt != "" && len(r.Messages) > 0 {
-		err := fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
+	if err := r.Check(); err != nil {
 		return policy.ErrorSamples(r, n, policy.StatusInvalid, err, version), nil
 	}
 	// Greedy samples are all the same, and vLLM refuses n > 1 at
@@ -192,7 +191,7 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 	if s.Adapter != "" {
 		model = s.Adapter
 	}
-	if len(r.Messages) > 0 || c.opts.Chat {
+	if r.PromptTokenIDs == nil && (len(r.Messages) > 0 || c.opts.Chat) {
 		msgs := r.Messages
 		if len(msgs) == 0 {
 			msgs = []policy.Message{{Role: "user", Content: r.Prompt}}
@@ -206,7 +205,11 @@ func (c *Client) encode(r policy.Request, s policy.Sampling, n int) (string, []b
 		b, err := json.Marshal(body)
 		return pathChat, b, err
 	}
-	body := wire.CompletionRequest{Model: model, Prompt: r.Prompt, N: n, Seed: &r.Seed, Temperature: s.Temperature,
+	var prompt any = r.Prompt
+	if r.PromptTokenIDs != nil { // token-in: a list of ids, continued as they are
+		prompt = r.PromptTokenIDs
+	}
+	body := wire.CompletionRequest{Model: model, Prompt: prompt, N: n, Seed: &r.Seed, Temperature: s.Temperature,
 		TopP: s.TopP, MaxTokens: s.MaxTokens, Stop: s.Stop, ReturnTokenIDs: true}
 	if s.Logprobs {
 		body.Logprobs, body.TokensAsIDs = max(1, s.TopLogprobs), true

@@ -19,7 +19,10 @@
 //
 // # The API
 //
-//	POST /v1/completions        prompt: a string or a list of strings
+//	POST /v1/completions        prompt: a string or a list of strings, or
+//	                            token ids (a list, or a list of lists, as
+//	                            vLLM takes them: continued as they are,
+//	                            with no tokenizer; no echo)
 //	POST /v1/chat/completions   messages: [{"role", "content": a string}]
 //	GET  /v1/models             the base model (Options.Model), then the
 //	                            adapters, with vLLM's root and parent

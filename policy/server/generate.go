@@ -19,7 +19,7 @@ import (
 // vLLM's clients send. Unknown fields are ignored, as vLLM does.
 type body struct {
 	Model    string           `json:"model"`
-	Prompt   json.RawMessage  `json:"prompt"`   // completions: a string or a list of strings
+	Prompt   json.RawMessage  `json:"prompt"`   // completions: a string, a list of strings, token ids or lists of them
 	Messages []policy.Message `json:"messages"` // chat
 	N        *int             `json:"n"`
 	Seed     *int64           `json:"seed"`
@@ -136,16 +136,24 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 		if b.Messages != nil {
 			return nil, badRequest("messages", "a completions request sends a prompt, not messages; use /v1/chat/completions")
 		}
-		prompts, e := strings1("prompt", b.Prompt)
-		if e != nil {
+		if c.reqs, e = tokenPrompts(b.Prompt, seed); e != nil {
 			return nil, e
 		}
-		if prompts == nil {
-			return nil, badRequest("prompt", "prompt is missing; send a string or a list of strings")
+		if c.reqs != nil && c.echo {
+			return nil, badRequest("echo", "echo is not served for a prompt of token ids; send the prompt as text to echo it")
 		}
-		c.reqs = make([]policy.Request, len(prompts))
-		for i, p := range prompts {
-			c.reqs[i] = policy.Request{Prompt: p, Seed: seed}
+		if c.reqs == nil {
+			prompts, e := strings1("prompt", b.Prompt)
+			if e != nil {
+				return nil, e
+			}
+			if prompts == nil {
+				return nil, badRequest("prompt", "prompt is missing; send a string, a list of strings, a list of token ids or a list of such lists")
+			}
+			c.reqs = make([]policy.Request, len(prompts))
+			for i, p := range prompts {
+				c.reqs[i] = policy.Request{Prompt: p, Seed: seed}
+			}
 		}
 	}
 	// Compare before multiplying: a huge n must not wrap n × prompts to a
@@ -199,7 +207,7 @@ func strings1(field string, raw json.RawMessage) ([]string, *apiError) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		hint := ""
 		if field == "prompt" {
-			hint = " (token-id prompts are not supported)"
+			hint = ", a list of token ids or a list of such lists"
 		}
 		return nil, badRequest(field, "field %q must be a string or a list of strings%s", field, hint)
 	}

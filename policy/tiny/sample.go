@@ -62,16 +62,22 @@ func (m *Model) getSampler(slots int) *sampler {
 }
 
 // PromptTokens tokenizes what a request asks the model to continue: its
-// Prompt, or its Messages. The tiny model has no chat template or roles:
-// it reads the messages' contents in order (an assistant message's tool
-// calls as the Hermes text it wrote them in, policy.Message.Text; the
-// tools a request offers are not shown: the model knows its tools from
-// its training), and an assistant message is followed by EOS, as the
-// model ended the reply it sampled. So the prompt of an episode's next turn begins with the exact tokens of the turns
+// Prompt, or its Messages; its PromptTokenIDs are taken as they are (the
+// model reads BOS before them, as before any prompt), once checked to be
+// tokens of the vocabulary other than PAD and BOS. The tiny model has no
+// chat template or roles: it reads the messages' contents in order (an
+// assistant message's tool calls as the Hermes text it wrote them in,
+// policy.Message.Text; the tools a request offers are not shown: the model
+// knows its tools from its training), and an assistant message is
+// followed by EOS, as the model ended the reply it sampled. So the prompt
+// of an episode's next turn begins with the exact tokens of the turns
 // before it, each reply's final EOS included, and the episode's token
 // sequence is known exactly (a reply cut off at max_tokens has no EOS:
 // the next prompt does not extend it, and the episode is not trained on).
 func (m *Model) PromptTokens(r policy.Request) ([]int32, error) {
+	if r.PromptTokenIDs != nil {
+		return m.checkTokens(r.PromptTokenIDs)
+	}
 	if len(r.Messages) == 0 {
 		return m.tok.encode(nil, r.Prompt)
 	}
@@ -188,8 +194,8 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 // prepare tokenizes a request and works out how many tokens it may
 // generate.
 func (m *Model) prepare(r policy.Request, s policy.Sampling) ([]int32, int, error) {
-	if r.Prompt != "" && len(r.Messages) > 0 {
-		return nil, 0, fmt.Errorf("request %q: set prompt or messages, not both", r.ID)
+	if err := r.Check(); err != nil {
+		return nil, 0, err
 	}
 	prompt, err := m.PromptTokens(r)
 	if err != nil {

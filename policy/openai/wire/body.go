@@ -7,8 +7,10 @@ import (
 
 // CompletionRequest is the body of POST /completions.
 type CompletionRequest struct {
-	Model       string   `json:"model,omitempty"`
-	Prompt      string   `json:"prompt"`
+	Model string `json:"model,omitempty"`
+	// Prompt is the prompt's text (a string) or its token ids (a []int32,
+	// sent as a list of ids, which vLLM continues as they are).
+	Prompt      any      `json:"prompt"`
 	N           int      `json:"n,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
 	Temperature float64  `json:"temperature"` // always sent: 0 is greedy, absent is 1
