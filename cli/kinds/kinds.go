@@ -14,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
+	"github.com/rlpipe/rlpipe/environments/openenv"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/kind"
@@ -41,6 +42,9 @@ func Registry() *kind.Registry {
 	// several turns in the embedded model's vocabulary
 	// (environments/arith), from each prompt's problem.
 	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}}
+	// openenv: episodes on an OpenEnv server's /ws, at a URL or served by
+	// rlpipe (environments/openenv).
+	envs = append(envs, openenv.RLEnv{})
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,

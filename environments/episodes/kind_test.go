@@ -29,8 +29,8 @@ func TestEpisodesStageKeys(t *testing.T) {
 		t.Fatalf("a token budget: %v", err)
 	}
 	for _, c := range []struct{ generate, want string }{
-		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess)`},
-		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess)"},
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess, openenv)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess, openenv)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
 		// The token budget: an explicit 0 is not "none" (leave the key
