@@ -443,3 +443,13 @@ func (r *Remote) Start(ctx context.Context) error {
 	r.put(c)
 	return nil
 }
+
+// WSURL is r's server's /ws (starting a served server): for a peer
+// client to drive the same server.
+func (r *Remote) WSURL(ctx context.Context) string {
+	base, err := r.addr.base(ctx)
+	if err != nil {
+		return ""
+	}
+	return wsURL(base)
+}
