@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
 // DefaultStartTimeout bounds a server's start, until /health answers:
@@ -156,7 +156,7 @@ func (s *Server) Explain(msg string) string {
 
 // start runs the process and waits for /health.
 func (s *Server) start(ctx context.Context) (*process, error) {
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, &Error{ErrStart, fmt.Sprintf("serve %s: pick a loopback port: %v", s.o.App, err)}
 	}
@@ -194,11 +194,14 @@ func (s *Server) start(ctx context.Context) (*process, error) {
 	if s.o.StartTimeoutS > 0 {
 		timeout = time.Duration(s.o.StartTimeoutS * float64(time.Second))
 	}
-	if err := waitHealthy(ctx, p, timeout); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	err = loopback.WaitHealthy(hctx, base+"/health", p.exited)
+	cancel()
+	if err != nil {
 		p.kill()
 		var msg string
 		switch {
-		case errors.Is(err, errExited):
+		case errors.Is(err, loopback.ErrExited):
 			msg = fmt.Sprintf("serve %s: the server exited before /health answered (%v); its stderr ends: %s", s.o.App, p.err, p.tail.String())
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			msg = fmt.Sprintf("serve %s: %s/health did not answer within %v; its stderr ends: %s: raise rl_options serve: {start_timeout_s: ...} or fix the app", s.o.App, base, timeout, p.tail.String())
@@ -208,34 +211,6 @@ func (s *Server) start(ctx context.Context) (*process, error) {
 		return nil, &Error{ErrStart, msg}
 	}
 	return p, nil
-}
-
-var errExited = errors.New("exited")
-
-// waitHealthy polls GET /health until it answers 200, the process exits
-// or timeout passes.
-func waitHealthy(ctx context.Context, p *process, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	wait := 50 * time.Millisecond
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/health", nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.exited:
-			return errExited
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 500*time.Millisecond)
-	}
 }
 
 // kill kills the process group and waits for the process.
@@ -255,16 +230,6 @@ func (s *Server) Close() {
 	if p != nil {
 		p.kill()
 	}
-}
-
-// freePort is a loopback TCP port nobody listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail keeps the last max bytes written to it.
