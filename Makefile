@@ -73,6 +73,7 @@ bench: deps ## run the benchmarks, print their ratios, then each target MET or N
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/trl/ && \
 	$(GO) test -run '^$$' -bench MathVerify -benchtime 1x -timeout 30m ./bench/mathverify/ && \
 	$(GO) test -run '^$$' -bench SkyRLGym -benchtime 1x -timeout 30m ./bench/skyrlgym/ && \
+	$(GO) test -run '^$$' -bench OpenEnv -benchtime 1x -timeout 30m ./bench/openenv/ && \
 	$(GO) test -run '^$$' -bench 'DemoOverlap|EvalBackfill|LongRun' -benchtime 1x -timeout 45m ./cli/ && \
 	$(GO) test -run '^$$' -bench Temporal -benchtime 1x -timeout 30m $(TEMPORAL_TESTS) && \
 	(cd bench/rescore && $(GO) test -run '^$$' -bench Rescore -benchtime 1x -timeout 30m .); \

@@ -43,6 +43,7 @@ var targets = []target{
 	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
 	{"BenchmarkMathVerify", "worker/floor", ">=", 0.8, "math-verify rows/s through the sandboxed Python worker against the same function in a plain Python loop"},
 	{"BenchmarkSkyRLGym", "go/python", ">=", 0.8, "SkyRL-gym gsm8k episodes/s driven from Go through the skyrl_gym worker against Python driving the same worker over the same pipe"},
+	{"BenchmarkOpenEnvGoVsPython", "go/python", ">=", 0.8, "OpenEnv episodes/s through rlpipe's Go /ws client against a Python websockets client, same episodes, same server"},
 	{"BenchmarkTRLvsRlpipe", "trl/rlpipe", ">=", 2, "TRL's GRPOTrainer seconds a step against rlpipe run's, the demo on-policy"},
 	{"BenchmarkTRLvsRlpipe", "gain_rlpipe/trl", ">=", 1, "held-out exact pass@1 gain of rlpipe over TRL's after the same steps"},
 	{"BenchmarkLongRun", "iteration_ratio", "<=", 1.2, "time per iteration at 2,000 iterations against 20"},

@@ -25,6 +25,7 @@ func TestExamplesValidate(t *testing.T) {
 		"../../examples/agent-sandbox/pipeline.yaml",
 		"../../examples/gsm8k-vllm/pipeline.yaml",
 		"../../examples/standin/pipeline.yaml",
+		"../../examples/openenv/pipeline.yaml",
 	} {
 		t.Run(path, func(t *testing.T) {
 			c, err := config.Load(path, kinds.Registry())

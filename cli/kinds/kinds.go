@@ -15,6 +15,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/episodes"
 	"github.com/rlpipe/rlpipe/environments/guess"
 	"github.com/rlpipe/rlpipe/environments/harbor"
+	"github.com/rlpipe/rlpipe/environments/openenv"
 	"github.com/rlpipe/rlpipe/environments/skyrlgym"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline"
@@ -46,8 +47,9 @@ func Registry() *kind.Registry {
 	// (environments/skyrlgym), the extras of each episode from its row;
 	// harbor, Harbor tasks in sandboxed worlds with a separate verifier
 	// sandbox (environments/harbor), the task of each episode named by its
-	// prompt row, the tasks directory from rl_options.
-	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}, harbor.RLEnv{}}
+	// prompt row, the tasks directory from rl_options; openenv, episodes on an
+	// OpenEnv server's /ws, at a URL or served by rlpipe (environments/openenv).
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}, harbor.RLEnv{}, openenv.RLEnv{}}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,

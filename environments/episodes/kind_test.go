@@ -38,8 +38,8 @@ func TestEpisodesStageKeys(t *testing.T) {
 		t.Errorf("token_in with an openai policy:\n got %v\nwant %s", err, want)
 	}
 	for _, c := range []struct{ generate, want string }{
-		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess, harbor, skyrl_gym)`},
-		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess, harbor, skyrl_gym)"},
+		{"{kind: episodes, rl_env: chess, episodes: 4, sampling: {max_tokens: 4}}", `stages.generate.rl_env: no RL environment "chess" in this program (one of: agent, chain, guess, harbor, openenv, skyrl_gym)`},
+		{"{kind: episodes, episodes: 4, sampling: {max_tokens: 4}}", "stages.generate: an episodes stage needs rl_env, the RL environment to run (one of: agent, chain, guess, harbor, openenv, skyrl_gym)"},
 		{"{kind: episodes, rl_env: guess, episodes: 0, sampling: {max_tokens: 4}}", "stages.generate.episodes: must be at least 1, got 0"},
 		{"{kind: episodes, rl_env: guess, episodes: 2}", "stages.generate: an episodes stage needs sampling (per turn)"},
 		// The token budget: an explicit 0 is not "none" (leave the key

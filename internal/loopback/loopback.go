@@ -7,7 +7,9 @@
 // or credentials in constant time, Bearer reads a bearer token and
 // LoopbackHost checks a request's Host. Recorder wraps a server's response
 // writer to note the status each request was answered with, for its
-// request log and its panic recovery.
+// request log and its panic recovery. For the child servers rlpipe
+// starts (vLLM, OpenEnv apps), FreePort picks their port and WaitHealthy
+// waits for their health route.
 package loopback
 
 import (

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
 // Defaults of the knobs a zero Options leaves unset.
@@ -90,7 +90,7 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 	opts.MaxLoRARank = cmp.Or(opts.MaxLoRARank, DefaultMaxLoRARank)
 	opts.StartTimeout = cmp.Or(opts.StartTimeout, DefaultStartTimeout)
 	opts.Grace = cmp.Or(opts.Grace, DefaultGrace)
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("vllmserver: pick a port on 127.0.0.1: %w", err)
 	}
@@ -153,30 +153,15 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) waitHealthy(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/health", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := hc.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("vllmserver: %s exited before answering /health (%v); its log ends:\n%s\ncommand: %s",
-				s.url, s.err, s.LogTail(), strings.Join(s.argv, " "))
-		case <-ctx.Done():
-			return fmt.Errorf("vllmserver: %s did not answer /health within %v (%w); its log ends:\n%s\ncommand: %s",
-				s.url, timeout, ctx.Err(), s.LogTail(), strings.Join(s.argv, " "))
-		case <-tick.C:
-		}
+	switch err := loopback.WaitHealthy(ctx, s.url+"/health", s.done); {
+	case errors.Is(err, loopback.ErrExited):
+		return fmt.Errorf("vllmserver: %s exited before answering /health (%v); its log ends:\n%s\ncommand: %s",
+			s.url, s.err, s.LogTail(), strings.Join(s.argv, " "))
+	case err != nil:
+		return fmt.Errorf("vllmserver: %s did not answer /health within %v (%w); its log ends:\n%s\ncommand: %s",
+			s.url, timeout, err, s.LogTail(), strings.Join(s.argv, " "))
 	}
+	return nil
 }
 
 // Stop ends the server: SIGTERM to its process group, SIGKILL after the
@@ -211,18 +196,6 @@ func (s *Server) stop(sig syscall.Signal) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
-}
-
-// freePort asks the kernel for a free port on the loopback. Another
-// process may take it before vLLM binds it; Start then fails with vLLM's
-// "address already in use" in the log.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Log kept for errors.
