@@ -207,7 +207,7 @@ func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
 // where the first left it: the same loss and adapter as one process
 // continuing from the same files, and not what a fresh AdamW takes.
 func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
-	py := slowTorchPython(t, "runs torch four times (about a minute)")
+	py := slowTorchPython(t, "runs torch three times, once under torchrun (about a minute)")
 	ddp := torchtest.TorchrunArgv(t, py, 2)
 	m, model := torchtest.Export(t)
 	f1 := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch1"), 1, 8, 4, 0)
@@ -219,8 +219,13 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 	}
 
 	two := torchtest.Run(t, ddp, f2, hp, first.Adapter, first.Optimizer, 2)
-	one := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, first.Optimizer, 2)
-	fresh := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, "", 2)
+	// One process continuing, and a fresh AdamW: one python for both
+	// (torchtest.Many).
+	rs := torchtest.Many(t, py, []torchtest.Spec{
+		{Files: f2, Hparams: hp, AdapterIn: first.Adapter, OptimizerIn: first.Optimizer, Iteration: 2},
+		{Files: f2, Hparams: hp, AdapterIn: first.Adapter, Iteration: 2},
+	})
+	one, fresh := rs[0], rs[1]
 	t.Logf("iteration 2 loss: 2 ranks %.9f, 1 process %.9f, fresh AdamW %.9f", two.Metrics.Loss, one.Metrics.Loss, fresh.Metrics.Loss)
 	if two.Metrics.OptimizerSteps != 2 || two.Metrics.Updates != 2 || fresh.Metrics.OptimizerSteps != 1 {
 		t.Errorf("optimizer steps %d, updates %d after continuing (want 2, 2); %d steps from a fresh AdamW (want 1)",
