@@ -25,12 +25,19 @@ build: ## build bin/rlpipe
 # goroutines several-fold (and its cold compile by many minutes). The
 # code they exercise on our side is race-tested in ./pipeline.
 TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
+# The demos' learning tests train the embedded model for 16 and 20
+# iterations, pure arithmetic the race detector slows 5–10×: under -race
+# they run 2 on a smaller held-out set (the loop's concurrency is what the
+# detector checks), and their full length runs here without it (raceOn in
+# cli/race_on_test.go), after the notebooks' build compiled the packages.
+LEARNS_TESTS := TestArithmeticDemoLearns|TestChainLearns
 
-test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, and the demo through a lakeFS stand-in
+test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, the demos' full learning runs without it, and the demo through a lakeFS stand-in
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /temporaltests)
 	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
+	$(GO) test -count=1 -timeout 20m -run '^($(LEARNS_TESTS))$$' ./cli/
 	@QUIET=1 ./scripts/demo-lakefs.sh
 
 .PHONY: notebooks

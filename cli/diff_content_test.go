@@ -12,9 +12,15 @@ import (
 // Two runs of one seeded config without the cache write the same bytes
 // with new creation times: diff compares content, so they do not differ;
 // --metadata lists the paths whose metadata alone differs, and a real
-// change of content is still a change.
+// change of content is still a change. Two iterations (smallArithRun's 4
+// cut to 2, evaluated at 2): the test reads iterations 1 and 2 only.
 func TestDiffComparesContent(t *testing.T) {
-	h, cfg := smallArithRun(t)
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
+	cfg := h.file("pipeline.yaml", arithExample(t, map[string]string{
+		"iterations: 60": "iterations: 2", "every: 10": "every: 2", "n: 16": "n: 4", "k: [1, 4, 8, 16]": "k: [1, 4]",
+	}))
+	h.ok("run", "-f", cfg)
 	h.ok("run", "-f", cfg, "--run", "again", "--no-cache", "--no-report")
 	// Creation times are whole seconds, so the two runs' may or may not
 	// differ: one object is put again, same bytes, with other metadata,

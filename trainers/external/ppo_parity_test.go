@@ -25,7 +25,7 @@ import (
 // which cannot bind at a critic's first step, is checked against verl by
 // TestCriticArithmeticMatchesVerl.
 func TestPPOParityWithEmbedded(t *testing.T) {
-	py := slowTorchPython(t, "runs the PPO script four times, once under torchrun, and the embedded trainer twice (three to four minutes)")
+	py := slowTorchPython(t, "runs the PPO script in two python processes and once under torchrun, and the embedded trainer three times (three to four minutes)")
 	m, model := torchtest.Export(t)
 	f := torchtest.PPOBatch(t, m, "", filepath.Join(t.TempDir(), "batch"), 6, 12, 1)
 	hp := ppoHparams(model, map[string]any{"lr": 1e-2, "cliprange_value": 0.05})
@@ -73,7 +73,7 @@ func TestPPOParityWithEmbedded(t *testing.T) {
 		}
 		return res.Metrics, rows
 	}
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		argv []string
 		loss grpo.PolicyLoss // nil: ppo_clip
@@ -86,14 +86,41 @@ func TestPPOParityWithEmbedded(t *testing.T) {
 		// sequences whose ratio left [0.997, 1.003] clip their tokens
 		// each by its own advantage's sign.
 		{name: "gspo", argv: single, loss: grpo.GSPO, eps: 0.003},
-	} {
+	}
+	// Each case's script call; the one-process ones all run in one
+	// python (torchtest.Many), torchrun's in its subtest.
+	type call struct {
+		spec           torchtest.Spec
+		critic, values string
+		result         torchtest.Result
+	}
+	calls := map[string]*call{}
+	var specs []torchtest.Spec
+	var many []*call
+	for _, c := range cases {
+		hp := maps.Clone(hp)
+		if c.loss != nil {
+			hp["loss"], hp["eps_low"], hp["eps_high"] = c.loss.Name(), c.eps, c.eps
+		}
+		cl := &call{}
+		cl.spec, cl.critic, cl.values = ppoSpec(t, f, hp, adapterIn, "", criticIn, 2)
+		calls[c.name] = cl
+		if c.argv[0] == py {
+			specs, many = append(specs, cl.spec), append(many, cl)
+		}
+	}
+	for i, r := range torchtest.Many(t, py, specs) {
+		many[i].result = r
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			gm, goRows := embeddedUpdate(t, c.loss, c.eps)
-			hp := maps.Clone(hp)
-			if c.loss != nil {
-				hp["loss"], hp["eps_low"], hp["eps_high"] = c.loss.Name(), c.eps, c.eps
+			cl := calls[c.name]
+			r, criticOut, values := cl.result, cl.critic, cl.values
+			if c.argv[0] != py {
+				sp := cl.spec
+				r = torchtest.Run(t, c.argv, f, sp.Hparams, sp.AdapterIn, sp.OptimizerIn, sp.Iteration, sp.Extra...)
 			}
-			r, criticOut, values := ppoCall(t, c.argv, f, hp, adapterIn, "", criticIn, 2)
 			// With beta > 0 the script scores the reference with PEFT's
 			// adapters disabled, which froze the critic's LoRA: only its
 			// value head trained.

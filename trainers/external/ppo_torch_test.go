@@ -32,13 +32,21 @@ func ppoHparams(model string, critic map[string]any) map[string]any {
 // --critic-out, --values-out and, when in is not "", --critic-in.
 func ppoCall(t *testing.T, argv []string, f torchtest.Files, hp map[string]any, adapterIn, optimizerIn, criticIn string, iteration int) (torchtest.Result, string, string) {
 	t.Helper()
+	sp, critic, values := ppoSpec(t, f, hp, adapterIn, optimizerIn, criticIn, iteration)
+	return torchtest.Run(t, argv, f, hp, adapterIn, optimizerIn, iteration, sp.Extra...), critic, values
+}
+
+// ppoSpec is ppoCall's call for torchtest.Many, with the critic
+// directory and the values file it will write.
+func ppoSpec(t *testing.T, f torchtest.Files, hp map[string]any, adapterIn, optimizerIn, criticIn string, iteration int) (torchtest.Spec, string, string) {
+	t.Helper()
 	out := t.TempDir()
 	critic, values := filepath.Join(out, "critic"), filepath.Join(out, "values.jsonl")
 	extra := []string{"--critic-out", critic, "--values-out", values}
 	if criticIn != "" {
 		extra = append(extra, "--critic-in", criticIn)
 	}
-	return torchtest.Run(t, argv, f, hp, adapterIn, optimizerIn, iteration, extra...), critic, values
+	return torchtest.Spec{Files: f, Hparams: hp, AdapterIn: adapterIn, OptimizerIn: optimizerIn, Iteration: iteration, Extra: extra}, critic, values
 }
 
 // expectedPass1 is tiny-arith's exact expected pass@1 at temperature 1
@@ -158,9 +166,18 @@ func TestReferenceScriptCriticRoundTrip(t *testing.T) {
 		t.Errorf("value head: weight %v %v, bias %v, want F32 [1 %d] and [1]", w.DType, w.Shape, b.Shape, m.Config().Dim)
 	}
 
-	// Iteration 2, in warm-up: the critic continues, the actor stays.
+	// Iteration 2, in warm-up: the critic continues, the actor stays;
+	// and the same call without the critic's optimizer.pt, whose moments
+	// then differ (checked below). Both in one python (torchtest.Many).
 	hp2 := ppoHparams(model, map[string]any{"lr": 1e-2, "warmup": 2})
-	two, critic2, values2 := ppoCall(t, argv, f, hp2, one.Adapter, one.Optimizer, critic1, 2)
+	bare := filepath.Join(t.TempDir(), "critic")
+	copyDir(t, critic1, bare)
+	if err := os.Remove(filepath.Join(bare, "optimizer.pt")); err != nil {
+		t.Fatal(err)
+	}
+	sp2, critic2, values2 := ppoSpec(t, f, hp2, one.Adapter, one.Optimizer, critic1, 2)
+	sp3, critic3, _ := ppoSpec(t, f, hp2, one.Adapter, one.Optimizer, bare, 2)
+	two := torchtest.Many(t, py, []torchtest.Spec{sp2, sp3})[0]
 	var moved bool
 	for _, row := range torchtest.ReadValues(t, values2) {
 		for _, v := range row.Values {
@@ -177,13 +194,7 @@ func TestReferenceScriptCriticRoundTrip(t *testing.T) {
 		t.Errorf("warm-up: the actor's optimizer_steps %d, want %d (no actor step)", two.Metrics.OptimizerSteps, one.Metrics.OptimizerSteps)
 	}
 
-	// The same call without the critic's optimizer.pt: the moments differ.
-	bare := filepath.Join(t.TempDir(), "critic")
-	copyDir(t, critic1, bare)
-	if err := os.Remove(filepath.Join(bare, "optimizer.pt")); err != nil {
-		t.Fatal(err)
-	}
-	_, critic3, _ := ppoCall(t, argv, f, hp2, one.Adapter, one.Optimizer, bare, 2)
+	// The call without the critic's optimizer.pt: the moments differ.
 	withMoments, fresh := torchtest.LoRA(t, critic2), torchtest.LoRA(t, critic3)
 	d := maxDiff(withMoments, fresh)
 	t.Logf("critic after iteration 2: AdamW continued vs fresh differ by up to %.3g", d)

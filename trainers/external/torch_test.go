@@ -155,15 +155,17 @@ func TestReferenceScriptEpisodesWithAndWithoutBOS(t *testing.T) {
 	m, model := torchtest.Export(t)
 	dir := t.TempDir()
 	f := torchtest.Batch(t, m, dir, 5, 4, 4, 0)
-	argv := []string{py, torchtest.Script(t)}
 	hp := torchtest.Hparams(model)
-	single := torchtest.Run(t, argv, f, hp, "", "", 1)
 
 	prompts := map[string]string{}
 	for _, p := range f.Batch.Prompts {
 		prompts[p.PromptID] = p.Prompt
 	}
-	for _, withBOS := range []bool{false, true} {
+	// The samples, then the episodes without and with the BOS: three
+	// calls of the script in one python process (torchtest.Many).
+	specs := []torchtest.Spec{{Files: f, Hparams: hp, Iteration: 1}}
+	bos := []bool{false, true}
+	for _, withBOS := range bos {
 		var rows []tables.Trajectory
 		for _, r := range f.Batch.Trajectories {
 			ids, err := m.Tokenize(prompts[r.PromptID])
@@ -183,7 +185,12 @@ func TestReferenceScriptEpisodesWithAndWithoutBOS(t *testing.T) {
 		if err := tables.WriteFile(ep.Trajectories, tables.Trajectories, rows, nil); err != nil {
 			t.Fatal(err)
 		}
-		got := torchtest.Run(t, argv, ep, hp, "", "", 1)
+		specs = append(specs, torchtest.Spec{Files: ep, Hparams: hp, Iteration: 1})
+	}
+	rs := torchtest.Many(t, py, specs)
+	single := rs[0]
+	for i, withBOS := range bos {
+		got := rs[i+1]
 		a, b := readBytes(t, filepath.Join(single.Adapter, "adapter_model.safetensors")), readBytes(t, filepath.Join(got.Adapter, "adapter_model.safetensors"))
 		if got.Metrics.Loss != single.Metrics.Loss || got.Metrics.TrainTokens != single.Metrics.TrainTokens || !bytes.Equal(a, b) {
 			t.Errorf("episodes (BOS in the sequence: %v): loss %v on %d tokens, want the samples' %v on %d and the same adapter bytes (%v)",

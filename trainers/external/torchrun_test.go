@@ -207,7 +207,7 @@ func examples(t testing.TB, m *tiny.Model, b embedded.Batch) []tiny.Example {
 // where the first left it: the same loss and adapter as one process
 // continuing from the same files, and not what a fresh AdamW takes.
 func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
-	py := slowTorchPython(t, "runs torch four times (about a minute)")
+	py := slowTorchPython(t, "runs torch three times, once under torchrun (about a minute)")
 	ddp := torchtest.TorchrunArgv(t, py, 2)
 	m, model := torchtest.Export(t)
 	f1 := torchtest.Batch(t, m, filepath.Join(t.TempDir(), "batch1"), 1, 8, 4, 0)
@@ -219,8 +219,13 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 	}
 
 	two := torchtest.Run(t, ddp, f2, hp, first.Adapter, first.Optimizer, 2)
-	one := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, first.Optimizer, 2)
-	fresh := torchtest.Run(t, []string{py, torchtest.Script(t)}, f2, hp, first.Adapter, "", 2)
+	// One process continuing, and a fresh AdamW: one python for both
+	// (torchtest.Many).
+	rs := torchtest.Many(t, py, []torchtest.Spec{
+		{Files: f2, Hparams: hp, AdapterIn: first.Adapter, OptimizerIn: first.Optimizer, Iteration: 2},
+		{Files: f2, Hparams: hp, AdapterIn: first.Adapter, Iteration: 2},
+	})
+	one, fresh := rs[0], rs[1]
 	t.Logf("iteration 2 loss: 2 ranks %.9f, 1 process %.9f, fresh AdamW %.9f", two.Metrics.Loss, one.Metrics.Loss, fresh.Metrics.Loss)
 	if two.Metrics.OptimizerSteps != 2 || two.Metrics.Updates != 2 || fresh.Metrics.OptimizerSteps != 1 {
 		t.Errorf("optimizer steps %d, updates %d after continuing (want 2, 2); %d steps from a fresh AdamW (want 1)",
@@ -262,7 +267,7 @@ func TestReferenceScriptContinuesUnderTorchrun(t *testing.T) {
 // tempered policy, the rollout correction, one process and torchrun's
 // two ranks — and so is the adapter after the step.
 func TestLossParityWithEmbedded(t *testing.T) {
-	py := slowTorchPython(t, "runs torch four times, once under torchrun (about a minute and a half)")
+	py := slowTorchPython(t, "runs the script in 18 cases, 15 in one python process and 3 under torchrun (a minute or two)")
 	m, model := torchtest.Export(t)
 	ctx := context.Background()
 	// A start adapter with every factor non-zero: one embedded step.
@@ -274,7 +279,7 @@ func TestLossParityWithEmbedded(t *testing.T) {
 	hot := torchtest.BatchAt(t, m, filepath.Join(t.TempDir(), "hot"), 4, 8, 4, 0.4, 1.2)
 
 	single, ddp := []string{py, torchtest.Script(t)}, torchtest.TorchrunArgv(t, py, 2)
-	for _, c := range []struct {
+	type lossCase struct {
 		name            string
 		agg             string
 		beta, low, high float64
@@ -287,7 +292,8 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		// the rejection applied).
 		rc   grpo.RolloutCorrection
 		loss grpo.PolicyLoss // nil: ppo_clip
-	}{
+	}
+	cases := []lossCase{
 		{name: "token", agg: "token", low: 0.2, high: 0.2, argv: single},
 		{name: "token-beta-clip-higher", agg: "token", beta: 0.04, low: 0.2, high: 0.28, argv: single},
 		{name: "sequence-beta", agg: "sequence", beta: 0.04, low: 0.1, high: 0.3, argv: single},
@@ -330,12 +336,53 @@ func TestLossParityWithEmbedded(t *testing.T) {
 		{name: "reinforce-token", agg: "token", low: 0.2, high: 0.2, argv: single, loss: grpo.Reinforce},
 		{name: "reinforce-rollout-correction", agg: "token", low: 0.2, high: 0.2, argv: single, loss: grpo.Reinforce,
 			rc: grpo.RolloutCorrection{IS: "token", ISThreshold: 1.3, RS: "token_k1", RSThreshold: 1.4}},
-	} {
+	}
+	// batchOf is the batch a case trains on, hparams its script's
+	// hyperparameters.
+	batchOf := func(temp float64) torchtest.Files {
+		if temp != 0 {
+			return hot
+		}
+		return f
+	}
+	hparams := func(c lossCase) map[string]any {
+		hp := torchtest.Hparams(model)
+		hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
+		if c.dual > 0 {
+			hp["dual_clip"] = c.dual
+		}
+		if c.kl != "" {
+			hp["kl_estimator"] = string(c.kl)
+		}
+		if c.entropy > 0 {
+			hp["entropy_coeff"] = c.entropy
+		}
+		if c.rc.On() {
+			hp["rollout_is"], hp["rollout_is_threshold"], hp["rollout_rs"], hp["rollout_rs_threshold"] = c.rc.IS, c.rc.ISThreshold, c.rc.RS, c.rc.RSThreshold
+		}
+		if c.loss != nil {
+			hp["loss"] = c.loss.Name()
+		}
+		return hp
+	}
+	// The one-process cases' script calls all run in one python process
+	// (torchtest.Many: torch imported once, not 15 times); the torchrun
+	// cases each start torchrun in their subtest.
+	var specs []torchtest.Spec
+	var names []string
+	for _, c := range cases {
+		if c.argv[0] == py {
+			specs = append(specs, torchtest.Spec{Files: batchOf(c.temp), Hparams: hparams(c), AdapterIn: start, Iteration: 1})
+			names = append(names, c.name)
+		}
+	}
+	scripted := map[string]torchtest.Result{}
+	for i, r := range torchtest.Many(t, py, specs) {
+		scripted[names[i]] = r
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := f
-			if c.temp != 0 {
-				f = hot
-			}
+			f := batchOf(c.temp)
 			eo := embedded.Options{LR: 2e-3, EpsLow: c.low, EpsHigh: c.high, Beta: c.beta, Aggregation: grpo.Aggregation(c.agg), KeepZeroStd: true, DualClip: c.dual,
 				KLEstimator: c.kl, EntropyCoeff: c.entropy, PolicyLoss: c.loss,
 				RolloutIS: c.rc.IS, RolloutISThreshold: c.rc.ISThreshold, RolloutRS: c.rc.RS, RolloutRSThreshold: c.rc.RSThreshold}
@@ -351,24 +398,10 @@ func TestLossParityWithEmbedded(t *testing.T) {
 			if err := et.Adapter().Save(goDir); err != nil {
 				t.Fatal(err)
 			}
-			hp := torchtest.Hparams(model)
-			hp["eps_low"], hp["eps_high"], hp["beta"], hp["aggregation"] = c.low, c.high, c.beta, c.agg
-			if c.dual > 0 {
-				hp["dual_clip"] = c.dual
+			py, ok := scripted[c.name]
+			if !ok {
+				py = torchtest.Run(t, c.argv, f, hparams(c), start, "", 1)
 			}
-			if c.kl != "" {
-				hp["kl_estimator"] = string(c.kl)
-			}
-			if c.entropy > 0 {
-				hp["entropy_coeff"] = c.entropy
-			}
-			if c.rc.On() {
-				hp["rollout_is"], hp["rollout_is_threshold"], hp["rollout_rs"], hp["rollout_rs_threshold"] = c.rc.IS, c.rc.ISThreshold, c.rc.RS, c.rc.RSThreshold
-			}
-			if c.loss != nil {
-				hp["loss"] = c.loss.Name()
-			}
-			py := torchtest.Run(t, c.argv, f, hp, start, "", 1)
 			em := res.Metrics
 			var clipped string
 			if len(em.Steps) == 1 {

@@ -258,12 +258,97 @@ func Run(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, opt
 // its output in Result.Output.
 func Call(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, optimizerIn string, iteration int, extra ...string) (Result, error) {
 	t.Helper()
+	r, flags := prepare(t, Spec{Files: f, Hparams: hp, AdapterIn: adapterIn, OptimizerIn: optimizerIn, Iteration: iteration, Extra: extra})
+	cmd := exec.Command(argv[0], append(append([]string(nil), argv[1:]...), flags...)...)
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(r.Dir, "pycache"), "OMP_NUM_THREADS=1")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r.Wall = time.Since(start)
+	r.Output = string(out)
+	if err != nil {
+		return r, err
+	}
+	readMetrics(t, &r)
+	return r, nil
+}
+
+// Spec is one call of the script for Many: Run's arguments but the
+// command.
+type Spec struct {
+	Files                  Files
+	Hparams                map[string]any
+	AdapterIn, OptimizerIn string
+	Iteration              int
+	Extra                  []string
+}
+
+// Many is Run of the script in one process (no torchrun) for each of
+// specs, in one python process: many.py, beside this file, imports the
+// script once and calls its entry point with each call's flags, so
+// torch, transformers and peft are imported once and not once a call
+// (about 4 s of a call's 5 on the tiny model). Each call gets its own
+// directory, as Run's, and its own seed from the flags: the figures are
+// those of separate processes. A call that fails fails the test with
+// what it printed.
+func Many(t testing.TB, py string, specs []Spec) []Result {
+	t.Helper()
+	dir := t.TempDir()
+	type call struct {
+		Argv []string `json:"argv"`
+		Dir  string   `json:"dir"`
+	}
+	rs, calls := make([]Result, len(specs)), make([]call, len(specs))
+	for i, sp := range specs {
+		var flags []string
+		rs[i], flags = prepare(t, sp)
+		calls[i] = call{Argv: flags, Dir: rs[i].Dir}
+	}
+	b, err := json.Marshal(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := filepath.Join(dir, "calls.json")
+	if err := os.WriteFile(list, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, filepath.Join(pyvenv.Root(t), "trainers", "external", "torchtest", "many.py"), Script(t), list)
+	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"), "OMP_NUM_THREADS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("many.py running %d calls of the script: %v\n%s", len(specs), err, out)
+	}
+	for i := range rs {
+		r := &rs[i]
+		o, err := os.ReadFile(filepath.Join(r.Dir, "output"))
+		if err != nil {
+			t.Fatalf("call %d of %d: %v (many.py stopped before it?)\n%s", i+1, len(specs), err, out)
+		}
+		r.Output = string(o)
+		var ex struct {
+			Exit    int     `json:"exit"`
+			Seconds float64 `json:"seconds"`
+		}
+		readJSON(t, filepath.Join(r.Dir, "exit.json"), &ex)
+		r.Wall = time.Duration(ex.Seconds * float64(time.Second))
+		if ex.Exit != 0 {
+			t.Fatalf("call %d of %d of the script (in many.py): exit %d\n%s", i+1, len(specs), ex.Exit, r.Output)
+		}
+		readMetrics(t, r)
+	}
+	return rs
+}
+
+// prepare makes a call's directory, with its hyperparameters file and
+// the directories the script writes into, and returns the script's
+// flags for it.
+func prepare(t testing.TB, sp Spec) (Result, []string) {
+	t.Helper()
 	dir, err := os.MkdirTemp(t.TempDir(), "call-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := Result{Dir: dir, Adapter: filepath.Join(dir, "adapter"), Optimizer: filepath.Join(dir, "optimizer")}
-	hb, err := json.Marshal(hp)
+	hb, err := json.Marshal(sp.Hparams)
 	if err != nil {
 		t.Fatalf("hyperparameters: %v", err)
 	}
@@ -276,33 +361,35 @@ func Call(t testing.TB, argv []string, f Files, hp map[string]any, adapterIn, op
 			t.Fatal(err)
 		}
 	}
-	args := append(append([]string(nil), argv[1:]...), "--trajectories", f.Trajectories, "--advantages", f.Advantages, "--prompts", f.Prompts,
+	f := sp.Files
+	flags := []string{"--trajectories", f.Trajectories, "--advantages", f.Advantages, "--prompts", f.Prompts,
 		"--hparams", hpath, "--adapter-out", r.Adapter, "--optimizer-out", r.Optimizer, "--metrics-out", filepath.Join(dir, "metrics.json"),
-		"--iteration", strconv.Itoa(iteration), "--seed", "11")
-	if adapterIn != "" {
-		args = append(args, "--adapter-in", adapterIn)
+		"--iteration", strconv.Itoa(sp.Iteration), "--seed", "11"}
+	if sp.AdapterIn != "" {
+		flags = append(flags, "--adapter-in", sp.AdapterIn)
 	}
-	if optimizerIn != "" {
-		args = append(args, "--optimizer-in", optimizerIn)
+	if sp.OptimizerIn != "" {
+		flags = append(flags, "--optimizer-in", sp.OptimizerIn)
 	}
-	args = append(args, extra...)
-	cmd := exec.Command(argv[0], args...)
-	cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "pycache"), "OMP_NUM_THREADS=1")
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	r.Wall = time.Since(start)
-	r.Output = string(out)
-	if err != nil {
-		return r, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	return r, append(flags, sp.Extra...)
+}
+
+// readMetrics reads the call's metrics.json into r.Metrics.
+func readMetrics(t testing.TB, r *Result) {
+	t.Helper()
+	readJSON(t, filepath.Join(r.Dir, "metrics.json"), &r.Metrics)
+}
+
+// readJSON decodes the JSON file at path into v.
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &r.Metrics); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return r, nil
 }
 
 // LoRA reads an adapter directory's factors as float64, by tensor
