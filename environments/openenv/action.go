@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -25,13 +26,13 @@ type schemas struct {
 }
 
 // fetchSchema reads GET base/schema and compiles its action schema.
-func fetchSchema(ctx context.Context, base string, header http.Header) (*schemas, error) {
+func fetchSchema(ctx context.Context, base string, header http.Header, timeout time.Duration) (*schemas, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/schema", nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header = header.Clone()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		return nil, &Error{ErrUnreachable, fmt.Sprintf("read the action schema at %s/schema: %v: start the server (or let rlpipe start it with rl_options serve:) and check rl_options url", base, err)}
 	}

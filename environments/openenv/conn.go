@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -24,8 +25,11 @@ type frame struct {
 // conn is one WebSocket to a server's /ws: one session, one episode at
 // a time. It is not safe for concurrent use.
 type conn struct {
-	ws  *websocket.Conn
-	url string
+	ws   *websocket.Conn
+	url  string
+	base string // the server's http://HOST:PORT
+	// timeout bounds each request's reply (0: none but ctx's).
+	timeout time.Duration
 }
 
 // dial opens a WebSocket to wsURL with header (the token, when set).
@@ -55,30 +59,38 @@ func (c *conn) roundTrip(ctx context.Context, f frame) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d, ok := ctx.Deadline(); ok {
-		c.ws.SetDeadline(d)
-	} else {
-		c.ws.SetDeadline(time.Time{})
+	d, ok := ctx.Deadline()
+	own := c.timeout > 0 && (!ok || time.Now().Add(c.timeout).Before(d))
+	if own {
+		d = time.Now().Add(c.timeout)
 	}
+	c.ws.SetDeadline(d) // zero: none
 	stop := context.AfterFunc(ctx, func() { c.ws.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := websocket.Message.Send(c.ws, string(b)); err != nil {
-		return nil, c.lost(ctx, err)
+		return nil, c.lost(ctx, err, own)
 	}
 	var reply []byte
 	if err := websocket.Message.Receive(c.ws, &reply); err != nil {
-		return nil, c.lost(ctx, err)
+		return nil, c.lost(ctx, err, own)
 	}
 	return reply, nil
 }
 
-// lost is the error of a failed send or receive: ctx's own when it ended.
-func (c *conn) lost(ctx context.Context, err error) error {
+// lost is the error of a failed send or receive: ctx's own when it
+// ended, errTimedOut when c.timeout did (own: it set the deadline).
+func (c *conn) lost(ctx context.Context, err error, own bool) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() && own {
+		return errTimedOut
+	}
 	return &socketError{err}
 }
+
+// errTimedOut is a request without a reply within conn.timeout.
+var errTimedOut = errors.New("no reply in time")
 
 // socketError is a failed send or receive.
 type socketError struct{ err error }

@@ -50,14 +50,36 @@
 // rlpipe run it: `PYTHON -m uvicorn APP --host 127.0.0.1 --port PORT` in
 // its own process group, PORT a free loopback port, started when the first
 // episode needs it and healthy when GET /health answers (within 120 s by
-// default: openenv.core imports gradio). A server that dies is started
+// default: openenv.core imports gradio). The start is the server's, not
+// the first episode's: it goes on when that episode's ctx ends (a stage
+// timeout shorter than the start), and each episode waits for it with
+// its own ctx. A start whose port another process took first (uvicorn
+// exits "address already in use", or another server answers /health:
+// the port must be held by the started process, read from /proc) starts
+// again on a new port, up to 3 times. A server that dies is started
 // again for the next episode; one that does not start (its app does not
 // import, /health is silent) fails every episode with its stderr's tail,
 // without retrying. The server stops when no episode has used it for
 // IdleStopS (300 s by default, so the iterations of a loop share one
 // start), when its Remote is closed, and with rlpipe (a parent-death
 // signal). Stages with the same serve options share one server in the
-// process.
+// process, and stages on the same server (url or serve, with the same
+// token) share its idle sockets, so a stage's idle socket does not hold
+// a session (of the server's max_concurrent_envs) another stage needs.
+//
+// Each request (a reset, a step, GET /schema) waits for its reply at most
+// RequestTimeoutS (300 s by default): a server that hangs fails the
+// episode with ErrTimeout.
+//
+// # The cache key
+//
+// With serve:, the digest of the app's code enters the stage's version:
+// the .py files of the top-level package of the app's module (or its
+// module file), found under cwd then pythonpath, so editing the
+// environment replays its episodes; an app installed in the venv (found
+// in neither) is not hashed. A url: server's code is outside rlpipe's
+// view: restart the run on a new branch, or change an option, after
+// changing it. request_timeout_s enters the version when set.
 //
 // # Errors
 //
@@ -68,6 +90,15 @@
 // and other error codes, ErrNonFinite for a NaN or infinite reward) are
 // env_error. Either way the episode is not trained on, and the next one
 // goes on (reconnecting, or on a restarted server).
+//
+// A served server (rlpipe started it) that dies while an episode's step
+// is outstanding is that episode's ErrEnvironment (env_error): the
+// environment crashed on its action, and retrying it as infra would
+// crash it again. Every step outstanding at the death is blamed (the
+// server cannot say which one killed it); the episodes in flight that
+// were not in a step (a reset, or waiting for the policy) are
+// ErrConnection (infra_error). A url: server's death is always
+// ErrConnection: rlpipe does not see its process.
 //
 // docs/ROLLOUTS.md ("Bring your environment", OpenEnv) has the minimal
 // YAML; examples/openenv ships an environment on the real package.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlpipe/rlpipe/environments"
 )
@@ -33,7 +34,19 @@ type Remote struct {
 	Reset map[string]any
 
 	addr address
+	// timeout bounds a request's reply and GET /schema (0: none).
+	timeout time.Duration
 
+	// pool holds the action schema and the idle sockets, shared by the
+	// Remotes on the same server with the same token: one stage's idle
+	// socket serves another's episode rather than holding a session of
+	// the server's max_concurrent_envs.
+	pool *pool
+}
+
+// pool is the action schema of one server, read once, and idle sockets
+// to it.
+type pool struct {
 	mu     sync.Mutex
 	schema *schemas
 	idle   []*conn
@@ -48,9 +61,11 @@ type address interface {
 	// hold and release count the episodes using the server.
 	hold()
 	release()
-	// explain adds what the address knows of a failure (a server's exit
-	// and stderr) to a message.
-	explain(msg string) string
+	// explain adds what the address knows of a failure of a request to
+	// base sent at sent (zero for a reset) to a message: a server's exit
+	// and stderr. blamed is true when a server rlpipe runs died during
+	// that step: the environment crashed on the episode's action.
+	explain(msg, base string, sent time.Time) (_ string, blamed bool)
 }
 
 // NewEnv makes an Env for one episode on r.
@@ -64,56 +79,64 @@ func (r *Remote) session(ctx context.Context, fresh bool) (c *conn, s *schemas, 
 		return nil, nil, false, err
 	}
 	ws := wsURL(base)
-	r.mu.Lock()
+	pl := r.pool
+	pl.mu.Lock()
 	var stale []*conn
-	for len(r.idle) > 0 && c == nil && !fresh {
-		n := len(r.idle)
-		if r.idle[n-1].url == ws {
-			c = r.idle[n-1]
+	for len(pl.idle) > 0 && c == nil && !fresh {
+		n := len(pl.idle)
+		if pl.idle[n-1].url == ws {
+			c = pl.idle[n-1]
 		} else { // to a server that has since restarted on another port
-			stale = append(stale, r.idle[n-1])
+			stale = append(stale, pl.idle[n-1])
 		}
-		r.idle = r.idle[:n-1]
+		pl.idle = pl.idle[:n-1]
 	}
-	s = r.schema
-	r.mu.Unlock()
+	s = pl.schema
+	pl.mu.Unlock()
 	for _, old := range stale {
 		old.close()
 	}
-	if c != nil {
+	if c != nil && s != nil {
+		c.timeout = r.timeout // it may be another Remote's
 		return c, s, true, nil
 	}
 	h, err := r.addr.header()
+	if err == nil && s == nil {
+		s, err = fetchSchema(ctx, base, h, r.timeout)
+	}
 	if err != nil {
+		if c != nil {
+			r.put(c)
+		}
 		return nil, nil, false, err
 	}
-	if s == nil {
-		if s, err = fetchSchema(ctx, base, h); err != nil {
-			return nil, nil, false, err
-		}
-		r.mu.Lock()
-		r.schema = s
-		r.mu.Unlock()
+	pl.mu.Lock()
+	pl.schema = s
+	pl.mu.Unlock()
+	if c != nil {
+		c.timeout = r.timeout
+		return c, s, true, nil
 	}
 	if c, err = dial(ctx, ws, h); err != nil {
 		return nil, nil, false, err
 	}
+	c.base, c.timeout = base, r.timeout
 	return c, s, false, nil
 }
 
 // put returns a healthy socket to the idle list.
 func (r *Remote) put(c *conn) {
-	r.mu.Lock()
-	r.idle = append(r.idle, c)
-	r.mu.Unlock()
+	r.pool.mu.Lock()
+	r.pool.idle = append(r.pool.idle, c)
+	r.pool.mu.Unlock()
 }
 
 // closeIdle closes the idle sockets.
 func (r *Remote) closeIdle() {
-	r.mu.Lock()
-	idle := r.idle
-	r.idle = nil
-	r.mu.Unlock()
+	r.pool.mu.Lock()
+	idle := r.pool.idle
+	r.pool.idle = nil
+	r.pool.mu.Unlock()
 	for _, c := range idle {
 		c.close()
 	}
@@ -241,15 +264,27 @@ var errStale = errors.New("stale socket")
 // errStale.
 func (e *Env) exchange(ctx context.Context, f frame, what string, stale bool) (observed, error) {
 	where := fmt.Sprintf("%s of episode %s on %s", what, e.id, e.c.url)
-	reply, err := e.c.roundTrip(ctx, f)
+	var sent time.Time
+	if f.Type == "step" {
+		sent = time.Now()
+	}
+	c := e.c
+	reply, err := c.roundTrip(ctx, f)
 	if err != nil {
 		e.fail()
+		if err == errTimedOut {
+			return observed{}, &Error{ErrTimeout, fmt.Sprintf("%s: no reply within %v: the environment hangs on this request; fix it or raise rl_options request_timeout_s", where, c.timeout)}
+		}
 		if se, ok := err.(*socketError); ok {
 			if stale {
 				return observed{}, errStale
 			}
 			e.r.closeIdle() // likely to the same dead server
-			return observed{}, &Error{ErrConnection, e.r.addr.explain(fmt.Sprintf("%s: the connection failed: %v", where, se.err))}
+			msg, blamed := e.r.addr.explain(fmt.Sprintf("%s: the connection failed: %v", where, se.err), c.base, sent)
+			if blamed {
+				return observed{}, &Error{ErrEnvironment, msg}
+			}
+			return observed{}, &Error{ErrConnection, msg}
 		}
 		return observed{}, err
 	}

@@ -20,13 +20,17 @@ var (
 	// ErrProtocol: a frame that is not OpenEnv's (not JSON, an unknown
 	// type, a reply to the wrong request).
 	ErrProtocol = &sentinel{"openenv protocol violation", true}
+	// ErrTimeout: a request without a reply within request_timeout_s
+	// (the server hangs).
+	ErrTimeout = &sentinel{"openenv request timed out", true}
 	// ErrCapacity: the server answered CAPACITY_REACHED.
 	ErrCapacity = &sentinel{"openenv server at capacity", true}
 	// ErrStart: a serve: server that did not start (its app did not
 	// import, or /health did not answer in time).
 	ErrStart = &sentinel{"openenv server did not start", true}
 	// ErrEnvironment: the environment failed on this episode
-	// (EXECUTION_ERROR and other error frames): env_error.
+	// (EXECUTION_ERROR and other error frames, or a server rlpipe runs
+	// that died during the episode's step): env_error.
 	ErrEnvironment = errors.New("openenv environment error")
 	// ErrNonFinite: a reward of NaN or ±Infinity: env_error.
 	ErrNonFinite = errors.New("openenv non-finite reward")

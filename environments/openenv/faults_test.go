@@ -40,7 +40,8 @@ var replies = map[string]string{
 
 // fake is a hand-written OpenEnv server on loopback: /schema says the
 // action is {"message": string}; /ws answers reset with "ready" and a
-// step with replies[message] ("drop" closes the socket), at most
+// step with replies[message] ("drop" closes the socket, "hang" never
+// answers), at most
 // capacity sessions at once (CAPACITY_REACHED beyond, as OpenEnv does).
 func fake(t *testing.T, capacity int) *httptest.Server {
 	t.Helper()
@@ -84,6 +85,8 @@ func fake(t *testing.T, capacity int) *httptest.Server {
 				websocket.Message.Send(ws, `{"type": "observation", "data": {"observation": {"text": "ready"}, "reward": 0.0, "done": false}}`)
 			case f.Data.Message == "drop":
 				return
+			case f.Data.Message == "hang": // never answers; reads on
+				continue
 			case replies[f.Data.Message] != "":
 				websocket.Message.Send(ws, replies[f.Data.Message])
 			default:
@@ -254,5 +257,55 @@ func TestToken(t *testing.T) {
 	want := "the token for the openenv server: $OPENENV_TEST_TOKEN_UNSET (rl_options token_env) is not set: export it"
 	if err == nil || err.Error() != want {
 		t.Errorf("Reset: %v\nwant %s", err, want)
+	}
+}
+
+// TestRequestTimeout: a server that never answers a step, or GET /schema,
+// fails the episode within request_timeout_s as infra, saying which
+// request and what to raise.
+func TestRequestTimeout(t *testing.T) {
+	srv := fake(t, 100)
+	opts := &openenv.Options{URL: srv.URL, RequestTimeoutS: 0.2}
+	env := open(t, opts)
+	if obs, err := env.Reset(context.Background(), "e"); err != nil || obs != "ready" {
+		t.Fatalf("Reset: %q, %v", obs, err)
+	}
+	_, err := env.Step(context.Background(), "hang")
+	ws := "ws://" + strings.TrimPrefix(srv.URL, "http://") + "/ws"
+	want := "step 1 of episode e on " + ws + ": no reply within 200ms: the environment hangs on this request; fix it or raise rl_options request_timeout_s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Step: %v\nwant %s", err, want)
+	}
+	if !errors.Is(err, openenv.ErrTimeout) || !errors.Is(err, environments.ErrInfra) {
+		t.Errorf("%v: want ErrTimeout, infra", err)
+	}
+	// The next episode goes on, on a fresh socket.
+	if obs, err := open(t, opts).Reset(context.Background(), "next"); err != nil || obs != "ready" {
+		t.Errorf("the next episode's Reset: %q, %v", obs, err)
+	}
+
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hung.Close)
+	_, err = open(t, &openenv.Options{URL: hung.URL, RequestTimeoutS: 0.2}).Reset(context.Background(), "e")
+	want = "read the action schema at " + hung.URL + "/schema: Get \"" + hung.URL + "/schema\": context deadline exceeded (Client.Timeout exceeded while awaiting headers): " +
+		"start the server (or let rlpipe start it with rl_options serve:) and check rl_options url"
+	if err == nil || err.Error() != want || !errors.Is(err, openenv.ErrUnreachable) {
+		t.Errorf("Reset on a silent /schema: %v\nwant %s", err, want)
+	}
+}
+
+// TestSharedSockets: stages whose options differ only in how they shape
+// frames share the idle sockets of their server, so an idle socket of
+// one does not hold a session another needs (max_concurrent_envs 1).
+func TestSharedSockets(t *testing.T) {
+	srv := fake(t, 1)
+	first := open(t, &openenv.Options{URL: srv.URL})
+	if _, err := first.Reset(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	first.End() // its socket is idle, its session open on the server
+	second := open(t, &openenv.Options{URL: srv.URL, Observation: openenv.ObservationOptions{Field: "text"}})
+	if obs, err := second.Reset(context.Background(), "b"); err != nil || obs != "ready" {
+		t.Fatalf("the other stage's Reset: %q, %v; want ready on the idle socket", obs, err)
 	}
 }

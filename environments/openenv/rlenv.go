@@ -36,7 +36,15 @@ type Options struct {
 	Action      ActionOptions      `json:"action,omitempty"`
 	Observation ObservationOptions `json:"observation,omitempty"`
 	Reset       map[string]any     `json:"reset,omitempty"`
+	// RequestTimeoutS bounds each request's reply (a reset, a step) and
+	// GET /schema, in seconds (0: DefaultRequestTimeout). A request
+	// without a reply in time fails its episode (ErrTimeout).
+	RequestTimeoutS float64 `json:"request_timeout_s,omitempty"`
 }
+
+// DefaultRequestTimeout bounds a request's reply when request_timeout_s
+// is not set.
+const DefaultRequestTimeout = 300 * time.Second
 
 // RLEnv is the openenv environment as an episodes stage's rl_env: each
 // episode a session on the server's /ws.
@@ -62,7 +70,36 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return func(tables.Prompt) (environments.Env, error) { return r.NewEnv(), nil }, "", nil
+	version, err := versionOf(o, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return func(tables.Prompt) (environments.Env, error) { return r.NewEnv(), nil }, version, nil
+}
+
+// versionOf is what of o enters the stage's cache key beyond the options
+// themselves: request_timeout_s when set, and for serve: the digest of
+// the app's code (appDigest). A url: server's code is outside rlpipe's
+// view: nothing of it enters.
+func versionOf(o *Options, dir string) (string, error) {
+	var parts []string
+	if o.RequestTimeoutS > 0 {
+		parts = append(parts, fmt.Sprintf("request_timeout_s=%g", o.RequestTimeoutS))
+	}
+	if o.Serve != nil {
+		s, err := NewServer(*o.Serve, dir)
+		if err != nil {
+			return "", err
+		}
+		d, err := s.appDigest()
+		if err != nil {
+			return "", err
+		}
+		if d != "" {
+			parts = append(parts, "app="+d)
+		}
+	}
+	return strings.Join(parts, " "), nil
 }
 
 // The process's Remotes by options and directory, and its served
@@ -72,6 +109,7 @@ var shares struct {
 	mu      sync.Mutex
 	remotes map[string]*Remote
 	servers map[string]*served
+	pools   map[string]*pool
 }
 
 // key is v as JSON, for the maps of shares.
@@ -91,7 +129,10 @@ func shared(o *Options, dir string) (*Remote, error) {
 	if r := shares.remotes[k]; r != nil {
 		return r, nil
 	}
-	r := &Remote{Action: o.Action, Observation: o.Observation, Reset: o.Reset}
+	r := &Remote{Action: o.Action, Observation: o.Observation, Reset: o.Reset, timeout: DefaultRequestTimeout}
+	if o.RequestTimeoutS > 0 {
+		r.timeout = time.Duration(o.RequestTimeoutS * float64(time.Second))
+	}
 	hdr := &tokenHeader{name: o.Header, env: o.TokenEnv}
 	if o.Serve != nil {
 		sk := key(o.Serve, dir)
@@ -118,6 +159,17 @@ func shared(o *Options, dir string) (*Remote, error) {
 			return nil, err
 		}
 		r.addr = &fixed{url: base, tokenHeader: hdr}
+	}
+	pk := key(struct {
+		URL, TokenEnv, Header string
+		Serve                 *ServeOptions
+	}{o.URL, o.TokenEnv, o.Header, o.Serve}, dir)
+	if r.pool = shares.pools[pk]; r.pool == nil {
+		r.pool = &pool{}
+		if shares.pools == nil {
+			shares.pools = map[string]*pool{}
+		}
+		shares.pools[pk] = r.pool
 	}
 	if shares.remotes == nil {
 		shares.remotes = map[string]*Remote{}
@@ -177,7 +229,9 @@ type fixed struct {
 func (f *fixed) base(context.Context) (string, error) { return f.url, nil }
 func (*fixed) hold()                                  {}
 func (*fixed) release()                               {}
-func (*fixed) explain(msg string) string              { return msg + "; the next episode reconnects" }
+func (*fixed) explain(msg, _ string, _ time.Time) (string, bool) {
+	return msg + "; the next episode reconnects", false
+}
 
 // served is a Server rlpipe runs, shared by Remotes; it stops after
 // idle without episodes.
@@ -197,7 +251,9 @@ type servedBy struct {
 }
 
 func (v *served) base(ctx context.Context) (string, error) { return v.s.Base(ctx) }
-func (v *served) explain(msg string) string                { return v.s.Explain(msg) }
+func (v *served) explain(msg, base string, sent time.Time) (string, bool) {
+	return v.s.Explain(msg, base, sent)
+}
 
 func (v *served) hold() {
 	v.mu.Lock()

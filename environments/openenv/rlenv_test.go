@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -162,4 +164,64 @@ func TestOpen(t *testing.T) {
 		})
 	}
 	var _ = errors.Is
+}
+
+// TestVersion: the stage's cache key follows the served app's code (its
+// package's .py files, or its module file) and request_timeout_s when
+// set; nothing of a url: server's code. The digests are sha256 over
+// "PATH\x00LEN\x00CONTENT" per file, checked with Python's hashlib.
+func TestVersion(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pkg/__init__.py", "")
+	write("pkg/server.py", "app = 1\n")
+	write("pkg/sub/env.py", "REWARD = 1\n")
+	write("mod.py", "app = 2\n")
+	version := func(o *openenv.Options) string {
+		t.Helper()
+		_, v, err := openenv.RLEnv{}.Open(o, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	serve := func(app string) *openenv.Options {
+		return &openenv.Options{Serve: &openenv.ServeOptions{App: app, IdleStopS: -1}}
+	}
+	pkg := version(serve("pkg.server:app"))
+	for _, c := range []struct {
+		name string
+		opts *openenv.Options
+		want string
+	}{
+		{"a url", &openenv.Options{URL: "http://127.0.0.1:1"}, ""},
+		{"a url with request_timeout_s", &openenv.Options{URL: "http://127.0.0.1:1", RequestTimeoutS: 30}, "request_timeout_s=30"},
+		{"a package app", serve("pkg.server:app"), "app=sha256:3b5d205a074ce7fa"},
+		{"a module app", serve("mod:app"), "app=sha256:d2884e653007262f"},
+		{"an app found nowhere (installed in the venv)", serve("elsewhere.server:app"), ""},
+		{"with request_timeout_s", &openenv.Options{Serve: &openenv.ServeOptions{App: "mod:app"}, RequestTimeoutS: 0.5}, "request_timeout_s=0.5 app=sha256:d2884e653007262f"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if v := version(c.opts); v != c.want {
+				t.Errorf("version %q, want %q", v, c.want)
+			}
+		})
+	}
+	write("pkg/__pycache__/server.cpython-312.pyc", "bytecode")
+	if v := version(serve("pkg.server:app")); v != pkg {
+		t.Errorf("after a __pycache__ write: %q, want %q unchanged", v, pkg)
+	}
+	write("pkg/sub/env.py", "REWARD = 2\n")
+	if v := version(serve("pkg.server:app")); v == pkg {
+		t.Errorf("after editing pkg/sub/env.py: %q unchanged", v)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/openenv"
@@ -68,10 +69,13 @@ func TestServeFaults(t *testing.T) {
 	}
 }
 
-// TestServeRestart: a served server that dies mid-episode fails that
-// episode as infra, with its exit and stderr; the next episode restarts
-// it. With idle_stop_s < 0 the server stops when the last episode ends,
-// and the next episode starts it again.
+// TestServeRestart: a served server that dies during an episode's step
+// fails that episode as env_error (the environment crashed on its
+// action: retrying it as infra would crash it again), with the exit and
+// stderr; another episode in flight, not in a step then, fails as infra.
+// The next episode restarts it. A caller whose ctx ends during the
+// start does not kill the start. With idle_stop_s < 0 the server stops
+// when the last episode ends, and the next episode starts it again.
 func TestServeRestart(t *testing.T) {
 	opts := serveOptions(t, "dying_app:app", 0)
 	r, err := openenv.SharedRemote(opts, "")
@@ -79,10 +83,19 @@ func TestServeRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	n0 := r.Starts() // the server is the process's: -count=N runs it again
 	ctx := context.Background()
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if err := r.Start(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Start with a 1ms ctx: %v, want its deadline", err)
+	}
 	env := open(t, opts)
 	if obs, err := env.Reset(ctx, "a"); err != nil || obs != "ready" {
 		t.Fatalf("Reset: %q, %v", obs, err)
+	}
+	if n := r.Starts() - n0; n != 1 {
+		t.Errorf("%d starts after the abandoned wait, want 1 (the start went on)", n)
 	}
 	// Another episode in flight keeps the server up across the death.
 	other := open(t, opts)
@@ -91,9 +104,18 @@ func TestServeRestart(t *testing.T) {
 	}
 	_, err = env.Step(ctx, "die")
 	port := regexp.MustCompile(`127\.0\.0\.1:\d+`)
-	want := "step 1 of episode a on ws://127.0.0.1:PORT/ws: the connection failed: EOF: the server exited (exit status 3); its stderr ends: dying on purpose; rlpipe restarts it for the next episode"
+	want := "step 1 of episode a on ws://127.0.0.1:PORT/ws: the connection failed: EOF: the server exited (exit status 3) during this step; its stderr ends: dying on purpose: " +
+		"the environment crashed on this action (rlpipe restarts it for the next episode)"
 	if err == nil || port.ReplaceAllString(err.Error(), "127.0.0.1:PORT") != want {
 		t.Fatalf("Step: %v\nwant %s", err, want)
+	}
+	if !errors.Is(err, openenv.ErrEnvironment) || errors.Is(err, environments.ErrInfra) {
+		t.Errorf("%v: want ErrEnvironment, not infra", err)
+	}
+	_, err = other.Step(ctx, "hi")
+	want = "step 1 of episode other on ws://127.0.0.1:PORT/ws: the connection failed: EOF: the server exited (exit status 3); its stderr ends: dying on purpose; rlpipe restarts it for the next episode"
+	if err == nil || port.ReplaceAllString(err.Error(), "127.0.0.1:PORT") != want {
+		t.Fatalf("the other episode's Step: %v\nwant %s", err, want)
 	}
 	if !errors.Is(err, openenv.ErrConnection) || !errors.Is(err, environments.ErrInfra) {
 		t.Errorf("%v: want ErrConnection, infra", err)
@@ -109,7 +131,7 @@ func TestServeRestart(t *testing.T) {
 			t.Fatalf("Step: %+v, %v", st, err)
 		}
 		env.End()
-		if n := r.Starts(); n != 2+i {
+		if n := r.Starts() - n0; n != 2+i {
 			t.Errorf("after episode %s: %d starts, want %d", id, n, 2+i)
 		}
 	}

@@ -26,7 +26,8 @@ var ErrExited = errors.New("the server exited before its health route answered")
 
 // WaitHealthy polls GET url (a child server's health route: vLLM's or an
 // OpenEnv app's /health) until it answers 200 OK. It returns ErrExited
-// once exited is closed (the process is gone) and ctx's error when ctx
+// once exited is closed (the process is gone), even when the route
+// answered (then another process holds the port), and ctx's error when ctx
 // ends first: the callers say which server and what its log said. Polls
 // start at 50 ms apart and slow to 500 ms.
 func WaitHealthy(ctx context.Context, url string, exited <-chan struct{}) error {
@@ -40,7 +41,14 @@ func WaitHealthy(ctx context.Context, url string, exited <-chan struct{}) error 
 		if resp, err := hc.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				// A 200 from a process that has exited is another
+				// server's on the same port (the child lost the port).
+				select {
+				case <-exited:
+					return ErrExited
+				default:
+					return nil
+				}
 			}
 		}
 		select {

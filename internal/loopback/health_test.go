@@ -36,6 +36,11 @@ func TestWaitHealthy(t *testing.T) {
 	if err := loopback.WaitHealthy(context.Background(), down, exited); !errors.Is(err, loopback.ErrExited) {
 		t.Errorf("an exited server: %v, want ErrExited", err)
 	}
+	// Another server answers 200 on the port of a child that has exited
+	// (it lost the port): not the child's health.
+	if err := loopback.WaitHealthy(context.Background(), srv.URL+"/health", exited); !errors.Is(err, loopback.ErrExited) {
+		t.Errorf("a 200 from another server after the child exited: %v, want ErrExited", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := loopback.WaitHealthy(ctx, down, nil); !errors.Is(err, context.Canceled) {
