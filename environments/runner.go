@@ -318,6 +318,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		if err != nil {
 			return envFailed(fmt.Sprintf("step %d", turn), err)
 		}
+		if st.ToolResults != nil && len(st.ToolResults) != len(calls) {
+			// Results that answer no call in particular cannot go back as
+			// tool messages, and dropping them would hide the env's bug.
+			return stop(tables.StatusEnvError, "step %d: the environment returned %d tool results for the %d tool calls of the reply: an environment offering tools answers each call in order (Step.ToolResults), or returns none and an observation", turn, len(st.ToolResults), len(calls))
+		}
 		answered := len(calls) > 0 && len(st.ToolResults) == len(calls)
 		if answered {
 			// A structured turn: the calls on the reply, each result a
