@@ -248,3 +248,31 @@ func TestPromptsAndMaker(t *testing.T) {
 		t.Fatalf("no tasks: %v", err)
 	}
 }
+
+// copyTask copies the task name into a temporary directory with test.sh
+// replaced by script, and returns the copy's directory.
+func copyTask(t *testing.T, name, script string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(task(name))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// verifier_stdout is the end of test.sh's output, where a test runner
+// prints its summary, even past the first 64 KiB.
+func TestVerifierStdoutIsTheEnd(t *testing.T) {
+	dir := copyTask(t, "add-numbers", "#!/bin/bash\nhead -c 70000 /dev/zero | tr '\\0' a\nprintf 'END OF OUTPUT\\n'\necho 1 > /logs/verifier/reward.txt\n")
+	st, err := play(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("a", 2048-len("END OF OUTPUT\n")) + "END OF OUTPUT\n"
+	if got, _ := st.Info["verifier_stdout"].(string); got != want {
+		t.Fatalf("verifier_stdout is %d bytes ending %q, want %d ending %q", len(got), got[max(0, len(got)-20):], len(want), want[len(want)-20:])
+	}
+}

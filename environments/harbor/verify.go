@@ -35,7 +35,7 @@ type Verdict struct {
 	// Reason says why the verifier did not run.
 	Reason   string
 	ExitCode int
-	// Stdout is the end of /logs/verifier/test-stdout.txt.
+	// Stdout is the last 2 KiB of /logs/verifier/test-stdout.txt.
 	Stdout string
 }
 
@@ -221,16 +221,23 @@ func readFile(p string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxRewardBytes))
 }
 
-// tail is the end of a file, "" when there is none.
+// tail is the last n bytes of a regular file (never following a link),
+// "" when there is none: the end of a long output, where test.sh reports
+// its failures, not the end of its first 64 KiB.
 func tail(p string, n int64) string {
-	b, err := readFile(p)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return ""
 	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
 	}
-	return string(b)
+	b := make([]byte, min(n, fi.Size()))
+	m, _ := f.ReadAt(b, fi.Size()-int64(len(b)))
+	return string(b[:m])
 }
 
 // shownJSON shows a value decoded from JSON as JSON again.
