@@ -49,7 +49,9 @@ type Step struct {
 	ToolCalls string
 	// ToolResults answer the function-calling calls of the action, one
 	// per call in order, for an env offering tools (ToolOffer): each goes
-	// back to the policy as a message of role "tool". Nil otherwise.
+	// back to the policy as a message of role "tool". Nil otherwise: a
+	// non-nil list of another length than the calls ends the episode
+	// env_error.
 	ToolResults []string
 	// Info holds facts about the step worth recording (a verifier's
 	// output, the secret number); the runner merges each step's Info into

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // A Renderer turns an episode's new messages into the tokens that follow
@@ -28,9 +29,15 @@ type Renderer interface {
 	// transcript the episode's tokens hold, its last message the reply
 	// whose sampled token ids are reply (nil at the first turn); the
 	// template's end of that reply goes first, less what reply already
-	// holds (its end-of-turn token). An error wrapping ErrInfra is the
-	// renderer's machinery failing; any other, messages it cannot render.
-	Suffix(ctx context.Context, history []policy.Message, reply []int32, msgs []policy.Message) ([]int32, error)
+	// holds (its end-of-turn token). tools are the tools the environment
+	// offers (ToolOffer; nil for none): at the first turn the renderer
+	// renders them as the template does (Qwen's tools block in the system
+	// turn), since the policy gets no tools apart from the prompt's
+	// tokens; later turns leave them out, the sequence already holding
+	// them. A renderer without a template (the embedded model's) ignores
+	// them. An error wrapping ErrInfra is the renderer's machinery
+	// failing; any other, messages it cannot render.
+	Suffix(ctx context.Context, history []policy.Message, reply []int32, msgs []policy.Message, tools []toolcall.Tool) ([]int32, error)
 }
 
 // ErrTokenIn is returned by Runner.Run when an episode run token-in/
@@ -47,9 +54,10 @@ type tokenIn struct {
 }
 
 // prompt returns the token ids of the next turn's prompt: the sequence
-// so far and the rendering of the messages since.
-func (t *tokenIn) prompt(ctx context.Context, seq *sequence, msgs []policy.Message) ([]int32, error) {
-	suffix, err := t.r.Suffix(ctx, msgs[:t.rendered], t.reply, msgs[t.rendered:])
+// so far and the rendering of the messages since (and of tools, at the
+// first turn).
+func (t *tokenIn) prompt(ctx context.Context, seq *sequence, msgs []policy.Message, tools []toolcall.Tool) ([]int32, error) {
+	suffix, err := t.r.Suffix(ctx, msgs[:t.rendered], t.reply, msgs[t.rendered:], tools)
 	if err != nil {
 		return nil, err
 	}

@@ -247,10 +247,13 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		id := key + "/" + strconv.Itoa(turn)
 		req := policy.Request{ID: id, Messages: slices.Clone(msgs), Seed: policy.RequestSeed(o.Seed, id), Tools: tools}
 		if o.Renderer != nil {
-			if req.PromptTokenIDs, err = tin.prompt(epCtx, &seq, msgs); err != nil {
+			if req.PromptTokenIDs, err = tin.prompt(epCtx, &seq, msgs, tools); err != nil {
 				return envFailed(fmt.Sprintf("render turn %d", turn), err)
 			}
-			req.Messages = nil
+			// The rendered prompt carries the tools (the first turn's
+			// Suffix); a completions request has no tools field, and
+			// policy.Validate refuses tools beside token ids.
+			req.Messages, req.Tools = nil, nil
 		}
 		out, err := r.p.Generate(epCtx, []policy.Request{req}, o.Sampling)
 		if err != nil {
@@ -317,6 +320,11 @@ func (r *Runner) Run(ctx context.Context, env Env, ep Episode) (res Result, err 
 		st, err := env.Step(epCtx, action)
 		if err != nil {
 			return envFailed(fmt.Sprintf("step %d", turn), err)
+		}
+		if st.ToolResults != nil && len(st.ToolResults) != len(calls) {
+			// Results that answer no call in particular cannot go back as
+			// tool messages, and dropping them would hide the env's bug.
+			return stop(tables.StatusEnvError, "step %d: the environment returned %d tool results for the %d tool calls of the reply: an environment offering tools answers each call in order (Step.ToolResults), or returns none and an observation", turn, len(st.ToolResults), len(calls))
 		}
 		answered := len(calls) > 0 && len(st.ToolResults) == len(calls)
 		if answered {

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/arith"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/tiny"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 var _ environments.Renderer = (*tiny.Model)(nil)
@@ -20,7 +21,7 @@ var _ environments.Renderer = (*tiny.Model)(nil)
 // token the template closes an assistant turn with, unless the reply
 // sampled it (a rewriting template closes none), then msgs and the
 // assistant's marker.
-func (p *templated) Suffix(_ context.Context, _ []policy.Message, reply []int32, msgs []policy.Message) ([]int32, error) {
+func (p *templated) Suffix(_ context.Context, _ []policy.Message, reply []int32, msgs []policy.Message, _ []toolcall.Tool) ([]int32, error) {
 	var out []int32
 	if reply != nil && !p.rewrite && (len(reply) == 0 || reply[len(reply)-1] != p.eos) {
 		out = append(out, p.eos)
@@ -144,7 +145,7 @@ func (p *echoing) Generate(ctx context.Context, reqs []policy.Request, s policy.
 // failRender is a Renderer that fails with err.
 type failRender struct{ err error }
 
-func (f failRender) Suffix(context.Context, []policy.Message, []int32, []policy.Message) ([]int32, error) {
+func (f failRender) Suffix(context.Context, []policy.Message, []int32, []policy.Message, []toolcall.Tool) ([]int32, error) {
 	return nil, f.err
 }
 

@@ -24,8 +24,9 @@ import (
 // call_<turn>_<k>) and each result comes back as a message of role
 // "tool" with that call's tool_call_id; an Observation then follows as
 // an ordinary observation. Otherwise (no calls, a malformed call the env
-// answers with feedback, results that do not match the calls) the reply
-// stays text and the Observation is the next observation, as always.
+// answers with feedback and nil ToolResults) the reply stays text and the
+// Observation is the next observation, as always. ToolResults not nil and
+// not one per call end the episode env_error, naming both counts.
 type ToolOffer interface {
 	Tools() []toolcall.Tool
 }

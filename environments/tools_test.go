@@ -183,3 +183,48 @@ func TestToolCallEpisode(t *testing.T) {
 		})
 	}
 }
+
+// shortAnswer answers every reply with results, whatever its calls.
+type shortAnswer struct{ results []string }
+
+func (*shortAnswer) Tools() []toolcall.Tool                        { return calcTools }
+func (*shortAnswer) Reset(context.Context, string) (string, error) { return "What is 2+3?", nil }
+func (*shortAnswer) End() error                                    { return nil }
+func (s *shortAnswer) Step(context.Context, string) (environments.Step, error) {
+	return environments.Step{ToolResults: s.results, Observation: "more"}, nil
+}
+
+// An env whose tool results do not answer the reply's calls one for one
+// ends the episode env_error naming both counts: the results are neither
+// dropped nor sent as an empty observation.
+func TestToolResultsMismatch(t *testing.T) {
+	twoCalls := "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 1}}\n</tool_call>"
+	for _, c := range []struct {
+		name    string
+		reply   string
+		results []string
+		want    string
+	}{
+		{name: "fewer results than calls", reply: twoCalls, results: []string{"5"},
+			want: "step 0: the environment returned 1 tool results for the 2 tool calls of the reply: an environment offering tools answers each call in order (Step.ToolResults), or returns none and an observation"},
+		{name: "results for a reply without calls", reply: "five", results: []string{"5", "2"},
+			want: "step 0: the environment returned 2 tool results for the 0 tool calls of the reply: an environment offering tools answers each call in order (Step.ToolResults), or returns none and an observation"},
+		{name: "no result for two calls", reply: twoCalls, results: []string{},
+			want: "step 0: the environment returned 0 tool results for the 2 tool calls of the reply: an environment offering tools answers each call in order (Step.ToolResults), or returns none and an observation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &toolPolicy{script: []string{c.reply, c.reply}}
+			res, err := newRunner(t, p, nil).Run(context.Background(), &shortAnswer{results: c.results}, environments.Episode{ID: "short-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := res.Trajectory
+			if tr.Status != tables.StatusEnvError || tr.Error == nil || *tr.Error != c.want {
+				t.Fatalf("status %s, error %v\nwant %s, %q", tr.Status, tr.Error, tables.StatusEnvError, c.want)
+			}
+			if len(p.reqs) != 1 || len(tr.Turns) != 2 {
+				t.Errorf("%d requests and %d turns, want 1 and 2 (the observation and the reply)", len(p.reqs), len(tr.Turns))
+			}
+		})
+	}
+}

@@ -308,11 +308,15 @@ func Validate(reqs []Request, s Sampling) error {
 var ErrRequest = errors.New("malformed request")
 
 // Check reports a request that sets more than one of Prompt, Messages and
-// PromptTokenIDs, or a PromptTokenIDs without tokens; it wraps ErrRequest.
+// PromptTokenIDs, a PromptTokenIDs without tokens, or one with Tools or
+// ToolChoice (a completions request has no tools: they belong in the
+// token ids, as the template renders them); it wraps ErrRequest.
 func (r Request) Check() error {
 	switch {
 	case r.PromptTokenIDs != nil && (r.Prompt != "" || len(r.Messages) > 0):
 		return requestError(fmt.Sprintf("request %q: set prompt token ids alone, without a prompt or messages", r.ID))
+	case r.PromptTokenIDs != nil && (len(r.Tools) > 0 || r.ToolChoice != ""):
+		return requestError(fmt.Sprintf("request %q: tools are offered beside prompt token ids, which no policy reads: render the tools into the token ids (an environments.Renderer does at the first turn) and send none", r.ID))
 	case r.PromptTokenIDs != nil && len(r.PromptTokenIDs) == 0:
 		return requestError(fmt.Sprintf("request %q: prompt token ids are empty; send at least one token", r.ID))
 	case r.Prompt != "" && len(r.Messages) > 0:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // A request is a prompt, messages or prompt token ids: exactly one of
@@ -27,6 +28,10 @@ func TestRequestCheck(t *testing.T) {
 			want: `request "a": set prompt token ids alone, without a prompt or messages`},
 		{name: "empty token ids", r: policy.Request{ID: "a", PromptTokenIDs: []int32{}},
 			want: `request "a": prompt token ids are empty; send at least one token`},
+		{name: "token ids and tools", r: policy.Request{ID: "a", PromptTokenIDs: []int32{5}, Tools: []toolcall.Tool{{Type: "function", Function: toolcall.Function{Name: "add"}}}},
+			want: `request "a": tools are offered beside prompt token ids, which no policy reads: render the tools into the token ids (an environments.Renderer does at the first turn) and send none`},
+		{name: "token ids and tool choice", r: policy.Request{ID: "a", PromptTokenIDs: []int32{5}, ToolChoice: "auto"},
+			want: `request "a": tools are offered beside prompt token ids, which no policy reads: render the tools into the token ids (an environments.Renderer does at the first turn) and send none`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := policy.Validate([]policy.Request{{ID: "ok", Prompt: "x"}, c.r}, policy.Sampling{})

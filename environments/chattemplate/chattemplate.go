@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 //go:embed render.py
@@ -88,16 +89,21 @@ func (r *Renderer) Close() error {
 	return nil
 }
 
-// Render returns msgs as the template renders them, ending with the
-// generation prompt when gen is set.
-func (r *Renderer) Render(ctx context.Context, msgs []policy.Message, gen bool) (string, error) {
+// Render returns msgs as the template renders them, with tools offered
+// (the template's tools block; nil offers none, the template's rendering
+// without tools), ending with the generation prompt when gen is set.
+func (r *Renderer) Render(ctx context.Context, msgs []policy.Message, tools []toolcall.Tool, gen bool) (string, error) {
 	var out struct {
 		Text string `json:"text"`
 	}
 	if msgs == nil {
 		msgs = []policy.Message{}
 	}
-	err := r.call(ctx, map[string]any{"op": "render", "messages": msgs, "add_generation_prompt": gen}, &out)
+	req := map[string]any{"op": "render", "messages": msgs, "add_generation_prompt": gen}
+	if len(tools) > 0 {
+		req["tools"] = tools
+	}
+	err := r.call(ctx, req, &out)
 	return out.Text, err
 }
 
@@ -117,7 +123,11 @@ const endOfReply = "\x1fRLPIPE-END-OF-REPLY\x1f"
 
 // Suffix renders msgs as they follow an episode's tokens
 // (environments.Renderer). At the first turn (no reply) it is the
-// template's rendering of msgs with the generation prompt. After a reply
+// template's rendering of msgs and tools with the generation prompt: the
+// tools block (Qwen's, in the system turn) is in the prompt's tokens.
+// history is not read: the episode's tokens hold it, and what follows a
+// reply is rendered after a fixed base conversation instead, so that a
+// template's rewriting of history never reaches the suffix. After a reply
 // the template renders a fixed base conversation — a user message and a
 // reply standing for the last one — followed by msgs, and Suffix keeps
 // the text after that reply's content: the template's end of the turn,
@@ -127,16 +137,16 @@ const endOfReply = "\x1fRLPIPE-END-OF-REPLY\x1f"
 // reply (the end-of-turn token the policy sampled): a reply cut short
 // gets the template's end of turn, one that sampled it does not get it
 // twice.
-func (r *Renderer) Suffix(ctx context.Context, history []policy.Message, reply []int32, msgs []policy.Message) ([]int32, error) {
+func (r *Renderer) Suffix(ctx context.Context, _ []policy.Message, reply []int32, msgs []policy.Message, tools []toolcall.Tool) ([]int32, error) {
 	if reply == nil {
-		text, err := r.Render(ctx, msgs, true)
+		text, err := r.Render(ctx, msgs, tools, true)
 		if err != nil {
 			return nil, err
 		}
 		return r.Encode(ctx, text)
 	}
 	base := []policy.Message{{Role: "user", Content: "."}, {Role: "assistant", Content: endOfReply}}
-	text, err := r.Render(ctx, append(base, msgs...), true)
+	text, err := r.Render(ctx, append(base, msgs...), nil, true)
 	if err != nil {
 		return nil, err
 	}

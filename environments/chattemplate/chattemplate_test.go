@@ -16,6 +16,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // The special tokens of the test tokenizer, after its 256 byte tokens.
@@ -159,7 +160,7 @@ func (p thinker) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 	for i, req := range reqs {
 		prompt := req.PromptTokenIDs
 		if prompt == nil {
-			text, err := p.r.Render(ctx, req.Messages, true)
+			text, err := p.r.Render(ctx, req.Messages, req.Tools, true)
 			if err != nil {
 				return nil, err
 			}
@@ -272,7 +273,7 @@ func TestSuffix(t *testing.T) {
 			want: "<|im_end|>\n<|im_start|>user\n1 left<|im_end|>\n<|im_start|>assistant\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := r.Suffix(ctx, history, c.reply, obs)
+			got, err := r.Suffix(ctx, history, c.reply, obs, nil)
 			if err != nil || decode(got) != c.want {
 				t.Fatalf("Suffix = %q, %v\nwant %q", decode(got), err, c.want)
 			}
@@ -336,7 +337,7 @@ func TestWorkerFaults(t *testing.T) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	_, err = r.Suffix(ctx, nil, nil, []policy.Message{{Role: "user", Content: "boom"}})
+	_, err = r.Suffix(ctx, nil, nil, []policy.Message{{Role: "user", Content: "boom"}}, nil)
 	if want := "chat template cannot render the turn: TemplateError: cannot render boom"; err == nil || err.Error() != want || !errors.Is(err, ErrTemplate) || errors.Is(err, environments.ErrInfra) {
 		t.Fatalf("a raising template: %v\nwant %s", err, want)
 	}
@@ -370,3 +371,61 @@ func (boom) Step(context.Context, string) (environments.Step, error) {
 	return environments.Step{Done: true}, nil
 }
 func (boom) End() error { return nil }
+
+// lookup offers one tool and ends after the first reply.
+type lookup struct{}
+
+var lookupTools = []toolcall.Tool{{Type: "function", Function: toolcall.Function{Name: "lookup", Description: "Find a word.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)}}}
+
+func (lookup) Tools() []toolcall.Tool                        { return lookupTools }
+func (lookup) Reset(context.Context, string) (string, error) { return "go", nil }
+func (lookup) Step(context.Context, string) (environments.Step, error) {
+	return environments.Step{Done: true}, nil
+}
+func (lookup) End() error { return nil }
+
+// recorder is the thinker, keeping the requests it was sent.
+type recorder struct {
+	thinker
+	reqs []policy.Request
+}
+
+func (p *recorder) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	p.reqs = append(p.reqs, reqs...)
+	return p.thinker.Generate(ctx, reqs, s)
+}
+
+// An environment offering tools, run token-in/token-out under Qwen3's
+// template, shows the model its tools: the first prompt's tokens hold
+// the template's tools block, as the chat path would render it, and the
+// request carries no tools apart (a completions request has none).
+func TestTokenInShowsTools(t *testing.T) {
+	r := qwen3(t)
+	p := &recorder{thinker: thinker{r}}
+	runner, err := environments.NewRunner(p, &environments.RunnerOptions{MaxTurns: 2, Renderer: r,
+		Sampling: policy.Sampling{Temperature: 1, MaxTokens: 64, PromptLogprobs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), lookup{}, environments.Episode{ID: "e"})
+	if err != nil || res.Trajectory.Status != tables.StatusOK {
+		t.Fatalf("Run = status %s, %v", res.Trajectory.Status, err)
+	}
+	if len(p.reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(p.reqs))
+	}
+	req := p.reqs[0]
+	if req.Tools != nil || req.Messages != nil {
+		t.Errorf("the token-in request carries tools %v and messages %v, want neither", req.Tools, req.Messages)
+	}
+	want := "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+		`{"type": "function", "function": {"name": "lookup", "description": "Find a word.", "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}}}` +
+		"\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+		"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\ngo<|im_end|>\n<|im_start|>assistant\n"
+	if got := decode(req.PromptTokenIDs); got != want {
+		t.Errorf("first prompt\n%q\nwant\n%q", got, want)
+	}
+}

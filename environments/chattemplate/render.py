@@ -3,7 +3,7 @@
 # stdin line, one JSON reply per line on the protocol stream.
 #
 # argv: TOKENIZER_DIR [TEMPLATE_FILE]
-# Requests: {"op": "render", "messages": [...], "add_generation_prompt": bool}
+# Requests: {"op": "render", "messages": [...], "add_generation_prompt": bool, "tools"?: [...]}
 #           {"op": "encode", "text": "..."}
 # Replies:  {"text": "..."} | {"ids": [...]} | {"error": "Type: message"}
 # The first line is {"ready": true} or {"error": ...}. Anything the template
@@ -71,7 +71,7 @@ def main():
         try:
             req = json.loads(line)
             if req["op"] == "render":
-                out, _ = render(conversations=[req["messages"]], chat_template=template,
+                out, _ = render(conversations=[req["messages"]], chat_template=template, tools=req.get("tools"),
                                 add_generation_prompt=bool(req.get("add_generation_prompt")), **special)
                 reply({"text": out[0]})
             elif req["op"] == "encode":

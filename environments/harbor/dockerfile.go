@@ -171,6 +171,9 @@ func ParseDockerfile(file string, env map[string]string) (*Dockerfile, error) {
 				if _, err := os.Lstat(filepath.Join(ctxDir, filepath.FromSlash(clean))); err != nil {
 					return nil, refuse("%s is not in environment/", src)
 				}
+				if link, to := symlinkOn(ctxDir, clean); link != "" {
+					return nil, refuse("%s goes through environment/%s, a symlink to %s: the build follows no symlink, which could reach the host's files; put the files themselves in environment/", src, link, to)
+				}
 				in.Src = append(in.Src, clean)
 			}
 			dst := expand(words[len(words)-1], d.Env)
@@ -380,4 +383,27 @@ func cloneEnv(env map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// symlinkOn returns the first component of rel (a clean local path in
+// dir), itself included, that is a symlink, and where it points; "" when
+// none is. The world's build copies with os.Stat and cp, which follow
+// them: a link anywhere on the way (sub -> /root) would copy host files.
+func symlinkOn(dir, rel string) (link, to string) {
+	if rel == "." {
+		return "", ""
+	}
+	at := ""
+	for _, part := range strings.Split(rel, "/") {
+		at = path.Join(at, part)
+		fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(at)))
+		if err != nil {
+			return "", ""
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			to, _ := os.Readlink(filepath.Join(dir, filepath.FromSlash(at)))
+			return at, to
+		}
+	}
+	return "", ""
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/environments/envtest"
 	"github.com/rlpipe/rlpipe/environments/harbor"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // Each task's solution/solve.sh, run as the agent's one tool call, scores
@@ -247,4 +248,74 @@ func TestPromptsAndMaker(t *testing.T) {
 		err.Error() != "tasks is missing: add rl_options: {tasks: DIR}, the directory of Harbor tasks" {
 		t.Fatalf("no tasks: %v", err)
 	}
+}
+
+// copyTask copies the task name into a temporary directory with test.sh
+// replaced by script, and returns the copy's directory.
+func copyTask(t *testing.T, name, script string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(task(name))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// verifier_stdout is the end of test.sh's output, where a test runner
+// prints its summary, even past the first 64 KiB.
+func TestVerifierStdoutIsTheEnd(t *testing.T) {
+	dir := copyTask(t, "add-numbers", "#!/bin/bash\nhead -c 70000 /dev/zero | tr '\\0' a\nprintf 'END OF OUTPUT\\n'\necho 1 > /logs/verifier/reward.txt\n")
+	st, err := play(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("a", 2048-len("END OF OUTPUT\n")) + "END OF OUTPUT\n"
+	if got, _ := st.Info["verifier_stdout"].(string); got != want {
+		t.Fatalf("verifier_stdout is %d bytes ending %q, want %d ending %q", len(got), got[max(0, len(got)-20):], len(want), want[len(want)-20:])
+	}
+}
+
+// test.sh runs the agent's code, which must not fill the host's disk
+// through /logs/verifier: it is a tmpfs of the sandbox's FileBytes in
+// all, so files each under the per-file limit stop at "No space left on
+// device"; where mounting is refused, a total past FileBytes after the
+// run leaves the episode without a reward.
+func TestVerifierLogsBounded(t *testing.T) {
+	fill := "#!/bin/bash\nfor i in 1 2 3; do\n" +
+		"  head -c 600000 /dev/zero > /logs/verifier/fill$i || { rm -f /logs/verifier/fill*; echo 0 > /logs/verifier/reward.txt; exit 0; }\n" +
+		"done\necho 1 > /logs/verifier/reward.txt\n"
+	dir := copyTask(t, "add-numbers", fill)
+	tk, world, tests := openTask(t, dir)
+	verify := func(t *testing.T) (harbor.Verdict, error) {
+		t.Helper()
+		ws, err := world.NewWorkspace(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		return harbor.Verify(context.Background(), tk, world, tests, ws.Root(), sandbox.Limits{FileBytes: 1 << 20})
+	}
+	t.Run("a tmpfs", func(t *testing.T) {
+		v, err := verify(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The second file did not fit (a host directory would have taken
+		// all three: reward 1); head's complaint did not fit either, as
+		// test-stdout.txt is on the same tmpfs.
+		if v.Reward != 0 || len(v.Components) != 1 || v.Components["reward"] != 0 || v.Status != "ok" || v.Stdout != "" {
+			t.Fatalf("%+v, want reward 0 from reward.txt, status ok, no stdout", v)
+		}
+	})
+	t.Run("mounting refused", func(t *testing.T) {
+		harbor.RefuseLogsMount(t)
+		_, err := verify(t)
+		want := "verify harbor task rlpipe/add-numbers: tests/test.sh wrote 1800002 bytes to /logs/verifier, more than the 1048576 allowed (the sandbox's FileBytes): the episode has no reward: harbor task: no reward"
+		if !errors.Is(err, harbor.ErrReward) || err == nil || err.Error() != want {
+			t.Fatalf("got %v\nwant %s (ErrReward)", err, want)
+		}
+	})
 }

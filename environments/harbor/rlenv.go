@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
@@ -85,7 +87,7 @@ func (RLEnv) Options() any { return &PipelineOptions{} }
 
 // Open reads the tasks, builds (or finds) their worlds and returns the
 // per-prompt maker; the version is the digest of every task's name,
-// instruction, timeouts and worlds.
+// instruction, timeouts, worlds and [verifier] env (sorted by key).
 func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	o, _ := opts.(*PipelineOptions)
 	if o == nil || o.Tasks == "" {
@@ -117,6 +119,11 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 		}
 		byName[t.Name] = opened{t, world, tests}
 		fmt.Fprintf(h, "%q %q %s %s %v %v\n", t.Name, t.Instruction, world.Digest, tests.Digest, t.AgentTimeout(), t.VerifierTimeout())
+		// [verifier] env changes what test.sh scores; a task without it
+		// hashes as before, so only the tasks that set it get a new version.
+		for _, k := range slices.Sorted(maps.Keys(t.Config.Verifier.Env)) {
+			fmt.Fprintf(h, "verifier env %q=%q\n", k, t.Config.Verifier.Env[k])
+		}
 	}
 	mk := func(p tables.Prompt) (environments.Env, error) {
 		name := p.PromptID

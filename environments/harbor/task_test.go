@@ -12,8 +12,8 @@ import (
 	"github.com/rlpipe/rlpipe/environments/harbor"
 )
 
-// newTask writes a task directory with files (path → content) over a
-// minimal valid task, and returns it.
+// newTask writes a task directory with files (path → content; "symlink
+// path" → the link's target) over a minimal valid task, and returns it.
 func newTask(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "t")
@@ -27,9 +27,16 @@ func newTask(t *testing.T, files map[string]string) string {
 		base[k] = v
 	}
 	for name, body := range base {
-		p := filepath.Join(dir, filepath.FromSlash(name))
+		link, isLink := strings.CutPrefix(name, "symlink ")
+		p := filepath.Join(dir, filepath.FromSlash(link))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
+		}
+		if isLink {
+			if err := os.Symlink(body, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
 		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
 			t.Fatal(err)
@@ -62,6 +69,12 @@ func TestImportRefused(t *testing.T) {
 			"environment/Dockerfile:2: COPY /usr/local/bin/tool is under /usr, which rlpipe's sandbox keeps for the host's read-only system or its own use: put the task's files in a directory of its own such as /app", harbor.ErrUnsupported},
 		{"COPY of a missing file", df("FROM ubuntu:24.04\nCOPY tool /app/tool\n"),
 			"environment/Dockerfile:2: COPY tool is not in environment/", harbor.ErrUnsupported},
+		{"COPY through a symlinked directory", map[string]string{"environment/Dockerfile": "FROM ubuntu:24.04\nWORKDIR /app\nCOPY sub/.bashrc /app/x\n", "symlink environment/sub": "/root"},
+			"environment/Dockerfile:3: COPY sub/.bashrc goes through environment/sub, a symlink to /root: the build follows no symlink, which could reach the host's files; put the files themselves in environment/", harbor.ErrUnsupported},
+		{"COPY of a symlink", map[string]string{"environment/Dockerfile": "FROM ubuntu:24.04\nCOPY passwd /app/\n", "symlink environment/passwd": "/etc/passwd"},
+			"environment/Dockerfile:2: COPY passwd goes through environment/passwd, a symlink to /etc/passwd: the build follows no symlink, which could reach the host's files; put the files themselves in environment/", harbor.ErrUnsupported},
+		{"COPY through a symlink that stays inside", map[string]string{"environment/Dockerfile": "FROM ubuntu:24.04\nCOPY alias/f /app/\n", "environment/real/f": "x", "symlink environment/alias": "real"},
+			"environment/Dockerfile:2: COPY alias/f goes through environment/alias, a symlink to real: the build follows no symlink, which could reach the host's files; put the files themselves in environment/", harbor.ErrUnsupported},
 		{"COPY from another stage", df("FROM ubuntu:24.04\nCOPY --from=build /out /app\n"),
 			"environment/Dockerfile:2: COPY --from=build copies from another image (a multi-stage build), which rlpipe cannot build", harbor.ErrUnsupported},
 		{"WORKDIR in the host's system", df("FROM ubuntu:24.04\nWORKDIR /usr/src/app\n"),

@@ -1,11 +1,13 @@
 package harbor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -35,7 +37,7 @@ type Verdict struct {
 	// Reason says why the verifier did not run.
 	Reason   string
 	ExitCode int
-	// Stdout is the end of /logs/verifier/test-stdout.txt.
+	// Stdout is the last 2 KiB of /logs/verifier/test-stdout.txt.
 	Stdout string
 }
 
@@ -58,7 +60,10 @@ const maxRewardBytes = 1 << 16
 // runs it — `(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1` in
 // the task's working directory — with the world's directories read-only
 // at their paths, tests/ read-only at /tests, /logs/verifier its only
-// writable directory, the host's PATH and HOME=/tmp (nothing of the
+// writable directory (a tmpfs of limits.FileBytes in all, so that a write
+// past it fails with "No space left on device"; where mounting is refused,
+// a directory whose total past FileBytes is an ErrReward after the run),
+// the host's PATH and HOME=/tmp (nothing of the
 // agent's), [verifier] env, and [verifier] timeout_sec. Its reward is
 // reward.json (an object of finite numbers, or one number), which wins,
 // or reward.txt (one number). A test.sh that writes neither, writes
@@ -83,6 +88,15 @@ func Verify(ctx context.Context, t *Task, world, tests *agent.World, root string
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return Verdict{}, fmt.Errorf("verify harbor task %s: %v: %w", t.Name, err, ErrInfra)
+	}
+	// test.sh runs the agent's code, which could fill the host's disk one
+	// file under RLIMIT_FSIZE at a time: /logs/verifier is a tmpfs of
+	// FileBytes in all, as an agent's workspace is. Where mounting is
+	// refused, what it holds is measured after the run instead.
+	logBytes := cmp.Or(limits.FileBytes, sandbox.DefaultFileBytes)
+	bounded := mountLogs(dir, logBytes) == nil
+	if bounded {
+		defer unix.Unmount(dir, unix.MNT_DETACH)
 	}
 	if uid, gid := sandbox.SandboxUID(); uid != os.Geteuid() {
 		if err := os.Chown(dir, uid, gid); err != nil {
@@ -126,11 +140,37 @@ func Verify(ctx context.Context, t *Task, world, tests *agent.World, root string
 		return Verdict{}, fmt.Errorf("verify harbor task %s: %s was stopped (%s): %s: the episode has no reward: %w",
 			t.Name, TestScript, r.Status, strings.TrimSpace(clip(r.Stderr, 200)), ErrReward)
 	}
+	if !bounded {
+		if n := treeBytes(dir); n > logBytes {
+			return Verdict{}, fmt.Errorf("verify harbor task %s: %s wrote %d bytes to %s, more than the %d allowed (the sandbox's FileBytes): the episode has no reward: %w",
+				t.Name, TestScript, n, SandboxVerifierLogs, logBytes, ErrReward)
+		}
+	}
 	if v.Components, err = readReward(dir); err != nil {
 		return Verdict{}, fmt.Errorf("verify harbor task %s: %w", t.Name, err)
 	}
 	v.Reward = rewardOf(v.Components)
 	return v, nil
+}
+
+// mountLogs mounts a tmpfs of size bytes on dir; a variable so that a
+// test can refuse it, as a host without the right to mount does.
+var mountLogs = func(dir string, size int64) error {
+	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size="+strconv.FormatInt(size, 10)+",mode=0755")
+}
+
+// treeBytes is what the files under dir hold, in bytes.
+func treeBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // rewardOf is the "reward" component, else the mean of the components.
@@ -221,16 +261,23 @@ func readFile(p string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxRewardBytes))
 }
 
-// tail is the end of a file, "" when there is none.
+// tail is the last n bytes of a regular file (never following a link),
+// "" when there is none: the end of a long output, where test.sh reports
+// its failures, not the end of its first 64 KiB.
 func tail(p string, n int64) string {
-	b, err := readFile(p)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return ""
 	}
-	if int64(len(b)) > n {
-		b = b[int64(len(b))-n:]
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
 	}
-	return string(b)
+	b := make([]byte, min(n, fi.Size()))
+	m, _ := f.ReadAt(b, fi.Size()-int64(len(b)))
+	return string(b[:m])
 }
 
 // shownJSON shows a value decoded from JSON as JSON again.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
 
 // checkTokens returns ids, a request's PromptTokenIDs, once each is a
@@ -29,9 +30,10 @@ func (m *Model) checkTokens(ids []int32) ([]int32, error) {
 // policy's last reply as sampled (nil before the first turn); one that
 // did not end with EOS (cut at max_tokens) gets it first, as PromptTokens
 // closes an assistant message. The model has no template, so history does
-// not change what follows; the result is the same tokens PromptTokens
-// gives the whole transcript past those the episode holds.
-func (m *Model) Suffix(_ context.Context, _ []policy.Message, reply []int32, msgs []policy.Message) ([]int32, error) {
+// not change what follows, nor do tools (it renders none in a chat
+// request either); the result is the same tokens PromptTokens gives the
+// whole transcript past those the episode holds.
+func (m *Model) Suffix(_ context.Context, _ []policy.Message, reply []int32, msgs []policy.Message, _ []toolcall.Tool) ([]int32, error) {
 	var out []int32
 	if reply != nil && (len(reply) == 0 || reply[len(reply)-1] != EOS) {
 		out = append(out, EOS)

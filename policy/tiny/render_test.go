@@ -76,13 +76,13 @@ func TestSuffix(t *testing.T) {
 		{name: "after a reply cut short", reply: tok("3"), msgs: []policy.Message{{Role: "user", Content: "3+4="}}, want: append([]int32{EOS}, tok("3+4=")...)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := m.Suffix(context.Background(), first, c.reply, c.msgs)
+			got, err := m.Suffix(context.Background(), first, c.reply, c.msgs, nil)
 			if err != nil || !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("Suffix = %v, %v; want %v", got, err, c.want)
 			}
 		})
 	}
-	_, err := m.Suffix(context.Background(), nil, nil, []policy.Message{{Role: "user", Content: "1+x="}})
+	_, err := m.Suffix(context.Background(), nil, nil, []policy.Message{{Role: "user", Content: "1+x="}}, nil)
 	if want := `message 1 (user): character 'x' at column 3: not in the vocabulary "0123456789+-="`; err == nil || err.Error() != want {
 		t.Errorf("Suffix of an unknown character = %v, want %s", err, want)
 	}
