@@ -144,14 +144,19 @@ func (c *pipeConn) read(r *bufio.Reader) {
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
-			// Kill the process group first: an env's children holding
-			// stderr would keep Wait from returning.
+			// The worker's own status first, then kill its process group
+			// before cmd.Wait: an env's children holding stderr would keep
+			// cmd.Wait (it drains stderr) from returning.
 			killed := c.ended.Load()
+			state, werr := c.cmd.Process.Wait()
 			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-			werr := c.cmd.Wait()
+			_ = c.cmd.Wait() // stderr drained (bounded by WaitDelay); the status is state's
 			how := "the process exited"
-			if werr != nil {
+			switch {
+			case werr != nil:
 				how = "the process ended: " + werr.Error()
+			case !state.Success():
+				how = "the process ended: " + state.String()
 			}
 			if killed { // killed by this side: the reason is set
 				how = ""
