@@ -18,9 +18,15 @@ import (
 // made and initialised; it returns the process and the envs' handles.
 func faultyConn(t *testing.T, mark int, wall time.Duration, n int) (*pipeConn, []string) {
 	t.Helper()
-	direct := false
+	c, handles := faultyWorker(t, false, mark, wall, n)
+	return c.(*pipeConn), handles
+}
+
+// faultyWorker is faultyConn, sandboxed or not.
+func faultyWorker(t *testing.T, sandboxed bool, mark int, wall time.Duration, n int) (conn, []string) {
+	t.Helper()
 	o := &Options{EnvClass: "faulty.py:Faulty", Python: pyvenv.Py.Python(t, "run skyrl-gym's environments"),
-		Sandbox: &direct, MemoryMB: mark, RequestTimeoutS: wall.Seconds()}
+		Sandbox: &sandboxed, MemoryMB: mark, RequestTimeoutS: wall.Seconds()}
 	r, err := resolve(o, "testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +48,7 @@ func faultyConn(t *testing.T, mark int, wall time.Duration, n int) (*pipeConn, [
 		t.Fatal(err)
 	}
 	t.Cleanup(c.kill)
-	return c.(*pipeConn), handles
+	return c, handles
 }
 
 // result is what a call gave.
@@ -249,5 +255,50 @@ func TestCrashWithChildren(t *testing.T) {
 	lost := lostOf(t, "forkcrash", err)
 	if !lost.culprit || lost.reason != "the process ended: exit status 3" {
 		t.Errorf("culprit %v, reason %q; want true, %q", lost.culprit, lost.reason, "the process ended: exit status 3")
+	}
+}
+
+// In the sandbox, requests take turns: a request whose context ends
+// while it waits for its turn is dropped and the worker lives; the
+// request being served when its context ends is the culprit, and the
+// one waiting behind it is lost, not blamed.
+func TestSandboxTurns(t *testing.T) {
+	t.Parallel()
+	const wall = time.Minute
+	c, h := faultyWorker(t, true, 4096+140, wall, 1) // memory: the sandbox enforces it
+	sc := c.(*sandboxConn)
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	served := make(chan error, 1)
+	go func() {
+		_, err := sc.call(sctx, 6000, []byte(step(6000, h[0], "hang")), wall)
+		served <- err
+	}()
+	waitFor(func() bool { return len(sc.turn) == 1 }) // the hang has the turn
+
+	qctx, qcancel := context.WithCancel(context.Background())
+	dropped := make(chan error, 1)
+	go func() {
+		_, err := sc.call(qctx, 6001, []byte(`{"id": 6001, "op": "hello"}`), wall)
+		dropped <- err
+	}()
+	qcancel()
+	if err := <-dropped; !errors.Is(err, context.Canceled) || !sc.alive() {
+		t.Errorf("the request cancelled in its wait: %v, alive %v; want context canceled, the worker alive", err, sc.alive())
+	}
+
+	queued := make(chan error, 1)
+	go func() {
+		_, err := sc.call(context.Background(), 6002, []byte(`{"id": 6002, "op": "hello"}`), wall)
+		queued <- err
+	}()
+	scancel()
+	if err := <-served; !errors.Is(err, context.Canceled) {
+		t.Errorf("the served request: %v, want context canceled", err)
+	}
+	const stopped = "the process was stopped when an episode's budget ended during its request"
+	lost := lostOf(t, "the queued request", <-queued)
+	if lost.culprit || lost.reason != stopped {
+		t.Errorf("the queued request: culprit %v, reason %q; want false, %q", lost.culprit, lost.reason, stopped)
 	}
 }
