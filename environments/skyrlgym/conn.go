@@ -21,10 +21,12 @@ import (
 // by the request's id.
 type conn interface {
 	// call sends req (one line, id inside) and returns its reply line.
-	// The error is ctx's when ctx ended first (the process is then
-	// killed: it was busy with this request or one before it), or a
-	// *lostError when the process ended, broke the protocol or gave no
-	// answer within wall (then it is killed).
+	// The error is ctx's when ctx ended first: nothing is sent when it
+	// had ended already, a request still waiting its turn is dropped, and
+	// only the one being served kills the process (it is then the
+	// culprit). Or a *lostError when the process ended, broke the
+	// protocol or gave no answer within wall, counted from when it
+	// started serving the request (then it is killed).
 	call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error)
 	// kill ends the process; alive says whether it still runs.
 	kill()
@@ -33,7 +35,7 @@ type conn interface {
 
 // lostError is a request the process never answered. culprit is true for
 // the request the process was serving when it ended — the oldest one
-// unanswered — and false for those queued behind it.
+// written and unanswered — and false for those queued behind it.
 type lostError struct {
 	culprit bool
 	reason  string
