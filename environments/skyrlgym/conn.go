@@ -21,10 +21,12 @@ import (
 // by the request's id.
 type conn interface {
 	// call sends req (one line, id inside) and returns its reply line.
-	// The error is ctx's when ctx ended first (the process is then
-	// killed: it was busy with this request or one before it), or a
-	// *lostError when the process ended, broke the protocol or gave no
-	// answer within wall (then it is killed).
+	// The error is ctx's when ctx ended first: nothing is sent when it
+	// had ended already, a request still waiting its turn is dropped, and
+	// only the one being served kills the process (it is then the
+	// culprit). Or a *lostError when the process ended, broke the
+	// protocol or gave no answer within wall, counted from when it
+	// started serving the request (then it is killed).
 	call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error)
 	// kill ends the process; alive says whether it still runs.
 	kill()
@@ -33,7 +35,7 @@ type conn interface {
 
 // lostError is a request the process never answered. culprit is true for
 // the request the process was serving when it ended — the oldest one
-// unanswered — and false for those queued behind it.
+// written and unanswered — and false for those queued behind it.
 type lostError struct {
 	culprit bool
 	reason  string
@@ -80,19 +82,33 @@ func quote(b []byte) string {
 
 // pipeConn is a worker run directly (no sandbox), its requests pipelined:
 // many episodes' requests may be in flight at once; a reader matches
-// each reply to its request by id.
+// each reply to its request by id. The worker serves them one at a time,
+// in the order they were written: the head of the queue is the one being
+// served, the only one whose clock runs and the only one a crash or a
+// timeout blames.
 type pipeConn struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tail
 
+	// A request joins queue under wmu, just before it is written, so
+	// queue order is write order (not id order: ids are taken earlier).
 	wmu     sync.Mutex // one writer at a time
-	mu      sync.Mutex // pending and reason
-	pending map[int64]chan []byte
+	mu      sync.Mutex // queue, byID, reason, culprit
+	queue   []*request // in flight, in write order: queue[0] is being served
+	byID    map[int64]*request
 	reason  string        // why it ended, once done is closed
-	culprit int64         // the oldest request in flight when it ended
+	culprit *request      // the request being served when it ended, if any
 	done    chan struct{} // closed when the process is gone
 	ended   atomic.Bool
+}
+
+// request is one request in flight on a pipeConn.
+type request struct {
+	id    int64
+	ch    chan []byte // its reply; buffered, so a dropped request's reply is discarded
+	wall  time.Duration
+	clock *time.Timer // runs while it is being served
 }
 
 // startPipe starts the interpreter with the worker script, directly.
@@ -100,10 +116,14 @@ func startPipe(python string, env []string) (*pipeConn, error) {
 	cmd := exec.Command(python, "-I", "-c", string(workerScript))
 	cmd.Env = env
 	// Its own process group, so a kill also ends what the environment
-	// forked (lcb's test processes).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// forked (lcb's test processes); killed when rlpipe ends, even while
+	// it is busy in a step.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A child that left the process group and holds stderr open does not
+	// keep Wait, and so the restart, waiting.
+	cmd.WaitDelay = time.Second
 	c := &pipeConn{cmd: cmd, stderr: &tail{max: 8 << 10},
-		pending: map[int64]chan []byte{}, done: make(chan struct{})}
+		byID: map[int64]*request{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	var err error
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
@@ -126,15 +146,24 @@ func (c *pipeConn) read(r *bufio.Reader) {
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
-			werr := c.cmd.Wait()
+			// The worker's own status first, then kill its process group
+			// before cmd.Wait: an env's children holding stderr would keep
+			// cmd.Wait (it drains stderr) from returning.
+			killed := c.ended.Load()
+			state, werr := c.cmd.Process.Wait()
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			_ = c.cmd.Wait() // stderr drained (bounded by WaitDelay); the status is state's
 			how := "the process exited"
-			if werr != nil {
+			switch {
+			case werr != nil:
 				how = "the process ended: " + werr.Error()
+			case !state.Success():
+				how = "the process ended: " + state.String()
 			}
-			if c.ended.Load() { // killed: the reason is set
+			if killed { // killed by this side: the reason is set
 				how = ""
 			}
-			c.fail(how)
+			c.fail(how, nil)
 			return
 		}
 		line = bytes.TrimSuffix(line, []byte("\n"))
@@ -142,25 +171,59 @@ func (c *pipeConn) read(r *bufio.Reader) {
 			ID *int64 `json:"id"`
 		}
 		if json.Unmarshal(line, &head) != nil || head.ID == nil {
-			c.fail(fmt.Sprintf("the process wrote %s on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd)", quote(line)))
+			c.fail(fmt.Sprintf("the process wrote %s on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd)", quote(line)), nil)
 			_ = c.cmd.Wait()
 			return
 		}
 		c.mu.Lock()
-		ch, ok := c.pending[*head.ID]
-		delete(c.pending, *head.ID)
+		if req, ok := c.byID[*head.ID]; ok {
+			c.removeLocked(req)
+			req.ch <- line
+		}
 		c.mu.Unlock()
-		if ok {
-			ch <- line
+	}
+}
+
+// removeLocked takes req out of the queue; when it was being served, the
+// next request's clock starts. c.mu is held.
+func (c *pipeConn) removeLocked(req *request) {
+	delete(c.byID, req.id)
+	if req.clock != nil {
+		req.clock.Stop()
+	}
+	for i, q := range c.queue {
+		if q == req {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			if i == 0 && len(c.queue) > 0 {
+				c.serveLocked(c.queue[0])
+			}
+			return
 		}
 	}
 }
 
+// serveLocked starts the clock of req, now being served: past its wall
+// the process is killed and req is the culprit. c.mu is held.
+func (c *pipeConn) serveLocked(req *request) {
+	req.clock = time.AfterFunc(req.wall, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.queue) > 0 && c.queue[0] == req {
+			c.failLocked(fmt.Sprintf("no answer within the request timeout of %s", req.wall), req)
+		}
+	})
+}
+
 // fail ends the process, for reason (kept when one was set before), and
-// fails every request in flight: the oldest is the culprit.
-func (c *pipeConn) fail(reason string) {
+// fails every request in flight: culprit, or else the one being served,
+// is to blame.
+func (c *pipeConn) fail(reason string, culprit *request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.failLocked(reason, culprit)
+}
+
+func (c *pipeConn) failLocked(reason string, culprit *request) {
 	if c.reason == "" && reason != "" {
 		if t := c.stderr.last(); t != "" && !strings.Contains(reason, "protocol stream") {
 			reason += " (stderr: " + t + ")"
@@ -175,62 +238,80 @@ func (c *pipeConn) fail(reason string) {
 		return
 	default:
 	}
-	c.culprit = -1
-	for id := range c.pending {
-		if c.culprit < 0 || id < c.culprit {
-			c.culprit = id
+	if culprit == nil && len(c.queue) > 0 {
+		culprit = c.queue[0]
+	}
+	c.culprit = culprit
+	for _, q := range c.queue {
+		if q.clock != nil {
+			q.clock.Stop()
 		}
 	}
 	close(c.done)
-	c.pending = nil
+	c.queue, c.byID = nil, nil
 }
 
-func (c *pipeConn) kill() { c.fail("the process was stopped") }
+func (c *pipeConn) kill() { c.fail("the process was stopped", nil) }
 
 func (c *pipeConn) alive() bool { return !c.ended.Load() }
 
-func (c *pipeConn) call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error) {
-	ch := make(chan []byte, 1)
+func (c *pipeConn) call(ctx context.Context, id int64, line []byte, wall time.Duration) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // never sent: nothing to kill
+	}
+	req := &request{id: id, ch: make(chan []byte, 1), wall: wall}
+	c.wmu.Lock()
 	c.mu.Lock()
-	if c.pending == nil {
+	if c.byID == nil {
 		c.mu.Unlock()
+		c.wmu.Unlock()
 		return nil, &lostError{reason: c.why()}
 	}
-	c.pending[id] = ch
+	c.byID[id] = req
+	c.queue = append(c.queue, req)
+	if len(c.queue) == 1 {
+		c.serveLocked(req)
+	}
 	c.mu.Unlock()
-	c.wmu.Lock()
-	_, err := c.stdin.Write(append(req, '\n'))
+	_, err := c.stdin.Write(append(line, '\n'))
 	c.wmu.Unlock()
 	if err != nil {
-		c.fail("its input closed: " + err.Error())
+		c.fail("its input closed: "+err.Error(), nil)
 	}
-	timer := time.NewTimer(wall)
-	defer timer.Stop()
 	select {
-	case line := <-ch:
+	case line := <-req.ch:
 		return line, nil
 	case <-c.done:
 		select { // answered just before the end
-		case line := <-ch:
+		case line := <-req.ch:
 			return line, nil
 		default:
 		}
-		return nil, c.lost(id)
-	case <-timer.C:
-		c.fail(fmt.Sprintf("no answer within the request timeout of %s", wall))
-		return nil, c.lost(id)
+		return nil, c.lost(req)
 	case <-ctx.Done():
-		c.fail("the process was stopped when an episode's budget ended during its request")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		select { // answered meanwhile
+		case line := <-req.ch:
+			return line, nil
+		default:
+		}
+		// Being served: the process is busy with this request, so it is
+		// killed and this request is the culprit. Queued behind another:
+		// it is dropped; the reader discards its reply.
+		if len(c.queue) > 0 && c.queue[0] == req {
+			c.failLocked("the process was stopped when an episode's budget ended during its request", req)
+		}
 		return nil, ctx.Err()
 	}
 }
 
-// lost is the error of request id after the process ended: it was the
-// culprit when it was the oldest in flight.
-func (c *pipeConn) lost(id int64) error {
+// lost is the error of req after the process ended: req was the culprit
+// when it was being served.
+func (c *pipeConn) lost(req *request) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &lostError{culprit: id == c.culprit, reason: c.reason}
+	return &lostError{culprit: req == c.culprit, reason: c.reason}
 }
 
 func (c *pipeConn) why() string {
@@ -242,27 +323,48 @@ func (c *pipeConn) why() string {
 var _ conn = (*pipeConn)(nil)
 
 // sandboxConn is a worker in rlpipe's sandbox (sandbox.Start): one
-// request at a time, as sandbox.Process serves them.
+// request at a time, as sandbox.Process serves them; turn makes the
+// requests queue here, so a request's clock starts when its turn comes.
 type sandboxConn struct {
 	p         *sandbox.Process
+	turn      chan struct{}          // held by the request being served
 	blamed    atomic.Bool            // a request was already named the culprit
 	killedFor atomic.Pointer[string] // why it was killed, when this side killed it
 }
 
+func newSandboxConn(p *sandbox.Process) *sandboxConn {
+	return &sandboxConn{p: p, turn: make(chan struct{}, 1)}
+}
+
 func (c *sandboxConn) call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // never sent: nothing to kill
+	}
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err() // never sent: nothing to kill
+	}
+	defer func() { <-c.turn }()
 	// The sandbox's own wall limit is the longest of them all (a start's);
-	// this request's is a deadline, which kills the process too.
+	// this request's is a deadline from its turn, which kills the process
+	// too.
 	rctx, cancel := context.WithTimeout(ctx, wall)
 	defer cancel()
 	line, err := c.p.Call(rctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
+			// The process was serving this request when the caller's
+			// budget ended: it was killed for it, and this request is the
+			// culprit, not the next one in turn.
+			msg := "the process was stopped when an episode's budget ended during its request"
+			c.killedFor.CompareAndSwap(nil, &msg)
+			c.blamed.Store(true)
 			return nil, ctx.Err()
 		}
 		if rctx.Err() != nil {
 			msg := fmt.Sprintf("no answer within the request timeout of %s", wall)
-			c.killedFor.Store(&msg)
-			return nil, &lostError{culprit: !c.blamed.Swap(true), reason: msg}
+			c.killedFor.CompareAndSwap(nil, &msg)
 		}
 		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: c.why()}
 	}
@@ -271,9 +373,9 @@ func (c *sandboxConn) call(ctx context.Context, id int64, req []byte, wall time.
 	}
 	if json.Unmarshal(line, &head) != nil || head.ID == nil || *head.ID != id {
 		msg := fmt.Sprintf("the process wrote %s on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd)", quote(line))
-		c.killedFor.Store(&msg)
+		c.killedFor.CompareAndSwap(nil, &msg)
 		c.p.Kill()
-		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: msg}
+		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: c.why()}
 	}
 	return line, nil
 }

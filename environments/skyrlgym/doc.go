@@ -56,14 +56,28 @@
 //     (*EnvError, ErrRaised) with the exception's last line; in make, the
 //     stage fails naming the prompt row (ErrRow) and the next step.
 //   - A worker that ends (a crash) or writes a line that is not a reply
-//     while serving a request: the oldest request in flight is the
-//     culprit, its episode env_error (ErrCrashed); the other episodes in
-//     flight, or whose envs were in that process, are infra_error
-//     (ErrLost); the next request starts a new process.
-//   - A request with no answer: the episode's wall-clock budget (the
-//     stage's timeout) ends it as timeout and kills the worker (it was
-//     busy with that request or one before it), as does
-//     request_timeout_s.
+//     while serving a request: the request it was serving — the oldest
+//     written and unanswered, as the worker serves them one at a time in
+//     the order written — is the culprit, its episode env_error
+//     (ErrCrashed); the other episodes in flight, or whose envs were in
+//     that process, are infra_error (ErrLost); the next request starts a
+//     new process. A make that crashes the worker is the row's fault
+//     (ErrRow, not tried again); one that meets a process another
+//     request ended is tried once more.
+//   - A request with no answer: request_timeout_s, counted from when the
+//     worker starts serving it (not while it waits its turn), kills the
+//     worker, the episode env_error; the episode's wall-clock budget (the
+//     stage's timeout) ends it as timeout. An episode whose context ends
+//     (its budget, or the stage cancelled) kills the worker only when its
+//     request is the one being served, and is then the culprit; a request
+//     still queued is dropped (its reply discarded) and one not yet sent
+//     is never sent.
+//   - The worker runs in its own process group, killed when rlpipe dies;
+//     on a crash the group is killed before the exit status is collected,
+//     so a child the env forked cannot delay the restart. Its
+//     subprocesses inherit /dev/null as stdin, never the requests.
+//   - An env whose Reset failed is still closed by End, in the process
+//     that may hold it.
 //   - env_class that names nothing (ErrUnknownClass), a worker that does
 //     not start (ErrStart), other bad rl_options (ErrOptions): Open fails
 //     with the next step.

@@ -253,7 +253,9 @@ func (m *maker) make(p tables.Prompt) (environments.Env, error) {
 	var r reply
 	var gen int
 	// A process that ended under another episode's request is started
-	// again: one more try.
+	// again: one more try. One that ended while serving this make was
+	// ended by the row's env: the row is to blame, and no retry.
+	var lost *lostError
 	for try := 0; ; try++ {
 		var c conn
 		c, gen, err = m.w.acquire(ctx)
@@ -261,10 +263,13 @@ func (m *maker) make(p tables.Prompt) (environments.Env, error) {
 			return nil, err
 		}
 		r, err = m.w.send(ctx, c, e.makeRequest())
-		var lost *lostError
-		if err == nil || !errors.As(err, &lost) || try == 1 {
+		if err == nil || !errors.As(err, &lost) || lost.culprit || try == 1 {
 			break
 		}
+	}
+	if lost != nil && lost.culprit {
+		return nil, fmt.Errorf("skyrl_gym env %s for prompt %s: make: %s; the worker ended while making this row's env (it restarts for the next request): %w",
+			m.class, p.PromptID, lost.reason, ErrRow)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("skyrl_gym env %s for prompt %s: make: %v: %w", m.class, p.PromptID, err, environments.ErrInfra)
@@ -351,7 +356,10 @@ func (e *env) Reset(ctx context.Context, id string) (string, error) {
 	}
 	r, err := e.call(ctx, c, "init", req)
 	if err != nil {
-		e.gen = 0
+		// The env may be in the process still (made, then its init
+		// raised; or the request dropped from the queue, made later):
+		// End closes it there, its close written after the init.
+		e.gen = gen
 		return "", err
 	}
 	e.gen, e.live = gen, true

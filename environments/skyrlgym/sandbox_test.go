@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments/skyrlgym"
@@ -61,4 +62,38 @@ func TestSandboxed(t *testing.T) {
 			t.Errorf("steps %+v, want %+v", got, want)
 		}
 	})
+}
+
+// In the sandbox, as run directly: a worker that crashes, hangs or
+// writes garbage mid-episode makes that episode env_error (or timeout),
+// the worker restarts, and the next episode goes on.
+func TestSandboxFaults(t *testing.T) {
+	t.Parallel() // a worker of its own: its process starts overlap the others'
+	m, w := faulty(t, skyrlgym.Options{Sandbox: ptr(true)})
+	for _, c := range []struct {
+		name, action string
+		timeout      time.Duration
+		status       string
+		error        string
+	}{
+		{"crash", "crash", 0, tables.StatusEnvError,
+			"step 0: skyrl_gym env faulty:Faulty for prompt e: step: the process ended: failed (exit code 3): the skyrl_gym worker ended during this episode's request; it restarts for the next one"},
+		{"hang", "hang", time.Second, tables.StatusTimeout, "wall-clock budget of 1s spent during step 0 after 0 turns"},
+		{"garbage on the protocol stream", "garbage", 0, tables.StatusEnvError,
+			`step 0: skyrl_gym env faulty:Faulty for prompt e: step: the process wrote "garbage" on the protocol stream, not a reply (an environment must print to stdout or stderr, never to the worker's protocol fd): the skyrl_gym worker ended during this episode's request; it restarts for the next one`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			starts := w.Starts()
+			res := runOne(t, m, "e", c.timeout, c.action)
+			if res.Status() != c.status || errorOf(res) != c.error {
+				t.Errorf("status %s, error\n%s\nwant %s,\n%s", res.Status(), errorOf(res), c.status, c.error)
+			}
+			if res := runOne(t, m, "next", 0, "ok"); res.Status() != tables.StatusOK || res.Reward != 1 {
+				t.Errorf("the next episode: %s (%s), reward %v; want ok, 1", res.Status(), errorOf(res), res.Reward)
+			}
+			if got := w.Starts(); got != starts+1 {
+				t.Errorf("%d starts, then %d; want one restart", starts, got)
+			}
+		})
+	}
 }

@@ -142,7 +142,7 @@ func (w *Worker) start(ctx context.Context) (conn, string, error) {
 		if err != nil {
 			return fail("%v", err)
 		}
-		c = &sandboxConn{p: p}
+		c = newSandboxConn(p)
 	} else {
 		host, err := pyinterp.Host(w.s.python)
 		if err != nil {

@@ -21,10 +21,17 @@ import sys
 import traceback
 
 # The protocol owns the original fd 1; what the environments print (print,
-# or a C library writing to fd 1) goes to stderr.
+# or a C library writing to fd 1) goes to stderr. It owns the original fd 0
+# too: an environment's subprocesses inherit /dev/null there, so they never
+# read the requests.
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
+_requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+sys.stdin = open(os.devnull, "r")
 
 import skyrl_gym  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
@@ -141,7 +148,7 @@ def _write(d):
     _proto.flush()
 
 
-for line in sys.stdin:
+for line in _requests:
     rid = None
     try:
         req = json.loads(line)
