@@ -177,13 +177,16 @@ func (e *Env) Reset(ctx context.Context, id string) (string, error) {
 	if err := e.End(); err != nil {
 		return "", err
 	}
-	e.r.addr.hold()
-	e.holden = true
 	data := map[string]any{"seed": environments.Seed(id) >> 33, "episode_id": id}
 	for k, v := range e.r.Reset {
 		data[k] = v
 	}
-	b, _ := json.Marshal(data)
+	b, err := json.Marshal(data)
+	if err != nil {
+		return "", fmt.Errorf("reset episode %s: rl_options reset: cannot be sent as JSON: %w", id, err)
+	}
+	e.r.addr.hold()
+	e.holden = true
 	// A reused socket may have been closed by the server while idle (its
 	// pings unanswered): then the reset goes again on a fresh one.
 	for fresh := false; ; fresh = true {
@@ -447,7 +450,10 @@ func (e *Env) text(obs map[string]json.RawMessage, where string) (string, error)
 			}
 		}
 	}
-	b, _ := json.Marshal(rest)
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return "", &Error{ErrProtocol, fmt.Sprintf("%s: the observation cannot be written back as JSON: %v", where, err)}
+	}
 	return string(b), nil
 }
 

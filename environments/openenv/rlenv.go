@@ -112,18 +112,25 @@ var shares struct {
 	pools   map[string]*pool
 }
 
-// key is v as JSON, for the maps of shares.
-func key(v any, dir string) string {
-	b, _ := json.Marshal(struct {
+// key is v as JSON, for the maps of shares. It fails on options JSON
+// cannot hold (a NaN or ±Inf number in reset:).
+func key(v any, dir string) (string, error) {
+	b, err := json.Marshal(struct {
 		V   any
 		Dir string
 	}{v, dir})
-	return string(b)
+	if err != nil {
+		return "", fmt.Errorf("openenv: rl_options cannot be written as JSON: %w", err)
+	}
+	return string(b), nil
 }
 
 // shared returns the process's Remote for o, made on first use.
 func shared(o *Options, dir string) (*Remote, error) {
-	k := key(o, dir)
+	k, err := key(o, dir)
+	if err != nil {
+		return nil, err
+	}
 	shares.mu.Lock()
 	defer shares.mu.Unlock()
 	if r := shares.remotes[k]; r != nil {
@@ -135,7 +142,10 @@ func shared(o *Options, dir string) (*Remote, error) {
 	}
 	hdr := &tokenHeader{name: o.Header, env: o.TokenEnv}
 	if o.Serve != nil {
-		sk := key(o.Serve, dir)
+		sk, err := key(o.Serve, dir)
+		if err != nil {
+			return nil, err
+		}
 		v := shares.servers[sk]
 		if v == nil {
 			s, err := NewServer(*o.Serve, dir)
@@ -160,10 +170,13 @@ func shared(o *Options, dir string) (*Remote, error) {
 		}
 		r.addr = &fixed{url: base, tokenHeader: hdr}
 	}
-	pk := key(struct {
+	pk, err := key(struct {
 		URL, TokenEnv, Header string
 		Serve                 *ServeOptions
 	}{o.URL, o.TokenEnv, o.Header, o.Serve}, dir)
+	if err != nil {
+		return nil, err
+	}
 	if r.pool = shares.pools[pk]; r.pool == nil {
 		r.pool = &pool{}
 		if shares.pools == nil {

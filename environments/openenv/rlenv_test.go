@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,8 @@ func TestOpen(t *testing.T) {
 		{"another scheme", &openenv.Options{URL: "ftp://h:1"}, `url "ftp://h:1": scheme "ftp": want http, https, ws or wss`},
 		{"an app without its attribute", &openenv.Options{Serve: &openenv.ServeOptions{App: "server"}},
 			`serve: app "server" is not module:attribute: set rl_options serve: {app: "package.module:app"}, the ASGI app create_app made`},
+		{"a reset value JSON cannot hold", &openenv.Options{URL: "http://127.0.0.1:1", Reset: map[string]any{"difficulty": math.NaN()}},
+			"openenv: rl_options cannot be written as JSON: json: unsupported value: NaN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := openenv.RLEnv{}.Open(c.opts, "")
