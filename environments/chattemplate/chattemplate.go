@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/rlpipe/rlpipe/environments"
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
@@ -292,26 +293,11 @@ func (w *worker) close() {
 }
 
 // tail keeps the last 2 KiB a worker wrote to stderr, for error messages.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if n := len(t.b); n > 2048 {
-		t.b = t.b[n-2048:]
-	}
-	return len(p), nil
-}
+type tail struct{ bounded.Tail }
 
 // say is ": stderr: <last line>" when the worker wrote to stderr.
 func (t *tail) say() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
+	s := strings.TrimSpace(t.Text())
 	if s == "" {
 		return ""
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
@@ -249,7 +250,7 @@ func (s *Server) start(ctx context.Context) (_ *process, inUse bool, _ error) {
 	for k, v := range s.o.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	t := &tail{max: 2048}
+	t := &tail{bounded.Tail{Max: 2048}}
 	cmd.Stdout, cmd.Stderr = t, t
 	// Its own process group, killed whole by Close; and killed with
 	// rlpipe should rlpipe die first.
@@ -316,28 +317,12 @@ func (s *Server) Close() {
 	}
 }
 
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = t.b[over:]
-	}
-	return len(p), nil
-}
+// tail keeps the last bytes of the server's stderr.
+type tail struct{ bounded.Tail }
 
 // String is the tail's last lines, on one line, "(nothing)" when empty.
 func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	lines := strings.Split(strings.TrimSpace(t.Text()), "\n")
 	if len(lines) > 6 {
 		lines = lines[len(lines)-6:]
 	}

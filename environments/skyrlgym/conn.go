@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/sandbox"
 )
 
@@ -44,27 +45,11 @@ type lostError struct {
 func (e *lostError) Error() string { return e.reason }
 
 // tail keeps the last bytes written to it: a process's stderr.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
+type tail struct{ bounded.Tail }
 
 // last is the last non-empty line written: a traceback's exception.
 func (t *tail) last() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return lastLine(string(t.buf))
+	return lastLine(t.Text())
 }
 
 func lastLine(s string) string {
@@ -122,7 +107,7 @@ func startPipe(python string, env []string) (*pipeConn, error) {
 	// A child that left the process group and holds stderr open does not
 	// keep Wait, and so the restart, waiting.
 	cmd.WaitDelay = time.Second
-	c := &pipeConn{cmd: cmd, stderr: &tail{max: 8 << 10},
+	c := &pipeConn{cmd: cmd, stderr: &tail{bounded.Tail{Max: 8 << 10}},
 		byID: map[int64]*request{}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	var err error

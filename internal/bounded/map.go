@@ -3,6 +3,10 @@
 // commit) which stays small by emptying itself instead of growing: the
 // embedded store's tree cache and the UI's commit cache use it. Emptying
 // at once is crude, but bounded, and a refill costs one read per key.
+//
+// Tail is the other bounded thing: a writer that keeps the last bytes of a
+// child process's stderr, for the error that says why it died (the SkyRL-gym
+// worker, the OpenEnv server, the chat-template worker).
 package bounded
 
 import "sync"

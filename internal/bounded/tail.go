@@ -1,0 +1,34 @@
+package bounded
+
+import "sync"
+
+// Tail is an io.Writer, safe for concurrent use, that keeps the last Max
+// bytes written to it: a child process's stderr, for the error that names
+// why it died. Max 0 keeps 2 KiB.
+type Tail struct {
+	Max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+// Write keeps p's end; it never fails.
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	max := t.Max
+	if max <= 0 {
+		max = 2048
+	}
+	t.b = append(t.b, p...)
+	if over := len(t.b) - max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// Text is what the tail holds.
+func (t *Tail) Text() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
