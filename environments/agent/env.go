@@ -74,6 +74,13 @@ type Task struct {
 	// names the paths. NewEnv checks that each is clean, relative, inside
 	// the world (no symlink on the way) and in it.
 	Protected []string
+	// Files are the task's own files, written into each episode's
+	// workspace at Reset over the world's: the problem's input when one
+	// world serves many problems (a file per row of a dataset). Names are
+	// clean relative paths whose directories are in the world; a file may
+	// not be protected (Protected compares with the world, which does not
+	// have it).
+	Files map[string][]byte
 }
 
 // Options tune an Env. A nil *Options means the defaults.
@@ -91,6 +98,23 @@ type Options struct {
 	// without <tool_call> is still read as a fenced bash block or the
 	// final answer. False: the fenced block only, as before.
 	Tools bool
+	// NoHelp gives the instruction alone, without FormatHelp or ToolsHelp:
+	// for a model pretrained on the task's tools, whose context has no
+	// room for them (the embedded tiny-tool).
+	NoHelp bool
+	// EndOnMalformed judges the episode at a reply whose tool calls
+	// cannot be read, as it stands (the error in
+	// Info["malformed_tool_call"]), in place of answering with the error:
+	// for a small model whose context has no room for another turn after
+	// an error, where the episode would otherwise outgrow it and never be
+	// scored.
+	EndOnMalformed bool
+	// MaxReplies, when positive, judges the episode once the policy has
+	// replied that many times without finishing, the last reply's calls
+	// run first: a budget of replies that ends scored, as Harbor's agent
+	// timeout does, where the runner's max_turns (or a context the next
+	// turn outgrows) would end the episode unjudged.
+	MaxReplies int
 }
 
 // Verdict is the judgement of an episode's final state.
@@ -128,6 +152,7 @@ type Env struct {
 
 	ws        *Workspace
 	calls     int
+	replies   int
 	verdict   *Verdict
 	protected treeState // the world at task.Protected, once read
 }
@@ -147,6 +172,7 @@ func NewEnv(world *World, task Task, opts *Options) (*Env, error) {
 		return nil, err
 	}
 	task.Checks = maps.Clone(task.Checks)
+	task.Files = maps.Clone(task.Files)
 	task.Protected = slices.Clone(task.Protected)
 	return &Env{world: world, task: task, o: o}, nil
 }
@@ -165,7 +191,15 @@ func (e *Env) Reset(ctx context.Context, id string) (string, error) {
 		}
 		return "", fmt.Errorf("episode %s: %w", id, err)
 	}
-	e.ws, e.calls, e.verdict = ws, 0, nil
+	e.ws, e.calls, e.replies, e.verdict = ws, 0, 0, nil
+	for _, name := range slices.Sorted(maps.Keys(e.task.Files)) {
+		if err := e.putFile(name, string(e.task.Files[name])); err != nil {
+			return "", fmt.Errorf("episode %s: write the task's file %s into the workspace: %v: %w", id, name, err, ErrInfra)
+		}
+	}
+	if e.o.NoHelp {
+		return e.task.Instruction, nil
+	}
 	help := FormatHelp
 	if e.o.Tools {
 		help = ToolsHelp
@@ -175,7 +209,25 @@ func (e *Env) Reset(ctx context.Context, id string) (string, error) {
 
 // Step runs the tool call in action, or, when action has none, judges the
 // workspace (see Task) and ends the episode.
+//
+// With Options.MaxReplies, the reply that spends the budget runs its
+// calls, then the workspace is judged as it stands (Info["replies_spent"]).
 func (e *Env) Step(ctx context.Context, action string) (environments.Step, error) {
+	e.replies++
+	st, err := e.step(ctx, action)
+	if err != nil || st.Done || e.o.MaxReplies <= 0 || e.replies < e.o.MaxReplies {
+		return st, err
+	}
+	st.Info["replies_spent"] = e.replies
+	fin, err := e.finish(ctx, st.Info)
+	if err != nil {
+		return environments.Step{}, err
+	}
+	fin.ToolCalls, fin.ToolResults = st.ToolCalls, st.ToolResults
+	return fin, nil
+}
+
+func (e *Env) step(ctx context.Context, action string) (environments.Step, error) {
 	if e.ws == nil {
 		return environments.Step{}, errors.New("agent: Step without an episode: call Reset first")
 	}

@@ -38,6 +38,15 @@ type PipelineOptions struct {
 	// function-calling format (Options.Tools); the fenced bash block
 	// stays the fallback. Left out of the cache key when false.
 	Tools bool `json:"tools,omitempty"`
+	// NoHelp gives the policy the task's instruction alone (Options.NoHelp),
+	// for a model pretrained on the tools.
+	NoHelp bool `json:"no_help,omitempty"`
+	// EndOnMalformed judges the episode at a reply whose tool calls cannot
+	// be read (Options.EndOnMalformed).
+	EndOnMalformed bool `json:"end_on_malformed,omitempty"`
+	// MaxReplies judges the episode after that many replies
+	// (Options.MaxReplies); 0: no budget but the stage's max_turns.
+	MaxReplies int `json:"max_replies,omitempty"`
 }
 
 // PromptTask is what a prompt row's metadata holds for an agent episode,
@@ -48,6 +57,8 @@ type PromptTask struct {
 	Run       string            `json:"run,omitempty"`
 	Checks    map[string]string `json:"checks,omitempty"`
 	Verifier  string            `json:"verifier"`
+	// Files are written into the episode's workspace (Task.Files).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // TaskOf reads the agent task of a prompt: its prompt (or its last
@@ -68,6 +79,12 @@ func TaskOf(p tables.Prompt) (Task, error) {
 	}
 	if t.Instruction == "" {
 		return Task{}, fmt.Errorf("prompt %s: no instruction: its prompt is empty", p.PromptID)
+	}
+	if len(pt.Files) > 0 {
+		t.Files = make(map[string][]byte, len(pt.Files))
+		for name, text := range pt.Files {
+			t.Files[name] = []byte(text)
+		}
 	}
 	if len(pt.Checks) > 0 {
 		t.Checks = make(map[string][]byte, len(pt.Checks))
@@ -101,6 +118,9 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if o == nil || o.World == "" {
 		return nil, "", errors.New("world is missing: add rl_options: {world: DIR}, the directory copied into each episode's workspace")
 	}
+	if o.MaxReplies < 0 {
+		return nil, "", fmt.Errorf("max_replies %d: want a number of replies ≥ 0 (0: no budget but the stage's max_turns)", o.MaxReplies)
+	}
 	src := o.World
 	if !filepath.IsAbs(src) {
 		src = filepath.Join(dir, src)
@@ -116,7 +136,7 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	eo := &Options{ObservationBytes: o.ObservationBytes, Tools: o.Tools, Limits: OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
+	eo := &Options{ObservationBytes: o.ObservationBytes, Tools: o.Tools, NoHelp: o.NoHelp, EndOnMalformed: o.EndOnMalformed, MaxReplies: o.MaxReplies, Limits: OptionLimits(o.TimeoutS, o.MemoryMB, o.Procs)}
 	mk := func(p tables.Prompt) (environments.Env, error) {
 		t, err := TaskOf(p)
 		if err != nil {

@@ -67,6 +67,10 @@ var _ environments.ToolOffer = (*Env)(nil)
 // calls cannot be read runs none and says why.
 func (e *Env) callTools(ctx context.Context, action string, info map[string]any) (environments.Step, error) {
 	_, calls, err := toolcall.Parse(action)
+	if err != nil && e.o.EndOnMalformed {
+		info["malformed_tool_call"] = err.Error()
+		return e.finish(ctx, info)
+	}
 	if err != nil {
 		return environments.Step{Observation: err.Error() + "; " + callHelp, Info: info}, nil
 	}
@@ -189,30 +193,40 @@ func (e *Env) readFile(p string) string {
 }
 
 // writeFile is write_file's result: how much was written, or what went
-// wrong. The file belongs to the sandbox's user, as one bash wrote would.
+// wrong.
 func (e *Env) writeFile(p, text string) string {
+	if err := e.putFile(p, text); err != nil {
+		return "write_file: " + err.Error()
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(text), p)
+}
+
+// putFile writes text to the workspace path p (as the policy gave it),
+// replacing the file; it belongs to the sandbox's user, as one bash wrote
+// would.
+func (e *Env) putFile(p, text string) error {
 	limit := cmp.Or(e.o.Limits.FileBytes, sandbox.DefaultFileBytes)
 	if int64(len(text)) > limit {
-		return fmt.Sprintf("write_file: %d bytes is past the file size limit of %d bytes; nothing was written", len(text), limit)
+		return fmt.Errorf("%d bytes is past the file size limit of %d bytes; nothing was written", len(text), limit)
 	}
 	f, err := e.openBeneath(p, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NONBLOCK, 0o644)
 	if err != nil {
-		return "write_file: " + err.Error()
+		return err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Sprintf("write_file: %s is not a regular file", p)
+		return fmt.Errorf("%s is not a regular file", p)
 	}
 	if uid, gid := sandbox.SandboxUID(); uid != os.Geteuid() {
 		if err := f.Chown(uid, gid); err != nil {
-			return "write_file: " + err.Error()
+			return err
 		}
 	}
 	if _, err := f.WriteString(text); err != nil {
 		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Sprintf("write_file: no space left: the episode may write at most its workspace's limit; %s is cut short", p)
+			return fmt.Errorf("no space left: the episode may write at most its workspace's limit; %s is cut short", p)
 		}
-		return "write_file: " + err.Error()
+		return err
 	}
-	return fmt.Sprintf("wrote %d bytes to %s", len(text), p)
+	return nil
 }

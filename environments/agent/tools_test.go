@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -177,5 +179,183 @@ func TestRLEnvTools(t *testing.T) {
 		if got := env.(environments.ToolOffer).Tools(); (len(got) == 4) != tools {
 			t.Errorf("tools %v: offered %d tools", tools, len(got))
 		}
+	}
+}
+
+// A task's own files are in every episode's workspace, beside the
+// world's, and in no other task's; NoHelp gives the instruction alone.
+// The tiny tool demo's episode, played by hand: read the input, write
+// the sum, submit.
+func TestTaskFiles(t *testing.T) {
+	_, w := newWorld(t)
+	ctx := context.Background()
+	sum := agent.Task{Instruction: "Sum input.txt into answer.txt.", Files: map[string][]byte{"input.txt": []byte("7 5"), "dir/note.txt": []byte("n")},
+		Checks: map[string][]byte{"answer.txt": []byte("12")}, Verifier: `test "$(cat answer.txt)" = "$(cat /check/answer.txt)"`}
+	env, err := agent.NewEnv(w, sum, &agent.Options{Tools: true, NoHelp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.End()
+	other, err := agent.NewEnv(w, agent.Task{Instruction: "Look.", Verifier: "test ! -e input.txt"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.End()
+	if obs, err := env.Reset(ctx, "files-1"); err != nil || obs != sum.Instruction {
+		t.Fatalf("Reset = %q, %v; want the instruction alone", obs, err)
+	}
+	if _, err := other.Reset(ctx, "files-2"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := env.Step(ctx, call("read_file", `{"path": "input.txt"}`))
+	if err != nil || !reflect.DeepEqual(st.ToolResults, []string{"7 5"}) {
+		t.Fatalf("read the task's file: %+v, %v", st, err)
+	}
+	st, err = env.Step(ctx, "7+5=12\n"+call("write_file", `{"path": "answer.txt", "text": "12"}`)+"\n"+call("submit", `{}`))
+	if err != nil || !st.Done || st.Reward != 1 || !reflect.DeepEqual(st.ToolResults, []string{"wrote 2 bytes to answer.txt", "submitted"}) {
+		t.Fatalf("solve: %+v, %v", st, err)
+	}
+	// The other task's episode, on the same world, has no input.txt.
+	if st, err := other.Step(ctx, "done"); err != nil || st.Reward != 1 {
+		t.Fatalf("the other task's workspace has the first task's file: %+v, %v", st, err)
+	}
+	// The files are written as the sandbox's user would: the agent can
+	// rewrite them (they are the task's input, not protected).
+	if _, err := env.Reset(ctx, "files-3"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := env.Step(ctx, call("bash", `{"cmd": "echo 1 1 > input.txt && cat input.txt dir/note.txt"}`)); err != nil || !strings.Contains(st.ToolResults[0], "1 1\nn") {
+		t.Fatalf("rewrite the task's file: %+v, %v", st, err)
+	}
+}
+
+// Task files the world cannot hold, or that would be protected, are
+// refused when the env is made, naming the file.
+func TestTaskFilesInvalid(t *testing.T) {
+	_, w := newWorld(t)
+	for _, tc := range []struct {
+		name      string
+		file      string
+		protected []string
+		want      string
+	}{
+		{"climbs out", "../x.txt", nil, `task file "../x.txt": want a clean relative path`},
+		{"absolute", "/etc/x", nil, `task file "/etc/x": want a clean relative path`},
+		{"missing directory", "nodir/x.txt", nil, `task file "nodir/x.txt": nodir is not a directory of the world`},
+		{"a directory of the world", "dir", nil, `task file "dir": the world has it as a d`},
+		{"protected", "a.txt", []string{"a.txt"}, `task file "a.txt": it is protected (a.txt)`},
+		{"under a protected directory", "dir/new.txt", []string{"dir"}, `task file "dir/new.txt": it is protected (dir)`},
+	} {
+		_, err := agent.NewEnv(w, agent.Task{Instruction: "x", Verifier: "true", Protected: tc.protected,
+			Files: map[string][]byte{tc.file: []byte("x")}}, nil)
+		if !errors.Is(err, agent.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A prompt row's metadata gives the task's files; no_help drops the
+// tools' help from the instruction.
+func TestRLEnvTaskFiles(t *testing.T) {
+	world := t.TempDir()
+	if err := os.WriteFile(filepath.Join(world, "README"), []byte("r"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: true, NoHelp: true, EndOnMalformed: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := mk(tables.Prompt{PromptID: "p", Prompt: "Sum input.txt into answer.txt.",
+		Metadata: `{"files": {"input.txt": "2 3"}, "checks": {"answer.txt": "5"}, "verifier": "test \"$(cat answer.txt)\" = \"$(cat /check/answer.txt)\""}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.End()
+	ctx := context.Background()
+	if obs, err := env.Reset(ctx, "p-0"); err != nil || obs != "Sum input.txt into answer.txt." {
+		t.Fatalf("Reset = %q, %v", obs, err)
+	}
+	if st, err := env.Step(ctx, call("read_file", `{"path": "input.txt"}`)); err != nil || st.ToolResults[0] != "2 3" {
+		t.Fatalf("read: %+v, %v", st, err)
+	}
+	if st, err := env.Step(ctx, call("write_file", `{"path": "answer.txt", "text": "5"}`)+"\n"+call("submit", `{}`)); err != nil || st.Reward != 1 {
+		t.Fatalf("solve: %+v, %v", st, err)
+	}
+	// end_on_malformed: a reply whose call cannot be read is judged.
+	if _, err := env.Reset(ctx, "p-1"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := env.Step(ctx, "<tool_call>\n{\"name\": \"read_file\"\n</tool_call>"); err != nil || !st.Done || st.Reward != 0 || st.Info["malformed_tool_call"] == nil {
+		t.Fatalf("malformed: %+v, %v", st, err)
+	}
+}
+
+// With EndOnMalformed a reply whose calls cannot be read ends the
+// episode, judged as it stands: what was written before counts.
+func TestEndOnMalformed(t *testing.T) {
+	_, w := newWorld(t)
+	env, err := agent.NewEnv(w, agent.Task{Instruction: "Write 42 to out.txt.", Verifier: `test "$(cat out.txt)" = 42`},
+		&agent.Options{Tools: true, EndOnMalformed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.End()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		write  bool
+		reward float64
+	}{{false, 0}, {true, 1}} {
+		if _, err := env.Reset(ctx, "malformed"); err != nil {
+			t.Fatal(err)
+		}
+		if tc.write {
+			if st, err := env.Step(ctx, call("write_file", `{"path": "out.txt", "text": "42"}`)); err != nil || st.Done {
+				t.Fatalf("write: %+v, %v", st, err)
+			}
+		}
+		st, err := env.Step(ctx, "<tool_call>\n{\"name\": \"submit\", \"arguments\": {}\n</tool_call>")
+		if err != nil || !st.Done || st.Reward != tc.reward || !strings.Contains(fmt.Sprint(st.Info["malformed_tool_call"]), "want a JSON object") {
+			t.Errorf("written %v: a malformed reply gave %+v, %v; want the episode judged, reward %g", tc.write, st, err, tc.reward)
+		}
+	}
+}
+
+// With MaxReplies the reply that spends the budget runs its calls, then
+// the workspace is judged: an episode that never submits is still scored.
+func TestMaxReplies(t *testing.T) {
+	_, w := newWorld(t)
+	task := agent.Task{Instruction: "Write 42 to out.txt.", Verifier: `test "$(cat out.txt)" = 42`}
+	ctx := context.Background()
+	env, err := agent.NewEnv(w, task, &agent.Options{Tools: true, MaxReplies: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.End()
+	for i := range 2 {
+		if _, err := env.Reset(ctx, fmt.Sprintf("replies-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := env.Step(ctx, call("write_file", `{"path": "out.txt", "text": "42"}`)); err != nil || st.Done {
+			t.Fatalf("reply 1: %+v, %v", st, err)
+		}
+		st, err := env.Step(ctx, call("read_file", `{"path": "a.txt"}`))
+		if err != nil || !st.Done || st.Reward != 1 || st.Info["replies_spent"] != 2 || !reflect.DeepEqual(st.ToolResults, []string{"alpha\n"}) {
+			t.Fatalf("reply 2 (episode %d): %+v, %v; want its call run, then the workspace judged", i, st, err)
+		}
+	}
+	// The fenced block too.
+	fenced, err := agent.NewEnv(w, task, &agent.Options{MaxReplies: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fenced.End()
+	if _, err := fenced.Reset(ctx, "fenced"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fenced.Step(ctx, "```bash\necho 42 > out.txt\n```"); err != nil || !st.Done || st.Reward != 1 {
+		t.Fatalf("fenced: %+v, %v", st, err)
+	}
+	if _, _, err := (agent.RLEnv{}).Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, ""); err == nil || !strings.Contains(err.Error(), "max_replies -1") {
+		t.Errorf("max_replies -1: %v", err)
 	}
 }

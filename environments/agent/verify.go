@@ -59,6 +59,32 @@ func validateTask(world *World, task Task) error {
 			return fmt.Errorf("agent env for world %q: protected path %q: %v: %w", world.Name, p, err, ErrInvalid)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(task.Files)) {
+		if err := checkTaskFile(world.Dir, name, task.Protected); err != nil {
+			return fmt.Errorf("agent env for world %q: task file %q: %v: %w", world.Name, name, err, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// checkTaskFile checks a Task.Files name: clean, relative, its parents
+// real directories of the world, not a directory there, and neither
+// protected nor under a protected path.
+func checkTaskFile(worldDir, name string, protected []string) error {
+	if name == "." || !filepath.IsLocal(name) || path.Clean(name) != name || strings.IndexByte(name, 0) >= 0 {
+		return fmt.Errorf("want a clean relative path, e.g. input.txt or data/input.txt")
+	}
+	if bad := badParent(worldDir, name); bad != "" {
+		return fmt.Errorf("%s is not a directory of the world: a task file goes in a directory the world has", bad)
+	}
+	if fi, err := os.Lstat(filepath.Join(worldDir, filepath.FromSlash(name))); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("the world has it as a %s, not a file", fi.Mode().Type())
+	}
+	for _, p := range protected {
+		if name == p || strings.HasPrefix(name, p+"/") || p == "." {
+			return fmt.Errorf("it is protected (%s): protected paths are compared with the world, which does not have the task's files", p)
+		}
+	}
 	return nil
 }
 
