@@ -10,7 +10,7 @@ import (
 
 // OverlapColumns are the prompts table's columns CompareSets reads: a
 // reader may restrict itself to them (tables.ReadOptions.Columns).
-var OverlapColumns = []string{"prompt_id", "prompt", "messages"}
+var OverlapColumns = []string{"prompt_id", "prompt", "messages", "metadata"}
 
 // MaxOverlapExamples is how many shared rows an Overlap names.
 const MaxOverlapExamples = 3
@@ -40,14 +40,17 @@ type SharedPrompt struct {
 }
 
 // CompareSets finds what the eval prompts share with the training
-// prompts, by prompt_id and by a hash of the prompt text (PromptText).
+// prompts, by prompt_id and by a hash of the prompt text (PromptText) and
+// the metadata: rows with one instruction whose problem is in their
+// metadata (an agent task's files and checks, a SkyRL env's extras) are
+// different problems.
 // It holds a hash and an id per training row, never the texts, and reads
 // each set once.
 func CompareSets(train, eval iter.Seq2[tables.Prompt, error]) (Overlap, error) {
 	type hash = [sha256.Size]byte
 	hashOf := func(p tables.Prompt) (hash, bool) {
 		t := PromptText(p)
-		return sha256.Sum256([]byte(t)), t != ""
+		return sha256.Sum256([]byte(t + "\x00" + p.Metadata)), t != ""
 	}
 	ids := map[string]hash{}   // training id → its text's hash (zero: no text)
 	texts := map[hash]string{} // text hash → the first training id with it

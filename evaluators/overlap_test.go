@@ -128,3 +128,17 @@ func ExampleCompareSets() {
 	// 1 of 2 shared, 0 by id
 	// eval hf-17 = train gsm8k-0001 (same text: true)
 }
+
+// Rows with one instruction whose problem is in their metadata (agent
+// tasks with their own files) are different problems; the same
+// instruction and metadata under another id is the same one.
+func TestCompareSetsMetadata(t *testing.T) {
+	task := func(id, input string) tables.Prompt {
+		return tables.Prompt{PromptID: id, Prompt: "Sum input.txt into answer.txt.", Metadata: `{"files":{"input.txt":"` + input + `"}}`}
+	}
+	got, err := CompareSets(prompts(task("sum-7-5", "7 5"), task("sum-2-3", "2 3")), prompts(task("sum-0-1", "0 1"), task("again-2-3", "2 3")))
+	want := Overlap{EvalRows: 2, Shared: 1, Examples: []SharedPrompt{{EvalID: "again-2-3", TrainID: "sum-2-3", SameText: true}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+}
