@@ -93,16 +93,16 @@ type policyPretrainOptions struct {
 
 func (o *policyPretrainOptions) AddFlags(fs *pflag.FlagSet) {
 	d := tiny.DefaultPretrainConfig()
-	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, tiny-chain (half of its examples two-turn running sums, for multi-turn episodes) or tiny-rg (reasoning-gym's basic_arithmetic questions)")
-	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, chain.safetensors for tiny-chain, rg.safetensors for tiny-rg)")
-	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2250 for tiny-arith, 4100 for tiny-chain, 1000 for tiny-rg)")
+	fs.StringVar(&o.model, "model", "tiny-arith", "the shipped model to reproduce: tiny-arith, tiny-chain (half of its examples two-turn running sums, for multi-turn episodes), tiny-rg (reasoning-gym's basic_arithmetic questions) or tiny-tool (Hermes tool-call episodes of examples/tools-demo)")
+	fs.StringVar(&o.out, "out", "", "where to write the weights (default base.safetensors, chain.safetensors for tiny-chain, rg.safetensors for tiny-rg, tool.safetensors for tiny-tool)")
+	fs.IntVar(&o.steps, "steps", 0, "training steps (0: the shipped model's, 2250 for tiny-arith, 4100 for tiny-chain, 1000 for tiny-rg, 1750 for tiny-tool)")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "seed of the initial weights and the training problems")
 	fs.BoolVar(&o.verify, "verify", false, "exit 1 unless the result equals the shipped weights byte for byte")
 }
 
 func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
-		Use:   "pretrain [--model tiny-arith|tiny-chain|tiny-rg] [--out FILE] [--steps N] [--seed S] [--verify]",
+		Use:   "pretrain [--model tiny-arith|tiny-chain|tiny-rg|tiny-tool] [--out FILE] [--steps N] [--seed S] [--verify]",
 		Short: "reproduce the embedded model's shipped weights from scratch",
 		Long: `Train the embedded model from random weights by supervised learning on
 "a+b=" problems with operands 0–999, never on the held-out split, and write
@@ -129,8 +129,10 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 		cfg, shipped, out = tiny.DefaultChainPretrainConfig(), tiny.EmbeddedChainSHA256(), "chain.safetensors"
 	case tiny.ModelTinyRG:
 		cfg, shipped, out = tiny.DefaultRGPretrainConfig(), tiny.EmbeddedRGSHA256(), "rg.safetensors"
+	case tiny.ModelTinyTool:
+		cfg, shipped, out = tiny.DefaultToolPretrainConfig(), tiny.EmbeddedToolSHA256(), "tool.safetensors"
 	default:
-		return usagef("policy pretrain: --model %q: use tiny-arith, tiny-chain or tiny-rg", o.model)
+		return usagef("policy pretrain: --model %q: use tiny-arith, tiny-chain, tiny-rg or tiny-tool", o.model)
 	}
 	if o.out != "" {
 		out = o.out
@@ -158,12 +160,22 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 	}
 	sum := sha256.Sum256(b)
 	got := hex.EncodeToString(sum[:])
-	// The held-out problems of the model's task: 500 additions, or 500
-	// basic_arithmetic questions for tiny-rg.
+	// The held-out problems of the model's task: 500 additions, 500
+	// basic_arithmetic questions for tiny-rg, the 26 tool episodes
+	// examples/tools-demo holds out for tiny-tool (played in memory).
 	var heldout float64
-	if cfg.Family == tiny.FamilyBasicArithmetic {
+	problems := 500
+	switch cfg.Family {
+	case tiny.FamilyBasicArithmetic:
 		heldout, err = m.RGGreedyAccuracy(ctx, nil, tiny.RGHeldOutProblems(500))
-	} else {
+	case tiny.FamilyToolSum:
+		held := tiny.ToolProblems(true)
+		problems = len(held)
+		var outs [][]tiny.ToolOutcome
+		if outs, err = m.ToolPlay(ctx, nil, held, 1, 0, 1); err == nil {
+			heldout = tiny.ToolSuccess(outs)
+		}
+	default:
 		heldout, err = m.GreedyAccuracy(ctx, nil, tiny.HeldOutProblems(500))
 	}
 	if err != nil {
@@ -176,7 +188,7 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 			return err
 		}
 	} else {
-		p.Printf("wrote %s (sha256 %s); greedy accuracy on 500 held-out problems %.3f\n", o.out, got, heldout)
+		p.Printf("wrote %s (sha256 %s); greedy accuracy on %d held-out problems %.3f\n", o.out, got, problems, heldout)
 		if got == shipped {
 			p.Printf("identical to the shipped weights\n")
 		}
@@ -193,7 +205,7 @@ type policyExportOptions struct {
 }
 
 func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, tiny-rg, a .safetensors file or a model directory")
+	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, tiny-rg, tiny-tool, a .safetensors file or a model directory")
 	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter directory against the model, and copy it to DIR/adapter")
 }
 

@@ -174,7 +174,7 @@ func TestPretrainTinyChain(t *testing.T) {
 	if res.Out != rg || !strings.HasPrefix(res.Version, "tiny-rg@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedRGSHA256() || res.Heldout != 0 {
 		t.Errorf("pretrain --model tiny-rg: %+v", res)
 	}
-	h.fails(2, []string{`--model "gpt2": use tiny-arith, tiny-chain or tiny-rg`}, "policy", "pretrain", "--model", "gpt2")
+	h.fails(2, []string{`--model "gpt2": use tiny-arith, tiny-chain, tiny-rg or tiny-tool`}, "policy", "pretrain", "--model", "gpt2")
 }
 
 // The multi-turn demo learns: 20 iterations of examples/chain as shipped

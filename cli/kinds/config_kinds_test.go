@@ -50,7 +50,7 @@ func TestKindOwnedKeysAndChecks(t *testing.T) {
 			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be it`},
 		{"grpo with a server of another model", strings.Replace(withRollout(rolloutGen, "policy: {kind: openai, model: Qwen/Qwen2.5-0.5B, endpoints: ['http://127.0.0.1:8000']}\n"),
 			"train: {kind: standin, sleep: 1s}", "train: {kind: grpo}", 1),
-			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain, tiny-rg or a .safetensors file (not "Qwen/Qwen2.5-0.5B")`},
+			`stages.train.kind: the grpo stage trains the embedded model, so the policy must be it: kind embedded, or a server whose model is tiny-arith, tiny-chain, tiny-rg, tiny-tool or a .safetensors file (not "Qwen/Qwen2.5-0.5B")`},
 		{"a command key on an external trainer", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], outputs: [{name: adapter}]}", 1),
 			`stages.train.outputs: only command stages take outputs (use kind: command)`},
 		{"a key both command and external take, on a stand-in train stage", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: standin, environment: {A: b}}", 1),

@@ -100,18 +100,19 @@ var shipped = map[string]func() (*tiny.Model, error){
 	ModelTinyArith:      tiny.Embedded,
 	tiny.ModelTinyChain: tiny.EmbeddedChain,
 	tiny.ModelTinyRG:    tiny.EmbeddedRG,
+	tiny.ModelTinyTool:  tiny.EmbeddedTool,
 }
 
 // Shipped reports whether model names weights the binary ships:
-// tiny-arith, tiny-chain or tiny-rg.
+// tiny-arith, tiny-chain, tiny-rg or tiny-tool.
 func Shipped(model string) bool { return shipped[model] != nil }
 
 // ShippedNames lists the shipped models' names, sorted, for messages:
-// "tiny-arith, tiny-chain, tiny-rg".
+// "tiny-arith, tiny-chain, tiny-rg, tiny-tool".
 func ShippedNames() string { return strings.Join(slices.Sorted(maps.Keys(shipped)), ", ") }
 
-// Load loads the shipped weights ("" or ModelTinyArith, tiny.ModelTinyChain
-// or tiny.ModelTinyRG), a safetensors file, or a Hugging Face model
+// Load loads the shipped weights ("" or ModelTinyArith, tiny.ModelTinyChain,
+// tiny.ModelTinyRG or tiny.ModelTinyTool), a safetensors file, or a Hugging Face model
 // directory of a Llama the engine runs (tiny.LoadHF: what `rlpipe policy
 // export` writes).
 func Load(model string) (*tiny.Model, error) {

@@ -13,6 +13,7 @@ func TestLoadShipped(t *testing.T) {
 		{ModelTinyArith, "tiny-arith@"},
 		{"tiny-chain", "tiny-chain@"},
 		{"tiny-rg", "tiny-rg@"},
+		{"tiny-tool", "tiny-tool@"},
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			m, err := Load(c.model)

@@ -30,7 +30,7 @@ type Config struct {
 	Name string `json:"name"`
 	// Vocab lists the characters of the vocabulary, token ids 3, 4, …
 	// after PAD, BOS and EOS. They must be distinct printable ASCII, the
-	// space included.
+	// space included, or the newline (tiny-tool's transcripts have lines).
 	Vocab string `json:"vocab"`
 	// Dim is the width of the residual stream (hidden_size), Heads the
 	// number of attention heads and HeadDim the width of each (even:
@@ -87,7 +87,7 @@ func (c Config) Validate() error {
 	}
 	for i := 0; i < len(c.Vocab); i++ {
 		ch := c.Vocab[i]
-		if ch < 0x20 || ch > 0x7e {
+		if (ch < 0x20 || ch > 0x7e) && ch != '\n' {
 			return fmt.Errorf("tiny config: vocabulary character %q at %d is not printable ASCII", ch, i)
 		}
 		if strings.IndexByte(c.Vocab[:i], ch) >= 0 {

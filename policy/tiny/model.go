@@ -21,6 +21,9 @@ var embeddedChainWeights []byte
 //go:embed weights/rg.safetensors
 var embeddedRGWeights []byte
 
+//go:embed weights/tool.safetensors
+var embeddedToolWeights []byte
+
 // Metadata keys of the weights file.
 const (
 	metaFormat = "format"
@@ -87,7 +90,17 @@ func EmbeddedRG() (*Model, error) { return unmarshalEmbedded(embeddedRGWeights, 
 // file.
 func EmbeddedRGSHA256() string { return hexSHA256(embeddedRGWeights) }
 
-// unmarshalEmbedded decodes shipped weights; name (tiny, tiny-chain, tiny-rg) is
+// EmbeddedTool returns the shipped base for the tool task
+// (weights/tool.safetensors, ModelTinyTool): ToolConfig's model,
+// pretrained by DefaultToolPretrainConfig on solved Hermes tool-call
+// episodes.
+func EmbeddedTool() (*Model, error) { return unmarshalEmbedded(embeddedToolWeights, ModelTinyTool) }
+
+// EmbeddedToolSHA256 returns the hex SHA-256 of the shipped tiny-tool
+// weights file.
+func EmbeddedToolSHA256() string { return hexSHA256(embeddedToolWeights) }
+
+// unmarshalEmbedded decodes shipped weights; name (tiny, tiny-chain, tiny-rg, tiny-tool) is
 // what an error calls them.
 func unmarshalEmbedded(b []byte, name string) (*Model, error) {
 	m, err := Unmarshal(b)

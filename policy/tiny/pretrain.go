@@ -33,8 +33,9 @@ type PretrainConfig struct {
 	ChainShare float64
 	// Family, when set, draws the examples from another task in place of
 	// addition: FamilyBasicArithmetic draws RGTrainingProblem's
-	// reasoning-gym questions (ChainShare is then ignored). "" is
-	// addition.
+	// reasoning-gym questions (ChainShare is then ignored);
+	// FamilyToolSum draws ToolTrainingExample.s episodes
+	// (ToolExample), trained on their replies only. "" is addition.
 	Family string
 }
 
@@ -80,8 +81,8 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	if cfg.Steps < 0 || cfg.BatchSize <= 0 {
 		return nil, fmt.Errorf("pretrain: steps %d must be ≥ 0 and batch size %d positive", cfg.Steps, cfg.BatchSize)
 	}
-	if cfg.Family != "" && cfg.Family != FamilyBasicArithmetic {
-		return nil, fmt.Errorf("pretrain: unknown family %q (use %q, or none for addition)", cfg.Family, FamilyBasicArithmetic)
+	if cfg.Family != "" && cfg.Family != FamilyBasicArithmetic && cfg.Family != FamilyToolSum {
+		return nil, fmt.Errorf("pretrain: unknown family %q (use %q, %q, or none for addition)", cfg.Family, FamilyBasicArithmetic, FamilyToolSum)
 	}
 	if cfg.Family == FamilyBasicArithmetic && cfg.Model.Context < rgMinContext {
 		// Otherwise no question fits and the draw never ends.
@@ -97,9 +98,19 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7072657472616e)) // "pretran"
 	batch := make([]Example, cfg.BatchSize)
+	loss, masks := NLL, make([][]bool, cfg.BatchSize)
+	if cfg.Family == FamilyToolSum {
+		loss = maskedNLL(masks)
+	}
 	start := time.Now()
 	for step := 0; step < cfg.Steps; step++ {
 		for i := range batch {
+			if cfg.Family == FamilyToolSum {
+				if batch[i], masks[i], err = m.ToolExample(ToolTrainingExample(rng)); err != nil {
+					return nil, fmt.Errorf("pretrain: %w", err)
+				}
+				continue
+			}
 			if cfg.Family == FamilyBasicArithmetic {
 				if batch[i], err = m.RGExample(RGTrainingProblem(rng, cfg.Model.Context)); err != nil {
 					return nil, fmt.Errorf("pretrain: %w", err)
@@ -123,7 +134,7 @@ func Pretrain(ctx context.Context, cfg PretrainConfig, progress func(PretrainPro
 			lr = cfg.LR * float64(step+1) / float64(cfg.Warmup)
 		}
 		tr.SetLR(lr)
-		st, err := tr.Step(ctx, batch, NLL)
+		st, err := tr.Step(ctx, batch, loss)
 		if err != nil {
 			return nil, fmt.Errorf("pretrain: step %d: %w", step+1, err)
 		}

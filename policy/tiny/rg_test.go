@@ -185,7 +185,7 @@ func TestRGExample(t *testing.T) {
 func TestRGBadInput(t *testing.T) {
 	cfg := DefaultRGPretrainConfig()
 	cfg.Family, cfg.Steps = "chain_sum", 1
-	if _, err := Pretrain(context.Background(), cfg, nil); err == nil || err.Error() != `pretrain: unknown family "chain_sum" (use "basic_arithmetic", or none for addition)` {
+	if _, err := Pretrain(context.Background(), cfg, nil); err == nil || err.Error() != `pretrain: unknown family "chain_sum" (use "basic_arithmetic", "tool_sum", or none for addition)` {
 		t.Errorf("unknown family: %v", err)
 	}
 	// A context no question fits in: an error, not an endless draw.

@@ -26,20 +26,43 @@ type LossFunc func(logprobs, entropies, grad [][]float32) (float64, error)
 
 // NLL is the mean negative log-likelihood over every completion token of
 // the batch.
-func NLL(logprobs, _, grad [][]float32) (float64, error) {
+func NLL(logprobs, _, grad [][]float32) (float64, error) { return nllOver(logprobs, grad, nil) }
+
+// maskedNLL is NLL over the tokens masks mark, per example of the batch
+// (the replies of an episode, not the observations between them).
+func maskedNLL(masks [][]bool) LossFunc {
+	return func(logprobs, _, grad [][]float32) (float64, error) { return nllOver(logprobs, grad, masks) }
+}
+
+// nllOver is the mean negative log-likelihood over the tokens masks mark
+// (every token when masks is nil), with its gradient; unmarked tokens get
+// none.
+func nllOver(logprobs, grad [][]float32, masks [][]bool) (float64, error) {
+	on := func(i, j int) bool { return masks == nil || masks[i][j] }
 	n := 0
-	for _, l := range logprobs {
-		n += len(l)
+	for i, l := range logprobs {
+		for j := range l {
+			if on(i, j) {
+				n++
+			}
+		}
 	}
 	if n == 0 {
+		for _, g := range grad {
+			clear(g)
+		}
 		return 0, nil
 	}
 	var sum float64
 	g := float32(-1 / float64(n))
 	for i, l := range logprobs {
 		for j, v := range l {
-			sum -= float64(v)
-			grad[i][j] = g
+			if on(i, j) {
+				sum -= float64(v)
+				grad[i][j] = g
+			} else {
+				grad[i][j] = 0
+			}
 		}
 	}
 	return sum / float64(n), nil

@@ -20,7 +20,7 @@ import (
 // trainer: section (Options' keys). The policy is the embedded model, or a
 // server (kind: openai, e.g. vLLM) serving the embedded model's export
 // (`rlpipe policy export`) under its name: policy.model then names the
-// embedded model the trainer loads (tiny-arith, tiny-chain, tiny-rg or
+// embedded model the trainer loads (tiny-arith, tiny-chain, tiny-rg, tiny-tool or
 // a .safetensors file), and the server must serve those same weights.
 var GRPOKind = kind.InSection(kind.Of[GRPOStage]("grpo", pipeline.SlotTrain), "trainer")
 
