@@ -29,7 +29,8 @@ TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
 # iterations, pure arithmetic the race detector slows 5–10×: under -race
 # they run 2 on a smaller held-out set (the loop's concurrency is what the
 # detector checks), and their full length runs here without it (raceOn in
-# cli/race_on_test.go), after the notebooks' build compiled the packages.
+# cli/race_on_test.go), after the notebooks' build compiled the packages;
+# the tools demo's learning run (examples/tools-demo) runs only here.
 LEARNS_TESTS := TestArithmeticDemoLearns|TestChainLearns
 
 test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, the demos' full learning runs without it, and the demo through a lakeFS stand-in
@@ -38,6 +39,7 @@ test: deps ## run every test with the race detector, then the Temporal tests, th
 	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
 	$(GO) test -count=1 -timeout 20m -run '^($(LEARNS_TESTS))$$' ./cli/
+	$(GO) test -count=1 -timeout 20m -run '^TestToolsDemoLearns$$' ./examples/tools-demo/
 	@QUIET=1 ./scripts/demo-lakefs.sh
 
 .PHONY: notebooks
@@ -60,6 +62,10 @@ demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained o
 .PHONY: demo-rg
 demo-rg: build ## reasoning-gym: GRPO on tiny-rg, scored by reasoning-gym's own score_answer in the Python worker (a few minutes)
 	@./scripts/demo-rg.sh
+
+.PHONY: demo-tools
+demo-tools: build ## agentic RL in sandboxes: GRPO on tiny-tool's Hermes tool calls in bubblewrap worlds, a separate-sandbox verifier (a few minutes)
+	@./scripts/demo-tools.sh
 
 .PHONY: demo-lakefs
 demo-lakefs: build ## the demo through the lakeFS backend, against a stand-in that races reads with commits as lakeFS does
@@ -111,4 +117,4 @@ cover: ## test coverage report in cover.out
 
 .PHONY: clean
 clean: ## remove build outputs and local stores
-	rm -rf bin cover.out bench.out .rlpipe .rlpipe-demo .rlpipe-demo-agent .rlpipe-demo-rg
+	rm -rf bin cover.out bench.out .rlpipe .rlpipe-demo .rlpipe-demo-agent .rlpipe-demo-rg .rlpipe-demo-tools
