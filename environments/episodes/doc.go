@@ -30,4 +30,11 @@
 // which the stage asks for) sequence_ids and trainable are in its row.
 // The environment's per-step rewards and its Info (a verifier's output)
 // are not the reward: the reward stage scores the row, as for samples.
+//
+// Every environment of a call is made before its first episode, and
+// every one made is ended (Env.End) exactly once: by the runner when its
+// episode runs, else by the task — when a later one cannot be made, the
+// call is cancelled, or an earlier episode fails the call, the episodes
+// not yet begun are not reset, only ended, so no world, workspace or
+// process of theirs outlives the call.
 package episodes

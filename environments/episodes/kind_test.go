@@ -56,7 +56,7 @@ func TestEpisodesStageKeys(t *testing.T) {
 		{"{kind: episodes, rl_env: guess, rl_options: {max: 10}, episodes: 2, sampling: {max_tokens: 4}}",
 			"pipeline.yaml:7:45: stages.generate.rl_options: rl_env guess: this environment takes no rl_options"},
 		{"{kind: episodes, rl_env: agent, rl_options: {world: w, timeout: 3}, episodes: 2, sampling: {max_tokens: 4}}",
-			`stages.generate.rl_options: rl_env agent: unknown field "timeout" (keys: memory_mb, observation_bytes, procs, timeout_s, tools, world, world_cache)`},
+			`stages.generate.rl_options: rl_env agent: unknown field "timeout" (keys: end_on_malformed, max_replies, memory_mb, no_help, observation_bytes, procs, timeout_s, tools, world, world_cache)`},
 		{"{kind: episodes, rl_env: agent, rl_options: {world: 3}, episodes: 2, sampling: {max_tokens: 4}}",
 			"stages.generate.rl_options: rl_env agent: cannot unmarshal number into Go struct field PipelineOptions.world of type string"},
 		{"{kind: episodes, rl_env: skyrl_gym, rl_options: {env_class: gsm8k, sandbox: yes}, episodes: 2, sampling: {max_tokens: 4}}",

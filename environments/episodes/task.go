@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -181,7 +182,11 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	rows := make([]tables.Trajectory, len(prompts)*G)
 	// Every environment is made first, in order, so that one that cannot
 	// be made fails the call the same way every time, before any episode.
+	// Each one made is ended exactly once: by the runner when its episode
+	// runs, or here when it never does (a later one could not be made,
+	// the call was cancelled, an earlier episode failed the call).
 	envs := make([]environments.Env, len(rows))
+	defer func() { endUnrun(envs, tc.Logger()) }()
 	for i, pr := range prompts {
 		for j := 0; j < G; j++ {
 			if envs[i*G+j], err = g.o.Make(pr); err != nil {
@@ -191,10 +196,21 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	}
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(g.o.Concurrency)
+	skipped := false
+episodes:
 	for i, pr := range prompts {
 		for j := 0; j < G; j++ {
+			if ectx.Err() != nil {
+				skipped = true // the rest never run: endUnrun ends them
+				break episodes
+			}
 			env := envs[i*G+j]
+			envs[i*G+j] = nil // the runner ends it
 			eg.Go(func() error {
+				if err := ectx.Err(); err != nil { // failed or cancelled while it waited its turn
+					endUnrun([]environments.Env{env}, tc.Logger())
+					return err
+				}
 				ep := environments.Episode{ID: pr.PromptID, SampleIndex: int32(j), GroupID: fmt.Sprintf("%06d-%s", group, pr.PromptID)}
 				res, err := runner.Run(ectx, env, ep)
 				if err != nil {
@@ -217,5 +233,22 @@ func (g *generator) run(ctx context.Context, tc *pipeline.TaskContext) error {
 	if err := eg.Wait(); err != nil {
 		return err
 	}
+	if skipped {
+		return ctx.Err() // cancelled before every episode ran: no table
+	}
 	return tables.WriteFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, rows, nil)
+}
+
+// endUnrun ends the environments that were made but never handed to the
+// runner (nil entries were), in order; an End that fails is logged, as
+// the runner logs its own.
+func endUnrun(envs []environments.Env, log zerolog.Logger) {
+	for _, env := range envs {
+		if env == nil {
+			continue
+		}
+		if err := env.End(); err != nil {
+			log.Warn().Err(err).Msg("end an environment whose episode never ran")
+		}
+	}
 }

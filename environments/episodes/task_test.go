@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -242,5 +243,97 @@ func TestEpisodesVersion(t *testing.T) {
 	// (episodes-1-64c755e2a0cabb3c under episodes-1).
 	if want := "episodes-2-46d976fb5515077e"; none != want {
 		t.Errorf("without a budget or token-in the version is %s, want %s as before they existed", none, want)
+	}
+}
+
+// endCounter counts the Reset and End calls of each environment a maker
+// made, by the order they were made in.
+type endCounter struct {
+	mu           sync.Mutex
+	resets, ends []int
+}
+
+// maker makes guess environments that count their End calls; the one
+// made as number failAt (1-based; 0: none) is refused.
+func (c *endCounter) maker(failAt int) episodes.Maker {
+	return func(tables.Prompt) (environments.Env, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.ends)+1 == failAt {
+			return nil, errors.New("no world for it")
+		}
+		c.resets, c.ends = append(c.resets, 0), append(c.ends, 0)
+		return &countedEnv{Env: guess.New(nil), c: c, i: len(c.ends) - 1}, nil
+	}
+}
+
+func (c *endCounter) counts() (resets, ends []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.resets), slices.Clone(c.ends)
+}
+
+type countedEnv struct {
+	environments.Env
+	c *endCounter
+	i int
+}
+
+func (e *countedEnv) Reset(ctx context.Context, id string) (string, error) {
+	e.c.mu.Lock()
+	e.c.resets[e.i]++
+	e.c.mu.Unlock()
+	return e.Env.Reset(ctx, id)
+}
+
+func (e *countedEnv) End() error {
+	e.c.mu.Lock()
+	e.c.ends[e.i]++
+	e.c.mu.Unlock()
+	return e.Env.End()
+}
+
+// downPolicy fails every Generate: the whole call fails (the policy's
+// server is gone), not one episode.
+type downPolicy struct{}
+
+func (downPolicy) Generate(context.Context, []policy.Request, policy.Sampling) ([][]policy.Sample, error) {
+	return nil, errors.New("the policy server is down")
+}
+
+// Every environment the maker made is ended exactly once, also those
+// whose episodes never ran: a later one could not be made, or an
+// earlier episode failed the call (the episodes after it, one at a
+// time here, are not even reset).
+func TestEpisodesEndEveryEnv(t *testing.T) {
+	st, prompts := setup(t)
+	for _, c := range []struct {
+		name   string
+		policy policy.Policy
+		failAt int
+		want   string // the call's error
+		resets []int
+	}{
+		{"a later environment cannot be made", bisector{}, 5,
+			"episodes: environment counted for prompt g3: no world for it", []int{0, 0, 0, 0}},
+		{"the first episode fails the call", downPolicy{}, 0,
+			"episodes of iteration 1: episode g1 turn 0: generate: the policy server is down", []int{1, 0, 0, 0, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n endCounter
+			o := episodes.Options{Policy: c.policy, Identity: "p", EnvName: "counted", Make: n.maker(c.failAt), Episodes: 2, Concurrency: 1,
+				Runner: environments.RunnerOptions{MaxTurns: 3, Sampling: policy.Sampling{MaxTokens: 4, Temperature: 1}}}
+			_, err := runEpisodes(t, st, prompts, strings.ReplaceAll(c.name, " ", "-"), o)
+			if want := "task generate (iteration 000001) failed after 1 attempt(s): " + c.want; err == nil || err.Error() != want {
+				t.Errorf("the call: %v\nwant %s", err, want)
+			}
+			resets, ends := n.counts()
+			if want := slices.Repeat([]int{1}, len(c.resets)); !slices.Equal(ends, want) {
+				t.Errorf("End calls per environment made %v, want %v", ends, want)
+			}
+			if !slices.Equal(resets, c.resets) {
+				t.Errorf("Reset calls per environment made %v, want %v", resets, c.resets)
+			}
+		})
 	}
 }
