@@ -29,6 +29,12 @@ type conn interface {
 	// protocol or gave no answer within wall, counted from when it
 	// started serving the request (then it is killed).
 	call(ctx context.Context, id int64, req []byte, wall time.Duration) ([]byte, error)
+	// post sends req (a close) without waiting for its reply, which is
+	// discarded, and returns at once: it never waits behind another
+	// request. It is written (its turn, its clock, its blame as call's)
+	// at once when the process is idle, else just ahead of the next
+	// request call sends. A process that ends first takes it along.
+	post(id int64, req []byte, wall time.Duration)
 	// kill ends the process; alive says whether it still runs.
 	kill()
 	alive() bool
@@ -79,9 +85,11 @@ type pipeConn struct {
 	// A request joins queue under wmu, just before it is written, so
 	// queue order is write order (not id order: ids are taken earlier).
 	wmu     sync.Mutex // one writer at a time
-	mu      sync.Mutex // queue, byID, reason, culprit
+	mu      sync.Mutex // queue, byID, pending, reason, culprit
 	queue   []*request // in flight, in write order: queue[0] is being served
 	byID    map[int64]*request
+	pending []*request // posted, written ahead of the next request
+
 	reason  string        // why it ended, once done is closed
 	culprit *request      // the request being served when it ended, if any
 	done    chan struct{} // closed when the process is gone
@@ -94,6 +102,7 @@ type request struct {
 	ch    chan []byte // its reply; buffered, so a dropped request's reply is discarded
 	wall  time.Duration
 	clock *time.Timer // runs while it is being served
+	line  []byte      // a posted request's line, until it is written
 }
 
 // startPipe starts the interpreter with the worker script, directly.
@@ -233,7 +242,7 @@ func (c *pipeConn) failLocked(reason string, culprit *request) {
 		}
 	}
 	close(c.done)
-	c.queue, c.byID = nil, nil
+	c.queue, c.byID, c.pending = nil, nil, nil
 }
 
 func (c *pipeConn) kill() { c.fail("the process was stopped", nil) }
@@ -244,7 +253,7 @@ func (c *pipeConn) call(ctx context.Context, id int64, line []byte, wall time.Du
 	if err := ctx.Err(); err != nil {
 		return nil, err // never sent: nothing to kill
 	}
-	req := &request{id: id, ch: make(chan []byte, 1), wall: wall}
+	req := &request{id: id, ch: make(chan []byte, 1), wall: wall, line: line}
 	c.wmu.Lock()
 	c.mu.Lock()
 	if c.byID == nil {
@@ -252,17 +261,12 @@ func (c *pipeConn) call(ctx context.Context, id int64, line []byte, wall time.Du
 		c.wmu.Unlock()
 		return nil, &lostError{reason: c.why()}
 	}
-	c.byID[id] = req
-	c.queue = append(c.queue, req)
-	if len(c.queue) == 1 {
-		c.serveLocked(req)
-	}
+	// The posted requests go first: their envs' episodes ended before.
+	out := c.enqueueLocked(append(c.pending, req)...)
+	c.pending = nil
 	c.mu.Unlock()
-	_, err := c.stdin.Write(append(line, '\n'))
+	c.write(out)
 	c.wmu.Unlock()
-	if err != nil {
-		c.fail("its input closed: "+err.Error(), nil)
-	}
 	select {
 	case line := <-req.ch:
 		return line, nil
@@ -291,6 +295,52 @@ func (c *pipeConn) call(ctx context.Context, id int64, line []byte, wall time.Du
 	}
 }
 
+func (c *pipeConn) post(id int64, line []byte, wall time.Duration) {
+	req := &request{id: id, ch: make(chan []byte, 1), wall: wall, line: line}
+	// Idle (nothing in flight, no writer): the process has read every
+	// line written, so this one goes at once and its write cannot block.
+	// Otherwise it waits in pending: a writer or a full pipe would make
+	// End wait on another episode's request.
+	idle := c.wmu.TryLock()
+	c.mu.Lock()
+	if c.byID == nil {
+		c.mu.Unlock()
+	} else if !idle || len(c.queue) > 0 {
+		c.pending = append(c.pending, req)
+		c.mu.Unlock()
+	} else {
+		out := c.enqueueLocked(req)
+		c.mu.Unlock()
+		c.write(out)
+	}
+	if idle {
+		c.wmu.Unlock()
+	}
+}
+
+// enqueueLocked puts reqs in flight, in order, and returns their lines
+// to write. c.mu is held, and c.wmu: the queue's order is write order.
+func (c *pipeConn) enqueueLocked(reqs ...*request) []byte {
+	var out []byte
+	for _, r := range reqs {
+		c.byID[r.id] = r
+		c.queue = append(c.queue, r)
+		if len(c.queue) == 1 {
+			c.serveLocked(r)
+		}
+		out = append(append(out, r.line...), '\n')
+		r.line = nil
+	}
+	return out
+}
+
+// write writes lines to the process; c.wmu is held.
+func (c *pipeConn) write(lines []byte) {
+	if _, err := c.stdin.Write(lines); err != nil {
+		c.fail("its input closed: "+err.Error(), nil)
+	}
+}
+
 // lost is the error of req after the process ended: req was the culprit
 // when it was being served.
 func (c *pipeConn) lost(req *request) error {
@@ -315,6 +365,15 @@ type sandboxConn struct {
 	turn      chan struct{}          // held by the request being served
 	blamed    atomic.Bool            // a request was already named the culprit
 	killedFor atomic.Pointer[string] // why it was killed, when this side killed it
+
+	mu      sync.Mutex
+	pending []posted // posted while another request had the turn
+}
+
+// posted is a request sent without waiting for its reply.
+type posted struct {
+	line []byte
+	wall time.Duration
 }
 
 func newSandboxConn(p *sandbox.Process) *sandboxConn {
@@ -331,6 +390,16 @@ func (c *sandboxConn) call(ctx context.Context, id int64, req []byte, wall time.
 		return nil, ctx.Err() // never sent: nothing to kill
 	}
 	defer func() { <-c.turn }()
+	// The posted requests first, in this turn: their envs' episodes ended
+	// before. Each is served to its end (at most its wall), as a request
+	// ahead in turn would be; then this one is sent only if its caller
+	// still waits.
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // never sent: nothing to kill
+	}
 	// The sandbox's own wall limit is the longest of them all (a start's);
 	// this request's is a deadline from its turn, which kills the process
 	// too.
@@ -363,6 +432,45 @@ func (c *sandboxConn) call(ctx context.Context, id int64, req []byte, wall time.
 		return nil, &lostError{culprit: !c.blamed.Swap(true), reason: c.why()}
 	}
 	return line, nil
+}
+
+// post sends line at once when no request has the turn (the process is
+// idle, so only this close's own answer is waited for), else leaves it
+// for the next request's turn.
+func (c *sandboxConn) post(_ int64, line []byte, wall time.Duration) {
+	c.mu.Lock()
+	c.pending = append(c.pending, posted{line, wall})
+	c.mu.Unlock()
+	select {
+	case c.turn <- struct{}{}:
+		_ = c.flush()
+		<-c.turn
+	default:
+	}
+}
+
+// flush sends the posted requests, their replies discarded; the turn is
+// held. A process that ends or hangs on one is killed, and the error is
+// a *lostError that blames no episode.
+func (c *sandboxConn) flush() error {
+	c.mu.Lock()
+	reqs := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, r := range reqs {
+		rctx, cancel := context.WithTimeout(context.Background(), r.wall)
+		_, err := c.p.Call(rctx, r.line)
+		cancel()
+		if err != nil {
+			if rctx.Err() != nil {
+				msg := fmt.Sprintf("no answer to a close within the request timeout of %s", r.wall)
+				c.killedFor.CompareAndSwap(nil, &msg)
+			}
+			c.blamed.Store(true) // the close was the culprit
+			return &lostError{reason: c.why()}
+		}
+	}
+	return nil
 }
 
 func (c *sandboxConn) why() string {

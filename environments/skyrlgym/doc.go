@@ -33,8 +33,13 @@
 // An episode is a make request (at the Maker, so a row the env refuses —
 // a KeyError for an extra it needs — fails the stage before any episode,
 // naming the row), an init (Reset) and a step per turn; the worker closes
-// an env whose step says done, and End closes one that is not. An env
-// made in a process that has since ended is made again at Reset.
+// an env whose step says done, and End closes one that is not. End never
+// waits behind another episode's request: its close is sent at once when
+// the worker is idle, else it is sent just ahead of the worker's next
+// request (in the sandbox, in that request's turn), its reply discarded.
+// A close that crashes or hangs the worker is the culprit as any request
+// would be (the requests behind it are infra_error), blaming no episode.
+// An env made in a process that has since ended is made again at Reset.
 //
 // # Rows, observations, rewards
 //

@@ -108,13 +108,17 @@ func TestEpisodesShareAWorker(t *testing.T) {
 				acancel()
 				ra, rb = <-aout, <-bout
 			case "b":
-				// b's runner returns once its End's close, queued behind
-				// a's step, is answered: a is released once that close
-				// is queued (b's reset has returned, its init dropped).
+				// b's runner returns while a's step is still served: its
+				// init is dropped (still in flight, its reply to be
+				// discarded) and its End's close waits to be sent ahead
+				// of the next request, not behind a's step.
 				bcancel()
-				waitFor(func() bool { return w.Queued() == 3 })
+				rb = <-bout
+				if q := w.Queued(); q != 2 {
+					t.Errorf("%d requests in flight after b returned, want 2 (a's step, b's dropped init)", q)
+				}
 				os.WriteFile(f, nil, 0o644)
-				rb, ra = <-bout, <-aout
+				ra = <-aout
 			}
 			for _, e := range []struct {
 				name                  string
@@ -153,6 +157,44 @@ func TestEpisodesShareAWorker(t *testing.T) {
 			t.Errorf("the next episode: %s (%s) after %d restarts; want ok, none", res.Status(), errorOf(res), w.Starts()-starts)
 		}
 	})
+}
+
+// End never waits behind another episode's request: with a's step
+// hanging in the worker, b's End returns at once, a is neither killed
+// nor blamed (its request timeout is far off), and b's env is closed
+// ahead of the worker's next request (1 live env, the one asking).
+func TestEndDoesNotWait(t *testing.T) {
+	t.Parallel()
+	m, w := faulty(t, skyrlgym.Options{MemoryMB: 240, RequestTimeoutS: 60})
+	a := makeEnv(t, m, "a")
+	b, _ := reset(t, m, tables.Prompt{PromptID: "b", Prompt: "go"})
+	starts := w.Starts()
+	f := filepath.Join(t.TempDir(), "f")
+	aout := runAsync(context.Background(), t, a, "a", "blockon:"+f)
+	waitFor(exists(f + ".serving"))
+	if err := b.End(); err != nil {
+		t.Errorf("b's End: %v", err)
+	}
+	select {
+	case o := <-aout:
+		t.Fatalf("a's episode ended before its step was released: %v, %s (%s)", o.err, o.res.Status(), errorOf(o.res))
+	default:
+	}
+	if q := w.Queued(); q != 1 {
+		t.Errorf("%d requests in flight after b's End, want 1 (a's step; b's close waits for the next request)", q)
+	}
+	os.WriteFile(f, nil, 0o644)
+	if o := <-aout; o.err != nil || o.res.Status() != tables.StatusOK {
+		t.Errorf("a's episode: %v, %s (%s); want ok", o.err, o.res.Status(), errorOf(o.res))
+	}
+	live, _ := reset(t, m, tables.Prompt{PromptID: "live", Prompt: "go"})
+	defer live.End()
+	if got := play(t, live, "live"); len(got) != 1 || got[0].Observation != "1 live" {
+		t.Errorf("steps %+v, want the observation %q (b's env closed)", got, "1 live")
+	}
+	if got := w.Starts(); got != starts {
+		t.Errorf("%d restarts, want none", got-starts)
+	}
 }
 
 // A make that crashes the worker is the row's fault: the stage fails

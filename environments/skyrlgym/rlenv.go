@@ -417,7 +417,9 @@ func (e *env) call(ctx context.Context, c conn, op string, req map[string]any) (
 	return r, fmt.Errorf("skyrl_gym env %s for prompt %s: %s: %w", e.m.class, e.prompt.PromptID, op, err)
 }
 
-// End closes the env in the worker, if it is still there.
+// End closes the env in the worker, if it is still there, without
+// waiting: the close is sent at once to an idle worker, else ahead of
+// its next request, never behind another episode's request.
 func (e *env) End() error {
 	e.close()
 	return nil
@@ -433,5 +435,5 @@ func (e *env) close() {
 	if c == nil {
 		return // gone with its worker
 	}
-	_, _ = e.m.w.send(context.Background(), c, map[string]any{"op": "close", "env": e.handle})
+	e.m.w.post(c, map[string]any{"op": "close", "env": e.handle})
 }

@@ -242,6 +242,18 @@ func (w *Worker) send(ctx context.Context, c conn, req map[string]any) (reply, e
 	return r, nil
 }
 
+// post sends req on c (its id set here) without waiting for the reply
+// (see conn.post).
+func (w *Worker) post(c conn, req map[string]any) {
+	id := w.ids.Add(1)
+	req["id"] = id
+	b, err := json.Marshal(req)
+	if err != nil {
+		return // a close's fields are strings: it always encodes
+	}
+	c.post(id, b, w.s.wall)
+}
+
 // check asks the worker whether class is an environment it can make, and
 // returns skyrl-gym's version.
 func (w *Worker) check(ctx context.Context, class string) (string, error) {
