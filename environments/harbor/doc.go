@@ -30,7 +30,11 @@
 //   - WORKDIR: made, and the directory the agent and the verifier start
 //     in (default /app);
 //   - ENV: given to RUN and to the agent's tool calls (not the verifier);
-//   - COPY from environment/, the build context;
+//   - COPY from environment/, the build context: a source with a symlink
+//     on its path is refused at import, and the build opens each source
+//     with no symlink followed (openat2) and copies from that open file,
+//     so a link planted after the import fails the build instead of
+//     copying the host's files into the world;
 //   - RUN: run once, when the world is built, in the sandbox with the
 //     world's directories writable, bounded by [environment]
 //     build_timeout_sec; the world is then cached by the digest of the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/environments/harbor"
 )
 
@@ -207,4 +208,67 @@ func FuzzParseDockerfile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// COPY follows no symlink at build time either: a source that became a
+// link after the import (or a directory on its way that did) fails the
+// build naming it, and none of the host's files reach the world; the
+// sources as imported are copied, a file to its path, a directory's
+// contents into its destination.
+func TestCopyFollowsNoLinkAtBuild(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte("host secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const df = "FROM ubuntu:24.04\nWORKDIR /app\nCOPY sub/f /app/x\nCOPY sub /app/d/\nCOPY g /app/\n"
+	for _, c := range []struct {
+		name   string
+		plant  string // the path in environment/ replaced by a link to host (or host/f), "" for none
+		target string
+		want   string // after "import harbor task test/t: build world \"test/t\": DIR/environment/Dockerfile:"
+	}{
+		{"unchanged", "", "", ""},
+		{"a directory on the way became a symlink", "sub", host,
+			"3: COPY sub/f /app/x: sub/f goes through environment/sub, now a symlink to " + host},
+		{"the source became a symlink", "g", filepath.Join(host, "f"),
+			"5: COPY g /app/: g goes through environment/g, now a symlink to " + filepath.Join(host, "f")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := newTask(t, map[string]string{"environment/Dockerfile": df, "environment/sub/f": "task file\n", "environment/g": "g\n"})
+			task, err := harbor.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.plant != "" {
+				p := filepath.Join(dir, "environment", c.plant)
+				if err := os.RemoveAll(p); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(c.target, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cache, err := agent.NewCache(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			world, _, err := task.Worlds(context.Background(), cache)
+			if c.want != "" {
+				want := "import harbor task test/t: build world \"test/t\": " + dir + "/environment/Dockerfile:" + c.want +
+					" (it was not when the task was imported): the build follows no symlink; put the files themselves in environment/ and import the task again: harbor task: unsupported"
+				if err == nil || err.Error() != want || !errors.Is(err, harbor.ErrUnsupported) {
+					t.Fatalf("build: %v\nwant %s", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rel, body := range map[string]string{"app/x": "task file\n", "app/d/f": "task file\n", "app/g": "g\n"} {
+				if b, err := os.ReadFile(filepath.Join(world.Dir, rel)); err != nil || string(b) != body {
+					t.Errorf("/%s in the world: %q, %v; want %q", rel, b, err, body)
+				}
+			}
+		})
+	}
 }

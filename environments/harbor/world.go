@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rlpipe/rlpipe/environments/agent"
 	"github.com/rlpipe/rlpipe/internal/scratch"
@@ -121,32 +124,69 @@ func copyInto(ctx context.Context, ctxDir string, in Instruction, root string) e
 	dst := filepath.Join(root, filepath.FromSlash(strings.TrimSuffix(in.Dst, "/")))
 	intoDir := strings.HasSuffix(in.Dst, "/") || len(in.Src) > 1
 	for _, src := range in.Src {
-		hp := filepath.Join(ctxDir, filepath.FromSlash(src))
-		fi, err := os.Stat(hp)
-		if err != nil {
+		if err := copySource(ctx, ctxDir, src, dst, intoDir); err != nil {
 			return err
-		}
-		target := dst
-		switch {
-		case fi.IsDir():
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
-			if err := copyTree(ctx, hp, dst); err != nil {
-				return err
-			}
-			continue
-		case intoDir:
-			target = filepath.Join(dst, path.Base(src))
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		if out, err := exec.CommandContext(ctx, "cp", "-a", "--", hp, target).CombinedOutput(); err != nil {
-			return fmt.Errorf("cp: %v: %s", err, strings.TrimSpace(string(out)))
 		}
 	}
 	return nil
+}
+
+// copySource copies one COPY source, src (clean, local) in ctxDir, to
+// dst. The import refused a source with a symlink on its way
+// (symlinkOn), but the files may change between the import and the
+// build: the source is opened here with no symlink followed on the way
+// or at its end (openat2 RESOLVE_NO_SYMLINKS, beneath ctxDir), and cp
+// reads that open file or directory, not its path, so a link planted
+// after the import cannot pull the host's files into the world. Inside a
+// copied directory, cp -a copies links as links, never their targets.
+func copySource(ctx context.Context, ctxDir, src, dst string, intoDir bool) error {
+	dir, err := os.Open(ctxDir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	fd, err := unix.Openat2(int(dir.Fd()), filepath.FromSlash(src), &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH})
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+			link, to := symlinkOn(ctxDir, src)
+			return fmt.Errorf("%s goes through environment/%s, now a symlink to %s (it was not when the task was imported): the build follows no symlink; put the files themselves in environment/ and import the task again: %w",
+				src, link, to, ErrUnsupported)
+		}
+		return fmt.Errorf("open environment/%s: %w", src, err)
+	}
+	f := os.NewFile(uintptr(fd), src)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// cp gets the open source as its fd 3; /proc/self/fd/3 is that file
+	// or directory, whatever its path has become since.
+	held := "/proc/self/fd/3"
+	cp := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "cp", args...)
+		cmd.ExtraFiles = []*os.File{f}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("cp: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	target := dst
+	switch {
+	case fi.IsDir():
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		return cp("-a", "--", held+"/.", dst)
+	case intoDir:
+		target = filepath.Join(dst, path.Base(src))
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	// -H: follow the one link on the command line, /proc/self/fd/3.
+	return cp("-a", "-H", "--", held, target)
 }
 
 // copyTree copies src's contents into dst, modes and links as they are.
