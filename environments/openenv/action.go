@@ -3,6 +3,8 @@ package openenv
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +25,10 @@ type schemas struct {
 	// field is the one required string property of the action, "" when
 	// there is not exactly one.
 	field string
+	// digest is "sha256:" and the first 16 hex digits of the sha256 of
+	// the whole /schema document (action, observation, state), its JSON
+	// compacted: what of a url: server enters the stage's version.
+	digest string
 }
 
 // fetchSchema reads GET base/schema and compiles its action schema.
@@ -47,7 +53,17 @@ func fetchSchema(ctx context.Context, base string, header http.Header, timeout t
 	if err := json.Unmarshal(body, &doc); err != nil || len(doc.Action) == 0 || string(doc.Action) == "null" {
 		return nil, &Error{ErrProtocol, fmt.Sprintf("read the action schema at %s/schema: no \"action\" JSON Schema in %.200s: is this an OpenEnv server (openenv.core's create_app)?", base, body)}
 	}
-	return compileSchema(base, doc.Action)
+	s, err := compileSchema(base, doc.Action)
+	if err != nil {
+		return nil, err
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, body); err != nil {
+		return nil, &Error{ErrProtocol, fmt.Sprintf("read the action schema at %s/schema: %v", base, err)}
+	}
+	sum := sha256.Sum256(compact.Bytes())
+	s.digest = "sha256:" + hex.EncodeToString(sum[:])[:16]
+	return s, nil
 }
 
 // compileSchema compiles an action's JSON Schema.

@@ -25,7 +25,8 @@
 //
 // # Actions and observations
 //
-// GET /schema gives the action's JSON Schema, read once per server and
+// GET /schema gives the action's JSON Schema, read once per server (at
+// Open for a url: server, at the first Reset for a served one) and
 // compiled (santhosh-tekuri/jsonschema). A reply becomes an action by
 // ActionOptions: its text in a string field (Field, by default the
 // action's one required string field), or, with JSON, the reply itself
@@ -78,8 +79,14 @@
 // module file), found under cwd then pythonpath, so editing the
 // environment replays its episodes; an app installed in the venv (found
 // in neither) is not hashed. A url: server's code is outside rlpipe's
-// view: restart the run on a new branch, or change an option, after
-// changing it. request_timeout_s enters the version when set.
+// view, but not its interface: Open reads its GET /schema (a server that
+// is down, or is not OpenEnv, fails Open, naming the URL) and the
+// digest of that document, compacted, enters the version
+// ("schema=sha256:…"), so a server whose action or observation changed
+// replays its episodes; its episodes validate against the schema read
+// then. A change that keeps the schemas (the reward logic alone) is
+// still invisible: restart the run on a new branch, or change an
+// option, after one. request_timeout_s enters the version when set.
 //
 // # Errors
 //

@@ -124,6 +124,27 @@ func (r *Remote) session(ctx context.Context, fresh bool) (c *conn, s *schemas, 
 	return c, s, false, nil
 }
 
+// schemaDigest reads the server's /schema now, keeps it as the action
+// schema of its episodes, and returns its digest.
+func (r *Remote) schemaDigest(ctx context.Context) (string, error) {
+	base, err := r.addr.base(ctx)
+	if err != nil {
+		return "", err
+	}
+	h, err := r.addr.header()
+	if err != nil {
+		return "", err
+	}
+	s, err := fetchSchema(ctx, base, h, r.timeout)
+	if err != nil {
+		return "", err
+	}
+	r.pool.mu.Lock()
+	r.pool.schema = s
+	r.pool.mu.Unlock()
+	return s.digest, nil
+}
+
 // put returns a healthy socket to the idle list.
 func (r *Remote) put(c *conn) {
 	r.pool.mu.Lock()

@@ -183,27 +183,40 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-// TestServerDown: a server that is not there fails the episode's Reset as
-// infra, naming the URL and the next step.
+// openErr is Open's error for o.
+func openErr(o *openenv.Options) error {
+	_, _, err := openenv.RLEnv{}.Open(o, "")
+	return err
+}
+
+// TestServerDown: a url: server that is not there fails Open (its
+// /schema enters the version), naming the URL and the next step; one
+// that goes down after Open fails the episode's Reset as infra.
 func TestServerDown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
-	env := open(t, &openenv.Options{URL: url})
-	_, err := env.Reset(context.Background(), "e")
+	err := openErr(&openenv.Options{URL: url})
 	want := `read the action schema at ` + url + `/schema: Get "` + url + `/schema": dial tcp ` + strings.TrimPrefix(url, "http://") +
 		`: connect: connection refused: start the server (or let rlpipe start it with rl_options serve:) and check rl_options url`
 	if err == nil || err.Error() != want {
-		t.Fatalf("Reset: %v\nwant %s", err, want)
+		t.Fatalf("Open: %v\nwant %s", err, want)
 	}
 	if !errors.Is(err, openenv.ErrUnreachable) || !errors.Is(err, environments.ErrInfra) {
 		t.Errorf("%v: want ErrUnreachable, infra", err)
 	}
-	// Through the runner: an infra_error episode, not a failed call.
+	// Down after Open, through the runner: an infra_error episode, not a
+	// failed call.
+	up := fake(t, 100)
+	env := open(t, &openenv.Options{URL: up.URL})
+	up.Close()
 	r, _ := environments.NewRunner(environments.Scripted(func([]policy.Message) string { return "x" }), &environments.RunnerOptions{MaxTurns: 2})
-	res, err := r.Run(context.Background(), open(t, &openenv.Options{URL: url}), environments.Episode{ID: "e"})
-	if err != nil || res.Trajectory.Status != tables.StatusInfraError || !strings.Contains(*res.Trajectory.Error, want) {
-		t.Errorf("run: %v, status %s (%v); want infra_error with %q", err, res.Trajectory.Status, res.Trajectory.Error, want)
+	res, err := r.Run(context.Background(), env, environments.Episode{ID: "e"})
+	ws := "ws://" + strings.TrimPrefix(up.URL, "http://") + "/ws"
+	want = "reset: connect to the openenv server at " + ws + ": dial tcp " + strings.TrimPrefix(up.URL, "http://") +
+		": connect: connection refused: start the server (or let rlpipe start it with rl_options serve:) and check rl_options url"
+	if err != nil || res.Trajectory.Status != tables.StatusInfraError || *res.Trajectory.Error != want {
+		t.Errorf("run: %v, status %s (%v); want infra_error with\n%s", err, res.Trajectory.Status, *res.Trajectory.Error, want)
 	}
 }
 
@@ -212,10 +225,10 @@ func TestServerDown(t *testing.T) {
 func TestNotOpenEnv(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
-	_, err := open(t, &openenv.Options{URL: srv.URL}).Reset(context.Background(), "e")
+	err := openErr(&openenv.Options{URL: srv.URL})
 	want := "read the action schema at " + srv.URL + "/schema: HTTP 404 404 page not found\n: is this an OpenEnv server (openenv.core's create_app)?"
 	if err == nil || err.Error() != want || !errors.Is(err, openenv.ErrUnreachable) {
-		t.Fatalf("Reset: %v\nwant %s", err, want)
+		t.Fatalf("Open: %v\nwant %s", err, want)
 	}
 }
 
@@ -253,16 +266,16 @@ func TestToken(t *testing.T) {
 	if err != nil {
 		t.Errorf("another header: %v", err)
 	}
-	_, err = open(t, &openenv.Options{URL: srv.URL, TokenEnv: "OPENENV_TEST_TOKEN_UNSET"}).Reset(context.Background(), "e")
+	err = openErr(&openenv.Options{URL: srv.URL, TokenEnv: "OPENENV_TEST_TOKEN_UNSET"})
 	want := "the token for the openenv server: $OPENENV_TEST_TOKEN_UNSET (rl_options token_env) is not set: export it"
 	if err == nil || err.Error() != want {
-		t.Errorf("Reset: %v\nwant %s", err, want)
+		t.Errorf("Open: %v\nwant %s", err, want)
 	}
 }
 
-// TestRequestTimeout: a server that never answers a step, or GET /schema,
-// fails the episode within request_timeout_s as infra, saying which
-// request and what to raise.
+// TestRequestTimeout: a server that never answers a step fails the
+// episode within request_timeout_s as infra, saying which request and
+// what to raise; one that never answers GET /schema fails Open so.
 func TestRequestTimeout(t *testing.T) {
 	srv := fake(t, 100)
 	opts := &openenv.Options{URL: srv.URL, RequestTimeoutS: 0.2}
@@ -286,11 +299,11 @@ func TestRequestTimeout(t *testing.T) {
 
 	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	t.Cleanup(hung.Close)
-	_, err = open(t, &openenv.Options{URL: hung.URL, RequestTimeoutS: 0.2}).Reset(context.Background(), "e")
+	err = openErr(&openenv.Options{URL: hung.URL, RequestTimeoutS: 0.2})
 	want = "read the action schema at " + hung.URL + "/schema: Get \"" + hung.URL + "/schema\": context deadline exceeded (Client.Timeout exceeded while awaiting headers): " +
 		"start the server (or let rlpipe start it with rl_options serve:) and check rl_options url"
 	if err == nil || err.Error() != want || !errors.Is(err, openenv.ErrUnreachable) {
-		t.Errorf("Reset on a silent /schema: %v\nwant %s", err, want)
+		t.Errorf("Open on a silent /schema: %v\nwant %s", err, want)
 	}
 }
 

@@ -58,8 +58,10 @@ func (RLEnv) Name() string { return "openenv" }
 // Options returns a fresh Options.
 func (RLEnv) Options() any { return &Options{} }
 
-// Open checks the options and returns the maker. Nothing connects or
-// starts until an episode's Reset: the environments of every stage with
+// Open checks the options and returns the maker. With url:, it reads
+// the server's GET /schema, whose digest enters the version (a server
+// that is down or is not OpenEnv fails Open); with serve:, nothing
+// starts until an episode's Reset. The environments of every stage with
 // the same options share one Remote (and its server) in the process.
 func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	o, _ := opts.(*Options)
@@ -74,13 +76,20 @@ func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if o.URL != "" {
+		d, err := r.schemaDigest(context.Background())
+		if err != nil {
+			return nil, "", err
+		}
+		version = strings.TrimPrefix(version+" schema="+d, " ")
+	}
 	return func(tables.Prompt) (environments.Env, error) { return r.NewEnv(), nil }, version, nil
 }
 
 // versionOf is what of o enters the stage's cache key beyond the options
 // themselves: request_timeout_s when set, and for serve: the digest of
 // the app's code (appDigest). A url: server's code is outside rlpipe's
-// view: nothing of it enters.
+// view: Open adds the digest of its /schema instead.
 func versionOf(o *Options, dir string) (string, error) {
 	var parts []string
 	if o.RequestTimeoutS > 0 {

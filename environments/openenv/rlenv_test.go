@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -171,8 +174,9 @@ func TestOpen(t *testing.T) {
 
 // TestVersion: the stage's cache key follows the served app's code (its
 // package's .py files, or its module file) and request_timeout_s when
-// set; nothing of a url: server's code. The digests are sha256 over
-// "PATH\x00LEN\x00CONTENT" per file, checked with Python's hashlib.
+// set; a url: server's /schema. The app digests are sha256 over
+// "PATH\x00LEN\x00CONTENT" per file, the schema's over the compacted
+// document, checked with Python's hashlib.
 func TestVersion(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, text string) {
@@ -201,13 +205,14 @@ func TestVersion(t *testing.T) {
 		return &openenv.Options{Serve: &openenv.ServeOptions{App: app, IdleStopS: -1}}
 	}
 	pkg := version(serve("pkg.server:app"))
+	url := fake(t, 100).URL
 	for _, c := range []struct {
 		name string
 		opts *openenv.Options
 		want string
 	}{
-		{"a url", &openenv.Options{URL: "http://127.0.0.1:1"}, ""},
-		{"a url with request_timeout_s", &openenv.Options{URL: "http://127.0.0.1:1", RequestTimeoutS: 30}, "request_timeout_s=30"},
+		{"a url", &openenv.Options{URL: url}, "schema=sha256:9ff013c5479c7e4b"},
+		{"a url with request_timeout_s", &openenv.Options{URL: url, RequestTimeoutS: 30}, "request_timeout_s=30 schema=sha256:9ff013c5479c7e4b"},
 		{"a package app", serve("pkg.server:app"), "app=sha256:3b5d205a074ce7fa"},
 		{"a module app", serve("mod:app"), "app=sha256:d2884e653007262f"},
 		{"an app found nowhere (installed in the venv)", serve("elsewhere.server:app"), ""},
@@ -226,5 +231,41 @@ func TestVersion(t *testing.T) {
 	write("pkg/sub/env.py", "REWARD = 2\n")
 	if v := version(serve("pkg.server:app")); v == pkg {
 		t.Errorf("after editing pkg/sub/env.py: %q unchanged", v)
+	}
+}
+
+// TestVersionFollowsSchema: a url: server whose /schema changes (another
+// action) changes the version at the next Open, and its episodes
+// validate against the new schema; whitespace alone changes nothing.
+func TestVersionFollowsSchema(t *testing.T) {
+	var doc atomic.Value
+	doc.Store(`{"action": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false}}`)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/schema", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(doc.Load().(string))) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	o := &openenv.Options{URL: srv.URL}
+	cases := []struct{ name, doc, want string }{
+		{"as served", "", "schema=sha256:9ff013c5479c7e4b"},
+		{"whitespace only", `{"action":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"],"additionalProperties":false}}`,
+			"schema=sha256:9ff013c5479c7e4b"},
+		{"another action", `{"action": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}`,
+			"schema=sha256:7187196ca7514047"},
+	}
+	for _, c := range cases {
+		if c.doc != "" {
+			doc.Store(c.doc)
+		}
+		_, v, err := openenv.RLEnv{}.Open(o, "")
+		if err != nil || v != c.want {
+			t.Errorf("%s: version %q, %v; want %q", c.name, v, err, c.want)
+		}
+	}
+	r, err := openenv.SharedRemote(o, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.ActionField(); got != "answer" {
+		t.Errorf("the episodes' action field is %q, want answer (the schema read at the last Open)", got)
 	}
 }
