@@ -159,13 +159,41 @@ func TestEpisodesShareAWorker(t *testing.T) {
 	})
 }
 
-// End never waits behind another episode's request: with a's step
-// hanging in the worker, b's End returns at once, a is neither killed
-// nor blamed (its request timeout is far off), and b's env is closed
-// ahead of the worker's next request (1 live env, the one asking).
-func TestEndDoesNotWait(t *testing.T) {
+// A make that crashes the worker is the row's fault: the stage fails
+// naming the row (ErrRow, not infrastructure), and the make is not
+// tried again on a new process.
+func TestMakeCrash(t *testing.T) {
 	t.Parallel()
-	m, w := faulty(t, skyrlgym.Options{MemoryMB: 240, RequestTimeoutS: 60})
+	m, w := faulty(t, skyrlgym.Options{MemoryMB: 220})
+	starts := w.Starts()
+	_, err := m(tables.Prompt{PromptID: "row-3", Prompt: "go", Metadata: `{"crash": "make"}`})
+	want := "skyrl_gym env faulty:Faulty for prompt row-3: make: the process ended: exit status 3; the worker ended while making this row's env (it restarts for the next request): prompt row does not make a skyrl_gym env"
+	if err == nil || err.Error() != want || !errors.Is(err, skyrlgym.ErrRow) || errors.Is(err, environments.ErrInfra) {
+		t.Errorf("make: %v\nwant\n%s", err, want)
+	}
+	if got := w.Starts(); got != starts {
+		t.Errorf("%d starts, then %d; want no retry on a new process", starts, got)
+	}
+}
+
+// The worker keeps its envs tidy and its request stream to itself: an
+// env whose reset failed is closed by End; End never waits behind
+// another episode's request (with a's step hanging in the worker, b's
+// End returns at once, a is neither killed nor blamed, its request
+// timeout far off) and b's env is closed ahead of the worker's next
+// request (1 live env at the end, the one asking, not 2 or 3); and a
+// subprocess of an env reads an empty stdin, not the requests.
+func TestWorkerHygiene(t *testing.T) {
+	t.Parallel()
+	m, w := faulty(t, skyrlgym.Options{MemoryMB: 230, RequestTimeoutS: 60})
+	failed := makeEnv(t, m, "failed")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := failed.Reset(ctx, "failed"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reset: %v, want context canceled", err)
+	}
+	failed.End()
+
 	a := makeEnv(t, m, "a")
 	b, _ := reset(t, m, tables.Prompt{PromptID: "b", Prompt: "go"})
 	starts := w.Starts()
@@ -187,47 +215,7 @@ func TestEndDoesNotWait(t *testing.T) {
 	if o := <-aout; o.err != nil || o.res.Status() != tables.StatusOK {
 		t.Errorf("a's episode: %v, %s (%s); want ok", o.err, o.res.Status(), errorOf(o.res))
 	}
-	live, _ := reset(t, m, tables.Prompt{PromptID: "live", Prompt: "go"})
-	defer live.End()
-	if got := play(t, live, "live"); len(got) != 1 || got[0].Observation != "1 live" {
-		t.Errorf("steps %+v, want the observation %q (b's env closed)", got, "1 live")
-	}
-	if got := w.Starts(); got != starts {
-		t.Errorf("%d restarts, want none", got-starts)
-	}
-}
 
-// A make that crashes the worker is the row's fault: the stage fails
-// naming the row (ErrRow, not infrastructure), and the make is not
-// tried again on a new process.
-func TestMakeCrash(t *testing.T) {
-	t.Parallel()
-	m, w := faulty(t, skyrlgym.Options{MemoryMB: 220})
-	starts := w.Starts()
-	_, err := m(tables.Prompt{PromptID: "row-3", Prompt: "go", Metadata: `{"crash": "make"}`})
-	want := "skyrl_gym env faulty:Faulty for prompt row-3: make: the process ended: exit status 3; the worker ended while making this row's env (it restarts for the next request): prompt row does not make a skyrl_gym env"
-	if err == nil || err.Error() != want || !errors.Is(err, skyrlgym.ErrRow) || errors.Is(err, environments.ErrInfra) {
-		t.Errorf("make: %v\nwant\n%s", err, want)
-	}
-	if got := w.Starts(); got != starts {
-		t.Errorf("%d starts, then %d; want no retry on a new process", starts, got)
-	}
-}
-
-// The worker keeps its envs tidy and its request stream to itself: an
-// env whose reset failed is closed by End (1 live env, the one asking,
-// not 2), and a subprocess of an env reads an empty stdin, not the
-// requests.
-func TestWorkerHygiene(t *testing.T) {
-	t.Parallel()
-	m, _ := faulty(t, skyrlgym.Options{MemoryMB: 230})
-	failed := makeEnv(t, m, "failed")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := failed.Reset(ctx, "failed"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("reset: %v, want context canceled", err)
-	}
-	failed.End()
 	for _, c := range []struct{ action, obs string }{
 		{"live", "1 live"},
 		{"stdin", "stdin had 0 bytes"},
@@ -238,5 +226,8 @@ func TestWorkerHygiene(t *testing.T) {
 			t.Errorf("%s: steps %+v, want the observation %q", c.action, got, c.obs)
 		}
 		env.End()
+	}
+	if got := w.Starts(); got != starts {
+		t.Errorf("%d restarts, want none", got-starts)
 	}
 }
