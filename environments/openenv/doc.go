@@ -80,7 +80,8 @@
 // environment replays its episodes; an app installed in the venv (found
 // in neither) is not hashed. A url: server's code is outside rlpipe's
 // view, but not its interface: Open reads its GET /schema (a server that
-// is down, or is not OpenEnv, fails Open, naming the URL) and the
+// is down or is not OpenEnv, or a token_env that is not set, fails Open,
+// naming the URL or the variable) and the
 // digest of that document, compacted, enters the version
 // ("schema=sha256:…"), so a server whose action or observation changed
 // replays its episodes; its episodes validate against the schema read

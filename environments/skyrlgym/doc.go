@@ -35,8 +35,10 @@
 // naming the row), an init (Reset) and a step per turn; the worker closes
 // an env whose step says done, and End closes one that is not. End never
 // waits behind another episode's request: its close is sent at once when
-// the worker is idle, else it is sent just ahead of the worker's next
-// request (in the sandbox, in that request's turn), its reply discarded.
+// the worker is idle (in the sandbox, End then waits for that close's
+// own answer, never another episode's), else it is sent just ahead of
+// the worker's next request (in the sandbox, in that request's turn),
+// its reply discarded.
 // A close that crashes or hangs the worker is the culprit as any request
 // would be (the requests behind it are infra_error), blaming no episode.
 // An env made in a process that has since ended is made again at Reset.
