@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,18 +48,7 @@ const topChanges = 10
 // samples that tie with the last one picked.
 func mostChanged(all []tables.RewardChange, n int) (top []tables.RewardChange, tied int) {
 	all = slices.Clone(all)
-	slices.SortFunc(all, func(a, b tables.RewardChange) int {
-		if d := cmp.Compare(math.Abs(b.Delta), math.Abs(a.Delta)); d != 0 {
-			return d
-		}
-		if d := cmp.Compare(b.Iteration, a.Iteration); d != 0 {
-			return d
-		}
-		if d := cmp.Compare(a.PromptID, b.PromptID); d != 0 {
-			return d
-		}
-		return cmp.Compare(a.SampleIndex, b.SampleIndex)
-	})
+	slices.SortFunc(all, tables.ByChange(true))
 	top = all[:min(n, len(all))]
 	if len(top) == 0 {
 		return nil, 0
