@@ -96,6 +96,23 @@ func TestEndToEndLengthHack(t *testing.T) {
 		t.Errorf("page is %d bytes", len(page))
 	}
 
+	// The headline reward is the mean of the last 5 iterations, which it
+	// names, beside the last one's own (noisy) figure; the failed-rollouts
+	// panel, all 0, runs from 0 to 1.
+	for _, want := range []string{
+		`<div class="card">reward, mean of iterations 16–20 (iteration 20 alone: 0.8550)<b>0.7750</b></div>`,
+		`<div class="card">accuracy, mean of iterations 16–20 (iteration 20 alone: 0.2500)<b>0.2500</b></div>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if _, failed, ok := strings.Cut(page, `title="Failed rollouts (count)"`); !ok {
+		t.Errorf("page lacks the failed rollouts panel")
+	} else if ticks := regexp.MustCompile(`text-anchor="end">([^<]*)</text>`).FindAllStringSubmatch(strings.SplitN(failed, "</figure>", 2)[0], -1); len(ticks) != 2 || ticks[0][1] != "0" || ticks[1][1] != "1" {
+		t.Errorf("the failed rollouts panel's y ticks are %q, want 0 and 1", ticks)
+	}
+
 	// Same store state, same bytes.
 	again, err := HTML(ctx, st, "runs-hack", nil)
 	if err != nil || !bytes.Equal(again, []byte(page)) {
