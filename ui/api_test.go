@@ -525,12 +525,8 @@ func TestServeStopsWithOpenStreams(t *testing.T) {
 // A column's header type is one line: a nested type by its shape, the
 // fields counted; the full Arrow type stays in Type.
 func TestTableColumnShortType(t *testing.T) {
-	st := sharedRunStore(t)
-	h := newHandler(t, st, nil)
 	var p ui.TablePage
-	if code := get(t, h, "/api/table?ref=runs-demo&path=iterations/000001/trajectories.parquet&limit=1", &p); code != http.StatusOK {
-		t.Fatalf("%d", code)
-	}
+	getOK(t, newHandler(t, sharedRunStore(t), nil), "/api/table?ref=runs-demo&path=iterations/000001/trajectories.parquet&limit=1", &p)
 	want := map[string]string{"prompt_id": "utf8", "turns": "list<struct, 6 fields>", "token_ids": "list<int32>", "sample_index": "int32"}
 	for _, c := range p.Columns {
 		if w, ok := want[c.Name]; ok {
