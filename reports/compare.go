@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -31,6 +32,34 @@ type Comparison struct {
 	From         string
 	Result       tables.RewardComparison
 	PerIteration []IterationReward
+	// Top are the most changed samples the report lists: by |Δ|, ties
+	// newest iteration first (Result.Top, as stored, breaks them oldest
+	// first, so equal changes fill it from iteration 1). Tied counts the
+	// samples whose |Δ| equals the last listed one's, listed or not.
+	Top  []tables.RewardChange
+	Tied int
+}
+
+// topChanges is how many changed samples a report lists.
+const topChanges = 10
+
+// mostChanged picks the n samples whose total moved most, ties broken
+// newest iteration first, then by prompt and sample, and counts the
+// samples that tie with the last one picked.
+func mostChanged(all []tables.RewardChange, n int) (top []tables.RewardChange, tied int) {
+	all = slices.Clone(all)
+	slices.SortFunc(all, tables.ByChange(true))
+	top = all[:min(n, len(all))]
+	if len(top) == 0 {
+		return nil, 0
+	}
+	last := math.Abs(top[len(top)-1].Delta)
+	for _, c := range all {
+		if math.Abs(c.Delta) == last {
+			tied++
+		}
+	}
+	return top, tied
 }
 
 // Compare compares the rewards at ref and other. The side holding
@@ -99,10 +128,13 @@ func Compare(ctx context.Context, st artifacts.Store, ref, other string) (*Compa
 	if len(c.PerIteration) == 0 {
 		return nil, fmt.Errorf("compare %s with %s: %w: no iteration has rewards on both sides", oldRef, newRef, artifacts.ErrNotFound)
 	}
+	every := tables.CompareRewards(oldSides, newSides, math.MaxInt)
+	c.Top, c.Tied = mostChanged(every.Top, topChanges)
 	if stored != nil {
 		c.Result, c.From = stored.Comparison, newRef+":"+runs.RescoreReportPath
 	} else {
-		c.Result = tables.CompareRewards(oldSides, newSides, 10)
+		c.Result = every
+		c.Result.Top = every.Top[:min(topChanges, len(every.Top))]
 	}
 	return c, nil
 }

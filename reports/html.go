@@ -146,6 +146,10 @@ details{margin:4px 0}summary{cursor:pointer}.cards{display:flex;gap:12px;flex-wr
 .turn{border-left:3px solid #ddd;padding:1px 6px;margin:2px 0}.turn.trained{border-left-color:#2563eb;background:#eff6ff}.turn.untrained{border-left-color:#b45309}
 .turn .who{font-size:11px;color:#666}.turn .mark{font-style:italic}`
 
+// headlineIterations is how many of the last iterations the summary's
+// reward and accuracy average.
+const headlineIterations = 5
+
 // f4 formats a value with 4 decimals ("–" for NaN).
 func f4(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -224,9 +228,36 @@ func (r *Report) summary(b *bytes.Buffer) {
 	card := func(name, value string) {
 		fmt.Fprintf(b, `<div class="card">%s<b>%s</b></div>`, esc(name), esc(value))
 	}
-	card(fmt.Sprintf("reward, iteration %d", lastH.Iteration), f4(lastH.Reward.Mean))
-	if s, ok := lastH.Components["correct"]; ok {
-		card(fmt.Sprintf("accuracy, iteration %d", lastH.Iteration), f4(s.Mean))
+	// One iteration's reward is noisy (a batch of a few prompts): the
+	// headline is the mean of the last headlineIterations, naming them and
+	// the last iteration's own figure.
+	tail := h[max(0, len(h)-headlineIterations):]
+	span := fmt.Sprintf("iterations %d–%d", tail[0].Iteration, lastH.Iteration)
+	if len(tail) == 1 {
+		span = fmt.Sprintf("iteration %d", lastH.Iteration)
+	}
+	tailMean := func(f func(*Health) float64) float64 {
+		sum, n := 0.0, 0
+		for i := range tail {
+			if v := f(&tail[i]); finite(v) {
+				sum, n = sum+v, n+1
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	}
+	headlineCard := func(name string, f func(*Health) float64) {
+		title := fmt.Sprintf("%s, mean of %s", name, span)
+		if len(tail) > 1 {
+			title += fmt.Sprintf(" (iteration %d alone: %s)", lastH.Iteration, f4(f(&lastH)))
+		}
+		card(title, f4(tailMean(f)))
+	}
+	headlineCard("reward", func(h *Health) float64 { return h.Reward.Mean })
+	if _, ok := lastH.Components["correct"]; ok {
+		headlineCard("accuracy", func(h *Health) float64 { return componentMean(h, "correct") })
 	}
 	for _, set := range evalSets(r.Run.Evals) {
 		cps := setEvals(r.Run.Evals, set)
@@ -390,7 +421,7 @@ func (r *Report) health(b *bytes.Buffer) {
 			hs("clip high", func(h *Health) float64 { return h.ClipHigh }), hs("|ratio-1|", func(h *Health) float64 { return h.RatioDev })}},
 		{title: "Gradient norm", series: []series{hs("grad norm", func(h *Health) float64 { return h.GradNorm })}},
 		{title: "Staleness (policy updates behind)", series: []series{hs("mean", func(h *Health) float64 { return h.StalenessMean })}},
-		{title: "Failed rollouts (count)", series: []series{hs("errored", func(h *Health) float64 { return float64(h.Errored) }),
+		{title: "Failed rollouts (count)", counts: true, series: []series{hs("errored", func(h *Health) float64 { return float64(h.Errored) }),
 			hs("timed out", func(h *Health) float64 { return float64(h.TimedOut) })}},
 		{title: "Top completion share", yFixed: true, yFrom: 0, yTo: 1, series: []series{hs("share", func(h *Health) float64 { return h.TopShare })}},
 	}
@@ -544,15 +575,19 @@ func (r *Report) compare(b *bytes.Buffer) {
 	}
 	mean := func(s *tables.RewardStats) string { return f4(s.Mean) }
 	std := func(s *tables.RewardStats) string { return f4(s.Std) }
-	rng := func(s *tables.RewardStats) string { return label(s.Min) + ".." + label(s.Max) }
+	rng := func(s *tables.RewardStats) string { return f4(s.Min) + ".." + f4(s.Max) }
 	for _, s := range res.Components {
 		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td><td class="n">%s</td></tr>`+"\n",
 			esc(s.Name), cell(s.Old, mean), cell(s.New, mean), cell(s.Old, std), cell(s.New, std), cell(s.Old, rng), cell(s.New, rng))
 	}
 	b.WriteString("</table></div>\n")
-	if len(res.Top) > 0 {
-		b.WriteString("<h3>Most changed samples</h3><div class=\"scroll\"><table><tr><th>iteration</th><th>prompt</th><th>sample</th><th>old</th><th>new</th><th>delta</th></tr>\n")
-		for _, t := range res.Top {
+	if len(c.Top) > 0 {
+		b.WriteString("<h3>Most changed samples</h3>")
+		if last := c.Top[len(c.Top)-1]; c.Tied > 1 {
+			fmt.Fprintf(b, "<p class=\"meta\" id=\"ties\">%d samples changed by |delta| = %s; of those tied, the newest iterations are listed.</p>", c.Tied, f4(math.Abs(last.Delta)))
+		}
+		b.WriteString("<div class=\"scroll\"><table><tr><th>iteration</th><th>prompt</th><th>sample</th><th>old</th><th>new</th><th>delta</th></tr>\n")
+		for _, t := range c.Top {
 			fmt.Fprintf(b, `<tr><td class="n">%d</td><td>%s</td><td class="n">%d</td><td class="n">%s</td><td class="n">%s</td><td class="n">%+.4f</td></tr>`+"\n",
 				t.Iteration, esc(t.PromptID), t.SampleIndex, f4(t.Old), f4(t.New), t.Delta)
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +94,23 @@ func TestEndToEndLengthHack(t *testing.T) {
 	}
 	if len(page) > 400<<10 {
 		t.Errorf("page is %d bytes", len(page))
+	}
+
+	// The headline reward is the mean of the last 5 iterations, which it
+	// names, beside the last one's own (noisy) figure; the failed-rollouts
+	// panel, all 0, runs from 0 to 1.
+	for _, want := range []string{
+		`<div class="card">reward, mean of iterations 16–20 (iteration 20 alone: 0.8550)<b>0.7750</b></div>`,
+		`<div class="card">accuracy, mean of iterations 16–20 (iteration 20 alone: 0.2500)<b>0.2500</b></div>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if _, failed, ok := strings.Cut(page, `title="Failed rollouts (count)"`); !ok {
+		t.Errorf("page lacks the failed rollouts panel")
+	} else if ticks := regexp.MustCompile(`text-anchor="end">([^<]*)</text>`).FindAllStringSubmatch(strings.SplitN(failed, "</figure>", 2)[0], -1); len(ticks) != 2 || ticks[0][1] != "0" || ticks[1][1] != "1" {
+		t.Errorf("the failed rollouts panel's y ticks are %q, want 0 and 1", ticks)
 	}
 
 	// Same store state, same bytes.
@@ -241,6 +259,17 @@ func TestCompare(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	// Ranges print with the same 4 decimals as the means ("0.0000..1.0000",
+	// not "0..1"), and equal changes list the newest iterations first.
+	if !bytes.Contains(page, []byte(`<td class="n">0.0000..1.0000</td>`)) {
+		t.Errorf("page lacks the correct component's range 0.0000..1.0000")
+	}
+	for i := 1; i < len(c.Top); i++ {
+		a, z := c.Top[i-1], c.Top[i]
+		if math.Abs(a.Delta) == math.Abs(z.Delta) && a.Iteration < z.Iteration {
+			t.Errorf("most changed samples: iteration %d listed before iteration %d at the same |delta| %v", a.Iteration, z.Iteration, a.Delta)
+		}
+	}
 	if _, err := Compare(ctx, st, "runs-a", "main"); !errors.Is(err, artifacts.ErrNotFound) {
 		t.Fatalf("compare with main: %v", err)
 	}
@@ -356,8 +385,8 @@ func TestAxisRangeCoversData(t *testing.T) {
 			t.Errorf("grid line at y %v outside the plot %v..%v", y, top, bottom)
 		}
 	}
-	if !strings.Contains(page, `<line x1="56.0" y1="10.0" x2="448.0" y2="10.0"/><text class="tick" x="52.0" y="14.0" text-anchor="end">2.5</text>`) {
-		t.Errorf("the top grid line is not the 2.5 tick at the plot's top: %s", page)
+	if !strings.Contains(page, `<line x1="56.0" y1="10.0" x2="448.0" y2="10.0"/><text class="tick" x="52.0" y="14.0" text-anchor="end">2.50</text>`) {
+		t.Errorf("the top grid line is not the 2.50 tick at the plot's top: %s", page)
 	}
 	for _, m := range regexp.MustCompile(`[ML](\d+\.\d),(\d+\.\d)`).FindAllStringSubmatch(page, -1) {
 		y, _ := strconv.ParseFloat(m[2], 64)
@@ -494,5 +523,71 @@ func TestCompareRuns(t *testing.T) {
 	}
 	if _, err := Build(ctx, st, "runs-a", &Options{Compare: "runs-nope"}); err == nil || !strings.Contains(err.Error(), "compare with runs-nope") {
 		t.Fatalf("compare with a missing run: %v", err)
+	}
+}
+
+// The y ticks of a chart all print with the decimals its step needs
+// ("0.50" beside "1.00", never "1" beside "0.8" or "7.500"), and a chart
+// of counts that are all 0 runs from 0 to 1 in whole numbers (not −0.5 to
+// 0.5).
+func TestTickLabels(t *testing.T) {
+	tickRE := regexp.MustCompile(`<text class="tick" x="52.0" y="[\d.]+" text-anchor="end">([^<]*)</text>`)
+	for _, c := range []struct {
+		name  string
+		chart lineChart
+		want  []string
+	}{
+		{"quarters", lineChart{series: []series{{name: "s", x: []float64{1, 2, 3, 4}, y: []float64{1.5, 2.06, 1.5, 2.46}}}},
+			[]string{"1.50", "1.75", "2.00", "2.25", "2.50"}},
+		{"fractions", lineChart{yFixed: true, yFrom: 0, yTo: 1, series: []series{{name: "s", x: []float64{1, 2}, y: []float64{0.2, 0.8}}}},
+			[]string{"0.00", "0.25", "0.50", "0.75", "1.00"}},
+		{"halves", lineChart{series: []series{{name: "s", x: []float64{1, 2}, y: []float64{0, 9.5}}}},
+			[]string{"0.0", "2.5", "5.0", "7.5", "10.0"}},
+		{"counts all 0", lineChart{counts: true, series: []series{{name: "errored", x: []float64{1, 2, 3}, y: []float64{0, 0, 0}}}},
+			[]string{"0", "1"}},
+		{"counts", lineChart{counts: true, series: []series{{name: "errored", x: []float64{1, 2, 3}, y: []float64{0, 3, 1}}}},
+			[]string{"0", "1", "2", "3"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, m := range tickRE.FindAllStringSubmatch(c.chart.html(), -1) {
+				got = append(got, m[1])
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("y ticks %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The most changed samples: by |delta|, ties newest iteration first (then
+// prompt and sample), with the number of samples tied at the last one.
+func TestMostChanged(t *testing.T) {
+	ch := func(it int, p string, d float64) tables.RewardChange {
+		return tables.RewardChange{Iteration: it, PromptID: p, Delta: d}
+	}
+	for _, c := range []struct {
+		name     string
+		all      []tables.RewardChange
+		n        int
+		want     []tables.RewardChange
+		wantTied int
+	}{
+		{"none", nil, 3, nil, 0},
+		{"ties from iteration 1 give way to the newest",
+			[]tables.RewardChange{ch(1, "a", 1), ch(1, "b", -1), ch(2, "a", 1), ch(3, "a", -1), ch(3, "b", 0.5)}, 2,
+			[]tables.RewardChange{ch(3, "a", -1), ch(2, "a", 1)}, 4},
+		{"a larger change first, whatever its iteration",
+			[]tables.RewardChange{ch(1, "a", 2), ch(3, "a", 1), ch(2, "b", 1)}, 2,
+			[]tables.RewardChange{ch(1, "a", 2), ch(3, "a", 1)}, 2},
+		{"no tie", []tables.RewardChange{ch(1, "a", 0.3), ch(2, "a", 0.2)}, 5,
+			[]tables.RewardChange{ch(1, "a", 0.3), ch(2, "a", 0.2)}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			top, tied := mostChanged(c.all, c.n)
+			if !slices.Equal(top, c.want) || tied != c.wantTied {
+				t.Errorf("mostChanged = %v, %d tied; want %v, %d", top, tied, c.want, c.wantTied)
+			}
+		})
 	}
 }

@@ -42,6 +42,10 @@ type lineChart struct {
 	// why explains, in the note under the chart, why series drawn once are
 	// identical: keyed by their merged name ("loss = policy loss").
 	why map[string]string
+	// counts says the values are counts: the y axis starts at 0 and
+	// steps by whole numbers, so a constant 0 reads 0 to 1, not −0.5 to
+	// 0.5.
+	counts bool
 }
 
 const (
@@ -57,6 +61,19 @@ func label(v float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// decimals is how many decimals print a multiple of step exactly: the
+// ticks of one axis all get as many ("0.00", "0.25", … "1.00"), never "1"
+// beside "0.75".
+func decimals(step float64) int {
+	for d := 0; d < 8; d++ {
+		v := step * math.Pow(10, float64(d))
+		if math.Abs(v-math.Round(v)) < 1e-9*math.Max(1, v) {
+			return d
+		}
+	}
+	return 8
 }
 
 // niceStep is a round step giving about n ticks over span.
@@ -252,7 +269,14 @@ func (c lineChart) html() string {
 	if x1 == x0 {
 		x0, x1 = x0-1, x1+1
 	}
+	if c.counts {
+		y0, y1 = math.Min(y0, 0), math.Max(y1, 1)
+	}
 	y0, y1, ystep := axisRange(y0, y1, 4)
+	if c.counts && ystep < 1 {
+		y0, y1, ystep = math.Floor(y0), math.Ceil(y1), 1
+	}
+	yDecimals := decimals(ystep)
 	pw, ph := w-padLeft-padRight, h-padTop-padBottom
 	px := func(x float64) float64 { return padLeft + (x-x0)/(x1-x0)*pw }
 	py := func(y float64) float64 { return padTop + (1-(y-y0)/(y1-y0))*ph }
@@ -260,8 +284,12 @@ func (c lineChart) html() string {
 	// Grid and axes.
 	b.WriteString(`<g class="grid">`)
 	for _, v := range ticks(y0, y1, ystep) {
+		t := math.Round(v/ystep) * ystep
+		if t == 0 {
+			t = 0 // not "-0.00"
+		}
 		fmt.Fprintf(&b, `<line x1="%s" y1="%s" x2="%s" y2="%s"/>`, num(padLeft), num(py(v)), num(w-padRight), num(py(v)))
-		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(padLeft-4), num(py(v)+4), label(math.Round(v/ystep)*ystep))
+		fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, num(padLeft-4), num(py(v)+4), strconv.FormatFloat(t, 'f', yDecimals, 64))
 	}
 	xstep := math.Max(1, niceStep(x1-x0, 6))
 	for v := math.Ceil(x0/xstep) * xstep; v <= x1+1e-9; v += xstep {

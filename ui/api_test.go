@@ -130,6 +130,12 @@ func TestIteration(t *testing.T) {
 			t.Errorf("task %s starts at %v before %s ends at %v", task.Name, *task.Start, dep, prevEnd[dep])
 		}
 	}
+	// The timeline lists the tasks in the order they started.
+	for i := 1; i < len(d.Tasks); i++ {
+		if a, z := d.Tasks[i-1], d.Tasks[i]; *a.Start > *z.Start {
+			t.Errorf("task %s (start %v) is listed before %s (start %v)", a.Name, *a.Start, z.Name, *z.Start)
+		}
+	}
 	wrote := map[string]ui.Artifact{}
 	for _, a := range d.Artifacts {
 		wrote[a.Path] = a
@@ -513,5 +519,27 @@ func TestServeStopsWithOpenStreams(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after its context ended")
+	}
+}
+
+// A column's header type is one line: a nested type by its shape, the
+// fields counted; the full Arrow type stays in Type.
+func TestTableColumnShortType(t *testing.T) {
+	var p ui.TablePage
+	getOK(t, newHandler(t, sharedRunStore(t), nil), "/api/table?ref=runs-demo&path=iterations/000001/trajectories.parquet&limit=1", &p)
+	want := map[string]string{"prompt_id": "utf8", "turns": "list<struct, 6 fields>", "token_ids": "list<int32>", "sample_index": "int32"}
+	for _, c := range p.Columns {
+		if w, ok := want[c.Name]; ok {
+			if c.Short != w {
+				t.Errorf("column %s: short type %q, want %q (full: %q)", c.Name, c.Short, w, c.Type)
+			}
+			delete(want, c.Name)
+		}
+		if strings.Contains(c.Short, "\n") || len(c.Short) > 40 {
+			t.Errorf("column %s: short type %q is not one short line", c.Name, c.Short)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no columns %v in %v", want, p.Columns)
 	}
 }

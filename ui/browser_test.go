@@ -61,6 +61,12 @@ func TestBrowser(t *testing.T) {
 	if it.H1 != "iteration 3" || strings.Join(it.Tasks, " ") != "sample generate reward train" || it.Bars != 4 {
 		t.Fatalf("iteration view: %+v", it)
 	}
+	// The timeline's bars, top to bottom, in the order the tasks started.
+	var starts []float64
+	page.eval(ctx, t, `[...document.querySelectorAll('svg.gantt rect.task')].map((r) => +r.getAttribute('x'))`, &starts)
+	if !slices.IsSorted(starts) {
+		t.Errorf("the timeline's bars start at x %v, not in start order", starts)
+	}
 	for _, p := range []string{"iterations/000003/trajectories.parquet", "iterations/000003/train_metrics.json", "events/000003.metrics.json"} {
 		if !slices.Contains(it.Artifacts, p) {
 			t.Errorf("iteration view lists no artifact %s: %v", p, it.Artifacts)
@@ -145,17 +151,27 @@ func TestBrowser(t *testing.T) {
 	var tb struct {
 		Title   string
 		Columns []string
+		Types   []string
 		Rows    int
+		Height  float64
 	}
 	page.waitFor(ctx, t, &tb, `(() => {
 		const rows = document.querySelectorAll('table.rows tbody tr').length;
 		if (!rows) return null;
+		const ths = [...document.querySelectorAll('table.rows thead th')];
 		return {title: document.querySelector('h1').textContent, rows,
-			columns: [...document.querySelectorAll('table.rows thead th')].map((th) => th.firstChild.textContent)};
+			columns: ths.map((th) => th.firstChild.textContent),
+			types: ths.map((th) => th.querySelector('small') ? th.querySelector('small').textContent : ''),
+			height: document.querySelector('table.rows thead').getBoundingClientRect().height};
 	})()`)
 	if tb.Title != "runs-demo:iterations/000003/trajectories.parquet" || tb.Rows != 6 || !slices.Contains(tb.Columns, "completion") {
 		t.Fatalf("table browser: %+v, want 6 trajectories with a completion column", tb)
 	}
+	// The turns column's header is one line, not its Arrow type over ten.
+	if i := slices.Index(tb.Columns, "turns"); i < 0 || tb.Types[i] != "list<struct, 6 fields>" || tb.Height > 60 {
+		t.Errorf("table browser header: columns %q, types %q, %.0f px tall; want turns typed list<struct, 6 fields> in a header of two lines", tb.Columns, tb.Types, tb.Height)
+	}
+	checkScreenshot(t, page.screenshot(ctx, t), "table.png")
 
 	// An error from the API shows as a message, not a blank page.
 	page.navigate(ctx, t, base+"#/runs/nope")
@@ -167,8 +183,7 @@ func TestBrowser(t *testing.T) {
 }
 
 // checkScreenshot checks that b is a PNG of the window's size with more
-// than a blank page's colours, and keeps it in the test's temp dir (or in
-// $RLPIPE_UI_SCREENSHOTS).
+// than a blank page's colours, and keeps it in screenshotDir.
 func checkScreenshot(t *testing.T, b []byte, name string) {
 	t.Helper()
 	img, err := png.Decode(bytes.NewReader(b))
@@ -181,11 +196,7 @@ func checkScreenshot(t *testing.T, b []byte, name string) {
 	if n := colours(img); n < 32 {
 		t.Fatalf("screenshot %s has %d colours: an empty page?", name, n)
 	}
-	dir := os.Getenv("RLPIPE_UI_SCREENSHOTS") // to look at them
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(screenshotDir(t), name)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,11 @@
 // it was not computed and draws nothing. TestBrowserLayout checks the run view's and a report's
 // geometry at 1360 px: legends clear of titles, marks inside their plots
 // (axes cover the data), equal series drawn once with a note, and wide
-// tables scrolling in their box rather than widening the page. It installs Chromium with scripts/browser-deps.sh when it is
+// tables scrolling in their box rather than widening the page; the
+// evaluations table's column order, intervals and collapsed columns,
+// alike y ticks, exact_pass@1's own colour and note, reward and accuracy
+// merged when equal, and the page as wide as a 2400 px window. The
+// browser tests keep their screenshots in $RLPIPE_UI_SCREENSHOTS (else
+// the test's temporary directory) and log each path. It installs Chromium with scripts/browser-deps.sh when it is
 // missing and skips only when that fails.
 package ui

@@ -28,7 +28,11 @@ type Episode struct {
 	// ones; Segments is the sequence in runs of one mask value. All are
 	// zero and empty when the row has no exact sequence (Exact false):
 	// nothing of it is trained on.
-	Exact     bool             `json:"exact"`
+	Exact bool `json:"exact"`
+	// Spelled says whether Segments carry their tokens' text: the UI
+	// has the tokenizer of the base model PolicyVersion names (the
+	// embedded models); otherwise the page shows token ids.
+	Spelled   bool             `json:"spelled"`
 	Tokens    int              `json:"tokens"`
 	Trainable int              `json:"trainable"`
 	Segments  []EpisodeSegment `json:"segments"`
@@ -92,10 +96,13 @@ func callsOf(toolCalls *string) []EpisodeCall {
 	return out
 }
 
-// EpisodeSegment is a run of the sequence's tokens with one mask value.
+// EpisodeSegment is a run of the sequence's tokens with one mask value:
+// their ids and, when the episode is spelled, each one's text ("<eos>"
+// for a special token).
 type EpisodeSegment struct {
-	Trainable bool    `json:"trainable"`
-	IDs       []int32 `json:"ids"`
+	Trainable bool     `json:"trainable"`
+	IDs       []int32  `json:"ids"`
+	Text      []string `json:"text,omitempty"`
 }
 
 // episodeOf shapes t, row i of a table of n rows.
@@ -118,6 +125,16 @@ func episodeOf(t tables.Trajectory, i, n int) Episode {
 		}
 	}
 	e.Tokens = len(t.Sequence)
+	if sp := spellerFor(t.PolicyVersion); sp != nil && e.Exact {
+		e.Spelled = true
+		for i := range e.Segments {
+			sg := &e.Segments[i]
+			sg.Text = make([]string, len(sg.IDs))
+			for k, id := range sg.IDs {
+				sg.Text[k] = sp.TokenText(id)
+			}
+		}
+	}
 	replies := t.ReplyTokens()
 	for _, tu := range t.Turns {
 		et := EpisodeTurn{Role: tu.Role, Content: tu.Content, ToolCalls: tu.ToolCalls, Calls: callsOf(tu.ToolCalls)}

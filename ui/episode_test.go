@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -32,16 +33,23 @@ func putEpisodes(t testing.TB, st artifacts.Store) {
 			Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "x"},
 				{Role: "user", Content: "List the files."}, {Role: "assistant", Content: "I will look.", ToolCalls: &fnCalls}, {Role: "tool", Content: "a.txt"}}},
 	}
-	var buf bytes.Buffer
 	// A row group a row: an episode is read from its own.
-	if err := tables.Write(&buf, tables.Trajectories, rows, &tables.WriteOptions{RowGroupRows: 1, BatchRows: 1}); err != nil {
+	commitTrajectories(t, st, episodesPath, rows, &tables.WriteOptions{RowGroupRows: 1, BatchRows: 1}, "two episodes")
+}
+
+// commitTrajectories writes rows as a trajectories table at main:path and
+// commits it with message.
+func commitTrajectories(t testing.TB, st artifacts.Store, path string, rows []tables.Trajectory, opts *tables.WriteOptions, message string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tables.Write(&buf, tables.Trajectories, rows, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := st.PutObject(ctx, "main", episodesPath, &buf, nil); err != nil {
+	if _, err := st.PutObject(ctx, "main", path, &buf, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Commit(ctx, "main", "two episodes", nil); err != nil {
+	if _, err := st.Commit(ctx, "main", message, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,6 +122,7 @@ func TestBrowserEpisode(t *testing.T) {
 	chromium := findChromium(t)
 	st := newRunStore(t, 1)
 	putEpisodes(t, st)
+	putSpelledEpisode(t, st)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := serveUI(ctx, t, st, time.Hour)
@@ -146,5 +155,78 @@ func TestBrowserEpisode(t *testing.T) {
 	} : null`)
 	if want := []string{`bash {"cmd":"ls -l"}`, "submit {}"}; !reflect.DeepEqual(calls.Calls, want) || !reflect.DeepEqual(calls.Tool, []string{"a.txt"}) {
 		t.Errorf("tool calls on the page %q, tool turns %q; want %q, [a.txt]", calls.Calls, calls.Tool, want)
+	}
+
+	// An episode of the embedded model shows its tokens' text, each
+	// token its own span with its id as the tooltip.
+	page.navigate(ctx, t, "http://"+addr+"/#/episode/main/"+spelledPath+"?row=0")
+	var spelled struct {
+		Trained, Given, Tokens, Titles []string
+	}
+	page.waitFor(ctx, t, &spelled, `document.querySelector('.tokens.spelled') ? {
+		trained: [...document.querySelectorAll('.tokens .seg.trainable')].map((e) => e.textContent),
+		given: [...document.querySelectorAll('.tokens .seg.given')].map((e) => e.textContent),
+		tokens: [...document.querySelectorAll('.tokens .seg.trainable .tok')].map((e) => e.textContent),
+		titles: [...document.querySelectorAll('.tokens .seg.trainable .tok')].map((e) => e.title),
+	} : null`)
+	if !reflect.DeepEqual(spelled.Trained, []string{"15<eos>"}) || !reflect.DeepEqual(spelled.Given, []string{"<bos>12+3="}) ||
+		!reflect.DeepEqual(spelled.Tokens, []string{"1", "5", "<eos>"}) || !reflect.DeepEqual(spelled.Titles, []string{"token id 4", "token id 8", "token id 2"}) {
+		t.Errorf("the spelled episode shows %+v", spelled)
+	}
+	keepScreenshot(ctx, t, page, "episode-spelled.png")
+}
+
+// spelledPath holds an episode of the embedded model: its policy version
+// names a base model whose tokenizer the UI has, so the episode's tokens
+// are spelled.
+const spelledPath = "data/spelled.parquet"
+
+func putSpelledEpisode(t testing.TB, st artifacts.Store) {
+	t.Helper()
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s string) []int32 {
+		out, err := m.Tokenize(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	prompt, reply := append([]int32{tiny.BOS}, ids("12+3=")...), append(ids("15"), tiny.EOS)
+	seq := append(append([]int32{}, prompt...), reply...)
+	mask := make([]int32, len(seq))
+	for i := len(prompt); i < len(seq); i++ {
+		mask[i] = 1
+	}
+	rows := []tables.Trajectory{{PromptID: "p1", GroupID: "g", Completion: "15", Status: tables.StatusOK, PolicyVersion: m.Version() + "+iteration-000001",
+		Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15"}}, TokenIDs: reply, Sequence: seq, Trainable: mask}}
+	commitTrajectories(t, st, spelledPath, rows, nil, "an episode of the embedded model")
+}
+
+// An episode whose policy is an embedded model (an adapter of it too) has
+// its tokens spelled by that model's tokenizer; one of a policy the UI
+// has no tokenizer for keeps its ids only.
+func TestEpisodeSpelled(t *testing.T) {
+	st := newRunStore(t, 1)
+	putEpisodes(t, st)
+	putSpelledEpisode(t, st)
+	h := newHandler(t, st, nil)
+	var e ui.Episode
+	if code := get(t, h, "/api/episode?ref=main&path="+spelledPath+"&row=0", &e); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	var text [][]string
+	for _, sg := range e.Segments {
+		text = append(text, sg.Text)
+	}
+	if want := [][]string{{"<bos>", "1", "2", "+", "3", "="}, {"1", "5", "<eos>"}}; !e.Spelled || !reflect.DeepEqual(text, want) {
+		t.Errorf("spelled %v, segments' text %q; want %q", e.Spelled, text, want)
+	}
+	var other ui.Episode
+	get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=0", &other)
+	if other.Spelled || other.Segments[0].Text != nil {
+		t.Errorf("policy %q has no tokenizer here, yet the episode is spelled: %+v", other.PolicyVersion, other.Segments)
 	}
 }

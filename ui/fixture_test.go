@@ -231,6 +231,14 @@ func get(t testing.TB, h http.Handler, path string, out any) int {
 	return rec.Code
 }
 
+// getOK is get that fails the test unless the answer is 200 OK.
+func getOK(t testing.TB, h http.Handler, path string, out any) {
+	t.Helper()
+	if code := get(t, h, path, out); code != http.StatusOK {
+		t.Fatalf("GET %s: %d, want 200", path, code)
+	}
+}
+
 // newRequest is a request as a browser on this machine sends it (the
 // server refuses other Host names without a token).
 func newRequest(method, path string) *http.Request {

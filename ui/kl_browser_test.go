@@ -61,6 +61,12 @@ func TestBrowserKLNotComputed(t *testing.T) {
 		}
 	}
 
+	// The trainer's options as it applied them, defaults filled in:
+	// the config left them out.
+	if d.Trainer == nil || d.Trainer.Iteration != 2 || d.Trainer.Path != "iterations/000002/adapter/trainer_state.json" {
+		t.Fatalf("trainer options %+v, want iteration 2's", d.Trainer)
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := "http://" + serveUI(ctx, t, st, time.Second) + "/"
@@ -101,6 +107,21 @@ func TestBrowserKLNotComputed(t *testing.T) {
 	if slices.Contains(kl.Picker, "kl") {
 		t.Errorf("kl is offered to chart among %v", kl.Picker)
 	}
+
+	// The effective trainer options, defaults filled in: β, the clip ε
+	// and the LoRA rank the run trained with, though its config names none.
+	var opts map[string]string
+	page.waitFor(ctx, t, &opts, `(() => {
+		const rows = [...document.querySelectorAll('details.trainer-options tr[data-key]')];
+		return rows.length ? Object.fromEntries(rows.map((r) => [r.dataset.key, r.querySelector('td:last-child').textContent])) : null;
+	})()`)
+	for k, want := range map[string]string{"beta": "0", "eps_low": "0.2", "eps_high": "0.2", "lora.rank": "8", "lora.alpha": "16", "lr": "0.001", "aggregation": "token"} {
+		if opts[k] != want {
+			t.Errorf("trainer option %s = %q, want %q (all: %v)", k, opts[k], want, opts)
+		}
+	}
+	page.eval(ctx, t, `document.querySelector('details.trainer-options').open = true`, nil)
+	keepScreenshot(ctx, t, page, "trainer-options.png")
 
 	// The iteration view lists the train metrics the trainer computed: no
 	// kl among them.

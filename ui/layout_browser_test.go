@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +211,7 @@ func TestBrowserLayout(t *testing.T) {
 	if !strings.Contains(evals.Legend, "pass@1 = exact_pass@1") || evals.Note != "identical series drawn once: pass@1 = exact_pass@1" {
 		t.Errorf("pass@k chart: legend %q, note %q; want pass@1 and exact_pass@1 drawn once, with a note", evals.Legend, evals.Note)
 	}
+	checkRunViewFixes(ctx, t, page)
 	bars := findChart(run, "time in tasks per iteration (s)")
 	if bars == nil || bars.Marks != 4*4+3*2 {
 		t.Fatalf("task bars: %+v, want 22 bars", bars)
@@ -273,14 +275,11 @@ func TestBrowserLayout(t *testing.T) {
 	}
 }
 
-// keepScreenshot saves a screenshot of the whole page in
-// $RLPIPE_UI_SCREENSHOTS, when set, to look at.
+// keepScreenshot saves a screenshot of the whole page, to look at, in
+// screenshotDir, and logs where.
 func keepScreenshot(ctx context.Context, t *testing.T, p *page, name string) {
 	t.Helper()
-	dir := os.Getenv("RLPIPE_UI_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
+	dir := screenshotDir(t)
 	var res struct {
 		Data string `json:"data"`
 	}
@@ -291,9 +290,26 @@ func keepScreenshot(ctx context.Context, t *testing.T, p *page, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(b))
+}
+
+// screenshotDir is where the browser tests keep their screenshots:
+// $RLPIPE_UI_SCREENSHOTS (created if missing) to keep them for a
+// reviewer, else the test's temporary directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("RLPIPE_UI_SCREENSHOTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // TestBrowserCompareRuns ticks runs in the runs list and compares them:
@@ -346,4 +362,128 @@ func TestBrowserCompareRuns(t *testing.T) {
 	if c := findChart(twins, "reward (mean) by run"); c == nil || !strings.Contains(c.Legend, "demo = twin") || c.Note != "identical series drawn once: demo = twin" {
 		t.Errorf("two runs with the same curves: %+v", c)
 	}
+}
+
+// checkRunViewFixes checks, on the run view of the fixture's run, the
+// fixes of issue 40: the evaluations table with pass@k first, intervals
+// in the cells and equal columns collapsed; y ticks alike within each
+// chart; exact_pass@1 in its own colour, dashed, with a note; reward and
+// accuracy one chart when equal; and the page as wide as the window.
+func checkRunViewFixes(ctx context.Context, t *testing.T, page *page) {
+	t.Helper()
+	var got struct {
+		Headers []string
+		Cell    string
+		Ticks   map[string][]string
+	}
+	page.eval(ctx, t, `(() => {
+		const ticks = {};
+		for (const f of document.querySelectorAll('figure.chart')) {
+			const ts = [...f.querySelectorAll('text.ytick')].map((x) => x.textContent);
+			if (ts.length) ticks[f.querySelector('figcaption').textContent] = ts;
+		}
+		return {headers: [...document.querySelectorAll('table.evals thead th')].map((th) => th.textContent),
+			cell: document.querySelector('table.evals tbody tr td[data-metric="pass@2"]').textContent, ticks};
+	})()`, &got)
+	// At k = 1 pass@1, pass^1, maj@1 and the exact pass@1 are the same
+	// figure in the fixture, and avg@k does not depend on k: one column.
+	wantHeaders := []string{"checkpoint", "set", "problems", "n", "pass@1 = exact_pass@1 = pass^1 = maj@1 = avg@1 = avg@2 = avg@4",
+		"pass@2", "pass@4", "pass^2", "pass^4", "maj@2", "maj@4"}
+	if !slices.Equal(got.Headers, wantHeaders) {
+		t.Errorf("evaluations table headers %q, want %q", got.Headers, wantHeaders)
+	}
+	// The first row is the base: its pass@2 is 0.35 in [0.20, 0.50]
+	// (evalSummary).
+	if want := "0.3500 [0.200, 0.500]"; got.Cell != want {
+		t.Errorf("the base's pass@2 cell reads %q, want %q", got.Cell, want)
+	}
+	if want := []string{"0.00", "0.25", "0.50", "0.75", "1.00"}; !slices.Equal(got.Ticks["pass@k on heldout per checkpoint"], want) {
+		t.Errorf("pass@k ticks %q, want %q", got.Ticks["pass@k on heldout per checkpoint"], want)
+	}
+	for title, ts := range got.Ticks {
+		_, frac, _ := strings.Cut(ts[0], ".")
+		for _, x := range ts {
+			if _, f, _ := strings.Cut(x, "."); len(f) != len(frac) {
+				t.Errorf("chart %q: ticks %q have different decimals", title, ts)
+				break
+			}
+		}
+	}
+
+	// exact_pass@1 that differs from pass@1: near black, dashed, apart
+	// from every pass@k colour, with a note saying what it is.
+	var ex struct {
+		Series []struct{ Name, Color, Dash string }
+		About  string
+	}
+	page.eval(ctx, t, `(() => {
+		const evals = [0, 2].map((it) => ({set: 'heldout', iteration: it, intervals: {},
+			metrics: {'pass@1': 0.25 + it / 10, 'pass@2': 0.4 + it / 10, 'pass@4': 0.5 + it / 10, 'pass@8': 0.6 + it / 10, 'exact_pass@1': 0.27 + it / 10}}));
+		const fig = evalCharts(evals)[0];
+		return {series: [...fig.querySelectorAll('g.series')].map((g) => ({name: g.dataset.name,
+			color: g.querySelector('polyline').getAttribute('stroke'), dash: g.querySelector('polyline').getAttribute('stroke-dasharray') || ''})),
+			about: fig.querySelector('.about').textContent};
+	})()`, &ex)
+	colors := map[string]string{}
+	for _, se := range ex.Series {
+		if prev, ok := colors[se.Color]; ok {
+			t.Errorf("%s and %s share the colour %s", prev, se.Name, se.Color)
+		}
+		colors[se.Color] = se.Name
+		if wantDash := se.Name == "exact_pass@1"; (se.Dash != "") != wantDash {
+			t.Errorf("series %s dashed %q", se.Name, se.Dash)
+		}
+	}
+	if colors["#111827"] != "exact_pass@1" || len(ex.Series) != 5 {
+		t.Errorf("exact_pass@1 is not the one near-black series: %+v", ex.Series)
+	}
+	if want := "exact_pass@1: the expected pass@1 computed from the token probabilities, with no sampling noise (dashed where it differs from pass@1); pass@k: estimated from the n samples drawn per problem."; ex.About != want {
+		t.Errorf("the pass@k chart's note %q, want %q", ex.About, want)
+	}
+
+	// Reward and accuracy equal at every iteration: one chart, as the
+	// report draws it; different: two.
+	var tc struct {
+		Same, Differ []string
+		Note         string
+	}
+	page.eval(ctx, t, `(() => {
+		const its = [1, 2, 3].map((n) => ({iteration: n, tasks: [], train: {'reward.mean': n / 4, 'reward_components.correct.mean': n / 4, loss: n / 10}}));
+		const same = trainCharts(its, new Set());
+		const differ = trainCharts(its.map((it) => ({...it, train: {...it.train, 'reward_components.correct.mean': it.train['reward.mean'] / 2}})), new Set());
+		const titles = (fs) => fs.map((f) => f.querySelector('figcaption').textContent);
+		return {same: titles(same), differ: titles(differ), note: same[0].querySelector('.same').textContent};
+	})()`, &tc)
+	if want := []string{"reward (mean) and accuracy", "loss"}; !slices.Equal(tc.Same, want) {
+		t.Errorf("equal reward and accuracy: charts %q, want %q", tc.Same, want)
+	}
+	if want := "identical series drawn once: reward.mean = reward_components.correct.mean (the reward is its 0/1 correct component)"; tc.Note != want {
+		t.Errorf("the merged chart's note %q, want %q", tc.Note, want)
+	}
+	if want := []string{"reward (mean)", "accuracy", "loss"}; !slices.Equal(tc.Differ, want) {
+		t.Errorf("different reward and accuracy: charts %q, want %q", tc.Differ, want)
+	}
+
+	// Sections a run does not have (trainer options, rescorings) leave
+	// nothing behind, not the text "null".
+	if strings.Contains(bodyText(ctx, t, page), "\nnull\n") {
+		t.Errorf("the run view prints null where a section is left out")
+	}
+
+	// On a wide screen the page takes the window's width.
+	page.viewport(ctx, t, 2400, 900)
+	var width struct{ Main, Window float64 }
+	page.waitFor(ctx, t, &width, `window.innerWidth === 2400 ? {main: document.getElementById('app').getBoundingClientRect().width, window: window.innerWidth} : null`)
+	if width.Main != width.Window {
+		t.Errorf("at %.0f px the page is %.0f px wide, want all of it", width.Window, width.Main)
+	}
+	keepScreenshot(ctx, t, page, "run-2400px.png")
+	page.viewport(ctx, t, 1360, 900)
+}
+
+func bodyText(ctx context.Context, t *testing.T, page *page) string {
+	t.Helper()
+	var text string
+	page.eval(ctx, t, `document.body.innerText`, &text)
+	return text
 }

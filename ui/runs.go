@@ -150,6 +150,44 @@ type RunDetail struct {
 	Evals      []Eval             `json:"evals"`
 	// Rescorings are the branches that rescored this run (runs.Rescorings).
 	Rescorings []Rescoring `json:"rescorings"`
+	// Trainer is the trainer's options as its last update applied them,
+	// defaults filled in; nil when the last iteration's trainer records
+	// none.
+	Trainer *TrainerOptions `json:"trainer"`
+}
+
+// TrainerOptions are what a trainer records beside its checkpoint
+// (iterations/NNNNNN/adapter/trainer_state.json, written by the embedded
+// trainer): every option with the defaults applied, so the page shows the
+// LoRA rank, β and the clip ε a config that leaves them out ran with.
+type TrainerOptions struct {
+	Iteration int             `json:"iteration"`
+	Path      string          `json:"path"`
+	BaseModel string          `json:"base_model,omitempty"`
+	Options   json.RawMessage `json:"options"`
+}
+
+// trainerStateFile is the record the embedded trainer writes beside its
+// adapter (trainers/embedded.StateFile).
+const trainerStateFile = "trainer_state.json"
+
+// readTrainerOptions reads the options the trainer of iteration n
+// recorded at commit; nil when it recorded none (another trainer, a run
+// without a train stage) or the record holds no options object.
+func readTrainerOptions(ctx context.Context, st artifacts.Store, commit string, n int) (*TrainerOptions, error) {
+	path := runs.AdapterPath(n) + "/" + trainerStateFile
+	raw, err := readSmall(ctx, st, commit, path)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var state struct {
+		BaseModel string          `json:"base_model"`
+		Options   json.RawMessage `json:"options"`
+	}
+	if json.Unmarshal(raw, &state) != nil || len(state.Options) == 0 || state.Options[0] != '{' {
+		return nil, nil
+	}
+	return &TrainerOptions{Iteration: n, Path: path, BaseModel: state.BaseModel, Options: state.Options}, nil
 }
 
 // Rescoring is a branch that rescored a run, as the run view lists it.
@@ -335,6 +373,11 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 		return nil, err
 	}
 	sort.Slice(out.Iterations, func(i, j int) bool { return out.Iterations[i].Iteration < out.Iterations[j].Iteration })
+	if n := len(out.Iterations); n > 0 {
+		if out.Trainer, err = readTrainerOptions(ctx, s.st, b.CommitID, out.Iterations[n-1].Iteration); err != nil {
+			return nil, fmt.Errorf("run %s: trainer options: %w", run, err)
+		}
+	}
 	if out.Evals, err = runs.ReadEvals(ctx, s.st, b.CommitID); err != nil {
 		return nil, fmt.Errorf("run %s: evaluations: %w", run, err)
 	}
@@ -510,6 +553,12 @@ func (s *Server) iterationDetail(ctx context.Context, run string, n int) (*Itera
 		return nil, err
 	}
 	out.Wall = placeTasks(out.Tasks, raw)
+	// The timeline reads top to bottom in the order the tasks started;
+	// tasks the log does not place keep the stages' order, after them.
+	sort.SliceStable(out.Tasks, func(i, j int) bool {
+		a, b := out.Tasks[i].Start, out.Tasks[j].Start
+		return a != nil && (b == nil || *a < *b)
+	})
 	if len(c.Parents) > 0 {
 		out.Parent = c.Parents[0]
 		for ch, err := range s.st.Diff(ctx, out.Parent, c.ID, &artifacts.DiffOptions{TwoDot: true}) {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -30,10 +31,34 @@ const maxCellRunes = 4000
 // larger ones are sent as strings.
 const maxSafeInt = 1<<53 - 1
 
-// Column is a column of a table page.
+// Column is a column of a table page: its Arrow type in full, and Short,
+// one line for the header (a list of structs is "list<struct, 4 fields>",
+// not the fields' names and types over ten lines).
 type Column struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Short string `json:"short"`
+}
+
+// shortType names a type on one line: nested types by their shape, the
+// fields counted rather than listed.
+func shortType(dt arrow.DataType) string {
+	switch t := dt.(type) {
+	case *arrow.ListType:
+		return "list<" + shortType(t.Elem()) + ">"
+	case *arrow.LargeListType:
+		return "large_list<" + shortType(t.Elem()) + ">"
+	case *arrow.FixedSizeListType:
+		return fmt.Sprintf("fixed_size_list<%s, %d>", shortType(t.Elem()), t.Len())
+	case *arrow.MapType:
+		return "map<" + shortType(t.KeyType()) + ", " + shortType(t.ItemType()) + ">"
+	case *arrow.StructType:
+		if t.NumFields() == 1 {
+			return "struct, 1 field"
+		}
+		return fmt.Sprintf("struct, %d fields", t.NumFields())
+	}
+	return dt.String()
 }
 
 // TablePage is /api/table: a window of rows of a Parquet file.
@@ -63,7 +88,7 @@ func readTablePage(ctx context.Context, st artifacts.Store, ref, path string, of
 	}
 	page := &TablePage{Ref: ref, Path: path, Table: tableName(f), NumRows: f.NumRows(), Offset: offset, Limit: limit, Rows: [][]any{}}
 	for _, fl := range f.Schema().Fields() {
-		page.Columns = append(page.Columns, Column{Name: fl.Name, Type: fl.Type.String()})
+		page.Columns = append(page.Columns, Column{Name: fl.Name, Type: fl.Type.String(), Short: shortType(fl.Type)})
 	}
 	if int64(offset) >= f.NumRows() {
 		return page, nil

@@ -54,6 +54,29 @@ type RewardChange struct {
 	Delta       float64 `json:"delta"`
 }
 
+// ByChange orders changes by |Δ|, largest first, then by iteration
+// (oldest first, or newest first with newestFirst), prompt id and sample
+// index. CompareRewards lists its Top oldest first; a report that shows
+// a few of many equal changes lists the newest.
+func ByChange(newestFirst bool) func(a, b RewardChange) int {
+	return func(a, b RewardChange) int {
+		if d := cmp.Compare(math.Abs(b.Delta), math.Abs(a.Delta)); d != 0 {
+			return d
+		}
+		d := cmp.Compare(a.Iteration, b.Iteration)
+		if newestFirst {
+			d = -d
+		}
+		if d != 0 {
+			return d
+		}
+		if d := cmp.Compare(a.PromptID, b.PromptID); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.SampleIndex, b.SampleIndex)
+	}
+}
+
 // RewardComparison is what a rescoring changed.
 type RewardComparison struct {
 	Samples int `json:"samples"`
@@ -154,18 +177,7 @@ func CompareRewards(old, new []IterationRewards, topK int) RewardComparison {
 		p := comps[n]
 		c.Components = append(c.Components, ComponentShift{Name: n, Old: rewardStats(p[0]), New: rewardStats(p[1])})
 	}
-	slices.SortFunc(changes, func(a, b RewardChange) int {
-		if d := cmp.Compare(math.Abs(b.Delta), math.Abs(a.Delta)); d != 0 {
-			return d
-		}
-		if d := cmp.Compare(a.Iteration, b.Iteration); d != 0 {
-			return d
-		}
-		if d := cmp.Compare(a.PromptID, b.PromptID); d != 0 {
-			return d
-		}
-		return cmp.Compare(a.SampleIndex, b.SampleIndex)
-	})
+	slices.SortFunc(changes, ByChange(false))
 	if len(changes) > topK {
 		changes = changes[:topK]
 	}

@@ -7,6 +7,11 @@
 const app = document.getElementById('app');
 const live = document.getElementById('live');
 const SVG = 'http://www.w3.org/2000/svg';
+// EXACT_COLOR draws exact_pass@1, dashed: near black, apart from every
+// pass@k colour (it is a different estimate of pass@1, not another k).
+const EXACT_COLOR = '#111827';
+const EXACT_NOTE = 'exact_pass@1: the expected pass@1 computed from the token probabilities, with no sampling noise ' +
+  '(dashed where it differs from pass@1); pass@k: estimated from the n samples drawn per problem.';
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777', '#4b5563', '#65a30d'];
 
 // ---- DOM helpers -----------------------------------------------------------
@@ -249,23 +254,12 @@ function renderRun(root, d) {
       h('dt', {}, 'branch'), h('dd', {}, h('a', {href: href.log(d.branch)}, d.branch), ' at ', h('a', {class: 'mono', href: href.tree(d.commit, '')}, short(d.commit))),
       h('dt', {}, 'state'), h('dd', {}, d.state ? `iteration ${d.state.iteration}, cursor ${d.state.cursor}, seed ${d.state.seed}` : 'no iteration committed yet'),
       h('dt', {}, 'process'), h('dd', {}, lockText(d.lock)),
-      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, d.config_path, d.config_hash))] : null,
+      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, d.config_path, d.config_hash), d.trainer ? ' (as written; the trainer\'s options with defaults filled in are below)' : '')] : null,
       last ? [h('dt', {}, 'last iteration'), h('dd', {}, h('a', {href: href.iteration(d.run, last.iteration)}, last.iteration), ' · ', fmtDate(last.date))] : null));
 
   const charts = h('div', {class: 'charts'});
   const used = new Set();
-  for (const c of TRAIN_CHARTS) {
-    const key = c.keys.find((k) => its.some((it) => it.train && typeof it.train[k] === 'number'));
-    if (!key) {
-      // A metric every iteration reports as null was not computed: say so
-      // rather than leave the panel out or draw it as 0.
-      const nulls = c.absent && c.keys.find((k) => its.some((it) => (it.not_computed || []).includes(k)));
-      if (nulls) { used.add(nulls); charts.append(noteChart(c.title, c.absent)); }
-      continue;
-    }
-    used.add(key);
-    charts.append(lineChart(c.title, [{name: key, points: its.filter((it) => it.train && typeof it.train[key] === 'number').map((it) => [it.iteration, it.train[key]])}], {xlabel: 'iteration'}));
-  }
+  charts.append(...trainCharts(its, used));
   charts.append(...evalCharts(d.evals));
   if (its.some((it) => it.tasks.length)) charts.append(taskBars(its));
   const keys = [...new Set(its.flatMap((it) => Object.keys(it.train || {})))].filter((k) => !used.has(k)).sort();
@@ -278,11 +272,66 @@ function renderRun(root, d) {
     }}, h('option', {value: ''}, 'chart another train metric…'), keys.map((k) => h('option', {value: k}, k)));
     picker = h('div', {class: 'picker'}, sel, slot);
   }
-  root.replaceChildren(head,
+  // replaceChildren would print a null as "null": sections left out are dropped.
+  root.replaceChildren(...[head,
+    d.trainer ? trainerOptions(d) : null,
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
     d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
     (d.rescorings || []).length ? section('Rescorings', rescoringTable(d)) : null,
-    section(`Iterations (${its.length})`, iterationTable(d.run, its)));
+    section(`Iterations (${its.length})`, iterationTable(d.run, its))].filter(Boolean));
+}
+
+// trainerOptions shows the options the trainer's last update ran with,
+// defaults filled in (the config file names only what it sets), from the
+// record beside its checkpoint.
+function trainerOptions(d) {
+  const rows = [];
+  const walk = (prefix, v) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      for (const k of Object.keys(v).sort()) walk(prefix ? `${prefix}.${k}` : k, v[k]);
+      return;
+    }
+    rows.push(h('tr', {'data-key': prefix}, h('td', {class: 'mono'}, prefix),
+      h('td', {class: typeof v === 'number' ? 'num' : 'mono'}, typeof v === 'string' ? v : JSON.stringify(v))));
+  };
+  walk('', d.trainer.options);
+  return h('details', {class: 'trainer-options'},
+    h('summary', {}, `Effective trainer options (defaults filled in), iteration ${d.trainer.iteration}`),
+    h('p', {class: 'muted'}, 'As the trainer applied them, from ', artifactLink(d.commit, d.trainer.path),
+      d.trainer.base_model ? ` · base model ${d.trainer.base_model}` : ''),
+    table(['option', 'value'], rows, 'trainer'));
+}
+
+// trainCharts draws the TRAIN_CHARTS a run reports, adding the keys it
+// charts to used. Reward and accuracy equal at every iteration (a reward
+// that is its 0/1 correct component) are one chart with a note, as in
+// the report; when they differ each has its own.
+function trainCharts(its, used) {
+  const found = TRAIN_CHARTS.map((c) => {
+    const key = c.keys.find((k) => its.some((it) => it.train && typeof it.train[k] === 'number'));
+    return key ? {c, key, series: {name: key, points: its.filter((it) => it.train && typeof it.train[key] === 'number').map((it) => [it.iteration, it.train[key]])}} : {c};
+  });
+  const [reward, accuracy] = found;
+  const sameCurve = (a, b) => a.series && b.series && JSON.stringify(a.series.points) === JSON.stringify(b.series.points);
+  const out = [];
+  for (const f of found) {
+    if (!f.key) {
+      // A metric every iteration reports as null was not computed: say so
+      // rather than leave the panel out or draw it as 0.
+      const nulls = f.c.absent && f.c.keys.find((k) => its.some((it) => (it.not_computed || []).includes(k)));
+      if (nulls) { used.add(nulls); out.push(noteChart(f.c.title, f.c.absent)); }
+      continue;
+    }
+    used.add(f.key);
+    if (f === accuracy && sameCurve(reward, accuracy)) continue; // drawn with the reward
+    if (f === reward && sameCurve(reward, accuracy)) {
+      out.push(lineChart(`${reward.c.title} and ${accuracy.c.title}`, [reward.series, accuracy.series], {xlabel: 'iteration',
+        why: {[`${reward.key} = ${accuracy.key}`]: 'the reward is its 0/1 correct component'}}));
+      continue;
+    }
+    out.push(lineChart(f.c.title, [f.series], {xlabel: 'iteration'}));
+  }
+  return out;
 }
 
 // rescoringTable lists the branches that rescored the run, each with a
@@ -347,11 +396,15 @@ function evalCharts(evals) {
   const sets = [...new Set(evals.map((e) => e.set))];
   return sets.map((set) => {
     const es = evals.filter((e) => e.set === set);
-    // pass@k, then the exact pass@1; the table below has every metric.
+    // pass@k, then the exact pass@1 (dashed, its own colour, and a note
+    // saying how it differs); the table below has every metric.
     const names = [...new Set(es.flatMap((e) => Object.keys(e.metrics)))].filter((m) => /^(exact_)?pass@\d+$/.test(m))
       .sort((a, b) => a.startsWith('exact_') - b.startsWith('exact_') || metricOrder(a, b));
-    const series = names.map((m) => ({name: m, points: es.filter((e) => m in e.metrics).map((e) => [e.iteration, e.metrics[m]])}));
-    return lineChart(`pass@k on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1});
+    const exact = (m) => m.startsWith('exact_');
+    const series = names.map((m) => ({name: m, color: exact(m) ? EXACT_COLOR : undefined, dash: exact(m),
+      points: es.filter((e) => m in e.metrics).map((e) => [e.iteration, e.metrics[m]])}));
+    return lineChart(`pass@k on ${set} per checkpoint`, series, {xlabel: 'checkpoint (iteration)', ymin: 0, ymax: 1,
+      about: names.some(exact) ? EXACT_NOTE : ''});
   });
 }
 
@@ -361,14 +414,41 @@ function metricOrder(a, b) {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+// metricRank orders the evaluations table's columns: pass@k first (the
+// figure RL papers report), then the exact pass@1, pass^k, maj@k, avg@k
+// and the rest.
+function metricRank(m) {
+  const i = [/^pass@\d+$/, /^exact_pass@\d+$/, /^pass\^\d+$/, /^maj@\d+$/, /^avg@\d+$/].findIndex((re) => re.test(m));
+  return i < 0 ? 5 : i;
+}
+
+// evalColumns lists the table's metrics in metricRank order, metrics equal
+// at every checkpoint (value and interval; avg@k does not depend on k)
+// collapsed into one column named "avg@1 = avg@2 = avg@4".
+function evalColumns(evals) {
+  const names = [...new Set(evals.flatMap((e) => Object.keys(e.metrics)))].sort((a, b) => metricRank(a) - metricRank(b) || metricOrder(a, b));
+  const cell = (e, m) => JSON.stringify([e.metrics[m], (e.intervals || {})[m]]);
+  const cols = [];
+  for (const m of names) {
+    const twin = cols.find((c) => evals.every((e) => cell(e, c.names[0]) === cell(e, m)));
+    if (twin) twin.names.push(m); else cols.push({names: [m]});
+  }
+  return cols;
+}
+
 function evalTable(evals, ref) {
-  const names = [...new Set(evals.flatMap((e) => Object.keys(e.metrics)))].sort(metricOrder);
-  return table(['checkpoint', 'set', 'problems', 'n', ...names], evals.map((e) => h('tr', {},
+  const cols = evalColumns(evals);
+  const head = cols.map((c) => h('span', {title: c.names.length > 1 ? 'equal at every checkpoint: one column' : null}, c.names.join(' = ')));
+  return table(['checkpoint', 'set', 'problems', 'n', ...head], evals.map((e) => h('tr', {},
     h('td', {}, artifactLink(ref, e.path, e.checkpoint)),
     h('td', {}, e.set), h('td', {class: 'num'}, e.problems), h('td', {class: 'num'}, e.n),
-    names.map((m) => {
-      const ci = e.intervals[m];
-      return h('td', {class: 'num', title: ci ? `95% interval ${fmtNum(ci[0])} – ${fmtNum(ci[1])}` : ''}, fmtNum(e.metrics[m]));
+    cols.map((c) => {
+      const m = c.names[0];
+      const ci = (e.intervals || {})[m];
+      // Fixed decimals, so 1 reads 1.0000 beside 0.2500.
+      const fixed = (v, d) => (typeof v === 'number' ? v.toFixed(d) : '–');
+      return h('td', {class: 'num', 'data-metric': m}, fixed(e.metrics[m], 4),
+        ci ? h('small', {class: 'ci', title: '95% interval'}, ` [${fixed(ci[0], 3)}, ${fixed(ci[1], 3)}]`) : null);
     }))), 'evals');
 }
 
@@ -421,6 +501,17 @@ function niceTicks(lo, hi, n) {
   return out;
 }
 
+// tickLabels formats an axis's ticks alike: each with the decimals the
+// finest of them needs ("0.00", "0.25", "0.50"), never "1" beside "0.800".
+function tickLabels(ts) {
+  const decimals = (v) => {
+    for (let d = 0; d < 6; d++) if (Math.abs(Number(v.toFixed(d)) - v) <= 1e-9 * Math.max(1, Math.abs(v))) return d;
+    return 6;
+  };
+  const d = Math.max(0, ...ts.map(decimals));
+  return ts.map((v) => v.toFixed(d));
+}
+
 // at rounds a coordinate to the 0.1 px the SVG is written with.
 const at = (v) => Math.round(v * 10) / 10;
 
@@ -432,7 +523,8 @@ function frame(title, legend) {
   const svg = s('svg', {viewBox: `0 0 ${CW} ${CH}`, width: CW, height: CH, role: 'img', 'aria-label': title, class: 'chart'});
   const fig = h('figure', {class: 'chart'}, h('figcaption', {title}, title), svg);
   if (legend && (legend.length > 1 || legend.some((l) => l.names && l.names.length > 1))) {
-    fig.append(h('div', {class: 'legend'}, legend.map((l) => h('span', {}, h('i', {style: `background:${l.color}`}), l.name))));
+    fig.append(h('div', {class: 'legend'}, legend.map((l) => h('span', {'data-color': l.color},
+      h('i', {class: l.dash ? 'dashed' : null, style: l.dash ? `border-color:${l.color}` : `background:${l.color}`}), l.name))));
   }
   return {fig, svg};
 }
@@ -458,10 +550,11 @@ function mergeIdentical(series) {
 
 function axes(svg, x, y, xt, yt, xlabel) {
   const g = s('g', {class: 'axes'});
-  for (const v of yt) {
+  const labels = tickLabels(yt);
+  yt.forEach((v, i) => {
     g.append(s('line', {x1: ML, x2: CW - MR, y1: y(v), y2: y(v), class: 'grid'}));
-    g.append(s('text', {x: ML - 6, y: y(v) + 4, 'text-anchor': 'end'}, fmtNum(v, 3)));
-  }
+    g.append(s('text', {x: ML - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'ytick'}, labels[i]));
+  });
   for (const v of xt) {
     g.append(s('text', {x: x(v), y: CH - MB + 16, 'text-anchor': 'middle'}, v));
   }
@@ -485,10 +578,15 @@ function noteChart(title, note) {
 function lineChart(title, series, opts) {
   opts = opts || {};
   series = series.filter((se) => se.points.length);
-  series.forEach((se, i) => { se.color = se.color || COLORS[i % COLORS.length]; });
+  let free = 0;
+  series.forEach((se) => { se.color = se.color || COLORS[free++ % COLORS.length]; });
   const {series: drawn, merged} = mergeIdentical(series);
-  const {fig, svg} = frame(title, drawn.map((se) => ({name: se.label, names: se.names, color: se.color})));
-  if (merged.length) fig.append(h('p', {class: 'same'}, `identical series drawn once: ${merged.join('; ')}`));
+  const {fig, svg} = frame(title, drawn.map((se) => ({name: se.label, names: se.names, color: se.color, dash: se.dash})));
+  if (merged.length) {
+    const why = merged.map((m) => (opts.why && opts.why[m] ? `${m} (${opts.why[m]})` : m));
+    fig.append(h('p', {class: 'same'}, `identical series drawn once: ${why.join('; ')}`));
+  }
+  if (opts.about) fig.append(h('p', {class: 'about'}, opts.about));
   const pts = drawn.flatMap((se) => se.points);
   if (!pts.length) { svg.append(s('text', {x: CW / 2, y: CH / 2, 'text-anchor': 'middle'}, 'no data')); return fig; }
   let [x0, x1] = [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))];
@@ -503,7 +601,8 @@ function lineChart(title, series, opts) {
   axes(svg, x, y, niceTicks(x0, x1, 6).filter((v) => Number.isInteger(v) && v >= x0 && v <= x1), yt, opts.xlabel);
   for (const se of drawn) {
     const g = s('g', {class: 'series', 'data-name': se.name, 'data-names': se.label});
-    g.append(s('polyline', {points: se.points.map((p) => `${at(x(p[0]))},${at(y(p[1]))}`).join(' '), stroke: se.color}));
+    g.append(s('polyline', {points: se.points.map((p) => `${at(x(p[0]))},${at(y(p[1]))}`).join(' '), stroke: se.color,
+      'stroke-dasharray': se.dash ? '5 3' : null}));
     if (se.points.length <= 400) {
       for (const p of se.points) {
         g.append(s('circle', {class: 'pt', cx: at(x(p[0])), cy: at(y(p[1])), r: 2.5, fill: se.color, 'data-x': p[0], 'data-y': p[1]},
@@ -566,11 +665,12 @@ function gantt(tasks, wall) {
   const H = tasks.length * rowH + 26;
   const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'gantt', role: 'img', 'aria-label': 'task timeline'});
   const x = (v) => L + v / total * (W - L - R);
-  for (const v of niceTicks(0, total, 6)) {
-    if (v > total) continue;
+  const xt = niceTicks(0, total, 6).filter((v) => v <= total);
+  const labels = tickLabels(xt);
+  xt.forEach((v, i) => {
     svg.append(s('line', {x1: x(v), x2: x(v), y1: 0, y2: H - 20, class: 'grid'}));
-    svg.append(s('text', {x: x(v), y: H - 6, 'text-anchor': 'middle'}, fmtNum(v, 2) + 's'));
-  }
+    svg.append(s('text', {x: x(v), y: H - 6, 'text-anchor': 'middle', class: 'xtick'}, labels[i] + ' s'));
+  });
   tasks.forEach((t, i) => {
     const [a, b] = spans[i];
     const yy = i * rowH + 4;
@@ -685,7 +785,7 @@ async function tableView(ref, path, offset, limit) {
     h('p', {class: 'muted'}, d.table ? `rlpipe table ${d.table} · ` : '', `${d.columns.length} columns · ${d.num_rows} rows`),
     pager,
     h('div', {class: 'scroll'}, h('table', {class: 'rows'},
-      h('thead', {}, h('tr', {}, h('th', {}, '#'), d.columns.map((c) => h('th', {title: c.type}, c.name, h('small', {}, c.type))))),
+      h('thead', {}, h('tr', {}, h('th', {}, '#'), d.columns.map((c) => h('th', {title: c.type}, c.name, h('small', {}, c.short || c.type))))),
       h('tbody', {}, d.rows.map((row, i) => h('tr', {}, h('td', {class: 'num muted'},
         episodes ? h('a', {class: 'episode-link', href: href.episode(ref, path, d.offset + i), title: 'turn by turn'}, d.offset + i) : d.offset + i),
       row.map(cellView)))))),
@@ -717,9 +817,12 @@ async function episodeView(ref, path, row) {
     h('pre', {class: 'content'}, t.content),
     t.calls ? t.calls.map((c) => h('pre', {class: 'call'}, h('b', {}, c.name), ' ', c.arguments))
       : t.tool_calls ? h('pre', {class: 'calls'}, t.tool_calls) : null));
+  // Spelled, each token is its text (its id in the tooltip); without the
+  // policy's tokenizer, the ids.
+  const tokens = (sg) => (d.spelled ? sg.ids.map((id, i) => h('span', {class: 'tok', title: `token id ${id}`}, sg.text[i])) : sg.ids.join(' '));
   const strip = d.exact
-    ? h('div', {class: 'tokens'}, d.segments.map((sg) => h('span', {class: sg.trainable ? 'seg trainable' : 'seg given',
-      title: `${sg.ids.length} ${sg.trainable ? 'trainable' : 'given'} tokens`}, sg.ids.join(' '))))
+    ? h('div', {class: 'tokens' + (d.spelled ? ' spelled' : '')}, d.segments.map((sg) => h('span', {class: sg.trainable ? 'seg trainable' : 'seg given',
+      title: `${sg.ids.length} ${sg.trainable ? 'trainable' : 'given'} tokens`}, tokens(sg))))
     : h('p', {class: 'muted'}, 'No exact token sequence: the policy returned no prompt token ids, or its prompts did not extend the turns before them. Nothing of this episode is trained on.');
   return h('div', {class: 'episode'},
     h('h1', {}, h('span', {class: 'mono'}, d.prompt_id), ` · episode ${d.sample_index}`),
@@ -731,8 +834,10 @@ async function episodeView(ref, path, row) {
       h('dt', {}, 'outcome'), h('dd', {class: 'mono'}, d.env_outcome === null ? '—' : JSON.stringify(d.env_outcome)),
       h('dt', {}, 'tokens'), h('dd', {}, d.exact ? `${d.tokens}, of which ${d.trainable} trainable (the replies) and ${d.tokens - d.trainable} given` : '—')),
     section('Turns', turns),
-    section('Token sequence', h('p', {class: 'muted'}, 'Token ids in order; ', h('span', {class: 'seg trainable'}, 'trainable'), ' tokens enter the loss, ',
-      h('span', {class: 'seg given'}, 'given'), ' ones do not.'), strip));
+    section('Token sequence', h('p', {class: 'muted'}, d.spelled ? 'The tokens in order, as the policy\'s tokenizer spells them (hover for the id); '
+      : `Token ids in order (the UI has no tokenizer for ${d.policy_version || 'this policy'} to spell them); `,
+    h('span', {class: 'seg trainable'}, 'trainable'), ' tokens enter the loss, ',
+    h('span', {class: 'seg given'}, 'given'), ' ones do not.'), strip));
 }
 
 async function objectView(ref, path) {
