@@ -65,7 +65,7 @@ demo-rg: build ## reasoning-gym: GRPO on tiny-rg, scored by reasoning-gym's own 
 	@./scripts/demo-rg.sh
 
 .PHONY: demo-tools
-demo-tools: build ## agentic RL in sandboxes: GRPO on tiny-tool's Hermes tool calls in bubblewrap worlds, a separate-sandbox verifier (a few minutes)
+demo-tools: build ## agentic RL in sandboxes: GRPO on tiny-tool's Hermes tool calls in bubblewrap worlds, a separate-sandbox verifier (about a minute)
 	@./scripts/demo-tools.sh
 
 .PHONY: demo-lakefs
