@@ -167,7 +167,24 @@ func TestToolsDemoLearns(t *testing.T) {
 	if len(evals) != len(want) || evals[0].Checkpoint != "base" {
 		t.Fatalf("evals %+v: want the base model, then every 10th iteration to %d", evals, 10*(len(want)-1))
 	}
+	s := e.Open()
 	for i, ev := range evals {
+		// Every evaluation episode is scored: none env_error or
+		// truncated (max_replies, end_on_malformed).
+		rows := standintest.ReadRows(t, s, "runs-tools", runs.EvalPath(ev.Iteration, "heldout", runs.TrajectoriesFile), tables.Trajectories)
+		for _, r := range rows {
+			if r.Status != tables.StatusOK {
+				msg := ""
+				if r.Error != nil {
+					msg = *r.Error
+				}
+				t.Errorf("%s: episode %s #%d is %s: %s", ev.Checkpoint, r.PromptID, r.SampleIndex, r.Status, msg)
+				break
+			}
+		}
+		if len(rows) != 26*16 {
+			t.Errorf("%s: %d episodes, want 26 × 16", ev.Checkpoint, len(rows))
+		}
 		got := ev.Metrics["pass@1"]
 		t.Logf("held-out task success (pass@1) at %s: %.12f (%+.2f points)", ev.Checkpoint, got, 100*(got-evals[0].Metrics["pass@1"]))
 		if ev.Iteration != 10*i || math.Abs(got-want[i]) > 1e-9 {
