@@ -30,7 +30,8 @@ TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
 # they run 2 on a smaller held-out set (the loop's concurrency is what the
 # detector checks), and their full length runs here without it (raceOn in
 # cli/race_on_test.go), after the notebooks' build compiled the packages;
-# the tools demo's learning run (examples/tools-demo) runs only here.
+# the tools and reasoning-gym demos' learning runs (examples/tools-demo,
+# examples/reasoning-gym-demo) run only here.
 LEARNS_TESTS := TestArithmeticDemoLearns|TestChainLearns
 
 test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, the demos' full learning runs without it, and the demo through a lakeFS stand-in
@@ -39,7 +40,7 @@ test: deps ## run every test with the race detector, then the Temporal tests, th
 	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
 	$(GO) test -count=1 -timeout 20m -run '^($(LEARNS_TESTS))$$' ./cli/
-	$(GO) test -count=1 -timeout 20m -run '^TestToolsDemoLearns$$' ./examples/tools-demo/
+	$(GO) test -count=1 -timeout 20m -run '^(TestToolsDemoLearns|TestReasoningGymDemoLearns)$$' ./examples/tools-demo/ ./examples/reasoning-gym-demo/
 	@QUIET=1 ./scripts/demo-lakefs.sh
 
 .PHONY: notebooks
@@ -64,7 +65,7 @@ demo-rg: build ## reasoning-gym: GRPO on tiny-rg, scored by reasoning-gym's own 
 	@./scripts/demo-rg.sh
 
 .PHONY: demo-tools
-demo-tools: build ## agentic RL in sandboxes: GRPO on tiny-tool's Hermes tool calls in bubblewrap worlds, a separate-sandbox verifier (a few minutes)
+demo-tools: build ## agentic RL in sandboxes: GRPO on tiny-tool's Hermes tool calls in bubblewrap worlds, a separate-sandbox verifier (about a minute)
 	@./scripts/demo-tools.sh
 
 .PHONY: demo-lakefs

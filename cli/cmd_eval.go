@@ -261,7 +261,7 @@ func overlapWarning(ov evaluators.Overlap, set, dataset string) string {
 		case ex.SameText:
 			fmt.Fprintf(&b, "%q (same prompt_id and text)", ex.EvalID)
 		default:
-			fmt.Fprintf(&b, "%q (same prompt_id, other text)", ex.EvalID)
+			fmt.Fprintf(&b, "%q (same prompt_id, other text or task)", ex.EvalID)
 		}
 	}
 	if more := ov.Shared - len(ov.Examples); more > 0 {

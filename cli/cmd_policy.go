@@ -108,12 +108,15 @@ func newPolicyPretrainCommand(g *rootOptions) *cobra.Command {
 "a+b=" problems with operands 0–999, never on the held-out split, and write
 the weights as safetensors (tiny-rg: on reasoning-gym's basic_arithmetic
 questions of two one-digit terms, drawn by a Go port of its generator, never
-on its held-out split). With the default steps and seed the result is the
+on its held-out split; tiny-tool: on episodes of examples/tools-demo's tool
+task, all 100 of its one-digit sums, whose held-out split is held out of the
+demo's RL run only). With the default steps and seed the result is the
 file the binary ships, byte for byte; --verify checks that. Training is
 deterministic whatever the number of cores; it takes a few minutes on two.`,
 		Example: `  rlpipe policy pretrain --verify
   rlpipe policy pretrain --model tiny-chain --verify
   rlpipe policy pretrain --model tiny-rg --verify
+  rlpipe policy pretrain --model tiny-tool --verify
   rlpipe policy pretrain --seed 3 --out seed3.safetensors`,
 		Args: exactArgs(),
 	}, func(cmd *cobra.Command, o policyPretrainOptions, _ []string) error {
@@ -181,7 +184,7 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 	if err != nil {
 		return err
 	}
-	res := map[string]any{"out": o.out, "sha256": got, "version": m.Version(), "heldout_greedy_accuracy_500": heldout,
+	res := map[string]any{"out": o.out, "sha256": got, "version": m.Version(), "heldout_greedy_accuracy_500": heldout, "heldout_problems": problems,
 		"shipped_sha256": shipped, "matches_shipped": got == shipped}
 	if p.json {
 		if err := p.JSON(res); err != nil {

@@ -161,10 +161,11 @@ func TestPretrainTinyChain(t *testing.T) {
 		ShippedSHA256  string  `json:"shipped_sha256"`
 		MatchesShipped bool    `json:"matches_shipped"`
 		Heldout        float64 `json:"heldout_greedy_accuracy_500"`
+		Problems       int     `json:"heldout_problems"`
 		SHA256         string  `json:"sha256"`
 	}
 	h.json(&res, "policy", "pretrain", "--model", "tiny-chain", "--steps", "2", "--out", out)
-	if res.Out != out || !strings.HasPrefix(res.Version, "tiny-chain@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedChainSHA256() {
+	if res.Out != out || !strings.HasPrefix(res.Version, "tiny-chain@") || res.MatchesShipped || res.ShippedSHA256 != tiny.EmbeddedChainSHA256() || res.Problems != 500 {
 		t.Errorf("pretrain --model tiny-chain: %+v", res)
 	}
 	// tiny-rg: two steps on reasoning-gym's questions, measured on its own

@@ -24,7 +24,9 @@
 //
 // Held-out figures mean something only if the problems are held out.
 // CompareSets (overlap.go) finds the eval rows a training set has, by
-// prompt_id or by prompt text with whitespace normalized (PromptText):
-// the same questions imported twice get different ids. `rlpipe run` and
+// prompt_id or by prompt text with whitespace normalized (PromptText) and
+// the row's agent-task keys (TaskKeys): the same questions imported twice
+// get different ids, and agent tasks sharing one instruction differ in
+// their files. `rlpipe run` and
 // `rlpipe eval` print its warning before they start.
 package evaluators

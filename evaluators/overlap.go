@@ -2,6 +2,7 @@ package evaluators
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"iter"
 	"strings"
 
@@ -35,22 +36,22 @@ type Overlap struct {
 type SharedPrompt struct {
 	EvalID, TrainID string
 	// SameText: the two share the prompt text (with whitespace
-	// normalized); otherwise only the id.
+	// normalized) and task keys (TaskKeys); otherwise only the id.
 	SameText bool
 }
 
 // CompareSets finds what the eval prompts share with the training
-// prompts, by prompt_id and by a hash of the prompt text (PromptText) and
-// the metadata: rows with one instruction whose problem is in their
-// metadata (an agent task's files and checks, a SkyRL env's extras) are
-// different problems.
-// It holds a hash and an id per training row, never the texts, and reads
-// each set once.
+// prompts, by prompt_id and by a hash of the prompt text (PromptText)
+// with the row's task keys (TaskKeys): agent tasks that share one
+// instruction, each with its own files and checks, are different
+// problems, while the same question imported twice with other incidental
+// metadata (a reasoning, a level) is still one. It holds a hash and an id
+// per training row, never the texts, and reads each set once.
 func CompareSets(train, eval iter.Seq2[tables.Prompt, error]) (Overlap, error) {
 	type hash = [sha256.Size]byte
 	hashOf := func(p tables.Prompt) (hash, bool) {
 		t := PromptText(p)
-		return sha256.Sum256([]byte(t + "\x00" + p.Metadata)), t != ""
+		return sha256.Sum256([]byte(t + "\x00" + TaskKeys(p))), t != ""
 	}
 	ids := map[string]hash{}   // training id → its text's hash (zero: no text)
 	texts := map[hash]string{} // text hash → the first training id with it
@@ -90,6 +91,39 @@ func CompareSets(train, eval iter.Seq2[tables.Prompt, error]) (Overlap, error) {
 		}
 	}
 	return o, nil
+}
+
+// taskKeys are the metadata keys that make a row's problem beyond its
+// text: an agent task's (environments/agent's PromptTask).
+var taskKeys = []string{"checks", "files", "protected", "run", "verifier"}
+
+// TaskKeys is the part of a row's metadata CompareSets compares besides
+// its text: its task keys (files, checks, verifier, run, protected) as
+// canonical JSON (keys sorted, no spaces), or "" when it has none or its
+// metadata is not a JSON object.
+func TaskKeys(p tables.Prompt) string {
+	if !strings.Contains(p.Metadata, "{") {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(p.Metadata), &m) != nil {
+		return ""
+	}
+	task := map[string]any{}
+	for _, k := range taskKeys {
+		if v, ok := m[k]; ok {
+			task[k] = v
+		}
+	}
+	if len(task) == 0 {
+		return ""
+	}
+	// Decoded JSON values always encode; map keys are sorted.
+	b, err := json.Marshal(task)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // PromptText is the text a prompt's overlap is judged by: its prompt,

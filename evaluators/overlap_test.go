@@ -142,3 +142,22 @@ func TestCompareSetsMetadata(t *testing.T) {
 		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
 	}
 }
+
+// Incidental metadata (a reasoning, a level) does not make the same
+// question another problem; task keys in another order or spacing are
+// the same task.
+func TestCompareSetsIncidentalMetadata(t *testing.T) {
+	q := func(id, meta string) tables.Prompt {
+		return tables.Prompt{PromptID: id, Prompt: "Weng earns $12 an hour.", Metadata: meta}
+	}
+	got, err := CompareSets(prompts(q("gsm8k-1", `{"reasoning": "12*50/60"}`), q("t-1", `{"verifier": "true", "files": {"a": "1"}}`)),
+		prompts(q("math-1", `{"level": 3}`), q("math-2", `not json`), q("t-2", `{"files":{"a":"1"},"verifier":"true","level":2}`)))
+	want := Overlap{EvalRows: 3, Shared: 3, Examples: []SharedPrompt{
+		{EvalID: "math-1", TrainID: "gsm8k-1", SameText: true},
+		{EvalID: "math-2", TrainID: "gsm8k-1", SameText: true},
+		{EvalID: "t-2", TrainID: "t-1", SameText: true},
+	}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+}

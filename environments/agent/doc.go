@@ -46,6 +46,18 @@
 // Closing the workspace deletes the episode's writes; the world never
 // changes.
 //
+// A Task's Files are written into each of its episodes' workspaces at
+// Reset, over the world's, as the sandbox's user: one world then serves
+// many problems, each prompt row carrying its input (metadata "files").
+// The agent may rewrite them (they are not protected), so a verifier
+// compares with Checks, never with a task file.
+//
+// Options for small models: NoHelp gives the instruction alone;
+// MaxReplies judges the workspace after that many replies, whatever the
+// last was (its calls run first); EndOnMalformed judges it at a reply
+// whose calls cannot be read. Either way the episode ends scored where a
+// turn budget or a full context would have ended it unjudged.
+//
 // # The tool-call format
 //
 // An assistant message calls the bash tool with a fenced code block whose
@@ -67,8 +79,8 @@
 //	cat: tests/test_sum.sh: No such file or directory
 //
 // A message without a block is the final answer, and the episode ends.
-// FormatHelp, appended to every instruction, tells the policy all this in
-// three sentences.
+// FormatHelp, appended to every instruction (unless Options.NoHelp),
+// tells the policy all this in three sentences.
 //
 // # Tool calls in the function-calling format
 //

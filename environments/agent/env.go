@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,8 @@ import (
 // get the verdict channel and decide the verifier's exit status. Put it in
 // Run and judge what it printed at /candidate.
 type Task struct {
-	// Instruction is the episode's first observation; FormatHelp follows it.
+	// Instruction is the episode's first observation; FormatHelp (or
+	// ToolsHelp) follows it unless Options.NoHelp.
 	Instruction string
 	// Verifier is a bash script run in the sandbox when the agent gives
 	// its final answer, with the final workspace as /work, its working
@@ -77,9 +79,11 @@ type Task struct {
 	// Files are the task's own files, written into each episode's
 	// workspace at Reset over the world's: the problem's input when one
 	// world serves many problems (a file per row of a dataset). Names are
-	// clean relative paths whose directories are in the world; a file may
-	// not be protected (Protected compares with the world, which does not
-	// have it).
+	// clean relative paths whose directories are in the world, each at
+	// most Limits.FileBytes. A file may not be protected (Protected
+	// compares with the world, which does not have it), so the agent can
+	// rewrite it: a verifier must take what it compares with from Checks,
+	// never from a task file.
 	Files map[string][]byte
 }
 
@@ -102,8 +106,8 @@ type Options struct {
 	// for a model pretrained on the task's tools, whose context has no
 	// room for them (the embedded tiny-tool).
 	NoHelp bool
-	// EndOnMalformed judges the episode at a reply whose tool calls
-	// cannot be read, as it stands (the error in
+	// EndOnMalformed judges the episode at a reply whose tool calls (or
+	// fenced block) cannot be read, as it stands (the error in
 	// Info["malformed_tool_call"]), in place of answering with the error:
 	// for a small model whose context has no room for another turn after
 	// an error, where the episode would otherwise outgrow it and never be
@@ -171,6 +175,13 @@ func NewEnv(world *World, task Task, opts *Options) (*Env, error) {
 	if err := validateTask(world, task); err != nil {
 		return nil, err
 	}
+	limit := cmp.Or(o.Limits.FileBytes, sandbox.DefaultFileBytes)
+	for _, name := range slices.Sorted(maps.Keys(task.Files)) {
+		if n := int64(len(task.Files[name])); n > limit {
+			return nil, fmt.Errorf("agent env for world %q: task file %q: %d bytes is past the sandbox's file size limit of %d bytes: %w",
+				world.Name, name, n, limit, ErrInvalid)
+		}
+	}
 	task.Checks = maps.Clone(task.Checks)
 	task.Files = maps.Clone(task.Files)
 	task.Protected = slices.Clone(task.Protected)
@@ -224,6 +235,11 @@ func (e *Env) Step(ctx context.Context, action string) (environments.Step, error
 		return environments.Step{}, err
 	}
 	fin.ToolCalls, fin.ToolResults = st.ToolCalls, st.ToolResults
+	if st.Observation != "" {
+		// The last call's output (or the malformed call's error) stays
+		// in the transcript, before the verdict.
+		fin.Observation = st.Observation + "\n" + fin.Observation
+	}
 	return fin, nil
 }
 
@@ -239,6 +255,10 @@ func (e *Env) step(ctx context.Context, action string) (environments.Step, error
 		return e.callTools(ctx, action, info)
 	}
 	call, ok, err := ParseToolCall(action)
+	if err != nil && e.o.EndOnMalformed {
+		info["malformed_tool_call"] = err.Error()
+		return e.finish(ctx, info)
+	}
 	if err != nil {
 		return environments.Step{Observation: err.Error() + "; nothing was run.", Info: info}, nil
 	}

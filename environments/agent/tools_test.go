@@ -13,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/agent"
+	"github.com/rlpipe/rlpipe/sandbox"
 )
 
 // call writes one Hermes call.
@@ -229,27 +230,47 @@ func TestTaskFiles(t *testing.T) {
 	}
 }
 
-// Task files the world cannot hold, or that would be protected, are
-// refused when the env is made, naming the file.
+// Task files the world cannot hold, that would be protected, or that
+// are past the file size limit are refused when the env is made, naming
+// the file; so is a path through (or onto) a symlink of the world.
 func TestTaskFilesInvalid(t *testing.T) {
-	_, w := newWorld(t)
+	src := t.TempDir()
+	for name, text := range worldFiles {
+		if err := os.MkdirAll(filepath.Join(src, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, name), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"link": "dir", "passwd": "/etc/passwd"} {
+		if err := os.Symlink(to, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, w := cachedWorld(t, agent.WorldSpec{Name: "links", Source: src})
 	for _, tc := range []struct {
 		name      string
 		file      string
 		protected []string
+		size      int64
 		want      string
 	}{
-		{"climbs out", "../x.txt", nil, `task file "../x.txt": want a clean relative path`},
-		{"absolute", "/etc/x", nil, `task file "/etc/x": want a clean relative path`},
-		{"missing directory", "nodir/x.txt", nil, `task file "nodir/x.txt": nodir is not a directory of the world`},
-		{"a directory of the world", "dir", nil, `task file "dir": the world has it as a d`},
-		{"protected", "a.txt", []string{"a.txt"}, `task file "a.txt": it is protected (a.txt)`},
-		{"under a protected directory", "dir/new.txt", []string{"dir"}, `task file "dir/new.txt": it is protected (dir)`},
+		{"climbs out", "../x.txt", nil, 0, "want a clean relative path, e.g. input.txt or data/input.txt"},
+		{"absolute", "/etc/x", nil, 0, "want a clean relative path, e.g. input.txt or data/input.txt"},
+		{"missing directory", "nodir/x.txt", nil, 0, "nodir is not a directory of the world: a task file goes in a directory the world has"},
+		{"through a symlink", "link/x.txt", nil, 0, "link is not a directory of the world: a task file goes in a directory the world has"},
+		{"onto a symlink", "passwd", nil, 0, "the world has it as a symlink, not a regular file"},
+		{"a directory of the world", "dir", nil, 0, "the world has it as a directory, not a regular file"},
+		{"protected", "a.txt", []string{"a.txt"}, 0, "it is protected (a.txt): protected paths are compared with the world, which does not have the task's files"},
+		{"under a protected directory", "dir/new.txt", []string{"dir"}, 0, "it is protected (dir): protected paths are compared with the world, which does not have the task's files"},
+		{"past the file size limit", "big.txt", nil, 1, "2 bytes is past the sandbox's file size limit of 1 bytes"},
 	} {
 		_, err := agent.NewEnv(w, agent.Task{Instruction: "x", Verifier: "true", Protected: tc.protected,
-			Files: map[string][]byte{tc.file: []byte("x")}}, nil)
-		if !errors.Is(err, agent.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+			Files: map[string][]byte{tc.file: []byte("xy")}}, &agent.Options{Limits: sandbox.Limits{FileBytes: tc.size}})
+		want := fmt.Sprintf("agent env for world %q: task file %q: %s: %v", "links", tc.file, tc.want, agent.ErrInvalid)
+		if !errors.Is(err, agent.ErrInvalid) || err.Error() != want {
+			t.Errorf("%s: err = %v\nwant %s", tc.name, err, want)
 		}
 	}
 }
@@ -290,32 +311,41 @@ func TestRLEnvTaskFiles(t *testing.T) {
 	}
 }
 
-// With EndOnMalformed a reply whose calls cannot be read ends the
-// episode, judged as it stands: what was written before counts.
+// With EndOnMalformed a reply whose calls (or fenced block) cannot be
+// read ends the episode, judged as it stands by the whole judgement:
+// what was written before counts, and so does tampering.
 func TestEndOnMalformed(t *testing.T) {
 	_, w := newWorld(t)
-	env, err := agent.NewEnv(w, agent.Task{Instruction: "Write 42 to out.txt.", Verifier: `test "$(cat out.txt)" = 42`},
+	env, err := agent.NewEnv(w, agent.Task{Instruction: "Write 42 to out.txt.", Verifier: `test "$(cat out.txt)" = 42`, Protected: []string{"a.txt"}},
 		&agent.Options{Tools: true, EndOnMalformed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.End()
 	ctx := context.Background()
+	malformed := "<tool_call>\n{\"name\": \"submit\", \"arguments\": {}\n</tool_call>"
 	for _, tc := range []struct {
-		write  bool
-		reward float64
-	}{{false, 0}, {true, 1}} {
+		name, before, reply string
+		reward              float64
+		status, malformed   string
+	}{
+		{"nothing written", "", malformed, 0, "failed", "call 1: want a JSON object"},
+		{"the answer written", `{"path": "out.txt", "text": "42"}`, malformed, 1, "ok", "call 1: want a JSON object"},
+		{"a protected file rewritten", `{"path": "a.txt", "text": "42"}`, malformed, 0, agent.StatusTampered, "call 1: want a JSON object"},
+		{"a fenced block unclosed", `{"path": "out.txt", "text": "42"}`, "```bash\nls", 1, "ok", "the ```bash block is not closed"},
+	} {
 		if _, err := env.Reset(ctx, "malformed"); err != nil {
 			t.Fatal(err)
 		}
-		if tc.write {
-			if st, err := env.Step(ctx, call("write_file", `{"path": "out.txt", "text": "42"}`)); err != nil || st.Done {
-				t.Fatalf("write: %+v, %v", st, err)
+		if tc.before != "" {
+			if st, err := env.Step(ctx, call("write_file", tc.before)); err != nil || st.Done {
+				t.Fatalf("%s: write: %+v, %v", tc.name, st, err)
 			}
 		}
-		st, err := env.Step(ctx, "<tool_call>\n{\"name\": \"submit\", \"arguments\": {}\n</tool_call>")
-		if err != nil || !st.Done || st.Reward != tc.reward || !strings.Contains(fmt.Sprint(st.Info["malformed_tool_call"]), "want a JSON object") {
-			t.Errorf("written %v: a malformed reply gave %+v, %v; want the episode judged, reward %g", tc.write, st, err, tc.reward)
+		st, err := env.Step(ctx, tc.reply)
+		if err != nil || !st.Done || st.Reward != tc.reward || st.Info["verifier_status"] != tc.status ||
+			!strings.Contains(fmt.Sprint(st.Info["malformed_tool_call"]), tc.malformed) {
+			t.Errorf("%s: a malformed reply gave %+v, %v; want the episode judged %s, reward %g", tc.name, st, err, tc.status, tc.reward)
 		}
 	}
 }
@@ -343,7 +373,19 @@ func TestMaxReplies(t *testing.T) {
 			t.Fatalf("reply 2 (episode %d): %+v, %v; want its call run, then the workspace judged", i, st, err)
 		}
 	}
-	// The fenced block too.
+	// Submit on the last reply: one verdict, the calls answered.
+	if _, err := env.Reset(ctx, "replies-submit"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := env.Step(ctx, call("read_file", `{"path": "a.txt"}`)); err != nil || st.Done {
+		t.Fatalf("reply 1: %+v, %v", st, err)
+	}
+	st, err := env.Step(ctx, call("write_file", `{"path": "out.txt", "text": "42"}`)+"\n"+call("submit", `{}`))
+	if err != nil || !st.Done || st.Reward != 1 || st.Info["replies_spent"] != nil || st.Observation != "verified: reward 1" ||
+		!reflect.DeepEqual(st.ToolResults, []string{"wrote 2 bytes to out.txt", "submitted"}) {
+		t.Fatalf("submit on the last reply: %+v, %v", st, err)
+	}
+	// The fenced block too; its output stays before the verdict.
 	fenced, err := agent.NewEnv(w, task, &agent.Options{MaxReplies: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -352,10 +394,12 @@ func TestMaxReplies(t *testing.T) {
 	if _, err := fenced.Reset(ctx, "fenced"); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := fenced.Step(ctx, "```bash\necho 42 > out.txt\n```"); err != nil || !st.Done || st.Reward != 1 {
-		t.Fatalf("fenced: %+v, %v", st, err)
+	want := "exit status 0 (ok)\nstdout:\nwritten\nstderr:\n(empty)\nverified: reward 1"
+	if st, err := fenced.Step(ctx, "```bash\necho 42 > out.txt; echo written\n```"); err != nil || !st.Done || st.Reward != 1 || st.Observation != want {
+		t.Fatalf("fenced: %+v, %v\nwant the observation %q", st, err, want)
 	}
-	if _, _, err := (agent.RLEnv{}).Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, ""); err == nil || !strings.Contains(err.Error(), "max_replies -1") {
-		t.Errorf("max_replies -1: %v", err)
+	_, _, err = (agent.RLEnv{}).Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, "")
+	if want := "max_replies -1: want a number of replies ≥ 0 (0: no budget but the stage's max_turns)"; err == nil || err.Error() != want {
+		t.Errorf("max_replies -1: %v, want %s", err, want)
 	}
 }

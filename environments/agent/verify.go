@@ -78,7 +78,14 @@ func checkTaskFile(worldDir, name string, protected []string) error {
 		return fmt.Errorf("%s is not a directory of the world: a task file goes in a directory the world has", bad)
 	}
 	if fi, err := os.Lstat(filepath.Join(worldDir, filepath.FromSlash(name))); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("the world has it as a %s, not a file", fi.Mode().Type())
+		kind := "a directory"
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			kind = "a symlink"
+		case !fi.IsDir():
+			kind = "a special file"
+		}
+		return fmt.Errorf("the world has it as %s, not a regular file", kind)
 	}
 	for _, p := range protected {
 		if name == p || strings.HasPrefix(name, p+"/") || p == "." {

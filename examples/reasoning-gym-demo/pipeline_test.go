@@ -27,10 +27,11 @@ const (
 // of its 60 iterations, examples/reasoning-gym's reward with its python:
 // pointed at the project venv wherever it is; and checks that GRPO raised
 // the held-out score by at least 10 points, to the seeded figures. Skipped
-// under -short and without the project venv.
+// under -short, under -race (the Makefile's test line runs it without the
+// race detector) and without the project venv.
 func TestReasoningGymDemoLearns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the reasoning-gym demo: 40 GRPO iterations of 32 questions on tiny-rg with reasoning-gym's scorer")
+	if testing.Short() || raceOn {
+		t.Skip("runs the reasoning-gym demo: 40 GRPO iterations of 32 questions on tiny-rg with reasoning-gym's scorer (without -race: the Makefile's test line)")
 	}
 	py := pyvenv.Python(t, "generate reasoning-gym's questions and score them with its score_answer")
 	venv := filepath.Dir(filepath.Dir(py))

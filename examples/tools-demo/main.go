@@ -34,6 +34,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: tools-demo DIR (writes DIR/train.jsonl and DIR/heldout.jsonl)")
 		os.Exit(2)
 	}
+	if err := os.MkdirAll(os.Args[1], 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "tools-demo:", err)
+		os.Exit(1)
+	}
 	for _, f := range []struct {
 		name    string
 		heldOut bool

@@ -205,10 +205,12 @@
 // not arithmetic: the demo raises held-out task success from 0.334 to
 // 0.849 in 30 iterations (its README). The steps were chosen among
 // checkpoints every 250 by the success of sampled episodes played in
-// memory (ToolPlay): it rises from 0.02 (250) to 0.34 (1,750), then
-// wanders (0.31, 0.36, 0.35, 0.24 to 2,750) while greedy play solves
-// every held-out problem from 1,750 on; GRPO gained +37.5 points in 30
-// iterations from the 1,250-step base and +51.2 from the 1,750-step one.
+// memory (ToolPlay, measured once, when it still allowed a third reply):
+// it rises from 0.02 (250) to 0.34 (1,750), then wanders (0.31, 0.36,
+// 0.35, 0.24 to 2,750) while greedy play solves every held-out problem
+// from 1,750 on (TestEmbeddedTool); GRPO gained +37.5 points in 30
+// iterations from the 1,250-step base and +51.2 from the 1,750-step one
+// (single runs, before the demo's max_replies).
 // Context does not change the numbers: checkpoints trained at context
 // 352 and marshalled at 448 are the same file. About 0.15 s a step on
 // two quiet cores. TestPretrainReproducesTool (RLPIPE_SLOW=1) reproduces

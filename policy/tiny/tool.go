@@ -251,7 +251,8 @@ type ToolOutcome struct {
 
 // ToolPlay plays n episodes of each problem at temperature t in memory
 // (no sandbox: read_file, write_file and submit as environments/agent
-// runs them for this task, at most 3 replies) and returns their outcomes,
+// runs them for this task; judged after 2 replies, as examples/tools-demo
+// judges them with max_replies: 2) and returns their outcomes,
 // problem by problem. It is pretraining's quick check; in a run, the
 // sandboxed agent environment is the judge.
 func (m *Model) ToolPlay(ctx context.Context, a *Adapter, problems []ToolProblem, n int, t float64, seed int64) ([][]ToolOutcome, error) {
@@ -269,7 +270,7 @@ func (m *Model) ToolPlay(ctx context.Context, a *Adapter, problems []ToolProblem
 				files: map[string]string{ToolInputFile: p.Input()}})
 		}
 	}
-	for turn := 0; turn < 3; turn++ {
+	for turn := 0; turn < 2; turn++ {
 		var live []*ep
 		var reqs []policy.Request
 		for k, e := range eps {
@@ -330,7 +331,7 @@ func (m *Model) ToolPlay(ctx context.Context, a *Adapter, problems []ToolProblem
 				}
 				e.msgs = append(e.msgs, policy.Message{Role: "tool", Content: res})
 			}
-			if e.done || turn == 2 {
+			if e.done || turn == 1 {
 				e.done = true
 				e.out.Solved = e.files[ToolAnswerFile] == e.p.Answer()
 			}
