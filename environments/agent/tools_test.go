@@ -168,7 +168,7 @@ func TestRLEnvTools(t *testing.T) {
 	}
 	p := tables.Prompt{PromptID: "p", Prompt: "Do it.", Metadata: `{"verifier": "true"}`}
 	for _, tools := range []bool{false, true} {
-		mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: tools}, "")
+		mk, _, err := agent.RLEnv.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: tools}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestRLEnvTaskFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(world, "README"), []byte("r"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: true, NoHelp: true, EndOnMalformed: true}, "")
+	mk, _, err := agent.RLEnv.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: true, NoHelp: true, EndOnMalformed: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestMaxReplies(t *testing.T) {
 	if st, err := fenced.Step(ctx, "```bash\necho 42 > out.txt\n```"); err != nil || !st.Done || st.Reward != 1 {
 		t.Fatalf("fenced: %+v, %v", st, err)
 	}
-	if _, _, err := (agent.RLEnv{}).Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, ""); err == nil || !strings.Contains(err.Error(), "max_replies -1") {
+	if _, _, err := agent.RLEnv.Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, ""); err == nil || !strings.Contains(err.Error(), "max_replies -1") {
 		t.Errorf("max_replies -1: %v", err)
 	}
 }
