@@ -93,7 +93,8 @@
 //   - Required: Env (Reset, Step, End), its randomness from the episode id,
 //     and an RLEnv (Name, Options, Open → Maker) that an episodes stage
 //     names by rl_env.
-//   - Optional: Func(name, maker) for an environment without options;
+//   - Optional: Func(name, maker) for an environment without options,
+//     Typed(name, open) for one with (open takes the decoded *Options);
 //     wrapping ErrInfra for machinery that failed; ToolOffer and
 //     Step.ToolResults for tools in the function-calling format.
 //   - Its test: environments/envtest.Run; one entry in the envs list of

@@ -38,6 +38,28 @@ func (f funcEnv) Name() string                            { return f.name }
 func (funcEnv) Options() any                              { return nil }
 func (f funcEnv) Open(any, string) (Maker, string, error) { return f.make, "", nil }
 
+// Typed is an RLEnv named name whose rl_options are an O: Options is a
+// fresh *O, and open gets the decoded *O (nil when Open is given nil or
+// another type) and the pipeline file's directory. Every environment with
+// options is one: its package declares `var RLEnv = environments.Typed(…)`
+// and keeps only its open.
+func Typed[O any](name string, open func(o *O, dir string) (Maker, string, error)) RLEnv {
+	return typedEnv[O]{name, open}
+}
+
+type typedEnv[O any] struct {
+	name string
+	open func(*O, string) (Maker, string, error)
+}
+
+func (e typedEnv[O]) Name() string { return e.name }
+func (typedEnv[O]) Options() any   { return new(O) }
+
+func (e typedEnv[O]) Open(opts any, dir string) (Maker, string, error) {
+	o, _ := opts.(*O)
+	return e.open(o, dir)
+}
+
 // ErrUnknownRLEnv is an rl_env name no environment of the registry has.
 var ErrUnknownRLEnv = errors.New("unknown RL environment")
 

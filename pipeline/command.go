@@ -8,8 +8,11 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/bounded"
 )
 
 var rePlaceholder = regexp.MustCompile(`\{\{\s*([a-z_]+)(?:\.([A-Za-z0-9_-]+))?\s*\}\}`)
@@ -82,15 +85,15 @@ func runCommand(ctx context.Context, argv []string, tc *TaskContext, s Settings)
 		"RLPIPE_TASK="+tc.Task, "RLPIPE_ATTEMPT="+strconv.Itoa(tc.Attempt),
 		"RLPIPE_ITERATION="+strconv.Itoa(tc.Iteration), "RLPIPE_SEED="+strconv.FormatUint(tc.Seed, 10),
 		"OMP_NUM_THREADS="+threads, "GOMAXPROCS="+threads)
-	var stderr bytes.Buffer
+	stderr := &bounded.Tail{Max: 4096}
 	cmd.Stdout = &logWriter{tc: tc}
-	cmd.Stderr = &tail{buf: &stderr, max: 4096}
+	cmd.Stderr = stderr
 	err = cmd.Run()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if err != nil {
-		msg := bytes.TrimSpace(stderr.Bytes())
+		msg := strings.TrimSpace(stderr.Text())
 		return fmt.Errorf("command %s: %w: %s", args[0], err, msg)
 	}
 	return nil
@@ -101,22 +104,5 @@ type logWriter struct{ tc *TaskContext }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	w.tc.log.Debug().Str("stream", "stdout").Msg(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-// tail keeps the last max bytes written.
-type tail struct {
-	buf *bytes.Buffer
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf.Write(p)
-	if t.buf.Len() > t.max {
-		b := t.buf.Bytes()[t.buf.Len()-t.max:]
-		nb := append([]byte(nil), b...)
-		t.buf.Reset()
-		t.buf.Write(nb)
-	}
 	return len(p), nil
 }

@@ -55,6 +55,24 @@ func TestCommandUnknownPlaceholder(t *testing.T) {
 	}
 }
 
+// A failing command's error ends with the last 4 KiB of its stderr,
+// trimmed: what it said last, not what it said first.
+func TestCommandFailureQuotesStderrTail(t *testing.T) {
+	ctx := context.Background()
+	r := openRun(t, standintest.NewStore(t, 0), pipeline.RunOptions{})
+	// 5000 bytes of x then the reason: only the last 4096 bytes are kept.
+	task := &pipeline.Task{Name: "dies", Command: []string{"sh", "-c", `printf '%5000s' '' | tr ' ' x >&2; printf '\nout of memory\n' >&2; exit 3`}}
+	err := r.Iteration(1).Go(ctx, task, pipeline.Call{}).Wait(ctx)
+	if err == nil {
+		t.Fatal("a command that exits 3 succeeded")
+	}
+	want := "command sh: exit status 3: " + strings.Repeat("x", 4096-len("\nout of memory\n")) + "\nout of memory"
+	if !strings.HasSuffix(err.Error(), want) {
+		msg := err.Error()
+		t.Fatalf("error ends %q (%d bytes)\nwant it to end with the %d bytes: 4081 x, a newline, out of memory", msg[max(0, len(msg)-40):], len(msg), len(want))
+	}
+}
+
 func TestCancelKillsCommand(t *testing.T) {
 	st := standintest.NewStore(t, 0)
 	r := openRun(t, st, pipeline.RunOptions{})

@@ -44,7 +44,7 @@ func BenchmarkOpenEnvGoVsPython(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Since(t0)
-	mk, _, err := openenv.RLEnv{}.Open(opts, "")
+	mk, _, err := openenv.RLEnv.Open(opts, "")
 	if err != nil {
 		b.Fatal(err)
 	}

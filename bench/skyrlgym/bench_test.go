@@ -101,7 +101,7 @@ func pyRun(b *testing.B, py string) (seconds []float64, reward, start float64) {
 func BenchmarkSkyRLGym(b *testing.B) {
 	py := pyvenv.Py.Python(b, "benchmark skyrl-gym's episodes")
 	t0 := time.Now()
-	m, _, err := skyrlgym.RLEnv{}.Open(&skyrlgym.Options{EnvClass: "gsm8k", Python: py}, ".")
+	m, _, err := skyrlgym.RLEnv.Open(&skyrlgym.Options{EnvClass: "gsm8k", Python: py}, ".")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func Registry() *kind.Registry {
 	// sandbox (environments/harbor), the task of each episode named by its
 	// prompt row, the tasks directory from rl_options; openenv, episodes on an
 	// OpenEnv server's /ws, at a URL or served by rlpipe (environments/openenv).
-	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv{}, arith.ChainEnv{}, skyrlgym.RLEnv{}, harbor.RLEnv{}, openenv.RLEnv{}}
+	envs := environments.RLEnvs{guess.RLEnv, agent.RLEnv, arith.ChainEnv, skyrlgym.RLEnv, harbor.RLEnv, openenv.RLEnv}
 	return &kind.Registry{
 		Kinds: []kind.Kind{
 			standin.Kind,

@@ -101,20 +101,11 @@ func TaskOf(p tables.Prompt) (Task, error) {
 // in the sandbox. The episode's verdict is in its row's env_outcome
 // (info.verifier_verdict, info.verifier_status, …), for the reward stage
 // to read.
-type RLEnv struct{}
+var RLEnv = environments.Typed("agent", openRLEnv)
 
-var _ environments.RLEnv = RLEnv{}
-
-// Name is what rl_env says.
-func (RLEnv) Name() string { return "agent" }
-
-// Options returns a fresh PipelineOptions.
-func (RLEnv) Options() any { return &PipelineOptions{} }
-
-// Open builds (or finds) the world and returns the per-prompt maker; the
+// openRLEnv builds (or finds) the world and returns the per-prompt maker; the
 // version is the world's digest.
-func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
-	o, _ := opts.(*PipelineOptions)
+func openRLEnv(o *PipelineOptions, dir string) (environments.Maker, string, error) {
 	if o == nil || o.World == "" {
 		return nil, "", errors.New("world is missing: add rl_options: {world: DIR}, the directory copied into each episode's workspace")
 	}

@@ -19,7 +19,7 @@ import (
 func TestRLEnv(t *testing.T) {
 	dir := greetDir(t)
 	cache := t.TempDir()
-	var env agent.RLEnv
+	env := agent.RLEnv
 	for _, c := range []struct {
 		name string
 		opts any
@@ -109,7 +109,7 @@ func greetDir(t *testing.T) string {
 // without one, which ends the episode.
 func TestRLEnvSuite(t *testing.T) {
 	dir := greetDir(t)
-	envtest.Run(t, envtest.Suite{Env: agent.RLEnv{}, Dir: dir, MaxSteps: 2,
+	envtest.Run(t, envtest.Suite{Env: agent.RLEnv, Dir: dir, MaxSteps: 2,
 		Options: &agent.PipelineOptions{World: "w", WorldCache: t.TempDir(), TimeoutS: 10},
 		Prompt: tables.Prompt{PromptID: "greet", Prompt: "Make greet.sh print 'hello world'.",
 			Metadata: `{"run": "bash greet.sh", "checks": {"want.txt": "hello world\n"}, ` +

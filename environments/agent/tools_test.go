@@ -169,7 +169,7 @@ func TestRLEnvTools(t *testing.T) {
 	}
 	p := tables.Prompt{PromptID: "p", Prompt: "Do it.", Metadata: `{"verifier": "true"}`}
 	for _, tools := range []bool{false, true} {
-		mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: tools}, "")
+		mk, _, err := agent.RLEnv.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: tools}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestRLEnvTaskFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(world, "README"), []byte("r"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mk, _, err := agent.RLEnv{}.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: true, NoHelp: true, EndOnMalformed: true}, "")
+	mk, _, err := agent.RLEnv.Open(&agent.PipelineOptions{World: world, WorldCache: t.TempDir(), Tools: true, NoHelp: true, EndOnMalformed: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestMaxReplies(t *testing.T) {
 	if st, err := fenced.Step(ctx, "```bash\necho 42 > out.txt; echo written\n```"); err != nil || !st.Done || st.Reward != 1 || st.Observation != want {
 		t.Fatalf("fenced: %+v, %v\nwant the observation %q", st, err, want)
 	}
-	_, _, err = (agent.RLEnv{}).Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, "")
+	_, _, err = agent.RLEnv.Open(&agent.PipelineOptions{World: t.TempDir(), MaxReplies: -1}, "")
 	if want := "max_replies -1: want a number of replies ≥ 0 (0: no budget but the stage's max_turns)"; err == nil || err.Error() != want {
 		t.Errorf("max_replies -1: %v, want %s", err, want)
 	}

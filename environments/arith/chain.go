@@ -120,19 +120,10 @@ func (c *Chain) End() error {
 // ChainEnv is Chain as an episodes stage's rl_env (environments/episodes):
 // rl_options are ChainOptions, and each episode's chain is its prompt's
 // problem (ChainOf).
-type ChainEnv struct{}
+var ChainEnv = environments.Typed("chain", openChain)
 
-var _ environments.RLEnv = ChainEnv{}
-
-// Name is what rl_env says.
-func (ChainEnv) Name() string { return "chain" }
-
-// Options returns a fresh ChainOptions.
-func (ChainEnv) Options() any { return &ChainOptions{} }
-
-// Open returns the maker of chains with the options.
-func (ChainEnv) Open(opts any, _ string) (environments.Maker, string, error) {
-	o, _ := opts.(*ChainOptions)
+// openChain returns the maker of chains with the options.
+func openChain(o *ChainOptions, _ string) (environments.Maker, string, error) {
 	if o != nil && o.Steps < 0 {
 		return nil, "", fmt.Errorf("steps: %d is negative", o.Steps)
 	}

@@ -14,7 +14,7 @@ import (
 // environments' suite with a player that adds each "a+b=" it is shown:
 // four answers end the episode.
 func TestChainRLEnv(t *testing.T) {
-	envtest.Run(t, envtest.Suite{Env: arith.ChainEnv{}, Options: &arith.ChainOptions{Steps: 3},
+	envtest.Run(t, envtest.Suite{Env: arith.ChainEnv, Options: &arith.ChainOptions{Steps: 3},
 		Prompt: tables.Prompt{PromptID: "arith-3+4"}, MaxSteps: 4,
 		Player: func() func(string) string {
 			return func(obs string) string {

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/internal/yamlcore"
 )
 
@@ -359,7 +360,7 @@ func runGym(ctx context.Context, python string, req any, fams []GymFamily, each 
 	cmd := exec.CommandContext(ctx, python, "-s", "-c", gymScript)
 	cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
 	cmd.Stdin = bytes.NewReader(in)
-	stderr := &tail{max: 4 << 10}
+	stderr := &bounded.Tail{Max: 4 << 10}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -402,7 +403,7 @@ func runGym(ctx context.Context, python string, req any, fams []GymFamily, each 
 	case failed != nil:
 		return failed
 	case werr != nil:
-		return fmt.Errorf("reasoning-gym: %s failed: %v: %s", python, werr, stderr.last())
+		return fmt.Errorf("reasoning-gym: %s failed: %v: %s", python, werr, strings.Join(stderr.Lines(1), ""))
 	}
 	return nil
 }
@@ -526,24 +527,4 @@ func interleave(fams [][]tables.Prompt) []tables.Prompt {
 		out = append(out, fams[best][next[best]])
 		next[best]++
 	}
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	max int
-	b   []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-// last is the last non-empty line written.
-func (t *tail) last() string {
-	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
-	return lines[len(lines)-1]
 }

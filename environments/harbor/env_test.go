@@ -74,7 +74,7 @@ func TestEnvSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	envtest.Run(t, envtest.Suite{
-		Env:     harbor.RLEnv{},
+		Env:     harbor.RLEnv,
 		Options: &harbor.PipelineOptions{Tasks: "tasks", WorldCache: cacheDir},
 		Dir:     "testdata",
 		Prompt:  rows[0],
@@ -235,7 +235,7 @@ func TestPromptsAndMaker(t *testing.T) {
 		rows[0].Prompt != "Read the two integers in /app/input.txt and write their sum to /app/answer.txt.\n" {
 		t.Fatalf("rows %+v", rows)
 	}
-	mk, _, err := harbor.RLEnv{}.Open(&harbor.PipelineOptions{Tasks: "tasks", WorldCache: cacheDir}, "testdata")
+	mk, _, err := harbor.RLEnv.Open(&harbor.PipelineOptions{Tasks: "tasks", WorldCache: cacheDir}, "testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestPromptsAndMaker(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("maker: %v, want %s", err, want)
 	}
-	if _, _, err := (harbor.RLEnv{}).Open(&harbor.PipelineOptions{}, "testdata"); err == nil ||
+	if _, _, err := harbor.RLEnv.Open(&harbor.PipelineOptions{}, "testdata"); err == nil ||
 		err.Error() != "tasks is missing: add rl_options: {tasks: DIR}, the directory of Harbor tasks" {
 		t.Fatalf("no tasks: %v", err)
 	}

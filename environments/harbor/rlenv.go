@@ -75,21 +75,12 @@ func Prompts(tasks []*Task, dir string) ([]tables.Prompt, error) {
 // each episode's task named by its prompt row (PromptMeta, else the
 // prompt id). The verifier's outcome is in the row's env_outcome
 // (info.reward_components, info.verifier_status, …).
-type RLEnv struct{}
+var RLEnv = environments.Typed("harbor", openRLEnv)
 
-var _ environments.RLEnv = RLEnv{}
-
-// Name is what rl_env says.
-func (RLEnv) Name() string { return "harbor" }
-
-// Options returns a fresh PipelineOptions.
-func (RLEnv) Options() any { return &PipelineOptions{} }
-
-// Open reads the tasks, builds (or finds) their worlds and returns the
+// openRLEnv reads the tasks, builds (or finds) their worlds and returns the
 // per-prompt maker; the version is the digest of every task's name,
 // instruction, timeouts, worlds and [verifier] env (sorted by key).
-func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
-	o, _ := opts.(*PipelineOptions)
+func openRLEnv(o *PipelineOptions, dir string) (environments.Maker, string, error) {
 	if o == nil || o.Tasks == "" {
 		return nil, "", errors.New("tasks is missing: add rl_options: {tasks: DIR}, the directory of Harbor tasks")
 	}

@@ -32,7 +32,7 @@ func TestVersionNamesVerifierEnv(t *testing.T) {
 		if err := os.WriteFile(toml, append(orig, env...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, v, err := harbor.RLEnv{}.Open(&harbor.PipelineOptions{Tasks: dir, WorldCache: cacheDir}, "")
+		_, v, err := harbor.RLEnv.Open(&harbor.PipelineOptions{Tasks: dir, WorldCache: cacheDir}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -102,7 +102,7 @@ func fake(t *testing.T, capacity int) *httptest.Server {
 // open makes an environment of the openenv kind for o.
 func open(t *testing.T, o *openenv.Options) environments.Env {
 	t.Helper()
-	mk, _, err := openenv.RLEnv{}.Open(o, "")
+	mk, _, err := openenv.RLEnv.Open(o, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func jsonOf(v any) string {
 
 // openErr is Open's error for o.
 func openErr(o *openenv.Options) error {
-	_, _, err := openenv.RLEnv{}.Open(o, "")
+	_, _, err := openenv.RLEnv.Open(o, "")
 	return err
 }
 

@@ -48,23 +48,14 @@ const DefaultRequestTimeout = 300 * time.Second
 
 // RLEnv is the openenv environment as an episodes stage's rl_env: each
 // episode a session on the server's /ws.
-type RLEnv struct{}
+var RLEnv = environments.Typed("openenv", openRLEnv)
 
-var _ environments.RLEnv = RLEnv{}
-
-// Name is what rl_env says.
-func (RLEnv) Name() string { return "openenv" }
-
-// Options returns a fresh Options.
-func (RLEnv) Options() any { return &Options{} }
-
-// Open checks the options and returns the maker. With url:, it reads
-// the server's GET /schema, whose digest enters the version (a server
-// that is down or is not OpenEnv fails Open); with serve:, nothing
+// openRLEnv checks the options and returns the maker. With url:, it
+// reads the server's GET /schema, whose digest enters the version (a
+// server that is down or is not OpenEnv fails Open); with serve:, nothing
 // starts until an episode's Reset. The environments of every stage with
 // the same options share one Remote (and its server) in the process.
-func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
-	o, _ := opts.(*Options)
+func openRLEnv(o *Options, dir string) (environments.Maker, string, error) {
 	if o == nil || (o.URL == "") == (o.Serve == nil) {
 		return nil, "", fmt.Errorf("openenv needs a server: set rl_options url: http://HOST:PORT (a running server) or serve: {app: module:app} (rlpipe starts it), one of them")
 	}

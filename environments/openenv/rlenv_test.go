@@ -33,7 +33,7 @@ func solve(obs string) string {
 // example served by rlpipe from the real openenv package.
 func TestRLEnvSuite(t *testing.T) {
 	opts, _ := exampleOptions(t)
-	envtest.Run(t, envtest.Suite{Env: openenv.RLEnv{}, Options: opts, MaxSteps: 3,
+	envtest.Run(t, envtest.Suite{Env: openenv.RLEnv, Options: opts, MaxSteps: 3,
 		Prompt: tables.Prompt{PromptID: "arith"},
 		Player: func() func(string) string { return solve }})
 }
@@ -44,7 +44,7 @@ func TestRLEnvSuite(t *testing.T) {
 // the episode.
 func TestEpisode(t *testing.T) {
 	opts, _ := exampleOptions(t)
-	mk, _, err := openenv.RLEnv{}.Open(opts, "")
+	mk, _, err := openenv.RLEnv.Open(opts, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestActions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := *base
 			o.Action = c.action
-			mk, _, err := openenv.RLEnv{}.Open(&o, "")
+			mk, _, err := openenv.RLEnv.Open(&o, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestOpen(t *testing.T) {
 			"openenv: rl_options cannot be written as JSON: json: unsupported value: NaN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := openenv.RLEnv{}.Open(c.opts, "")
+			_, _, err := openenv.RLEnv.Open(c.opts, "")
 			if err == nil || err.Error() != c.want {
 				t.Errorf("Open: %v\nwant %s", err, c.want)
 			}
@@ -195,7 +195,7 @@ func TestVersion(t *testing.T) {
 	write("mod.py", "app = 2\n")
 	version := func(o *openenv.Options) string {
 		t.Helper()
-		_, v, err := openenv.RLEnv{}.Open(o, dir)
+		_, v, err := openenv.RLEnv.Open(o, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestVersionFollowsSchema(t *testing.T) {
 		if c.doc != "" {
 			doc.Store(c.doc)
 		}
-		_, v, err := openenv.RLEnv{}.Open(o, "")
+		_, v, err := openenv.RLEnv.Open(o, "")
 		if err != nil || v != c.want {
 			t.Errorf("%s: version %q, %v; want %q", c.name, v, err, c.want)
 		}

@@ -13,7 +13,7 @@ import (
 // needs a python with skyrl-gym, which TestGSM8KMultiTurn finds.)
 func ExampleRLEnv() {
 	ctx := context.Background()
-	mk, version, err := skyrlgym.RLEnv{}.Open(&skyrlgym.Options{EnvClass: "gsm8k_multi_turn", Python: ".venv-py"}, ".")
+	mk, version, err := skyrlgym.RLEnv.Open(&skyrlgym.Options{EnvClass: "gsm8k_multi_turn", Python: ".venv-py"}, ".")
 	if err != nil {
 		panic(err)
 	}

@@ -202,7 +202,7 @@ func TestBadInput(t *testing.T) {
 					t.Skip("no /usr/bin/python3 here")
 				}
 			}
-			_, _, err := skyrlgym.RLEnv{}.Open(&c.o, "testdata")
+			_, _, err := skyrlgym.RLEnv.Open(&c.o, "testdata")
 			if err == nil || err.Error() != c.want || !errors.Is(err, c.is) {
 				t.Errorf("open: %v\nwant\n%s", err, c.want)
 			}

@@ -21,7 +21,7 @@ func python(t *testing.T) string {
 func open(t *testing.T, o skyrlgym.Options, dir string) environments.Maker {
 	t.Helper()
 	o.Python = python(t)
-	m, _, err := skyrlgym.RLEnv{}.Open(&o, dir)
+	m, _, err := skyrlgym.RLEnv.Open(&o, dir)
 	if err != nil {
 		t.Fatalf("open skyrl_gym %s: %v", o.EnvClass, err)
 	}

@@ -115,21 +115,12 @@ func (e *EnvError) Unwrap() []error {
 // RLEnv is skyrl_gym as an episodes stage's rl_env: SkyRL-gym's text
 // environments, played in a supervised Python worker (see the package
 // doc).
-type RLEnv struct{}
+var RLEnv = environments.Typed("skyrl_gym", openRLEnv)
 
-var _ environments.RLEnv = RLEnv{}
-
-// Name is what rl_env says.
-func (RLEnv) Name() string { return "skyrl_gym" }
-
-// Options returns a fresh Options.
-func (RLEnv) Options() any { return &Options{} }
-
-// Open checks the options, starts (or finds) the worker of their setup
+// openRLEnv checks the options, starts (or finds) the worker of their setup
 // and asks it whether env_class is an env it can make. The version is
 // skyrl-gym's version, with the class file's digest for a file class.
-func (RLEnv) Open(opts any, dir string) (environments.Maker, string, error) {
-	o, _ := opts.(*Options)
+func openRLEnv(o *Options, dir string) (environments.Maker, string, error) {
 	r, err := resolve(o, dir)
 	if err != nil {
 		return nil, "", err

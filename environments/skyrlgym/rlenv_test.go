@@ -33,7 +33,7 @@ func TestRLEnv(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			envtest.Run(t, envtest.Suite{
-				Env:     skyrlgym.RLEnv{},
+				Env:     skyrlgym.RLEnv,
 				Options: &skyrlgym.Options{EnvClass: c.class, Python: py},
 				Prompt:  c.prompt,
 				Player:  func() func(string) string { return func(string) string { return c.action } },

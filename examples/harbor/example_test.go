@@ -57,7 +57,7 @@ func TestHarborExample(t *testing.T) {
 
 	// The environment as pipeline.yaml configures it, its worlds cached in
 	// a directory of the test's.
-	mk, _, err := harbor.RLEnv{}.Open(&harbor.PipelineOptions{Tasks: "tasks", TimeoutS: 30, WorldCache: t.TempDir()}, ".")
+	mk, _, err := harbor.RLEnv.Open(&harbor.PipelineOptions{Tasks: "tasks", TimeoutS: 30, WorldCache: t.TempDir()}, ".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]episode, error) {
 		{skyrlgym.Options{EnvClass: "text2sql", Python: cfg.Python, EnvConfig: map[string]any{"db_path": dir}}, queries,
 			func(int) environments.Scripted { return sqlStandIn }},
 	} {
-		mk, version, err := skyrlgym.RLEnv{}.Open(&c.opts, ".")
+		mk, version, err := skyrlgym.RLEnv.Open(&c.opts, ".")
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,8 @@
 //
 // Tail is the other bounded thing: a writer that keeps the last bytes of a
 // child process's stderr, for the error that says why it died (the SkyRL-gym
-// worker, the OpenEnv server, the chat-template worker).
+// worker, the OpenEnv server, the chat-template worker, the vLLM server, a
+// command stage, the reasoning-gym generator); Lines gives its last lines.
 package bounded
 
 import "sync"

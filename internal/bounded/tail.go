@@ -1,6 +1,9 @@
 package bounded
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // Tail is an io.Writer, safe for concurrent use, that keeps the last Max
 // bytes written to it: a child process's stderr, for the error that names
@@ -31,4 +34,18 @@ func (t *Tail) Text() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// Lines is the last n lines of the tail that hold more than white space,
+// oldest first, each without its trailing blanks; a carriage return ends a
+// line too (a progress bar's redraws). The first kept line may be the
+// end of a longer one that fell out of the tail.
+func (t *Tail) Lines(n int) []string {
+	var kept []string
+	for _, l := range strings.FieldsFunc(t.Text(), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if strings.TrimSpace(l) != "" {
+			kept = append(kept, strings.TrimRight(l, " \t"))
+		}
+	}
+	return kept[max(0, len(kept)-n):]
 }

@@ -33,3 +33,31 @@ func TestTailKeepsTheEnd(t *testing.T) {
 		t.Errorf("after concurrent writes Text = %q, want 23456789", got)
 	}
 }
+
+func TestTailLines(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		n        int
+		want     []string
+	}{
+		{"empty", "", 3, nil},
+		{"blank only", " \n\t\n\r\n", 3, nil},
+		{"fewer than n", "a\nb\n", 3, []string{"a", "b"}},
+		{"last n", "a\nb\nc\nd\n", 2, []string{"c", "d"}},
+		{"last one", "Traceback:\n  File x\nValueError: bad\n\n", 1, []string{"ValueError: bad"}},
+		{"blank lines skipped", "a\n\n  \nb", 2, []string{"a", "b"}},
+		{"indent kept, trailing blanks cut", "  x  \t\n", 1, []string{"  x"}},
+		{"carriage return ends a line", "10%\r50%\r100%\n", 2, []string{"50%", "100%"}},
+		{"crlf", "a\r\nb\r\n", 5, []string{"a", "b"}},
+		{"n zero", "a\n", 0, []string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tl := &bounded.Tail{}
+			fmt.Fprint(tl, c.in)
+			got := tl.Lines(c.n)
+			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", c.want) {
+				t.Errorf("Lines(%d) of %q = %q, want %q", c.n, c.in, got, c.want)
+			}
+		})
+	}
+}

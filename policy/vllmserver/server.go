@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/bounded"
 	"github.com/rlpipe/rlpipe/internal/loopback"
 )
 
@@ -64,7 +65,7 @@ type Server struct {
 	argv  []string
 	grace time.Duration
 	cmd   *exec.Cmd
-	log   *tail
+	log   *bounded.Tail
 	done  chan struct{} // closed when the leader has exited
 	err   error         // the leader's exit, valid after done
 
@@ -107,7 +108,7 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 	argv = append(argv, opts.Args...)
 
 	s := &Server{name: opts.Name, url: "http://127.0.0.1:" + strconv.Itoa(port), argv: argv,
-		grace: opts.Grace, log: &tail{}, done: make(chan struct{})}
+		grace: opts.Grace, log: &bounded.Tail{Max: tailBytes}, done: make(chan struct{})}
 	var out io.Writer = s.log
 	if opts.Output != nil {
 		out = io.MultiWriter(s.log, opts.Output)
@@ -142,7 +143,7 @@ func (s *Server) Name() string { return s.name }
 func (s *Server) Command() []string { return append([]string(nil), s.argv...) }
 
 // LogTail returns the last lines of the server's log.
-func (s *Server) LogTail() string { return s.log.String() }
+func (s *Server) LogTail() string { return strings.Join(s.log.Lines(tailLines), "\n") }
 
 // PID is the server's process id, which is also its process group's.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
@@ -203,36 +204,3 @@ const (
 	tailBytes = 16 << 10
 	tailLines = 40
 )
-
-// tail keeps the end of a log.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2*tailBytes {
-		t.b = append(t.b[:0], t.b[len(t.b)-tailBytes:]...)
-	}
-	return len(p), nil
-}
-
-// String is the last tailLines non-empty lines.
-func (t *tail) String() string {
-	t.mu.Lock()
-	text := strings.ReplaceAll(string(t.b), "\r", "\n")
-	t.mu.Unlock()
-	var kept []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.TrimSpace(l) != "" {
-			kept = append(kept, strings.TrimRight(l, " \t"))
-		}
-	}
-	if len(kept) > tailLines {
-		kept = kept[len(kept)-tailLines:]
-	}
-	return strings.Join(kept, "\n")
-}

@@ -130,7 +130,7 @@ func TestPPOParityWithEmbedded(t *testing.T) {
 			// The script's rows, then the embedded trainer's.
 			worst := valueDiffs(t, torchtest.ReadValues(t, values), goRows)
 			var pm ppoMetrics
-			readJSON(t, filepath.Join(r.Dir, "metrics.json"), &pm)
+			torchtest.ReadJSON(t, filepath.Join(r.Dir, "metrics.json"), &pm)
 			t.Logf("script vs embedded: per-token %v; value loss %.9f / %.9f; vf clip %.4f / %.4f; critic grad norm %.9f / %.9f; loss %.9f / %.9f",
 				worst, pm.ValueLoss, gm.ValueLoss, pm.VFClipFrac, gm.VFClipFrac, pm.CriticGradNorm, gm.CriticGradNorm, r.Metrics.Loss, gm.Loss)
 			if len(gm.Steps) != 1 {

@@ -204,7 +204,7 @@ func TestReferenceScriptCriticRoundTrip(t *testing.T) {
 	var cm struct {
 		Steps int `json:"critic_optimizer_steps"`
 	}
-	readJSON(t, filepath.Join(two.Dir, "metrics.json"), &cm)
+	torchtest.ReadJSON(t, filepath.Join(two.Dir, "metrics.json"), &cm)
 	if cm.Steps != 2 {
 		t.Errorf("critic_optimizer_steps %d after two calls, want 2", cm.Steps)
 	}
@@ -332,17 +332,6 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
 // ppoMetrics are the script's PPO figures.
 type ppoMetrics struct {
 	ValueLoss         float64  `json:"value_loss"`
@@ -377,8 +366,8 @@ func TestReferenceScriptPPOUnderTorchrun(t *testing.T) {
 	}
 	worst := valueDiffs(t, rows1, rows2)
 	var m1, m2 ppoMetrics
-	readJSON(t, filepath.Join(r1.Dir, "metrics.json"), &m1)
-	readJSON(t, filepath.Join(r2.Dir, "metrics.json"), &m2)
+	torchtest.ReadJSON(t, filepath.Join(r1.Dir, "metrics.json"), &m1)
+	torchtest.ReadJSON(t, filepath.Join(r2.Dir, "metrics.json"), &m2)
 	t.Logf("1 process vs 2 ranks: per-token differences %v; value loss %.9f / %.9f, vf clip %.4f / %.4f, critic grad norm %.9f / %.9f, loss %.9f / %.9f, explained variance %v",
 		worst, m1.ValueLoss, m2.ValueLoss, m1.VFClipFrac, m2.VFClipFrac, m1.CriticGradNorm, m2.CriticGradNorm, r1.Metrics.Loss, r2.Metrics.Loss, *m1.ExplainedVariance)
 	for name, d := range worst {

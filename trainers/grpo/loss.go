@@ -179,12 +179,16 @@ func (s *Sequence) AdvantageAt(t int) float64 {
 func (s *Sequence) trains(t int) bool { return s.Trainable == nil || s.Trainable[t] }
 
 // Tokens is the number of s's tokens that enter the loss.
-func (s *Sequence) Tokens() int {
-	if s.Trainable == nil {
-		return len(s.Logprobs)
+func (s *Sequence) Tokens() int { return trainedTokens(s.Trainable, len(s.Logprobs)) }
+
+// trainedTokens counts the tokens a trainable mask keeps; a nil mask keeps
+// all n.
+func trainedTokens(trainable []bool, n int) int {
+	if trainable == nil {
+		return n
 	}
-	n := 0
-	for _, ok := range s.Trainable {
+	n = 0
+	for _, ok := range trainable {
 		if ok {
 			n++
 		}

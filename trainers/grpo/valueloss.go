@@ -50,18 +50,7 @@ func ValueLoss(seqs []ValueSequence, o ValueLossOptions) (ValueLossResult, error
 	case !slices.Contains(Aggregations, agg):
 		return ValueLossResult{}, fmt.Errorf("grpo: unknown aggregation %q", o.Aggregation)
 	}
-	trained := func(s *ValueSequence) int {
-		if s.Trainable == nil {
-			return len(s.Values)
-		}
-		n := 0
-		for _, ok := range s.Trainable {
-			if ok {
-				n++
-			}
-		}
-		return n
-	}
+	trained := func(s *ValueSequence) int { return trainedTokens(s.Trainable, len(s.Values)) }
 	for i, s := range seqs {
 		if len(s.OldValues) != len(s.Values) || len(s.Returns) != len(s.Values) || s.Trainable != nil && len(s.Trainable) != len(s.Values) {
 			return ValueLossResult{}, fmt.Errorf("grpo: sequence %d has %d values, %d old values, %d returns and %d mask entries",

@@ -328,7 +328,7 @@ func Many(t testing.TB, py string, specs []Spec) []Result {
 			Exit    int     `json:"exit"`
 			Seconds float64 `json:"seconds"`
 		}
-		readJSON(t, filepath.Join(r.Dir, "exit.json"), &ex)
+		ReadJSON(t, filepath.Join(r.Dir, "exit.json"), &ex)
 		r.Wall = time.Duration(ex.Seconds * float64(time.Second))
 		if ex.Exit != 0 {
 			t.Fatalf("call %d of %d of the script (in many.py): exit %d\n%s", i+1, len(specs), ex.Exit, r.Output)
@@ -377,11 +377,12 @@ func prepare(t testing.TB, sp Spec) (Result, []string) {
 // readMetrics reads the call's metrics.json into r.Metrics.
 func readMetrics(t testing.TB, r *Result) {
 	t.Helper()
-	readJSON(t, filepath.Join(r.Dir, "metrics.json"), &r.Metrics)
+	ReadJSON(t, filepath.Join(r.Dir, "metrics.json"), &r.Metrics)
 }
 
-// readJSON decodes the JSON file at path into v.
-func readJSON(t testing.TB, path string, v any) {
+// ReadJSON decodes the JSON file at path into v, failing t when it
+// cannot.
+func ReadJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
