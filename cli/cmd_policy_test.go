@@ -96,3 +96,49 @@ func TestPolicyExport(t *testing.T) {
 	oa.Save(bad)
 	h.fails(1, []string{`up_proj.lora_B.weight" has shape [200 8]`}, "policy", "export", t.TempDir(), "--adapter", bad)
 }
+
+// TestPolicyExportAdapterFromStore: --adapter REF:PATH takes the adapter
+// a run commits in the store (iterations/NNNNNN/adapter), the same bytes
+// as the local directory it was made from; a path with nothing under it
+// names the path and the command that lists the run's iterations.
+func TestPolicyExportAdapterFromStore(t *testing.T) {
+	h := newStore(t)
+	m, err := tiny.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.NewAdapter(tiny.LoRAConfig{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "adapter")
+	if err := a.Save(local); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ok("branch", "create", "runs-x", "--from", "main")
+	for _, f := range files {
+		h.ok("put", filepath.Join(local, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
+	}
+	h.ok("commit", "runs-x", "-m", "an adapter")
+
+	dir := filepath.Join(t.TempDir(), "hf")
+	var res struct {
+		Dir, Version, Architecture, Adapter string
+		Parameters                          int
+	}
+	h.json(&res, "policy", "export", dir, "--adapter", "runs-x:iterations/000001/adapter")
+	if res.Adapter != filepath.Join(dir, "adapter") {
+		t.Fatalf("export said %+v", res)
+	}
+	for _, f := range files {
+		if got, want := readFile(t, filepath.Join(dir, "adapter", f.Name())), readFile(t, filepath.Join(local, f.Name())); got != want {
+			t.Errorf("adapter/%s differs from the adapter put in the store", f.Name())
+		}
+	}
+	h.fails(ExitFailure, []string{"rlpipe: policy export --adapter runs-x:iterations/000009/adapter: object not found: no directory iterations/000009/adapter at runs-x and none on this machine (`rlpipe ls runs-x:iterations/` lists a run's iterations)\n"},
+		"policy", "export", t.TempDir(), "--adapter", "runs-x:iterations/000009/adapter")
+}
