@@ -45,7 +45,7 @@ func newPolicyServeCommand(g *rootOptions) *cobra.Command {
 		Use:   "serve [--addr 127.0.0.1:PORT] [--model tiny-arith|FILE.safetensors]",
 		Short: "serve the embedded model over the OpenAI API",
 		Long: `Serve the embedded model behind the OpenAI-compatible endpoints a vLLM server
-offers: /v1/completions, /v1/chat/completions, /v1/models, and vLLM's LoRA
+offers: /v1/completions, /v1/chat/completions, /v1/models, /v1/models/{id}, and vLLM's LoRA
 hot-loading (/v1/load_lora_adapter, /v1/unload_lora_adapter, with PEFT adapter
 directories this machine can read). A rollout stage pointed at it samples the
 same text as the model in process, for the same seeds.
