@@ -52,13 +52,10 @@ func TestPolicyServe(t *testing.T) {
 	stop()
 }
 
-// TestPolicyExport writes the shipped model as a Hugging Face directory
-// with a run's kind of adapter, serves it back from the directory, and
-// refuses an adapter of another shape by name.
-func TestPolicyExport(t *testing.T) {
-	h := newHarness(t)
-	dir := filepath.Join(t.TempDir(), "hf")
-	adapter := filepath.Join(t.TempDir(), "step-000001")
+// savedAdapter is the shipped model and a fresh adapter of it (LoRA seed
+// 1), saved in a temporary directory named name.
+func savedAdapter(t *testing.T, name string) (*tiny.Model, string) {
+	t.Helper()
 	m, err := tiny.Embedded()
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +64,20 @@ func TestPolicyExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Save(adapter); err != nil {
+	dir := filepath.Join(t.TempDir(), name)
+	if err := a.Save(dir); err != nil {
 		t.Fatal(err)
 	}
+	return m, dir
+}
+
+// TestPolicyExport writes the shipped model as a Hugging Face directory
+// with a run's kind of adapter, serves it back from the directory, and
+// refuses an adapter of another shape by name.
+func TestPolicyExport(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(t.TempDir(), "hf")
+	m, adapter := savedAdapter(t, "step-000001")
 	var res struct {
 		Dir, Version, Architecture, Adapter string
 		Parameters                          int
@@ -103,18 +111,7 @@ func TestPolicyExport(t *testing.T) {
 // names the path and the command that lists the run's iterations.
 func TestPolicyExportAdapterFromStore(t *testing.T) {
 	h := newStore(t)
-	m, err := tiny.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := m.NewAdapter(tiny.LoRAConfig{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := filepath.Join(t.TempDir(), "adapter")
-	if err := a.Save(local); err != nil {
-		t.Fatal(err)
-	}
+	_, local := savedAdapter(t, "adapter")
 	files, err := os.ReadDir(local)
 	if err != nil {
 		t.Fatal(err)
