@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,7 +177,7 @@ func wallSeconds(ctx context.Context, st artifacts.Store, run, head string) (flo
 		if err != nil {
 			return 0, err
 		}
-		t0, t1 := eventSpan(raw)
+		_, t0, t1 := pipeline.ParseEventLog(raw)
 		if c.ID == first.ID && !t0.IsZero() && t0.Before(start) {
 			start = t0
 		}
@@ -188,26 +186,6 @@ func wallSeconds(ctx context.Context, st artifacts.Store, run, head string) (flo
 		}
 	}
 	return end.Sub(start).Round(time.Millisecond).Seconds(), nil
-}
-
-// eventSpan is the earliest and the latest time in an event log (JSON
-// lines), zero when it has none.
-func eventSpan(raw []byte) (t0, t1 time.Time) {
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var e pipeline.Event
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Time.IsZero() {
-			continue
-		}
-		if t0.IsZero() || e.Time.Before(t0) {
-			t0 = e.Time
-		}
-		if e.Time.After(t1) {
-			t1 = e.Time
-		}
-	}
-	return t0, t1
 }
 
 // headlineFigures picks, for every eval set, the metrics a table of evals
