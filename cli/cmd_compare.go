@@ -132,7 +132,8 @@ func readCompareRun(ctx context.Context, st artifacts.Store, name string) (compa
 	}
 	cfg, err := config.Parse(ref+":"+runs.ConfigPath, raw, kinds.Registry())
 	if err != nil {
-		return r, fmt.Errorf("compare %s: the recorded config does not parse with this rlpipe: %w", name, err)
+		return r, fmt.Errorf("compare %s: the recorded config does not parse with this rlpipe (`rlpipe cat %s:%s` shows it; the rlpipe that made the run compares it): %w",
+			name, ref, runs.ConfigPath, err)
 	}
 	r.Planned = cfg.Iterations
 	if r.Config, err = effectiveConfig(cfg); err != nil {
