@@ -53,7 +53,7 @@ chaos: ## run the kill -9 tests with many trials
 	RLPIPE_CHAOS_TRIALS=20 $(GO) test -race -count=1 -run 'Kill' ./pipeline/... ./artifacts/local/ ./cli/ ./sandbox/
 
 .PHONY: demo
-demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s)
+demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (about 30 s on 2 idle cores; minutes on loaded ones, see README)
 	@./scripts/demo.sh
 
 .PHONY: demo-agent

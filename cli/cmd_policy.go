@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/server"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -43,7 +45,7 @@ func newPolicyServeCommand(g *rootOptions) *cobra.Command {
 		Use:   "serve [--addr 127.0.0.1:PORT] [--model tiny-arith|FILE.safetensors]",
 		Short: "serve the embedded model over the OpenAI API",
 		Long: `Serve the embedded model behind the OpenAI-compatible endpoints a vLLM server
-offers: /v1/completions, /v1/chat/completions, /v1/models, and vLLM's LoRA
+offers: /v1/completions, /v1/chat/completions, /v1/models, /v1/models/{id}, and vLLM's LoRA
 hot-loading (/v1/load_lora_adapter, /v1/unload_lora_adapter, with PEFT adapter
 directories this machine can read). A rollout stage pointed at it samples the
 same text as the model in process, for the same seeds.
@@ -209,12 +211,12 @@ type policyExportOptions struct {
 
 func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, tiny-rg, tiny-tool, a .safetensors file or a model directory")
-	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter directory against the model, and copy it to DIR/adapter")
+	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter against the model, and copy it to DIR/adapter: a local directory, or REF:PATH in the store (a run's runs-RUN:iterations/NNNNNN/adapter)")
 }
 
 func newPolicyExportCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
-		Use:   "export DIR [--model tiny-arith|tiny-chain|tiny-rg|FILE] [--adapter ADAPTER_DIR]",
+		Use:   "export DIR [--model tiny-arith|tiny-chain|tiny-rg|FILE] [--adapter REF:PATH|ADAPTER_DIR]",
 		Short: "write the embedded model as a Hugging Face model directory",
 		Long: `Write the embedded model as a Hugging Face model directory that transformers
 (AutoModelForCausalLM, AutoTokenizer), PEFT and vLLM load as it is: config.json
@@ -224,14 +226,61 @@ tokenizer_config.json (with a chat template that renders conversations as the
 embedded policy does). The adapters a run commits are PEFT directories of
 this model: load them with PeftModel.from_pretrained or vLLM's
 /v1/load_lora_adapter. The embedded policy reads such a directory back
-(policy: {model: DIR}).`,
+(policy: {model: DIR}).
+
+--adapter takes a local directory, or REF:PATH in the store: iteration N of
+run RUN committed its adapter at runs-RUN:iterations/NNNNNN/adapter. A local
+directory that exists wins over a store path of the same spelling.`,
 		Example: `  rlpipe policy export ./tiny-arith-hf
   rlpipe policy export ./chain-hf --model tiny-chain
-  rlpipe policy export ./hf --adapter runs/arith/adapters/step-000003`,
+  rlpipe policy export ./hf --adapter runs-arith:iterations/000060/adapter
+  rlpipe policy export ./hf --adapter ./step-000003`,
 		Args: exactArgs("DIR"),
 	}, func(cmd *cobra.Command, o policyExportOptions, args []string) error {
-		return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
+		if o.adapter == "" || isLocalDir(o.adapter) || !strings.Contains(o.adapter, ":") {
+			return policyExport(cmd.Context(), args[0], o, g.printer(cmd))
+		}
+		return g.withStore(cmd, func(ctx context.Context, st artifacts.Store) error {
+			tmp, err := os.MkdirTemp("", "rlpipe-adapter-")
+			if err != nil {
+				return failure(fmt.Errorf("policy export: %w", err))
+			}
+			defer os.RemoveAll(tmp)
+			if err := checkoutAdapter(ctx, st, o.adapter, tmp); err != nil {
+				return err
+			}
+			o.adapter = tmp
+			return policyExport(ctx, args[0], o, g.printer(cmd))
+		})
 	})
+}
+
+// isLocalDir reports whether path is a directory on this machine.
+func isLocalDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// checkoutAdapter copies the adapter directory at ref:path in the store
+// into dir.
+func checkoutAdapter(ctx context.Context, st artifacts.Store, arg, dir string) error {
+	a, err := parseArtifact(arg)
+	if err != nil {
+		return usagef("policy export --adapter %s: %v: give a local directory or REF:PATH, e.g. runs-arith:iterations/000060/adapter", arg, err)
+	}
+	a.path = strings.TrimSuffix(a.path, "/") + "/"
+	entries, err := listEntries(ctx, st, a.ref, a.path, true)
+	if err != nil {
+		return withOp(err, "policy export --adapter %s", arg)
+	}
+	if len(entries) == 0 {
+		return failure(fmt.Errorf("policy export --adapter %s: %w: no directory %s at %s and none on this machine (`rlpipe ls %s:iterations/` lists a run's iterations)",
+			arg, artifacts.ErrObjectNotFound, strings.TrimSuffix(a.path, "/"), a.ref, a.ref))
+	}
+	if _, err := exportPrefix(ctx, st, a, dir, formatRaw); err != nil {
+		return withOp(err, "policy export --adapter %s", arg)
+	}
+	return nil
 }
 
 func policyExport(_ context.Context, dir string, o policyExportOptions, p printer) error {

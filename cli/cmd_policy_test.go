@@ -52,13 +52,10 @@ func TestPolicyServe(t *testing.T) {
 	stop()
 }
 
-// TestPolicyExport writes the shipped model as a Hugging Face directory
-// with a run's kind of adapter, serves it back from the directory, and
-// refuses an adapter of another shape by name.
-func TestPolicyExport(t *testing.T) {
-	h := newHarness(t)
-	dir := filepath.Join(t.TempDir(), "hf")
-	adapter := filepath.Join(t.TempDir(), "step-000001")
+// savedAdapter is the shipped model and a fresh adapter of it (LoRA seed
+// 1), saved in a temporary directory named name.
+func savedAdapter(t *testing.T, name string) (*tiny.Model, string) {
+	t.Helper()
 	m, err := tiny.Embedded()
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +64,20 @@ func TestPolicyExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Save(adapter); err != nil {
+	dir := filepath.Join(t.TempDir(), name)
+	if err := a.Save(dir); err != nil {
 		t.Fatal(err)
 	}
+	return m, dir
+}
+
+// TestPolicyExport writes the shipped model as a Hugging Face directory
+// with a run's kind of adapter, serves it back from the directory, and
+// refuses an adapter of another shape by name.
+func TestPolicyExport(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(t.TempDir(), "hf")
+	m, adapter := savedAdapter(t, "step-000001")
 	var res struct {
 		Dir, Version, Architecture, Adapter string
 		Parameters                          int
@@ -95,4 +103,39 @@ func TestPolicyExport(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "wide")
 	oa.Save(bad)
 	h.fails(1, []string{`up_proj.lora_B.weight" has shape [200 8]`}, "policy", "export", t.TempDir(), "--adapter", bad)
+}
+
+// TestPolicyExportAdapterFromStore: --adapter REF:PATH takes the adapter
+// a run commits in the store (iterations/NNNNNN/adapter), the same bytes
+// as the local directory it was made from; a path with nothing under it
+// names the path and the command that lists the run's iterations.
+func TestPolicyExportAdapterFromStore(t *testing.T) {
+	h := newStore(t)
+	_, local := savedAdapter(t, "adapter")
+	files, err := os.ReadDir(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ok("branch", "create", "runs-x", "--from", "main")
+	for _, f := range files {
+		h.ok("put", filepath.Join(local, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
+	}
+	h.ok("commit", "runs-x", "-m", "an adapter")
+
+	dir := filepath.Join(t.TempDir(), "hf")
+	var res struct {
+		Dir, Version, Architecture, Adapter string
+		Parameters                          int
+	}
+	h.json(&res, "policy", "export", dir, "--adapter", "runs-x:iterations/000001/adapter")
+	if res.Adapter != filepath.Join(dir, "adapter") {
+		t.Fatalf("export said %+v", res)
+	}
+	for _, f := range files {
+		if got, want := readFile(t, filepath.Join(dir, "adapter", f.Name())), readFile(t, filepath.Join(local, f.Name())); got != want {
+			t.Errorf("adapter/%s differs from the adapter put in the store", f.Name())
+		}
+	}
+	h.fails(ExitFailure, []string{"rlpipe: policy export --adapter runs-x:iterations/000009/adapter: object not found: no directory iterations/000009/adapter at runs-x and none on this machine (`rlpipe ls runs-x:iterations/` lists a run's iterations)\n"},
+		"policy", "export", t.TempDir(), "--adapter", "runs-x:iterations/000009/adapter")
 }

@@ -249,7 +249,7 @@ main:data/prompts.parquet.`,
 		newStoreCommand(o),
 		newRunCommand(o), newStatusCommand(o),
 		newRescoreCommand(o), newRewardsCommand(o), newTrackCommand(o),
-		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newEvalsCommand(o), newUICommand(o), newWorkerCommand(o),
+		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newEvalsCommand(o), newCompareCommand(o), newUICommand(o), newWorkerCommand(o),
 	)
 	return root
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -124,6 +125,30 @@ func (l *eventLog) flush(ctx context.Context, st artifacts.Store, branch string,
 	}
 	_, err := st.PutObject(ctx, branch, runs.EventsPath(iteration), &buf, &artifacts.PutOptions{ContentType: "application/x-ndjson"})
 	return err
+}
+
+// ParseEventLog reads an iteration's committed event log (JSON lines, as
+// flush writes it): its events with a time, in the log's order, and their
+// span, the earliest and the latest time (zero without events). A line
+// that is not an event, or longer than 8 MiB, is passed over: the log is
+// for people and views, and a torn line must not hide the rest.
+func ParseEventLog(raw []byte) (evs []Event, t0, t1 time.Time) {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
+	for sc.Scan() {
+		var e Event
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Time.IsZero() {
+			continue
+		}
+		if len(evs) == 0 || e.Time.Before(t0) {
+			t0 = e.Time
+		}
+		if len(evs) == 0 || e.Time.After(t1) {
+			t1 = e.Time
+		}
+		evs = append(evs, e)
+	}
+	return evs, t0, t1
 }
 
 // forget drops an iteration's events once they are committed.

@@ -1,8 +1,6 @@
 package ui
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -588,26 +586,9 @@ func placeTasks(tasks []Task, raw []byte) float64 {
 	if len(raw) == 0 {
 		return 0
 	}
-	var evs []pipeline.Event
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 64<<10), maxJSONObject)
-	for sc.Scan() {
-		var e pipeline.Event
-		if json.Unmarshal(sc.Bytes(), &e) == nil && !e.Time.IsZero() {
-			evs = append(evs, e)
-		}
-	}
+	evs, t0, t1 := pipeline.ParseEventLog(raw)
 	if len(evs) == 0 {
 		return 0
-	}
-	t0, t1 := evs[0].Time, evs[0].Time
-	for _, e := range evs {
-		if e.Time.Before(t0) {
-			t0 = e.Time
-		}
-		if e.Time.After(t1) {
-			t1 = e.Time
-		}
 	}
 	at := func(t time.Time) *float64 { v := t.Sub(t0).Seconds(); return &v }
 	idx := map[string]int{}

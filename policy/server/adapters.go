@@ -20,24 +20,47 @@ type loraBody struct {
 // models answers GET /v1/models: the base model, then the adapters loaded
 // through the server, oldest first, with vLLM's root and parent fields.
 func (s *Server) models(w http.ResponseWriter) {
-	type model struct {
-		ID      string  `json:"id"`
-		Object  string  `json:"object"`
-		Created int64   `json:"created"`
-		OwnedBy string  `json:"owned_by"`
-		Root    string  `json:"root"`
-		Parent  *string `json:"parent"`
+	writeJSON(w, struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{"list", s.modelList()})
+}
+
+// modelOne answers GET /v1/models/{id}: the model as the list shows it,
+// or OpenAI's 404 naming the id.
+func (s *Server) modelOne(w http.ResponseWriter, id string) {
+	for _, m := range s.modelList() {
+		if m.ID == id {
+			writeJSON(w, m)
+			return
+		}
 	}
 	s.amu.RLock()
+	served := s.servedList()
+	s.amu.RUnlock()
+	writeError(w, modelNotFound(id, served))
+}
+
+// model is an entry of GET /v1/models, and GET /v1/models/{id}'s answer.
+type model struct {
+	ID      string  `json:"id"`
+	Object  string  `json:"object"`
+	Created int64   `json:"created"`
+	OwnedBy string  `json:"owned_by"`
+	Root    string  `json:"root"`
+	Parent  *string `json:"parent"`
+}
+
+// modelList is the base model, then the adapters loaded through the
+// server, oldest first.
+func (s *Server) modelList() []model {
+	s.amu.RLock()
+	defer s.amu.RUnlock()
 	data := []model{{ID: s.opts.Model, Object: "model", Created: s.created, OwnedBy: "rlpipe", Root: s.opts.Model}}
 	for _, a := range s.adapters {
 		data = append(data, model{ID: a.Name, Object: "model", Created: s.created, OwnedBy: "rlpipe", Root: a.Dir, Parent: &s.opts.Model})
 	}
-	s.amu.RUnlock()
-	writeJSON(w, struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{"list", data})
+	return data
 }
 
 // loadAdapter answers POST /v1/load_lora_adapter. The messages follow

@@ -23,9 +23,13 @@
 //	                            token ids (a list, or a list of lists, as
 //	                            vLLM takes them: continued as they are,
 //	                            with no tokenizer; no echo)
-//	POST /v1/chat/completions   messages: [{"role", "content": a string}]
+//	POST /v1/chat/completions   messages: [{"role", "content": a string}];
+//	                            role system, developer, user, assistant or
+//	                            tool (another is a 400 naming its index)
 //	GET  /v1/models             the base model (Options.Model), then the
 //	                            adapters, with vLLM's root and parent
+//	GET  /v1/models/{id}        one of them, the same object; an unknown
+//	                            id is 404 model_not_found naming it
 //	POST /v1/load_lora_adapter    {"lora_name", "lora_path"} (vLLM's)
 //	POST /v1/unload_lora_adapter  {"lora_name"}
 //	GET  /health                200 while serving
@@ -38,7 +42,10 @@
 // top_logprobs (chat: k from 0 to 20, with logprobs true), echo
 // (completions), return_tokens_as_token_ids and return_token_ids, stream
 // and stream_options.include_usage, and for chat tools and tool_choice
-// (below); other fields are ignored, as vLLM does. The policy is called once per HTTP request with one policy.Request per
+// (below). response_format may be {"type": "text"}, what the server samples
+// anyway; a JSON mode or schema is refused with a 400 naming the field,
+// since the server cannot enforce it. Other fields are ignored, as vLLM
+// does. The policy is called once per HTTP request with one policy.Request per
 // prompt, seeded with seed, so the samples are those the policy gives in
 // process: sample j of prompt i is choice i·n+j.
 //

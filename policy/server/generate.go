@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,43 @@ type body struct {
 	// Tools and ToolChoice: chat only (tools.go).
 	Tools      []toolcall.Tool `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
+	// ResponseFormat: only {"type": "text"}, what the server samples
+	// anyway; a JSON mode or schema is refused, not ignored.
+	ResponseFormat json.RawMessage `json:"response_format"`
+}
+
+// chatRoles are the message roles a chat request may use: OpenAI's.
+var chatRoles = []string{"system", "developer", "user", "assistant", "tool"}
+
+// responseFormat accepts a response_format that asks for free text
+// (absent, null or {"type": "text"}) and refuses any other with a 400
+// naming the field.
+func responseFormat(raw json.RawMessage) *apiError {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	var f struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return badRequest("response_format", "response_format must be an object such as {\"type\": \"text\"}, got %s", raw)
+	}
+	if f.Type != "text" {
+		return badRequest("response_format", "response_format type %q is not supported: this server samples free text and enforces no JSON mode or schema; leave response_format out or send {\"type\": \"text\"}", f.Type)
+	}
+	return nil
+}
+
+// checkRoles refuses a message whose role is not one of chatRoles,
+// naming its index.
+func checkRoles(msgs []policy.Message) *apiError {
+	for i, m := range msgs {
+		if !slices.Contains(chatRoles, m.Role) {
+			return badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role is %q: use one of %s", i, m.Role, strings.Join(chatRoles, ", "))
+		}
+	}
+	return nil
 }
 
 // streamOptions are OpenAI's stream_options.
@@ -69,6 +107,9 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 	}
 	if b.Echo && chat {
 		return nil, badRequest("echo", "echo is for /v1/completions; a chat request cannot echo its messages")
+	}
+	if e := responseFormat(b.ResponseFormat); e != nil {
+		return nil, e
 	}
 	c := &call{tokenIDs: b.ReturnTokenIDs, asIDs: b.TokensAsIDs, echo: b.Echo, stream: b.Stream,
 		includeUsage: b.StreamOptions != nil && b.StreamOptions.IncludeUsage}
@@ -125,6 +166,9 @@ func (s *Server) parse(b *body, chat bool) (*call, *apiError) {
 		}
 		if len(b.Messages) == 0 {
 			return nil, badRequest("messages", "messages is empty; send at least one {\"role\": \"user\", \"content\": ...}")
+		}
+		if e := checkRoles(b.Messages); e != nil {
+			return nil, e
 		}
 		choice, e := toolChoice(b.ToolChoice, b.Tools)
 		if e != nil {

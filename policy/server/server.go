@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,7 +153,7 @@ func (s *Server) Adapters() []string {
 
 // ServeHTTP answers the OpenAI API: POST /v1/completions,
 // /v1/chat/completions, /v1/load_lora_adapter and
-// /v1/unload_lora_adapter; GET /v1/models and /health.
+// /v1/unload_lora_adapter; GET /v1/models, /v1/models/{id} and /health.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &loopback.Recorder{ResponseWriter: w}
 	start := time.Now()
@@ -199,8 +200,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.unloadAdapter(rw, r)
 		}
 	default:
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" {
+			if method(rw, r, http.MethodGet) {
+				s.modelOne(rw, id)
+			}
+			return
+		}
 		writeError(rw, &apiError{status: http.StatusNotFound, Type: "not_found_error",
-			Message: fmt.Sprintf("no route %s %s; the policy server answers /v1/completions, /v1/chat/completions, /v1/models, /v1/load_lora_adapter, /v1/unload_lora_adapter and /health", r.Method, r.URL.Path)})
+			Message: fmt.Sprintf("no route %s %s; the policy server answers /v1/completions, /v1/chat/completions, /v1/models, /v1/models/{id}, /v1/load_lora_adapter, /v1/unload_lora_adapter and /health", r.Method, r.URL.Path)})
 	}
 }
 

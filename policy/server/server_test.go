@@ -108,6 +108,19 @@ func TestBadRequests(t *testing.T) {
 		{"body too large", "POST", "/v1/completions", big, 413, nil, "larger than 1024 bytes"},
 		{"wrong method", "GET", "/v1/completions", ``, 405, nil, "use POST"},
 		{"unknown route", "POST", "/v1/embeddings", `{}`, 404, nil, "no route POST /v1/embeddings"},
+		{"response_format json_object", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "json_object"}}`, 400, "response_format",
+			`response_format type "json_object" is not supported: this server samples free text and enforces no JSON mode or schema; leave response_format out or send {"type": "text"}`},
+		{"response_format json_schema on completions", "POST", "/v1/completions", `{"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}`, 400, "response_format",
+			`response_format type "json_schema" is not supported`},
+		{"response_format a string", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}], "response_format": "json"}`, 400, "response_format",
+			`response_format must be an object such as {"type": "text"}, got "json"`},
+		{"unknown role", "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "a"}, {"role": "narrator", "content": "b"}]}`, 400, "messages[1].role",
+			`messages[1].role is "narrator": use one of system, developer, user, assistant, tool`},
+		{"missing role", "POST", "/v1/chat/completions", `{"messages": [{"content": "a"}]}`, 400, "messages[0].role",
+			`messages[0].role is "": use one of system, developer, user, assistant, tool`},
+		{"unknown model by id", "GET", "/v1/models/gpt-9", ``, 404, "model",
+			"The model `gpt-9` does not exist: this server serves \"det\"; load an adapter with POST /v1/load_lora_adapter"},
+		{"model by id posted", "POST", "/v1/models/det", `{}`, 405, nil, "POST /v1/models/det: use GET"},
 		{"load without path", "POST", "/v1/load_lora_adapter", `{"lora_name": "x"}`, 400, "lora_name", "lora_path"},
 		{"unload unknown", "POST", "/v1/unload_lora_adapter", `{"lora_name": "x"}`, 404, "lora_name", "cannot be found"},
 	}
@@ -226,8 +239,24 @@ func TestModelsAndAdapters(t *testing.T) {
 	if !reflect.DeepEqual(ids, []string{"det", "s1"}) || !reflect.DeepEqual(srv.Adapters(), []string{"s1"}) {
 		t.Errorf("models %v, adapters %v; want [det s1], [s1]", ids, srv.Adapters())
 	}
-	if status, _ := do(t, "POST", url+"/v1/chat/completions", `{"model": "s1", "messages": [{"role": "user", "content": "a"}]}`); status != 200 {
-		t.Errorf("chat with the adapter: %d", status)
+	// One model by id, in OpenAI's shape; an adapter names its base.
+	for id, want := range map[string]map[string]any{
+		"det": {"id": "det", "object": "model", "owned_by": "rlpipe", "root": "det", "parent": nil},
+		"s1":  {"id": "s1", "object": "model", "owned_by": "rlpipe", "root": "/ckpt/s1", "parent": "det"},
+	} {
+		status, body := do(t, "GET", url+"/v1/models/"+id, "")
+		if _, ok := body["created"].(float64); status != 200 || !ok {
+			t.Errorf("GET /v1/models/%s: %d %v", id, status, body)
+		}
+		delete(body, "created")
+		if !reflect.DeepEqual(body, want) {
+			t.Errorf("GET /v1/models/%s = %v, want %v", id, body, want)
+		}
+	}
+	// response_format text is what the server samples anyway; the roles
+	// OpenAI defines are read.
+	if status, body := do(t, "POST", url+"/v1/chat/completions", `{"model": "s1", "response_format": {"type": "text"}, "messages": [{"role": "developer", "content": "d"}, {"role": "system", "content": "s"}, {"role": "user", "content": "a"}]}`); status != 200 {
+		t.Errorf("chat with the adapter: %d %v", status, body)
 	}
 	if status, _ := do(t, "POST", url+"/v1/unload_lora_adapter", `{"lora_name": "s1"}`); status != 200 {
 		t.Errorf("unload: %d", status)

@@ -137,3 +137,7 @@ func policyLoss(ls kind.Losses, name string) (grpo.PolicyLoss, error) {
 	}
 	return pl, nil
 }
+
+// EnsureDefaults fills in the options' defaults, as the trainer does
+// before it trains: what `rlpipe compare` shows as the effective config.
+func (s *GRPOStage) EnsureDefaults() { (*Options)(s).EnsureDefaults() }
