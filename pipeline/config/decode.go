@@ -22,12 +22,19 @@ type Error struct {
 	Path         string // the key's path, e.g. environments.gen.retries
 	Msg          string
 	Hint         string // e.g. `did you mean "retries"?`
+	// Override is the command-line override the problem is in
+	// (stages.train.lr=abc), named instead of File and a place; "" for
+	// one in the file.
+	Override string
 
 	kind error // a more specific cause (ErrReserved), or nil
 }
 
 func (e *Error) Error() string {
 	msg := yamlcore.Where(e.File, e.Line, e.Column) + ": " + e.Msg
+	if e.Override != "" {
+		msg = "override " + e.Override + ": " + e.Msg
+	}
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
