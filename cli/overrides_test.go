@@ -54,6 +54,7 @@ func TestRunOverrides(t *testing.T) {
 // not key=value is a usage error.
 func TestOverrideErrors(t *testing.T) {
 	h, cfg := newRunHarness(t, "1ms")
+	arith := h.file("arith.yaml", arithExample(t, nil))
 	for _, tc := range []struct {
 		name string
 		code int
@@ -64,6 +65,10 @@ func TestOverrideErrors(t *testing.T) {
 			"rlpipe: override iterations=abc: iterations: expected an integer, got \"abc\"\n"},
 		{"run: an unknown key with a hint", ExitFailure, []string{"run", "-f", cfg, "--set", "stages.generate.samples_per_promt=2"},
 			"rlpipe: override stages.generate.samples_per_promt=2: unknown key \"samples_per_promt\" in stages.generate (did you mean \"samples_per_prompt\"?)\n"},
+		{"run: a section's key (the trainer's)", ExitFailure, []string{"run", "-f", arith, "trainer.lr=abc"},
+			"rlpipe: override trainer.lr=abc: trainer.lr: expected a number, got \"abc\"\n"},
+		{"run: a flow mapping's unknown key", ExitFailure, []string{"run", "-f", arith, "stages.generate.sampling={temperature: 0.7, top_k: 5}"},
+			"rlpipe: override stages.generate.sampling={temperature: 0.7, top_k: 5}: unknown key \"top_k\" in stages.generate.sampling"},
 		{"run: not an override", ExitUsage, []string{"run", "-f", cfg, "fast"},
 			"rlpipe: run: unexpected argument \"fast\": an override is key.path=value, e.g. trainer.lr=1e-6\n"},
 		{"eval", ExitFailure, []string{"eval", "-f", cfg, "eval.every=x"},
