@@ -303,13 +303,16 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 		}
 		o.Logger, o.EventLogger = d.logger, d.engineLogger()
 		var prog *progress
+		meter := newPace(cfg.Iterations, time.Now())
 		begin, stopDisplay := func() {}, func() {}
 		if d.terminal {
 			prog = newProgress(d.stderr, o.Name, cfg.Iterations)
+			prog.pace = meter
 			begin, stopDisplay = animate(prog)
 		}
 		onEvent, onCommit := o.OnEvent, o.OnCommit
 		o.OnEvent = func(e pipeline.Event) {
+			meter.event(e)
 			if prog != nil {
 				prog.event(e)
 				begin()
@@ -319,6 +322,11 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 			}
 		}
 		o.OnCommit = func(ctx context.Context, branch string, n int) {
+			meter.volume(iterationVolume(ctx, st, branch, n))
+			if prog == nil {
+				// Elsewhere than a terminal the progress line is an event.
+				meter.figures(time.Now()).log(o.EventLogger, o.Name)
+			}
 			if !p.json {
 				for _, line := range iterationReport(ctx, st, branch, n) {
 					if prog != nil {
