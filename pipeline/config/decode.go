@@ -113,8 +113,8 @@ func where(path string) string {
 	return "in " + path
 }
 
-// walk checks node n against type t.
-func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
+// unwrap is the node an anchor or a tag marks.
+func unwrap(n ast.Node) ast.Node {
 	for {
 		switch v := n.(type) {
 		case *ast.AnchorNode:
@@ -126,6 +126,12 @@ func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
 		}
 		break
 	}
+	return n
+}
+
+// walk checks node n against type t.
+func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
+	n = unwrap(n)
 	switch n.(type) {
 	case nil, *ast.NullNode, *ast.AliasNode:
 		// Null is the zero value; an alias repeats a node checked where it

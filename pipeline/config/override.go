@@ -105,17 +105,7 @@ func firstEntry(n ast.Node) *ast.MappingValueNode {
 // of the same key or descending into it while keys go deeper; it returns
 // the mapping, new when n was a single entry.
 func merge(n ast.Node, entry *ast.MappingValueNode, keys []string, o override) (ast.Node, error) {
-	for {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-			continue
-		case *ast.TagNode:
-			n = v.Value
-			continue
-		}
-		break
-	}
+	n = unwrap(n)
 	values, ok := mappingValues(n)
 	if !ok {
 		if _, null := n.(*ast.NullNode); n != nil && !null {
