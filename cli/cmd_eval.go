@@ -16,7 +16,6 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
-	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/evaluators"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
@@ -28,6 +27,7 @@ type evalOptions struct {
 	checkpoints string
 	n           int
 	k           string
+	overrides   overrideOptions
 }
 
 func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
@@ -36,11 +36,12 @@ func (o *evalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.checkpoints, "checkpoints", "all", `"all" (the starting policy and every iteration's adapter), or iterations "0,10,20" (0: the starting policy)`)
 	fs.IntVar(&o.n, "n", 0, "samples per problem (default: the config's eval.n)")
 	fs.StringVar(&o.k, "k", "", `the k of the metrics, e.g. "1,4,8,16" (default: the config's eval.k)`)
+	o.overrides.AddFlags(fs)
 }
 
 func newEvalCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
-		Use:   "eval -f pipeline.yaml [--run RUN] [--checkpoints all|N,M] [--n 16] [--k 1,4,8,16]",
+		Use:   "eval -f pipeline.yaml [key.path=value …] [--run RUN] [--checkpoints all|N,M] [--n 16] [--k 1,4,8,16]",
 		Short: "evaluate a run's checkpoints on its held-out set, reusing what is cached",
 		Long: `Evaluate checkpoints of a run the way the loop does: n samples per problem of the
 config's eval set with seeds that do not depend on the checkpoint, scored with
@@ -54,9 +55,9 @@ samples what is missing, and a new --k or reward spec rescores stored
 generations without sampling again.`,
 		Example: `  rlpipe eval -f examples/arithmetic/pipeline.yaml --checkpoints all
   rlpipe eval -f pipeline.yaml --run exp1 --checkpoints 0,30,60 --n 32 --k 1,8,32`,
-		Args: exactArgs(),
-	}, func(cmd *cobra.Command, o evalOptions, _ []string) error {
-		cfg, err := config.Load(o.file, kinds.Registry())
+		Args: overrideArgs,
+	}, func(cmd *cobra.Command, o evalOptions, args []string) error {
+		cfg, err := o.overrides.load(o.file, args)
 		if err != nil {
 			return failure(err)
 		}

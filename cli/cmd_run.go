@@ -40,6 +40,10 @@ type runOptions struct {
 	executor   string
 	temporal   temporalOptions
 	executorOf pipeline.Executor
+	overrides  overrideOptions
+	// allowConfigChange resumes a run whose config changed a key that
+	// alters what its committed iterations mean.
+	allowConfigChange bool
 }
 
 // temporalMode is --executor temporal: not an executor kind of the
@@ -77,12 +81,14 @@ func (o *runOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.executor, "executor", "local", "where tasks run: local (this process) or temporal (workers per environment; see docs/DEPLOY.md)")
 	o.temporal.AddFlags(fs, true)
 	fs.BoolVar(&o.temporal.noDriver, "no-driver", false, "with --executor temporal: only start or attach to the run; driver workers (rlpipe worker --driver) run the loop")
+	fs.BoolVar(&o.allowConfigChange, "allow-config-change", false, "resume a run whose config changed a key that alters what its committed iterations mean (trainer.lr, seed, dataset, …; docs/PIPELINE.md)")
+	o.overrides.AddFlags(fs)
 }
 
 func newRunCommand(g *rootOptions) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run -f pipeline.yaml [--run NAME] [--no-cache]",
+		Use:   "run -f pipeline.yaml [key.path=value …] [--run NAME] [--no-cache]",
 		Short: "run or resume an RL loop described by a pipeline config",
 		Long: `Run the RL loop a pipeline config describes, on the run branch runs-NAME.
 A run that stopped (a crash, Ctrl-C) resumes from its last committed
@@ -96,15 +102,21 @@ stage; otherwise the run's events are logged as JSON lines on stderr.
 With --executor temporal each environment's tasks run on the workers
 that serve its queue (rlpipe worker --env NAME) and the loop runs as a
 Temporal workflow: Ctrl-C detaches, and the run goes on while a driver
-worker serves it (docs/DEPLOY.md).`,
+worker serves it (docs/DEPLOY.md).
+
+Arguments key.path=value (and --set key.path=value) override keys of the
+config, each value read as YAML: trainer.lr=1e-6, eval.k=[1,8],
+stages.generate.sampling={temperature: 0.7}. The run records the config
+with its overrides (docs/CONFIG.md).`,
 		Example: `  rlpipe run -f examples/standin/pipeline.yaml
   rlpipe run -f pipeline.yaml --run exp2 --no-cache
+  rlpipe run -f examples/arithmetic/pipeline.yaml --run arith-lr trainer.lr=1e-3 iterations=20
   rlpipe run -f examples/arithmetic/pipeline.yaml --run arith-onpolicy --no-overlap
   rlpipe run -f pipeline.yaml -o json
   rlpipe --store lakefs://rl run -f pipeline.yaml --executor temporal --temporal temporal.internal:7233`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(o.file, kinds.Registry())
+		Args: overrideArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := o.overrides.load(o.file, args)
 			if err != nil {
 				return failure(err)
 			}
@@ -199,7 +211,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 		reportPath = "report-" + name + ".html"
 	}
 	onCommit, stopRefresh := refreshReport(ctx, st, name, reportPath, d.logger)
-	sum, err := d.runner(p)(ctx, st, cfg, driver.Options{Name: name, NoCache: o.noCache, OnCommit: onCommit, Executor: o.executorOf})
+	sum, err := d.runner(p)(ctx, st, cfg, driver.Options{Name: name, NoCache: o.noCache, AllowConfigChange: o.allowConfigChange, OnCommit: onCommit, Executor: o.executorOf})
 	stopRefresh()
 	if err != nil {
 		return err
@@ -291,13 +303,16 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 		}
 		o.Logger, o.EventLogger = d.logger, d.engineLogger()
 		var prog *progress
+		meter := newPace(cfg.Iterations, time.Now())
 		begin, stopDisplay := func() {}, func() {}
 		if d.terminal {
 			prog = newProgress(d.stderr, o.Name, cfg.Iterations)
+			prog.pace = meter
 			begin, stopDisplay = animate(prog)
 		}
 		onEvent, onCommit := o.OnEvent, o.OnCommit
 		o.OnEvent = func(e pipeline.Event) {
+			meter.event(e)
 			if prog != nil {
 				prog.event(e)
 				begin()
@@ -307,6 +322,11 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 			}
 		}
 		o.OnCommit = func(ctx context.Context, branch string, n int) {
+			meter.volume(iterationVolume(ctx, st, branch, n))
+			if prog == nil {
+				// Elsewhere than a terminal the progress line is an event.
+				meter.figures(time.Now()).log(o.EventLogger, o.Name)
+			}
 			if !p.json {
 				for _, line := range iterationReport(ctx, st, branch, n) {
 					if prog != nil {

@@ -65,8 +65,12 @@ func TestResumeKeepsTheRunsStd(t *testing.T) {
 		t.Errorf("the recorded config does not say std: population:\n%s", cfg)
 	}
 
-	// The file says sample: iteration 3 switches, without the warning.
-	r = h.run("run", "-f", h.file("switched.yaml", src("3", "{std: sample}")))
+	// The file says sample: a change of estimator mid-run, refused unless
+	// asked for; with --allow-config-change iteration 3 switches, without
+	// the warning.
+	switched := h.file("switched.yaml", src("3", "{std: sample}"))
+	h.fails(ExitFailure, []string{"advantages.std population → sample"}, "run", "-f", switched)
+	r = h.run("run", "-f", switched, "--allow-config-change")
 	if r.code != ExitOK || strings.Contains(r.stderr, "population std") {
 		t.Fatalf("switch: exit %d\n%s", r.code, r.stderr)
 	}

@@ -96,6 +96,7 @@ func storeFor(cmd *cobra.Command, g *rootOptions, cfg *config.Config) {
 func newWorkerCommand(g *rootOptions) *cobra.Command {
 	var (
 		file    string
+		ov      overrideOptions
 		envs    []string
 		drive   bool
 		gpus    int
@@ -103,7 +104,7 @@ func newWorkerCommand(g *rootOptions) *cobra.Command {
 		t       temporalOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "worker --env NAME [--env NAME...] [--driver] -f pipeline.yaml",
+		Use:   "worker --env NAME [--env NAME...] [--driver] -f pipeline.yaml [key.path=value …]",
 		Short: "serve task environments (and the driver) of a pipeline on Temporal",
 		Long: `Serve one or more task environments of a pipeline from Temporal: the
 worker polls each environment's task queue and runs the attempts of its
@@ -121,9 +122,9 @@ attempts are cancelled and run again on another worker.`,
 		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env generate --temporal temporal.internal:7233
   rlpipe --store lakefs://rl worker -f pipeline.yaml --env train --gpus 8 --gpu-type A100
   rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,advantages,eval,health --driver`,
-		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(file, kinds.Registry())
+		Args: overrideArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := ov.load(file, args)
 			if err != nil {
 				return failure(err)
 			}
@@ -197,6 +198,7 @@ attempts are cancelled and run again on another worker.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "pipeline.yaml", "the pipeline config (the driver's)")
+	ov.AddFlags(cmd.Flags())
 	cmd.Flags().StringSliceVar(&envs, "env", nil, "an environment to serve (repeat, or comma-separate); tasks without one are in \"default\"")
 	cmd.Flags().BoolVar(&drive, "driver", false, "also run loops of runs started with --executor temporal")
 	cmd.Flags().IntVar(&gpus, "gpus", -1, "GPUs this host hands to tasks (default: the config's machine section, else none)")
@@ -282,8 +284,8 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 		if err != nil {
 			return failure(withOp(err, "open store %s", g.store))
 		}
-		in := temporalrun.RunInput{Run: name, Repository: repo.Name, Config: path, ConfigHash: hash, Store: g.store,
-			NoCache: o.noCache, NoOverlap: o.noOverlap, Heartbeat: o.temporal.heartbeat}
+		in := temporalrun.RunInput{Run: name, Repository: repo.Name, Config: path, ConfigHash: hash, Overrides: cfg.Overrides(), Store: g.store,
+			NoCache: o.noCache, NoOverlap: o.noOverlap, AllowConfigChange: o.allowConfigChange, Heartbeat: o.temporal.heartbeat}
 		served := make(chan error, 1)
 		wctx, stopWorker := context.WithCancel(ctx)
 		defer func() { stopWorker(); <-served }()
@@ -329,4 +331,6 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 }
 
 // loadConfig reads a pipeline file with the stage kinds rlpipe ships.
-func loadConfig(path string) (*config.Config, error) { return config.Load(path, kinds.Registry()) }
+func loadConfig(path string, overrides []string) (*config.Config, error) {
+	return config.Load(path, kinds.Registry(), overrides...)
+}

@@ -29,6 +29,7 @@ type progress struct {
 	notes     []string
 	drawn     int // lines drawn last time, to move back over
 	now       func() time.Time
+	pace      *pace // the progress line's figures; nil draws none
 }
 
 type stageRow struct {
@@ -126,6 +127,10 @@ func (p *progress) render() []string {
 	if p.resumed > 0 {
 		head += fmt.Sprintf(", resumed after %d", p.resumed)
 	}
+	var lines []string
+	if p.pace != nil {
+		lines = append(lines, p.pace.figures(p.now()).line())
+	}
 	t := newTable("STAGE", "ITERATION", "STATE", "ATTEMPTS", "CACHED", "ELAPSED").alignRight(1, 3, 4, 5)
 	for _, s := range runStages {
 		r := p.rows[s]
@@ -144,7 +149,7 @@ func (p *progress) render() []string {
 	}
 	var b strings.Builder
 	_ = t.write(&b)
-	lines := append([]string{head}, strings.Split(strings.TrimRight(b.String(), "\n"), "\n")...)
+	lines = append(append([]string{head}, lines...), strings.Split(strings.TrimRight(b.String(), "\n"), "\n")...)
 	for i := 1; i < len(lines); i++ {
 		lines[i] = "  " + lines[i]
 	}

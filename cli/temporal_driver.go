@@ -22,8 +22,8 @@ type temporalDriverOptions struct {
 	// workflows on the queues of their environments.
 	client client.Client
 	// load reads the pipeline config at the path the run was started with
-	// (temporalrun.RunInput.Config) on this host.
-	load func(path string) (*config.Config, error)
+	// (temporalrun.RunInput.Config) on this host, with the run's overrides.
+	load func(path string, overrides []string) (*config.Config, error)
 	// logger is the store's and the executor's log, and each run's
 	// driver.Options.Logger and EventLogger.
 	logger zerolog.Logger
@@ -48,7 +48,7 @@ func temporalDriver(o temporalDriverOptions) temporalrun.Driver {
 		run = driver.Run
 	}
 	return func(ctx context.Context, in temporalrun.RunInput) (json.RawMessage, error) {
-		cfg, err := o.load(in.Config)
+		cfg, err := o.load(in.Config, in.Overrides)
 		if err != nil {
 			return nil, pipeline.Permanent(fmt.Errorf("driver: %w (every driver host needs the pipeline at the path the run was started with)", err))
 		}
@@ -75,7 +75,7 @@ func temporalDriver(o temporalDriverOptions) temporalrun.Driver {
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
-		out, err := run(ctx, st, cfg, driver.Options{Name: in.Run, NoCache: in.NoCache, Executor: ex, Logger: o.logger, EventLogger: o.logger})
+		out, err := run(ctx, st, cfg, driver.Options{Name: in.Run, NoCache: in.NoCache, AllowConfigChange: in.AllowConfigChange, Executor: ex, Logger: o.logger, EventLogger: o.logger})
 		if err != nil {
 			return nil, err
 		}

@@ -16,7 +16,7 @@ import (
 func TestTemporalDriverRefuses(t *testing.T) {
 	ctx := context.Background()
 	const file = "../examples/standin/pipeline.yaml"
-	cfg, err := loadConfig(file)
+	cfg, err := loadConfig(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestTemporalDriverRefuses(t *testing.T) {
 	}
 	in := temporalrun.RunInput{Run: "exp1", Repository: "rl", Config: "/src/pipeline.yaml", ConfigHash: hash, Store: "lakefs://rl"}
 
-	missing := temporalDriver(temporalDriverOptions{load: func(path string) (*config.Config, error) {
+	missing := temporalDriver(temporalDriverOptions{load: func(path string, _ []string) (*config.Config, error) {
 		return nil, errors.New(path + ": no such file")
 	}})
 	_, err = missing(ctx, in)
@@ -35,8 +35,8 @@ func TestTemporalDriverRefuses(t *testing.T) {
 		t.Errorf("no config: %v", err)
 	}
 
-	other := temporalDriver(temporalDriverOptions{load: func(string) (*config.Config, error) {
-		c, err := loadConfig(file)
+	other := temporalDriver(temporalDriverOptions{load: func(string, []string) (*config.Config, error) {
+		c, err := loadConfig(file, nil)
 		if err != nil {
 			return nil, err
 		}

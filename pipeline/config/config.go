@@ -57,6 +57,7 @@ type Config struct {
 	file string              // name errors refer to
 	pos  map[string]position // path ("stages.generate.env") → where its key is
 	reg  *kind.Registry      // the kinds the stages name
+	ovs  []override          // the command line's overrides, in order
 }
 
 // Overlap bounds how far generation may run ahead of training.
@@ -198,13 +199,15 @@ type Stage struct {
 	section string // the top-level section Options come from, if any
 }
 
-// Load reads and parses a pipeline file whose stages name kinds of reg.
-func Load(path string, reg *kind.Registry) (*Config, error) {
+// Load reads and parses a pipeline file whose stages name kinds of reg,
+// with the command line's overrides (key.path=value) applied as Parse
+// applies them.
+func Load(path string, reg *kind.Registry, overrides ...string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read pipeline config: %w", err)
 	}
-	c, err := Parse(path, b, reg)
+	c, err := Parse(path, b, reg, overrides...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +232,13 @@ func isLocalPath(uri string) bool {
 // Parse parses and validates a pipeline config whose stages name kinds of
 // reg; name labels positions in errors ("pipeline.yaml:12:5: ..."). Every
 // problem found is reported, each as an *Error, joined.
-func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) {
+//
+// overrides are key.path=value settings of the command line, each value
+// read as YAML (a scalar, [a, b] or {k: v}) and merged into the file's
+// tree in order before it is checked: a key's value is replaced whole,
+// missing parents are added, and a problem at an override names it
+// ("override stages.train.lr=abc: ...") instead of a place in the file.
+func Parse(name string, data []byte, reg *kind.Registry, overrides ...string) (c *Config, err error) {
 	// The YAML library is third-party code fed arbitrary bytes: a panic in
 	// it must not take the process down.
 	defer func() {
@@ -253,9 +262,15 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 	if body == nil {
 		return nil, &Error{File: name, Msg: "the file is empty; see the pipeline reference for the keys"}
 	}
+	var ovs []override
+	if len(overrides) > 0 {
+		if body, ovs, err = applyOverrides(body, overrides, name, bytes.Count(data, []byte("\n"))+1); err != nil {
+			return nil, err
+		}
+	}
 	d.walk(body, configType, "")
 	if err := d.err(); err != nil {
-		return nil, err
+		return nil, markOverrides(err, ovs)
 	}
 	// A key that takes a string keeps "1e3" as written, not the float's
 	// "1000".
@@ -266,14 +281,24 @@ func Parse(name string, data []byte, reg *kind.Registry) (c *Config, err error) 
 	c = &Config{}
 	ctx := context.WithValue(context.Background(), registryKey{}, reg)
 	if err := yamlcore.Decode(ctx, body, c); err != nil {
-		return nil, d.yamlError(err)
+		return nil, markOverrides(d.yamlError(err), ovs)
 	}
-	c.file, c.pos, c.reg = name, d.pos, reg
+	c.file, c.pos, c.reg, c.ovs = name, d.pos, reg, ovs
 	c.applyDefaults()
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, markOverrides(err, ovs)
 	}
 	return c, nil
+}
+
+// Overrides are the command line's key.path=value overrides the config
+// was parsed with, in order.
+func (c *Config) Overrides() []string {
+	var out []string
+	for _, o := range c.ovs {
+		out = append(out, o.text)
+	}
+	return out
 }
 
 // File is the name the config was parsed under.

@@ -66,5 +66,6 @@ func (c *Config) errorAt(path, hint string, cause error, format string, a ...any
 	if cause != nil {
 		e.kind = cause
 	}
+	markOverride(e, c.ovs)
 	return e
 }

@@ -22,12 +22,19 @@ type Error struct {
 	Path         string // the key's path, e.g. environments.gen.retries
 	Msg          string
 	Hint         string // e.g. `did you mean "retries"?`
+	// Override is the command-line override the problem is in
+	// (stages.train.lr=abc), named instead of File and a place; "" for
+	// one in the file.
+	Override string
 
 	kind error // a more specific cause (ErrReserved), or nil
 }
 
 func (e *Error) Error() string {
 	msg := yamlcore.Where(e.File, e.Line, e.Column) + ": " + e.Msg
+	if e.Override != "" {
+		msg = "override " + e.Override + ": " + e.Msg
+	}
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
@@ -106,8 +113,8 @@ func where(path string) string {
 	return "in " + path
 }
 
-// walk checks node n against type t.
-func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
+// unwrap is the node an anchor or a tag marks.
+func unwrap(n ast.Node) ast.Node {
 	for {
 		switch v := n.(type) {
 		case *ast.AnchorNode:
@@ -119,6 +126,12 @@ func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
 		}
 		break
 	}
+	return n
+}
+
+// walk checks node n against type t.
+func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
+	n = unwrap(n)
 	switch n.(type) {
 	case nil, *ast.NullNode, *ast.AliasNode:
 		// Null is the zero value; an alias repeats a node checked where it

@@ -44,3 +44,30 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOverride checks that no override (key.path=value) makes the parser
+// panic, that every error is a config error, and that an override the
+// parser accepts records a config that parses again.
+func FuzzOverride(f *testing.F) {
+	for _, o := range []string{"iterations=5", "environments.gen.retries={attempts: 5}", "eval.k=[1, 4",
+		"seed.value=3", "stages..kind=x", "=", "stages.generate=null", "stages.generate.samples_per_prompt=&a 2",
+		"environments.x=*a", "run=\"a: b\"", "tracking=[{kind: tensorboard, dir: tb}]"} {
+		f.Add(o)
+	}
+	f.Fuzz(func(t *testing.T, o string) {
+		c, err := config.Parse("f.yaml", []byte(base), kinds.Registry(), o)
+		if err != nil {
+			if !errors.Is(err, pipeline.ErrConfig) {
+				t.Fatalf("error is not a config error: %v", err)
+			}
+			return
+		}
+		b, err := c.YAML()
+		if err != nil {
+			t.Fatalf("an accepted config does not encode: %v", err)
+		}
+		if _, err := config.Parse("run/config.yaml", b, kinds.Registry()); err != nil {
+			t.Fatalf("the recorded config does not parse: %v\n%s", err, b)
+		}
+	})
+}

@@ -68,5 +68,7 @@ func (c *Config) adapterUse() string {
 // capabilityError is an ErrCapability at path's place in the file.
 func (c *Config) capabilityError(path, hint, format string, a ...any) error {
 	pos := c.at(path)
-	return &Error{File: c.file, Line: pos.line, Column: pos.col, Path: path, Msg: fmt.Sprintf(format, a...), Hint: hint, kind: ErrCapability}
+	e := &Error{File: c.file, Line: pos.line, Column: pos.col, Path: path, Msg: fmt.Sprintf(format, a...), Hint: hint, kind: ErrCapability}
+	markOverride(e, c.ovs)
+	return e
 }

@@ -26,6 +26,10 @@ type Options struct {
 	Name string
 	// NoCache runs every task even when a cached result matches.
 	NoCache bool
+	// AllowConfigChange resumes a run whose config changes a key that
+	// alters what its committed iterations mean (Meaningful); without it
+	// such a resume is an ErrConfigChanged. Other changes are warnings.
+	AllowConfigChange bool
 	// Executor runs the tasks; nil is this process (the local executor).
 	Executor pipeline.Executor
 	// Logger receives the driver's warnings (the config differs from the
@@ -138,7 +142,13 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if cur, err := artifacts.ReadObject(ctx, st, run.Branch(), runs.ConfigPath); err != nil {
 		return out, fmt.Errorf("run %s: read %s: %w", name, runs.ConfigPath, err)
 	} else if cur != nil && !bytes.Equal(cur, body) {
-		o.Logger.Warn().Str("run", run.Branch()).Msg("the pipeline config differs from the run's recorded one; the next committed iteration records the new one")
+		changes, err := checkConfigChange(name, cur, body, o.AllowConfigChange)
+		if err != nil {
+			return out, err
+		}
+		if len(changes) > 0 {
+			o.Logger.Warn().Str("run", run.Branch()).Msgf("the pipeline config differs from the run's recorded one: %s; the next committed iteration records the new one", joinChanges(changes))
+		}
 	}
 	feed, err := openTrackers(ctx, st, cfg, name, body, plan.Run.ConfigHash, o)
 	if err != nil {

@@ -27,10 +27,15 @@ type RunInput struct {
 	// its hash, which a driver built from another config refuses.
 	Config     string `json:"config"`
 	ConfigHash string `json:"config_hash"`
+	// Overrides are the command line's key.path=value overrides of
+	// Config, applied in order on every driver host.
+	Overrides []string `json:"overrides,omitempty"`
 	// Store is the store URI every host opens (lakefs://REPO).
 	Store     string `json:"store"`
 	NoCache   bool   `json:"no_cache,omitempty"`
 	NoOverlap bool   `json:"no_overlap,omitempty"`
+	// AllowConfigChange is driver.Options.AllowConfigChange.
+	AllowConfigChange bool `json:"allow_config_change,omitempty"`
 	// Heartbeat is the driver's and the workers' heartbeat timeout.
 	Heartbeat time.Duration `json:"heartbeat_ns,omitempty"`
 }
