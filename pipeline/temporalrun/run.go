@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -166,4 +167,50 @@ func StartRun(ctx context.Context, c client.Client, in RunInput) (client.Workflo
 		return nil, fmt.Errorf("start run %s on Temporal: %w", in.Run, err)
 	}
 	return run, nil
+}
+
+// Holder is the driver worker that runs a run's loop now, as Temporal
+// last heard from it.
+type Holder struct {
+	// Worker is its Temporal identity (host/pid/driver).
+	Worker string
+	// LastHeartbeat is when it last reported (its start before the first
+	// heartbeat).
+	LastHeartbeat time.Time
+	// Timeout is how long it may go silent before the loop moves to
+	// another driver worker.
+	Timeout time.Duration
+}
+
+// Mine reports whether h is a driver worker of this process.
+func (h Holder) Mine() bool { return strings.HasPrefix(h.Worker, workerName()+"/") }
+
+// Lost is how long, from now, until the loop moves on if the holder is
+// gone: its heartbeat timeout less the time since it last reported.
+func (h Holder) Lost(now time.Time) time.Duration {
+	return max(0, h.Timeout-now.Sub(h.LastHeartbeat)).Round(time.Second)
+}
+
+// LoopHolder returns the driver worker running the loop of run in
+// repository repo; ok is false when no driver runs it now (it waits for
+// one, or the run is over).
+func LoopHolder(ctx context.Context, c client.Client, repo, run string) (h Holder, ok bool, err error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, RunID(repo, run), "")
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("describe run %s on Temporal: %w", run, err)
+	}
+	for _, a := range desc.GetPendingActivities() {
+		if a.GetActivityType().GetName() != DriveAction || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			continue
+		}
+		h = Holder{Worker: a.GetLastWorkerIdentity(), LastHeartbeat: a.GetLastStartedTime().AsTime(), Timeout: DefaultHeartbeat}
+		if t := a.GetLastHeartbeatTime(); t != nil && t.AsTime().After(h.LastHeartbeat) {
+			h.LastHeartbeat = t.AsTime()
+		}
+		if d := a.GetActivityOptions().GetHeartbeatTimeout(); d != nil {
+			h.Timeout = d.AsDuration()
+		}
+		return h, true, nil
+	}
+	return Holder{}, false, nil
 }

@@ -253,19 +253,35 @@ func TestQueueWithoutWorkerWaits(t *testing.T) {
 		}}
 	envs := map[string]pipeline.Settings{"gpu": {}}
 	var logs standintest.LogBuffer
-	x := newExecutor(t, c, st, zerolog.New(&logs))
+	x := newExecutor(t, c, st, zerolog.Nop())
 	ctx := context.Background()
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x})
+	waiting := make(chan pipeline.Event, 1)
+	onEvent := func(e pipeline.Event) {
+		if e.Kind == pipeline.EventWaiting {
+			waiting <- e
+		}
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x, Logger: zerolog.New(&logs), OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
-	for i := 0; !strings.Contains(logs.String(), "rlpipe worker --env gpu"); i++ {
-		if i == 1200 {
-			t.Fatalf("no warning about the unserved queue; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The warning is a task.waiting event, which the run logs as a
+	// warning and the live display keeps on screen.
+	var e pipeline.Event
+	select {
+	case e = <-waiting:
+	case <-time.After(time.Minute):
+		t.Fatalf("no task.waiting event for the unserved queue; logs:\n%s", logs.String())
+	}
+	queue := temporalrun.Queue(repo, pipe, "gpu")
+	wantMsg := "no worker serves environment gpu of this pipeline yet: its tasks wait on queue " + queue + " until one does (start `rlpipe worker --env gpu` with the same pipeline config and store)"
+	if e.Env != "gpu" || e.Task != "lonely" || e.Error != wantMsg {
+		t.Fatalf("task.waiting event %+v, want env gpu, task lonely and error %q", e, wantMsg)
+	}
+	if !strings.Contains(logs.String(), `"level":"warn","event":"task.waiting"`) {
+		t.Errorf("the run did not log the waiting task as a warning:\n%s", logs.String())
 	}
 	select {
 	case <-doneCh(node):
