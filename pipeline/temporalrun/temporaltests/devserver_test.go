@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
+
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
 // TestTemporalDevBadInput checks what `rlpipe temporal dev` refuses, each
@@ -58,7 +61,7 @@ func TestTemporalDevStateFile(t *testing.T) {
 		addr := freeAddr(t)
 		p := c.startEnv("temporal dev", "temporal", "dev", "--addr", addr, "--db-file", db)
 		p.waitOutput(t, "Temporal dev server on "+addr+", namespace default, state in "+db+" (Ctrl-C stops it)\n")
-		tc, err := client.Dial(client.Options{HostPort: addr, Namespace: "default"})
+		tc, err := client.Dial(client.Options{HostPort: addr, Namespace: "default", Logger: temporalrun.Logger(zerolog.Nop())})
 		if err != nil {
 			t.Fatalf("%s start: dial %s: %v", start, addr, err)
 		}

@@ -351,6 +351,22 @@ func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 	if !lost {
 		t.Errorf("no task.retried event records the lost attempt")
 	}
+	// Each generate task after the kill finished on the second worker,
+	// and its event says so by host and pid.
+	host, _ := os.Hostname()
+	onB := fmt.Sprintf(`"worker":"%s/%d"`, host, genB.cmd.Process.Pid)
+	finished := 0
+	for _, e := range evs {
+		if strings.Contains(e, `"kind":"task.finished"`) && strings.Contains(e, `"task":"generate"`) {
+			finished++
+			if !strings.Contains(e, onB) {
+				t.Errorf("generate's task.finished event does not name the worker that ran it (%s): %s", onB, e)
+			}
+		}
+	}
+	if finished != 6 {
+		t.Errorf("%d task.finished events of generate, want 6", finished)
+	}
 }
 
 // TestKilledDriverLosesNothing SIGKILLs `rlpipe run --executor temporal`
