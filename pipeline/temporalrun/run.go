@@ -9,11 +9,14 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -67,7 +70,62 @@ func runWorkflow(ctx workflow.Context, in RunInput) (json.RawMessage, error) {
 	})
 	var out json.RawMessage
 	err := workflow.ExecuteActivity(actx, DriveAction, in).Get(ctx, &out)
+	if temporal.IsCanceledError(err) {
+		// A loop that runs when the cancel comes cancels the tasks it
+		// waits for. Tasks a detached driver left running have no loop
+		// waiting for them (the cancel found the loop between drivers):
+		// cancel every open task of the run.
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		cctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+			TaskQueue: DriverQueue(in.Repository), StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		_ = workflow.ExecuteActivity(cctx, CancelTasksAction, in).Get(dctx, nil)
+	}
 	return out, err
+}
+
+// CancelTasks cancels the open task workflows of the run: those of its
+// branch and of its iterations' work branches (TaskID).
+func (d *drive) CancelTasks(ctx context.Context, in RunInput) (int, error) {
+	branch := runs.Branch(in.Run)
+	prefix := "rlpipe/" + in.Repository + "/"
+	ofRun := func(id string) bool {
+		rest, ok := strings.CutPrefix(id, prefix)
+		if !ok {
+			return false
+		}
+		if strings.HasPrefix(rest, branch+"/") {
+			return true
+		}
+		num, ok := strings.CutPrefix(rest, pipeline.WorkBranchPrefix+branch+"-")
+		return ok && len(num) > 7 && num[6] == '/' && strings.Trim(num[:6], "0123456789") == ""
+	}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", TaskWorkflow)
+	var token []byte
+	n := 0
+	for {
+		resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return n, fmt.Errorf("list the open tasks of run %s: %w", in.Run, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if !ofRun(id) {
+				continue
+			}
+			if err := d.c.CancelWorkflow(ctx, id, e.GetExecution().GetRunId()); err != nil {
+				var nf *serviceerror.NotFound
+				if !errors.As(err, &nf) {
+					return n, fmt.Errorf("cancel task workflow %s of run %s: %w", id, in.Run, err)
+				}
+			}
+			n++
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return n, nil
+		}
+	}
 }
 
 type drive struct {

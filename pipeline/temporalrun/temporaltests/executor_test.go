@@ -7,6 +7,7 @@ package temporaltests_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -228,6 +230,68 @@ func TestCancelReachesWorker(t *testing.T) {
 			t.Fatalf("workflow %s is %s, want canceled", id, d.WorkflowExecutionInfo.GetStatus())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestCancelledRunStopsTasksNoLoopWaitsFor detaches a driver from a
+// running task (its context cancelled with ErrDetached: the task goes on,
+// as when the driver's process stops), then cancels the run while its
+// loop is between drivers: the drive activity fails at once and waits
+// out its retry backoff, so no loop waits for the task to cancel it. The
+// run workflow's cancellation still reaches it: the task is cancelled on
+// its worker and the run ends cancelled (docs/DEPLOY.md: a cancel stops
+// every task in flight).
+func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
+	_, c := newServer(t)
+	st := standintest.NewStore(t, 0)
+	started, stopped := make(chan struct{}), make(chan struct{})
+	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			close(started)
+			<-ctx.Done()
+			close(stopped)
+			return ctx.Err()
+		}}
+	envs := map[string]pipeline.Settings{"x": {}}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	x := newExecutor(t, c, st, zerolog.Nop())
+	ctx, detach := context.WithCancelCause(context.Background())
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "d", Envs: envs, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	waitFor(t, started, "the task to start on the worker")
+	detach(temporalrun.ErrDetached)
+	_ = node.Wait(context.Background())
+
+	// A driver whose loop fails at once, as with a store out of reach.
+	tried := make(chan struct{}, 1)
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- temporalrun.Serve(sctx, temporalrun.WorkerOptions{Client: c, Repository: repo,
+			Drive: func(context.Context, temporalrun.RunInput) (json.RawMessage, error) {
+				select {
+				case tried <- struct{}{}:
+				default:
+				}
+				return nil, errors.New("store out of reach")
+			}})
+	}()
+	t.Cleanup(func() { stop(); <-served })
+	wr, err := temporalrun.StartRun(context.Background(), c, temporalrun.RunInput{Run: "d", Repository: repo, Heartbeat: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tried, "the driver to try the loop")
+	if err := c.CancelWorkflow(context.Background(), wr.GetID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, stopped, "the cancelled run to cancel the task the detached driver left running")
+	if err := wr.Get(context.Background(), nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("the run workflow ended with %v, want cancelled", err)
 	}
 }
 
