@@ -193,14 +193,7 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 func TestCancelReachesWorker(t *testing.T) {
 	_, c := newServer(t)
 	st := standintest.NewStore(t, 0)
-	started, stopped := make(chan struct{}), make(chan struct{})
-	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			close(started)
-			<-ctx.Done()
-			close(stopped)
-			return ctx.Err()
-		}}
+	task, started, stopped := waitingTask()
 	envs := map[string]pipeline.Settings{"x": {}}
 	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
 	x := newExecutor(t, c, st, zerolog.Nop())
@@ -244,14 +237,7 @@ func TestCancelReachesWorker(t *testing.T) {
 func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
 	_, c := newServer(t)
 	st := standintest.NewStore(t, 0)
-	started, stopped := make(chan struct{}), make(chan struct{})
-	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			close(started)
-			<-ctx.Done()
-			close(stopped)
-			return ctx.Err()
-		}}
+	task, started, stopped := waitingTask()
 	envs := map[string]pipeline.Settings{"x": {}}
 	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
 	x := newExecutor(t, c, st, zerolog.Nop())
@@ -293,6 +279,20 @@ func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
 	if err := wr.Get(context.Background(), nil); !temporal.IsCanceledError(err) {
 		t.Fatalf("the run workflow ended with %v, want cancelled", err)
 	}
+}
+
+// waitingTask is a task of env x that runs until it is cancelled: started
+// closes when it starts on its worker, stopped when its context ends.
+func waitingTask() (task *pipeline.Task, started, stopped chan struct{}) {
+	started, stopped = make(chan struct{}), make(chan struct{})
+	task = &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			close(started)
+			<-ctx.Done()
+			close(stopped)
+			return ctx.Err()
+		}}
+	return task, started, stopped
 }
 
 // waitFor waits for ch; the bound only stops a hung test.
