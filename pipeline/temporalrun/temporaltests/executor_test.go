@@ -191,20 +191,8 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 // TestCancelReachesWorker cancels a run while a task runs on a worker:
 // the task's context is cancelled there and its workflow ends cancelled.
 func TestCancelReachesWorker(t *testing.T) {
-	_, c := newServer(t)
-	st := standintest.NewStore(t, 0)
-	task, started, stopped := waitingTask()
-	envs := map[string]pipeline.Settings{"x": {}}
-	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
-	x := newExecutor(t, c, st, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "c", Envs: envs, Executor: x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
-	waitFor(t, started, "the task to start on the worker")
+	c, x, node, stopped := runWaitingTask(t, ctx, "c")
 	cancel()
 	if err := node.Wait(context.Background()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("node ended with %v, want context.Canceled", err)
@@ -235,20 +223,8 @@ func TestCancelReachesWorker(t *testing.T) {
 // its worker and the run ends cancelled (docs/DEPLOY.md: a cancel stops
 // every task in flight).
 func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
-	_, c := newServer(t)
-	st := standintest.NewStore(t, 0)
-	task, started, stopped := waitingTask()
-	envs := map[string]pipeline.Settings{"x": {}}
-	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
-	x := newExecutor(t, c, st, zerolog.Nop())
 	ctx, detach := context.WithCancelCause(context.Background())
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "d", Envs: envs, Executor: x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
-	waitFor(t, started, "the task to start on the worker")
+	c, _, node, stopped := runWaitingTask(t, ctx, "d")
 	detach(temporalrun.ErrDetached)
 	_ = node.Wait(context.Background())
 
@@ -281,18 +257,33 @@ func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
 	}
 }
 
-// waitingTask is a task of env x that runs until it is cancelled: started
-// closes when it starts on its worker, stopped when its context ends.
-func waitingTask() (task *pipeline.Task, started, stopped chan struct{}) {
-	started, stopped = make(chan struct{}), make(chan struct{})
-	task = &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+// runWaitingTask starts a Temporal server, a worker of env x and run
+// NAME on ctx, whose first iteration runs a task that runs until it is
+// cancelled; it returns once the task started on the worker. stopped
+// closes when the task's context ends there.
+func runWaitingTask(t *testing.T, ctx context.Context, name string) (c client.Client, x *recorder, node *pipeline.Node, stopped <-chan struct{}) {
+	t.Helper()
+	_, c = newServer(t)
+	st := standintest.NewStore(t, 0)
+	started, done := make(chan struct{}), make(chan struct{})
+	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			close(started)
 			<-ctx.Done()
-			close(stopped)
+			close(done)
 			return ctx.Err()
 		}}
-	return task, started, stopped
+	envs := map[string]pipeline.Settings{"x": {}}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	x = newExecutor(t, c, st, zerolog.Nop())
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	node = r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	waitFor(t, started, "the task to start on the worker")
+	return c, x, node, done
 }
 
 // waitFor waits for ch; the bound only stops a hung test.
