@@ -25,6 +25,10 @@ build: ## build bin/rlpipe
 # goroutines several-fold (and its cold compile by many minutes). The
 # code they exercise on our side is race-tested in ./pipeline.
 TEMPORAL_TESTS := ./pipeline/temporalrun/temporaltests
+# Packages that link Temporal's server and have no tests of their own
+# (`rlpipe temporal dev`): `go test -race` would still compile the server
+# with the race detector, for nothing. The Temporal tests run them.
+NO_RACE := /temporaltests|/temporalrun/devserver|/cli/rlpipe$$
 # The demos' learning tests train the embedded model for 16 and 20
 # iterations, pure arithmetic the race detector slows 5–10×: under -race
 # they run 2 on a smaller held-out set (the loop's concurrency is what the
@@ -36,7 +40,7 @@ LEARNS_TESTS := TestArithmeticDemoLearns|TestChainLearns
 
 test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, the demos' full learning runs without it, and the demo through a lakeFS stand-in
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -v /temporaltests)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -Ev '$(NO_RACE)')
 	$(GO) test -count=1 -timeout 20m $(TEMPORAL_TESTS)
 	$(MAKE) --no-print-directory notebooks
 	$(GO) test -count=1 -timeout 20m -run '^($(LEARNS_TESTS))$$' ./cli/

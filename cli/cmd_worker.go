@@ -51,8 +51,11 @@ func (o *temporalOptions) AddFlags(fs *pflag.FlagSet, heartbeat bool) {
 	}
 }
 
+// dialTimeout bounds how long dial waits for a Temporal frontend.
+const dialTimeout = 10 * time.Second
+
 // dial connects to Temporal.
-func (o *temporalOptions) dial(g *rootOptions) (client.Client, string, error) {
+func (o *temporalOptions) dial(ctx context.Context, g *rootOptions) (client.Client, string, error) {
 	addr, ns := o.address, o.namespace
 	if addr == "" {
 		addr = g.env.getenv(EnvTemporalAddress)
@@ -69,9 +72,15 @@ func (o *temporalOptions) dial(g *rootOptions) (client.Client, string, error) {
 	if o.heartbeat < time.Second {
 		return nil, "", usagef("--heartbeat %s: use at least 1s", o.heartbeat)
 	}
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: temporalrun.Logger(g.logger)})
+	// A refused connection fails at once; an address that drops packets
+	// fails after dialTimeout instead of hanging.
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	// Once ctx ends (Ctrl-C) the SDK's messages about stopping are debug
+	// lines: the command says it stopped in one line of its own.
+	c, err := client.DialContext(dctx, client.Options{HostPort: addr, Namespace: ns, Logger: temporalrun.QuietAfter(ctx, g.logger)})
 	if err != nil {
-		return nil, "", failure(fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nhint: start a server (`temporal server start-dev`) or pass --temporal HOST:PORT (env %s)", addr, ns, err, EnvTemporalAddress))
+		return nil, "", failure(fmt.Errorf("cannot reach Temporal at %s (namespace %s): %w\nhint: start a dev server on this machine with `rlpipe temporal dev` (or Temporal's `temporal server start-dev`), or pass --temporal HOST:PORT (env %s)", addr, ns, err, EnvTemporalAddress))
 	}
 	return c, ns, nil
 }
@@ -161,7 +170,7 @@ attempts are cancelled and run again on another worker.`,
 				m.GPU, m.GPUType = gpus, gpuType
 				plan.Run.Machine = &m
 			}
-			c, ns, err := t.dial(g)
+			c, ns, err := t.dial(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -273,7 +282,7 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 	if err != nil {
 		return failure(err)
 	}
-	c, ns, err := o.temporal.dial(g)
+	c, ns, err := o.temporal.dial(cmd.Context(), g)
 	if err != nil {
 		return err
 	}
@@ -302,6 +311,14 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 			return failure(err)
 		}
 		fmt.Fprintf(d.stderr, "run %s: workflow %s on Temporal namespace %s; Ctrl-C detaches (the run goes on while a driver worker serves it)\n", name, wr.GetID(), ns)
+		if h, held, err := temporalrun.LoopHolder(ctx, c, repo.Name, name); err == nil && held && !h.Mine() {
+			who := "this process resumes it"
+			if o.temporal.noDriver {
+				who = "a driver worker resumes it"
+			}
+			fmt.Fprintf(d.stderr, "run %s: its loop is held by driver %s, last heard from %s ago; if that driver is gone, %s when its heartbeat times out, in at most %s\n",
+				name, h.Worker, time.Since(h.LastHeartbeat).Round(time.Second), who, h.Lost(time.Now()))
+		}
 		var raw json.RawMessage
 		err = wr.Get(ctx, &raw)
 		if ctx.Err() != nil {

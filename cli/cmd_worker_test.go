@@ -32,9 +32,11 @@ func TestWorkerAndTemporalRunBadInput(t *testing.T) {
 		{"tiny heartbeat", []string{"--store", "lakefs://rl", "run", "-f", cfg, "--executor", "temporal", "--heartbeat", "10ms"}, ExitUsage,
 			"--heartbeat 10ms: use at least 1s"},
 		{"no server", []string{"--store", "lakefs://rl", "worker", "-f", cfg, "--env", "generate", "--temporal", "127.0.0.1:1"}, ExitFailure,
-			"cannot reach Temporal at 127.0.0.1:1 (namespace default)"},
+			"cannot reach Temporal at 127.0.0.1:1 (namespace default): failed reaching server: connection error: desc = \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"\nhint: start a dev server on this machine with `rlpipe temporal dev` (or Temporal's `temporal server start-dev`), or pass --temporal HOST:PORT (env TEMPORAL_ADDRESS)"},
 		{"no server for run", []string{"--store", "lakefs://rl", "run", "-f", cfg, "--executor", "temporal", "--temporal", "127.0.0.1:1", "--namespace", "rl"}, ExitFailure,
-			"hint: start a server (`temporal server start-dev`) or pass --temporal HOST:PORT (env TEMPORAL_ADDRESS)"},
+			"rlpipe: cannot reach Temporal at 127.0.0.1:1 (namespace rl): "},
+		{"temporal dev in a build without it", []string{"temporal", "dev"}, ExitFailure,
+			"rlpipe: temporal dev: this program was built without Temporal's dev server; run the rlpipe command (go build ./cli/rlpipe), or Temporal's CLI: temporal server start-dev\n"},
 	} {
 		r := h.runRaw(tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {

@@ -1,7 +1,9 @@
 // Package cli is the rlpipe command line. Main runs it in-process: it takes
 // the arguments, the three standard streams, and returns the exit code, so
-// that cli/rlpipe/main.go is one line and tests drive the whole command
-// with buffers.
+// that cli/rlpipe/main.go is one call and tests drive the whole command
+// with buffers. The one thing main adds is `rlpipe temporal dev`'s server
+// (WithTemporalDevServer): Temporal's server is linked into the binary, not
+// into this package and its tests.
 //
 // # Commands
 //

@@ -23,11 +23,16 @@ const (
 // Main runs the rlpipe command line: args are the arguments after the
 // program name. It reads the environment (RLPIPE_STORE, the lakectl
 // variables), stops cleanly on SIGINT or SIGTERM, and returns the exit code
-// for os.Exit: ExitOK, ExitFailure or ExitUsage.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// for os.Exit: ExitOK, ExitFailure or ExitUsage. opts extend the command
+// (WithTemporalDevServer).
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, args, environ{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv})
+	env := environ{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	for _, o := range opts {
+		o(&env)
+	}
+	return run(ctx, args, env)
 }
 
 // environ is everything a run takes from the process, so that tests can
@@ -36,6 +41,9 @@ type environ struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// temporalDev starts `rlpipe temporal dev`'s server; nil when the
+	// program was built without one.
+	temporalDev TemporalDevServer
 }
 
 // run executes the command tree once and turns its error into a message

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,8 @@ type progress struct {
 	commit    string
 	resumed   int // iterations found committed when the run started
 	notes     []string
-	drawn     int // lines drawn last time, to move back over
+	waiting   map[string]string // env → why its tasks wait (task.waiting), until one of them ends
+	drawn     int               // lines drawn last time, to move back over
 	now       func() time.Time
 	pace      *pace // the progress line's figures; nil draws none
 }
@@ -42,7 +44,7 @@ type stageRow struct {
 }
 
 func newProgress(w io.Writer, run string, last int) *progress {
-	p := &progress{w: w, run: run, last: last, rows: map[string]*stageRow{}, now: time.Now}
+	p := &progress{w: w, run: run, last: last, rows: map[string]*stageRow{}, waiting: map[string]string{}, now: time.Now}
 	for _, s := range runStages {
 		p.rows[s] = &stageRow{state: "waiting"}
 	}
@@ -69,6 +71,13 @@ func (p *progress) apply(e pipeline.Event) {
 	case pipeline.EventMemoRerun:
 		p.note(fmt.Sprintf("%s (iteration %d): a call interrupted by a crash runs again", e.Task, e.Iteration))
 		return
+	case pipeline.EventWaiting:
+		p.waiting[e.Env] = e.Error
+		return
+	case pipeline.EventFinished, pipeline.EventFailed, pipeline.EventRetried, pipeline.EventCancelled:
+		// A worker of the environment took one of its tasks (or the run
+		// stopped waiting).
+		delete(p.waiting, e.Env)
 	}
 	row, ok := p.rows[e.Stage]
 	if !ok {
@@ -152,6 +161,14 @@ func (p *progress) render() []string {
 	lines = append(append([]string{head}, lines...), strings.Split(strings.TrimRight(b.String(), "\n"), "\n")...)
 	for i := 1; i < len(lines); i++ {
 		lines[i] = "  " + lines[i]
+	}
+	envs := make([]string, 0, len(p.waiting))
+	for env := range p.waiting {
+		envs = append(envs, env)
+	}
+	sort.Strings(envs)
+	for _, env := range envs {
+		lines = append(lines, "  ! waiting: "+p.waiting[env])
 	}
 	for _, n := range p.notes {
 		lines = append(lines, "  ! "+n)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,30 @@ func TestStatusNoRuns(t *testing.T) {
 	h.json(&list, "status")
 	if list.Runs == nil || len(list.Runs) != 0 {
 		t.Errorf("status -o json: %+v", list)
+	}
+}
+
+// TestProgressWaitingForWorker checks that a task waiting for a worker of
+// its environment keeps a row on screen, naming the environment and the
+// command that serves it, through later redraws, until a task of that
+// environment ends.
+func TestProgressWaitingForWorker(t *testing.T) {
+	const why = "no worker serves environment health of this pipeline yet: its tasks wait on queue q until one does (start `rlpipe worker --env health` with the same pipeline config and store)"
+	steps := []struct {
+		name  string
+		event pipeline.Event
+		want  string // the display's last line
+	}{
+		{"waiting", pipeline.Event{Kind: pipeline.EventWaiting, Stage: "health", Env: "health", Iteration: 1, Error: why}, "  ! waiting: " + why},
+		{"another stage redraws", pipeline.Event{Kind: pipeline.EventFinished, Stage: "train", Env: "train", Iteration: 1, Attempt: 1, Duration: time.Second}, "  ! waiting: " + why},
+		{"the worker came", pipeline.Event{Kind: pipeline.EventFinished, Stage: "health", Env: "health", Iteration: 1, Attempt: 1, Duration: time.Second}, "  train             1  done            1       0       1s"},
+	}
+	p := newProgress(io.Discard, "exp1", 2)
+	for _, s := range steps {
+		p.event(s.event)
+		got := p.render()
+		if last := got[len(got)-1]; last != s.want {
+			t.Errorf("%s: last line %q, want %q", s.name, last, s.want)
+		}
 	}
 }

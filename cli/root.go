@@ -250,6 +250,7 @@ main:data/prompts.parquet.`,
 		newRunCommand(o), newStatusCommand(o),
 		newRescoreCommand(o), newRewardsCommand(o), newTrackCommand(o),
 		newPolicyCommand(o), newDatasetCommand(o), newEvalCommand(o), newReportCommand(o), newEvalsCommand(o), newCompareCommand(o), newUICommand(o), newWorkerCommand(o),
+		newTemporalCommand(o),
 	)
 	return root
 }

@@ -30,6 +30,10 @@ const (
 	EventMemoRerun    EventKind = "memo.rerun_after_crash"
 	EventCommitted    EventKind = "iteration.committed"
 	EventResumed      EventKind = "run.resumed"
+	// EventWaiting: the task waits for a worker of its environment (an
+	// executor of workers, such as Temporal's, found none serving it);
+	// Error says which command serves it.
+	EventWaiting EventKind = "task.waiting"
 )
 
 // Event is one entry of a run's structured event stream.
@@ -48,6 +52,9 @@ type Event struct {
 	Key       string        `json:"key,omitempty"`
 	Error     string        `json:"error,omitempty"`
 	Commit    string        `json:"commit,omitempty"`
+	// Worker names the process that ran the attempt (host/pid), for
+	// executors whose attempts run in other processes.
+	Worker string `json:"worker,omitempty"`
 }
 
 // eventLog fans events out to zerolog, to subscribers (a progress
@@ -83,7 +90,7 @@ func (l *eventLog) emit(e Event) {
 	subs := l.subs
 	l.mu.Unlock()
 	ev := l.log.Info()
-	if e.Kind == EventFailed || e.Kind == EventRetried || e.Kind == EventMemoRerun {
+	if e.Kind == EventFailed || e.Kind == EventRetried || e.Kind == EventMemoRerun || e.Kind == EventWaiting {
 		ev = l.log.Warn()
 	}
 	ev = ev.Str("event", string(e.Kind)).Str("run", e.Run).Int("iteration", e.Iteration)
@@ -101,6 +108,9 @@ func (l *eventLog) emit(e Event) {
 	}
 	if e.Commit != "" {
 		ev = ev.Str("commit", e.Commit)
+	}
+	if e.Worker != "" {
+		ev = ev.Str("worker", e.Worker)
 	}
 	if e.Error != "" {
 		ev = ev.Str("error", e.Error)

@@ -82,7 +82,8 @@ type ExecutorOptions struct {
 	Heartbeat time.Duration
 	// MaxLost caps attempts lost with their workers (default DefaultMaxLost).
 	MaxLost int
-	// Logger receives warnings (a queue no worker polls).
+	// Logger receives the executor's own log lines; a queue no worker
+	// polls is a task.waiting event instead.
 	Logger zerolog.Logger
 }
 
@@ -115,11 +116,15 @@ func NewExecutor(o ExecutorOptions) (*Executor, error) {
 // attempt is killed on its worker), unless the cause is ErrDetached.
 func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.Job, report func(pipeline.Event)) (pipeline.Outcome, error) {
 	queue := Queue(x.o.Repository, x.o.Pipeline, job.Env)
-	x.warnIfUnserved(ctx, queue, job.Env)
 	ev := job.Event()
 	e := ev
 	e.Kind, e.Attempt, e.Resources = pipeline.EventStarted, 1, &job.Settings.Resources
 	report(e)
+	if msg := x.unserved(ctx, queue, job.Env); msg != "" {
+		w := ev
+		w.Kind, w.Error = pipeline.EventWaiting, msg
+		report(w)
+	}
 	in := TaskInput{Job: job, Queue: queue, Heartbeat: x.o.Heartbeat, MaxLost: x.o.MaxLost}
 	id := TaskID(x.o.Repository, job)
 	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
@@ -154,6 +159,9 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	e.Attempt, e.Duration = res.Attempts, res.Elapsed
 	if res.Error == "" {
 		e.Kind = pipeline.EventFinished
+		if n := len(res.Workers); n > 0 {
+			e.Worker = res.Workers[n-1]
+		}
 		report(e)
 		return out, nil
 	}
@@ -238,21 +246,23 @@ func (x *Executor) staged(ctx context.Context, job pipeline.Job, outs map[string
 	return true
 }
 
-// warnIfUnserved logs once per queue when no worker polls it: the task
-// waits until one does.
-func (x *Executor) warnIfUnserved(ctx context.Context, queue, env string) {
+// unserved returns, once per queue, why a task waits when no worker
+// polls its queue, for the task's task.waiting event (which the run logs
+// as a warning and its display keeps on screen): the task waits until a
+// worker comes. It returns "" when a worker polls the queue, for a queue
+// already checked, and when the check itself fails.
+func (x *Executor) unserved(ctx context.Context, queue, env string) string {
 	if _, done := x.warned.LoadOrStore(queue, struct{}{}); done {
-		return
+		return ""
 	}
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	resp, err := x.o.Client.DescribeTaskQueue(dctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
 	if err != nil || len(resp.GetPollers()) > 0 {
-		return
+		return ""
 	}
 	if env == "" {
 		env = "default"
 	}
-	x.o.Logger.Warn().Str("queue", queue).Str("env", env).
-		Msgf("no worker serves environment %s of this pipeline yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
+	return fmt.Sprintf("no worker serves environment %s of this pipeline yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
 }

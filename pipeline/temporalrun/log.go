@@ -1,6 +1,7 @@
 package temporalrun
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rs/zerolog"
@@ -9,16 +10,33 @@ import (
 
 // Logger adapts a zerolog logger to the Temporal SDK's, so that the
 // SDK's messages go where rlpipe's go (and through the same redaction).
-func Logger(z zerolog.Logger) log.Logger { return zlog{z} }
+func Logger(z zerolog.Logger) log.Logger { return zlog{z: z} }
 
-type zlog struct{ z zerolog.Logger }
+// QuietAfter is Logger until ctx is done; from then on the SDK's
+// messages are debug lines. A process that stops (Ctrl-C) says so in one
+// plain line of its own, not in the SDK's warnings and errors about the
+// polls and activities it cut short.
+func QuietAfter(ctx context.Context, z zerolog.Logger) log.Logger {
+	return zlog{z: z, quiet: ctx.Done()}
+}
 
-func (l zlog) Debug(msg string, kv ...any) { l.emit(l.z.Debug(), msg, kv) }
-func (l zlog) Info(msg string, kv ...any)  { l.emit(l.z.Info(), msg, kv) }
-func (l zlog) Warn(msg string, kv ...any)  { l.emit(l.z.Warn(), msg, kv) }
-func (l zlog) Error(msg string, kv ...any) { l.emit(l.z.Error(), msg, kv) }
+type zlog struct {
+	z     zerolog.Logger
+	quiet <-chan struct{} // closed: everything is Debug
+}
 
-func (l zlog) emit(e *zerolog.Event, msg string, kv []any) {
+func (l zlog) Debug(msg string, kv ...any) { l.emit(zerolog.DebugLevel, msg, kv) }
+func (l zlog) Info(msg string, kv ...any)  { l.emit(zerolog.InfoLevel, msg, kv) }
+func (l zlog) Warn(msg string, kv ...any)  { l.emit(zerolog.WarnLevel, msg, kv) }
+func (l zlog) Error(msg string, kv ...any) { l.emit(zerolog.ErrorLevel, msg, kv) }
+
+func (l zlog) emit(level zerolog.Level, msg string, kv []any) {
+	select {
+	case <-l.quiet:
+		level = zerolog.DebugLevel
+	default:
+	}
+	e := l.z.WithLevel(level)
 	if e == nil {
 		return
 	}

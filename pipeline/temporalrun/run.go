@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/pipeline"
 )
 
@@ -71,7 +75,62 @@ func runWorkflow(ctx workflow.Context, in RunInput) (json.RawMessage, error) {
 	})
 	var out json.RawMessage
 	err := workflow.ExecuteActivity(actx, DriveAction, in).Get(ctx, &out)
+	if temporal.IsCanceledError(err) {
+		// A loop that runs when the cancel comes cancels the tasks it
+		// waits for. Tasks a detached driver left running have no loop
+		// waiting for them (the cancel found the loop between drivers):
+		// cancel every open task of the run.
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		cctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+			TaskQueue: DriverQueue(in.Repository), StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+		_ = workflow.ExecuteActivity(cctx, CancelTasksAction, in).Get(dctx, nil)
+	}
 	return out, err
+}
+
+// CancelTasks cancels the open task workflows of the run: those of its
+// branch and of its iterations' work branches (TaskID).
+func (d *drive) CancelTasks(ctx context.Context, in RunInput) (int, error) {
+	branch := runs.Branch(in.Run)
+	prefix := "rlpipe/" + in.Repository + "/"
+	ofRun := func(id string) bool {
+		rest, ok := strings.CutPrefix(id, prefix)
+		if !ok {
+			return false
+		}
+		if strings.HasPrefix(rest, branch+"/") {
+			return true
+		}
+		num, ok := strings.CutPrefix(rest, pipeline.WorkBranchPrefix+branch+"-")
+		return ok && len(num) > 7 && num[6] == '/' && strings.Trim(num[:6], "0123456789") == ""
+	}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", TaskWorkflow)
+	var token []byte
+	n := 0
+	for {
+		resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return n, fmt.Errorf("list the open tasks of run %s: %w", in.Run, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if !ofRun(id) {
+				continue
+			}
+			if err := d.c.CancelWorkflow(ctx, id, e.GetExecution().GetRunId()); err != nil {
+				var nf *serviceerror.NotFound
+				if !errors.As(err, &nf) {
+					return n, fmt.Errorf("cancel task workflow %s of run %s: %w", id, in.Run, err)
+				}
+			}
+			n++
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return n, nil
+		}
+	}
 }
 
 type drive struct {
@@ -171,4 +230,50 @@ func StartRun(ctx context.Context, c client.Client, in RunInput) (client.Workflo
 		return nil, fmt.Errorf("start run %s on Temporal: %w", in.Run, err)
 	}
 	return run, nil
+}
+
+// Holder is the driver worker that runs a run's loop now, as Temporal
+// last heard from it.
+type Holder struct {
+	// Worker is its Temporal identity (host/pid/driver).
+	Worker string
+	// LastHeartbeat is when it last reported (its start before the first
+	// heartbeat).
+	LastHeartbeat time.Time
+	// Timeout is how long it may go silent before the loop moves to
+	// another driver worker.
+	Timeout time.Duration
+}
+
+// Mine reports whether h is a driver worker of this process.
+func (h Holder) Mine() bool { return strings.HasPrefix(h.Worker, workerName()+"/") }
+
+// Lost is how long, from now, until the loop moves on if the holder is
+// gone: its heartbeat timeout less the time since it last reported.
+func (h Holder) Lost(now time.Time) time.Duration {
+	return max(0, h.Timeout-now.Sub(h.LastHeartbeat)).Round(time.Second)
+}
+
+// LoopHolder returns the driver worker running the loop of run in
+// repository repo; ok is false when no driver runs it now (it waits for
+// one, or the run is over).
+func LoopHolder(ctx context.Context, c client.Client, repo, run string) (h Holder, ok bool, err error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, RunID(repo, run), "")
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("describe run %s on Temporal: %w", run, err)
+	}
+	for _, a := range desc.GetPendingActivities() {
+		if a.GetActivityType().GetName() != DriveAction || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			continue
+		}
+		h = Holder{Worker: a.GetLastWorkerIdentity(), LastHeartbeat: a.GetLastStartedTime().AsTime(), Timeout: DefaultHeartbeat}
+		if t := a.GetLastHeartbeatTime(); t != nil && t.AsTime().After(h.LastHeartbeat) {
+			h.LastHeartbeat = t.AsTime()
+		}
+		if d := a.GetActivityOptions().GetHeartbeatTimeout(); d != nil {
+			h.Timeout = d.AsDuration()
+		}
+		return h, true, nil
+	}
+	return Holder{}, false, nil
 }

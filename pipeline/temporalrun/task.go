@@ -23,6 +23,8 @@ const (
 	AttemptAction = "rlpipe.attempt"
 	RunWorkflow   = "rlpipe.run"
 	DriveAction   = "rlpipe.drive"
+	// CancelTasksAction cancels a cancelled run's open tasks.
+	CancelTasksAction = "rlpipe.cancel-tasks"
 )
 
 // Error types an attempt reports to the task workflow.

@@ -114,6 +114,7 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		w.RegisterWorkflowWithOptions(runWorkflow, workflow.RegisterOptions{Name: RunWorkflow})
 		d := &drive{f: o.Drive, c: o.Client}
 		w.RegisterActivityWithOptions(d.Drive, activity.RegisterOptions{Name: DriveAction})
+		w.RegisterActivityWithOptions(d.CancelTasks, activity.RegisterOptions{Name: CancelTasksAction})
 		out = append(out, w)
 	}
 	return out, nil

@@ -7,6 +7,7 @@ package temporaltests_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -189,27 +191,8 @@ func TestStandinLoopMatchesLocal(t *testing.T) {
 // TestCancelReachesWorker cancels a run while a task runs on a worker:
 // the task's context is cancelled there and its workflow ends cancelled.
 func TestCancelReachesWorker(t *testing.T) {
-	_, c := newServer(t)
-	st := standintest.NewStore(t, 0)
-	started, stopped := make(chan struct{}), make(chan struct{})
-	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
-		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			close(started)
-			<-ctx.Done()
-			close(stopped)
-			return ctx.Err()
-		}}
-	envs := map[string]pipeline.Settings{"x": {}}
-	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
-	x := newExecutor(t, c, st, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "c", Envs: envs, Executor: x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
-	waitFor(t, started, "the task to start on the worker")
+	c, x, node, stopped := runWaitingTask(t, ctx, "c")
 	cancel()
 	if err := node.Wait(context.Background()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("node ended with %v, want context.Canceled", err)
@@ -229,6 +212,78 @@ func TestCancelReachesWorker(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestCancelledRunStopsTasksNoLoopWaitsFor detaches a driver from a
+// running task (its context cancelled with ErrDetached: the task goes on,
+// as when the driver's process stops), then cancels the run while its
+// loop is between drivers: the drive activity fails at once and waits
+// out its retry backoff, so no loop waits for the task to cancel it. The
+// run workflow's cancellation still reaches it: the task is cancelled on
+// its worker and the run ends cancelled (docs/DEPLOY.md: a cancel stops
+// every task in flight).
+func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
+	ctx, detach := context.WithCancelCause(context.Background())
+	c, _, node, stopped := runWaitingTask(t, ctx, "d")
+	detach(temporalrun.ErrDetached)
+	_ = node.Wait(context.Background())
+
+	// A driver whose loop fails at once, as with a store out of reach.
+	tried := make(chan struct{}, 1)
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- temporalrun.Serve(sctx, temporalrun.WorkerOptions{Client: c, Repository: repo,
+			Drive: func(context.Context, temporalrun.RunInput) (json.RawMessage, error) {
+				select {
+				case tried <- struct{}{}:
+				default:
+				}
+				return nil, errors.New("store out of reach")
+			}})
+	}()
+	t.Cleanup(func() { stop(); <-served })
+	wr, err := temporalrun.StartRun(context.Background(), c, temporalrun.RunInput{Run: "d", Repository: repo, Heartbeat: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tried, "the driver to try the loop")
+	if err := c.CancelWorkflow(context.Background(), wr.GetID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, stopped, "the cancelled run to cancel the task the detached driver left running")
+	if err := wr.Get(context.Background(), nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("the run workflow ended with %v, want cancelled", err)
+	}
+}
+
+// runWaitingTask starts a Temporal server, a worker of env x and run
+// NAME on ctx, whose first iteration runs a task that runs until it is
+// cancelled; it returns once the task started on the worker. stopped
+// closes when the task's context ends there.
+func runWaitingTask(t *testing.T, ctx context.Context, name string) (c client.Client, x *recorder, node *pipeline.Node, stopped <-chan struct{}) {
+	t.Helper()
+	_, c = newServer(t)
+	st := standintest.NewStore(t, 0)
+	started, done := make(chan struct{}), make(chan struct{})
+	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			close(started)
+			<-ctx.Done()
+			close(done)
+			return ctx.Err()
+		}}
+	envs := map[string]pipeline.Settings{"x": {}}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	x = newExecutor(t, c, st, zerolog.Nop())
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Executor: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	node = r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	waitFor(t, started, "the task to start on the worker")
+	return c, x, node, done
 }
 
 // waitFor waits for ch; the bound only stops a hung test.
@@ -253,19 +308,35 @@ func TestQueueWithoutWorkerWaits(t *testing.T) {
 		}}
 	envs := map[string]pipeline.Settings{"gpu": {}}
 	var logs standintest.LogBuffer
-	x := newExecutor(t, c, st, zerolog.New(&logs))
+	x := newExecutor(t, c, st, zerolog.Nop())
 	ctx := context.Background()
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x})
+	waiting := make(chan pipeline.Event, 1)
+	onEvent := func(e pipeline.Event) {
+		if e.Kind == pipeline.EventWaiting {
+			waiting <- e
+		}
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "q", Envs: envs, Executor: x, Logger: zerolog.New(&logs), OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	node := r.Iteration(1).Go(ctx, task, pipeline.Call{})
-	for i := 0; !strings.Contains(logs.String(), "rlpipe worker --env gpu"); i++ {
-		if i == 1200 {
-			t.Fatalf("no warning about the unserved queue; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	// The warning is a task.waiting event, which the run logs as a
+	// warning and the live display keeps on screen.
+	var e pipeline.Event
+	select {
+	case e = <-waiting:
+	case <-time.After(time.Minute):
+		t.Fatalf("no task.waiting event for the unserved queue; logs:\n%s", logs.String())
+	}
+	queue := temporalrun.Queue(repo, pipe, "gpu")
+	wantMsg := "no worker serves environment gpu of this pipeline yet: its tasks wait on queue " + queue + " until one does (start `rlpipe worker --env gpu` with the same pipeline config and store)"
+	if e.Env != "gpu" || e.Task != "lonely" || e.Error != wantMsg {
+		t.Fatalf("task.waiting event %+v, want env gpu, task lonely and error %q", e, wantMsg)
+	}
+	if !strings.Contains(logs.String(), `"level":"warn","event":"task.waiting"`) {
+		t.Errorf("the run did not log the waiting task as a warning:\n%s", logs.String())
 	}
 	select {
 	case <-doneCh(node):

@@ -108,10 +108,17 @@ type cluster struct {
 
 func (c *cluster) start(name string, args ...string) *proc {
 	c.t.Helper()
+	return c.spawn(append(os.Environ(), c.env...), name, args...)
+}
+
+// spawn starts rlpipe with args in the cluster's directory and exactly
+// the environment env; the test's cleanup kills it.
+func (c *cluster) spawn(env []string, name string, args ...string) *proc {
+	c.t.Helper()
 	p := &proc{name: name, exited: make(chan struct{})}
 	p.cmd = exec.Command(rlpipeBin, args...)
 	p.cmd.Dir = c.dir
-	p.cmd.Env = append(os.Environ(), c.env...)
+	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
@@ -344,6 +351,22 @@ func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 	if !lost {
 		t.Errorf("no task.retried event records the lost attempt")
 	}
+	// Each generate task after the kill finished on the second worker,
+	// and its event says so by host and pid.
+	host, _ := os.Hostname()
+	onB := fmt.Sprintf(`"worker":"%s/%d"`, host, genB.cmd.Process.Pid)
+	finished := 0
+	for _, e := range evs {
+		if strings.Contains(e, `"kind":"task.finished"`) && strings.Contains(e, `"task":"generate"`) {
+			finished++
+			if !strings.Contains(e, onB) {
+				t.Errorf("generate's task.finished event does not name the worker that ran it (%s): %s", onB, e)
+			}
+		}
+	}
+	if finished != 6 {
+		t.Errorf("%d task.finished events of generate, want 6", finished)
+	}
 }
 
 // TestKilledDriverLosesNothing SIGKILLs `rlpipe run --executor temporal`
@@ -361,6 +384,12 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	first := c.start("run", c.runArgs(cfg)...)
 	first.waitOutput(t, "iteration 2:")
 	first.kill()
+	// Run again, the driver says why it waits and for how long: the lost
+	// driver's heartbeat (2s) has to time out first.
+	host, _ := os.Hostname()
+	rerun := c.start("rerun", c.runArgs(cfg)...)
+	rerun.waitOutput(t, fmt.Sprintf("run standin: its loop is held by driver %s/%d/driver, last heard from ", host, first.cmd.Process.Pid),
+		" ago; if that driver is gone, this process resumes it when its heartbeat times out, in at most ")
 	c.worker("driver", cfg, "--driver")
 	raw := c.runResult(t, "standin", "after its driver was killed")
 	var out runJSON
@@ -474,6 +503,13 @@ func TestDetachedDriverHandsOver(t *testing.T) {
 	}
 	if !strings.Contains(first.stderr.String(), "detached from workflow "+temporalrun.RunID(c.repo, "standin")) {
 		t.Fatalf("the run did not say it detached:\n%s", first.stderr.String())
+	}
+	// Its own line says so; the SDK's warnings and errors about what
+	// Ctrl-C cut short are not on screen.
+	for _, l := range strings.Split(first.stderr.String(), "\n") {
+		if strings.Contains(l, `"component":"temporal"`) && (strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`)) {
+			t.Errorf("after Ctrl-C the run printed the SDK's %s", l)
+		}
 	}
 	standby := c.worker("driver", cfg, "--driver")
 	raw := c.runResult(t, "standin", "after its driver detached")
