@@ -380,3 +380,22 @@ func hangingServer(tb testing.TB) *httptest.Server {
 	})
 	return srv
 }
+
+// TestRunChecksTrackers: a tracker whose plan-time check fails (a wandb
+// entry whose python does not exist) stops the run before it starts,
+// naming the entry and what to do, and the run records nothing.
+func TestRunChecksTrackers(t *testing.T) {
+	st := newStore(t)
+	dir := t.TempDir()
+	py := filepath.Join(dir, "no-venv")
+	cfg := parse(t, pipelineYAML+fmt.Sprintf("tracking: [{kind: wandb, dir: %q, python: %q}]\n", filepath.Join(dir, "wb"), py))
+	_, err := driver.Run(context.Background(), st, cfg, driver.Options{})
+	want := "pipeline.yaml: tracking[0] (wandb:" + filepath.Join(dir, "wb") + "): wandb: python " + py +
+		": no such venv or interpreter; set python: to a venv with wandb (the project's .venv-tracking, made by scripts/tracker-venv.sh): no wandb package"
+	if err == nil || err.Error() != want || !errors.Is(err, trackers.ErrNoWandb) {
+		t.Fatalf("run: got %v\nwant %s", err, want)
+	}
+	if _, err := st.GetBranch(context.Background(), runs.Branch("exp1")); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("the run's branch after a failed check: %v, want none", err)
+	}
+}

@@ -6,7 +6,7 @@
 // fresh Backend: how to open its trackers (every one recording to the
 // same place, so that a second is a resumed run's) and how to read back
 // what they recorded, with the backend's own reader (TensorBoard's
-// EventAccumulator, the MLflow server's REST API):
+// EventAccumulator, the MLflow server's REST API, `wandb leet inspect`):
 //
 //	func TestConformance(t *testing.T) {
 //		trackertest.Run(t, func(t *testing.T) trackertest.Backend {
