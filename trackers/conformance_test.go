@@ -88,13 +88,13 @@ func TestWandbConformance(t *testing.T) {
 				return open(t, trackers.Spec{Kind: "wandb", Options: &trackers.WandbOptions{Dir: dir, Python: py}})
 			},
 			Read: func(t *testing.T, run string) trackertest.Record {
-				found := readWandb(t, py, dir, trackers.WandbRunID(run))
+				found := trackertest.WandbRuns(t, dir, trackers.WandbRunID(run))
 				if len(found) == 0 {
 					return trackertest.Record{}
 				}
 				r := trackertest.Record{Runs: 1}
 				for _, f := range found {
-					for _, s := range f.steps(trackertest.TagLoss) {
+					for _, s := range f.Steps(trackertest.TagLoss) {
 						r.Steps = append(r.Steps, int(s[0]))
 					}
 				}

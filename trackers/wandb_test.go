@@ -1,17 +1,13 @@
 package trackers_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -20,94 +16,6 @@ import (
 	"github.com/rlpipe/rlpipe/trackers"
 	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
-
-// wandbRun is what wandb's own reader of a run's transaction log (`wandb
-// leet inspect --json`, one JSON line per record) shows of one offline
-// run directory.
-type wandbRun struct {
-	ID      string
-	Resume  bool
-	Config  map[string]any
-	History []map[string]any // the rows, in order
-	// Metrics are the define_metric records: glob or name → step metric.
-	Metrics  map[string]string
-	ExitCode *int
-}
-
-// readWandb reads every offline run of run id under dir (dir/wandb/
-// offline-run-*-ID), oldest first, with wandb's own reader.
-func readWandb(t *testing.T, py, dir, id string) []wandbRun {
-	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join(dir, "wandb", "offline-run-*-"+id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(dirs)
-	var out []wandbRun
-	for _, d := range dirs {
-		cmd := exec.Command(py, "-m", "wandb", "leet", "inspect", "--json", d)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		raw, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("wandb leet inspect %s: %v\n%s", d, err, stderr.Bytes())
-		}
-		r := wandbRun{Metrics: map[string]string{}}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var rec struct {
-				Type string `json:"type"`
-				Run  struct {
-					ID     string `json:"run_id"`
-					Resume bool   `json:"resume"`
-					Config struct {
-						Update map[string]any `json:"update"`
-					} `json:"config"`
-				} `json:"run"`
-				History struct {
-					Item map[string]any `json:"item"`
-				} `json:"history"`
-				Metric struct {
-					Name       string `json:"name"`
-					Glob       string `json:"glob_name"`
-					StepMetric string `json:"step_metric"`
-				} `json:"metric"`
-				Exit struct {
-					Code int `json:"exit_code"`
-				} `json:"exit"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-				t.Fatalf("wandb leet inspect %s printed %q: %v", d, sc.Bytes(), err)
-			}
-			switch rec.Type {
-			case "run":
-				r.ID, r.Resume, r.Config = rec.Run.ID, rec.Run.Resume, rec.Run.Config.Update
-				delete(r.Config, "_wandb")
-			case "history":
-				r.History = append(r.History, rec.History.Item)
-			case "metric":
-				r.Metrics[rec.Metric.Name+rec.Metric.Glob] = rec.Metric.StepMetric
-			case "exit":
-				code := rec.Exit.Code
-				r.ExitCode = &code
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// steps are the steps of tag's rows, with their values.
-func (r wandbRun) steps(tag string) [][2]float64 {
-	var out [][2]float64
-	for _, row := range r.History {
-		if v, ok := row[tag].(float64); ok {
-			out = append(out, [2]float64{row["_step"].(float64), v})
-		}
-	}
-	return out
-}
 
 func wandbPython(t *testing.T) string {
 	t.Helper()
@@ -141,6 +49,7 @@ func TestWandbRoundTrip(t *testing.T) {
 	run := trackers.Run{Name: "arith", ConfigHash: "sha256:abc",
 		Params: map[string]string{"iterations": "2", "eval.k[0]": "1", "environments.judge.env.API_KEY": "<redacted>"}}
 	points := tbPoints()
+	points[2].Scalars["eval/heldout/pass@1"] = 0.6 // checkpoint 2, evaluated with iteration 2
 
 	first := openWandb(t, &trackers.WandbOptions{Dir: dir, Python: py})
 	if got := first.Mode(); got != "offline" {
@@ -170,7 +79,7 @@ func TestWandbRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := readWandb(t, py, dir, "arith")
+	got := trackertest.WandbRuns(t, dir, "arith")
 	if len(got) != 2 {
 		t.Fatalf("offline runs of id arith: %d, want 2 (the run and its resume)", len(got))
 	}
@@ -198,7 +107,7 @@ func TestWandbRoundTrip(t *testing.T) {
 	for i, ps := range [][]trackers.Point{points[:2], points[1:]} {
 		for _, p := range ps {
 			for tag, v := range p.Scalars {
-				if s := got[i].steps(tag); !slices.Contains(s, [2]float64{float64(p.Step), v}) {
+				if s := got[i].Steps(tag); !slices.Contains(s, [2]float64{float64(p.Step), v}) {
 					t.Errorf("offline run %d: %s is %v, want %v at step %d", i, tag, s, v, p.Step)
 				}
 			}
@@ -215,8 +124,16 @@ func TestWandbRoundTrip(t *testing.T) {
 			t.Errorf("offline run %d: rows of commits %v, want %v (one row per step)", i, rows, want)
 		}
 	}
-	if row := got[0].History[0]; row["checkpoint"] != 0.0 || row["eval/heldout/pass@1"] != 0.1 {
-		t.Errorf("the checkpoint 0 row: %v, want eval/heldout/pass@1 0.1 at checkpoint 0", row)
+	// Each eval row carries its checkpoint: pass@k's own step series.
+	for i, r := range got {
+		for _, row := range r.History {
+			if _, ok := row["eval/heldout/pass@1"]; ok && row["checkpoint"] != row["_step"] {
+				t.Errorf("offline run %d: the eval row of step %v has checkpoint %v", i, row["_step"], row["checkpoint"])
+			}
+		}
+	}
+	if s := got[1].Steps("eval/heldout/pass@1"); !slices.Equal(s, [][2]float64{{2, 0.6}}) {
+		t.Errorf("the resumed run's pass@1: %v, want 0.6 at step 2", s)
 	}
 	// The key is in the environment only: no file of the run holds it.
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {

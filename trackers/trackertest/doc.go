@@ -1,6 +1,7 @@
 // Package trackertest is the conformance suite every trackers.Tracker
-// backend runs, and the real MLflow tracking server the tests of
-// trackers, pipeline/driver and cli read their runs back from.
+// backend runs, the real MLflow tracking server the tests of trackers,
+// pipeline/driver and cli read their runs back from, and wandb's own
+// reader of offline W&B runs (WandbRuns).
 //
 // A backend calls Run from its own tests with a function that returns a
 // fresh Backend: how to open its trackers (every one recording to the
