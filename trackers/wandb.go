@@ -407,14 +407,10 @@ func (p *wandbProc) read(ctx context.Context, what string) ([]byte, error) {
 
 // said is ": stderr: <last line>" when the worker wrote to stderr.
 func (p *wandbProc) said() string {
-	s := strings.TrimSpace(p.stderr.Text())
-	if s == "" {
-		return ""
+	if s := p.stderr.LastLine(); s != "" {
+		return ": stderr: " + s
 	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return ": stderr: " + s
+	return ""
 }
 
 // close ends the worker: its stdin closed (it exits at the end of its

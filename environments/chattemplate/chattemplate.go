@@ -297,12 +297,8 @@ type tail struct{ bounded.Tail }
 
 // say is ": stderr: <last line>" when the worker wrote to stderr.
 func (t *tail) say() string {
-	s := strings.TrimSpace(t.Text())
-	if s == "" {
-		return ""
+	if s := t.LastLine(); s != "" {
+		return ": stderr: " + s
 	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return ": stderr: " + s
+	return ""
 }

@@ -1,6 +1,9 @@
 package bounded
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // Tail is an io.Writer, safe for concurrent use, that keeps the last Max
 // bytes written to it: a child process's stderr, for the error that names
@@ -31,4 +34,15 @@ func (t *Tail) Text() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// LastLine is the last non-empty line the tail holds, trimmed: a
+// traceback's exception, the line that says why a child died. "" when
+// the tail holds only blanks.
+func (t *Tail) LastLine() string {
+	s := strings.TrimSpace(t.Text())
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
 }
