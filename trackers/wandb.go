@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/internal/bounded"
+	"github.com/rlpipe/rlpipe/internal/lineproc"
 )
 
 //go:embed wandb_worker.py
@@ -382,27 +383,15 @@ func (p *wandbProc) call(ctx context.Context, what string, req, out any) error {
 
 // read reads one line, giving up (and killing the worker) when ctx ends.
 func (p *wandbProc) read(ctx context.Context, what string) ([]byte, error) {
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := p.out.ReadBytes('\n')
-		done <- result{b, err}
-	}()
-	select {
-	case res := <-done:
-		if res.err != nil {
-			_ = p.cmd.Wait()
-			return nil, fmt.Errorf("wandb: %s: %w: it exited (%v)%s", what, ErrWandbWorker, p.cmd.ProcessState, p.said())
-		}
-		return res.b, nil
-	case <-ctx.Done():
-		_ = p.cmd.Process.Kill()
-		<-done // the pipe closes with the process
+	b, err := lineproc.ReadLine(ctx, p.out, func() { _ = p.cmd.Process.Kill() })
+	switch {
+	case errors.Is(err, lineproc.ErrGaveUp):
 		return nil, fmt.Errorf("wandb: %s: %w", what, ctx.Err())
+	case err != nil:
+		_ = p.cmd.Wait()
+		return nil, fmt.Errorf("wandb: %s: %w: it exited (%v)%s", what, ErrWandbWorker, p.cmd.ProcessState, p.said())
 	}
+	return b, nil
 }
 
 // said is ": stderr: <last line>" when the worker wrote to stderr.
