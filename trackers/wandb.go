@@ -105,6 +105,8 @@ var (
 	ErrWandbWorker = errors.New("wandb worker failed")
 )
 
+var _ Checker = (*Wandb)(nil)
+
 // Wandb records a run in Weights & Biases through the real wandb
 // package, run by a Python worker it supervises (trackers/wandb_worker.py,
 // JSON lines on stdin and stdout): offline by default, a run directory
@@ -121,8 +123,6 @@ var (
 // End finishes the W&B run with exit code 0 (Finished, and Running: W&B
 // closes a run with its writer), 1 (Failed, Stopped) or 255 (Killed, as
 // wandb itself marks an interrupted run).
-var _ Checker = (*Wandb)(nil)
-
 type Wandb struct {
 	o   WandbOptions
 	env func(string) string
