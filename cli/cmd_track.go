@@ -22,14 +22,14 @@ type trackOptions struct {
 }
 
 func (o *trackOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.to, "to", nil, "a tracker, KIND:TARGET: tensorboard:DIR or mlflow:http://HOST:PORT (repeat for several; default: the run's tracking section)")
+	fs.StringArrayVar(&o.to, "to", nil, "a tracker, KIND:TARGET: tensorboard:DIR, mlflow:http://HOST:PORT or wandb:DIR (repeat for several; default: the run's tracking section)")
 	fs.StringVar(&o.at, "at", "", "the ref to read the run at (default: its branch, runs-RUN)")
 }
 
 func newTrackCommand(g *rootOptions) *cobra.Command {
 	return withOptions(&cobra.Command{
 		Use:   "track RUN [--to KIND:TARGET]...",
-		Short: "send a run's figures to experiment trackers (TensorBoard, MLflow)",
+		Short: "send a run's figures to experiment trackers (TensorBoard, MLflow, W&B)",
 		Long: `Send everything a run recorded to experiment trackers, from the store:
 every iteration's train metrics, reward component means and health figures,
 every evaluation with its interval, the config (secrets redacted), and the
@@ -41,10 +41,14 @@ had; MLflow appends to the run's MLflow run (found by its rlpipe.run tag),
 whose steps keep their last values, and ends it as the run stands:
 FINISHED once it did its last iteration, left RUNNING while a process
 holds it, else FAILED (a run that stopped early; an MLflow run already
-KILLED or FAILED keeps that), at the time of its last commit. MLflow
-credentials come from the environment only (MLFLOW_TRACKING_TOKEN).`,
+KILLED or FAILED keeps that), at the time of its last commit. W&B
+continues the run whose id is the run's name (offline unless
+WANDB_API_KEY is set: a run directory under DIR/wandb that wandb sync
+uploads). Credentials come from the environment only
+(MLFLOW_TRACKING_TOKEN, WANDB_API_KEY).`,
 		Example: `  rlpipe track arith --to tensorboard:tb && tensorboard --logdir tb
   rlpipe track arith --to mlflow:http://127.0.0.1:5000
+  rlpipe track arith --to wandb:wb   # then: wandb sync wb/wandb/offline-run-*
   rlpipe track arith                 # the trackers of the run's tracking section`,
 		Args: exactArgs("RUN"),
 	}, func(cmd *cobra.Command, o trackOptions, args []string) error {

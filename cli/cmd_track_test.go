@@ -49,7 +49,7 @@ func TestTrack(t *testing.T) {
 		t.Errorf("%d event files after the back-fill, want 2", n)
 	}
 
-	h.fails(2, []string{`unknown tracker kind "wandb"`}, "track", "standin", "--to", "wandb:x")
+	h.fails(2, []string{`unknown tracker kind "neptune"`}, "track", "standin", "--to", "neptune:x")
 	h.fails(2, []string{"write KIND:TARGET"}, "track", "standin", "--to", "tensorboard")
 	h.fails(2, []string{"missing RUN"}, "track")
 	h.fails(1, []string{`no run "nope"`}, "track", "nope", "--to", "tensorboard:x")

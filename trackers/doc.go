@@ -1,7 +1,7 @@
 // Package trackers sends a run's figures to the experiment trackers
-// practitioners already keep their curves in: TensorBoard event files and
-// an MLflow tracking server, several at once, while the loop runs or
-// afterwards.
+// practitioners already keep their curves in: TensorBoard event files, an
+// MLflow tracking server and Weights & Biases, several at once, while the
+// loop runs or afterwards.
 //
 // # What a tracker gets
 //
@@ -30,7 +30,9 @@
 // process holds: left open) or Stopped (a back-fill of a run that stopped
 // early, cause unknown), and when. MLflow sets its run's status and end
 // time; a resumed run's Start re-opens the same MLflow run. TensorBoard
-// has no status to record: End flushes and closes the event file. Every
+// has no status to record: End flushes and closes the event file. W&B
+// gets the run's exit code (0, 1, or 255 for killed, as wandb marks a
+// Ctrl-C); a resumed run's Start continues the same W&B run. Every
 // backend runs the contract's suite, trackertest.Run.
 //
 // # Backends
@@ -44,12 +46,18 @@
 //	tracking:
 //	  - {kind: tensorboard, dir: tb}
 //	  - {kind: mlflow, uri: "http://127.0.0.1:5000", experiment: rlpipe}
+//	  - {kind: wandb, dir: wb, python: .venv-tracking}
 //
 // TensorBoard writes TFRecord files of Event protocol buffers, encoded by
 // field number (no generated code), which TensorBoard's own reader reads
 // back with the exact float32 values. MLflow speaks the tracking server's
 // REST API: one MLflow run per rlpipe run, found again by its tag TagRun
-// when the run resumes. Credentials come only from the environment.
+// when the run resumes. W&B is written through the real wandb package, in
+// a Python worker the tracker supervises (wandb_worker.py, JSON lines):
+// offline (a run directory `wandb sync` uploads) unless WANDB_API_KEY is
+// in the environment; its id is the run's name, and pass@k and every
+// eval metric have the step metric "checkpoint". Credentials come only
+// from the environment.
 //
 // # Never in the loop's way
 //
@@ -72,7 +80,9 @@
 //   - Required: Backend (Name, Options, Open, Target) and the Tracker it
 //     opens (Start, Log, End), with Log idempotent per step.
 //   - Optional, on the options value: Validate (Validator), Where (the
-//     target --to names), Rebase (relative paths).
+//     target --to names), Rebase (relative paths); on the tracker: Check
+//     (Checker), the plan-time check that fails a run whose tracker
+//     cannot work (wandb missing from its python).
 //   - Its test: trackers/trackertest.Run, reading back with the tracker's
 //     own reader or server; one entry in cli/kinds.Registry's Trackers.
 package trackers

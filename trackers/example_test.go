@@ -53,8 +53,8 @@ func Example() {
 
 // ParseTarget reads what `rlpipe track --to` takes.
 func ExampleBackends_ParseTarget() {
-	backends := trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend}
-	for _, s := range []string{"tensorboard:tb", "mlflow:http://127.0.0.1:5000", "wandb:x"} {
+	backends := trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend, trackers.WandbBackend}
+	for _, s := range []string{"tensorboard:tb", "mlflow:http://127.0.0.1:5000", "wandb:wb", "neptune:x"} {
 		spec, err := backends.ParseTarget(s)
 		if err != nil {
 			fmt.Println(err)
@@ -65,5 +65,6 @@ func ExampleBackends_ParseTarget() {
 	// Output:
 	// tensorboard:tb
 	// mlflow:http://127.0.0.1:5000
-	// tracker "wandb:x": unknown tracker kind "wandb" (use mlflow or tensorboard)
+	// wandb:wb
+	// tracker "neptune:x": unknown tracker kind "neptune" (use mlflow or tensorboard or wandb)
 }

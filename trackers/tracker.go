@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rlpipe/rlpipe/internal/registry"
 )
 
@@ -209,4 +211,13 @@ func (bs Backends) ParseTarget(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("tracker %q: %w %q (use %s)", s, ErrUnknownKind, k, registry.Or(bs.Kinds()))
 	}
 	return Spec{Kind: k, Options: b.Target(v)}, nil
+}
+
+// Checker is a tracker that can tell, before the run starts, that it
+// cannot work (the wandb package missing from its interpreter): the
+// driver calls Check when it makes the plan, so that the run fails then,
+// with Check's message, instead of losing every point. Check may say on
+// log, once, how the tracker will write (wandb: offline, without a key).
+type Checker interface {
+	Check(ctx context.Context, log zerolog.Logger) error
 }

@@ -64,7 +64,7 @@ func Registry() *kind.Registry {
 		// The policy backends: the embedded model, and servers of the
 		// OpenAI API.
 		Policies:     policy.Backends{embedded.Backend, openai.Backend},
-		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend},
+		Trackers:     trackers.Backends{trackers.TensorBoardBackend, trackers.MLflowBackend, trackers.WandbBackend},
 		Environments: envs,
 		// The advantage estimators the advantages section names.
 		Estimators: advantages.Estimators{advantages.GRPO, advantages.RLOO, advantages.DrGRPO, advantages.ReinforcePPBaseline, advantages.GAEEstimator},

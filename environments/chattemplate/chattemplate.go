@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/internal/bounded"
+	"github.com/rlpipe/rlpipe/internal/lineproc"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/toolcall"
 )
@@ -259,27 +260,15 @@ func (w *worker) roundTrip(ctx context.Context, line []byte) ([]byte, error) {
 
 // read reads one line, giving up (and killing the worker) when ctx ends.
 func (w *worker) read(ctx context.Context) ([]byte, error) {
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := w.out.ReadBytes('\n')
-		done <- result{b, err}
-	}()
-	select {
-	case res := <-done:
-		if res.err != nil {
-			w.cmd.Wait()
-			return nil, fmt.Errorf("%w: it exited (%v)%s", ErrWorker, w.cmd.ProcessState, w.stderr.say())
-		}
-		return res.b, nil
-	case <-ctx.Done():
-		w.cmd.Process.Kill()
-		<-done // the pipe closes with the process
+	b, err := lineproc.ReadLine(ctx, w.out, func() { w.cmd.Process.Kill() })
+	switch {
+	case errors.Is(err, lineproc.ErrGaveUp):
 		return nil, fmt.Errorf("chattemplate: %w", ctx.Err())
+	case err != nil:
+		w.cmd.Wait()
+		return nil, fmt.Errorf("%w: it exited (%v)%s", ErrWorker, w.cmd.ProcessState, w.stderr.say())
 	}
+	return b, nil
 }
 
 // close stops the worker: its stdin closed, the process killed and
@@ -297,12 +286,8 @@ type tail struct{ bounded.Tail }
 
 // say is ": stderr: <last line>" when the worker wrote to stderr.
 func (t *tail) say() string {
-	s := strings.TrimSpace(t.Text())
-	if s == "" {
-		return ""
+	if s := t.LastLine(); s != "" {
+		return ": stderr: " + s
 	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return ": stderr: " + s
+	return ""
 }

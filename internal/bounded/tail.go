@@ -49,3 +49,14 @@ func (t *Tail) Lines(n int) []string {
 	}
 	return kept[max(0, len(kept)-n):]
 }
+
+// LastLine is the last non-empty line the tail holds, trimmed: a
+// traceback's exception, the line that says why a child died. "" when
+// the tail holds only blanks.
+func (t *Tail) LastLine() string {
+	s := strings.TrimSpace(t.Text())
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
+}

@@ -61,3 +61,20 @@ func TestTailLines(t *testing.T) {
 		})
 	}
 }
+
+func TestTailLastLine(t *testing.T) {
+	for _, c := range []struct{ name, written, want string }{
+		{"nothing", "", ""},
+		{"blanks", " \n\n", ""},
+		{"one line", "boom\n", "boom"},
+		{"a traceback", "Traceback (most recent call last):\n  File \"x\", line 1\nValueError: bad\n\n", "ValueError: bad"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tl := &bounded.Tail{}
+			tl.Write([]byte(c.written))
+			if got := tl.LastLine(); got != c.want {
+				t.Errorf("LastLine() = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -1,7 +1,7 @@
 // Package pyvenv finds the project's Python venvs for the tests that run
 // real Python libraries: torch, transformers, PEFT, vLLM and torchrun
 // (Py), the official openai SDK (SDK), Hugging Face datasets (Data), and
-// TensorBoard and MLflow (Tracker).
+// TensorBoard, MLflow and wandb (Tracker).
 //
 // `make deps` makes every venv (scripts/deps.sh runs each one's script;
 // `make test` runs deps first); a test never makes one, so `go test`
@@ -47,7 +47,7 @@ var (
 	SDK = Venv{Name: ".venv-sdk", Env: "RLPIPE_SDK_VENV", Script: "scripts/sdk-venv.sh", Requirements: "scripts/sdk-requirements.txt"}
 	// Data has Hugging Face datasets, pyarrow, polars and duckdb.
 	Data = Venv{Name: ".venv-data", Env: "RLPIPE_DATA_VENV", Script: "scripts/data-venv.sh", Requirements: "scripts/data-requirements.txt"}
-	// Tracker has TensorBoard and MLflow.
+	// Tracker has TensorBoard, MLflow and wandb.
 	Tracker = Venv{Name: ".venv-tracking", Env: "RLPIPE_TRACKER_VENV", Script: "scripts/tracker-venv.sh", Requirements: "scripts/tracker-requirements.txt"}
 	// OpenEnv has openenv and uvicorn: the OpenEnv environment servers
 	// rlpipe starts (its own venv: openenv's pins clash with vLLM's).

@@ -48,9 +48,11 @@ func TestTrackingErrors(t *testing.T) {
 	}{
 		{"unknown key", "  - {kind: tensorboard, dri: tb}\n", []string{`pipeline.yaml:15:25: unknown key "dri" in tracking[0] (did you mean "dir"?)`}},
 		{"another backend's key", "  - {kind: tensorboard, dir: tb, uri: x}\n", []string{`pipeline.yaml:15:34: tracking[0].uri: only mlflow trackers take uri`}},
-		{"unknown kind", "  - {kind: wandb, dir: x}\n", []string{`pipeline.yaml:15:6: tracking[0].kind: unknown tracker kind "wandb" (use ` + strings.Join(kinds.Registry().Trackers.Kinds(), " or ") + `)`}},
+		{"unknown kind", "  - {kind: neptune, dir: x}\n", []string{`pipeline.yaml:15:6: tracking[0].kind: unknown tracker kind "neptune" (use ` + strings.Join(kinds.Registry().Trackers.Kinds(), " or ") + `)`}},
 		{"missing kind", "  - {dir: x}\n", []string{`tracking[0]: missing key kind`}},
 		{"missing dir", "  - {kind: tensorboard}\n", []string{`pipeline.yaml:15:5: tracking[0].dir: missing`}},
+		{"wandb without dir", "  - {kind: wandb, project: rl}\n", []string{`pipeline.yaml:15:5: tracking[0].dir: missing (the directory wandb writes its runs under, e.g. dir: wandb)`}},
+		{"wandb with a key", "  - {kind: wandb, dir: wb, api_key: x}\n", []string{`pipeline.yaml:15:28: unknown key "api_key" in tracking[0] (known keys: dir, entity, kind, project, python)`}},
 		{"bad uri", "  - {kind: mlflow, uri: \"ftp://h\"}\n", []string{`pipeline.yaml:15:20: tracking[0].uri: "ftp://h" is not an http:// or https:// address`}},
 		{"credentials in the uri", "  - {kind: mlflow, uri: \"http://u:p@h\"}\n", []string{`tracking[0].uri: holds credentials; set MLFLOW_TRACKING_TOKEN`}},
 		{"not a list", "  kind: tensorboard\n", []string{`pipeline.yaml:15:7: tracking: expected a list`}},
@@ -84,5 +86,27 @@ func TestTrackingDirFromFile(t *testing.T) {
 	}
 	if got := c.Tracking[0].Options.(*trackers.TensorBoardOptions).Dir; got != filepath.Join(dir, "tb") {
 		t.Errorf("dir = %q, want %q", got, filepath.Join(dir, "tb"))
+	}
+}
+
+// TestTrackingWandb reads a wandb entry's keys, its relative dir and
+// python taken from the pipeline file's directory.
+func TestTrackingWandb(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pipeline.yaml")
+	src := base + "tracking: [{kind: wandb, dir: wb, project: rl, entity: team, python: ../.venv-tracking}]\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path, kinds.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trackers.WandbOptions{Dir: filepath.Join(dir, "wb"), Project: "rl", Entity: "team", Python: filepath.Join(filepath.Dir(dir), ".venv-tracking")}
+	if got, ok := c.Tracking[0].Options.(*trackers.WandbOptions); !ok || *got != want {
+		t.Errorf("tracking[0]: %+v, want %+v", c.Tracking[0].Options, want)
+	}
+	if got := c.Tracking[0].Spec().String(); got != "wandb:"+filepath.Join(dir, "wb") {
+		t.Errorf("spec: %s", got)
 	}
 }

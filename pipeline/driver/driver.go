@@ -99,6 +99,10 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 	if err := cfg.CheckDataset(ctx, st); err != nil {
 		return out, err
 	}
+	// So is a tracker that cannot work (wandb missing from its python).
+	if err := checkTrackers(ctx, cfg, o.Logger); err != nil {
+		return out, err
+	}
 	if cfg, err = keepStd(ctx, st, cfg, name, o.Logger); err != nil {
 		return out, err
 	}
@@ -204,6 +208,24 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 		Tasks: stats.tasks, Cached: stats.cached, Attempts: stats.attempts, Retries: stats.retries,
 		Seconds: time.Since(start).Round(time.Millisecond).Seconds(), StageSeconds: stats.breakdown(),
 		Planned: plan.Loop.Iterations}, nil
+}
+
+// checkTrackers runs the plan-time check of each tracker of the config
+// that has one (trackers.Checker), in order; the first failure names its
+// tracking entry.
+func checkTrackers(ctx context.Context, cfg *config.Config, log zerolog.Logger) error {
+	for i, t := range cfg.Tracking {
+		tr, err := cfg.Registry().Trackers.Open(t.Spec())
+		if err != nil {
+			return fmt.Errorf("%s: tracking[%d]: %w", cfg.File(), i, err)
+		}
+		if c, ok := tr.(trackers.Checker); ok {
+			if err := c.Check(ctx, log); err != nil {
+				return fmt.Errorf("%s: tracking[%d] (%s): %w", cfg.File(), i, t.Spec(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // openTrackers starts feeding the config's trackers; nil without any.

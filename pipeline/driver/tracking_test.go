@@ -380,3 +380,60 @@ func hangingServer(tb testing.TB) *httptest.Server {
 	})
 	return srv
 }
+
+// TestRunChecksTrackers: a tracker whose plan-time check fails (a wandb
+// entry whose python does not exist) stops the run before it starts,
+// naming the entry and what to do, and the run records nothing.
+func TestRunChecksTrackers(t *testing.T) {
+	st := newStore(t)
+	dir := t.TempDir()
+	py := filepath.Join(dir, "no-venv")
+	cfg := parse(t, pipelineYAML+fmt.Sprintf("tracking: [{kind: wandb, dir: %q, python: %q}]\n", filepath.Join(dir, "wb"), py))
+	_, err := driver.Run(context.Background(), st, cfg, driver.Options{})
+	want := "pipeline.yaml: tracking[0] (wandb:" + filepath.Join(dir, "wb") + "): wandb: python " + py +
+		": no such venv or interpreter; set python: to a venv with wandb (the project's .venv-tracking, made by scripts/tracker-venv.sh): no wandb package"
+	if err == nil || err.Error() != want || !errors.Is(err, trackers.ErrNoWandb) {
+		t.Fatalf("run: got %v\nwant %s", err, want)
+	}
+	if _, err := st.GetBranch(context.Background(), runs.Branch("exp1")); !errors.Is(err, artifacts.ErrNotFound) {
+		t.Errorf("the run's branch after a failed check: %v, want none", err)
+	}
+}
+
+// TestRunWandb runs a pipeline with a wandb tracking entry (offline, the
+// real wandb package) and reads the runs back with wandb's own reader: a
+// run interrupted after iteration 1 ends its W&B run with exit code 255;
+// run again, it resumes the same W&B run (id exp1), which gets iteration
+// 2 and exit code 0, each step with its commit.
+func TestRunWandb(t *testing.T) {
+	py := trackertest.Python(t)
+	t.Setenv("WANDB_API_KEY", "")
+	dir := t.TempDir()
+	st := newStore(t)
+	cfg := parse(t, pipelineYAML+fmt.Sprintf("tracking: [{kind: wandb, dir: %q, python: %q}]\n", dir, py))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := driver.Run(ctx, st, cfg, driver.Options{OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	sum, err := driver.Run(context.Background(), st, cfg, driver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := trackertest.WandbRuns(t, dir, "exp1")
+	if len(got) != 2 {
+		t.Fatalf("offline runs of id exp1: %d, want 2 (the run and its resume)", len(got))
+	}
+	for i, want := range []struct{ step, code int }{{1, 255}, {2, 0}} {
+		r := got[i]
+		if r.ID != "exp1" || len(r.History) != 1 || r.History[0]["_step"] != float64(want.step) || r.ExitCode == nil || *r.ExitCode != want.code {
+			t.Errorf("offline run %d: id %s, rows %v, exit code %v; want exp1, step %d, exit code %d", i, r.ID, r.History, r.ExitCode, want.step, want.code)
+		}
+		if r.Config["iterations"] != "2" || r.Config["rlpipe.config_hash"] != sum.ConfigHash {
+			t.Errorf("offline run %d: config %v", i, r.Config)
+		}
+	}
+	if c := got[1].History[0]["rlpipe/commit"]; c != sum.Commit {
+		t.Errorf("step 2's commit: %v, want the head %s", c, sum.Commit)
+	}
+}

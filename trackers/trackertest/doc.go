@@ -1,12 +1,13 @@
 // Package trackertest is the conformance suite every trackers.Tracker
-// backend runs, and the real MLflow tracking server the tests of
-// trackers, pipeline/driver and cli read their runs back from.
+// backend runs, the real MLflow tracking server the tests of trackers,
+// pipeline/driver and cli read their runs back from, and wandb's own
+// reader of offline W&B runs (WandbRuns).
 //
 // A backend calls Run from its own tests with a function that returns a
 // fresh Backend: how to open its trackers (every one recording to the
 // same place, so that a second is a resumed run's) and how to read back
 // what they recorded, with the backend's own reader (TensorBoard's
-// EventAccumulator, the MLflow server's REST API):
+// EventAccumulator, the MLflow server's REST API, `wandb leet inspect`):
 //
 //	func TestConformance(t *testing.T) {
 //		trackertest.Run(t, func(t *testing.T) trackertest.Backend {
