@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/server"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -266,7 +267,7 @@ func isLocalDir(path string) bool {
 func checkoutAdapter(ctx context.Context, st artifacts.Store, arg, dir string) error {
 	a, err := parseArtifact(arg)
 	if err != nil {
-		return usagef("policy export --adapter %s: %v: give a local directory or REF:PATH, e.g. runs-arith:iterations/000060/adapter", arg, err)
+		return usagef("policy export --adapter %s: %v: give a local directory or REF:PATH, e.g. %s:%s", arg, err, runs.Branch("arith"), runs.AdapterPath(60))
 	}
 	a.path = strings.TrimSuffix(a.path, "/") + "/"
 	entries, err := listEntries(ctx, st, a.ref, a.path, true)
@@ -274,8 +275,8 @@ func checkoutAdapter(ctx context.Context, st artifacts.Store, arg, dir string) e
 		return withOp(err, "policy export --adapter %s", arg)
 	}
 	if len(entries) == 0 {
-		return failure(fmt.Errorf("policy export --adapter %s: %w: no directory %s at %s and none on this machine (`rlpipe ls %s:iterations/` lists a run's iterations)",
-			arg, artifacts.ErrObjectNotFound, strings.TrimSuffix(a.path, "/"), a.ref, a.ref))
+		return failure(fmt.Errorf("policy export --adapter %s: %w: no directory %s at %s and none on this machine (`rlpipe ls %s:%s` lists a run's iterations)",
+			arg, artifacts.ErrObjectNotFound, strings.TrimSuffix(a.path, "/"), a.ref, a.ref, runs.IterationsPrefix))
 	}
 	if _, err := exportPrefix(ctx, st, a, dir, formatRaw); err != nil {
 		return withOp(err, "policy export --adapter %s", arg)
