@@ -99,6 +99,22 @@ func runLegs(t *testing.T, maxLegs, kills int, killNow func(done chan error) boo
 	}
 }
 
+// sameAsUninterrupted fails t for each artifact of got (runSums after the
+// killed legs) that differs from want (an uninterrupted run's), and logs
+// the outcome; what names the case in the messages.
+func sameAsUninterrupted(t *testing.T, what string, kills int, want, got map[string]string) {
+	t.Helper()
+	for p, s := range want {
+		if got[p] != s {
+			t.Errorf("%safter %d kills: %s differs (%s, want %s)", what, kills, p, got[p], s)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s%d artifacts, want %d", what, len(got), len(want))
+	}
+	t.Logf("%s%d kills, %d artifacts identical to the uninterrupted run", what, kills, len(want))
+}
+
 // runSums maps the run's artifacts (iterations/, evals/, run/) to their
 // checksums: events/ holds timings and is left out.
 func runSums(t *testing.T, store, branch string) map[string]string {
@@ -145,16 +161,7 @@ func TestKillTrainingAndResume(t *testing.T) {
 		h.ok("dataset", "arith", "main", "--train", "256", "--heldout", "50")
 		chaosCfg := h.file("pipeline.yaml", src)
 		kills := runKilled(t, rng, 300, 1500, "--store", h.store, "--log-level", "error", "run", "-f", chaosCfg)
-		got := runSums(t, h.store, "runs-arith")
-		for p, s := range want {
-			if got[p] != s {
-				t.Errorf("trial %d, after %d kills: %s differs (%s, want %s)", trial, kills, p, got[p], s)
-			}
-		}
-		if len(got) != len(want) {
-			t.Errorf("trial %d: %d artifacts, want %d", trial, len(got), len(want))
-		}
-		t.Logf("trial %d: %d kills, %d artifacts identical to the uninterrupted run", trial, kills, len(want))
+		sameAsUninterrupted(t, fmt.Sprintf("trial %d: ", trial), kills, want, runSums(t, h.store, "runs-arith"))
 	}
 }
 
@@ -181,14 +188,5 @@ func TestKillEpisodesAndResume(t *testing.T) {
 	}
 	h, cfg := setup()
 	kills := runKilled(t, rand.New(rand.NewPCG(5, 18)), 200, 1200, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
-	got := runSums(t, h.store, "runs-chain")
-	for p, s := range want {
-		if got[p] != s {
-			t.Errorf("after %d kills: %s differs (%s, want %s)", kills, p, got[p], s)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("%d artifacts, want %d", len(got), len(want))
-	}
-	t.Logf("%d kills, %d artifacts identical to the uninterrupted run", kills, len(want))
+	sameAsUninterrupted(t, "", kills, want, runSums(t, h.store, "runs-chain"))
 }

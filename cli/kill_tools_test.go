@@ -71,14 +71,5 @@ func TestKillToolEpisodesAndResume(t *testing.T) {
 	}
 	h, cfg := setup()
 	kills := runKilled(t, rand.New(rand.NewPCG(7, 38)), 300, 1500, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
-	got := runSums(t, h.store, "runs-tools")
-	for p, s := range want {
-		if got[p] != s {
-			t.Errorf("after %d kills: %s differs (%s, want %s)", kills, p, got[p], s)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("%d artifacts, want %d", len(got), len(want))
-	}
-	t.Logf("%d kills, %d artifacts identical to the uninterrupted run", kills, len(want))
+	sameAsUninterrupted(t, "", kills, want, runSums(t, h.store, "runs-tools"))
 }

@@ -335,14 +335,10 @@ func (w *Wandb) start(ctx context.Context) (*wandbProc, error) {
 		p.close()
 		return nil, err
 	}
-	var hello struct {
-		Ready bool   `json:"ready"`
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(raw, &hello) != nil || !hello.Ready {
+	if ok, why := lineproc.Ready(raw); !ok {
 		p.close()
-		if hello.Error != "" {
-			return nil, noWandb(py, hello.Error)
+		if why != "" {
+			return nil, noWandb(py, why)
 		}
 		return nil, fmt.Errorf("%w: its first line %.200q is not {\"ready\": true}", ErrWandbWorker, raw)
 	}

@@ -236,14 +236,10 @@ func startWorker(ctx context.Context, o Options) (*worker, error) {
 		w.close()
 		return nil, err
 	}
-	var hello struct {
-		Ready bool   `json:"ready"`
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(raw, &hello) != nil || !hello.Ready {
+	if ok, why := lineproc.Ready(raw); !ok {
 		w.close()
-		if hello.Error != "" {
-			return nil, fmt.Errorf("load the tokenizer %s and its template: %s", o.Tokenizer, hello.Error)
+		if why != "" {
+			return nil, fmt.Errorf("load the tokenizer %s and its template: %s", o.Tokenizer, why)
 		}
 		return nil, fmt.Errorf("%w: its first line %.200q is not {\"ready\": true}", ErrWorker, raw)
 	}

@@ -13,6 +13,7 @@ package lineproc
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -43,4 +44,19 @@ func ReadLine(ctx context.Context, r *bufio.Reader, kill func()) ([]byte, error)
 		<-done // what kill ended closes the reader
 		return nil, fmt.Errorf("%w: %w", ErrGaveUp, ctx.Err())
 	}
+}
+
+// Ready reads a worker's first line, its handshake: {"ready": true}, or
+// {"ready": false, "error": why} when it could not start (a package
+// missing, a file unreadable). ok is false for anything else too, with
+// why "": the caller then quotes the line.
+func Ready(line []byte) (ok bool, why string) {
+	var hello struct {
+		Ready bool   `json:"ready"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(line, &hello) != nil {
+		return false, ""
+	}
+	return hello.Ready, hello.Error
 }

@@ -58,3 +58,22 @@ func TestReadLine(t *testing.T) {
 		})
 	}
 }
+
+// A worker's handshake: ready, not ready with its reason, or a line that
+// is no handshake at all.
+func TestReady(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+		why  string
+	}{
+		{`{"ready": true}` + "\n", true, ""},
+		{`{"ready": false, "error": "No module named 'wandb'"}`, false, "No module named 'wandb'"},
+		{`{"hello": 1}`, false, ""},
+		{`Traceback (most recent call last):`, false, ""},
+	} {
+		if ok, why := lineproc.Ready([]byte(c.line)); ok != c.ok || why != c.why {
+			t.Errorf("Ready(%q) = %v, %q; want %v, %q", c.line, ok, why, c.ok, c.why)
+		}
+	}
+}
