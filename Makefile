@@ -61,7 +61,7 @@ demo: build ## the RL loop on the embedded model: GRPO, evaluation, a report (ab
 	@./scripts/demo.sh
 
 .PHONY: demo-agent
-demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (a few minutes)
+demo-agent: build ## multi-turn RL: GRPO on episodes of a running sum, trained on the model's own tokens (about 30 s on two quiet cores)
 	@./scripts/demo-agent.sh
 
 .PHONY: demo-rg
