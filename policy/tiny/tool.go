@@ -244,9 +244,6 @@ type ToolOutcome struct {
 	Solved bool
 	// Read: the episode read input.txt.
 	Read bool
-	// Replies is the number of replies, Status the last sample's.
-	Replies int
-	Status  string
 }
 
 // ToolPlay plays n episodes of each problem at temperature t in memory
@@ -288,8 +285,6 @@ func (m *Model) ToolPlay(ctx context.Context, a *Adapter, problems []ToolProblem
 		}
 		for k, e := range live {
 			s := out[k][0]
-			e.out.Replies++
-			e.out.Status = s.Status
 			if s.Status != policy.StatusOK {
 				e.done = true
 				continue
