@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -102,7 +103,9 @@ var taskKeys = []string{"checks", "files", "protected", "run", "verifier"}
 // canonical JSON (keys sorted, no spaces), or "" when it has none or its
 // metadata is not a JSON object.
 func TaskKeys(p tables.Prompt) string {
-	if !strings.Contains(p.Metadata, "{") {
+	// Decode only metadata that names a task key: a dataset's (a GSM8K
+	// reasoning, a level) has none, and every training row passes here.
+	if !slices.ContainsFunc(taskKeys, func(k string) bool { return strings.Contains(p.Metadata, `"`+k+`"`) }) {
 		return ""
 	}
 	var m map[string]any
