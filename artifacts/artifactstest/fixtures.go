@@ -75,6 +75,17 @@ func Read(t testing.TB, st artifacts.Store, ref, path string) []byte {
 	return b
 }
 
+// ReadInfo reads the whole object at ref:path and returns it with the
+// ObjectInfo GetObject gave; an error fails the test.
+func ReadInfo(t testing.TB, st artifacts.Store, ref, path string) ([]byte, artifacts.ObjectInfo) {
+	t.Helper()
+	b, info, err := readObject(context.Background(), st, ref, path)
+	if err != nil {
+		t.Fatalf("read %s:%s: %v", ref, path, err)
+	}
+	return b, info
+}
+
 // ReadTable reads every row of the table tb from the Parquet object at
 // ref:path.
 func ReadTable[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tables.Table[T]) []T {

@@ -43,14 +43,40 @@ func Serve(t testing.TB, st artifacts.Store, opts *storeserver.Options) (*stores
 // when the test ends.
 func OpenLakeFS(t testing.TB, url, repo, key, secret string) *lakefs.Store {
 	t.Helper()
-	c, err := lakefs.NewClient(lakefs.Config{Endpoint: url, AccessKeyID: key, SecretAccessKey: secret})
+	return OpenLakeFSWith(t, lakefs.Config{Endpoint: url, AccessKeyID: key, SecretAccessKey: secret}, repo, nil)
+}
+
+// OpenLakeFSWith opens the repository repo of the lakeFS cfg names with
+// the lakefs:// backend and opts; the store closes when the test ends.
+func OpenLakeFSWith(t testing.TB, cfg lakefs.Config, repo string, opts *artifacts.Options) *lakefs.Store {
+	t.Helper()
+	c, err := lakefs.NewClient(cfg)
 	if err != nil {
-		t.Fatalf("new lakeFS client for %s: %v", url, err)
+		t.Fatalf("new lakeFS client for %s: %v", cfg.Endpoint, err)
 	}
-	st, err := lakefs.Open(context.Background(), c, repo, nil)
+	st, err := lakefs.Open(context.Background(), c, repo, opts)
 	if err != nil {
-		t.Fatalf("open lakefs://%s at %s: %v", repo, url, err)
+		t.Fatalf("open lakefs://%s at %s: %v", repo, cfg.Endpoint, err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// ServeBlockStore makes a storeserver.BlockStore with opts (Dir a
+// temporary directory unless set) served by a loopback test server of
+// its own, standing in for the S3 beside a lakeFS server: give it to
+// Serve as Options.BlockStore. The test server closes when the test ends.
+func ServeBlockStore(t testing.TB, opts storeserver.BlockStoreOptions) *storeserver.BlockStore {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	bs, err := storeserver.NewBlockStore(opts)
+	if err != nil {
+		t.Fatalf("block store: %v", err)
+	}
+	hs := httptest.NewServer(bs)
+	t.Cleanup(hs.Close)
+	bs.SetURL(hs.URL)
+	return bs
 }

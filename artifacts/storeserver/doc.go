@@ -35,8 +35,9 @@
 // (create, get, list, delete, reset), tags, commits (get by any ref
 // expression, create, log), objects (upload, download with HEAD and
 // single Range requests, stat, list, delete, copy), diffs of two refs and
-// of a branch's staged changes, merge and merge base, revert, and GET
-// /api/v1/healthcheck, which needs no credentials.
+// of a branch's staged changes, merge and merge base, revert, the
+// storage configuration (GET /api/v1/config), staging (see Presigned
+// transfers), and GET /api/v1/healthcheck, which needs no credentials.
 //
 // Objects stream in both directions: an upload's body is the reader
 // Store.PutObject consumes, and a download copies the store's reader to
@@ -106,6 +107,33 @@
 // hidden flag) turns them on; ParseFaults reads its value. The 501 for
 // shallow copies and the 409 for name clashes are not faults: the server
 // always answers them as lakeFS does.
+//
+// # Presigned transfers
+//
+// With Options.BlockStore the server offers what lakeFS over S3 offers
+// for large objects: GET /api/v1/config says pre_sign_support: true,
+// getPhysicalAddress (GET …/branches/{branch}/staging/backing) hands out
+// a block://<id> address and, with presign=true, a URL to upload it to,
+// linkPhysicalAddress (PUT on the same path) stages the uploaded block at
+// the path, and a stat with presign=true answers a URL that reads the
+// object as its physical_address (with physical_address_expiry). The URLs
+// point at the BlockStore, an http.Handler served apart from the API
+// (artifactstest.ServeBlockStore serves it on a loopback test server of
+// its own, standing in for S3), so the API server is not in the data
+// path. They carry an expiry and an HMAC-SHA256 signature under a key
+// made at random for the block store; one that expired or whose
+// signature does not match is refused with 403 and S3's XML error
+// (AccessDenied, SignatureDoesNotMatch), and BlockFaults make every URL
+// signed so (ExpiredURLs, WrongSignatures), for tests of clients.
+//
+// An upload lands in BlockStoreOptions.Dir as <id>.part and becomes a
+// block when its last byte has arrived; a link checks the block's size
+// and MD5 (its ETag) against the body and moves its bytes into the store
+// through Store.PutObject, as an upload through the API would (lakeFS's
+// link only records the address: the stand-in copies once more). An
+// upload cut off, or never linked, stages nothing. Without a BlockStore,
+// the config says pre_sign_support: false and the staging endpoints
+// answer 501, as on a lakeFS whose block store cannot presign.
 //
 // # Security
 //

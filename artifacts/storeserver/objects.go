@@ -1,6 +1,7 @@
 package storeserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,13 +34,9 @@ func (s *Server) uploadObject(c *call) error {
 	if err != nil {
 		return err
 	}
-	ifAbsent := false
-	switch inm := c.r.Header.Get("If-None-Match"); inm {
-	case "":
-	case "*":
-		ifAbsent = true
-	default:
-		return errorf(http.StatusBadRequest, "put %s:%s: If-None-Match %q: only * (upload only if the path holds no object) is supported", branch, path, inm)
+	ifAbsent, err := c.ifAbsent("put " + branch + ":" + path)
+	if err != nil {
+		return err
 	}
 	body := io.Reader(c.r.Body)
 	ct := c.r.Header.Get("Content-Type")
@@ -72,25 +69,47 @@ func (s *Server) uploadObject(c *call) error {
 			return err
 		}
 	}
-	md5r := s.newMD5Reader(body)
-	if md5r != nil {
-		body = md5r
-	}
-	info, err := s.st.PutObject(c.ctx(), branch, path, body, &artifacts.PutOptions{
-		ContentType: ct, Metadata: s.storedMetadata(userMetadata(c.r.Header)), IfAbsent: ifAbsent,
+	st, err := s.put(c.ctx(), branch, path, body, &artifacts.PutOptions{
+		ContentType: ct, Metadata: userMetadata(c.r.Header), IfAbsent: ifAbsent,
 	})
-	if err != nil {
-		return err
-	}
-	if md5r != nil {
-		s.rememberMD5(info.Checksum, md5r.sum())
-	}
-	st, err := s.describe(c.ctx(), branch, path, info, true)
 	if err != nil {
 		return err
 	}
 	writeJSON(c.w, http.StatusCreated, st)
 	return nil
+}
+
+// put stores body at branch:path with o (its metadata as the client sent
+// it) and describes the object as the server reports it: the one way in
+// for an upload and for a link of a presigned upload.
+func (s *Server) put(ctx context.Context, branch, path string, body io.Reader, o *artifacts.PutOptions) (lakefsapi.ObjectStats, error) {
+	md5r := s.newMD5Reader(body)
+	if md5r != nil {
+		body = md5r
+	}
+	opts := *o
+	opts.Metadata = s.storedMetadata(o.Metadata)
+	info, err := s.st.PutObject(ctx, branch, path, body, &opts)
+	if err != nil {
+		return lakefsapi.ObjectStats{}, err
+	}
+	if md5r != nil {
+		s.rememberMD5(info.Checksum, md5r.sum())
+	}
+	return s.describe(ctx, branch, path, info, true)
+}
+
+// ifAbsent reads an upload's If-None-Match: * (write only to a free
+// path), the one value lakeFS takes.
+func (c *call) ifAbsent(what string) (bool, error) {
+	switch inm := c.r.Header.Get("If-None-Match"); inm {
+	case "":
+		return false, nil
+	case "*":
+		return true, nil
+	default:
+		return false, errorf(http.StatusBadRequest, "%s: If-None-Match %q: only * (upload only if the path holds no object) is supported", what, inm)
+	}
 }
 
 // isDefaultContentType reports whether ct is application/octet-stream,
@@ -384,6 +403,10 @@ func (s *Server) statObject(c *call) error {
 	if err != nil {
 		return err
 	}
+	presign, err := c.boolean("presign", false)
+	if err != nil {
+		return err
+	}
 	if err := s.missStaged(c, c.p["ref"], path); err != nil {
 		return err
 	}
@@ -394,6 +417,11 @@ func (s *Server) statObject(c *call) error {
 	st, err := s.describe(c.ctx(), c.p["ref"], path, info, withMeta)
 	if err != nil {
 		return err
+	}
+	if presign {
+		if err := s.presignRead(c.p["ref"], path, info, &st); err != nil {
+			return err
+		}
 	}
 	writeJSON(c.w, http.StatusOK, st)
 	return nil

@@ -136,6 +136,9 @@ var routes = []route{
 	{"POST", "/repositories/{repository}/refs/{sourceRef}/merge/{destinationBranch}", (*Server).merge},
 	{"GET", "/repositories/{repository}/refs/{sourceRef}/merge/{destinationBranch}", (*Server).findMergeBase},
 	{"POST", "/repositories/{repository}/branches/{branch}/revert", (*Server).revert},
+	{"GET", "/config", (*Server).getConfig},
+	{"GET", "/repositories/{repository}/branches/{branch}/staging/backing", (*Server).getPhysicalAddress},
+	{"PUT", "/repositories/{repository}/branches/{branch}/staging/backing", (*Server).linkPhysicalAddress},
 }
 
 // match matches an escaped API path against a template and returns the

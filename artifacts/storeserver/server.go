@@ -80,6 +80,13 @@ type Options struct {
 	// Faults make the server misbehave the way a real lakeFS server does,
 	// for tests (the zero value: none).
 	Faults Faults
+	// BlockStore, when set, makes the server offer presigned transfers
+	// as lakeFS over S3 does (GET /config says pre_sign_support: true):
+	// getPhysicalAddress and linkPhysicalAddress, and stats with
+	// presign=true, whose URLs the BlockStore serves apart from the API.
+	// Nil: a lakeFS whose block store cannot presign (the staging
+	// endpoints answer 501). A BlockStore serves one Server.
+	BlockStore *BlockStore
 }
 
 // Faults are lakeFS behaviours a test can turn on.
@@ -247,6 +254,11 @@ func New(ctx context.Context, st artifacts.Store, opts *Options) (*Server, error
 	}
 	if err := artifacts.ValidateRepositoryName(name); err != nil {
 		return nil, fmt.Errorf("storeserver: serve the store as repository %q: %w (name it with Options.Repository, `rlpipe store serve --repository NAME`)", name, err)
+	}
+	if o.BlockStore != nil {
+		if err := o.BlockStore.attach(st); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{st: st, opts: o, ep: ep, log: o.Logger, repo: name, defaultBranch: info.DefaultBranch}
 	s.key = loopback.DigestOf(o.AccessKeyID)

@@ -111,14 +111,17 @@ const (
 // ObjectStats is the schema ObjectStats: an object, or a common prefix in
 // a listing with a delimiter.
 type ObjectStats struct {
-	Path            string            `json:"path"`
-	PathType        string            `json:"path_type"` // PathTypeObject or PathTypeCommonPrefix
-	PhysicalAddress string            `json:"physical_address"`
-	Checksum        string            `json:"checksum"`
-	SizeBytes       *int64            `json:"size_bytes,omitempty"`
-	Mtime           int64             `json:"mtime"`
-	Metadata        map[string]string `json:"metadata,omitempty"`
-	ContentType     string            `json:"content_type,omitempty"`
+	Path            string `json:"path"`
+	PathType        string `json:"path_type"` // PathTypeObject or PathTypeCommonPrefix
+	PhysicalAddress string `json:"physical_address"`
+	// PhysicalAddressExpiry, when set, says that PhysicalAddress is a
+	// presigned URL (a stat with presign=true) and when it expires.
+	PhysicalAddressExpiry int64             `json:"physical_address_expiry,omitempty"`
+	Checksum              string            `json:"checksum"`
+	SizeBytes             *int64            `json:"size_bytes,omitempty"`
+	Mtime                 int64             `json:"mtime"`
+	Metadata              map[string]string `json:"metadata,omitempty"`
+	ContentType           string            `json:"content_type,omitempty"`
 }
 
 // Diff is the schema Diff: one row of a diff.
@@ -142,4 +145,35 @@ type Pagination struct {
 type Page[T any] struct {
 	Pagination Pagination `json:"pagination"`
 	Results    []T        `json:"results"`
+}
+
+// StagingLocation is the schema StagingLocation: where getPhysicalAddress
+// says to upload an object's bytes before linkPhysicalAddress stages it.
+type StagingLocation struct {
+	PhysicalAddress    string `json:"physical_address,omitempty"`
+	PresignedURL       string `json:"presigned_url,omitempty"`
+	PresignedURLExpiry int64  `json:"presigned_url_expiry,omitempty"`
+}
+
+// StagingMetadata is the schema StagingMetadata: the body of
+// linkPhysicalAddress, describing bytes uploaded to a StagingLocation.
+type StagingMetadata struct {
+	Staging      StagingLocation   `json:"staging"`
+	Checksum     string            `json:"checksum"`
+	SizeBytes    int64             `json:"size_bytes"`
+	UserMetadata map[string]string `json:"user_metadata,omitempty"`
+	ContentType  string            `json:"content_type,omitempty"`
+}
+
+// StorageConfig is the part of the schema StorageConfig rlpipe reads:
+// whether the server hands out presigned URLs to its block store.
+type StorageConfig struct {
+	BlockstoreType string `json:"blockstore_type"`
+	PreSignSupport bool   `json:"pre_sign_support"`
+}
+
+// Config is the part of the schema Config (GET /config) rlpipe reads.
+type Config struct {
+	StorageConfig     *StorageConfig  `json:"storage_config,omitempty"`
+	StorageConfigList []StorageConfig `json:"storage_config_list,omitempty"`
 }
