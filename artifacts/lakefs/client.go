@@ -54,15 +54,26 @@ type Config struct {
 	// HTTPClient sends the requests; nil means a client of its own (whose
 	// idle connections Store.Close releases).
 	HTTPClient *http.Client
+	// PresignThreshold is the size in bytes above which objects are
+	// uploaded and read through presigned URLs to the server's block
+	// store, when the server offers them (see the package doc): 0 means
+	// DefaultPresignThreshold, a negative value never.
+	PresignThreshold int64
+	// thresholdErr is a bad EnvPresignThreshold, reported by NewClient.
+	thresholdErr error
 }
 
 // ConfigFromEnv reads the lakectl environment variables.
 func ConfigFromEnv() Config {
-	return Config{
+	c := Config{
 		Endpoint:        os.Getenv(EnvEndpoint),
 		AccessKeyID:     os.Getenv(EnvAccessKeyID),
 		SecretAccessKey: os.Getenv(EnvSecretAccessKey),
 	}
+	if v := os.Getenv(EnvPresignThreshold); v != "" {
+		c.PresignThreshold, c.thresholdErr = parseThreshold(v)
+	}
+	return c
 }
 
 // String describes the configuration without the secret.
@@ -86,6 +97,10 @@ type Client struct {
 	key    string
 	secret string
 	log    zerolog.Logger
+	// threshold is Config.PresignThreshold with the default filled in;
+	// presign is what the server said of presigned transfers.
+	threshold int64
+	presign   *presignState
 }
 
 // NewClient checks cfg and returns a client for it. It sends no request.
@@ -97,7 +112,15 @@ func NewClient(cfg Config) (*Client, error) {
 	if (cfg.AccessKeyID == "") != (cfg.SecretAccessKey == "") {
 		return nil, fmt.Errorf("%w: lakefs: set both %s and %s, or neither", artifacts.ErrInvalid, EnvAccessKeyID, EnvSecretAccessKey)
 	}
-	c := &Client{base: base, hc: cfg.HTTPClient, key: cfg.AccessKeyID, secret: cfg.SecretAccessKey, log: zerolog.Nop()}
+	if cfg.thresholdErr != nil {
+		return nil, cfg.thresholdErr
+	}
+	threshold := cfg.PresignThreshold
+	if threshold == 0 {
+		threshold = DefaultPresignThreshold
+	}
+	c := &Client{base: base, hc: cfg.HTTPClient, key: cfg.AccessKeyID, secret: cfg.SecretAccessKey, log: zerolog.Nop(),
+		threshold: threshold, presign: &presignState{}}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		c.ownHC = true

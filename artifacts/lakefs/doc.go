@@ -21,6 +21,9 @@
 //	LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY  secret access key
 //	RLPIPE_LAKEFS_NAMESPACE                where new repositories keep their data,
 //	                                       e.g. s3://bucket/rlpipe (optional)
+//	RLPIPE_LAKEFS_PRESIGN_THRESHOLD        objects above this size move through
+//	                                       presigned URLs: bytes, or 64MiB, or off
+//	                                       (default 32MiB; optional)
 //
 // Credentials are sent only in the Authorization header; they never appear
 // in errors or logs. To configure in code instead, build a Client with
@@ -50,6 +53,45 @@
 //
 // CopyObject asks the server for a full copy, within one branch too:
 // lakeFS v1.84.0 refuses every shallow copy with 501.
+//
+// # Large objects: presigned transfers
+//
+// An object above Config.PresignThreshold (32 MiB unless
+// RLPIPE_LAKEFS_PRESIGN_THRESHOLD says otherwise) moves between the client
+// and the server's block store (S3, GCS, Azure Blob) without passing
+// through the lakeFS server, as lakectl and lakeFS's own clients move
+// large files, when the server offers it: the first such object asks GET
+// /config once whether its storage config has pre_sign_support, and the
+// answer holds for the life of the client.
+//
+// An upload asks getPhysicalAddress (GET …/branches/{branch}/staging/
+// backing?presign=true) for an address and a presigned URL, PUTs the body
+// to the URL, streamed with its Content-Length, then links the address to
+// the path (linkPhysicalAddress, PUT on the same path) with the block
+// store's ETag, the size, the content type and the user metadata,
+// MetaSHA256 included. Only the link stages the object: an upload cut off
+// (the process killed, the connection lost) or never linked leaves the
+// branch as it was, and the same put again starts afresh (lakeFS's
+// garbage collection removes the orphan block). Only bodies PutObject can
+// read twice take this way, since the SHA-256 is learnt first and the
+// bytes as sent are hashed again; with PutOptions.IfAbsent a stat refuses
+// a taken path before any byte is sent, and the link checks again.
+//
+// A whole read (GetObject) of such an object stats it again with
+// presign=true and GETs the URL given as its physical address; its bytes
+// are checked against the recorded SHA-256 as through the API. Range
+// reads go through the API.
+//
+// Everything falls back to the API: a server whose config says no
+// pre_sign_support, or that has no GET /config, or whose staging
+// endpoints answer 404 or 501 (then remembered), a stat that gives no
+// URL, and a transfer the block store refuses or that fails (an expired
+// URL, a signature refused, a block store out of reach). The last is
+// logged at warn as an ErrPresignedTransfer error naming the object and
+// the block store's scheme and host, never the URL's path or query,
+// which hold the signature, nor an S3 error body's fields other than its
+// Code and Message. A presigned request carries no credentials and is not
+// sent again; the API request after it is retried as any other.
 //
 // # Checksums
 //

@@ -78,6 +78,12 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		body = bytes.NewReader(buf.Bytes())
 		defer buf.Next(buf.Len())
 	}
+	if rs, ok := body.(io.ReadSeeker); ok && hashed && s.c.presigns(ctx, length) {
+		info, done, err := s.putPresigned(ctx, upload{what: what, branch: branch, path: path, body: rs, sum: sum, length: length, contentType: ct, opts: o})
+		if done {
+			return info, err
+		}
+	}
 	var sent *hashingReader
 	if hashed {
 		h.Set(metaHeaderPrefix+MetaSHA256, sum)
@@ -194,6 +200,11 @@ func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser,
 		return nil, artifacts.ObjectInfo{}, err
 	}
 	arg, _ := refArg(ref) // validated by stat
+	if st.SizeBytes != nil && s.c.presigns(ctx, *st.SizeBytes) {
+		if rc, info, ok := s.getPresigned(ctx, ref, arg, path); ok {
+			return rc, info, nil
+		}
+	}
 	what := fmt.Sprintf("get %s:%s", ref, path)
 	resp, err := s.c.do(ctx, request{
 		method: http.MethodGet,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,10 +18,53 @@ import (
 )
 
 // The package's tests that meet a persistent 5xx on a read wait for the
-// retries; a millisecond keeps them fast.
+// retries; a millisecond keeps them fast. The kill test (kill_test.go)
+// runs this binary as a child that puts one object (childPut).
 func TestMain(m *testing.M) {
+	if os.Getenv(EnvTestRole) == "put" {
+		os.Exit(childPut())
+	}
 	retryWait = time.Millisecond
 	os.Exit(m.Run())
+}
+
+// The kill test's child: its role, and what it puts where.
+const (
+	EnvTestRole = "RLPIPE_LAKEFS_TEST_ROLE"
+	EnvTestRepo = "RLPIPE_LAKEFS_TEST_REPO"
+	EnvTestFile = "RLPIPE_LAKEFS_TEST_FILE"
+	EnvTestPath = "RLPIPE_LAKEFS_TEST_PATH"
+)
+
+// childPut puts the file $RLPIPE_LAKEFS_TEST_FILE at
+// main:$RLPIPE_LAKEFS_TEST_PATH of the lakeFS the lakectl variables
+// name, and prints its checksum.
+func childPut() int {
+	ctx := context.Background()
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c, err := NewClient(ConfigFromEnv())
+	if err != nil {
+		return fail(err)
+	}
+	st, err := Open(ctx, c, os.Getenv(EnvTestRepo), nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer st.Close()
+	f, err := os.Open(os.Getenv(EnvTestFile))
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	info, err := st.PutObject(ctx, "main", os.Getenv(EnvTestPath), f, nil)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Println(info.Checksum)
+	return 0
 }
 
 // refusing fails its first n round trips as a refused connection does.

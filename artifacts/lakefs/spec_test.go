@@ -115,6 +115,10 @@ var wireSchemas = map[string]any{
 	"ObjectCopyCreation":  lakefsapi.ObjectCopyCreation{},
 	"Diff":                lakefsapi.Diff{},
 	"Pagination":          lakefsapi.Pagination{},
+	"StagingLocation":     lakefsapi.StagingLocation{},
+	"StagingMetadata":     lakefsapi.StagingMetadata{},
+	"StorageConfig":       lakefsapi.StorageConfig{},
+	"Config":              lakefsapi.Config{},
 }
 
 // TestAgainstSpec checks every method and path the client uses, their

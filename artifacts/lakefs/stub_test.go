@@ -38,13 +38,16 @@ var endpoints = []struct {
 	{"DELETE", "/repositories/{repository}/branches/{branch}/objects", []string{"path"}},
 	{"POST", "/repositories/{repository}/branches/{branch}/objects/copy", []string{"dest_path"}},
 	{"GET", "/repositories/{repository}/refs/{ref}/objects", []string{"path", "Range"}},
-	{"GET", "/repositories/{repository}/refs/{ref}/objects/stat", []string{"path", "user_metadata"}},
+	{"GET", "/repositories/{repository}/refs/{ref}/objects/stat", []string{"path", "user_metadata", "presign"}},
 	{"GET", "/repositories/{repository}/refs/{ref}/objects/ls", []string{"after", "amount", "prefix", "delimiter", "user_metadata"}},
 	{"GET", "/repositories/{repository}/refs/{leftRef}/diff/{rightRef}", []string{"after", "amount", "prefix", "type"}},
 	{"GET", "/repositories/{repository}/branches/{branch}/diff", []string{"after", "amount"}},
 	{"POST", "/repositories/{repository}/refs/{sourceRef}/merge/{destinationBranch}", nil},
 	{"GET", "/repositories/{repository}/refs/{sourceRef}/merge/{destinationBranch}", nil},
 	{"POST", "/repositories/{repository}/branches/{branch}/revert", nil},
+	{"GET", "/config", nil},
+	{"GET", "/repositories/{repository}/branches/{branch}/staging/backing", []string{"path", "presign"}},
+	{"PUT", "/repositories/{repository}/branches/{branch}/staging/backing", []string{"path", "If-None-Match"}},
 }
 
 // knownEndpoint reports whether an (unescaped) API path matches a template
