@@ -21,7 +21,9 @@
 // Log, Diff, Merge, Revert, GC, Provenance, Concurrency) and checks each
 // in a subtest of its own with a new repository; subtests run in parallel,
 // so the function must be safe to call concurrently. Select behaviours with
-// -run, e.g. -run 'TestConformance/Merge/'.
+// -run, e.g. -run 'TestConformance/Merge/'; RunSome runs a chosen part of
+// the suite, for a variant of a backend that changes one path (the
+// lakefs:// backend through presigned transfers runs Objects and Staging).
 //
 // The suite asserts lakeFS semantics only, the behaviour every backend
 // must share: names valid on lakeFS, no exact commit ids, dates or
@@ -40,10 +42,13 @@
 // so that none writes its own: NewLocal and NewLocalNamed (a fresh
 // embedded store that closes with the test, the second named by its
 // directory) and Open (an existing one, by URI), Put and
-// PutTable (stage bytes or a Parquet table), Read and ReadTable (an object
-// or a table back), Stat (an object's info), Sums (a ref's objects by checksum, to compare two
+// PutTable (stage bytes or a Parquet table), Read, ReadInfo and ReadTable
+// (an object, with the info GetObject gave, or a table back), Stat (an
+// object's info), Sums (a ref's objects by checksum, to compare two
 // runs), ServeLakeFS (a store served as a lakeFS and opened with the
-// lakefs:// backend, or either half: Serve and OpenLakeFS), and SHA256Hex and MD5Hex (the checksums the two
+// lakefs:// backend, or either half: Serve and OpenLakeFS or
+// OpenLakeFSWith; ServeBlockStore adds a block store for presigned
+// transfers), and SHA256Hex and MD5Hex (the checksums the two
 // backends report). Each takes t and fails the test at once, naming what
 // it was doing.
 package artifactstest
