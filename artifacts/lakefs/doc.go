@@ -80,7 +80,9 @@
 // A whole read (GetObject) of such an object stats it again with
 // presign=true and GETs the URL given as its physical address; its bytes
 // are checked against the recorded SHA-256 as through the API. Range
-// reads go through the API.
+// reads go through the API. An upload is one PUT: S3 refuses one above
+// 5 GiB, and such an object then goes through the API (lakeFS's
+// presigned multipart uploads are not used).
 //
 // Everything falls back to the API: a server whose config says no
 // pre_sign_support, or that has no GET /config, or whose staging

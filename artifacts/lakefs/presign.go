@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/internal/lakefsapi"
@@ -320,7 +321,12 @@ func (c *Client) send1(ctx context.Context, method, u string, body io.Reader, le
 			req.Body = http.NoBody
 		}
 	}
+	start := time.Now()
 	resp, err := c.hc.Do(req)
+	if err == nil {
+		c.log.Debug().Str("method", method).Str("host", host).Int("status", resp.StatusCode).
+			Dur("elapsed", time.Since(start)).Msg("lakefs presigned request")
+	}
 	if err != nil {
 		// A *url.Error quotes the whole URL, signature included: keep
 		// only what went wrong.
