@@ -79,7 +79,9 @@
 //
 // A whole read (GetObject) of such an object stats it again with
 // presign=true and GETs the URL given as its physical address; its bytes
-// are checked against the recorded SHA-256 as through the API. Range
+// are checked against the recorded SHA-256 as through the API, or, from a
+// server whose checksums are SHA-256s (`rlpipe store serve`), against the
+// checksum, since they came from a third party. Range
 // reads go through the API. An upload is one PUT: S3 refuses one above
 // 5 GiB, and such an object then goes through the API (lakeFS's
 // presigned multipart uploads are not used).

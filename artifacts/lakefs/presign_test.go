@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -313,5 +314,67 @@ func TestPresignedCredentialsNeverShown(t *testing.T) {
 		if strings.Contains(log.Text(), s) {
 			t.Errorf("the log shows %q", s)
 		}
+	}
+}
+
+// flipWriter flips the first byte of the body it writes.
+type flipWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (f *flipWriter) Write(p []byte) (int, error) {
+	if !f.done && len(p) > 0 {
+		f.done = true
+		q := append([]byte{}, p...)
+		q[0] ^= 0xff
+		return f.ResponseWriter.Write(q)
+	}
+	return f.ResponseWriter.Write(p)
+}
+
+// TestPresignedReadChecked: bytes a block store changes on the way are
+// caught: the read's end is artifacts.ErrIntegrity naming the object and
+// both digests, from a server whose checksums are SHA-256s and from one
+// whose checksums are MD5s (the SHA-256 recorded as metadata).
+func TestPresignedReadChecked(t *testing.T) {
+	for _, md5 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("md5 checksums %v", md5), func(t *testing.T) {
+			bs, err := storeserver.NewBlockStore(storeserver.BlockStoreOptions{Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			corrupt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					w = &flipWriter{ResponseWriter: w}
+				}
+				bs.ServeHTTP(w, r)
+			}))
+			t.Cleanup(corrupt.Close)
+			bs.SetURL(corrupt.URL)
+			backing := artifactstest.NewLocalNamed(t, "flip")
+			srv, url := artifactstest.Serve(t, backing, &storeserver.Options{BlockStore: bs, Faults: storeserver.Faults{MD5Checksums: md5}})
+			st := artifactstest.OpenLakeFSWith(t, lakefs.Config{Endpoint: url, PresignThreshold: testThreshold}, srv.Repository(), nil)
+			ctx := context.Background()
+			data := content(8 << 10)
+			if _, err := st.PutObject(ctx, "main", "w/a", bytes.NewReader(data), nil); err != nil {
+				t.Fatalf("put: %v", err)
+			}
+			rc, _, err := st.GetObject(ctx, "main", "w/a")
+			if err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			defer rc.Close()
+			_, err = io.ReadAll(rc)
+			flipped := append([]byte{}, data...)
+			flipped[0] ^= 0xff
+			want := "integrity check failed: read main:w/a: its bytes have SHA-256 " + artifactstest.SHA256Hex(flipped) + ", not the " + artifactstest.SHA256Hex(data) + " recorded under rlpipe-sha256 when it was written"
+			if !errors.Is(err, artifacts.ErrIntegrity) || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("read: %v\nwant an error starting %s", err, want)
+			}
+			if bs.Reads() != 1 {
+				t.Errorf("block store reads: %d, want 1", bs.Reads())
+			}
+		})
 	}
 }
