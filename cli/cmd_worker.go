@@ -173,7 +173,7 @@ stopping one (SIGTERM) that has run no attempt for --scale-idle.`,
 			known := pipelineEnvs(plan)
 			for _, e := range envs {
 				if !known[e] {
-					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+					return usagef("worker: --env %q: %s", e, notAnEnv(cfg.File(), known))
 				}
 			}
 			pid, err := driver.PipelineID(cfg)
@@ -253,6 +253,11 @@ func pipelineEnvs(plan config.Plan) map[string]bool {
 		}
 	}
 	return known
+}
+
+// notAnEnv says that a name is none of the pipeline's environments.
+func notAnEnv(file string, known map[string]bool) string {
+	return fmt.Sprintf("no task of %s runs in it (its environments: %s)", file, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
 
 // concurrency is how many attempts of each environment a worker runs at

@@ -71,7 +71,7 @@ func superviseWorkers(cmd *cobra.Command, g *rootOptions, l workerLaunch, o scal
 	envs := slices.Sorted(maps.Keys(limits))
 	for _, e := range envs {
 		if !known[e] {
-			return usagef("worker: --scale %s: no task of %s runs in it (its environments: %s)", e, l.file, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+			return usagef("worker: --scale %s: %s", e, notAnEnv(l.file, known))
 		}
 	}
 	if o.poll <= 0 || o.idle <= 0 {
