@@ -27,6 +27,10 @@ const (
 	DefaultStopGrace = 45 * time.Second
 )
 
+// backlogTimeout bounds one read of a backlog, so that a frontend that
+// stops answering does not stop the supervisor from reaping and stopping.
+const backlogTimeout = 10 * time.Second
+
 // crashWindow and crashLimit: a process that exits by itself this soon
 // after it started, crashLimit times in a row for one environment, stops
 // Run instead of being started again at every poll.
@@ -190,7 +194,9 @@ func (o *Options) validate() error {
 // poll reads each environment's backlog and acts on the decision.
 func (s *supervisor) poll(ctx context.Context) error {
 	for _, e := range s.o.Envs {
-		backlog, err := s.o.Backlog.Backlog(ctx, e.Queue)
+		bctx, cancel := context.WithTimeout(ctx, backlogTimeout)
+		backlog, err := s.o.Backlog.Backlog(bctx, e.Queue)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -275,3 +275,47 @@ func (b *buffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// failing is a backlog Temporal cannot answer.
+type failing struct{}
+
+func (failing) Backlog(context.Context, string) (int, error) {
+	return 0, errors.New("describe task queue q/x (TASK_QUEUE_TYPE_ACTIVITY tasks): connection refused")
+}
+
+// TestRunKeepsGoingWhenTheBacklogFails: a backlog that cannot be read is
+// a warning at each poll, naming the environment and the error; the
+// supervisor starts and stops nothing on it and keeps polling.
+func TestRunKeepsGoingWhenTheBacklogFails(t *testing.T) {
+	var log buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	started := atomic.Int64{}
+	done := make(chan error, 1)
+	go func() {
+		done <- supervisor.Run(ctx, supervisor.Options{
+			Envs:    []supervisor.Env{{Name: "x", Queue: "q/x", Limits: supervisor.Limits{Min: 1, Max: 2}}},
+			Backlog: failing{},
+			Command: func(string) *exec.Cmd { started.Add(1); return exec.Command("true") },
+			Poll:    10 * time.Millisecond,
+			Logger:  zerolog.New(&log),
+		})
+	}()
+	want := `{"level":"warn","error":"describe task queue q/x (TASK_QUEUE_TYPE_ACTIVITY tasks): connection refused","env":"x","message":"read the backlog; keeping the processes as they are"}` + "\n"
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(log.String(), want) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no three warnings; log:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := started.Load(); n != 0 {
+		t.Errorf("%d processes started on an unread backlog", n)
+	}
+	if got := strings.ReplaceAll(log.String(), want, ""); got != "" {
+		t.Errorf("other log lines: %s", got)
+	}
+}
