@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun/supervisor"
 )
 
@@ -69,8 +69,8 @@ type rig struct {
 	t       *testing.T
 	backlog backlog
 	samples chan supervisor.Sample
-	out     buffer
-	log     buffer
+	out     standintest.LogBuffer
+	log     standintest.LogBuffer
 	done    chan error
 	cancel  context.CancelFunc
 }
@@ -258,24 +258,6 @@ func TestRunBadOptions(t *testing.T) {
 	}
 }
 
-// buffer is a bytes.Buffer safe for the supervisor's goroutines.
-type buffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // failing is a backlog Temporal cannot answer.
 type failing struct{}
 
@@ -287,7 +269,7 @@ func (failing) Backlog(context.Context, string) (int, error) {
 // a warning at each poll, naming the environment and the error; the
 // supervisor starts and stops nothing on it and keeps polling.
 func TestRunKeepsGoingWhenTheBacklogFails(t *testing.T) {
-	var log buffer
+	var log standintest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	started := atomic.Int64{}
 	done := make(chan error, 1)
