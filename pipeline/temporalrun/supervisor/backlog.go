@@ -16,8 +16,8 @@ type Backlog interface {
 }
 
 // QueueBacklog reads the backlog from Temporal's description of a task
-// queue with its statistics (DescribeTaskQueue with report_stats, server
-// 1.28 and later): the approximate backlog of workflow tasks plus that of
+// queue with its statistics (DescribeTaskQueue with report_stats, as
+// server 1.29 answers it): the approximate backlog of workflow tasks plus that of
 // activity tasks. Both count: with no process serving the queue, a task
 // workflow's first workflow task waits there before its attempt is
 // scheduled.
