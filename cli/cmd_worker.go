@@ -54,9 +54,10 @@ func (o *temporalOptions) AddFlags(fs *pflag.FlagSet, heartbeat bool) {
 // dialTimeout bounds how long dial waits for a Temporal frontend.
 const dialTimeout = 10 * time.Second
 
-// dial connects to Temporal.
-func (o *temporalOptions) dial(ctx context.Context, g *rootOptions) (client.Client, string, error) {
-	addr, ns := o.address, o.namespace
+// resolve is the frontend and namespace: the flags, else the variables,
+// else the defaults.
+func (o *temporalOptions) resolve(g *rootOptions) (addr, ns string) {
+	addr, ns = o.address, o.namespace
 	if addr == "" {
 		addr = g.env.getenv(EnvTemporalAddress)
 	}
@@ -69,6 +70,12 @@ func (o *temporalOptions) dial(ctx context.Context, g *rootOptions) (client.Clie
 	if ns == "" {
 		ns = temporalrun.DefaultNamespace
 	}
+	return addr, ns
+}
+
+// dial connects to Temporal.
+func (o *temporalOptions) dial(ctx context.Context, g *rootOptions) (client.Client, string, error) {
+	addr, ns := o.resolve(g)
 	if o.heartbeat < time.Second {
 		return nil, "", usagef("--heartbeat %s: use at least 1s", o.heartbeat)
 	}
@@ -111,9 +118,10 @@ func newWorkerCommand(g *rootOptions) *cobra.Command {
 		gpus    int
 		gpuType string
 		t       temporalOptions
+		scale   scaleOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "worker --env NAME [--env NAME...] [--driver] -f pipeline.yaml [key.path=value …]",
+		Use:   "worker (--env NAME [--env NAME...] [--driver] | --scale ENV=MIN:MAX[,ENV=MIN:MAX…]) -f pipeline.yaml [key.path=value …]",
 		Short: "serve task environments (and the driver) of a pipeline on Temporal",
 		Long: `Serve one or more task environments of a pipeline from Temporal: the
 worker polls each environment's task queue and runs the attempts of its
@@ -127,10 +135,17 @@ Start every worker from the same pipeline config and rlpipe build as the
 driver, against the same store (a lakeFS repository, or an embedded store
 served by ` + "`rlpipe store serve`" + `). A task whose environment has no
 worker waits on its queue until one starts. Stop with Ctrl-C: running
-attempts are cancelled and run again on another worker.`,
+attempts are cancelled and run again on another worker.
+
+With --scale ENV=MIN:MAX this process serves nothing itself: it runs
+between MIN and MAX worker processes of each environment it names on this
+host (` + "`rlpipe worker --env ENV`" + ` with the same config, store and
+Temporal flags), starting one as tasks wait on the environment's queue and
+stopping one (SIGTERM) that has run no attempt for --scale-idle.`,
 		Example: `  rlpipe --store lakefs://rl worker -f pipeline.yaml --env generate --temporal temporal.internal:7233
   rlpipe --store lakefs://rl worker -f pipeline.yaml --env train --gpus 8 --gpu-type A100
-  rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,advantages,eval,health --driver`,
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --env sample,reward,advantages,eval,health --driver
+  rlpipe --store lakefs://rl worker -f pipeline.yaml --scale generate=0:4,reward=1:8 --scale-idle 1m`,
 		Args: overrideArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := ov.load(file, args)
@@ -141,8 +156,11 @@ attempts are cancelled and run again on another worker.`,
 			if err := sharedStore(g.store); err != nil {
 				return err
 			}
-			if len(envs) == 0 && !drive {
-				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops)")
+			if len(scale.limits) > 0 && (len(envs) > 0 || drive) {
+				return usagef("worker: --scale runs worker processes of the environments it names; give it without --env and --driver (serve the driver from another `rlpipe worker --driver`)")
+			}
+			if len(envs) == 0 && !drive && len(scale.limits) == 0 {
+				return usagef("worker: name the environments to serve with --env NAME (or --driver to run loops, or --scale ENV=MIN:MAX to run worker processes that follow the work)")
 			}
 			if gpus < -1 {
 				return usagef("worker: --gpus %d: use 0 or more (the GPUs this host hands to tasks)", gpus)
@@ -155,7 +173,7 @@ attempts are cancelled and run again on another worker.`,
 			known := pipelineEnvs(plan)
 			for _, e := range envs {
 				if !known[e] {
-					return usagef("worker: --env %q: no task of %s runs in it (its environments: %s)", e, cfg.File(), strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+					return usagef("worker: --env %q: %s", e, notAnEnv(cfg.File(), known))
 				}
 			}
 			pid, err := driver.PipelineID(cfg)
@@ -169,6 +187,9 @@ attempts are cancelled and run again on another worker.`,
 				}
 				m.GPU, m.GPUType = gpus, gpuType
 				plan.Run.Machine = &m
+			}
+			if len(scale.limits) > 0 {
+				return superviseWorkers(cmd, g, workerLaunch{file: file, set: ov.set, args: args, gpus: gpus, gpuType: gpuType, t: t}, scale, plan, known, pid)
 			}
 			c, ns, err := t.dial(cmd.Context(), g)
 			if err != nil {
@@ -213,6 +234,7 @@ attempts are cancelled and run again on another worker.`,
 	cmd.Flags().IntVar(&gpus, "gpus", -1, "GPUs this host hands to tasks (default: the config's machine section, else none)")
 	cmd.Flags().StringVar(&gpuType, "gpu-type", "", "the type of this host's GPUs, matched against resources.gpu_type")
 	t.AddFlags(cmd.Flags(), false)
+	scale.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -231,6 +253,11 @@ func pipelineEnvs(plan config.Plan) map[string]bool {
 		}
 	}
 	return known
+}
+
+// notAnEnv says that a name is none of the pipeline's environments.
+func notAnEnv(file string, known map[string]bool) string {
+	return fmt.Sprintf("no task of %s runs in it (its environments: %s)", file, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
 
 // concurrency is how many attempts of each environment a worker runs at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,74 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 		b.ReportMetric(localRate/tempRate, "local/temporal")
 		fmt.Printf("no-op throughput, %d calls, %d in flight: Temporal with 4 workers %.0f tasks/s, local executor (4 at once) %.0f tasks/s: local/Temporal %.1fx\n",
 			n, inflight, tempRate, localRate, localRate/tempRate)
+	}
+}
+
+// BenchmarkTemporalScaleWorkers runs `rlpipe worker --scale sample=0:4`
+// through a run-shaped load: three rounds of 16 sample calls (500 ms
+// each, one attempt per process) sent at once, each followed by 3 s with
+// nothing in flight (a trainer's update). It prints the trace of worker
+// processes against calls in flight, sampled every 250 ms, and reports
+// the peak and the time-weighted mean of each.
+func BenchmarkTemporalScaleWorkers(b *testing.B) {
+	r := newScaleRig(b, "sample=0:4")
+	for i := 0; i < b.N; i++ {
+		type point struct {
+			at              time.Duration
+			inflight, procs int
+		}
+		var trace []point
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		start := time.Now()
+		go func() {
+			defer close(sampled)
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				procs := 0
+				if rows := r.trace(); len(rows) > 0 {
+					procs = rows[len(rows)-1].Processes
+				}
+				trace = append(trace, point{time.Since(start), int(r.inflight.Load()), procs})
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		for range 3 {
+			r.submit(16)
+			r.wait()
+			time.Sleep(3 * time.Second)
+		}
+		close(stop)
+		<-sampled
+		var lines []string
+		peakP, peakF := 0, 0
+		var wP, wF float64
+		for j, p := range trace {
+			peakP, peakF = max(peakP, p.procs), max(peakF, p.inflight)
+			if j > 0 {
+				dt := (p.at - trace[j-1].at).Seconds()
+				wP += float64(trace[j-1].procs) * dt
+				wF += float64(trace[j-1].inflight) * dt
+			}
+			if j == 0 || j == len(trace)-1 || p.procs != trace[j-1].procs || p.inflight != trace[j-1].inflight {
+				lines = append(lines, fmt.Sprintf("%6.2fs  in flight %2d  processes %d", p.at.Seconds(), p.inflight, p.procs))
+			}
+		}
+		total := trace[len(trace)-1].at.Seconds()
+		// Printed, not only logged: the testing package cuts a benchmark's
+		// log short.
+		fmt.Printf("worker processes of environment sample (--scale sample=0:4, idle 1s) against calls in flight:\n%s\n", strings.Join(lines, "\n"))
+		b.Logf("%d trace points; the trace is printed above", len(lines))
+		b.ReportMetric(float64(peakP), "max-processes")
+		b.ReportMetric(wP/total, "mean-processes")
+		b.ReportMetric(float64(peakF), "max-in-flight")
+		b.ReportMetric(wF/total, "mean-in-flight")
+		fmt.Printf("worker scaling over %.1fs, 3 rounds of 16 calls of 500 ms: processes peak %d, time-weighted mean %.2f (limits 0:4); calls in flight peak %d, mean %.2f\n",
+			total, peakP, wP/total, peakF, wF/total)
 	}
 }

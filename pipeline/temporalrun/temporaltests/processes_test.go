@@ -70,7 +70,7 @@ func (p *proc) wait(t *testing.T) error {
 }
 
 // waitOutput waits until the process's stderr or stdout holds all of subs.
-func (p *proc) waitOutput(t *testing.T, subs ...string) {
+func (p *proc) waitOutput(t testing.TB, subs ...string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -97,7 +97,7 @@ func (p *proc) waitOutput(t *testing.T, subs ...string) {
 // cluster is a Temporal server in this process, an embedded store served
 // by `rlpipe store serve`, and rlpipe workers and drivers as processes.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	ts       *temporaltest.TestServer
 	dir      string
 	storeDir string
@@ -144,7 +144,7 @@ func tail(s string, n int) string {
 
 // rlpipe runs a command to completion in dir with extra env and returns
 // its stdout.
-func rlpipe(t *testing.T, dir string, env []string, args ...string) string {
+func rlpipe(t testing.TB, dir string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(rlpipeBin, args...)
 	cmd.Dir = dir
@@ -160,7 +160,7 @@ func rlpipe(t *testing.T, dir string, env []string, args ...string) string {
 
 // newCluster prepares a store with setup (rlpipe commands run on the
 // embedded store), serves it, and starts a Temporal server.
-func newCluster(t *testing.T, setup func(dir, store string)) *cluster {
+func newCluster(t testing.TB, setup func(dir, store string), opts ...temporaltest.TestServerOption) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir()}
 	c.storeDir = filepath.Join(c.dir, "store")
@@ -178,7 +178,13 @@ func newCluster(t *testing.T, setup func(dir, store string)) *cluster {
 	for k, v := range served.Env {
 		c.env = append(c.env, k+"="+v)
 	}
-	c.ts = temporaltest.NewServer(temporaltest.WithT(t))
+	if tt, ok := t.(*testing.T); ok {
+		opts = append(opts, temporaltest.WithT(tt))
+	}
+	c.ts = temporaltest.NewServer(opts...)
+	if _, ok := t.(*testing.T); !ok {
+		t.Cleanup(c.ts.Stop)
+	}
 	return c
 }
 
@@ -234,7 +240,7 @@ func (c *cluster) storeSums(run string) (map[string]string, []string) {
 }
 
 // events returns the run's event lines.
-func events(t *testing.T, st artifacts.Store, ref string) []string {
+func events(t testing.TB, st artifacts.Store, ref string) []string {
 	t.Helper()
 	var out []string
 	for e, err := range st.ListObjects(context.Background(), ref, &artifacts.ListOptions{Prefix: "events/"}) {
@@ -271,13 +277,24 @@ func localSums(t *testing.T, setup func(dir, store string), cfg, run string) map
 // prompts.
 func standinConfig(t *testing.T, sleep string) (string, func(dir, store string)) {
 	t.Helper()
+	return editedStandin(t, "generate: {kind: standin, sleep: 1s,", "generate: {kind: standin, sleep: "+sleep+",")
+}
+
+// editedStandin writes the stand-in example with each old text of edits
+// (old, new, old, new…) replaced once, and returns its path and a setup
+// that imports its prompts.
+func editedStandin(t testing.TB, edits ...string) (string, func(dir, store string)) {
+	t.Helper()
 	b, err := os.ReadFile("../../../examples/standin/pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := strings.Replace(string(b), "generate: {kind: standin, sleep: 1s,", "generate: {kind: standin, sleep: "+sleep+",", 1)
-	if !strings.Contains(src, "sleep: "+sleep) {
-		t.Fatal("the stand-in example changed: update standinConfig")
+	src := string(b)
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(src, edits[i]) {
+			t.Fatalf("the stand-in example has no %q any more: update the test", edits[i])
+		}
+		src = strings.Replace(src, edits[i], edits[i+1], 1)
 	}
 	cfg := filepath.Join(t.TempDir(), "pipeline.yaml")
 	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
