@@ -31,7 +31,7 @@
 //	err = w.Close() // writes the footer; does not close f
 //
 // Files are zstd-compressed, with row groups of at most 65,536 rows or
-// about 16 MiB of data (WriteOptions), so readers can split work by row
+// about 8 MiB of data (WriteOptions), so readers can split work by row
 // group and never hold more than one, and a writer, which holds a row
 // group's compressed pages until it ends, holds no more. Write buffers
 // 4,096 rows or 4 MiB of them, whichever comes first, so the heap a

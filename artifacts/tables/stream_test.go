@@ -88,7 +88,7 @@ func TestLargeTableStreams(t *testing.T) {
 }
 
 // TestLargeRowsLayout checks where the defaults cut a file of large rows:
-// row groups at about 16 MiB of data (DefaultRowGroupBytes) and reader
+// row groups at about 8 MiB of data (DefaultRowGroupBytes) and reader
 // batches at about 4 MiB (DefaultReadBatchBytes) by the footer's sizes;
 // and that a file of small rows keeps one row group, read in one batch,
 // as before these bounds.
@@ -100,7 +100,7 @@ func TestLargeRowsLayout(t *testing.T) {
 		batches     []int64 // rows of each batch read
 	}{
 		{"small rows", 1000, 100, []int64{1000}, []int64{1000}},
-		{"256 KiB rows", 80, 256 << 10, []int64{64, 16}, []int64{15, 15, 15, 15, 15, 5}},
+		{"256 KiB rows", 80, 256 << 10, []int64{32, 32, 16}, []int64{15, 15, 15, 15, 15, 5}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

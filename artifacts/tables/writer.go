@@ -18,7 +18,7 @@ import (
 // Defaults for WriteOptions.
 const (
 	DefaultRowGroupRows  = 64 * 1024
-	DefaultRowGroupBytes = 16 << 20
+	DefaultRowGroupBytes = 8 << 20
 	DefaultBatchRows     = 4096
 	DefaultBatchBytes    = 4 << 20
 	DefaultZstdLevel     = 1
@@ -30,7 +30,7 @@ type WriteOptions struct {
 	// RowGroupRows ends a row group after this many rows (default 65,536).
 	RowGroupRows int
 	// RowGroupBytes ends a row group once its rows hold about this many
-	// bytes as Arrow data, before compression (default 16 MiB). Row groups
+	// bytes as Arrow data, before compression (default 8 MiB). Row groups
 	// bound the memory of writers, which hold a row group's compressed
 	// pages until it ends, and are the unit of parallel reads.
 	RowGroupBytes int64
@@ -40,7 +40,8 @@ type WriteOptions struct {
 	// BatchBytes encodes the rows Writer.Write buffered once they hold
 	// this many bytes as Arrow data, before BatchRows (default 4 MiB): a
 	// batch of 4,096 trajectories of 2,048 tokens would otherwise hold
-	// 64 MiB.
+	// 64 MiB, and encoding a batch allocates about as much again (its
+	// lists' levels, its pages).
 	BatchBytes int64
 	// ZstdLevel is the zstd compression level (default 1).
 	ZstdLevel int
