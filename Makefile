@@ -88,6 +88,7 @@ bench: deps ## run the benchmarks, print their ratios, then each target MET or N
 	$(GO) test -run '^$$' -bench VLLM -benchtime 3x -timeout 30m ./bench/vllm/ && \
 	$(GO) test -run '^$$' -bench TorchStep -benchtime 3x -timeout 30m ./bench/torch/ && \
 	$(GO) test -run '^$$' -bench Harbor -benchtime 1x -timeout 10m ./bench/harbor/ && \
+	$(GO) test -run '^$$' -bench ProductionIteration -benchtime 2x -timeout 30m ./bench/prodsize/ && \
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/trl/ && \
 	$(GO) test -run '^$$' -bench MathVerify -benchtime 1x -timeout 30m ./bench/mathverify/ && \
 	$(GO) test -run '^$$' -bench SkyRLGym -benchtime 1x -timeout 30m ./bench/skyrlgym/ && \

@@ -6,14 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rlpipe/rlpipe/internal/benchtext"
+	"github.com/rlpipe/rlpipe/internal/heappeak"
 )
 
 // synthTrajectories fills rows with deterministic synthetic trajectories
@@ -69,43 +67,6 @@ func (s *synthTrajectories) fill(rows []Trajectory, first int) {
 	}
 }
 
-// heapPeak samples the live heap while a phase runs.
-type heapPeak struct {
-	peak atomic.Uint64
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startHeapPeak() *heapPeak {
-	runtime.GC()
-	h := &heapPeak{stop: make(chan struct{})}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > h.peak.Load() {
-				h.peak.Store(ms.HeapAlloc)
-			}
-			select {
-			case <-h.stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return h
-}
-
-func (h *heapPeak) done() uint64 {
-	close(h.stop)
-	h.wg.Wait()
-	return h.peak.Load()
-}
-
 // BenchmarkTrajectories1M writes one million trajectories to a temporary
 // file, reads them back as Arrow batches and as rows, and reads only the
 // completion column page by page with parquet-go: the floor, the cheapest
@@ -128,7 +89,7 @@ func BenchmarkTrajectories1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		bw := bufio.NewWriterSize(f, 1<<20)
-		hp := startHeapPeak()
+		hp := heappeak.Start()
 		w, err := NewWriter(bw, Trajectories, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -153,7 +114,7 @@ func BenchmarkTrajectories1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		writeTime += time.Since(start)
-		writePeak = max(writePeak, hp.done())
+		writePeak = max(writePeak, hp.Stop())
 		st, err := os.Stat(path)
 		if err != nil {
 			b.Fatal(err)
@@ -165,7 +126,7 @@ func BenchmarkTrajectories1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		// Read Arrow batches (every column).
-		hp = startHeapPeak()
+		hp = heappeak.Start()
 		start = time.Now()
 		rd, err := NewReader(rf, size, path, Trajectories, nil)
 		if err != nil {
@@ -194,7 +155,7 @@ func BenchmarkTrajectories1M(b *testing.B) {
 			chars += len(row.Completion)
 		}
 		readRowTime += time.Since(start)
-		readPeak = max(readPeak, hp.done())
+		readPeak = max(readPeak, hp.Stop())
 		if n != total {
 			b.Fatalf("read %d rows, want %d", n, total)
 		}

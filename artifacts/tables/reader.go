@@ -20,14 +20,21 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 )
 
-// DefaultBatchRows is the default number of rows in a record batch read.
-const DefaultReadBatchRows = 8192
+// DefaultReadBatchRows is the default number of rows in a record batch
+// read; DefaultReadBatchBytes caps it by size.
+const (
+	DefaultReadBatchRows  = 8192
+	DefaultReadBatchBytes = 4 << 20
+)
 
 // ReadOptions tune reading. A nil *ReadOptions means the defaults.
 type ReadOptions struct {
-	// BatchRows is the number of rows per record batch (default 8,192).
-	// Memory held by a reader is about one batch plus one buffer per
-	// column, whatever the file size.
+	// BatchRows is the number of rows per record batch (default 8,192,
+	// or fewer where 8,192 rows hold more than DefaultReadBatchBytes of
+	// data before compression, by the footer's sizes: 2,048 trajectories
+	// of 2,048 tokens would otherwise be decoded at once). Memory held by
+	// a reader is about one batch plus one buffer per column, whatever the
+	// file size.
 	BatchRows int
 	// Parallel decodes the columns of a batch concurrently. Leave it off
 	// for files from untrusted sources: a corrupt file can make the Parquet
@@ -104,10 +111,11 @@ func openFile(r io.ReaderAt, size int64, name, table string, opts *ReadOptions) 
 		return nil, fmt.Errorf("%s: %w: %v", what, ErrNotParquet, err)
 	}
 	// Builders are sized for a whole batch: a file of fewer rows than the
-	// default batch gets batches of its size.
+	// default batch gets batches of its size, a file of large rows
+	// batches of about DefaultReadBatchBytes.
 	batch := int64(o.BatchRows)
 	if opts == nil || opts.BatchRows <= 0 {
-		batch = max(min(batch, pf.NumRows()), 1)
+		batch = max(min(batch, pf.NumRows(), rowsIn(pf.MetaData(), DefaultReadBatchBytes)), 1)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch, Parallel: o.Parallel}, mem)
 	if err != nil {
@@ -142,6 +150,21 @@ func openFile(r io.ReaderAt, size int64, name, table string, opts *ReadOptions) 
 		}
 	}
 	return f, nil
+}
+
+// rowsIn is how many rows of the file hold about n bytes of data before
+// compression, by the row groups' sizes in the footer (all of them when
+// the footer gives no size).
+func rowsIn(md *metadata.FileMetaData, n int64) int64 {
+	var size int64
+	for g := 0; g < md.NumRowGroups(); g++ {
+		size += max(md.RowGroup(g).TotalByteSize(), 0)
+	}
+	rows := md.NumRows
+	if size <= 0 || rows <= 0 || size <= n {
+		return max(rows, 1)
+	}
+	return max(int64(float64(n)/float64(size)*float64(rows)), 1)
 }
 
 // checkMagic tells a file that is not Parquet from one that was cut short.

@@ -18,8 +18,9 @@ import (
 // Defaults for WriteOptions.
 const (
 	DefaultRowGroupRows  = 64 * 1024
-	DefaultRowGroupBytes = 64 << 20
+	DefaultRowGroupBytes = 8 << 20
 	DefaultBatchRows     = 4096
+	DefaultBatchBytes    = 4 << 20
 	DefaultZstdLevel     = 1
 )
 
@@ -29,14 +30,20 @@ type WriteOptions struct {
 	// RowGroupRows ends a row group after this many rows (default 65,536).
 	RowGroupRows int
 	// RowGroupBytes ends a row group once its rows hold about this many
-	// bytes as Arrow data, before compression (default 64 MiB). Row groups
-	// bound the memory of writers and readers and are the unit of parallel
-	// reads.
+	// bytes as Arrow data, before compression (default 8 MiB). Row groups
+	// bound the memory of writers, which hold a row group's compressed
+	// pages until it ends, and are the unit of parallel reads.
 	RowGroupBytes int64
 	// BatchRows is how many rows Writer.Write buffers before encoding them
 	// (default 4,096).
 	BatchRows int
-	// ZstdLevel is the zstd compression level (default 3).
+	// BatchBytes encodes the rows Writer.Write buffered once they hold
+	// this many bytes as Arrow data, before BatchRows (default 4 MiB): a
+	// batch of 4,096 trajectories of 2,048 tokens would otherwise hold
+	// 64 MiB, and encoding a batch allocates about as much again (its
+	// lists' levels, its pages).
+	BatchBytes int64
+	// ZstdLevel is the zstd compression level (default 1).
 	ZstdLevel int
 }
 
@@ -50,6 +57,9 @@ func (o *WriteOptions) withDefaults() WriteOptions {
 	}
 	if v.BatchRows <= 0 {
 		v.BatchRows = DefaultBatchRows
+	}
+	if v.BatchBytes <= 0 {
+		v.BatchBytes = DefaultBatchBytes
 	}
 	if v.ZstdLevel == 0 {
 		v.ZstdLevel = DefaultZstdLevel
@@ -202,6 +212,7 @@ type Writer[T any] struct {
 	t    *Table[T]
 	rw   *RecordWriter
 	b    *array.RecordBuilder
+	size builderSize
 	encs []func(*T)
 	n    int
 	err  error
@@ -221,7 +232,7 @@ func NewWriter[T any](w io.Writer, t *Table[T], opts *WriteOptions) (*Writer[T],
 	for i, c := range t.cols {
 		encs[i] = c.enc(b.Field(i))
 	}
-	return &Writer[T]{t: t, rw: rw, b: b, encs: encs}, nil
+	return &Writer[T]{t: t, rw: rw, b: b, size: newBuilderSize(b.Fields()), encs: encs}, nil
 }
 
 // Write appends rows. A row that does not fit the table (an unknown
@@ -240,7 +251,7 @@ func (w *Writer[T]) Write(rows ...T) error {
 			enc(r)
 		}
 		w.n++
-		if w.n >= w.rw.opts.BatchRows {
+		if w.n >= w.rw.opts.BatchRows || w.size.bytes() >= w.rw.opts.BatchBytes {
 			if err := w.flush(); err != nil {
 				return err
 			}
@@ -291,6 +302,59 @@ func (w *Writer[T]) Close() error {
 		return ferr
 	}
 	return cerr
+}
+
+// builderSize tells how many bytes of Arrow data a record builder holds,
+// from its builders' lengths: the fixed-width ones' values, the binary
+// ones' data and the offsets of lists and binaries (validity bitmaps are
+// left out). It reads lengths only, so it is cheap enough to ask after
+// every row.
+type builderSize []sizedBuilder
+
+type sizedBuilder struct {
+	b     array.Builder
+	width int64                // bytes a value, fixed-width and offsets
+	bin   *array.BinaryBuilder // its data too, for strings and binaries
+}
+
+// newBuilderSize flattens the builder trees of a record's fields.
+func newBuilderSize(fields []array.Builder) builderSize {
+	var s builderSize
+	var walk func(array.Builder)
+	walk = func(b array.Builder) {
+		switch b := b.(type) {
+		case *array.BinaryBuilder:
+			s = append(s, sizedBuilder{b: b, width: 4, bin: b})
+		case *array.StringBuilder:
+			s = append(s, sizedBuilder{b: b, width: 4, bin: b.BinaryBuilder})
+		case *array.ListBuilder:
+			s = append(s, sizedBuilder{b: b, width: 4})
+			walk(b.ValueBuilder())
+		case *array.StructBuilder:
+			for i := 0; i < b.NumField(); i++ {
+				walk(b.FieldBuilder(i))
+			}
+		default:
+			if fw, ok := b.Type().(arrow.FixedWidthDataType); ok && fw.BitWidth() >= 8 {
+				s = append(s, sizedBuilder{b: b, width: int64(fw.BitWidth() / 8)})
+			}
+		}
+	}
+	for _, b := range fields {
+		walk(b)
+	}
+	return s
+}
+
+func (s builderSize) bytes() int64 {
+	var n int64
+	for _, e := range s {
+		n += int64(e.b.Len()) * e.width
+		if e.bin != nil {
+			n += int64(e.bin.DataLen())
+		}
+	}
+	return n
 }
 
 // Write writes rows as one Parquet file of table t. For the rewards table

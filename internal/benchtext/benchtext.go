@@ -49,3 +49,19 @@ func (w *Words) Text(r *rand.Rand, n int) string {
 	}
 	return w.sb.String()
 }
+
+// Vocab is the vocabulary size Tokens draws token ids from: Qwen2.5's.
+const Vocab = 151936
+
+// Tokens fills ids and logprobs (of equal length) with a completion's
+// token ids and their log probabilities as a sampling policy returns
+// them, drawn from r: ids uniform below Vocab, log probabilities
+// exponential with mean 0.5 below zero (most tokens near certain, a few
+// unlikely ones). bench/prodsize/floor.py draws the same distributions
+// with numpy.
+func Tokens(r *rand.Rand, ids []int32, logprobs []float32) {
+	for j := range ids {
+		ids[j] = int32(r.IntN(Vocab))
+		logprobs[j] = float32(-0.5 * r.ExpFloat64())
+	}
+}
