@@ -191,6 +191,12 @@ type (
 	Grouped interface {
 		GroupSize() (key string, n int)
 	}
+	// Keyworded is an option's value, a struct of keys, that may also be
+	// written as one of a few scalar keywords (the embedded trainer's
+	// lora: none). The config accepts exactly those scalars where a
+	// mapping of its keys is expected, and names the key for any other;
+	// the value's UnmarshalYAML decodes the keyword.
+	Keyworded interface{ Keywords() []string }
 )
 
 // OnAdvantages is train as the loop runs it after an advantages step

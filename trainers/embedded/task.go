@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -145,6 +146,9 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 		return err
 	}
 	w := filepath.Join(dir, "adapter_model.safetensors")
+	if t.fm != nil {
+		w = filepath.Join(dir, safetensors.ModelFile)
+	}
 	b, err := os.ReadFile(w)
 	if err != nil {
 		return err

@@ -99,6 +99,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"dual clip negative", embedded.Options{DualClip: -3}, "dual_clip"},
 		{"aggregation", embedded.Options{Aggregation: "batch"}, "aggregation"},
 		{"rank", embedded.Options{LoRA: embedded.LoRAOptions{Rank: -8}}, "lora.rank"},
+		{"full fine-tuning", embedded.Options{LoRA: embedded.LoRAOptions{None: true}, MaxShardSize: 1 << 20}, ""},
+		{"max shard size negative", embedded.Options{LoRA: embedded.LoRAOptions{None: true}, MaxShardSize: -1}, "max_shard_size"},
+		{"max shard size with LoRA", embedded.Options{MaxShardSize: 1 << 20}, "max_shard_size"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +140,7 @@ func TestVersionDigestsOptionsAndModel(t *testing.T) {
 		"lr":         version(embedded.Options{LR: 3e-3}, m),
 		"beta":       version(embedded.Options{Beta: 0.01}, m),
 		"lora seed":  version(embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}, m),
+		"lora none":  version(embedded.Options{LoRA: embedded.LoRAOptions{None: true}}, m),
 		"base model": version(embedded.Options{}, other),
 	} {
 		if v == base {
