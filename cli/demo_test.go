@@ -37,15 +37,7 @@ func TestArithmeticDemoLearns(t *testing.T) {
 		"n: 16":            fmt.Sprintf("n: %d", n),
 		"k: [1, 4, 8, 16]": fmt.Sprintf("k: [1, %d]", n),
 	})
-	h := newStore(t)
-	h.ok("dataset", "arith", "main", "--train", "1024", "--heldout", fmt.Sprint(heldout))
-	cfg := h.file("pipeline.yaml", src)
-	h.ok("run", "-f", cfg)
-	var st runStatusOut
-	h.json(&st, "status", "arith")
-	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
-		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
-	}
+	h, cfg, st := runDemo(t, src, "arith", heldout, iterations)
 	base, last := st.Evals[0].Metrics["exact_pass@1"], st.Evals[1].Metrics["exact_pass@1"]
 	pk := fmt.Sprintf("pass@%d", n)
 	t.Logf("held-out exact pass@1: base %.12f, iteration %d %.12f (%+.2f points); %s %.4f → %.4f",
@@ -87,14 +79,7 @@ func TestArithmeticFullDemoLearns(t *testing.T) {
 		"n: 16":                           fmt.Sprintf("n: %d", n),
 		"k: [1, 4, 8, 16]":                fmt.Sprintf("k: [1, %d]", n),
 	})
-	h := newStore(t)
-	h.ok("dataset", "arith", "main", "--train", "1024", "--heldout", fmt.Sprint(heldout))
-	h.ok("run", "-f", h.file("pipeline.yaml", src))
-	var st runStatusOut
-	h.json(&st, "status", "arith-full")
-	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
-		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
-	}
+	h, _, st := runDemo(t, src, "arith-full", heldout, iterations)
 	base, last := st.Evals[0].Metrics["exact_pass@1"], st.Evals[1].Metrics["exact_pass@1"]
 	t.Logf("held-out exact pass@1: base %.12f, iteration %d %.12f (%+.2f points)", base, iterations, last, 100*(last-base))
 	if math.Abs(base-wantBase) > 1e-9 || math.Abs(last-wantLast) > 1e-9 {
@@ -113,4 +98,22 @@ func TestArithmeticFullDemoLearns(t *testing.T) {
 	if strings.Contains(out, "adapter_config.json") {
 		t.Errorf("the last checkpoint of a full fine-tune holds a PEFT adapter:\n%s", out)
 	}
+}
+
+// runDemo runs the pipeline src of run on a fresh store holding the
+// arithmetic dataset (1,024 training problems, heldout held out) and
+// returns the harness, the config file and the run's status, whose evals
+// it checks are the base model and the last iteration.
+func runDemo(t *testing.T, src, run string, heldout, iterations int) (*harness, string, runStatusOut) {
+	t.Helper()
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "1024", "--heldout", fmt.Sprint(heldout))
+	cfg := h.file("pipeline.yaml", src)
+	h.ok("run", "-f", cfg)
+	var st runStatusOut
+	h.json(&st, "status", run)
+	if len(st.Evals) != 2 || st.Evals[0].Checkpoint != "base" || st.Evals[1].Iteration != iterations {
+		t.Fatalf("evals %+v: want the base model, then iteration %d", st.Evals, iterations)
+	}
+	return h, cfg, st
 }

@@ -77,32 +77,13 @@ func (p *Policy) adapter(name string) (*Adapter, error) {
 // as name, replacing any adapter of that name. Shapes that do not fit the
 // model are an error wrapping policy.ErrAdapterShape.
 func (p *Policy) LoadAdapter(ctx context.Context, name, dir string) error {
-	if name == "" {
-		return fmt.Errorf("tiny policy: load adapter from %s: the name is empty", dir)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	a, err := p.m.loadAdapter(name, dir)
-	if err != nil {
-		return fmt.Errorf("tiny policy: %w", err)
-	}
-	p.mu.Lock()
-	p.adapters[name] = a
-	p.mu.Unlock()
-	return nil
+	return hold(ctx, p, p.adapters, "adapter", name, dir, func() (*Adapter, error) { return p.m.loadAdapter(name, dir) })
 }
 
 // UnloadAdapter forgets the adapter name; ErrAdapterNotLoaded if there is
 // none.
 func (p *Policy) UnloadAdapter(ctx context.Context, name string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.adapters[name]; !ok {
-		return fmt.Errorf("tiny policy: unload adapter %q: %w", name, policy.ErrAdapterNotLoaded)
-	}
-	delete(p.adapters, name)
-	return nil
+	return release(p, p.adapters, "adapter", name)
 }
 
 // LoadWeights reads the full-weights directory dir (LoadWeightsDir: a
@@ -111,30 +92,41 @@ func (p *Policy) UnloadAdapter(ctx context.Context, name string) error {
 // wrapping policy.ErrWeightsShape; shards that do not match their index
 // one wrapping policy.ErrShards.
 func (p *Policy) LoadWeights(ctx context.Context, name, dir string) error {
-	if name == "" {
-		return fmt.Errorf("tiny policy: load weights from %s: the name is empty", dir)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m, err := LoadWeightsDir(p.m, dir)
-	if err != nil {
-		return fmt.Errorf("tiny policy: %w", err)
-	}
-	p.mu.Lock()
-	p.models[name] = m
-	p.mu.Unlock()
-	return nil
+	return hold(ctx, p, p.models, "weights", name, dir, func() (*Model, error) { return LoadWeightsDir(p.m, dir) })
 }
 
 // UnloadWeights forgets the weights name; ErrAdapterNotLoaded if there
 // are none.
 func (p *Policy) UnloadWeights(ctx context.Context, name string) error {
+	return release(p, p.models, "weights", name)
+}
+
+// hold reads a checkpoint (what: "adapter" or "weights") with read and
+// keeps it in set as name.
+func hold[T any](ctx context.Context, p *Policy, set map[string]T, what, name, dir string, read func() (T, error)) error {
+	if name == "" {
+		return fmt.Errorf("tiny policy: load %s from %s: the name is empty", what, dir)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v, err := read()
+	if err != nil {
+		return fmt.Errorf("tiny policy: %w", err)
+	}
+	p.mu.Lock()
+	set[name] = v
+	p.mu.Unlock()
+	return nil
+}
+
+// release drops name from set; ErrAdapterNotLoaded if it is not there.
+func release[T any](p *Policy, set map[string]T, what, name string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.models[name]; !ok {
-		return fmt.Errorf("tiny policy: unload weights %q: %w", name, policy.ErrAdapterNotLoaded)
+	if _, ok := set[name]; !ok {
+		return fmt.Errorf("tiny policy: unload %s %q: %w", what, name, policy.ErrAdapterNotLoaded)
 	}
-	delete(p.models, name)
+	delete(set, name)
 	return nil
 }

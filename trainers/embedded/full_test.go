@@ -2,9 +2,7 @@ package embedded_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,23 +40,13 @@ func dirFiles(t testing.TB, dir string) []string {
 // Hugging Face model directory with the optimizer state beside it, and a
 // trainer loaded from it continues bit for bit, as with an adapter.
 func TestFullSaveLoadContinuesExactly(t *testing.T) {
-	ctx := context.Background()
 	m := embeddedModel(t)
-	b1, b2 := sampleBatch(t, m, nil, 8, 1), sampleBatch(t, m, nil, 8, 2)
+	b1, b2 := sampleBatch(t, m, nil, 4, 1), sampleBatch(t, m, nil, 4, 2)
 	o := fullOptions()
-	straight := newTrainer(t, m, o)
-	if straight.Adapter() != nil || straight.Model() == nil {
+	if tr := newTrainer(t, m, o); tr.Adapter() != nil || tr.Model() == nil {
 		t.Fatal("a full fine-tune trains an adapter")
 	}
-	for _, b := range []embedded.Batch{b1, b2} {
-		if _, err := straight.Update(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := filepath.Join(t.TempDir(), "straight")
-	if err := straight.Save(want); err != nil {
-		t.Fatal(err)
-	}
+	want := trainSaved(t, m, o, "", b1, b2)
 	wantFiles := []string{"config.json", "generation_config.json", "model-00001-of-00004.safetensors", "model-00002-of-00004.safetensors",
 		"model-00003-of-00004.safetensors", "model-00004-of-00004.safetensors", "model.safetensors.index.json",
 		embedded.OptimizerFile, "tokenizer.json", "tokenizer_config.json", embedded.StateFile}
@@ -92,26 +80,7 @@ func TestFullSaveLoadContinuesExactly(t *testing.T) {
 	if len(after.Tensors) != len(before.Tensors) {
 		t.Errorf("%d tensors saved, the model has %d", len(after.Tensors), len(before.Tensors))
 	}
-
-	first := newTrainer(t, m, o)
-	if _, err := first.Update(ctx, b1); err != nil {
-		t.Fatal(err)
-	}
-	mid := filepath.Join(t.TempDir(), "mid")
-	if err := first.Save(mid); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := embedded.Load(m, o, mid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Update(ctx, b2); err != nil {
-		t.Fatal(err)
-	}
-	got := filepath.Join(t.TempDir(), "resumed")
-	if err := tr.Save(got); err != nil {
-		t.Fatal(err)
-	}
+	got := trainSaved(t, m, o, trainSaved(t, m, o, "", b1), b2)
 	for _, f := range wantFiles {
 		if !bytes.Equal(readFile(t, want, f), readFile(t, got, f)) {
 			t.Errorf("%s differs between the straight and the resumed trainer", f)
@@ -168,35 +137,14 @@ func TestLoadRejectsTheOtherKind(t *testing.T) {
 // policy.Adapters (rows carry "<base>+weights-<12 hex>"), and a run
 // stopped and resumed ends with the same bytes as one that was not.
 func TestFullLoopResumesExactly(t *testing.T) {
-	ctx := context.Background()
+	st, ref, want := resumedLikeStraight(t, fullOptions(), 2, 1)
 	m := embeddedModel(t)
-	o := fullOptions()
-	straightSt, straight, err := runLoop(t, m, embedded.Task(m, o), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newStore(t, 64)
-	cfg := loopConfig(2, faultBatch)
-	cfg.Stop = func(i int) bool { return i == 1 }
-	r := openRun(t, st, "f", 5)
-	if s, err := r.Loop(ctx, cfg, stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != 1 {
-		t.Fatalf("first leg: %+v, %v", s, err)
-	}
-	r.Close()
-	r = openRun(t, st, "f", 5)
-	if s, err := r.Loop(ctx, loopConfig(2, faultBatch), stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != 2 {
-		t.Fatalf("resumed leg: %+v, %v", s, err)
-	}
-	want, got := standintest.Sums(t, straightSt, straight.Branch()+"@"), standintest.Sums(t, st, r.Branch()+"@")
-	if fmt.Sprint(want) != fmt.Sprint(got) {
-		t.Fatalf("artifacts differ:\nstraight %v\nresumed  %v", want, got)
-	}
 	for _, f := range []string{"config.json", "model.safetensors.index.json", "model-00004-of-00004.safetensors", embedded.OptimizerFile} {
 		if p := "iterations/000002/adapter/" + f; want[p] == "" {
 			t.Fatalf("no %s in the final checkpoint", p)
 		}
 	}
-	b := standintest.Read(t, st, r.Branch()+"@", "iterations/000002/trajectories.parquet")
+	b := standintest.Read(t, st, ref, "iterations/000002/trajectories.parquet")
 	rows, err := tables.Read(bytes.NewReader(b), int64(len(b)), "trajectories.parquet", tables.Trajectories)
 	if err != nil {
 		t.Fatal(err)
