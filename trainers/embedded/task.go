@@ -35,6 +35,8 @@ type faults struct {
 //
 //	adapter/              adapter_config.json, adapter_model.safetensors,
 //	                      optimizer.safetensors, trainer_state.json
+//	                      (with lora: none a Hugging Face model directory:
+//	                      config.json, model.safetensors or shards, …)
 //	train_metrics.json    Metrics
 //	advantages.parquet    tables.Advantages, one row per trajectory
 //
