@@ -88,6 +88,32 @@ func TestFullSaveLoadContinuesExactly(t *testing.T) {
 	}
 }
 
+// Below max_shard_size the weights are one model.safetensors, indexed all
+// the same: vLLM loads every *.safetensors of a directory without an
+// index, optimizer.safetensors included.
+func TestFullUnshardedIsIndexed(t *testing.T) {
+	m := embeddedModel(t)
+	dir := filepath.Join(t.TempDir(), "w")
+	if err := newTrainer(t, m, embedded.Options{LoRA: embedded.LoRAOptions{None: true}}).Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
+		embedded.OptimizerFile, "tokenizer.json", "tokenizer_config.json", embedded.StateFile}
+	if got := dirFiles(t, dir); !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	if err := policy.CheckShards(dir); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := safetensors.ReadIndex(filepath.Join(dir, safetensors.IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.WeightMap) != 3*9+3 || ix.Metadata.TotalSize != 4*int64(m.NumParams()) {
+		t.Fatalf("index of %d tensors, %d bytes; want 30 tensors, %d bytes", len(ix.WeightMap), ix.Metadata.TotalSize, 4*m.NumParams())
+	}
+}
+
 // A trainer continues only the kind of checkpoint it trains.
 func TestLoadRejectsTheOtherKind(t *testing.T) {
 	m := embeddedModel(t)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -226,6 +227,11 @@ func (t *Trainer) State() State {
 func (t *Trainer) Save(dir string) error {
 	if t.fm != nil {
 		if err := t.fm.ExportHFSharded(dir, t.o.MaxShardSize); err != nil {
+			return fmt.Errorf("save the full weights: %w", err)
+		}
+		// optimizer.safetensors sits beside the weights: an index keeps
+		// vLLM from loading it as weights.
+		if err := safetensors.IndexSingle(dir); err != nil {
 			return fmt.Errorf("save the full weights: %w", err)
 		}
 	} else if err := t.ad.Save(dir); err != nil {
