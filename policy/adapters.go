@@ -6,24 +6,29 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 )
 
 // ErrAdapterInput marks an Adapters.Load failure that retrying cannot fix:
-// the policy does not implement AdapterLoader, the adapter directory
-// cannot be read, or its tensors do not fit the base model (the error then
-// also matches ErrAdapterShape). A stage turns it into a permanent task
-// failure; other Load errors (a copy to a full disk, a server that is
-// down) are worth another attempt.
+// the policy cannot load the checkpoint's kind (AdapterLoader,
+// WeightsLoader), the directory cannot be read or is not a checkpoint
+// (ErrCheckpoint; ErrShards for weights whose shards do not match their
+// index), or its tensors do not fit the policy (the error then also
+// matches ErrAdapterShape or ErrWeightsShape). A stage turns it into a
+// permanent task failure; other Load errors (a copy to a full disk, a
+// server that is down) are worth another attempt.
 var ErrAdapterInput = errors.New("adapter input cannot be loaded")
 
-// Adapters loads PEFT adapter directories into a policy by content digest
-// and unloads old ones: what a rollout or evaluation task needs to sample
-// from a checkpoint. It is safe for concurrent use.
+// Adapters loads policy checkpoint directories, PEFT adapters or full
+// weights, into a policy by content digest and unloads old ones: what a
+// rollout or evaluation task needs to sample from a checkpoint. It is
+// safe for concurrent use.
 type Adapters struct {
 	policy   Policy
 	identity string
@@ -31,19 +36,20 @@ type Adapters struct {
 	keep     int
 
 	mu     sync.Mutex
-	loaded map[string]int // adapter name → load sequence number
+	loaded map[string]int // checkpoint name → load sequence number
 	stuck  []string       // evicted, but the server did not confirm the unload
 	seq    int
 }
 
 // NewAdapters returns a loader for p. root, when set, is a directory the
-// policy's server can read: adapters are copied there before loading, and
-// a copy is removed only once the server has unloaded it, since a server
-// may read an adapter's files again at any time while it holds it (vLLM
-// reloads an adapter its LoRA cache evicted). Without root the policy is
-// given the caller's directory, which must then outlive every use: right
-// for a policy that reads the files once, in LoadAdapter (the embedded
-// model). keep (default 3) is how many adapters stay loaded.
+// policy's server can read: checkpoints are copied there before loading,
+// and a copy is removed only once the server has unloaded it, since a
+// server may read an adapter's files again at any time while it holds it
+// (vLLM reloads an adapter its LoRA cache evicted). Without root the
+// policy is given the caller's directory, which must then outlive every
+// use: right for a policy that reads the files once, in LoadAdapter or
+// LoadWeights (the embedded model). keep (default 3) is how many
+// checkpoints stay loaded.
 func NewAdapters(p Policy, identity, root string, keep int) *Adapters {
 	if keep <= 0 {
 		keep = 3
@@ -51,20 +57,73 @@ func NewAdapters(p Policy, identity, root string, keep int) *Adapters {
 	return &Adapters{policy: p, identity: identity, root: root, keep: keep, loaded: map[string]int{}}
 }
 
-// Load makes the adapter directory dir available to the policy and
-// returns its name, "adapter-<12 hex of its content digest>", so the same
-// adapter is loaded once however many tasks ask for it. Errors that
-// retrying cannot fix match ErrAdapterInput.
+// The name prefixes of loaded checkpoints, by kind.
+const (
+	adapterPrefix = "adapter-"
+	weightsPrefix = "weights-"
+)
+
+// checkpointLoader is the policy's loader of one kind of checkpoint.
+type checkpointLoader struct {
+	what   string // "adapter" or "weights", in messages
+	load   func(ctx context.Context, name, dir string) error
+	unload func(ctx context.Context, name string) error
+}
+
+// loaderFor returns the policy's loader of kind k, or an error saying the
+// policy cannot load it.
+func (g *Adapters) loaderFor(k Kind) (checkpointLoader, error) {
+	switch k {
+	case KindWeights:
+		if l, ok := g.policy.(WeightsLoader); ok {
+			return checkpointLoader{"weights", l.LoadWeights, l.UnloadWeights}, nil
+		}
+		return checkpointLoader{}, fmt.Errorf("the policy input is a full-weights checkpoint, but policy %s cannot load weights (policy.WeightsLoader); train with LoRA or use a policy kind that loads weights", g.identity)
+	default:
+		if l, ok := g.policy.(AdapterLoader); ok {
+			return checkpointLoader{"adapter", l.LoadAdapter, l.UnloadAdapter}, nil
+		}
+		return checkpointLoader{}, fmt.Errorf("the policy input is an adapter, but policy %s cannot load adapters", g.identity)
+	}
+}
+
+// kindOf is the kind of a loaded checkpoint's name.
+func kindOf(name string) Kind {
+	if strings.HasPrefix(name, weightsPrefix) {
+		return KindWeights
+	}
+	return KindAdapter
+}
+
+// Load makes the checkpoint directory dir available to the policy and
+// returns its name: "adapter-<12 hex of its content digest>" for a PEFT
+// adapter, loaded through AdapterLoader, or "weights-<12 hex>" for a
+// full-weights model directory (CheckpointKind), checked with CheckShards
+// and loaded through WeightsLoader; so the same checkpoint is loaded once
+// however many tasks ask for it, and the name is what rows record as the
+// policy version either way. Errors that retrying cannot fix match
+// ErrAdapterInput.
 func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
-	loader, ok := g.policy.(AdapterLoader)
-	if !ok {
-		return "", unloadable{fmt.Errorf("the policy input is an adapter, but policy %s cannot load adapters", g.identity)}
+	kind, err := CheckpointKind(dir)
+	if err != nil {
+		return "", unloadable{err}
+	}
+	l, err := g.loaderFor(kind)
+	if err != nil {
+		return "", unloadable{err}
+	}
+	prefix := adapterPrefix
+	if kind == KindWeights {
+		prefix = weightsPrefix
+		if err := CheckShards(dir); err != nil {
+			return "", unloadable{err}
+		}
 	}
 	digest, err := DirDigest(dir)
 	if err != nil {
-		return "", unloadable{fmt.Errorf("read adapter %s: %w", dir, err)}
+		return "", unloadable{fmt.Errorf("read %s %s: %w", l.what, dir, err)}
 	}
-	name := "adapter-" + digest[:12]
+	name := prefix + digest[:12]
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.loaded[name]; ok {
@@ -74,14 +133,14 @@ func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
 	if g.root != "" {
 		path = filepath.Join(g.root, name)
 		if err := copyDir(dir, path); err != nil {
-			return "", fmt.Errorf("copy adapter to %s: %w", path, err)
+			return "", fmt.Errorf("copy %s to %s: %w", l.what, path, err)
 		}
 	}
-	if err := loader.LoadAdapter(ctx, name, path); err != nil {
-		if errors.Is(err, ErrAdapterShape) {
+	if err := l.load(ctx, name, path); err != nil {
+		if errors.Is(err, ErrAdapterShape) || errors.Is(err, ErrWeightsShape) {
 			err = unloadable{err}
 		}
-		return "", fmt.Errorf("load adapter %s: %w", name, err)
+		return "", fmt.Errorf("load %s %s: %w", l.what, name, err)
 	}
 	g.seq++
 	g.loaded[name] = g.seq
@@ -94,15 +153,19 @@ func (g *Adapters) Load(ctx context.Context, dir string) (string, error) {
 			}
 		}
 		delete(g.loaded, oldest)
-		g.unload(ctx, loader, oldest)
+		g.unload(ctx, oldest)
 	}
 	return name, nil
 }
 
 // unload unloads name and removes its copy under root once the server has
 // let go of it; a failed unload costs only memory, and Close tries again.
-func (g *Adapters) unload(ctx context.Context, loader AdapterLoader, name string) error {
-	if err := loader.UnloadAdapter(ctx, name); err != nil {
+func (g *Adapters) unload(ctx context.Context, name string) error {
+	l, err := g.loaderFor(kindOf(name))
+	if err != nil {
+		return nil // never loaded: nothing to unload
+	}
+	if err := l.unload(ctx, name); err != nil {
 		g.stuck = append(g.stuck, name)
 		return err
 	}
@@ -112,16 +175,12 @@ func (g *Adapters) unload(ctx context.Context, loader AdapterLoader, name string
 	return nil
 }
 
-// Close unloads every adapter the loader holds, and those whose unload
+// Close unloads every checkpoint the loader holds, and those whose unload
 // failed before, removing their copies under root: what a run leaves on
-// a server it shares. An adapter the server does not confirm unloading
+// a server it shares. A checkpoint the server does not confirm unloading
 // keeps its copy, so that the server can still read it; a rerun loads it
 // from the same path.
 func (g *Adapters) Close(ctx context.Context) error {
-	loader, ok := g.policy.(AdapterLoader)
-	if !ok {
-		return nil
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	names := g.stuck
@@ -133,8 +192,8 @@ func (g *Adapters) Close(ctx context.Context) error {
 	clear(g.loaded)
 	var errs []error
 	for _, n := range names {
-		if err := g.unload(ctx, loader, n); err != nil {
-			errs = append(errs, fmt.Errorf("unload adapter %s: %w", n, err))
+		if err := g.unload(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("unload %s %s: %w", kindOf(n), n, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -192,19 +251,55 @@ func DirDigest(dir string) (string, error) {
 	sort.Strings(files)
 	h := sha256.New()
 	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
-		if err != nil {
+		if err := hashFile(h, f, filepath.Join(dir, filepath.FromSlash(f))); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
-		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// hashFile writes "<rel>\x00<size>\x00<contents>" of the file at path to
+// h, streaming, so a multi-GB shard is never whole in memory.
+func hashFile(h io.Writer, rel, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(h, "%s\x00%d\x00", rel, st.Size())
+	n, err := io.Copy(h, f)
+	if err == nil && n != st.Size() {
+		err = fmt.Errorf("%s changed size while it was read", path)
+	}
+	return err
+}
+
+// copyFile copies the file at src to dst (created with mode 0644),
+// streaming.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // copyDir copies src's regular files into dst (created), through a
-// temporary directory renamed into place so a reader never sees half an
-// adapter.
+// temporary directory renamed into place so a reader never sees half a
+// checkpoint.
 func copyDir(src, dst string) error {
 	if _, err := os.Stat(dst); err == nil {
 		return nil // content-addressed: already there
@@ -223,11 +318,7 @@ func copyDir(src, dst string) error {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
+		return copyFile(p, target)
 	})
 	if err != nil {
 		return err

@@ -178,7 +178,7 @@ func TestAdaptersErrorsRetryCannotFix(t *testing.T) {
 		{"no loader", basePolicy{}, func(t *testing.T) string { return adapterDir(t, "{}") }, false,
 			"the policy input is an adapter, but policy test cannot load adapters"},
 		{"unreadable dir", &loaderPolicy{}, func(t *testing.T) string { return filepath.Join(t.TempDir(), "missing") }, false,
-			"read adapter "},
+			"read checkpoint "},
 		{"wrong shape", &loaderPolicy{shapeErr: true}, func(t *testing.T) string { return adapterDir(t, "{}") }, true,
 			"load adapter adapter-2fc580a1d2aa: tensor layers.0.q_proj.lora_A: adapter does not match the base model"},
 	} {

@@ -25,6 +25,14 @@
 // wrote for an assistant message (toolcall.Join): how a policy without a
 // chat template, the tiny model, reads it.
 //
+// Checkpoints: a train task's output is a PEFT adapter or, with full
+// fine-tuning, a Hugging Face model directory (CheckpointKind tells them
+// apart; CheckShards checks sharded weights against their index).
+// Policies that load full weights while they run implement WeightsLoader
+// beside AdapterLoader; the Adapters loader below dispatches on the kind
+// and names weights "weights-<12 hex>", so the rows' policy version is
+// one code path for both.
+//
 // Adapters: policies that hot-load LoRA adapters implement AdapterLoader,
 // which a pipeline needs from its second iteration (pipeline/config's
 // plan refuses a policy without it for a loop that would load one);

@@ -155,7 +155,7 @@ func TestCheckpointAdapterInput(t *testing.T) {
 		dir     string
 		wantErr string
 	}{
-		{name: "policy cannot load adapters", policy: basePolicy{}, dir: "x",
+		{name: "policy cannot load adapters", policy: basePolicy{}, dir: "config",
 			wantErr: "the policy input is an adapter, but policy base cannot load adapters"},
 		{name: "tensors do not fit", policy: &loaderPolicy{shapeErr: true}, dir: "config",
 			wantErr: "load adapter adapter-3285a77212c0: tensor layers.0.q_proj.lora_A: adapter does not match the base model"},

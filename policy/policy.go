@@ -247,6 +247,12 @@ var ErrAdapterNotLoaded = errors.New("adapter not loaded")
 // not fit the base model; the message names the tensor.
 var ErrAdapterShape = errors.New("adapter does not match the base model")
 
+// ErrWeightsShape is returned by LoadWeights when a full-weights
+// directory's model is not one the policy runs (another architecture,
+// other tensor shapes); the message names the file and the field or
+// tensor.
+var ErrWeightsShape = errors.New("weights do not match the policy's model")
+
 // SampleSeed derives the seed of sample index of a request seeded with
 // seed. Every policy uses it so that a request split into several calls,
 // or sent over HTTP, samples the same text.
