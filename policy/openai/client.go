@@ -57,6 +57,7 @@ type Client struct {
 var (
 	_ policy.Policy        = (*Client)(nil)
 	_ policy.AdapterLoader = (*Client)(nil)
+	_ policy.WeightsLoader = (*Client)(nil)
 )
 
 // New checks opts and returns a Client. It makes no request: a server that
