@@ -119,8 +119,8 @@ func standInTrainer(mode string, args []string) int {
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
 		return 0
-	case "unlisted-shard":
-		if err := unlistedShard(a); err != nil {
+	case "unlisted-shard", "weights":
+		if err := writeWeights(a, mode == "unlisted-shard"); err != nil {
 			fmt.Fprintln(os.Stderr, "stand-in trainer:", err)
 			return 1
 		}
@@ -133,18 +133,22 @@ func standInTrainer(mode string, args []string) int {
 	return 0
 }
 
-// unlistedShard writes full weights (lora: none) in two shards with
-// their index, and a third shard the index does not list, as a trainer
-// that wrote into a directory holding an older checkpoint would.
-func unlistedShard(a contractArgs) error {
+// writeWeights writes full weights (lora: none) of the iteration in two
+// shards with their index; with unlisted also a third shard the index
+// does not list, as a trainer that wrote into a directory holding an
+// older checkpoint would.
+func writeWeights(a contractArgs, unlisted bool) error {
 	f := safetensors.NewFile(map[string]string{"format": "pt"})
-	f.Tensors["model.norm.weight"] = safetensors.FromFloat32([]int{4}, []float32{1, 1, 1, 1})
+	f.Tensors["model.norm.weight"] = safetensors.FromFloat32([]int{4}, []float32{1, 1, 1, float32(a.iteration)})
 	f.Tensors["lm_head.weight"] = safetensors.FromFloat32([]int{2, 4}, make([]float32, 8))
 	if err := safetensors.WriteModel(a.adapterOut, f, 20); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(a.adapterOut, "config.json"), []byte(`{"architectures": ["LlamaForCausalLM"]}`), 0o644); err != nil {
 		return err
+	}
+	if !unlisted {
+		return os.WriteFile(a.metricsOut, []byte(`{"loss": 0}`), 0o644)
 	}
 	b, err := os.ReadFile(filepath.Join(a.adapterOut, safetensors.ShardName(1, 2)))
 	if err != nil {
