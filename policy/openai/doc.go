@@ -115,10 +115,12 @@
 // requests naming the base model. A server holds one set of weights:
 // a Generate for weights the servers do not hold waits until the calls on
 // the held ones have drained and reloads them, and calls that arrive for
-// the held ones meanwhile wait behind the reload; once weights are loaded,
-// the base model (and adapters on it) cannot be sampled until the servers
-// restart (ErrBaseReplaced). A refused reload matches ErrWeightsRefused
-// and names the server's message.
+// the held ones meanwhile wait behind the reload. The base model (and
+// adapters on it) is one more version: it is reloaded from the directory
+// each server names as its base model's root in GET /v1/models (read
+// before the first reload; a server that names none cannot go back, and
+// such a request fails with ErrBaseReplaced). A refused reload matches
+// ErrWeightsRefused and names the server's message.
 //
 // # Secrets
 //

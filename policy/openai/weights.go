@@ -48,6 +48,10 @@ type weights struct {
 	inUse    int           // Generate calls sampling live
 	want     string        // the version a waiting call will reload; "" none
 	swapping bool          // a reload is under way
+	// base are the directories each endpoint started from (GET
+	// /v1/models' root of the base model), read before the first reload
+	// so that the base model can be reloaded; nil when unknown.
+	base []string
 	// dirs are the weights loaded through the client: name → the
 	// directory the servers read, "" once unloaded (so a request for
 	// them still names weights, and fails as not loaded).
@@ -165,20 +169,32 @@ func (c *Client) acquireWeights(ctx context.Context, version string) (func(), er
 				w.notify()
 				w.mu.Unlock()
 			}), nil
-		case version == "":
+		case version == "" && w.base == nil:
 			return nil, fmt.Errorf("openai: sample the base model %q (or an adapter on it): %w: the servers hold %s, loaded by LoadWeights; restart them to sample the base model, or sample the weights",
 				c.opts.Model, ErrBaseReplaced, liveName(w.live))
 		default:
-			dir := w.dirs[version]
-			if dir == "" {
-				return nil, fmt.Errorf("%w: weights %s: load them with LoadWeights first", policy.ErrAdapterNotLoaded, version)
+			dirs := w.base
+			if version != "" {
+				dir := w.dirs[version]
+				if dir == "" {
+					return nil, fmt.Errorf("%w: weights %s: load them with LoadWeights first", policy.ErrAdapterNotLoaded, version)
+				}
+				dirs = slices.Repeat([]string{dir}, len(c.eps))
 			}
 			w.want = version
 			if w.inUse == 0 {
 				w.swapping = true
+				first := w.live == "" && w.base == nil
 				w.mu.Unlock()
-				err := c.reloadWeights(ctx, version, dir)
+				var base []string
+				if first {
+					base = c.baseDirs(ctx)
+				}
+				err := c.reloadWeights(ctx, liveName(version), dirs)
 				w.mu.Lock()
+				if first {
+					w.base = base
+				}
 				w.swapping, w.want = false, ""
 				w.live = version
 				if err != nil {
@@ -221,16 +237,53 @@ func liveName(v string) string {
 	return v
 }
 
-// reloadWeights tells every endpoint to reload its weights from dir and
-// to drop its prefix cache.
-func (c *Client) reloadWeights(ctx context.Context, name, dir string) error {
-	body, err := json.Marshal(map[string]any{"method": "reload_weights", "kwargs": map[string]string{"weights_path": dir}})
-	if err != nil {
-		return fmt.Errorf("openai: load weights %q from %s: encode the request: %w", name, dir, err)
+// baseDirs reads the directory each endpoint serves its base model from,
+// the root GET /v1/models gives it (vLLM keeps it whatever weights it
+// reloads), so that the base model can be reloaded after other weights;
+// nil when some endpoint does not say.
+func (c *Client) baseDirs(ctx context.Context) []string {
+	dirs := make([]string, len(c.eps))
+	for i, e := range c.eps {
+		var list struct {
+			Data []struct {
+				ID     string  `json:"id"`
+				Root   string  `json:"root"`
+				Parent *string `json:"parent"`
+			} `json:"data"`
+		}
+		err := c.call(ctx, e, http.MethodGet, pathModels, nil, func(b []byte) error { return json.Unmarshal(b, &list) })
+		if err != nil {
+			c.log.Debug().Str(logEndpoint, e.shown).Str(logError, err.Error()).Msg("no base model directory: the base model cannot be sampled after weights")
+			return nil
+		}
+		for _, m := range list.Data {
+			if m.Parent == nil && m.Root != "" && (c.opts.Model == "" || m.ID == c.opts.Model) {
+				dirs[i] = m.Root
+				break
+			}
+		}
+		if dirs[i] == "" {
+			return nil
+		}
 	}
-	errs := c.onEvery(ctx, pathRPC, body, func(_ int, ce *callError) error {
+	return dirs
+}
+
+// reloadWeights tells every endpoint i to reload its weights from
+// dirs[i] and to drop its prefix cache.
+func (c *Client) reloadWeights(ctx context.Context, name string, dirs []string) error {
+	dir := dirs[0]
+	bodies := make([][]byte, len(dirs))
+	for i, d := range dirs {
+		b, err := json.Marshal(map[string]any{"method": "reload_weights", "kwargs": map[string]string{"weights_path": d}})
+		if err != nil {
+			return fmt.Errorf("openai: load weights %q from %s: encode the request: %w", name, d, err)
+		}
+		bodies[i] = b
+	}
+	errs := c.onEach(ctx, pathRPC, bodies, func(i int, ce *callError) error {
 		if ce != nil && refusedWeights(ce) {
-			ce.advice = weightsAdvice(ce, dir)
+			ce.advice = weightsAdvice(ce, dirs[i])
 		}
 		if ce == nil {
 			return nil
@@ -271,16 +324,7 @@ func (r weightsRefused) Unwrap() []error { return []error{r.err, ErrWeightsRefus
 // the worker ("Call to collective_rpc method failed: Worker failed with
 // error ...").
 func refusedWeights(ce *callError) bool {
-	if ce == nil || ce.kind != kindStatus || ce.path != pathRPC {
-		return false
-	}
-	switch s := ce.status; {
-	case s == http.StatusRequestTimeout || s == http.StatusTooManyRequests:
-		return false
-	case s >= 400 && s < 500:
-		return true
-	}
-	return ce.status == http.StatusInternalServerError && strings.Contains(ce.msg, "collective_rpc")
+	return ce != nil && ce.path == pathRPC && refusedFor(ce, "collective_rpc")
 }
 
 // weightsAdvice is the next step after a server refused to reload the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,12 +168,52 @@ func TestWeightsRefused(t *testing.T) {
 			if want := fmt.Sprintf(tc.want, f.URL); err == nil || err.Error() != want {
 				t.Errorf("err =\n%v\nwant\n%s", err, want)
 			}
-			if n := len(f.Requests()); n != 1 {
-				t.Errorf("%d requests, want 1: a refusal is not retried", n)
+			if got := weightCalls(f); len(got) != 1 {
+				t.Errorf("%v, want one reload: a refusal is not retried", got)
 			}
 			if loaded, _ := c.Weights(); len(loaded) != 0 {
 				t.Errorf("Weights() = %v after a refused load", loaded)
 			}
 		})
+	}
+}
+
+// Servers that name the directory they started from (vLLM's GET
+// /v1/models root) get it back for a request on the base model after
+// weights replaced it, each endpoint its own.
+func TestWeightsReloadTheBaseModel(t *testing.T) {
+	var fs []*fakeVLLM
+	for i := range 2 {
+		root := fmt.Sprintf("/models/base-%d", i)
+		fs = append(fs, newFake(t, func(k int, r seen, w http.ResponseWriter) bool {
+			if r.Path != "/v1/models" {
+				return false
+			}
+			writeJSON(w, map[string]any{"object": "list", "data": []any{
+				map[string]any{"id": "base", "root": root, "parent": nil},
+				map[string]any{"id": "lora-1", "root": "/loras/1", "parent": "base"}}})
+			return true
+		}))
+	}
+	c, _ := newClient(t, openai.Options{Model: "base"}, fs[0].URL, fs[1].URL)
+	ctx := context.Background()
+	generate(t, c, reqs(1), policy.Sampling{N: 1})
+	if err := c.LoadWeights(ctx, "weights-1", "/shared/w1"); err != nil {
+		t.Fatal(err)
+	}
+	out := generate(t, c, reqs(1), policy.Sampling{N: 1})
+	wantStatus(t, out, policy.StatusOK)
+	if v := out[0][0].PolicyVersion; v != "base" {
+		t.Errorf("policy version %q, want base", v)
+	}
+	for i, f := range fs {
+		got := slices.DeleteFunc(weightCalls(f), func(s string) bool { return strings.HasPrefix(s, "sample") })
+		want := []string{"reload_weights /shared/w1", "reset", fmt.Sprintf("reload_weights /models/base-%d", i), "reset"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("endpoint %d: %v, want %v", i, got, want)
+		}
+	}
+	if _, live := c.Weights(); live != "" {
+		t.Errorf("live %q, want the base model (\"\")", live)
 	}
 }
