@@ -36,7 +36,7 @@ NO_RACE := /temporaltests|/temporalrun/devserver|/cli/rlpipe$$
 # cli/race_on_test.go), after the notebooks' build compiled the packages;
 # the tools and reasoning-gym demos' learning runs (examples/tools-demo,
 # examples/reasoning-gym-demo) run only here.
-LEARNS_TESTS := TestArithmeticDemoLearns|TestChainLearns
+LEARNS_TESTS := TestArithmeticDemoLearns|TestArithmeticFullDemoLearns|TestChainLearns
 
 test: deps ## run every test with the race detector, then the Temporal tests, the notebooks, the demos' full learning runs without it, and the demo through a lakeFS stand-in
 	$(GO) vet $(PKGS)

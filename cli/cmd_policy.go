@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/server"
 	"github.com/rlpipe/rlpipe/policy/tiny"
@@ -206,13 +207,15 @@ func policyPretrain(ctx context.Context, o policyPretrainOptions, p printer) err
 }
 
 type policyExportOptions struct {
-	model   string
-	adapter string
+	model        string
+	adapter      string
+	maxShardSize int64
 }
 
 func (o *policyExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.model, "model", embedded.ModelTinyArith, "tiny-arith, tiny-chain, tiny-rg, tiny-tool, a .safetensors file or a model directory")
-	fs.StringVar(&o.adapter, "adapter", "", "also check this PEFT adapter against the model, and copy it to DIR/adapter: a local directory, or REF:PATH in the store (a run's runs-RUN:iterations/NNNNNN/adapter)")
+	fs.StringVar(&o.adapter, "adapter", "", "a policy checkpoint of the model: a PEFT adapter, checked and copied to DIR/adapter, or a full fine-tune's weights, checked and written as DIR's model; a local directory, or REF:PATH in the store (a run's runs-RUN:iterations/NNNNNN/adapter)")
+	fs.Int64Var(&o.maxShardSize, "max-shard-size", 0, "write the weights as shards of at most this many bytes and model.safetensors.index.json when they are larger (0: 2 GiB, transformers' default)")
 }
 
 func newPolicyExportCommand(g *rootOptions) *cobra.Command {
@@ -229,13 +232,19 @@ this model: load them with PeftModel.from_pretrained or vLLM's
 /v1/load_lora_adapter. The embedded policy reads such a directory back
 (policy: {model: DIR}).
 
---adapter takes a local directory, or REF:PATH in the store: iteration N of
-run RUN committed its adapter at runs-RUN:iterations/NNNNNN/adapter. A local
-directory that exists wins over a store path of the same spelling.`,
+--adapter takes the policy checkpoint directory of an iteration: a local
+directory, or REF:PATH in the store: iteration N of run RUN committed it at
+runs-RUN:iterations/NNNNNN/adapter. A local directory that exists wins over
+a store path of the same spelling. A PEFT adapter is checked against the
+model and copied to DIR/adapter; the full weights a trainer with lora: none
+writes are checked (their shards against model.safetensors.index.json, their
+shapes against the model) and DIR becomes that fine-tuned model.
+--max-shard-size splits the weights written above that many bytes.`,
 		Example: `  rlpipe policy export ./tiny-arith-hf
   rlpipe policy export ./chain-hf --model tiny-chain
   rlpipe policy export ./hf --adapter runs-arith:iterations/000060/adapter
-  rlpipe policy export ./hf --adapter ./step-000003`,
+  rlpipe policy export ./hf --adapter ./step-000003
+  rlpipe policy export ./full-hf --adapter runs-full:iterations/000020/adapter`,
 		Args: exactArgs("DIR"),
 	}, func(cmd *cobra.Command, o policyExportOptions, args []string) error {
 		if o.adapter == "" || isLocalDir(o.adapter) || !strings.Contains(o.adapter, ":") {
@@ -285,11 +294,27 @@ func checkoutAdapter(ctx context.Context, st artifacts.Store, arg, dir string) e
 }
 
 func policyExport(_ context.Context, dir string, o policyExportOptions, p printer) error {
+	if o.maxShardSize < 0 {
+		return usagef("policy export --max-shard-size %d: give a positive number of bytes, or 0 for 2 GiB", o.maxShardSize)
+	}
 	m, err := embedded.Load(o.model)
 	if err != nil {
 		return failure(err)
 	}
+	weights := false
 	if o.adapter != "" {
+		kind, err := policy.CheckpointKind(o.adapter)
+		if err != nil {
+			return failure(fmt.Errorf("policy export: %w", err))
+		}
+		weights = kind == policy.KindWeights
+	}
+	if weights {
+		// A full fine-tune: DIR is the trained model, checked.
+		if m, err = tiny.LoadWeightsDir(m, o.adapter); err != nil {
+			return failure(fmt.Errorf("policy export: %w", err))
+		}
+	} else if o.adapter != "" {
 		a, err := m.LoadAdapter(o.adapter)
 		if err != nil {
 			return failure(fmt.Errorf("policy export: %w", err))
@@ -298,18 +323,22 @@ func policyExport(_ context.Context, dir string, o policyExportOptions, p printe
 			return failure(fmt.Errorf("policy export: %w", err))
 		}
 	}
-	if err := m.ExportHF(dir); err != nil {
+	if err := m.ExportHFSharded(dir, o.maxShardSize); err != nil {
 		return failure(fmt.Errorf("policy export: %w", err))
 	}
 	res := map[string]any{"dir": dir, "version": m.Version(), "architecture": "LlamaForCausalLM", "parameters": m.NumParams()}
-	if o.adapter != "" {
+	if weights {
+		res["weights"] = true
+	} else if o.adapter != "" {
 		res["adapter"] = filepath.Join(dir, "adapter")
 	}
 	if p.json {
 		return p.JSON(res)
 	}
 	p.Printf("wrote %s to %s (LlamaForCausalLM, %d parameters)\n", m.Version(), dir, m.NumParams())
-	if o.adapter != "" {
+	if weights {
+		p.Printf("weights: the full fine-tune %s\n", o.adapter)
+	} else if o.adapter != "" {
 		p.Printf("adapter: %s\n", res["adapter"])
 	}
 	return nil

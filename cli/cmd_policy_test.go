@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/embedded"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
@@ -138,4 +140,63 @@ func TestPolicyExportAdapterFromStore(t *testing.T) {
 	}
 	h.fails(ExitFailure, []string{"rlpipe: policy export --adapter runs-x:iterations/000009/adapter: object not found: no directory iterations/000009/adapter at runs-x and none on this machine (`rlpipe ls runs-x:iterations/` lists a run's iterations)\n"},
 		"policy", "export", t.TempDir(), "--adapter", "runs-x:iterations/000009/adapter")
+}
+
+// TestPolicyExportFullWeights: --adapter REF:PATH takes the full weights a
+// trainer with lora: none commits: DIR becomes that model, resharded at
+// --max-shard-size and checked; a checkpoint whose shards do not match
+// its index is refused naming the shard.
+func TestPolicyExportFullWeights(t *testing.T) {
+	h := newStore(t)
+	trained, err := tiny.New(tiny.DefaultConfig(), 3) // the shape of tiny-arith, other weights
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "full")
+	if err := trained.ExportHFSharded(local, 300<<10); err != nil {
+		t.Fatal(err)
+	}
+	h.ok("branch", "create", "runs-x", "--from", "main")
+	files, err := os.ReadDir(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		h.ok("put", filepath.Join(local, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
+	}
+	h.ok("commit", "runs-x", "-m", "full weights")
+
+	dir := filepath.Join(t.TempDir(), "hf")
+	var res struct {
+		Dir, Version, Architecture, Adapter string
+		Parameters                          int
+		Weights                             bool
+	}
+	h.json(&res, "policy", "export", dir, "--adapter", "runs-x:iterations/000001/adapter", "--max-shard-size", "500000")
+	back, err := embedded.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Weights || res.Adapter != "" || res.Version != back.Version() {
+		t.Fatalf("export said %+v; the directory loads as %s", res, back.Version())
+	}
+	if err := policy.CheckShards(dir); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := []string{"config.json", "generation_config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+		"model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"}
+	es, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Name())
+	}
+	if !slices.Equal(got, wantFiles) {
+		t.Fatalf("files %q, want %q", got, wantFiles)
+	}
+
+	if err := os.Remove(filepath.Join(local, "model-00002-of-00003.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	h.fails(ExitFailure, []string{"rlpipe: policy export: check the shards of " + local + ": shard model-00002-of-00003.safetensors, named by model.safetensors.index.json, is missing: not a policy checkpoint: shards do not match their index (the directory is incomplete or mixes two checkpoints; write it again)\n"},
+		"policy", "export", t.TempDir(), "--adapter", local)
 }

@@ -2,10 +2,16 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 )
 
@@ -51,4 +57,31 @@ func ExampleSource_Rows() {
 	// 000003-p1 1 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
 	// 000003-p2 0 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
 	// 000003-p2 1 ok {"n":2,"temperature":1,"top_p":0,"max_tokens":4}
+}
+
+// CheckpointKind tells the two kinds of train output apart; CheckShards
+// names the shard a sharded full-weights directory is missing.
+func ExampleCheckShards() {
+	dir, err := os.MkdirTemp("", "weights-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	f := safetensors.NewFile(map[string]string{"format": "pt"})
+	f.Tensors["a.weight"] = safetensors.FromFloat32([]int{4}, []float32{1, 2, 3, 4})
+	f.Tensors["b.weight"] = safetensors.FromFloat32([]int{4}, []float32{5, 6, 7, 8})
+	if err := safetensors.WriteModel(dir, f, 16); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	kind, err := policy.CheckpointKind(dir)
+	fmt.Println(kind, err, policy.CheckShards(dir))
+	os.Remove(filepath.Join(dir, "model-00002-of-00002.safetensors"))
+	err = policy.CheckShards(dir)
+	fmt.Println(errors.Is(err, policy.ErrShards), strings.TrimPrefix(err.Error(), "check the shards of "+dir+": "))
+	// Output:
+	// weights <nil> <nil>
+	// true shard model-00002-of-00002.safetensors, named by model.safetensors.index.json, is missing: not a policy checkpoint: shards do not match their index (the directory is incomplete or mixes two checkpoints; write it again)
 }

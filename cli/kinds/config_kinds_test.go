@@ -42,6 +42,12 @@ func TestKindOwnedKeysAndChecks(t *testing.T) {
 			`pipeline.yaml:15:11: trainer.lr: -1; it must be positive (try 1e-3)`},
 		{"trainer lora checked by the trainer", grpoBase("trainer: {lora: {rank: -2}}\n"),
 			`trainer.lora.rank: -2; it must be ≥ 1`},
+		{"trainer lora takes the keyword none only", grpoBase("trainer: {lora: all}\n"),
+			`pipeline.yaml:15:17: trainer.lora: expected a mapping or none, got "all" (write none, or a mapping of its keys)`},
+		{"trainer max_shard_size needs lora none", grpoBase("trainer: {max_shard_size: 1024}\n"),
+			`pipeline.yaml:15:11: trainer.max_shard_size: 1024; it applies to full weights only: set lora: none, or remove it`},
+		{"trainer critic needs lora", grpoBase("advantages: {estimator: gae}\ntrainer: {lora: none, critic: {}}\n"),
+			`trainer.critic: PPO's critic is a LoRA adapter of the policy adapter's shape, and lora is none: remove lora: none or the critic`},
 		{"trainer type", grpoBase("trainer: {epochs: two}\n"),
 			`trainer.epochs: expected an integer, got "two"`},
 		{"trainer without a grpo stage", base + "trainer: {lr: 0.1}\n",
@@ -86,6 +92,27 @@ func TestTrainerSectionIsTheGRPOStagesOptions(t *testing.T) {
 	want := embedded.Options{LR: 0.002, LoRA: embedded.LoRAOptions{Rank: 4}}
 	if got, w := p.Stages.Train.Version, embedded.Task(p.Policy.Model.(embedded.Trainable).TinyModel(), want).Version; got != w {
 		t.Errorf("train version %s, want %s", got, w)
+	}
+}
+
+// lora: none is full fine-tuning: it parses, enters the train task's
+// version, and survives the effective YAML a run records; without it
+// the version is the default's.
+func TestTrainerLoRANone(t *testing.T) {
+	c := mustParse(t, grpoBase("trainer: {lora: none, lr: 0.0001}\n"))
+	o, ok := c.Stages.Train.Options.(*embedded.GRPOStage)
+	if !ok || !o.LoRA.None || o.LR != 0.0001 {
+		t.Fatalf("train options = %#v", c.Stages.Train.Options)
+	}
+	again, text := recorded(t, c)
+	if o := again.Stages.Train.Options.(*embedded.GRPOStage); !o.LoRA.None || !strings.Contains(string(text), "lora: none") {
+		t.Fatalf("the recorded config lost lora: none:\n%s", text)
+	}
+	m := configtest.MustPlan(t, c).Policy.Model.(embedded.Trainable).TinyModel()
+	full := embedded.Task(m, embedded.Options{LR: 0.0001, LoRA: embedded.LoRAOptions{None: true}}).Version
+	lora := embedded.Task(m, embedded.Options{LR: 0.0001}).Version
+	if p := configtest.MustPlan(t, c); p.Stages.Train.Version != full || full == lora {
+		t.Fatalf("train version %s, want %s (lora: none), not %s", p.Stages.Train.Version, full, lora)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,19 @@ func (d *decoder) walk(n ast.Node, t reflect.Type, path string) {
 		if _, err := time.ParseDuration(s.Value); err != nil {
 			d.add(d.errorf(p, path, `write a Go duration such as "200ms", "2s" or "5m"`, "%s: %q is not a duration", path, s.Value))
 		}
+	case t.Kind() == reflect.Struct && keywordsOf(t) != nil:
+		kws := keywordsOf(t)
+		if sn, ok := n.(*ast.StringNode); ok && slices.Contains(kws, sn.Value) {
+			return
+		}
+		if _, ok := n.(*ast.MappingNode); !ok {
+			if _, ok := n.(*ast.MappingValueNode); !ok {
+				d.add(d.errorf(p, path, fmt.Sprintf("write %s, or a mapping of its keys", strings.Join(kws, " or ")),
+					"%s: expected a mapping or %s, got %s", path, strings.Join(kws, " or "), describe(n)))
+				return
+			}
+		}
+		d.walkStruct(n, t, path)
 	case t.Kind() == reflect.Struct:
 		d.walkStruct(n, t, path)
 	case t.Kind() == reflect.Map:
@@ -245,6 +259,15 @@ func wholeHint(n ast.Node) string {
 		return fmt.Sprintf("write it without a fraction or exponent: %d", int64(f.Value))
 	}
 	return "write a whole number"
+}
+
+// keywordsOf is the scalar keywords a struct type also takes
+// (kind.Keyworded), or nil.
+func keywordsOf(t reflect.Type) []string {
+	if k, ok := reflect.New(t).Interface().(kind.Keyworded); ok {
+		return k.Keywords()
+	}
+	return nil
 }
 
 // fieldsOf maps yaml key → struct field index for t.

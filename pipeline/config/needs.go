@@ -23,6 +23,9 @@ func (c *Config) needs(p *Plan) error {
 	if p.Policy == nil {
 		return nil
 	}
+	if wt, ok := c.Stages.Train.Options.(kind.WeightsTrainer); ok && wt.TrainsWeights() {
+		return c.needsWeights(p)
+	}
 	if _, ok := p.Policy.Policy.(policy.AdapterLoader); ok {
 		return nil
 	}
@@ -36,6 +39,22 @@ func (c *Config) needs(p *Plan) error {
 		hint = "use kind " + strings.Join(others, " or ") + ", or " + hint
 	}
 	return c.capabilityError("policy.kind", hint, "policy.kind: policy kind %s cannot load adapters (policy.AdapterLoader), which %s", c.Policy.Kind, why)
+}
+
+// needsWeights is needs for a train stage that writes full weights: the
+// policy the loop samples them from must load weights
+// (policy.WeightsLoader).
+func (c *Config) needsWeights(p *Plan) error {
+	if _, ok := p.Policy.Policy.(policy.WeightsLoader); ok {
+		return nil
+	}
+	why := c.adapterUse()
+	if why == "" {
+		return nil
+	}
+	why = strings.ReplaceAll(why, "adapter", "weights")
+	return c.capabilityError("policy.kind", "train a LoRA adapter (remove trainer.lora: none), or implement policy.WeightsLoader in the backend",
+		"policy.kind: policy kind %s cannot load full weights (policy.WeightsLoader), and the train stage writes them (lora: none); %s", c.Policy.Kind, why)
 }
 
 // adapterUse says why the loop samples the policy section from an

@@ -191,6 +191,18 @@ type (
 	Grouped interface {
 		GroupSize() (key string, n int)
 	}
+	// Keyworded is an option's value, a struct of keys, that may also be
+	// written as one of a few scalar keywords (the embedded trainer's
+	// lora: none). The config accepts exactly those scalars where a
+	// mapping of its keys is expected, and names the key for any other;
+	// the value's UnmarshalYAML decodes the keyword.
+	Keyworded interface{ Keywords() []string }
+	// WeightsTrainer is a train stage that may write full model weights
+	// instead of an adapter (the grpo stage with lora: none): when
+	// TrainsWeights says it does, the plan asks the policy to load
+	// weights (policy.WeightsLoader) where it would ask it to load
+	// adapters.
+	WeightsTrainer interface{ TrainsWeights() bool }
 )
 
 // OnAdvantages is train as the loop runs it after an advantages step

@@ -54,3 +54,33 @@ func ExampleWriteAdapterDir() {
 	fmt.Println(got.PeftType, got.R, got.Scaling(), len(modules), a)
 	// Output: LORA 1 2 1 base_model.model.layers.0.attn.q_proj.lora_A.weight
 }
+
+// WriteModel shards a model's weights above a size, as transformers'
+// save_pretrained does, and ReadModel reads them back as one file.
+func ExampleWriteModel() {
+	dir, err := os.MkdirTemp("", "model-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	f := safetensors.NewFile(map[string]string{"format": "pt"})
+	f.Tensors["a.weight"] = safetensors.FromFloat32([]int{4}, []float32{1, 2, 3, 4}) // 16 bytes
+	f.Tensors["b.weight"] = safetensors.FromFloat32([]int{4}, []float32{5, 6, 7, 8})
+	if err := safetensors.WriteModel(dir, f, 16); err != nil {
+		log.Fatal(err)
+	}
+	ix, err := safetensors.ReadIndex(filepath.Join(dir, safetensors.IndexFile))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ix.Metadata.TotalSize, ix.WeightMap["b.weight"])
+	g, err := safetensors.ReadModel(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(g.Names())
+	// Output:
+	// 32 model-00002-of-00002.safetensors
+	// [a.weight b.weight]
+}

@@ -61,6 +61,52 @@ func ReadIndex(path string) (Index, error) {
 	return ix, nil
 }
 
+// IndexSingle writes IndexFile for a directory whose weights are one
+// model.safetensors, mapping every tensor to it, unless an index is there
+// already. A directory that keeps other safetensors files beside the
+// weights (a checkpoint's optimizer.safetensors) needs it: vLLM loads
+// every *.safetensors of a directory without an index, and only the files
+// an index names when there is one.
+func IndexSingle(dir string) error {
+	ixPath := filepath.Join(dir, IndexFile)
+	if _, err := os.Stat(ixPath); err == nil {
+		return nil
+	}
+	path := filepath.Join(dir, ModelFile)
+	names, err := ReadNames(path)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	var n uint64
+	err = binary.Read(f, binary.LittleEndian, &n)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	ix := Index{Metadata: IndexMetadata{TotalSize: st.Size() - 8 - int64(n)}, WeightMap: map[string]string{}}
+	for _, name := range names {
+		ix.WeightMap[name] = ModelFile
+	}
+	return writeIndex(dir, ix)
+}
+
+// writeIndex writes ix as dir's IndexFile, as transformers formats it.
+func writeIndex(dir string, ix Index) error {
+	b, err := json.MarshalIndent(ix, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", IndexFile, err)
+	}
+	return writeFileAtomic(filepath.Join(dir, IndexFile), append(b, '\n'))
+}
+
 // ReadNames returns the names of the tensors of the safetensors file at
 // path, sorted, reading only its header.
 func ReadNames(path string) ([]string, error) {
@@ -138,12 +184,8 @@ func WriteModel(dir string, f *File, maxShardSize int64) error {
 				return err
 			}
 		}
-		b, err := json.MarshalIndent(ix, "", "  ")
-		if err != nil {
-			return fmt.Errorf("write %s: %w", IndexFile, err)
-		}
 		keep[IndexFile] = true
-		if err := writeFileAtomic(filepath.Join(dir, IndexFile), append(b, '\n')); err != nil {
+		if err := writeIndex(dir, ix); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package safetensors_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,5 +101,43 @@ func TestReadNames(t *testing.T) {
 	want := "read " + path + ": malformed safetensors: no 8-byte header length"
 	if _, err := safetensors.ReadNames(path); err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// IndexSingle indexes a lone model.safetensors, so that a loader that
+// globs *.safetensors (vLLM) reads only the weights, not the files beside
+// them; an index already there is kept.
+func TestIndexSingle(t *testing.T) {
+	dir := t.TempDir()
+	f := safetensors.NewFile(map[string]string{"format": "pt"})
+	f.Tensors["b"] = safetensors.FromFloat32([]int{2}, []float32{5, 6})
+	f.Tensors["a"] = safetensors.FromFloat32([]int{4}, []float32{1, 2, 3, 4})
+	if err := safetensors.WriteModel(dir, f, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := safetensors.IndexSingle(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{
+  "metadata": {
+    "total_size": 24
+  },
+  "weight_map": {
+    "a": "model.safetensors",
+    "b": "model.safetensors"
+  }
+}
+`
+	if b, err := os.ReadFile(filepath.Join(dir, safetensors.IndexFile)); err != nil || string(b) != want {
+		t.Fatalf("index = %s (%v), want %s", b, err, want)
+	}
+	if g, err := safetensors.ReadModel(dir); err != nil || !reflect.DeepEqual(g.Tensors, f.Tensors) {
+		t.Fatalf("read back through the index: %v", err)
+	}
+	err := safetensors.IndexSingle(t.TempDir())
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a directory without weights: err = %v, want one matching os.ErrNotExist", err)
 	}
 }

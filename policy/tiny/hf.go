@@ -94,7 +94,14 @@ const chatTemplate = "{{ bos_token }}{% for message in messages %}{{ message['co
 // chat template renders conversations as the embedded policy does. dir is
 // created if needed; existing files of those names are replaced. Equal
 // models give equal bytes.
-func (m *Model) ExportHF(dir string) error {
+func (m *Model) ExportHF(dir string) error { return m.ExportHFSharded(dir, 0) }
+
+// ExportHFSharded is ExportHF with the weights split into shards of at
+// most maxShardSize bytes (0: safetensors.DefaultMaxShardSize) and
+// model.safetensors.index.json when they do not fit in one
+// (safetensors.WriteModel); weights files of an earlier export the new
+// one does not use are removed.
+func (m *Model) ExportHFSharded(dir string, maxShardSize int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("export %s: %w", m.cfg.Name, err)
 	}
@@ -103,10 +110,6 @@ func (m *Model) ExportHF(dir string) error {
 		return err
 	}
 	f.Metadata = map[string]string{"format": "pt"} // transformers refuses other formats
-	weights, err := safetensors.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("export %s: %w", m.cfg.Name, err)
-	}
 	files := []struct {
 		name string
 		v    any
@@ -125,7 +128,7 @@ func (m *Model) ExportHF(dir string) error {
 			return fmt.Errorf("export %s: %w", m.cfg.Name, err)
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, HFWeightsFile), weights); err != nil {
+	if err := safetensors.WriteModel(dir, f, maxShardSize); err != nil {
 		return fmt.Errorf("export %s: %w", m.cfg.Name, err)
 	}
 	return nil
@@ -314,17 +317,16 @@ func LoadHF(dir string) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("load %s: %w: %w", cpath, err, ErrArchitecture)
 	}
-	wpath := filepath.Join(dir, HFWeightsFile)
-	f, err := safetensors.ReadFile(wpath)
+	f, err := safetensors.ReadModel(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("load model directory %s: %w (only a single %s is read, not sharded weights)", dir, err, HFWeightsFile)
+			return nil, fmt.Errorf("load model directory %s: %w (it needs %s, or shards and %s)", dir, err, HFWeightsFile, safetensors.IndexFile)
 		}
-		return nil, fmt.Errorf("load %s: %w", wpath, err)
+		return nil, fmt.Errorf("load model directory %s: %w", dir, err)
 	}
 	m := newModel(cfg)
 	if err := m.readTensors(f); err != nil {
-		return nil, fmt.Errorf("load %s: %w", wpath, err)
+		return nil, fmt.Errorf("load the weights of %s: %w", dir, err)
 	}
 	return m, nil
 }

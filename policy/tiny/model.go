@@ -230,6 +230,14 @@ func (m *Model) Save(path string) error {
 	return safetensors.WriteFile(path, f)
 }
 
+// Clone returns a copy of the model with its own weights: what full
+// training changes in place while m stays the reference.
+func (m *Model) Clone() *Model {
+	c := newModel(m.cfg)
+	copy(c.w.flat, m.w.flat)
+	return c
+}
+
 // Config returns the model's configuration.
 func (m *Model) Config() Config { return m.cfg }
 

@@ -110,12 +110,6 @@ func (m *Model) PromptTokens(r policy.Request) ([]int32, error) {
 // cannot serve (unknown characters, too long for the context) yields
 // samples with Status policy.StatusInvalid.
 func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
-	if err := policy.Validate(nil, s); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("tiny generate: %w", err)
-	}
 	w, err := m.weightsFor(a)
 	if err != nil {
 		return nil, err
@@ -123,6 +117,17 @@ func (m *Model) Generate(ctx context.Context, a *Adapter, reqs []policy.Request,
 	version := m.Version()
 	if a != nil {
 		version += "+" + a.name
+	}
+	return m.generate(ctx, w, version, reqs, s)
+}
+
+// generate samples reqs from the weights w, the samples carrying version.
+func (m *Model) generate(ctx context.Context, w *weights, version string, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
+	if err := policy.Validate(nil, s); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("tiny generate: %w", err)
 	}
 	n := s.Samples()
 	out := make([][]policy.Sample, len(reqs))

@@ -77,6 +77,16 @@
 //	optimizer.safetensors        AdamW: step count, both moments, the factors
 //	trainer_state.json           State: base model, steps, updates, options
 //
+// With lora: none (LoRAOptions.None, full fine-tuning) the trainer trains
+// every weight of a copy of the model, and the same output is a Hugging
+// Face model directory instead, as tiny.Model.ExportHFSharded writes it
+// (config.json, generation_config.json, the tokenizer files,
+// model.safetensors or shards above Options.MaxShardSize and
+// model.safetensors.index.json), with optimizer.safetensors (the weights
+// and both moments) and trainer_state.json beside it. A trainer continues
+// only the kind it trains (ErrCheckpointKind). docs/TRAINERS.md has the
+// measurements.
+//
 // The next iteration's train stage receives this directory as its policy
 // input and continues from it, moments included, so a run stopped after
 // iteration k and resumed ends with the same bytes as a run that never

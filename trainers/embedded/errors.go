@@ -26,4 +26,8 @@ var (
 	// continues from has no critic (CriticDir). It is never silently
 	// reinitialised: CriticOptions.Missing "fresh" starts a new one.
 	ErrNoCritic = errors.New("it has no critic")
+	// ErrCheckpointKind: the policy input is a checkpoint of the other
+	// kind than the trainer trains: full weights for a LoRA trainer, or
+	// an adapter with lora: none.
+	ErrCheckpointKind = errors.New("the policy input is not the kind of checkpoint the trainer continues")
 )

@@ -163,41 +163,50 @@ func TestNaNLossFailsPermanently(t *testing.T) {
 // a stop, then a resumed run to 4, end with byte-identical artifacts —
 // adapters, optimizer state and trainer state included.
 func TestResumeContinuesExactly(t *testing.T) {
-	ctx := context.Background()
-	m := embeddedModel(t)
-	o := embedded.Options{}
-	straightSt, straight, err := runLoop(t, m, embedded.Task(m, o), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newStore(t, 64)
-	cfg := loopConfig(4, faultBatch)
-	cfg.Stop = func(i int) bool { return i == 2 }
-	r := openRun(t, st, "f", 5)
-	if s, err := r.Loop(ctx, cfg, stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != 2 {
-		t.Fatalf("first leg: %+v, %v", s, err)
-	}
-	r.Close()
-	r = openRun(t, st, "f", 5)
-	if s, err := r.Loop(ctx, loopConfig(4, faultBatch), stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != 4 {
-		t.Fatalf("resumed leg: %+v, %v", s, err)
-	}
-	want, got := standintest.Sums(t, straightSt, straight.Branch()+"@"), standintest.Sums(t, st, r.Branch()+"@")
-	if fmt.Sprint(want) != fmt.Sprint(got) {
-		t.Fatalf("artifacts differ:\nstraight %v\nresumed  %v", want, got)
-	}
+	st, ref, want := resumedLikeStraight(t, embedded.Options{}, 4, 2)
 	for _, f := range []string{"adapter_model.safetensors", embedded.OptimizerFile, embedded.StateFile} {
 		if p := "iterations/000004/adapter/" + f; want[p] == "" {
 			t.Fatalf("no %s in the final adapter", p)
 		}
 	}
 	var ts embedded.State
-	if err := json.Unmarshal(standintest.Read(t, st, r.Branch()+"@", "iterations/000004/adapter/"+embedded.StateFile), &ts); err != nil {
+	if err := json.Unmarshal(standintest.Read(t, st, ref, "iterations/000004/adapter/"+embedded.StateFile), &ts); err != nil {
 		t.Fatal(err)
 	}
 	if ts.Updates != 4 || ts.OptimizerSteps != 4 {
 		t.Fatalf("trainer state %+v, want 4 updates of 1 step", ts)
 	}
+}
+
+// resumedLikeStraight runs a loop of iterations with the options
+// straight, and again stopped after stop and resumed, fails the test
+// unless both commit the same bytes, and returns the resumed run's store,
+// its ref and the checksums of its files.
+func resumedLikeStraight(t *testing.T, o embedded.Options, iterations, stop int) (artifacts.Store, string, map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	m := embeddedModel(t)
+	straightSt, straight, err := runLoop(t, m, embedded.Task(m, o), iterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStore(t, 64)
+	cfg := loopConfig(iterations, faultBatch)
+	cfg.Stop = func(i int) bool { return i == stop }
+	r := openRun(t, st, "f", 5)
+	if s, err := r.Loop(ctx, cfg, stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != stop {
+		t.Fatalf("first leg: %+v, %v", s, err)
+	}
+	r.Close()
+	r = openRun(t, st, "f", 5)
+	if s, err := r.Loop(ctx, loopConfig(iterations, faultBatch), stages(t, m, embedded.Task(m, o))); err != nil || s.Iteration != iterations {
+		t.Fatalf("resumed leg: %+v, %v", s, err)
+	}
+	want, got := standintest.Sums(t, straightSt, straight.Branch()+"@"), standintest.Sums(t, st, r.Branch()+"@")
+	if fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Fatalf("artifacts differ:\nstraight %v\nresumed  %v", want, got)
+	}
+	return st, r.Branch() + "@", got
 }
 
 // TestOverlapTrainsOffPolicy: with max_staleness 1, iteration 3 trains on

@@ -30,6 +30,11 @@ type GRPOStage Options
 
 var _ kind.Stepped = (*GRPOStage)(nil)
 
+var _ kind.WeightsTrainer = (*GRPOStage)(nil)
+
+// TrainsWeights says that the stage writes full weights (lora: none).
+func (s *GRPOStage) TrainsWeights() bool { return s.LoRA.None }
+
 // Check checks the slot, the policy and the options (defaults applied).
 func (s *GRPOStage) Check(c kind.Checker) {
 	if !kind.OnlyIn(c, pipeline.SlotTrain, "can be grpo") {

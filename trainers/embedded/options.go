@@ -147,14 +147,24 @@ type Options struct {
 	// train stage gets no policy input). A policy input keeps its own
 	// shape.
 	LoRA LoRAOptions `yaml:"lora,omitempty" json:"lora"`
+	// MaxShardSize, with lora: none, is the size in bytes above which the
+	// full weights are written as shards and model.safetensors.index.json
+	// (default 2 GiB, transformers' max_shard_size). It enters the
+	// version only when set.
+	MaxShardSize int64 `yaml:"max_shard_size,omitempty" json:"max_shard_size,omitempty"`
 	// Shards is the number of parts each step's batch is split into for
 	// data parallelism (default 2). Results depend on it, not on the
 	// number of cores.
 	Shards int `yaml:"shards,omitempty" json:"shards"`
 }
 
-// LoRAOptions shape a new adapter.
+// LoRAOptions shape a new adapter. Written as the scalar none (lora:
+// none) they turn LoRA off: full fine-tuning of every weight.
 type LoRAOptions struct {
+	// None trains every weight of the model instead of an adapter: the
+	// train output is then a full Hugging Face model directory
+	// (docs/TRAINERS.md). It enters the version only when set.
+	None bool `yaml:"-" json:"none,omitempty"`
 	// Rank (default 8) and Alpha (default 16): the update is (α/r)·B·A.
 	Rank  int     `yaml:"rank,omitempty" json:"rank"`
 	Alpha float64 `yaml:"alpha,omitempty" json:"alpha"`
@@ -163,6 +173,39 @@ type LoRAOptions struct {
 	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
 	// Seed initialises A (default 1).
 	Seed uint64 `yaml:"seed,omitempty" json:"seed"`
+}
+
+// LoRANone is the keyword of lora: none.
+const LoRANone = "none"
+
+// Keywords are the scalars lora takes besides its keys (kind.Keyworded).
+func (*LoRAOptions) Keywords() []string { return []string{LoRANone} }
+
+// UnmarshalYAML decodes lora: none, or lora's keys.
+func (l *LoRAOptions) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	if s, ok := v.(string); ok {
+		if s != LoRANone {
+			return fmt.Errorf("lora: %q is not a keyword it takes; write lora: none for full fine-tuning, or its keys (rank, alpha, targets, seed)", s)
+		}
+		*l = LoRAOptions{None: true}
+		return nil
+	}
+	type plain LoRAOptions
+	return unmarshal((*plain)(l))
+}
+
+// MarshalYAML writes lora: none back as the keyword, so the effective
+// config a run records parses to the same options.
+func (l LoRAOptions) MarshalYAML() (any, error) {
+	if l.None {
+		return LoRANone, nil
+	}
+	type plain LoRAOptions
+	return plain(l), nil
 }
 
 // EnsureDefaults fills in the zero fields.
@@ -234,6 +277,12 @@ func (o Options) Validate() error {
 	case o.rolloutCorrection().Check() != nil:
 		e := o.rolloutCorrection().Check()
 		return bad(e.Key, "%s", e.Msg)
+	case o.MaxShardSize < 0:
+		return bad("max_shard_size", "%d; it must be a positive number of bytes (default 2 GiB)", o.MaxShardSize)
+	case o.MaxShardSize > 0 && !o.LoRA.None:
+		return bad("max_shard_size", "%d; it applies to full weights only: set lora: none, or remove it", o.MaxShardSize)
+	case o.LoRA.None && o.Critic != nil:
+		return bad("critic", "PPO's critic is a LoRA adapter of the policy adapter's shape, and lora is none: remove lora: none or the critic")
 	case o.LoRA.Rank < 1:
 		return bad("lora.rank", "%d; it must be ≥ 1", o.LoRA.Rank)
 	case !(o.LoRA.Alpha > 0) || !finite(o.LoRA.Alpha):

@@ -12,6 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -34,6 +35,8 @@ type faults struct {
 //
 //	adapter/              adapter_config.json, adapter_model.safetensors,
 //	                      optimizer.safetensors, trainer_state.json
+//	                      (with lora: none a Hugging Face model directory:
+//	                      config.json, model.safetensors or shards, …)
 //	train_metrics.json    Metrics
 //	advantages.parquet    tables.Advantages, one row per trajectory
 //
@@ -145,6 +148,9 @@ func crashMidWrite(t *Trainer, dir string, iteration, attempt int) error {
 		return err
 	}
 	w := filepath.Join(dir, "adapter_model.safetensors")
+	if t.fm != nil {
+		w = filepath.Join(dir, safetensors.ModelFile)
+	}
 	b, err := os.ReadFile(w)
 	if err != nil {
 		return err

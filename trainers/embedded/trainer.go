@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy"
+	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -47,12 +49,14 @@ type State struct {
 }
 
 // Trainer trains a LoRA adapter of an embedded model with GRPO, one
-// update per RL iteration. It is not safe for concurrent use; the base
-// model may be shared (it is only read).
+// update per RL iteration, or with lora: none every weight of a copy of
+// the model. It is not safe for concurrent use; the base model may be
+// shared (it is only read).
 type Trainer struct {
 	m       *tiny.Model
 	o       Options
-	ad      *tiny.Adapter
+	ad      *tiny.Adapter // nil with full fine-tuning
+	fm      *tiny.Model   // full fine-tuning: the model trained, a copy of m; nil with LoRA
 	tr      *tiny.Trainer
 	updates int
 
@@ -69,11 +73,15 @@ type Trainer struct {
 }
 
 // New returns a trainer of a fresh adapter (o.LoRA's shape and seed: B is
-// zero, so the policy starts as the base model).
+// zero, so the policy starts as the base model), or with o.LoRA.None of
+// a copy of the base model's weights.
 func New(m *tiny.Model, o Options) (*Trainer, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.LoRA.None {
+		return newFull(m, o, m.Clone())
 	}
 	ad, err := m.NewAdapter(tiny.LoRAConfig{Name: "grpo", Rank: o.LoRA.Rank, Alpha: o.LoRA.Alpha, Targets: o.LoRA.Targets, Seed: o.LoRA.Seed})
 	if err != nil {
@@ -112,15 +120,35 @@ func load(m *tiny.Model, o Options, dir string, freshCritic bool) (*Trainer, err
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	ad, err := m.LoadAdapter(dir)
+	kind, err := policy.CheckpointKind(dir)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := tiny.NewTrainer(m, ad, o.trainConfig())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	var t *Trainer
+	switch {
+	case kind == policy.KindWeights && !o.LoRA.None:
+		return nil, fmt.Errorf("%s holds full weights, but the trainer trains a LoRA adapter: %w (set trainer: {lora: none} to continue full fine-tuning)", dir, ErrCheckpointKind)
+	case kind == policy.KindAdapter && o.LoRA.None:
+		return nil, fmt.Errorf("%s is a PEFT adapter, but trainer.lora is none (full fine-tuning): %w (start full fine-tuning from the base model, or remove lora: none to train the adapter)", dir, ErrCheckpointKind)
+	case o.LoRA.None:
+		fm, err := tiny.LoadWeightsDir(m, dir)
+		if err != nil {
+			return nil, err
+		}
+		if t, err = newFull(m, o, fm); err != nil {
+			return nil, err
+		}
+	default:
+		ad, err := m.LoadAdapter(dir)
+		if err != nil {
+			return nil, err
+		}
+		tr, err := tiny.NewTrainer(m, ad, o.trainConfig())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+		}
+		t = &Trainer{m: m, o: o, ad: ad, tr: tr}
 	}
-	t := &Trainer{m: m, o: o, ad: ad, tr: tr}
 	b, err := os.ReadFile(filepath.Join(dir, StateFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -138,7 +166,7 @@ func load(m *tiny.Model, o Options, dir string, freshCritic bool) (*Trainer, err
 	}
 	opt := filepath.Join(dir, OptimizerFile)
 	if _, err := os.Stat(opt); err == nil {
-		if err := tr.LoadState(opt); err != nil {
+		if err := t.tr.LoadState(opt); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -152,6 +180,16 @@ func load(m *tiny.Model, o Options, dir string, freshCritic bool) (*Trainer, err
 	return t, nil
 }
 
+// newFull returns a trainer of every weight of fm, a model of m's shape
+// that it changes in place.
+func newFull(m *tiny.Model, o Options, fm *tiny.Model) (*Trainer, error) {
+	tr, err := tiny.NewTrainer(fm, nil, o.trainConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
+	return &Trainer{m: m, o: o, fm: fm, tr: tr}, nil
+}
+
 // release gives the work buffers of the policy's and the critic's
 // trainers back to the model (tiny.Trainer.Release); t must not be used
 // afterwards.
@@ -162,9 +200,15 @@ func (t *Trainer) release() {
 	}
 }
 
-// Adapter returns the adapter being trained. It changes with every
-// update; score or sample with it between updates only.
+// Adapter returns the adapter being trained, nil with full fine-tuning.
+// It changes with every update; score or sample with it between updates
+// only.
 func (t *Trainer) Adapter() *tiny.Adapter { return t.ad }
+
+// Model returns the model being trained with full fine-tuning (lora:
+// none), nil with LoRA. It changes with every update; score or sample
+// with it between updates only.
+func (t *Trainer) Model() *tiny.Model { return t.fm }
 
 // State returns the trainer's state as Save records it.
 func (t *Trainer) State() State {
@@ -175,11 +219,22 @@ func (t *Trainer) State() State {
 	return st
 }
 
-// Save writes the adapter as a PEFT directory, plus OptimizerFile and
-// StateFile, into dir (created if needed). The same trainer state always
-// writes the same bytes.
+// Save writes the adapter as a PEFT directory, or with full fine-tuning
+// the model as a Hugging Face model directory (sharded above
+// Options.MaxShardSize), plus OptimizerFile and StateFile, into dir
+// (created if needed). The same trainer state always writes the same
+// bytes.
 func (t *Trainer) Save(dir string) error {
-	if err := t.ad.Save(dir); err != nil {
+	if t.fm != nil {
+		if err := t.fm.ExportHFSharded(dir, t.o.MaxShardSize); err != nil {
+			return fmt.Errorf("save the full weights: %w", err)
+		}
+		// optimizer.safetensors sits beside the weights: an index keeps
+		// vLLM from loading it as weights.
+		if err := safetensors.IndexSingle(dir); err != nil {
+			return fmt.Errorf("save the full weights: %w", err)
+		}
+	} else if err := t.ad.Save(dir); err != nil {
 		return err
 	}
 	if err := t.tr.SaveState(filepath.Join(dir, OptimizerFile)); err != nil {
@@ -268,7 +323,7 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 		for k, i := range missing {
 			sub[k] = examples[i]
 		}
-		lp, _, err := t.m.Score(ctx, t.ad, sub)
+		lp, _, err := t.policyModel().Score(ctx, t.ad, sub)
 		if err != nil {
 			return nil, nil, fmt.Errorf("score old logprobs: %w", err)
 		}
@@ -352,6 +407,15 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 		}
 	}
 	return steps, ppo, nil
+}
+
+// policyModel is the model the policy being trained runs on: the base
+// model with the adapter, or the fully fine-tuned copy.
+func (t *Trainer) policyModel() *tiny.Model {
+	if t.fm != nil {
+		return t.fm
+	}
+	return t.m
 }
 
 // narrow copies src into dst, row for row, as float32.

@@ -99,6 +99,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"dual clip negative", embedded.Options{DualClip: -3}, "dual_clip"},
 		{"aggregation", embedded.Options{Aggregation: "batch"}, "aggregation"},
 		{"rank", embedded.Options{LoRA: embedded.LoRAOptions{Rank: -8}}, "lora.rank"},
+		{"full fine-tuning", embedded.Options{LoRA: embedded.LoRAOptions{None: true}, MaxShardSize: 1 << 20}, ""},
+		{"max shard size negative", embedded.Options{LoRA: embedded.LoRAOptions{None: true}, MaxShardSize: -1}, "max_shard_size"},
+		{"max shard size with LoRA", embedded.Options{MaxShardSize: 1 << 20}, "max_shard_size"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +140,7 @@ func TestVersionDigestsOptionsAndModel(t *testing.T) {
 		"lr":         version(embedded.Options{LR: 3e-3}, m),
 		"beta":       version(embedded.Options{Beta: 0.01}, m),
 		"lora seed":  version(embedded.Options{LoRA: embedded.LoRAOptions{Seed: 2}}, m),
+		"lora none":  version(embedded.Options{LoRA: embedded.LoRAOptions{None: true}}, m),
 		"base model": version(embedded.Options{}, other),
 	} {
 		if v == base {
@@ -271,43 +275,12 @@ func TestUpdateTrainsOnSampledPADAndBOS(t *testing.T) {
 // update, Save, Load, and the second update — byte for byte. Loading the
 // adapter without its optimizer state does not.
 func TestSaveLoadContinuesExactly(t *testing.T) {
-	ctx := context.Background()
 	m := embeddedModel(t)
 	b1, b2 := sampleBatch(t, m, nil, 8, 1), sampleBatch(t, m, nil, 8, 2)
 	o := embedded.Options{}
-	straight := newTrainer(t, m, o)
-	for _, b := range []embedded.Batch{b1, b2} {
-		if _, err := straight.Update(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := filepath.Join(t.TempDir(), "straight")
-	if err := straight.Save(want); err != nil {
-		t.Fatal(err)
-	}
-	first := newTrainer(t, m, o)
-	if _, err := first.Update(ctx, b1); err != nil {
-		t.Fatal(err)
-	}
-	mid := filepath.Join(t.TempDir(), "mid")
-	if err := first.Save(mid); err != nil {
-		t.Fatal(err)
-	}
-	resume := func(dir string) string {
-		tr, err := embedded.Load(m, o, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tr.Update(ctx, b2); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(t.TempDir(), "out")
-		if err := tr.Save(out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	got := resume(mid)
+	want := trainSaved(t, m, o, "", b1, b2)
+	mid := trainSaved(t, m, o, "", b1)
+	got := trainSaved(t, m, o, mid, b2)
 	for _, f := range []string{"adapter_config.json", "adapter_model.safetensors", embedded.OptimizerFile, embedded.StateFile} {
 		if !bytes.Equal(readFile(t, want, f), readFile(t, got, f)) {
 			t.Errorf("%s differs between the straight and the resumed trainer", f)
@@ -316,9 +289,33 @@ func TestSaveLoadContinuesExactly(t *testing.T) {
 	if err := os.Remove(filepath.Join(mid, embedded.OptimizerFile)); err != nil {
 		t.Fatal(err)
 	}
-	if fresh := resume(mid); bytes.Equal(readFile(t, want, "adapter_model.safetensors"), readFile(t, fresh, "adapter_model.safetensors")) {
+	if fresh := trainSaved(t, m, o, mid, b2); bytes.Equal(readFile(t, want, "adapter_model.safetensors"), readFile(t, fresh, "adapter_model.safetensors")) {
 		t.Error("fresh AdamW moments trained the same adapter: the optimizer state is not doing anything")
 	}
+}
+
+// trainSaved updates a trainer on each batch in turn, a new one (from
+// "") or one loaded from the checkpoint directory from, and saves it
+// into a new directory, which it returns.
+func trainSaved(t testing.TB, m *tiny.Model, o embedded.Options, from string, batches ...embedded.Batch) string {
+	t.Helper()
+	tr, err := embedded.New(m, o)
+	if from != "" {
+		tr, err = embedded.Load(m, o, from)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if _, err := tr.Update(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "checkpoint")
+	if err := tr.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func readFile(t testing.TB, dir, name string) []byte {
