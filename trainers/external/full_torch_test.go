@@ -2,6 +2,7 @@ package external_test
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
+	"github.com/rlpipe/rlpipe/trainers/embedded"
 	"github.com/rlpipe/rlpipe/trainers/external/torchtest"
 )
 
@@ -18,9 +20,10 @@ import (
 // exported tiny-arith and writes a Hugging Face model directory, sharded
 // above max_shard_size, that CheckShards accepts, with the export's
 // tokenizer bytes and every tensor moved; its first step's loss is the
-// LoRA step's from a fresh adapter (zero B: the same policy); and the
-// next iteration resumes from the directory and its AdamW state. Three
-// calls in one python process.
+// LoRA step's from a fresh adapter (zero B: the same policy) and the
+// embedded trainer's full step's, with the same gradient norm over every
+// weight; and the next iteration resumes from the directory and its
+// AdamW state. Three calls in one python process.
 func TestReferenceScriptFullFineTuning(t *testing.T) {
 	py := torchPython(t)
 	m, model := torchtest.Export(t)
@@ -36,6 +39,21 @@ func TestReferenceScriptFullFineTuning(t *testing.T) {
 	if fr.Metrics.Loss != lr.Metrics.Loss || fr.Metrics.TrainTokens != lr.Metrics.TrainTokens || fr.Metrics.TrainTokens != f.Tokens {
 		t.Errorf("first step: full fine-tuning's loss %v on %d tokens, want the fresh LoRA step's %v on %d (%d in the batch)",
 			fr.Metrics.Loss, fr.Metrics.TrainTokens, lr.Metrics.Loss, lr.Metrics.TrainTokens, f.Tokens)
+	}
+	// The embedded trainer's full fine-tuning on the same batch: the same
+	// loss and gradient norm over every weight.
+	et, err := embedded.New(m, embedded.Options{LR: 2e-3, KeepZeroStd: true, LoRA: embedded.LoRAOptions{None: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := et.Update(context.Background(), f.Batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := res.Metrics
+	t.Logf("first full step: loss torch %.9f, Go %.9f; grad norm torch %.6f, Go %.6f", fr.Metrics.Loss, em.Loss, fr.Metrics.GradNorm, em.GradNorm)
+	if math.Abs(fr.Metrics.Loss-em.Loss) > 1e-5 || math.Abs(fr.Metrics.GradNorm-em.GradNorm) > 1e-4*math.Max(1, em.GradNorm) {
+		t.Errorf("first full step: loss torch %.9f, Go %.9f; gradient norm torch %.9f, Go %.9f", fr.Metrics.Loss, em.Loss, fr.Metrics.GradNorm, em.GradNorm)
 	}
 	if second.Metrics.OptimizerSteps != 2 || second.Metrics.Updates != 2 {
 		t.Errorf("second iteration: %d optimizer steps, %d updates; want 2 and 2 (resumed from the first's AdamW state)",
