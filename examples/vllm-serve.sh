@@ -21,8 +21,10 @@ trap cleanup EXIT INT TERM
 # in time makes the script exit 1 with the log's tail.
 serve_vllm() {
 	# Its own process group, so that cleanup stops vLLM's engine and worker
-	# too: setsid, since set -m needs a terminal.
-	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 \
+	# too: setsid, since set -m needs a terminal. Development mode opens
+	# /collective_rpc, through which a run with lora: none reloads the
+	# weights it trains (on the loopback only).
+	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 VLLM_SERVER_DEV_MODE=1 \
 		setsid "$py" -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port "$port" \
 		--model "$1" --served-model-name tiny-arith --dtype float32 \
 		--enable-lora --max-lora-rank 8 --logprobs-mode processed_logprobs >"$work/vllm.log" 2>&1 &

@@ -159,6 +159,14 @@ func Adapter(t testing.TB, s artifacts.Store, ref string, it int) string {
 // rows.
 func SampledFromNewAdapters(t testing.TB, s artifacts.Store, ref string, it int, model string, versions map[string]bool) []tables.Trajectory {
 	t.Helper()
+	return SampledFromNew(t, s, ref, it, model+"+adapter-", versions)
+}
+
+// SampledFromNew is SampledFromNewAdapters for checkpoints whose policy
+// versions start with prefix: "MODEL+adapter-", or "MODEL+weights-" for
+// full weights (lora: none).
+func SampledFromNew(t testing.TB, s artifacts.Store, ref string, it int, prefix string, versions map[string]bool) []tables.Trajectory {
+	t.Helper()
 	rows := standintest.ReadRows(t, s, ref, runs.IterationPath(it, runs.TrajectoriesFile), tables.Trajectories)
 	for _, r := range rows {
 		if r.Status != tables.StatusOK || len(r.TokenIDs) == 0 || len(r.Logprobs) != len(r.TokenIDs) {
@@ -166,8 +174,8 @@ func SampledFromNewAdapters(t testing.TB, s artifacts.Store, ref string, it int,
 		}
 	}
 	v := rows[0].PolicyVersion
-	if it > 2 && (!strings.HasPrefix(v, model+"+adapter-") || versions[v]) {
-		t.Errorf("iteration %d sampled from %q: want a new adapter each iteration", it, v)
+	if it > 2 && (!strings.HasPrefix(v, prefix) || versions[v]) {
+		t.Errorf("iteration %d sampled from %q: want a new %s… each iteration", it, v, prefix)
 	}
 	versions[v] = true
 	return rows

@@ -30,6 +30,13 @@ func (r refused) Unwrap() []error { return []error{r.err, ErrAdapterRefused} }
 // adapter: a 4xx other than 408 and 429, or vLLM's 500 from add_lora
 // ("Call to add_lora method failed: Worker failed with error ...").
 func refusedAdapter(ce *callError) bool {
+	return refusedFor(ce, "add_lora")
+}
+
+// refusedFor reports whether a server refused what a call asked for: a
+// 4xx other than 408 and 429, or vLLM's 500 whose message names the
+// engine method that failed (method).
+func refusedFor(ce *callError, method string) bool {
 	if ce == nil || ce.kind != kindStatus {
 		return false
 	}
@@ -39,7 +46,7 @@ func refusedAdapter(ce *callError) bool {
 	case s >= 400 && s < 500:
 		return true
 	}
-	return ce.status == http.StatusInternalServerError && strings.Contains(ce.msg, "add_lora")
+	return ce.status == http.StatusInternalServerError && strings.Contains(ce.msg, method)
 }
 
 // adapterAdvice is the next step after a server refused the adapter in
@@ -178,11 +185,16 @@ func (c *Client) Adapters() []string {
 // onEvery posts body to path on every endpoint at once, with retries, and
 // returns check's verdict on each outcome (nil: success).
 func (c *Client) onEvery(ctx context.Context, path string, body []byte, check func(i int, ce *callError) error) []error {
+	return c.onEach(ctx, path, slices.Repeat([][]byte{body}, len(c.eps)), check)
+}
+
+// onEach is onEvery posting bodies[i] to endpoint i.
+func (c *Client) onEach(ctx context.Context, path string, bodies [][]byte, check func(i int, ce *callError) error) []error {
 	errs := make([]error, len(c.eps))
 	var wg sync.WaitGroup
 	for i, e := range c.eps {
 		wg.Go(func() {
-			err := c.call(ctx, e, http.MethodPost, path, body, nil)
+			err := c.call(ctx, e, http.MethodPost, path, bodies[i], nil)
 			var ce *callError
 			switch {
 			case err == nil:

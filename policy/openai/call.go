@@ -288,9 +288,10 @@ func (c *Client) statusError(ce *callError, r wire.Reply) *callError {
 		// A 401 body may quote part of the key: leave it out.
 		ce.msg = strings.TrimSpace(c.redact(excerpt(msg, messageCap)))
 	}
-	if d.Retry && !(ce.path == pathLoad && refusedAdapter(ce)) {
+	if d.Retry && !(ce.path == pathLoad && refusedAdapter(ce)) && !refusedWeights(ce) {
 		// (vLLM answers 500 for an adapter it cannot take, its rank or
-		// its files: another attempt gets the same answer.)
+		// its files, and for weights it cannot reload: another attempt
+		// gets the same answer.)
 		ce.retry, ce.retryAfter = true, d.After
 	}
 	return ce

@@ -27,10 +27,12 @@ const (
 	logWait     = "wait"
 	logError    = "error"
 	logAdapter  = "adapter"
+	logWeights  = "weights"
 )
 
-// Client is a policy.Policy and a policy.AdapterLoader backed by
-// OpenAI-compatible servers. It is safe for concurrent use.
+// Client is a policy.Policy, a policy.AdapterLoader and a
+// policy.WeightsLoader backed by OpenAI-compatible servers. It is safe
+// for concurrent use.
 type Client struct {
 	opts Options
 	http *http.Client
@@ -45,6 +47,8 @@ type Client struct {
 	amu      sync.Mutex            // guards adapters and serializes adapter calls
 	adapters policy.LoadedAdapters // loaded through this client, oldest first
 
+	weights weights // the full weights the servers hold (weights.go)
+
 	// Test hooks.
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
@@ -53,6 +57,7 @@ type Client struct {
 var (
 	_ policy.Policy        = (*Client)(nil)
 	_ policy.AdapterLoader = (*Client)(nil)
+	_ policy.WeightsLoader = (*Client)(nil)
 )
 
 // New checks opts and returns a Client. It makes no request: a server that
@@ -111,7 +116,9 @@ func (c *Client) version(adapter string) string {
 // the endpoints; see the package documentation for the fields. A request
 // that fails after the retries becomes samples with a non-OK status. The
 // error is for a canceled ctx, or for an adapter the servers do not hold
-// (policy.ErrAdapterNotLoaded).
+// (policy.ErrAdapterNotLoaded). With Adapter naming weights loaded by
+// LoadWeights the call first waits until the servers hold them (see
+// LoadWeights), and the requests name the base model.
 func (c *Client) Generate(ctx context.Context, reqs []policy.Request, s policy.Sampling) ([][]policy.Sample, error) {
 	out := make([][]policy.Sample, len(reqs))
 	n := s.Samples()
@@ -122,6 +129,18 @@ func (c *Client) Generate(ctx context.Context, reqs []policy.Request, s policy.S
 		}
 		return out, nil
 	}
+	// The weights the call samples: those Adapter names, or the base
+	// model's (for the base model and its adapters).
+	need := ""
+	if s.Adapter != "" && c.isWeights(s.Adapter) {
+		need = s.Adapter
+		s.Adapter = "" // the servers serve weights under the base model's name
+	}
+	release, err := c.acquireWeights(ctx, need)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.opts.Concurrency*len(c.eps) + 1)
 	for i, r := range reqs {

@@ -103,6 +103,25 @@
 // newest loaded through this client, keeping GPU memory bounded during a
 // long run. Models lists what each endpoint serves.
 //
+// # Full weights
+//
+// LoadWeights(ctx, name, dir) makes the Hugging Face model directory dir
+// (a full fine-tuning checkpoint) the weights every endpoint serves: vLLM
+// reloads them in place through its development endpoints, POST
+// /collective_rpc {"method": "reload_weights", "kwargs": {"weights_path":
+// dir}} and POST /reset_prefix_cache, which need VLLM_SERVER_DEV_MODE=1
+// in the server's environment (about 0.03 s for a tiny model of seven
+// shards; no restart). Sampling.Adapter = name then samples them, the
+// requests naming the base model. A server holds one set of weights:
+// a Generate for weights the servers do not hold waits until the calls on
+// the held ones have drained and reloads them, and calls that arrive for
+// the held ones meanwhile wait behind the reload. The base model (and
+// adapters on it) is one more version: it is reloaded from the directory
+// each server names as its base model's root in GET /v1/models (read
+// before the first reload; a server that names none cannot go back, and
+// such a request fails with ErrBaseReplaced). A refused reload matches
+// ErrWeightsRefused and names the server's message.
+//
 // # Secrets
 //
 // Options.APIKey is sent as a bearer token and nowhere else (a 401 or 403

@@ -42,3 +42,12 @@ func FakeTime(c *Client) {
 		return sleep(ctx, d)
 	}
 }
+
+// WeightsWaiting is the weights version a Generate or LoadWeights call
+// waits to reload ("" when none waits), so a test can act once a reload
+// is waiting for calls to drain.
+func WeightsWaiting(c *Client) string {
+	c.weights.mu.Lock()
+	defer c.weights.mu.Unlock()
+	return c.weights.want
+}

@@ -140,6 +140,10 @@ func (f *fakeVLLM) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", s.Body["lora_name"])
 	case "/v1/unload_lora_adapter":
 		fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", s.Body["lora_name"])
+	case "/collective_rpc": // vLLM's dev mode: one result per worker
+		writeJSON(w, map[string]any{"results": []any{nil}})
+	case "/reset_prefix_cache":
+		writeJSON(w, map[string]any{"success": true})
 	case "/v1/models":
 		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "base"}}})
 	default:

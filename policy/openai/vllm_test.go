@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +197,12 @@ func (v *realVLLM) hfLogprobs(t *testing.T, adapter string, ss []policy.Sample) 
 // hfLogprobsAt is hfLogprobs of softmax(z/temperature).
 func (v *realVLLM) hfLogprobsAt(t *testing.T, adapter string, ss []policy.Sample, temperature float64) [][]float64 {
 	t.Helper()
+	return v.hfLogprobsOf(t, v.model, adapter, ss, temperature)
+}
+
+// hfLogprobsOf is hfLogprobsAt of the model directory model.
+func (v *realVLLM) hfLogprobsOf(t *testing.T, model, adapter string, ss []policy.Sample, temperature float64) [][]float64 {
+	t.Helper()
 	type row struct {
 		Prompt      []int32 `json:"prompt"`
 		Completion  []int32 `json:"completion"`
@@ -205,7 +213,7 @@ func (v *realVLLM) hfLogprobsAt(t *testing.T, adapter string, ss []policy.Sample
 		rows[i] = row{Prompt: s.Prompt.TokenIDs, Completion: s.TokenIDs, Temperature: temperature}
 	}
 	in, _ := json.Marshal(rows)
-	args := []string{filepath.Join("testdata", "hf_logprobs.py"), v.model}
+	args := []string{filepath.Join("testdata", "hf_logprobs.py"), model}
 	if adapter != "" {
 		args = append(args, "--adapter", adapter)
 	}
@@ -492,4 +500,106 @@ func servedSamples(t *testing.T, c *openai.Client, reqs []policy.Request, sp pol
 		}
 	}
 	return ss
+}
+
+// perturbed writes the shared model with every weight moved (seeded
+// noise) as a sharded Hugging Face directory (shards of at most
+// shardBytes, model.safetensors.index.json), its tokenizer beside it:
+// what a full fine-tuning step writes.
+func (v *realVLLM) perturbed(t *testing.T, shardBytes int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "perturbed")
+	code := `
+import shutil, sys, torch
+from transformers import AutoModelForCausalLM
+src, dst, shard = sys.argv[1], sys.argv[2], int(sys.argv[3])
+torch.manual_seed(7)
+m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+with torch.no_grad():
+    for p in m.parameters():
+        p.add_(0.05 * torch.randn_like(p))
+m.save_pretrained(dst, safe_serialization=True, max_shard_size=shard)
+for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+    try:
+        shutil.copyfile(src + "/" + f, dst + "/" + f)
+    except FileNotFoundError:
+        pass
+`
+	if out, err := exec.Command(v.py, "-c", code, v.model, dir, strconv.Itoa(shardBytes)).CombinedOutput(); err != nil {
+		t.Fatalf("write perturbed weights: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// vLLM reloads full weights in place from a sharded directory: samples
+// of the weights' name then have the logprobs transformers gives the
+// directory (within 1e-4), and the reload is measured. A directory
+// without weights is refused naming the server's message, and the
+// server keeps serving. The base model is then reloaded from the
+// directory the server names in GET /v1/models: the same seeded samples
+// and logprobs as before any reload.
+func TestVLLMReloadsWeights(t *testing.T) {
+	v := vllm(t)
+	c := v.client(t)
+	ctx := context.Background()
+	t.Cleanup(func() { // the shared server's own weights back, from its /v1/models root
+		if _, err := c.Generate(ctx, []policy.Request{{ID: "base", Prompt: "1+1=", Seed: 1}}, policy.Sampling{MaxTokens: 1}); err != nil {
+			t.Errorf("give the shared server its weights back: %v", err)
+		}
+	})
+	dir := v.perturbed(t, 64<<10)
+	shards, _ := filepath.Glob(filepath.Join(dir, "model-*-of-*.safetensors"))
+	if len(shards) < 2 {
+		t.Fatalf("%d shards in %s, want several", len(shards), dir)
+	}
+	reqs := []policy.Request{{ID: "a", Prompt: "ab 12+34=", Seed: 1}, {ID: "b", Prompt: "9+9=", Seed: 2}}
+	sp := policy.Sampling{N: 2, Temperature: 1, MaxTokens: 10, Logprobs: true}
+	before := servedSamples(t, c, reqs, sp)
+	start := time.Now()
+	if err := c.LoadWeights(ctx, "weights-perturbed", dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reloaded %d shards in %v", len(shards), time.Since(start).Round(time.Millisecond))
+	wsp := sp
+	wsp.Adapter = "weights-perturbed"
+	ss := servedSamples(t, c, reqs, wsp)
+	want := v.hfLogprobsOf(t, dir, "", ss, 1)
+	worst := 0.0
+	for i, s := range ss {
+		if s.PolicyVersion != "tiny+weights-perturbed" {
+			t.Errorf("%s/%d: policy version %q, want tiny+weights-perturbed", s.RequestID, s.Index, s.PolicyVersion)
+		}
+		for k, lp := range s.Logprobs {
+			worst = max(worst, math.Abs(float64(lp)-want[i][k]))
+		}
+	}
+	t.Logf("max |vLLM − transformers of the new weights| = %.3g", worst)
+	if worst > 1e-4 {
+		t.Fatalf("logprobs differ from the new weights' by up to %g, want ≤ 1e-4", worst)
+	}
+
+	empty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(empty, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := c.LoadWeights(ctx, "weights-empty", empty)
+	if !errors.Is(err, openai.ErrWeightsRefused) || !strings.Contains(err.Error(), "Cannot find any model weights") ||
+		!strings.Contains(err.Error(), v.srv.URL()+"/collective_rpc") {
+		t.Fatalf("reload from a directory without weights: %v; want ErrWeightsRefused naming the endpoint and vLLM's message", err)
+	}
+	servedSamples(t, c, reqs[:1], policy.Sampling{MaxTokens: 2, Adapter: "weights-perturbed"}) // reloads, and serves
+
+	// The base model again, reloaded from the directory the server
+	// started from: the same seeded samples as before any reload.
+	after := servedSamples(t, c, reqs, sp)
+	for i, s := range after {
+		if s.Text != before[i].Text || !slices.Equal(s.TokenIDs, before[i].TokenIDs) {
+			t.Fatalf("%s/%d: the base model after weights samples %q, before them %q", s.RequestID, s.Index, s.Text, before[i].Text)
+		}
+		for k, lp := range s.Logprobs {
+			if d := math.Abs(float64(lp - before[i].Logprobs[k])); d > 1e-6 {
+				t.Fatalf("%s/%d: logprob %d of the base model after weights is %g from before them (want ≤ 1e-6)", s.RequestID, s.Index, k, d)
+			}
+		}
+	}
 }

@@ -17,7 +17,7 @@
 //
 // The command it runs is
 //
-//	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 \
+//	VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 VLLM_SERVER_DEV_MODE=1 \
 //	  python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port PORT \
 //	  --model DIR --served-model-name NAME --dtype float32 \
 //	  --max-model-len 256 --enable-lora --max-lora-rank 8 \
@@ -28,7 +28,12 @@
 // softmax(z/T) at temperature T, the policy the trainers train (vLLM's
 // default, raw_logprobs, is log softmax(z) whatever T); runtime LoRA
 // updating so that POST /v1/load_lora_adapter and /v1/unload_lora_adapter
-// work; 1 GiB of KV cache (vLLM's CPU default is 4). The module entry point
+// work; development mode so that POST /collective_rpc and
+// /reset_prefix_cache work, through which the openai policy reloads full
+// weights in place (openai.Client.LoadWeights: about 0.1 s for the tiny
+// models on two cores; development mode also opens /sleep, /pause and
+// other endpoints that control the server, so serve it on the loopback or
+// a private network only); 1 GiB of KV cache (vLLM's CPU default is 4). The module entry point
 // is used because the vllm command of the CPU wheel fails looking up the
 // version of a distribution named vllm. Options.Args adds flags.
 //

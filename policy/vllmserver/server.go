@@ -114,7 +114,10 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 		out = io.MultiWriter(s.log, opts.Output)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "VLLM_CPU_KVCACHE_SPACE=1")
+	cmd.Env = append(os.Environ(), "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "VLLM_CPU_KVCACHE_SPACE=1",
+		// The development endpoints, /collective_rpc among them, through
+		// which the openai policy reloads full weights (LoadWeights).
+		"VLLM_SERVER_DEV_MODE=1")
 	cmd.Env = append(cmd.Env, opts.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

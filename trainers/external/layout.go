@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/trainers/grpo"
 )
@@ -115,11 +116,22 @@ func (p *paths) splitPolicy(policy, dir string) error {
 			return fmt.Errorf("lay out the policy input: %w", err)
 		}
 	}
-	if _, _, err := safetensors.ReadAdapterDir(adapterIn); err != nil {
+	if err := checkPolicyIn(adapterIn); err != nil {
 		return fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	p.AdapterIn = adapterIn
 	return nil
+}
+
+// checkPolicyIn checks the policy input's checkpoint: full weights (a
+// previous lora: none step) against their shards' index, an adapter's
+// tensors otherwise.
+func checkPolicyIn(dir string) error {
+	if k, err := policy.CheckpointKind(dir); err == nil && k == policy.KindWeights {
+		return policy.CheckShards(dir)
+	}
+	_, _, err := safetensors.ReadAdapterDir(dir)
+	return err
 }
 
 // assemble moves the validated outputs into the adapter output: the

@@ -73,6 +73,10 @@ func TestReferenceScriptUnderTheContract(t *testing.T) {
 		{map[string]any{"base_model": "m", "loss": "dpo"}, `hyperparameters.loss: 'dpo'; use "ppo_clip", "gspo", "cispo", "reinforce"`},
 		{map[string]any{"base_model": "m", "loss": "gspo", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not gspo (remove dual_clip or the loss)`},
 		{map[string]any{"base_model": "m", "loss": "reinforce", "dual_clip": 3}, `hyperparameters.dual_clip: 3; dual clip applies to loss ppo_clip only, not reinforce (remove dual_clip or the loss)`},
+		{map[string]any{"base_model": "m", "lora": "full"}, `hyperparameters.lora: 'full' must be an object {rank, alpha, dropout, targets}, or "none" for full fine-tuning`},
+		{map[string]any{"base_model": "m", "max_shard_size": 1 << 20}, "hyperparameters.max_shard_size: applies to full fine-tuning only (lora: none); remove it, or set lora: none"},
+		{map[string]any{"base_model": "m", "lora": "none", "max_shard_size": 0}, "hyperparameters.max_shard_size: 0 must be >= 1"},
+		{map[string]any{"base_model": "m", "lora": "none", "critic": map[string]any{}}, "hyperparameters.critic: PPO's critic is a LoRA adapter on the actor's base, which lora: none does not have; remove critic, or train the actor with a LoRA adapter"},
 	} {
 		t.Run(tc.says, func(t *testing.T) {
 			train := trainTask(t, "", func(o *external.Options) {

@@ -30,6 +30,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/rollouts/rolloutstest"
@@ -118,12 +119,45 @@ func standInTrainer(mode string, args []string) int {
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)
 		return 0
+	case "unlisted-shard", "weights":
+		if err := writeWeights(a, mode == "unlisted-shard"); err != nil {
+			fmt.Fprintln(os.Stderr, "stand-in trainer:", err)
+			return 1
+		}
+		return 0
 	}
 	if err := update(a, mode); err != nil {
 		fmt.Fprintln(os.Stderr, "stand-in trainer:", err)
 		return 1
 	}
 	return 0
+}
+
+// writeWeights writes full weights (lora: none) of the iteration in two
+// shards with their index; with unlisted also a third shard the index
+// does not list, as a trainer that wrote into a directory holding an
+// older checkpoint would.
+func writeWeights(a contractArgs, unlisted bool) error {
+	f := safetensors.NewFile(map[string]string{"format": "pt"})
+	f.Tensors["model.norm.weight"] = safetensors.FromFloat32([]int{4}, []float32{1, 1, 1, float32(a.iteration)})
+	f.Tensors["lm_head.weight"] = safetensors.FromFloat32([]int{2, 4}, make([]float32, 8))
+	if err := safetensors.WriteModel(a.adapterOut, f, 20); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(a.adapterOut, "config.json"), []byte(`{"architectures": ["LlamaForCausalLM"]}`), 0o644); err != nil {
+		return err
+	}
+	if !unlisted {
+		return os.WriteFile(a.metricsOut, []byte(`{"loss": 0}`), 0o644)
+	}
+	b, err := os.ReadFile(filepath.Join(a.adapterOut, safetensors.ShardName(1, 2)))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(a.adapterOut, safetensors.ShardName(3, 3)), b, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(a.metricsOut, []byte(`{"loss": 0}`), 0o644)
 }
 
 // hang starts a child that ignores SIGTERM, records its pid, and sleeps.
@@ -526,6 +560,8 @@ func TestTrainerFaults(t *testing.T) {
 		{"bad-shape", 1, []error{external.ErrContract, safetensors.ErrAdapter}, []string{"adapter_model.safetensors", `lora_B.weight" has shape [`, "want [out, 8]"}},
 		{"malformed", 1, []error{external.ErrContract, safetensors.ErrFormat}, []string{"adapter_model.safetensors"}},
 		{"nan", 1, []error{external.ErrContract}, []string{`lora_B.weight" holds a NaN or infinite value at element 3`}},
+		{"unlisted-shard", 1, []error{external.ErrContract, policy.ErrShards}, []string{"--adapter-out: check the shards of ",
+			"shard model-00003-of-00003.safetensors is not listed in model.safetensors.index.json: not a policy checkpoint: shards do not match their index (the directory is incomplete or mixes two checkpoints; write it again)"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			logs := &standintest.LogBuffer{}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 )
 
@@ -20,7 +21,7 @@ import (
 // order a reader needs it, and returns the trainer's metrics object.
 // Every error wraps ErrContract and names the flag and the file.
 func (p paths) checkOutputs() (map[string]json.RawMessage, error) {
-	if err := checkAdapter("--adapter-out", p.AdapterOut); err != nil {
+	if err := checkCheckpoint("--adapter-out", p.AdapterOut); err != nil {
 		return nil, err
 	}
 	fi, err := os.Stat(p.OptimizerOut)
@@ -33,6 +34,36 @@ func (p paths) checkOutputs() (map[string]json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: --optimizer-out %s is a file; it must be a directory (write e.g. optimizer.pt inside it)", ErrContract, p.OptimizerOut)
 	}
 	return readMetrics(p.MetricsOut)
+}
+
+// checkCheckpoint checks the policy checkpoint a trainer wrote to flag:
+// full weights (config.json and weights, no adapter_config.json: the
+// reference script's lora: none) against their shards' index, anything
+// else as a PEFT adapter (checkAdapter). The weights' values are not
+// read: a full model is gigabytes, and the reference script refuses a
+// non-finite gradient before it writes.
+func checkCheckpoint(flag, dir string) error {
+	k, err := policy.CheckpointKind(dir)
+	if err != nil || k != policy.KindWeights {
+		return checkAdapter(flag, dir)
+	}
+	if err := reservedOptimizerDir(flag, dir); err != nil {
+		return err
+	}
+	if err := policy.CheckShards(dir); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrContract, flag, err)
+	}
+	return nil
+}
+
+// reservedOptimizerDir refuses a checkpoint directory that holds a
+// directory named OptimizerDir, which the output keeps for the
+// optimizer state.
+func reservedOptimizerDir(flag, dir string) error {
+	if fi, err := os.Stat(filepath.Join(dir, OptimizerDir)); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: %s %s holds a directory %q, a name the adapter output reserves for --optimizer-out", ErrContract, flag, dir, OptimizerDir)
+	}
+	return nil
 }
 
 // checkAdapter checks that dir, written to flag (--adapter-out, or
@@ -54,8 +85,8 @@ func checkAdapter(flag, dir string) error {
 			return fmt.Errorf("%w: %s: %v", ErrContract, flag, err)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(dir, OptimizerDir)); err == nil && fi.IsDir() {
-		return fmt.Errorf("%w: %s %s holds a directory %q, a name the adapter output reserves for --optimizer-out", ErrContract, flag, dir, OptimizerDir)
+	if err := reservedOptimizerDir(flag, dir); err != nil {
+		return err
 	}
 	_, mods, err := safetensors.ReadAdapterDir(dir)
 	if err != nil {

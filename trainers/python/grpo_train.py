@@ -29,6 +29,12 @@ and the script takes one GRPO update of the policy's LoRA adapter:
     optimizer and RNG states with torch.save (--optimizer-out/optimizer.pt)
     and a JSON object of figures (--metrics-out).
 
+With hyperparameters.lora "none" it fine-tunes every weight instead: the
+model loads from --adapter-in (a previous full-weights checkpoint) or
+base_model, and --adapter-out receives a whole Hugging Face model
+directory (save_pretrained, sharded above max_shard_size bytes, with the
+tokenizer files), which vLLM and transformers load as it is.
+
 With hyperparameters.critic the update is PPO's instead (ppo_critic.py,
 beside this file): a LoRA critic with a value head on the same base, GAE
 advantages per token, the clipped value loss, and the flags --critic-in D,
@@ -119,6 +125,20 @@ DEFAULTS: dict[str, Any] = {
     "critic": None,
     "kl_in_reward": False,  # with critic: -beta*k1 per token in the reward, no KL in the loss
 }
+
+
+# lora: none is full fine-tuning (docs/TRAINERS.md): every parameter
+# trains and --adapter-out receives a whole Hugging Face model directory,
+# its weights sharded above max_shard_size bytes (Hugging Face's name and
+# its default, 2 GiB, as `rlpipe policy export` and the embedded trainer
+# shard). These keys exist only then, so a LoRA run's trainer_state.json
+# keeps its bytes.
+FULL = "none"
+FULL_DEFAULTS: dict[str, Any] = {"max_shard_size": 2 << 30}
+# What a full-weights directory carries besides config.json and the
+# weights, copied from the directory the model was loaded from.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                   "vocab.json", "merges.txt", "added_tokens.json", "chat_template.jinja", "generation_config.json")
 
 
 # verl's names of the KL estimators (core_algos.kl_penalty).
@@ -215,13 +235,23 @@ def load_hparams(path: str) -> dict[str, Any]:
         raise ConfigError(f"read --hparams {path}: {e}") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"--hparams {path} is not a JSON object")
-    _unknown(raw, DEFAULTS, "")
+    _unknown(raw, {**DEFAULTS, **FULL_DEFAULTS}, "")
     hp = {**DEFAULTS, **raw}
     lora = raw.get("lora") or {}
-    if not isinstance(lora, dict):
-        raise ConfigError("hyperparameters.lora must be an object {rank, alpha, dropout, targets}")
-    _unknown(lora, DEFAULTS["lora"], "lora.")
-    hp["lora"] = {**DEFAULTS["lora"], **lora}
+    if lora == FULL:
+        # Full fine-tuning: every parameter of the model trains, and the
+        # output is a whole Hugging Face model directory.
+        check_full(hp)
+    elif not isinstance(lora, dict):
+        raise ConfigError(f"hyperparameters.lora: {lora!r} must be an object {{rank, alpha, dropout, targets}}, "
+                          f"or \"{FULL}\" for full fine-tuning")
+    else:
+        for key in FULL_DEFAULTS:
+            if key in raw:
+                raise ConfigError(f"hyperparameters.{key}: applies to full fine-tuning only (lora: {FULL}); "
+                                  "remove it, or set lora: none")
+        _unknown(lora, DEFAULTS["lora"], "lora.")
+        hp["lora"] = {**DEFAULTS["lora"], **lora}
 
     if not isinstance(hp["base_model"], str) or not hp["base_model"]:
         raise ConfigError("hyperparameters.base_model is required (e.g. \"Qwen/Qwen2.5-1.5B-Instruct\")")
@@ -259,15 +289,31 @@ def load_hparams(path: str) -> dict[str, Any]:
         if not isinstance(hp[key], bool):
             raise ConfigError(f"hyperparameters.{key}: {hp[key]!r} must be true or false")
     check_rollout_correction(hp)
-    lo = hp["lora"]
-    _number(lo, "rank", 1, integer=True)
-    _number(lo, "alpha", 0, lo_open=True)
-    _number(lo, "dropout", 0, 1)
-    t = lo["targets"]
-    if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
-        raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
+    if not full(hp):
+        lo = hp["lora"]
+        _number(lo, "rank", 1, integer=True)
+        _number(lo, "alpha", 0, lo_open=True)
+        _number(lo, "dropout", 0, 1)
+        t = lo["targets"]
+        if not (t == "all-linear" or (isinstance(t, list) and t and all(isinstance(x, str) and x for x in t))):
+            raise ConfigError(f"hyperparameters.lora.targets: {t!r} must be a list of module names or \"all-linear\"")
     check_critic(hp)
     return hp
+
+
+def full(hp: dict) -> bool:
+    """Whether the hyperparameters ask for full fine-tuning (lora: none)."""
+    return hp["lora"] == FULL
+
+
+def check_full(hp: dict) -> None:
+    """Fills in and checks full fine-tuning's own keys (FULL_DEFAULTS)."""
+    for key, v in FULL_DEFAULTS.items():
+        hp.setdefault(key, v)
+    _number(hp, "max_shard_size", 1, integer=True)
+    if hp.get("critic") is not None:
+        raise ConfigError(f"hyperparameters.critic: PPO's critic is a LoRA adapter on the actor's base, which "
+                          f"lora: {FULL} does not have; remove critic, or train the actor with a LoRA adapter")
 
 
 # ------------------------------------------------- the rollout correction
@@ -778,7 +824,18 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
         samples.append(sample)
 
     adapter_files = None
-    if args.adapter_in:
+    if args.adapter_in and full(hp):
+        # A previous full-weights checkpoint: every process loads it from
+        # its path, so under torchrun it must be on storage every node
+        # sees (a directory of gigabytes is not broadcast as bytes).
+        if not os.path.isfile(os.path.join(args.adapter_in, "config.json")):
+            raise ConfigError(f"--adapter-in {args.adapter_in} holds no config.json: with lora: {FULL} the policy "
+                              "input must be a full-weights directory (a LoRA run's adapter cannot continue as full "
+                              "fine-tuning; start a new run)")
+    elif args.adapter_in:
+        if full_dir(args.adapter_in):
+            raise ConfigError(f"--adapter-in {args.adapter_in} is a full-weights directory (config.json, no "
+                              f"adapter_config.json): continue it with hyperparameters.lora: {FULL}")
         adapter_files = {}
         for name in ("adapter_config.json", "adapter_model.safetensors"):
             with open(os.path.join(args.adapter_in, name), "rb") as f:
@@ -808,18 +865,39 @@ def read_inputs(args: argparse.Namespace, hp: dict) -> dict:
 # ---------------------------------------------------------------- model
 
 
-def build_model(hp: dict, inputs: dict, d: Dist):
-    import tempfile
+def full_dir(path: str) -> bool:
+    """Whether path is a full-weights directory: config.json without
+    adapter_config.json (policy.CheckpointKind's rule)."""
+    return os.path.isfile(os.path.join(path, "config.json")) and not os.path.exists(
+        os.path.join(path, "adapter_config.json"))
 
+
+def load_causal_lm(hp: dict, path: str, d: Dist):
+    """The model at path (a Hugging Face id or directory) in hp's dtype, on
+    this process's device, without the generation cache."""
     import torch
-    from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM
 
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[hp["dtype"]]
-    base = AutoModelForCausalLM.from_pretrained(
-        hp["base_model"], torch_dtype=dtype, trust_remote_code=hp["trust_remote_code"]
-    ).to(d.device)
-    base.config.use_cache = False
+    m = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, trust_remote_code=hp["trust_remote_code"]).to(d.device)
+    m.config.use_cache = False
+    return m
+
+
+def build_model(hp: dict, inputs: dict, d: Dist, adapter_in: str | None = None):
+    """The policy to train: with lora: none the whole model (the previous
+    checkpoint at adapter_in, else the base), every parameter trainable;
+    otherwise the base with the previous LoRA adapter or a fresh one."""
+    import tempfile
+
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    base = load_causal_lm(hp, adapter_in if full(hp) and adapter_in else hp["base_model"], d)
+    if full(hp):
+        base.requires_grad_(True)
+        if hp["gradient_checkpointing"]:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        return base
     if hp["gradient_checkpointing"]:
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         base.enable_input_require_grads()
@@ -927,7 +1005,7 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
 
         log(f"rank {d.rank} of {d.world} ({d.device}): {len(samples)} samples, iteration {args.iteration}; "
             f"loading {hp['base_model']} ({hp['dtype']})")
-        model = build_model(hp, inputs, d)
+        model = build_model(hp, inputs, d, args.adapter_in)
         params = trainable(model)
         if d.dist is not None:
             for _, p in params:  # the I/O rank's adapter everywhere
@@ -969,12 +1047,16 @@ def train(args: argparse.Namespace, hp: dict | None) -> int:
                 for i, lp in zip(idx, lps):
                     samples[i]["old"] = lp.tolist()
             if hp["beta"] > 0:
-                with peft_model.disable_adapter():
+                # The reference is the base model: the adapter disabled,
+                # or with full weights the base loaded beside the policy.
+                ref = load_causal_lm(hp, hp["base_model"], d).eval() if full(hp) else peft_model
+                with contextlib.nullcontext() if full(hp) else peft_model.disable_adapter():
                     for k in range(0, len(mine), hp["micro_batch_size"]):
                         idx = mine[k : k + hp["micro_batch_size"]]
-                        lps, _ = sequence_logprobs(peft_model, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
+                        lps, _ = sequence_logprobs(ref, [samples[i] for i in idx], inputs["pad_id"], d.device, False)
                         for i, lp in zip(idx, lps):
                             samples[i]["ref"] = lp.tolist()
+                del ref
         if critic is not None:
             critic.prepare(samples, mine, hp["micro_batch_size"])
         model.train()
@@ -1243,7 +1325,10 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
                   first_epoch, extra: dict | None = None) -> None:
     import torch
 
-    peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
+    if full(hp):
+        save_full(args, hp, peft_model)
+    else:
+        peft_model.save_pretrained(args.adapter_out, safe_serialization=True)
     os.makedirs(args.optimizer_out, exist_ok=True)
     updates = inputs["updates"] + 1
     rng = {"python": random.getstate(), "torch": torch.get_rng_state()}
@@ -1290,6 +1375,28 @@ def write_outputs(args, hp, inputs, peft_model, opt, names, optimizer_steps, ste
     with open(args.metrics_out, "w", encoding="utf-8") as f:
         json.dump(finite(m), f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
+
+
+def save_full(args, hp, model) -> None:
+    """Writes the fully fine-tuned model to --adapter-out as a Hugging Face
+    model directory vLLM and transformers load as it is: config.json and
+    safetensors weights (model-0000k-of-0000N.safetensors with
+    model.safetensors.index.json above max_shard_size), and the tokenizer
+    and generation config of the directory the model came from (the
+    previous checkpoint, else the base model; a hub id's tokenizer is
+    saved by transformers)."""
+    model.save_pretrained(args.adapter_out, safe_serialization=True, max_shard_size=hp["max_shard_size"])
+    src = args.adapter_in or hp["base_model"]
+    if os.path.isdir(src):
+        import shutil
+
+        for name in TOKENIZER_FILES:
+            if os.path.isfile(os.path.join(src, name)):
+                shutil.copyfile(os.path.join(src, name), os.path.join(args.adapter_out, name))
+        return
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(src, trust_remote_code=hp["trust_remote_code"]).save_pretrained(args.adapter_out)
 
 
 # ---------------------------------------------------------------- main

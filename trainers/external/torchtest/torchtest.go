@@ -280,6 +280,10 @@ type Spec struct {
 	AdapterIn, OptimizerIn string
 	Iteration              int
 	Extra                  []string
+	// Resume, in Many, is the 1-based index of an earlier call whose
+	// outputs are this call's --adapter-in and --optimizer-in, in place
+	// of AdapterIn and OptimizerIn (0: none).
+	Resume int
 }
 
 // Many is Run of the script in one process (no torchrun) for each of
@@ -299,6 +303,12 @@ func Many(t testing.TB, py string, specs []Spec) []Result {
 	}
 	rs, calls := make([]Result, len(specs)), make([]call, len(specs))
 	for i, sp := range specs {
+		if sp.Resume > 0 {
+			if sp.Resume > i {
+				t.Fatalf("call %d resumes call %d, which does not come before it", i+1, sp.Resume)
+			}
+			sp.AdapterIn, sp.OptimizerIn = rs[sp.Resume-1].Adapter, rs[sp.Resume-1].Optimizer
+		}
 		var flags []string
 		rs[i], flags = prepare(t, sp)
 		calls[i] = call{Argv: flags, Dir: rs[i].Dir}
