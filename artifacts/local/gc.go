@@ -158,6 +158,11 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		if err := sweep(bucketRanges, liveRanges, nil); err != nil {
 			return err
 		}
+		if tx.Bucket(bucketChunkSums) != nil {
+			if err := sweep(bucketChunkSums, live, nil); err != nil {
+				return err
+			}
+		}
 		return sweepInline(tx, live, o.DryRun, &res)
 	})
 	if err != nil {

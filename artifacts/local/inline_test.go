@@ -127,11 +127,11 @@ func TestSmallObjectsLiveInTheMetadataFile(t *testing.T) {
 func TestSmallObjectInAFileStillReads(t *testing.T) {
 	ctx := context.Background()
 	s := newInlineStore(t)
-	digest, size, err := s.blobs.put(strings.NewReader("written by an older rlpipe"))
+	w, err := s.blobs.put(ctx, strings.NewReader("written by an older rlpipe"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &entry{Path: "old.txt", Digest: digest, Size: size, Mtime: time.Now().UnixNano()}
+	e := &entry{Path: "old.txt", Digest: w.digest, Size: w.size, Mtime: time.Now().UnixNano()}
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte("main"))
 		if err != nil {

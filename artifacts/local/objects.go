@@ -128,6 +128,7 @@ func (s *Store) PutObjects(ctx context.Context, branch string, puts []artifacts.
 type prepared struct {
 	e        *entry
 	head     []byte // the bytes, when inline
+	sums     []byte // the chunk CRCs of a blob file
 	inline   bool
 	ifAbsent bool
 }
@@ -147,29 +148,28 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 		return prepared{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
 	}
 	var (
-		digest string
-		size   = int64(len(head))
-		inline = size <= inlineMax
+		w      = written{size: int64(len(head))}
+		inline = w.size <= inlineMax
 	)
 	if inline {
-		digest = digestHex(head)
+		w.digest = digestHex(head)
 	} else {
 		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
-		digest, size, err = s.blobs.put(io.MultiReader(bytes.NewReader(head), r))
+		w, err = s.blobs.put(ctx, io.MultiReader(bytes.NewReader(head), r))
 		if err != nil {
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
 	}
-	e := &entry{Path: path, Digest: digest, Size: size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
+	e := &entry{Path: path, Digest: w.digest, Size: w.size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
 	if len(opts.Metadata) > 0 {
 		e.Metadata = make(map[string]string, len(opts.Metadata))
 		for k, v := range opts.Metadata {
 			e.Metadata[strings.ToLower(k)] = v
 		}
 	}
-	return prepared{e: e, head: head, inline: inline, ifAbsent: opts.IfAbsent}, nil
+	return prepared{e: e, head: head, sums: w.sums, inline: inline, ifAbsent: opts.IfAbsent}, nil
 }
 
 // stagePut records p on branch, its bytes with it when inline.
@@ -187,6 +187,8 @@ func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
 		if err := putInline(tx, p.e.Digest, p.head); err != nil {
 			return err
 		}
+	} else if err := putChunkSums(tx, p.e.Digest, p.sums); err != nil {
+		return err
 	}
 	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
 	if err != nil {
@@ -196,19 +198,16 @@ func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
 }
 
 func (s *Store) stat(ctx context.Context, ref, path string) (*entry, error) {
-	e, _, err := s.lookupData(ctx, ref, path, false)
+	e, _, _, err := s.lookupData(ctx, ref, path, false)
 	return e, err
 }
 
-// lookupData finds ref:path and, when withData is set and the object's
-// bytes are inline, returns them checked against its digest (nil when
-// they are in a blob file), all in one read transaction.
-func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool) (*entry, []byte, error) {
-	var (
-		e    *entry
-		data []byte
-	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+// lookupData finds ref:path and, when withData is set, returns the
+// object's bytes checked against its digest when they are inline, or the
+// chunk CRCs of its blob file when recorded (nil otherwise), all in one
+// read transaction.
+func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool) (e *entry, data, sums []byte, err error) {
+	err = s.view(ctx, func(tx *bolt.Tx) error {
 		v, err := s.resolveHead(tx, ref)
 		if err != nil {
 			return err
@@ -218,16 +217,18 @@ func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool)
 		}
 		if raw := getInline(tx, e.Digest, e.Size); raw != nil {
 			data, err = checkInline(raw, e.Digest, e.Size, ref+":"+path)
+		} else {
+			sums = getChunkSums(tx, e.Digest, e.Size)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
+		return nil, nil, nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
 	}
 	if e == nil {
-		return nil, nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
+		return nil, nil, nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
 	}
-	return e, data, nil
+	return e, data, sums, nil
 }
 
 // StatObject describes an object.
@@ -241,14 +242,14 @@ func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.Obj
 
 // GetObject opens an object; the bytes are checked against its digest.
 func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
-	e, data, err := s.lookupData(ctx, ref, path, true)
+	e, data, sums, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
 	if data != nil {
 		return io.NopCloser(bytes.NewReader(data)), info(e), nil
 	}
-	rc, err := s.blobs.open(ctx, e.Digest, e.Size, ref+":"+path)
+	rc, err := s.blobs.open(ctx, e.Digest, e.Size, sums, ref+":"+path)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
@@ -354,7 +355,7 @@ func (s *Store) touch(c copied) {
 
 // GetObjectRange reads part of an object, unverified.
 func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error) {
-	e, data, err := s.lookupData(ctx, ref, path, true)
+	e, data, _, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, err
 	}
