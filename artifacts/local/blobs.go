@@ -208,6 +208,8 @@ func (p *hashPipe) finish() []byte {
 	return p.digest
 }
 
+// syncDir fsyncs a directory (or a file: the benchmarks sync what cp
+// copied with it).
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -248,7 +250,8 @@ func (b *blobStore) open(ctx context.Context, digest string, size int64, sums []
 	if sums != nil {
 		return newSumReader(f, digest, size, sums, what), nil
 	}
-	c := &chunkReader{f: f, seed: maphash.MakeSeed(), buf: make([]byte, chunkSize), digest: digest, what: what}
+	c := &chunkReader{chunkStream: chunkStream{buf: make([]byte, chunkSize)}, f: f, seed: maphash.MakeSeed(), digest: digest, what: what}
+	c.fill = c.check
 	if err := c.fingerprint(ctx, size); err != nil {
 		f.Close()
 		return nil, err
@@ -330,16 +333,13 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 // vouches for the content, the fingerprints that the second pass reads
 // the same bytes, at a small fraction of the cost of hashing twice.
 type chunkReader struct {
+	chunkStream
 	f      *os.File
 	seed   maphash.Seed
 	sums   []uint64 // fingerprint of each chunk, from the first pass
-	buf    []byte   // the current chunk, verified
-	off    int      // bytes of buf handed out
-	n      int      // bytes in buf
 	next   int      // index of the next chunk to read
 	digest string
 	what   string
-	err    error
 }
 
 // fingerprint is the first pass: it checks the blob's size and SHA-256
@@ -378,29 +378,48 @@ func corrupted(what, digest, how string) error {
 	return fmt.Errorf("%w: %s: blob %s %s (corrupted on disk: run `rlpipe fsck` to list the damage; restore the blob from a copy, or delete the object and write it again)", artifacts.ErrIntegrity, what, digest, how)
 }
 
-// fill reads and checks the next chunk into buf.
-func (c *chunkReader) fill() error {
+// check reads and checks the next chunk into buf.
+func (c *chunkReader) check() (int, error) {
 	if c.next == len(c.sums) {
-		return io.EOF
+		return 0, io.EOF
 	}
 	n, err := io.ReadFull(c.f, c.buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !(errors.Is(err, io.EOF) && n == 0) {
-		return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+		return 0, fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
 	}
 	if maphash.Bytes(c.seed, c.buf[:n]) != c.sums[c.next] {
-		return corrupted(c.what, c.digest, fmt.Sprintf("changed on disk while it was read (chunk %d, at byte %d)", c.next, int64(c.next)*chunkSize))
+		return 0, corrupted(c.what, c.digest, fmt.Sprintf("changed on disk while it was read (chunk %d, at byte %d)", c.next, int64(c.next)*chunkSize))
+	}
+	c.next++
+	return n, nil
+}
+
+// chunkStream hands out, through Read and WriteTo, the chunks that fill
+// reads and checks into buf, one at a time; fill returns io.EOF after
+// the last chunk, or the error that stops the read.
+type chunkStream struct {
+	buf    []byte // the current chunk, checked
+	off, n int    // bytes of buf handed out, bytes in buf
+	err    error
+	fill   func() (int, error)
+}
+
+// advance makes the next chunk current.
+func (c *chunkStream) advance() error {
+	n, err := c.fill()
+	if err != nil {
+		return err
 	}
 	c.n, c.off = n, 0
-	c.next++
 	return nil
 }
 
-func (c *chunkReader) Read(p []byte) (int, error) {
+func (c *chunkStream) Read(p []byte) (int, error) {
 	for c.off == c.n {
 		if c.err != nil {
 			return 0, c.err
 		}
-		if c.err = c.fill(); c.err != nil {
+		if c.err = c.advance(); c.err != nil {
 			return 0, c.err
 		}
 	}
@@ -409,9 +428,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes each verified chunk straight from the buffer (io.Copy
-// uses it).
-func (c *chunkReader) WriteTo(w io.Writer) (int64, error) {
+// WriteTo writes each checked chunk straight from the buffer (io.Copy
+// uses it, and so does (*os.File).ReadFrom).
+func (c *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for {
 		if c.off < c.n {
@@ -423,7 +442,7 @@ func (c *chunkReader) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 		if c.err == nil {
-			c.err = c.fill()
+			c.err = c.advance()
 		}
 		if errors.Is(c.err, io.EOF) {
 			return total, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,11 +54,7 @@ func TestLargeBlobStopsBeforeAChunkThatChanged(t *testing.T) {
 	} {
 		for _, tc := range reads {
 			t.Run(blob.name+"/"+tc.name, func(t *testing.T) {
-				s, err := Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				s := newTestStore(t)
 				info, err := s.PutObject(context.Background(), "main", "big.bin", bytes.NewReader(body), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -109,11 +104,7 @@ func dropChunkSums(t *testing.T, s *Store, digest string) {
 // pieces, across chunk boundaries.
 func TestLargeBlobReadsWhole(t *testing.T) {
 	body := bytes.Repeat([]byte("abcdefg"), verifyUpFront/7+chunkSize)[:verifyUpFront+chunkSize/3]
-	s, err := Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	if _, err := s.PutObject(context.Background(), "main", "big.bin", bytes.NewReader(body), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -74,83 +74,43 @@ func chunksOf(size int64) int64 { return (size + chunkSize - 1) / chunkSize }
 // sumReader reads a blob in one pass, handing out each chunk only once its
 // CRC-32C matches the one recorded when the blob was written.
 type sumReader struct {
+	chunkStream
 	f      *os.File
 	sums   []byte
-	buf    []byte // the current chunk, checked
-	off, n int    // bytes of buf handed out, bytes in buf
-	next   int64  // index of the next chunk
+	next   int64 // index of the next chunk
 	size   int64
 	digest string
 	what   string
-	err    error
 }
 
 func newSumReader(f *os.File, digest string, size int64, sums []byte, what string) *sumReader {
-	return &sumReader{f: f, sums: sums, buf: chunkBuffer(), size: size, digest: digest, what: what}
+	c := &sumReader{chunkStream: chunkStream{buf: chunkBuffer()}, f: f, sums: sums, size: size, digest: digest, what: what}
+	c.fill = c.check
+	return c
 }
 
-// fill reads and checks the next chunk into buf.
-func (c *sumReader) fill() error {
+// check reads and checks the next chunk into buf.
+func (c *sumReader) check() (int, error) {
 	if c.next == chunksOf(c.size) {
 		var one [1]byte
 		if n, _ := c.f.Read(one[:]); n > 0 {
-			return corrupted(c.what, c.digest, fmt.Sprintf("is longer than its recorded %d bytes", c.size))
+			return 0, corrupted(c.what, c.digest, fmt.Sprintf("is longer than its recorded %d bytes", c.size))
 		}
-		return io.EOF
+		return 0, io.EOF
 	}
 	want := min(chunkSize, c.size-c.next*chunkSize)
 	n, err := io.ReadFull(c.f, c.buf[:want])
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return corrupted(c.what, c.digest, fmt.Sprintf("is shorter than its recorded %d bytes (it ends at byte %d)", c.size, c.next*chunkSize+int64(n)))
+		return 0, corrupted(c.what, c.digest, fmt.Sprintf("is shorter than its recorded %d bytes (it ends at byte %d)", c.size, c.next*chunkSize+int64(n)))
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+		return 0, fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
 	}
 	if crc32.Checksum(c.buf[:n], castagnoli) != binary.BigEndian.Uint32(c.sums[4*c.next:]) {
-		return corrupted(c.what, c.digest, fmt.Sprintf("does not match its checksum at chunk %d (bytes %d to %d)", c.next, c.next*chunkSize, c.next*chunkSize+int64(n)))
+		return 0, corrupted(c.what, c.digest, fmt.Sprintf("does not match its checksum at chunk %d (bytes %d to %d)", c.next, c.next*chunkSize, c.next*chunkSize+int64(n)))
 	}
-	c.n, c.off = n, 0
 	c.next++
-	return nil
-}
-
-func (c *sumReader) Read(p []byte) (int, error) {
-	for c.off == c.n {
-		if c.err != nil {
-			return 0, c.err
-		}
-		if c.err = c.fill(); c.err != nil {
-			return 0, c.err
-		}
-	}
-	n := copy(p, c.buf[c.off:c.n])
-	c.off += n
 	return n, nil
-}
-
-// WriteTo writes each checked chunk straight from the buffer (io.Copy
-// uses it, and so does (*os.File).ReadFrom).
-func (c *sumReader) WriteTo(w io.Writer) (int64, error) {
-	var total int64
-	for {
-		if c.off < c.n {
-			n, err := w.Write(c.buf[c.off:c.n])
-			c.off += n
-			total += int64(n)
-			if err != nil {
-				return total, err
-			}
-		}
-		if c.err == nil {
-			c.err = c.fill()
-		}
-		if errors.Is(c.err, io.EOF) {
-			return total, nil
-		}
-		if c.err != nil {
-			return total, c.err
-		}
-	}
 }
 
 func (c *sumReader) Close() error {

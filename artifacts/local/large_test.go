@@ -149,11 +149,7 @@ func TestDiskFullDuringWeightsCommit(t *testing.T) {
 // read back with their chunk CRCs recorded once.
 func TestUnchangedShardIsNotWrittenAgain(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	body := shardBody(7, 3*chunkSize+5)
 	put := func(it int) fs.FileInfo {
 		p := fmt.Sprintf("iterations/%06d/weights/model.safetensors", it)
@@ -217,11 +213,7 @@ func TestLargeBlobDamage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, err := Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := newTestStore(t)
 			info, err := s.PutObject(ctx, "main", "w.bin", bytes.NewReader(body), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -258,11 +250,7 @@ func TestLargeBlobDamage(t *testing.T) {
 // read and Verify pass.
 func TestVerifyChecksChunkSums(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	body := shardBody(9, verifyUpFront+2*chunkSize+17)
 	info, err := s.PutObject(ctx, "main", "w.bin", bytes.NewReader(body), nil)
 	if err != nil {
@@ -309,11 +297,7 @@ func TestVerifyChecksChunkSums(t *testing.T) {
 // CRCs, and keeps those of a blob still referenced.
 func TestGCDropsChunkSums(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	kept, gone := shardBody(1, chunkSize+1), shardBody(2, chunkSize+2)
 	for _, p := range []struct {
 		path string
@@ -333,7 +317,7 @@ func TestGCDropsChunkSums(t *testing.T) {
 		t.Fatal(err)
 	}
 	var left []string
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketChunkSums).ForEach(func(k, _ []byte) error {
 			left = append(left, string(k))
 			return nil
