@@ -136,6 +136,39 @@ func (b *blobStore) put(ctx context.Context, r io.Reader) (w written, err error)
 	return w, nil
 }
 
+// stored hashes r, noting its chunk CRCs, and says whether a blob of its
+// digest is stored (refreshing its time, as put does); it writes nothing.
+func (b *blobStore) stored(ctx context.Context, r io.Reader) (w written, ok bool, err error) {
+	buf := chunkBuffer()
+	defer putChunkBuffer(buf)
+	h := sha256.New()
+	for {
+		if err := ctx.Err(); err != nil {
+			return written{}, false, fmt.Errorf("read: %w", err)
+		}
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			w.sums = binary.BigEndian.AppendUint32(w.sums, crc32.Checksum(buf[:n], castagnoli))
+			h.Write(buf[:n])
+			w.size += int64(n)
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return written{}, false, fmt.Errorf("read: %w", rerr)
+		}
+	}
+	w.digest = hex.EncodeToString(h.Sum(nil))
+	dst := b.path(w.digest)
+	if _, err := os.Stat(dst); err != nil {
+		return w, false, nil
+	}
+	now := time.Now()
+	_ = os.Chtimes(dst, now, now)
+	return w, true, nil
+}
+
 // writeErr describes a failed write of a blob, after done bytes; a full
 // disk is ErrNoSpace with what to do next.
 func (b *blobStore) writeErr(err error, done int64) error {

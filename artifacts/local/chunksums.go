@@ -42,16 +42,36 @@ func putChunkBuffer(b []byte) {
 }
 
 // putChunkSums records the chunk CRCs of digest, computed from bytes
-// that hashed to it; a record that differs (damaged) is replaced.
-func putChunkSums(tx *bolt.Tx, digest string, sums []byte) error {
+// that hashed to it (a record that differs, damaged, is replaced), and
+// the blob under its size and first chunk's CRC in firstchunks.
+func putChunkSums(tx *bolt.Tx, digest string, size int64, sums []byte) error {
 	b, err := tx.CreateBucketIfNotExists(bucketChunkSums)
 	if err != nil {
 		return err
 	}
-	if bytes.Equal(b.Get([]byte(digest)), sums) {
+	if !bytes.Equal(b.Get([]byte(digest)), sums) {
+		if err := b.Put([]byte(digest), sums); err != nil {
+			return err
+		}
+	}
+	if len(sums) < 4 {
 		return nil
 	}
-	return b.Put([]byte(digest), sums)
+	fc, err := tx.CreateBucketIfNotExists(bucketFirstChunks)
+	if err != nil {
+		return err
+	}
+	return fc.Put(firstChunkKey(size, binary.BigEndian.Uint32(sums)), []byte(digest))
+}
+
+// bucketFirstChunks maps a blob's size and the CRC-32C of its first chunk
+// (12 bytes: size, CRC, big endian) to its SHA-256 hex, the last one
+// recorded: a file of that size and first chunk is probably stored
+// already, and is hashed before it is written (Store.putStored).
+var bucketFirstChunks = []byte("firstchunks")
+
+func firstChunkKey(size int64, crc uint32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, uint64(size)), crc)
 }
 
 // getChunkSums returns a copy of the chunk CRCs of a blob of size bytes,

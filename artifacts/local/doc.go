@@ -19,7 +19,9 @@
 // Objects are content-addressed: identical bytes are stored once. A large
 // object is written in one pass over its bytes, hashed on a second
 // goroutine as it is written, and a blob stored already is not written
-// to the disk again (its temporary file is dropped unsynced). A read
+// to the disk again (its temporary file is dropped unsynced; a file whose
+// size and first chunk match a stored blob is hashed before it is
+// written, and not copied at all when it is stored). A read
 // never hands out a byte that fails a check: objects up to 4 MiB are
 // checked whole against their SHA-256 before the first byte is returned;
 // larger ones are read once, each 1 MiB chunk handed out only once it

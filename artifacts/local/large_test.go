@@ -143,48 +143,93 @@ func TestDiskFullDuringWeightsCommit(t *testing.T) {
 	}
 }
 
-// TestUnchangedShardIsNotWrittenAgain commits the same weights directory
-// at two iterations: the second commit stores no new blob, leaves no
-// temporary file, keeps each blob's file (same inode), and its objects
-// read back with their chunk CRCs recorded once.
+// TestUnchangedShardIsNotWrittenAgain commits a shard at iteration 1 and
+// again at iteration 2, and counts the temporary files each put creates.
+// From a file whose size and first chunk match a stored blob, the second
+// put hashes and creates none; from a reader (no size known up front) it
+// writes a temporary file and drops it unsynced; a file that matches on
+// its first chunk only is written as a new blob. Every way, no temporary
+// file is left, the stored blob keeps its file (same inode), and both
+// iterations read back.
 func TestUnchangedShardIsNotWrittenAgain(t *testing.T) {
-	ctx := context.Background()
-	s := newTestStore(t)
 	body := shardBody(7, 3*chunkSize+5)
-	put := func(it int) fs.FileInfo {
-		p := fmt.Sprintf("iterations/%06d/weights/model.safetensors", it)
-		info, err := s.PutObject(ctx, "main", p, bytes.NewReader(body), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Commit(ctx, "main", p, nil); err != nil {
-			t.Fatal(err)
-		}
-		if got := readAll(t, s, "main", p); got != string(body) {
-			t.Fatalf("%s read back as %d bytes", p, len(got))
-		}
-		fi, err := os.Stat(s.blobs.path(info.Checksum))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi
-	}
-	first, second := put(1), put(2)
-	if !os.SameFile(first, second) {
-		t.Fatal("the unchanged shard's blob was replaced by a new file")
-	}
-	var blobs int
-	if err := filepath.WalkDir(s.blobs.root, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			blobs++
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	tmps, _ := os.ReadDir(s.blobs.tmp)
-	if blobs != 1 || len(tmps) != 0 {
-		t.Fatalf("two commits of one shard left %d blob files and %d temporary files, want 1 and 0", blobs, len(tmps))
+	changed := bytes.Clone(body)
+	changed[2*chunkSize] ^= 1 // same size, same first chunk
+	for _, tc := range []struct {
+		name        string
+		second      []byte
+		file        bool
+		temps       int // temporary files the second put creates
+		blobs       int
+		sameAsFirst bool
+	}{
+		{"from a file", body, true, 0, 1, true},
+		{"from a reader", body, false, 1, 1, true},
+		{"a file changed after its first chunk", changed, true, 1, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newTestStore(t)
+			temps := 0
+			s.blobs.createTemp = func(dir, pattern string) (tempFile, error) {
+				temps++
+				return os.CreateTemp(dir, pattern)
+			}
+			put := func(it int, b []byte) artifacts.ObjectInfo {
+				p := fmt.Sprintf("iterations/%06d/weights/model.safetensors", it)
+				var r io.Reader = bytes.NewReader(b)
+				if tc.file {
+					src := filepath.Join(t.TempDir(), "model.safetensors")
+					if err := os.WriteFile(src, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					f, err := os.Open(src)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					r = f
+				}
+				info, err := s.PutObject(ctx, "main", p, r, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Commit(ctx, "main", p, nil); err != nil {
+					t.Fatal(err)
+				}
+				if got := readAll(t, s, "main", p); got != string(b) {
+					t.Fatalf("%s read back as %d bytes", p, len(got))
+				}
+				return info
+			}
+			first := put(1, body)
+			before, err := os.Stat(s.blobs.path(first.Checksum))
+			if err != nil {
+				t.Fatal(err)
+			}
+			temps = 0
+			second := put(2, tc.second)
+			after, err := os.Stat(s.blobs.path(first.Checksum))
+			if err != nil || !os.SameFile(before, after) {
+				t.Fatalf("the first shard's blob was replaced (%v)", err)
+			}
+			if (second.Checksum == first.Checksum) != tc.sameAsFirst {
+				t.Fatalf("second put stored %s, first %s", second.Checksum, first.Checksum)
+			}
+			blobs := 0
+			if err := filepath.WalkDir(s.blobs.root, func(_ string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					blobs++
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			left, _ := os.ReadDir(s.blobs.tmp)
+			if temps != tc.temps || blobs != tc.blobs || len(left) != 0 {
+				t.Fatalf("second put created %d temporary files (%d left), store holds %d blob files; want %d, 0, %d", temps, len(left), blobs, tc.temps, tc.blobs)
+			}
+		})
 	}
 }
 
@@ -294,7 +339,7 @@ func TestVerifyChecksChunkSums(t *testing.T) {
 }
 
 // TestGCDropsChunkSums: a collection that removes a blob removes its chunk
-// CRCs, and keeps those of a blob still referenced.
+// CRCs and first-chunk record, and keeps those of a blob still referenced.
 func TestGCDropsChunkSums(t *testing.T) {
 	ctx := context.Background()
 	s := newTestStore(t)
@@ -316,8 +361,14 @@ func TestGCDropsChunkSums(t *testing.T) {
 	if _, err := s.GC(ctx, &artifacts.GCOptions{GracePeriod: -1}); err != nil {
 		t.Fatal(err)
 	}
-	var left []string
+	var left, firsts []string
 	err := s.view(ctx, func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketFirstChunks).ForEach(func(_, v []byte) error {
+			firsts = append(firsts, string(v))
+			return nil
+		}); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketChunkSums).ForEach(func(k, _ []byte) error {
 			left = append(left, string(k))
 			return nil
@@ -326,7 +377,7 @@ func TestGCDropsChunkSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 1 || left[0] != digestHex(kept) {
-		t.Fatalf("chunk CRCs left after gc: %q, want only those of kept.bin (%s)", left, digestHex(kept))
+	if len(left) != 1 || left[0] != digestHex(kept) || len(firsts) != 1 || firsts[0] != digestHex(kept) {
+		t.Fatalf("chunk CRCs left after gc: %q, first chunks %q; want only those of kept.bin (%s)", left, firsts, digestHex(kept))
 	}
 }

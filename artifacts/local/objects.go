@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"iter"
 	"os"
@@ -143,6 +144,11 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 	if err := artifacts.ValidatePath(path); err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 	}
+	if w, ok, err := s.putStored(ctx, branch, r); err != nil {
+		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	} else if ok {
+		return newPrepared(path, w, nil, false, opts), nil
+	}
 	head, err := io.ReadAll(io.LimitReader(r, inlineMax+1))
 	if err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
@@ -162,6 +168,10 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
 	}
+	return newPrepared(path, w, head, inline, opts), nil
+}
+
+func newPrepared(path string, w written, head []byte, inline bool, opts *artifacts.PutOptions) prepared {
 	e := &entry{Path: path, Digest: w.digest, Size: w.size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
 	if len(opts.Metadata) > 0 {
 		e.Metadata = make(map[string]string, len(opts.Metadata))
@@ -169,7 +179,53 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 			e.Metadata[strings.ToLower(k)] = v
 		}
 	}
-	return prepared{e: e, head: head, sums: w.sums, inline: inline, ifAbsent: opts.IfAbsent}, nil
+	return prepared{e: e, head: head, sums: w.sums, inline: inline, ifAbsent: opts.IfAbsent}
+}
+
+// putStored is the shortcut for an unchanged file, such as a shard of a
+// weights directory that training did not change: when r is a regular
+// file whose size and first chunk's CRC match a blob's recorded before
+// (bucket firstchunks), it hashes the file without writing it and, when
+// the digest names a stored blob, returns that blob (ok). Otherwise, or
+// when r is no file, r is left where it was for put to write: a file
+// that matched on its first chunk only is hashed twice, once here and
+// once as it is written.
+func (s *Store) putStored(ctx context.Context, branch string, r io.Reader) (written, bool, error) {
+	f, isFile := r.(*os.File)
+	if !isFile {
+		return written{}, false, nil
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return written{}, false, nil
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || fi.Size()-off <= inlineMax {
+		return written{}, false, nil
+	}
+	size := fi.Size() - off
+	buf := chunkBuffer()
+	n, _ := f.ReadAt(buf[:min(chunkSize, size)], off)
+	key := firstChunkKey(size, crc32.Checksum(buf[:n], castagnoli))
+	putChunkBuffer(buf)
+	var candidate bool
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketFirstChunks)
+		candidate = b != nil && b.Get(key) != nil
+		return nil
+	})
+	if err != nil || !candidate {
+		return written{}, false, err
+	}
+	w, ok, err := s.blobs.stored(ctx, io.NewSectionReader(f, off, size))
+	if err != nil || !ok {
+		return written{}, false, err
+	}
+	_, err = f.Seek(off+w.size, io.SeekStart)
+	return w, err == nil, err
 }
 
 // stagePut records p on branch, its bytes with it when inline.
@@ -187,7 +243,7 @@ func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
 		if err := putInline(tx, p.e.Digest, p.head); err != nil {
 			return err
 		}
-	} else if err := putChunkSums(tx, p.e.Digest, p.sums); err != nil {
+	} else if err := putChunkSums(tx, p.e.Digest, p.e.Size, p.sums); err != nil {
 		return err
 	}
 	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
