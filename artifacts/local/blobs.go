@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"hash/maphash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -23,58 +27,222 @@ import (
 // either whole or absent.
 type blobStore struct {
 	root, tmp string
+	// createTemp opens the temporary file of a write; nil means
+	// os.CreateTemp. Tests set it to inject faults (a full disk).
+	createTemp func(dir, pattern string) (tempFile, error)
+}
+
+// tempFile is what put needs of the file it writes.
+type tempFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+	Name() string
 }
 
 func (b *blobStore) path(digest string) string {
 	return filepath.Join(b.root, digest[:2], digest)
 }
 
-// put streams r into the store and returns its digest and size.
-func (b *blobStore) put(r io.Reader) (digest string, size int64, err error) {
-	f, err := os.CreateTemp(b.tmp, "put-*")
+// written is a blob that put wrote or found stored: its digest, its size
+// and the CRC-32C of each chunkSize chunk (chunkSums), recorded with the
+// object so that a read checks each chunk in one pass (see open).
+type written struct {
+	digest string
+	size   int64
+	sums   []byte
+}
+
+// put streams r into the store once: each chunk read is written to a
+// temporary file in tmp/ (on the file system of blobs/) while another
+// goroutine hashes it, so the SHA-256 costs no pass of its own and, on
+// two cores, little time. A blob stored already is not synced, renamed
+// or kept: the temporary file is deleted before its pages are flushed,
+// so bytes that did not change cost their hashing and a copy into the
+// page cache, not a write to the disk. A new blob is synced, renamed
+// into its content address and its directory synced.
+func (b *blobStore) put(ctx context.Context, r io.Reader) (w written, err error) {
+	create := b.createTemp
+	if create == nil {
+		create = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+	}
+	f, err := create(b.tmp, "put-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
+		return written{}, b.writeErr(err, 0)
 	}
 	tmp := f.Name()
+	closed := false
 	defer func() {
-		if err != nil {
+		if !closed {
 			f.Close()
+		}
+		if err != nil {
 			os.Remove(tmp)
 		}
 	}()
-	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(f, h), r)
-	if err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
+	h := newHashPipe()
+	defer h.finish()
+	for {
+		if err := ctx.Err(); err != nil {
+			return written{}, fmt.Errorf("write blob: %w", err)
+		}
+		buf := h.buffer()
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			w.sums = binary.BigEndian.AppendUint32(w.sums, crc32.Checksum(buf[:n], castagnoli))
+			h.hash(buf[:n]) // hashed while it is written
+			if _, err := f.Write(buf[:n]); err != nil {
+				return written{}, b.writeErr(err, w.size)
+			}
+			w.size += int64(n)
+		} else {
+			h.release(buf)
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return written{}, fmt.Errorf("read: %w", rerr)
+		}
 	}
-	if err = f.Sync(); err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
-	}
-	if err = f.Close(); err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
-	}
-	digest = hex.EncodeToString(h.Sum(nil))
-	dst := b.path(digest)
+	w.digest = hex.EncodeToString(h.finish())
+	dst := b.path(w.digest)
 	if _, statErr := os.Stat(dst); statErr == nil {
 		// Stored already. Refresh its time so a collection running now
 		// treats it as young (see GCOptions.GracePeriod).
+		closed = true
+		f.Close()
 		os.Remove(tmp)
 		now := time.Now()
 		_ = os.Chtimes(dst, now, now)
-		return digest, size, nil
+		return w, nil
+	}
+	if err = f.Sync(); err != nil {
+		return written{}, b.writeErr(err, w.size)
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return written{}, b.writeErr(err, w.size)
 	}
 	if err = os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
+		return written{}, b.writeErr(err, w.size)
 	}
 	if err = os.Rename(tmp, dst); err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
+		return written{}, b.writeErr(err, w.size)
 	}
 	if err = syncDir(filepath.Dir(dst)); err != nil {
-		return "", 0, fmt.Errorf("write blob: %w", err)
+		return written{}, b.writeErr(err, w.size)
 	}
-	return digest, size, nil
+	return w, nil
 }
 
+// stored hashes r, noting its chunk CRCs, and says whether a blob of its
+// digest is stored (refreshing its time, as put does); it writes nothing.
+func (b *blobStore) stored(ctx context.Context, r io.Reader) (w written, ok bool, err error) {
+	buf := chunkBuffer()
+	defer putChunkBuffer(buf)
+	h := sha256.New()
+	for {
+		if err := ctx.Err(); err != nil {
+			return written{}, false, fmt.Errorf("read: %w", err)
+		}
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			w.sums = binary.BigEndian.AppendUint32(w.sums, crc32.Checksum(buf[:n], castagnoli))
+			h.Write(buf[:n])
+			w.size += int64(n)
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			return written{}, false, fmt.Errorf("read: %w", rerr)
+		}
+	}
+	w.digest = hex.EncodeToString(h.Sum(nil))
+	dst := b.path(w.digest)
+	if _, err := os.Stat(dst); err != nil {
+		return w, false, nil
+	}
+	now := time.Now()
+	_ = os.Chtimes(dst, now, now)
+	return w, true, nil
+}
+
+// writeErr describes a failed write of a blob, after done bytes; a full
+// disk is ErrNoSpace with what to do next.
+func (b *blobStore) writeErr(err error, done int64) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary file's name tells the user nothing
+		}
+		return fmt.Errorf("write blob (%d bytes written): %w: %w (free space on the disk of %s and run again: what was written before is kept, and objects stored already are not written again)", done, ErrNoSpace, err, filepath.Dir(b.root))
+	}
+	return fmt.Errorf("write blob: %w", err)
+}
+
+// ErrNoSpace is a write the store's disk had no room for. Nothing is
+// half-written: the object's temporary file is removed and no commit
+// names it.
+var ErrNoSpace = errors.New("the store's disk is full")
+
+// hashPipe hashes, on its own goroutine, the chunks put writes: a chunk
+// handed to hash goes back to the pool of buffers once hashed.
+type hashPipe struct {
+	free   chan []byte
+	work   chan []byte
+	sum    chan []byte
+	digest []byte
+	done   bool
+}
+
+// pipeDepth is the number of chunk buffers of a put: the one being
+// read and written and those waiting to be hashed.
+const pipeDepth = 3
+
+func newHashPipe() *hashPipe {
+	p := &hashPipe{free: make(chan []byte, pipeDepth), work: make(chan []byte, pipeDepth), sum: make(chan []byte, 1)}
+	for range pipeDepth {
+		p.free <- chunkBuffer()
+	}
+	go func(work <-chan []byte, free, sum chan<- []byte) {
+		h := sha256.New()
+		for c := range work {
+			h.Write(c)
+			free <- c[:cap(c)]
+		}
+		sum <- h.Sum(nil)
+	}(p.work, p.free, p.sum)
+	return p
+}
+
+// buffer returns a free chunk buffer, waiting for the hasher if need be.
+func (p *hashPipe) buffer() []byte { return <-p.free }
+
+// release returns an unused buffer.
+func (p *hashPipe) release(c []byte) { p.free <- c }
+
+// hash hands c to the hasher; c is not to be written until it comes back
+// from buffer.
+func (p *hashPipe) hash(c []byte) { p.work <- c }
+
+// finish waits for the hasher and returns the SHA-256 of every chunk
+// hashed; the buffers go back to the shared pool.
+func (p *hashPipe) finish() []byte {
+	if !p.done {
+		p.done = true
+		close(p.work)
+		p.digest = <-p.sum
+		for range pipeDepth {
+			putChunkBuffer(<-p.free)
+		}
+	}
+	return p.digest
+}
+
+// syncDir fsyncs a directory (or a file: the benchmarks sync what cp
+// copied with it).
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -85,15 +253,18 @@ func syncDir(dir string) error {
 }
 
 // open returns a reader of the blob that never hands out a byte that
-// does not match digest and size: it fails with ErrIntegrity instead.
+// does not match digest and size, or its chunk CRCs: it fails with
+// ErrIntegrity instead.
 //
 // Blobs up to verifyUpFront are read and checked whole before the first
-// byte is returned. A larger one is read twice: the first pass checks its
-// SHA-256 and notes a fingerprint of each chunk; the second hands out a
-// chunk only once it matches the fingerprint the first pass noted, so
-// bytes that change on disk between the passes stop the read at the
-// chunk before them.
-func (b *blobStore) open(ctx context.Context, digest string, size int64, what string) (io.ReadCloser, error) {
+// byte is returned. A larger one with its chunk CRCs (sums, see
+// chunksums.go) is read once, each chunk handed out once it matches its
+// CRC. A larger one without (written before they existed) is read twice:
+// the first pass checks its SHA-256 and notes a fingerprint of each
+// chunk; the second hands out a chunk only once it matches the
+// fingerprint the first pass noted, so bytes that change on disk between
+// the passes stop the read at the chunk before them.
+func (b *blobStore) open(ctx context.Context, digest string, size int64, sums []byte, what string) (io.ReadCloser, error) {
 	f, err := os.Open(b.path(digest))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -109,7 +280,11 @@ func (b *blobStore) open(ctx context.Context, digest string, size int64, what st
 		}
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}
-	c := &chunkReader{f: f, seed: maphash.MakeSeed(), buf: make([]byte, chunkSize), digest: digest, what: what}
+	if sums != nil {
+		return newSumReader(f, digest, size, sums, what), nil
+	}
+	c := &chunkReader{chunkStream: chunkStream{buf: make([]byte, chunkSize)}, f: f, seed: maphash.MakeSeed(), digest: digest, what: what}
+	c.fill = c.check
 	if err := c.fingerprint(ctx, size); err != nil {
 		f.Close()
 		return nil, err
@@ -191,16 +366,13 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 // vouches for the content, the fingerprints that the second pass reads
 // the same bytes, at a small fraction of the cost of hashing twice.
 type chunkReader struct {
+	chunkStream
 	f      *os.File
 	seed   maphash.Seed
 	sums   []uint64 // fingerprint of each chunk, from the first pass
-	buf    []byte   // the current chunk, verified
-	off    int      // bytes of buf handed out
-	n      int      // bytes in buf
 	next   int      // index of the next chunk to read
 	digest string
 	what   string
-	err    error
 }
 
 // fingerprint is the first pass: it checks the blob's size and SHA-256
@@ -239,29 +411,48 @@ func corrupted(what, digest, how string) error {
 	return fmt.Errorf("%w: %s: blob %s %s (corrupted on disk: run `rlpipe fsck` to list the damage; restore the blob from a copy, or delete the object and write it again)", artifacts.ErrIntegrity, what, digest, how)
 }
 
-// fill reads and checks the next chunk into buf.
-func (c *chunkReader) fill() error {
+// check reads and checks the next chunk into buf.
+func (c *chunkReader) check() (int, error) {
 	if c.next == len(c.sums) {
-		return io.EOF
+		return 0, io.EOF
 	}
 	n, err := io.ReadFull(c.f, c.buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !(errors.Is(err, io.EOF) && n == 0) {
-		return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+		return 0, fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
 	}
 	if maphash.Bytes(c.seed, c.buf[:n]) != c.sums[c.next] {
-		return corrupted(c.what, c.digest, fmt.Sprintf("changed on disk while it was read (chunk %d, at byte %d)", c.next, int64(c.next)*chunkSize))
+		return 0, corrupted(c.what, c.digest, fmt.Sprintf("changed on disk while it was read (chunk %d, at byte %d)", c.next, int64(c.next)*chunkSize))
+	}
+	c.next++
+	return n, nil
+}
+
+// chunkStream hands out, through Read and WriteTo, the chunks that fill
+// reads and checks into buf, one at a time; fill returns io.EOF after
+// the last chunk, or the error that stops the read.
+type chunkStream struct {
+	buf    []byte // the current chunk, checked
+	off, n int    // bytes of buf handed out, bytes in buf
+	err    error
+	fill   func() (int, error)
+}
+
+// advance makes the next chunk current.
+func (c *chunkStream) advance() error {
+	n, err := c.fill()
+	if err != nil {
+		return err
 	}
 	c.n, c.off = n, 0
-	c.next++
 	return nil
 }
 
-func (c *chunkReader) Read(p []byte) (int, error) {
+func (c *chunkStream) Read(p []byte) (int, error) {
 	for c.off == c.n {
 		if c.err != nil {
 			return 0, c.err
 		}
-		if c.err = c.fill(); c.err != nil {
+		if c.err = c.advance(); c.err != nil {
 			return 0, c.err
 		}
 	}
@@ -270,9 +461,9 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes each verified chunk straight from the buffer (io.Copy
-// uses it).
-func (c *chunkReader) WriteTo(w io.Writer) (int64, error) {
+// WriteTo writes each checked chunk straight from the buffer (io.Copy
+// uses it, and so does (*os.File).ReadFrom).
+func (c *chunkStream) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for {
 		if c.off < c.n {
@@ -284,7 +475,7 @@ func (c *chunkReader) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 		if c.err == nil {
-			c.err = c.fill()
+			c.err = c.advance()
 		}
 		if errors.Is(c.err, io.EOF) {
 			return total, nil

@@ -8,6 +8,7 @@
 //	                  staging area of every branch, and the bytes of
 //	                  objects of at most 4 KiB
 //	blobs/ab/abcd…    bytes of larger objects, named by their SHA-256
+//	                  (their chunk CRCs in meta.db)
 //	tmp/              uploads in flight (renamed into blobs/ when complete)
 //
 // A small object (a cache entry, a memo record) is staged with its bytes
@@ -15,12 +16,20 @@
 // process killed at any moment leaves the bytes and the record together
 // or neither. Identical bytes are stored once either way.
 //
-// Objects are content-addressed: identical bytes are stored once, and a
-// read never hands out a byte that does not match their digest: objects up
-// to 4 MiB are checked whole before the first byte is returned, larger
-// ones are checked whole by a first pass and handed out by a second, chunk
-// by chunk, each chunk only once it matches what the first pass read. A
-// mismatch is artifacts.ErrIntegrity naming the object and its blob.
+// Objects are content-addressed: identical bytes are stored once. A large
+// object is written in one pass over its bytes, hashed on a second
+// goroutine as it is written, and a blob stored already is not written
+// to the disk again (its temporary file is dropped unsynced; a file whose
+// size and first chunk match a stored blob is hashed before it is
+// written, and not copied at all when it is stored). A read
+// never hands out a byte that fails a check: objects up to 4 MiB are
+// checked whole against their SHA-256 before the first byte is returned;
+// larger ones are read once, each 1 MiB chunk handed out only once it
+// matches the CRC-32C recorded for it when it was hashed (chunksums.go),
+// or, for blobs written before those existed, checked whole by a first
+// pass and handed out by a second. A mismatch is artifacts.ErrIntegrity
+// naming the object and its blob; a disk that fills during a write is
+// ErrNoSpace naming the object, with nothing half-written.
 // Verify (`rlpipe fsck`) checks every commit, tree (root, chunks, ranges)
 // and blob a ref reaches, and GC refuses a store whose metadata or blobs
 // are damaged.

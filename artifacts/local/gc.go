@@ -158,6 +158,14 @@ func (s *Store) GC(ctx context.Context, opts *artifacts.GCOptions) (artifacts.GC
 		if err := sweep(bucketRanges, liveRanges, nil); err != nil {
 			return err
 		}
+		if tx.Bucket(bucketChunkSums) != nil {
+			if err := sweep(bucketChunkSums, live, nil); err != nil {
+				return err
+			}
+		}
+		if err := sweepFirstChunks(tx, live, o.DryRun); err != nil {
+			return err
+		}
 		return sweepInline(tx, live, o.DryRun, &res)
 	})
 	if err != nil {
@@ -218,6 +226,30 @@ func sweepInline(tx *bolt.Tx, live map[string]bool, dryRun bool, res *artifacts.
 		return nil
 	})
 	if err != nil || dryRun {
+		return err
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepFirstChunks removes the first-chunk records of blobs nothing
+// references.
+func sweepFirstChunks(tx *bolt.Tx, live map[string]bool, dryRun bool) error {
+	b := tx.Bucket(bucketFirstChunks)
+	if b == nil || dryRun {
+		return nil
+	}
+	var dead [][]byte
+	if err := b.ForEach(func(k, v []byte) error {
+		if !live[string(v)] {
+			dead = append(dead, append([]byte(nil), k...))
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	for _, k := range dead {

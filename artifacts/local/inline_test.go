@@ -62,7 +62,7 @@ func readAll(t *testing.T, s *Store, ref, path string) string {
 	return string(b)
 }
 
-func newInlineStore(t *testing.T) *Store {
+func newTestStore(t *testing.T) *Store {
 	t.Helper()
 	s, err := Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
 	if err != nil {
@@ -77,7 +77,7 @@ func newInlineStore(t *testing.T) *Store {
 // them returns their bytes; one byte more makes a file.
 func TestSmallObjectsLiveInTheMetadataFile(t *testing.T) {
 	ctx := context.Background()
-	s := newInlineStore(t)
+	s := newTestStore(t)
 	edge := strings.Repeat("x", inlineMax)
 	for path, body := range map[string]string{"a": "same", "b": "same", "empty": "", "edge": edge} {
 		if _, err := s.PutObject(ctx, "main", path, strings.NewReader(body), nil); err != nil {
@@ -126,12 +126,12 @@ func TestSmallObjectsLiveInTheMetadataFile(t *testing.T) {
 // existed has small objects in blob files; they read as before.
 func TestSmallObjectInAFileStillReads(t *testing.T) {
 	ctx := context.Background()
-	s := newInlineStore(t)
-	digest, size, err := s.blobs.put(strings.NewReader("written by an older rlpipe"))
+	s := newTestStore(t)
+	w, err := s.blobs.put(ctx, strings.NewReader("written by an older rlpipe"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &entry{Path: "old.txt", Digest: digest, Size: size, Mtime: time.Now().UnixNano()}
+	e := &entry{Path: "old.txt", Digest: w.digest, Size: w.size, Mtime: time.Now().UnixNano()}
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte("main"))
 		if err != nil {
@@ -156,7 +156,7 @@ func TestSmallObjectInAFileStillReads(t *testing.T) {
 // object.
 func TestCorruptInlineBytesAreReportedNotReturned(t *testing.T) {
 	ctx := context.Background()
-	s := newInlineStore(t)
+	s := newTestStore(t)
 	info, err := s.PutObject(ctx, "main", "x.json", strings.NewReader(`{"key":"value"}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestCorruptInlineBytesAreReportedNotReturned(t *testing.T) {
 // still named (by history or by a staged change) stay.
 func TestGCRemovesInlineBytesNothingNames(t *testing.T) {
 	ctx := context.Background()
-	s := newInlineStore(t)
+	s := newTestStore(t)
 	for path, body := range map[string]string{"keep": "kept", "drop": "dropped"} {
 		if _, err := s.PutObject(ctx, "main", path, strings.NewReader(body), nil); err != nil {
 			t.Fatal(err)
@@ -238,7 +238,7 @@ func TestGCRemovesInlineBytesNothingNames(t *testing.T) {
 // wait for anyone) gets it on its first try.
 func TestCloseReleasesTheMetadataFileAtOnce(t *testing.T) {
 	ctx := context.Background()
-	s := newInlineStore(t)
+	s := newTestStore(t)
 	if _, err := s.PutObject(ctx, "main", "x", strings.NewReader("x"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"iter"
 	"os"
@@ -128,6 +129,7 @@ func (s *Store) PutObjects(ctx context.Context, branch string, puts []artifacts.
 type prepared struct {
 	e        *entry
 	head     []byte // the bytes, when inline
+	sums     []byte // the chunk CRCs of a blob file
 	inline   bool
 	ifAbsent bool
 }
@@ -142,34 +144,88 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 	if err := artifacts.ValidatePath(path); err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 	}
+	if w, ok, err := s.putStored(ctx, branch, r); err != nil {
+		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	} else if ok {
+		return newPrepared(path, w, nil, false, opts), nil
+	}
 	head, err := io.ReadAll(io.LimitReader(r, inlineMax+1))
 	if err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
 	}
 	var (
-		digest string
-		size   = int64(len(head))
-		inline = size <= inlineMax
+		w      = written{size: int64(len(head))}
+		inline = w.size <= inlineMax
 	)
 	if inline {
-		digest = digestHex(head)
+		w.digest = digestHex(head)
 	} else {
 		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
-		digest, size, err = s.blobs.put(io.MultiReader(bytes.NewReader(head), r))
+		w, err = s.blobs.put(ctx, io.MultiReader(bytes.NewReader(head), r))
 		if err != nil {
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
 	}
-	e := &entry{Path: path, Digest: digest, Size: size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
+	return newPrepared(path, w, head, inline, opts), nil
+}
+
+func newPrepared(path string, w written, head []byte, inline bool, opts *artifacts.PutOptions) prepared {
+	e := &entry{Path: path, Digest: w.digest, Size: w.size, Mtime: time.Now().UnixNano(), ContentType: opts.ContentType}
 	if len(opts.Metadata) > 0 {
 		e.Metadata = make(map[string]string, len(opts.Metadata))
 		for k, v := range opts.Metadata {
 			e.Metadata[strings.ToLower(k)] = v
 		}
 	}
-	return prepared{e: e, head: head, inline: inline, ifAbsent: opts.IfAbsent}, nil
+	return prepared{e: e, head: head, sums: w.sums, inline: inline, ifAbsent: opts.IfAbsent}
+}
+
+// putStored is the shortcut for an unchanged file, such as a shard of a
+// weights directory that training did not change: when r is a regular
+// file whose size and first chunk's CRC match a blob's recorded before
+// (bucket firstchunks), it hashes the file without writing it and, when
+// the digest names a stored blob, returns that blob (ok). Otherwise, or
+// when r is no file, r is left where it was for put to write: a file
+// that matched on its first chunk only is hashed twice, once here and
+// once as it is written.
+func (s *Store) putStored(ctx context.Context, branch string, r io.Reader) (written, bool, error) {
+	f, isFile := r.(*os.File)
+	if !isFile {
+		return written{}, false, nil
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return written{}, false, nil
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || fi.Size()-off <= inlineMax {
+		return written{}, false, nil
+	}
+	size := fi.Size() - off
+	buf := chunkBuffer()
+	n, _ := f.ReadAt(buf[:min(chunkSize, size)], off)
+	key := firstChunkKey(size, crc32.Checksum(buf[:n], castagnoli))
+	putChunkBuffer(buf)
+	var candidate bool
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		if err := writableBranch(tx, branch); err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketFirstChunks)
+		candidate = b != nil && b.Get(key) != nil
+		return nil
+	})
+	if err != nil || !candidate {
+		return written{}, false, err
+	}
+	w, ok, err := s.blobs.stored(ctx, io.NewSectionReader(f, off, size))
+	if err != nil || !ok {
+		return written{}, false, err
+	}
+	_, err = f.Seek(off+w.size, io.SeekStart)
+	return w, err == nil, err
 }
 
 // stagePut records p on branch, its bytes with it when inline.
@@ -187,6 +243,8 @@ func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
 		if err := putInline(tx, p.e.Digest, p.head); err != nil {
 			return err
 		}
+	} else if err := putChunkSums(tx, p.e.Digest, p.e.Size, p.sums); err != nil {
+		return err
 	}
 	st, err := tx.Bucket(bucketStaging).CreateBucketIfNotExists([]byte(branch))
 	if err != nil {
@@ -196,19 +254,16 @@ func (s *Store) stagePut(tx *bolt.Tx, branch string, p prepared) error {
 }
 
 func (s *Store) stat(ctx context.Context, ref, path string) (*entry, error) {
-	e, _, err := s.lookupData(ctx, ref, path, false)
+	e, _, _, err := s.lookupData(ctx, ref, path, false)
 	return e, err
 }
 
-// lookupData finds ref:path and, when withData is set and the object's
-// bytes are inline, returns them checked against its digest (nil when
-// they are in a blob file), all in one read transaction.
-func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool) (*entry, []byte, error) {
-	var (
-		e    *entry
-		data []byte
-	)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+// lookupData finds ref:path and, when withData is set, returns the
+// object's bytes checked against its digest when they are inline, or the
+// chunk CRCs of its blob file when recorded (nil otherwise), all in one
+// read transaction.
+func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool) (e *entry, data, sums []byte, err error) {
+	err = s.view(ctx, func(tx *bolt.Tx) error {
 		v, err := s.resolveHead(tx, ref)
 		if err != nil {
 			return err
@@ -218,16 +273,18 @@ func (s *Store) lookupData(ctx context.Context, ref, path string, withData bool)
 		}
 		if raw := getInline(tx, e.Digest, e.Size); raw != nil {
 			data, err = checkInline(raw, e.Digest, e.Size, ref+":"+path)
+		} else {
+			sums = getChunkSums(tx, e.Digest, e.Size)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
+		return nil, nil, nil, fmt.Errorf("stat %s:%s: %w", ref, path, err)
 	}
 	if e == nil {
-		return nil, nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
+		return nil, nil, nil, fmt.Errorf("%s:%s: %w", ref, path, artifacts.ErrObjectNotFound)
 	}
-	return e, data, nil
+	return e, data, sums, nil
 }
 
 // StatObject describes an object.
@@ -241,14 +298,14 @@ func (s *Store) StatObject(ctx context.Context, ref, path string) (artifacts.Obj
 
 // GetObject opens an object; the bytes are checked against its digest.
 func (s *Store) GetObject(ctx context.Context, ref, path string) (io.ReadCloser, artifacts.ObjectInfo, error) {
-	e, data, err := s.lookupData(ctx, ref, path, true)
+	e, data, sums, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
 	if data != nil {
 		return io.NopCloser(bytes.NewReader(data)), info(e), nil
 	}
-	rc, err := s.blobs.open(ctx, e.Digest, e.Size, ref+":"+path)
+	rc, err := s.blobs.open(ctx, e.Digest, e.Size, sums, ref+":"+path)
 	if err != nil {
 		return nil, artifacts.ObjectInfo{}, err
 	}
@@ -354,7 +411,7 @@ func (s *Store) touch(c copied) {
 
 // GetObjectRange reads part of an object, unverified.
 func (s *Store) GetObjectRange(ctx context.Context, ref, path string, offset, length int64) (io.ReadCloser, error) {
-	e, data, err := s.lookupData(ctx, ref, path, true)
+	e, data, _, err := s.lookupData(ctx, ref, path, true)
 	if err != nil {
 		return nil, err
 	}

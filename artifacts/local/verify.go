@@ -3,10 +3,12 @@ package local
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -66,7 +68,8 @@ type verifier struct {
 type blobUse struct {
 	size    int64
 	at      artifacts.Damage
-	checked bool // inline: checked in the metadata transaction
+	checked bool   // inline: checked in the metadata transaction
+	sums    []byte // a blob file's chunk CRCs, when recorded
 }
 
 func (v *verifier) walk(tx *bolt.Tx) error {
@@ -259,6 +262,7 @@ func (v *verifier) inline(tx *bolt.Tx, quick bool) {
 		b := &v.blobs[i]
 		raw := getInline(tx, b.at.ID, b.size)
 		if raw == nil {
+			b.sums = getChunkSums(tx, b.at.ID, b.size)
 			continue
 		}
 		b.checked = true
@@ -309,13 +313,17 @@ func (s *Store) checkBlob(b *blobUse, quick bool, res *artifacts.VerifyResult) e
 		d.Problem = fmt.Sprintf("holds %d bytes, recorded as %d", fi.Size(), b.size)
 	case !quick:
 		h := sha256.New()
-		n, err := io.Copy(h, f)
+		c := &chunkChecker{sums: b.sums, bad: -1}
+		n, err := io.Copy(io.MultiWriter(h, c), f)
 		res.Bytes += n
+		c.flush()
 		if err != nil {
 			return fmt.Errorf("read blob %s: %w", d.ID, err)
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != d.ID {
 			d.Problem = "its content does not match its digest (it reads back as " + got + ")"
+		} else if c.bad >= 0 {
+			d.Problem = fmt.Sprintf("its bytes match their digest but not the checksum of chunk %d recorded in meta.db, so reads of it fail (write the same bytes to any path again to record its checksums anew)", c.bad)
 		}
 	}
 	if d.Problem != "" {
@@ -330,4 +338,41 @@ func validDigest(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
+}
+
+// chunkChecker compares the bytes written to it, chunk by chunk, with
+// recorded chunk CRCs (none: nothing to compare) and notes the first
+// chunk that differs in bad.
+type chunkChecker struct {
+	sums  []byte
+	crc   uint32
+	fill  int // bytes of the current chunk so far
+	chunk int
+	bad   int
+}
+
+func (c *chunkChecker) Write(p []byte) (int, error) {
+	n := len(p)
+	for c.sums != nil && len(p) > 0 {
+		k := min(len(p), chunkSize-c.fill)
+		c.crc = crc32.Update(c.crc, castagnoli, p[:k])
+		c.fill += k
+		p = p[k:]
+		if c.fill == chunkSize {
+			c.flush()
+		}
+	}
+	return n, nil
+}
+
+// flush compares the chunk written so far, if any.
+func (c *chunkChecker) flush() {
+	if c.sums == nil || c.fill == 0 {
+		return
+	}
+	if c.bad < 0 && (4*c.chunk+4 > len(c.sums) || binary.BigEndian.Uint32(c.sums[4*c.chunk:]) != c.crc) {
+		c.bad = c.chunk
+	}
+	c.chunk++
+	c.crc, c.fill = 0, 0
 }
