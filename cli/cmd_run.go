@@ -130,7 +130,7 @@ with its overrides (docs/CONFIG.md).`,
 				o.storeDir = g.store
 			}
 			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
-				verbose: cmd.Flags().Changed("log-level") || g.verbose}
+				verbose: cmd.Flags().Changed("log-level") || g.verbose, onEvent: g.env.onEvent}
 			if o.executor == temporalMode {
 				return runOnTemporal(cmd, g, cfg, o, d)
 			}
@@ -162,6 +162,7 @@ type runDisplay struct {
 	terminal bool // draw the live display
 	verbose  bool // the log level was asked for explicitly
 	logger   zerolog.Logger
+	onEvent  func(pipeline.Event) // the caller's hook (WithRunEvents), after the display
 }
 
 // engineLogger is the logger the engine reports events to: on a terminal
@@ -319,6 +320,9 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 			}
 			if onEvent != nil {
 				onEvent(e)
+			}
+			if d.onEvent != nil {
+				d.onEvent(e)
 			}
 		}
 		o.OnCommit = func(ctx context.Context, branch string, n int) {
