@@ -22,6 +22,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
+	"github.com/rlpipe/rlpipe/reports"
 )
 
 type runOptions struct {
@@ -224,7 +225,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	if reportPath != "" {
 		if sum.NewIterations == 0 {
 			// Nothing new ran (a finished run): write it once anyway.
-			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
+			if err := writeRunReport(ctx, st, name, reportPath, nil); err != nil {
 				d.logger.Warn().Err(err).Str("run", name).Msg("could not write the report")
 			}
 		}
@@ -273,11 +274,13 @@ func refreshReport(ctx context.Context, st artifacts.Store, name, path string, l
 	}
 	refresh := make(chan struct{}, 1)
 	refreshed := make(chan struct{})
+	// Each refresh reads only the iterations the last did not.
+	cache := &reports.Cache{}
 	go func() {
 		defer close(refreshed)
 		for range refresh {
 			// A report that cannot be written is a warning: the run goes on.
-			if err := writeRunReport(context.WithoutCancel(ctx), st, name, path); err != nil {
+			if err := writeRunReport(context.WithoutCancel(ctx), st, name, path, cache); err != nil {
 				log.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
 			}
 		}
