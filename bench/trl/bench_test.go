@@ -21,6 +21,12 @@ const (
 
 var trlSeeds = []int{1, 2, 3}
 
+// asTRL is the demo's GRPO with the one default that differs from
+// TRL's and that a key changes: TRL keeps a group whose rewards are all
+// equal in the batch (advantage 0, its tokens in the token mean's
+// denominator), rlpipe drops it unless keep_zero_std.
+var asTRL = algorithm{name: "grpo as TRL", trainer: "keep_zero_std: true"}
+
 // trlRun is what one run of testdata/trl_grpo.py measured.
 type trlRun struct {
 	Setup float64   `json:"setup_seconds"`
@@ -71,7 +77,7 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 		var r rlpipeRun
 		var t trlRun
 		runRL := func() {
-			r = h.run(b, demo{run: fmt.Sprintf("onpolicy-%d", seed), seed: seed, iterations: steps, staleness: 0})
+			r = h.run(b, demo{run: fmt.Sprintf("onpolicy-%d", seed), seed: seed, iterations: steps, staleness: 0, alg: asTRL})
 		}
 		runTRL := func() { t = h.trl(b, py, model, train, seed, steps) }
 		if i%2 == 0 {
