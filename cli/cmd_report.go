@@ -131,9 +131,10 @@ func reportFunc(ctx context.Context, st artifacts.Store, run string, o reportOpt
 
 // writeRunReport refreshes a run's report at path after an iteration: the
 // run command calls it so the page follows the run. It reads the run
-// branch (staged changes included) and writes the file atomically.
-func writeRunReport(ctx context.Context, st artifacts.Store, run, path string) error {
-	_, err := reports.WriteHTML(ctx, st, runs.Branch(run), path, nil)
+// branch (staged changes included) and writes the file atomically;
+// cache (nil for none) keeps the iterations read for the next refresh.
+func writeRunReport(ctx context.Context, st artifacts.Store, run, path string, cache *reports.Cache) error {
+	_, err := reports.WriteHTML(ctx, st, runs.Branch(run), path, &reports.Options{Load: &reports.LoadOptions{Cache: cache}})
 	if err != nil {
 		return fmt.Errorf("report %s: %w", run, err)
 	}

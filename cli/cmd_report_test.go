@@ -92,7 +92,7 @@ func TestReportCommand(t *testing.T) {
 	st := h.openStore()
 	checkHealthInputs(t, st, "runs-standin", 3)
 	refreshed := filepath.Join(h.dir, "live.html")
-	if err := writeRunReport(context.Background(), st, "standin", refreshed); err != nil {
+	if err := writeRunReport(context.Background(), st, "standin", refreshed, nil); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(refreshed); err != nil || fi.Size() == 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
+	"github.com/rlpipe/rlpipe/reports"
 )
 
 type runOptions struct {
@@ -130,7 +131,7 @@ with its overrides (docs/CONFIG.md).`,
 				o.storeDir = g.store
 			}
 			d := runDisplay{stderr: g.env.stderr, terminal: isTerminal(g.env.stderr), logger: g.logger,
-				verbose: cmd.Flags().Changed("log-level") || g.verbose}
+				verbose: cmd.Flags().Changed("log-level") || g.verbose, onEvent: g.env.onEvent}
 			if o.executor == temporalMode {
 				return runOnTemporal(cmd, g, cfg, o, d)
 			}
@@ -162,6 +163,7 @@ type runDisplay struct {
 	terminal bool // draw the live display
 	verbose  bool // the log level was asked for explicitly
 	logger   zerolog.Logger
+	onEvent  func(pipeline.Event) // the caller's hook (WithRunEvents), after the display
 }
 
 // engineLogger is the logger the engine reports events to: on a terminal
@@ -223,7 +225,7 @@ func runFunc(ctx context.Context, st artifacts.Store, cfg *config.Config, o runO
 	if reportPath != "" {
 		if sum.NewIterations == 0 {
 			// Nothing new ran (a finished run): write it once anyway.
-			if err := writeRunReport(ctx, st, name, reportPath); err != nil {
+			if err := writeRunReport(ctx, st, name, reportPath, nil); err != nil {
 				d.logger.Warn().Err(err).Str("run", name).Msg("could not write the report")
 			}
 		}
@@ -272,11 +274,13 @@ func refreshReport(ctx context.Context, st artifacts.Store, name, path string, l
 	}
 	refresh := make(chan struct{}, 1)
 	refreshed := make(chan struct{})
+	// Each refresh reads only the iterations the last did not.
+	cache := &reports.Cache{}
 	go func() {
 		defer close(refreshed)
 		for range refresh {
 			// A report that cannot be written is a warning: the run goes on.
-			if err := writeRunReport(context.WithoutCancel(ctx), st, name, path); err != nil {
+			if err := writeRunReport(context.WithoutCancel(ctx), st, name, path, cache); err != nil {
 				log.Warn().Err(err).Str("run", name).Msg("could not refresh the report")
 			}
 		}
@@ -319,6 +323,9 @@ func (d runDisplay) runner(p printer) func(context.Context, artifacts.Store, *co
 			}
 			if onEvent != nil {
 				onEvent(e)
+			}
+			if d.onEvent != nil {
+				d.onEvent(e)
 			}
 		}
 		o.OnCommit = func(ctx context.Context, branch string, n int) {

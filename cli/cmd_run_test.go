@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,6 +150,32 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 	}
 	h.fails(ExitFailure, []string{`no run "nope"`}, "status", "nope")
+}
+
+// TestRunEvents: a caller of Main sees, through WithRunEvents, every
+// task's start and end and every commit of the run, by iteration.
+func TestRunEvents(t *testing.T) {
+	h, cfg := newRunHarness(t, "1ms")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	events := WithRunEvents(func(e pipeline.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[fmt.Sprintf("%d %s", e.Iteration, e.Kind)]++
+	})
+	var out, errb bytes.Buffer
+	if code := Main([]string{"--store", h.store, "run", "-f", cfg, "-o", "json"}, nil, &out, &errb, events); code != ExitOK {
+		t.Fatalf("run: exit %d\n%s", code, errb.String())
+	}
+	want := map[string]int{}
+	for n := 1; n <= 3; n++ {
+		want[fmt.Sprintf("%d %s", n, pipeline.EventStarted)] = 5
+		want[fmt.Sprintf("%d %s", n, pipeline.EventFinished)] = 5
+		want[fmt.Sprintf("%d %s", n, pipeline.EventCommitted)] = 1
+	}
+	if !maps.Equal(seen, want) {
+		t.Errorf("events seen by iteration and kind: %v, want %v", seen, want)
+	}
 }
 
 func TestRunNoCache(t *testing.T) {

@@ -3,7 +3,10 @@
 // that cli/rlpipe/main.go is one call and tests drive the whole command
 // with buffers. The one thing main adds is `rlpipe temporal dev`'s server
 // (WithTemporalDevServer): Temporal's server is linked into the binary, not
-// into this package and its tests.
+// into this package and its tests. A caller that runs `rlpipe run` in
+// process can also watch the engine's events as they come
+// (WithRunEvents): bench/trl reads the process's CPU time at each
+// iteration's start from them.
 //
 // # Commands
 //

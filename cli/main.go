@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/pipeline"
 )
 
 // Exit codes returned by Main.
@@ -44,6 +45,17 @@ type environ struct {
 	// temporalDev starts `rlpipe temporal dev`'s server; nil when the
 	// program was built without one.
 	temporalDev TemporalDevServer
+	// onEvent sees the engine's events of an in-process `rlpipe run`
+	// (WithRunEvents).
+	onEvent func(pipeline.Event)
+}
+
+// WithRunEvents has f called with each of the engine's events that
+// `rlpipe run` sees in this process, from the engine's goroutines, after
+// the command's own display: a caller that runs the command in process
+// (a benchmark's clock) sees the iterations as they go.
+func WithRunEvents(f func(pipeline.Event)) Option {
+	return func(e *environ) { e.onEvent = f }
 }
 
 // run executes the command tree once and turns its error into a message

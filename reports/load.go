@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -88,6 +91,75 @@ type LoadOptions struct {
 	SamplesPerSide int
 	// Concurrency bounds the iterations read at once (default 4).
 	Concurrency int
+	// Cache, when set, keeps what Load read of each iteration for the
+	// next Load with it (see Cache).
+	Cache *Cache
+}
+
+// Cache keeps the iterations Load has read, each under its number, the
+// checksums of the files it was read from and the options that shape
+// it, so that a report rewritten after every commit of a run (`rlpipe
+// run` refreshes one) reads only what changed: the new iteration and
+// the one that leaves the last SampleIterations. What Load returns is
+// the same with a cache or without one. A Cache keeps the iterations
+// of the last Load only, and is safe for concurrent use.
+type Cache struct {
+	mu   sync.Mutex
+	last map[string]cachedIteration // what the last Load used
+	next map[string]cachedIteration // what the current Load uses
+}
+
+type cachedIteration struct {
+	health  Health
+	samples *IterationSamples
+}
+
+// cacheKey names what loadIteration reads and computes for iteration n:
+// its files' checksums and the options it depends on.
+func cacheKey(n int, files iterationFiles, keep bool, o LoadOptions) string {
+	var b strings.Builder
+	ho := o.Health.withDefaults()
+	fmt.Fprintf(&b, "%d keep=%t pass=%v side=%d", n, keep, ho.PassThreshold, o.SamplesPerSide)
+	if ho.Correct != nil {
+		fmt.Fprintf(&b, " correct=%+v", *ho.Correct)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		fmt.Fprintf(&b, " %s=%s", name, files[name])
+	}
+	return b.String()
+}
+
+// get is the iteration under key, read by this Load or the last.
+func (c *Cache) get(key string) (cachedIteration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.next[key]
+	if !ok {
+		v, ok = c.last[key]
+	}
+	if ok {
+		c.next[key] = v
+	}
+	return v, ok
+}
+
+func (c *Cache) put(key string, v cachedIteration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next[key] = v
+}
+
+// begin starts a Load; end keeps what it used, for the next.
+func (c *Cache) begin() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = map[string]cachedIteration{}
+}
+
+func (c *Cache) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.next = c.next, nil
 }
 
 func (o *LoadOptions) withDefaults() LoadOptions {
@@ -124,16 +196,31 @@ func Load(ctx context.Context, st artifacts.Store, ref string, opts *LoadOptions
 	}
 	run := &Run{Ref: ref, Commit: c, Health: make([]Health, len(iters))}
 	samples := make([]*IterationSamples, len(iters))
+	if o.Cache != nil {
+		o.Cache.begin()
+		defer o.Cache.end()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Concurrency)
 	for i, n := range iters {
 		keep := o.SampleIterations > 0 && i >= len(iters)-o.SampleIterations
 		g.Go(func() error {
+			var key string
+			if o.Cache != nil {
+				key = cacheKey(n, files[n], keep, o)
+				if v, ok := o.Cache.get(key); ok {
+					run.Health[i], samples[i] = v.health, v.samples
+					return nil
+				}
+			}
 			h, s, err := loadIteration(gctx, st, ref, n, files[n], keep, o)
 			if err != nil {
 				return err
 			}
 			run.Health[i], samples[i] = h, s
+			if o.Cache != nil {
+				o.Cache.put(key, cachedIteration{health: h, samples: s})
+			}
 			return nil
 		})
 	}

@@ -79,38 +79,43 @@ func writeRun(t testing.TB, st artifacts.Store, branch string, n int, gen func(i
 		if rows, ok := evals[it]; ok {
 			putTable(t, st, branch, fmt.Sprintf("evals/%06d/heldout/summary.parquet", it), tables.EvalSummary, rows)
 		}
-		if it == 0 {
-			continue
+		if it > 0 {
+			writeIteration(t, st, branch, it, gen)
 		}
-		d := runs.IterationDir(it) + "/"
-		x := gen(it)
-		if x.prompts != nil {
-			putTable(t, st, branch, d+"prompts.parquet", tables.Prompts, x.prompts)
-		}
-		putTable(t, st, branch, d+"trajectories.parquet", tables.Trajectories, x.trajs)
-		if x.rewards != nil {
-			names := map[string]bool{}
-			for _, r := range x.rewards {
-				for c := range r.Components {
-					names[c] = true
-				}
-			}
-			var comps []string
-			for c := range names {
-				comps = append(comps, c)
-			}
-			tb, err := tables.RewardsWith(sortedStrings(comps)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			putTable(t, st, branch, d+"rewards.parquet", tb, x.rewards)
-		}
-		if x.metrics != nil {
-			b, _ := json.Marshal(x.metrics)
-			put(t, st, branch, d+runs.TrainMetricsFile, b)
-		}
-		commit(t, st, branch, fmt.Sprintf("iteration %d", it), it)
 	}
+}
+
+// writeIteration commits iteration it of gen on branch.
+func writeIteration(t testing.TB, st artifacts.Store, branch string, it int, gen func(it int) iteration) {
+	t.Helper()
+	d := runs.IterationDir(it) + "/"
+	x := gen(it)
+	if x.prompts != nil {
+		putTable(t, st, branch, d+"prompts.parquet", tables.Prompts, x.prompts)
+	}
+	putTable(t, st, branch, d+"trajectories.parquet", tables.Trajectories, x.trajs)
+	if x.rewards != nil {
+		names := map[string]bool{}
+		for _, r := range x.rewards {
+			for c := range r.Components {
+				names[c] = true
+			}
+		}
+		var comps []string
+		for c := range names {
+			comps = append(comps, c)
+		}
+		tb, err := tables.RewardsWith(sortedStrings(comps)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putTable(t, st, branch, d+"rewards.parquet", tb, x.rewards)
+	}
+	if x.metrics != nil {
+		b, _ := json.Marshal(x.metrics)
+		put(t, st, branch, d+runs.TrainMetricsFile, b)
+	}
+	commit(t, st, branch, fmt.Sprintf("iteration %d", it), it)
 }
 
 func sortedStrings(s []string) []string {

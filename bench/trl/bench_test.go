@@ -21,10 +21,19 @@ const (
 
 var trlSeeds = []int{1, 2, 3}
 
+// asTRL is the demo's GRPO with the one default that differs from
+// TRL's and that a key changes: TRL keeps a group whose rewards are all
+// equal in the batch (advantage 0, its tokens in the token mean's
+// denominator), rlpipe drops it unless keep_zero_std.
+var asTRL = algorithm{name: "grpo as TRL", trainer: "keep_zero_std: true"}
+
 // trlRun is what one run of testdata/trl_grpo.py measured.
 type trlRun struct {
-	Setup   float64   `json:"setup_seconds"`
-	Steps   []float64 `json:"step_seconds"`
+	Setup float64   `json:"setup_seconds"`
+	Steps []float64 `json:"step_seconds"`
+	// CPU is each step's CPU time (time.process_time: user and system,
+	// every thread of the python process).
+	CPU     []float64 `json:"step_cpu_seconds"`
 	Rewards []float64 `json:"rewards"`
 	Threads int       `json:"torch_threads"`
 	wall    time.Duration
@@ -56,9 +65,11 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 		b.Fatal(err)
 	}
 	train := filepath.Join(h.dir, "train.jsonl")
-	h.cli(b, "export", "main:data/arith-train.parquet", train, "--format", "jsonl")
+	h.cli(b, nil, "export", "main:data/arith-train.parquet", train, "--format", "jsonl")
 
+	load := loadAverage()
 	var rl, tr []float64          // every step's seconds, steps 2 on
+	var rlCPU, trCPU []float64    // every step's CPU seconds, steps 2 on
 	var rlHeld, trHeld []float64  // per seed
 	var rlSteps []iterationTimes  // for the breakdown
 	var trSetup, rlWall []float64 // per seed
@@ -66,7 +77,7 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 		var r rlpipeRun
 		var t trlRun
 		runRL := func() {
-			r = h.run(b, demo{run: fmt.Sprintf("onpolicy-%d", seed), seed: seed, iterations: steps, staleness: 0})
+			r = h.run(b, demo{run: fmt.Sprintf("onpolicy-%d", seed), seed: seed, iterations: steps, staleness: 0, alg: asTRL})
 		}
 		runTRL := func() { t = h.trl(b, py, model, train, seed, steps) }
 		if i%2 == 0 {
@@ -77,22 +88,30 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 			runRL()
 		}
 		rs, ts := totals(r.steps), t.Steps[1:]
+		rc, tc := cpuTotals(r.steps), t.CPU[1:]
 		rl, tr = append(rl, rs...), append(tr, ts...)
+		rlCPU, trCPU = append(rlCPU, rc...), append(trCPU, tc...)
 		rlSteps = append(rlSteps, r.steps...)
 		rh, th := h.exactPass(b, r.adapter), h.exactPass(b, t.adapter)
 		rlHeld, trHeld = append(rlHeld, rh), append(trHeld, th)
 		trSetup, rlWall = append(trSetup, t.Setup), append(rlWall, r.wall.Seconds())
 		mr, mt := median(append([]float64(nil), rs...)), median(append([]float64(nil), ts...))
-		b.Logf("seed %d: rlpipe %.1f ms a step (run %.1f s), TRL %.1f ms a step (setup %.1f s, %d torch threads): trl/rlpipe %.2f; held-out exact pass@1 after %d steps: rlpipe %.4f, TRL %.4f (base %.4f)",
-			seed, 1000*mr, r.wall.Seconds(), 1000*mt, t.Setup, t.Threads, mt/mr, steps, rh, th, h.base)
+		cr, ct := median(append([]float64(nil), rc...)), median(append([]float64(nil), tc...))
+		b.Logf("seed %d: rlpipe %.1f ms a step, %.1f ms of CPU (run %.1f s, %.1f s of CPU), TRL %.1f ms a step, %.1f ms of CPU (setup %.1f s, %d torch threads): trl/rlpipe %.2f, in CPU %.2f; held-out exact pass@1 after %d steps: rlpipe %.4f, TRL %.4f (base %.4f)",
+			seed, 1000*mr, 1000*cr, r.wall.Seconds(), r.cpu.Seconds(), 1000*mt, 1000*ct, t.Setup, t.Threads, mt/mr, ct/cr, steps, rh, th, h.base)
 	}
 	total, parts := breakdown(rlSteps)
 	b.Logf("rlpipe's step, mean of %d: %s", len(rlSteps), formatBreakdown(total, parts))
+	b.Logf("load average before %s, after %s", load, loadAverage())
 	mr, mt := median(rl), median(tr)
+	cr, ct := median(rlCPU), median(trCPU)
 	hr, ht := median(append([]float64(nil), rlHeld...)), median(append([]float64(nil), trHeld...))
 	b.ReportMetric(mt, "trl_s/step")
 	b.ReportMetric(mr, "rlpipe_s/step")
 	b.ReportMetric(mt/mr, "trl/rlpipe")
+	b.ReportMetric(ct, "trl_cpu_s/step")
+	b.ReportMetric(cr, "rlpipe_cpu_s/step")
+	b.ReportMetric(ct/cr, "trl_cpu/rlpipe_cpu")
 	b.ReportMetric(h.base, "heldout_base")
 	b.ReportMetric(hr, "heldout_rlpipe")
 	b.ReportMetric(ht, "heldout_trl")
@@ -130,8 +149,8 @@ func (h *harness) trl(b *testing.B, py, model, train string, seed, steps int) tr
 	if err := json.Unmarshal(raw, &t); err != nil {
 		b.Fatalf("%s: %v", filepath.Join(out, "result.json"), err)
 	}
-	if len(t.Steps) != steps {
-		b.Fatalf("testdata/trl_grpo.py --seed %d timed %d steps, want %d", seed, len(t.Steps), steps)
+	if len(t.Steps) != steps || len(t.CPU) != steps {
+		b.Fatalf("testdata/trl_grpo.py --seed %d timed %d steps and %d steps' CPU, want %d", seed, len(t.Steps), len(t.CPU), steps)
 	}
 	return t
 }

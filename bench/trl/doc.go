@@ -4,6 +4,8 @@
 // and steps (testdata/trl_grpo.py), against `rlpipe run` of the same
 // configuration with overlap off, so that both are on-policy.
 // BenchmarkTRLvsRlpipe reports seconds a step of each and their ratio,
+// and CPU seconds a step of each and theirs (every thread of each side's
+// process over the same spans: the figure a busy machine moves least),
 // measured in rounds that alternate which goes first, one seed a round,
 // where rlpipe's step goes (each stage's mean and the rest: engine,
 // commit, events), and the held-out exact pass@1 of both after the same

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,10 +39,10 @@ func newHarness(b *testing.B) *harness {
 	b.Helper()
 	h := &harness{dir: b.TempDir()}
 	h.store = filepath.Join(h.dir, "store")
-	h.cli(b, "init-store")
-	h.cli(b, "dataset", "arith", "main")
+	h.cli(b, nil, "init-store")
+	h.cli(b, nil, "dataset", "arith", "main")
 	held := filepath.Join(h.dir, "heldout.parquet")
-	h.cli(b, "export", "main:data/arith-heldout.parquet", held)
+	h.cli(b, nil, "export", "main:data/arith-heldout.parquet", held)
 	var err error
 	if h.heldout, err = tables.ReadFile(held, tables.Prompts); err != nil {
 		b.Fatal(err)
@@ -52,12 +54,13 @@ func newHarness(b *testing.B) *harness {
 	return h
 }
 
-// cli runs rlpipe in process on the harness's store and returns what
-// it printed; a command that fails fails the benchmark with its output.
-func (h *harness) cli(b *testing.B, args ...string) string {
+// cli runs rlpipe in process on the harness's store, with opts, and
+// returns what it printed; a command that fails fails the benchmark with
+// its output.
+func (h *harness) cli(b *testing.B, opts []cli.Option, args ...string) string {
 	b.Helper()
 	var out, errb bytes.Buffer
-	if code := cli.Main(append([]string{"--store", h.store}, args...), nil, &out, &errb); code != cli.ExitOK {
+	if code := cli.Main(append([]string{"--store", h.store}, args...), nil, &out, &errb, opts...); code != cli.ExitOK {
 		b.Fatalf("rlpipe %s: exit %d\n%s%s", strings.Join(args, " "), code, out.Bytes(), tail(errb.String(), 40))
 	}
 	return out.String()
@@ -131,6 +134,8 @@ func (d demo) config(b *testing.B) string {
 // rlpipeRun is what one `rlpipe run` of a demo measured.
 type rlpipeRun struct {
 	wall time.Duration
+	// cpu is the process's CPU time over the whole run, setup included.
+	cpu time.Duration
 	// steps are the iterations' times: from one iteration's first task
 	// starting to the next one's, everything the loop does (tasks,
 	// engine, commit, events), for iterations 2 to N−1 (the first warms
@@ -144,6 +149,9 @@ type rlpipeRun struct {
 // rest (the engine between tasks, the iteration's commit, the events).
 type iterationTimes struct {
 	total time.Duration
+	// cpu is the process's CPU time (user and system, every thread: the
+	// train task's two shards add up) over the same span as total.
+	cpu   time.Duration
 	tasks map[string]time.Duration
 }
 
@@ -170,12 +178,26 @@ func (h *harness) run(b *testing.B, d demo) rlpipeRun {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	start := time.Now()
-	h.cli(b, "run", "-f", cfg, "--log-level", "warn")
-	r := rlpipeRun{wall: time.Since(start)}
+	// cpu[n] is the process's CPU time when iteration n's first task
+	// started (the run is the only work of this process meanwhile).
+	var mu sync.Mutex
+	cpu := make([]time.Duration, d.iterations+1)
+	clock := cli.WithRunEvents(func(e pipeline.Event) {
+		if e.Kind != pipeline.EventStarted || e.Iteration < 1 || e.Iteration > d.iterations {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if cpu[e.Iteration] == 0 {
+			cpu[e.Iteration] = processCPU()
+		}
+	})
+	start, startCPU := time.Now(), processCPU()
+	h.cli(b, []cli.Option{clock}, "run", "-f", cfg, "--log-level", "warn")
+	r := rlpipeRun{wall: time.Since(start), cpu: processCPU() - startCPU}
 	branch := runs.Branch(d.run)
 	evDir := filepath.Join(h.dir, d.run+"-events")
-	h.cli(b, "export", branch+":"+runs.EventsPrefix, evDir)
+	h.cli(b, nil, "export", branch+":"+runs.EventsPrefix, evDir)
 	starts := make([]time.Time, d.iterations+1)
 	tasks := make([]map[string]time.Duration, d.iterations+1)
 	for n := 1; n <= d.iterations; n++ {
@@ -200,10 +222,10 @@ func (h *harness) run(b *testing.B, d demo) rlpipeRun {
 		}
 	}
 	for n := 2; n < d.iterations; n++ {
-		r.steps = append(r.steps, iterationTimes{total: starts[n+1].Sub(starts[n]), tasks: tasks[n]})
+		r.steps = append(r.steps, iterationTimes{total: starts[n+1].Sub(starts[n]), cpu: cpu[n+1] - cpu[n], tasks: tasks[n]})
 	}
 	r.adapter = filepath.Join(h.dir, d.run+"-adapter")
-	h.cli(b, "export", branch+":"+runs.AdapterPath(d.iterations)+"/", r.adapter)
+	h.cli(b, nil, "export", branch+":"+runs.AdapterPath(d.iterations)+"/", r.adapter)
 	return r
 }
 
@@ -246,6 +268,32 @@ func formatBreakdown(total time.Duration, parts []part) string {
 	return s.String()
 }
 
+// processCPU is the CPU time this process has used: user and system,
+// every thread. It is called from the engine's goroutines, where a
+// benchmark cannot fail; getrusage of RUSAGE_SELF fails only on a bad
+// address.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(fmt.Sprintf("getrusage: %v", err))
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is /proc/loadavg's first three figures ("" where it
+// cannot be read): how busy the machine was, beside the figures.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // median of xs (sorted in place); 0 for none.
@@ -259,6 +307,14 @@ func median(xs []float64) float64 {
 	} else {
 		return (xs[n/2-1] + xs[n/2]) / 2
 	}
+}
+
+func cpuTotals(steps []iterationTimes) []float64 {
+	var xs []float64
+	for _, s := range steps {
+		xs = append(xs, s.cpu.Seconds())
+	}
+	return xs
 }
 
 func totals(steps []iterationTimes) []float64 {

@@ -108,8 +108,14 @@ func ParseLoRATensorName(name string) (module, factor string, ok bool) {
 // each module (keyed by module path) to adapter_model.safetensors, then
 // cfg to adapter_config.json. Each file is written atomically, the
 // configuration last; a directory that did not exist appears with both
-// files at once.
+// files at once. Files and directories are synced.
 func WriteAdapterDir(dir string, cfg AdapterConfig, modules map[string]LoRA) error {
+	return WriteAdapterDirWith(dir, cfg, modules, nil)
+}
+
+// WriteAdapterDirWith is WriteAdapterDir with options (nil:
+// WriteAdapterDir's).
+func WriteAdapterDirWith(dir string, cfg AdapterConfig, modules map[string]LoRA, o *WriteOptions) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("write adapter %s: %w", dir, err)
 	}
@@ -142,7 +148,7 @@ func WriteAdapterDir(dir string, cfg AdapterConfig, modules map[string]LoRA) err
 		if err != nil {
 			return fmt.Errorf("write adapter %s: %w", dir, err)
 		}
-		if err := writeAdapterFiles(tmp, weights, conf); err != nil {
+		if err := writeAdapterFiles(tmp, weights, conf, o); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("write adapter %s: %w", dir, err)
 		}
@@ -151,22 +157,24 @@ func WriteAdapterDir(dir string, cfg AdapterConfig, modules map[string]LoRA) err
 			return fmt.Errorf("write adapter %s: %w", dir, err)
 		}
 		if err := os.Rename(tmp, dir); err == nil {
-			syncDir(parent)
+			if o.sync() {
+				syncDir(parent)
+			}
 			return nil
 		}
 		os.RemoveAll(tmp) // someone created dir meanwhile: replace its files
 	}
-	if err := writeAdapterFiles(dir, weights, conf); err != nil {
+	if err := writeAdapterFiles(dir, weights, conf, o); err != nil {
 		return fmt.Errorf("write adapter %s: %w", dir, err)
 	}
 	return nil
 }
 
-func writeAdapterFiles(dir string, weights, conf []byte) error {
-	if err := writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), weights); err != nil {
+func writeAdapterFiles(dir string, weights, conf []byte, o *WriteOptions) error {
+	if err := writeFileAtomic(filepath.Join(dir, AdapterWeightsFile), weights, o); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, AdapterConfigFile), conf)
+	return writeFileAtomic(filepath.Join(dir, AdapterConfigFile), conf, o)
 }
 
 // ReadAdapterDir reads a PEFT LoRA adapter directory and returns its

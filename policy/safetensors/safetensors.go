@@ -344,10 +344,13 @@ func ReadFile(path string) (*File, error) {
 
 // WriteFile encodes f and writes it to path atomically: a temporary file in
 // the same directory, synced, then renamed over path.
-func WriteFile(path string, f *File) error {
+func WriteFile(path string, f *File) error { return WriteFileWith(path, f, nil) }
+
+// WriteFileWith is WriteFile with options (nil: WriteFile's).
+func WriteFileWith(path string, f *File, o *WriteOptions) error {
 	b, err := Marshal(f)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return writeFileAtomic(path, b)
+	return writeFileAtomic(path, b, o)
 }

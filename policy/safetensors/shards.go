@@ -104,7 +104,7 @@ func writeIndex(dir string, ix Index) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", IndexFile, err)
 	}
-	return writeFileAtomic(filepath.Join(dir, IndexFile), append(b, '\n'))
+	return writeFileAtomic(filepath.Join(dir, IndexFile), append(b, '\n'), nil)
 }
 
 // ReadNames returns the names of the tensors of the safetensors file at

@@ -104,15 +104,18 @@ func (m *Model) LoadCritic(dir string) (*Critic, error) {
 
 // Save writes the critic into dir: the adapter as a PEFT directory and
 // the head as ValueHeadFile. The same critic writes the same bytes.
-func (c *Critic) Save(dir string) error {
-	if err := c.ad.Save(dir); err != nil {
+func (c *Critic) Save(dir string) error { return c.SaveWith(dir, nil) }
+
+// SaveWith is Save with the safetensors write options (nil: Save's).
+func (c *Critic) SaveWith(dir string, o *safetensors.WriteOptions) error {
+	if err := c.ad.SaveWith(dir, o); err != nil {
 		return fmt.Errorf("save critic: %w", err)
 	}
 	d := c.ad.model.cfg.Dim
 	f := safetensors.NewFile(nil)
 	f.Tensors[ValueHeadWeight] = safetensors.FromFloat32([]int{1, d}, c.head[:d])
 	f.Tensors[ValueHeadBias] = safetensors.FromFloat32([]int{1}, c.head[d:])
-	if err := safetensors.WriteFile(filepath.Join(dir, ValueHeadFile), f); err != nil {
+	if err := safetensors.WriteFileWith(filepath.Join(dir, ValueHeadFile), f, o); err != nil {
 		return fmt.Errorf("save critic: %w", err)
 	}
 	return nil

@@ -205,6 +205,11 @@ func logSoftmax(z, lp []float32) float32 {
 // first n rows of K and V (row stride d), writing the heads' outputs into
 // out and their attention weights into probs (heads × ctx, row u of head h
 // at h*ctx+u).
+//
+// The scores of four keys are computed at once (scores4), each summed in
+// the same order as one at a time: four independent chains of adds the
+// CPU overlaps, where one chain waits on each add. The results are the
+// same to the bit (TestAttendSameBits).
 func attendRow(q, K, V []float32, n, d, heads, ctx int, out, probs []float32) {
 	dh := d / heads
 	scale := float32(1 / math.Sqrt(float64(dh)))
@@ -213,8 +218,30 @@ func attendRow(q, K, V []float32, n, d, heads, ctx int, out, probs []float32) {
 		qh := q[o : o+dh]
 		p := probs[h*ctx : h*ctx+n]
 		mx := float32(math.Inf(-1))
-		for u := 0; u < n; u++ {
+		u := 0
+		for ; u+4 <= n; u += 4 {
+			s0, s1, s2, s3 := dot4Rows(qh, K[u*d+o:], d)
+			s0 *= scale
+			s1 *= scale
+			s2 *= scale
+			s3 *= scale
+			p[u], p[u+1], p[u+2], p[u+3] = s0, s1, s2, s3
+			if s0 > mx {
+				mx = s0
+			}
+			if s1 > mx {
+				mx = s1
+			}
+			if s2 > mx {
+				mx = s2
+			}
+			if s3 > mx {
+				mx = s3
+			}
+		}
+		for ; u < n; u++ {
 			kr := K[u*d+o : u*d+o+dh]
+			kr = kr[:len(qh)]
 			var s float32
 			for i, qv := range qh {
 				s += qv * kr[i]
@@ -238,6 +265,7 @@ func attendRow(q, K, V []float32, n, d, heads, ctx int, out, probs []float32) {
 			pu := p[u] * inv
 			p[u] = pu
 			vr := V[u*d+o : u*d+o+dh]
+			vr = vr[:len(oh)]
 			for i, vv := range vr {
 				oh[i] += pu * vv
 			}
@@ -245,9 +273,29 @@ func attendRow(q, K, V []float32, n, d, heads, ctx int, out, probs []float32) {
 	}
 }
 
+// dot4Rows is the dot products of x with four rows of M, M[0:], M[d:],
+// M[2d:] and M[3d:] (each len(x) long), each summed in order from the
+// first term: four chains the CPU runs side by side.
+func dot4Rows(x, M []float32, d int) (s0, s1, s2, s3 float32) {
+	n := len(x)
+	r0 := M[:n]
+	r1 := M[d : d+n]
+	r2 := M[2*d : 2*d+n]
+	r3 := M[3*d : 3*d+n]
+	for i, xv := range x {
+		s0 += xv * r0[i]
+		s1 += xv * r1[i]
+		s2 += xv * r2[i]
+		s3 += xv * r3[i]
+	}
+	return
+}
+
 // attendBackward back-propagates attention over one sequence of n rows:
 // given the saved weights probs (rows × heads × ctx) and dOut, it adds the
-// gradients of Q, K and V.
+// gradients of Q, K and V. As in attendRow, the dot products with V's
+// rows are computed four at a time, each in its own order, and every sum
+// across rows keeps its order: the same bits as one row at a time.
 func attendBackward(n, d, heads, ctx int, Q, K, V, probs, dOut, dQ, dK, dV []float32) {
 	dh := d / heads
 	scale := float32(1 / math.Sqrt(float64(dh)))
@@ -262,15 +310,28 @@ func attendBackward(n, d, heads, ctx int, Q, K, V, probs, dOut, dQ, dK, dV []flo
 			p := probs[(t*heads+h)*ctx : (t*heads+h)*ctx+t+1]
 			do := dOut[t*d+o : t*d+o+dh]
 			var sumPdP float32
-			for u := range p {
+			u := 0
+			for ; u+4 <= len(p); u += 4 {
+				s0, s1, s2, s3 := dot4Rows(do, V[u*d+o:], d)
+				dp[u], dp[u+1], dp[u+2], dp[u+3] = s0, s1, s2, s3
+				sumPdP += p[u] * s0
+				sumPdP += p[u+1] * s1
+				sumPdP += p[u+2] * s2
+				sumPdP += p[u+3] * s3
+			}
+			for ; u < len(p); u++ {
 				vr := V[u*d+o : u*d+o+dh]
+				vr = vr[:len(do)]
 				var s float32
 				for i, g := range do {
 					s += g * vr[i]
 				}
 				dp[u] = s
 				sumPdP += p[u] * s
+			}
+			for u := range p {
 				dvr := dV[u*d+o : u*d+o+dh]
+				dvr = dvr[:len(do)]
 				pu := p[u]
 				for i, g := range do {
 					dvr[i] += pu * g
@@ -278,6 +339,7 @@ func attendBackward(n, d, heads, ctx int, Q, K, V, probs, dOut, dQ, dK, dV []flo
 			}
 			qt := Q[t*d+o : t*d+o+dh]
 			dqt := dQ[t*d+o : t*d+o+dh]
+			dqt = dqt[:len(qt)]
 			for u := range p {
 				ds := p[u] * (dp[u] - sumPdP) * scale
 				if ds == 0 {
@@ -285,6 +347,7 @@ func attendBackward(n, d, heads, ctx int, Q, K, V, probs, dOut, dQ, dK, dV []flo
 				}
 				kr := K[u*d+o : u*d+o+dh]
 				dkr := dK[u*d+o : u*d+o+dh]
+				kr, dkr = kr[:len(qt)], dkr[:len(qt)]
 				for i := range qt {
 					dqt[i] += ds * kr[i]
 					dkr[i] += ds * qt[i]

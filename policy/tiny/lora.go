@@ -159,7 +159,10 @@ func (m *Model) allocAdapter(name string, rank int, alpha float64, targets []str
 // Save writes the adapter as a PEFT adapter directory (see
 // policy/safetensors), with the base model's version as
 // base_model_name_or_path.
-func (a *Adapter) Save(dir string) error {
+func (a *Adapter) Save(dir string) error { return a.SaveWith(dir, nil) }
+
+// SaveWith is Save with the safetensors write options (nil: Save's).
+func (a *Adapter) SaveWith(dir string, o *safetensors.WriteOptions) error {
 	cfg := safetensors.NewAdapterConfig(a.model.Version(), a.rank, a.alpha, a.targets)
 	mods := make(map[string]safetensors.LoRA, len(a.mods))
 	for _, m := range a.mods {
@@ -168,7 +171,7 @@ func (a *Adapter) Save(dir string) error {
 			B: safetensors.FromFloat32([]int{m.spec.out, a.rank}, transpose(m.b, a.rank, m.spec.out)),
 		}
 	}
-	if err := safetensors.WriteAdapterDir(dir, cfg, mods); err != nil {
+	if err := safetensors.WriteAdapterDirWith(dir, cfg, mods, o); err != nil {
 		return fmt.Errorf("save adapter %q: %w", a.name, err)
 	}
 	return nil

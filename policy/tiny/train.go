@@ -456,7 +456,11 @@ const (
 // SaveState writes the optimizer state — the step count, AdamW's moments
 // and the trainable parameters themselves — to a safetensors file, so that
 // LoadState on a fresh Trainer continues the run bit for bit.
-func (t *Trainer) SaveState(path string) error {
+func (t *Trainer) SaveState(path string) error { return t.SaveStateWith(path, nil) }
+
+// SaveStateWith is SaveState with the safetensors write options (nil:
+// SaveState's).
+func (t *Trainer) SaveStateWith(path string, o *safetensors.WriteOptions) error {
 	cfg, err := json.Marshal(t.cfg)
 	if err != nil {
 		return fmt.Errorf("save optimizer state: encode the train config: %w", err)
@@ -471,7 +475,7 @@ func (t *Trainer) SaveState(path string) error {
 	f.Tensors["params"] = safetensors.FromFloat32([]int{n}, t.params)
 	f.Tensors["exp_avg"] = safetensors.FromFloat32([]int{n}, t.mom)
 	f.Tensors["exp_avg_sq"] = safetensors.FromFloat32([]int{n}, t.vel)
-	if err := safetensors.WriteFile(path, f); err != nil {
+	if err := safetensors.WriteFileWith(path, f, o); err != nil {
 		return fmt.Errorf("save optimizer state: %w", err)
 	}
 	return nil

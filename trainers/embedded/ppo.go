@@ -116,10 +116,10 @@ func (t *Trainer) loadCritic(dir string, fresh bool) error {
 // CriticDir.
 func (t *Trainer) saveCritic(dir string) error {
 	cdir := filepath.Join(dir, CriticDir)
-	if err := t.critic.Save(cdir); err != nil {
+	if err := t.critic.SaveWith(cdir, unsynced); err != nil {
 		return err
 	}
-	return t.ctr.SaveState(filepath.Join(cdir, OptimizerFile))
+	return t.ctr.SaveStateWith(filepath.Join(cdir, OptimizerFile), unsynced)
 }
 
 // ppoTargets computes, before any step, what PPO trains the batch on:

@@ -223,7 +223,9 @@ func (t *Trainer) State() State {
 // the model as a Hugging Face model directory (sharded above
 // Options.MaxShardSize), plus OptimizerFile and StateFile, into dir
 // (created if needed). The same trainer state always writes the same
-// bytes.
+// bytes. The adapter and optimizer files are not synced (unsynced): dir is the train task's
+// output, which the store syncs as it takes it in; a caller that keeps
+// dir as the only copy syncs it itself.
 func (t *Trainer) Save(dir string) error {
 	if t.fm != nil {
 		if err := t.fm.ExportHFSharded(dir, t.o.MaxShardSize); err != nil {
@@ -234,10 +236,10 @@ func (t *Trainer) Save(dir string) error {
 		if err := safetensors.IndexSingle(dir); err != nil {
 			return fmt.Errorf("save the full weights: %w", err)
 		}
-	} else if err := t.ad.Save(dir); err != nil {
+	} else if err := t.ad.SaveWith(dir, unsynced); err != nil {
 		return err
 	}
-	if err := t.tr.SaveState(filepath.Join(dir, OptimizerFile)); err != nil {
+	if err := t.tr.SaveStateWith(filepath.Join(dir, OptimizerFile), unsynced); err != nil {
 		return err
 	}
 	if t.critic != nil {
@@ -254,6 +256,12 @@ func (t *Trainer) Save(dir string) error {
 	}
 	return nil
 }
+
+// unsynced is how Save writes: without fsyncs. The engine copies a
+// task's outputs into the store, which syncs them; syncing the scratch
+// copy first cost five to seven fsyncs an iteration that protected
+// nothing (a task whose outputs are lost before the commit runs again).
+var unsynced = &safetensors.WriteOptions{NoSync: true}
 
 // Result is what an update reports.
 type Result struct {

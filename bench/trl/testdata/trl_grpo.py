@@ -21,8 +21,9 @@ completion is exactly the answer.
 
 It writes to --out: adapter/ (PEFT's save_pretrained) and result.json:
 the seconds between the ends of consecutive steps (everything a step
-does: generation, reward, the update, TRL's logging), the mean reward of
-each step, and the seconds spent before the first step (imports, model
+does: generation, reward, the update, TRL's logging), the CPU seconds of
+the same spans (time.process_time: user and system time of every thread
+of this process), the mean reward of each step, and the seconds spent before the first step (imports, model
 load, trainer setup).
 """
 
@@ -52,15 +53,19 @@ class StepClock(TrainerCallback):
 
     def __init__(self):
         self.ends = []
+        self.cpu_ends = []
         self.rewards = []
         self.first_begin = None
+        self.first_cpu = None
 
     def on_step_begin(self, args, state, control, **kw):
         if self.first_begin is None:
             self.first_begin = time.perf_counter()
+            self.first_cpu = time.process_time()
 
     def on_step_end(self, args, state, control, **kw):
         self.ends.append(time.perf_counter())
+        self.cpu_ends.append(time.process_time())
 
     def on_log(self, args, state, control, logs=None, **kw):
         if logs and "reward" in logs:
@@ -134,9 +139,11 @@ def main():
     adapter = os.path.join(a.out, "adapter")
     trainer.model.save_pretrained(adapter)
     starts = [clock.first_begin] + clock.ends[:-1]
+    cpu_starts = [clock.first_cpu] + clock.cpu_ends[:-1]
     result = {
         "setup_seconds": clock.first_begin - T0,
         "step_seconds": [e - s for s, e in zip(starts, clock.ends)],
+        "step_cpu_seconds": [e - s for s, e in zip(cpu_starts, clock.cpu_ends)],
         "rewards": clock.rewards,
         "torch_threads": torch.get_num_threads(),
     }
