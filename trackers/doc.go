@@ -5,10 +5,11 @@
 //
 // # What a tracker gets
 //
-// A Tracker gets a Run (the name, the effective config with secrets
-// redacted, its hash, the config flattened to parameters) and Points: one
-// per committed iteration, at the iteration's step, and one per evaluated
-// checkpoint, at the checkpoint's step (0 for the starting policy). A
+// A Tracker gets a Run (the name, the effective config with every
+// default filled in and secrets redacted, its hash, the config flattened
+// to parameters) and Points: one per committed iteration, at the
+// iteration's step, and one per evaluated checkpoint, at the
+// checkpoint's step (0 for the starting policy). A
 // point's scalars are tagged by where they come from:
 //
 //	train/<metric>          every number of the train stage's metrics file (runs.ReadTrainMetrics)
