@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -254,10 +255,10 @@ func trackCheckpoints(t *testing.T, uri string) {
 
 	run := trackertest.OneMLflowRun(t, uri, "ck", "arith")
 	if got := trackertest.MLflowArtifacts(t, uri, run.ID, "checkpoints/iteration-000001"); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("MLflow checkpoints/iteration-000001 holds %d files, want the store's %d: %v", len(got), len(want), keysOf(got))
+		t.Errorf("MLflow checkpoints/iteration-000001 holds %d files, want the store's %d: %v", len(got), len(want), slices.Sorted(maps.Keys(got)))
 	}
 	if got := trackertest.MLflowArtifacts(t, uri, run.ID, "checkpoints"); len(got) != 0 {
-		t.Errorf("MLflow checkpoints/ holds files of its own (the starting policy's?): %v", keysOf(got))
+		t.Errorf("MLflow checkpoints/ holds files of its own (the starting policy's?): %v", slices.Sorted(maps.Keys(got)))
 	}
 	if steps := trackertest.MLflowSteps(t, uri, run.ID, "eval/heldout/pass_at_1"); fmt.Sprint(steps) != "[0 1]" {
 		t.Errorf("MLflow pass@1 at steps %v, want [0 1]", steps)
@@ -300,13 +301,4 @@ func trackCheckpoints(t *testing.T, uri string) {
 	if fmt.Sprint(checkpoints) != "[0 1]" {
 		t.Errorf("W&B pass@1 at checkpoints %v, want [0 1]", checkpoints)
 	}
-}
-
-func keysOf(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
