@@ -1,6 +1,7 @@
 package trackers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,14 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rlpipe/rlpipe/artifacts"
 	_ "github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/trackers"
 )
 
 // checkpointStore is an embedded store whose branch runs-ck holds
-// iteration 2's adapter (two files), committed; it returns the commit.
+// iteration 2's adapter (two files) and its evaluation on heldout,
+// committed; it returns the commit.
 func checkpointStore(t *testing.T) (artifacts.Store, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -38,6 +43,15 @@ func checkpointStore(t *testing.T) (artifacts.Store, string) {
 		if _, err := st.PutObject(ctx, runs.Branch("ck"), runs.AdapterPath(2)+"/"+name, strings.NewReader(body), nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Checkpoint 2's evaluation on heldout: pass@1 0.5.
+	var buf bytes.Buffer
+	rows := []tables.EvalSummaryRow{{Checkpoint: "iteration-000002", Evalset: "heldout", K: 1, N: 2, Metric: tables.MetricPassAtK, Value: 0.5, CILow: 0.25, CIHigh: 0.75, NumProblems: 2}}
+	if err := tables.Write(&buf, tables.EvalSummary, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutObject(ctx, runs.Branch("ck"), runs.EvalPath(2, "heldout", runs.SummaryFile), &buf, nil); err != nil {
+		t.Fatal(err)
 	}
 	c, err := st.Commit(ctx, runs.Branch("ck"), "iteration 2", nil)
 	if err != nil {
@@ -206,6 +220,95 @@ func TestArtifactsKey(t *testing.T) {
 			_, err := trackers.Open(c.b, c.opts)
 			if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
 				t.Errorf("got %v\nwant %q", err, c.want)
+			}
+		})
+	}
+}
+
+// keeperTracker is a tracker that keeps checkpoints by reading their
+// files when handed them (the directory is gone after the call), or
+// refuses them.
+type keeperTracker struct {
+	mu     sync.Mutex
+	refuse bool
+	points []trackers.Point
+	kept   map[string]map[string]string // checkpoint → file → content
+	calls  int
+}
+
+func (k *keeperTracker) Start(context.Context, trackers.Run) error   { return nil }
+func (k *keeperTracker) End(context.Context, trackers.Outcome) error { return nil }
+func (k *keeperTracker) Log(_ context.Context, p []trackers.Point) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.points = append(k.points, p...)
+	return nil
+}
+func (k *keeperTracker) KeepsCheckpoints() bool { return true }
+func (k *keeperTracker) KeepCheckpoint(_ context.Context, c trackers.Checkpoint) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.calls++
+	if k.refuse {
+		return errors.New("keeper: no room")
+	}
+	files := map[string]string{}
+	entries, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(c.Dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		files[e.Name()] = string(b)
+	}
+	k.kept[fmt.Sprintf("%s@%d:%s", c.Name, c.Iteration, c.Commit)] = files
+	return nil
+}
+
+// TestFeedKeepsCheckpoints: a live feed hands a tracker that keeps
+// checkpoints the adapter of the checkpoint its iteration evaluated,
+// after the evaluation's point (pass@1 at the checkpoint's step); one
+// that refuses it is named in a warning, and the feed goes on.
+func TestFeedKeepsCheckpoints(t *testing.T) {
+	st, commit := checkpointStore(t)
+	for _, c := range []struct {
+		name   string
+		refuse bool
+		calls  int
+		kept   string
+		warn   string
+	}{
+		{"kept", false, 1, fmt.Sprintf(`map[iteration-000002@2:%s:map[adapter_config.json:{"r": 8} adapter_model.safetensors:weights]]`, commit), ""},
+		// Tried once or twice: Close makes a failure final.
+		{"refused", true, 0, "map[]", `{"level":"warn","run":"ck","error":"keeper: no room","tracker":"keeper","iteration":2,"message":"trackers: cannot keep the checkpoint in the tracker; rlpipe track RUN --to KIND:TARGET keeps it afterwards"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			k := &keeperTracker{refuse: c.refuse, kept: map[string]map[string]string{}}
+			f := trackers.NewFeed(context.Background(), st, trackers.Run{Name: "ck"}, []trackers.Named{{Name: "keeper", Tracker: k}},
+				&trackers.FeedOptions{Attempts: 2, Backoff: time.Millisecond, Logger: zerolog.New(&logs)})
+			f.Committed(2, commit)
+			d := f.Close(trackers.Outcome{Status: trackers.Finished})
+			if len(d) != 1 || d[0].Lost != 0 {
+				t.Fatalf("deliveries %+v", d)
+			}
+			var evalStep []string
+			for _, p := range k.points {
+				if v, ok := p.Scalars["eval/heldout/pass@1"]; ok {
+					evalStep = append(evalStep, fmt.Sprintf("%d %s %v", p.Step, p.Checkpoint, v))
+				}
+			}
+			if strings.Join(evalStep, ",") != "2 iteration-000002 0.5" {
+				t.Errorf("pass@1 points: %v, want one at step 2 of iteration-000002", evalStep)
+			}
+			if (c.calls > 0 && k.calls != c.calls) || k.calls < 1 || k.calls > 2 || fmt.Sprint(k.kept) != c.kept {
+				t.Errorf("%d calls, kept %v\nwant %d, %s", k.calls, k.kept, c.calls, c.kept)
+			}
+			if got := logs.String(); (c.warn == "") != (got == "") || !strings.Contains(got, c.warn) {
+				t.Errorf("logs:\n%s\nwant %s", got, c.warn)
 			}
 		})
 	}
