@@ -232,3 +232,32 @@ func TestWandbMode(t *testing.T) {
 		})
 	}
 }
+
+// TestWandbKeepCheckpointFault: a checkpoint wandb cannot log (here its
+// directory is gone) fails KeepCheckpoint with wandb's message naming the
+// checkpoint; the tracker stops its worker, as after a failed Log, so
+// the next call needs a Start (which the feed makes).
+func TestWandbKeepCheckpointFault(t *testing.T) {
+	py := wandbPython(t)
+	t.Setenv("WANDB_API_KEY", "")
+	t.Setenv("WANDB_DATA_DIR", t.TempDir())
+	ctx := context.Background()
+	w := openWandb(t, &trackers.WandbOptions{Dir: t.TempDir(), Python: py, Artifacts: trackers.ArtifactsCheckpoints})
+	if !w.KeepsCheckpoints() {
+		t.Fatal("artifacts: checkpoints, and the tracker does not keep them")
+	}
+	if err := w.Start(ctx, trackers.Run{Name: "ck"}); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	err := w.KeepCheckpoint(ctx, trackers.Checkpoint{Iteration: 2, Name: "iteration-000002", Dir: gone, Commit: "c2"})
+	if want := "wandb: keep checkpoint iteration-000002: ValueError: Path is not a directory: '" + gone + "'"; err == nil || err.Error() != want {
+		t.Errorf("KeepCheckpoint: got %v\nwant %s", err, want)
+	}
+	if err := w.KeepCheckpoint(ctx, trackers.Checkpoint{Iteration: 2, Name: "iteration-000002", Dir: gone}); err == nil || err.Error() != "wandb: KeepCheckpoint before Start" {
+		t.Errorf("KeepCheckpoint after the worker stopped: %v", err)
+	}
+	if err := w.End(ctx, trackers.Outcome{Status: trackers.Failed}); err != nil {
+		t.Errorf("End without a worker: %v", err)
+	}
+}
