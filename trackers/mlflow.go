@@ -92,6 +92,9 @@ func (mlflowBackend) Open(opts any) (Tracker, error) {
 // "rlpipe.commit.NNNNNN", and the config's hash the tag
 // "rlpipe.config_hash".
 //
+// With artifacts: checkpoints, each evaluated checkpoint's files go to
+// the run's artifacts under checkpoints/<name> (KeepCheckpoint).
+//
 // MLflow allows fewer characters in names than rlpipe's tags use: '@'
 // becomes "_at_" ("eval/heldout/pass_at_1"), '^' "_hat_", "[i]" ".i",
 // and any other character outside letters, digits and "_-./ :" '_'.

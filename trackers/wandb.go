@@ -123,6 +123,9 @@ var _ Checker = (*Wandb)(nil)
 // config flattened to dotted keys) with rlpipe.run and
 // rlpipe.config_hash; each row holds its commit as rlpipe/commit.
 //
+// With artifacts: checkpoints, each evaluated checkpoint's files are a
+// version of the run's model artifact (KeepCheckpoint).
+//
 // End finishes the W&B run with exit code 0 (Finished, and Running: W&B
 // closes a run with its writer), 1 (Failed, Stopped) or 255 (Killed, as
 // wandb itself marks an interrupted run).
