@@ -23,6 +23,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/trackers"
+	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
 
 // checkpointStore is an embedded store whose branch runs-ck holds
@@ -311,5 +312,28 @@ func TestFeedKeepsCheckpoints(t *testing.T) {
 				t.Errorf("logs:\n%s\nwant %s", got, c.warn)
 			}
 		})
+	}
+}
+
+// mlflowCheckpoints keeps checkpoint 2 of a real store in a real MLflow
+// server's run (the feed's and Backfill's KeepCheckpoints) and reads its
+// files back through the server's artifact API: the store's bytes under
+// checkpoints/iteration-000002. Kept again (a back-fill), the files are
+// the same.
+func mlflowCheckpoints(t *testing.T, uri string) {
+	st, commit := checkpointStore(t)
+	tr, err := trackers.Open(trackers.MLflowBackend, &trackers.MLflowOptions{URI: uri, Experiment: "checkpoints", Artifacts: trackers.ArtifactsCheckpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := keepOne(t, st, tr, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := trackertest.OneMLflowRun(t, uri, "checkpoints", "ck")
+	got := trackertest.MLflowArtifacts(t, uri, run.ID, "checkpoints/iteration-000002")
+	if want := `map[adapter_config.json:{"r": 8} adapter_model.safetensors:weights]`; fmt.Sprint(got) != want {
+		t.Errorf("MLflow's checkpoints/iteration-000002: %v, want %s", got, want)
 	}
 }
