@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -136,7 +134,7 @@ func readCompareRun(ctx context.Context, st artifacts.Store, name string) (compa
 			name, ref, runs.ConfigPath, err)
 	}
 	r.Planned = cfg.Iterations
-	if r.Config, err = effectiveConfig(cfg); err != nil {
+	if r.Config, err = cfg.EffectiveKeys(); err != nil {
 		return r, fmt.Errorf("compare %s: %w", name, err)
 	}
 	if s, err := runs.ReadState(ctx, st, commit); err != nil {
@@ -231,71 +229,6 @@ func headlineFigures(evals []evalOut) []compareFigure {
 		}
 	}
 	return out
-}
-
-// defaulter is a kind's options that can fill in their own defaults (the
-// embedded trainer's LoRA rank, ε, learning rate).
-type defaulter interface{ EnsureDefaults() }
-
-// effectiveConfig is a parsed config flattened to dotted keys with the
-// defaults filled in: Parse's, and those of every stage, policy and
-// tracker whose options fill in their own. cfg is changed.
-func effectiveConfig(cfg *config.Config) (map[string]string, error) {
-	var opts []any
-	for _, s := range []*config.Stage{cfg.Stages.Sample, cfg.Stages.Generate, cfg.Stages.Reward, cfg.Stages.Train} {
-		if s != nil {
-			opts = append(opts, s.Options)
-		}
-	}
-	if cfg.Policy != nil {
-		opts = append(opts, cfg.Policy.Options)
-	}
-	for _, t := range cfg.Tracking {
-		opts = append(opts, t.Options)
-	}
-	for _, o := range opts {
-		if d, ok := o.(defaulter); ok {
-			d.EnsureDefaults()
-		}
-	}
-	b, err := cfg.YAML()
-	if err != nil {
-		return nil, err
-	}
-	var tree any
-	if err := yaml.Unmarshal(b, &tree); err != nil {
-		return nil, fmt.Errorf("read back the effective config: %w", err)
-	}
-	flat := map[string]string{}
-	flatten(flat, "", tree)
-	return flat, nil
-}
-
-// flatten writes v's leaves into flat under dotted keys; a list is one
-// value, written as JSON.
-func flatten(flat map[string]string, key string, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		if len(v) == 0 && key != "" {
-			flat[key] = "{}"
-		}
-		for k, x := range v {
-			if key != "" {
-				k = key + "." + k
-			}
-			flatten(flat, k, x)
-		}
-	case []any:
-		b, err := json.Marshal(v)
-		if err != nil {
-			b = []byte(fmt.Sprint(v))
-		}
-		flat[key] = string(b)
-	case nil:
-		flat[key] = "null"
-	default:
-		flat[key] = fmt.Sprint(v)
-	}
 }
 
 // diffConfigs lists the keys whose values differ between the runs, the

@@ -13,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
+	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/trackers"
 )
 
@@ -134,14 +135,22 @@ func trackFunc(ctx context.Context, st artifacts.Store, name string, specs []tra
 	if err != nil {
 		return err
 	}
+	cfg, perr := config.Parse(runs.ConfigPath, run.Config, kinds.Registry())
+	if perr == nil {
+		// The trackers get the effective config, defaults filled in, as
+		// the live run's did; a config this rlpipe cannot parse goes as
+		// recorded.
+		if run, err = driver.TrackerRun(cfg, name, run.ConfigHash); err != nil {
+			return err
+		}
+	}
 	end, err := trackOutcome(ctx, st, name)
 	if err != nil {
 		return err
 	}
 	if len(specs) == 0 {
-		cfg, err := config.Parse(runs.ConfigPath, run.Config, kinds.Registry())
-		if err != nil {
-			return fmt.Errorf("track %s: read the run's tracking section: %w", name, err)
+		if perr != nil {
+			return fmt.Errorf("track %s: read the run's tracking section: %w", name, perr)
 		}
 		for _, t := range cfg.Tracking {
 			specs = append(specs, t.Spec())

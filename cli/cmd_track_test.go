@@ -2,12 +2,20 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/trackers"
 	"github.com/rlpipe/rlpipe/trackers/trackertest"
 )
@@ -143,6 +151,8 @@ func TestTrackMLflow(t *testing.T) {
 		}
 	})
 
+	t.Run("checkpoints", func(t *testing.T) { trackCheckpoints(t, uri) })
+
 	t.Run("stopped", func(t *testing.T) {
 		h, _ := newRunHarness(t, "1ms")
 		// The sample command fails for good at iteration 3 of 3.
@@ -188,4 +198,116 @@ func headTime(t *testing.T, h *harness, run string) int64 {
 	}
 	t.Fatalf("run %s: its head %s is no iteration's commit: %+v", run, st.Commit, st.Iterations)
 	return 0
+}
+
+// trackCheckpoints runs one iteration of the arithmetic example (the
+// start and checkpoint 1 evaluated) with an mlflow and a wandb entry that
+// keep checkpoints, a tracking token in the environment, back-fills both
+// from the run's section, and reads them back with their own readers: checkpoint 1's adapter, the store's bytes,
+// under checkpoints/iteration-000001 in MLflow and as version
+// iteration-000001 of the model artifact in W&B (not the starting
+// policy's); pass@1 as a series over the checkpoints' iterations (0 and 1;
+// W&B's against its step metric checkpoint); the effective config's
+// defaults (the trainer's LoRA rank, which the example does not write) as
+// parameters and run config, and no token.
+//
+// It takes about a minute (a real run, three wandb starts), so it is
+// opt-in: RLPIPE_TRACKERS_E2E=1. The trackers package's own tests read
+// kept checkpoints back from a real MLflow server and from wandb's
+// reader every time.
+func trackCheckpoints(t *testing.T, uri string) {
+	if os.Getenv("RLPIPE_TRACKERS_E2E") == "" {
+		t.Skip("the end-to-end checkpoints test takes about a minute: set RLPIPE_TRACKERS_E2E=1 to run it")
+	}
+	py := trackertest.Python(t)
+	const token = "mlflow-token-0123456789"
+	t.Setenv("MLFLOW_TRACKING_TOKEN", token) // the test server ignores it
+	t.Setenv("WANDB_API_KEY", "")
+	t.Setenv("WANDB_DATA_DIR", t.TempDir()) // wandb's staging area
+	t.Setenv("WANDB_CACHE_DIR", t.TempDir())
+	wb := t.TempDir()
+	h := newStore(t)
+	h.ok("dataset", "arith", "main", "--train", "16", "--heldout", "4")
+	src := arithExample(t, map[string]string{"iterations: 60": "iterations: 1", "batch_size: 16": "batch_size: 4", "sampling: {n: 8,": "sampling: {n: 2,",
+		"every: 10": "every: 1", "n: 16": "n: 2", "k: [1, 4, 8, 16]": "k: [1, 2]"})
+	src += fmt.Sprintf("tracking:\n  - {kind: mlflow, uri: %q, experiment: ck, artifacts: checkpoints}\n  - {kind: wandb, dir: %q, python: %q, artifacts: checkpoints}\n", uri, wb, py)
+	h.ok("run", "-f", h.file("ck.yaml", src))
+	// The live run's trackers may miss points on a loaded machine (a
+	// tracker that is slow to start loses them, with a warning); the
+	// back-fill from the run's own tracking section sends everything.
+	if got := h.ok("track", "arith"); got != fmt.Sprintf("mlflow:%s: 3 points of run arith (finished)\nwandb:%s: 3 points of run arith (finished)\n", uri, wb) {
+		t.Errorf("track arith:\n%s", got)
+	}
+
+	// The checkpoint's files as the store holds them.
+	ctx := context.Background()
+	st, err := artifacts.Open(ctx, h.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	prefix := runs.AdapterPath(1) + "/"
+	for e, err := range st.ListObjects(ctx, runs.Branch("arith"), &artifacts.ListOptions{Prefix: prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := artifacts.ReadObject(ctx, st, runs.Branch("arith"), e.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[strings.TrimPrefix(e.Path, prefix)] = string(b)
+	}
+	st.Close()
+	if _, ok := want[runs.AdapterConfigFile]; !ok {
+		t.Fatalf("checkpoint 1 holds no %s: %v", runs.AdapterConfigFile, want)
+	}
+
+	run := trackertest.OneMLflowRun(t, uri, "ck", "arith")
+	if got := trackertest.MLflowArtifacts(t, uri, run.ID, "checkpoints/iteration-000001"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("MLflow checkpoints/iteration-000001 holds %d files, want the store's %d: %v", len(got), len(want), slices.Sorted(maps.Keys(got)))
+	}
+	if got := trackertest.MLflowArtifacts(t, uri, run.ID, "checkpoints"); len(got) != 0 {
+		t.Errorf("MLflow checkpoints/ holds files of its own (the starting policy's?): %v", slices.Sorted(maps.Keys(got)))
+	}
+	if steps := trackertest.MLflowSteps(t, uri, run.ID, "eval/heldout/pass_at_1"); fmt.Sprint(steps) != "[0 1]" {
+		t.Errorf("MLflow pass@1 at steps %v, want [0 1]", steps)
+	}
+	params := trackertest.MLflowParams(t, uri, run.ID)
+	if params["trainer.lora.rank"] != "8" || params["trainer.lr"] != "0.002" {
+		t.Errorf("MLflow params: trainer.lora.rank %q, trainer.lr %q; want the default 8 and the file's 0.002", params["trainer.lora.rank"], params["trainer.lr"])
+	}
+	for k, v := range params {
+		if strings.Contains(v, token) {
+			t.Errorf("MLflow param %s holds the environment's token", k)
+		}
+	}
+
+	// The back-fill's offline run is the last (the live run's, when it
+	// started in time, comes before it).
+	wr := trackertest.WandbRuns(t, wb, "arith")
+	if len(wr) == 0 {
+		t.Fatal("no offline W&B run of arith")
+	}
+	wr = wr[len(wr)-1:]
+	md5s := map[string]string{}
+	for name, body := range want {
+		sum := md5.Sum([]byte(body))
+		md5s[name] = base64.StdEncoding.EncodeToString(sum[:])
+	}
+	if a := wr[0].Artifacts; len(a) != 1 || a[0].Name != "model-arith" || a[0].Type != "model" || !slices.Contains(a[0].Aliases, "iteration-000001") ||
+		fmt.Sprint(a[0].Files) != fmt.Sprint(md5s) || !strings.Contains(a[0].Metadata, `"iteration":1`) {
+		t.Errorf("W&B artifacts: %+v\nwant one model-arith of type model, alias iteration-000001, files %v", a, md5s)
+	}
+	if r := wr[0]; r.Metrics["eval/*"] != "checkpoint" || r.Config["trainer.lora.rank"] != "8" {
+		t.Errorf("W&B: eval/* against %q, trainer.lora.rank %v; want checkpoint and the default 8", r.Metrics["eval/*"], r.Config["trainer.lora.rank"])
+	}
+	var checkpoints []float64
+	for _, row := range wr[0].History {
+		if _, ok := row["eval/heldout/pass@1"]; ok {
+			checkpoints = append(checkpoints, row["checkpoint"].(float64))
+		}
+	}
+	if fmt.Sprint(checkpoints) != "[0 1]" {
+		t.Errorf("W&B pass@1 at checkpoints %v, want [0 1]", checkpoints)
+	}
 }

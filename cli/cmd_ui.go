@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
+	"github.com/rlpipe/rlpipe/cli/kinds"
+	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/ui"
 )
 
@@ -53,7 +56,7 @@ Authorization: Bearer TOKEN. Stop it with Ctrl-C. See docs/UI.md.`,
 
 // uiServe serves the UI until ctx ends.
 func uiServe(ctx context.Context, st artifacts.Store, o uiOptions, token string, log zerolog.Logger, p printer) error {
-	srv, err := ui.New(st, &ui.Options{Addr: o.addr, Token: token, Logger: log})
+	srv, err := ui.New(st, &ui.Options{Addr: o.addr, Token: token, Logger: log, EffectiveConfig: effectiveKeys})
 	if err != nil {
 		return failure(err)
 	}
@@ -78,4 +81,15 @@ func uiServe(ctx context.Context, st artifacts.Store, o uiOptions, token string,
 		return failure(err) // already "ui: serve ADDR: …"
 	}
 	return nil
+}
+
+// effectiveKeys is a run's recorded config parsed with this rlpipe's
+// kinds, every default filled in, flattened to dotted keys: what the UI's
+// run view shows (ui.Options.EffectiveConfig).
+func effectiveKeys(recorded []byte) (map[string]string, error) {
+	cfg, err := config.Parse(runs.ConfigPath, recorded, kinds.Registry())
+	if err != nil {
+		return nil, err
+	}
+	return cfg.EffectiveKeys()
 }

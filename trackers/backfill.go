@@ -44,7 +44,8 @@ func ReadRun(ctx context.Context, st artifacts.Store, name, ref string) (Run, er
 }
 
 // Backfill sends everything run recorded at ref (History) to t, in
-// batches, and ends t with o (Tracker.End; a zero Time is now): what
+// batches, then, to a tracker that keeps them (CheckpointKeeper), the
+// checkpoints of every evaluation, and ends t with o (Tracker.End; a zero Time is now): what
 // `rlpipe track` does after a run whose tracker was down. Points t
 // already has are written again, with the same values. t is ended also
 // when the back-fill fails, so that it is released. It returns the
@@ -71,5 +72,22 @@ func Backfill(ctx context.Context, st artifacts.Store, run Run, ref string, t Tr
 			return i, err
 		}
 	}
-	return len(points), nil
+	return len(points), KeepCheckpoints(ctx, st, t, points)
+}
+
+// KeepCheckpoints hands t, when it keeps checkpoints (a
+// CheckpointKeeper whose entry asked for them), the adapter or weights
+// of every checkpoint an evaluation among points evaluated (not the
+// starting policy's), each copied out of st; the first failure stops it.
+func KeepCheckpoints(ctx context.Context, st artifacts.Store, t Tracker, points []Point) error {
+	k := keeper(t)
+	if k == nil {
+		return nil
+	}
+	for _, c := range checkpoints(points) {
+		if err := keepCheckpoint(ctx, st, k, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

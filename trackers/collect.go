@@ -210,7 +210,7 @@ func evalPoints(evals []runs.Eval, commits map[int]runs.Commit) []Point {
 	var out []Point
 	for _, e := range evals {
 		if len(out) == 0 || out[len(out)-1].Step != e.Iteration {
-			p := Point{Step: e.Iteration, Scalars: map[string]float64{}, Text: map[string]string{}}
+			p := Point{Step: e.Iteration, Scalars: map[string]float64{}, Text: map[string]string{}, Checkpoint: e.Checkpoint}
 			if c, ok := commits[e.Iteration]; ok {
 				p.Time, p.Text[TagCommit] = c.CreationDate, c.ID
 			}

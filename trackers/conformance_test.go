@@ -42,6 +42,7 @@ func TestTensorBoardConformance(t *testing.T) {
 func TestMLflow(t *testing.T) {
 	uri := trackertest.MLflowServer(t)
 	t.Run("RoundTrip", func(t *testing.T) { mlflowRoundTrip(t, uri) })
+	t.Run("Checkpoints", func(t *testing.T) { mlflowCheckpoints(t, uri) })
 	t.Run("Conformance", func(t *testing.T) {
 		var n atomic.Int64
 		trackertest.Run(t, func(t *testing.T) trackertest.Backend {

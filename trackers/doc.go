@@ -5,10 +5,11 @@
 //
 // # What a tracker gets
 //
-// A Tracker gets a Run (the name, the effective config with secrets
-// redacted, its hash, the config flattened to parameters) and Points: one
-// per committed iteration, at the iteration's step, and one per evaluated
-// checkpoint, at the checkpoint's step (0 for the starting policy). A
+// A Tracker gets a Run (the name, the effective config with every
+// default filled in and secrets redacted, its hash, the config flattened
+// to parameters) and Points: one per committed iteration, at the
+// iteration's step, and one per evaluated checkpoint, at the
+// checkpoint's step (0 for the starting policy). A
 // point's scalars are tagged by where they come from:
 //
 //	train/<metric>          every number of the train stage's metrics file (runs.ReadTrainMetrics)
@@ -21,6 +22,15 @@
 // point of a tracker leads back to the store (`rlpipe ls COMMIT`). Each
 // point's time is its commit's: a back-fill writes the same times as the
 // live run did.
+//
+// An evaluation's point names its checkpoint (Point.Checkpoint), and the
+// eval series are pass@k per checkpoint: one series per metric and k, at
+// the checkpoint's step (W&B also plots eval/* against its step metric
+// "checkpoint"). A tracker whose entry sets artifacts: checkpoints
+// (CheckpointKeeper: MLflow, W&B) also gets the adapter or weights of
+// each evaluated checkpoint, copied out of the store after the Log of its
+// evaluation (KeepCheckpoints): MLflow under checkpoints/iteration-NNNNNN,
+// W&B as a version of the model artifact model-<id>.
 //
 // # How a run ends
 //
@@ -82,7 +92,8 @@
 //   - Optional, on the options value: Validate (Validator), Where (the
 //     target --to names), Rebase (relative paths); on the tracker: Check
 //     (Checker), the plan-time check that fails a run whose tracker
-//     cannot work (wandb missing from its python).
+//     cannot work (wandb missing from its python); KeepCheckpoint
+//     (CheckpointKeeper), for a tracker that stores files.
 //   - Its test: trackers/trackertest.Run, reading back with the tracker's
 //     own reader or server; one entry in cli/kinds.Registry's Trackers.
 package trackers

@@ -220,6 +220,37 @@ func (f *Feed) send(ctx context.Context, s *sink) {
 		f.mu.Lock()
 		s.delivered += len(points)
 		f.mu.Unlock()
+		f.keep(ctx, s, points)
+	}
+}
+
+// keep hands s the checkpoints points evaluated, when it keeps them
+// (CheckpointKeeper), retrying as a Log is retried (a tracker whose call
+// failed is started again first); one it cannot keep is named in a
+// warning.
+func (f *Feed) keep(ctx context.Context, s *sink, points []Point) {
+	k := keeper(s.Tracker)
+	if k == nil {
+		return
+	}
+	for _, c := range checkpoints(points) {
+		err := f.retry(ctx, func(ctx context.Context) error {
+			if !s.started {
+				if err := s.Tracker.Start(ctx, f.run); err != nil {
+					return err
+				}
+				s.started = true
+			}
+			err := keepCheckpoint(ctx, f.st, k, c)
+			if err != nil {
+				s.started = false // Start again before the next call, as after a failed Log
+			}
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			f.log.Warn().Err(err).Str(fieldTracker, s.Name).Int(fieldIter, c.Iteration).
+				Msg("trackers: cannot keep the checkpoint in the tracker; rlpipe track RUN --to KIND:TARGET keeps it afterwards")
+		}
 	}
 }
 

@@ -26,6 +26,10 @@ type MLflowOptions struct {
 	// Experiment names the MLflow experiment the run goes in (default
 	// "rlpipe"); it is created when missing.
 	Experiment string `yaml:"experiment,omitempty"`
+	// Artifacts: "checkpoints" uploads the adapter (or weights) of every
+	// evaluated checkpoint to the run's artifacts, under
+	// checkpoints/iteration-NNNNNN; "" none.
+	Artifacts string `yaml:"artifacts,omitempty"`
 }
 
 // DefaultExperiment is the experiment an mlflow entry without one uses.
@@ -43,7 +47,7 @@ func (o *MLflowOptions) Validate() error {
 	if u.User != nil {
 		return errors.New("uri: holds credentials; set MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD) in the environment instead")
 	}
-	return nil
+	return validateArtifacts(o.Artifacts)
 }
 
 // Where is the server's address.
@@ -72,8 +76,9 @@ func (mlflowBackend) Open(opts any) (Tracker, error) {
 	if exp == "" {
 		exp = DefaultExperiment
 	}
-	return &MLflow{base: strings.TrimRight(o.URI, "/") + "/api/2.0/mlflow/", experiment: exp,
-		client: &http.Client{}, env: os.Getenv}, nil
+	uri := strings.TrimRight(o.URI, "/")
+	return &MLflow{base: uri + "/api/2.0/mlflow/", artifactsBase: uri + "/api/2.0/mlflow-artifacts/artifacts/", experiment: exp,
+		checkpoints: o.Artifacts == ArtifactsCheckpoints, client: &http.Client{}, env: os.Getenv}, nil
 }
 
 // MLflow records a run in an MLflow tracking server through its REST API:
@@ -87,6 +92,9 @@ func (mlflowBackend) Open(opts any) (Tracker, error) {
 // "rlpipe.commit.NNNNNN", and the config's hash the tag
 // "rlpipe.config_hash".
 //
+// With artifacts: checkpoints, each evaluated checkpoint's files go to
+// the run's artifacts under checkpoints/<name> (KeepCheckpoint).
+//
 // MLflow allows fewer characters in names than rlpipe's tags use: '@'
 // becomes "_at_" ("eval/heldout/pass_at_1"), '^' "_hat_", "[i]" ".i",
 // and any other character outside letters, digits and "_-./ :" '_'.
@@ -96,6 +104,11 @@ type MLflow struct {
 	client     *http.Client
 	env        func(string) string
 	runID      string
+	// artifactsBase is the server's artifact proxy; artifactURI the run's
+	// artifact root; checkpoints says the entry keeps checkpoints.
+	artifactsBase string
+	artifactURI   string
+	checkpoints   bool
 	// found is the MLflow run as Start first found it, before re-opening
 	// it: how an earlier attempt of the run ended.
 	found *mlflowRunInfo
@@ -177,7 +190,7 @@ func (m *MLflow) Start(ctx context.Context, r Run) error {
 		}
 		params, tags = params[n:], []kv{}
 	}
-	m.runID = run.Info.RunID
+	m.runID, m.artifactURI = run.Info.RunID, run.Info.ArtifactURI
 	return nil
 }
 
@@ -310,9 +323,10 @@ type mlflowRun struct {
 
 // mlflowRunInfo is what Start reads of a run's info.
 type mlflowRunInfo struct {
-	RunID   string      `json:"run_id"`
-	Status  string      `json:"status"`
-	EndTime mlflowInt64 `json:"end_time"`
+	RunID       string      `json:"run_id"`
+	ArtifactURI string      `json:"artifact_uri"`
+	Status      string      `json:"status"`
+	EndTime     mlflowInt64 `json:"end_time"`
 }
 
 // mlflowInt64 reads an int64 the server writes as a JSON number or, as
@@ -366,11 +380,7 @@ func (m *MLflow) call(ctx context.Context, method, op string, in, out any) error
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if tok := m.env("MLFLOW_TRACKING_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	} else if u := m.env("MLFLOW_TRACKING_USERNAME"); u != "" {
-		req.SetBasicAuth(u, m.env("MLFLOW_TRACKING_PASSWORD"))
-	}
+	m.auth(req)
 	name, _, _ := strings.Cut(op, "?")
 	resp, err := m.client.Do(req)
 	if err != nil {
@@ -395,6 +405,15 @@ func (m *MLflow) call(ctx context.Context, method, op string, in, out any) error
 		return fmt.Errorf("mlflow: %s: read the answer: %w", name, err)
 	}
 	return nil
+}
+
+// auth adds the environment's credentials to req.
+func (m *MLflow) auth(req *http.Request) {
+	if tok := m.env("MLFLOW_TRACKING_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	} else if u := m.env("MLFLOW_TRACKING_USERNAME"); u != "" {
+		req.SetBasicAuth(u, m.env("MLFLOW_TRACKING_PASSWORD"))
+	}
 }
 
 // mlflowName is name in the characters MLflow allows in metric, param

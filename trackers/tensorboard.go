@@ -17,12 +17,19 @@ type TensorBoardOptions struct {
 	// writes its event files to DIR/<run>, so that runs appear side by
 	// side. A relative path is taken from the pipeline file's directory.
 	Dir string `yaml:"dir"`
+	// Artifacts is refused: TensorBoard's log directory holds event files
+	// only, so a tensorboard entry keeps no checkpoints (the key is here
+	// to say so, rather than call it unknown).
+	Artifacts string `yaml:"artifacts,omitempty"`
 }
 
 // Validate says what a tensorboard entry misses.
 func (o *TensorBoardOptions) Validate() error {
 	if o.Dir == "" {
 		return errors.New("dir: missing (the log directory, e.g. dir: tb)")
+	}
+	if o.Artifacts != "" {
+		return fmt.Errorf("artifacts: tensorboard keeps event files only, not artifacts: set artifacts: %s on an mlflow or wandb entry, or export a checkpoint with rlpipe policy export", ArtifactsCheckpoints)
 	}
 	return nil
 }

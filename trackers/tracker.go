@@ -85,8 +85,10 @@ func (o Outcome) EndTime() time.Time {
 type Run struct {
 	// Name is the run's name (its branch is runs.Branch(Name)).
 	Name string
-	// Config is the run's effective config as YAML, secrets redacted (what
-	// the run records at runs.ConfigPath), and ConfigHash its hash.
+	// Config is the run's effective config as YAML, every default
+	// filled in and secrets redacted (pipeline/driver.TrackerRun: the
+	// config the run records at runs.ConfigPath, with the defaults of its
+	// kinds' options), and ConfigHash its hash.
 	Config     []byte
 	ConfigHash string
 	// Params is Config flattened to dotted keys ("eval.n": "8",
@@ -107,6 +109,9 @@ type Point struct {
 	// Text are strings by tag: TagCommit holds the commit that recorded
 	// the step, so that a tracker's point leads back to the store.
 	Text map[string]string
+	// Checkpoint names the checkpoint a point of evaluations evaluated
+	// ("base", "iteration-000002"); "" on an iteration's point.
+	Checkpoint string
 }
 
 // TagCommit is the text tag of the commit that recorded a point.

@@ -43,6 +43,9 @@ type WandbOptions struct {
 	// pipeline file's directory. The project's .venv-tracking has wandb
 	// 0.31 (scripts/tracker-venv.sh makes it).
 	Python string `yaml:"python,omitempty"`
+	// Artifacts: "checkpoints" logs the adapter (or weights) of every
+	// evaluated checkpoint as a W&B artifact of type model; "" none.
+	Artifacts string `yaml:"artifacts,omitempty"`
 }
 
 // DefaultWandbProject is the project a wandb entry without one uses.
@@ -53,7 +56,7 @@ func (o *WandbOptions) Validate() error {
 	if o.Dir == "" {
 		return errors.New("dir: missing (the directory wandb writes its runs under, e.g. dir: wandb)")
 	}
-	return nil
+	return validateArtifacts(o.Artifacts)
 }
 
 // Where is the directory wandb writes under.
@@ -120,6 +123,9 @@ var _ Checker = (*Wandb)(nil)
 // config flattened to dotted keys) with rlpipe.run and
 // rlpipe.config_hash; each row holds its commit as rlpipe/commit.
 //
+// With artifacts: checkpoints, each evaluated checkpoint's files are a
+// version of the run's model artifact (KeepCheckpoint).
+//
 // End finishes the W&B run with exit code 0 (Finished, and Running: W&B
 // closes a run with its writer), 1 (Failed, Stopped) or 255 (Killed, as
 // wandb itself marks an interrupted run).
@@ -127,8 +133,9 @@ type Wandb struct {
 	o   WandbOptions
 	env func(string) string
 	w   *wandbProc
-	// runDir is the run directory wandb writes (offline-run-…).
-	runDir string
+	// runDir is the run directory wandb writes (offline-run-…), runID
+	// the W&B run's id.
+	runDir, runID string
 }
 
 // WandbRunID is the W&B run id of rlpipe run name: the name when it is
@@ -241,7 +248,38 @@ func (w *Wandb) Start(ctx context.Context, r Run) error {
 		p.close()
 		return err
 	}
-	w.w, w.runDir = p, out.RunDir
+	w.w, w.runDir, w.runID = p, out.RunDir, WandbRunID(r.Name)
+	return nil
+}
+
+var _ CheckpointKeeper = (*Wandb)(nil)
+
+// KeepsCheckpoints says the entry sets artifacts: checkpoints.
+func (w *Wandb) KeepsCheckpoints() bool { return w.o.Artifacts == ArtifactsCheckpoints }
+
+// WandbModelArtifact is the name of the model artifact that holds the
+// checkpoints of W&B run id: one artifact per run, a version per
+// checkpoint, aliased by the checkpoint's name, as transformers' W&B
+// callback names its checkpoints (model-ID).
+func WandbModelArtifact(id string) string { return "model-" + id }
+
+// KeepCheckpoint logs c's files as a new version of the run's model
+// artifact (WandbModelArtifact), aliased c.Name ("iteration-000002"),
+// with the iteration and commit as metadata. wandb copies the files
+// into its staging area before the call returns; offline, `wandb sync`
+// uploads them with the run. A checkpoint kept again is a version with
+// the same files, which W&B deduplicates by digest.
+func (w *Wandb) KeepCheckpoint(ctx context.Context, c Checkpoint) error {
+	if w.w == nil {
+		return errors.New("wandb: KeepCheckpoint before Start")
+	}
+	req := map[string]any{"op": "artifact", "name": WandbModelArtifact(w.runID), "type": "model", "dir": c.Dir,
+		"aliases": []string{c.Name}, "metadata": map[string]any{"iteration": c.Iteration, "checkpoint": c.Name, "commit": c.Commit}}
+	if err := w.w.call(ctx, "keep checkpoint "+c.Name, req, nil); err != nil {
+		w.w.close()
+		w.w = nil
+		return err
+	}
 	return nil
 }
 

@@ -3,7 +3,10 @@ package trackers_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,12 +41,14 @@ func openWandb(t *testing.T, o *trackers.WandbOptions) *trackers.Wandb {
 // step metric "checkpoint", and the exit code. A resumed run (a second
 // tracker: killed, then finished) continues the same W&B run: a second
 // offline run directory of the same id, marked resumed, holding the steps
-// that follow. The API key in the environment reaches no file.
+// that follow, and (its entry keeps checkpoints) checkpoint 2 as a version
+// of the model artifact. The API key in the environment reaches no file.
 func TestWandbRoundTrip(t *testing.T) {
 	py := wandbPython(t)
 	const secret = "rlpipe-test-key-0123456789abcdef0123456789abcdef"
 	t.Setenv("WANDB_API_KEY", secret)
 	t.Setenv("WANDB_MODE", "offline")
+	t.Setenv("WANDB_DATA_DIR", t.TempDir()) // wandb's artifact staging
 	dir := t.TempDir()
 	ctx := context.Background()
 	run := trackers.Run{Name: "arith", ConfigHash: "sha256:abc",
@@ -68,11 +73,21 @@ func TestWandbRoundTrip(t *testing.T) {
 	if err := first.End(ctx, trackers.Outcome{Status: trackers.Killed}); err != nil {
 		t.Fatal(err)
 	}
-	second := openWandb(t, &trackers.WandbOptions{Dir: dir, Python: py})
+	second := openWandb(t, &trackers.WandbOptions{Dir: dir, Python: py, Artifacts: trackers.ArtifactsCheckpoints})
 	if err := second.Start(ctx, run); err != nil {
 		t.Fatal(err)
 	}
 	if err := second.Log(ctx, points[1:]); err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoint 2's files, kept as a version of the model artifact.
+	ck := t.TempDir()
+	for name, body := range map[string]string{"adapter_config.json": `{"r": 8}`, "adapter_model.safetensors": "weights"} {
+		if err := os.WriteFile(filepath.Join(ck, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := second.KeepCheckpoint(ctx, trackers.Checkpoint{Iteration: 2, Name: "iteration-000002", Dir: ck, Commit: "c2"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := second.End(ctx, trackers.Outcome{Status: trackers.Finished}); err != nil {
@@ -134,6 +149,20 @@ func TestWandbRoundTrip(t *testing.T) {
 	}
 	if s := got[1].Steps("eval/heldout/pass@1"); !slices.Equal(s, [][2]float64{{2, 0.6}}) {
 		t.Errorf("the resumed run's pass@1: %v, want 0.6 at step 2", s)
+	}
+	// The checkpoint: one model artifact, aliased by the checkpoint, its
+	// files by their MD5 (wandb's manifest digests).
+	md5s := map[string]string{}
+	for name, body := range map[string]string{"adapter_config.json": `{"r": 8}`, "adapter_model.safetensors": "weights"} {
+		sum := md5.Sum([]byte(body))
+		md5s[name] = base64.StdEncoding.EncodeToString(sum[:])
+	}
+	if a := got[1].Artifacts; len(a) != 1 || a[0].Name != "model-arith" || a[0].Type != "model" || !slices.Equal(slices.Sorted(slices.Values(a[0].Aliases)), []string{"iteration-000002", "latest"}) ||
+		fmt.Sprint(a[0].Files) != fmt.Sprint(md5s) || a[0].Metadata != `{"checkpoint":"iteration-000002","commit":"c2","iteration":2}` {
+		t.Errorf("the resumed run's artifacts: %+v\nwant model-arith, type model, aliases iteration-000002 and latest, files %v", a, md5s)
+	}
+	if len(got[0].Artifacts) != 0 {
+		t.Errorf("the first run, which keeps no checkpoints, logged artifacts: %+v", got[0].Artifacts)
 	}
 	// The key is in the environment only: no file of the run holds it.
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -230,5 +259,34 @@ func TestWandbMode(t *testing.T) {
 				t.Errorf("Mode: %s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+// TestWandbKeepCheckpointFault: a checkpoint wandb cannot log (here its
+// directory is gone) fails KeepCheckpoint with wandb's message naming the
+// checkpoint; the tracker stops its worker, as after a failed Log, so
+// the next call needs a Start (which the feed makes).
+func TestWandbKeepCheckpointFault(t *testing.T) {
+	py := wandbPython(t)
+	t.Setenv("WANDB_API_KEY", "")
+	t.Setenv("WANDB_DATA_DIR", t.TempDir())
+	ctx := context.Background()
+	w := openWandb(t, &trackers.WandbOptions{Dir: t.TempDir(), Python: py, Artifacts: trackers.ArtifactsCheckpoints})
+	if !w.KeepsCheckpoints() {
+		t.Fatal("artifacts: checkpoints, and the tracker does not keep them")
+	}
+	if err := w.Start(ctx, trackers.Run{Name: "ck"}); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	err := w.KeepCheckpoint(ctx, trackers.Checkpoint{Iteration: 2, Name: "iteration-000002", Dir: gone, Commit: "c2"})
+	if want := "wandb: keep checkpoint iteration-000002: ValueError: Path is not a directory: '" + gone + "'"; err == nil || err.Error() != want {
+		t.Errorf("KeepCheckpoint: got %v\nwant %s", err, want)
+	}
+	if err := w.KeepCheckpoint(ctx, trackers.Checkpoint{Iteration: 2, Name: "iteration-000002", Dir: gone}); err == nil || err.Error() != "wandb: KeepCheckpoint before Start" {
+		t.Errorf("KeepCheckpoint after the worker stopped: %v", err)
+	}
+	if err := w.End(ctx, trackers.Outcome{Status: trackers.Failed}); err != nil {
+		t.Errorf("End without a worker: %v", err)
 	}
 }

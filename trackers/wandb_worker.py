@@ -12,6 +12,9 @@ line, {"ok": true, ...} or {"error": "..."}:
       with eval/ scalars also carries "checkpoint": step, the step metric of
       eval/*. A point below the last step this worker logged is skipped
       (already logged: a retried Log), one at that step merges into its row.
+  {"op": "artifact", "name", "type", "dir", "aliases", "metadata"}
+      the files of dir as a new version of artifact name (run.log_artifact);
+      wandb copies them to its staging area before the reply.
   {"op": "finish", "exit_code"}
       run.finish; the worker exits when its stdin closes.
 
@@ -87,6 +90,13 @@ def log(req):
     return {"logged": logged, "skipped": skipped}
 
 
+def artifact(req):
+    art = wandb.Artifact(req["name"], type=req["type"], metadata=req.get("metadata") or {})
+    art.add_dir(req["dir"])
+    run.log_artifact(art, aliases=req.get("aliases") or [])
+    return {}
+
+
 def finish(req):
     global run
     run.finish(exit_code=req["exit_code"])
@@ -94,7 +104,7 @@ def finish(req):
     return {}
 
 
-ops = {"start": start, "log": log, "finish": finish}
+ops = {"start": start, "log": log, "artifact": artifact, "finish": finish}
 for line in sys.stdin:
     try:
         req = json.loads(line)

@@ -543,3 +543,40 @@ func TestTableColumnShortType(t *testing.T) {
 		t.Errorf("no columns %v in %v", want, p.Columns)
 	}
 }
+
+// TestRunEffectiveConfig: the run view's effective config is the recorded
+// config with its defaults filled in by Options.EffectiveConfig; none
+// without the function; a config the function cannot read is an error
+// the page shows, naming the file, not a failed request.
+func TestRunEffectiveConfig(t *testing.T) {
+	st := newRunStore(t, 4)
+	for _, c := range []struct {
+		name string
+		fn   func([]byte) (map[string]string, error)
+		want *ui.EffectiveConfig
+	}{
+		{"without", nil, nil},
+		{"filled", effectiveKeys, nil},
+		{"unreadable", func([]byte) (map[string]string, error) {
+			return nil, errors.New("stages.train.kind: unknown kind \"grpo2\"")
+		},
+			&ui.EffectiveConfig{Path: "run/config.yaml", Error: `fill in the defaults of run/config.yaml: stages.train.kind: unknown kind "grpo2"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var d ui.RunDetail
+			if code := get(t, newHandler(t, st, &ui.Options{EffectiveConfig: c.fn}), "/api/runs/demo", &d); code != http.StatusOK {
+				t.Fatalf("status %d", code)
+			}
+			switch c.name {
+			case "filled":
+				if d.Config == nil || d.Config.Path != "run/config.yaml" || d.Config.Error != "" || d.Config.Keys["trainer.lora.rank"] != "8" || d.Config.Keys["trainer.lr"] != "0.001" {
+					t.Errorf("config: %+v", d.Config)
+				}
+			default:
+				if fmt.Sprint(d.Config) != fmt.Sprint(c.want) {
+					t.Errorf("config: %+v, want %+v", d.Config, c.want)
+				}
+			}
+		})
+	}
+}

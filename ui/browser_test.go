@@ -36,7 +36,7 @@ func TestBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := serveUI(ctx, t, st, 100*time.Millisecond)
-	api := newHandler(t, st, nil) // the same answers, read in process
+	api := newHandler(t, st, &ui.Options{EffectiveConfig: effectiveKeys}) // the same answers, read in process
 	base := "http://" + addr + "/"
 
 	page := openPage(ctx, t, chromium)
@@ -119,6 +119,40 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the config links to %q, want %q", rv.Config, want)
 	}
 	checkScreenshot(t, page.screenshot(ctx, t), "run.png")
+
+	// The effective pipeline config: the recorded file's keys and the
+	// defaults it leaves out (the trainer's LoRA rank and clip ε), as the
+	// API gives them.
+	if strings.Contains(fixtureConfig, "rank") || strings.Contains(fixtureConfig, "eps_low") {
+		t.Fatal("the fixture's config writes the defaults this test looks for")
+	}
+	var cv struct {
+		Summary string
+		Note    string
+		Rows    map[string]string
+	}
+	page.waitFor(ctx, t, &cv, `(() => {
+		const d = document.querySelector('details.effective-config');
+		if (!d) return null;
+		d.open = true;
+		d.scrollIntoView();
+		window.scrollBy(0, -64); // below the sticky header
+		return {summary: d.querySelector('summary').textContent,
+			note: [...document.querySelectorAll('.head dd')].map((x) => x.textContent).find((x) => x.includes('as written')) || '',
+			rows: Object.fromEntries([...d.querySelectorAll('table.config tbody tr')].map((r) => [r.dataset.key, r.cells[1].textContent]))};
+	})()`)
+	if d.Config == nil || len(d.Config.Keys) == 0 || fmt.Sprint(cv.Rows) != fmt.Sprint(d.Config.Keys) {
+		t.Errorf("the config view shows %v\nthe API's effective config is %+v", cv.Rows, d.Config)
+	}
+	for k, want := range map[string]string{"trainer.lora.rank": "8", "trainer.eps_low": "0.2", "trainer.lr": "0.001", "stages.train.kind": "grpo", "stages.train.env": "train"} {
+		if cv.Rows[k] != want {
+			t.Errorf("the config view shows %s = %q, want %q", k, cv.Rows[k], want)
+		}
+	}
+	if cv.Summary != "Effective pipeline config (defaults filled in)" || !strings.Contains(cv.Note, "(as written; the effective config, defaults filled in, is below)") {
+		t.Errorf("config view: summary %q, head %q", cv.Summary, cv.Note)
+	}
+	checkScreenshot(t, page.screenshot(ctx, t), "config.png")
 
 	// Live: the engine commits iteration 5; the page redraws without a
 	// reload (the marker set on window survives).
@@ -219,7 +253,7 @@ func colours(img image.Image) int {
 // ends, and returns its address (host:port).
 func serveUI(ctx context.Context, t *testing.T, st artifacts.Store, poll time.Duration) string {
 	t.Helper()
-	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: poll})
+	srv, err := ui.New(st, &ui.Options{Addr: "127.0.0.1:0", PollInterval: poll, EffectiveConfig: effectiveKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,11 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 	"github.com/rlpipe/rlpipe/ui"
 )
@@ -100,7 +103,7 @@ func runFixture(t testing.TB, st artifacts.Store, name string, seed uint64, n in
 	ctx := context.Background()
 	quick := pipeline.Settings{Retry: pipeline.Retry{Attempts: 2, Backoff: time.Millisecond}}
 	envs := map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick, "eval": quick}
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Seed: seed, ConfigHash: "sha256:test"})
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: name, Envs: envs, Seed: seed, ConfigHash: "sha256:test", Config: []byte(fixtureConfig)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +115,33 @@ func runFixture(t testing.TB, st artifacts.Store, name string, seed uint64, n in
 	if _, err := r.Loop(ctx, cfg, stages); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fixtureConfig is the config the fixture's runs record: a pipeline file
+// of the shipped kinds (the UI shows its effective config; the stages
+// that run are stand-ins). It leaves the trainer's LoRA rank out.
+const fixtureConfig = `run: demo
+seed: 1
+iterations: 4
+batch_size: 3
+dataset: main:data/prompts.parquet
+policy: {kind: embedded, model: tiny-arith}
+trainer: {lr: 1.0e-3}
+stages:
+  sample: {kind: standin}
+  generate: {kind: rollout, sampling: {n: 2, max_tokens: 5}}
+  reward: {kind: standin}
+  train: {kind: grpo}
+`
+
+// effectiveKeys is what the command passes as Options.EffectiveConfig:
+// the recorded config parsed with the shipped kinds, defaults filled in.
+func effectiveKeys(recorded []byte) (map[string]string, error) {
+	cfg, err := config.Parse(runs.ConfigPath, recorded, kinds.Registry())
+	if err != nil {
+		return nil, err
+	}
+	return cfg.EffectiveKeys()
 }
 
 // evalPass1 is the pass@1 the fixture's evaluation reports for a

@@ -152,6 +152,38 @@ type RunDetail struct {
 	// defaults filled in; nil when the last iteration's trainer records
 	// none.
 	Trainer *TrainerOptions `json:"trainer"`
+	// Config is the run's effective pipeline config, defaults filled in
+	// (Options.EffectiveConfig); nil without that function or a recorded
+	// config.
+	Config *EffectiveConfig `json:"config"`
+}
+
+// EffectiveConfig is a run's effective pipeline config: the recorded
+// config at Path with every default filled in, as `rlpipe compare` diffs
+// it and the run's trackers get it.
+type EffectiveConfig struct {
+	Path string `json:"path"`
+	// Keys are the config's dotted keys and values; Error says why there
+	// are none (a config this rlpipe no longer parses).
+	Keys  map[string]string `json:"keys,omitempty"`
+	Error string            `json:"error,omitempty"`
+}
+
+// readEffectiveConfig reads the config run recorded at commit and fills
+// in its defaults with s's EffectiveConfig; nil without either.
+func (s *Server) readEffectiveConfig(ctx context.Context, commit string) (*EffectiveConfig, error) {
+	if s.opts.EffectiveConfig == nil {
+		return nil, nil
+	}
+	raw, err := readSmall(ctx, s.st, commit, runs.ConfigPath)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	out := &EffectiveConfig{Path: runs.ConfigPath}
+	if out.Keys, err = s.opts.EffectiveConfig(raw); err != nil {
+		out.Keys, out.Error = nil, fmt.Sprintf("fill in the defaults of %s: %v", runs.ConfigPath, err)
+	}
+	return out, nil
 }
 
 // TrainerOptions are what a trainer records beside its checkpoint
@@ -375,6 +407,9 @@ func (s *Server) runDetail(ctx context.Context, run string) (*RunDetail, error) 
 		if out.Trainer, err = readTrainerOptions(ctx, s.st, b.CommitID, out.Iterations[n-1].Iteration); err != nil {
 			return nil, fmt.Errorf("run %s: trainer options: %w", run, err)
 		}
+	}
+	if out.Config, err = s.readEffectiveConfig(ctx, b.CommitID); err != nil {
+		return nil, fmt.Errorf("run %s: config: %w", run, err)
 	}
 	if out.Evals, err = runs.ReadEvals(ctx, s.st, b.CommitID); err != nil {
 		return nil, fmt.Errorf("run %s: evaluations: %w", run, err)

@@ -70,6 +70,14 @@ type Options struct {
 	// Logger receives a Debug line per request and Info lines for start
 	// and stop (default: none).
 	Logger zerolog.Logger
+	// EffectiveConfig turns a run's recorded config (run/config.yaml, as
+	// the file wrote it) into its effective config, every default filled
+	// in, flattened to dotted keys ("trainer.lora.rank": "8"): the run
+	// view shows it. The ui cannot parse a pipeline config itself (the
+	// kinds are assembled above it); the command passes the function
+	// (cli: config.Parse with its registry, then Config.EffectiveKeys).
+	// Nil: the run view links to the recorded config only.
+	EffectiveConfig func(recorded []byte) (map[string]string, error)
 }
 
 // String shows the options with the token redacted.

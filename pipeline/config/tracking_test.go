@@ -52,9 +52,11 @@ func TestTrackingErrors(t *testing.T) {
 		{"missing kind", "  - {dir: x}\n", []string{`tracking[0]: missing key kind`}},
 		{"missing dir", "  - {kind: tensorboard}\n", []string{`pipeline.yaml:15:5: tracking[0].dir: missing`}},
 		{"wandb without dir", "  - {kind: wandb, project: rl}\n", []string{`pipeline.yaml:15:5: tracking[0].dir: missing (the directory wandb writes its runs under, e.g. dir: wandb)`}},
-		{"wandb with a key", "  - {kind: wandb, dir: wb, api_key: x}\n", []string{`pipeline.yaml:15:28: unknown key "api_key" in tracking[0] (known keys: dir, entity, kind, project, python)`}},
+		{"wandb with a key", "  - {kind: wandb, dir: wb, api_key: x}\n", []string{`pipeline.yaml:15:28: unknown key "api_key" in tracking[0] (known keys: artifacts, dir, entity, kind, project, python)`}},
 		{"bad uri", "  - {kind: mlflow, uri: \"ftp://h\"}\n", []string{`pipeline.yaml:15:20: tracking[0].uri: "ftp://h" is not an http:// or https:// address`}},
 		{"credentials in the uri", "  - {kind: mlflow, uri: \"http://u:p@h\"}\n", []string{`tracking[0].uri: holds credentials; set MLFLOW_TRACKING_TOKEN`}},
+		{"artifacts on tensorboard", "  - {kind: tensorboard, dir: tb, artifacts: checkpoints}\n", []string{`pipeline.yaml:15:34: tracking[0].artifacts: tensorboard keeps event files only, not artifacts: set artifacts: checkpoints on an mlflow or wandb entry, or export a checkpoint with rlpipe policy export`}},
+		{"artifacts of another value", "  - {kind: mlflow, uri: \"http://h\", artifacts: weights}\n", []string{`pipeline.yaml:15:37: tracking[0].artifacts: "weights" is not what a tracker keeps: write artifacts: checkpoints (the adapter or weights of every evaluated checkpoint), or leave the key out`}},
 		{"not a list", "  kind: tensorboard\n", []string{`pipeline.yaml:15:7: tracking: expected a list`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -154,7 +154,7 @@ func Run(ctx context.Context, st artifacts.Store, cfg *config.Config, o Options)
 			o.Logger.Warn().Str("run", run.Branch()).Msgf("the pipeline config differs from the run's recorded one: %s; the next committed iteration records the new one", joinChanges(changes))
 		}
 	}
-	feed, err := openTrackers(ctx, st, cfg, name, body, plan.Run.ConfigHash, o)
+	feed, err := openTrackers(ctx, st, &effective, plan.Run.ConfigHash, o)
 	if err != nil {
 		return out, err
 	}
@@ -229,11 +229,13 @@ func checkTrackers(ctx context.Context, cfg *config.Config, log zerolog.Logger) 
 }
 
 // openTrackers starts feeding the config's trackers; nil without any.
-func openTrackers(ctx context.Context, st artifacts.Store, cfg *config.Config, name string, body []byte, hash string, o Options) (*trackers.Feed, error) {
+// cfg names the run (Run).
+func openTrackers(ctx context.Context, st artifacts.Store, cfg *config.Config, hash string, o Options) (*trackers.Feed, error) {
 	if len(cfg.Tracking) == 0 {
 		return nil, nil
 	}
-	r, err := trackers.NewRun(name, body, hash)
+	name := cfg.Run
+	r, err := TrackerRun(cfg, name, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +253,19 @@ func openTrackers(ctx context.Context, st artifacts.Store, cfg *config.Config, n
 	}
 	fo.Logger = o.Logger
 	return trackers.NewFeed(ctx, st, r, named, &fo), nil
+}
+
+// TrackerRun describes run name to its trackers: its effective config
+// with every default filled in (config.Config.Effective, secrets
+// redacted) under a header that names the run and the config's hash, as
+// the live run's trackers and a back-fill (`rlpipe track`) both send it.
+func TrackerRun(cfg *config.Config, name, hash string) (trackers.Run, error) {
+	eff, err := cfg.Effective()
+	if err != nil {
+		return trackers.Run{}, fmt.Errorf("run %s: trackers: %w", name, err)
+	}
+	head := fmt.Sprintf("# effective pipeline config of run %s, defaults filled in, secrets redacted\n# config-hash: %s\n", name, hash)
+	return trackers.NewRun(name, append([]byte(head), eff...), hash)
 }
 
 // tally counts a run's events.

@@ -70,6 +70,15 @@ type recorderOptions struct {
 	Name    string `yaml:"name"`
 	FailEnd bool   `yaml:"fail_end"` // End records the outcome, then fails
 	Hang    bool   `yaml:"hang"`     // Log waits for its context to end
+	// Batch has a default (3) that the file need not write: the
+	// effective config the tracker gets fills it in.
+	Batch int `yaml:"batch,omitempty"`
+}
+
+func (o *recorderOptions) EnsureDefaults() {
+	if o.Batch == 0 {
+		o.Batch = 3
+	}
 }
 
 func (o *recorderOptions) Where() string { return o.Name }
@@ -117,6 +126,17 @@ func TestRunFeedsTrackers(t *testing.T) {
 	}
 	if rec.run.Name != "exp1" || !bytes.Contains(rec.run.Config, []byte("tracking:")) || rec.run.Params["iterations"] != "2" || rec.run.ConfigHash != sum.ConfigHash {
 		t.Errorf("run: %+v", rec.run)
+	}
+	// The tracker gets the effective config, its own default filled in;
+	// the run records the config as the file wrote it.
+	if got := rec.run.Params["tracking[0].batch"]; got != "3" {
+		t.Errorf("the tracker's params: tracking[0].batch = %q, want the default 3: %v", got, rec.run.Params)
+	}
+	if head := "# effective pipeline config of run exp1, defaults filled in, secrets redacted\n# config-hash: " + sum.ConfigHash + "\n"; !bytes.HasPrefix(rec.run.Config, []byte(head)) {
+		t.Errorf("the tracker's config does not start with %q:\n%s", head, rec.run.Config)
+	}
+	if recorded, err := artifacts.ReadObject(ctx, st, sum.Branch, runs.ConfigPath); err != nil || bytes.Contains(recorded, []byte("batch:")) {
+		t.Errorf("the run's recorded config (%v) holds the tracker's default:\n%s", err, recorded)
 	}
 	want, err := trackers.History(ctx, st, "exp1", sum.Branch)
 	if err != nil {

@@ -3,6 +3,7 @@ package trackertest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,8 +19,9 @@ import (
 )
 
 // MLflowServer starts a real MLflow tracking server from the tracker
-// venv on a loopback port, with a SQLite store in a temporary directory,
-// and stops it when the test ends. It returns the server's URI.
+// venv on a loopback port, with a SQLite store in a temporary directory
+// and the artifacts served through it, and stops it when the test ends.
+// It returns the server's URI.
 func MLflowServer(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(Python(t)), "mlflow")
@@ -37,8 +39,10 @@ func MLflowServer(t testing.TB) string {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	logs := func() string { b, _ := os.ReadFile(logPath); return string(b) }
+	// Artifacts go through the server's proxy (mlflow-artifacts:/), as
+	// with a remote server: a tracker uploads them over HTTP.
 	cmd := exec.Command(bin, "server", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--workers", "1",
-		"--backend-store-uri", "sqlite:///"+filepath.Join(dir, "mlflow.db"), "--default-artifact-root", filepath.Join(dir, "artifacts"))
+		"--backend-store-uri", "sqlite:///"+filepath.Join(dir, "mlflow.db"), "--serve-artifacts", "--artifacts-destination", filepath.Join(dir, "artifacts"))
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the server's workers go with it
@@ -218,4 +222,60 @@ func callJSON(t testing.TB, method, u string, in, out any) int {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
 	return resp.StatusCode
+}
+
+// MLflowArtifacts reads the files of run id under dir (its artifact path,
+// "checkpoints/iteration-000002") through the server's REST API
+// (artifacts/list, then each file from the artifact proxy): path below
+// dir → content.
+func MLflowArtifacts(t testing.TB, uri, id, dir string) map[string]string {
+	t.Helper()
+	base := strings.TrimRight(uri, "/")
+	var list struct {
+		RootURI string `json:"root_uri"`
+		Files   []struct {
+			Path  string `json:"path"`
+			IsDir bool   `json:"is_dir"`
+		} `json:"files"`
+	}
+	callJSON(t, http.MethodGet, base+"/api/2.0/mlflow/artifacts/list?run_id="+id+"&path="+url.QueryEscape(dir), nil, &list)
+	root, ok := strings.CutPrefix(list.RootURI, "mlflow-artifacts:/")
+	if !ok {
+		t.Fatalf("run %s: artifact root %q is not served by the server", id, list.RootURI)
+	}
+	out := map[string]string{}
+	for _, f := range list.Files {
+		if f.IsDir {
+			continue
+		}
+		resp, err := http.Get(base + "/api/2.0/mlflow-artifacts/artifacts/" + strings.TrimPrefix(root, "/") + "/" + f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("artifact %s of run %s: %s %v", f.Path, id, resp.Status, err)
+		}
+		out[strings.TrimPrefix(f.Path, dir+"/")] = string(b)
+	}
+	return out
+}
+
+// MLflowParams reads the parameters of run id (runs/get).
+func MLflowParams(t testing.TB, uri, id string) map[string]string {
+	t.Helper()
+	var got struct {
+		Run struct {
+			Data struct {
+				Params []struct{ Key, Value string } `json:"params"`
+			} `json:"data"`
+		} `json:"run"`
+	}
+	callJSON(t, http.MethodGet, strings.TrimRight(uri, "/")+"/api/2.0/mlflow/runs/get?run_id="+id, nil, &got)
+	out := map[string]string{}
+	for _, p := range got.Run.Data.Params {
+		out[p.Key] = p.Value
+	}
+	return out
 }

@@ -21,6 +21,17 @@ type WandbRun struct {
 	// Metrics are the define_metric records: glob or name → step metric.
 	Metrics  map[string]string
 	ExitCode *int
+	// Artifacts are the artifacts the run logged, in order.
+	Artifacts []WandbArtifact
+}
+
+// WandbArtifact is an artifact record of a run: its name, type, aliases
+// and metadata (JSON), and its files, path → MD5 digest (base64).
+type WandbArtifact struct {
+	Name, Type string
+	Aliases    []string
+	Metadata   string
+	Files      map[string]string
 }
 
 // WandbRuns reads every offline run of W&B run id under dir (dir/wandb/
@@ -77,6 +88,18 @@ func WandbRuns(t testing.TB, dir, id string) []WandbRun {
 				Exit struct {
 					Code int `json:"exit_code"`
 				} `json:"exit"`
+				Artifact struct {
+					Name     string   `json:"name"`
+					Type     string   `json:"type"`
+					Aliases  []string `json:"aliases"`
+					Metadata string   `json:"metadata"`
+					Manifest struct {
+						Contents []struct {
+							Path   string `json:"path"`
+							Digest string `json:"digest"`
+						} `json:"contents"`
+					} `json:"manifest"`
+				} `json:"artifact"`
 			}
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 				t.Fatalf("wandb leet inspect %s printed %q: %v", d, sc.Bytes(), err)
@@ -89,6 +112,13 @@ func WandbRuns(t testing.TB, dir, id string) []WandbRun {
 				r.History = append(r.History, rec.History.Item)
 			case "metric":
 				r.Metrics[rec.Metric.Name+rec.Metric.Glob] = rec.Metric.StepMetric
+			case "artifact":
+				a := WandbArtifact{Name: rec.Artifact.Name, Type: rec.Artifact.Type, Aliases: rec.Artifact.Aliases,
+					Metadata: rec.Artifact.Metadata, Files: map[string]string{}}
+				for _, c := range rec.Artifact.Manifest.Contents {
+					a.Files[c.Path] = c.Digest
+				}
+				r.Artifacts = append(r.Artifacts, a)
 			case "exit":
 				code := rec.Exit.Code
 				r.ExitCode = &code

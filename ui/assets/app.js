@@ -254,7 +254,8 @@ function renderRun(root, d) {
       h('dt', {}, 'branch'), h('dd', {}, h('a', {href: href.log(d.branch)}, d.branch), ' at ', h('a', {class: 'mono', href: href.tree(d.commit, '')}, short(d.commit))),
       h('dt', {}, 'state'), h('dd', {}, d.state ? `iteration ${d.state.iteration}, cursor ${d.state.cursor}, seed ${d.state.seed}` : 'no iteration committed yet'),
       h('dt', {}, 'process'), h('dd', {}, lockText(d.lock)),
-      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, d.config_path, d.config_hash), d.trainer ? ' (as written; the trainer\'s options with defaults filled in are below)' : '')] : null,
+      d.config_hash ? [h('dt', {}, 'config'), h('dd', {}, artifactLink(d.commit, d.config_path, d.config_hash),
+        d.config ? ' (as written; the effective config, defaults filled in, is below)' : d.trainer ? ' (as written; the trainer\'s options with defaults filled in are below)' : '')] : null,
       last ? [h('dt', {}, 'last iteration'), h('dd', {}, h('a', {href: href.iteration(d.run, last.iteration)}, last.iteration), ' · ', fmtDate(last.date))] : null));
 
   const charts = h('div', {class: 'charts'});
@@ -274,11 +275,26 @@ function renderRun(root, d) {
   }
   // replaceChildren would print a null as "null": sections left out are dropped.
   root.replaceChildren(...[head,
+    d.config ? effectiveConfig(d) : null,
     d.trainer ? trainerOptions(d) : null,
     section('Charts', charts.childElementCount ? charts : h('p', {class: 'muted'}, 'Nothing to chart yet.'), picker),
     d.evals.length ? section('Evaluations', evalTable(d.evals, d.commit)) : null,
     (d.rescorings || []).length ? section('Rescorings', rescoringTable(d)) : null,
     section(`Iterations (${its.length})`, iterationTable(d.run, its))].filter(Boolean));
+}
+
+// effectiveConfig shows the run's pipeline config as it runs: the
+// recorded config with every default filled in (what rlpipe compare
+// diffs and the trackers get), one row per dotted key.
+function effectiveConfig(d) {
+  const c = d.config;
+  const keys = Object.keys(c.keys || {}).sort();
+  return h('details', {class: 'effective-config'},
+    h('summary', {}, 'Effective pipeline config (defaults filled in)'),
+    h('p', {class: 'muted'}, 'The recorded ', artifactLink(d.commit, c.path),
+      ' with the default of every key it leaves out, as rlpipe compare diffs it and the trackers get it'),
+    c.error ? h('p', {class: 'error'}, c.error)
+      : table(['key', 'value'], keys.map((k) => h('tr', {'data-key': k}, h('td', {class: 'mono'}, k), h('td', {class: 'mono'}, c.keys[k]))), 'config'));
 }
 
 // trainerOptions shows the options the trainer's last update ran with,
