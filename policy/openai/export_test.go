@@ -46,8 +46,15 @@ func FakeTime(c *Client) {
 // WeightsWaiting is the weights version a Generate or LoadWeights call
 // waits to reload ("" when none waits), so a test can act once a reload
 // is waiting for calls to drain.
-func WeightsWaiting(c *Client) string {
+func WeightsWaiting(c *Client) (string, bool) {
 	c.weights.mu.Lock()
 	defer c.weights.mu.Unlock()
-	return c.weights.want
+	return c.weights.want, c.weights.waiting
+}
+
+// WeightsWaiters counts the calls blocked waiting for a weights version.
+func WeightsWaiters(c *Client) int {
+	c.weights.mu.Lock()
+	defer c.weights.mu.Unlock()
+	return c.weights.waiters
 }

@@ -46,7 +46,9 @@ type weights struct {
 	changed  chan struct{} // closed and replaced at every change
 	live     string        // "" the model the servers started with, a weights name, or liveUnknown
 	inUse    int           // Generate calls sampling live
-	want     string        // the version a waiting call will reload; "" none
+	want     string        // the version a waiting call will reload, when waiting
+	waiting  bool          // a call waits for the live calls to drain to reload want
+	waiters  int           // calls blocked in acquireWeights, for tests
 	swapping bool          // a reload is under way
 	// base are the directories each endpoint started from (GET
 	// /v1/models' root of the base model), read before the first reload
@@ -158,7 +160,7 @@ func (c *Client) acquireWeights(ctx context.Context, version string) (func(), er
 	defer w.mu.Unlock()
 	for {
 		switch {
-		case w.swapping || (w.want != "" && w.want != version):
+		case w.swapping || (w.waiting && w.want != version):
 			// A reload is under way or waiting for the calls on the live
 			// version to drain.
 		case w.live == version:
@@ -181,7 +183,7 @@ func (c *Client) acquireWeights(ctx context.Context, version string) (func(), er
 				}
 				dirs = slices.Repeat([]string{dir}, len(c.eps))
 			}
-			w.want = version
+			w.want, w.waiting = version, true
 			if w.inUse == 0 {
 				w.swapping = true
 				first := w.live == "" && w.base == nil
@@ -195,7 +197,7 @@ func (c *Client) acquireWeights(ctx context.Context, version string) (func(), er
 				if first {
 					w.base = base
 				}
-				w.swapping, w.want = false, ""
+				w.swapping, w.want, w.waiting = false, "", false
 				w.live = version
 				if err != nil {
 					w.live = liveUnknown
@@ -211,14 +213,17 @@ func (c *Client) acquireWeights(ctx context.Context, version string) (func(), er
 			w.notify()
 		}
 		ch := w.changed
+		w.waiters++
 		w.mu.Unlock()
 		select {
 		case <-ch:
 			w.mu.Lock()
+			w.waiters--
 		case <-ctx.Done():
 			w.mu.Lock()
-			if w.want == version && !w.swapping {
-				w.want = "" // another waiter takes it up
+			w.waiters--
+			if w.waiting && w.want == version && !w.swapping {
+				w.want, w.waiting = "", false // another waiter takes it up
 				w.notify()
 			}
 			return nil, fmt.Errorf("openai: wait to sample weights %s: %w", liveName(version), context.Cause(ctx))

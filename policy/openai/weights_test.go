@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/openai"
@@ -114,7 +115,7 @@ func TestWeightsReloadWaitsForDrain(t *testing.T) {
 	<-arrived // the request on weights-1 is at the server
 	loaded := make(chan error, 1)
 	go func() { loaded <- c.LoadWeights(ctx, "weights-2", "/w2") }()
-	for openai.WeightsWaiting(c) != "weights-2" {
+	for v, ok := openai.WeightsWaiting(c); !ok || v != "weights-2"; v, ok = openai.WeightsWaiting(c) {
 		runtime.Gosched()
 	}
 	before := weightCalls(f)
@@ -130,6 +131,62 @@ func TestWeightsReloadWaitsForDrain(t *testing.T) {
 	}
 	if got := weightCalls(f)[3:]; !reflect.DeepEqual(got, []string{"reload_weights /w2", "reset"}) {
 		t.Errorf("after it: %v, want the reload of /w2", got)
+	}
+}
+
+// A call for the base model (an evaluation of iteration 0) is not
+// starved by calls on the live weights: once it waits to reload the base,
+// a new call on the live weights waits behind it, and the server sees the
+// base reloaded before that call samples.
+func TestWeightsBaseIsNotStarved(t *testing.T) {
+	models := func(k int, r seen, w http.ResponseWriter) bool {
+		if r.Path != "/v1/models" {
+			return false
+		}
+		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "base", "root": "/models/base"}}})
+		return true
+	}
+	f := newFake(t, models)
+	c, _ := newClient(t, openai.Options{Model: "base"}, f.URL)
+	ctx := context.Background()
+	if err := c.LoadWeights(ctx, "weights-1", "/w1"); err != nil {
+		t.Fatal(err)
+	}
+	gate, arrived := make(chan struct{}), make(chan int, 3)
+	f.Set(models, gate, arrived)
+	done := make(chan error, 3)
+	sample := func(adapter string) {
+		_, err := c.Generate(ctx, reqs(1), policy.Sampling{N: 1, Adapter: adapter})
+		done <- err
+	}
+	go sample("weights-1")
+	<-arrived // the first call on weights-1 is at the server
+	go sample("")
+	waitFor(t, "the base call to wait", func() bool { v, ok := openai.WeightsWaiting(c); return ok && v == "" })
+	go sample("weights-1")
+	waitFor(t, "the second weights-1 call to wait behind the base", func() bool { return openai.WeightsWaiters(c) == 2 })
+	close(gate)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := weightCalls(f)[2:]
+	want := []string{"sample base", "reload_weights /models/base", "reset", "sample base", "reload_weights /w1", "reset", "sample base"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the server got %v, want %v: the base reloaded before the second weights-1 call", got, want)
+	}
+}
+
+// waitFor yields until ok holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
 	}
 }
 
