@@ -349,11 +349,15 @@ func (s *supervisor) count(p *proc, msg string) {
 	}
 }
 
-// stop asks a process to stop (SIGTERM).
+// stop asks a process to stop (SIGTERM), unless it took an attempt since
+// Decide saw it idle: an attempt that started in between would be
+// handed over and run again. (A task Temporal hands the process before
+// its "attempt started" line is logged can still be caught; it then
+// re-runs elsewhere, not counted against retries.)
 func (s *supervisor) stop(pid int, now time.Time) {
 	s.mu.Lock()
 	p := s.procs[pid]
-	if p == nil || p.stopping {
+	if p == nil || p.stopping || p.busy > 0 || now.Sub(p.idleSince) < s.o.IdleTimeout {
 		s.mu.Unlock()
 		return
 	}
