@@ -2,6 +2,8 @@ package lakefs
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -58,6 +60,11 @@ func parseThreshold(v string) (int64, error) {
 	return n * mult, nil
 }
 
+// maxSinglePut is the largest object S3 takes in one PUT (5 GiB); a
+// larger one goes through the API rather than be refused after the
+// upload (presigned multipart uploads are not implemented).
+const maxSinglePut = 5 << 30
+
 // presignState is what the client learnt of the server's presigned
 // transfers: asked once (GET /config), shared by the client's copies.
 type presignState struct {
@@ -68,7 +75,7 @@ type presignState struct {
 // presigns reports whether an object of size bytes moves through
 // presigned URLs: above the threshold, when the server offers them.
 func (c *Client) presigns(ctx context.Context, size int64) bool {
-	if c.threshold < 0 || size <= c.threshold {
+	if c.threshold < 0 || size <= c.threshold || size > maxSinglePut {
 		return false
 	}
 	p := c.presign
@@ -174,7 +181,11 @@ func (s *Store) putPresigned(ctx context.Context, u upload) (info artifacts.Obje
 		return rewind()
 	}
 	sent := newHashingReader(u.body)
-	etag, err := s.c.transfer(ctx, http.MethodPut, loc.PresignedURL, sent, u.length)
+	md := md5.New()
+	etag, err := s.c.transfer(ctx, http.MethodPut, loc.PresignedURL, io.TeeReader(sent, md), u.length)
+	if err == nil {
+		err = checkETag(etag, hex.EncodeToString(md.Sum(nil)), hostOf(loc.PresignedURL))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return info, true, fmt.Errorf("lakefs: %s: %w", u.what, ctx.Err())
@@ -187,15 +198,15 @@ func (s *Store) putPresigned(ctx context.Context, u upload) (info artifacts.Obje
 		return info, true, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (SHA-256 %s before the upload, %s as sent): nothing was staged; put it again from a body that does not change",
 			u.what, artifacts.ErrIntegrity, u.sum, got)
 	}
-	md := map[string]string{MetaSHA256: u.sum}
+	meta := map[string]string{MetaSHA256: u.sum}
 	for k, v := range u.opts.Metadata {
-		md[strings.ToLower(k)] = v
+		meta[strings.ToLower(k)] = v
 	}
 	r, err := jsonRequest(http.MethodPut, staging, lakefsapi.StagingMetadata{
 		Staging:      lakefsapi.StagingLocation{PhysicalAddress: loc.PhysicalAddress},
 		Checksum:     etag,
 		SizeBytes:    u.length,
-		UserMetadata: md,
+		UserMetadata: meta,
 		ContentType:  u.contentType,
 	})
 	if err != nil {
@@ -348,6 +359,22 @@ func (c *Client) send1(ctx context.Context, method, u string, body io.Reader, le
 		return nil, fmt.Errorf("%w: %s the block store at %s: it answered %s", ErrPresignedTransfer, verb, host, why)
 	}
 	return resp, nil
+}
+
+// checkETag compares the ETag a block store gave an upload with the MD5
+// of the bytes sent, when the ETag is an MD5 (S3's single PUT; a
+// multipart or encrypted ETag is not, and is left unchecked): bytes
+// damaged on the way must not be linked, since the link takes the block
+// store's word for them.
+func checkETag(etag, sentMD5, host string) error {
+	if len(etag) != 32 {
+		return nil
+	}
+	if _, err := hex.DecodeString(etag); err != nil || strings.EqualFold(etag, sentMD5) {
+		return nil
+	}
+	return fmt.Errorf("%w: upload to the block store at %s: it holds other bytes than were sent (MD5 %s sent, its ETag %s); nothing was linked",
+		ErrPresignedTransfer, host, sentMD5, etag)
 }
 
 // hostOf is a URL's scheme and host: what an error may name of a

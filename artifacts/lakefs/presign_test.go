@@ -3,6 +3,7 @@ package lakefs_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,6 +281,35 @@ func TestPresignedURLRefused(t *testing.T) {
 				t.Errorf("the API did not carry the object: %q", reqs)
 			}
 		})
+	}
+}
+
+// A block store that stores other bytes than were sent (damaged on the
+// way) is caught by its ETag before the link: nothing damaged is staged,
+// the object goes through the API, and the warning names both MD5s.
+func TestPresignedUploadDamaged(t *testing.T) {
+	bs := artifactstest.ServeBlockStore(t, storeserver.BlockStoreOptions{Faults: storeserver.BlockFaults{DamageUploads: true}})
+	rig := newPresignRig(t, bs, testThreshold)
+	ctx := context.Background()
+	data := content(16 << 10)
+	if _, err := rig.st.PutObject(ctx, "main", "big.bin", bytes.NewReader(data), nil); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	got, _ := artifactstest.ReadInfo(t, rig.st, "main", "big.bin")
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back other bytes than were put")
+	}
+	sent := md5.Sum(data)
+	damaged := bytes.Clone(data)
+	damaged[0] ^= 0xff
+	stored := md5.Sum(damaged)
+	want := fmt.Sprintf("lakefs: put main:big.bin: presigned transfer failed: upload to the block store at %s: it holds other bytes than were sent (MD5 %x sent, its ETag %x); nothing was linked | lakefs: sending the object through the lakeFS API instead",
+		blockHost(t, bs), sent, stored)
+	if w := warnings(t, &rig.log); len(w) == 0 || w[0] != want {
+		t.Errorf("warnings:\n%s\nwant first:\n%s", strings.Join(w, "\n"), want)
+	}
+	if reqs := rig.requests(); !slices.Contains(reqs, "POST "+uploadPath) {
+		t.Errorf("the API did not carry the object: %q", reqs)
 	}
 }
 

@@ -61,6 +61,10 @@ type BlockFaults struct {
 	// WrongSignatures signs every URL with a key other than the one it
 	// is checked with.
 	WrongSignatures bool
+	// DamageUploads flips the first byte of every upload as it arrives,
+	// as a transfer that corrupts data would; the ETag is of the bytes
+	// stored.
+	DamageUploads bool
 }
 
 // BlockStore stands in for the object store behind a lakeFS server (S3,
@@ -234,7 +238,11 @@ func (b *BlockStore) upload(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	h := md5.New()
-	n, err := io.Copy(io.MultiWriter(f, h), r.Body)
+	var body io.Reader = r.Body
+	if b.faults.DamageUploads {
+		body = &flipFirst{r: body}
+	}
+	n, err := io.Copy(io.MultiWriter(f, h), body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -352,4 +360,19 @@ func s3Error(w http.ResponseWriter, status int, code, msg string) {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// flipFirst flips the first byte read through it (BlockFaults.DamageUploads).
+type flipFirst struct {
+	r    io.Reader
+	done bool
+}
+
+func (f *flipFirst) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 && !f.done {
+		p[0] ^= 0xff
+		f.done = true
+	}
+	return n, err
 }
