@@ -3,7 +3,10 @@ package temporaltests_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -172,5 +176,58 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 		b.ReportMetric(localRate/tempRate, "local/temporal")
 		fmt.Printf("no-op throughput, %d calls, %d in flight: Temporal with 4 workers %.0f tasks/s, local executor (4 at once) %.0f tasks/s: local/Temporal %.1fx\n",
 			n, inflight, tempRate, localRate, localRate/tempRate)
+	}
+}
+
+// BenchmarkTemporalDemo runs the arithmetic demo (examples/arithmetic,
+// the full dataset) once with the local executor and once through
+// Temporal — an in-process server, the store served by `rlpipe store
+// serve`, a worker process per environment with its model warm — and
+// reports the Temporal run's wall time over the local run's. Every
+// artifact of the run, the held-out evaluations among them, must be the
+// same in both. RLPIPE_BENCH_DEMO_ITERATIONS cuts the run (default the
+// demo's 60; evaluations stay every 10th iteration, or at the last one
+// of a shorter run).
+func BenchmarkTemporalDemo(b *testing.B) {
+	iters := 60
+	if v := os.Getenv("RLPIPE_BENCH_DEMO_ITERATIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("RLPIPE_BENCH_DEMO_ITERATIONS=%q: want a positive number of iterations", v)
+		}
+		iters = n
+	}
+	edits := map[string]string{"iterations: 60": fmt.Sprintf("iterations: %d", iters)}
+	if iters < 10 {
+		edits["every: 10"] = fmt.Sprintf("every: %d", iters)
+	}
+	cfg, setup := arithmeticConfig(b, edits)
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		store := filepath.Join(dir, "store")
+		setup(dir, store)
+		start := time.Now()
+		rlpipe(b, dir, nil, "--store", store, "run", "-f", cfg, "--no-report")
+		localT := time.Since(start)
+		st, err := local.Open(context.Background(), store, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := standintest.Sums(b, st, "runs-arith")
+		st.Close()
+
+		c := newCluster(b, setup)
+		c.arithmeticWorkers(cfg)
+		start = time.Now()
+		rlpipe(b, c.dir, c.env, c.runArgs(cfg, "--no-report")...)
+		tempT := time.Since(start)
+		got, _ := c.storeSums("arith")
+		sameSums(b, want, got)
+		load, _ := os.ReadFile("/proc/loadavg")
+		b.ReportMetric(localT.Seconds(), "local-s")
+		b.ReportMetric(tempT.Seconds(), "temporal-s")
+		b.ReportMetric(tempT.Seconds()/localT.Seconds(), "temporal/local")
+		fmt.Printf("arithmetic demo, %d iterations: local executor %.1f s, Temporal (in-process server, a worker process per environment) %.1f s: %.2fx local; artifacts identical; load average %s\n",
+			iters, localT.Seconds(), tempT.Seconds(), tempT.Seconds()/localT.Seconds(), strings.Join(strings.Fields(string(load))[:3], " "))
 	}
 }
