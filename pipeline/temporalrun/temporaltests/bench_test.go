@@ -231,3 +231,38 @@ func BenchmarkTemporalDemo(b *testing.B) {
 			iters, localT.Seconds(), tempT.Seconds(), tempT.Seconds()/localT.Seconds(), strings.Join(strings.Fields(string(load))[:3], " "))
 	}
 }
+
+// BenchmarkTemporalEagerAttempts compares the time per no-op task call,
+// one at a time, on a test server with Temporal's defaults and on one
+// with eager activity execution on (as `rlpipe temporal dev` runs), each
+// with one worker
+// that runs up to 4 attempts at once (a worker hands attempts over
+// eagerly only with a slot its pollers do not hold).
+func BenchmarkTemporalEagerAttempts(b *testing.B) {
+	const n = 60
+	envs := map[string]pipeline.Settings{"x": {Concurrency: 4}}
+	ts := temporaltest.NewServer()
+	defer ts.Stop()
+	es := temporaltest.NewServer(eagerActivities())
+	defer es.Stop()
+	per := func(c client.Client, name string) float64 {
+		st := benchStore(b)
+		b.Cleanup(startWorkers(b, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Concurrency: map[string]int{"x": 4}, Name: name}))
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runNoops(b, st, name+"-warm", x, envs, 5, 1)
+		return float64(runNoops(b, st, name, x, envs, n, 1).Microseconds()) / 1000 / n
+	}
+	for i := 0; i < b.N; i++ {
+		queued := per(ts.GetDefaultClient(), fmt.Sprintf("queued%d", i))
+		eager := per(es.GetDefaultClient(), fmt.Sprintf("eager%d", i))
+		b.ReportMetric(queued, "queued-ms/task")
+		b.ReportMetric(eager, "eager-ms/task")
+		b.ReportMetric(eager/queued, "eager/queued")
+		fmt.Printf("task overhead, %d sequential no-op calls, a worker of 4 slots: Temporal's defaults %.2f ms/task, eager activity execution on %.2f ms/task: %.2fx\n",
+			n, queued, eager, eager/queued)
+	}
+}
