@@ -43,6 +43,7 @@ var targets = []target{
 	{"BenchmarkEvalBackfill", "backfill10/single", "<=", 1.5, "back-filling 10 checkpoints, 9 cached, against the missing one alone"},
 	{"BenchmarkTrackersDown", "down/plain", "<=", 1.05, "a loop with a tracker that is down against none"},
 	{"BenchmarkTemporalTaskOverhead", "temporal/floor", "<=", 1.5, "a task through Temporal against Temporal's own floor"},
+	{"BenchmarkTemporalDemo", "temporal/local", "<=", 1.5, "the arithmetic demo on Temporal (a worker process per environment) against the local executor"},
 	{"BenchmarkRescore", "rlpipe/duckdb", ">=", 1.0, "rescoring 1M rollouts against DuckDB"},
 	{"BenchmarkMathVerify", "worker/floor", ">=", 0.8, "math-verify rows/s through the sandboxed Python worker against the same function in a plain Python loop"},
 	{"BenchmarkSkyRLGym", "go/python", ">=", 0.8, "SkyRL-gym gsm8k episodes/s driven from Go through the skyrl_gym worker against Python driving the same worker over the same pipe"},

@@ -3,7 +3,9 @@ package temporaltests_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
 )
 
@@ -173,6 +176,94 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 		b.ReportMetric(localRate/tempRate, "local/temporal")
 		fmt.Printf("no-op throughput, %d calls, %d in flight: Temporal with 4 workers %.0f tasks/s, local executor (4 at once) %.0f tasks/s: local/Temporal %.1fx\n",
 			n, inflight, tempRate, localRate, localRate/tempRate)
+	}
+}
+
+// BenchmarkTemporalDemo runs the arithmetic demo (examples/arithmetic,
+// the full dataset) once with the local executor and once through
+// Temporal — an in-process server, the store served by `rlpipe store
+// serve`, a worker process per environment with its model warm — and
+// reports the Temporal run's wall time over the local run's. Every
+// artifact of the run, the held-out evaluations among them, must be the
+// same in both. RLPIPE_BENCH_DEMO_ITERATIONS cuts the run (default the
+// demo's 60; evaluations stay every 10th iteration, or at the last one
+// of a shorter run).
+func BenchmarkTemporalDemo(b *testing.B) {
+	iters := 60
+	if v := os.Getenv("RLPIPE_BENCH_DEMO_ITERATIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("RLPIPE_BENCH_DEMO_ITERATIONS=%q: want a positive number of iterations", v)
+		}
+		iters = n
+	}
+	edits := map[string]string{"iterations: 60": fmt.Sprintf("iterations: %d", iters)}
+	if iters < 10 {
+		edits["every: 10"] = fmt.Sprintf("every: %d", iters)
+	}
+	cfg, setup := arithmeticConfig(b, edits)
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		store := filepath.Join(dir, "store")
+		setup(dir, store)
+		start := time.Now()
+		rlpipe(b, dir, nil, "--store", store, "run", "-f", cfg, "--no-report")
+		localT := time.Since(start)
+		st, err := local.Open(context.Background(), store, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := standintest.Sums(b, st, "runs-arith")
+		st.Close()
+
+		c := newCluster(b, setup)
+		c.arithmeticWorkers(cfg)
+		start = time.Now()
+		rlpipe(b, c.dir, c.env, c.runArgs(cfg, "--no-report")...)
+		tempT := time.Since(start)
+		got, _ := c.storeSums("arith")
+		sameSums(b, want, got)
+		load, _ := os.ReadFile("/proc/loadavg")
+		b.ReportMetric(localT.Seconds(), "local-s")
+		b.ReportMetric(tempT.Seconds(), "temporal-s")
+		b.ReportMetric(tempT.Seconds()/localT.Seconds(), "temporal/local")
+		fmt.Printf("arithmetic demo, %d iterations: local executor %.1f s, Temporal (in-process server, a worker process per environment) %.1f s: %.2fx local; artifacts identical; load average %s\n",
+			iters, localT.Seconds(), tempT.Seconds(), tempT.Seconds()/localT.Seconds(), strings.Join(strings.Fields(string(load))[:3], " "))
+	}
+}
+
+// BenchmarkTemporalEagerAttempts compares the time per no-op task call,
+// one at a time, on a test server with Temporal's defaults and on one
+// with eager activity execution on (as `rlpipe temporal dev` runs), each
+// with one worker
+// that runs up to 4 attempts at once (a worker hands attempts over
+// eagerly only with a slot its pollers do not hold).
+func BenchmarkTemporalEagerAttempts(b *testing.B) {
+	const n = 60
+	envs := map[string]pipeline.Settings{"x": {Concurrency: 4}}
+	ts := temporaltest.NewServer()
+	defer ts.Stop()
+	es := temporaltest.NewServer(eagerActivities())
+	defer es.Stop()
+	per := func(c client.Client, name string) float64 {
+		st := benchStore(b)
+		b.Cleanup(startWorkers(b, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
+			temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Concurrency: map[string]int{"x": 4}, Name: name}))
+		x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runNoops(b, st, name+"-warm", x, envs, 5, 1)
+		return float64(runNoops(b, st, name, x, envs, n, 1).Microseconds()) / 1000 / n
+	}
+	for i := 0; i < b.N; i++ {
+		queued := per(ts.GetDefaultClient(), fmt.Sprintf("queued%d", i))
+		eager := per(es.GetDefaultClient(), fmt.Sprintf("eager%d", i))
+		b.ReportMetric(queued, "queued-ms/task")
+		b.ReportMetric(eager, "eager-ms/task")
+		b.ReportMetric(eager/queued, "eager/queued")
+		fmt.Printf("task overhead, %d sequential no-op calls, a worker of 4 slots: Temporal's defaults %.2f ms/task, eager activity execution on %.2f ms/task: %.2fx\n",
+			n, queued, eager, eager/queued)
 	}
 }
 

@@ -121,7 +121,7 @@ func standinEnvs() map[string]pipeline.Settings {
 	return map[string]pipeline.Settings{"sample": quick, "generate": quick, "reward": quick, "train": quick}
 }
 
-func sameSums(t *testing.T, want, got map[string]string) {
+func sameSums(t testing.TB, want, got map[string]string) {
 	t.Helper()
 	if len(want) == 0 {
 		t.Fatal("the reference run has no artifacts")

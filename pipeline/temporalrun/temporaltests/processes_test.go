@@ -178,14 +178,19 @@ func newCluster(t testing.TB, setup func(dir, store string), opts ...temporaltes
 	for k, v := range served.Env {
 		c.env = append(c.env, k+"="+v)
 	}
-	if tt, ok := t.(*testing.T); ok {
-		opts = append(opts, temporaltest.WithT(tt))
-	}
-	c.ts = temporaltest.NewServer(opts...)
-	if _, ok := t.(*testing.T); !ok {
-		t.Cleanup(c.ts.Stop)
-	}
+	c.ts = newTestServer(t, opts...)
 	return c
+}
+
+// newTestServer starts an in-process Temporal server that stops when
+// t ends.
+func newTestServer(t testing.TB, opts ...temporaltest.TestServerOption) *temporaltest.TestServer {
+	if tt, ok := t.(*testing.T); ok {
+		return temporaltest.NewServer(append(opts, temporaltest.WithT(tt))...)
+	}
+	ts := temporaltest.NewServer(opts...)
+	t.Cleanup(ts.Stop)
+	return ts
 }
 
 // temporal are the flags that point a command at the test's server.
@@ -258,7 +263,7 @@ func events(t testing.TB, st artifacts.Store, ref string) []string {
 
 // localSums runs cfg with the local executor in a fresh store prepared by
 // setup and returns the run's artifact sums.
-func localSums(t *testing.T, setup func(dir, store string), cfg, run string) map[string]string {
+func localSums(t testing.TB, setup func(dir, store string), cfg, run string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
@@ -439,13 +444,12 @@ func TestKilledDriverLosesNothing(t *testing.T) {
 	sameSums(t, want, got)
 }
 
-// TestArithmeticDemoAcrossProcesses runs the embedded GRPO demo, cut to 4
-// iterations with evaluations of the base model and iterations 2 and 4,
-// with a worker process per environment (the model loaded once per
-// process and kept warm): trajectories, rewards, adapters with their
-// optimizer state, evaluations and the loop state equal the local
-// executor's, byte for byte.
-func TestArithmeticDemoAcrossProcesses(t *testing.T) {
+// arithmeticConfig writes examples/arithmetic/pipeline.yaml with the
+// replacements edits (each must be found) and returns its path and a
+// setup that makes the store and its arith dataset (dataset's extra
+// flags).
+func arithmeticConfig(t testing.TB, edits map[string]string, dataset ...string) (string, func(dir, store string)) {
+	t.Helper()
 	b, err := os.ReadFile("../../../examples/arithmetic/pipeline.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -455,13 +459,8 @@ func TestArithmeticDemoAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for old, new := range map[string]string{
-		"spec: reward.yaml": "spec: " + spec,
-		"iterations: 60":    "iterations: 4",
-		"every: 10":         "every: 2",
-		"n: 16":             "n: 4",
-		"k: [1, 4, 8, 16]":  "k: [1, 4]",
-	} {
+	edits["spec: reward.yaml"] = "spec: " + spec
+	for old, new := range edits {
 		if !strings.Contains(src, old) {
 			t.Fatalf("the example no longer has %q; update this test", old)
 		}
@@ -473,15 +472,36 @@ func TestArithmeticDemoAcrossProcesses(t *testing.T) {
 	}
 	setup := func(dir, store string) {
 		rlpipe(t, dir, nil, "--store", store, "init-store")
-		rlpipe(t, dir, nil, "--store", store, "dataset", "arith", "main", "--train", "256", "--heldout", "50")
+		rlpipe(t, dir, nil, append([]string{"--store", store, "dataset", "arith", "main"}, dataset...)...)
 	}
-	want := localSums(t, setup, cfg, "arith")
-	c := newCluster(t, setup)
-	// The grpo train stage brings the advantages step, in its own
-	// environment.
+	return cfg, setup
+}
+
+// arithmeticWorkers starts a worker process per environment of the
+// arithmetic demo; the grpo train stage brings the advantages step, in
+// its own environment.
+func (c *cluster) arithmeticWorkers(cfg string) {
 	for _, env := range []string{"sample", "generate", "reward", "advantages", "train", "eval", "health"} {
 		c.worker(env, cfg, "--env", env)
 	}
+}
+
+// TestArithmeticDemoAcrossProcesses runs the embedded GRPO demo, cut to 4
+// iterations with evaluations of the base model and iterations 2 and 4,
+// with a worker process per environment (the model loaded once per
+// process and kept warm): trajectories, rewards, adapters with their
+// optimizer state, evaluations and the loop state equal the local
+// executor's, byte for byte.
+func TestArithmeticDemoAcrossProcesses(t *testing.T) {
+	cfg, setup := arithmeticConfig(t, map[string]string{
+		"iterations: 60":   "iterations: 4",
+		"every: 10":        "every: 2",
+		"n: 16":            "n: 4",
+		"k: [1, 4, 8, 16]": "k: [1, 4]",
+	}, "--train", "256", "--heldout", "50")
+	want := localSums(t, setup, cfg, "arith")
+	c := newCluster(t, setup)
+	c.arithmeticWorkers(cfg)
 	out := rlpipe(t, c.dir, c.env, c.runArgs(cfg, "-o", "json")...)
 	var res runJSON
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Iterations != 4 || res.NewIterations != 4 {

@@ -1,0 +1,101 @@
+package temporaltests_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/dynamicconfig"
+	temporalserver "go.temporal.io/server/temporal"
+	"go.temporal.io/server/temporaltest"
+	"google.golang.org/grpc"
+
+	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
+	"github.com/rlpipe/rlpipe/pipeline/temporalrun/devserver"
+)
+
+// TestEagerAttempts runs three no-op task calls through the executor on
+// a worker of 4 slots whose client counts the attempt activities
+// Temporal hands it in its replies to workflow tasks (eager execution)
+// rather than through the queue. `rlpipe temporal dev`'s server hands
+// over every attempt that way; a server with Temporal's defaults none,
+// and the tasks finish the same. (A worker whose slots its two pollers
+// hold, as one of concurrency 1 or 2, gets none eagerly: the SDK only
+// asks for an attempt it has a free slot for.)
+func TestEagerAttempts(t *testing.T) {
+	dev, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dev.Stop() })
+	plain := temporaltest.NewServer(temporaltest.WithT(t))
+	for _, tc := range []struct {
+		name, addr, ns string
+		eager          int64
+	}{
+		{"rlpipe temporal dev", dev.Address(), devserver.DefaultNamespace, 3},
+		{"Temporal's defaults", plain.GetFrontendHostPort(), plain.GetDefaultNamespace(), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var eager atomic.Int64
+			count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				err := invoke(ctx, method, req, reply, cc, opts...)
+				if r, ok := reply.(*workflowservice.RespondWorkflowTaskCompletedResponse); ok && err == nil {
+					eager.Add(int64(len(r.GetActivityTasks())))
+				}
+				return err
+			}
+			c, err := client.Dial(client.Options{HostPort: tc.addr, Namespace: tc.ns, Logger: temporalrun.Logger(zerolog.Nop()),
+				ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			st, err := local.Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			envs := map[string]pipeline.Settings{"x": {}}
+			t.Cleanup(startWorkers(t, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
+				temporalrun.WorkerOptions{Client: c, Repository: repo, Pipeline: pipe, Envs: []string{"x"}, Concurrency: map[string]int{"x": 4}}))
+			x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "eager", Envs: envs, Executor: x, NoCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			it := r.Iteration(1)
+			for i := 0; i < 3; i++ {
+				if err := it.Go(ctx, noop, pipeline.Call{Name: fmt.Sprintf("noop-%d", i), Params: i}).Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := eager.Load(); got != tc.eager {
+				t.Errorf("%d attempts handed over eagerly, want %d", got, tc.eager)
+			}
+		})
+	}
+}
+
+// eagerActivities configures a test server as devserver does: an
+// attempt activity is handed to the worker whose workflow task scheduled
+// it, in the reply to that workflow task.
+func eagerActivities() temporaltest.TestServerOption {
+	return temporaltest.WithBaseServerOptions(temporalserver.WithDynamicConfigClient(dynamicconfig.StaticClient{
+		// temporaltest's own setting, which this client replaces.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		dynamicconfig.EnableActivityEagerExecution.Key():            []dynamicconfig.ConstrainedValue{{Value: true}},
+	}))
+}
