@@ -102,7 +102,7 @@ type LoadOptions struct {
 // run` refreshes one) reads only what changed: the new iteration and
 // the one that leaves the last SampleIterations. What Load returns is
 // the same with a cache or without one. A Cache keeps the iterations
-// of the last Load only, and is safe for concurrent use.
+// of the last Load only; use it from one Load at a time.
 type Cache struct {
 	mu   sync.Mutex
 	last map[string]cachedIteration // what the last Load used

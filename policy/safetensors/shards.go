@@ -20,8 +20,8 @@ const (
 )
 
 // DefaultMaxShardSize is the shard size above which WriteModel splits the
-// weights, as transformers' save_pretrained does by default (2 GiB here;
-// its max_shard_size is named the same).
+// weights, as transformers' save_pretrained splits above its
+// max_shard_size; the 2 GiB default is rlpipe's choice.
 const DefaultMaxShardSize int64 = 2 << 30
 
 // Index is model.safetensors.index.json: the total size of the tensors'

@@ -149,7 +149,7 @@ type Options struct {
 	LoRA LoRAOptions `yaml:"lora,omitempty" json:"lora"`
 	// MaxShardSize, with lora: none, is the size in bytes above which the
 	// full weights are written as shards and model.safetensors.index.json
-	// (default 2 GiB, transformers' max_shard_size). It enters the
+	// (default 2 GiB, rlpipe's choice; transformers' save_pretrained has the same option). It enters the
 	// version only when set.
 	MaxShardSize int64 `yaml:"max_shard_size,omitempty" json:"max_shard_size,omitempty"`
 	// Shards is the number of parts each step's batch is split into for
