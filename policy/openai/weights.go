@@ -119,12 +119,22 @@ func (c *Client) LoadWeights(ctx context.Context, name, dir string) error {
 func (c *Client) UnloadWeights(_ context.Context, name string) error {
 	w := &c.weights
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if (w.swapping || w.waiting) && w.want == name {
+		// The servers are about to read, or are reading, its directory:
+		// the caller keeps the copy and unloads it later.
+		return fmt.Errorf("openai: unload weights %s: %w", name, ErrWeightsLoading)
+	}
 	if _, ok := w.dirs[name]; ok {
 		w.dirs[name] = ""
 	}
-	w.mu.Unlock()
 	return nil
 }
+
+// ErrWeightsLoading is UnloadWeights' error for weights a reload is about
+// to read or reading: policy.Adapters then keeps their copy under
+// adapter_root and unloads them again when it closes.
+var ErrWeightsLoading = errors.New("a reload is reading them")
 
 // Weights lists the weights loaded through this client and not unloaded,
 // and the one the servers hold now ("" for the model they started with).

@@ -118,6 +118,10 @@ func TestWeightsReloadWaitsForDrain(t *testing.T) {
 	for v, ok := openai.WeightsWaiting(c); !ok || v != "weights-2"; v, ok = openai.WeightsWaiting(c) {
 		runtime.Gosched()
 	}
+	if err := c.UnloadWeights(ctx, "weights-2"); !errors.Is(err, openai.ErrWeightsLoading) ||
+		err.Error() != "openai: unload weights weights-2: a reload is reading them" {
+		t.Errorf("unload the weights a reload waits for: %v, want ErrWeightsLoading", err)
+	}
 	before := weightCalls(f)
 	close(gate)
 	if err := <-sampled; err != nil {
@@ -131,6 +135,9 @@ func TestWeightsReloadWaitsForDrain(t *testing.T) {
 	}
 	if got := weightCalls(f)[3:]; !reflect.DeepEqual(got, []string{"reload_weights /w2", "reset"}) {
 		t.Errorf("after it: %v, want the reload of /w2", got)
+	}
+	if err := c.UnloadWeights(ctx, "weights-2"); err != nil {
+		t.Errorf("unload the weights once reloaded: %v", err)
 	}
 }
 
