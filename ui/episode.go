@@ -31,11 +31,15 @@ type Episode struct {
 	Exact bool `json:"exact"`
 	// Spelled says whether Segments carry their tokens' text: the UI
 	// has the tokenizer of the base model PolicyVersion names (the
-	// embedded models); otherwise the page shows token ids.
-	Spelled   bool             `json:"spelled"`
-	Tokens    int              `json:"tokens"`
-	Trainable int              `json:"trainable"`
-	Segments  []EpisodeSegment `json:"segments"`
+	// embedded models, or Options.Tokenizer's for a policy served
+	// elsewhere); otherwise the page shows token ids.
+	Spelled bool `json:"spelled"`
+	// SpellError says why a tokenizer the run names could not be read
+	// (the page shows it above the ids); empty otherwise.
+	SpellError string           `json:"spell_error,omitempty"`
+	Tokens     int              `json:"tokens"`
+	Trainable  int              `json:"trainable"`
+	Segments   []EpisodeSegment `json:"segments"`
 }
 
 // EpisodeTurn is one turn; an assistant turn (a reply) has the number of
@@ -125,15 +129,8 @@ func episodeOf(t tables.Trajectory, i, n int) Episode {
 		}
 	}
 	e.Tokens = len(t.Sequence)
-	if sp := spellerFor(t.PolicyVersion); sp != nil && e.Exact {
-		e.Spelled = true
-		for i := range e.Segments {
-			sg := &e.Segments[i]
-			sg.Text = make([]string, len(sg.IDs))
-			for k, id := range sg.IDs {
-				sg.Text[k] = sp.TokenText(id)
-			}
-		}
+	if sp := spellerFor(t.PolicyVersion); sp != nil {
+		e.spell(sp)
 	}
 	replies := t.ReplyTokens()
 	for _, tu := range t.Turns {
@@ -145,6 +142,22 @@ func episodeOf(t tables.Trajectory, i, n int) Episode {
 		e.Turns = append(e.Turns, et)
 	}
 	return e
+}
+
+// spell gives e's segments their tokens' text; a row without an exact
+// sequence stays unspelled.
+func (e *Episode) spell(sp Speller) {
+	if !e.Exact {
+		return
+	}
+	e.Spelled = true
+	for i := range e.Segments {
+		sg := &e.Segments[i]
+		sg.Text = make([]string, len(sg.IDs))
+		for k, id := range sg.IDs {
+			sg.Text[k] = sp.TokenText(id)
+		}
+	}
 }
 
 // apiEpisode answers GET /api/episode?ref=&path=&row=: one row of a
@@ -161,6 +174,14 @@ func (s *Server) apiEpisode(r *http.Request) (any, error) {
 	e, err := readEpisode(r.Context(), s.st, ref, path, row)
 	if err != nil {
 		return nil, err
+	}
+	if !e.Spelled && e.Exact && s.opts.Tokenizer != nil {
+		sp, err := s.tokenizer(r.Context(), ref)
+		if err != nil {
+			e.SpellError = err.Error()
+		} else if sp != nil {
+			e.spell(sp)
+		}
 	}
 	return e, nil
 }

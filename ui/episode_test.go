@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/policy/hftokenizer"
 	"github.com/rlpipe/rlpipe/policy/tiny"
 	"github.com/rlpipe/rlpipe/ui"
 )
@@ -228,5 +231,67 @@ func TestEpisodeSpelled(t *testing.T) {
 	get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=0", &other)
 	if other.Spelled || other.Segments[0].Text != nil {
 		t.Errorf("policy %q has no tokenizer here, yet the episode is spelled: %+v", other.PolicyVersion, other.Segments)
+	}
+}
+
+// An episode of a policy the UI ships no tokenizer for (an openai
+// policy) is spelled by the one Options.Tokenizer finds from the run's
+// recorded config; an id beyond its vocabulary shows as the id, and a
+// tokenizer that cannot be read leaves the ids with the reason.
+func TestEpisodeSpelledByTokenizer(t *testing.T) {
+	tok, err := hftokenizer.Parse([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ĠThe":5,"Ġsum":6,"Ġis":7,"Ċ":2}},"decoder":{"type":"ByteLevel"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const recorded = "policy:\n  kind: openai\n  tokenizer: qwen/tokenizer.json\n"
+	for _, tc := range []struct {
+		name      string
+		speller   ui.Speller
+		err       error
+		wantText  [][]string
+		wantError string
+	}{
+		{"tokenizer", tok, nil, [][]string{{" The", " sum"}, {" is", "\n"}, {"<id 8>"}, {"<id 9>", "\n"}}, ""},
+		{"no tokenizer", nil, nil, [][]string{nil, nil, nil, nil}, ""},
+		{"unreadable tokenizer", nil, errors.New("policy.tokenizer of run/config.yaml: read tokenizer qwen/tokenizer.json: no such file or directory: tokenizer not found"),
+			[][]string{nil, nil, nil, nil}, "policy.tokenizer of run/config.yaml: read tokenizer qwen/tokenizer.json: no such file or directory: tokenizer not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newRunStore(t, 1)
+			putEpisodes(t, st)
+			ctx := context.Background()
+			if _, err := st.PutObject(ctx, "main", runs.ConfigPath, strings.NewReader(recorded), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Commit(ctx, "main", "the run's config", nil); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			h := newHandler(t, st, &ui.Options{Tokenizer: func(raw []byte) (ui.Speller, error) {
+				got = append(got, string(raw))
+				return tc.speller, tc.err
+			}})
+			var e ui.Episode
+			for range 2 {
+				if code := get(t, h, "/api/episode?ref=main&path="+episodesPath+"&row=0", &e); code != http.StatusOK {
+					t.Fatalf("status %d", code)
+				}
+			}
+			var text [][]string
+			for _, sg := range e.Segments {
+				text = append(text, sg.Text)
+			}
+			if e.Spelled != (tc.speller != nil) || !reflect.DeepEqual(text, tc.wantText) || e.SpellError != tc.wantError {
+				t.Errorf("spelled %v, text %q, spell error %q; want text %q, error %q", e.Spelled, text, e.SpellError, tc.wantText, tc.wantError)
+			}
+			// Asked with the recorded config; a found speller is kept.
+			wantCalls := []string{recorded, recorded}
+			if tc.err == nil {
+				wantCalls = wantCalls[:1]
+			}
+			if !reflect.DeepEqual(got, wantCalls) {
+				t.Errorf("Tokenizer called with %q, want %q", got, wantCalls)
+			}
+		})
 	}
 }

@@ -78,6 +78,14 @@ type Options struct {
 	// (cli: config.Parse with its registry, then Config.EffectiveKeys).
 	// Nil: the run view links to the recorded config only.
 	EffectiveConfig func(recorded []byte) (map[string]string, error)
+	// Tokenizer finds the tokenizer of a run's policy from the config the
+	// run recorded (run/config.yaml; nil when the episode's ref has none):
+	// it spells the episodes of a policy that is not an embedded model (an
+	// openai policy: vLLM, any OpenAI-compatible server). A nil Speller
+	// and nil error: none, and the page shows token ids; an error is shown
+	// above them. It is called once per distinct config. The cli passes
+	// `rlpipe ui --tokenizer`'s, else the openai policy's tokenizer key's.
+	Tokenizer func(recorded []byte) (Speller, error)
 }
 
 // String shows the options with the token redacted.
@@ -117,6 +125,9 @@ type Server struct {
 	// (which would otherwise hold the shutdown for its whole timeout).
 	closing   chan struct{}
 	closeOnce sync.Once
+	// spellers keeps Options.Tokenizer's speller by recorded config.
+	spellMu  sync.Mutex
+	spellers map[string]Speller
 }
 
 // New returns a Server over st. It fails for an Options.Addr that is

@@ -62,7 +62,7 @@ func TestKindOwnedKeysAndChecks(t *testing.T) {
 		{"a key both command and external take, on a stand-in train stage", strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: standin, environment: {A: b}}", 1),
 			`stages.train.environment: only command stages or external stages take environment (use kind: command, or use kind: external on the train stage)`},
 		{"an openai key on the embedded model names the keys of an openai policy", withRollout(rolloutGen, "policy: {kind: embedded, key_env: K}\n"),
-			`policy.key_env: only an openai policy takes key_env (remove it, or use kind: openai; the keys that configure an openai policy: adapter_root, concurrency, endpoints, key_env, retries, timeout)`},
+			`policy.key_env: only an openai policy takes key_env (remove it, or use kind: openai; the keys that configure an openai policy: adapter_root, concurrency, endpoints, key_env, retries, timeout, tokenizer)`},
 		{"an unknown policy key", withRollout(rolloutGen, "policy: {kind: embedded, serv: http}\n"),
 			`unknown key "serv" in policy (did you mean "serve"?)`},
 		{"an unknown kind still catches typos in its keys", strings.Replace(base, "reward: {kind: standin}", "reward: {kind: judge, sepc: r.yaml}", 1),

@@ -48,6 +48,11 @@ type PolicyOptions struct {
 	Timeout time.Duration `yaml:"timeout,omitempty"`
 	// Retries is how many times a failing request is retried.
 	Retries int `yaml:"retries,omitempty"`
+	// Tokenizer is the served model's tokenizer.json, or a Hugging Face
+	// model directory holding one: `rlpipe ui` spells the episodes'
+	// tokens with it (policy/hftokenizer). Only the UI reads it; it is not
+	// part of the policy's identity, a version or a cache key.
+	Tokenizer string `yaml:"tokenizer,omitempty"`
 }
 
 var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -851,7 +851,8 @@ async function episodeView(ref, path, row) {
       h('dt', {}, 'tokens'), h('dd', {}, d.exact ? `${d.tokens}, of which ${d.trainable} trainable (the replies) and ${d.tokens - d.trainable} given` : '—')),
     section('Turns', turns),
     section('Token sequence', h('p', {class: 'muted'}, d.spelled ? 'The tokens in order, as the policy\'s tokenizer spells them (hover for the id); '
-      : `Token ids in order (the UI has no tokenizer for ${d.policy_version || 'this policy'} to spell them); `,
+      : d.spell_error ? `Token ids in order: ${d.spell_error}; `
+      : `Token ids in order (the UI has no tokenizer for ${d.policy_version || 'this policy'} to spell them: set the openai policy's tokenizer key or pass rlpipe ui --tokenizer); `,
     h('span', {class: 'seg trainable'}, 'trainable'), ' tokens enter the loss, ',
     h('span', {class: 'seg given'}, 'given'), ' ones do not.'), strip));
 }
