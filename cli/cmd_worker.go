@@ -210,7 +210,7 @@ stopping one (SIGTERM) that has run no attempt for --scale-idle.`,
 				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Pipeline: pid, Envs: envs, Worker: w,
 					Concurrency: concurrency(plan.Run, envs), Logger: g.logger}
 				if drive {
-					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}, printer{w: cmd.OutOrStdout()})
+					opts.Drive = newDriver(g, c, runDisplay{stderr: g.env.stderr, logger: g.logger}.runner(printer{w: cmd.OutOrStdout()}))
 				}
 				queues := []string{}
 				for _, e := range envs {
@@ -284,10 +284,10 @@ func concurrency(run pipeline.RunOptions, envs []string) map[string]int {
 	return out
 }
 
-// newDriver is the driver a driver worker serves: each run's loop,
-// shown as rlpipe run shows it.
-func newDriver(g *rootOptions, c client.Client, d runDisplay, p printer) temporalrun.Driver {
-	return temporalDriver(temporalDriverOptions{client: c, load: loadConfig, logger: g.logger, run: d.runner(p)})
+// newDriver is the driver a driver worker serves: each run's loop run
+// by run (runDisplay.runner: shown as rlpipe run shows it).
+func newDriver(g *rootOptions, c client.Client, run func(context.Context, artifacts.Store, *config.Config, driver.Options) (driver.Summary, error)) temporalrun.Driver {
+	return temporalDriver(temporalDriverOptions{client: c, load: loadConfig, logger: g.logger, run: run})
 }
 
 // runOnTemporal is `rlpipe run --executor temporal`: start (or attach to)
@@ -322,15 +322,22 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 		}
 		in := temporalrun.RunInput{Run: name, Repository: repo.Name, Config: path, ConfigHash: hash, Overrides: cfg.Overrides(), Store: g.store,
 			NoCache: o.noCache, NoOverlap: o.noOverlap, AllowConfigChange: o.allowConfigChange, Heartbeat: o.temporal.heartbeat}
+		// The iterations another process's driver commits are shown from
+		// the store (docs/DEPLOY.md); those of this process's driver by
+		// its display.
+		f, err := newFollower(ctx, st, cfg, name, d, p)
+		if err != nil {
+			return failure(err)
+		}
 		served := make(chan error, 1)
 		wctx, stopWorker := context.WithCancel(ctx)
 		defer func() { stopWorker(); <-served }()
 		if o.temporal.noDriver {
 			served <- nil
 		} else {
-			dp := p
+			drive := newDriver(g, c, f.wrap(d.runner(p)))
 			go func() {
-				served <- temporalrun.Serve(wctx, temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Drive: newDriver(g, c, d, dp)})
+				served <- temporalrun.Serve(wctx, temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Drive: drive})
 			}()
 		}
 		wr, err := temporalrun.StartRun(ctx, c, in)
@@ -346,8 +353,17 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 			fmt.Fprintf(d.stderr, "run %s: its loop is held by driver %s, last heard from %s ago; if that driver is gone, %s when its heartbeat times out, in at most %s\n",
 				name, h.Worker, time.Since(h.LastHeartbeat).Round(time.Second), who, h.Lost(time.Now()))
 		}
+		fctx, stopFollow := context.WithCancel(ctx)
+		followed := make(chan struct{})
+		go func() { defer close(followed); f.follow(fctx) }()
 		var raw json.RawMessage
 		err = wr.Get(ctx, &raw)
+		stopFollow()
+		<-followed
+		if err == nil {
+			// The last iterations, before the summary.
+			f.catchUp(ctx)
+		}
 		if ctx.Err() != nil {
 			return failure(explain(ctx.Err(), "run %s: detached from workflow %s; the run goes on on Temporal while a driver worker (`rlpipe worker --driver`) serves it; run the same command again to attach", name, wr.GetID()))
 		}
