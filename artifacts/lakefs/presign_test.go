@@ -253,15 +253,7 @@ func TestPresignedURLRefused(t *testing.T) {
 				host = blockHost(t, bs)
 			}
 			rig := newPresignRig(t, bs, testThreshold)
-			ctx := context.Background()
-			data := content(16 << 10)
-			if _, err := rig.st.PutObject(ctx, "main", "big.bin", bytes.NewReader(data), nil); err != nil {
-				t.Fatalf("put: %v", err)
-			}
-			got, _ := artifactstest.ReadInfo(t, rig.st, "main", "big.bin")
-			if !bytes.Equal(got, data) {
-				t.Fatalf("read back %d bytes, not the %d put", len(got), len(data))
-			}
+			putReadBack(t, rig, content(16<<10))
 			hostport := strings.TrimPrefix(host, "http://")
 			want := []string{
 				"lakefs: put main:big.bin: presigned transfer failed: upload to the block store at " + host + ": " + strings.ReplaceAll(c.putWhy, "HOSTPORT", hostport) +
@@ -290,15 +282,8 @@ func TestPresignedURLRefused(t *testing.T) {
 func TestPresignedUploadDamaged(t *testing.T) {
 	bs := artifactstest.ServeBlockStore(t, storeserver.BlockStoreOptions{Faults: storeserver.BlockFaults{DamageUploads: true}})
 	rig := newPresignRig(t, bs, testThreshold)
-	ctx := context.Background()
 	data := content(16 << 10)
-	if _, err := rig.st.PutObject(ctx, "main", "big.bin", bytes.NewReader(data), nil); err != nil {
-		t.Fatalf("put: %v", err)
-	}
-	got, _ := artifactstest.ReadInfo(t, rig.st, "main", "big.bin")
-	if !bytes.Equal(got, data) {
-		t.Fatalf("read back other bytes than were put")
-	}
+	putReadBack(t, rig, data)
 	sent := md5.Sum(data)
 	damaged := bytes.Clone(data)
 	damaged[0] ^= 0xff
@@ -310,6 +295,19 @@ func TestPresignedUploadDamaged(t *testing.T) {
 	}
 	if reqs := rig.requests(); !slices.Contains(reqs, "POST "+uploadPath) {
 		t.Errorf("the API did not carry the object: %q", reqs)
+	}
+}
+
+// putReadBack puts data at main:big.bin through rig's client and reads it
+// back, failing the test unless the same bytes come back.
+func putReadBack(t *testing.T, rig *presignRig, data []byte) {
+	t.Helper()
+	if _, err := rig.st.PutObject(context.Background(), "main", "big.bin", bytes.NewReader(data), nil); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	got, _ := artifactstest.ReadInfo(t, rig.st, "main", "big.bin")
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, not the %d put", len(got), len(data))
 	}
 }
 
