@@ -248,7 +248,9 @@ func TestBrowserLayout(t *testing.T) {
 	// The report.
 	page.navigate(ctx, t, reportSrv.URL+"/")
 	var rep pageLayout
-	page.waitFor(ctx, t, &rep, `document.getElementById('compare') ? `+layoutJS+` : null`)
+	// Once the whole document is parsed: on a loaded machine the parser
+	// can stop between a chart's legend and its note.
+	page.waitFor(ctx, t, &rep, `document.readyState === 'complete' && document.getElementById('compare') ? `+layoutJS+` : null`)
 	checkLayout(t, "report", rep)
 	keepScreenshot(ctx, t, page, "layout-report.png")
 	t.Logf("report: document %.0f px wide in a %.0f px window, %d charts", rep.ScrollWidth, rep.InnerWidth, len(rep.Charts))
