@@ -357,7 +357,7 @@ func runOnTemporal(cmd *cobra.Command, g *rootOptions, cfg *config.Config, o run
 		followed := make(chan struct{})
 		go func() { defer close(followed); f.follow(fctx) }()
 		var raw json.RawMessage
-		err = wr.Get(ctx, &raw)
+		err = temporalrun.Result(ctx, c, wr, &raw)
 		stopFollow()
 		<-followed
 		if err == nil {

@@ -200,7 +200,7 @@ func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reus
 	default:
 		return res, false, fmt.Errorf("start task %s on Temporal (queue %s): %w", in.Job.Call, queue, err)
 	}
-	err = run.Get(ctx, &res)
+	err = Result(ctx, x.o.Client, run, &res)
 	if ctx.Err() != nil {
 		if !errors.Is(context.Cause(ctx), ErrDetached) {
 			// The run was cancelled: so is the task, on its worker.
@@ -265,4 +265,27 @@ func (x *Executor) unserved(ctx context.Context, queue, env string) string {
 		env = "default"
 	}
 	return fmt.Sprintf("no worker serves environment %s of this pipeline yet: its tasks wait on queue %s until one does (start `rlpipe worker --env %s` with the same pipeline config and store)", env, queue, env)
+}
+
+// Result waits for run to close and decodes its result into valuePtr,
+// as run.Get does, without run.Get's wait. That wait is one long poll
+// for the close event, and the history service keeps one pending
+// notification per poll and drops the rest: when a workflow's last
+// events follow each other within milliseconds (a short task), the
+// close event's notification can be the one dropped, and the poll then
+// sleeps until it expires, 20 s later (measured: about one task call in
+// forty on `rlpipe temporal dev`). Result instead follows every event
+// of the run's history, each poll returning at the next one, which
+// loses nothing, and calls run.Get once the history has closed.
+func Result(ctx context.Context, c client.Client, run client.WorkflowRun, valuePtr any) error {
+	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		if _, err := it.Next(); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			break // run.Get says what went wrong
+		}
+	}
+	return run.Get(ctx, valuePtr)
 }

@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/dynamicconfig"
+	temporalserver "go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -98,7 +100,7 @@ func startBenchWorkers(b *testing.B, c client.Client, st artifacts.Store, envs m
 func BenchmarkTemporalTaskOverhead(b *testing.B) {
 	const n = 60
 	envs := map[string]pipeline.Settings{"x": {}}
-	ts := temporaltest.NewServer()
+	ts := temporaltest.NewServer(devConfig())
 	defer ts.Stop()
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
@@ -161,7 +163,7 @@ func temporalFloor(b *testing.B, c client.Client, n int) time.Duration {
 func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 	const n, inflight = 200, 16
 	envs := map[string]pipeline.Settings{"x": {Concurrency: 4}}
-	ts := temporaltest.NewServer()
+	ts := temporaltest.NewServer(devConfig())
 	defer ts.Stop()
 	c := ts.GetDefaultClient()
 	for i := 0; i < b.N; i++ {
@@ -217,34 +219,49 @@ func BenchmarkTemporalDemo(b *testing.B) {
 		st.Close()
 
 		c := newCluster(b, setup)
-		c.arithmeticWorkers(cfg)
+		w := c.worker("worker", cfg, "--env", "sample,generate,reward,advantages,train,eval,health")
 		start = time.Now()
 		rlpipe(b, c.dir, c.env, c.runArgs(cfg, "--no-report")...)
 		tempT := time.Since(start)
+		// Stopped as Ctrl-C stops it, so that RLPIPE_CPUPROFILE's profile
+		// of the worker is written.
+		_ = w.cmd.Process.Signal(os.Interrupt)
+		<-w.exited
 		got, _ := c.storeSums("arith")
 		sameSums(b, want, got)
 		load, _ := os.ReadFile("/proc/loadavg")
 		b.ReportMetric(localT.Seconds(), "local-s")
 		b.ReportMetric(tempT.Seconds(), "temporal-s")
 		b.ReportMetric(tempT.Seconds()/localT.Seconds(), "temporal/local")
-		fmt.Printf("arithmetic demo, %d iterations: local executor %.1f s, Temporal (in-process server, a worker process per environment) %.1f s: %.2fx local; artifacts identical; load average %s\n",
+		fmt.Printf("arithmetic demo, %d iterations: local executor %.1f s, Temporal (in-process server configured as `rlpipe temporal dev`, one worker process serving every environment, as README shows) %.1f s: %.2fx local; artifacts identical; load average %s\n",
 			iters, localT.Seconds(), tempT.Seconds(), tempT.Seconds()/localT.Seconds(), strings.Join(strings.Fields(string(load))[:3], " "))
 	}
 }
 
-// BenchmarkTemporalEagerAttempts compares the time per no-op task call,
-// one at a time, on a test server with Temporal's defaults and on one
-// with eager activity execution on (as `rlpipe temporal dev` runs), each
-// with one worker
-// that runs up to 4 attempts at once (a worker hands attempts over
-// eagerly only with a slot its pollers do not hold).
-func BenchmarkTemporalEagerAttempts(b *testing.B) {
+// BenchmarkTemporalDevConfig compares the time per no-op task call, one
+// at a time, through one worker that runs up to 4 attempts at once (a
+// worker hands attempts over eagerly only with a slot its pollers do not
+// hold), on three test servers: Temporal's defaults; eager activity
+// execution on; and `rlpipe temporal dev`'s config (devserver.DynamicConfig:
+// eager attempts, and the one history shard's queue readers not held to
+// 20 polls a second).
+func BenchmarkTemporalDevConfig(b *testing.B) {
 	const n = 60
 	envs := map[string]pipeline.Settings{"x": {Concurrency: 4}}
-	ts := temporaltest.NewServer()
-	defer ts.Stop()
-	es := temporaltest.NewServer(eagerActivities())
-	defer es.Stop()
+	servers := []struct {
+		name string
+		ts   *temporaltest.TestServer
+	}{
+		{"defaults", temporaltest.NewServer()},
+		{"eager", temporaltest.NewServer(temporaltest.WithBaseServerOptions(temporalserver.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+			dynamicconfig.EnableActivityEagerExecution.Key():            []dynamicconfig.ConstrainedValue{{Value: true}},
+		})))},
+		{"dev", temporaltest.NewServer(devConfig())},
+	}
+	for _, s := range servers {
+		defer s.ts.Stop()
+	}
 	per := func(c client.Client, name string) float64 {
 		st := benchStore(b)
 		b.Cleanup(startWorkers(b, st, pipeline.WorkerOptions{Tasks: []*pipeline.Task{noop}, Envs: envs},
@@ -257,13 +274,14 @@ func BenchmarkTemporalEagerAttempts(b *testing.B) {
 		return float64(runNoops(b, st, name, x, envs, n, 1).Microseconds()) / 1000 / n
 	}
 	for i := 0; i < b.N; i++ {
-		queued := per(ts.GetDefaultClient(), fmt.Sprintf("queued%d", i))
-		eager := per(es.GetDefaultClient(), fmt.Sprintf("eager%d", i))
-		b.ReportMetric(queued, "queued-ms/task")
-		b.ReportMetric(eager, "eager-ms/task")
-		b.ReportMetric(eager/queued, "eager/queued")
-		fmt.Printf("task overhead, %d sequential no-op calls, a worker of 4 slots: Temporal's defaults %.2f ms/task, eager activity execution on %.2f ms/task: %.2fx\n",
-			n, queued, eager, eager/queued)
+		ms := map[string]float64{}
+		for _, s := range servers {
+			ms[s.name] = per(s.ts.GetDefaultClient(), fmt.Sprintf("%s%d", s.name, i))
+			b.ReportMetric(ms[s.name], s.name+"-ms/task")
+		}
+		b.ReportMetric(ms["dev"]/ms["defaults"], "dev/defaults")
+		fmt.Printf("task overhead, %d sequential no-op calls, a worker of 4 slots: Temporal's defaults %.2f ms/task, eager activity execution on %.2f ms/task, rlpipe temporal dev's config %.2f ms/task: dev/defaults %.3f\n",
+			n, ms["defaults"], ms["eager"], ms["dev"], ms["dev"]/ms["defaults"])
 	}
 }
 

@@ -3,6 +3,7 @@ package temporaltests_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/metrics"
 	temporalserver "go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 	"google.golang.org/grpc"
@@ -89,13 +91,14 @@ func TestEagerAttempts(t *testing.T) {
 	}
 }
 
-// eagerActivities configures a test server as devserver does: an
-// attempt activity is handed to the worker whose workflow task scheduled
-// it, in the reply to that workflow task.
-func eagerActivities() temporaltest.TestServerOption {
-	return temporaltest.WithBaseServerOptions(temporalserver.WithDynamicConfigClient(dynamicconfig.StaticClient{
-		// temporaltest's own setting, which this client replaces.
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		dynamicconfig.EnableActivityEagerExecution.Key():            []dynamicconfig.ConstrainedValue{{Value: true}},
-	}))
+// devConfig configures a test server as devserver does (eager attempts,
+// queue readers not held to 20 polls a second), plus extra settings.
+func devConfig(extra ...dynamicconfig.StaticClient) temporaltest.TestServerOption {
+	dc := devserver.DynamicConfig()
+	// temporaltest's own setting, which this client replaces.
+	dc[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = []dynamicconfig.ConstrainedValue{{Value: true}}
+	for _, e := range extra {
+		maps.Copy(dc, e)
+	}
+	return temporaltest.WithBaseServerOptions(temporalserver.WithDynamicConfigClient(dc), temporalserver.WithCustomMetricsHandler(metrics.NoopMetricsHandler))
 }

@@ -35,7 +35,7 @@ const repo, pipe = "tt", "p1"
 // newServer starts a Temporal server for the test and returns a client.
 func newServer(t *testing.T) (*temporaltest.TestServer, client.Client) {
 	t.Helper()
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	ts := temporaltest.NewServer(devConfig(), temporaltest.WithT(t))
 	return ts, ts.GetDefaultClient()
 }
 

@@ -182,9 +182,13 @@ func newCluster(t testing.TB, setup func(dir, store string), opts ...temporaltes
 	return c
 }
 
-// newTestServer starts an in-process Temporal server that stops when
-// t ends.
+// newTestServer starts an in-process Temporal server configured as
+// `rlpipe temporal dev`'s (devConfig, unless opts configure it) that
+// stops when t ends.
 func newTestServer(t testing.TB, opts ...temporaltest.TestServerOption) *temporaltest.TestServer {
+	if len(opts) == 0 {
+		opts = []temporaltest.TestServerOption{devConfig()}
+	}
 	if tt, ok := t.(*testing.T); ok {
 		return temporaltest.NewServer(append(opts, temporaltest.WithT(tt))...)
 	}

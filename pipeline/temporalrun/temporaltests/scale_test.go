@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -28,10 +27,9 @@ import (
 // statistics (5 s by default on 1.29) so that a backlog shows within a
 // poll or two and the scaling tests stay short.
 func fastStats() temporaltest.TestServerOption {
-	return temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		dynamicconfig.TaskQueueInfoByBuildIdTTL.Key():               []dynamicconfig.ConstrainedValue{{Value: 300 * time.Millisecond}},
-	}))
+	return devConfig(dynamicconfig.StaticClient{
+		dynamicconfig.TaskQueueInfoByBuildIdTTL.Key(): []dynamicconfig.ConstrainedValue{{Value: 300 * time.Millisecond}},
+	})
 }
 
 // scaleRow is a "scale" line of `rlpipe worker --scale --log-level info`.
