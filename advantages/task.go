@@ -177,7 +177,7 @@ func Step(o TrainOptions) pipeline.Step {
 // Permanently.
 func TrainTask(o TrainOptions) *pipeline.Task {
 	return &pipeline.Task{
-		Name: StepName, Version: o.Version(), Env: "advantages", Deterministic: true,
+		Name: StepName, Version: o.Version(), Env: "advantages", Deterministic: true, Bookkeeping: true,
 		Outputs: []pipeline.Output{{Name: OutAdvantages, File: runs.AdvantagesFile,
 			Check: func(path string) error { return tables.CheckFile(path, tables.Advantages) }}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {

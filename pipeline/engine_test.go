@@ -445,3 +445,48 @@ func TestEngineRecordsTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// elsewhere is an executor standing for one on other machines: it
+// counts the calls it is handed and runs none of them.
+type elsewhere struct{ calls atomic.Int32 }
+
+func (x *elsewhere) Execute(_ context.Context, _ *pipeline.Task, job pipeline.Job, _ func(pipeline.Event)) (pipeline.Outcome, error) {
+	x.calls.Add(1)
+	return pipeline.Outcome{}, pipeline.Permanent(fmt.Errorf("%s was sent away", job.Call))
+}
+
+// TestBookkeepingRunsInTheRunsProcess: a task marked Bookkeeping runs in
+// the run's process, with the local executor's retries and outputs,
+// whatever executor the run has; the executor gets every other task.
+func TestBookkeepingRunsInTheRunsProcess(t *testing.T) {
+	ctx := context.Background()
+	st := standintest.NewStore(t, 0)
+	x := &elsewhere{}
+	r := openRun(t, st, pipeline.RunOptions{Executor: x, Envs: map[string]pipeline.Settings{
+		"advantages": {Retry: pipeline.Retry{Attempts: 2}}}})
+	var runs atomic.Int32
+	book := writeTask("advantages", &runs)
+	book.Env, book.Bookkeeping = "advantages", true
+	first := true
+	run := book.Run
+	book.Run = func(ctx context.Context, tc *pipeline.TaskContext) error {
+		if first { // the environment's retries apply
+			first = false
+			return errors.New("flaky")
+		}
+		return run(ctx, tc)
+	}
+	it := r.Iteration(1)
+	nd := it.Go(ctx, book, pipeline.Call{Params: map[string]string{"text": "here"}})
+	if err := nd.Wait(ctx); err != nil {
+		t.Fatalf("bookkeeping task: %v", err)
+	}
+	if got := runs.Load(); got != 1 || x.calls.Load() != 0 {
+		t.Fatalf("bookkeeping task ran %d times here and was sent away %d times; want 1 and 0", got, x.calls.Load())
+	}
+	var other atomic.Int32
+	err := it.Go(ctx, writeTask("train", &other), pipeline.Call{Params: map[string]string{"text": "x"}}).Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "train was sent away") || x.calls.Load() != 1 || other.Load() != 0 {
+		t.Fatalf("other task: %v, %d calls to the executor, %d runs here; want it sent away once", err, x.calls.Load(), other.Load())
+	}
+}

@@ -143,7 +143,11 @@ func (n *Node) execute(ctx context.Context) error {
 			n.fail()
 		}
 	}
-	out, err := r.executor.Execute(ctx, n.task, job, report)
+	x := r.executor
+	if n.task.Bookkeeping {
+		x = localExecutor{r}
+	}
+	out, err := x.Execute(ctx, n.task, job, report)
 	n.attempts, n.elapsed = out.Attempts, out.Elapsed
 	if err != nil {
 		return err

@@ -80,6 +80,14 @@ type Task struct {
 	// then 0), and its results are shared across iterations and across
 	// runs with other seeds. Otherwise the seed enters the cache key.
 	Deterministic bool
+	// Bookkeeping marks the engine's own light steps over what the store
+	// holds — the dataset sampler, the advantages, the training health:
+	// milliseconds of CPU, no device, nothing an environment provides.
+	// The run executes them in its own process whatever its Executor, as
+	// the local executor does (their environment's settings apply), so
+	// that an executor on other machines spends no round trips on them:
+	// on Temporal, the driver runs them.
+	Bookkeeping bool
 }
 
 func (t *Task) validate() error {

@@ -67,7 +67,7 @@ func HealthStep() pipeline.Step {
 // with them the row: the report then recomputes it).
 func HealthTask() *pipeline.Task {
 	return &pipeline.Task{
-		Name: "health", Version: healthTaskVersion, Env: "health", Deterministic: true,
+		Name: "health", Version: healthTaskVersion, Env: "health", Deterministic: true, Bookkeeping: true,
 		Outputs: []pipeline.Output{{Name: OutHealth, File: runs.HealthFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p struct {

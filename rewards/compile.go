@@ -506,6 +506,13 @@ func (p *Program) Digest() string { return p.digest }
 // column per component.
 func (p *Program) Table() *tables.Table[tables.Reward] { return p.table }
 
+// ExpressionsOnly reports whether the spec is expressions alone: no
+// verifier, judge or function, so scoring a batch is in-process
+// arithmetic over its rows (the reward Task is then bookkeeping).
+func (p *Program) ExpressionsOnly() bool {
+	return len(p.verifiers) == 0 && len(p.judges) == 0 && len(p.functions) == 0
+}
+
 // UsesPrompts reports whether an expression reads prompt, messages,
 // answer or metadata, so that scoring needs the prompts table.
 func (p *Program) UsesPrompts() bool { return p.uses&promptVars != 0 }

@@ -26,11 +26,14 @@ const taskName = "reward"
 // spec invalidates exactly the reward tasks. The program is compiled
 // once, by the caller; the task never compiles. A batch where no sample
 // is scored and some rewards are NaN or infinite fails the task, not
-// retried, with a *tables.NonfiniteError (Summary.CheckFinite).
+// retried, with a *tables.NonfiniteError (Summary.CheckFinite). A spec
+// of expressions alone (Program.ExpressionsOnly) makes the task
+// bookkeeping: the run scores in its own process whatever its executor.
 func Task(prog *Program) *pipeline.Task {
 	return &pipeline.Task{
 		Name: taskName, Version: "cel-" + strings.TrimPrefix(prog.Digest(), "sha256:"), Deterministic: true,
-		Outputs: []pipeline.Output{{Name: pipeline.OutRewards, File: runs.RewardsFile}},
+		Bookkeeping: prog.ExpressionsOnly(),
+		Outputs:     []pipeline.Output{{Name: pipeline.OutRewards, File: runs.RewardsFile}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			so := &ScoreOptions{Name: tc.Task + " trajectories", Memo: tc}
 			if p := tc.InputPath("prompts"); p != "" {

@@ -143,3 +143,33 @@ func TestTaskVersion(t *testing.T) {
 		t.Fatalf("task = %s, want %s", got, want)
 	}
 }
+
+// TestTaskBookkeeping: a spec of expressions alone makes the reward task
+// bookkeeping (the run scores in its own process whatever its executor);
+// a spec with a verifier sends it to the reward environment's workers.
+func TestTaskBookkeeping(t *testing.T) {
+	plain, err := rewards.ParseSpec("plain.yaml", []byte("components:\n  - name: correct\n    expr: 'completion == answer ? 1.0 : 0.0'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := rewards.Compile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !prog.ExpressionsOnly() || !rewards.Task(prog).Bookkeeping {
+		t.Errorf("expressions alone: ExpressionsOnly %v, Bookkeeping %v; want both true", prog.ExpressionsOnly(), rewards.Task(prog).Bookkeeping)
+	}
+	spec, err := rewards.ParseSpec("even.yaml", []byte(evenSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err = rewards.Compile(spec, rewards.WithVerifier("even", func(context.Context, rewards.Row, rewards.Memoizer) (rewards.VerifierResult, error) {
+		return rewards.VerifierResult{}, errors.New("not called")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.ExpressionsOnly() || rewards.Task(prog).Bookkeeping {
+		t.Errorf("with a verifier: ExpressionsOnly %v, Bookkeeping %v; want both false", prog.ExpressionsOnly(), rewards.Task(prog).Bookkeeping)
+	}
+}

@@ -37,7 +37,7 @@ type SampleParams struct {
 func SampleTask() *pipeline.Task {
 	var last datasetMemo
 	return &pipeline.Task{
-		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true,
+		Name: "sample", Version: "dataset-1", Env: "sample", Deterministic: true, Bookkeeping: true,
 		Outputs: []pipeline.Output{pipeline.TableOutput(pipeline.OutPrompts, runs.PromptsFile, tables.Prompts)},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
 			var p SampleParams

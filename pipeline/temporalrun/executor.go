@@ -12,6 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/rs/zerolog"
 
@@ -280,11 +281,20 @@ func (x *Executor) unserved(ctx context.Context, queue, env string) string {
 func Result(ctx context.Context, c client.Client, run client.WorkflowRun, valuePtr any) error {
 	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
-		if _, err := it.Next(); err != nil {
+		ev, err := it.Next()
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			break // run.Get says what went wrong
+		}
+		// A completed run's result is in its last event: decoded here, it
+		// saves the round trip of run.Get.
+		if done := ev.GetWorkflowExecutionCompletedEventAttributes(); done != nil && !it.HasNext() {
+			if r := done.GetResult(); r != nil {
+				return converter.GetDefaultDataConverter().FromPayloads(r, valuePtr)
+			}
+			return nil
 		}
 	}
 	return run.Get(ctx, valuePtr)

@@ -228,7 +228,9 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 			}
 		}
 	}()
-	activity.RecordHeartbeat(ctx, attempt)
+	// No heartbeat at the start: the heartbeat timeout runs from the
+	// attempt's start, and a first heartbeat would cost the server a
+	// write per task call for nothing.
 	log := a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Str("env", job.Env).Logger()
 	log.Info().Msg("attempt started")
 	// A stopping worker cancels the attempt at once and says so, so that

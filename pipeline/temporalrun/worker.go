@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -86,6 +88,7 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 	if name == "" {
 		name = workerName()
 	}
+	setBinaryID.Do(func() { worker.SetBinaryChecksum(binaryID()) })
 	envs := append([]string(nil), o.Envs...)
 	sort.Strings(envs)
 	var out []worker.Worker
@@ -99,6 +102,7 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		}
 		w := worker.New(o.Client, Queue(o.Repository, o.Pipeline, env), worker.Options{
 			MaxConcurrentActivityExecutionSize: n,
+			MaxConcurrentActivityTaskPollers:   activityPollers(n),
 			Identity:                           name + "/" + env,
 			// Time for a stopped attempt to report itself stopped.
 			WorkerStopTimeout: stopGrace,
@@ -118,4 +122,36 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// activityPollers is how many of an environment's n attempt slots poll
+// the queue: one fewer than n, at most two (the SDK's default). A poll
+// holds its slot while it waits, and the server hands a worker the
+// attempt its own workflow task scheduled (eager execution, on with
+// `rlpipe temporal dev`) only when the worker has a slot no poll holds:
+// with two pollers, a worker of two slots never has one.
+func activityPollers(n int) int { return max(1, min(2, n-1)) }
+
+var setBinaryID sync.Once
+
+// binaryID names this build for Temporal's reset points: the module's
+// version and VCS revision from the binary's build info. Without it the
+// SDK reads the whole executable to take its MD5 when the first worker
+// is built, a quarter of a second of CPU on every driver's start.
+func binaryID() string {
+	id := "rlpipe"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return id
+	}
+	id += "@" + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			id += "+" + s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			id += "+modified"
+		}
+	}
+	return id
 }

@@ -219,7 +219,7 @@ func BenchmarkTemporalDemo(b *testing.B) {
 		st.Close()
 
 		c := newCluster(b, setup)
-		w := c.worker("worker", cfg, "--env", "sample,generate,reward,advantages,train,eval,health")
+		w := c.worker("worker", cfg, "--env", "generate,train,eval")
 		start = time.Now()
 		rlpipe(b, c.dir, c.env, c.runArgs(cfg, "--no-report")...)
 		tempT := time.Since(start)

@@ -28,9 +28,9 @@ import (
 // Temporal hands it in its replies to workflow tasks (eager execution)
 // rather than through the queue. `rlpipe temporal dev`'s server hands
 // over every attempt that way; a server with Temporal's defaults none,
-// and the tasks finish the same. (A worker whose slots its two pollers
-// hold, as one of concurrency 1 or 2, gets none eagerly: the SDK only
-// asks for an attempt it has a free slot for.)
+// and the tasks finish the same. (The SDK only asks for an attempt it
+// has a slot no poll holds: an environment's worker polls with one
+// fewer poller than its slots, so one of concurrency 1 gets none.)
 func TestEagerAttempts(t *testing.T) {
 	dev, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
 	if err != nil {
