@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/internal/scratch"
@@ -220,12 +223,8 @@ func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, 
 		params: job.Params, memo: a.memo, warm: slot,
 		log: a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Logger(),
 	}
-	for name, in := range job.Inputs {
-		p := filepath.Join(work, "in", name)
-		if err := download(actx, a.store, in, p, tc.log); err != nil {
-			return nil, fmt.Errorf("fetch input %s: %w", name, err)
-		}
-		tc.inputs[name] = p
+	if err := a.fetch(actx, job.Inputs, work, tc); err != nil {
+		return nil, err
 	}
 	for _, o := range t.Outputs {
 		target := tc.outputs[o.Name]
@@ -250,6 +249,39 @@ func (a attempter) attempt(ctx context.Context, t *Task, job *Job, attempt int, 
 		return nil, err
 	}
 	return a.upload(actx, t, job, tc)
+}
+
+// parallelTransfers bounds the files an attempt reads from, or writes
+// to, the store at once: over a remote store (lakeFS, `rlpipe store
+// serve`) each file is a round trip, and a train call reads a handful.
+const parallelTransfers = 8
+
+// fetch downloads inputs into work/in, parallelTransfers files at a
+// time, and records their paths in tc.
+func (a attempter) fetch(ctx context.Context, inputs map[string]Artifact, work string, tc *TaskContext) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelTransfers)
+	names := slices.Sorted(maps.Keys(inputs))
+	for _, name := range names {
+		in, p := inputs[name], filepath.Join(work, "in", name)
+		tc.inputs[name] = p
+		get := func(path, dst string, staged bool) {
+			g.Go(func() error {
+				if err := downloadFile(gctx, a.store, in.Ref, path, dst, staged, tc.log); err != nil {
+					return fmt.Errorf("fetch input %s: %w", name, err)
+				}
+				return nil
+			})
+		}
+		if !in.Dir {
+			get(in.Path, p, in.Checksum != "")
+			continue
+		}
+		for _, rel := range slices.Sorted(maps.Keys(in.Files)) {
+			get(in.Path+"/"+rel, p+"/"+rel, true)
+		}
+	}
+	return g.Wait()
 }
 
 // workDir is an attempt's scratch directory, made on first use and
@@ -392,12 +424,23 @@ func putFiles(ctx context.Context, st artifacts.Store, branch string, ups []uplo
 			return nil
 		}
 	}
-	for _, u := range ups {
-		info, err := putFile(ctx, st, branch, u.dst, u.local, meta)
-		if err != nil {
+	// One at a time the puts of a train call's adapter and optimizer
+	// state are a round trip each; the store takes them in any order.
+	sums := make([]string, len(ups))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelTransfers)
+	for i, u := range ups {
+		g.Go(func() error {
+			info, err := putFile(gctx, st, branch, u.dst, u.local, meta)
+			sums[i] = info.Checksum
 			return err
-		}
-		u.done(info.Checksum)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, u := range ups {
+		u.done(sums[i])
 	}
 	return nil
 }

@@ -484,19 +484,6 @@ func describe(ctx context.Context, st artifacts.Store, a Artifact) (Artifact, er
 	return a, nil
 }
 
-// download copies an artifact to a local path.
-func download(ctx context.Context, st artifacts.Store, a Artifact, dst string, log zerolog.Logger) error {
-	if !a.Dir {
-		return downloadFile(ctx, st, a.Ref, a.Path, dst, a.Checksum != "", log)
-	}
-	for rel := range a.Files {
-		if err := downloadFile(ctx, st, a.Ref, a.Path+"/"+rel, dst+"/"+rel, true, log); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // stagedReadTries bounds the reads of an object the engine staged itself
 // that the store answers as not found; stagedReadWait is the first wait
 // between them (doubled each time, at most 2 s: about 10 s in all).
