@@ -457,13 +457,15 @@ func (x *elsewhere) Execute(_ context.Context, _ *pipeline.Task, job pipeline.Jo
 
 // TestBookkeepingRunsInTheRunsProcess: a task marked Bookkeeping runs in
 // the run's process, with the local executor's retries and outputs,
-// whatever executor the run has; the executor gets every other task.
+// whatever executor the run has, its resources cut to this machine's
+// without GPUs; the executor gets every other task.
 func TestBookkeepingRunsInTheRunsProcess(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 0)
 	x := &elsewhere{}
+	// Sized for the workers' hosts: more cores than this machine, a GPU.
 	r := openRun(t, st, pipeline.RunOptions{Executor: x, Envs: map[string]pipeline.Settings{
-		"advantages": {Retry: pipeline.Retry{Attempts: 2}}}})
+		"advantages": {Retry: pipeline.Retry{Attempts: 2}, Resources: pipeline.Resources{CPU: 16, GPU: 1}}}})
 	var runs atomic.Int32
 	book := writeTask("advantages", &runs)
 	book.Env, book.Bookkeeping = "advantages", true

@@ -148,6 +148,11 @@ func (n *Node) execute(ctx context.Context) error {
 	}
 	x := r.executor
 	if n.task.Bookkeeping {
+		if _, here := x.(localExecutor); !here {
+			// Its environment may be sized for the workers' hosts: here
+			// it takes no GPU and at most what this machine has.
+			job.Settings.Resources = r.pool.machine.fit(job.Settings.Resources)
+		}
 		x = localExecutor{r}
 	}
 	out, err := x.Execute(ctx, n.task, job, report)
@@ -424,8 +429,9 @@ func putFiles(ctx context.Context, st artifacts.Store, branch string, ups []uplo
 			return nil
 		}
 	}
-	// One at a time the puts of a train call's adapter and optimizer
-	// state are a round trip each; the store takes them in any order.
+	// Each put is a round trip to a remote store, and a train call has
+	// a handful (adapter, optimizer state): parallelTransfers at a time,
+	// in any order.
 	sums := make([]string, len(ups))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallelTransfers)

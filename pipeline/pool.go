@@ -14,6 +14,13 @@ type Machine struct {
 	GPUType  string
 }
 
+// fit is r cut to what m has, without GPUs: the resources of a
+// bookkeeping task the run executes itself though its environment was
+// sized for other hosts (Task.Bookkeeping).
+func (m Machine) fit(r Resources) Resources {
+	return Resources{CPU: min(r.CPU, m.CPU), MemoryMB: min(r.MemoryMB, m.MemoryMB)}
+}
+
 // pool admits tasks when their resources fit, and caps each environment's
 // concurrency. A task that can never fit fails at once.
 type pool struct {

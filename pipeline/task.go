@@ -84,9 +84,11 @@ type Task struct {
 	// holds — the dataset sampler, the advantages, the training health:
 	// milliseconds of CPU, no device, nothing an environment provides.
 	// The run executes them in its own process whatever its Executor, as
-	// the local executor does (their environment's settings apply), so
-	// that an executor on other machines spends no round trips on them:
-	// on Temporal, the driver runs them.
+	// the local executor does, so that an executor on other machines
+	// spends no round trips on them: on Temporal, the driver runs them.
+	// Their environment's retries, timeouts and concurrency apply; its
+	// resources, perhaps sized for other hosts, are cut to this machine's
+	// without GPUs.
 	Bookkeeping bool
 }
 

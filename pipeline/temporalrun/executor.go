@@ -289,8 +289,10 @@ func Result(ctx context.Context, c client.Client, run client.WorkflowRun, valueP
 			break // run.Get says what went wrong
 		}
 		// A completed run's result is in its last event: decoded here, it
-		// saves the round trip of run.Get.
-		if done := ev.GetWorkflowExecutionCompletedEventAttributes(); done != nil && !it.HasNext() {
+		// saves the round trip of run.Get. rlpipe's clients use the
+		// default data converter; a cron run's next run is run.Get's to
+		// follow, as is a result nobody wants.
+		if done := ev.GetWorkflowExecutionCompletedEventAttributes(); done != nil && done.GetNewExecutionRunId() == "" && valuePtr != nil && !it.HasNext() {
 			if r := done.GetResult(); r != nil {
 				return converter.GetDefaultDataConverter().FromPayloads(r, valuePtr)
 			}
