@@ -81,8 +81,9 @@ type Task struct {
 	// runs with other seeds. Otherwise the seed enters the cache key.
 	Deterministic bool
 	// Bookkeeping marks the engine's own light steps over what the store
-	// holds — the dataset sampler, the advantages, the training health:
-	// milliseconds of CPU, no device, nothing an environment provides.
+	// holds — the dataset sampler, a reward spec of expressions alone, the
+	// advantages, the training health: milliseconds of CPU, no device,
+	// nothing an environment provides.
 	// The run executes them in its own process whatever its Executor, as
 	// the local executor does, so that an executor on other machines
 	// spends no round trips on them: on Temporal, the driver runs them.

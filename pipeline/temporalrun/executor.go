@@ -277,7 +277,9 @@ func (x *Executor) unserved(ctx context.Context, queue, env string) string {
 // sleeps until it expires, 20 s later (measured: about one task call in
 // forty on `rlpipe temporal dev`). Result instead follows every event
 // of the run's history, each poll returning at the next one, which
-// loses nothing, and calls run.Get once the history has closed.
+// loses nothing; once the history has closed it decodes a completed
+// run's result from its last event, and leaves anything else (a failure,
+// a continued or cron run) to run.Get.
 func Result(ctx context.Context, c client.Client, run client.WorkflowRun, valuePtr any) error {
 	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
