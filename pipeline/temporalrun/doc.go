@@ -12,7 +12,8 @@
 //     answer becomes a task workflow (TaskID: repository, branch,
 //     directory, call and cache key) on the queue of its environment
 //     (Queue). The workflow runs attempts as activities with the local
-//     executor's semantics: retries.attempts, backoff as durable timers,
+//     executor's semantics (the first attempt of a call known to be
+//     short runs inside the workflow task, as a local activity): retries.attempts, backoff as durable timers,
 //     the per-attempt timeout (enforced by the worker, which kills the
 //     task's processes; a Temporal start-to-close timeout is the
 //     backstop), the deadline as a schedule-to-close bound, and

@@ -102,8 +102,12 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		}
 		w := worker.New(o.Client, Queue(o.Repository, o.Pipeline, env), worker.Options{
 			MaxConcurrentActivityExecutionSize: n,
-			MaxConcurrentActivityTaskPollers:   activityPollers(n),
-			Identity:                           name + "/" + env,
+			// The first attempt of a call known to be short runs in its
+			// workflow task (TaskInput.Local); the pipeline.Worker admits
+			// both kinds under the environment's concurrency.
+			MaxConcurrentLocalActivityExecutionSize: n,
+			MaxConcurrentActivityTaskPollers:        activityPollers(n),
+			Identity:                                name + "/" + env,
 			// Time for a stopped attempt to report itself stopped.
 			WorkerStopTimeout: stopGrace,
 		})

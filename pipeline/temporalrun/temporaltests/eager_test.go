@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/dynamicconfig"
@@ -23,14 +24,16 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun/devserver"
 )
 
-// TestEagerAttempts runs three no-op task calls through the executor on
-// a worker of 4 slots whose client counts the attempt activities
-// Temporal hands it in its replies to workflow tasks (eager execution)
-// rather than through the queue. `rlpipe temporal dev`'s server hands
-// over every attempt that way; a server with Temporal's defaults none,
-// and the tasks finish the same. (The SDK only asks for an attempt it
-// has a slot no poll holds: an environment's worker polls with one
-// fewer poller than its slots, so one of concurrency 1 gets none.)
+// TestEagerAttempts runs three no-op task calls of one task through the
+// executor on a worker of 4 slots whose client counts how each attempt
+// reached it. The first call's attempt is a regular activity: on
+// `rlpipe temporal dev`'s server Temporal hands it over in its reply to
+// the workflow task (eager execution), on a server with Temporal's
+// defaults through the queue. (The SDK only asks for an attempt it has a
+// slot no poll holds: an environment's worker polls with one fewer
+// poller than its slots, so one of concurrency 1 gets none.) The call
+// was short, so the next two run inside their workflow tasks (the fast
+// path: a local activity, recorded as a marker) on either server.
 func TestEagerAttempts(t *testing.T) {
 	dev, err := devserver.Start(devserver.Options{Address: "127.0.0.1:0"})
 	if err != nil {
@@ -42,15 +45,20 @@ func TestEagerAttempts(t *testing.T) {
 		name, addr, ns string
 		eager          int64
 	}{
-		{"rlpipe temporal dev", dev.Address(), devserver.DefaultNamespace, 3},
+		{"rlpipe temporal dev", dev.Address(), devserver.DefaultNamespace, 1},
 		{"Temporal's defaults", plain.GetFrontendHostPort(), plain.GetDefaultNamespace(), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var eager atomic.Int64
+			var eager, marked atomic.Int64
 			count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				err := invoke(ctx, method, req, reply, cc, opts...)
 				if r, ok := reply.(*workflowservice.RespondWorkflowTaskCompletedResponse); ok && err == nil {
 					eager.Add(int64(len(r.GetActivityTasks())))
+					for _, c := range req.(*workflowservice.RespondWorkflowTaskCompletedRequest).GetCommands() {
+						if c.GetCommandType() == enumspb.COMMAND_TYPE_RECORD_MARKER {
+							marked.Add(1)
+						}
+					}
 				}
 				return err
 			}
@@ -86,6 +94,9 @@ func TestEagerAttempts(t *testing.T) {
 			}
 			if got := eager.Load(); got != tc.eager {
 				t.Errorf("%d attempts handed over eagerly, want %d", got, tc.eager)
+			}
+			if got := marked.Load(); got != 2 {
+				t.Errorf("%d attempts ran inside their workflow tasks, want 2", got)
 			}
 		})
 	}
