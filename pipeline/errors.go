@@ -16,6 +16,9 @@ var (
 	ErrDeadline = errors.New("task deadline passed")
 	// ErrUnschedulable: a task asks for more resources than the machine has.
 	ErrUnschedulable = errors.New("task can never be scheduled")
+	// ErrBusy: Worker.TryAttempt found the job's resources or its
+	// environment's concurrency taken on its worker.
+	ErrBusy = errors.New("the worker has no room for the task now")
 	// ErrOutput: a task's declared output is missing or has the wrong schema.
 	ErrOutput = errors.New("bad task output")
 	// ErrRunLocked: another process is running this run.

@@ -55,6 +55,12 @@ func (p *pool) fits(r Resources) error {
 // acquire blocks until the task's resources are free and its
 // environment is under its concurrency, then returns a release function.
 func (p *pool) acquire(ctx context.Context, env string, s Settings) (func(), error) {
+	return p.admit(ctx, env, s, true)
+}
+
+// admit is acquire; without wait it returns ErrBusy at once instead of
+// blocking.
+func (p *pool) admit(ctx context.Context, env string, s Settings, wait bool) (func(), error) {
 	r := s.Resources
 	if err := p.fits(r); err != nil {
 		return nil, err
@@ -72,10 +78,13 @@ func (p *pool) acquire(ctx context.Context, env string, s Settings) (func(), err
 			var once sync.Once
 			return func() { once.Do(func() { p.release(env, r) }) }, nil
 		}
-		wait := p.changed
+		changed := p.changed
 		p.mu.Unlock()
+		if !wait {
+			return nil, ErrBusy
+		}
 		select {
-		case <-wait:
+		case <-changed:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -93,6 +93,18 @@ func (w *Worker) Tasks() []string {
 // uploads the outputs to the job's branch, and returns them. Errors
 // marked Permanent (ErrPermanent) are not worth retrying anywhere.
 func (w *Worker) Attempt(ctx context.Context, job Job, attempt int) (map[string]Artifact, error) {
+	return w.attempt(ctx, job, attempt, true)
+}
+
+// TryAttempt is Attempt without the wait: when the job's resources or
+// its environment's concurrency are taken on this worker now, it returns
+// ErrBusy at once, so that the caller can hand the attempt to whichever
+// worker is free.
+func (w *Worker) TryAttempt(ctx context.Context, job Job, attempt int) (map[string]Artifact, error) {
+	return w.attempt(ctx, job, attempt, false)
+}
+
+func (w *Worker) attempt(ctx context.Context, job Job, attempt int, wait bool) (map[string]Artifact, error) {
 	t, ok := w.tasks[job.Task]
 	if !ok {
 		return nil, Permanent(fmt.Errorf("%w: this worker has no task %q (it has %s); start it from the driver's pipeline config", ErrConfig, job.Task, strings.Join(w.Tasks(), ", ")))
@@ -106,7 +118,7 @@ func (w *Worker) Attempt(ctx context.Context, job Job, attempt int) (map[string]
 	if err := job.Settings.Validate(); err != nil {
 		return nil, Permanent(fmt.Errorf("task %s: %w", job.Call, err))
 	}
-	release, err := w.pool.acquire(ctx, job.Env, job.Settings)
+	release, err := w.pool.admit(ctx, job.Env, job.Settings, wait)
 	if err != nil {
 		if errors.Is(err, ErrUnschedulable) {
 			return nil, Permanent(fmt.Errorf("environment %q on this worker: %w", job.Env, err))

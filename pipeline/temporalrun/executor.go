@@ -171,8 +171,13 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	if err != nil {
 		return pipeline.Outcome{}, err
 	}
-	if res.Error == "" {
-		x.took.Store(queue+"\x00"+t.Name, res.Elapsed)
+	// The fast path is learnt from calls that ran on workers that have it,
+	// and dropped for a task whose attempt ran past its bound.
+	switch key := queue + "\x00" + t.Name; {
+	case res.Overran:
+		x.took.Delete(key)
+	case res.Error == "" && res.Fast:
+		x.took.Store(key, res.Elapsed)
 	}
 	out := pipeline.Outcome{Outputs: res.Outputs, Attempts: res.Attempts, Elapsed: res.Elapsed}
 	// Errors holds an entry per attempt that reported back, and each was
@@ -224,7 +229,11 @@ func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reus
 	if in.Local > 0 {
 		opts.WorkflowTaskTimeout = x.taskTimeout()
 	}
-	run, err := x.o.Client.ExecuteWorkflow(ctx, opts, TaskWorkflow, in)
+	typ := TaskWorkflow
+	if in.Local > 0 {
+		typ = TaskFastWorkflow
+	}
+	run, err := x.o.Client.ExecuteWorkflow(ctx, opts, typ, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case err == nil:

@@ -19,10 +19,15 @@ import (
 
 // Names of the workflows and activities, as registered on workers.
 const (
-	TaskWorkflow  = "rlpipe.task"
-	AttemptAction = "rlpipe.attempt"
-	RunWorkflow   = "rlpipe.run"
-	DriveAction   = "rlpipe.drive"
+	TaskWorkflow = "rlpipe.task"
+	// TaskFastWorkflow is the task workflow when its first attempt runs
+	// inside its workflow task (TaskInput.Local): a type of its own, so
+	// that a worker of an rlpipe without the fast path never takes or
+	// replays one.
+	TaskFastWorkflow = "rlpipe.task.fast"
+	AttemptAction    = "rlpipe.attempt"
+	RunWorkflow      = "rlpipe.run"
+	DriveAction      = "rlpipe.drive"
 	// CancelTasksAction cancels a cancelled run's open tasks.
 	CancelTasksAction = "rlpipe.cancel-tasks"
 )
@@ -35,6 +40,9 @@ const (
 	// errStopped: the worker was stopping (Ctrl-C, a deploy); like a
 	// lost attempt, it does not count against retries.
 	errStopped = "rlpipe.WorkerStopped"
+	// errBusy: an attempt on the fast path found no room on the worker
+	// running the workflow task; it goes to the queue instead.
+	errBusy = "rlpipe.WorkerBusy"
 )
 
 // TaskInput is what a task workflow carries: the job (references and
@@ -77,6 +85,11 @@ type TaskResult struct {
 	Kinds []string `json:"kinds,omitempty"`
 	// Workers names the worker that ran each attempt that reported back.
 	Workers []string `json:"workers,omitempty"`
+	// Fast: the task's workflow and its successful attempt ran on
+	// workers that take the fast path (TaskFastWorkflow); Overran: the
+	// attempt on the fast path ran past its bound.
+	Fast    bool `json:"fast,omitempty"`
+	Overran bool `json:"overran,omitempty"`
 }
 
 // attemptResult is what one attempt activity returns.
@@ -84,6 +97,8 @@ type attemptResult struct {
 	Outputs map[string]pipeline.Artifact `json:"outputs"`
 	Worker  string                       `json:"worker"`
 	Elapsed time.Duration                `json:"elapsed_ns"`
+	// Fast: the worker runs attempts on the fast path.
+	Fast bool `json:"fast,omitempty"`
 }
 
 // taskWorkflow runs a job's attempts on its environment's queue with the
@@ -109,13 +124,14 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		maxLost = DefaultMaxLost
 	}
 	failed := 0
-	local := in.Local > 0
+	local := in.Local > 0 && workflow.GetInfo(ctx).WorkflowType.Name == TaskFastWorkflow
 	if local && workflow.GetInfo(ctx).GetCurrentHistoryLength() > firstTaskStarted {
-		// The workflow task that ran the first attempt timed out: its
-		// worker died or was cut off, and the attempt is lost with it.
+		// The workflow task that ran the first attempt timed out or
+		// failed: its worker died or was cut off, and the attempt is
+		// lost with it.
 		local = false
 		res.Attempts, res.Lost = 1, 1
-		res.Errors = append(res.Errors, fmt.Sprintf("attempt 1 lost: its worker stopped answering for %s (it died or was cut off)", workflow.GetInfo(ctx).WorkflowTaskTimeout))
+		res.Errors = append(res.Errors, fmt.Sprintf("attempt 1 lost: its workflow task timed out or failed (a worker died or was cut off for %s, or one without the fast path took it)", workflow.GetInfo(ctx).WorkflowTaskTimeout))
 	}
 	for {
 		// A backstop over the worker's own per-attempt timeout, which
@@ -147,18 +163,27 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		var err error
 		if local {
 			local = false
+			// Queued and run within the bound, so that the workflow task
+			// never outlives its timeout and needs no heartbeat.
 			lopts := workflow.LocalActivityOptions{
 				StartToCloseTimeout:    min(opts.StartToCloseTimeout, in.Local),
-				ScheduleToCloseTimeout: opts.ScheduleToCloseTimeout,
+				ScheduleToCloseTimeout: in.Local,
 				RetryPolicy:            opts.RetryPolicy,
 			}
+			if opts.ScheduleToCloseTimeout > 0 {
+				lopts.ScheduleToCloseTimeout = min(opts.ScheduleToCloseTimeout, in.Local)
+			}
 			err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, lopts), AttemptAction, in.Job, attempt).Get(ctx, &ar)
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) && ae.Type() == errBusy {
+				continue // not an attempt: it goes to the queue
+			}
 			var te *temporal.TimeoutError
-			if errors.As(err, &te) && lopts.StartToCloseTimeout == in.Local && (deadline.IsZero() || workflow.Now(ctx).Before(deadline)) {
+			if errors.As(err, &te) && (deadline.IsZero() || workflow.Now(ctx).Before(deadline)) {
 				// Longer than the fast path allows: run it again as a
 				// regular attempt, not counted against retries.
-				res.Attempts = attempt
-				res.Errors = append(res.Errors, fmt.Sprintf("attempt %d ran past %s, the bound of an attempt run inside its workflow task; it runs again as a regular attempt", attempt, in.Local))
+				res.Attempts, res.Overran = attempt, true
+				res.Errors = append(res.Errors, fmt.Sprintf("attempt %d ran past %s, the bound of an attempt run inside its workflow task, and was cancelled; it runs again as a regular attempt", attempt, in.Local))
 				continue
 			}
 		} else {
@@ -168,6 +193,7 @@ func taskWorkflow(ctx workflow.Context, in TaskInput) (TaskResult, error) {
 		if err == nil {
 			res.Outputs, res.Elapsed = ar.Outputs, res.Elapsed+ar.Elapsed
 			res.Workers = append(res.Workers, ar.Worker)
+			res.Fast = ar.Fast
 			return res, nil
 		}
 		if temporal.IsCanceledError(err) || ctx.Err() != nil {
@@ -284,9 +310,17 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 		case <-actx.Done():
 		}
 	}()
+	run := a.w.Attempt
+	if info.IsLocalActivity {
+		run = a.w.TryAttempt
+	}
 	start := time.Now()
-	outs, err := a.w.Attempt(actx, job, attempt)
+	outs, err := run(actx, job, attempt)
 	elapsed := time.Since(start)
+	if errors.Is(err, pipeline.ErrBusy) {
+		log.Info().Msg("no room for the attempt on this worker now: it goes to the queue")
+		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s: %v", a.name, err), errBusy, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
 	if err != nil {
 		log.Warn().Err(err).Dur("duration", elapsed).Msg("attempt failed")
 		select {
@@ -308,7 +342,7 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{kindsOf(err)}})
 	}
 	log.Info().Dur("duration", elapsed).Msg("attempt finished")
-	return attemptResult{Outputs: outs, Worker: a.name, Elapsed: elapsed}, nil
+	return attemptResult{Outputs: outs, Worker: a.name, Elapsed: elapsed, Fast: true}, nil
 }
 
 // workerName names this process in results and errors: host and pid.

@@ -102,16 +102,17 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		}
 		w := worker.New(o.Client, Queue(o.Repository, o.Pipeline, env), worker.Options{
 			MaxConcurrentActivityExecutionSize: n,
-			// The first attempt of a call known to be short runs in its
-			// workflow task (TaskInput.Local); the pipeline.Worker admits
-			// both kinds under the environment's concurrency.
-			MaxConcurrentLocalActivityExecutionSize: n,
-			MaxConcurrentActivityTaskPollers:        activityPollers(n),
-			Identity:                                name + "/" + env,
+			MaxConcurrentActivityTaskPollers:   activityPollers(n),
+			Identity:                           name + "/" + env,
 			// Time for a stopped attempt to report itself stopped.
 			WorkerStopTimeout: stopGrace,
 		})
 		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskWorkflow})
+		// The fast path's attempts are local activities; the
+		// pipeline.Worker admits them under the environment's concurrency
+		// without waiting (Worker.TryAttempt), and one it has no room for
+		// goes to the queue.
+		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskFastWorkflow})
 		a := &attempts{w: o.Worker, name: name, log: o.Logger}
 		w.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptAction})
 		out = append(out, w)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/rlpipe/rlpipe/artifacts"
@@ -19,10 +20,11 @@ import (
 )
 
 // The fast path: once a task's call has been short, the next call's first
-// attempt runs inside its workflow task (a local activity). The
-// executors of these tests use a 2 s heartbeat, so the workflow task's
-// timeout is 2 s, an attempt on the fast path may run 1 s, and a call
-// takes the fast path after one that ran under 500 ms.
+// attempt runs inside its workflow task (a local activity). These tests
+// use a 4 s heartbeat, so the workflow task's timeout is 4 s, an attempt
+// on the fast path may run 2 s, and a call takes the fast path after one
+// that ran under 1 s.
+const fastHeartbeat = 4 * time.Second
 
 // twoCalls runs call "first" of task, then call "second", on an
 // executor over c, and returns the second call's retried events.
@@ -30,7 +32,11 @@ func twoCalls(t *testing.T, c client.Client, st artifacts.Store, task *pipeline.
 	t.Helper()
 	ctx := context.Background()
 	var evs syncEvents
-	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "fast", Envs: envs, Executor: newExecutor(t, c, st, zerolog.Nop()), OnEvent: evs.add, NoCache: true})
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Store: st, Heartbeat: fastHeartbeat, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "fast", Envs: envs, Executor: x, OnEvent: evs.add, NoCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +55,8 @@ func twoCalls(t *testing.T, c client.Client, st artifacts.Store, task *pipeline.
 }
 
 // TestFastPathAttemptTooLongRunsAgain: a call whose attempt on the fast
-// path runs past its 1 s bound runs again as a regular attempt, which
-// does not count against its retries (it allows one attempt).
+// path runs past its 2 s bound is cancelled and runs again as a regular
+// attempt, which does not count against its retries (it allows one).
 func TestFastPathAttemptTooLongRunsAgain(t *testing.T) {
 	_, c := newServer(t)
 	st := standintest.NewStore(t, 0)
@@ -61,7 +67,7 @@ func TestFastPathAttemptTooLongRunsAgain(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					return ctx.Err()
-				case <-time.After(5 * time.Second):
+				case <-time.After(10 * time.Second):
 					t.Error("the attempt on the fast path was not stopped at its bound")
 				}
 			}
@@ -70,7 +76,7 @@ func TestFastPathAttemptTooLongRunsAgain(t *testing.T) {
 	envs := map[string]pipeline.Settings{"x": {Retry: pipeline.Retry{Attempts: 1}}}
 	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
 	retried := twoCalls(t, c, st, task, envs)
-	if !strings.Contains(retried, "attempt 1 ran past 1s, the bound of an attempt run inside its workflow task; it runs again as a regular attempt") {
+	if !strings.Contains(retried, "attempt 1 ran past 2s, the bound of an attempt run inside its workflow task, and was cancelled; it runs again as a regular attempt") {
 		t.Fatalf("retried events %q: want the attempt that ran past the fast path's bound", retried)
 	}
 	if n := calls.Load(); n != 3 {
@@ -110,20 +116,20 @@ func TestFastPathStoppedWorker(t *testing.T) {
 }
 
 // TestFastPathKilledWorker SIGKILLs a worker process while an attempt on
-// the fast path runs (the stand-in's generate takes 300 ms, so from the
+// the fast path runs (the stand-in's generate takes 600 ms, so from the
 // second iteration on its first attempt runs inside its workflow task):
 // the workflow task times out, and the attempt runs again on a second
 // worker, counted as lost, not failed; every artifact equals the local
 // executor's.
 func TestFastPathKilledWorker(t *testing.T) {
-	cfg, setup := standinConfig(t, "300ms")
+	cfg, setup := standinConfig(t, "600ms")
 	want := localSums(t, setup, cfg, "standin")
 	c := newCluster(t, setup)
 	for _, env := range []string{"sample", "reward", "train", "health"} {
 		c.worker(env, cfg, "--env", env)
 	}
 	genA := c.worker("generate-a", cfg, "--env", "generate")
-	driver := c.start("run", c.runArgs(cfg, "-o", "json")...)
+	driver := c.start("run", c.runArgs(cfg, "-o", "json", "--heartbeat", fastHeartbeat.String())...)
 	third := `"iteration":3,"task":"generate","attempt":1`
 	genA.waitOutput(t, third)
 	genA.kill()
@@ -144,11 +150,81 @@ func TestFastPathKilledWorker(t *testing.T) {
 	sameSums(t, want, got)
 	lost := 0
 	for _, e := range evs {
-		if strings.Contains(e, `"kind":"task.retried"`) && strings.Contains(e, "attempt 1 lost: its worker stopped answering for 2s") {
+		if strings.Contains(e, `"kind":"task.retried"`) && strings.Contains(e, "attempt 1 lost: its workflow task timed out or failed (a worker died or was cut off for 4s") {
 			lost++
 		}
 	}
 	if lost != 1 {
 		t.Errorf("%d task.retried events record an attempt lost on the fast path, want 1; events:\n%s", lost, strings.Join(evs, "\n"))
+	}
+}
+
+// TestFastPathBusyWorkerQueues: when the worker that takes a call's
+// workflow task has no room for its attempt (the environment allows one
+// attempt at a time, and another call holds it), the attempt is not run
+// there and not counted: it goes to the queue as a regular attempt and
+// runs when the worker is free.
+func TestFastPathBusyWorkerQueues(t *testing.T) {
+	_, c := newServer(t)
+	st := standintest.NewStore(t, 0)
+	holding, release := make(chan struct{}), make(chan struct{})
+	task := &pipeline.Task{Name: "one-at-a-time", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
+		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			if tc.Task == "hold" {
+				close(holding)
+				<-release
+			}
+			return os.WriteFile(tc.OutputPath("out"), []byte(tc.Task), 0o644)
+		}}
+	envs := map[string]pipeline.Settings{"x": {Concurrency: 1, Retry: pipeline.Retry{Attempts: 1}}}
+	serve(t, c, st, []*pipeline.Task{task}, envs, "x")
+	ctx := context.Background()
+	var evs syncEvents
+	x, err := temporalrun.NewExecutor(temporalrun.ExecutorOptions{Client: c, Repository: repo, Pipeline: pipe, Store: st, Heartbeat: fastHeartbeat, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{Executor: x}
+	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "busy", Envs: envs, Executor: rec, OnEvent: evs.add, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	it := r.Iteration(1)
+	if err := it.Go(ctx, task, pipeline.Call{Name: "learn"}).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hold := it.Go(ctx, task, pipeline.Call{Name: "hold"})
+	waitFor(t, holding, "the first call to hold the environment's one slot")
+	queued := it.Go(ctx, task, pipeline.Call{Name: "queued"})
+	time.Sleep(300 * time.Millisecond) // the second call finds no room and queues
+	close(release)
+	for _, n := range []*pipeline.Node{hold, queued} {
+		if err := n.Wait(ctx); err != nil {
+			t.Fatalf("%v (retried: %s)", err, evs.retried())
+		}
+	}
+	if got := evs.retried(); got != "" {
+		t.Fatalf("retried events %q: an attempt with no room on the fast path is not an attempt", got)
+	}
+	// The second call's workflow tried the fast path (a marker), then
+	// scheduled a regular attempt.
+	var kinds []string
+	for _, id := range rec.ids {
+		if !strings.Contains(id, "/queued/") {
+			continue
+		}
+		h := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for h.HasNext() {
+			ev, err := h.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, ev.GetEventType().String())
+		}
+	}
+	got := strings.Join(kinds, " ")
+	if !strings.Contains(got, "MarkerRecorded ActivityTaskScheduled") {
+		t.Fatalf("the queued call's history is %s: want a local attempt's marker, then a regular attempt", got)
 	}
 }
