@@ -207,6 +207,7 @@ stopping one (SIGTERM) that has run no attempt for --scale-idle.`,
 				if err != nil {
 					return failure(err)
 				}
+				defer w.Close()
 				opts := temporalrun.WorkerOptions{Client: c, Repository: repo.Name, Pipeline: pid, Envs: envs, Worker: w,
 					Concurrency: concurrency(plan.Run, envs), Logger: g.logger}
 				if drive {

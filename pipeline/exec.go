@@ -171,10 +171,14 @@ type attempter struct {
 	memo    *memoizer
 	workDir string
 	log     zerolog.Logger
+	// objects, when the store is remote, keeps local copies of the
+	// objects attempts put and read (objectCache); nil: every input is
+	// read from the store.
+	objects *objectCache
 }
 
 func (r *Run) attempter() attempter {
-	return attempter{store: r.store, memo: r.memo, workDir: r.opts.WorkDir, log: r.opts.Logger}
+	return attempter{store: r.store, memo: r.memo, workDir: r.opts.WorkDir, log: r.opts.Logger, objects: r.objects}
 }
 
 // taskDirPrefix starts the names of attempts' work directories. Each is
@@ -270,20 +274,30 @@ func (a attempter) fetch(ctx context.Context, inputs map[string]Artifact, work s
 	for _, name := range names {
 		in, p := inputs[name], filepath.Join(work, "in", name)
 		tc.inputs[name] = p
-		get := func(path, dst string, staged bool) {
+		// sum is the object's checksum when the job records it (an
+		// object staged or committed by the run): then it may come from
+		// the object cache, and goes into it.
+		get := func(path, dst, sum string) {
 			g.Go(func() error {
-				if err := downloadFile(gctx, a.store, in.Ref, path, dst, staged, tc.log); err != nil {
+				if a.objects.get(sum, dst) {
+					return nil
+				}
+				got, err := downloadFile(gctx, a.store, in.Ref, path, dst, sum != "", tc.log)
+				if err != nil {
 					return fmt.Errorf("fetch input %s: %w", name, err)
+				}
+				if got == sum {
+					a.objects.add(sum, dst, false)
 				}
 				return nil
 			})
 		}
 		if !in.Dir {
-			get(in.Path, p, in.Checksum != "")
+			get(in.Path, p, in.Checksum)
 			continue
 		}
 		for _, rel := range slices.Sorted(maps.Keys(in.Files)) {
-			get(in.Path+"/"+rel, p+"/"+rel, true)
+			get(in.Path+"/"+rel, p+"/"+rel, in.Files[rel])
 		}
 	}
 	return g.Wait()
@@ -407,13 +421,18 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 	if err := putFiles(ctx, a.store, job.Branch, pending, meta); err != nil {
 		return nil, err
 	}
+	for _, u := range pending {
+		a.objects.add(u.sum, u.local, true)
+	}
 	return outs, nil
 }
 
-// upload is a task's output file to put at dst; done takes its checksum.
+// upload is a task's output file to put at dst; done takes its checksum,
+// which putFiles also records in sum.
 type upload struct {
 	dst, local string
 	done       func(sum string)
+	sum        string
 }
 
 // putFiles puts every upload on branch: in one step where the store is an
@@ -424,6 +443,7 @@ func putFiles(ctx context.Context, st artifacts.Store, branch string, ups []uplo
 	if mp, ok := st.(artifacts.MultiPutter); ok && len(ups) > 1 {
 		if infos, err := putAll(ctx, mp, branch, ups, meta); err == nil {
 			for i, u := range ups {
+				ups[i].sum = infos[i].Checksum
 				u.done(infos[i].Checksum)
 			}
 			return nil
@@ -446,6 +466,7 @@ func putFiles(ctx context.Context, st artifacts.Store, branch string, ups []uplo
 		return err
 	}
 	for i, u := range ups {
+		ups[i].sum = sums[i]
 		u.done(sums[i])
 	}
 	return nil

@@ -70,8 +70,10 @@ type Run struct {
 	pool   *pool
 	cache  *cache
 	memo   *memoizer
-	events *eventLog
-	lock   *runLock
+	// objects keeps local copies of objects when the store is remote.
+	objects *objectCache
+	events  *eventLog
+	lock    *runLock
 	// executor runs the calls the cache does not answer.
 	executor Executor
 	warm     warmPools
@@ -136,6 +138,11 @@ func Open(ctx context.Context, st artifacts.Store, opts RunOptions) (*Run, error
 	r.executor = opts.Executor
 	if r.executor == nil {
 		r.executor = localExecutor{r}
+	} else {
+		// Tasks run elsewhere, so the store is a shared, remote one: the
+		// tasks this process runs itself (Task.Bookkeeping) keep local
+		// copies of what they read and write.
+		r.objects = newObjectCache(opts.WorkDir)
 	}
 	if opts.OnEvent != nil {
 		r.events.subscribe(opts.OnEvent)
@@ -190,6 +197,7 @@ func (r *Run) Store() artifacts.Store { return r.store }
 
 // Close releases the run's lock.
 func (r *Run) Close() error {
+	r.objects.close()
 	return r.lock.release(context.Background())
 }
 
@@ -492,7 +500,8 @@ var (
 	stagedReadWait  = 100 * time.Millisecond
 )
 
-// downloadFile copies ref:path to dst. staged says the engine recorded
+// downloadFile copies ref:path to dst and returns the checksum the store
+// read it under. staged says the engine recorded
 // the object when it was staged (a task's output, with its checksum): it
 // exists, so "not found" can only be a read racing a commit of the branch
 // (lakeFS drops a branch's staged entries as the commit that holds them
@@ -500,43 +509,43 @@ var (
 // bounded number of times, until the commit's head serves the object; a
 // name the engine did not stage (the dataset, a deleted branch's object)
 // fails on the first miss.
-func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged bool, log zerolog.Logger) error {
+func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged bool, log zerolog.Logger) (checksum string, err error) {
 	wait := stagedReadWait
 	var rc io.ReadCloser
+	var info artifacts.ObjectInfo
 	for try := 1; ; try++ {
-		var err error
-		rc, _, err = st.GetObject(ctx, ref, path)
+		rc, info, err = st.GetObject(ctx, ref, path)
 		if err == nil {
 			break
 		}
 		if !staged || !errors.Is(err, artifacts.ErrNotFound) || try >= stagedReadTries {
 			if staged && try > 1 {
-				return fmt.Errorf("%w (still missing after %d reads: the object was staged by this run; was its branch deleted or reset?)", err, try)
+				return "", fmt.Errorf("%w (still missing after %d reads: the object was staged by this run; was its branch deleted or reset?)", err, try)
 			}
-			return err
+			return "", err
 		}
 		log.Warn().Str("ref", ref).Str("path", path).Int("read", try).Dur("wait", wait).
 			Msg("a staged input is not found: a commit of its branch is in flight; reading again")
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
 	defer rc.Close()
 	if err := os.MkdirAll(parentDir(dst), 0o755); err != nil {
-		return err
+		return "", err
 	}
 	f, err := os.Create(dst)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if _, err := io.Copy(f, rc); err != nil {
 		f.Close()
-		return fmt.Errorf("read %s:%s: %w", ref, path, err)
+		return "", fmt.Errorf("read %s:%s: %w", ref, path, err)
 	}
-	return f.Close()
+	return info.Checksum, f.Close()
 }
 
 func parentDir(p string) string {

@@ -72,10 +72,16 @@ func NewWorker(st artifacts.Store, opts WorkerOptions) (*Worker, error) {
 	}
 	w.pool = newPool(*m)
 	events := newEventLog("", opts.Logger)
-	w.a = attempter{store: st, memo: &memoizer{store: st, events: events}, workDir: opts.WorkDir, log: opts.Logger}
+	// A worker's store is the driver's, remote to it: its attempts keep
+	// local copies of what they put and read (objectCache).
+	w.a = attempter{store: st, memo: &memoizer{store: st, events: events}, workDir: opts.WorkDir, log: opts.Logger, objects: newObjectCache(opts.WorkDir)}
 	sweepTaskDirs(opts.WorkDir, opts.Logger)
 	return w, nil
 }
+
+// Close removes the worker's local copies of objects; call it when the
+// worker serves no more attempts.
+func (w *Worker) Close() { w.a.objects.close() }
 
 // Tasks lists the names of the tasks the worker runs, sorted.
 func (w *Worker) Tasks() []string {

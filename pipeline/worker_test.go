@@ -43,7 +43,9 @@ func (x wireExecutor) Execute(ctx context.Context, _ *pipeline.Task, job pipelin
 // TestWorkerRunsJobsLikeTheLocalExecutor runs the stand-in loop (overlap
 // on, a transient failure in every stage) with its attempts run by a
 // Worker from jobs that went through JSON, and checks that every artifact
-// equals the local executor's: a job carries all a task needs.
+// equals the local executor's: a job carries all a task needs. Every
+// input the worker put itself comes from its local copies (the object
+// cache), not from the store: the worker reads only the dataset there.
 func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 	ctx := context.Background()
 	mk := func() (artifacts.Store, pipeline.Stages, map[string]pipeline.Settings) {
@@ -64,10 +66,12 @@ func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 	want := standintest.Sums(t, ref, "runs-w")
 
 	st, stages, envs := mk()
-	w, err := pipeline.NewWorker(st, pipeline.WorkerOptions{Tasks: stages.Tasks(), Envs: envs, ConfigHashes: []string{"cfg-1"}})
+	reads := &missing{Store: st, reads: map[string]int{}} // counts reads, misses none
+	w, err := pipeline.NewWorker(reads, pipeline.WorkerOptions{Tasks: stages.Tasks(), Envs: envs, ConfigHashes: []string{"cfg-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer w.Close()
 	if got := strings.Join(w.Tasks(), " "); got != "generate reward sample train" {
 		t.Fatalf("worker tasks %q", got)
 	}
@@ -78,6 +82,15 @@ func TestWorkerRunsJobsLikeTheLocalExecutor(t *testing.T) {
 	got := standintest.Sums(t, st, "runs-w")
 	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("artifacts through the worker differ from the local executor's:\n got %v\nwant %v", got, want)
+	}
+	var fromStore []string
+	for p := range reads.reads {
+		if strings.Contains(p, "iterations/") {
+			fromStore = append(fromStore, p)
+		}
+	}
+	if len(fromStore) > 0 || reads.readsOf("prompts.parquet") == 0 {
+		t.Fatalf("the worker read %v from the store: want only the dataset, its own outputs come from its object cache", fromStore)
 	}
 }
 
