@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,60 +183,106 @@ func BenchmarkTemporalNoopThroughput4Workers(b *testing.B) {
 }
 
 // BenchmarkTemporalDemo runs the arithmetic demo (examples/arithmetic,
-// the full dataset) once with the local executor and once through
-// Temporal — an in-process server, the store served by `rlpipe store
-// serve`, a worker process per environment with its model warm — and
-// reports the Temporal run's wall time over the local run's. Every
-// artifact of the run, the held-out evaluations among them, must be the
-// same in both. RLPIPE_BENCH_DEMO_ITERATIONS cuts the run (default the
-// demo's 60; evaluations stay every 10th iteration, or at the last one
-// of a shorter run).
+// the full dataset) with the local executor and through Temporal as
+// README's "Many machines" sets it up — an in-process server configured
+// as `rlpipe temporal dev`, the store served by `rlpipe store serve`, one
+// warm worker process for generate,train,eval, the driver keeping the
+// books — and reports the Temporal run's wall time over the local run's.
+// Every artifact of each run, the held-out evaluations among them, must
+// be the same in both. The two alternate over rounds
+// (RLPIPE_BENCH_DEMO_ROUNDS, default 3), which goes first changing each
+// round, and the figures are the medians: one run of each moves by a
+// tenth from one minute to the next on a 2-core machine.
+// RLPIPE_BENCH_DEMO_ITERATIONS cuts the run (default the demo's 60;
+// evaluations stay every 10th iteration, or at the last one of a shorter
+// run).
 func BenchmarkTemporalDemo(b *testing.B) {
-	iters := 60
-	if v := os.Getenv("RLPIPE_BENCH_DEMO_ITERATIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("RLPIPE_BENCH_DEMO_ITERATIONS=%q: want a positive number of iterations", v)
-		}
-		iters = n
-	}
+	iters := envInt(b, "RLPIPE_BENCH_DEMO_ITERATIONS", 60)
+	rounds := envInt(b, "RLPIPE_BENCH_DEMO_ROUNDS", 3)
 	edits := map[string]string{"iterations: 60": fmt.Sprintf("iterations: %d", iters)}
 	if iters < 10 {
 		edits["every: 10"] = fmt.Sprintf("every: %d", iters)
 	}
 	cfg, setup := arithmeticConfig(b, edits)
-	for i := 0; i < b.N; i++ {
+	local := func() (time.Duration, map[string]string) {
 		dir := b.TempDir()
 		store := filepath.Join(dir, "store")
 		setup(dir, store)
 		start := time.Now()
 		rlpipe(b, dir, nil, "--store", store, "run", "-f", cfg, "--no-report")
-		localT := time.Since(start)
+		took := time.Since(start)
 		st, err := local.Open(context.Background(), store, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		want := standintest.Sums(b, st, "runs-arith")
-		st.Close()
-
+		defer st.Close()
+		return took, standintest.Sums(b, st, "runs-arith")
+	}
+	temporal := func() (time.Duration, map[string]string) {
 		c := newCluster(b, setup)
 		w := c.worker("worker", cfg, "--env", "generate,train,eval")
-		start = time.Now()
+		start := time.Now()
 		rlpipe(b, c.dir, c.env, c.runArgs(cfg, "--no-report")...)
-		tempT := time.Since(start)
+		took := time.Since(start)
 		// Stopped as Ctrl-C stops it, so that RLPIPE_CPUPROFILE's profile
 		// of the worker is written.
 		_ = w.cmd.Process.Signal(os.Interrupt)
 		<-w.exited
 		got, _ := c.storeSums("arith")
-		sameSums(b, want, got)
-		load, _ := os.ReadFile("/proc/loadavg")
-		b.ReportMetric(localT.Seconds(), "local-s")
-		b.ReportMetric(tempT.Seconds(), "temporal-s")
-		b.ReportMetric(tempT.Seconds()/localT.Seconds(), "temporal/local")
-		fmt.Printf("arithmetic demo, %d iterations: local executor %.1f s, Temporal (in-process server configured as `rlpipe temporal dev`, one worker process serving every environment, as README shows) %.1f s: %.2fx local; artifacts identical; load average %s\n",
-			iters, localT.Seconds(), tempT.Seconds(), tempT.Seconds()/localT.Seconds(), strings.Join(strings.Fields(string(load))[:3], " "))
+		return took, got
 	}
+	for i := 0; i < b.N; i++ {
+		var localS, tempS, ratios []float64
+		for r := range rounds {
+			var lt, tt time.Duration
+			var want, got map[string]string
+			if r%2 == 0 {
+				lt, want = local()
+				tt, got = temporal()
+			} else {
+				tt, got = temporal()
+				lt, want = local()
+			}
+			sameSums(b, want, got)
+			localS, tempS = append(localS, lt.Seconds()), append(tempS, tt.Seconds())
+			ratios = append(ratios, tt.Seconds()/lt.Seconds())
+		}
+		load, _ := os.ReadFile("/proc/loadavg")
+		ml, mt, mr := median(localS), median(tempS), median(ratios)
+		b.ReportMetric(ml, "local-s")
+		b.ReportMetric(mt, "temporal-s")
+		b.ReportMetric(mr, "temporal/local")
+		fmt.Printf("arithmetic demo, %d iterations, %d rounds: local executor %.1f s, Temporal (in-process server configured as `rlpipe temporal dev`, one worker process serving every environment, as README shows) %.1f s (medians): %.2fx local (median of the rounds' %s); artifacts identical; load average %s\n",
+			iters, rounds, ml, mt, mr, ratioList(ratios), strings.Join(strings.Fields(string(load))[:3], " "))
+	}
+}
+
+// envInt reads a positive whole number from the environment variable
+// name, or returns def when it is unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive whole number", name, v)
+	}
+	return n
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ratioList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // BenchmarkTemporalDevConfig compares the time per no-op task call, one
