@@ -276,18 +276,19 @@ func (a attempter) fetch(ctx context.Context, inputs map[string]Artifact, work s
 		tc.inputs[name] = p
 		// sum is the object's checksum when the job records it (an
 		// object staged or committed by the run): then it may come from
-		// the object cache, and goes into it.
+		// the object cache, and goes into it when the bytes read hash to
+		// it (the store's checksum is their SHA-256 when it recorded one).
 		get := func(path, dst, sum string) {
 			g.Go(func() error {
 				if a.objects.get(sum, dst) {
 					return nil
 				}
-				got, err := downloadFile(gctx, a.store, in.Ref, path, dst, sum != "", tc.log)
+				digest, err := downloadFile(gctx, a.store, in.Ref, path, dst, sum != "", a.objects.wants(sum), tc.log)
 				if err != nil {
 					return fmt.Errorf("fetch input %s: %w", name, err)
 				}
-				if got == sum {
-					a.objects.add(sum, dst, false)
+				if digest != "" && digest == sum {
+					a.objects.add(sum, dst, nil)
 				}
 				return nil
 			})
@@ -395,7 +396,7 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 				}
 			}
 			name := o.Name
-			pending = append(pending, upload{dst: dst, local: local, done: func(sum string) {
+			pending = append(pending, upload{dst: dst, local: local, before: fi, done: func(sum string) {
 				outs[name] = Artifact{Ref: job.Branch, Path: dst, Checksum: sum}
 			}})
 			continue
@@ -414,7 +415,8 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 		dirArt := Artifact{Ref: job.Branch, Path: dst, Dir: true, Files: map[string]string{}}
 		for _, f := range files {
 			rel := filepath.ToSlash(strings.TrimPrefix(f, local+string(filepath.Separator)))
-			pending = append(pending, upload{dst: dst + "/" + rel, local: f, done: func(sum string) { dirArt.Files[rel] = sum }})
+			before, _ := os.Lstat(f)
+			pending = append(pending, upload{dst: dst + "/" + rel, local: f, before: before, done: func(sum string) { dirArt.Files[rel] = sum }})
 		}
 		outs[o.Name] = dirArt
 	}
@@ -422,17 +424,21 @@ func (a attempter) upload(ctx context.Context, t *Task, job *Job, tc *TaskContex
 		return nil, err
 	}
 	for _, u := range pending {
-		a.objects.add(u.sum, u.local, true)
+		if u.before != nil {
+			a.objects.add(u.sum, u.local, u.before)
+		}
 	}
 	return outs, nil
 }
 
 // upload is a task's output file to put at dst; done takes its checksum,
-// which putFiles also records in sum.
+// which putFiles also records in sum. before is the file as it was before
+// the put, for the object cache.
 type upload struct {
 	dst, local string
 	done       func(sum string)
 	sum        string
+	before     os.FileInfo
 }
 
 // putFiles puts every upload on branch: in one step where the store is an

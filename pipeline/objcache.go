@@ -2,13 +2,15 @@ package pipeline
 
 import (
 	"container/list"
-	"io"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/filecopy"
 	"github.com/rlpipe/rlpipe/internal/scratch"
 )
 
@@ -37,6 +39,7 @@ type objectCache struct {
 	mu      sync.Mutex
 	dir     *scratch.Dir
 	failed  bool
+	closed  bool
 	entries map[string]*list.Element // checksum → *cached
 	lru     list.List                // front: most recently used
 	size    int64
@@ -81,7 +84,10 @@ func (c *objectCache) get(sum, dst string) bool {
 	}
 	// A copy made while the entry is evicted fails to open its file and
 	// is a miss.
-	if err := copyFile(o.path, dst); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return false
+	}
+	if err := filecopy.File(o.path, dst); err != nil {
 		_ = os.Remove(dst)
 		return false
 	}
@@ -105,14 +111,34 @@ func (c *objectCache) removeLocked(e *list.Element) {
 	_ = os.Remove(o.path)
 }
 
-// add keeps the file at src as the object of checksum sum: linked when
-// nothing will write src again (an output that was put), else copied.
-func (c *objectCache) add(sum, src string, link bool) {
+// wants reports whether an object of checksum sum read from the store
+// should be hashed as it is read, to go into the cache: a cache that is
+// open, and a checksum that is a SHA-256 (the store's, when it recorded
+// one), which the bytes are checked against before they go in.
+func (c *objectCache) wants(sum string) bool {
+	if c == nil || len(sum) != sha256.Size*2 {
+		return false
+	}
+	if _, err := hex.DecodeString(sum); err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed
+}
+
+// add keeps the file at src as the object of checksum sum. An output
+// that was put comes with before, the file as it was before the put: it
+// is linked (nothing writes it any more), and kept only if it still has
+// before's size and time. An input read from the store (before nil) is
+// copied.
+func (c *objectCache) add(sum, src string, before os.FileInfo) {
 	if c == nil || sum == "" {
 		return
 	}
-	fi, err := os.Stat(src)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > c.max/4 {
+	fi, err := os.Lstat(src)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > c.max/4 ||
+		before != nil && (fi.Size() != before.Size() || !fi.ModTime().Equal(before.ModTime())) {
 		return
 	}
 	c.mu.Lock()
@@ -127,20 +153,20 @@ func (c *objectCache) add(sum, src string, link bool) {
 	if dir == "" {
 		return
 	}
-	if !link || os.Link(src, dst) != nil {
-		if copyFile(src, dst) != nil {
+	if before == nil || os.Link(src, dst) != nil {
+		if filecopy.File(src, dst) != nil {
 			_ = os.Remove(dst)
 			return
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[sum]; ok {
+	if _, ok := c.entries[sum]; ok || c.closed {
 		_ = os.Remove(dst)
 		return
 	}
-	kept, err := os.Stat(dst)
-	if err != nil || kept.Size() != fi.Size() {
+	kept, err := os.Lstat(dst)
+	if err != nil || kept.Size() != fi.Size() || before != nil && !kept.ModTime().Equal(before.ModTime()) {
 		_ = os.Remove(dst)
 		return
 	}
@@ -154,6 +180,9 @@ func (c *objectCache) add(sum, src string, link bool) {
 // dirLocked makes the cache's directory on first use; "" when it cannot
 // be made (the cache is then off: every read goes to the store).
 func (c *objectCache) dirLocked() string {
+	if c.closed {
+		return ""
+	}
 	if c.dir == nil && !c.failed {
 		d, err := scratch.Mkdir(c.parent, taskDirPrefix)
 		if err != nil {
@@ -168,38 +197,18 @@ func (c *objectCache) dirLocked() string {
 	return c.dir.Path()
 }
 
-// close removes the cache's files.
+// close removes the cache's files; the cache is off from then on.
 func (c *objectCache) close() {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	if c.dir != nil {
 		c.dir.Remove()
 		c.dir = nil
 	}
 	c.entries, c.size = map[string]*list.Element{}, 0
 	c.lru.Init()
-}
-
-// copyFile copies src to a new file dst, making dst's directory.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -500,8 +502,8 @@ var (
 	stagedReadWait  = 100 * time.Millisecond
 )
 
-// downloadFile copies ref:path to dst and returns the checksum the store
-// read it under. staged says the engine recorded
+// downloadFile copies ref:path to dst; with digest, it also returns the
+// hex SHA-256 of the bytes it wrote. staged says the engine recorded
 // the object when it was staged (a task's output, with its checksum): it
 // exists, so "not found" can only be a read racing a commit of the branch
 // (lakeFS drops a branch's staged entries as the commit that holds them
@@ -509,12 +511,11 @@ var (
 // bounded number of times, until the commit's head serves the object; a
 // name the engine did not stage (the dataset, a deleted branch's object)
 // fails on the first miss.
-func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged bool, log zerolog.Logger) (checksum string, err error) {
+func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged, digest bool, log zerolog.Logger) (sha string, err error) {
 	wait := stagedReadWait
 	var rc io.ReadCloser
-	var info artifacts.ObjectInfo
 	for try := 1; ; try++ {
-		rc, info, err = st.GetObject(ctx, ref, path)
+		rc, _, err = st.GetObject(ctx, ref, path)
 		if err == nil {
 			break
 		}
@@ -541,11 +542,19 @@ func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string
 	if err != nil {
 		return "", err
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	var w io.Writer = f
+	h := sha256.New()
+	if digest {
+		w = io.MultiWriter(f, h)
+	}
+	if _, err := io.Copy(w, rc); err != nil {
 		f.Close()
 		return "", fmt.Errorf("read %s:%s: %w", ref, path, err)
 	}
-	return info.Checksum, f.Close()
+	if digest {
+		sha = hex.EncodeToString(h.Sum(nil))
+	}
+	return sha, f.Close()
 }
 
 func parentDir(p string) string {

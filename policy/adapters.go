@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/rlpipe/rlpipe/internal/filecopy"
 )
 
 // ErrAdapterInput marks an Adapters.Load failure that retrying cannot fix:
@@ -278,25 +280,6 @@ func hashFile(h io.Writer, rel, path string) error {
 	return err
 }
 
-// copyFile copies the file at src to dst (created with mode 0644),
-// streaming.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // copyDir copies src's regular files into dst (created), through a
 // temporary directory renamed into place so a reader never sees half a
 // checkpoint.
@@ -318,7 +301,7 @@ func copyDir(src, dst string) error {
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
-		return copyFile(p, target)
+		return filecopy.File(p, target)
 	})
 	if err != nil {
 		return err

@@ -106,7 +106,7 @@ func (d *drive) CancelTasks(ctx context.Context, in RunInput) (int, error) {
 		num, ok := strings.CutPrefix(rest, pipeline.WorkBranchPrefix+branch+"-")
 		return ok && len(num) > 7 && num[6] == '/' && strings.Trim(num[:6], "0123456789") == ""
 	}
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", TaskWorkflow)
+	query := fmt.Sprintf("(WorkflowType = '%s' OR WorkflowType = '%s') AND ExecutionStatus = 'Running'", TaskWorkflow, TaskFastWorkflow)
 	var token []byte
 	n := 0
 	for {

@@ -265,6 +265,9 @@ type attempts struct {
 	w    *pipeline.Worker
 	name string
 	log  zerolog.Logger
+	// slots holds one token per attempt running in this environment,
+	// regular or on the fast path: the environment's Concurrency.
+	slots chan struct{}
 }
 
 // Attempt runs one attempt, heartbeating while it runs so that the task
@@ -272,6 +275,9 @@ type attempts struct {
 // task (its context is cancelled and its processes killed).
 func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (attemptResult, error) {
 	info := activity.GetInfo(ctx)
+	busy := func(why error) error {
+		return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s: %v", a.name, why), errBusy, temporal.ApplicationErrorOptions{NonRetryable: true})
+	}
 	every := info.HeartbeatTimeout / 3
 	if every <= 0 || every > 10*time.Second {
 		every = 10 * time.Second
@@ -296,6 +302,24 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 	// No heartbeat at the start: the heartbeat timeout runs from the
 	// attempt's start, and a first heartbeat would cost the server a
 	// write per task call for nothing.
+
+	// An attempt on the fast path does not wait for a slot: with none
+	// free it goes to the queue, for whichever worker has one. A regular
+	// attempt waits, heartbeating.
+	if info.IsLocalActivity {
+		select {
+		case a.slots <- struct{}{}:
+		default:
+			return attemptResult{}, busy(pipeline.ErrBusy)
+		}
+	} else {
+		select {
+		case a.slots <- struct{}{}:
+		case <-ctx.Done():
+			return attemptResult{}, ctx.Err()
+		}
+	}
+	defer func() { <-a.slots }()
 	log := a.log.With().Str("run", job.Run).Int("iteration", job.Iteration).Str("task", job.Call).Int("attempt", attempt).Str("env", job.Env).Logger()
 	log.Info().Msg("attempt started")
 	// A stopping worker cancels the attempt at once and says so, so that
@@ -319,7 +343,7 @@ func (a *attempts) Attempt(ctx context.Context, job pipeline.Job, attempt int) (
 	elapsed := time.Since(start)
 	if errors.Is(err, pipeline.ErrBusy) {
 		log.Info().Msg("no room for the attempt on this worker now: it goes to the queue")
-		return attemptResult{}, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s: %v", a.name, err), errBusy, temporal.ApplicationErrorOptions{NonRetryable: true})
+		return attemptResult{}, busy(err)
 	}
 	if err != nil {
 		log.Warn().Err(err).Dur("duration", elapsed).Msg("attempt failed")

@@ -113,7 +113,7 @@ func Workers(o WorkerOptions) ([]worker.Worker, error) {
 		// without waiting (Worker.TryAttempt), and one it has no room for
 		// goes to the queue.
 		w.RegisterWorkflowWithOptions(taskWorkflow, workflow.RegisterOptions{Name: TaskFastWorkflow})
-		a := &attempts{w: o.Worker, name: name, log: o.Logger}
+		a := &attempts{w: o.Worker, name: name, log: o.Logger, slots: make(chan struct{}, n)}
 		w.RegisterActivityWithOptions(a.Attempt, activity.RegisterOptions{Name: AttemptAction})
 		out = append(out, w)
 	}

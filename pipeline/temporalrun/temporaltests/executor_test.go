@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -221,10 +222,18 @@ func TestCancelReachesWorker(t *testing.T) {
 // out its retry backoff, so no loop waits for the task to cancel it. The
 // run workflow's cancellation still reaches it: the task is cancelled on
 // its worker and the run ends cancelled (docs/DEPLOY.md: a cancel stops
-// every task in flight).
+// every task in flight). The same holds for a task workflow of the fast
+// path (rlpipe.task.fast) whose first attempt ran past its bound and
+// whose regular attempt is running.
 func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fast path %v", fast), func(t *testing.T) { cancelRunBetweenDrivers(t, fast) })
+	}
+}
+
+func cancelRunBetweenDrivers(t *testing.T, fast bool) {
 	ctx, detach := context.WithCancelCause(context.Background())
-	c, _, node, stopped := runWaitingTask(t, ctx, "d")
+	c, _, node, stopped := runWaitingTaskOn(t, ctx, "d", fast)
 	detach(temporalrun.ErrDetached)
 	_ = node.Wait(context.Background())
 
@@ -262,12 +271,27 @@ func TestCancelledRunStopsTasksNoLoopWaitsFor(t *testing.T) {
 // cancelled; it returns once the task started on the worker. stopped
 // closes when the task's context ends there.
 func runWaitingTask(t *testing.T, ctx context.Context, name string) (c client.Client, x *recorder, node *pipeline.Node, stopped <-chan struct{}) {
+	return runWaitingTaskOn(t, ctx, name, false)
+}
+
+// runWaitingTaskOn is runWaitingTask; with fast, a short call of the task
+// runs first, so that the waiting call takes the fast path: its first
+// attempt runs past its bound (1 s) and is cancelled, and the call
+// returns once its second, regular attempt started.
+func runWaitingTaskOn(t *testing.T, ctx context.Context, name string, fast bool) (c client.Client, x *recorder, node *pipeline.Node, stopped <-chan struct{}) {
 	t.Helper()
 	_, c = newServer(t)
 	st := standintest.NewStore(t, 0)
 	started, done := make(chan struct{}), make(chan struct{})
 	task := &pipeline.Task{Name: "wait", Env: "x", Outputs: []pipeline.Output{{Name: "out"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
+			if tc.Task == "learn" {
+				return os.WriteFile(tc.OutputPath("out"), nil, 0o644)
+			}
+			if fast && tc.Attempt == 1 {
+				<-ctx.Done() // the fast path's bound
+				return ctx.Err()
+			}
 			close(started)
 			<-ctx.Done()
 			close(done)
@@ -281,7 +305,13 @@ func runWaitingTask(t *testing.T, ctx context.Context, name string) (c client.Cl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	node = r.Iteration(1).Go(ctx, task, pipeline.Call{})
+	it := r.Iteration(1)
+	if fast {
+		if err := it.Go(ctx, task, pipeline.Call{Name: "learn"}).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node = it.Go(ctx, task, pipeline.Call{})
 	waitFor(t, started, "the task to start on the worker")
 	return c, x, node, done
 }
