@@ -122,13 +122,7 @@ func TestFastPathStoppedWorker(t *testing.T) {
 // worker, counted as lost, not failed; every artifact equals the local
 // executor's.
 func TestFastPathKilledWorker(t *testing.T) {
-	cfg, setup := standinConfig(t, "600ms")
-	want := localSums(t, setup, cfg, "standin")
-	c := newCluster(t, setup)
-	for _, env := range []string{"sample", "reward", "train", "health"} {
-		c.worker(env, cfg, "--env", env)
-	}
-	genA := c.worker("generate-a", cfg, "--env", "generate")
+	c, cfg, want, genA := standinCluster(t, "600ms")
 	driver := c.start("run", c.runArgs(cfg, "-o", "json", "--heartbeat", fastHeartbeat.String())...)
 	third := `"iteration":3,"task":"generate","attempt":1`
 	genA.waitOutput(t, third)

@@ -341,13 +341,7 @@ type runJSON struct {
 // other generate worker up, the lost attempt can only run again on the
 // second one.
 func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
-	cfg, setup := standinConfig(t, "3s")
-	want := localSums(t, setup, cfg, "standin")
-	c := newCluster(t, setup)
-	for _, env := range []string{"sample", "reward", "train", "health"} {
-		c.worker(env, cfg, "--env", env)
-	}
-	genA := c.worker("generate-a", cfg, "--env", "generate")
+	c, cfg, want, genA := standinCluster(t, "3s")
 	driver := c.start("run", c.runArgs(cfg, "-o", "json")...)
 	genA.waitOutput(t, `"task":"generate"`, `"message":"attempt started"`)
 	genA.kill()
@@ -393,6 +387,20 @@ func TestStandinWorkersInProcessesSurviveAKilledWorker(t *testing.T) {
 	if finished != 6 {
 		t.Errorf("%d task.finished events of generate, want 6", finished)
 	}
+}
+
+// standinCluster is the stand-in pipeline with generate sleeping sleep,
+// the artifacts of a local run of it, and a cluster with a worker process
+// per environment: genA serves generate.
+func standinCluster(t *testing.T, sleep string) (c *cluster, cfg string, want map[string]string, genA *proc) {
+	t.Helper()
+	cfg, setup := standinConfig(t, sleep)
+	want = localSums(t, setup, cfg, "standin")
+	c = newCluster(t, setup)
+	for _, env := range []string{"sample", "reward", "train", "health"} {
+		c.worker(env, cfg, "--env", env)
+	}
+	return c, cfg, want, c.worker("generate-a", cfg, "--env", "generate")
 }
 
 // TestKilledDriverLosesNothing SIGKILLs `rlpipe run --executor temporal`
