@@ -111,20 +111,24 @@ func (c *objectCache) removeLocked(e *list.Element) {
 	_ = os.Remove(o.path)
 }
 
-// wants reports whether an object of checksum sum read from the store
-// should be hashed as it is read, to go into the cache: a cache that is
-// open, and a checksum that is a SHA-256 (the store's, when it recorded
-// one), which the bytes are checked against before they go in.
-func (c *objectCache) wants(sum string) bool {
+// wants returns the largest object of checksum sum read from the store
+// that should be hashed as it is read, to go into the cache, or 0 for
+// none: a cache that is open takes objects up to a quarter of its cap
+// whose checksum is a SHA-256 (the store's, when it recorded one), which
+// the bytes are checked against before they go in.
+func (c *objectCache) wants(sum string) int64 {
 	if c == nil || len(sum) != sha256.Size*2 {
-		return false
+		return 0
 	}
 	if _, err := hex.DecodeString(sum); err != nil {
-		return false
+		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.closed
+	if c.closed {
+		return 0
+	}
+	return c.max / 4
 }
 
 // add keeps the file at src as the object of checksum sum. An output

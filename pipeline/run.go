@@ -502,8 +502,8 @@ var (
 	stagedReadWait  = 100 * time.Millisecond
 )
 
-// downloadFile copies ref:path to dst; with digest, it also returns the
-// hex SHA-256 of the bytes it wrote. staged says the engine recorded
+// downloadFile copies ref:path to dst; for an object of at most digestUpTo
+// bytes it also returns the hex SHA-256 of the bytes it wrote. staged says the engine recorded
 // the object when it was staged (a task's output, with its checksum): it
 // exists, so "not found" can only be a read racing a commit of the branch
 // (lakeFS drops a branch's staged entries as the commit that holds them
@@ -511,11 +511,12 @@ var (
 // bounded number of times, until the commit's head serves the object; a
 // name the engine did not stage (the dataset, a deleted branch's object)
 // fails on the first miss.
-func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged, digest bool, log zerolog.Logger) (sha string, err error) {
+func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string, staged bool, digestUpTo int64, log zerolog.Logger) (sha string, err error) {
 	wait := stagedReadWait
 	var rc io.ReadCloser
+	var info artifacts.ObjectInfo
 	for try := 1; ; try++ {
-		rc, _, err = st.GetObject(ctx, ref, path)
+		rc, info, err = st.GetObject(ctx, ref, path)
 		if err == nil {
 			break
 		}
@@ -544,6 +545,7 @@ func downloadFile(ctx context.Context, st artifacts.Store, ref, path, dst string
 	}
 	var w io.Writer = f
 	h := sha256.New()
+	digest := digestUpTo > 0 && info.Size <= digestUpTo
 	if digest {
 		w = io.MultiWriter(f, h)
 	}
