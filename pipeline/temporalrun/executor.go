@@ -112,19 +112,22 @@ func (x *Executor) taskTimeout() time.Duration { return min(x.o.Heartbeat, 10*ti
 // attempt is a regular activity costs the server a second workflow task
 // and the activity's dispatch and completion, and the worker two round
 // trips more: on the demo the fast path halves the server's work. A
-// local activity cannot
-// heartbeat, so a dead worker is noticed by the workflow task's timeout
-// instead, and a cancellation waits for the attempt: only a task whose
+// local activity cannot heartbeat, so a dead worker is noticed by the
+// workflow task's timeout instead, and a cancellation waits for the
+// attempt: only a task whose
 // last attempt took under half the bound, itself half the workflow
 // task's timeout, takes the fast path; one that runs past the bound runs
 // again as a regular attempt.
 func (x *Executor) fastPath(queue string, t *pipeline.Task) time.Duration {
 	bound := x.taskTimeout() / 2
-	if d, ok := x.took.Load(queue + "\x00" + t.Name); ok && d.(time.Duration) < bound/2 {
+	if d, ok := x.took.Load(tookKey(queue, t)); ok && d.(time.Duration) < bound/2 {
 		return bound
 	}
 	return 0
 }
+
+// tookKey keys took: a task's calls on one queue.
+func tookKey(queue string, t *pipeline.Task) string { return queue + "\x00" + t.Name }
 
 // NewExecutor returns an executor over a connected client.
 func NewExecutor(o ExecutorOptions) (*Executor, error) {
@@ -173,7 +176,7 @@ func (x *Executor) Execute(ctx context.Context, t *pipeline.Task, job pipeline.J
 	}
 	// The fast path is learnt from calls that ran on workers that have it,
 	// and dropped for a task whose attempt ran past its bound.
-	switch key := queue + "\x00" + t.Name; {
+	switch key := tookKey(queue, t); {
 	case res.Overran:
 		x.took.Delete(key)
 	case res.Error == "" && res.Fast:
@@ -226,12 +229,9 @@ func (x *Executor) run(ctx context.Context, id, queue string, in TaskInput, reus
 		// here, so that it is told apart from a running one.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}
-	if in.Local > 0 {
-		opts.WorkflowTaskTimeout = x.taskTimeout()
-	}
 	typ := TaskWorkflow
 	if in.Local > 0 {
-		typ = TaskFastWorkflow
+		typ, opts.WorkflowTaskTimeout = TaskFastWorkflow, x.taskTimeout()
 	}
 	run, err := x.o.Client.ExecuteWorkflow(ctx, opts, typ, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
