@@ -145,7 +145,8 @@ type MultiCopier interface {
 type MultiPutter interface {
 	// PutObjects stages every put on branch and returns their infos in
 	// order. A put that fails stages none of them; the error names its
-	// path.
+	// path. The bodies may be read concurrently, each on its own
+	// goroutine, so no two puts may share a reader.
 	PutObjects(ctx context.Context, branch string, puts []Put) ([]ObjectInfo, error)
 }
 

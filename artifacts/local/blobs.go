@@ -32,9 +32,11 @@ type blobStore struct {
 	createTemp func(dir, pattern string) (tempFile, error)
 }
 
-// tempFile is what put needs of the file it writes.
+// tempFile is what put and putFile need of the file they write.
 type tempFile interface {
 	io.Writer
+	io.ReaderFrom
+	io.ReaderAt
 	Sync() error
 	Close() error
 	Name() string
@@ -57,27 +59,16 @@ type written struct {
 // temporary file in tmp/ (on the file system of blobs/) while another
 // goroutine hashes it, so the SHA-256 costs no pass of its own and, on
 // two cores, little time. A blob stored already is not synced, renamed
-// or kept: the temporary file is deleted before its pages are flushed,
-// so bytes that did not change cost their hashing and a copy into the
-// page cache, not a write to the disk. A new blob is synced, renamed
-// into its content address and its directory synced.
+// or kept (see keep).
 func (b *blobStore) put(ctx context.Context, r io.Reader) (w written, err error) {
-	create := b.createTemp
-	if create == nil {
-		create = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
-	}
-	f, err := create(b.tmp, "put-*")
+	f, err := b.createTmp()
 	if err != nil {
-		return written{}, b.writeErr(err, 0)
+		return written{}, err
 	}
-	tmp := f.Name()
-	closed := false
 	defer func() {
-		if !closed {
-			f.Close()
-		}
 		if err != nil {
-			os.Remove(tmp)
+			f.Close()
+			os.Remove(f.Name())
 		}
 	}()
 	h := newHashPipe()
@@ -106,34 +97,147 @@ func (b *blobStore) put(ctx context.Context, r io.Reader) (w written, err error)
 		}
 	}
 	w.digest = hex.EncodeToString(h.finish())
+	return w, b.keep(f, w)
+}
+
+// putFile is put for a regular file, read from its current offset to its
+// end: the kernel copies it into the temporary file a segment at a time
+// ((*os.File).ReadFrom: copy_file_range on Linux, no pass through user
+// space), while another goroutine reads each copied segment back from
+// the page cache, noting its chunk CRCs and hashing it. The digest so
+// names the bytes stored, whatever happens to src meanwhile, and on two
+// cores the copy costs little beside the hash.
+func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err error) {
+	f, err := b.createTmp()
+	if err != nil {
+		return written{}, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	copied := make(chan int64, 8) // bytes of f written so far
+	hashed := make(chan written, 1)
+	herr := make(chan error, 1)
+	go func() {
+		var (
+			h    = sha256.New()
+			buf  = chunkBuffer()
+			hw   written
+			done int64
+			err  error
+		)
+		defer putChunkBuffer(buf)
+		chunk := func(n int64) {
+			if err != nil {
+				return
+			}
+			if _, err = f.ReadAt(buf[:n], done); err != nil {
+				err = fmt.Errorf("read back the blob written: %w", err)
+				return
+			}
+			hw.sums = binary.BigEndian.AppendUint32(hw.sums, crc32.Checksum(buf[:n], castagnoli))
+			h.Write(buf[:n])
+			done += n
+		}
+		var end int64
+		for end = range copied {
+			for end-done >= chunkSize {
+				chunk(chunkSize)
+			}
+		}
+		if end > done {
+			chunk(end - done)
+		}
+		hw.digest, hw.size = hex.EncodeToString(h.Sum(nil)), done
+		herr <- err
+		hashed <- hw
+	}()
+	var size int64
+	for {
+		if err = ctx.Err(); err != nil {
+			err = fmt.Errorf("write blob: %w", err)
+			break
+		}
+		var n int64
+		n, err = f.ReadFrom(io.LimitReader(src, copySegment))
+		if n > 0 {
+			startWriteback(f, size, n)
+			size += n
+			copied <- size
+		}
+		if err != nil {
+			err = b.writeErr(err, size)
+			break
+		}
+		if n < copySegment {
+			break // the end of src
+		}
+	}
+	close(copied)
+	if herr := <-herr; err == nil {
+		err = herr
+	}
+	w = <-hashed
+	if err != nil {
+		return written{}, err
+	}
+	return w, b.keep(f, w)
+}
+
+// copySegment is the unit in which putFile copies a file into the store
+// and hands it to its hasher: a multiple of chunkSize.
+const copySegment = 8 * chunkSize
+
+// createTmp opens a new temporary file in tmp/.
+func (b *blobStore) createTmp() (tempFile, error) {
+	create := b.createTemp
+	if create == nil {
+		create = func(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
+	}
+	f, err := create(b.tmp, "put-*")
+	if err != nil {
+		return nil, b.writeErr(err, 0)
+	}
+	return f, nil
+}
+
+// keep makes the temporary file f, holding w, the blob named by w's
+// digest, and closes it. A blob stored already is not synced, renamed
+// or kept: f is deleted before its pages are flushed, so bytes that did
+// not change cost their hashing and a copy into the page cache, not a
+// write to the disk. A new blob is synced, renamed into its content
+// address and its directory synced. On an error f is left for the
+// caller to close and remove.
+func (b *blobStore) keep(f tempFile, w written) error {
 	dst := b.path(w.digest)
 	if _, statErr := os.Stat(dst); statErr == nil {
 		// Stored already. Refresh its time so a collection running now
 		// treats it as young (see GCOptions.GracePeriod).
-		closed = true
 		f.Close()
-		os.Remove(tmp)
+		os.Remove(f.Name())
 		now := time.Now()
 		_ = os.Chtimes(dst, now, now)
-		return w, nil
+		return nil
 	}
-	if err = f.Sync(); err != nil {
-		return written{}, b.writeErr(err, w.size)
+	if err := f.Sync(); err != nil {
+		return b.writeErr(err, w.size)
 	}
-	closed = true
-	if err = f.Close(); err != nil {
-		return written{}, b.writeErr(err, w.size)
+	if err := f.Close(); err != nil {
+		return b.writeErr(err, w.size)
 	}
-	if err = os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return written{}, b.writeErr(err, w.size)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return b.writeErr(err, w.size)
 	}
-	if err = os.Rename(tmp, dst); err != nil {
-		return written{}, b.writeErr(err, w.size)
+	if err := os.Rename(f.Name(), dst); err != nil {
+		return b.writeErr(err, w.size)
 	}
-	if err = syncDir(filepath.Dir(dst)); err != nil {
-		return written{}, b.writeErr(err, w.size)
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return b.writeErr(err, w.size)
 	}
-	return w, nil
+	return nil
 }
 
 // stored hashes r, noting its chunk CRCs, and says whether a blob of its

@@ -59,14 +59,35 @@ func (f *fullDiskFile) Write(p []byte) (int, error) {
 	return m, err
 }
 
+// ReadFrom copies what fits, as the kernel's copy into a full disk does.
+func (f *fullDiskFile) ReadFrom(r io.Reader) (int64, error) {
+	f.disk.mu.Lock()
+	defer f.disk.mu.Unlock()
+	n, err := f.File.ReadFrom(io.LimitReader(r, f.disk.left))
+	f.disk.left -= n
+	if err == nil && f.disk.left == 0 {
+		if m, _ := r.Read(make([]byte, 1)); m > 0 {
+			err = &fs.PathError{Op: "copy_file_range", Path: f.Name(), Err: syscall.ENOSPC}
+		}
+	}
+	return n, err
+}
+
 // TestDiskFullDuringWeightsCommit writes a weights directory of four
 // shards on a disk with room for one and a half: the second shard's put
 // fails with ErrNoSpace naming the object, how far it got and what to do;
 // nothing is staged or committed for it, no temporary file is left, and
 // the store passes Verify. Once there is room again, the same puts and a
 // commit succeed, the shard stored before is not written again (its blob
-// is the same file), and the directory reads back whole.
+// is the same file), and the directory reads back whole. The shards are
+// put from readers, and from files (which the kernel copies).
 func TestDiskFullDuringWeightsCommit(t *testing.T) {
+	for _, from := range []string{"readers", "files"} {
+		t.Run(from, func(t *testing.T) { testDiskFull(t, from == "files") })
+	}
+}
+
+func testDiskFull(t *testing.T, files bool) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "store")
 	s, err := Create(ctx, dir, "main", nil)
@@ -85,9 +106,23 @@ func TestDiskFullDuringWeightsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.blobs.createTemp = (&fullDisk{left: shard + shard/2}).create
+	src := t.TempDir()
 	putAll := func() error {
 		for i, b := range shards {
-			if _, err := s.PutObject(ctx, "main", name(i), bytes.NewReader(b), nil); err != nil {
+			var r io.Reader = bytes.NewReader(b)
+			if files {
+				p := filepath.Join(src, fmt.Sprint(i))
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				r = f
+			}
+			if _, err := s.PutObject(ctx, "main", name(i), r, nil); err != nil {
 				return err
 			}
 		}
@@ -95,7 +130,11 @@ func TestDiskFullDuringWeightsCommit(t *testing.T) {
 		return err
 	}
 	err = putAll()
-	want := "put main:weights/model-00002-of-00004.safetensors: write blob (1048576 bytes written): the store's disk is full: no space left on device (free space on the disk of " + dir + " and run again: what was written before is kept, and objects stored already are not written again)"
+	done := chunkSize // what fits of the chunk that fails
+	if files {
+		done = shard / 2 // a copy writes what fits
+	}
+	want := fmt.Sprintf("put main:weights/model-00002-of-00004.safetensors: write blob (%d bytes written): the store's disk is full: no space left on device (free space on the disk of %s and run again: what was written before is kept, and objects stored already are not written again)", done, dir)
 	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) || err.Error() != want {
 		t.Fatalf("put on a full disk:\n got %v\nwant %s", err, want)
 	}
@@ -234,56 +273,145 @@ func TestUnchangedShardIsNotWrittenAgain(t *testing.T) {
 }
 
 // TestLargeBlobDamage damages a large blob on disk in each way a disk or
-// a hand can, and reads it: the read fails with ErrIntegrity naming the
-// object, the blob and the damage, before handing out a damaged byte.
+// a hand can, and reads it into a buffer and into a file (where the
+// kernel copies the checked bytes): the read fails with ErrIntegrity
+// naming the object, the blob and the damage, before handing out a
+// damaged byte. Into a file, the bytes before the damage arrive a copy
+// segment at a time.
 func TestLargeBlobDamage(t *testing.T) {
-	const size = 2*chunkSize + verifyUpFront
+	const size = 10*chunkSize + 5
 	body := shardBody(3, size)
 	for _, tc := range []struct {
-		name   string
-		damage func(f *os.File) error
-		want   string
-		good   int // bytes handed out before the error
+		name         string
+		damage       func(f *os.File) error
+		want         string
+		good, toFile int // bytes handed out before the error, into a buffer and into a file
 	}{
 		{"a byte flipped", func(f *os.File) error {
-			_, err := f.WriteAt([]byte{^body[chunkSize+1]}, chunkSize+1)
+			_, err := f.WriteAt([]byte{^body[9*chunkSize+1]}, 9*chunkSize+1)
 			return err
-		}, "does not match its checksum at chunk 1 (bytes 1048576 to 2097152)", chunkSize},
+		}, "does not match its checksum at chunk 9 (bytes 9437184 to 10485760)", 9 * chunkSize, copySegment},
 		{"truncated", func(f *os.File) error { return f.Truncate(size - 10) },
-			"is shorter than its recorded 6291456 bytes (it ends at byte 6291446)", 5 * chunkSize},
+			"is shorter than its recorded 10485765 bytes (it ends at byte 10485755)", 9 * chunkSize, copySegment},
 		{"extended", func(f *os.File) error {
 			_, err := f.WriteAt([]byte("x"), size)
 			return err
-		}, "is longer than its recorded 6291456 bytes", size},
+		}, "is longer than its recorded 10485765 bytes", size, size},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newTestStore(t)
-			info, err := s.PutObject(ctx, "main", "w.bin", bytes.NewReader(body), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.OpenFile(s.blobs.path(info.Checksum), os.O_RDWR, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tc.damage(f); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+		for _, into := range []string{"buffer", "file"} {
+			t.Run(tc.name+" into a "+into, func(t *testing.T) {
+				ctx := context.Background()
+				s := newTestStore(t)
+				info, err := s.PutObject(ctx, "main", "w.bin", bytes.NewReader(body), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.OpenFile(s.blobs.path(info.Checksum), os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.damage(f); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				rc, _, err := s.GetObject(ctx, "main", "w.bin")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rc.Close()
+				got, good := readInto(t, into, rc), tc.good
+				if into == "file" {
+					good = tc.toFile
+				}
+				want := "integrity check failed: main:w.bin: blob " + info.Checksum + " " + tc.want + " (corrupted on disk: run `rlpipe fsck` to list the damage; restore the blob from a copy, or delete the object and write it again)"
+				if !errors.Is(got.err, artifacts.ErrIntegrity) || got.err.Error() != want {
+					t.Fatalf("read a damaged blob:\n got %v\nwant %s", got.err, want)
+				}
+				if len(got.bytes) != good || !bytes.Equal(got.bytes, body[:good]) {
+					t.Fatalf("handed out %d bytes before the error, want the first %d unchanged", len(got.bytes), good)
+				}
+			})
+		}
+	}
+}
+
+type readResult struct {
+	bytes []byte
+	err   error
+}
+
+// readInto copies rc with io.Copy into a buffer, or into a new file whose
+// bytes it then reads back.
+func readInto(t *testing.T, into string, rc io.Reader) readResult {
+	t.Helper()
+	if into == "buffer" {
+		var b bytes.Buffer
+		_, err := io.Copy(&b, rc)
+		return readResult{b.Bytes(), err}
+	}
+	name := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cerr := io.Copy(f, rc)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readResult{b, cerr}
+}
+
+// TestLargeBlobIntoAFile reads a sound large blob into a file, whole, and
+// after a first small Read (the rest goes by the kernel's copy, after the
+// part of the chunk read already), and into a file written from an
+// offset: each file ends up holding exactly the blob's bytes.
+func TestLargeBlobIntoAFile(t *testing.T) {
+	const size = 2*copySegment + chunkSize/3
+	body := shardBody(5, size)
+	ctx := context.Background()
+	s := newTestStore(t)
+	if _, err := s.PutObject(ctx, "main", "w.bin", bytes.NewReader(body), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, first := range []int{0, 1000, chunkSize, copySegment + 7} {
+		t.Run(fmt.Sprintf("after reading %d bytes", first), func(t *testing.T) {
 			rc, _, err := s.GetObject(ctx, "main", "w.bin")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rc.Close()
-			var got bytes.Buffer
-			_, err = io.Copy(&got, rc)
-			want := "integrity check failed: main:w.bin: blob " + info.Checksum + " " + tc.want + " (corrupted on disk: run `rlpipe fsck` to list the damage; restore the blob from a copy, or delete the object and write it again)"
-			if !errors.Is(err, artifacts.ErrIntegrity) || err.Error() != want {
-				t.Fatalf("read a damaged blob:\n got %v\nwant %s", err, want)
+			head := make([]byte, first)
+			if _, err := io.ReadFull(rc, head); err != nil {
+				t.Fatal(err)
 			}
-			if got.Len() != tc.good || !bytes.Equal(got.Bytes(), body[:tc.good]) {
-				t.Fatalf("handed out %d bytes before the error, want the first %d unchanged", got.Len(), tc.good)
+			name := filepath.Join(t.TempDir(), "out")
+			f, err := os.Create(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte("prefix")); err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(f, rc)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil || n != int64(size-first) {
+				t.Fatalf("copied %d bytes (%v), want %d", n, err, size-first)
+			}
+			got, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := append([]byte("prefix"), body[first:]...); !bytes.Equal(got, want) {
+				t.Fatalf("the file holds %d bytes that differ from the %d expected", len(got), len(want))
+			}
+			if n, err := rc.Read(head[:min(1, first)]); n != 0 || err != io.EOF {
+				t.Fatalf("a read after the copy gave %d bytes, %v; want io.EOF", n, err)
 			}
 		})
 	}

@@ -9,10 +9,12 @@ import (
 	"io"
 	"iter"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 )
@@ -92,16 +94,23 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 }
 
 // PutObjects stages every object of puts on branch in one transaction,
-// after writing the blobs of the large ones: one sync for all of their
-// records.
+// after writing the blobs of the large ones, as many at a time as there
+// are cores: one sync for all of their records.
 func (s *Store) PutObjects(ctx context.Context, branch string, puts []artifacts.Put) ([]artifacts.ObjectInfo, error) {
+	// The bodies are read and hashed side by side, one per core: hashing
+	// is what bounds a put of large files, and a weights directory is
+	// several of them.
 	ps := make([]prepared, len(puts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, pu := range puts {
-		p, err := s.preparePut(ctx, branch, pu.Path, pu.Body, pu.Options)
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
+		g.Go(func() (err error) {
+			ps[i], err = s.preparePut(gctx, branch, pu.Path, pu.Body, pu.Options)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
 		if err := writableBranch(tx, branch); err != nil {
@@ -149,6 +158,16 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 	} else if ok {
 		return newPrepared(path, w, nil, false, opts), nil
 	}
+	if f, _, size, ok := regularFile(r); ok && size > inlineMax {
+		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
+			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		}
+		w, err := s.blobs.putFile(ctx, f)
+		if err != nil {
+			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+		}
+		return newPrepared(path, w, nil, false, opts), nil
+	}
 	head, err := io.ReadAll(io.LimitReader(r, inlineMax+1))
 	if err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: read: %w", branch, path, err)
@@ -191,25 +210,16 @@ func newPrepared(path string, w written, head []byte, inline bool, opts *artifac
 // that matched on its first chunk only is hashed twice, once here and
 // once as it is written.
 func (s *Store) putStored(ctx context.Context, branch string, r io.Reader) (written, bool, error) {
-	f, isFile := r.(*os.File)
-	if !isFile {
+	f, off, size, isFile := regularFile(r)
+	if !isFile || size <= inlineMax {
 		return written{}, false, nil
 	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return written{}, false, nil
-	}
-	off, err := f.Seek(0, io.SeekCurrent)
-	if err != nil || fi.Size()-off <= inlineMax {
-		return written{}, false, nil
-	}
-	size := fi.Size() - off
 	buf := chunkBuffer()
 	n, _ := f.ReadAt(buf[:min(chunkSize, size)], off)
 	key := firstChunkKey(size, crc32.Checksum(buf[:n], castagnoli))
 	putChunkBuffer(buf)
 	var candidate bool
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		if err := writableBranch(tx, branch); err != nil {
 			return err
 		}
@@ -226,6 +236,23 @@ func (s *Store) putStored(ctx context.Context, branch string, r io.Reader) (writ
 	}
 	_, err = f.Seek(off+w.size, io.SeekStart)
 	return w, err == nil, err
+}
+
+// regularFile returns r as a regular file, its current offset and the
+// bytes from there to its end, or false when r is something else.
+func regularFile(r io.Reader) (f *os.File, off, size int64, ok bool) {
+	f, ok = r.(*os.File)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, 0, false
+	}
+	if off, err = f.Seek(0, io.SeekCurrent); err != nil {
+		return nil, 0, 0, false
+	}
+	return f, off, fi.Size() - off, true
 }
 
 // stagePut records p on branch, its bytes with it when inline.
