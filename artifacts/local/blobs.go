@@ -119,6 +119,7 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 		}
 	}()
 	copied := make(chan int64, 8) // bytes of f written so far
+	failed := make(chan struct{}) // closed when the hasher gives up
 	hashed := make(chan written, 1)
 	herr := make(chan error, 1)
 	go func() {
@@ -131,11 +132,9 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 		)
 		defer putChunkBuffer(buf)
 		chunk := func(n int64) {
-			if err != nil {
-				return
-			}
 			if _, err = f.ReadAt(buf[:n], done); err != nil {
 				err = fmt.Errorf("read back the blob written: %w", err)
+				close(failed)
 				return
 			}
 			hw.sums = binary.BigEndian.AppendUint32(hw.sums, crc32.Checksum(buf[:n], castagnoli))
@@ -144,11 +143,11 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 		}
 		var end int64
 		for end = range copied {
-			for end-done >= chunkSize {
+			for err == nil && end-done >= chunkSize {
 				chunk(chunkSize)
 			}
 		}
-		if end > done {
+		if err == nil && end > done {
 			chunk(end - done)
 		}
 		hw.digest, hw.size = hex.EncodeToString(h.Sum(nil)), done
@@ -156,6 +155,7 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 		hashed <- hw
 	}()
 	var size int64
+loop:
 	for {
 		if err = ctx.Err(); err != nil {
 			err = fmt.Errorf("write blob: %w", err)
@@ -166,7 +166,12 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 		if n > 0 {
 			startWriteback(f, size, n)
 			size += n
-			copied <- size
+			select {
+			case copied <- size:
+			case <-failed:
+				err = nil // the hasher's error says why
+				break loop
+			}
 		}
 		if err != nil {
 			err = b.writeErr(err, size)
@@ -206,9 +211,10 @@ func (b *blobStore) createTmp() (tempFile, error) {
 
 // keep makes the temporary file f, holding w, the blob named by w's
 // digest, and closes it. A blob stored already is not synced, renamed
-// or kept: f is deleted before its pages are flushed, so bytes that did
-// not change cost their hashing and a copy into the page cache, not a
-// write to the disk. A new blob is synced, renamed into its content
+// or kept: f is deleted, so bytes that did not change cost their hashing
+// and a copy into the page cache, not a write to the disk (from put; a
+// putFile has started writing f back as it copied, so some of it may
+// have reached the disk). A new blob is synced, renamed into its content
 // address and its directory synced. On an error f is left for the
 // caller to close and remove.
 func (b *blobStore) keep(f tempFile, w written) error {

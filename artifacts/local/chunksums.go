@@ -130,13 +130,23 @@ func (c *sumReader) check() (int, error) {
 	return n, nil
 }
 
-// WriteTo hands the blob to w. When w is a file, the kernel copies the
-// blob into it ((*os.File).ReadFrom: copy_file_range on Linux) while
-// another goroutine checks the chunk CRCs ahead of the copy, which
-// copies only chunks checked already: the bytes never pass through user
-// space on their way, and each is checked once, as on the buffered path.
+// WriteTo hands the blob to w. When w is a regular file, the kernel
+// copies the blob into it ((*os.File).ReadFrom: copy_file_range on
+// Linux), so the bytes never pass through user space, while another
+// goroutine checks the chunk CRCs at most two segments ahead of the
+// copy, which copies only segments checked already. The copy reads the
+// bytes again after their check, from the page cache the check just
+// filled: damage on the disk is caught as on the buffered path, but a
+// write into the blob's file by another process in that moment would go
+// through unchecked, where the buffered path hands out exactly the bytes
+// it checked. Any other writer (a pipe, a socket, a buffer) takes the
+// buffered path.
 func (c *sumReader) WriteTo(w io.Writer) (int64, error) {
 	dst, ok := w.(*os.File)
+	if ok {
+		fi, err := dst.Stat()
+		ok = err == nil && fi.Mode().IsRegular()
+	}
 	if !ok || c.err != nil {
 		return c.chunkStream.WriteTo(w)
 	}
@@ -150,7 +160,7 @@ func (c *sumReader) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	var (
-		checked = make(chan int64, 4) // chunks checked so far
+		checked = make(chan int64, 1) // chunks checked so far
 		errc    = make(chan error, 1)
 		stop    = make(chan struct{})
 		chunks  = chunksOf(c.size)
@@ -209,12 +219,11 @@ func (c *sumReader) WriteTo(w io.Writer) (int64, error) {
 
 // checkChunk checks chunk i, read as p with err, against its CRC.
 func (c *sumReader) checkChunk(i int64, p []byte, err error) error {
-	want := min(chunkSize, c.size-i*chunkSize)
-	if int64(len(p)) < want {
-		return corrupted(c.what, c.digest, fmt.Sprintf("is shorter than its recorded %d bytes (it ends at byte %d)", c.size, i*chunkSize+int64(len(p))))
-	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read %s: blob %s: %w", c.what, c.digest, err)
+	}
+	if want := min(chunkSize, c.size-i*chunkSize); int64(len(p)) < want {
+		return corrupted(c.what, c.digest, fmt.Sprintf("is shorter than its recorded %d bytes (it ends at byte %d)", c.size, i*chunkSize+int64(len(p))))
 	}
 	if crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(c.sums[4*i:]) {
 		return corrupted(c.what, c.digest, fmt.Sprintf("does not match its checksum at chunk %d (bytes %d to %d)", i, i*chunkSize, i*chunkSize+int64(len(p))))

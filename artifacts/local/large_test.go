@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -507,5 +508,50 @@ func TestGCDropsChunkSums(t *testing.T) {
 	}
 	if len(left) != 1 || left[0] != digestHex(kept) || len(firsts) != 1 || firsts[0] != digestHex(kept) {
 		t.Fatalf("chunk CRCs left after gc: %q, first chunks %q; want only those of kept.bin (%s)", left, firsts, digestHex(kept))
+	}
+}
+
+// failingReadBack is a temporary blob file whose bytes cannot be read
+// back, as on a disk that fails reads.
+type failingReadBack struct{ *os.File }
+
+func (f failingReadBack) ReadAt(p []byte, off int64) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: f.Name(), Err: syscall.EIO}
+}
+
+// TestPutFileReadBackFails puts a file whose copy in the store cannot be
+// read back to be hashed: the put fails at once with the I/O error
+// (it used to wait forever), stages nothing and leaves no temporary
+// file.
+func TestPutFileReadBackFails(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Create(ctx, dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.blobs.createTemp = func(dir, pattern string) (tempFile, error) {
+		f, err := os.CreateTemp(dir, pattern)
+		return failingReadBack{f}, err
+	}
+	src := filepath.Join(t.TempDir(), "shard")
+	if err := os.WriteFile(src, shardBody(1, 3*copySegment+5), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = s.PutObject(ctx, "main", "w.bin", f, nil)
+	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "put main:w.bin: read back the blob written: ") {
+		t.Fatalf("put with a failing read-back: %v", err)
+	}
+	if tmps, _ := os.ReadDir(filepath.Join(dir, tmpDir)); len(tmps) != 0 {
+		t.Fatalf("a failed put left %d temporary files in tmp/", len(tmps))
+	}
+	for ch, err := range s.DiffUncommitted(ctx, "main") {
+		t.Fatalf("staged after a failed put: %v %v", ch, err)
 	}
 }

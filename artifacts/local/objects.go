@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -101,15 +102,23 @@ func (s *Store) PutObjects(ctx context.Context, branch string, puts []artifacts.
 	// is what bounds a put of large files, and a weights directory is
 	// several of them.
 	ps := make([]prepared, len(puts))
+	errs := make([]error, len(puts))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, pu := range puts {
-		g.Go(func() (err error) {
-			ps[i], err = s.preparePut(gctx, branch, pu.Path, pu.Body, pu.Options)
-			return err
+		g.Go(func() error {
+			ps[i], errs[i] = s.preparePut(gctx, branch, pu.Path, pu.Body, pu.Options)
+			return errs[i]
 		})
 	}
 	if err := g.Wait(); err != nil {
+		// The first put in order that failed of itself, not because
+		// another's failure cancelled it.
+		for _, e := range errs {
+			if e != nil && (ctx.Err() != nil || !errors.Is(e, context.Canceled)) {
+				return nil, e
+			}
+		}
 		return nil, err
 	}
 	err := s.batch(ctx, func(tx *bolt.Tx) error {
