@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -413,6 +415,9 @@ type Reader[T any] struct {
 	// skip[i] is set for a table column left out by
 	// ReadOptions.Columns: Rows leaves it zero.
 	skip []bool
+	// base is the file row of the first row read, when reading starts
+	// past the first row group (Read's runs), for errors naming a row.
+	base int64
 }
 
 // NewReader opens the file held by r (size bytes) as a file of table t.
@@ -515,7 +520,7 @@ func (r *Reader[T]) Close() error { return r.f.Close() }
 // column and row.
 func (r *Reader[T]) Records(ctx context.Context) iter.Seq2[arrow.RecordBatch, error] {
 	return func(yield func(arrow.RecordBatch, error) bool) {
-		var row int64
+		row := r.base
 		cols := make([]arrow.Array, len(r.idx))
 		for rec, err := range r.f.records(ctx, r.order) {
 			if err != nil {
@@ -614,21 +619,106 @@ func (r *Reader[T]) Rows(ctx context.Context) iter.Seq2[T, error] {
 	}
 }
 
-// Read reads every row of a file of table t.
+// Read reads every row of a file of table t. A file of several row
+// groups is decoded on every core: its row groups are split into
+// contiguous runs of about the same number of rows, each read by a
+// Reader of its own on its own goroutine (a panic of the Parquet library
+// there is the same error as on one goroutine), and the rows are
+// returned in file order. An error is the one a single reader would have
+// met first.
 func Read[T any](r io.ReaderAt, size int64, name string, t *Table[T]) ([]T, error) {
 	rd, err := NewReader(r, size, name, t, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	out := make([]T, 0, min(rd.NumRows(), 1<<16))
-	for row, err := range rd.Rows(context.Background()) {
+	runs := splitRowGroups(rd.f.pf.MetaData(), runtime.GOMAXPROCS(0))
+	if len(runs) < 2 {
+		return readAll(context.Background(), rd, rd.NumRows())
+	}
+	parts := make([][]T, len(runs))
+	errs := make([]error, len(runs))
+	ctxs := make([]context.Context, len(runs))
+	cancels := make([]context.CancelFunc, len(runs))
+	for i := range runs {
+		ctxs[i], cancels[i] = context.WithCancel(context.Background())
+		defer cancels[i]()
+	}
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Go(func() {
+			defer recoverCorrupt(name, &errs[i])
+			sub, err := NewReader(r, size, name, t, &ReadOptions{RowGroups: run.groups})
+			if err == nil {
+				sub.base = run.first
+				parts[i], err = readAll(ctxs[i], sub, run.rows)
+			}
+			if errs[i] = err; err != nil {
+				// The runs after it need not finish; those before it
+				// must, in case one meets an error earlier in the file.
+				for _, cancel := range cancels[i+1:] {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for i, part := range parts {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		n += len(part)
+	}
+	out := make([]T, 0, n)
+	for _, part := range parts {
+		out = append(out, part...)
+	}
+	return out, nil
+}
+
+// readAll reads every row of rd, of which it expects about n.
+func readAll[T any](ctx context.Context, rd *Reader[T], n int64) ([]T, error) {
+	out := make([]T, 0, min(n, 1<<16))
+	for row, err := range rd.Rows(ctx) {
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// rowRun is a contiguous run of row groups: their indexes, the file row
+// of the first one's first row, and their rows.
+type rowRun struct {
+	groups      []int
+	first, rows int64
+}
+
+// splitRowGroups splits a file's row groups into at most n contiguous
+// runs of about the same number of rows.
+func splitRowGroups(md *metadata.FileMetaData, n int) []rowRun {
+	groups := md.NumRowGroups()
+	n = min(n, groups)
+	if n < 2 {
+		return nil
+	}
+	total := md.NumRows
+	var runs []rowRun
+	var cur rowRun
+	var done int64
+	for g := range groups {
+		rows := md.RowGroup(g).NumRows()
+		if len(cur.groups) > 0 && len(runs) < n-1 && done >= total*int64(len(runs)+1)/int64(n) {
+			runs = append(runs, cur)
+			cur = rowRun{first: done}
+		}
+		cur.groups = append(cur.groups, g)
+		cur.rows += rows
+		done += rows
+	}
+	return append(runs, cur)
 }
 
 // CheckFile reports whether the file at path is a valid table t: it opens
