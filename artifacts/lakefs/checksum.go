@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"strings"
 	"sync"
@@ -54,31 +55,46 @@ func recordedSHA256(o lakefsapi.ObjectStats) string {
 	return ""
 }
 
-// hashBody learns the SHA-256 and the length of the bytes left in r
-// without consuming them, when r can be read twice: a *bytes.Buffer (its
-// unread bytes) or an io.Seeker (read to the end, then sought back). ok is
-// false for other readers (pipes, network bodies): they are streamed once
-// and their object gets no recorded SHA-256.
-func hashBody(r io.Reader) (sum string, length int64, ok bool, err error) {
+// hashBody learns the SHA-256, the CRC-32C and the length of the bytes
+// left in r without consuming them, when r can be read twice: a
+// *bytes.Buffer (its unread bytes) or an io.Seeker (read to the end, then
+// sought back). ok is false for other readers (pipes, network bodies):
+// they are streamed once and their object gets no recorded SHA-256.
+func hashBody(r io.Reader) (h bodyHash, ok bool, err error) {
 	switch v := r.(type) {
 	case *bytes.Buffer:
-		s := sha256.Sum256(v.Bytes())
-		return hex.EncodeToString(s[:]), int64(v.Len()), true, nil
+		h, err = hashOf(bytes.NewReader(v.Bytes()))
+		return h, err == nil, err
 	case io.Seeker:
 		cur, err := v.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return "", 0, false, nil // not seekable after all (a pipe as *os.File)
+			return bodyHash{}, false, nil // not seekable after all (a pipe as *os.File)
 		}
-		sum, n, err := sha256Of(r)
+		h, err := hashOf(r)
 		if err != nil {
-			return "", 0, false, fmt.Errorf("read the body to hash it: %w", err)
+			return bodyHash{}, false, fmt.Errorf("read the body to hash it: %w", err)
 		}
 		if _, err := v.Seek(cur, io.SeekStart); err != nil {
-			return "", 0, false, fmt.Errorf("rewind the body after hashing it: %w", err)
+			return bodyHash{}, false, fmt.Errorf("rewind the body after hashing it: %w", err)
 		}
-		return sum, n, true, nil
+		return h, true, nil
 	}
-	return "", 0, false, nil
+	return bodyHash{}, false, nil
+}
+
+// bodyHash is what hashBody learns of a body: the SHA-256 hex recorded
+// with the object, and the CRC-32C its upload is checked against.
+type bodyHash struct {
+	sum    string
+	crc    uint32
+	length int64
+}
+
+// hashOf reads r to its end, hashing it.
+func hashOf(r io.Reader) (bodyHash, error) {
+	h, c := sha256.New(), crc32.New(castagnoli)
+	n, err := io.Copy(io.MultiWriter(h, c), r)
+	return bodyHash{sum: hex.EncodeToString(h.Sum(nil)), crc: c.Sum32(), length: n}, err
 }
 
 // sha256Of reads r to its end and returns the SHA-256 hex of what it read
@@ -89,52 +105,60 @@ func sha256Of(r io.Reader) (sum string, n int64, err error) {
 	return hex.EncodeToString(h.Sum(nil)), n, err
 }
 
-// hashingReader hashes the bytes the transport reads of an upload body, to
-// check after the upload that they are the bytes hashed before it. The
-// transport may still hold the body when the answer arrives, so the hash
-// is locked.
-type hashingReader struct {
-	r  io.Reader
-	mu sync.Mutex
-	h  hash.Hash
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sentReader checks that the bytes the transport reads of an upload body
+// are the bytes hashed before it, by their CRC-32C: the SHA-256 recorded
+// with the object was taken then, and a body that changed since would be
+// stored under the digest of other bytes. A CRC runs at tens of GB/s, a
+// SHA-256 at about 1.5: the upload is not slowed by a second SHA-256 pass
+// (one chance in 2³² of missing a random change). The transport may
+// still hold the body when the answer arrives, so the CRC is locked.
+type sentReader struct {
+	r   io.Reader
+	mu  sync.Mutex
+	crc uint32
 }
 
-func newHashingReader(r io.Reader) *hashingReader {
-	return &hashingReader{r: r, h: sha256.New()}
-}
+func newSentReader(r io.Reader) *sentReader { return &sentReader{r: r} }
 
-func (t *hashingReader) Read(p []byte) (int, error) {
+func (t *sentReader) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
 	t.mu.Lock()
-	t.h.Write(p[:n])
+	t.crc = crc32.Update(t.crc, castagnoli, p[:n])
 	t.mu.Unlock()
 	return n, err
 }
 
 // body is what to send: t itself, or, when t reads a body that seeks, t
-// with a Seek that starts the hash again, so that a send repeated from
-// the body's start is hashed as sent.
-func (t *hashingReader) body() io.Reader {
+// with a Seek that starts the CRC again, so that a send repeated from
+// the body's start is checked as sent.
+func (t *sentReader) body() io.Reader {
 	if _, ok := t.r.(io.Seeker); ok {
-		return seekingHashReader{t}
+		return seekingSentReader{t}
 	}
 	return t
 }
 
-type seekingHashReader struct{ *hashingReader }
+type seekingSentReader struct{ *sentReader }
 
-func (s seekingHashReader) Seek(offset int64, whence int) (int64, error) {
+func (s seekingSentReader) Seek(offset int64, whence int) (int64, error) {
 	n, err := s.r.(io.Seeker).Seek(offset, whence)
 	s.mu.Lock()
-	s.h.Reset()
+	s.crc = 0
 	s.mu.Unlock()
 	return n, err
 }
 
-func (t *hashingReader) sum() string {
+// changed says whether the bytes sent differ from those hashed in h,
+// and if so how, for an error message.
+func (t *sentReader) changed(h bodyHash) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return hex.EncodeToString(t.h.Sum(nil))
+	if t.crc == h.crc {
+		return "", false
+	}
+	return fmt.Sprintf("CRC-32C %08x before the upload, %08x as sent", h.crc, t.crc), true
 }
 
 // verifyingReader checks a whole object read against its recorded

@@ -74,7 +74,8 @@
 // branch as it was, and the same put again starts afresh (lakeFS's
 // garbage collection removes the orphan block). Only bodies PutObject can
 // read twice take this way, since the SHA-256 is learnt first and the
-// bytes as sent are hashed again; with PutOptions.IfAbsent a stat refuses
+// bytes as sent are checked against it (by a CRC-32C taken in the same
+// first pass); with PutOptions.IfAbsent a stat refuses
 // a taken path before any byte is sent, and the link checks again.
 //
 // A whole read (GetObject) of such an object stats it again with

@@ -39,7 +39,7 @@ func (k *killingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// TestKillDuringPresignedUpload kills (SIGKILL) a process putting a 3 MiB
+// TestKillDuringPresignedUpload kills (SIGKILL) a process putting a 24 MiB
 // object through a presigned upload after 1 MiB has reached the block
 // store: nothing is staged on the branch and no block waits to be
 // linked. The same put again stores the file's bytes, through the block
@@ -65,7 +65,7 @@ func TestKillDuringPresignedUpload(t *testing.T) {
 	bs.SetURL(blocks.URL)
 	srv, url := artifactstest.Serve(t, backing, &storeserver.Options{BlockStore: bs})
 
-	data := content(3 << 20)
+	data := content(24 << 20) // more than loopback sockets hold in flight: the kill stops the upload
 	file := filepath.Join(t.TempDir(), "model-00001-of-00001.safetensors")
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)

@@ -30,8 +30,9 @@ const metaHeaderPrefix = "x-lakefs-meta-"
 // twice (an io.Seeker such as a file or a bytes.Reader, or a
 // bytes.Buffer) it is read once first to learn its SHA-256, sent as user
 // metadata under MetaSHA256 (the header goes before the body), and its
-// length, sent as Content-Length; the upload is hashed again as it is
-// sent, and bytes that changed in between fail the put. Other readers are
+// length, sent as Content-Length; the upload is checked as it is sent
+// against a CRC-32C taken in that first pass (not a second SHA-256), and
+// bytes that changed in between fail the put. Other readers are
 // sent once, chunked unless Len() gives their length, and their object
 // keeps lakeFS's checksum.
 func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader, opts *artifacts.PutOptions) (artifacts.ObjectInfo, error) {
@@ -65,7 +66,8 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		}
 		h.Set(metaHeaderPrefix+strings.ToLower(k), v)
 	}
-	sum, length, hashed, err := hashBody(r)
+	bh, hashed, err := hashBody(r)
+	sum, length := bh.sum, bh.length
 	if err != nil {
 		return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w", what, err)
 	}
@@ -79,15 +81,15 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 		defer buf.Next(buf.Len())
 	}
 	if rs, ok := body.(io.ReadSeeker); ok && hashed && s.c.presigns(ctx, length) {
-		info, done, err := s.putPresigned(ctx, upload{what: what, branch: branch, path: path, body: rs, sum: sum, length: length, contentType: ct, opts: o})
+		info, done, err := s.putPresigned(ctx, upload{what: what, branch: branch, path: path, body: rs, hash: bh, sum: sum, length: length, contentType: ct, opts: o})
 		if done {
 			return info, err
 		}
 	}
-	var sent *hashingReader
+	var sent *sentReader
 	if hashed {
 		h.Set(metaHeaderPrefix+MetaSHA256, sum)
-		sent = newHashingReader(body)
+		sent = newSentReader(body)
 		body = sent.body()
 	} else {
 		length = bodyLength(r)
@@ -114,12 +116,12 @@ func (s *Store) PutObject(ctx context.Context, branch, path string, r io.Reader,
 	}
 	defer drain(resp.Body)
 	if sent != nil {
-		if got := sent.sum(); got != sum {
+		if how, changed := sent.changed(bh); changed {
 			// Stored, but under a SHA-256 of other bytes: reads of it
 			// fail its check until it is written again.
-			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (SHA-256 %s before the upload, %s as sent), "+
+			return artifacts.ObjectInfo{}, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (%s), "+
 				"so %s:%s holds bytes that do not match the SHA-256 recorded with them: put it again from a body that does not change",
-				what, artifacts.ErrIntegrity, sum, got, branch, path)
+				what, artifacts.ErrIntegrity, how, branch, path)
 		}
 	}
 	var st lakefsapi.ObjectStats

@@ -138,6 +138,7 @@ type upload struct {
 	what, branch, path string
 	body               io.ReadSeeker // at the object's first byte
 	sum                string        // SHA-256 hex
+	hash               bodyHash      // its CRC-32C too, to check the upload
 	length             int64
 	contentType        string
 	opts               artifacts.PutOptions
@@ -180,7 +181,7 @@ func (s *Store) putPresigned(ctx context.Context, u upload) (info artifacts.Obje
 	if loc.PresignedURL == "" || loc.PhysicalAddress == "" {
 		return rewind()
 	}
-	sent := newHashingReader(u.body)
+	sent := newSentReader(u.body)
 	md := md5.New()
 	etag, err := s.c.transfer(ctx, http.MethodPut, loc.PresignedURL, io.TeeReader(sent, md), u.length)
 	if err == nil {
@@ -193,11 +194,12 @@ func (s *Store) putPresigned(ctx context.Context, u upload) (info artifacts.Obje
 		s.c.log.Warn().Err(fmt.Errorf("lakefs: %s: %w", u.what, err)).Msg("lakefs: sending the object through the lakeFS API instead")
 		return rewind()
 	}
-	if got := sent.sum(); got != u.sum {
+	if how, changed := sent.changed(u.hash); changed {
 		// Uploaded, but not linked: nothing is staged.
-		return info, true, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (SHA-256 %s before the upload, %s as sent): nothing was staged; put it again from a body that does not change",
-			u.what, artifacts.ErrIntegrity, u.sum, got)
+		return info, true, fmt.Errorf("lakefs: %s: %w: the body changed while it was sent (%s): nothing was staged; put it again from a body that does not change",
+			u.what, artifacts.ErrIntegrity, how)
 	}
+
 	meta := map[string]string{MetaSHA256: u.sum}
 	for k, v := range u.opts.Metadata {
 		meta[strings.ToLower(k)] = v
