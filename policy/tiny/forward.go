@@ -31,6 +31,27 @@ type acts struct {
 	ent    []float32 // entropy of each row's distribution
 }
 
+// first returns a view of a's first rows, whole sequences, for a
+// backward pass that stops before the rest: the rows after them give
+// the gradient nothing (packLive put them there). Every term the pass
+// leaves out is a product with a zero, and every sum over rows adds its
+// terms in row order, skipping none but those (the kernels' contract,
+// gemm.go), so the gradient keeps every bit of the pass over all rows.
+func (a *acts) first(rows int) *acts {
+	if rows == a.rows {
+		return a
+	}
+	v := *a
+	v.rows = rows
+	v.spans = nil
+	for _, s := range a.spans {
+		if s.start+s.n <= rows {
+			v.spans = append(v.spans, s)
+		}
+	}
+	return &v
+}
+
 func newActs(cfg Config) *acts {
 	return &acts{cfg: cfg, x: make([][]float32, cfg.Layers+1), ls: make([]layerActs, cfg.Layers)}
 }

@@ -20,6 +20,14 @@ type Example struct {
 	// mean the model's own distribution (a greedy sample's
 	// log-probabilities are untempered too).
 	Temperature float64
+	// NoGradient says the loss of a training step gives this example's
+	// tokens a zero gradient (a GRPO sample of advantage 0 without a KL
+	// or entropy term): the step runs its forward pass, for its
+	// log-probabilities, and skips its backward pass, whose every term
+	// would be zero. The gradient keeps every bit (see Trainer.StepEntropy);
+	// a loss that gives such an example a gradient fails the step.
+	// Scoring ignores it.
+	NoGradient bool
 }
 
 // checkExample reports why e cannot be scored.
@@ -56,35 +64,55 @@ func inputRows(e Example) int {
 
 // pack lays examples out in a; it returns the first row of each example.
 func (a *acts) pack(batch []Example) []int {
+	starts, _ := a.packLive(batch, false)
+	return starts
+}
+
+// packLive packs batch as pack does, except that with live the examples
+// marked NoGradient go after all the others (each group in batch order);
+// it returns the rows before them: a backward pass over those first rows
+// is the whole batch's.
+func (a *acts) packLive(batch []Example, live bool) (starts []int, liveRows int) {
 	rows := 0
 	for _, e := range batch {
 		rows += inputRows(e)
 	}
 	a.reset(rows)
-	starts := make([]int, len(batch))
+	starts = make([]int, len(batch))
 	at := 0
-	for i, e := range batch {
-		starts[i] = at
-		n := inputRows(e)
-		if n == 0 {
-			continue
+	for _, noGrad := range []bool{false, true} {
+		if noGrad {
+			liveRows = at
 		}
-		a.spans = append(a.spans, span{at, n})
-		for j := 0; j < n; j++ {
-			var t int32
-			switch {
-			case j == 0:
-				t = BOS
-			case j <= len(e.Prompt):
-				t = e.Prompt[j-1]
-			default:
-				t = e.Completion[j-1-len(e.Prompt)]
+		for i, e := range batch {
+			if live && e.NoGradient != noGrad || !live && noGrad {
+				continue
 			}
-			a.tokens[at+j], a.pos[at+j], a.start[at+j] = t, int32(j), int32(at)
+			starts[i] = at
+			n := inputRows(e)
+			if n == 0 {
+				continue
+			}
+			a.spans = append(a.spans, span{at, n})
+			for j := 0; j < n; j++ {
+				var t int32
+				switch {
+				case j == 0:
+					t = BOS
+				case j <= len(e.Prompt):
+					t = e.Prompt[j-1]
+				default:
+					t = e.Completion[j-1-len(e.Prompt)]
+				}
+				a.tokens[at+j], a.pos[at+j], a.start[at+j] = t, int32(j), int32(at)
+			}
+			at += n
 		}
-		at += n
 	}
-	return starts
+	if !live {
+		liveRows = at
+	}
+	return starts, liveRows
 }
 
 // gather copies each example's completion log-probabilities and entropies

@@ -159,6 +159,7 @@ type shard struct {
 	dlogits []float32
 	batch   []Example
 	starts  []int
+	live    int       // rows before the examples marked NoGradient
 	dhead   []float32 // a critic's: the value head's gradient
 	dvalues []float32 // a critic's: d loss / d value per row
 }
@@ -269,6 +270,11 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss EntropyLo
 		return st, fmt.Errorf("train step: loss: %w", err)
 	}
 	st.Loss = l
+	for i, e := range batch {
+		if e.NoGradient && (!allZero(grad[i]) || !allZero(gent[i])) {
+			return st, fmt.Errorf("train step: example %d is marked NoGradient, but the loss gave its tokens a gradient", i)
+		}
+	}
 	at = 0
 	full := t.ad == nil
 	for _, s := range t.shards {
@@ -278,7 +284,7 @@ func (t *Trainer) gradients(ctx context.Context, batch []Example, loss EntropyLo
 	}
 	if err := t.parallel(ctx, func(s *shard) {
 		clear(s.g.flat)
-		w.backward(s.a, &s.ga, s.g, full, s.dlogits)
+		w.backward(s.a.first(s.live), &s.ga, s.g, full, s.dlogits)
 	}); err != nil {
 		return st, fmt.Errorf("train step: %w", err)
 	}
@@ -314,13 +320,25 @@ func (t *Trainer) forwardShards(ctx context.Context, batch []Example, temper boo
 		s.batch = batch[i*len(batch)/S : (i+1)*len(batch)/S]
 	}
 	err := t.parallel(ctx, func(s *shard) {
-		s.starts = s.a.pack(s.batch)
+		// The policy's steps pack the examples that take no gradient
+		// last, so that its backward pass stops before them.
+		s.starts, s.live = s.a.packLive(s.batch, temper)
 		w.forward(s.a, nil)
 		if temper {
 			s.a.temper(s.batch, s.starts)
 		}
 	})
 	return w, st, err
+}
+
+// allZero says whether every value of v is zero.
+func allZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // sumShards sets sum to the sum over the shards of part(shard), in

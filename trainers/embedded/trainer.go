@@ -360,6 +360,15 @@ func (t *Trainer) train(ctx context.Context, samples []sample) ([]StepMetrics, *
 	// During the critic's warm-up the policy takes no step.
 	actor := t.critic == nil || t.criticUpdates >= t.o.Critic.Warmup
 	lo := t.o.lossOptions()
+	if ppo == nil && lo.Beta == 0 && lo.EntropyCoeff == 0 {
+		// Every term of the loss is a multiple of the sample's
+		// advantage: a sample of advantage 0 (a group whose rewards are
+		// all equal, kept) gets a zero gradient, and the step skips its
+		// backward pass, keeping every bit.
+		for i, s := range samples {
+			examples[i].NoGradient = s.advantage == 0
+		}
+	}
 	var steps []StepMetrics
 	M := min(t.o.Minibatches, len(samples))
 	for epoch := 0; epoch < t.o.Epochs; epoch++ {
