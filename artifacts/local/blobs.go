@@ -65,12 +65,7 @@ func (b *blobStore) put(ctx context.Context, r io.Reader) (w written, err error)
 	if err != nil {
 		return written{}, err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer discardOnError(f, &err)
 	h := newHashPipe()
 	defer h.finish()
 	for {
@@ -112,12 +107,7 @@ func (b *blobStore) putFile(ctx context.Context, src *os.File) (w written, err e
 	if err != nil {
 		return written{}, err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer discardOnError(f, &err)
 	copied := make(chan int64, 8) // bytes of f written so far
 	failed := make(chan struct{}) // closed when the hasher gives up
 	hashed := make(chan written, 1)
@@ -195,6 +185,15 @@ loop:
 // copySegment is the unit in which putFile copies a file into the store
 // and hands it to its hasher: a multiple of chunkSize.
 const copySegment = 8 * chunkSize
+
+// discardOnError closes and removes the temporary file f when *err is
+// set.
+func discardOnError(f tempFile, err *error) {
+	if *err != nil {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
 
 // createTmp opens a new temporary file in tmp/.
 func (b *blobStore) createTmp() (tempFile, error) {

@@ -28,6 +28,34 @@ func shardBody(seed byte, size int) []byte {
 	return b
 }
 
+// storeIn creates a store in a new directory, closed when the test ends,
+// and returns it and its directory.
+func storeIn(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Create(context.Background(), dir, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+// fileOf writes b to a new file at path and returns it open for reading,
+// closed when the test ends.
+func fileOf(t *testing.T, path string, b []byte) *os.File {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // fullDisk is a disk with room for left bytes of blob writes: a write past
 // it fails as one on a full disk does (ENOSPC from write(2)).
 type fullDisk struct {
@@ -90,12 +118,7 @@ func TestDiskFullDuringWeightsCommit(t *testing.T) {
 
 func testDiskFull(t *testing.T, files bool) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "store")
-	s, err := Create(ctx, dir, "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := storeIn(t)
 	const shard = 2*chunkSize + 100
 	var shards [][]byte
 	for i := range 4 {
@@ -112,16 +135,7 @@ func testDiskFull(t *testing.T, files bool) {
 		for i, b := range shards {
 			var r io.Reader = bytes.NewReader(b)
 			if files {
-				p := filepath.Join(src, fmt.Sprint(i))
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				f, err := os.Open(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				r = f
+				r = fileOf(t, filepath.Join(src, fmt.Sprint(i)), b)
 			}
 			if _, err := s.PutObject(ctx, "main", name(i), r, nil); err != nil {
 				return err
@@ -219,16 +233,7 @@ func TestUnchangedShardIsNotWrittenAgain(t *testing.T) {
 				p := fmt.Sprintf("iterations/%06d/weights/model.safetensors", it)
 				var r io.Reader = bytes.NewReader(b)
 				if tc.file {
-					src := filepath.Join(t.TempDir(), "model.safetensors")
-					if err := os.WriteFile(src, b, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					f, err := os.Open(src)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer f.Close()
-					r = f
+					r = fileOf(t, filepath.Join(t.TempDir(), "model.safetensors"), b)
 				}
 				info, err := s.PutObject(ctx, "main", p, r, nil)
 				if err != nil {
@@ -525,26 +530,13 @@ func (f failingReadBack) ReadAt(p []byte, off int64) (int, error) {
 // file.
 func TestPutFileReadBackFails(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "store")
-	s, err := Create(ctx, dir, "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, dir := storeIn(t)
 	s.blobs.createTemp = func(dir, pattern string) (tempFile, error) {
 		f, err := os.CreateTemp(dir, pattern)
 		return failingReadBack{f}, err
 	}
-	src := filepath.Join(t.TempDir(), "shard")
-	if err := os.WriteFile(src, shardBody(1, 3*copySegment+5), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	_, err = s.PutObject(ctx, "main", "w.bin", f, nil)
+	f := fileOf(t, filepath.Join(t.TempDir(), "shard"), shardBody(1, 3*copySegment+5))
+	_, err := s.PutObject(ctx, "main", "w.bin", f, nil)
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "put main:w.bin: read back the blob written: ") {
 		t.Fatalf("put with a failing read-back: %v", err)
 	}

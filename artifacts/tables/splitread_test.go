@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestReadSplitsRowGroups reads a file of 15 row groups with Read, which
@@ -86,7 +84,6 @@ func TestSplitRowGroups(t *testing.T) {
 // not in the run of row groups that met it.
 func TestSplitReadNamesTheFileRow(t *testing.T) {
 	fields := replaceField(advantageFields(), "prompt_id", arrow.Field{Name: "prompt_id", Type: arrow.BinaryTypes.String, Nullable: true})
-	sc := arrow.NewSchema(fields, nil)
 	var js []string
 	for i := range 40 {
 		row := strings.Trim(advRow, "[]")
@@ -95,24 +92,9 @@ func TestSplitReadNamesTheFileRow(t *testing.T) {
 		}
 		js = append(js, row)
 	}
-	rec, _, err := array.RecordFromJSON(memory.NewGoAllocator(), sc, strings.NewReader("["+strings.Join(js, ",")+"]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := NewRecordWriter(&buf, sc, &WriteOptions{RowGroupRows: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	data := foreignFileWith(t, fields, nil, "["+strings.Join(js, ",")+"]", &WriteOptions{RowGroupRows: 3})
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	_, err = Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), "a.parquet", Advantages)
+	_, err := Read(bytes.NewReader(data), int64(len(data)), "a.parquet", Advantages)
 	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), `column "prompt_id"`) || !strings.Contains(err.Error(), "null at row 37") {
 		t.Fatalf("read a null in a required column: %v", err)
 	}

@@ -19,6 +19,12 @@ import (
 // no rlpipe metadata, the way another tool would.
 func foreignFile(t *testing.T, fields []arrow.Field, md map[string]string, rowsJSON string) []byte {
 	t.Helper()
+	return foreignFileWith(t, fields, md, rowsJSON, nil)
+}
+
+// foreignFileWith is foreignFile written with opts.
+func foreignFileWith(t *testing.T, fields []arrow.Field, md map[string]string, rowsJSON string, opts *WriteOptions) []byte {
+	t.Helper()
 	var meta *arrow.Metadata
 	if md != nil {
 		m := arrow.MetadataFrom(md)
@@ -31,7 +37,7 @@ func foreignFile(t *testing.T, fields []arrow.Field, md map[string]string, rowsJ
 	}
 	defer rec.Release()
 	var buf bytes.Buffer
-	w, err := NewRecordWriter(&buf, sc, nil)
+	w, err := NewRecordWriter(&buf, sc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,14 +26,7 @@ func TestNoGradientKeepsEveryBit(t *testing.T) {
 			var grads [2][]float32
 			var stats [2]StepStats
 			for k, mark := range []bool{false, true} {
-				m := randomModel(t, smallConfig(), 3)
-				var a *Adapter
-				if lora {
-					a, _ = m.NewAdapter(LoRAConfig{Rank: 2, Seed: 1})
-					for i := range a.flat {
-						a.flat[i] = float32(i%7) * 0.01
-					}
-				}
+				m, a := shardedModel(t, lora)
 				tr := newTrainer(t, m, a, TrainConfig{LR: 1e-3, Shards: 3, Workers: workers})
 				batch := testBatch(t, m, 11, 4)
 				for i := range batch {

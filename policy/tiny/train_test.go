@@ -28,14 +28,7 @@ func TestParallelEqualsSerial(t *testing.T) {
 	for _, lora := range []bool{false, true} {
 		var grads [2][]float32
 		for k, workers := range []int{1, 2} {
-			m := randomModel(t, smallConfig(), 3)
-			var a *Adapter
-			if lora {
-				a, _ = m.NewAdapter(LoRAConfig{Rank: 2, Seed: 1})
-				for i := range a.flat {
-					a.flat[i] = float32(i%7) * 0.01
-				}
-			}
+			m, a := shardedModel(t, lora)
 			tr := newTrainer(t, m, a, TrainConfig{LR: 1e-3, Shards: 3, Workers: workers})
 			if _, err := tr.gradients(context.Background(), testBatch(t, m, 11, 4), LossFunc(weightedLoss).entropyFree()); err != nil {
 				t.Fatal(err)
@@ -46,6 +39,23 @@ func TestParallelEqualsSerial(t *testing.T) {
 			t.Errorf("lora %v: gradients with 2 workers differ from 1 worker", lora)
 		}
 	}
+}
+
+// shardedModel is the random model of the sharding tests, with, for
+// lora, an adapter whose factors are all non-zero.
+func shardedModel(t *testing.T, lora bool) (*Model, *Adapter) {
+	m := randomModel(t, smallConfig(), 3)
+	if !lora {
+		return m, nil
+	}
+	a, err := m.NewAdapter(LoRAConfig{Rank: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.flat {
+		a.flat[i] = float32(i%7) * 0.01
+	}
+	return m, a
 }
 
 // TestResume: 2 steps, save, a fresh trainer loads the state, 2 more steps
