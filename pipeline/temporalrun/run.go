@@ -75,7 +75,15 @@ func runWorkflow(ctx workflow.Context, in RunInput) (json.RawMessage, error) {
 	})
 	var out json.RawMessage
 	err := workflow.ExecuteActivity(actx, DriveAction, in).Get(ctx, &out)
-	if temporal.IsCanceledError(err) {
+	cancelled := temporal.IsCanceledError(err)
+	// A cancel that comes while an attempt of the loop is failing (a
+	// store out of reach) ends that attempt as failed, not cancelled: the
+	// server does not retry an activity whose cancel was requested. The
+	// run was cancelled all the same.
+	if v := workflow.GetVersion(ctx, "cancel-after-failed-drive", workflow.DefaultVersion, 1); v == 1 && err != nil && !cancelled && ctx.Err() != nil {
+		cancelled, err = true, ctx.Err()
+	}
+	if cancelled {
 		// A loop that runs when the cancel comes cancels the tasks it
 		// waits for. Tasks a detached driver left running have no loop
 		// waiting for them (the cancel found the loop between drivers):
