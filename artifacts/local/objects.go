@@ -162,16 +162,12 @@ func (s *Store) preparePut(ctx context.Context, branch, path string, r io.Reader
 	if err := artifacts.ValidatePath(path); err != nil {
 		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 	}
-	if w, ok, err := s.putStored(ctx, branch, r); err != nil {
-		return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
-	} else if ok {
-		return newPrepared(path, w, nil, false, opts), nil
-	}
-	if f, _, size, ok := regularFile(r); ok && size > inlineMax {
-		if err := s.view(ctx, func(tx *bolt.Tx) error { return writableBranch(tx, branch) }); err != nil {
-			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
+	if f, off, size, ok := regularFile(r); ok && size > inlineMax {
+		// putStored checks that the branch takes writes, once for both.
+		w, stored, err := s.putStored(ctx, branch, f, off, size)
+		if err == nil && !stored {
+			w, err = s.blobs.putFile(ctx, f)
 		}
-		w, err := s.blobs.putFile(ctx, f)
 		if err != nil {
 			return prepared{}, fmt.Errorf("put %s:%s: %w", branch, path, err)
 		}
@@ -211,18 +207,14 @@ func newPrepared(path string, w written, head []byte, inline bool, opts *artifac
 }
 
 // putStored is the shortcut for an unchanged file, such as a shard of a
-// weights directory that training did not change: when r is a regular
-// file whose size and first chunk's CRC match a blob's recorded before
-// (bucket firstchunks), it hashes the file without writing it and, when
-// the digest names a stored blob, returns that blob (ok). Otherwise, or
-// when r is no file, r is left where it was for put to write: a file
-// that matched on its first chunk only is hashed twice, once here and
-// once as it is written.
-func (s *Store) putStored(ctx context.Context, branch string, r io.Reader) (written, bool, error) {
-	f, off, size, isFile := regularFile(r)
-	if !isFile || size <= inlineMax {
-		return written{}, false, nil
-	}
+// weights directory that training did not change: when the size bytes
+// of the regular file f from off, and their first chunk's CRC, match a
+// blob's recorded before (bucket firstchunks), it hashes them without
+// writing them and, when the digest names a stored blob, returns that
+// blob (ok). Otherwise f is left where it was for putFile to copy: a
+// file that matched on its first chunk only is hashed twice, once here
+// and once as it is copied. It fails on a branch that takes no writes.
+func (s *Store) putStored(ctx context.Context, branch string, f *os.File, off, size int64) (written, bool, error) {
 	buf := chunkBuffer()
 	n, _ := f.ReadAt(buf[:min(chunkSize, size)], off)
 	key := firstChunkKey(size, crc32.Checksum(buf[:n], castagnoli))
