@@ -368,6 +368,17 @@ func (d *specDecoder) str(n ast.Node, comp, what string) (string, Pos, bool) {
 	return "", p, false
 }
 
+// boolean reads a true or false scalar, the flags of a function (pure:,
+// conversational:); what names the key in the error.
+func (d *specDecoder) boolean(n ast.Node, what string) (bool, bool) {
+	b, ok := unwrap(n).(*ast.BoolNode)
+	if !ok {
+		d.errorf(n, "", "", "%s: expected true or false, found %s", what, describe(n))
+		return false, false
+	}
+	return b.Value, true
+}
+
 var knownTop = []string{"components", "total", "statuses", "verifiers", "judges", "functions", "correct"}
 
 func (d *specDecoder) top(root ast.Node) {
@@ -670,20 +681,14 @@ func (d *specDecoder) functions(n ast.Node) []PyFunction {
 			}
 		}
 		if pureNode != nil {
-			b, ok := unwrap(pureNode).(*ast.BoolNode)
-			if !ok {
-				d.errorf(pureNode, "", "", "%s.pure: expected true or false, found %s", label, describe(pureNode))
+			if f.Pure, ok = d.boolean(pureNode, label+".pure"); !ok {
 				continue
 			}
-			f.Pure = b.Value
 		}
 		if convNode != nil {
-			b, ok := unwrap(convNode).(*ast.BoolNode)
-			if !ok {
-				d.errorf(convNode, "", "", "%s.conversational: expected true or false, found %s", label, describe(convNode))
+			if f.Conversational, ok = d.boolean(convNode, label+".conversational"); !ok {
 				continue
 			}
-			f.Conversational = b.Value
 		}
 		if colsNode != nil {
 			if f.Columns, ok = d.functionColumns(colsNode, label+".columns"); !ok {

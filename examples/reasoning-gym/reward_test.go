@@ -12,7 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/environments/datasets"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // shippedPython is reward.yaml's python: line, the project venv relative
@@ -45,15 +45,7 @@ func setup(tb testing.TB, families string, size, held int, pure bool) (*datasets
 	if !pure {
 		src = bytes.Replace(src, []byte("pure: true"), []byte("pure: false"), 1)
 	}
-	spec, err := rewards.ParseSpec("reward.yaml", src)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return set, prog
+	return set, rewardstest.Program(tb, "reward.yaml", string(src))
 }
 
 // TestRewardScoresWithTheFamilysOwnScorer generates rows of four families
@@ -96,18 +88,7 @@ func TestRewardScoresWithTheFamilysOwnScorer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in, out bytes.Buffer
-	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := prog.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()), &rewards.ScoreOptions{Prompts: table, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, sum := rewardstest.ScoreFile(t, prog, trajs, &rewards.ScoreOptions{Prompts: table, Concurrency: 1})
 	if sum.Scored != 24 || len(got) != 25 {
 		t.Fatalf("scored %d of %d rows (%+v), want 24 of 25", sum.Scored, len(got), sum)
 	}

@@ -1,7 +1,8 @@
 // Package rewardstest is what tests that score with a reward spec share:
 // the spec's text compiled as the command compiles it (Program), and rows
-// scored as the reward stage scores them (ScoreRows), failing the test
-// instead of returning an error.
+// scored as the reward stage scores them (ScoreRows, or ScoreFile with
+// the test's own score options), failing the test instead of returning
+// an error.
 //
 // It sits in the unit rewards (internal/layers), so a test of a layer at
 // or above the loop may import it; only tests do, so "testing" never

@@ -19,17 +19,27 @@ func ScoreRows(t testing.TB, p *rewards.Program, trajs []tables.Trajectory, prom
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, _ := ScoreFile(t, p, trajs, &rewards.ScoreOptions{Prompts: ps})
+	return got
+}
+
+// ScoreFile writes trajs as a trajectories table, scores it with
+// Program.ScoreFile and the options o (batches, concurrency, the prompts
+// however the test indexed them), and reads the rewards table back, in
+// row order, with the call's summary. An error fails t.
+func ScoreFile(t testing.TB, p *rewards.Program, trajs []tables.Trajectory, o *rewards.ScoreOptions) ([]tables.Reward, rewards.Summary) {
+	t.Helper()
 	var in, out bytes.Buffer
 	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
-		&rewards.ScoreOptions{Prompts: ps}); err != nil {
+	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()), o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return got, sum
 }

@@ -1,12 +1,11 @@
 package runners_test
 
 import (
-	"bytes"
-	"context"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/rewards"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // scoreCompletions scores one row per completion with p, in batches of
@@ -34,20 +33,7 @@ func scoreConcurrently(t *testing.T, p *rewards.Program, batchRows, concurrency 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in, out bytes.Buffer
-	if err := tables.Write(&in, tables.Trajectories, trajs, nil); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := p.ScoreFile(context.Background(), &out, bytes.NewReader(in.Bytes()), int64(in.Len()),
-		&rewards.ScoreOptions{Prompts: prompts, BatchRows: batchRows, Concurrency: concurrency})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got, sum
+	return rewardstest.ScoreFile(t, p, trajs, &rewards.ScoreOptions{Prompts: prompts, BatchRows: batchRows, Concurrency: concurrency})
 }
 
 // splitSpec calls fns.py:batch_size as split, on two workers, and as

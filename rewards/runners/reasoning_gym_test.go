@@ -12,7 +12,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards"
-	"github.com/rlpipe/rlpipe/rewards/runners"
+	"github.com/rlpipe/rlpipe/rewards/rewardstest"
 )
 
 // countdownRows makes countdown problems with reasoning_gym.create_dataset
@@ -72,14 +72,7 @@ func TestReasoningGymVerifier(t *testing.T) {
     expr: row.metadata.target
     weight: 0
 `
-	spec, err := rewards.ParseSpec(filepath.Join(t.TempDir(), "reward.yaml"), []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := runners.Compile(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog := rewardstest.Program(t, filepath.Join(t.TempDir(), "reward.yaml"), text)
 
 	var trajs []tables.Trajectory
 	var prompts []tables.Prompt
@@ -90,26 +83,15 @@ func TestReasoningGymVerifier(t *testing.T) {
 		trajs = append(trajs, tables.Trajectory{PromptID: r.ID, SampleIndex: r.Sample, GroupID: r.ID, Completion: r.Completion,
 			FinishReason: "stop", Status: tables.StatusOK})
 	}
-	var tb, pb, out bytes.Buffer
-	if err := tables.Write(&tb, tables.Trajectories, trajs, nil); err != nil {
-		t.Fatal(err)
-	}
+	var pb bytes.Buffer
 	if err := tables.Write(&pb, tables.Prompts, prompts, nil); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	idx, err := prog.ReadPrompts(ctx, bytes.NewReader(pb.Bytes()), int64(pb.Len()), "prompts")
+	idx, err := prog.ReadPrompts(context.Background(), bytes.NewReader(pb.Bytes()), int64(pb.Len()), "prompts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := prog.ScoreFile(ctx, &out, bytes.NewReader(tb.Bytes()), int64(tb.Len()), &rewards.ScoreOptions{Prompts: idx})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tables.Read(bytes.NewReader(out.Bytes()), int64(out.Len()), "rewards", tables.Rewards)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, sum := rewardstest.ScoreFile(t, prog, trajs, &rewards.ScoreOptions{Prompts: idx})
 	if sum.Scored != 9 {
 		t.Errorf("summary %+v, want 9 rows scored", sum)
 	}
