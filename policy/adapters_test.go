@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/dirtest"
 	"github.com/rlpipe/rlpipe/policy"
 )
 
@@ -112,15 +113,7 @@ func TestAdaptersKeepTheirCopyUntilUnloaded(t *testing.T) {
 	a := policy.NewAdapters(p, "test", root, 1)
 	held := func() []string {
 		t.Helper()
-		es, err := os.ReadDir(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range es {
-			names = append(names, e.Name())
-		}
-		return names
+		return dirtest.Names(t, root)
 	}
 	load := func(config string) string {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rlpipe/rlpipe/internal/dirtest"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
 )
 
@@ -54,15 +55,7 @@ func TestWriteModelShards(t *testing.T) {
 			if err := safetensors.WriteModel(dir, f, tc.maxShard); err != nil {
 				t.Fatal(err)
 			}
-			es, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var files []string
-			for _, e := range es {
-				files = append(files, e.Name())
-			}
-			if !slices.Equal(files, tc.files) {
+			if files := dirtest.Names(t, dir); !slices.Equal(files, tc.files) {
 				t.Fatalf("files = %q, want %q", files, tc.files)
 			}
 			if tc.index != "" {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/dirtest"
 )
 
 // TestWriteOptionsNoSync: without fsyncs the files are the same bytes,
@@ -55,14 +57,7 @@ func TestWriteOptionsNoSync(t *testing.T) {
 				}
 			}
 			for _, dir := range []string{filepath.Dir(unsynced), unsynced} {
-				ents, err := os.ReadDir(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var names []string
-				for _, e := range ents {
-					names = append(names, e.Name())
-				}
+				names := dirtest.Names(t, dir)
 				want := map[string]int{filepath.Dir(unsynced): 1, unsynced: 3}[dir]
 				if len(names) != want {
 					t.Errorf("%s holds %v, want %d entries", dir, names, want)

@@ -42,34 +42,52 @@ func TestEmbedded(t *testing.T) {
 		{EmbeddedChain, EmbeddedChainSHA256, chainSHA256, DefaultChainPretrainConfig().Model, chainGreedyRight, chainPass1},
 	} {
 		t.Run(c.cfg.Name, func(t *testing.T) {
-			if got := c.sha256(); got != c.want {
-				t.Fatalf("the shipped %s weights have sha256 %s, want %s", c.cfg.Name, got, c.want)
-			}
-			m, err := c.load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Config() != c.cfg {
-				t.Errorf("config %+v, want %+v", m.Config(), c.cfg)
-			}
-			if v := m.Version(); v != c.cfg.Name+"@"+c.want[:12] {
-				t.Errorf("version %s", v)
-			}
-			ctx := context.Background()
-			probs := HeldOutProblems(300)
-			acc, err := m.GreedyAccuracy(ctx, nil, probs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p1, err := m.ExpectedPass1(ctx, nil, probs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("held-out greedy accuracy %.4f (%d/300), exact expected pass@1 %.6f", acc, int(acc*300+0.5), p1)
-			if right := int(acc*300 + 0.5); right != c.right || p1 != c.pass1 {
-				t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", right, p1, c.right, c.pass1)
-			}
+			m := shippedBase(t, c.load, c.sha256, c.want, c.cfg)
+			checkHeldOut(t, m.GreedyAccuracy, m.ExpectedPass1, HeldOutProblems(300), c.right, c.pass1)
 		})
+	}
+}
+
+// shippedBase loads a shipped base with load and checks that it is the
+// one pinned: its file's checksum (sum) is want, its config cfg and its
+// version cfg.Name@ the checksum's first 12 digits.
+func shippedBase(t *testing.T, load func() (*Model, error), sum func() string, want string, cfg Config) *Model {
+	t.Helper()
+	if got := sum(); got != want {
+		t.Fatalf("the shipped %s weights have sha256 %s, want %s", cfg.Name, got, want)
+	}
+	m, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config() != cfg {
+		t.Errorf("config %+v, want %+v", m.Config(), cfg)
+	}
+	if v := m.Version(); v != cfg.Name+"@"+want[:12] {
+		t.Errorf("version %s", v)
+	}
+	return m
+}
+
+// checkHeldOut checks a base's pinned figures on 300 held-out problems
+// (probs): right of them answered greedily, and the exact expected
+// pass@1, pass1, to the last bit. greedy and expected are the base's
+// measures of its task (GreedyAccuracy and ExpectedPass1, or
+// RGGreedyAccuracy and RGExpectedPass1).
+func checkHeldOut[P any](t *testing.T, greedy, expected func(context.Context, *Adapter, []P) (float64, error), probs []P, right int, pass1 float64) {
+	t.Helper()
+	ctx := context.Background()
+	acc, err := greedy(ctx, nil, probs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := expected(ctx, nil, probs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held-out greedy accuracy %.4f (%d/300), exact expected pass@1 %.6f", acc, int(acc*300+0.5), p1)
+	if got := int(acc*300 + 0.5); got != right || p1 != pass1 {
+		t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", got, p1, right, pass1)
 	}
 }
 

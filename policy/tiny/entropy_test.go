@@ -39,15 +39,7 @@ func TestEntropyGradients(t *testing.T) {
 			m := randomModel(t, smallConfig(), 11)
 			var a *Adapter
 			if tc.lora {
-				var err error
-				if a, err = m.NewAdapter(LoRAConfig{Rank: 3, Alpha: 6, Seed: 4}); err != nil {
-					t.Fatal(err)
-				}
-				rng := rand.New(rand.NewPCG(8, 9))
-				for i := range a.flat {
-					a.flat[i] = float32(0.3 * rng.NormFloat64())
-				}
-				a.changed()
+				a = randomAdapter(t, m, 9)
 			}
 			batch := testBatch(t, m, 5, 3)
 			tr, err := NewTrainer(m, a, TrainConfig{LR: 1e-3})

@@ -35,6 +35,23 @@ func randomModel(t testing.TB, cfg Config, seed uint64) *Model {
 	return m
 }
 
+// randomAdapter returns a rank-3 adapter of m whose factors are all
+// random, B too (NewAdapter starts it at zero), so that every adapter
+// gradient is exercised; seed picks the factors.
+func randomAdapter(t testing.TB, m *Model, seed uint64) *Adapter {
+	t.Helper()
+	a, err := m.NewAdapter(LoRAConfig{Rank: 3, Alpha: 6, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, seed))
+	for i := range a.flat {
+		a.flat[i] = float32(0.3 * rng.NormFloat64())
+	}
+	a.changed()
+	return a
+}
+
 // testBatch returns problems as examples; with odd, some completions are
 // truncated so sequences differ in length.
 func testBatch(t testing.TB, m *Model, n int, seed uint64) []Example {
@@ -183,18 +200,10 @@ func TestGradientsFull(t *testing.T) {
 
 func TestGradientsLoRA(t *testing.T) {
 	m := randomModel(t, smallConfig(), 2)
-	a, err := m.NewAdapter(LoRAConfig{Rank: 3, Alpha: 6, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(8, 8))
-	for i := range a.flat {
-		a.flat[i] = float32(0.3 * rng.NormFloat64()) // B non-zero too
-	}
-	a.changed()
+	a := randomAdapter(t, m, 8)
 	batch := testBatch(t, m, 5, 2)
 	tr := weightedGradients(t, m, a, batch)
-	rng = rand.New(rand.NewPCG(3, 3))
+	rng := rand.New(rand.NewPCG(3, 3))
 	var idx []int
 	for k := 0; k < 60; k++ {
 		idx = append(idx, rng.IntN(len(a.flat)))

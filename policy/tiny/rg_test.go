@@ -26,33 +26,8 @@ const (
 // TestEmbeddedRG pins the shipped tiny-rg: its file's checksum, config and
 // version, and its figures on held-out basic_arithmetic questions.
 func TestEmbeddedRG(t *testing.T) {
-	if got := EmbeddedRGSHA256(); got != rgSHA256 {
-		t.Fatalf("the shipped tiny-rg weights have sha256 %s, want %s", got, rgSHA256)
-	}
-	m, err := EmbeddedRG()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Config() != RGConfig() {
-		t.Errorf("config %+v, want %+v", m.Config(), RGConfig())
-	}
-	if v := m.Version(); v != "tiny-rg@"+rgSHA256[:12] {
-		t.Errorf("version %s", v)
-	}
-	ctx := context.Background()
-	probs := RGHeldOutProblems(300)
-	acc, err := m.RGGreedyAccuracy(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err := m.RGExpectedPass1(ctx, nil, probs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("held-out greedy accuracy %.4f (%d/300), exact expected pass@1 %.6f", acc, int(acc*300+0.5), p1)
-	if right := int(acc*300 + 0.5); right != rgGreedyRight || p1 != rgPass1 {
-		t.Errorf("greedy %d of 300, expected pass@1 %.17g; want %d and %.17g", right, p1, rgGreedyRight, rgPass1)
-	}
+	m := shippedBase(t, EmbeddedRG, EmbeddedRGSHA256, rgSHA256, RGConfig())
+	checkHeldOut(t, m.RGGreedyAccuracy, m.RGExpectedPass1, RGHeldOutProblems(300), rgGreedyRight, rgPass1)
 }
 
 // RandomRGProblem is a port of reasoning-gym's generator: every question

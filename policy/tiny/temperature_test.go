@@ -23,15 +23,7 @@ func TestGradientsTempered(t *testing.T) {
 			m := randomModel(t, smallConfig(), 5)
 			var a *Adapter
 			if tc.lora {
-				var err error
-				if a, err = m.NewAdapter(LoRAConfig{Rank: 3, Alpha: 6, Seed: 4}); err != nil {
-					t.Fatal(err)
-				}
-				rng := rand.New(rand.NewPCG(8, 8))
-				for i := range a.flat {
-					a.flat[i] = float32(0.3 * rng.NormFloat64())
-				}
-				a.changed()
+				a = randomAdapter(t, m, 8)
 			}
 			batch := testBatch(t, m, len(temps), 5)
 			for i := range batch {

@@ -166,19 +166,7 @@ const (
 // TestEmbeddedTool pins the shipped tiny-tool: its file's checksum,
 // config and version, its first call, and its held-out episodes.
 func TestEmbeddedTool(t *testing.T) {
-	if got := EmbeddedToolSHA256(); got != toolSHA256 {
-		t.Fatalf("the shipped tiny-tool weights have sha256 %s, want %s", got, toolSHA256)
-	}
-	m, err := EmbeddedTool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Config() != ToolConfig() {
-		t.Errorf("config %+v, want %+v", m.Config(), ToolConfig())
-	}
-	if v := m.Version(); v != "tiny-tool@"+toolSHA256[:12] {
-		t.Errorf("version %s", v)
-	}
+	m := shippedBase(t, EmbeddedTool, EmbeddedToolSHA256, toolSHA256, ToolConfig())
 	ctx := context.Background()
 	p := ToolProblem{7, 5}
 	out, err := m.Generate(ctx, nil, []policy.Request{{Messages: ToolTranscript(p, ToolSolve, 0)[:1]}}, policy.Sampling{})

@@ -3,13 +3,13 @@ package embedded_test
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/dirtest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy"
 	"github.com/rlpipe/rlpipe/policy/safetensors"
@@ -21,19 +21,6 @@ import (
 // 256 KiB, so that the tiny model's 0.8 MB are several shards.
 func fullOptions() embedded.Options {
 	return embedded.Options{LoRA: embedded.LoRAOptions{None: true}, MaxShardSize: 256 << 10}
-}
-
-func dirFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // Full fine-tuning trains every weight of the model, writes a sharded
@@ -50,7 +37,7 @@ func TestFullSaveLoadContinuesExactly(t *testing.T) {
 	wantFiles := []string{"config.json", "generation_config.json", "model-00001-of-00004.safetensors", "model-00002-of-00004.safetensors",
 		"model-00003-of-00004.safetensors", "model-00004-of-00004.safetensors", "model.safetensors.index.json",
 		embedded.OptimizerFile, "tokenizer.json", "tokenizer_config.json", embedded.StateFile}
-	if got := dirFiles(t, want); !slices.Equal(got, wantFiles) {
+	if got := dirtest.Names(t, want); !slices.Equal(got, wantFiles) {
 		t.Fatalf("files %q, want %q", got, wantFiles)
 	}
 	if k, err := policy.CheckpointKind(want); k != policy.KindWeights || err != nil {
@@ -99,7 +86,7 @@ func TestFullUnshardedIsIndexed(t *testing.T) {
 	}
 	want := []string{"config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
 		embedded.OptimizerFile, "tokenizer.json", "tokenizer_config.json", embedded.StateFile}
-	if got := dirFiles(t, dir); !slices.Equal(got, want) {
+	if got := dirtest.Names(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("files %q, want %q", got, want)
 	}
 	if err := policy.CheckShards(dir); err != nil {
