@@ -73,6 +73,30 @@ func savedAdapter(t *testing.T, name string) (*tiny.Model, string) {
 	return m, dir
 }
 
+// policyExportOut is what `policy export -o json` prints.
+type policyExportOut struct {
+	Dir, Version, Architecture, Adapter string
+	Parameters                          int
+	Weights                             bool
+}
+
+// commitCheckpoint commits the files of the local directory dir on a new
+// branch runs-x at iterations/000001/adapter/, where a run commits its
+// first checkpoint, with message, and returns them.
+func (h *harness) commitCheckpoint(dir, message string) []os.DirEntry {
+	h.t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.ok("branch", "create", "runs-x", "--from", "main")
+	for _, f := range files {
+		h.ok("put", filepath.Join(dir, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
+	}
+	h.ok("commit", "runs-x", "-m", message)
+	return files
+}
+
 // TestPolicyExport writes the shipped model as a Hugging Face directory
 // with a run's kind of adapter, serves it back from the directory, and
 // refuses an adapter of another shape by name.
@@ -80,10 +104,7 @@ func TestPolicyExport(t *testing.T) {
 	h := newHarness(t)
 	dir := filepath.Join(t.TempDir(), "hf")
 	m, adapter := savedAdapter(t, "step-000001")
-	var res struct {
-		Dir, Version, Architecture, Adapter string
-		Parameters                          int
-	}
+	var res policyExportOut
 	h.json(&res, "policy", "export", dir, "--adapter", adapter)
 	if res.Version != m.Version() || res.Architecture != "LlamaForCausalLM" || res.Parameters != m.NumParams() || res.Adapter != filepath.Join(dir, "adapter") {
 		t.Errorf("export said %+v", res)
@@ -114,21 +135,10 @@ func TestPolicyExport(t *testing.T) {
 func TestPolicyExportAdapterFromStore(t *testing.T) {
 	h := newStore(t)
 	_, local := savedAdapter(t, "adapter")
-	files, err := os.ReadDir(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.ok("branch", "create", "runs-x", "--from", "main")
-	for _, f := range files {
-		h.ok("put", filepath.Join(local, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
-	}
-	h.ok("commit", "runs-x", "-m", "an adapter")
+	files := h.commitCheckpoint(local, "an adapter")
 
 	dir := filepath.Join(t.TempDir(), "hf")
-	var res struct {
-		Dir, Version, Architecture, Adapter string
-		Parameters                          int
-	}
+	var res policyExportOut
 	h.json(&res, "policy", "export", dir, "--adapter", "runs-x:iterations/000001/adapter")
 	if res.Adapter != filepath.Join(dir, "adapter") {
 		t.Fatalf("export said %+v", res)
@@ -156,22 +166,10 @@ func TestPolicyExportFullWeights(t *testing.T) {
 	if err := trained.ExportHFSharded(local, 300<<10); err != nil {
 		t.Fatal(err)
 	}
-	h.ok("branch", "create", "runs-x", "--from", "main")
-	files, err := os.ReadDir(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		h.ok("put", filepath.Join(local, f.Name()), "runs-x:iterations/000001/adapter/"+f.Name())
-	}
-	h.ok("commit", "runs-x", "-m", "full weights")
+	h.commitCheckpoint(local, "full weights")
 
 	dir := filepath.Join(t.TempDir(), "hf")
-	var res struct {
-		Dir, Version, Architecture, Adapter string
-		Parameters                          int
-		Weights                             bool
-	}
+	var res policyExportOut
 	h.json(&res, "policy", "export", dir, "--adapter", "runs-x:iterations/000001/adapter", "--max-shard-size", "500000")
 	back, err := embedded.Load(dir)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/internal/testproc"
 )
@@ -115,26 +116,35 @@ func sameAsUninterrupted(t *testing.T, what string, kills int, want, got map[str
 	t.Logf("%s%d kills, %d artifacts identical to the uninterrupted run", what, kills, len(want))
 }
 
-// runSums maps the run's artifacts (iterations/, evals/, run/) to their
-// checksums: events/ holds timings and is left out.
+// runSums maps the run's artifacts (iterations/, evals/, run/state) to
+// their checksums: events/ holds timings and is left out.
 func runSums(t *testing.T, store, branch string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	st, err := local.Open(ctx, store, nil)
+	st, err := local.Open(context.Background(), store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m := map[string]string{}
-	for e, err := range st.ListObjects(ctx, branch, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(e.Path, "iterations/") || strings.HasPrefix(e.Path, "evals/") || strings.HasPrefix(e.Path, "run/state") {
-			m[e.Path] = e.Checksum
-		}
+	return artifactstest.Sums(t, st, branch, "iterations/", "evals/", "run/state")
+}
+
+// killedRunMatches runs `rlpipe run --no-report` of the pipeline setup
+// makes (a fresh store and its config file) twice: once uninterrupted,
+// whose branch must hold at least minArtifacts, then SIGKILLed at random
+// moments (runKilled with rng, minMS and spanMS) until it finishes; every
+// artifact the killed run leaves on branch must equal the uninterrupted
+// run's.
+func killedRunMatches(t *testing.T, setup func() (*harness, string), branch string, minArtifacts int, rng *rand.Rand, minMS, spanMS int) {
+	t.Helper()
+	ref, refCfg := setup()
+	ref.ok("run", "-f", refCfg, "--no-report")
+	want := runSums(t, ref.store, branch)
+	if len(want) < minArtifacts {
+		t.Fatalf("the reference run holds %d artifacts", len(want))
 	}
-	return m
+	h, cfg := setup()
+	kills := runKilled(t, rng, minMS, spanMS, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
+	sameAsUninterrupted(t, "", kills, want, runSums(t, h.store, branch))
 }
 
 // TestKillTrainingAndResume SIGKILLs `rlpipe run` of the arithmetic GRPO
@@ -180,13 +190,5 @@ func TestKillEpisodesAndResume(t *testing.T) {
 		h.file("chain-reward.yaml", chainReward)
 		return h, h.file("chain.yaml", src)
 	}
-	ref, refCfg := setup()
-	ref.ok("run", "-f", refCfg, "--no-report")
-	want := runSums(t, ref.store, "runs-chain")
-	if len(want) < 40 {
-		t.Fatalf("the reference run holds %d artifacts", len(want))
-	}
-	h, cfg := setup()
-	kills := runKilled(t, rand.New(rand.NewPCG(5, 18)), 200, 1200, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
-	sameAsUninterrupted(t, "", kills, want, runSums(t, h.store, "runs-chain"))
+	killedRunMatches(t, setup, "runs-chain", 40, rand.New(rand.NewPCG(5, 18)), 200, 1200)
 }

@@ -63,13 +63,5 @@ func TestKillToolEpisodesAndResume(t *testing.T) {
 		h.file("reward.yaml", readFile(t, "../examples/tools-demo/reward.yaml"))
 		return h, h.file("pipeline.yaml", src)
 	}
-	ref, refCfg := setup()
-	ref.ok("run", "-f", refCfg, "--no-report")
-	want := runSums(t, ref.store, "runs-tools")
-	if len(want) < 20 {
-		t.Fatalf("the reference run holds %d artifacts", len(want))
-	}
-	h, cfg := setup()
-	kills := runKilled(t, rand.New(rand.NewPCG(7, 38)), 300, 1500, "--store", h.store, "--log-level", "error", "run", "-f", cfg, "--no-report")
-	sameAsUninterrupted(t, "", kills, want, runSums(t, h.store, "runs-tools"))
+	killedRunMatches(t, setup, "runs-tools", 20, rand.New(rand.NewPCG(7, 38)), 300, 1500)
 }

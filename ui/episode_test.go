@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -37,24 +36,7 @@ func putEpisodes(t testing.TB, st artifacts.Store) {
 				{Role: "user", Content: "List the files."}, {Role: "assistant", Content: "I will look.", ToolCalls: &fnCalls}, {Role: "tool", Content: "a.txt"}}},
 	}
 	// A row group a row: an episode is read from its own.
-	commitTrajectories(t, st, episodesPath, rows, &tables.WriteOptions{RowGroupRows: 1, BatchRows: 1}, "two episodes")
-}
-
-// commitTrajectories writes rows as a trajectories table at main:path and
-// commits it with message.
-func commitTrajectories(t testing.TB, st artifacts.Store, path string, rows []tables.Trajectory, opts *tables.WriteOptions, message string) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Trajectories, rows, opts); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := st.PutObject(ctx, "main", path, &buf, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Commit(ctx, "main", message, nil); err != nil {
-		t.Fatal(err)
-	}
+	commitTable(t, st, episodesPath, tables.Trajectories, rows, &tables.WriteOptions{RowGroupRows: 1, BatchRows: 1}, "two episodes")
 }
 
 // /api/episode shapes a trajectories row as an episode: its turns, each
@@ -205,7 +187,7 @@ func putSpelledEpisode(t testing.TB, st artifacts.Store) {
 	}
 	rows := []tables.Trajectory{{PromptID: "p1", GroupID: "g", Completion: "15", Status: tables.StatusOK, PolicyVersion: m.Version() + "+iteration-000001",
 		Turns: []tables.Turn{{Role: "user", Content: "12+3="}, {Role: "assistant", Content: "15"}}, TokenIDs: reply, Sequence: seq, Trainable: mask}}
-	commitTrajectories(t, st, spelledPath, rows, nil, "an episode of the embedded model")
+	commitTable(t, st, spelledPath, tables.Trajectories, rows, nil, "an episode of the embedded model")
 }
 
 // An episode whose policy is an embedded model (an adapter of it too) has

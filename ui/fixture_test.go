@@ -154,11 +154,7 @@ func evalStages() (gen, score *pipeline.Task) {
 	gen = &pipeline.Task{Name: "eval-generate", Version: "test-1", Env: "eval", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: pipeline.OutTrajectories, File: "trajectories.parquet"}},
 		Run: func(ctx context.Context, tc *pipeline.TaskContext) error {
-			var buf bytes.Buffer
-			if err := tables.Write(&buf, tables.Trajectories, nil, nil); err != nil {
-				return err
-			}
-			return os.WriteFile(tc.OutputPath(pipeline.OutTrajectories), buf.Bytes(), 0o644)
+			return writeTableFile(tc.OutputPath(pipeline.OutTrajectories), tables.Trajectories, nil)
 		}}
 	score = &pipeline.Task{Name: "eval", Version: "test-1", Env: "eval", Deterministic: true,
 		Outputs: []pipeline.Output{{Name: "samples", File: "samples.parquet"}, {Name: "summary", File: "summary.parquet"}},
@@ -203,6 +199,8 @@ func evalSummary(checkpoint string, v float64) []tables.EvalSummaryRow {
 	return rows
 }
 
+// writeTableFile writes rows as the table t in Parquet at path, as a
+// task writes its outputs.
 func writeTableFile[T any](path string, t *tables.Table[T], rows []T) error {
 	var buf bytes.Buffer
 	if err := tables.Write(&buf, t, rows, nil); err != nil {
@@ -220,15 +218,22 @@ func putWideTable(t testing.TB, st artifacts.Store) {
 		rows[i] = tables.EvalSummaryRow{Checkpoint: fmt.Sprintf("c%02d", i), Evalset: "wide", K: int32(i), N: 25, Metric: "pass@k", Value: float64(i) / 100, NumProblems: 25}
 	}
 	rows[7].Value = math.NaN()
+	commitTable(t, st, "data/wide.parquet", tables.EvalSummary, rows, &tables.WriteOptions{RowGroupRows: 10, BatchRows: 10}, "a table of three row groups")
+}
+
+// commitTable writes rows as the table tb (with opts) at main:path and
+// commits it with message.
+func commitTable[T any](t testing.TB, st artifacts.Store, path string, tb *tables.Table[T], rows []T, opts *tables.WriteOptions, message string) {
+	t.Helper()
 	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.EvalSummary, rows, &tables.WriteOptions{RowGroupRows: 10, BatchRows: 10}); err != nil {
+	if err := tables.Write(&buf, tb, rows, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := st.PutObject(ctx, "main", "data/wide.parquet", &buf, nil); err != nil {
+	if _, err := st.PutObject(ctx, "main", path, &buf, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Commit(ctx, "main", "a table of three row groups", nil); err != nil {
+	if _, err := st.Commit(ctx, "main", message, nil); err != nil {
 		t.Fatal(err)
 	}
 }

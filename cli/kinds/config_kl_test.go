@@ -11,13 +11,8 @@ import (
 // unknown estimator, a negative or non-finite coefficient fails the plan
 // at its key's line and column, in both trainers.
 func TestTrainerKLEntropy(t *testing.T) {
-	def, err := trainVersion(t, grpoBase(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	external := func(hp string) string {
-		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1)
-	}
+	def := mustTrainVersion(t, grpoBase(""))
+	external := externalBase
 	const estimators = "use k1, k2 or k3 (verl's kl, mse or low_var_kl)"
 	for _, tc := range []struct {
 		name, src string

@@ -19,6 +19,17 @@ func trainVersion(t *testing.T, src string) (string, error) {
 	return p.Stages.Train.Version, nil
 }
 
+// mustTrainVersion is trainVersion of a src that must plan: an error
+// fails the test.
+func mustTrainVersion(t *testing.T, src string) string {
+	t.Helper()
+	v, err := trainVersion(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestTrainerLoss: trainer.loss names a policy loss of the registry; the
 // default named (ppo_clip, or the aggregation by verl's name) keeps the
 // default's train version, another loss or aggregation changes it. An
@@ -26,10 +37,7 @@ func trainVersion(t *testing.T, src string) (string, error) {
 // its key, for the embedded trainer and for the external one (whose
 // reference script computes the same four losses).
 func TestTrainerLoss(t *testing.T) {
-	def, err := trainVersion(t, grpoBase(""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustTrainVersion(t, grpoBase(""))
 	external := externalBase
 	for _, tc := range []struct {
 		name, src string

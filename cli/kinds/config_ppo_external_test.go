@@ -1,7 +1,6 @@
 package kinds_test
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -12,21 +11,10 @@ import (
 // or fresh. The critic with gae changes the train version, and so do γ
 // and λ; without the critic neither enters it.
 func TestExternalCriticPlan(t *testing.T) {
-	external := func(hp, adv string) string {
-		return strings.Replace(base, "train: {kind: standin, sleep: 1s}", "train: {kind: external, command: [t], hyperparameters: "+hp+"}", 1) + adv
-	}
-	plain, err := trainVersion(t, external("{lr: 1.0e-5}", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ppo, err := trainVersion(t, external("{lr: 1.0e-5, critic: {lr: 1.0e-4}}", "advantages: {estimator: gae}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	discounted, err := trainVersion(t, external("{lr: 1.0e-5, critic: {lr: 1.0e-4}}", "advantages: {estimator: gae, gamma: 0.99}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	external := func(hp, adv string) string { return externalBase(hp) + adv }
+	plain := mustTrainVersion(t, external("{lr: 1.0e-5}", ""))
+	ppo := mustTrainVersion(t, external("{lr: 1.0e-5, critic: {lr: 1.0e-4}}", "advantages: {estimator: gae}\n"))
+	discounted := mustTrainVersion(t, external("{lr: 1.0e-5, critic: {lr: 1.0e-4}}", "advantages: {estimator: gae, gamma: 0.99}\n"))
 	if ppo == plain || discounted == ppo {
 		t.Errorf("train versions: GRPO %s, PPO %s, PPO with gamma 0.99 %s: want three", plain, ppo, discounted)
 	}

@@ -10,10 +10,7 @@ import (
 // key that is set, as is a critic option that cannot work. The critic's
 // options enter the train version only when set.
 func TestTrainerCritic(t *testing.T) {
-	def, err := trainVersion(t, grpoBase(""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustTrainVersion(t, grpoBase(""))
 	gae := "advantages: {estimator: gae}\n"
 	for _, tc := range []struct {
 		name, src string

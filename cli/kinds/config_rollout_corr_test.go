@@ -10,10 +10,7 @@ import (
 // value is a plan error at its key's line and column, saying what to do.
 // The external trainer's hyperparameters are checked the same way.
 func TestTrainerRolloutCorrection(t *testing.T) {
-	def, err := trainVersion(t, grpoBase(""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := mustTrainVersion(t, grpoBase(""))
 	for _, tc := range []struct {
 		name, src string
 		err       string

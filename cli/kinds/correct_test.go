@@ -1,14 +1,12 @@
 package kinds_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/artifacts"
-	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/cli/kinds"
 	"github.com/rlpipe/rlpipe/environments/arith"
@@ -41,18 +39,9 @@ const accuracyAndLength = `components:
 // both.
 func TestEvaluationAndHealthAgree(t *testing.T) {
 	ctx := context.Background()
-	st, err := local.Create(ctx, t.TempDir(), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := artifactstest.NewLocal(t)
 	prompts := arith.Rows(arith.HeldOutSet(40))
-	var buf bytes.Buffer
-	if err := tables.Write(&buf, tables.Prompts, prompts, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, "main", "data/heldout.parquet", &buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	artifactstest.PutTable(t, st, "main", "data/heldout.parquet", tables.Prompts, prompts)
 	if _, err := st.Commit(ctx, "main", "eval set", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +78,7 @@ func TestEvaluationAndHealthAgree(t *testing.T) {
 			}
 			run := standintest.Evaluate(t, st, pipeline.RunOptions{Name: "agree" + string(rune('a'+i)), Seed: 1, Envs: map[string]pipeline.Settings{"eval": {}}},
 				tasks.Generate, tasks.Score, pipeline.StoreArtifact("main", "data/heldout.parquet"), "heldout")
-			b, err := artifacts.ReadObject(ctx, st, run.Branch(), "evals/000000/heldout/samples.parquet")
-			if err != nil {
-				t.Fatal(err)
-			}
-			samples, err := tables.Read(bytes.NewReader(b), int64(len(b)), "samples.parquet", tables.EvalSamples)
-			if err != nil {
-				t.Fatal(err)
-			}
+			samples := artifactstest.ReadTable(t, st, run.Branch(), "evals/000000/heldout/samples.parquet", tables.EvalSamples)
 
 			// The same samples as a loop iteration's trajectories and
 			// rewards file, the health table's inputs.
