@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -131,10 +130,7 @@ func changesOf(m map[string]*entry) []change {
 func TestALargeTreeHasLevels(t *testing.T) {
 	withTx(t, func(tr trees) {
 		all := testEntries(100_000, "v1")
-		id, err := tr.apply(emptyMetaRangeID, all)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := applied(t, tr, emptyMetaRangeID, all)
 		es := make([]entry, len(all))
 		for i, c := range all {
 			es[i] = *c.Entry
@@ -158,10 +154,7 @@ func TestALargeTreeHasLevels(t *testing.T) {
 		beforeM, beforeR := keysOf(tr.tx, bucketMetaRanges), keysOf(tr.tx, bucketRanges)
 		e := *all[54_321].Entry
 		e.Digest = digestOf([]byte("other"))
-		id2, err := tr.apply(id, []change{{Path: e.Path, Entry: &e}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id2 := applied(t, tr, id, []change{{Path: e.Path, Entry: &e}})
 		newM, bytesM := added(beforeM, keysOf(tr.tx, bucketMetaRanges))
 		newR, _ := added(beforeR, keysOf(tr.tx, bucketRanges))
 		if len(newR) != 1 || len(newM) != level {
@@ -252,10 +245,7 @@ func TestRunCommitsWriteBoundedMetarangeBytes(t *testing.T) {
 			if window {
 				before = keysOf(tr.tx, bucketMetaRanges)
 			}
-			var err error
-			if id, err = tr.apply(id, runIteration(it)); err != nil {
-				t.Fatal(err)
-			}
+			id = applied(t, tr, id, runIteration(it))
 			if window {
 				_, n := added(before, keysOf(tr.tx, bucketMetaRanges))
 				perCommit[min(it, 2001)/1000] += float64(n) / 20
@@ -334,10 +324,7 @@ func TestTreeAgreesWithAModel(t *testing.T) {
 				}
 			}
 			prev, prevModel := id, maps.Clone(model)
-			var err error
-			if id, err = tr.apply(prev, changesOf(chs)); err != nil {
-				t.Fatal(err)
-			}
+			id = applied(t, tr, prev, changesOf(chs))
 			for p, e := range chs {
 				if e == nil {
 					delete(model, p)
@@ -529,11 +516,7 @@ func manyPaths(n int, format string) []string {
 // and gc refuses the store.
 func TestGCAndVerifyOfALeveledTree(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	main := commitEntries(t, s, "main", manyPaths(30_000, "data/%06d.json"), "1")
 	if _, err := s.CreateBranch(ctx, "tmp", "main"); err != nil {
 		t.Fatal(err)
@@ -683,11 +666,7 @@ func edit(t *testing.T, s *Store, bucket []byte, key string, change func([]byte)
 // the canonical leveled tree.
 func TestFlatMetarangesOfEarlierStoresRead(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	paths := manyPaths(20_000, "old/%06d.bin")
 	var flatID string
 	var es []entry
