@@ -42,6 +42,20 @@ func applied(t *testing.T, tr trees, base string, chs []change) string {
 	return id
 }
 
+// changedPaths diffs trees a and b through tr and returns the paths that
+// differ, in order; an error fails the test.
+func changedPaths(t *testing.T, tr trees, a, b string) []string {
+	t.Helper()
+	var changed []string
+	if err := tr.treeDiff(a, b, "", func(p string, _, _ *entry) (bool, error) {
+		changed = append(changed, p)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return changed
+}
+
 func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 	withTx(t, func(tr trees) {
 		all := testEntries(5000, "v1")
@@ -89,13 +103,7 @@ func TestDiffReadsOnlyChangedRanges(t *testing.T) {
 		}
 		edited := applied(t, tr, base, edit)
 		fresh := trees{tx: tr.tx, cache: newTreeCache()}
-		var changed []string
-		if err := fresh.treeDiff(base, edited, "", func(p string, _, _ *entry) (bool, error) {
-			changed = append(changed, p)
-			return true, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		changed := changedPaths(t, fresh, base, edited)
 		if len(changed) != 10 {
 			t.Fatalf("diff found %d changes, want 10", len(changed))
 		}

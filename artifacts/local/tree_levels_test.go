@@ -199,13 +199,7 @@ func TestALargeTreeHasLevels(t *testing.T) {
 		// A diff skips the nodes both trees share: it reads the records
 		// on the way to the change on each side, and its range on each.
 		fresh = trees{tx: tr.tx, cache: newTreeCache()}
-		var changed []string
-		if err := fresh.treeDiff(id, id2, "", func(p string, _, _ *entry) (bool, error) {
-			changed = append(changed, p)
-			return true, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		changed := changedPaths(t, fresh, id, id2)
 		if len(changed) != 1 || changed[0] != e.Path || fresh.cache.metas.Len() != 2*level || len(fresh.cache.ranges) != 2 {
 			t.Fatalf("diff found %v reading %d metarange records and %d ranges; want %s reading %d and 2", changed, fresh.cache.metas.Len(), len(fresh.cache.ranges), e.Path, 2*level)
 		}
