@@ -62,13 +62,11 @@ func readAll(t *testing.T, s *Store, ref, path string) string {
 	return string(b)
 }
 
+// newTestStore creates a store in a new directory, closed when the test
+// ends (storeIn, for a test that needs no path).
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Create(context.Background(), filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := storeIn(t)
 	return s
 }
 

@@ -116,6 +116,30 @@ func digestOf(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// nodeOf encodes the node of level that lists refs, its children in
+// path order, and returns the record and the ref a parent lists it by:
+// its id, its span, and the entries and ranges under it. It is the one
+// definition of a node, for the builder and for the tests that check it.
+func nodeOf(level int, refs metaRange) (rangeRef, []byte) {
+	r := rangeRef{Min: refs[0].Min, Max: refs[len(refs)-1].Max}
+	for _, c := range refs {
+		r.Count += c.Count
+		if level == 1 {
+			r.Ranges++
+		} else {
+			r.Ranges += c.Ranges
+		}
+	}
+	var data []byte
+	if level == 1 {
+		data = encodeMeta(refs)
+	} else {
+		data = encodeNode(level, refs)
+	}
+	r.ID = digestOf(data)
+	return r, data
+}
+
 // emptyMetaRangeID is the id of the tree with no entries.
 var emptyMetaRangeID = digestOf(encodeMeta(nil))
 
@@ -356,22 +380,7 @@ func (b *builder) push(level int, r rangeRef) {
 func (b *builder) close(level int) {
 	refs := b.waiting[level-1]
 	b.waiting[level-1] = nil
-	var data []byte
-	r := rangeRef{Min: refs[0].Min, Max: refs[len(refs)-1].Max}
-	for _, c := range refs {
-		r.Count += c.Count
-		if level == 1 {
-			r.Ranges++
-		} else {
-			r.Ranges += c.Ranges
-		}
-	}
-	if level == 1 {
-		data = encodeMeta(refs)
-	} else {
-		data = encodeNode(level, refs)
-	}
-	r.ID = digestOf(data)
+	r, data := nodeOf(level, refs)
 	b.fresh[r.ID] = freshNode{n: node{level: level, refs: refs}, data: data}
 	b.push(level+1, r)
 }

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -19,14 +18,11 @@ func testEntries(n int, version string) []change {
 	return chs
 }
 
-// countingTrees wraps a transaction and a fresh cache, so every range read
-// is a cache miss that can be counted.
+// withTx runs fn in a write transaction of a new store, with trees over
+// a fresh cache, so every range read is a cache miss that can be counted.
 func withTx(t *testing.T, fn func(tr trees)) {
 	t.Helper()
-	s, err := Create(context.Background(), filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestStore(t)
 	if err := s.update(context.Background(), func(tx *bolt.Tx) error {
 		fn(trees{tx: tx, cache: newTreeCache()})
 		return nil
@@ -35,13 +31,35 @@ func withTx(t *testing.T, fn func(tr trees)) {
 	}
 }
 
+// applied applies chs to tree base and returns the new tree's id; an
+// error fails the test.
+func applied(t *testing.T, tr trees, base string, chs []change) string {
+	t.Helper()
+	id, err := tr.apply(base, chs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// changedPaths diffs trees a and b through tr and returns the paths that
+// differ, in order; an error fails the test.
+func changedPaths(t *testing.T, tr trees, a, b string) []string {
+	t.Helper()
+	var changed []string
+	if err := tr.treeDiff(a, b, "", func(p string, _, _ *entry) (bool, error) {
+		changed = append(changed, p)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return changed
+}
+
 func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 	withTx(t, func(tr trees) {
 		all := testEntries(5000, "v1")
-		whole, err := tr.apply(emptyMetaRangeID, all)
-		if err != nil {
-			t.Fatal(err)
-		}
+		whole := applied(t, tr, emptyMetaRangeID, all)
 		// Built in two halves, interleaved.
 		var even, odd []change
 		for i, c := range all {
@@ -51,14 +69,8 @@ func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 				odd = append(odd, c)
 			}
 		}
-		half, err := tr.apply(emptyMetaRangeID, even)
-		if err != nil {
-			t.Fatal(err)
-		}
-		halves, err := tr.apply(half, odd)
-		if err != nil {
-			t.Fatal(err)
-		}
+		half := applied(t, tr, emptyMetaRangeID, even)
+		halves := applied(t, tr, half, odd)
 		// Changed in ten places and changed back.
 		var edit, undo []change
 		for i := 0; i < len(all); i += 500 {
@@ -67,14 +79,8 @@ func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 			edit = append(edit, change{Path: e.Path, Entry: &e})
 			undo = append(undo, all[i])
 		}
-		edited, err := tr.apply(whole, edit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		restored, err := tr.apply(edited, undo)
-		if err != nil {
-			t.Fatal(err)
-		}
+		edited := applied(t, tr, whole, edit)
+		restored := applied(t, tr, edited, undo)
 		if halves != whole || restored != whole || edited == whole {
 			t.Fatalf("tree ids: whole %s, halves %s, restored %s, edited %s: want the first three equal", whole, halves, restored, edited)
 		}
@@ -88,28 +94,16 @@ func TestTreeIsAFunctionOfItsEntries(t *testing.T) {
 func TestDiffReadsOnlyChangedRanges(t *testing.T) {
 	withTx(t, func(tr trees) {
 		all := testEntries(10000, "v1")
-		base, err := tr.apply(emptyMetaRangeID, all)
-		if err != nil {
-			t.Fatal(err)
-		}
+		base := applied(t, tr, emptyMetaRangeID, all)
 		var edit []change
 		for i := 0; i < 10; i++ {
 			e := *all[i*1000+3].Entry
 			e.Digest = digestOf([]byte("other"))
 			edit = append(edit, change{Path: e.Path, Entry: &e})
 		}
-		edited, err := tr.apply(base, edit)
-		if err != nil {
-			t.Fatal(err)
-		}
+		edited := applied(t, tr, base, edit)
 		fresh := trees{tx: tr.tx, cache: newTreeCache()}
-		var changed []string
-		if err := fresh.treeDiff(base, edited, "", func(p string, _, _ *entry) (bool, error) {
-			changed = append(changed, p)
-			return true, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		changed := changedPaths(t, fresh, base, edited)
 		if len(changed) != 10 {
 			t.Fatalf("diff found %d changes, want 10", len(changed))
 		}
@@ -179,10 +173,7 @@ func TestFindRangeAgreesWithTheDecodedSearch(t *testing.T) {
 func TestLookupReadsAMetarangeInPlaceOnce(t *testing.T) {
 	withTx(t, func(tr trees) {
 		chs := testEntries(2000, "v1")
-		id, err := tr.apply(emptyMetaRangeID, chs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := applied(t, tr, emptyMetaRangeID, chs)
 		tr = trees{tx: tr.tx, cache: newTreeCache()} // as a reader in another process
 		for i, ch := range []change{chs[999], chs[0], chs[1999], {Path: "iterations/999999/none"}} {
 			e, err := tr.lookup(id, ch.Path)

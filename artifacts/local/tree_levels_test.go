@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -19,8 +18,8 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts"
 )
 
-// canonicalTree builds, from the definition in tree.go and independently
-// of builder, the tree of sorted entries es: its id, its root's level,
+// canonicalTree builds, from the definition in tree.go (the boundaries,
+// nodeOf) and independently of builder, the tree of sorted entries es: its id, its root's level,
 // and every metarange record it is made of (root included). It stores
 // nothing.
 func canonicalTree(es []entry) (string, int, map[string][]byte) {
@@ -50,22 +49,7 @@ func canonicalTree(es []entry) (string, int, map[string][]byte) {
 			if !isNodeBoundary(level, r.Max) && len(chunk) < maxNodeRefs && i < len(refs)-1 {
 				continue
 			}
-			var data []byte
-			n := rangeRef{Min: chunk[0].Min, Max: r.Max}
-			for _, c := range chunk {
-				n.Count += c.Count
-				if level == 1 {
-					n.Ranges++
-				} else {
-					n.Ranges += c.Ranges
-				}
-			}
-			if level == 1 {
-				data = encodeMeta(chunk)
-			} else {
-				data = encodeNode(level, chunk)
-			}
-			n.ID = digestOf(data)
+			n, data := nodeOf(level, chunk)
 			records[n.ID] = data
 			next = append(next, n)
 			chunk = nil
@@ -146,10 +130,7 @@ func changesOf(m map[string]*entry) []change {
 func TestALargeTreeHasLevels(t *testing.T) {
 	withTx(t, func(tr trees) {
 		all := testEntries(100_000, "v1")
-		id, err := tr.apply(emptyMetaRangeID, all)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := applied(t, tr, emptyMetaRangeID, all)
 		es := make([]entry, len(all))
 		for i, c := range all {
 			es[i] = *c.Entry
@@ -173,10 +154,7 @@ func TestALargeTreeHasLevels(t *testing.T) {
 		beforeM, beforeR := keysOf(tr.tx, bucketMetaRanges), keysOf(tr.tx, bucketRanges)
 		e := *all[54_321].Entry
 		e.Digest = digestOf([]byte("other"))
-		id2, err := tr.apply(id, []change{{Path: e.Path, Entry: &e}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		id2 := applied(t, tr, id, []change{{Path: e.Path, Entry: &e}})
 		newM, bytesM := added(beforeM, keysOf(tr.tx, bucketMetaRanges))
 		newR, _ := added(beforeR, keysOf(tr.tx, bucketRanges))
 		if len(newR) != 1 || len(newM) != level {
@@ -221,13 +199,7 @@ func TestALargeTreeHasLevels(t *testing.T) {
 		// A diff skips the nodes both trees share: it reads the records
 		// on the way to the change on each side, and its range on each.
 		fresh = trees{tx: tr.tx, cache: newTreeCache()}
-		var changed []string
-		if err := fresh.treeDiff(id, id2, "", func(p string, _, _ *entry) (bool, error) {
-			changed = append(changed, p)
-			return true, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		changed := changedPaths(t, fresh, id, id2)
 		if len(changed) != 1 || changed[0] != e.Path || fresh.cache.metas.Len() != 2*level || len(fresh.cache.ranges) != 2 {
 			t.Fatalf("diff found %v reading %d metarange records and %d ranges; want %s reading %d and 2", changed, fresh.cache.metas.Len(), len(fresh.cache.ranges), e.Path, 2*level)
 		}
@@ -267,10 +239,7 @@ func TestRunCommitsWriteBoundedMetarangeBytes(t *testing.T) {
 			if window {
 				before = keysOf(tr.tx, bucketMetaRanges)
 			}
-			var err error
-			if id, err = tr.apply(id, runIteration(it)); err != nil {
-				t.Fatal(err)
-			}
+			id = applied(t, tr, id, runIteration(it))
 			if window {
 				_, n := added(before, keysOf(tr.tx, bucketMetaRanges))
 				perCommit[min(it, 2001)/1000] += float64(n) / 20
@@ -349,10 +318,7 @@ func TestTreeAgreesWithAModel(t *testing.T) {
 				}
 			}
 			prev, prevModel := id, maps.Clone(model)
-			var err error
-			if id, err = tr.apply(prev, changesOf(chs)); err != nil {
-				t.Fatal(err)
-			}
+			id = applied(t, tr, prev, changesOf(chs))
 			for p, e := range chs {
 				if e == nil {
 					delete(model, p)
@@ -544,11 +510,7 @@ func manyPaths(n int, format string) []string {
 // and gc refuses the store.
 func TestGCAndVerifyOfALeveledTree(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	main := commitEntries(t, s, "main", manyPaths(30_000, "data/%06d.json"), "1")
 	if _, err := s.CreateBranch(ctx, "tmp", "main"); err != nil {
 		t.Fatal(err)
@@ -698,11 +660,7 @@ func edit(t *testing.T, s *Store, bucket []byte, key string, change func([]byte)
 // the canonical leveled tree.
 func TestFlatMetarangesOfEarlierStoresRead(t *testing.T) {
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "s"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newTestStore(t)
 	paths := manyPaths(20_000, "old/%06d.bin")
 	var flatID string
 	var es []entry

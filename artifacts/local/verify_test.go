@@ -27,11 +27,7 @@ type damageFixture struct {
 func newDamageFixture(t *testing.T) *damageFixture {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Create(ctx, filepath.Join(t.TempDir(), "store"), "main", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := newTestStore(t)
 	f := &damageFixture{s: s}
 	putT := func(branch, path string, body []byte) string {
 		t.Helper()
@@ -62,7 +58,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	}
 	f.st = putT("dev", "staged.txt", []byte("uncommitted"))
 	f.meta = f.second.MetaRangeID
-	err = s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		m, err := decodeMeta(tx.Bucket(bucketMetaRanges).Get([]byte(f.meta)))
 		f.rng = m[0].ID
 		return err
