@@ -19,9 +19,9 @@ import (
 )
 
 // canonicalTree builds, from the definition in tree.go (the boundaries,
-// nodeOf) and independently of builder, the tree of sorted entries es: its id, its root's level,
-// and every metarange record it is made of (root included). It stores
-// nothing.
+// nodeOf) and independently of builder's incremental work, the tree of
+// sorted entries es: its id, its root's level, and every metarange record
+// it is made of (root included). It stores nothing.
 func canonicalTree(es []entry) (string, int, map[string][]byte) {
 	records := map[string][]byte{}
 	var ranges metaRange
