@@ -908,12 +908,7 @@ func plainValue(v any) (any, string) {
 // validName checks a component, verifier or judge name; it returns what
 // is wrong, or "".
 func validName(n string) string {
-	ok := n != "" && n[0] >= 'a' && n[0] <= 'z'
-	for i := 0; ok && i < len(n); i++ {
-		c := n[i]
-		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
-	}
-	if !ok {
+	if !tables.IsComponentName(n) {
 		return fmt.Sprintf("name %q is not a valid name", n)
 	}
 	if isVariable(n) || celReserved[n] {

@@ -21,13 +21,21 @@ func RewardsWith(components ...string) (*Table[Reward], error) {
 	return Rewards.extend(components)
 }
 
-func validComponent(n string) error {
+// IsComponentName reports whether n can name a reward component (and so
+// a column of the rewards table): lower-case letters, digits and
+// underscores, starting with a letter. The reward spec holds its
+// component, verifier and judge names to the same rule.
+func IsComponentName(n string) bool {
 	ok := n != "" && n[0] >= 'a' && n[0] <= 'z'
 	for i := 0; ok && i < len(n); i++ {
 		c := n[i]
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
 	}
-	if !ok {
+	return ok
+}
+
+func validComponent(n string) error {
+	if !IsComponentName(n) {
 		return fmt.Errorf("reward component name %q: use lower-case letters, digits and _, starting with a letter: %w", n, errInvalid)
 	}
 	return nil
