@@ -67,9 +67,6 @@ func Join(in []tables.Trajectory, rewards []tables.Reward, o TrainOptions) (Batc
 	if err != nil {
 		return Batch{}, err
 	}
-	if err := finiteRewards(rewards); err != nil {
-		return Batch{}, err
-	}
 	trajs, scored, have := m.trajs, m.scored, m.have
 	adv, st := Compute(scored, o.Options)
 	keepZeroStd := o.KeepZeroStd || NeedsCritic(o.estimator())
@@ -119,7 +116,10 @@ type matched struct {
 	at     map[sampleKey]int
 }
 
-// match lines the rewards up with the trajectories.
+// match lines the rewards up with the trajectories, then checks that
+// every reward with status ok has a finite total (finiteRewards): the
+// checks of the tables that Join and Given both start with, in that
+// order.
 func match(trajs []tables.Trajectory, rewards []tables.Reward) (matched, error) {
 	trajs = slices.Clone(trajs)
 	slices.SortFunc(trajs, func(x, y tables.Trajectory) int {
@@ -144,6 +144,9 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (matched, error) 
 			return matched{}, fmt.Errorf("%w: rewards score sample %d of prompt %q twice", ErrBatch, r.SampleIndex, r.PromptID)
 		}
 		scored[i], have[i] = r, true
+	}
+	if err := finiteRewards(rewards); err != nil {
+		return matched{}, err
 	}
 	for i, t := range trajs {
 		switch {
@@ -170,9 +173,6 @@ func match(trajs []tables.Trajectory, rewards []tables.Reward) (matched, error) 
 func Given(in []tables.Trajectory, rewards []tables.Reward, rows []tables.Advantage) (Batch, error) {
 	m, err := match(in, rewards)
 	if err != nil {
-		return Batch{}, err
-	}
-	if err := finiteRewards(rewards); err != nil {
 		return Batch{}, err
 	}
 	trajs, scored, at := m.trajs, m.scored, m.at

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/local"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/standin/steptest"
 )
 
@@ -40,19 +40,9 @@ func handBatch() ([]tables.Trajectory, []tables.Reward) {
 func runTask(t *testing.T, st artifacts.Store, r *pipeline.Run, n int, task *pipeline.Task, trajs []tables.Trajectory, rewards []tables.Reward) *pipeline.Node {
 	t.Helper()
 	ctx := context.Background()
-	put := func(path string, write func(w io.Writer) error) pipeline.Artifact {
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.PutObject(ctx, "main", path, &buf, nil); err != nil {
-			t.Fatal(err)
-		}
-		return pipeline.StoreArtifact("main", path)
-	}
 	in := map[string]pipeline.Artifact{
-		pipeline.OutTrajectories: put(fmt.Sprintf("in/%d/trajectories.parquet", n), func(w io.Writer) error { return tables.Write(w, tables.Trajectories, trajs, nil) }),
-		pipeline.OutRewards:      put(fmt.Sprintf("in/%d/rewards.parquet", n), func(w io.Writer) error { return tables.Write(w, tables.Rewards, rewards, nil) }),
+		pipeline.OutTrajectories: standintest.PutInput(t, st, fmt.Sprintf("in/%d/trajectories.parquet", n), tables.Trajectories, trajs),
+		pipeline.OutRewards:      standintest.PutInput(t, st, fmt.Sprintf("in/%d/rewards.parquet", n), tables.Rewards, rewards),
 	}
 	node := r.Iteration(n).Go(ctx, task, pipeline.Call{Inputs: in, Params: map[string]int{"iteration": n}})
 	_ = node.Wait(ctx)

@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,16 +64,6 @@ func TestFilterGroupsTask(t *testing.T) {
 	ctx := context.Background()
 	st := standintest.NewStore(t, 1)
 	r := openRun(t, st, pipeline.RunOptions{Envs: map[string]pipeline.Settings{pipeline.FilterGroupsName: {}}})
-	put := func(path string, write func(*bytes.Buffer) error) pipeline.Artifact {
-		var b bytes.Buffer
-		if err := write(&b); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.PutObject(ctx, "main", path, &b, nil); err != nil {
-			t.Fatal(err)
-		}
-		return pipeline.StoreArtifact("main", path)
-	}
 	nan := math.NaN()
 	rounds := []struct {
 		ids     []string
@@ -94,9 +83,9 @@ func TestFilterGroupsTask(t *testing.T) {
 			ts = append(ts, tables.Trajectory{PromptID: w.PromptID, SampleIndex: w.SampleIndex, Completion: "round " + string(rune('0'+k)), Status: tables.StatusOK})
 		}
 		dir := "in/" + string(rune('0'+k)) + "/"
-		in["prompts-0"+string(rune('0'+k))] = put(dir+"p.parquet", func(b *bytes.Buffer) error { return tables.Write(b, tables.Prompts, ps, nil) })
-		in["trajectories-0"+string(rune('0'+k))] = put(dir+"t.parquet", func(b *bytes.Buffer) error { return tables.Write(b, tables.Trajectories, ts, nil) })
-		in["rewards-0"+string(rune('0'+k))] = put(dir+"r.parquet", func(b *bytes.Buffer) error { return tables.Write(b, tables.Rewards, rd.rewards, nil) })
+		in["prompts-0"+string(rune('0'+k))] = standintest.PutInput(t, st, dir+"p.parquet", tables.Prompts, ps)
+		in["trajectories-0"+string(rune('0'+k))] = standintest.PutInput(t, st, dir+"t.parquet", tables.Trajectories, ts)
+		in["rewards-0"+string(rune('0'+k))] = standintest.PutInput(t, st, dir+"r.parquet", tables.Rewards, rd.rewards)
 	}
 	it := r.Iteration(4)
 	node := it.Go(ctx, pipeline.FilterGroupsTask(), pipeline.Call{Inputs: in,

@@ -6,9 +6,7 @@ set -euo pipefail
 
 name=demo-agent build='`make build` (or `make demo-agent`, which builds it)'
 . "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
-dir="${RLPIPE_DEMO_AGENT_DIR:-$root/.rlpipe-demo-agent}"
-fresh_dir "$dir" RLPIPE_DEMO_AGENT_DIR
-export RLPIPE_STORE="$dir/store"
+demo_dir RLPIPE_DEMO_AGENT_DIR
 
 echo "## The store and the problems"
 "$bin" init-store

@@ -15,9 +15,7 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "demo-rg: no project venv at $venv: run make deps (scripts/py-venv.sh) for reasoning-gym" >&2
   exit 1
 fi
-dir="${RLPIPE_DEMO_RG_DIR:-$root/.rlpipe-demo-rg}"
-fresh_dir "$dir" RLPIPE_DEMO_RG_DIR
-export RLPIPE_STORE="$dir/store"
+demo_dir RLPIPE_DEMO_RG_DIR
 
 echo "## The store and reasoning-gym's questions: 1,500 to train on, 200 held out"
 "$bin" init-store

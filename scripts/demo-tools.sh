@@ -9,9 +9,7 @@ set -euo pipefail
 
 name=demo-tools build='`make build` (or `make demo-tools`, which builds it)'
 . "$(dirname "${BASH_SOURCE[0]}")/rlpipe-bin.sh"
-dir="${RLPIPE_DEMO_TOOLS_DIR:-$root/.rlpipe-demo-tools}"
-fresh_dir "$dir" RLPIPE_DEMO_TOOLS_DIR
-export RLPIPE_STORE="$dir/store"
+demo_dir RLPIPE_DEMO_TOOLS_DIR
 
 echo "## The store and the tasks: 74 problems to train on, 26 held out of the RL run (tiny-tool was pretrained on all 100 sums)"
 (cd "$root" && go run ./examples/tools-demo "$dir")

@@ -9,11 +9,14 @@ if [ ! -x "$bin" ]; then
   exit 1
 fi
 
-# fresh_dir DIR VAR makes the demo's directory DIR afresh: it removes DIR
-# only when a demo made it (its marker file says so), else exits 1 saying
-# VAR moves it.
-fresh_dir() {
-  local dir="$1" var="$2" marker="$1/MADE-BY-RLPIPE-DEMO"
+# demo_dir VAR sets dir to the demo's directory, $VAR or else .rlpipe-$name
+# in the checkout, makes it afresh and exports RLPIPE_STORE as the store in
+# it. It removes dir only when a demo made it (its marker file says so),
+# else exits 1 saying VAR moves it.
+demo_dir() {
+  local var="$1"
+  dir="${!var:-$root/.rlpipe-$name}"
+  local marker="$dir/MADE-BY-RLPIPE-DEMO"
   if [ -e "$dir" ] && [ ! -e "$marker" ]; then
     echo "$name: $dir exists and was not made by the demo; move it away or set $var" >&2
     exit 1
@@ -21,4 +24,5 @@ fresh_dir() {
   rm -rf "$dir"
   mkdir -p "$dir"
   printf 'scripts/%s.sh made this directory and removes it at its next run.\n' "$name" >"$marker"
+  export RLPIPE_STORE="$dir/store"
 }

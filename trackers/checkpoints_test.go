@@ -19,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rlpipe/rlpipe/artifacts"
-	_ "github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/runs"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/trackers"
@@ -32,28 +32,16 @@ import (
 func checkpointStore(t *testing.T) (artifacts.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := artifacts.Create(ctx, filepath.Join(t.TempDir(), "store"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := artifactstest.NewLocal(t)
 	if _, err := st.CreateBranch(ctx, runs.Branch("ck"), "main"); err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range map[string]string{runs.AdapterConfigFile: `{"r": 8}`, "adapter_model.safetensors": "weights"} {
-		if _, err := st.PutObject(ctx, runs.Branch("ck"), runs.AdapterPath(2)+"/"+name, strings.NewReader(body), nil); err != nil {
-			t.Fatal(err)
-		}
+		artifactstest.Put(t, st, runs.Branch("ck"), runs.AdapterPath(2)+"/"+name, []byte(body))
 	}
 	// Checkpoint 2's evaluation on heldout: pass@1 0.5.
-	var buf bytes.Buffer
 	rows := []tables.EvalSummaryRow{{Checkpoint: "iteration-000002", Evalset: "heldout", K: 1, N: 2, Metric: tables.MetricPassAtK, Value: 0.5, CILow: 0.25, CIHigh: 0.75, NumProblems: 2}}
-	if err := tables.Write(&buf, tables.EvalSummary, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutObject(ctx, runs.Branch("ck"), runs.EvalPath(2, "heldout", runs.SummaryFile), &buf, nil); err != nil {
-		t.Fatal(err)
-	}
+	artifactstest.PutTable(t, st, runs.Branch("ck"), runs.EvalPath(2, "heldout", runs.SummaryFile), tables.EvalSummary, rows)
 	c, err := st.Commit(ctx, runs.Branch("ck"), "iteration 2", nil)
 	if err != nil {
 		t.Fatal(err)

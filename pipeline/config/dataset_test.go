@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rlpipe/rlpipe/artifacts"
-	_ "github.com/rlpipe/rlpipe/artifacts/local" // the embedded store
+	"github.com/rlpipe/rlpipe/artifacts/artifactstest"
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/config"
@@ -24,11 +22,7 @@ import (
 // dataset key, naming its REF:PATH.
 func TestCheckDataset(t *testing.T) {
 	ctx := context.Background()
-	st, err := artifacts.Create(ctx, filepath.Join(t.TempDir(), "store"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := artifactstest.NewLocal(t)
 	if err := standin.PutDataset(ctx, st, "main", "data/ten.parquet", 10); err != nil {
 		t.Fatal(err)
 	}

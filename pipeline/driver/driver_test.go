@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/rlpipe/rlpipe/pipeline/config"
 	"github.com/rlpipe/rlpipe/pipeline/driver"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
+	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/policy/policytest"
 )
 
@@ -36,19 +36,11 @@ stages:
   train: {kind: standin, env: train}
 `
 
-// newStore is an embedded store whose main branch holds 16 prompts.
+// newStore is an embedded store whose main branch holds 16 prompts at
+// the dataset path pipelineYAML names (standintest.DatasetPath).
 func newStore(t testing.TB) artifacts.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := artifacts.Create(ctx, filepath.Join(t.TempDir(), "store"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := standin.PutDataset(ctx, st, "main", "data/prompts.parquet", 16); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return standintest.NewStore(t, 16)
 }
 
 // parse reads src with the shipped kinds, a policy backend that cannot

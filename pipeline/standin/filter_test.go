@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
@@ -309,21 +308,7 @@ func loggedStages(genLog, crashAt string) pipeline.Stages {
 
 // filterDriver runs the kill test's loop in this process (TestMain).
 func filterDriver() int {
-	ctx := context.Background()
-	st, err := local.Open(ctx, os.Getenv(envStore), nil)
-	if err == nil {
-		var r *pipeline.Run
-		r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: os.Getenv(envRun), Envs: filterEnvs(), Seed: 2, LockTTL: time.Second})
-		if err == nil {
-			_, err = r.Loop(ctx, killedRunConfig(), loggedStages(os.Getenv(envGenLog), os.Getenv(envCrashAt)))
-			r.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return driveLoop(pipeline.RunOptions{Envs: filterEnvs(), Seed: 2}, killedRunConfig(), loggedStages(os.Getenv(envGenLog), os.Getenv(envCrashAt)))
 }
 
 // TestDynamicSamplingKilledAtARoundBoundary: a driver process killed

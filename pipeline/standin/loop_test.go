@@ -227,21 +227,32 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRole) != "driver" {
 		os.Exit(m.Run())
 	}
+	os.Exit(driveLoop(pipeline.RunOptions{Envs: envs(), Seed: 3}, loopConfig(killIterations, 1), killStages(os.Getenv(envJudge))))
+}
+
+// driveLoop is the body of a kill test's child process (TestMain): it
+// opens the run $RLPIPE_STANDIN_RUN with opts in the store at
+// $RLPIPE_STANDIN_STORE, with a one-second lock so that the next child
+// takes over soon after a kill, and runs the loop cfg describes with
+// stages to its end. It returns the process's exit code: 1, the error
+// printed, when the loop fails.
+func driveLoop(opts pipeline.RunOptions, cfg pipeline.LoopConfig, stages pipeline.Stages) int {
 	ctx := context.Background()
 	st, err := local.Open(ctx, os.Getenv(envStore), nil)
 	if err == nil {
+		opts.Name, opts.LockTTL = os.Getenv(envRun), time.Second
 		var r *pipeline.Run
-		r, err = pipeline.Open(ctx, st, pipeline.RunOptions{Name: os.Getenv(envRun), Envs: envs(), Seed: 3, LockTTL: time.Second})
+		r, err = pipeline.Open(ctx, st, opts)
 		if err == nil {
-			_, err = r.Loop(ctx, loopConfig(killIterations, 1), killStages(os.Getenv(envJudge)))
+			_, err = r.Loop(ctx, cfg, stages)
 			r.Close()
 		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(0)
+	return 0
 }
 
 // judge is a fake paid judge on loopback that counts calls per input.

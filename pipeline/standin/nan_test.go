@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
@@ -25,19 +23,8 @@ func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := filepath.Join(t.TempDir(), "rewards.parquet")
 	rows := []tables.Reward{{PromptID: "p1", Status: "judge error", Total: math.NaN()}, {PromptID: "p1", SampleIndex: 1, Status: "judge error", Total: math.NaN()}}
-	if err := tables.WriteFile(local, rt, rows, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := st.PutObject(ctx, "main", "data/rewards.parquet", f, nil); err != nil {
-		t.Fatal(err)
-	}
+	rewards := standintest.PutInput(t, st, "data/rewards.parquet", rt, rows)
 	r, err := pipeline.Open(ctx, st, pipeline.RunOptions{Name: "nan", Envs: map[string]pipeline.Settings{"train": {}}, Machine: &pipeline.Machine{CPU: 2, MemoryMB: 512}})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +32,7 @@ func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	defer r.Close()
 	train := standin.Stages(standin.Options{}).Train
 	it := r.Iteration(1)
-	n := it.Go(ctx, train, pipeline.Call{Inputs: map[string]pipeline.Artifact{"rewards": pipeline.StoreArtifact("main", "data/rewards.parquet")},
+	n := it.Go(ctx, train, pipeline.Call{Inputs: map[string]pipeline.Artifact{"rewards": rewards},
 		Params: map[string]int{"iteration": 1}})
 	if err := n.Wait(ctx); err != nil {
 		t.Fatalf("train: %v", err)
@@ -65,7 +52,7 @@ func TestStandinTrainWithNoScoredSample(t *testing.T) {
 	// The next iteration reads that adapter as its policy (where the empty
 	// file failed with "read policy: unexpected end of JSON input").
 	next := r.Iteration(2).Go(ctx, train, pipeline.Call{Inputs: map[string]pipeline.Artifact{
-		"rewards": pipeline.StoreArtifact("main", "data/rewards.parquet"), "policy": n.Output(pipeline.OutAdapter)},
+		"rewards": rewards, "policy": n.Output(pipeline.OutAdapter)},
 		Params: map[string]int{"iteration": 2}})
 	if err := next.Wait(ctx); err != nil {
 		t.Fatalf("the next iteration's train: %v", err)

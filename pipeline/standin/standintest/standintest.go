@@ -57,6 +57,15 @@ func ReadRows[T any](t testing.TB, st artifacts.Store, ref, path string, tb *tab
 	return artifactstest.ReadTable(t, st, ref, path, tb)
 }
 
+// PutInput writes rows as the table tb at main:path and returns the
+// object as a task's input: how a test hands one task the tables an
+// earlier stage would have written.
+func PutInput[T any](t testing.TB, st artifacts.Store, path string, tb *tables.Table[T], rows []T) pipeline.Artifact {
+	t.Helper()
+	artifactstest.PutTable(t, st, "main", path, tb, rows)
+	return pipeline.StoreArtifact("main", path)
+}
+
 // Sums maps every artifact of the run at ref — the paths under
 // iterations/, evals/ and run/ — to its checksum, for comparing two runs
 // byte for byte; events/ holds timings and is left out.
