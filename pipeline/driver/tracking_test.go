@@ -224,6 +224,12 @@ func TestRunEndsTrackerFaults(t *testing.T) {
 	}
 }
 
+// patient lets the trackers' feed wait for a slow tracker when a run
+// ends: on a loaded machine MLflow can take seconds to make an
+// experiment and wandb to start, longer than the default flush, and the
+// tests read back what the run recorded, not a timeout.
+var patient = &trackers.FeedOptions{Flush: 2 * time.Minute}
+
 // TestRunEndsMLflowRuns runs pipelines with an mlflow tracking entry
 // against a real MLflow server and reads the runs back from its REST API:
 // a run interrupted after iteration 1 is KILLED with an end time; run
@@ -240,14 +246,14 @@ func TestRunEndsMLflowRuns(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		before := time.Now().UnixMilli()
-		if _, err := driver.Run(ctx, st, cfg, driver.Options{OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
+		if _, err := driver.Run(ctx, st, cfg, driver.Options{Trackers: patient, OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("interrupted run: %v", err)
 		}
 		killed := trackertest.OneMLflowRun(t, uri, "resumed", "exp1")
 		if killed.Status != "KILLED" || killed.EndTime < before {
 			t.Errorf("interrupted: %s, end_time %d; want KILLED, at or after %d", killed.Status, killed.EndTime, before)
 		}
-		if _, err := driver.Run(context.Background(), st, cfg, driver.Options{}); err != nil {
+		if _, err := driver.Run(context.Background(), st, cfg, driver.Options{Trackers: patient}); err != nil {
 			t.Fatal(err)
 		}
 		done := trackertest.OneMLflowRun(t, uri, "resumed", "exp1")
@@ -262,7 +268,7 @@ func TestRunEndsMLflowRuns(t *testing.T) {
 		st := newStore(t)
 		failing := strings.Replace(pipelineYAML, "train: {kind: standin, env: train}", "train: {kind: standin, env: train, fail_times: 1}", 1)
 		before := time.Now().UnixMilli()
-		if _, err := driver.Run(context.Background(), st, parse(t, failing+section("failed")), driver.Options{}); err == nil {
+		if _, err := driver.Run(context.Background(), st, parse(t, failing+section("failed")), driver.Options{Trackers: patient}); err == nil {
 			t.Fatal("a run whose train task fails for good succeeded")
 		}
 		if r := trackertest.OneMLflowRun(t, uri, "failed", "exp1"); r.Status != "FAILED" || r.EndTime < before {
@@ -433,10 +439,10 @@ func TestRunWandb(t *testing.T) {
 	cfg := parse(t, pipelineYAML+fmt.Sprintf("tracking: [{kind: wandb, dir: %q, python: %q}]\n", dir, py))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := driver.Run(ctx, st, cfg, driver.Options{OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
+	if _, err := driver.Run(ctx, st, cfg, driver.Options{Trackers: patient, OnCommit: func(context.Context, string, int) { cancel() }}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	sum, err := driver.Run(context.Background(), st, cfg, driver.Options{})
+	sum, err := driver.Run(context.Background(), st, cfg, driver.Options{Trackers: patient})
 	if err != nil {
 		t.Fatal(err)
 	}
