@@ -3,7 +3,8 @@ package artifacts
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -52,14 +53,9 @@ func (p Provenance) Metadata(extra map[string]string) (map[string]string, error)
 		m[MetaTaskVersion] = p.TaskVersion
 	}
 	if len(p.Inputs) > 0 {
-		keys := make([]string, 0, len(p.Inputs))
-		for k := range p.Inputs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		pairs := make([][2]string, len(keys))
-		for i, k := range keys {
-			pairs[i] = [2]string{k, p.Inputs[k]}
+		var pairs [][2]string
+		for _, k := range slices.Sorted(maps.Keys(p.Inputs)) {
+			pairs = append(pairs, [2]string{k, p.Inputs[k]})
 		}
 		b, err := json.Marshal(pairs)
 		if err != nil {

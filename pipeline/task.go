@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -157,14 +158,9 @@ func (a Artifact) digest() (string, error) {
 	if !a.Dir {
 		return a.Checksum, nil
 	}
-	names := make([]string, 0, len(a.Files))
-	for n := range a.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	pairs := make([][2]string, len(names))
-	for i, n := range names {
-		pairs[i] = [2]string{n, a.Files[n]}
+	pairs := [][2]string{}
+	for _, n := range slices.Sorted(maps.Keys(a.Files)) {
+		pairs = append(pairs, [2]string{n, a.Files[n]})
 	}
 	b, err := json.Marshal(pairs)
 	if err != nil {

@@ -1027,14 +1027,9 @@ func environ(extra map[string]string) [][2]string {
 	for k, v := range extra {
 		env[k] = v
 	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([][2]string, len(keys))
-	for i, k := range keys {
-		out[i] = [2]string{k, env[k]}
+	var out [][2]string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, [2]string{k, env[k]})
 	}
 	return out
 }
