@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/internal/testproc"
 	"github.com/rlpipe/rlpipe/ui"
 )
@@ -136,8 +136,7 @@ func medianOf(f func()) time.Duration {
 		f()
 		ds = append(ds, time.Since(start))
 	}
-	slices.Sort(ds)
-	return ds[len(ds)/2]
+	return benchstat.Median(ds)
 }
 
 // longRunViews are the costs BenchmarkLongRun compares at two points of

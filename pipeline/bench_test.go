@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin"
 )
@@ -332,19 +332,10 @@ func BenchmarkResume(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		resume, iteration := median(times), median(gaps)
+		resume, iteration := benchstat.Median(times), benchstat.Median(gaps)
 		b.ReportMetric(resume.Seconds(), "resume_s")
-		b.ReportMetric(median(opens).Seconds(), "resume_open_s")
+		b.ReportMetric(benchstat.Median(opens).Seconds(), "resume_open_s")
 		b.ReportMetric(iteration.Seconds(), "iteration_s")
 		b.ReportMetric(resume.Seconds()/iteration.Seconds(), "resume/iteration")
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

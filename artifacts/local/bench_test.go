@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/rlpipe/rlpipe/artifacts"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 )
 
 func benchStore(b *testing.B) *Store {
@@ -311,13 +311,13 @@ func BenchmarkLargeWeightsDir(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		m := median
+		m := benchstat.Median[float64]
 		r := func(a, b []float64) float64 {
 			q := make([]float64, len(a))
 			for i := range a {
 				q[i] = a[i] / b[i]
 			}
-			return median(q)
+			return benchstat.Median(q)
 		}
 		b.ReportMetric(float64(mb)/m(stW), "write_MB/s")
 		b.ReportMetric(float64(mb)/m(stR), "read_MB/s")
@@ -333,17 +333,6 @@ func BenchmarkLargeWeightsDir(b *testing.B) {
 		b.ReportMetric(r(stRc, cpRc), "read_cpu_store/cp")
 		b.ReportMetric(r(re, hash), "recommit/hash")
 	}
-}
-
-// median is the middle of xs, or the mean of its two middle values when
-// their number is even.
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // inProcess runs f and returns its wall time and the CPU time (user and

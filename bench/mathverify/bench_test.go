@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlpipe/rlpipe/artifacts/tables"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"github.com/rlpipe/rlpipe/rewards"
 	"github.com/rlpipe/rlpipe/rewards/python"
@@ -143,7 +144,7 @@ func BenchmarkMathVerify(b *testing.B) {
 				right++
 			}
 		}
-		w, f := float64(benchRows)/median(worker), float64(benchRows)/median(floor)
+		w, f := float64(benchRows)/benchstat.Median(worker), float64(benchRows)/benchstat.Median(floor)
 		p := float64(perRowRows) / perRow
 		b.ReportMetric(w, "worker_rows/s")
 		b.ReportMetric(f, "floor_rows/s")
@@ -155,13 +156,8 @@ func BenchmarkMathVerify(b *testing.B) {
 		b.ReportMetric(overhead*1e3, "path_ms/batch")
 		b.ReportMetric(float64(right), "right_rows")
 		b.Logf("%d rows (%d right): worker %.4fs, floor %.4fs (medians of %d: %v, %v); per row %.2fs for %d rows; worker start %v; the path alone %.1f ms a batch",
-			benchRows, right, median(worker), median(floor), rounds, worker, floor, perRow, perRowRows, start.Round(time.Millisecond), overhead*1e3)
+			benchRows, right, benchstat.Median(worker), benchstat.Median(floor), rounds, worker, floor, perRow, perRowRows, start.Round(time.Millisecond), overhead*1e3)
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	return s[len(s)/2]
 }
 
 // same fails b unless got are want's scores (nil: not scored).
@@ -222,7 +218,7 @@ func overheadRun(b *testing.B, venv string, rows []row) float64 {
 		score(b, p, rows)
 		s = append(s, time.Since(t0).Seconds())
 	}
-	return median(s)
+	return benchstat.Median(s)
 }
 
 // score scores rows with p in one batch, the function's component of

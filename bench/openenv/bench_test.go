@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/openenv"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 )
 
@@ -123,20 +123,14 @@ func BenchmarkOpenEnvGoVsPython(b *testing.B) {
 				}
 			}
 		}
-		g, p := episodes/median(goS), episodes/median(pyS)
+		g, p := episodes/benchstat.Median(goS), episodes/benchstat.Median(pyS)
 		b.ReportMetric(g, "go_episodes/s")
 		b.ReportMetric(p, "python_episodes/s")
 		b.ReportMetric(g/p, "go/python")
 		b.ReportMetric(start.Seconds(), "server_start_s")
 		b.Logf("%d episodes (reset + 2 steps) a round, %d rounds: go %.3fs, python %.3fs (medians: %v, %v); server start %v",
-			episodes, rounds, median(goS), median(pyS), round(goS), round(pyS), start.Round(time.Millisecond))
+			episodes, rounds, benchstat.Median(goS), benchstat.Median(pyS), round(goS), round(pyS), start.Round(time.Millisecond))
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func round(v []float64) string {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 )
 
 // defaultRows is the size of the comparison: 125,000 prompts × 8.
@@ -127,16 +129,6 @@ func roundRatios(a, b timings) []float64 {
 		out[i] = b.wall[i].Seconds() / a.wall[i].Seconds()
 	}
 	return out
-}
-
-// median of v (v is reordered).
-func median(v []float64) float64 {
-	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // agree fails tb unless every contender wrote the same rows as the first
@@ -264,7 +256,7 @@ func BenchmarkRescore(b *testing.B) {
 	fmt.Printf("rescore: rlpipe/duckdb  %.2f×  (target ≥ 1×; each round: %s)\n", rate[0]/rate[1], ratios(perRound))
 	fmt.Printf("rescore: rlpipe/cpython %.2f×  (target ≥ 5×)\n", rate[0]/rate[2])
 	b.ReportMetric(rate[0]/rate[1], "rlpipe/duckdb")
-	b.ReportMetric(median(perRound), "rlpipe/duckdb_median_round")
+	b.ReportMetric(benchstat.Median(perRound), "rlpipe/duckdb_median_round")
 	b.ReportMetric(rate[0]/rate[2], "rlpipe/cpython")
 	for k, c := range contenders {
 		s := sums[k]

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/rlpipe/rlpipe/artifacts/tables"
 	"github.com/rlpipe/rlpipe/environments"
 	"github.com/rlpipe/rlpipe/environments/skyrlgym"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 	"golang.org/x/sync/errgroup"
 )
@@ -133,17 +133,12 @@ func BenchmarkSkyRLGym(b *testing.B) {
 				w()
 			}
 		}
-		g, p := episodes/median(goS), episodes/median(pyS)
+		g, p := episodes/benchstat.Median(goS), episodes/benchstat.Median(pyS)
 		b.ReportMetric(g, "go_episodes/s")
 		b.ReportMetric(p, "python_episodes/s")
 		b.ReportMetric(g/p, "go/python")
 		b.ReportMetric(start.Seconds(), "worker_start_s")
 		b.Logf("%d gsm8k episodes, %d in flight: go %.3fs, python %.3fs (medians of %d: %v, %v); worker start %v",
-			episodes, window, median(goS), median(pyS), rounds, goS, pyS, start.Round(time.Millisecond))
+			episodes, window, benchstat.Median(goS), benchstat.Median(pyS), rounds, goS, pyS, start.Round(time.Millisecond))
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	return s[len(s)/2]
 }

@@ -2,6 +2,8 @@ package trl_test
 
 import (
 	"testing"
+
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 )
 
 // algorithm is a line of the algorithms' table: the changes to the
@@ -53,10 +55,10 @@ func BenchmarkAlgorithms(b *testing.B) {
 			r := h.run(b, demo{run: "alg-" + alg.name, seed: 1, iterations: iterations, staleness: 1, alg: alg})
 			held := h.exactPass(b, r.adapter)
 			b.Logf("%s: held-out exact pass@1 %.4f → %.4f (%+.4f) after %d iterations, %.1f ms an iteration, %.1f s the run",
-				alg.name, h.base, held, held-h.base, iterations, 1000*median(totals(r.steps)), r.wall.Seconds())
+				alg.name, h.base, held, held-h.base, iterations, 1000*benchstat.Median(totals(r.steps)), r.wall.Seconds())
 			b.ReportMetric(held, "heldout")
 			b.ReportMetric(held-h.base, "gain")
-			b.ReportMetric(median(totals(r.steps)), "s/iteration")
+			b.ReportMetric(benchstat.Median(totals(r.steps)), "s/iteration")
 			b.ReportMetric(r.wall.Seconds(), "s/run")
 			b.ReportMetric(0, "ns/op")
 		})

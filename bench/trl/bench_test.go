@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/internal/pyvenv"
 )
 
@@ -95,17 +96,17 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 		rh, th := h.exactPass(b, r.adapter), h.exactPass(b, t.adapter)
 		rlHeld, trHeld = append(rlHeld, rh), append(trHeld, th)
 		trSetup, rlWall = append(trSetup, t.Setup), append(rlWall, r.wall.Seconds())
-		mr, mt := median(append([]float64(nil), rs...)), median(append([]float64(nil), ts...))
-		cr, ct := median(append([]float64(nil), rc...)), median(append([]float64(nil), tc...))
+		mr, mt := benchstat.Median(rs), benchstat.Median(ts)
+		cr, ct := benchstat.Median(rc), benchstat.Median(tc)
 		b.Logf("seed %d: rlpipe %.1f ms a step, %.1f ms of CPU (run %.1f s, %.1f s of CPU), TRL %.1f ms a step, %.1f ms of CPU (setup %.1f s, %d torch threads): trl/rlpipe %.2f, in CPU %.2f; held-out exact pass@1 after %d steps: rlpipe %.4f, TRL %.4f (base %.4f)",
 			seed, 1000*mr, 1000*cr, r.wall.Seconds(), r.cpu.Seconds(), 1000*mt, 1000*ct, t.Setup, t.Threads, mt/mr, ct/cr, steps, rh, th, h.base)
 	}
 	total, parts := breakdown(rlSteps)
 	b.Logf("rlpipe's step, mean of %d: %s", len(rlSteps), formatBreakdown(total, parts))
 	b.Logf("load average before %s, after %s", load, loadAverage())
-	mr, mt := median(rl), median(tr)
-	cr, ct := median(rlCPU), median(trCPU)
-	hr, ht := median(append([]float64(nil), rlHeld...)), median(append([]float64(nil), trHeld...))
+	mr, mt := benchstat.Median(rl), benchstat.Median(tr)
+	cr, ct := benchstat.Median(rlCPU), benchstat.Median(trCPU)
+	hr, ht := benchstat.Median(rlHeld), benchstat.Median(trHeld)
 	b.ReportMetric(mt, "trl_s/step")
 	b.ReportMetric(mr, "rlpipe_s/step")
 	b.ReportMetric(mt/mr, "trl/rlpipe")
@@ -116,7 +117,7 @@ func BenchmarkTRLvsRlpipe(b *testing.B) {
 	b.ReportMetric(hr, "heldout_rlpipe")
 	b.ReportMetric(ht, "heldout_trl")
 	b.ReportMetric((hr-h.base)/(ht-h.base), "gain_rlpipe/trl")
-	b.ReportMetric(median(trSetup), "trl_setup_s")
+	b.ReportMetric(benchstat.Median(trSetup), "trl_setup_s")
 	for _, p := range parts {
 		b.ReportMetric(ms(p.d), p.name+"_ms/step")
 	}

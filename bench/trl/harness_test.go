@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -295,19 +294,6 @@ func loadAverage() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// median of xs (sorted in place); 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	sort.Float64s(xs)
-	if n := len(xs); n%2 == 1 {
-		return xs[n/2]
-	} else {
-		return (xs[n/2-1] + xs[n/2]) / 2
-	}
-}
 
 func cpuTotals(steps []iterationTimes) []float64 {
 	var xs []float64

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/rlpipe/rlpipe/artifacts"
 	"github.com/rlpipe/rlpipe/artifacts/local"
+	"github.com/rlpipe/rlpipe/internal/benchstat"
 	"github.com/rlpipe/rlpipe/pipeline"
 	"github.com/rlpipe/rlpipe/pipeline/standin/standintest"
 	"github.com/rlpipe/rlpipe/pipeline/temporalrun"
@@ -248,7 +248,7 @@ func BenchmarkTemporalDemo(b *testing.B) {
 			ratios = append(ratios, tt.Seconds()/lt.Seconds())
 		}
 		load, _ := os.ReadFile("/proc/loadavg")
-		ml, mt, mr := median(localS), median(tempS), median(ratios)
+		ml, mt, mr := benchstat.Median(localS), benchstat.Median(tempS), benchstat.Median(ratios)
 		b.ReportMetric(ml, "local-s")
 		b.ReportMetric(mt, "temporal-s")
 		b.ReportMetric(mr, "temporal/local")
@@ -269,12 +269,6 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive whole number", name, v)
 	}
 	return n
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 func ratioList(xs []float64) string {
