@@ -118,8 +118,8 @@ func digestOf(b []byte) string {
 
 // nodeOf encodes the node of level that lists refs, its children in
 // path order, and returns the record and the ref a parent lists it by:
-// its id, its span, and the entries and ranges under it. It is the one
-// definition of a node, for the builder and for the tests that check it.
+// its id, its span, and the entries and ranges under it. The tests'
+// canonicalTree builds nodes by hand, to check this one.
 func nodeOf(level int, refs metaRange) (rangeRef, []byte) {
 	r := rangeRef{Min: refs[0].Min, Max: refs[len(refs)-1].Max}
 	for _, c := range refs {
