@@ -12,7 +12,6 @@ import (
 // at its key's line and column, in both trainers.
 func TestTrainerKLEntropy(t *testing.T) {
 	def := mustTrainVersion(t, grpoBase(""))
-	external := externalBase
 	const estimators = "use k1, k2 or k3 (verl's kl, mse or low_var_kl)"
 	for _, tc := range []struct {
 		name, src string
@@ -30,16 +29,16 @@ func TestTrainerKLEntropy(t *testing.T) {
 			err: `pipeline.yaml:15:11: trainer.entropy_coeff: -0.01; it must be ≥ 0 (0 is off; 0.001–0.01 is typical)`},
 		{name: "a NaN entropy coefficient", src: grpoBase("trainer: {entropy_coeff: .nan}\n"),
 			err: `pipeline.yaml:15:26: trainer.entropy_coeff: expected a finite number, got .nan (no key takes an infinity or NaN; a float is at most about 1.8e308)`},
-		{name: "external k1 and a bonus", src: external("{kl_estimator: kl, entropy_coeff: 0.01}")},
-		{name: "external: an unknown estimator", src: external("{kl_estimator: k4}"),
+		{name: "external k1 and a bonus", src: externalBase("{kl_estimator: kl, entropy_coeff: 0.01}")},
+		{name: "external: an unknown estimator", src: externalBase("{kl_estimator: k4}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.kl_estimator: k4; ` + estimators},
-		{name: "external: an estimator that is not a name", src: external("{kl_estimator: 3}"),
+		{name: "external: an estimator that is not a name", src: externalBase("{kl_estimator: 3}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.kl_estimator: 3; ` + estimators},
-		{name: "external: a negative entropy coefficient", src: external("{entropy_coeff: -1}"),
+		{name: "external: a negative entropy coefficient", src: externalBase("{entropy_coeff: -1}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.entropy_coeff: -1; it must be a number ≥ 0 (0 is off; 0.001–0.01 is typical)`},
-		{name: "external: an infinite entropy coefficient", src: external("{entropy_coeff: .inf}"),
+		{name: "external: an infinite entropy coefficient", src: externalBase("{entropy_coeff: .inf}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.entropy_coeff: +Inf; it must be a number ≥ 0 (0 is off; 0.001–0.01 is typical)`},
-		{name: "external: an entropy coefficient that is not a number", src: external("{entropy_coeff: high}"),
+		{name: "external: an entropy coefficient that is not a number", src: externalBase("{entropy_coeff: high}"),
 			err: `pipeline.yaml:13:59: stages.train.hyperparameters.entropy_coeff: high; it must be a number ≥ 0 (0 is off; 0.001–0.01 is typical)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
